@@ -1,0 +1,78 @@
+# Small helpers so that every module folder declares its target the same way.
+# Sources are always listed explicitly.
+
+function(ragged_set_warnings target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wshadow
+                                           -Wnon-virtual-dtor -Wimplicit-fallthrough)
+  if(RAGGED_WERROR)
+    target_compile_options(${target} PRIVATE -Werror)
+  endif()
+endfunction()
+
+# ragged_add_library(NAME SRCS a.cpp b.cpp DEPS ragged::x fmt::fmt [PRIVATE_DEPS ...])
+# Creates the static library ragged_NAME with the alias ragged::NAME. Headers are
+# included by module path ("models/model_spec.hpp") from the source root.
+function(ragged_add_library name)
+  cmake_parse_arguments(ARG "" "" "SRCS;DEPS;PRIVATE_DEPS" ${ARGN})
+  add_library(ragged_${name} STATIC ${ARG_SRCS})
+  add_library(ragged::${name} ALIAS ragged_${name})
+  target_include_directories(ragged_${name} PUBLIC ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR})
+  target_link_libraries(ragged_${name} PUBLIC ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
+  ragged_set_warnings(ragged_${name})
+endfunction()
+
+# ragged_add_test(NAME SRCS a_test.cpp DEPS ragged::x [LABELS l1 l2])
+# One GoogleTest executable per module; every TEST becomes its own CTest entry.
+function(ragged_add_test name)
+  cmake_parse_arguments(ARG "" "" "SRCS;DEPS;LABELS" ${ARGN})
+  add_executable(test_${name} ${ARG_SRCS})
+  target_link_libraries(test_${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main)
+  target_compile_definitions(test_${name} PRIVATE
+    RAGGED_SOURCE_DIR="${PROJECT_SOURCE_DIR}" RAGGED_BINARY_DIR="${PROJECT_BINARY_DIR}")
+  ragged_set_warnings(test_${name})
+  gtest_discover_tests(test_${name}
+    WORKING_DIRECTORY ${PROJECT_BINARY_DIR}
+    PROPERTIES LABELS "${name};${ARG_LABELS}"
+    DISCOVERY_TIMEOUT 60)
+endfunction()
+
+# ragged_add_proto(NAME PROTOS a.proto DEPS ...): a library of generated protobuf code.
+# Generated headers are included as "<folder>/<file>.pb.h".
+function(ragged_add_proto name)
+  cmake_parse_arguments(ARG "" "" "PROTOS;DEPS" ${ARGN})
+  set(_srcs)
+  foreach(proto ${ARG_PROTOS})
+    get_filename_component(_abs ${proto} ABSOLUTE)
+    file(RELATIVE_PATH _rel ${PROJECT_SOURCE_DIR} ${_abs})
+    string(REGEX REPLACE "\\.proto$" "" _stem ${_rel})
+    set(_cc ${PROJECT_BINARY_DIR}/${_stem}.pb.cc)
+    set(_h ${PROJECT_BINARY_DIR}/${_stem}.pb.h)
+    add_custom_command(
+      OUTPUT ${_cc} ${_h}
+      COMMAND protobuf::protoc --cpp_out=${PROJECT_BINARY_DIR} -I ${PROJECT_SOURCE_DIR} ${_abs}
+      DEPENDS ${_abs} protobuf::protoc
+      COMMENT "protoc ${_rel}")
+    list(APPEND _srcs ${_cc})
+  endforeach()
+  add_library(ragged_${name} STATIC ${_srcs})
+  add_library(ragged::${name} ALIAS ragged_${name})
+  target_include_directories(ragged_${name} PUBLIC ${PROJECT_BINARY_DIR})
+  target_link_libraries(ragged_${name} PUBLIC protobuf::libprotobuf ${ARG_DEPS})
+endfunction()
+
+# ragged_embed_files(OUTPUT file.cpp NAMESPACE ns FILES a b): compiles text files
+# into a C++ table {name, contents} so the binary carries them (shipped scenarios).
+function(ragged_embed_files)
+  cmake_parse_arguments(ARG "" "OUTPUT;NAMESPACE" "FILES" ${ARGN})
+  set(_abs_files)
+  foreach(f ${ARG_FILES})
+    get_filename_component(_a ${f} ABSOLUTE)
+    list(APPEND _abs_files ${_a})
+  endforeach()
+  add_custom_command(
+    OUTPUT ${ARG_OUTPUT}
+    COMMAND ${CMAKE_COMMAND} -DOUTPUT=${ARG_OUTPUT} -DNAMESPACE=${ARG_NAMESPACE}
+            "-DFILES=${_abs_files}" -P ${PROJECT_SOURCE_DIR}/cmake/EmbedFiles.cmake
+    DEPENDS ${_abs_files} ${PROJECT_SOURCE_DIR}/cmake/EmbedFiles.cmake
+    COMMENT "Embedding ${ARG_NAMESPACE} files")
+endfunction()

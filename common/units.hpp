@@ -1,0 +1,17 @@
+#pragma once
+// Human-readable quantities for reports: bytes in binary units, counts and
+// rates in decimal units, durations in the unit that reads best.
+
+#include <cstdint>
+#include <string>
+
+namespace ragged {
+
+inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+std::string format_bytes(double bytes);        // "1.50 GiB", "512 B"
+std::string format_count(double count);        // "8.03B", "14.3M", "512"
+std::string format_flops(double flops);        // "1.23 TFLOP"
+std::string format_seconds(double seconds);    // "12.3 ms", "4.56 s"
+
+}  // namespace ragged

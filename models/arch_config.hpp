@@ -1,0 +1,71 @@
+#pragma once
+// The architecture hyper-parameters a ModelSpec is built from: the fields of a
+// Hugging Face config.json that decide tensors, shapes and compute. The catalog,
+// the config.json importer and a scenario's inline model all produce one.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/dtype.hpp"
+
+namespace ragged::models {
+
+enum class AttentionKind {
+  kGqa,  // grouped-query attention (MHA and MQA are special cases)
+  kMla,  // DeepSeek multi-head latent attention
+};
+
+enum class ExpertStorage {
+  kPerExpert,  // one tensor per expert and projection (DeepSeek, Qwen3, Mixtral)
+  kFused,      // one tensor per projection holding every expert (GPT-OSS)
+};
+
+struct ArchConfig {
+  std::string name;         // "llama3-8b"
+  std::string family;       // the HF model_type it follows: llama, mixtral, qwen3_moe, gpt_oss, deepseek_v3, ...
+  DType dtype = DType::kBF16;
+
+  int64_t hidden = 0;
+  int64_t layers = 0;
+  int64_t vocab = 0;
+  int64_t intermediate = 0;  // dense MLP width (dense layers of a MoE model too)
+  bool tie_embeddings = false;
+
+  AttentionKind attention = AttentionKind::kGqa;
+  int64_t heads = 0;
+  int64_t kv_heads = 0;
+  int64_t head_dim = 0;           // GQA head dimension
+  bool attention_bias = false;    // q/k/v/o biases (GPT-OSS)
+  bool attention_sinks = false;   // one learned sink logit per head (GPT-OSS)
+  bool qk_norm = false;           // RMSNorm over q and k heads (Qwen3)
+  int64_t sliding_window = 0;     // 0: every layer attends to the whole causal context
+  std::vector<bool> sliding_layers;  // per layer: uses the sliding window (empty: none do)
+
+  // Multi-head latent attention (attention == kMla).
+  int64_t q_lora_rank = 0;  // 0: q is projected directly from the hidden state
+  int64_t kv_lora_rank = 0;
+  int64_t qk_nope_head_dim = 0;
+  int64_t qk_rope_head_dim = 0;
+  int64_t v_head_dim = 0;
+
+  // Mixture of experts (experts == 0: dense model).
+  int64_t experts = 0;
+  int64_t experts_per_token = 0;
+  int64_t moe_intermediate = 0;   // width of one expert's MLP
+  int64_t shared_experts = 0;     // always-active experts of width moe_intermediate
+  int64_t first_dense_layers = 0; // leading layers that use the dense MLP
+  ExpertStorage expert_storage = ExpertStorage::kPerExpert;
+  bool expert_bias = false;       // biases on expert projections (GPT-OSS)
+  bool router_bias = false;       // a bias on the router (GPT-OSS) or a score-correction bias (DeepSeek-V3)
+
+  bool is_moe() const { return experts > 0; }
+  bool is_moe_layer(int64_t layer) const { return is_moe() && layer >= first_dense_layers; }
+  bool is_sliding_layer(int64_t layer) const;
+};
+
+// Checks that the numbers describe a buildable model; throws InputError naming
+// the field (as `field_prefix` + field name) and what a valid value looks like.
+void validate_arch(const ArchConfig& arch, const std::string& field_prefix);
+
+}  // namespace ragged::models

@@ -1,0 +1,30 @@
+#include "common/units.hpp"
+
+#include <gtest/gtest.h>
+
+namespace ragged {
+namespace {
+
+TEST(Units, Bytes) {
+  EXPECT_EQ(format_bytes(512), "512 B");
+  EXPECT_EQ(format_bytes(1536), "1.50 KiB");
+  EXPECT_EQ(format_bytes(81.9 * kGiB), "81.90 GiB");
+  EXPECT_EQ(format_bytes(300.0 * kGiB), "300.0 GiB");
+}
+
+TEST(Units, Counts) {
+  EXPECT_EQ(format_count(8030261248.0), "8.03B");
+  EXPECT_EQ(format_count(512), "512");
+  EXPECT_EQ(format_count(671e9), "671.0B");
+}
+
+TEST(Units, Seconds) {
+  EXPECT_EQ(format_seconds(2.5), "2.5 s");
+  EXPECT_EQ(format_seconds(0.0123), "12.3 ms");
+  EXPECT_EQ(format_seconds(4.2e-6), "4.2 us");
+}
+
+TEST(Units, Flops) { EXPECT_EQ(format_flops(1.5e12), "1.50 TFLOP"); }
+
+}  // namespace
+}  // namespace ragged

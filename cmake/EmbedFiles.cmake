@@ -1,6 +1,7 @@
 # Script mode: writes OUTPUT, a C++ file defining
 #   const std::vector<EmbeddedFile>& NAMESPACE::embedded_files();
 # with one entry {file name without extension, file contents} per FILES entry.
+string(REPLACE "|" ";" FILES "${FILES}")
 set(_body "")
 foreach(f ${FILES})
   get_filename_component(_name ${f} NAME_WE)

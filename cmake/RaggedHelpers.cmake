@@ -4,6 +4,10 @@
 function(ragged_set_warnings target)
   target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wshadow
                                            -Wnon-virtual-dtor -Wimplicit-fallthrough)
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 13)
+    # GCC 12 reports false -Wrestrict on std::string concatenation at -O3 (GCC bug 105329).
+    target_compile_options(${target} PRIVATE -Wno-restrict)
+  endif()
   if(RAGGED_WERROR)
     target_compile_options(${target} PRIVATE -Werror)
   endif()
@@ -69,10 +73,12 @@ function(ragged_embed_files)
     get_filename_component(_a ${f} ABSOLUTE)
     list(APPEND _abs_files ${_a})
   endforeach()
+  string(REPLACE ";" "|" _file_arg "${_abs_files}")
   add_custom_command(
     OUTPUT ${ARG_OUTPUT}
     COMMAND ${CMAKE_COMMAND} -DOUTPUT=${ARG_OUTPUT} -DNAMESPACE=${ARG_NAMESPACE}
-            "-DFILES=${_abs_files}" -P ${PROJECT_SOURCE_DIR}/cmake/EmbedFiles.cmake
+            "-DFILES=${_file_arg}" -P ${PROJECT_SOURCE_DIR}/cmake/EmbedFiles.cmake
+    VERBATIM
     DEPENDS ${_abs_files} ${PROJECT_SOURCE_DIR}/cmake/EmbedFiles.cmake
     COMMENT "Embedding ${ARG_NAMESPACE} files")
 endfunction()

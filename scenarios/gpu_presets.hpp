@@ -1,0 +1,26 @@
+#pragma once
+// Published GPU characteristics used when a scenario names a preset. Every
+// number carries its source in gpu_presets.cpp; a scenario may override any.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ragged::scenarios {
+
+struct GpuPreset {
+  std::string name;
+  std::string description;
+  double peak_bf16_tflops = 0;   // dense tensor-core peak
+  double peak_fp32_tflops = 0;   // non-tensor-core FP32
+  double hbm_capacity_gib = 0;   // what the framework sees as total device memory
+  double hbm_bandwidth_gbytes_per_s = 0;
+  double intra_node_gbytes_per_s = 0;  // NVLink per GPU per direction
+  double intra_node_latency_us = 0;
+};
+
+const std::vector<GpuPreset>& gpu_presets();
+// Throws InputError listing the presets when `name` is unknown.
+const GpuPreset& find_gpu_preset(std::string_view name);
+
+}  // namespace ragged::scenarios

@@ -1,0 +1,150 @@
+#include <algorithm>
+
+#include "scenarios/gpu_presets.hpp"
+#include "scenarios/scenario_rules.hpp"
+
+namespace ragged::scenarios {
+namespace {
+
+const GpuPreset* preset_or_null(const std::string& name) {
+  for (const GpuPreset& preset : gpu_presets()) {
+    if (preset.name == name) return &preset;
+  }
+  return nullptr;
+}
+
+void default_cluster(Cluster* cluster) {
+  Gpu* gpu = cluster->mutable_gpu();
+  if (const GpuPreset* preset = preset_or_null(gpu->preset())) {
+    if (!gpu->has_peak_bf16_tflops()) gpu->set_peak_bf16_tflops(preset->peak_bf16_tflops);
+    if (!gpu->has_peak_fp32_tflops()) gpu->set_peak_fp32_tflops(preset->peak_fp32_tflops);
+    if (!gpu->has_hbm_capacity_gib()) gpu->set_hbm_capacity_gib(preset->hbm_capacity_gib);
+    if (!gpu->has_hbm_bandwidth_gbytes_per_s()) gpu->set_hbm_bandwidth_gbytes_per_s(preset->hbm_bandwidth_gbytes_per_s);
+    Link* link = cluster->mutable_intra_node();
+    if (!link->has_bandwidth_gbytes_per_s()) link->set_bandwidth_gbytes_per_s(preset->intra_node_gbytes_per_s);
+    if (!link->has_latency_us()) link->set_latency_us(preset->intra_node_latency_us);
+  }
+  if (!gpu->has_peak_fp32_tflops() && gpu->has_peak_bf16_tflops()) {
+    gpu->set_peak_fp32_tflops(gpu->peak_bf16_tflops() / 14.8);  // Hopper's bf16:fp32 ratio
+  }
+  Nics* nics = cluster->mutable_nics();
+  if (!nics->has_per_node()) nics->set_per_node(cluster->gpus_per_node());
+  if (!nics->has_bandwidth_gbits_per_s()) nics->set_bandwidth_gbits_per_s(400);
+  if (!nics->has_latency_us()) nics->set_latency_us(2.0);
+
+  Topology* topology = cluster->mutable_topology();
+  if (!topology->has_hop_latency_us()) topology->set_hop_latency_us(0.5);
+  if (topology->kind_case() == Topology::KIND_NOT_SET) topology->mutable_fat_tree();
+  if (topology->has_fat_tree()) {
+    FatTree* tree = topology->mutable_fat_tree();
+    if (!tree->has_levels()) tree->set_levels(cluster->nodes() > 4096 ? 3 : 2);
+    if (!tree->has_oversubscription()) tree->set_oversubscription(1.0);
+    if (!tree->has_switch_radix()) tree->set_switch_radix(64);
+  } else {
+    RailOptimized* rail = topology->mutable_rail_optimized();
+    if (!rail->has_nodes_per_rail_switch()) rail->set_nodes_per_rail_switch(32);
+    if (!rail->has_spine_oversubscription()) rail->set_spine_oversubscription(1.0);
+  }
+}
+
+void default_adamw(AdamW* adam) {
+  if (!adam->has_lr()) adam->set_lr(3e-4);
+  if (!adam->has_beta1()) adam->set_beta1(0.9);
+  if (!adam->has_beta2()) adam->set_beta2(0.95);
+  if (!adam->has_eps()) adam->set_eps(1e-8);
+  if (!adam->has_weight_decay()) adam->set_weight_decay(0.1);
+}
+
+void default_optimizer(Optimizer* optimizer) {
+  switch (optimizer->kind_case()) {
+    case Optimizer::KIND_NOT_SET:
+    case Optimizer::kAdamw: default_adamw(optimizer->mutable_adamw()); break;
+    case Optimizer::kAdam8Bit: {
+      Adam8bit* adam = optimizer->mutable_adam8bit();
+      default_adamw(adam->mutable_adam());
+      if (!adam->has_block_rows()) adam->set_block_rows(32);
+      if (!adam->has_block_cols()) adam->set_block_cols(32);
+      break;
+    }
+    case Optimizer::kMuon: {
+      Muon* muon = optimizer->mutable_muon();
+      if (!muon->has_lr()) muon->set_lr(0.02);
+      if (!muon->has_momentum()) muon->set_momentum(0.95);
+      if (!muon->has_ns_steps()) muon->set_ns_steps(5);
+      default_adamw(muon->mutable_adamw());
+      break;
+    }
+    case Optimizer::kShampoo: {
+      Shampoo* shampoo = optimizer->mutable_shampoo();
+      if (!shampoo->has_block_size()) shampoo->set_block_size(1024);
+      if (!shampoo->has_precondition_frequency()) shampoo->set_precondition_frequency(100);
+      default_adamw(shampoo->mutable_adamw());
+      break;
+    }
+  }
+}
+
+// Block-wise 8-bit Adam needs its tiles whole on one rank: unless the user
+// chose a granularity, it becomes the optimizer's block.
+void default_granularity(Training* training) {
+  GranularitySpec* spec = training->mutable_granularity()->mutable_default_spec();
+  if (spec->kind() != GRANULARITY_UNSPECIFIED) return;
+  if (training->optimizer().has_adam8bit()) {
+    spec->set_kind(BLOCK);
+    spec->set_block_rows(training->optimizer().adam8bit().block_rows());
+    spec->set_block_cols(training->optimizer().adam8bit().block_cols());
+  } else {
+    spec->set_kind(ELEMENT);
+  }
+}
+
+void default_training(Training* training, int64_t gpus) {
+  if (training->strategy() == STRATEGY_UNSPECIFIED) training->set_strategy(RAGGED);
+  if (!training->has_shard_group_size()) {
+    int64_t replicas = training->has_replicate_group_size() ? std::max(1, training->replicate_group_size()) : 1;
+    training->set_shard_group_size(static_cast<int32_t>(gpus / replicas));
+  }
+  if (!training->has_replicate_group_size() && training->shard_group_size() > 0) {
+    training->set_replicate_group_size(static_cast<int32_t>(gpus / training->shard_group_size()));
+  }
+  if (!training->has_micro_batch_size()) training->set_micro_batch_size(1);
+  if (!training->has_sequence_length()) training->set_sequence_length(4096);
+  if (!training->has_gradient_accumulation_steps()) training->set_gradient_accumulation_steps(1);
+  Precision* precision = training->mutable_precision();
+  if (precision->param() == DTYPE_UNSPECIFIED) precision->set_param(BF16);
+  if (precision->reduce() == DTYPE_UNSPECIFIED) precision->set_reduce(FP32);
+  if (precision->master() == DTYPE_UNSPECIFIED) precision->set_master(FP32);
+  if (training->activation_checkpointing() == CHECKPOINTING_UNSPECIFIED) training->set_activation_checkpointing(NONE);
+  default_optimizer(training->mutable_optimizer());
+  default_granularity(training);
+  if (!training->has_prefetch_depth()) training->set_prefetch_depth(1);
+  if (!training->has_reshard_after_forward()) training->set_reshard_after_forward(true);
+}
+
+void default_run(Run* run) {
+  if (!run->has_steps()) run->set_steps(3);
+  if (!run->has_warmup_steps()) run->set_warmup_steps(1);
+  if (!run->has_seed()) run->set_seed(1234);
+  if (!run->has_model_scale()) run->set_model_scale(1.0);
+}
+
+}  // namespace
+
+Scenario with_defaults(const Scenario& written) {
+  Scenario scenario = written;
+  default_cluster(scenario.mutable_cluster());
+  default_training(scenario.mutable_training(), total_gpus(scenario));
+  default_run(scenario.mutable_run());
+  return scenario;
+}
+
+int64_t total_gpus(const Scenario& scenario) {
+  return static_cast<int64_t>(scenario.cluster().gpus_per_node()) * scenario.cluster().nodes();
+}
+
+int64_t global_batch_sequences(const Scenario& scenario) {
+  const Training& t = scenario.training();
+  return total_gpus(scenario) * t.micro_batch_size() * t.gradient_accumulation_steps();
+}
+
+}  // namespace ragged::scenarios

@@ -1,0 +1,197 @@
+#include "scenarios/scenario_loader.hpp"
+
+#include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/text_format.h>
+#include <google/protobuf/util/json_util.h>
+
+#include <regex>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "common/errors.hpp"
+#include "common/file_io.hpp"
+#include "scenarios/scenario_rules.hpp"
+
+namespace ragged::scenarios {
+namespace {
+
+namespace pb = google::protobuf;
+
+// Keeps the first error protobuf's text parser reports, with its position.
+class FirstErrorCollector : public pb::io::ErrorCollector {
+ public:
+  void AddError(int line, int column, const std::string& message) override {
+    if (!has_error) {
+      has_error = true;
+      location = FieldLocation{line + 1, column + 1};
+      text = message;
+    }
+  }
+  void AddWarning(int, int, const std::string&) override {}
+
+  bool has_error = false;
+  FieldLocation location;
+  std::string text;
+};
+
+// 'Message type "ragged.scenarios.Cluster" has no field named "nodez".' gains
+// the list of fields that type does have.
+std::string explain_text_error(const std::string& message) {
+  if (message.ends_with("got: ")) return message + "end of file (is a closing '}' missing?)";
+  static const std::regex unknown_field(R"re(Message type "([\w.]+)" has no field named "(\w+)")re");
+  std::smatch match;
+  if (!std::regex_search(message, match, unknown_field)) return message;
+  const pb::Descriptor* type = pb::DescriptorPool::generated_pool()->FindMessageTypeByName(match[1]);
+  if (type == nullptr) return message;
+  std::vector<std::string> fields;
+  for (int i = 0; i < type->field_count(); ++i) fields.push_back(type->field(i)->name());
+  return fmt::format("unknown field '{}'; {} has: {}", match[2].str(), type->name(), fmt::join(fields, ", "));
+}
+
+Scenario parse_text(std::string_view text, const std::string& origin, const FieldLocations& locations) {
+  Scenario scenario;
+  pb::TextFormat::Parser parser;
+  FirstErrorCollector errors;
+  parser.RecordErrorsTo(&errors);
+  if (!parser.ParseFromString(std::string(text), &scenario)) {
+    // Protobuf points just after the offending token, sometimes at the start
+    // of the next line; the field written there is the one to name.
+    FieldLocation at = errors.location;
+    auto path = locations.path_at(at);
+    bool about_a_field = errors.text.find("field") != std::string::npos;
+    if (path && about_a_field) {
+      FieldLocation field = *locations.find(*path);
+      bool same_token = field.line == at.line || (at.column == 1 && field.line == at.line - 1);
+      if (same_token) at = field;
+      else path.reset();
+    } else {
+      path.reset();
+    }
+    throw InputError(fmt::format("{}:{}:{}: {}{}", origin, at.line, at.column, path ? *path + ": " : "",
+                                 explain_text_error(errors.text)));
+  }
+  return scenario;
+}
+
+// Protobuf's JSON errors read "(cluster.nodes): invalid value ..." or
+// "(cluster) nodez: Cannot find field."; the path gets its line from the scanner.
+Scenario parse_json(std::string_view text, const std::string& origin, const FieldLocations& locations) {
+  Scenario scenario;
+  pb::util::JsonParseOptions options;
+  options.ignore_unknown_fields = false;
+  auto status = pb::util::JsonStringToMessage(std::string(text), &scenario, options);
+  if (status.ok()) return scenario;
+  std::string message(status.message());
+  static const std::regex with_path(R"(^\(([^)]*)\)\s*(\w*)\s*:\s*([^\n]*))");
+  std::smatch match;
+  if (std::regex_search(message, match, with_path)) {
+    std::string path = to_snake_case(match[1].str());
+    std::string detail = match[3].str();
+    if (!match[2].str().empty()) {
+      path = path.empty() ? to_snake_case(match[2].str()) : path + "." + to_snake_case(match[2].str());
+      detail = fmt::format("unknown field '{}'", match[2].str());
+    }
+    throw InputError(field_error_text(origin, locations, path, detail));
+  }
+  throw InputError(fmt::format("{}: malformed JSON: {}", origin, message.substr(0, message.find('\n'))));
+}
+
+LoadedScenario finish(LoadedScenario loaded) {
+  loaded.scenario = with_defaults(loaded.written);
+  auto issues = validate_scenario(loaded.scenario);
+  if (!issues.empty()) {
+    std::string message = issues.front().message;
+    if (issues.size() > 1) message += fmt::format(" ({} more problem{})", issues.size() - 1, issues.size() > 2 ? "s" : "");
+    throw_field_error(loaded, issues.front().path, message);
+  }
+  return loaded;
+}
+
+// Parses, names an unnamed scenario `default_name`, applies defaults, validates.
+LoadedScenario parse_named(std::string_view text, ScenarioFormat format, const std::string& origin,
+                           const std::filesystem::path& base_dir, const std::string& default_name) {
+  LoadedScenario loaded;
+  loaded.origin = origin;
+  loaded.base_dir = base_dir;
+  bool json = format == ScenarioFormat::kJson;
+  loaded.locations = json ? locate_json_fields(text) : locate_textproto_fields(text);
+  loaded.written = json ? parse_json(text, origin, loaded.locations) : parse_text(text, origin, loaded.locations);
+  if (loaded.written.name().empty()) loaded.written.set_name(default_name);
+  return finish(std::move(loaded));
+}
+
+bool looks_like_path(std::string_view text) {
+  auto ends_with = [&](std::string_view suffix) {
+    return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
+  };
+  return text.find('/') != std::string_view::npos || ends_with(".textproto") || ends_with(".json") ||
+         ends_with(".txtpb") || ends_with(".pbtxt") || std::filesystem::exists(std::string(text));
+}
+
+}  // namespace
+
+std::string field_error_text(const std::string& origin, const FieldLocations& locations, std::string_view path,
+                             const std::string& message) {
+  auto location = locations.find(path);
+  std::string where = location ? fmt::format("{}:{}:{}", origin, location->line, location->column) : origin;
+  return fmt::format("{}: {}: {}", where, path, message);
+}
+
+void throw_field_error(const LoadedScenario& loaded, std::string_view path, const std::string& message) {
+  throw InputError(field_error_text(loaded.origin, loaded.locations, path, message));
+}
+
+LoadedScenario parse_scenario(std::string_view text, ScenarioFormat format, const std::string& origin,
+                              const std::filesystem::path& base_dir) {
+  return parse_named(text, format, origin, base_dir, "");
+}
+
+LoadedScenario load_scenario_file(const std::filesystem::path& path) {
+  std::string text = read_file(path);
+  ScenarioFormat format = path.extension() == ".json" ? ScenarioFormat::kJson : ScenarioFormat::kText;
+  std::filesystem::path base = path.parent_path().empty() ? std::filesystem::path(".") : path.parent_path();
+  return parse_named(text, format, path.string(), base, path.stem().string());
+}
+
+LoadedScenario load_scenario(std::string_view name_or_path) {
+  if (looks_like_path(name_or_path)) return load_scenario_file(std::string(name_or_path));
+  std::vector<std::string> names;
+  for (const EmbeddedFile& file : shipped_scenarios()) {
+    if (file.name == name_or_path) {
+      return parse_named(file.contents, ScenarioFormat::kText, fmt::format("builtin:{}", file.name), ".",
+                         std::string(file.name));
+    }
+    names.emplace_back(file.name);
+  }
+  throw InputError(fmt::format("no scenario file or shipped scenario named '{}': give a .textproto/.json path "
+                               "or one of {}", name_or_path, fmt::join(names, ", ")));
+}
+
+LoadedScenario with_total_gpus(const LoadedScenario& loaded, int64_t gpus) {
+  if (gpus < 1) throw InputError(fmt::format("--gpus {}: the number of GPUs must be at least 1", gpus));
+  LoadedScenario changed = loaded;
+  Cluster* cluster = changed.written.mutable_cluster();
+  int64_t per_node = cluster->gpus_per_node();
+  if (gpus < per_node) {
+    cluster->set_gpus_per_node(static_cast<int32_t>(gpus));
+    cluster->set_nodes(1);
+  } else if (gpus % per_node != 0) {
+    throw InputError(fmt::format("--gpus {}: not a multiple of the {} GPUs per node of {}; use a multiple of {}",
+                                 gpus, per_node, loaded.origin, per_node));
+  } else {
+    cluster->set_nodes(static_cast<int32_t>(gpus / per_node));
+  }
+  Training* training = changed.written.mutable_training();
+  if (training->has_shard_group_size() && gpus % training->shard_group_size() != 0) training->clear_shard_group_size();
+  if (training->has_shard_group_size() && training->has_replicate_group_size()) training->clear_replicate_group_size();
+  return finish(std::move(changed));
+}
+
+std::string to_text(const Scenario& scenario) {
+  std::string text;
+  pb::TextFormat::PrintToString(scenario, &text);
+  return text;
+}
+
+}  // namespace ragged::scenarios

@@ -1,0 +1,35 @@
+#pragma once
+// Defaults and validation of a Scenario, independent of the model it names.
+// Model-dependent checks (a block that does not divide a tensor) happen when
+// the model is resolved (planner/granularity).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "scenarios/scenario.pb.h"
+
+namespace ragged::scenarios {
+
+// One problem with one field: `path` uses proto field names, `message` says
+// what is wrong and how to fix it.
+struct FieldIssue {
+  std::string path;
+  std::string message;
+};
+
+// Fills every unset optional field with its documented default (scenario.proto).
+// Values the user wrote are never changed.
+Scenario with_defaults(const Scenario& written);
+
+// Every problem of a defaulted scenario, in field order; empty when valid.
+std::vector<FieldIssue> validate_scenario(const Scenario& scenario);
+
+int64_t total_gpus(const Scenario& scenario);
+int64_t global_batch_sequences(const Scenario& scenario);  // per optimizer step, all replicas
+std::string strategy_name(Strategy strategy);               // "ragged", "fsdp2", ...
+// Parses "ragged", "vescale-paper", "fsdp1", "fsdp2", "zero3", "megatron"; throws InputError.
+Strategy parse_strategy(const std::string& name);
+std::vector<Strategy> all_strategies();
+
+}  // namespace ragged::scenarios

@@ -1,0 +1,187 @@
+#include <cmath>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "scenarios/gpu_presets.hpp"
+#include "scenarios/scenario_rules.hpp"
+
+namespace ragged::scenarios {
+namespace {
+
+class Checker {
+ public:
+  void fail(std::string path, std::string message) { issues_.push_back({std::move(path), std::move(message)}); }
+
+  void at_least(const std::string& path, double value, double minimum, const std::string& what = "") {
+    if (!(value >= minimum)) {
+      fail(path, fmt::format("{} is {}; it must be at least {}{}", leaf(path), value, minimum,
+                             what.empty() ? "" : " (" + what + ")"));
+    }
+  }
+
+  void positive(const std::string& path, double value, const std::string& what = "") {
+    if (!(value > 0) || !std::isfinite(value)) {
+      fail(path, fmt::format("{} is {}; it must be a positive number{}", leaf(path), value,
+                             what.empty() ? "" : " (" + what + ")"));
+    }
+  }
+
+  std::vector<FieldIssue> take() { return std::move(issues_); }
+
+ private:
+  static std::string leaf(const std::string& path) {
+    size_t dot = path.find_last_of('.');
+    return dot == std::string::npos ? path : path.substr(dot + 1);
+  }
+  std::vector<FieldIssue> issues_;
+};
+
+void check_model(const ModelSource& model, Checker& c) {
+  switch (model.source_case()) {
+    case ModelSource::SOURCE_NOT_SET:
+      c.fail("model", "no model given: set model { catalog: \"llama3-8b\" } (see `ragged models`), "
+                      "hf_config: \"path/config.json\" or inline_spec { ... }");
+      break;
+    case ModelSource::kCatalog:
+      if (model.catalog().empty()) c.fail("model.catalog", "empty catalog name: see `ragged models`");
+      break;
+    case ModelSource::kHfConfig:
+      if (model.hf_config().empty()) c.fail("model.hf_config", "empty path: give the path of a config.json");
+      break;
+    case ModelSource::kInlineSpec: break;  // checked when the model is built
+  }
+}
+
+void check_cluster(const Cluster& cluster, Checker& c) {
+  const Gpu& gpu = cluster.gpu();
+  if (!gpu.preset().empty()) {
+    bool known = false;
+    std::vector<std::string> names;
+    for (const GpuPreset& preset : gpu_presets()) {
+      known = known || preset.name == gpu.preset();
+      names.push_back(preset.name);
+    }
+    if (!known) {
+      c.fail("cluster.gpu.preset", fmt::format("unknown GPU preset '{}': use one of {}, or leave it empty "
+                                               "and give peak_bf16_tflops and hbm_capacity_gib",
+                                               gpu.preset(), fmt::join(names, ", ")));
+      return;
+    }
+  } else if (!gpu.has_peak_bf16_tflops() || !gpu.has_hbm_capacity_gib()) {
+    c.fail("cluster.gpu", "no GPU given: set preset (h100, h200, h800, a100-80g, cpu, ...) or "
+                          "peak_bf16_tflops and hbm_capacity_gib");
+    return;
+  }
+  c.positive("cluster.gpu.peak_bf16_tflops", gpu.peak_bf16_tflops());
+  c.positive("cluster.gpu.peak_fp32_tflops", gpu.peak_fp32_tflops());
+  c.positive("cluster.gpu.hbm_capacity_gib", gpu.hbm_capacity_gib());
+  if (gpu.has_hbm_bandwidth_gbytes_per_s()) c.positive("cluster.gpu.hbm_bandwidth_gbytes_per_s", gpu.hbm_bandwidth_gbytes_per_s());
+  c.at_least("cluster.gpus_per_node", cluster.gpus_per_node(), 1, "GPUs in one node");
+  c.at_least("cluster.nodes", cluster.nodes(), 1, "nodes in the cluster");
+  if (cluster.intra_node().has_bandwidth_gbytes_per_s()) c.positive("cluster.intra_node.bandwidth_gbytes_per_s", cluster.intra_node().bandwidth_gbytes_per_s());
+  if (cluster.intra_node().has_latency_us()) c.at_least("cluster.intra_node.latency_us", cluster.intra_node().latency_us(), 0);
+  if (cluster.nodes() > 1) {
+    c.at_least("cluster.nics.per_node", cluster.nics().per_node(), 1, "a multi-node cluster needs NICs");
+    c.positive("cluster.nics.bandwidth_gbits_per_s", cluster.nics().bandwidth_gbits_per_s());
+  }
+  c.at_least("cluster.nics.latency_us", cluster.nics().latency_us(), 0);
+  const Topology& topology = cluster.topology();
+  c.at_least("cluster.topology.hop_latency_us", topology.hop_latency_us(), 0);
+  if (topology.has_fat_tree()) {
+    const FatTree& tree = topology.fat_tree();
+    if (tree.levels() < 1 || tree.levels() > 4) {
+      c.fail("cluster.topology.fat_tree.levels", fmt::format("levels is {}; a fat tree has 1 to 4 switch levels", tree.levels()));
+    }
+    c.at_least("cluster.topology.fat_tree.oversubscription", tree.oversubscription(), 1, "1 is non-blocking, 2 halves the uplinks");
+    if (tree.switch_radix() < 2 || tree.switch_radix() % 2 != 0) {
+      c.fail("cluster.topology.fat_tree.switch_radix", fmt::format("switch_radix is {}; it must be an even port count >= 2", tree.switch_radix()));
+    }
+  } else if (topology.has_rail_optimized()) {
+    c.at_least("cluster.topology.rail_optimized.nodes_per_rail_switch", topology.rail_optimized().nodes_per_rail_switch(), 1);
+    c.at_least("cluster.topology.rail_optimized.spine_oversubscription", topology.rail_optimized().spine_oversubscription(), 1);
+  }
+}
+
+void check_granularity_spec(const GranularitySpec& spec, const std::string& path, Checker& c) {
+  switch (spec.kind()) {
+    case ROWS: c.at_least(path + ".rows", spec.rows(), 1, "rows per shard-boundary granule"); break;
+    case BLOCK:
+      c.at_least(path + ".block_rows", spec.block_rows(), 1, "tile height");
+      c.at_least(path + ".block_cols", spec.block_cols(), 1, "tile width");
+      break;
+    case GRANULARITY_UNSPECIFIED:
+      c.fail(path + ".kind", "kind is not set: use ELEMENT, ROWS, BLOCK or MATRIX");
+      break;
+    default: break;
+  }
+}
+
+void check_training(const Training& t, int64_t gpus, Checker& c) {
+  if (t.shard_group_size() < 1 || gpus % t.shard_group_size() != 0) {
+    c.fail("training.shard_group_size", fmt::format("shard_group_size is {}; it must divide the {} GPUs "
+                                                    "(leave it unset to shard over all of them)", t.shard_group_size(), gpus));
+  } else if (static_cast<int64_t>(t.shard_group_size()) * t.replicate_group_size() != gpus) {
+    c.fail("training.replicate_group_size", fmt::format("shard_group_size {} x replicate_group_size {} is not the {} GPUs "
+                                                        "of the cluster; set one of them and leave the other unset",
+                                                        t.shard_group_size(), t.replicate_group_size(), gpus));
+  }
+  c.at_least("training.micro_batch_size", t.micro_batch_size(), 1, "sequences per GPU per micro-step");
+  c.at_least("training.sequence_length", t.sequence_length(), 1, "tokens per sequence");
+  c.at_least("training.gradient_accumulation_steps", t.gradient_accumulation_steps(), 1);
+  c.at_least("training.prefetch_depth", t.prefetch_depth(), 0, "0 disables prefetching");
+  if (t.prefetch_depth() > 16) c.fail("training.prefetch_depth", fmt::format("prefetch_depth is {}; at most 16 units may be gathered ahead", t.prefetch_depth()));
+  if (t.precision().param() == FP16 && t.precision().master() != FP32) {
+    c.fail("training.precision.master", "fp16 parameters need fp32 master weights: set master: FP32");
+  }
+
+  const Granularity& g = t.granularity();
+  check_granularity_spec(g.default_spec(), "training.granularity.default_spec", c);
+  for (int i = 0; i < g.overrides_size(); ++i) {
+    std::string path = fmt::format("training.granularity.overrides[{}]", i);
+    if (g.overrides(i).pattern().empty()) c.fail(path + ".pattern", "empty pattern: give a tensor-name glob such as '*.experts.*'");
+    check_granularity_spec(g.overrides(i).granularity(), path + ".granularity", c);
+  }
+
+  const Optimizer& o = t.optimizer();
+  if (o.has_adam8bit()) {
+    const Adam8bit& a = o.adam8bit();
+    c.at_least("training.optimizer.adam8bit.block_rows", a.block_rows(), 1);
+    c.at_least("training.optimizer.adam8bit.block_cols", a.block_cols(), 1);
+    const GranularitySpec& spec = g.default_spec();
+    bool whole_tiles = (spec.kind() == BLOCK && spec.block_rows() % a.block_rows() == 0) ||
+                       (spec.kind() == ROWS && spec.rows() % a.block_rows() == 0) || spec.kind() == MATRIX;
+    if (!whole_tiles) {
+      c.fail("training.granularity.default_spec", fmt::format(
+          "8-bit Adam quantizes {}x{} tiles on the rank that owns them, so shard boundaries must fall between tiles: "
+          "use kind: BLOCK with block_rows a multiple of {} (or leave granularity unset)", a.block_rows(), a.block_cols(), a.block_rows()));
+    }
+  }
+  if (o.has_muon()) c.at_least("training.optimizer.muon.ns_steps", o.muon().ns_steps(), 1, "Newton-Schulz iterations");
+  if (o.has_shampoo()) {
+    c.at_least("training.optimizer.shampoo.block_size", o.shampoo().block_size(), 1);
+    c.at_least("training.optimizer.shampoo.precondition_frequency", o.shampoo().precondition_frequency(), 1);
+  }
+}
+
+void check_run(const Run& run, Checker& c) {
+  c.at_least("run.steps", run.steps(), 1);
+  c.at_least("run.warmup_steps", run.warmup_steps(), 0);
+  c.at_least("run.model_scale", run.model_scale(), 1, "1 runs the model at full width");
+  if (run.has_layers()) c.at_least("run.layers", run.layers(), 1);
+}
+
+}  // namespace
+
+std::vector<FieldIssue> validate_scenario(const Scenario& scenario) {
+  Checker c;
+  check_model(scenario.model(), c);
+  check_cluster(scenario.cluster(), c);
+  if (scenario.cluster().gpus_per_node() >= 1 && scenario.cluster().nodes() >= 1) {
+    check_training(scenario.training(), total_gpus(scenario), c);
+  }
+  check_run(scenario.run(), c);
+  return c.take();
+}
+
+}  // namespace ragged::scenarios

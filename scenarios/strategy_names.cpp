@@ -1,0 +1,44 @@
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "common/errors.hpp"
+#include "scenarios/scenario_rules.hpp"
+
+namespace ragged::scenarios {
+namespace {
+
+struct StrategyName {
+  Strategy strategy;
+  const char* name;
+};
+
+constexpr StrategyName kNames[] = {
+    {RAGGED, "ragged"}, {VESCALE_PAPER, "vescale-paper"}, {FSDP1, "fsdp1"},
+    {FSDP2, "fsdp2"},   {ZERO3, "zero3"},                 {MEGATRON, "megatron"},
+};
+
+}  // namespace
+
+std::string strategy_name(Strategy strategy) {
+  for (const auto& entry : kNames) {
+    if (entry.strategy == strategy) return entry.name;
+  }
+  return "unspecified";
+}
+
+Strategy parse_strategy(const std::string& name) {
+  std::vector<std::string> names;
+  for (const auto& entry : kNames) {
+    if (name == entry.name) return entry.strategy;
+    names.push_back(entry.name);
+  }
+  throw InputError(fmt::format("unknown strategy '{}': use one of {}", name, fmt::join(names, ", ")));
+}
+
+std::vector<Strategy> all_strategies() {
+  std::vector<Strategy> out;
+  for (const auto& entry : kNames) out.push_back(entry.strategy);
+  return out;
+}
+
+}  // namespace ragged::scenarios

@@ -1,0 +1,82 @@
+#include <gtest/gtest.h>
+
+#include "common/errors.hpp"
+#include "scenario_test_util.hpp"
+#include "scenarios/scenario_rules.hpp"
+
+namespace ragged::scenarios {
+namespace {
+
+LoadedScenario minimal() { return parse_scenario(testing::minimal_scenario(), ScenarioFormat::kText, "t", "."); }
+
+TEST(ScenarioDefaults, PresetFillsGpuAndLinks) {
+  const Scenario s = minimal().scenario;
+  EXPECT_DOUBLE_EQ(s.cluster().gpu().peak_bf16_tflops(), 989.4);
+  EXPECT_DOUBLE_EQ(s.cluster().gpu().hbm_capacity_gib(), 79.6);
+  EXPECT_DOUBLE_EQ(s.cluster().intra_node().bandwidth_gbytes_per_s(), 450);
+  EXPECT_EQ(s.cluster().nics().per_node(), 8);
+  EXPECT_DOUBLE_EQ(s.cluster().nics().bandwidth_gbits_per_s(), 400);
+  EXPECT_TRUE(s.cluster().topology().has_fat_tree());
+  EXPECT_EQ(s.cluster().topology().fat_tree().levels(), 2);
+}
+
+TEST(ScenarioDefaults, TrainingDefaults) {
+  const Training t = minimal().scenario.training();
+  EXPECT_EQ(t.strategy(), FSDP2);  // written, kept
+  EXPECT_EQ(t.shard_group_size(), 16);
+  EXPECT_EQ(t.replicate_group_size(), 1);
+  EXPECT_EQ(t.micro_batch_size(), 1);
+  EXPECT_EQ(t.sequence_length(), 4096);
+  EXPECT_EQ(t.precision().param(), BF16);
+  EXPECT_EQ(t.precision().reduce(), FP32);
+  EXPECT_EQ(t.precision().master(), FP32);
+  EXPECT_EQ(t.activation_checkpointing(), NONE);
+  EXPECT_TRUE(t.optimizer().has_adamw());
+  EXPECT_DOUBLE_EQ(t.optimizer().adamw().beta2(), 0.95);
+  EXPECT_EQ(t.granularity().default_spec().kind(), ELEMENT);
+  EXPECT_EQ(t.prefetch_depth(), 1);
+  EXPECT_TRUE(t.reshard_after_forward());
+}
+
+TEST(ScenarioDefaults, WrittenValuesOverridePreset) {
+  std::string text = testing::minimal_scenario();
+  text.replace(text.find("preset: \"h100\""), 14, "preset: \"h100\" hbm_capacity_gib: 64");
+  EXPECT_DOUBLE_EQ(parse_scenario(text, ScenarioFormat::kText, "t", ".").scenario.cluster().gpu().hbm_capacity_gib(), 64);
+}
+
+TEST(ScenarioDefaults, EightBitAdamDefaultsToItsBlockGranularity) {
+  std::string text = testing::minimal_scenario();
+  text.replace(text.find("strategy: FSDP2"), 15, "optimizer { adam8bit { block_rows: 64 block_cols: 32 } }");
+  const GranularitySpec spec = parse_scenario(text, ScenarioFormat::kText, "t", ".").scenario.training().granularity().default_spec();
+  EXPECT_EQ(spec.kind(), BLOCK);
+  EXPECT_EQ(spec.block_rows(), 64);
+  EXPECT_EQ(spec.block_cols(), 32);
+}
+
+TEST(ScenarioDefaults, HsdpReplicasDeriveShardGroup) {
+  std::string text = testing::minimal_scenario();
+  text.replace(text.find("strategy: FSDP2"), 15, "replicate_group_size: 2");
+  const Training t = parse_scenario(text, ScenarioFormat::kText, "t", ".").scenario.training();
+  EXPECT_EQ(t.shard_group_size(), 8);
+  EXPECT_EQ(t.replicate_group_size(), 2);
+}
+
+TEST(ScenarioDefaults, WithTotalGpusRescalesNodesAndGroups) {
+  LoadedScenario loaded = minimal();
+  LoadedScenario bigger = with_total_gpus(loaded, 64);
+  EXPECT_EQ(bigger.scenario.cluster().nodes(), 8);
+  EXPECT_EQ(bigger.scenario.training().shard_group_size(), 64);
+  LoadedScenario smaller = with_total_gpus(loaded, 4);
+  EXPECT_EQ(smaller.scenario.cluster().gpus_per_node(), 4);
+  EXPECT_EQ(smaller.scenario.cluster().nodes(), 1);
+  EXPECT_THROW(with_total_gpus(loaded, 12), InputError);
+  EXPECT_THROW(with_total_gpus(loaded, 0), InputError);
+}
+
+TEST(ScenarioDefaults, StrategyNamesRoundTrip) {
+  for (Strategy s : all_strategies()) EXPECT_EQ(parse_strategy(strategy_name(s)), s);
+  EXPECT_THROW(parse_strategy("fsdp3"), InputError);
+}
+
+}  // namespace
+}  // namespace ragged::scenarios

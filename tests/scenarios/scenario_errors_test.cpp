@@ -1,0 +1,157 @@
+// Every bad-input path of a scenario gives one error naming the file, the
+// line and column, and the field path.
+
+#include <gtest/gtest.h>
+
+#include "scenario_test_util.hpp"
+
+namespace ragged::scenarios {
+namespace {
+
+using testing::minimal_scenario;
+using testing::parse_error;
+
+std::string replace(std::string text, const std::string& from, const std::string& to) {
+  size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return text.replace(at, from.size(), to);
+}
+
+#define EXPECT_CONTAINS(haystack, needle) EXPECT_NE((haystack).find(needle), std::string::npos) << (haystack)
+
+TEST(ScenarioErrors, MinimalScenarioIsValid) { EXPECT_EQ(parse_error(minimal_scenario()), ""); }
+
+TEST(ScenarioErrors, UnknownFieldNamesLineFieldAndAlternatives) {
+  std::string error = parse_error(replace(minimal_scenario(), "  nodes: 2\n", "  nodes: 2\n  nodez: 3\n"));
+  EXPECT_CONTAINS(error, "test.textproto:6:3: cluster.nodez:");
+  EXPECT_CONTAINS(error, "unknown field 'nodez'");
+  EXPECT_CONTAINS(error, "gpus_per_node");
+}
+
+TEST(ScenarioErrors, ZeroGpusPerNode) {
+  std::string error = parse_error(replace(minimal_scenario(), "gpus_per_node: 8", "gpus_per_node: 0"));
+  EXPECT_CONTAINS(error, "test.textproto:4:3: cluster.gpus_per_node:");
+  EXPECT_CONTAINS(error, "at least 1");
+}
+
+TEST(ScenarioErrors, ZeroNodes) {
+  std::string error = parse_error(replace(minimal_scenario(), "nodes: 2", "nodes: 0"));
+  EXPECT_CONTAINS(error, ":5:3: cluster.nodes:");
+}
+
+TEST(ScenarioErrors, MissingModel) {
+  std::string error = parse_error(replace(minimal_scenario(), "model { catalog: \"llama3-8b\" }\n", ""));
+  EXPECT_CONTAINS(error, "model: no model given");
+}
+
+TEST(ScenarioErrors, MissingGpu) {
+  std::string error = parse_error(replace(minimal_scenario(), "  gpu { preset: \"h100\" }\n", ""));
+  EXPECT_CONTAINS(error, "cluster.gpu: no GPU given");
+  EXPECT_CONTAINS(error, "test.textproto:2:1:");  // the nearest written ancestor: cluster
+}
+
+TEST(ScenarioErrors, UnknownPresetListsPresets) {
+  std::string error = parse_error(replace(minimal_scenario(), "\"h100\"", "\"h1000\""));
+  EXPECT_CONTAINS(error, ":3:9: cluster.gpu.preset: unknown GPU preset 'h1000'");
+  EXPECT_CONTAINS(error, "h800");
+}
+
+TEST(ScenarioErrors, BadEnumValue) {
+  std::string error = parse_error(replace(minimal_scenario(), "strategy: FSDP2", "strategy: FSDP3"));
+  EXPECT_CONTAINS(error, "test.textproto:8:3: training.strategy:");
+  EXPECT_CONTAINS(error, "FSDP3");
+}
+
+TEST(ScenarioErrors, ShardGroupMustDivideGpus) {
+  std::string error = parse_error(replace(minimal_scenario(), "strategy: FSDP2", "strategy: FSDP2\n  shard_group_size: 3"));
+  EXPECT_CONTAINS(error, ":9:3: training.shard_group_size:");
+  EXPECT_CONTAINS(error, "must divide the 16 GPUs");
+}
+
+TEST(ScenarioErrors, HsdpGroupsMustMultiplyToGpus) {
+  std::string error = parse_error(
+      replace(minimal_scenario(), "strategy: FSDP2", "strategy: FSDP2\n  shard_group_size: 8\n  replicate_group_size: 4"));
+  EXPECT_CONTAINS(error, "training.replicate_group_size: shard_group_size 8 x replicate_group_size 4 is not the 16 GPUs");
+}
+
+TEST(ScenarioErrors, NegativeSequenceLength) {
+  std::string error = parse_error(replace(minimal_scenario(), "strategy: FSDP2", "sequence_length: -5"));
+  EXPECT_CONTAINS(error, ":8:3: training.sequence_length: sequence_length is -5");
+}
+
+TEST(ScenarioErrors, EightBitAdamRejectsElementGranularity) {
+  std::string error = parse_error(replace(minimal_scenario(), "strategy: FSDP2",
+                                          "optimizer { adam8bit {} }\n  granularity { default_spec { kind: ELEMENT } }"));
+  EXPECT_CONTAINS(error, "training.granularity.default_spec: 8-bit Adam quantizes 32x32 tiles");
+}
+
+TEST(ScenarioErrors, RowsGranularityNeedsRows) {
+  std::string error = parse_error(replace(minimal_scenario(), "strategy: FSDP2", "granularity { default_spec { kind: ROWS } }"));
+  EXPECT_CONTAINS(error, "training.granularity.default_spec.rows: rows is 0");
+}
+
+TEST(ScenarioErrors, OverridePathHasIndexAndLine) {
+  std::string error = parse_error(replace(minimal_scenario(), "strategy: FSDP2",
+                                          "granularity {\n"
+                                          "    overrides { pattern: \"*.a\" granularity { kind: ELEMENT } }\n"
+                                          "    overrides { pattern: \"\" granularity { kind: ELEMENT } }\n"
+                                          "  }"));
+  EXPECT_CONTAINS(error, "test.textproto:10:17: training.granularity.overrides[1].pattern: empty pattern");
+}
+
+TEST(ScenarioErrors, SeveralProblemsReportTheFirstAndCount) {
+  std::string error = parse_error(replace(replace(minimal_scenario(), "nodes: 2", "nodes: 0"), "gpus_per_node: 8", "gpus_per_node: 0"));
+  EXPECT_CONTAINS(error, "cluster.gpus_per_node");
+  EXPECT_CONTAINS(error, "(1 more problem)");
+}
+
+TEST(ScenarioErrors, SyntaxErrorHasPosition) {
+  std::string error = parse_error("cluster {\n  nodes: 2\n");
+  EXPECT_CONTAINS(error, "test.textproto:3:");
+}
+
+TEST(ScenarioErrors, JsonUnknownFieldHasPathAndLine) {
+  std::string json = "{\n  \"model\": {\"catalog\": \"llama3-8b\"},\n  \"cluster\": {\n    \"gpu\": {\"preset\": \"h100\"},\n"
+                     "    \"gpusPerNode\": 8,\n    \"nodez\": 2\n  }\n}\n";
+  std::string error = parse_error(json, ScenarioFormat::kJson);
+  EXPECT_CONTAINS(error, "test.textproto:6:5: cluster.nodez: unknown field 'nodez'");
+}
+
+TEST(ScenarioErrors, JsonWrongTypeHasPathAndLine) {
+  std::string json = "{\"model\": {\"catalog\": \"llama3-8b\"},\n \"cluster\": {\"gpu\": {\"preset\": \"h100\"},\n"
+                     "  \"gpus_per_node\": \"eight\", \"nodes\": 1}}";
+  std::string error = parse_error(json, ScenarioFormat::kJson);
+  EXPECT_CONTAINS(error, ":3:3: cluster.gpus_per_node:");
+  EXPECT_CONTAINS(error, "eight");
+}
+
+TEST(ScenarioErrors, JsonCamelCaseValueErrorsUseProtoNames) {
+  std::string json = "{\"model\": {\"catalog\": \"llama3-8b\"},\n \"cluster\": {\"gpu\": {\"preset\": \"h100\"},\n"
+                     "  \"gpusPerNode\": 0, \"nodes\": 1}}";
+  std::string error = parse_error(json, ScenarioFormat::kJson);
+  EXPECT_CONTAINS(error, ":3:3: cluster.gpus_per_node: gpus_per_node is 0");
+}
+
+TEST(ScenarioErrors, MalformedJson) {
+  std::string error = parse_error("{\"model\": ", ScenarioFormat::kJson);
+  EXPECT_CONTAINS(error, "test.textproto");
+  EXPECT_CONTAINS(error, "JSON");
+}
+
+TEST(ScenarioErrors, MissingFileAndUnknownName) {
+  try {
+    load_scenario("does/not/exist.textproto");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_CONTAINS(std::string(e.what()), "does/not/exist.textproto");
+  }
+  try {
+    load_scenario("llama9-8b-8xh100");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_CONTAINS(std::string(e.what()), "llama3-8b-8xh100");
+  }
+}
+
+}  // namespace
+}  // namespace ragged::scenarios

@@ -1,0 +1,34 @@
+#pragma once
+// Helpers for scenario tests: parse text and capture the one-line error.
+
+#include <string>
+
+#include "common/errors.hpp"
+#include "scenarios/scenario_loader.hpp"
+
+namespace ragged::scenarios::testing {
+
+// The message of the InputError that parsing `text` raises, or "" if it parses.
+inline std::string parse_error(const std::string& text, ScenarioFormat format = ScenarioFormat::kText) {
+  try {
+    parse_scenario(text, format, "test.textproto", ".");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// A valid scenario in text format that tests modify one field at a time.
+inline std::string minimal_scenario() {
+  return "model { catalog: \"llama3-8b\" }\n"
+         "cluster {\n"
+         "  gpu { preset: \"h100\" }\n"
+         "  gpus_per_node: 8\n"
+         "  nodes: 2\n"
+         "}\n"
+         "training {\n"
+         "  strategy: FSDP2\n"
+         "}\n";
+}
+
+}  // namespace ragged::scenarios::testing

@@ -14,6 +14,18 @@ class InputError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Bad input in one field of a structured input (a scenario): `path` names the
+// field with proto field names ("training.granularity.default_spec"), so the
+// caller that knows the file can add its line and column.
+class FieldError : public InputError {
+ public:
+  FieldError(std::string path, const std::string& message) : InputError(message), path_(std::move(path)) {}
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
 // A broken invariant inside Ragged: a bug, not bad input.
 class InternalError : public std::logic_error {
  public:

@@ -45,4 +45,14 @@ std::string format_seconds(double seconds) {
   return fmt::format("{:.3g} ns", seconds * 1e9);
 }
 
+std::string format_integer(int64_t value) {
+  std::string digits = std::to_string(value < 0 ? -value : value);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
+    out.push_back(digits[i]);
+  }
+  return value < 0 ? "-" + out : out;
+}
+
 }  // namespace ragged

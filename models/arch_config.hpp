@@ -36,7 +36,8 @@ struct ArchConfig {
   int64_t heads = 0;
   int64_t kv_heads = 0;
   int64_t head_dim = 0;           // GQA head dimension
-  bool attention_bias = false;    // q/k/v/o biases (GPT-OSS)
+  bool attention_bias = false;    // q/k/v/o biases (GPT-OSS, Llama with attention_bias)
+  bool qkv_bias = false;          // q/k/v biases only (Qwen2)
   bool attention_sinks = false;   // one learned sink logit per head (GPT-OSS)
   bool qk_norm = false;           // RMSNorm over q and k heads (Qwen3)
   int64_t sliding_window = 0;     // 0: every layer attends to the whole causal context

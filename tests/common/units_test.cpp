@@ -24,6 +24,13 @@ TEST(Units, Seconds) {
   EXPECT_EQ(format_seconds(4.2e-6), "4.2 us");
 }
 
+TEST(Units, Integers) {
+  EXPECT_EQ(format_integer(8030261248), "8,030,261,248");
+  EXPECT_EQ(format_integer(999), "999");
+  EXPECT_EQ(format_integer(-1000), "-1,000");
+  EXPECT_EQ(format_integer(0), "0");
+}
+
 TEST(Units, Flops) { EXPECT_EQ(format_flops(1.5e12), "1.50 TFLOP"); }
 
 }  // namespace

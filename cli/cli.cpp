@@ -1,0 +1,42 @@
+#include "cli/cli.hpp"
+
+#include <exception>
+
+#include "cli/commands.hpp"
+#include "common/errors.hpp"
+#include "common/version.hpp"
+
+namespace ragged::cli {
+
+int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  CLI::App app{"Ragged: plan, predict and validate FSDP training with RaggedShard layouts", "ragged"};
+  app.set_version_flag("--version", std::string("ragged ") + kVersion);
+  app.require_subcommand(1);
+  app.fallthrough(false);
+  Context context{out, err};
+  add_models_command(app, context);
+  add_inspect_command(app, context);
+  add_scenario_command(app, context);
+
+  try {
+    app.parse(argc, argv);
+    return kExitOk;
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e, out, err);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e, out, err);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e, out, err);
+  } catch (const CLI::ParseError& e) {
+    err << "ragged: error: " << e.what() << "\n(run 'ragged --help' for usage)\n";
+    return kExitBadInput;
+  } catch (const InputError& e) {
+    err << "ragged: error: " << e.what() << '\n';
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    err << "ragged: internal error: " << e.what() << '\n';
+    return kExitInternal;
+  }
+}
+
+}  // namespace ragged::cli

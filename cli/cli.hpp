@@ -1,0 +1,15 @@
+#pragma once
+// The `ragged` command line as a function, so tests drive it in-process.
+
+#include <ostream>
+
+namespace ragged::cli {
+
+// Exit codes: 0 success, 1 internal error, 2 bad input (file, flag, field).
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitInternal = 1;
+inline constexpr int kExitBadInput = 2;
+
+int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
+
+}  // namespace ragged::cli

@@ -1,0 +1,102 @@
+// ragged scenario validate|list|show: check scenario files, list and print
+// the shipped ones.
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.hpp"
+#include "cli/model_report.hpp"
+#include "cli/table.hpp"
+#include "common/units.hpp"
+#include "planner/resolved_scenario.hpp"
+#include "scenarios/scenario_rules.hpp"
+
+namespace ragged::cli {
+namespace {
+
+using scenarios::Scenario;
+
+std::string cluster_text(const Scenario& s) {
+  const auto& c = s.cluster();
+  std::string gpu = c.gpu().preset().empty() ? "custom GPU" : c.gpu().preset();
+  return fmt::format("{} x {} ({} node{} of {})", scenarios::total_gpus(s), gpu, c.nodes(), c.nodes() > 1 ? "s" : "",
+                     c.gpus_per_node());
+}
+
+void print_validated(const planner::ResolvedScenario& resolved, std::ostream& out) {
+  const Scenario& s = resolved.scenario();
+  const auto& t = s.training();
+  out << fmt::format("{}: valid\n", resolved.loaded.origin);
+  out << fmt::format("  name        {}\n", s.name());
+  out << fmt::format("  model       {} ({} parameters)\n", resolved.model.name,
+                     format_count(static_cast<double>(resolved.model.params())));
+  out << fmt::format("  cluster     {}\n", cluster_text(s));
+  out << fmt::format("  strategy    {}, shard group {} x {} replica{}\n", scenarios::strategy_name(t.strategy()),
+                     t.shard_group_size(), t.replicate_group_size(), t.replicate_group_size() > 1 ? "s" : "");
+  out << fmt::format("  batch       {} x {} tokens per GPU, {} accumulation step{}, global {} sequences\n",
+                     t.micro_batch_size(), t.sequence_length(), t.gradient_accumulation_steps(),
+                     t.gradient_accumulation_steps() > 1 ? "s" : "", scenarios::global_batch_sequences(s));
+  out << fmt::format("  granularity {}{}\n", resolved.granularity.default_spec.describe(),
+                     resolved.granularity.overrides.empty() ? "" : fmt::format(" + {} override(s)", resolved.granularity.overrides.size()));
+}
+
+}  // namespace
+
+void add_scenario_command(CLI::App& app, Context& context) {
+  auto* cmd = app.add_subcommand("scenario", "Validate, list and show scenarios");
+  cmd->require_subcommand(1);
+
+  auto file = std::make_shared<std::string>();
+  auto json = std::make_shared<bool>(false);
+  auto* validate = cmd->add_subcommand("validate", "Check a scenario file (or shipped name): fields, values and model");
+  validate->add_option("scenario", *file, "A .textproto or .json scenario, or a shipped scenario name")->required();
+  validate->add_flag("--json", *json, "Print the scenario with defaults applied as JSON");
+  validate->callback([&context, file, json] {
+    planner::ResolvedScenario resolved = planner::resolve_scenario(scenarios::load_scenario(*file));
+    if (*json) {
+      nlohmann::json out = {{"origin", resolved.loaded.origin}, {"valid", true}, {"name", resolved.scenario().name()},
+                            {"gpus", scenarios::total_gpus(resolved.scenario())}, {"params", resolved.model.params()},
+                            {"scenario_text", scenarios::to_text(resolved.scenario())}};
+      context.out << out.dump(2) << '\n';
+    } else {
+      print_validated(resolved, context.out);
+    }
+  });
+
+  auto* list = cmd->add_subcommand("list", "List the shipped scenarios");
+  auto list_json = std::make_shared<bool>(false);
+  list->add_flag("--json", *list_json, "Print JSON instead of a table");
+  list->callback([&context, list_json] {
+    Table table;
+    table.column("scenario", Table::Align::kLeft).column("cluster", Table::Align::kLeft).column("description", Table::Align::kLeft);
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& shipped : scenarios::shipped_scenarios()) {
+      scenarios::LoadedScenario loaded = scenarios::load_scenario(shipped.name);
+      std::string label(shipped.name);
+      if (label == scenarios::kDefaultScenario) label += " (default)";
+      table.row({label, cluster_text(loaded.scenario), loaded.scenario.description()});
+      rows.push_back({{"name", shipped.name}, {"default", shipped.name == scenarios::kDefaultScenario},
+                      {"gpus", scenarios::total_gpus(loaded.scenario)}, {"description", loaded.scenario.description()}});
+    }
+    if (*list_json) {
+      context.out << rows.dump(2) << '\n';
+    } else {
+      table.print(context.out);
+    }
+  });
+
+  auto name = std::make_shared<std::string>();
+  auto* show = cmd->add_subcommand("show", "Print a shipped scenario's file, to copy and edit");
+  show->add_option("name", *name, "A shipped scenario name")->required();
+  show->callback([&context, name] {
+    for (const auto& shipped : scenarios::shipped_scenarios()) {
+      if (shipped.name == *name) {
+        context.out << shipped.contents;
+        return;
+      }
+    }
+    scenarios::load_scenario(*name);  // throws the error listing the shipped names
+  });
+}
+
+}  // namespace ragged::cli

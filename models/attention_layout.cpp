@@ -1,0 +1,90 @@
+// Attention tensors, GEMMs, element-wise traffic and activation bytes of one
+// block: grouped-query attention and DeepSeek's multi-head latent attention.
+
+#include "models/layer_parts.hpp"
+
+namespace ragged::models::detail {
+namespace {
+
+constexpr TensorRole kRole = TensorRole::kAttention;
+// FlashAttention keeps one fp32 log-sum-exp per head and token for backward.
+constexpr double kSoftmaxStatBytes = 4;
+
+// A projection: its weight (and bias), and its GEMM named after it.
+void add_projection(UnitWriter& out, const std::string& name, int64_t n, int64_t k, bool bias) {
+  out.add_tensor(name + ".weight", {n, k}, kRole);
+  if (bias) out.add_tensor(name + ".bias", {n}, kRole);
+  out.add_gemm(name, n, k);
+}
+
+PartActivations add_gqa(const ArchConfig& arch, int64_t layer, UnitWriter& out) {
+  const int64_t h = arch.hidden;
+  const int64_t q = arch.heads * arch.head_dim;
+  const int64_t kv = arch.kv_heads * arch.head_dim;
+  const double b = static_cast<double>(dtype_bytes(arch.dtype));
+  const bool qkv_bias = arch.attention_bias || arch.qkv_bias;
+
+  add_projection(out, "self_attn.q_proj", q, h, qkv_bias);
+  add_projection(out, "self_attn.k_proj", kv, h, qkv_bias);
+  add_projection(out, "self_attn.v_proj", kv, h, qkv_bias);
+  add_projection(out, "self_attn.o_proj", h, q, arch.attention_bias);
+  if (arch.qk_norm) {
+    out.add_tensor("self_attn.q_norm.weight", {arch.head_dim}, kRole);
+    out.add_tensor("self_attn.k_norm.weight", {arch.head_dim}, kRole);
+    out.add_elementwise("qk_norm", 2.0 * static_cast<double>(q + kv) * b);
+  }
+  if (arch.attention_sinks) out.add_tensor("self_attn.sinks", {arch.heads}, kRole);
+  // Rotary embedding reads and writes q and k.
+  out.add_elementwise("rotary", 2.0 * static_cast<double>(q + kv) * b);
+
+  const int64_t window = arch.is_sliding_layer(layer) ? arch.sliding_window : 0;
+  out.unit.compute.attention = AttentionShape{arch.heads, arch.head_dim, arch.head_dim, window};
+
+  // q, k, v and the attention output (heads * head_dim, the o_proj input).
+  const double widths = static_cast<double>(q + 2 * kv + q);
+  return PartActivations{b * widths + kSoftmaxStatBytes * static_cast<double>(arch.heads), 0.0, b * widths};
+}
+
+PartActivations add_mla(const ArchConfig& arch, int64_t layer, UnitWriter& out) {
+  const int64_t h = arch.hidden;
+  const int64_t qk_dim = arch.qk_nope_head_dim + arch.qk_rope_head_dim;
+  const int64_t q = arch.heads * qk_dim;
+  const int64_t v = arch.heads * arch.v_head_dim;
+  const int64_t kv_a = arch.kv_lora_rank + arch.qk_rope_head_dim;
+  const double b = static_cast<double>(dtype_bytes(arch.dtype));
+
+  double widths = 0;
+  if (arch.q_lora_rank > 0) {
+    add_projection(out, "self_attn.q_a_proj", arch.q_lora_rank, h, arch.attention_bias);
+    out.add_tensor("self_attn.q_a_layernorm.weight", {arch.q_lora_rank}, kRole);
+    out.add_elementwise("q_a_layernorm", 2.0 * static_cast<double>(arch.q_lora_rank) * b);
+    add_projection(out, "self_attn.q_b_proj", q, arch.q_lora_rank, false);
+    widths += 2.0 * static_cast<double>(arch.q_lora_rank);  // q_a output and its norm
+  } else {
+    add_projection(out, "self_attn.q_proj", q, h, false);
+  }
+  add_projection(out, "self_attn.kv_a_proj_with_mqa", kv_a, h, arch.attention_bias);
+  out.add_tensor("self_attn.kv_a_layernorm.weight", {arch.kv_lora_rank}, kRole);
+  out.add_elementwise("kv_a_layernorm", 2.0 * static_cast<double>(arch.kv_lora_rank) * b);
+  add_projection(out, "self_attn.kv_b_proj", arch.heads * (arch.qk_nope_head_dim + arch.v_head_dim),
+                 arch.kv_lora_rank, false);
+  add_projection(out, "self_attn.o_proj", h, v, arch.attention_bias);
+  // Rotary applies to the rope part of every q head and to the one shared k_pe.
+  out.add_elementwise("rotary",
+                      2.0 * static_cast<double>(arch.heads * arch.qk_rope_head_dim + arch.qk_rope_head_dim) * b);
+
+  const int64_t window = arch.is_sliding_layer(layer) ? arch.sliding_window : 0;
+  out.unit.compute.attention = AttentionShape{arch.heads, qk_dim, arch.v_head_dim, window};
+
+  // q, kv_a output, kv_a norm output, full-width k and v, and the attention output.
+  widths += static_cast<double>(q + kv_a + arch.kv_lora_rank + q + v + v);
+  return PartActivations{b * widths + kSoftmaxStatBytes * static_cast<double>(arch.heads), 0.0, b * widths};
+}
+
+}  // namespace
+
+PartActivations add_attention(const ArchConfig& arch, int64_t layer, UnitWriter& out) {
+  return arch.attention == AttentionKind::kMla ? add_mla(arch, layer, out) : add_gqa(arch, layer, out);
+}
+
+}  // namespace ragged::models::detail

@@ -1,0 +1,177 @@
+// The built-in catalog. Shapes follow each model's Hugging Face config.json;
+// published totals are the authors' numbers (DeepSeek-V3 without its MTP module).
+
+#include "models/catalog.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <string>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "common/errors.hpp"
+
+namespace ragged::models {
+namespace {
+
+ArchConfig llama3(std::string name, int64_t hidden, int64_t layers, int64_t heads, int64_t ffn) {
+  ArchConfig arch;
+  arch.name = std::move(name);
+  arch.family = "llama";
+  arch.hidden = hidden;
+  arch.layers = layers;
+  arch.vocab = 128256;
+  arch.intermediate = ffn;
+  arch.heads = heads;
+  arch.kv_heads = 8;
+  arch.head_dim = 128;
+  return arch;
+}
+
+ArchConfig gpt_oss(std::string name, int64_t layers, int64_t experts) {
+  ArchConfig arch;
+  arch.name = std::move(name);
+  arch.family = "gpt_oss";
+  arch.hidden = 2880;
+  arch.layers = layers;
+  arch.vocab = 201088;
+  arch.heads = 64;
+  arch.kv_heads = 8;
+  arch.head_dim = 64;
+  arch.attention_bias = true;
+  arch.attention_sinks = true;
+  arch.sliding_window = 128;
+  arch.sliding_layers.resize(static_cast<size_t>(layers));
+  for (int64_t layer = 0; layer < layers; ++layer) arch.sliding_layers[static_cast<size_t>(layer)] = layer % 2 == 0;
+  arch.experts = experts;
+  arch.experts_per_token = 4;
+  arch.moe_intermediate = 2880;
+  arch.expert_storage = ExpertStorage::kFused;
+  arch.expert_bias = true;
+  arch.router_bias = true;
+  return arch;
+}
+
+ArchConfig deepseek_v3() {
+  ArchConfig arch;
+  arch.name = "deepseek-v3";
+  arch.family = "deepseek_v3";
+  arch.hidden = 7168;
+  arch.layers = 61;
+  arch.vocab = 129280;
+  arch.intermediate = 18432;
+  arch.attention = AttentionKind::kMla;
+  arch.heads = 128;
+  arch.kv_heads = 128;
+  arch.q_lora_rank = 1536;
+  arch.kv_lora_rank = 512;
+  arch.qk_nope_head_dim = 128;
+  arch.qk_rope_head_dim = 64;
+  arch.v_head_dim = 128;
+  arch.experts = 256;
+  arch.experts_per_token = 8;
+  arch.moe_intermediate = 2048;
+  arch.shared_experts = 1;
+  arch.first_dense_layers = 3;
+  arch.router_bias = true;
+  return arch;
+}
+
+ArchConfig qwen3_235b() {
+  ArchConfig arch;
+  arch.name = "qwen3-235b-a22b";
+  arch.family = "qwen3_moe";
+  arch.hidden = 4096;
+  arch.layers = 94;
+  arch.vocab = 151936;
+  arch.intermediate = 12288;  // in config.json; unused as every layer is sparse
+  arch.heads = 64;
+  arch.kv_heads = 4;
+  arch.head_dim = 128;
+  arch.qk_norm = true;
+  arch.experts = 128;
+  arch.experts_per_token = 8;
+  arch.moe_intermediate = 1536;
+  return arch;
+}
+
+ArchConfig mixtral_8x7b() {
+  ArchConfig arch;
+  arch.name = "mixtral-8x7b";
+  arch.family = "mixtral";
+  arch.hidden = 4096;
+  arch.layers = 32;
+  arch.vocab = 32000;
+  arch.heads = 32;
+  arch.kv_heads = 8;
+  arch.head_dim = 128;
+  arch.experts = 8;
+  arch.experts_per_token = 2;
+  arch.moe_intermediate = 14336;
+  return arch;
+}
+
+std::vector<CatalogEntry> make_catalog() {
+  return {
+      {llama3("llama3-8b", 4096, 32, 32, 14336), 8.03e9, "meta-llama/Meta-Llama-3-8B"},
+      {llama3("llama3-70b", 8192, 80, 64, 28672), 70.6e9, "meta-llama/Meta-Llama-3-70B"},
+      {llama3("llama3.1-405b", 16384, 126, 128, 53248), 405.9e9, "meta-llama/Llama-3.1-405B"},
+      {gpt_oss("gpt-oss-20b", 24, 32), 20.9e9, "openai/gpt-oss-20b"},
+      {gpt_oss("gpt-oss-120b", 36, 128), 116.8e9, "openai/gpt-oss-120b"},
+      {deepseek_v3(), 671e9, "deepseek-ai/DeepSeek-V3"},
+      {qwen3_235b(), 235e9, "Qwen/Qwen3-235B-A22B"},
+      {mixtral_8x7b(), 46.7e9, "mistralai/Mixtral-8x7B-v0.1"},
+  };
+}
+
+std::string to_lower(std::string_view text) {
+  std::string lower(text);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return lower;
+}
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+const std::vector<CatalogEntry>& catalog() {
+  static const std::vector<CatalogEntry> entries = make_catalog();
+  return entries;
+}
+
+const CatalogEntry& find_catalog_entry(std::string_view name) {
+  const std::string wanted = to_lower(name);
+  const CatalogEntry* closest = nullptr;
+  size_t closest_distance = 0;
+  std::vector<std::string> names;
+  for (const CatalogEntry& entry : catalog()) {
+    if (entry.arch.name == wanted) return entry;
+    const size_t distance = edit_distance(wanted, entry.arch.name);
+    if (closest == nullptr || distance < closest_distance) {
+      closest = &entry;
+      closest_distance = distance;
+    }
+    names.push_back(entry.arch.name);
+  }
+  throw InputError(fmt::format("unknown model '{}' (did you mean '{}'?); the catalog has: {}", name,
+                               closest->arch.name, fmt::join(names, ", ")));
+}
+
+ModelSpec catalog_model(std::string_view name) { return build_model(find_catalog_entry(name).arch); }
+
+}  // namespace ragged::models

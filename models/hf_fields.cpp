@@ -1,0 +1,78 @@
+#include "models/hf_fields.hpp"
+
+#include <limits>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "common/errors.hpp"
+
+namespace ragged::models::detail {
+namespace {
+
+// A short rendering of a JSON value for error messages.
+std::string describe(const nlohmann::json& value) {
+  std::string text = value.dump();
+  constexpr size_t kMaxChars = 40;
+  if (text.size() > kMaxChars) text = text.substr(0, kMaxChars) + "...";
+  return fmt::format("{} {}", value.type_name(), text);
+}
+
+}  // namespace
+
+HfFields::HfFields(const nlohmann::json& object, std::string origin, std::string model_type)
+    : object_(object), origin_(std::move(origin)), model_type_(std::move(model_type)) {}
+
+const nlohmann::json* HfFields::find(std::string_view field) const {
+  auto it = object_.find(field);
+  if (it == object_.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+int64_t HfFields::to_int(std::string_view field, const nlohmann::json& value, int64_t minimum) const {
+  if (!value.is_number_integer()) fail_type(field, "an integer", value);
+  if (value.is_number_unsigned() &&
+      value.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    fail(fmt::format("field '{}' is too large (got {})", field, value.dump()));
+  }
+  const int64_t number = value.get<int64_t>();
+  if (number < minimum) fail(fmt::format("field '{}' must be >= {} (got {})", field, minimum, number));
+  return number;
+}
+
+int64_t HfFields::require_int(std::string_view field, int64_t minimum) const {
+  const nlohmann::json* value = find(field);
+  if (value == nullptr) {
+    fail(fmt::format("missing field '{}' (required for model_type {})", field, model_type_));
+  }
+  return to_int(field, *value, minimum);
+}
+
+int64_t HfFields::int_or(std::string_view field, int64_t fallback, int64_t minimum) const {
+  const nlohmann::json* value = find(field);
+  return value == nullptr ? fallback : to_int(field, *value, minimum);
+}
+
+bool HfFields::bool_or(std::string_view field, bool fallback) const {
+  const nlohmann::json* value = find(field);
+  if (value == nullptr) return fallback;
+  if (!value->is_boolean()) fail_type(field, "true or false", *value);
+  return value->get<bool>();
+}
+
+std::string HfFields::string_or(std::string_view field, std::string fallback) const {
+  const nlohmann::json* value = find(field);
+  if (value == nullptr) return fallback;
+  if (!value->is_string()) fail_type(field, "a string", *value);
+  return value->get<std::string>();
+}
+
+void HfFields::fail(const std::string& message) const {
+  throw InputError(fmt::format("{}: {}", origin_, message));
+}
+
+void HfFields::fail_type(std::string_view field, std::string_view expected, const nlohmann::json& value) const {
+  fail(fmt::format("field '{}' must be {} (got {})", field, expected, describe(value)));
+}
+
+}  // namespace ragged::models::detail

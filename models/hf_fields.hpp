@@ -1,0 +1,44 @@
+#pragma once
+// Internal to models/: typed reads of the fields of one Hugging Face
+// config.json object. Every error is an InputError on one line that names the
+// origin (the file) and the field.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace ragged::models::detail {
+
+class HfFields {
+ public:
+  HfFields(const nlohmann::json& object, std::string origin, std::string model_type);
+
+  const std::string& origin() const { return origin_; }
+  const std::string& model_type() const { return model_type_; }
+
+  // The field's value, or nullptr when it is absent or null.
+  const nlohmann::json* find(std::string_view field) const;
+  bool has(std::string_view field) const { return find(field) != nullptr; }
+
+  // An integer field that must be present and at least `minimum`.
+  int64_t require_int(std::string_view field, int64_t minimum) const;
+  // An optional integer field (absent or null: `fallback`) that must be at least `minimum`.
+  int64_t int_or(std::string_view field, int64_t fallback, int64_t minimum) const;
+  bool bool_or(std::string_view field, bool fallback) const;
+  std::string string_or(std::string_view field, std::string fallback) const;
+
+  // Throws InputError("<origin>: <message>").
+  [[noreturn]] void fail(const std::string& message) const;
+  [[noreturn]] void fail_type(std::string_view field, std::string_view expected, const nlohmann::json& value) const;
+
+ private:
+  int64_t to_int(std::string_view field, const nlohmann::json& value, int64_t minimum) const;
+
+  const nlohmann::json& object_;
+  std::string origin_;
+  std::string model_type_;
+};
+
+}  // namespace ragged::models::detail

@@ -1,0 +1,139 @@
+// MLP tensors, GEMMs, element-wise traffic and activation bytes of one block:
+// the dense SwiGLU MLP and the mixture of experts (router, routed experts
+// stored per expert or fused, shared experts).
+
+#include <array>
+#include <string>
+
+#include "models/layer_parts.hpp"
+
+namespace ragged::models::detail {
+namespace {
+
+// The router keeps its logits in fp32 and its softmax/top-k reads and writes them.
+constexpr double kRouterLogitBytes = 4;
+
+// One projection of a routed expert: [f, h] (gate, up) or [h, f] (down).
+struct ExpertProjection {
+  const char* name;
+  bool to_hidden;
+};
+
+// Tensor and GEMM names of the routed experts of one family, in Hugging Face
+// state-dict order (Mixtral registers w1, w2, w3; the others gate, up, down).
+struct ExpertNames {
+  std::string block;  // "mlp." or "block_sparse_moe."
+  std::array<ExpertProjection, 3> projections;
+};
+
+ExpertNames expert_names(const ArchConfig& arch) {
+  if (arch.family == "mixtral") return {"block_sparse_moe.", {{{"w1", false}, {"w2", true}, {"w3", false}}}};
+  return {"mlp.", {{{"gate_proj", false}, {"up_proj", false}, {"down_proj", true}}}};
+}
+
+void add_per_expert(const ArchConfig& arch, const ExpertNames& names, UnitWriter& out) {
+  const int64_t h = arch.hidden;
+  const int64_t f = arch.moe_intermediate;
+  const std::string experts = names.block + "experts.";
+  for (int64_t e = 0; e < arch.experts; ++e) {
+    const std::string base = experts + std::to_string(e) + ".";
+    for (const ExpertProjection& proj : names.projections) {
+      const int64_t rows = proj.to_hidden ? h : f;
+      out.add_tensor(base + proj.name + ".weight", {rows, proj.to_hidden ? f : h}, TensorRole::kExpert);
+      if (arch.expert_bias) out.add_tensor(base + proj.name + ".bias", {rows}, TensorRole::kExpert);
+    }
+  }
+  const double share = static_cast<double>(arch.experts_per_token) / static_cast<double>(arch.experts);
+  // GEMMs in execution order: the projections to the expert width, then back to hidden.
+  for (bool to_hidden : {false, true}) {
+    for (const ExpertProjection& proj : names.projections) {
+      if (proj.to_hidden != to_hidden) continue;
+      out.add_gemm(experts + proj.name, to_hidden ? h : f, to_hidden ? f : h, share, arch.experts);
+    }
+  }
+}
+
+// GPT-OSS: one tensor per projection holding every expert, gate and up interleaved.
+void add_fused_experts(const ArchConfig& arch, UnitWriter& out) {
+  const int64_t h = arch.hidden;
+  const int64_t f = arch.moe_intermediate;
+  const int64_t n_experts = arch.experts;
+  out.add_tensor("mlp.experts.gate_up_proj", {n_experts, h, 2 * f}, TensorRole::kExpert);
+  if (arch.expert_bias) out.add_tensor("mlp.experts.gate_up_proj_bias", {n_experts, 2 * f}, TensorRole::kExpert);
+  out.add_tensor("mlp.experts.down_proj", {n_experts, f, h}, TensorRole::kExpert);
+  if (arch.expert_bias) out.add_tensor("mlp.experts.down_proj_bias", {n_experts, h}, TensorRole::kExpert);
+  const double share = static_cast<double>(arch.experts_per_token) / static_cast<double>(n_experts);
+  out.add_gemm("mlp.experts.gate_up_proj", 2 * f, h, share, n_experts);
+  out.add_gemm("mlp.experts.down_proj", h, f, share, n_experts);
+}
+
+void add_router(const ArchConfig& arch, const std::string& block, UnitWriter& out) {
+  const bool fused = arch.expert_storage == ExpertStorage::kFused;
+  const std::string router = block + (fused ? "router" : "gate");
+  out.add_tensor(router + ".weight", {arch.experts, arch.hidden}, TensorRole::kRouter);
+  if (arch.router_bias) {
+    // GPT-OSS adds a plain bias; DeepSeek-V3 a bias that only corrects expert selection.
+    out.add_tensor(router + (fused ? ".bias" : ".e_score_correction_bias"), {arch.experts}, TensorRole::kRouter);
+  }
+  out.add_gemm(router, arch.experts, arch.hidden);
+  out.add_elementwise("router_topk", 2.0 * kRouterLogitBytes * static_cast<double>(arch.experts));
+}
+
+void add_shared_experts(const ArchConfig& arch, const std::string& block, UnitWriter& out) {
+  const int64_t h = arch.hidden;
+  const int64_t width = arch.moe_intermediate * arch.shared_experts;
+  const std::string shared = block + "shared_experts.";
+  out.add_tensor(shared + "gate_proj.weight", {width, h}, TensorRole::kSharedExpert);
+  out.add_tensor(shared + "up_proj.weight", {width, h}, TensorRole::kSharedExpert);
+  out.add_tensor(shared + "down_proj.weight", {h, width}, TensorRole::kSharedExpert);
+  out.add_gemm(shared + "gate_proj", width, h);
+  out.add_gemm(shared + "up_proj", width, h);
+  out.add_gemm(shared + "down_proj", h, width);
+}
+
+}  // namespace
+
+PartActivations add_dense_mlp(const ArchConfig& arch, UnitWriter& out) {
+  const int64_t h = arch.hidden;
+  const int64_t ffn = arch.intermediate;
+  const double b = static_cast<double>(dtype_bytes(arch.dtype));
+  out.add_tensor("mlp.gate_proj.weight", {ffn, h}, TensorRole::kMlp);
+  out.add_tensor("mlp.up_proj.weight", {ffn, h}, TensorRole::kMlp);
+  out.add_tensor("mlp.down_proj.weight", {h, ffn}, TensorRole::kMlp);
+  out.add_gemm("mlp.gate_proj", ffn, h);
+  out.add_gemm("mlp.up_proj", ffn, h);
+  out.add_gemm("mlp.down_proj", h, ffn);
+  // SwiGLU reads gate and up outputs and writes their product.
+  const double width = static_cast<double>(ffn);
+  out.add_elementwise("swiglu", 3.0 * width * b);
+  // Saved: gate output, up output, act(gate)*up (the down_proj input; cheap to recompute).
+  return PartActivations{3.0 * width * b, width * b, 3.0 * width * b};
+}
+
+PartActivations add_moe_mlp(const ArchConfig& arch, UnitWriter& out) {
+  const ExpertNames names = expert_names(arch);
+  const double b = static_cast<double>(dtype_bytes(arch.dtype));
+  add_router(arch, names.block, out);
+  if (arch.expert_storage == ExpertStorage::kFused) {
+    add_fused_experts(arch, out);
+  } else {
+    add_per_expert(arch, names, out);
+  }
+  if (arch.shared_experts > 0) add_shared_experts(arch, names.block, out);
+
+  const double h = static_cast<double>(arch.hidden);
+  const double f = static_cast<double>(arch.moe_intermediate);
+  const double top_k = static_cast<double>(arch.experts_per_token);
+  const double active = top_k + static_cast<double>(arch.shared_experts);  // experts each token runs
+  out.add_elementwise("swiglu", active * 3.0 * f * b);
+  // Tokens are permuted into expert order and back (read + write, top_k copies each way).
+  out.add_elementwise("moe_permute", 2.0 * top_k * h * b * 2.0);
+
+  // Saved per routed copy: the permuted input and gate/up/product outputs; shared
+  // experts keep gate/up/product; the router keeps fp32 logits.
+  const double saved = b * (top_k * (h + 3.0 * f) + static_cast<double>(arch.shared_experts) * 3.0 * f) +
+                       kRouterLogitBytes * static_cast<double>(arch.experts);
+  return PartActivations{saved, active * f * b, 3.0 * active * f * b};
+}
+
+}  // namespace ragged::models::detail

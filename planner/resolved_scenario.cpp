@@ -1,0 +1,90 @@
+#include "planner/resolved_scenario.hpp"
+
+#include "common/errors.hpp"
+#include "models/catalog.hpp"
+#include "models/hf_config.hpp"
+
+namespace ragged::planner {
+
+models::ArchConfig arch_from_proto(const scenarios::ModelArch& p) {
+  models::ArchConfig arch;
+  arch.name = p.name().empty() ? "inline" : p.name();
+  arch.family = p.family().empty() ? "llama" : p.family();
+  if (!p.dtype().empty()) {
+    try {
+      arch.dtype = models::parse_dtype(p.dtype());
+    } catch (const InputError& e) {
+      throw FieldError("model.inline_spec.dtype", e.what());
+    }
+  }
+  arch.hidden = p.hidden_size();
+  arch.layers = p.num_layers();
+  arch.vocab = p.vocab_size();
+  arch.intermediate = p.intermediate_size();
+  arch.tie_embeddings = p.tie_word_embeddings();
+  arch.heads = p.num_attention_heads();
+  arch.kv_heads = p.num_key_value_heads() > 0 ? p.num_key_value_heads() : p.num_attention_heads();
+  arch.head_dim = p.head_dim() > 0 ? p.head_dim() : (p.num_attention_heads() > 0 ? p.hidden_size() / p.num_attention_heads() : 0);
+  arch.attention_bias = p.attention_bias();
+  arch.qkv_bias = p.qkv_bias();
+  arch.attention_sinks = p.attention_sinks();
+  arch.qk_norm = p.qk_norm();
+  arch.sliding_window = p.sliding_window();
+  arch.sliding_layers.assign(p.sliding_layers().begin(), p.sliding_layers().end());
+  if (p.kv_lora_rank() > 0) {
+    arch.attention = models::AttentionKind::kMla;
+    arch.q_lora_rank = p.q_lora_rank();
+    arch.kv_lora_rank = p.kv_lora_rank();
+    arch.qk_nope_head_dim = p.qk_nope_head_dim();
+    arch.qk_rope_head_dim = p.qk_rope_head_dim();
+    arch.v_head_dim = p.v_head_dim();
+  }
+  arch.experts = p.num_experts();
+  arch.experts_per_token = p.experts_per_token();
+  arch.moe_intermediate = p.moe_intermediate_size();
+  arch.shared_experts = p.shared_experts();
+  arch.first_dense_layers = p.first_dense_layers();
+  arch.expert_storage = p.experts_fused() ? models::ExpertStorage::kFused : models::ExpertStorage::kPerExpert;
+  arch.expert_bias = p.expert_bias();
+  arch.router_bias = p.router_bias();
+  models::validate_arch(arch, "model.inline_spec.");
+  return arch;
+}
+
+models::ModelSpec resolve_model(const scenarios::ModelSource& source, const std::filesystem::path& base_dir) {
+  switch (source.source_case()) {
+    case scenarios::ModelSource::kCatalog:
+      try {
+        return models::catalog_model(source.catalog());
+      } catch (const FieldError&) {
+        throw;
+      } catch (const InputError& e) {
+        throw FieldError("model.catalog", e.what());
+      }
+    case scenarios::ModelSource::kHfConfig: {
+      std::filesystem::path path = source.hf_config();
+      if (path.is_relative()) path = base_dir / path;
+      try {
+        return models::load_hf_config(path);
+      } catch (const InputError& e) {
+        throw FieldError("model.hf_config", e.what());
+      }
+    }
+    case scenarios::ModelSource::kInlineSpec: return models::build_model(arch_from_proto(source.inline_spec()));
+    case scenarios::ModelSource::SOURCE_NOT_SET: break;
+  }
+  throw FieldError("model", "no model given");
+}
+
+ResolvedScenario resolve_scenario(scenarios::LoadedScenario loaded) {
+  try {
+    models::ModelSpec model = resolve_model(loaded.scenario.model(), loaded.base_dir);
+    GranularityPolicy granularity = GranularityPolicy::from_proto(loaded.scenario.training().granularity());
+    granularity.check(model);
+    return ResolvedScenario{std::move(loaded), std::move(model), std::move(granularity)};
+  } catch (const FieldError& e) {
+    scenarios::throw_field_error(loaded, e.path(), e.what());
+  }
+}
+
+}  // namespace ragged::planner

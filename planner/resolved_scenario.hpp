@@ -1,0 +1,28 @@
+#pragma once
+// A scenario with its model built and its granularity checked against that
+// model: what every command (plan, simulate, run, scenario validate) starts
+// from. Every problem is an InputError naming the file, line and field.
+
+#include "models/model_spec.hpp"
+#include "planner/granularity.hpp"
+#include "scenarios/scenario_loader.hpp"
+
+namespace ragged::planner {
+
+struct ResolvedScenario {
+  scenarios::LoadedScenario loaded;
+  models::ModelSpec model;
+  GranularityPolicy granularity;
+
+  const scenarios::Scenario& scenario() const { return loaded.scenario; }
+};
+
+ResolvedScenario resolve_scenario(scenarios::LoadedScenario loaded);
+
+// The model a scenario names: catalog entry, config.json (relative to the
+// scenario's directory) or inline architecture. Throws FieldError at model.*.
+models::ModelSpec resolve_model(const scenarios::ModelSource& source, const std::filesystem::path& base_dir);
+
+models::ArchConfig arch_from_proto(const scenarios::ModelArch& arch);
+
+}  // namespace ragged::planner

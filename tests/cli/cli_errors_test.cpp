@@ -1,0 +1,109 @@
+// Every bad-input path: one clear line on stderr, exit code 2, nothing on stdout.
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "cli_test_util.hpp"
+#include "common/file_io.hpp"
+
+namespace ragged::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::CliResult;
+using testing::run_cli;
+
+class CliErrors : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("ragged_cli_errors_" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string write(const std::string& name, const std::string& text) {
+    fs::path path = dir_ / name;
+    write_file_atomically(path, text);
+    return path.string();
+  }
+
+  static void expect_bad_input(const CliResult& result, const std::string& needle) {
+    EXPECT_EQ(result.code, 2) << result.err;
+    EXPECT_TRUE(result.out.empty()) << result.out;
+    EXPECT_EQ(result.err.rfind("ragged: error: ", 0), 0u) << result.err;
+    EXPECT_NE(result.err.find(needle), std::string::npos) << result.err;
+  }
+
+  fs::path dir_;
+};
+
+const char* kValid =
+    "model { catalog: \"llama3-8b\" }\n"
+    "cluster { gpu { preset: \"h100\" } gpus_per_node: 8 nodes: 1 }\n";
+
+TEST_F(CliErrors, MissingScenarioFile) {
+  expect_bad_input(run_cli({"scenario", "validate", (dir_ / "nope.textproto").string()}), "nope.textproto");
+}
+
+TEST_F(CliErrors, MalformedScenario) {
+  std::string path = write("bad.textproto", "cluster { nodes: \n");
+  expect_bad_input(run_cli({"scenario", "validate", path}), "bad.textproto:2:");
+}
+
+TEST_F(CliErrors, ZeroGpus) {
+  std::string path = write("zero.textproto", "model { catalog: \"llama3-8b\" }\n"
+                                             "cluster { gpu { preset: \"h100\" } gpus_per_node: 8 nodes: 0 }\n");
+  expect_bad_input(run_cli({"scenario", "validate", path}), "zero.textproto:2:51: cluster.nodes: nodes is 0");
+}
+
+TEST_F(CliErrors, BlockThatDoesNotDivideATensor) {
+  std::string path = write("block.json", R"({"model": {"catalog": "gpt-oss-120b"},
+  "cluster": {"gpu": {"preset": "h800"}, "gpus_per_node": 8, "nodes": 2},
+  "training": {"granularity": {"default_spec": {"kind": "BLOCK", "block_rows": 128, "block_cols": 128}}}})");
+  expect_bad_input(run_cli({"scenario", "validate", path}), "block.json:3:32: training.granularity.default_spec: block 128x128");
+}
+
+TEST_F(CliErrors, UnknownModelInInspect) {
+  expect_bad_input(run_cli({"inspect", "llama5-1t"}), "llama5-1t");
+}
+
+TEST_F(CliErrors, MissingConfigJson) {
+  expect_bad_input(run_cli({"inspect", (dir_ / "config.json").string()}), "config.json");
+}
+
+TEST_F(CliErrors, UnsupportedModelType) {
+  std::string path = write("config.json", R"({"model_type": "bert", "hidden_size": 768})");
+  expect_bad_input(run_cli({"inspect", path}), "bert");
+}
+
+TEST_F(CliErrors, UnknownSubcommandAndFlag) {
+  EXPECT_EQ(run_cli({"simulat"}).code, 2);
+  EXPECT_EQ(run_cli({"models", "--jsn"}).code, 2);
+  EXPECT_EQ(run_cli({}).code, 2);
+  EXPECT_EQ(run_cli({"inspect", "llama3-8b", "--seq", "0"}).code, 2);
+}
+
+TEST_F(CliErrors, UnknownShippedScenario) {
+  expect_bad_input(run_cli({"scenario", "show", "llama3-8b-9xh100"}), "llama3-8b-8xh100");
+}
+
+TEST_F(CliErrors, ValidScenarioPasses) {
+  std::string path = write("ok.textproto", kValid);
+  CliResult result = run_cli({"scenario", "validate", path});
+  EXPECT_EQ(result.code, 0) << result.err;
+  EXPECT_NE(result.out.find("valid"), std::string::npos);
+}
+
+// The real executable: exit codes reach the shell, and nothing aborts.
+TEST_F(CliErrors, BinaryExitCodes) {
+  EXPECT_EQ(testing::run_binary("--version").code, 0);
+  CliResult missing = testing::run_binary("scenario validate " + (dir_ / "missing.textproto").string());
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.err.find("missing.textproto"), std::string::npos) << missing.err;
+  EXPECT_EQ(testing::run_binary("inspect llama5-1t").code, 2);
+  EXPECT_EQ(testing::run_binary("no-such-command").code, 2);
+}
+
+}  // namespace
+}  // namespace ragged::cli

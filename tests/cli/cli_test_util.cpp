@@ -1,0 +1,42 @@
+#include "cli_test_util.hpp"
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+
+#include "cli/cli.hpp"
+#include "common/file_io.hpp"
+
+namespace ragged::cli::testing {
+
+CliResult run_cli(const std::vector<std::string>& args) {
+  std::vector<const char*> argv = {"ragged"};
+  for (const auto& a : args) argv.push_back(a.c_str());
+  std::ostringstream out, err;
+  CliResult result;
+  result.code = run(static_cast<int>(argv.size()), argv.data(), out, err);
+  result.out = out.str();
+  result.err = err.str();
+  return result;
+}
+
+CliResult run_binary(const std::string& args) {
+  namespace fs = std::filesystem;
+  fs::path err_file = fs::temp_directory_path() / ("ragged_cli_err_" + std::to_string(::getpid()));
+  std::string command = std::string(RAGGED_BINARY_DIR) + "/ragged " + args + " 2>" + err_file.string();
+  CliResult result;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return result;
+  char buffer[4096];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) result.out.append(buffer, n);
+  int status = ::pclose(pipe);
+  result.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.err = read_file(err_file);
+  fs::remove(err_file);
+  return result;
+}
+
+}  // namespace ragged::cli::testing

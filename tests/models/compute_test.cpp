@@ -1,0 +1,155 @@
+// Per-unit compute (GEMMs, attention, element-wise bytes), model FLOPs and
+// activation bytes, each checked against a formula computed here independently.
+
+#include <algorithm>
+#include <cstdio>
+
+#include <gtest/gtest.h>
+
+#include "models/catalog.hpp"
+#include "test_helpers.hpp"
+
+namespace ragged::models {
+namespace {
+
+using test_util::find_gemm;
+
+double embedding_params(const ModelSpec& model) {
+  return static_cast<double>(model.units.front().params());
+}
+
+TEST(ComputeTest, Llama3_8bModelFlopsFollowPaLM) {
+  const ModelSpec model = catalog_model("llama3-8b");
+  const double params = static_cast<double>(model.params());
+  const double expected = 6.0 * (params - 128256.0 * 4096.0) + 12.0 * 32 * 32 * 128 * 8192;
+  std::printf("llama3-8b model FLOPs/token at 8192: %.6e (expected %.6e)\n", model.model_flops_per_token(8192),
+              expected);
+  EXPECT_DOUBLE_EQ(model.model_flops_per_token(8192), expected);
+}
+
+TEST(ComputeTest, MoeModelFlopsCountActiveExperts) {
+  const ModelSpec mixtral = catalog_model("mixtral-8x7b");
+  const double expected = 6.0 * (mixtral.active_params() - embedding_params(mixtral)) + 12.0 * 32 * 32 * 128 * 4096;
+  EXPECT_DOUBLE_EQ(mixtral.model_flops_per_token(4096), expected);
+
+  // MLA: the attention term uses qk_head_dim = nope + rope = 192.
+  const ModelSpec deepseek = catalog_model("deepseek-v3");
+  const double ds_expected =
+      6.0 * (deepseek.active_params() - embedding_params(deepseek)) + 12.0 * 61 * 128 * 192 * 4096;
+  EXPECT_DOUBLE_EQ(deepseek.model_flops_per_token(4096), ds_expected);
+}
+
+TEST(ComputeTest, MeanContextFullAndSliding) {
+  const AttentionShape full{32, 128, 128, 0};
+  EXPECT_DOUBLE_EQ(full.mean_context(8192), 4096.5);
+  EXPECT_DOUBLE_EQ(full.mean_context(1), 1.0);
+  for (int64_t window : {1, 128, 1000}) {
+    for (int64_t seq : {1, 100, 128, 129, 4096}) {
+      double sum = 0;
+      for (int64_t p = 1; p <= seq; ++p) sum += static_cast<double>(std::min(p, window));
+      const AttentionShape sliding{64, 64, 64, window};
+      EXPECT_NEAR(sliding.mean_context(seq), sum / static_cast<double>(seq), 1e-9)
+          << "window " << window << " seq " << seq;
+    }
+  }
+}
+
+TEST(ComputeTest, AttentionAndGemmFlops) {
+  const AttentionShape mla{128, 192, 128, 0};
+  EXPECT_DOUBLE_EQ(mla.forward_flops_per_token(4096), 2.0 * 128 * (192 + 128) * 2048.5);
+  const GemmShape experts{"mlp.experts.up_proj", 2048, 7168, 8.0 / 256.0, 256};
+  EXPECT_DOUBLE_EQ(experts.forward_flops_per_token(), 2.0 * 2048 * 7168 * 8);
+}
+
+TEST(ComputeTest, BackwardIsTwiceGemmAndTwoAndAHalfAttention) {
+  for (const char* name : {"llama3-8b", "gpt-oss-120b", "deepseek-v3"}) {
+    for (const UnitSpec& unit : catalog_model(name).units) {
+      const UnitCompute& c = unit.compute;
+      const double gemm = c.gemm_forward_flops_per_token();
+      const double attention = c.attention_forward_flops_per_token(8192);
+      EXPECT_DOUBLE_EQ(c.forward_flops_per_token(8192), gemm + attention) << name << " " << unit.name;
+      EXPECT_DOUBLE_EQ(c.backward_flops_per_token(8192), 2 * gemm + 2.5 * attention) << name << " " << unit.name;
+      EXPECT_EQ(c.attention.has_value(), unit.kind == UnitKind::kBlock) << unit.name;
+    }
+  }
+}
+
+TEST(ComputeTest, Llama3_8bExecutedFlops) {
+  const ModelSpec model = catalog_model("llama3-8b");
+  // Every GEMM weight except the embedding table and the norms, once per token.
+  const double matrix_params = static_cast<double>(model.params()) - 128256.0 * 4096 - (2 * 32 + 1) * 4096.0;
+  const double attention = 2.0 * 32 * (128 + 128) * (8192 + 1) / 2.0;
+  const double expected = 3.0 * 2.0 * matrix_params + 3.5 * 32 * attention;
+  EXPECT_NEAR(model.executed_flops_per_token(8192) / expected, 1.0, 1e-12);
+  const UnitSpec& layer = model.units[1];
+  EXPECT_EQ(find_gemm(layer, "self_attn.k_proj")->n, 1024);
+  EXPECT_EQ(find_gemm(layer, "mlp.down_proj")->k, 14336);
+  EXPECT_EQ(find_gemm(model.units.back(), "lm_head")->n, 128256);
+  EXPECT_TRUE(model.units.front().compute.gemms.empty());
+}
+
+TEST(ComputeTest, SlidingLayersDoLessAttention) {
+  const ModelSpec model = catalog_model("gpt-oss-20b");
+  const double sliding = model.units[1].compute.attention_forward_flops_per_token(8192);
+  const double full = model.units[2].compute.attention_forward_flops_per_token(8192);
+  EXPECT_NEAR(sliding / full, (128.0 * 129 / 2 + (8192 - 128) * 128.0) / 8192 / 4096.5, 1e-12);
+}
+
+TEST(ComputeTest, Llama3_8bElementwiseBytes) {
+  const ModelSpec model = catalog_model("llama3-8b");
+  const double b = 2, h = 4096, q = 4096, kv = 1024, ffn = 14336, vocab = 128256;
+  // Two norms, two residual adds, rotary over q and k, SwiGLU.
+  const double block = 2 * (2 * h * b) + 2 * (3 * h * b) + 2 * (q + kv) * b + 3 * ffn * b;
+  EXPECT_DOUBLE_EQ(model.units[1].compute.elementwise_bytes_per_token(), block);
+  EXPECT_DOUBLE_EQ(model.units.back().compute.elementwise_bytes_per_token(), 2 * h * b + vocab * (b + 8));
+  EXPECT_GT(model.units.front().compute.elementwise_bytes_per_token(), 0);
+}
+
+TEST(ActivationTest, Llama3_8bBlockAndHead) {
+  const ModelSpec model = catalog_model("llama3-8b");
+  const double b = 2, h = 4096, q = 4096, kv = 1024, ffn = 14336, vocab = 128256;
+  const ActivationBytes& block = model.units[1].activations;
+  const double none = b * (4 * h + q + 2 * kv + q) + 4 * 32 + b * 3 * ffn;
+  EXPECT_DOUBLE_EQ(block.saved_none, none);
+  EXPECT_DOUBLE_EQ(block.saved_selective, none - 2 * h * b - ffn * b);
+  EXPECT_DOUBLE_EQ(block.saved_full, h * b);
+  EXPECT_DOUBLE_EQ(block.working, b * 3 * ffn);
+
+  const ActivationBytes& head = model.units.back().activations;
+  EXPECT_DOUBLE_EQ(head.saved_none, b * 2 * h + 4 * vocab);
+  EXPECT_DOUBLE_EQ(head.saved_full, head.saved_none);
+  EXPECT_DOUBLE_EQ(head.working, vocab * (4 + b));
+  const ActivationBytes& embed = model.units.front().activations;
+  EXPECT_EQ(embed.saved_none + embed.saved_selective + embed.saved_full + embed.working, 0);
+}
+
+TEST(ActivationTest, MixtureOfExpertsBlock) {
+  const ModelSpec model = catalog_model("deepseek-v3");
+  const double b = 2, h = 7168, f = 2048;
+  const ActivationBytes& dense = model.units[1].activations;
+  const ActivationBytes& moe = model.units[4].activations;
+  // MLA: q_a output and its norm, q, kv_a output, its norm, k, v, attention output.
+  const double attention = 2 * 1536.0 + 128 * 192 + 576 + 512 + 128 * 192 + 128 * 128 + 128 * 128;
+  EXPECT_DOUBLE_EQ(dense.saved_none, b * (4 * h + attention) + 4 * 128 + b * 3 * 18432);
+  const double mlp_none = b * (8 * (h + 3 * f) + 1 * 3 * f) + 4 * 256;
+  EXPECT_DOUBLE_EQ(moe.saved_none, b * (4 * h + attention) + 4 * 128 + mlp_none);
+  EXPECT_DOUBLE_EQ(moe.saved_none - moe.saved_selective, 2 * h * b + 9 * f * b);
+  EXPECT_DOUBLE_EQ(moe.working, b * std::max(attention, 3 * 9 * f));
+}
+
+TEST(ActivationTest, CheckpointingOrdersEveryBlock) {
+  for (const CatalogEntry& entry : catalog()) {
+    const ModelSpec model = build_model(entry.arch);
+    for (const UnitSpec& unit : model.units) {
+      if (unit.kind != UnitKind::kBlock) continue;
+      const ActivationBytes& a = unit.activations;
+      EXPECT_GE(a.saved_none, a.saved_selective) << entry.arch.name << " " << unit.name;
+      EXPECT_GE(a.saved_selective, a.saved_full) << entry.arch.name << " " << unit.name;
+      EXPECT_DOUBLE_EQ(a.saved_full, 2.0 * static_cast<double>(entry.arch.hidden));
+      EXPECT_GT(a.working, 0) << entry.arch.name << " " << unit.name;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ragged::models

@@ -1,0 +1,67 @@
+#include "planner/resolved_scenario.hpp"
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "common/errors.hpp"
+#include "common/file_io.hpp"
+
+namespace ragged::planner {
+namespace {
+
+std::string resolve_error(const std::string& text) {
+  try {
+    resolve_scenario(scenarios::parse_scenario(text, scenarios::ScenarioFormat::kText, "s.textproto", RAGGED_SOURCE_DIR));
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const char* kCluster = "cluster { gpu { preset: \"h100\" } gpus_per_node: 8 nodes: 1 }\n";
+
+TEST(ResolvedScenario, EveryShippedScenarioResolves) {
+  for (const auto& file : scenarios::shipped_scenarios()) {
+    ResolvedScenario resolved = resolve_scenario(scenarios::load_scenario(file.name));
+    EXPECT_GT(resolved.model.params(), 0) << file.name;
+  }
+}
+
+TEST(ResolvedScenario, InlineModelMatchesEquivalentCatalogShape) {
+  ResolvedScenario tiny = resolve_scenario(scenarios::load_scenario("tiny-llama-4xcpu"));
+  EXPECT_EQ(tiny.model.arch.hidden, 256);
+  EXPECT_EQ(tiny.model.arch.head_dim, 32);   // derived: hidden / heads
+  EXPECT_EQ(tiny.model.units.size(), 6u);   // embed, 4 blocks, head
+}
+
+TEST(ResolvedScenario, UnknownCatalogModelIsLocated) {
+  std::string error = resolve_error(std::string("model { catalog: \"llama4-8b\" }\n") + kCluster);
+  EXPECT_NE(error.find("s.textproto:1:9: model.catalog:"), std::string::npos) << error;
+  EXPECT_NE(error.find("llama3-8b"), std::string::npos) << error;
+}
+
+TEST(ResolvedScenario, InvalidInlineNumbersAreLocated) {
+  std::string error = resolve_error(std::string("model { inline_spec {\n  hidden_size: 256\n  num_layers: 0\n"
+                                                "  vocab_size: 100 intermediate_size: 64 num_attention_heads: 4 } }\n") + kCluster);
+  EXPECT_NE(error.find("s.textproto:3:3: model.inline_spec.num_layers:"), std::string::npos) << error;
+}
+
+TEST(ResolvedScenario, HfConfigRelativeToScenarioDirectory) {
+  std::string text = std::string("model { hf_config: \"tests/models/data/llama/config.json\" }\n") + kCluster;
+  ResolvedScenario resolved =
+      resolve_scenario(scenarios::parse_scenario(text, scenarios::ScenarioFormat::kText, "s.textproto", RAGGED_SOURCE_DIR));
+  EXPECT_EQ(resolved.model.arch.hidden, 4096);
+  std::string error = resolve_error(std::string("model { hf_config: \"missing/config.json\" }\n") + kCluster);
+  EXPECT_NE(error.find("s.textproto:1:9: model.hf_config:"), std::string::npos) << error;
+}
+
+TEST(ResolvedScenario, BlockThatDoesNotDivideATensorIsLocated) {
+  std::string error = resolve_error(std::string("model { catalog: \"gpt-oss-20b\" }\n") + kCluster +
+                                    "training {\n  granularity { default_spec { kind: BLOCK block_rows: 128 block_cols: 128 } }\n}\n");
+  EXPECT_NE(error.find("s.textproto:4:17: training.granularity.default_spec: block 128x128 does not divide tensor"),
+            std::string::npos) << error;
+}
+
+}  // namespace
+}  // namespace ragged::planner

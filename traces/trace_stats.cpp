@@ -1,0 +1,72 @@
+#include "traces/trace_stats.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+
+namespace ragged::traces {
+namespace {
+
+bool matches(int rank, int32_t event_rank) { return rank == kAllRanks || rank == event_rank; }
+
+// Dividing by the exact 1e9 rounds once, so 5000 ns is exactly 5e-6 s.
+double ns_to_s(int64_t ns) { return static_cast<double>(ns) / 1e9; }
+
+// Durations are summed in integer nanoseconds and converted once, so that the
+// totals do not depend on event order.
+struct Accumulator {
+  int64_t count = 0;
+  int64_t busy_ns = 0;
+  int64_t bytes = 0;
+  double flops = 0;
+};
+
+template <typename Field>
+int64_t peak_memory(const Trace& trace, int rank, Field field) {
+  int64_t peak = 0;
+  for (const MemorySample& sample : trace.memory()) {
+    if (matches(rank, sample.rank())) peak = std::max(peak, field(sample));
+  }
+  return peak;
+}
+
+}  // namespace
+
+std::vector<KindTotals> totals_by_kind(const Trace& trace, int rank) {
+  std::map<int, Accumulator> by_kind;
+  for (const Event& event : trace.events()) {
+    if (!matches(rank, event.rank())) continue;
+    Accumulator& acc = by_kind[event.kind()];
+    ++acc.count;
+    acc.busy_ns += event.end_ns() - event.start_ns();
+    acc.bytes += event.bytes();
+    acc.flops += event.flops();
+  }
+  std::vector<KindTotals> totals;
+  totals.reserve(by_kind.size());
+  for (const auto& [kind, acc] : by_kind) {
+    totals.push_back({static_cast<OpKind>(kind), acc.count, ns_to_s(acc.busy_ns), acc.bytes, acc.flops});
+  }
+  return totals;
+}
+
+int64_t peak_allocated(const Trace& trace, int rank) {
+  return peak_memory(trace, rank, [](const MemorySample& s) { return s.allocated_bytes(); });
+}
+
+int64_t peak_reserved(const Trace& trace, int rank) {
+  return peak_memory(trace, rank, [](const MemorySample& s) { return s.reserved_bytes(); });
+}
+
+double span_seconds(const Trace& trace) {
+  if (trace.events().empty()) return 0;
+  int64_t first = std::numeric_limits<int64_t>::max();
+  int64_t last = std::numeric_limits<int64_t>::min();
+  for (const Event& event : trace.events()) {
+    first = std::min(first, event.start_ns());
+    last = std::max(last, event.end_ns());
+  }
+  return ns_to_s(last - first);
+}
+
+}  // namespace ragged::traces

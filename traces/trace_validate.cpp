@@ -1,0 +1,154 @@
+#include "traces/trace_validate.hpp"
+
+#include <cmath>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+#include "common/errors.hpp"
+
+namespace ragged::traces {
+namespace {
+
+// Collects problems under a field path prefix ("events[3]").
+class Problems {
+ public:
+  explicit Problems(std::vector<std::string>* out) : out_(out) {}
+
+  void add(std::string problem) { out_->push_back(std::move(problem)); }
+
+  void non_negative(const std::string& path, int64_t value) {
+    if (value < 0) add(fmt::format("{} ({}) is negative", path, value));
+  }
+
+  void finite_non_negative(const std::string& path, double value) {
+    if (!std::isfinite(value)) {
+      add(fmt::format("{} ({}) is not a finite number", path, value));
+    } else if (value < 0) {
+      add(fmt::format("{} ({}) is negative", path, value));
+    }
+  }
+
+ private:
+  std::vector<std::string>* out_;
+};
+
+// Which ranks may appear in events and memory samples.
+class RankSet {
+ public:
+  explicit RankSet(const Metadata& metadata)
+      : world_size_(metadata.world_size()),
+        traced_(metadata.traced_ranks().begin(), metadata.traced_ranks().end()) {}
+
+  void check(Problems& problems, const std::string& path, int32_t rank) const {
+    if (rank < 0) {
+      problems.add(fmt::format("{} ({}) is negative", path, rank));
+    } else if (world_size_ >= 1 && rank >= world_size_) {
+      problems.add(fmt::format("{} ({}) is not below metadata.world_size ({})", path, rank, world_size_));
+    } else if (!traced_.empty() && !traced_.contains(rank)) {
+      problems.add(fmt::format("{} ({}) is not listed in metadata.traced_ranks", path, rank));
+    }
+  }
+
+ private:
+  int32_t world_size_;
+  std::unordered_set<int32_t> traced_;
+};
+
+void check_metadata(Problems& problems, const Metadata& metadata) {
+  if (metadata.source() == SOURCE_UNSPECIFIED) {
+    problems.add("metadata.source is SOURCE_UNSPECIFIED: set PREDICTED or MEASURED");
+  } else if (!Source_IsValid(metadata.source())) {
+    problems.add(fmt::format("metadata.source ({}) is not a known Source", static_cast<int>(metadata.source())));
+  }
+  if (metadata.world_size() < 1) {
+    problems.add(fmt::format("metadata.world_size ({}) is less than 1", metadata.world_size()));
+  }
+  problems.non_negative("metadata.steps", metadata.steps());
+  std::unordered_set<int32_t> seen;
+  for (int i = 0; i < metadata.traced_ranks_size(); ++i) {
+    int32_t rank = metadata.traced_ranks(i);
+    auto path = fmt::format("metadata.traced_ranks[{}]", i);
+    if (rank < 0) {
+      problems.add(fmt::format("{} ({}) is negative", path, rank));
+    } else if (metadata.world_size() >= 1 && rank >= metadata.world_size()) {
+      problems.add(fmt::format("{} ({}) is not below metadata.world_size ({})", path, rank,
+                               metadata.world_size()));
+    }
+    if (!seen.insert(rank).second) problems.add(fmt::format("{} ({}) is listed twice", path, rank));
+  }
+}
+
+void check_event(Problems& problems, const RankSet& ranks, const Event& event, int index) {
+  auto path = fmt::format("events[{}]", index);
+  ranks.check(problems, path + ".rank", event.rank());
+  if (event.kind() == OP_KIND_UNSPECIFIED) {
+    problems.add(path + ".kind is OP_KIND_UNSPECIFIED");
+  } else if (!OpKind_IsValid(event.kind())) {
+    problems.add(fmt::format("{}.kind ({}) is not a known OpKind", path, static_cast<int>(event.kind())));
+  }
+  if (event.stream() == STREAM_UNSPECIFIED) {
+    problems.add(path + ".stream is STREAM_UNSPECIFIED");
+  } else if (!Stream_IsValid(event.stream())) {
+    problems.add(fmt::format("{}.stream ({}) is not a known Stream", path, static_cast<int>(event.stream())));
+  }
+  if (event.unit() < -1) {
+    problems.add(fmt::format("{}.unit ({}) is below -1 (the value for no unit)", path, event.unit()));
+  }
+  problems.non_negative(path + ".start_ns", event.start_ns());
+  problems.non_negative(path + ".end_ns", event.end_ns());
+  if (event.end_ns() < event.start_ns()) {
+    problems.add(fmt::format("{}.end_ns ({}) is before start_ns ({})", path, event.end_ns(), event.start_ns()));
+  }
+  problems.non_negative(path + ".bytes", event.bytes());
+  problems.finite_non_negative(path + ".flops", event.flops());
+  problems.non_negative(path + ".step", event.step());
+}
+
+void check_memory(Problems& problems, const RankSet& ranks, const MemorySample& sample, int index) {
+  auto path = fmt::format("memory[{}]", index);
+  ranks.check(problems, path + ".rank", sample.rank());
+  problems.non_negative(path + ".time_ns", sample.time_ns());
+  problems.non_negative(path + ".allocated_bytes", sample.allocated_bytes());
+  problems.non_negative(path + ".reserved_bytes", sample.reserved_bytes());
+  if (sample.allocated_bytes() > sample.reserved_bytes()) {
+    problems.add(fmt::format("{}.allocated_bytes ({}) exceeds reserved_bytes ({})", path,
+                             sample.allocated_bytes(), sample.reserved_bytes()));
+  }
+}
+
+void check_summary(Problems& problems, const Summary& summary) {
+  problems.finite_non_negative("summary.step_time_s", summary.step_time_s());
+  problems.finite_non_negative("summary.tokens_per_s_per_gpu", summary.tokens_per_s_per_gpu());
+  problems.finite_non_negative("summary.mfu", summary.mfu());
+  problems.finite_non_negative("summary.exposed_comm_s", summary.exposed_comm_s());
+  problems.finite_non_negative("summary.compute_s", summary.compute_s());
+  problems.finite_non_negative("summary.comm_s", summary.comm_s());
+  problems.non_negative("summary.peak_allocated_bytes", summary.peak_allocated_bytes());
+  problems.non_negative("summary.peak_reserved_bytes", summary.peak_reserved_bytes());
+  problems.non_negative("summary.tokens_per_step", summary.tokens_per_step());
+  problems.non_negative("summary.hbm_capacity_bytes", summary.hbm_capacity_bytes());
+}
+
+}  // namespace
+
+std::vector<std::string> trace_problems(const Trace& trace) {
+  std::vector<std::string> out;
+  Problems problems(&out);
+  check_metadata(problems, trace.metadata());
+  RankSet ranks(trace.metadata());
+  for (int i = 0; i < trace.events_size(); ++i) check_event(problems, ranks, trace.events(i), i);
+  for (int i = 0; i < trace.memory_size(); ++i) check_memory(problems, ranks, trace.memory(i), i);
+  check_summary(problems, trace.summary());
+  return out;
+}
+
+void check_trace(const Trace& trace, const std::string& origin) {
+  std::vector<std::string> problems = trace_problems(trace);
+  if (problems.empty()) return;
+  std::string message = fmt::format("{}: {}", origin, problems.front());
+  if (problems.size() > 1) message += fmt::format(" ({} more)", problems.size() - 1);
+  throw InputError(message);
+}
+
+}  // namespace ragged::traces

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "scenarios/field_locations.hpp"
+#include "scenarios/text_cursor.hpp"
 
 namespace ragged::scenarios {
 namespace {
@@ -16,9 +17,9 @@ struct Container {
   bool expect_key = true;  // objects: the next string is a key
 };
 
-class JsonScanner {
+class JsonScanner : public TextCursor {
  public:
-  explicit JsonScanner(std::string_view text) : text_(text) {}
+  explicit JsonScanner(std::string_view text) : TextCursor(text) {}
 
   FieldLocations scan() {
     while (pos_ < text_.size()) step();
@@ -28,7 +29,7 @@ class JsonScanner {
  private:
   void step() {
     char c = text_[pos_];
-    FieldLocation here{line_, column_};
+    const FieldLocation start = here();
     switch (c) {
       case '{': open(false); break;
       case '[': open(true); break;
@@ -49,7 +50,7 @@ class JsonScanner {
         std::string value = read_string();
         if (!stack_.empty() && !stack_.back().is_array && stack_.back().expect_key) {
           pending_key_ = join(stack_.back().path, to_snake_case(value));
-          locations_.add(pending_key_, here);
+          locations_.add(pending_key_, start);
         }
         return;  // read_string advanced past the closing quote
       }
@@ -62,7 +63,7 @@ class JsonScanner {
     std::string path;
     if (!stack_.empty() && stack_.back().is_array) {
       path = stack_.back().path + "[" + std::to_string(stack_.back().index) + "]";
-      locations_.add(path, FieldLocation{line_, column_});
+      locations_.add(path, here());
     } else if (!stack_.empty()) {
       path = pending_key_;
     }
@@ -81,24 +82,10 @@ class JsonScanner {
     return out;
   }
 
-  void advance() {
-    if (pos_ < text_.size() && text_[pos_] == '\n') {
-      ++line_;
-      column_ = 1;
-    } else {
-      ++column_;
-    }
-    ++pos_;
-  }
-
   static std::string join(const std::string& parent, const std::string& key) {
     return parent.empty() ? key : parent + "." + key;
   }
 
-  std::string_view text_;
-  size_t pos_ = 0;
-  int line_ = 1;
-  int column_ = 1;
   std::vector<Container> stack_;
   std::string pending_key_;
   FieldLocations locations_;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "scenarios/field_locations.hpp"
+#include "scenarios/text_cursor.hpp"
 
 namespace ragged::scenarios {
 namespace {
@@ -18,9 +19,9 @@ struct Message {
   std::map<std::string, int> seen;  // occurrences of each field name so far
 };
 
-class TextprotoScanner {
+class TextprotoScanner : public TextCursor {
  public:
-  explicit TextprotoScanner(std::string_view text) : text_(text) {}
+  explicit TextprotoScanner(std::string_view text) : TextCursor(text) {}
 
   FieldLocations scan() {
     stack_.push_back(Message{});
@@ -42,23 +43,23 @@ class TextprotoScanner {
     } else if (c == '"' || c == '\'') {
       skip_string(c);
     } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
-      FieldLocation here{line_, column_};
+      const FieldLocation start = here();
       std::string word = read_word();
       skip_space();
       bool is_field = pos_ < text_.size() && (text_[pos_] == ':' || text_[pos_] == '{' || text_[pos_] == '<');
-      if (is_field) record(word, here);
+      if (is_field) record(word, start);
     } else {
       advance();
     }
   }
 
-  void record(const std::string& name, FieldLocation here) {
+  void record(const std::string& name, FieldLocation start) {
     Message& message = stack_.back();
     int index = message.seen[name]++;
     std::string suffix = "[" + std::to_string(index) + "]";
     last_paths_.clear();
     auto add = [&](const std::string& path) {
-      locations_.add(path, here);
+      locations_.add(path, start);
       last_paths_.push_back(path);
     };
     if (message.paths.empty()) message.paths.push_back("");
@@ -86,7 +87,7 @@ class TextprotoScanner {
         last_paths_.clear();
         for (const std::string& list_path : list_paths) {
           std::string element = list_path + "[" + std::to_string(index) + "]";
-          locations_.add(element, FieldLocation{line_, column_});
+          locations_.add(element, here());
           last_paths_.push_back(element);
         }
         size_t depth = stack_.size();
@@ -133,20 +134,6 @@ class TextprotoScanner {
     }
   }
 
-  void advance() {
-    if (pos_ < text_.size() && text_[pos_] == '\n') {
-      ++line_;
-      column_ = 1;
-    } else {
-      ++column_;
-    }
-    ++pos_;
-  }
-
-  std::string_view text_;
-  size_t pos_ = 0;
-  int line_ = 1;
-  int column_ = 1;
   std::vector<Message> stack_;
   std::vector<std::string> last_paths_;  // paths of the field just read
   FieldLocations locations_;

@@ -17,6 +17,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   add_models_command(app, context);
   add_inspect_command(app, context);
   add_scenario_command(app, context);
+  add_plan_command(app, context);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,229 @@
+#include "cli/plan_report.hpp"
+
+#include <fmt/format.h>
+
+#include "cli/table.hpp"
+#include "common/units.hpp"
+#include "planner/program_builder.hpp"
+#include "scenarios/scenario_rules.hpp"
+
+namespace ragged::cli {
+namespace {
+
+using planner::OpKind;
+
+StepBytes step_bytes(const planner::Program& program) {
+  StepBytes b;
+  for (const planner::Op& op : program.ops) {
+    switch (op.kind) {
+      case OpKind::kAllGather: b.all_gather += op.bytes; break;
+      case OpKind::kReduceScatter: b.reduce_scatter += op.bytes; break;
+      case OpKind::kAllReduce: b.all_reduce += op.bytes; break;
+      case OpKind::kAllToAll: b.all_to_all += op.bytes; break;
+      case OpKind::kCopyIn:
+      case OpKind::kCopyOut:
+      case OpKind::kCast: b.copies += op.bytes; break;
+      default: break;
+    }
+  }
+  return b;
+}
+
+std::string percent(double ratio) { return fmt::format("{:.2f}%", 100.0 * ratio); }
+
+double ratio(int64_t padded, int64_t params) {
+  return params ? static_cast<double>(padded - params) / static_cast<double>(params) : 0.0;
+}
+
+std::string gib(int64_t bytes) { return fmt::format("{:.2f}", static_cast<double>(bytes) / kGiB); }
+
+std::string granularity_text(const planner::ResolvedScenario& r) {
+  std::string text = r.granularity.default_spec.describe();
+  if (!r.granularity.overrides.empty()) text += fmt::format(" + {} override(s)", r.granularity.overrides.size());
+  return text;
+}
+
+int64_t hbm_bytes(const planner::ResolvedScenario& r) {
+  return static_cast<int64_t>(r.scenario().cluster().gpu().hbm_capacity_gib() * kGiB);
+}
+
+// Consecutive units with the same layout print as one row.
+std::vector<std::pair<size_t, size_t>> layout_runs(const PlanReport& r) {
+  std::vector<std::pair<size_t, size_t>> runs;
+  for (size_t i = 0; i < r.plan.units.size(); ++i) {
+    const auto& u = r.plan.units[i];
+    bool same = !runs.empty() && r.plan.units[runs.back().first].problem.tensors.size() == u.problem.tensors.size() &&
+                problem_signature(r.plan.units[runs.back().first].problem) == problem_signature(u.problem);
+    if (same) ++runs.back().second;
+    else runs.emplace_back(i, 1);
+  }
+  return runs;
+}
+
+std::string run_label(const PlanReport& r, size_t first, size_t count) {
+  const auto& units = r.resolved.model.units;
+  const std::string& a = units[r.plan.units[first].unit_index].name;
+  if (count == 1) return a;
+  const std::string& b = units[r.plan.units[first + count - 1].unit_index].name;
+  return a + "-" + b.substr(b.rfind('.') + 1);
+}
+
+}  // namespace
+
+PlanReport make_plan_report(planner::ResolvedScenario resolved) {
+  PlanReport report{std::move(resolved), {}, {}, {}, {}};
+  const auto& training = report.resolved.scenario().training();
+  planner::PlanOptions options;
+  options.param_dtype = training.precision().param() == scenarios::FP32 ? models::DType::kF32 : models::DType::kBF16;
+  auto strategy = planner::make_strategy(training.strategy());
+  report.plan = planner::plan_model(report.resolved.model, report.resolved.granularity, training.shard_group_size(),
+                                    *strategy, options);
+  report.program = planner::build_program(planner::program_inputs(report.resolved, report.plan));
+  report.memory = planner::memory_breakdown(report.program);
+  report.bytes = step_bytes(report.program);
+  return report;
+}
+
+// When even the lower bound pads a lot, the granules are too coarse for the
+// shard group: say so, and name smaller groups (HSDP) whose bound is low.
+void print_padding_hint(const PlanReport& r, std::ostream& out) {
+  const double bound = r.plan.lower_bound_padding_ratio();
+  if (bound <= 0.05) return;
+  int64_t largest_granule = 0;
+  for (const auto& u : r.plan.units) {
+    for (const auto& t : u.problem.tensors) largest_granule = std::max(largest_granule, t.granule);
+  }
+  out << fmt::format("  note: the lower bound itself pads {}: with granules up to {} elements, tensors that span several "
+                     "shards force S to a multiple of their granules. This padding is unavoidable at {} ranks with "
+                     "this granularity.\n",
+                     percent(bound), format_count(static_cast<double>(largest_granule)), r.plan.ranks);
+  planner::PlanOptions options;
+  options.param_dtype = r.resolved.scenario().training().precision().param() == scenarios::FP32 ? models::DType::kF32
+                                                                                                 : models::DType::kBF16;
+  std::string suggestions;
+  for (int64_t group = r.plan.ranks / 2; group >= 1 && r.plan.ranks % group == 0; group /= 2) {
+    double at = planner::lower_bound_padding_ratio(r.resolved.model, r.resolved.granularity, group, options);
+    if (at <= 0.05) {
+      suggestions += fmt::format("{}shard group {} ({} replicas): {}", suggestions.empty() ? "" : "; ", group,
+                                 r.plan.ranks / group, percent(at));
+      if (suggestions.size() > 120 || group % 2 != 0) break;
+    }
+    if (group % 2 != 0) break;
+  }
+  if (!suggestions.empty()) {
+    out << "  smaller shard groups (HSDP, training.shard_group_size) bound the padding at: " << suggestions << "\n";
+  }
+}
+
+void print_plan(const PlanReport& r, std::ostream& out) {
+  const auto& s = r.resolved.scenario();
+  out << fmt::format("{} on {} GPUs (shard group {} x {} replica{}), strategy {}, granularity {}\n", r.resolved.model.name,
+                     scenarios::total_gpus(s), r.plan.ranks, s.training().replicate_group_size(),
+                     s.training().replicate_group_size() > 1 ? "s" : "", r.plan.strategy, granularity_text(r.resolved));
+  out << fmt::format("  planned {} units ({} distinct) in {:.2f} ms\n\n", r.plan.units.size(), r.plan.distinct_units,
+                     r.plan.plan_seconds * 1e3);
+  Table table;
+  table.column("unit", Table::Align::kLeft).column("count").column("params/unit").column("shard S").column("padded/unit");
+  table.column("padding").column("lower bound").column("gathered/unit").column("copies/collective").column("granules", Table::Align::kLeft);
+  for (auto [first, count] : layout_runs(r)) {
+    const auto& u = r.plan.units[first];
+    const auto& c = u.layout.copies;
+    int64_t copies = c.all_gather_in + c.all_gather_out + c.reduce_scatter_in + c.reduce_scatter_out;
+    table.row({run_label(r, first, count), std::to_string(count), format_count(static_cast<double>(u.params())),
+               format_count(static_cast<double>(u.layout.shard_size)), format_count(static_cast<double>(u.padded())),
+               percent(ratio(u.padded(), u.params())), percent(ratio(u.lower_bound_padded(), u.params())),
+               format_count(static_cast<double>(u.padded())), format_count(static_cast<double>(copies)),
+               u.layout.honours_granularity ? "whole" : "split"});
+  }
+  table.rule().row({"total", std::to_string(r.plan.units.size()), format_count(static_cast<double>(r.plan.params())), "",
+                    format_count(static_cast<double>(r.plan.padded_params())), percent(r.plan.padding_ratio()),
+                    percent(r.plan.lower_bound_padding_ratio()), "", "", ""});
+  table.print(out, "  ");
+  out << fmt::format("\n  gap to the lower bound: {:.3f} percentage points\n",
+                     100.0 * (r.plan.padding_ratio() - r.plan.lower_bound_padding_ratio()));
+  const StepBytes& b = r.bytes;
+  out << fmt::format("  per step per rank: all-gather {}, reduce-scatter {}, all-reduce {}, all-to-all {}, copies {}\n",
+                     format_bytes(static_cast<double>(b.all_gather)), format_bytes(static_cast<double>(b.reduce_scatter)),
+                     format_bytes(static_cast<double>(b.all_reduce)), format_bytes(static_cast<double>(b.all_to_all)),
+                     format_bytes(static_cast<double>(b.copies)));
+  const auto& m = r.memory;
+  out << fmt::format("  memory per rank (GiB): master {} + compute shard {} + gradients {} + optimizer {} + small params {}"
+                     " | in flight: unsharded params {} + gradients {} + activations {} + workspace {} = {} of {}\n",
+                     gib(m.persistent.master_params), gib(m.persistent.compute_params), gib(m.persistent.gradients),
+                     gib(m.persistent.optimizer_states), gib(m.persistent.gathered_small_params), gib(m.unsharded_params),
+                     gib(m.gradients_in_flight), gib(m.activations), gib(m.workspace), gib(m.peak_total()),
+                     gib(hbm_bytes(r.resolved)));
+  print_padding_hint(r, out);
+  if (!r.plan.honours_granularity()) {
+    out << "  note: this strategy cuts through granules (quantization blocks or matrices straddle ranks)\n";
+  }
+}
+
+void print_plan_comparison(const std::vector<PlanReport>& reports, std::ostream& out) {
+  const auto& first = reports.front();
+  out << fmt::format("{} on {} GPUs (shard group {}), granularity {}\n\n", first.resolved.model.name,
+                     scenarios::total_gpus(first.resolved.scenario()), first.plan.ranks, granularity_text(first.resolved));
+  Table table;
+  table.column("strategy", Table::Align::kLeft).column("padded").column("padding").column("lower bound").column("gap pp");
+  table.column("max shard S").column("granules", Table::Align::kLeft).column("collectives/step").column("copies/step");
+  table.column("peak GiB").column("plan ms");
+  for (const PlanReport& r : reports) {
+    const StepBytes& b = r.bytes;
+    table.row({r.plan.strategy, format_count(static_cast<double>(r.plan.padded_params())), percent(r.plan.padding_ratio()),
+               percent(r.plan.lower_bound_padding_ratio()),
+               // The bound holds for layouts that keep granules whole; the others have no gap to it.
+               r.plan.honours_granularity() ? fmt::format("{:.3f}", 100.0 * (r.plan.padding_ratio() - r.plan.lower_bound_padding_ratio()))
+                                            : "-",
+               format_count(static_cast<double>(r.plan.max_shard_size())), r.plan.honours_granularity() ? "whole" : "split",
+               format_bytes(static_cast<double>(b.all_gather + b.reduce_scatter + b.all_reduce + b.all_to_all)),
+               format_bytes(static_cast<double>(b.copies)), gib(r.memory.peak_total()),
+               fmt::format("{:.2f}", r.plan.plan_seconds * 1e3)});
+  }
+  table.print(out, "  ");
+}
+
+nlohmann::json plan_to_json(const PlanReport& r) {
+  nlohmann::json units = nlohmann::json::array();
+  for (const auto& u : r.plan.units) {
+    const auto& c = u.layout.copies;
+    units.push_back({{"name", r.resolved.model.units[u.unit_index].name},
+                     {"params", u.params()},
+                     {"shard_size", u.layout.shard_size},
+                     {"padded", u.padded()},
+                     {"lower_bound_shard_size", u.layout.lower_bound_shard_size},
+                     {"padding_ratio", ratio(u.padded(), u.params())},
+                     {"lower_bound_padding_ratio", ratio(u.lower_bound_padded(), u.params())},
+                     {"honours_granularity", u.layout.honours_granularity},
+                     {"placement", u.layout.placement == planner::Placement::kContiguous ? "contiguous" : "rank_major"},
+                     {"copy_elements", {{"all_gather_in", c.all_gather_in}, {"all_gather_out", c.all_gather_out},
+                                        {"reduce_scatter_in", c.reduce_scatter_in}, {"reduce_scatter_out", c.reduce_scatter_out}}}});
+  }
+  const auto& m = r.memory;
+  const StepBytes& b = r.bytes;
+  return {
+      {"scenario", r.resolved.scenario().name()},
+      {"model", r.resolved.model.name},
+      {"strategy", r.plan.strategy},
+      {"gpus", scenarios::total_gpus(r.resolved.scenario())},
+      {"shard_group_size", r.plan.ranks},
+      {"granularity", granularity_text(r.resolved)},
+      {"params", r.plan.params()},
+      {"padded_params", r.plan.padded_params()},
+      {"padding_ratio", r.plan.padding_ratio()},
+      {"lower_bound_padding_ratio", r.plan.lower_bound_padding_ratio()},
+      {"honours_granularity", r.plan.honours_granularity()},
+      {"plan_seconds", r.plan.plan_seconds},
+      {"distinct_units", r.plan.distinct_units},
+      {"bytes_per_step", {{"all_gather", b.all_gather}, {"reduce_scatter", b.reduce_scatter}, {"all_reduce", b.all_reduce},
+                          {"all_to_all", b.all_to_all}, {"copies", b.copies}}},
+      {"memory_bytes", {{"master_params", m.persistent.master_params}, {"compute_params", m.persistent.compute_params},
+                        {"gradients", m.persistent.gradients}, {"optimizer_states", m.persistent.optimizer_states},
+                        {"gathered_small_params", m.persistent.gathered_small_params},
+                        {"unsharded_params", m.unsharded_params}, {"gradients_in_flight", m.gradients_in_flight},
+                        {"activations", m.activations}, {"workspace", m.workspace}, {"peak", m.peak_total()},
+                        {"hbm_capacity", hbm_bytes(r.resolved)}}},
+      {"units", std::move(units)},
+  };
+}
+
+}  // namespace ragged::cli

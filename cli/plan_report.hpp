@@ -1,0 +1,40 @@
+#pragma once
+// What `ragged plan` shows: a strategy's layout per unit, its padding against
+// the lower bound, the bytes its collectives and copies move per step, and
+// the memory of one rank.
+
+#include <ostream>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "planner/memory_breakdown.hpp"
+#include "planner/plan.hpp"
+#include "planner/program.hpp"
+#include "planner/resolved_scenario.hpp"
+
+namespace ragged::cli {
+
+struct StepBytes {
+  int64_t all_gather = 0;
+  int64_t reduce_scatter = 0;
+  int64_t all_reduce = 0;
+  int64_t all_to_all = 0;
+  int64_t copies = 0;  // copy-in, copy-out and casts (read + write)
+};
+
+struct PlanReport {
+  planner::ResolvedScenario resolved;
+  planner::Plan plan;
+  planner::Program program;
+  planner::MemoryBreakdown memory;
+  StepBytes bytes;
+};
+
+PlanReport make_plan_report(planner::ResolvedScenario resolved);
+
+void print_plan(const PlanReport& report, std::ostream& out);
+void print_plan_comparison(const std::vector<PlanReport>& reports, std::ostream& out);
+nlohmann::json plan_to_json(const PlanReport& report);
+
+}  // namespace ragged::cli

@@ -1,0 +1,73 @@
+#include "cli/scenario_options.hpp"
+
+#include <fmt/format.h>
+
+#include "common/errors.hpp"
+#include "scenarios/scenario_rules.hpp"
+
+namespace ragged::cli {
+namespace {
+
+// A scenario for --model M --gpus N: H100 nodes of 8, the defaults otherwise.
+scenarios::LoadedScenario model_only(const std::string& model, int64_t gpus) {
+  if (gpus < 1) throw InputError("--model needs --gpus N (the number of GPUs to shard over)");
+  const int64_t per_node = std::min<int64_t>(8, gpus);
+  if (gpus % per_node != 0) throw InputError(fmt::format("--gpus {}: use a multiple of 8 above 8 GPUs", gpus));
+  bool is_file = model.ends_with(".json") || model.find('/') != std::string::npos;
+  std::string text = fmt::format(
+      "name: \"{}-{}xh100\"\nmodel {{ {}: \"{}\" }}\n"
+      "cluster {{ gpu {{ preset: \"h100\" }} gpus_per_node: {} nodes: {} }}\n",
+      is_file ? "model" : model, gpus, is_file ? "hf_config" : "catalog", model, per_node, gpus / per_node);
+  return scenarios::parse_scenario(text, scenarios::ScenarioFormat::kText, "--model", ".");
+}
+
+}  // namespace
+
+void ScenarioOptions::add_to(CLI::App* command, bool allow_all_strategies) {
+  command->add_option("scenario", scenario, "Scenario file (.textproto/.json) or shipped name; default: " +
+                                                std::string(scenarios::kDefaultScenario));
+  command->add_option("--model", model, "Plan a catalog model or config.json instead of a scenario (needs --gpus)");
+  command->add_option("--gpus", gpus, "Number of GPUs (overrides the scenario's cluster size)")->check(CLI::PositiveNumber);
+  command->add_option("--strategy", strategy,
+                      std::string("Layout strategy: ragged, vescale-paper, fsdp1, fsdp2, zero3, megatron") +
+                          (allow_all_strategies ? ", or all" : ""));
+  command->add_option("--granularity", granularity, "Sharding granularity: element, rows:K, block:RxC or matrix");
+}
+
+std::vector<planner::ResolvedScenario> ScenarioOptions::resolve() const {
+  if (!model.empty() && !scenario.empty()) throw InputError("give either a scenario or --model, not both");
+  scenarios::LoadedScenario loaded = model.empty() ? scenarios::load_scenario(scenario.empty() ? scenarios::kDefaultScenario : scenario)
+                                                   : model_only(model, gpus);
+  if (gpus > 0 && model.empty()) loaded = scenarios::with_total_gpus(loaded, gpus);
+  if (!granularity.empty()) {
+    planner::GranularitySpec spec = planner::GranularitySpec::parse(granularity);
+    auto* proto = loaded.scenario.mutable_training()->mutable_granularity();
+    proto->clear_overrides();
+    auto* out = proto->mutable_default_spec();
+    out->set_kind(spec.kind == planner::GranuleKind::kRows    ? scenarios::ROWS
+                  : spec.kind == planner::GranuleKind::kBlock ? scenarios::BLOCK
+                  : spec.kind == planner::GranuleKind::kMatrix ? scenarios::MATRIX
+                                                               : scenarios::ELEMENT);
+    out->set_rows(static_cast<int32_t>(spec.rows));
+    out->set_block_rows(static_cast<int32_t>(spec.block_rows));
+    out->set_block_cols(static_cast<int32_t>(spec.block_cols));
+    proto->set_partial_blocks(true);  // a command-line block applies to every model: edge tiles allowed
+  }
+  std::vector<scenarios::Strategy> strategies;
+  if (strategy == "all") {
+    strategies = scenarios::all_strategies();
+  } else if (!strategy.empty()) {
+    strategies = {scenarios::parse_strategy(strategy)};
+  } else {
+    strategies = {loaded.scenario.training().strategy()};
+  }
+  std::vector<planner::ResolvedScenario> out;
+  for (scenarios::Strategy s : strategies) {
+    scenarios::LoadedScenario copy = loaded;
+    copy.scenario.mutable_training()->set_strategy(s);
+    out.push_back(planner::resolve_scenario(std::move(copy)));
+  }
+  return out;
+}
+
+}  // namespace ragged::cli

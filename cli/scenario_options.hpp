@@ -1,0 +1,29 @@
+#pragma once
+// The scenario arguments shared by plan, simulate and run: a scenario file or
+// shipped name (default: the built-in default scenario), or --model with
+// --gpus for a quick look, plus overrides (--gpus, --strategy, --granularity).
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "planner/resolved_scenario.hpp"
+
+namespace ragged::cli {
+
+struct ScenarioOptions {
+  std::string scenario;     // file or shipped name
+  std::string model;        // --model: catalog name or config.json
+  int64_t gpus = 0;         // --gpus: 0 keeps the scenario's
+  std::string strategy;     // --strategy: one name, "all", or "" to keep the scenario's
+  std::string granularity;  // --granularity: element | rows:K | block:RxC | matrix
+
+  void add_to(CLI::App* command, bool allow_all_strategies);
+
+  // The scenarios to run: one, or one per strategy with --strategy all.
+  std::vector<planner::ResolvedScenario> resolve() const;
+};
+
+}  // namespace ragged::cli

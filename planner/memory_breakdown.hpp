@@ -1,0 +1,27 @@
+#pragma once
+// Static memory breakdown of one rank: the persistent state, and the
+// transient buffers of the Program at the moment their sum peaks when the ops
+// run one at a time in issue order (the simulator replaces this with the
+// overlapped timeline and the allocator's behaviour).
+
+#include <cstdint>
+
+#include "planner/program.hpp"
+
+namespace ragged::planner {
+
+struct MemoryBreakdown {
+  PersistentMemory persistent;
+  // Live at the issue-order peak:
+  int64_t unsharded_params = 0;  // gathered parameters and their copies
+  int64_t gradients_in_flight = 0;  // unsharded gradients and reduce-scatter inputs
+  int64_t activations = 0;
+  int64_t workspace = 0;   // recomputation, backward working memory, optimizer buffers
+  int64_t peak_transient = 0;
+
+  int64_t peak_total() const { return persistent.total() + peak_transient; }
+};
+
+MemoryBreakdown memory_breakdown(const Program& program);
+
+}  // namespace ragged::planner

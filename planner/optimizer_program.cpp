@@ -1,0 +1,167 @@
+#include "planner/optimizer_program.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <numeric>
+#include <queue>
+
+#include <fmt/format.h>
+
+namespace ragged::planner {
+namespace {
+
+using models::TensorRole;
+
+bool owner_based(const scenarios::Optimizer& o) { return o.has_muon() || o.has_shampoo(); }
+
+// Muon and Shampoo handle the hidden matrices; embeddings, the head and
+// vectors stay on AdamW (standard Muon practice).
+bool handled_whole(const models::TensorSpec& t) {
+  return t.is_matrix() && t.role != TensorRole::kEmbedding && t.role != TensorRole::kHead;
+}
+
+// Newton-Schulz on an a x b matrix (a <= b): per iteration A = X X^T (a*a*b),
+// A^2 (a*a*a), (bA + cA^2) X (a*a*b).
+double newton_schulz_flops(int64_t rows, int64_t cols, int steps) {
+  const double a = static_cast<double>(std::min(rows, cols)), b = static_cast<double>(std::max(rows, cols));
+  return steps * (2 * a * a * b + 2 * a * a * a + 2 * a * a * b);
+}
+
+// Shampoo on b x b blocks: statistics L += G G^T and R += G^T G, the
+// preconditioned update L^-1/4 G R^-1/4 every step, inverse roots (an
+// eigendecomposition, ~10 b^3 each) every `frequency` steps.
+double shampoo_flops(int64_t rows, int64_t cols, int block, int frequency) {
+  const double blocks = std::ceil(static_cast<double>(rows) / block) * std::ceil(static_cast<double>(cols) / block);
+  const double b3 = static_cast<double>(block) * block * block;
+  return blocks * (4 * b3 + 4 * b3 + 2 * 10 * b3 / frequency);
+}
+
+// Bytes each shard element moves through memory in one update (read + write).
+double update_bytes_per_element(const scenarios::Optimizer& o, int64_t master) {
+  if (o.has_adam8bit()) return 2 * master + master + 2 * 2 + 0.01;  // master rw, grad r, 8-bit m/v rw, block scales
+  if (o.has_muon()) return 2 * master + master + 2 * master + 2;     // master rw, grad r, momentum rw, update r
+  return 2 * master + master + 4 * master;                           // AdamW: master rw, grad r, m and v rw
+}
+
+}  // namespace
+
+std::vector<int> assign_owners(const std::vector<double>& costs, int64_t ranks) {
+  std::vector<size_t> order(costs.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return costs[a] > costs[b]; });
+  using Load = std::pair<double, int64_t>;  // (load, rank): the least loaded, lowest rank first
+  std::priority_queue<Load, std::vector<Load>, std::greater<>> loads;
+  for (int64_t r = 0; r < ranks; ++r) loads.push({0.0, r});
+  std::vector<int> owners(costs.size(), 0);
+  for (size_t i : order) {
+    auto [load, rank] = loads.top();
+    loads.pop();
+    owners[i] = static_cast<int>(rank);
+    loads.push({load + costs[i], rank});
+  }
+  return owners;
+}
+
+std::vector<OwnedMatrix> owned_matrices(const OptimizerContext& c) {
+  std::vector<OwnedMatrix> matrices;
+  if (!owner_based(c.optimizer)) return matrices;
+  for (const UnitPlan& unit : c.plan->units) {
+    const auto& tensors = c.model->units[unit.unit_index].tensors;
+    for (size_t t = 0; t < tensors.size(); ++t) {
+      if (!handled_whole(tensors[t])) continue;
+      const int64_t rows = tensors[t].rows() / tensors[t].matrices(), cols = tensors[t].row_length();
+      double flops = c.optimizer.has_muon()
+                         ? newton_schulz_flops(rows, cols, c.optimizer.muon().ns_steps())
+                         : shampoo_flops(rows, cols, c.optimizer.shampoo().block_size(), c.optimizer.shampoo().precondition_frequency());
+      for (int64_t m = 0; m < tensors[t].matrices(); ++m) {
+        matrices.push_back({unit.unit_index, static_cast<int>(t), rows, cols, flops, 0});
+      }
+    }
+  }
+  std::vector<double> costs;
+  for (const OwnedMatrix& m : matrices) costs.push_back(m.flops);
+  std::vector<int> owners = assign_owners(costs, c.plan->ranks);
+  for (size_t i = 0; i < matrices.size(); ++i) matrices[i].owner = owners[i];
+  return matrices;
+}
+
+void add_optimizer_ops(ProgramWriter& w, const OptimizerContext& c, const std::vector<uint32_t>& grads_ready) {
+  const double per_element = update_bytes_per_element(c.optimizer, c.master_bytes) +
+                             (c.refresh_compute_shard ? static_cast<double>(c.master_bytes + c.param_bytes) : 0.0);
+  std::vector<OwnedMatrix> matrices = owned_matrices(c);
+  const int units = static_cast<int>(c.plan->units.size());
+  for (int u = units - 1; u >= 0; --u) {  // gradients finish last-unit first
+    const UnitPlan& unit = c.plan->units[u];
+    const std::string& name = c.model->units[unit.unit_index].name;
+    const int64_t shard = unit.layout.shard_size;
+    uint32_t last = grads_ready[u];
+    int64_t gathered = 0;
+    ComputeWork owned;  // the matrices of this unit this rank owns
+    for (const OwnedMatrix& m : matrices) {
+      if (m.unit != unit.unit_index) continue;
+      gathered += m.rows * m.cols;
+      if (m.owner == c.rank) {
+        const int64_t a = std::min(m.rows, m.cols), b = std::max(m.rows, m.cols);
+        const int steps = c.optimizer.has_muon() ? c.optimizer.muon().ns_steps() : 1;
+        if (c.optimizer.has_muon()) {
+          for (int s = 0; s < steps; ++s) {
+            owned.gemms.push_back({a, a, b, 1});
+            owned.gemms.push_back({a, a, a, 1});
+            owned.gemms.push_back({a, b, a, 1});
+          }
+        } else {
+          owned.other_flops += m.flops;
+        }
+      }
+    }
+    if (gathered > 0) {
+      // Momentum (or statistics) on the shard, then the ragged gather to the
+      // owners, the owners' math, and the scatter back.
+      last = w.traffic(OpKind::kOptimizer, Stream::kCompute, u, -1, name + " momentum",
+                       static_cast<int64_t>(3.0 * c.master_bytes * static_cast<double>(shard)), {last});
+      last = w.collective(OpKind::kAllToAll, Stream::kAllGather, Group::kShard, u, -1, name + " gather to owners",
+                          gathered * c.param_bytes, -1, {last});
+      last = w.compute(OpKind::kOptimizer, u, -1, name + (c.optimizer.has_muon() ? " newton-schulz" : " shampoo"),
+                       std::move(owned), {last});
+      last = w.collective(OpKind::kAllToAll, Stream::kAllGather, Group::kShard, u, -1, name + " scatter from owners",
+                          gathered * c.param_bytes, -1, {last});
+    }
+    w.traffic(OpKind::kOptimizer, Stream::kCompute, u, -1, name + " update",
+              static_cast<int64_t>(per_element * static_cast<double>(shard)), {last});
+  }
+}
+
+int64_t optimizer_state_bytes(const OptimizerContext& c) {
+  int64_t shard = 0;
+  for (const UnitPlan& u : c.plan->units) shard += u.layout.shard_size;
+  const scenarios::Optimizer& o = c.optimizer;
+  if (o.has_adam8bit()) {
+    const int64_t tile = int64_t{o.adam8bit().block_rows()} * o.adam8bit().block_cols();
+    return 2 * shard + 2 * 4 * ((shard + tile - 1) / tile);  // two 8-bit states and an fp32 scale per tile each
+  }
+  if (!owner_based(o)) return 2 * c.master_bytes * shard;  // AdamW m and v
+  // Momentum (Muon) or statistics' shard share for the matrices, AdamW for the
+  // rest; Shampoo's factors live on the owners.
+  int64_t matrix_elements = 0, all_elements = 0;
+  for (const UnitPlan& u : c.plan->units) {
+    for (const auto& t : c.model->units[u.unit_index].tensors) {
+      all_elements += t.numel();
+      if (handled_whole(t)) matrix_elements += t.numel();
+    }
+  }
+  const double share = all_elements ? static_cast<double>(matrix_elements) / static_cast<double>(all_elements) : 0.0;
+  int64_t bytes = static_cast<int64_t>(share * static_cast<double>(shard)) * c.master_bytes +
+                  static_cast<int64_t>((1 - share) * static_cast<double>(shard)) * 2 * c.master_bytes;
+  if (o.has_shampoo()) {
+    const int64_t block = o.shampoo().block_size();
+    for (const OwnedMatrix& m : owned_matrices(c)) {
+      if (m.owner != c.rank) continue;
+      const int64_t blocks = ((m.rows + block - 1) / block) * ((m.cols + block - 1) / block);
+      bytes += blocks * 2 * block * block * 4;
+    }
+  }
+  return bytes;
+}
+
+}  // namespace ragged::planner

@@ -1,0 +1,53 @@
+#pragma once
+// The optimizer's part of a step on sharded parameters: AdamW and block-wise
+// 8-bit Adam work on each rank's shard alone; Muon and Shampoo own whole
+// matrices (blocks): momentum on the shards, a ragged gather of each matrix
+// to its owner (root), Newton-Schulz or preconditioning there, a scatter back.
+// Owners are balanced over ranks by matrix cost (largest first onto the least
+// loaded rank).
+
+#include <cstdint>
+#include <vector>
+
+#include "models/model_spec.hpp"
+#include "planner/plan.hpp"
+#include "planner/program_writer.hpp"
+#include "scenarios/scenario.pb.h"
+
+namespace ragged::planner {
+
+struct OptimizerContext {
+  const models::ModelSpec* model = nullptr;
+  const Plan* plan = nullptr;
+  scenarios::Optimizer optimizer;
+  int rank = 0;
+  int64_t param_bytes = 2;   // p
+  int64_t master_bytes = 4;  // o
+  bool refresh_compute_shard = false;  // ZeRO-3 / Megatron: cast master -> persistent parameter-dtype shard
+};
+
+// One matrix an owner-based optimizer (Muon, Shampoo) processes whole.
+struct OwnedMatrix {
+  int unit = 0;
+  int tensor = 0;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  double flops = 0;  // on its owner, per step
+  int owner = 0;
+};
+
+// The matrices Muon/Shampoo own and their owners; empty for Adam variants.
+std::vector<OwnedMatrix> owned_matrices(const OptimizerContext& context);
+
+// Owners for work items of `costs`: longest processing time first onto the
+// least loaded of `ranks` ranks.
+std::vector<int> assign_owners(const std::vector<double>& costs, int64_t ranks);
+
+// Adds the optimizer ops; grads_ready[u] is the op after which unit u's
+// gradient shard is final.
+void add_optimizer_ops(ProgramWriter& writer, const OptimizerContext& context, const std::vector<uint32_t>& grads_ready);
+
+// Optimizer state bytes on one rank.
+int64_t optimizer_state_bytes(const OptimizerContext& context);
+
+}  // namespace ragged::planner

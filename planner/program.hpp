@@ -1,0 +1,131 @@
+#pragma once
+// The Program: the op graph of one training step on one rank, the contract
+// between the simulator and the backend (both run exactly this list). Ops are
+// in issue order; ops on one stream run in that order; a dependency on an op
+// of another stream is an event wait. Every trace event carries the op id.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ragged::planner {
+
+// The same vocabulary as traces/trace.proto's OpKind.
+enum class OpKind {
+  kAlloc,
+  kFree,
+  kAllGather,
+  kReduceScatter,
+  kAllReduce,
+  kAllToAll,
+  kCopyIn,
+  kCopyOut,
+  kCast,
+  kComputeFwd,
+  kComputeBwd,
+  kRecompute,
+  kOptimizer,
+  kGradAccumulate,
+};
+
+enum class Stream { kCompute, kAllGather, kReduceScatter, kAllReduce };
+
+// Which ranks a collective runs over.
+enum class Group {
+  kNone,
+  kShard,      // the shard group (FSDP)
+  kReplicate,  // the replicas of one shard (HSDP all-reduce)
+};
+
+std::string_view op_kind_name(OpKind kind);  // "all_gather", "compute_fwd", ...
+std::string_view stream_name(Stream stream);  // "compute", "all_gather", ...
+
+enum class BufferKind {
+  kUnshardedParams,  // a unit's gathered parameters (the all-gather output)
+  kParamCopies,      // per-tensor unsharded storage a copy-out fills (FSDP2, ZeRO-3)
+  kUnshardedGrads,   // a unit's gradients as backward produces them
+  kReduceInput,      // the reduce-scatter input when it is not the gradient buffer itself
+  kActivations,      // what a unit's forward keeps for its backward
+  kWorkspace,        // transient working memory of a compute op
+  kOptimizer,        // transient buffers of the optimizer (Muon's gathered matrix)
+};
+
+struct Buffer {
+  std::string name;
+  BufferKind kind = BufferKind::kWorkspace;
+  int unit = -1;
+  int64_t bytes = 0;
+};
+
+// One GEMM: [m x k] @ [k x n], `count` independent copies.
+struct Gemm {
+  int64_t m = 0;
+  int64_t n = 0;
+  int64_t k = 0;
+  int64_t count = 1;
+  double flops() const { return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(count); }
+};
+
+// The attention core of a compute op (FlashAttention style).
+struct AttentionWork {
+  int64_t batch = 0;
+  int64_t seq_len = 0;
+  int64_t heads = 0;
+  int64_t qk_head_dim = 0;
+  int64_t v_head_dim = 0;
+  int64_t window = 0;  // 0: full causal
+  double flops = 0;    // executed FLOPs of this op (forward, or the backward's 2.5x)
+};
+
+// What a compute, recompute or optimizer op does, for cost models and the
+// backend's real kernels.
+struct ComputeWork {
+  std::vector<Gemm> gemms;
+  AttentionWork attention;
+  double elementwise_bytes = 0;  // memory-bound traffic (read + write)
+  double other_flops = 0;        // non-GEMM math (Newton-Schulz is GEMMs; this is for the rest)
+};
+
+struct Op {
+  uint32_t id = 0;
+  OpKind kind = OpKind::kComputeFwd;
+  Stream stream = Stream::kCompute;
+  int unit = -1;         // -1: not tied to one unit
+  int micro_batch = -1;  // -1: once per step
+  std::string name;      // "layers.3 all_gather (fwd)"
+  int buffer = -1;       // index into Program::buffers: allocated, freed, or written
+  Group group = Group::kNone;
+  int64_t bytes = 0;     // collectives: the whole buffer (nccl-tests' S); copies/casts: bytes read + written
+  double flops = 0;      // compute ops: executed FLOPs
+  ComputeWork work;      // compute, recompute and optimizer ops
+  std::vector<uint32_t> deps;  // ops (on any stream) that must finish first
+};
+
+// Bytes that live for the whole step on every rank.
+struct PersistentMemory {
+  int64_t master_params = 0;   // sharded master weights
+  int64_t compute_params = 0;  // a persistent low-precision shard (ZeRO-3, Megatron-FSDP)
+  int64_t gradients = 0;       // the sharded gradient accumulator
+  int64_t optimizer_states = 0;
+  int64_t gathered_small_params = 0;  // ZeRO-3's persistent small parameters, unsharded
+
+  int64_t total() const { return master_params + compute_params + gradients + optimizer_states + gathered_small_params; }
+};
+
+struct Program {
+  std::string strategy;
+  int rank = 0;
+  int64_t shard_ranks = 1;      // shard group size
+  int64_t replicate_ranks = 1;  // HSDP replicas
+  int micro_batches = 1;
+  int64_t tokens_per_step = 0;  // this rank's tokens in one step
+  double model_flops_per_step = 0;  // this rank's model FLOPs (docs/METRICS.md), for MFU
+  PersistentMemory persistent;
+  std::vector<Buffer> buffers;
+  std::vector<Op> ops;
+
+  size_t count(OpKind kind) const;
+};
+
+}  // namespace ragged::planner

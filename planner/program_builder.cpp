@@ -1,0 +1,300 @@
+#include "planner/program_builder.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "common/errors.hpp"
+#include "planner/compute_work.hpp"
+#include "planner/optimizer_program.hpp"
+#include "planner/program_writer.hpp"
+#include "planner/strategy_traits.hpp"
+
+namespace ragged::planner {
+namespace {
+
+int64_t dtype_bytes(scenarios::DType dtype) {
+  switch (dtype) {
+    case scenarios::FP32: return 4;
+    case scenarios::FP16:
+    case scenarios::BF16: return 2;
+    default: return 2;
+  }
+}
+
+models::Checkpointing checkpointing(scenarios::Checkpointing mode) {
+  switch (mode) {
+    case scenarios::FULL: return models::Checkpointing::kFull;
+    case scenarios::SELECTIVE: return models::Checkpointing::kSelective;
+    default: return models::Checkpointing::kNone;
+  }
+}
+
+// Builds one step: forward and backward of every micro-batch, then the
+// optimizer. All-gathers are issued in the order their units compute; the
+// k-th all-gather's buffer waits for the free of the (k - window)-th, so at
+// most `window` units hold unsharded parameters and the AG stream runs at most
+// window - 1 units ahead of compute (the prefetch).
+class Builder {
+ public:
+  Builder(const ProgramInputs& in, int rank) : in_(in), w_(&program_), rank_(rank) {
+    const scenarios::Training& t = *in.training;
+    traits_ = strategy_traits(t.strategy());
+    p_ = dtype_bytes(t.precision().param());
+    r_ = dtype_bytes(t.precision().reduce());
+    o_ = dtype_bytes(t.precision().master());
+    mode_ = checkpointing(t.activation_checkpointing());
+    batch_ = MicroBatch{t.micro_batch_size(), t.sequence_length()};
+    reshard_ = t.reshard_after_forward();
+    window_ = std::max(1, t.prefetch_depth() + 1);
+    if (traits_.max_unsharded_units > 0) window_ = std::min(window_, traits_.max_unsharded_units);
+    units_ = static_cast<int>(in.plan->units.size());
+  }
+
+  Program build() {
+    const scenarios::Training& t = *in_.training;
+    program_.strategy = in_.plan->strategy;
+    program_.rank = rank_;
+    program_.shard_ranks = in_.plan->ranks;
+    program_.replicate_ranks = in_.replicate_ranks;
+    program_.micro_batches = t.gradient_accumulation_steps();
+    program_.tokens_per_step = batch_.tokens() * program_.micro_batches;
+    program_.model_flops_per_step =
+        in_.model->model_flops_per_token(batch_.seq_len) * static_cast<double>(program_.tokens_per_step);
+    plan_gathers();
+    std::vector<uint32_t> grads_ready(units_, 0);
+    for (int mb = 0; mb < program_.micro_batches; ++mb) {
+      forward(mb);
+      backward(mb, grads_ready);
+    }
+    OptimizerContext optimizer = optimizer_context();
+    add_optimizer_ops(w_, optimizer, grads_ready);
+    fill_persistent(optimizer);
+    return std::move(program_);
+  }
+
+ private:
+  struct Gather {
+    int unit;
+    int micro_batch;
+    bool backward;
+    int params_buffer = -1;  // what compute reads
+    uint32_t ready = 0;      // op after which the parameters are usable
+    uint32_t freed = 0;      // the free of the parameters
+    bool emitted = false;
+    bool is_freed = false;
+  };
+
+  const UnitPlan& unit(int u) const { return in_.plan->units[u]; }
+  const models::UnitSpec& spec(int u) const { return in_.model->units[unit(u).unit_index]; }
+  int64_t shard(int u) const { return unit(u).layout.shard_size; }
+  int64_t gathered_elements(int u) const { return unit(u).layout.padded_elements(); }
+
+  // The sequence of all-gathers of the step, in compute order.
+  void plan_gathers() {
+    for (int mb = 0; mb < program_.micro_batches; ++mb) {
+      for (int u = 0; u < units_; ++u) gathers_.push_back({u, mb, false});
+      if (!reshard_) continue;
+      for (int u = units_ - 2; u >= 0; --u) gathers_.push_back({u, mb, true});
+    }
+  }
+
+  int find_gather(int u, int mb, bool backward) const {
+    for (size_t k = 0; k < gathers_.size(); ++k) {
+      if (gathers_[k].unit == u && gathers_[k].micro_batch == mb && gathers_[k].backward == backward) return static_cast<int>(k);
+    }
+    return -1;
+  }
+
+  // Issues every all-gather up to index `through` whose window slot is free.
+  void issue_gathers_through(int through) {
+    while (next_gather_ < static_cast<int>(gathers_.size()) && next_gather_ <= through) {
+      int k = next_gather_;
+      int previous = k - window_;
+      if (reshard_ && previous >= 0 && !gathers_[previous].is_freed) return;  // slot still taken
+      emit_gather(k, reshard_ && previous >= 0 ? std::vector<uint32_t>{gathers_[previous].freed} : std::vector<uint32_t>{});
+      ++next_gather_;
+    }
+  }
+
+  void emit_gather(int k, std::vector<uint32_t> slot_free) {
+    Gather& g = gathers_[k];
+    const int u = g.unit;
+    const UnitLayout& layout = unit(u).layout;
+    const std::string label = fmt::format("{} {}", spec(u).name, g.backward ? "(bwd)" : "(fwd)");
+    const int64_t gathered_bytes = gathered_elements(u) * p_;
+    int out = w_.buffer(spec(u).name + " unsharded params", BufferKind::kUnshardedParams, u, gathered_bytes);
+    uint32_t last = w_.alloc(out, Stream::kAllGather, std::move(slot_free));
+    if (traits_.cast_before_gather && p_ != o_) {
+      last = w_.traffic(OpKind::kCast, Stream::kAllGather, u, g.micro_batch, label + " cast shard", shard(u) * (o_ + p_), {last});
+    }
+    if (layout.copies.all_gather_in > 0) {
+      last = w_.traffic(OpKind::kCopyIn, Stream::kAllGather, u, g.micro_batch, label + " all-gather copy-in",
+                        layout.copies.all_gather_in * 2 * p_, {last});
+    }
+    last = w_.collective(OpKind::kAllGather, Stream::kAllGather, Group::kShard, u, g.micro_batch, label + " all-gather",
+                         gathered_bytes, out, {last});
+    g.params_buffer = out;
+    g.ready = last;
+    g.emitted = true;
+  }
+
+  // Waits for unit u's parameters on the compute stream; copies them out of
+  // a rank-major gathered buffer first.
+  uint32_t params_ready(Gather& g) {
+    const UnitLayout& layout = unit(g.unit).layout;
+    if (layout.copies.all_gather_out == 0) return g.ready;
+    const std::string label = fmt::format("{} {}", spec(g.unit).name, g.backward ? "(bwd)" : "(fwd)");
+    int copies = w_.buffer(spec(g.unit).name + " parameter copies", BufferKind::kParamCopies, g.unit, gathered_elements(g.unit) * p_);
+    w_.alloc(copies, Stream::kCompute, {});
+    uint32_t out = w_.traffic(OpKind::kCopyOut, Stream::kCompute, g.unit, g.micro_batch, label + " all-gather copy-out",
+                              layout.copies.all_gather_out * 2 * p_, {g.ready}, copies);
+    w_.free(g.params_buffer, Stream::kCompute, {out});
+    g.params_buffer = copies;
+    return out;
+  }
+
+  void release_params(int k, uint32_t after) {
+    gathers_[k].freed = w_.free(gathers_[k].params_buffer, Stream::kCompute, {after});
+    gathers_[k].is_freed = true;
+  }
+
+  int64_t tokens() const { return batch_.tokens(); }
+
+  void forward(int mb) {
+    for (int u = 0; u < units_; ++u) {
+      int k = find_gather(u, mb, false);
+      issue_gathers_through(k + window_ - 1);
+      issue_gathers_through(k);
+      RAGGED_ASSERT(gathers_[k].emitted, "an all-gather must be issued before its unit computes");
+      uint32_t ready = params_ready(gathers_[k]);
+      int act = w_.buffer(fmt::format("{} activations mb{}", spec(u).name, mb), BufferKind::kActivations, u,
+                          static_cast<int64_t>(spec(u).activations.saved(mode_) * static_cast<double>(tokens())));
+      w_.alloc(act, Stream::kCompute, {});
+      activations_.push_back(act);
+      uint32_t fwd = w_.compute(OpKind::kComputeFwd, u, mb, spec(u).name + " forward", forward_work(spec(u), batch_), {ready});
+      if (reshard_ && u != units_ - 1) release_params(k, fwd);
+    }
+  }
+
+  void backward(int mb, std::vector<uint32_t>& grads_ready) {
+    for (int u = units_ - 1; u >= 0; --u) {
+      bool regather = reshard_ && u != units_ - 1;
+      int k = find_gather(u, mb, regather);
+      if (regather) {
+        issue_gathers_through(k + window_ - 1);
+        issue_gathers_through(k);
+      }
+      RAGGED_ASSERT(gathers_[k].emitted, "an all-gather must be issued before its unit computes");
+      uint32_t ready = regather ? params_ready(gathers_[k]) : gathers_[k].ready;
+      const models::UnitSpec& s = spec(u);
+      const double recomputed = s.kind == models::UnitKind::kBlock ? s.activations.saved_none - s.activations.saved(mode_) : 0.0;
+      int workspace = w_.buffer(s.name + " backward workspace", BufferKind::kWorkspace, u,
+                                static_cast<int64_t>((recomputed + s.activations.working) * static_cast<double>(tokens())));
+      w_.alloc(workspace, Stream::kCompute, {});
+      std::vector<uint32_t> deps = {ready};
+      ComputeWork again = recompute_work(s, batch_, mode_);
+      if (total_flops(again) > 0 || again.elementwise_bytes > 0) {
+        deps.push_back(w_.compute(OpKind::kRecompute, u, mb, s.name + " recompute", std::move(again), {ready}));
+      }
+      const int64_t grad_bytes = traits_.grads_in_reduce_dtype ? r_ : p_;
+      int grads = w_.buffer(s.name + " unsharded grads", BufferKind::kUnshardedGrads, u, gathered_elements(u) * grad_bytes);
+      w_.alloc(grads, Stream::kCompute, {});
+      uint32_t bwd = w_.compute(OpKind::kComputeBwd, u, mb, s.name + " backward", backward_work(s, batch_), deps);
+      w_.free(workspace, Stream::kCompute, {bwd});
+      w_.free(activations_[static_cast<size_t>(mb * units_ + u)], Stream::kCompute, {bwd});
+      if (gathers_[k].emitted && !gathers_[k].is_freed) release_params(k, bwd);
+      grads_ready[u] = reduce(u, mb, bwd, grads);
+    }
+  }
+
+  // Gradients of unit u to its reduced, accumulated shard.
+  uint32_t reduce(int u, int mb, uint32_t grads_done, int grads) {
+    const UnitLayout& layout = unit(u).layout;
+    const std::string& name = spec(u).name;
+    const int64_t gathered = gathered_elements(u);
+    int input = grads;
+    uint32_t last = grads_done;
+    if (layout.copies.reduce_scatter_in > 0 || (r_ != p_ && !traits_.grads_in_reduce_dtype)) {
+      // Pack (rank-major strategies) or cast (zero-copy ones) into the reduce dtype.
+      input = w_.buffer(name + " reduce-scatter input", BufferKind::kReduceInput, u, gathered * r_);
+      w_.alloc(input, Stream::kReduceScatter, {last});
+      const bool pack = layout.copies.reduce_scatter_in > 0;
+      const int64_t elements = pack ? layout.copies.reduce_scatter_in : gathered;
+      last = w_.traffic(pack ? OpKind::kCopyIn : OpKind::kCast, Stream::kReduceScatter, u, mb,
+                        name + (pack ? " reduce-scatter copy-in" : " cast grads"), elements * (p_ + r_), {last});
+      w_.free(grads, Stream::kReduceScatter, {last});
+    }
+    last = w_.collective(OpKind::kReduceScatter, Stream::kReduceScatter, Group::kShard, u, mb, name + " reduce-scatter",
+                         gathered * r_, input, {last});
+    w_.free(input, Stream::kReduceScatter, {last});
+    Stream accumulate_on = Stream::kReduceScatter;
+    if (in_.replicate_ranks > 1) {
+      last = w_.collective(OpKind::kAllReduce, Stream::kAllReduce, Group::kReplicate, u, mb, name + " all-reduce (HSDP)",
+                           shard(u) * r_, -1, {last});
+      accumulate_on = Stream::kAllReduce;
+    }
+    return w_.traffic(OpKind::kGradAccumulate, accumulate_on, u, mb, name + " accumulate grad shard",
+                      shard(u) * (r_ + 2 * o_), {last});
+  }
+
+  OptimizerContext optimizer_context() const {
+    OptimizerContext c;
+    c.model = in_.model;
+    c.plan = in_.plan;
+    c.optimizer = in_.training->optimizer();
+    c.rank = rank_;
+    c.param_bytes = p_;
+    c.master_bytes = o_;
+    c.refresh_compute_shard = !traits_.cast_before_gather;
+    return c;
+  }
+
+  void fill_persistent(const OptimizerContext& optimizer) {
+    int64_t shard_total = 0, persistent_small = 0;
+    for (int u = 0; u < units_; ++u) {
+      shard_total += shard(u);
+      persistent_small += unit(u).layout.persistent_elements;
+    }
+    PersistentMemory& m = program_.persistent;
+    m.master_params = shard_total * o_;
+    m.compute_params = traits_.cast_before_gather ? 0 : shard_total * p_;
+    m.gradients = shard_total * o_;
+    m.optimizer_states = optimizer_state_bytes(optimizer);
+    m.gathered_small_params = persistent_small * p_;
+  }
+
+  const ProgramInputs& in_;
+  Program program_;
+  ProgramWriter w_;
+  int rank_;
+  StrategyTraits traits_;
+  int64_t p_ = 2, r_ = 4, o_ = 4;
+  models::Checkpointing mode_ = models::Checkpointing::kNone;
+  MicroBatch batch_;
+  bool reshard_ = true;
+  int window_ = 2;
+  int units_ = 0;
+  std::vector<Gather> gathers_;
+  int next_gather_ = 0;
+  std::vector<int> activations_;  // [micro_batch * units + unit]
+};
+
+}  // namespace
+
+ProgramInputs program_inputs(const ResolvedScenario& resolved, const Plan& plan) {
+  ProgramInputs inputs;
+  inputs.model = &resolved.model;
+  inputs.plan = &plan;
+  inputs.training = &resolved.scenario().training();
+  inputs.replicate_ranks = resolved.scenario().training().replicate_group_size();
+  return inputs;
+}
+
+Program build_program(const ProgramInputs& inputs, int rank) {
+  RAGGED_ASSERT(inputs.model && inputs.plan && inputs.training, "program inputs must be set");
+  RAGGED_ASSERT(rank >= 0 && rank < inputs.plan->ranks, "the rank must be inside the shard group");
+  return Builder(inputs, rank).build();
+}
+
+}  // namespace ragged::planner

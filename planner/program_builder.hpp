@@ -1,0 +1,28 @@
+#pragma once
+// Builds the Program of one training step for one rank from the model, its
+// plan and the scenario's training settings: all-gathers (with the strategy's
+// casts and copies), compute forward and backward per micro-batch (recompute
+// under activation checkpointing), reduce-scatters (and HSDP all-reduces),
+// gradient accumulation and the optimizer, with streams and dependencies.
+// Prefetch depth and reshard-after-forward shape the all-gather schedule.
+
+#include "models/model_spec.hpp"
+#include "planner/plan.hpp"
+#include "planner/program.hpp"
+#include "planner/resolved_scenario.hpp"
+#include "scenarios/scenario.pb.h"
+
+namespace ragged::planner {
+
+struct ProgramInputs {
+  const models::ModelSpec* model = nullptr;
+  const Plan* plan = nullptr;
+  const scenarios::Training* training = nullptr;
+  int64_t replicate_ranks = 1;
+};
+
+ProgramInputs program_inputs(const ResolvedScenario& resolved, const Plan& plan);
+
+Program build_program(const ProgramInputs& inputs, int rank = 0);
+
+}  // namespace ragged::planner

@@ -1,0 +1,41 @@
+#include <algorithm>
+
+#include "planner/program.hpp"
+
+namespace ragged::planner {
+
+std::string_view op_kind_name(OpKind kind) {
+  switch (kind) {
+    case OpKind::kAlloc: return "alloc";
+    case OpKind::kFree: return "free";
+    case OpKind::kAllGather: return "all_gather";
+    case OpKind::kReduceScatter: return "reduce_scatter";
+    case OpKind::kAllReduce: return "all_reduce";
+    case OpKind::kAllToAll: return "all_to_all";
+    case OpKind::kCopyIn: return "copy_in";
+    case OpKind::kCopyOut: return "copy_out";
+    case OpKind::kCast: return "cast";
+    case OpKind::kComputeFwd: return "compute_fwd";
+    case OpKind::kComputeBwd: return "compute_bwd";
+    case OpKind::kRecompute: return "recompute";
+    case OpKind::kOptimizer: return "optimizer";
+    case OpKind::kGradAccumulate: return "grad_accumulate";
+  }
+  return "unknown";
+}
+
+std::string_view stream_name(Stream stream) {
+  switch (stream) {
+    case Stream::kCompute: return "compute";
+    case Stream::kAllGather: return "all_gather";
+    case Stream::kReduceScatter: return "reduce_scatter";
+    case Stream::kAllReduce: return "all_reduce";
+  }
+  return "unknown";
+}
+
+size_t Program::count(OpKind kind) const {
+  return static_cast<size_t>(std::count_if(ops.begin(), ops.end(), [&](const Op& op) { return op.kind == kind; }));
+}
+
+}  // namespace ragged::planner

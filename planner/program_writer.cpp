@@ -1,0 +1,87 @@
+#include "planner/program_writer.hpp"
+
+#include "planner/compute_work.hpp"
+
+namespace ragged::planner {
+
+uint32_t ProgramWriter::add(Op op) {
+  op.id = static_cast<uint32_t>(program_->ops.size());
+  program_->ops.push_back(std::move(op));
+  return program_->ops.back().id;
+}
+
+uint32_t ProgramWriter::compute(OpKind kind, int unit, int micro_batch, std::string name, ComputeWork work,
+                                std::vector<uint32_t> deps) {
+  Op op;
+  op.kind = kind;
+  op.stream = Stream::kCompute;
+  op.unit = unit;
+  op.micro_batch = micro_batch;
+  op.name = std::move(name);
+  op.flops = total_flops(work);
+  op.bytes = static_cast<int64_t>(work.elementwise_bytes);
+  op.work = std::move(work);
+  op.deps = std::move(deps);
+  return add(std::move(op));
+}
+
+uint32_t ProgramWriter::traffic(OpKind kind, Stream stream, int unit, int micro_batch, std::string name, int64_t bytes,
+                                std::vector<uint32_t> deps, int buffer) {
+  Op op;
+  op.kind = kind;
+  op.stream = stream;
+  op.unit = unit;
+  op.micro_batch = micro_batch;
+  op.name = std::move(name);
+  op.bytes = bytes;
+  op.work.elementwise_bytes = static_cast<double>(bytes);
+  op.buffer = buffer;
+  op.deps = std::move(deps);
+  return add(std::move(op));
+}
+
+uint32_t ProgramWriter::collective(OpKind kind, Stream stream, Group group, int unit, int micro_batch, std::string name,
+                                   int64_t bytes, int buffer, std::vector<uint32_t> deps) {
+  Op op;
+  op.kind = kind;
+  op.stream = stream;
+  op.group = group;
+  op.unit = unit;
+  op.micro_batch = micro_batch;
+  op.name = std::move(name);
+  op.bytes = bytes;
+  op.buffer = buffer;
+  op.deps = std::move(deps);
+  return add(std::move(op));
+}
+
+int ProgramWriter::buffer(std::string name, BufferKind kind, int unit, int64_t bytes) {
+  program_->buffers.push_back({std::move(name), kind, unit, bytes});
+  return static_cast<int>(program_->buffers.size()) - 1;
+}
+
+uint32_t ProgramWriter::alloc(int buffer, Stream stream, std::vector<uint32_t> deps) {
+  Op op;
+  op.kind = OpKind::kAlloc;
+  op.stream = stream;
+  op.unit = program_->buffers[buffer].unit;
+  op.name = "alloc " + program_->buffers[buffer].name;
+  op.bytes = program_->buffers[buffer].bytes;
+  op.buffer = buffer;
+  op.deps = std::move(deps);
+  return add(std::move(op));
+}
+
+uint32_t ProgramWriter::free(int buffer, Stream stream, std::vector<uint32_t> deps) {
+  Op op;
+  op.kind = OpKind::kFree;
+  op.stream = stream;
+  op.unit = program_->buffers[buffer].unit;
+  op.name = "free " + program_->buffers[buffer].name;
+  op.bytes = program_->buffers[buffer].bytes;
+  op.buffer = buffer;
+  op.deps = std::move(deps);
+  return add(std::move(op));
+}
+
+}  // namespace ragged::planner

@@ -1,0 +1,34 @@
+#pragma once
+// Appends ops and buffers to a Program, assigning ids in issue order.
+
+#include <string>
+#include <vector>
+
+#include "planner/program.hpp"
+
+namespace ragged::planner {
+
+class ProgramWriter {
+ public:
+  explicit ProgramWriter(Program* program) : program_(program) {}
+
+  uint32_t add(Op op);
+  uint32_t compute(OpKind kind, int unit, int micro_batch, std::string name, ComputeWork work,
+                   std::vector<uint32_t> deps);
+  // A memory-bound op (cast, copy, accumulate) moving `bytes` (read + write).
+  uint32_t traffic(OpKind kind, Stream stream, int unit, int micro_batch, std::string name, int64_t bytes,
+                   std::vector<uint32_t> deps, int buffer = -1);
+  uint32_t collective(OpKind kind, Stream stream, Group group, int unit, int micro_batch, std::string name,
+                      int64_t bytes, int buffer, std::vector<uint32_t> deps);
+
+  int buffer(std::string name, BufferKind kind, int unit, int64_t bytes);
+  uint32_t alloc(int buffer, Stream stream, std::vector<uint32_t> deps);
+  uint32_t free(int buffer, Stream stream, std::vector<uint32_t> deps);
+
+  Program& program() { return *program_; }
+
+ private:
+  Program* program_;
+};
+
+}  // namespace ragged::planner

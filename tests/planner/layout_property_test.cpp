@@ -1,0 +1,330 @@
+// Property tests of every layout strategy on random units: >= 10,000 seeded
+// instances (tensor mixes, world sizes 1..16,384, granularities, alignments),
+// each laid out by all six strategies and checked against layout_problems,
+// the DBuffer address map and the RaggedShard of every tensor.
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <string>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "common/errors.hpp"
+#include "planner/dbuffer.hpp"
+#include "planner/layout_check.hpp"
+#include "planner/layout_strategy.hpp"
+#include "planner/lower_bound.hpp"
+#include "planner/ragged_shard.hpp"
+
+namespace ragged::planner {
+namespace {
+
+using Shape = std::vector<int64_t>;
+
+constexpr int kInstances = 10'000;
+constexpr int64_t kRowLengths[] = {64, 128, 256, 512, 576, 1024, 1536, 2048, 2880, 4096, 5120, 7168, 8192, 11008, 14336, 16384};
+constexpr int64_t kNamedWorlds[] = {1, 2, 3, 7, 8, 97, 1024, 4099, 8191, 16384};
+// Building a RaggedShard is O(m): past this many tensor-ranks, a sample of tensors is checked.
+constexpr int64_t kShardBudget = int64_t{1} << 18;
+
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : engine_(seed) {}
+  int64_t uniform(int64_t lo, int64_t hi) { return lo + static_cast<int64_t>(engine_() % static_cast<uint64_t>(hi - lo + 1)); }
+  // Spread over orders of magnitude: a random bit length, then a value of that length.
+  int64_t log_uniform(int64_t lo, int64_t hi) {
+    const int bits = static_cast<int>(uniform(0, 63 - __builtin_clzll(static_cast<uint64_t>(hi))));
+    return std::clamp(uniform(int64_t{1} << bits, (int64_t{2} << bits) - 1), lo, hi);
+  }
+  bool chance(int percent) { return uniform(0, 99) < percent; }
+  template <size_t N> int64_t pick(const int64_t (&values)[N]) { return values[uniform(0, N - 1)]; }
+  std::mt19937_64& engine() { return engine_; }
+
+ private:
+  std::mt19937_64 engine_;
+};
+
+enum class Granularity { kElement, kRows1, kRows16, kRows128, kMatrix, kMixed };
+
+struct Instance {
+  UnitProblem problem;
+  std::vector<Shape> shapes;
+  std::string mix;
+};
+
+// Adds tensors with their granules as GranularityPolicy gives them: vectors
+// element-wise; matrices k rows of the last dim, or one whole (expert) matrix.
+struct Generator {
+  Rng& rng;
+  Granularity granularity;
+  Instance out;
+
+  void add(Shape shape) {
+    if (out.shapes.size() >= 60) return;
+    PlanTensor t;
+    t.elements = std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
+    t.dim0 = shape[0];
+    t.dim0_stride = t.elements / t.dim0;
+    const int64_t cols = shape.back();
+    Granularity g = shape.size() == 1 ? Granularity::kElement : granularity;
+    if (g == Granularity::kMixed) g = static_cast<Granularity>(rng.uniform(0, 4));
+    if (g == Granularity::kRows1 || g == Granularity::kRows16 || g == Granularity::kRows128) {
+      t.granule = cols * (g == Granularity::kRows1 ? 1 : g == Granularity::kRows16 ? 16 : 128);
+    } else if (g == Granularity::kMatrix) {
+      t.granule = shape[shape.size() - 2] * cols;
+    }
+    out.problem.tensors.push_back(t);
+    out.shapes.push_back(std::move(shape));
+  }
+};
+
+Instance random_instance(Rng& rng) {
+  Generator gen{rng, static_cast<Granularity>(rng.uniform(0, 5)), {}};
+  const int64_t h = rng.pick({512, 1024, 2048, 2880, 4096});
+  std::string mix;
+  switch (rng.uniform(0, 5)) {
+    case 0: {  // dense transformer layers
+      mix = "dense";
+      const int64_t kv = h / rng.pick({1, 4, 8}), ffn = rng.pick({4, 3}) * h;
+      for (int64_t layers = rng.uniform(1, 6); layers > 0; --layers) {
+        gen.add({h});
+        for (int64_t rows : {h, kv, kv, h}) gen.add({rows, h});
+        if (rng.chance(30)) gen.add({kv});  // a bias
+        gen.add({h});
+        gen.add({ffn, h});
+        gen.add({ffn, h});
+        gen.add({h, ffn});
+      }
+      break;
+    }
+    case 1: {  // MoE: experts as separate matrices or fused 3-D tensors
+      mix = "moe";
+      const int64_t experts = rng.uniform(2, 32), ffn = rng.pick({256, 512, 1536, 2048, 2880});
+      gen.add({h});
+      gen.add({experts, h});
+      if (rng.chance(50)) {
+        gen.add({experts, 2 * ffn, h});
+        gen.add({experts, h, ffn});
+      } else {
+        for (int64_t e = 0; e < experts; ++e) {
+          gen.add({ffn, h});
+          gen.add({ffn, h});
+          gen.add({h, ffn});
+        }
+      }
+      break;
+    }
+    case 2: {  // anything: vectors and matrices of every size
+      mix = "random";
+      const int64_t odd_cols = 64 * rng.uniform(1, 256);  // at most one unusual row length
+      for (int64_t n = rng.uniform(1, 60); n > 0; --n) {
+        if (rng.chance(30)) {
+          gen.add({rng.log_uniform(1, 16384)});
+          continue;
+        }
+        const int64_t cols = rng.chance(10) ? odd_cols : rng.pick(kRowLengths);
+        gen.add({rng.log_uniform(1, std::max<int64_t>(1, 50'000'000 / cols)), cols});
+      }
+      break;
+    }
+    case 3: {  // tiny tensors: most ranks of a large world hold nothing
+      mix = "tiny";
+      for (int64_t n = rng.uniform(1, 20); n > 0; --n) gen.add({rng.uniform(1, 24), rng.uniform(1, 16)});
+      break;
+    }
+    case 4: {  // a huge embedding with its neighbours
+      mix = "embedding";
+      const int64_t vocab = rng.pick({32000, 128256, 151936, 201088}), hidden = rng.pick({2880, 4096, 7168});
+      gen.add({vocab, hidden});
+      if (rng.chance(50)) gen.add({hidden});
+      if (rng.chance(30)) gen.add({vocab, hidden});
+      break;
+    }
+    default: {  // many equal matrices, e.g. the experts of one layer
+      mix = "uniform";
+      const int64_t rows = rng.log_uniform(1, 4096), cols = rng.pick(kRowLengths);
+      for (int64_t n = rng.uniform(1, 60); n > 0; --n) gen.add({rows, cols});
+      break;
+    }
+  }
+  Instance instance = std::move(gen.out);
+  instance.mix = mix;
+  UnitProblem& p = instance.problem;
+  p.ranks = rng.chance(50) ? rng.pick(kNamedWorlds) : rng.log_uniform(1, 16384);
+  const int align = rng.uniform(0, 9);
+  p.collective_align = p.tensor_align = align < 8 ? 8 : (align == 8 ? 4 : 1);
+  return instance;
+}
+
+// Ranks to check: all of a small world, else 0, m-1 and 30 random ones.
+std::vector<int64_t> sample_ranks(Rng& rng, int64_t m) {
+  std::vector<int64_t> ranks;
+  if (m <= 64) {
+    for (int64_t r = 0; r < m; ++r) ranks.push_back(r);
+    return ranks;
+  }
+  ranks = {0, m - 1};
+  while (ranks.size() < 32) ranks.push_back(rng.uniform(1, m - 2));
+  return ranks;
+}
+
+// The first violated property of one layout, or "".
+std::string check_layout(const Instance& in, const UnitLayout& l, Rng& rng) {
+  const UnitProblem& p = in.problem;
+  const std::vector<std::string> problems = layout_problems(p, l);
+  if (!problems.empty()) return problems.front();
+  const int64_t S = l.shard_size, m = p.ranks, T = static_cast<int64_t>(p.tensors.size());
+  const bool contiguous = l.placement == Placement::kContiguous;
+
+  // Every piece boundary lies on a granule from the tensor start (the last may be partial).
+  if (contiguous && l.honours_granularity) {
+    for (int64_t t = 0; t < T; ++t) {
+      const int64_t begin = l.slots[t].offset, end = begin + p.tensors[t].elements, g = p.tensors[t].granule;
+      for (int64_t cut = (begin / S + 1) * S; cut < end; cut += S) {
+        if ((cut - begin) % g != 0) return fmt::format("tensor {}: cut {} elements in is not on its granule {}", t, cut - begin, g);
+      }
+    }
+  }
+
+  // The DBuffer views of each sampled rank tile [0, S) without overlap;
+  // seen[t][j] = {elements, first tensor offset} of tensor t on sampled rank j.
+  const std::vector<int64_t> ranks = sample_ranks(rng, m);
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> seen(static_cast<size_t>(T), std::vector<std::pair<int64_t, int64_t>>(ranks.size(), {0, -1}));
+  DBufferMap map(p, l);
+  for (size_t j = 0; j < ranks.size(); ++j) {
+    int64_t previous_end = 0, used = 0;
+    for (const ShardView& v : map.shard_views(ranks[j])) {
+      if (v.elements <= 0 || v.shard_offset < previous_end || v.shard_offset + v.elements > S) {
+        return fmt::format("rank {}: view of tensor {} at [{}, +{}) overlaps or leaves the shard of {}", ranks[j], v.tensor,
+                           v.shard_offset, v.elements, S);
+      }
+      previous_end = v.shard_offset + v.elements;
+      used += v.elements;
+      auto& [elements, first] = seen[v.tensor][j];
+      if (first < 0) first = v.tensor_offset;
+      elements += v.elements;
+    }
+    if (map.padding_in_shard(ranks[j]) != S - used) return fmt::format("rank {}: padding != S - views", ranks[j]);
+  }
+
+  // The RaggedShard of every tensor (a sample in a large world: each is O(m))
+  // agrees with the views. One shard alive at a time keeps the memory hot.
+  std::vector<int64_t> checked(static_cast<size_t>(T));
+  std::iota(checked.begin(), checked.end(), 0);
+  if (T * m > kShardBudget) {
+    std::shuffle(checked.begin(), checked.end(), rng.engine());
+    checked.resize(static_cast<size_t>(std::min(T, std::max<int64_t>(4, kShardBudget / m))));
+  }
+  for (int64_t t : checked) {
+    const PlanTensor& pt = p.tensors[t];
+    const RaggedShard s = contiguous ? shard_from_contiguous(in.shapes[t], pt.granule, l.slots[t].offset, S, m)
+                                     : shard_from_rank_major(in.shapes[t], l.chunk_rule, m);
+    int64_t units = 0;
+    for (int64_t u : s.all_local_units()) units += u;
+    if (units != s.units_total() || s.units_total() * s.unit_elements() != pt.elements) {
+      return fmt::format("tensor {}: {} units of {} for {} elements", t, units, s.unit_elements(), pt.elements);
+    }
+    // A layout on granules gives units of whole granules (k rows: k-row units).
+    if (contiguous && l.honours_granularity && pt.elements % pt.granule == 0 && s.unit_elements() % pt.granule != 0) {
+      return fmt::format("tensor {}: unit {} is not a multiple of its granule {}", t, s.unit_elements(), pt.granule);
+    }
+    for (size_t j = 0; j < ranks.size(); ++j) {
+      const int r = static_cast<int>(ranks[j]);
+      const auto [elements, first] = seen[t][j];
+      if (s.local_numel(r) != elements || (elements > 0 && s.flat_interval(r).first != first)) {
+        return fmt::format("rank {}: tensor {} has {} elements from {} in views, [{}, {}) in its RaggedShard", r, t, elements,
+                           first, s.flat_interval(r).first, s.flat_interval(r).second);
+      }
+    }
+  }
+  return "";
+}
+
+struct Strategy {
+  std::unique_ptr<LayoutStrategy> impl;
+  bool contiguous_search = false;  // ragged and vescale-paper: always on granules, lower bound filled
+  double seconds = 0;
+  int honoured = 0, beats_ragged = 0;
+};
+
+// The properties every strategy's layout has, beyond check_layout.
+std::string check_strategy(const Strategy& strategy, const UnitLayout& l, int64_t lower) {
+  if (strategy.contiguous_search && !l.honours_granularity) return "does not honour granularity";
+  if (strategy.contiguous_search && l.lower_bound_shard_size != lower) return "lower bound not filled";
+  const bool bounded = l.placement == Placement::kContiguous && l.honours_granularity && l.aligned_shards;
+  if (bounded && l.shard_size < lower) return fmt::format("S {} below the lower bound {}", l.shard_size, lower);
+  return "";
+}
+
+TEST(LayoutProperty, TenThousandRandomUnitsEveryStrategy) {
+  std::vector<Strategy> strategies;
+  for (auto make : {make_ragged_strategy, make_vescale_paper_strategy, make_fsdp1_strategy, make_fsdp2_strategy,
+                    make_zero3_strategy, make_megatron_strategy}) {
+    strategies.push_back({make(), strategies.size() < 2});
+  }
+  Rng rng(20260222);
+  int instances = 0, layouts = 0, declined = 0, failures = 0;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < kInstances && failures < 10; ++i, ++instances) {
+    const Instance in = random_instance(rng);
+    const int64_t lower = lower_bound_shard_size(in.problem);
+    int64_t ragged_S = 0;
+    for (Strategy& strategy : strategies) {
+      const std::string where = fmt::format("instance {} ({}, {} tensors, m={}, align {}), {}", i, in.mix, in.shapes.size(),
+                                            in.problem.ranks, in.problem.collective_align, strategy.impl->name());
+      UnitLayout l;
+      const auto t0 = std::chrono::steady_clock::now();
+      try {
+        l = strategy.impl->plan_unit(in.problem);
+      } catch (const InputError& e) {
+        ++declined;  // megatron: the lcm of the row sizes overflows
+        EXPECT_EQ(strategy.impl->name(), "megatron") << where << ": " << e.what();
+        continue;
+      }
+      strategy.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      ++layouts;
+      std::string error = check_layout(in, l, rng);
+      if (error.empty()) error = check_strategy(strategy, l, lower);
+      if (ragged_S == 0) ragged_S = l.shard_size;
+      if (error.empty() && strategy.impl->name() == "vescale-paper" && l.shard_size < ragged_S) error = "S below ragged's";
+      if (!error.empty()) {
+        ADD_FAILURE() << where << ": " << error;
+        ++failures;
+      }
+      strategy.honoured += l.honours_granularity;
+      strategy.beats_ragged += l.honours_granularity && l.aligned_shards && l.shard_size < ragged_S;
+    }
+  }
+  const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("%d instances, %d layouts checked, %d declined, %.2fs\n", instances, layouts, declined, total);
+  for (const Strategy& s : strategies) {
+    std::printf("  %-14s planning %.2fs, on granules %d, aligned on granules with S below ragged's %d\n",
+                std::string(s.impl->name()).c_str(), s.seconds, s.honoured, s.beats_ragged);
+  }
+  EXPECT_GE(instances, kInstances);
+  EXPECT_LE(declined, instances / 100);
+}
+
+// The checker itself: broken layouts of a valid instance are caught.
+TEST(LayoutProperty, CheckerCatchesBrokenLayouts) {
+  Rng rng(3);
+  Instance in{{}, {{64, 128}, {4096}, {32, 128}}, "broken"};
+  in.problem.tensors = {{64 * 128, 16 * 128, 64, 128}, {4096, 1, 4096, 1}, {32 * 128, 16 * 128, 32, 128}};
+  in.problem.ranks = 7;
+  const UnitLayout good = make_ragged_strategy()->plan_unit(in.problem);
+  ASSERT_EQ(check_layout(in, good, rng), "");
+  UnitLayout overlap = good;
+  overlap.slots[1].offset = overlap.slots[0].offset + 8;
+  EXPECT_NE(check_layout(in, overlap, rng), "");
+  UnitLayout off_granule = good;
+  off_granule.shard_size += 8;  // shifts every cut inside the matrices off their 16-row granules
+  EXPECT_NE(check_layout(in, off_granule, rng), "");
+}
+
+}  // namespace
+}  // namespace ragged::planner

@@ -16,13 +16,15 @@ DBufferMap::DBufferMap(const UnitProblem& problem, const UnitLayout& layout)
       rule_(layout.chunk_rule),
       tensors_(problem.tensors),
       slots_(layout.slots) {
-  RAGGED_ASSERT(slots_.size() == tensors_.size(), fmt::format("{} slots for {} tensors", slots_.size(), tensors_.size()));
+  RAGGED_ASSERT(slots_.size() == tensors_.size(),
+                fmt::format("{} slots for {} tensors", slots_.size(), tensors_.size()));
   RAGGED_ASSERT(ranks_ >= 1 && shard_size_ >= 0, fmt::format("{} ranks, shard of {}", ranks_, shard_size_));
   for (size_t i = 0; i < tensors_.size(); ++i) {
     if (placement_ == Placement::kRankMajor) {
       const PlanTensor& t = tensors_[i];
-      RAGGED_ASSERT(rule_ == ChunkRule::kElements || t.dim0 * t.dim0_stride == t.elements,
-                    fmt::format("tensor {}: {} rows of {} are not its {} elements", i, t.dim0, t.dim0_stride, t.elements));
+      RAGGED_ASSERT(
+          rule_ == ChunkRule::kElements || t.dim0 * t.dim0_stride == t.elements,
+          fmt::format("tensor {}: {} rows of {} are not its {} elements", i, t.dim0, t.dim0_stride, t.elements));
       chunks_.push_back(chunk_elements(t, ranks_, rule_));
       RAGGED_ASSERT(slots_[i].length >= chunks_.back(), fmt::format("tensor {}: chunk slot too short", i));
     }
@@ -33,9 +35,11 @@ DBufferMap::DBufferMap(const UnitProblem& problem, const UnitLayout& layout)
   int64_t end_of_previous = 0;
   for (int i : by_offset_) {
     const TensorSlot& slot = slots_[static_cast<size_t>(i)];
-    const int64_t end = slot.offset + (placement_ == Placement::kContiguous ? tensors_[static_cast<size_t>(i)].elements : slot.length);
-    RAGGED_ASSERT(slot.offset >= end_of_previous && end <= limit,
-                  fmt::format("tensor {}: [{}, {}) overlaps another or leaves the buffer of {}", i, slot.offset, end, limit));
+    const int64_t end =
+        slot.offset + (placement_ == Placement::kContiguous ? tensors_[static_cast<size_t>(i)].elements : slot.length);
+    RAGGED_ASSERT(
+        slot.offset >= end_of_previous && end <= limit,
+        fmt::format("tensor {}: [{}, {}) overlaps another or leaves the buffer of {}", i, slot.offset, end, limit));
     end_of_previous = end;
     ends_.push_back(end);
   }
@@ -94,7 +98,8 @@ int64_t DBufferMap::unsharded_offset(int tensor) const {
 
 std::vector<CopyPiece> DBufferMap::copy_out_pieces(int tensor) const {
   check_tensor(tensor);
-  RAGGED_ASSERT(placement_ == Placement::kRankMajor, "a contiguous tensor is a view of the gathered buffer, not a copy");
+  RAGGED_ASSERT(placement_ == Placement::kRankMajor,
+                "a contiguous tensor is a view of the gathered buffer, not a copy");
   const auto t = static_cast<size_t>(tensor);
   std::vector<CopyPiece> pieces;
   pieces.reserve(static_cast<size_t>(ranks_));

@@ -35,8 +35,8 @@ RaggedShard::RaggedShard(std::vector<int64_t> shape, int prefix_dims, std::vecto
   numel_ = checked_product(shape_, 0);
   if (numel_ == 0) throw InputError("RaggedShard: the tensor has no elements");
   if (prefix_dims_ < 0 || prefix_dims_ > static_cast<int>(shape_.size())) {
-    throw InputError(fmt::format("RaggedShard: prefix dims {} outside [0, {}] for shape [{}]", prefix_dims_, shape_.size(),
-                                 fmt::join(shape_, ", ")));
+    throw InputError(fmt::format("RaggedShard: prefix dims {} outside [0, {}] for shape [{}]", prefix_dims_,
+                                 shape_.size(), fmt::join(shape_, ", ")));
   }
   if (local_units_.empty() || local_units_.size() > static_cast<size_t>(INT_MAX)) {
     throw InputError(fmt::format("RaggedShard: {} local_units entries is not a world size", local_units_.size()));
@@ -56,9 +56,10 @@ RaggedShard::RaggedShard(std::vector<int64_t> shape, int prefix_dims, std::vecto
   suffix_numel_ = checked_product(shape_, static_cast<size_t>(prefix_dims_));
   if (unit_ % suffix_numel_ != 0) {
     // Suffix dims are never split: a unit holds whole slices of them.
-    throw InputError(fmt::format("RaggedShard: a unit of {} elements is not a whole number of the {}-element slices "
-                                 "below the {} prefix dims of shape [{}]",
-                                 unit_, suffix_numel_, prefix_dims_, fmt::join(shape_, ", ")));
+    throw InputError(
+        fmt::format("RaggedShard: a unit of {} elements is not a whole number of the {}-element slices "
+                    "below the {} prefix dims of shape [{}]",
+                    unit_, suffix_numel_, prefix_dims_, fmt::join(shape_, ", ")));
   }
 }
 
@@ -104,16 +105,17 @@ bool same_placement(const RaggedShard& a, const RaggedShard& b) {
   return true;
 }
 
-RaggedShard shard_from_contiguous(const std::vector<int64_t>& shape, int64_t granule, int64_t offset, int64_t shard_size,
-                                  int64_t ranks) {
+RaggedShard shard_from_contiguous(const std::vector<int64_t>& shape, int64_t granule, int64_t offset,
+                                  int64_t shard_size, int64_t ranks) {
   const int world = checked_world(ranks);
   const int64_t numel = checked_product(shape, 0);
   int64_t buffer = 0;
   if (granule < 1 || shard_size < 1 || offset < 0 || __builtin_mul_overflow(shard_size, ranks, &buffer) ||
       offset > buffer || numel > buffer - offset) {
-    throw InputError(fmt::format("RaggedShard: a tensor of {} elements at offset {} (granule {}) does not fit "
-                                 "{} shards of {} elements",
-                                 numel, offset, granule, ranks, shard_size));
+    throw InputError(
+        fmt::format("RaggedShard: a tensor of {} elements at offset {} (granule {}) does not fit "
+                    "{} shards of {} elements",
+                    numel, offset, granule, ranks, shard_size));
   }
   const int64_t end = offset + numel;
   const int64_t first = offset / shard_size;
@@ -143,7 +145,8 @@ RaggedShard shard_from_rank_major(const std::vector<int64_t>& shape, ChunkRule r
   std::vector<int64_t> units(static_cast<size_t>(world), 0);
   // Chunks of `chunk` units out of `total`: the trailing ranks get fewer or none.
   auto fill = [&](int64_t total, int64_t chunk) {
-    for (int64_t r = 0; r < world && r * chunk < total; ++r) units[static_cast<size_t>(r)] = std::min(chunk, total - r * chunk);
+    for (int64_t r = 0; r < world && r * chunk < total; ++r)
+      units[static_cast<size_t>(r)] = std::min(chunk, total - r * chunk);
   };
   if (rule == ChunkRule::kDim0Rows) {
     if (shape.empty()) throw InputError("RaggedShard: torch.chunk over dim 0 needs a tensor of at least one dim");

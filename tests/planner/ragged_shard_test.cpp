@@ -69,8 +69,13 @@ TEST(RaggedShard, WholeOnOneRank) {
 }
 
 TEST(RaggedShard, RejectsBadInputWithClearMessages) {
-  EXPECT_EQ(message_of([] { RaggedShard({10, 3}, 1, {3, 4}); }), "RaggedShard: local_units sum 7 does not divide numel 30");
-  EXPECT_NE(message_of([] { RaggedShard({10, 3}, 1, {30, 0}); }).find("not a whole number of the 3-element slices"),
+  EXPECT_EQ(message_of([] {
+              RaggedShard({10, 3}, 1, {3, 4});
+            }),
+            "RaggedShard: local_units sum 7 does not divide numel 30");
+  EXPECT_NE(message_of([] {
+              RaggedShard({10, 3}, 1, {30, 0});
+            }).find("not a whole number of the 3-element slices"),
             std::string::npos);
   EXPECT_THROW(RaggedShard({10, 3}, 0, {0, 2}), InputError);  // dims=() needs one unit: the whole tensor
   EXPECT_THROW(RaggedShard({10, 3}, 3, {1}), InputError);

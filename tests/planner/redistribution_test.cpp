@@ -14,15 +14,18 @@ using Counts = std::vector<int64_t>;
 
 // Moves the flat values 0..numel-1 from `from`'s local storages along the
 // transfers; returns the destination local storages.
-std::vector<std::vector<int64_t>> execute(const RaggedShard& from, const RaggedShard& to, const std::vector<Transfer>& transfers) {
-  std::vector<std::vector<int64_t>> src(static_cast<size_t>(from.world_size())), dst(static_cast<size_t>(to.world_size()));
+std::vector<std::vector<int64_t>> execute(const RaggedShard& from, const RaggedShard& to,
+                                          const std::vector<Transfer>& transfers) {
+  std::vector<std::vector<int64_t>> src(static_cast<size_t>(from.world_size())),
+      dst(static_cast<size_t>(to.world_size()));
   for (int r = 0; r < from.world_size(); ++r) {
     src[r].resize(static_cast<size_t>(from.local_numel(r)));
     std::iota(src[r].begin(), src[r].end(), from.flat_interval(r).first);
     dst[r].assign(static_cast<size_t>(to.local_numel(r)), -1);
   }
   for (const Transfer& t : transfers) {
-    for (int64_t i = 0; i < t.elements; ++i) dst[t.dst_rank].at(t.dst_offset + i) = src[t.src_rank].at(t.src_offset + i);
+    for (int64_t i = 0; i < t.elements; ++i)
+      dst[t.dst_rank].at(t.dst_offset + i) = src[t.src_rank].at(t.src_offset + i);
   }
   return dst;
 }
@@ -31,7 +34,8 @@ void expect_delivers(const RaggedShard& from, const RaggedShard& to) {
   const auto transfers = redistribute(from, to);
   const auto dst = execute(from, to, transfers);
   for (int r = 0; r < to.world_size(); ++r) {
-    for (size_t i = 0; i < dst[r].size(); ++i) ASSERT_EQ(dst[r][i], to.flat_interval(r).first + static_cast<int64_t>(i)) << "rank " << r;
+    for (size_t i = 0; i < dst[r].size(); ++i)
+      ASSERT_EQ(dst[r][i], to.flat_interval(r).first + static_cast<int64_t>(i)) << "rank " << r;
   }
   // Each rank's sends (and receives) are consecutive slices in peer order:
   // the all-to-allv displacements are the prefix sums of the counts.
@@ -111,14 +115,16 @@ TEST(Redistribution, RandomPlacementsDeliverEveryElement) {
   std::mt19937_64 rng(7);
   for (int trial = 0; trial < 300; ++trial) {
     const int world = std::uniform_int_distribution<int>(1, 12)(rng);
-    const int64_t rows = std::uniform_int_distribution<int64_t>(1, 40)(rng), cols = std::uniform_int_distribution<int64_t>(1, 5)(rng);
+    const int64_t rows = std::uniform_int_distribution<int64_t>(1, 40)(rng),
+                  cols = std::uniform_int_distribution<int64_t>(1, 5)(rng);
     auto random_rows = [&] {
       std::vector<int64_t> units(static_cast<size_t>(world), 0);
       for (int64_t r = 0; r < rows; ++r) ++units[std::uniform_int_distribution<size_t>(0, world - 1)(rng)];
       return RaggedShard({rows, cols}, 1, units);
     };
     expect_delivers(random_rows(), random_rows());
-    expect_delivers(random_rows(), RaggedShard::whole_on(std::uniform_int_distribution<int>(0, world - 1)(rng), world, {rows, cols}));
+    expect_delivers(random_rows(),
+                    RaggedShard::whole_on(std::uniform_int_distribution<int>(0, world - 1)(rng), world, {rows, cols}));
     if (HasFatalFailure()) return;
   }
 }

@@ -139,12 +139,12 @@ TEST(ShardFromContiguous, ThreeDimsPicksTheFewestPrefixDims) {
 TEST(ShardFromContiguous, ManyRanksIsLinear) {
   // A 128256 x 4096 embedding over 16,384 ranks with row-granular cuts.
   const int64_t rows = 128256, cols = 4096, ranks = 16384;
-  const int64_t S = (rows + ranks - 1) / ranks * cols;
-  RaggedShard s = shard_from_contiguous({rows, cols}, cols, 0, S, ranks);
+  const int64_t shard = (rows + ranks - 1) / ranks * cols;
+  RaggedShard s = shard_from_contiguous({rows, cols}, cols, 0, shard, ranks);
   EXPECT_EQ(s.world_size(), ranks);
   EXPECT_EQ(s.prefix_dims(), 1);
   EXPECT_EQ(s.units_total() * s.unit_elements(), rows * cols);
-  EXPECT_EQ(s.local_numel(0), S);
+  EXPECT_EQ(s.local_numel(0), shard);
   EXPECT_EQ(s.local_numel(ranks - 1), 0);
 }
 

@@ -132,7 +132,7 @@ TEST(Redistribution, RandomPlacementsDeliverEveryElement) {
 TEST(Redistribution, GatherOverSixteenThousandRanks) {
   const int world = 16384;
   std::vector<int64_t> units(world, 0);
-  for (int r = 0; r < 1000; ++r) units[static_cast<size_t>(r * 16)] = 2;  // every 16th rank holds 2 rows
+  for (int r = 0; r < 1000; ++r) units[static_cast<size_t>(r) * 16] = 2;  // every 16th rank holds 2 rows
   RaggedShard shard({2000, 64}, 1, units);
   const auto transfers = redistribute(shard, RaggedShard::whole_on(world - 1, world, {2000, 64}));
   EXPECT_EQ(transfers.size(), 1000u);

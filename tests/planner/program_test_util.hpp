@@ -1,0 +1,176 @@
+#pragma once
+// Shared setup for the Program builder tests: a tiny inline Llama (embed, four
+// blocks, head) on one node of eight H100, with the training block written per
+// test, planned and built the way the commands do it; and walks over a
+// Program in issue order (buffers live, dependencies followed).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "planner/layout_strategy.hpp"
+#include "planner/plan.hpp"
+#include "planner/program.hpp"
+#include "planner/program_builder.hpp"
+#include "planner/resolved_scenario.hpp"
+
+namespace ragged::planner::program_test {
+
+inline constexpr const char* kTinyLlama =
+    "model { inline_spec { hidden_size: 256 num_layers: 4 vocab_size: 1024 intermediate_size: 704\n"
+    "                      num_attention_heads: 8 num_key_value_heads: 4 } }\n"
+    "cluster { gpu { preset: \"h100\" } gpus_per_node: 8 nodes: 1 }\n";
+
+inline constexpr scenarios::Strategy kAllStrategies[] = {scenarios::RAGGED, scenarios::VESCALE_PAPER,
+                                                         scenarios::FSDP1,  scenarios::FSDP2,
+                                                         scenarios::ZERO3,  scenarios::MEGATRON};
+
+// "training { <fields> }" appended to the tiny Llama, resolved and planned.
+// Not copyable: the ProgramInputs of build() point into it.
+class ProgramSetup {
+ public:
+  explicit ProgramSetup(const std::string& training_fields)
+      : resolved_(resolve_scenario(scenarios::parse_scenario(
+            std::string(kTinyLlama) + "training { " + training_fields + " }\n", scenarios::ScenarioFormat::kText,
+            "program_test.textproto", RAGGED_SOURCE_DIR))),
+        plan_(plan_model(resolved_.model, resolved_.granularity, training().shard_group_size(),
+                         *make_strategy(training().strategy()))) {}
+  ProgramSetup(const ProgramSetup&) = delete;
+  ProgramSetup& operator=(const ProgramSetup&) = delete;
+
+  const ResolvedScenario& resolved() const { return resolved_; }
+  const models::ModelSpec& model() const { return resolved_.model; }
+  const scenarios::Training& training() const { return resolved_.scenario().training(); }
+  const Plan& plan() const { return plan_; }
+  int units() const { return static_cast<int>(plan_.units.size()); }
+  const models::UnitSpec& spec(int unit) const { return model().units[plan_.units[unit].unit_index]; }
+  int64_t shard(int unit) const { return plan_.units[unit].layout.shard_size; }
+  int64_t shard_total() const {
+    int64_t total = 0;
+    for (const UnitPlan& u : plan_.units) total += u.layout.shard_size;
+    return total;
+  }
+
+  Program build(int rank = 0) const { return build_program(program_inputs(resolved_, plan_), rank); }
+
+ private:
+  ResolvedScenario resolved_;
+  Plan plan_;
+};
+
+inline std::string strategy_field(scenarios::Strategy strategy) {
+  return "strategy: " + scenarios::Strategy_Name(strategy) + " ";
+}
+
+inline std::vector<const Op*> ops_of(const Program& program, OpKind kind) {
+  std::vector<const Op*> out;
+  for (const Op& op : program.ops) {
+    if (op.kind == kind) out.push_back(&op);
+  }
+  return out;
+}
+
+// Whether `op` waits, directly or through other dependencies, for `on`.
+inline bool depends_on(const Program& program, uint32_t op, uint32_t on) {
+  std::vector<bool> seen(program.ops.size(), false);
+  std::vector<uint32_t> stack = {op};
+  while (!stack.empty()) {
+    uint32_t id = stack.back();
+    stack.pop_back();
+    for (uint32_t dep : program.ops[id].deps) {
+      if (dep == on) return true;
+      if (dep < seen.size() && !seen[dep]) {
+        seen[dep] = true;
+        stack.push_back(dep);
+      }
+    }
+  }
+  return false;
+}
+
+// Whether a buffer of `kind` and `unit` is live (allocated, not yet freed)
+// just before each op, tracked in issue order.
+class LiveBuffers {
+ public:
+  explicit LiveBuffers(const Program& program) : program_(program), state_(program.buffers.size(), 0) {}
+
+  // Applies op `op` (an alloc or free changes the state; others do not).
+  void apply(const Op& op) {
+    if (op.buffer < 0 || static_cast<size_t>(op.buffer) >= state_.size()) return;
+    if (op.kind == OpKind::kAlloc) state_[static_cast<size_t>(op.buffer)] = 1;
+    if (op.kind == OpKind::kFree) state_[static_cast<size_t>(op.buffer)] = 2;
+  }
+  bool live(int buffer) const { return state_[static_cast<size_t>(buffer)] == 1; }
+  int count(BufferKind kind, int unit) const {
+    int n = 0;
+    for (size_t b = 0; b < state_.size(); ++b) {
+      n += state_[b] == 1 && program_.buffers[b].kind == kind && program_.buffers[b].unit == unit;
+    }
+    return n;
+  }
+  // Gathered parameter sets alive: all-gather outputs plus parameter copies.
+  // Exact whenever no unit is between its copy-out's alloc and the free of
+  // its all-gather output (e.g. right after an all-gather output's alloc).
+  int gathered_sets(int unit) const { return count(BufferKind::kUnshardedParams, unit) + count(BufferKind::kParamCopies, unit); }
+
+ private:
+  const Program& program_;
+  std::vector<int> state_;  // 0 not yet allocated, 1 live, 2 freed
+};
+
+// Every way `program` breaks the contract of DESIGN.md ("The Program is the
+// contract between the executors"): ids, dependency order, buffer lifetimes,
+// and compute ops running on live parameters, activations and gradients.
+inline std::vector<std::string> graph_problems(const Program& program) {
+  std::vector<std::string> problems;
+  const auto fail = [&](const Op& op, const std::string& what) {
+    problems.push_back("op " + std::to_string(op.id) + " '" + op.name + "': " + what);
+  };
+  std::vector<int> allocs(program.buffers.size(), 0), frees(program.buffers.size(), 0);
+  LiveBuffers live(program);
+  for (size_t i = 0; i < program.ops.size(); ++i) {
+    const Op& op = program.ops[i];
+    if (op.id != i) fail(op, "id is not its index " + std::to_string(i));
+    for (uint32_t dep : op.deps) {
+      if (dep >= op.id) fail(op, "depends on op " + std::to_string(dep) + ", not issued before it");
+    }
+    if (op.buffer >= static_cast<int>(program.buffers.size())) fail(op, "buffer index out of range");
+    if (op.kind == OpKind::kAlloc || op.kind == OpKind::kFree) {
+      if (op.buffer < 0) {
+        fail(op, "alloc/free without a buffer");
+        continue;
+      }
+      const size_t b = static_cast<size_t>(op.buffer);
+      if (op.kind == OpKind::kAlloc && (allocs[b]++ > 0 || frees[b] > 0)) fail(op, "buffer allocated again or after its free");
+      if (op.kind == OpKind::kFree && (frees[b]++ > 0 || allocs[b] == 0)) fail(op, "buffer freed again or before its alloc");
+      if (op.bytes != program.buffers[b].bytes) fail(op, "alloc/free bytes differ from the buffer's");
+    } else if (op.buffer >= 0 && !live.live(op.buffer)) {
+      fail(op, "uses buffer '" + program.buffers[static_cast<size_t>(op.buffer)].name + "' outside its lifetime");
+    }
+    const bool compute = op.kind == OpKind::kComputeFwd || op.kind == OpKind::kComputeBwd || op.kind == OpKind::kRecompute;
+    if (compute && op.unit >= 0) {
+      if (live.gathered_sets(op.unit) == 0) fail(op, "computes without the unit's gathered parameters");
+      if (live.count(BufferKind::kActivations, op.unit) == 0) fail(op, "computes without the unit's activations");
+      if (op.kind == OpKind::kComputeBwd && live.count(BufferKind::kUnshardedGrads, op.unit) == 0) {
+        fail(op, "backward without the unit's gradient buffer");
+      }
+    }
+    live.apply(op);
+  }
+  for (size_t b = 0; b < program.buffers.size(); ++b) {
+    if (allocs[b] != 1 || frees[b] != 1) {
+      problems.push_back("buffer '" + program.buffers[b].name + "' allocated " + std::to_string(allocs[b]) +
+                         " and freed " + std::to_string(frees[b]) + " times");
+    }
+  }
+  return problems;
+}
+
+inline std::string joined(const std::vector<std::string>& lines, size_t at_most = 10) {
+  std::string out;
+  for (size_t i = 0; i < lines.size() && i < at_most; ++i) out += lines[i] + "\n";
+  if (lines.size() > at_most) out += "... " + std::to_string(lines.size() - at_most) + " more\n";
+  return out;
+}
+
+}  // namespace ragged::planner::program_test

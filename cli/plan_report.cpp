@@ -171,9 +171,10 @@ void print_plan_comparison(const std::vector<PlanReport>& reports, std::ostream&
     const StepBytes& b = r.bytes;
     table.row({r.plan.strategy, format_count(static_cast<double>(r.plan.padded_params())), percent(r.plan.padding_ratio()),
                percent(r.plan.lower_bound_padding_ratio()),
-               // The bound holds for layouts that keep granules whole; the others have no gap to it.
-               r.plan.honours_granularity() ? fmt::format("{:.3f}", 100.0 * (r.plan.padding_ratio() - r.plan.lower_bound_padding_ratio()))
-                                            : "-",
+               // The bound holds for contiguous layouts that keep granules whole; the others have no gap to it.
+               r.plan.honours_granularity() && r.plan.units.front().layout.placement == planner::Placement::kContiguous
+                   ? fmt::format("{:.3f}", 100.0 * (r.plan.padding_ratio() - r.plan.lower_bound_padding_ratio()))
+                   : "-",
                format_count(static_cast<double>(r.plan.max_shard_size())), r.plan.honours_granularity() ? "whole" : "split",
                format_bytes(static_cast<double>(b.all_gather + b.reduce_scatter + b.all_reduce + b.all_to_all)),
                format_bytes(static_cast<double>(b.copies)), gib(r.memory.peak_total()),

@@ -71,7 +71,9 @@ std::vector<std::string> layout_problems(const UnitProblem& problem, const UnitL
   if (layout.shard_size * layout.ranks < problem.total_elements()) {
     out.push_back(fmt::format("buffer of {} holds fewer than the {} elements", layout.shard_size * layout.ranks, problem.total_elements()));
   }
-  if (layout.lower_bound_shard_size > layout.shard_size && layout.placement == Placement::kContiguous && layout.honours_granularity) {
+  // The bound covers contiguous layouts that keep granules whole and shards aligned.
+  if (layout.lower_bound_shard_size > layout.shard_size && layout.placement == Placement::kContiguous &&
+      layout.honours_granularity && layout.aligned_shards) {
     out.push_back(fmt::format("shard size {} below the lower bound {}", layout.shard_size, layout.lower_bound_shard_size));
   }
   if (layout.placement == Placement::kContiguous) {

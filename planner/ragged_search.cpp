@@ -7,6 +7,7 @@
 // wins, and keep the paper's answer as a floor.
 
 #include <algorithm>
+#include <numeric>
 
 #include "planner/contiguous_search.hpp"
 #include "planner/lower_bound.hpp"
@@ -17,6 +18,7 @@ namespace {
 
 constexpr int kMaxJumps = 64;
 constexpr int64_t kRefineSteps = 32;
+constexpr int64_t kStructuredTries = 4;
 
 enum class Placer { kInOrder, kFillGaps, kBestFit, kRigidFirst };
 
@@ -33,7 +35,13 @@ class Search {
       variants_.push_back({{}, Placer::kBestFit});
       variants_.push_back({{}, Placer::kRigidFirst});
     }
-    for (auto& order : paper_orders(p_)) {
+    std::vector<std::vector<int>> orders = paper_orders(p_);
+    // Model order with the element-wise tensors (norms, biases) moved last, as
+    // Megatron-FSDP packs its fragments.
+    std::vector<int> vectors_last = orders.front();
+    std::stable_partition(vectors_last.begin(), vectors_last.end(), [&](int i) { return p_.tensors[i].granule > 1; });
+    orders.push_back(std::move(vectors_last));
+    for (auto& order : orders) {
       variants_.push_back({order, Placer::kInOrder});
       if (max_granule_ > 1) variants_.push_back({order, Placer::kFillGaps});
     }
@@ -93,6 +101,22 @@ ContiguousSolution ragged_search(const UnitProblem& problem) {
     if (S != 0 && S < best_S) {
       best_S = S;
       winner = &v;
+    }
+  }
+  // Structured sizes: multiples of the row lengths' LCM (every cut on a row of
+  // every tensor, as Megatron-FSDP builds its buckets) just above the bound.
+  int64_t rows_lcm = a;
+  for (const PlanTensor& t : problem.tensors) {
+    rows_lcm = std::lcm(rows_lcm, t.dim0_stride);
+    if (rows_lcm >= best_S) break;
+  }
+  for (int64_t S = round_up(lower, rows_lcm), tries = 0; S < best_S && tries < kStructuredTries; S += rows_lcm, ++tries) {
+    for (const Variant& v : search.variants()) {
+      if (search.fits(v, S)) {
+        best_S = S;
+        winner = &v;
+        break;
+      }
     }
   }
   // Feasibility is not monotone in S: look just below the best for smaller wins.

@@ -70,14 +70,27 @@ inline std::vector<const Op*> ops_of(const Program& program, OpKind kind) {
   return out;
 }
 
-// Whether `op` waits, directly or through other dependencies, for `on`.
-inline bool depends_on(const Program& program, uint32_t op, uint32_t on) {
+// Whether `op` waits for `on` through its dependencies alone (transitively);
+// with `stream_order`, also through the order of the ops on each stream,
+// which every executor keeps: what is guaranteed to have finished first.
+inline bool depends_on(const Program& program, uint32_t op, uint32_t on, bool stream_order = false) {
+  std::vector<int64_t> previous_on_stream(program.ops.size(), -1);
+  if (stream_order) {
+    std::vector<int64_t> last(4, -1);
+    for (const Op& o : program.ops) {
+      const size_t s = static_cast<size_t>(o.stream);
+      previous_on_stream[o.id] = last[s];
+      last[s] = o.id;
+    }
+  }
   std::vector<bool> seen(program.ops.size(), false);
   std::vector<uint32_t> stack = {op};
   while (!stack.empty()) {
-    uint32_t id = stack.back();
+    const uint32_t id = stack.back();
     stack.pop_back();
-    for (uint32_t dep : program.ops[id].deps) {
+    std::vector<uint32_t> before = program.ops[id].deps;
+    if (previous_on_stream[id] >= 0) before.push_back(static_cast<uint32_t>(previous_on_stream[id]));
+    for (uint32_t dep : before) {
       if (dep == on) return true;
       if (dep < seen.size() && !seen[dep]) {
         seen[dep] = true;

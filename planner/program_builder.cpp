@@ -81,21 +81,38 @@ class Builder {
     int params_buffer = -1;  // what compute reads
     uint32_t ready = 0;      // op after which the parameters are usable
     uint32_t freed = 0;      // the free of the parameters
+    uint32_t computed = 0;   // the forward compute that used them (without resharding, the prefetch slot)
     bool emitted = false;
     bool is_freed = false;
+    bool is_computed = false;
+    bool params_buffer_is_copy = false;
   };
 
   const UnitPlan& unit(int u) const { return in_.plan->units[u]; }
   const models::UnitSpec& spec(int u) const { return in_.model->units[unit(u).unit_index]; }
   int64_t shard(int u) const { return unit(u).layout.shard_size; }
-  int64_t gathered_elements(int u) const { return unit(u).layout.padded_elements(); }
+  // What an all-gather brings in: everything but ZeRO-3's persistent small
+  // parameters, which stay gathered (charged once in persistent memory).
+  int64_t gathered_elements(int u) const {
+    const UnitLayout& l = unit(u).layout;
+    return l.padded_elements() - l.ranks * l.persistent_shard_elements;
+  }
+  int64_t reduced_elements(int u) const { return unit(u).layout.padded_elements(); }
+
+  // Units that stay gathered from their forward to their backward: the last
+  // one (backward starts with it) and, with tied embeddings, the embedding,
+  // whose table the head's GEMM reads (the root unit of FSDP).
+  bool kept_gathered(int u) const {
+    return !reshard_ || u == units_ - 1 || (u == 0 && in_.model->arch.tie_embeddings);
+  }
 
   // The sequence of all-gathers of the step, in compute order.
   void plan_gathers() {
     for (int mb = 0; mb < program_.micro_batches; ++mb) {
       for (int u = 0; u < units_; ++u) gathers_.push_back({u, mb, false});
-      if (!reshard_) continue;
-      for (int u = units_ - 2; u >= 0; --u) gathers_.push_back({u, mb, true});
+      for (int u = units_ - 1; u >= 0; --u) {
+        if (!kept_gathered(u)) gathers_.push_back({u, mb, true});
+      }
     }
   }
 
@@ -106,13 +123,34 @@ class Builder {
     return -1;
   }
 
-  // Issues every all-gather up to index `through` whose window slot is free.
+  // The latest earlier gather of the same unit, or -1.
+  int previous_of_unit(int k) const {
+    for (int j = k - 1; j >= 0; --j) {
+      if (gathers_[j].unit == gathers_[k].unit) return j;
+    }
+    return -1;
+  }
+
+  // Issues every all-gather up to index `through` that may start. Gather k
+  // waits for (a) its window slot: the free of gather k - window, or, for a
+  // unit kept gathered until its backward (which does not count against the
+  // window), the forward compute that used it; and (b) the free of the
+  // previous gather of the same unit, so that no unit is held twice.
   void issue_gathers_through(int through) {
     while (next_gather_ < static_cast<int>(gathers_.size()) && next_gather_ <= through) {
-      int k = next_gather_;
-      int previous = k - window_;
-      if (reshard_ && previous >= 0 && !gathers_[previous].is_freed) return;  // slot still taken
-      emit_gather(k, reshard_ && previous >= 0 ? std::vector<uint32_t>{gathers_[previous].freed} : std::vector<uint32_t>{});
+      const int k = next_gather_;
+      std::vector<uint32_t> deps;
+      if (int slot = k - window_; slot >= 0) {
+        const Gather& g = gathers_[slot];
+        if (g.is_freed) deps.push_back(g.freed);
+        else if (g.is_computed && kept_gathered(g.unit) && !g.backward) deps.push_back(g.computed);
+        else return;
+      }
+      if (int same = previous_of_unit(k); same >= 0) {
+        if (!gathers_[same].is_freed) return;
+        deps.push_back(gathers_[same].freed);
+      }
+      emit_gather(k, std::move(deps));
       ++next_gather_;
     }
   }
@@ -143,7 +181,7 @@ class Builder {
   // a rank-major gathered buffer first.
   uint32_t params_ready(Gather& g) {
     const UnitLayout& layout = unit(g.unit).layout;
-    if (layout.copies.all_gather_out == 0) return g.ready;
+    if (layout.copies.all_gather_out == 0 || g.params_buffer_is_copy) return g.ready;
     const std::string label = fmt::format("{} {}", spec(g.unit).name, g.backward ? "(bwd)" : "(fwd)");
     int copies = w_.buffer(spec(g.unit).name + " parameter copies", BufferKind::kParamCopies, g.unit, gathered_elements(g.unit) * p_);
     w_.alloc(copies, Stream::kCompute, {});
@@ -151,6 +189,8 @@ class Builder {
                               layout.copies.all_gather_out * 2 * p_, {g.ready}, copies);
     w_.free(g.params_buffer, Stream::kCompute, {out});
     g.params_buffer = copies;
+    g.params_buffer_is_copy = true;
+    g.ready = out;
     return out;
   }
 
@@ -160,6 +200,7 @@ class Builder {
   }
 
   int64_t tokens() const { return batch_.tokens(); }
+  int64_t grad_shard_bytes() const { return traits_.grad_shard_in_param_dtype ? p_ : o_; }
 
   void forward(int mb) {
     for (int u = 0; u < units_; ++u) {
@@ -172,14 +213,22 @@ class Builder {
                           static_cast<int64_t>(spec(u).activations.saved(mode_) * static_cast<double>(tokens())));
       w_.alloc(act, Stream::kCompute, {});
       activations_.push_back(act);
-      uint32_t fwd = w_.compute(OpKind::kComputeFwd, u, mb, spec(u).name + " forward", forward_work(spec(u), batch_), {ready});
-      if (reshard_ && u != units_ - 1) release_params(k, fwd);
+      std::vector<uint32_t> deps = {ready};
+      if (u == units_ - 1 && in_.model->arch.tie_embeddings) deps.push_back(embedding_ready(mb));
+      uint32_t fwd = w_.compute(OpKind::kComputeFwd, u, mb, spec(u).name + " forward", forward_work(spec(u), batch_), deps);
+      gathers_[k].computed = fwd;
+      gathers_[k].is_computed = true;
+      if (!kept_gathered(u)) release_params(k, fwd);
     }
   }
 
+  // The tied head reads the embedding table: the embedding's forward gather
+  // of this micro-batch (kept until the embedding's backward).
+  uint32_t embedding_ready(int mb) const { return gathers_[find_gather(0, mb, false)].ready; }
+
   void backward(int mb, std::vector<uint32_t>& grads_ready) {
     for (int u = units_ - 1; u >= 0; --u) {
-      bool regather = reshard_ && u != units_ - 1;
+      bool regather = !kept_gathered(u);
       int k = find_gather(u, mb, regather);
       if (regather) {
         issue_gathers_through(k + window_ - 1);
@@ -193,12 +242,13 @@ class Builder {
                                 static_cast<int64_t>((recomputed + s.activations.working) * static_cast<double>(tokens())));
       w_.alloc(workspace, Stream::kCompute, {});
       std::vector<uint32_t> deps = {ready};
+      if (u == units_ - 1 && in_.model->arch.tie_embeddings) deps.push_back(embedding_ready(mb));
       ComputeWork again = recompute_work(s, batch_, mode_);
       if (total_flops(again) > 0 || again.elementwise_bytes > 0) {
         deps.push_back(w_.compute(OpKind::kRecompute, u, mb, s.name + " recompute", std::move(again), {ready}));
       }
       const int64_t grad_bytes = traits_.grads_in_reduce_dtype ? r_ : p_;
-      int grads = w_.buffer(s.name + " unsharded grads", BufferKind::kUnshardedGrads, u, gathered_elements(u) * grad_bytes);
+      int grads = w_.buffer(s.name + " unsharded grads", BufferKind::kUnshardedGrads, u, reduced_elements(u) * grad_bytes);
       w_.alloc(grads, Stream::kCompute, {});
       uint32_t bwd = w_.compute(OpKind::kComputeBwd, u, mb, s.name + " backward", backward_work(s, batch_), deps);
       w_.free(workspace, Stream::kCompute, {bwd});
@@ -212,7 +262,7 @@ class Builder {
   uint32_t reduce(int u, int mb, uint32_t grads_done, int grads) {
     const UnitLayout& layout = unit(u).layout;
     const std::string& name = spec(u).name;
-    const int64_t gathered = gathered_elements(u);
+    const int64_t gathered = reduced_elements(u);
     int input = grads;
     uint32_t last = grads_done;
     if (layout.copies.reduce_scatter_in > 0 || (r_ != p_ && !traits_.grads_in_reduce_dtype)) {
@@ -235,7 +285,7 @@ class Builder {
       accumulate_on = Stream::kAllReduce;
     }
     return w_.traffic(OpKind::kGradAccumulate, accumulate_on, u, mb, name + " accumulate grad shard",
-                      shard(u) * (r_ + 2 * o_), {last});
+                      shard(u) * (r_ + 2 * grad_shard_bytes()), {last});
   }
 
   OptimizerContext optimizer_context() const {
@@ -259,7 +309,7 @@ class Builder {
     PersistentMemory& m = program_.persistent;
     m.master_params = shard_total * o_;
     m.compute_params = traits_.cast_before_gather ? 0 : shard_total * p_;
-    m.gradients = shard_total * o_;
+    m.gradients = shard_total * grad_shard_bytes();
     m.optimizer_states = optimizer_state_bytes(optimizer);
     m.gathered_small_params = persistent_small * p_;
   }

@@ -21,6 +21,9 @@ struct StrategyTraits {
   // the reduce dtype (GEMMs with an fp32 output, as a DBuffer allows), so the
   // reduce-scatter runs in place with no cast or copy before it.
   bool grads_in_reduce_dtype = false;
+  // The sharded gradient accumulator is in the parameter dtype (ZeRO-3's
+  // grad_accum_dtype and Megatron's main_grads_dtype default to it), not fp32.
+  bool grad_shard_in_param_dtype = false;
 };
 
 StrategyTraits strategy_traits(scenarios::Strategy strategy);

@@ -33,7 +33,10 @@ UnitLayout Zero3Strategy::plan_unit(const UnitProblem& problem) const {
     layout.slots.push_back({shard, chunk});
     shard += chunk;
     // Small parameters stay gathered between uses.
-    if (t.elements <= kPersistenceThreshold) layout.persistent_elements += t.elements;
+    if (t.elements <= kPersistenceThreshold) {
+      layout.persistent_elements += t.elements;
+      layout.persistent_shard_elements += chunk;
+    }
   }
   baseline::set_shard_size(layout, problem, shard);
   // Flat partitions are cut every P elements, wherever rows and granules fall.

@@ -47,6 +47,7 @@ struct UnitLayout {
   bool honours_granularity = true;     // every shard cut inside a tensor falls on a granule boundary
   bool aligned_shards = true;          // S is a multiple of the collective alignment (FSDP1/FSDP2/ZeRO-3 may not be)
   int64_t persistent_elements = 0;     // ZeRO-3: small parameters kept gathered between uses
+  int64_t persistent_shard_elements = 0;  // their chunks in each rank's shard (not all-gathered again)
   CopyElements copies;
 
   int64_t padded_elements() const { return shard_size * ranks; }

@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cmath>
 #include <map>
 #include <numeric>
 #include <random>
@@ -131,8 +130,8 @@ TEST(OptimizerProgram, EightBitAdamKeepsAboutAQuarterOfAdamWsState) {
   EXPECT_EQ(program.persistent.optimizer_states, 2 * S + 2 * 4 * ((S + 1023) / 1024));
   OptimizerContext adamw = context_of(setup);
   adamw.optimizer.mutable_adamw();
-  const double ratio = static_cast<double>(program.persistent.optimizer_states) /
-                       static_cast<double>(optimizer_state_bytes(adamw));
+  const double ratio =
+      static_cast<double>(program.persistent.optimizer_states) / static_cast<double>(optimizer_state_bytes(adamw));
   EXPECT_GE(ratio, 0.25);
   EXPECT_LE(ratio, 0.26);
   EXPECT_EQ(program.count(OpKind::kOptimizer), static_cast<size_t>(setup.units()));
@@ -228,7 +227,8 @@ TEST(OptimizerProgram, MuonGathersOrthogonalisesAndScattersEveryMatrixExactlyOnc
       EXPECT_TRUE(depends_on(program, scatter.id, ns->id)) << setup.spec(u).name;
       int owned = 0;
       for (const OwnedMatrix& m : matrices) owned += m.unit == model_unit && m.owner == rank;
-      EXPECT_EQ(ns->work.gemms.size(), static_cast<size_t>(3 * kSteps * owned)) << setup.spec(u).name << " rank " << rank;
+      EXPECT_EQ(ns->work.gemms.size(), static_cast<size_t>(3 * kSteps * owned))
+          << setup.spec(u).name << " rank " << rank;
       for (const auto& [dims, count] : newton_schulz_runs(*ns, kSteps)) ran[{model_unit, dims}] += count;
       total_flops += ns->flops;
       // The shard's update waits for the scattered result.
@@ -253,13 +253,15 @@ TEST(OptimizerProgram, MuonKeepsOneMomentumForMatricesAndAdamWStatesForTheRest) 
   for (const models::UnitSpec& unit : setup.model().units) {
     for (const models::TensorSpec& t : unit.tensors) {
       all += t.numel();
-      if (t.is_matrix() && t.role != models::TensorRole::kEmbedding && t.role != models::TensorRole::kHead) matrix += t.numel();
+      if (t.is_matrix() && t.role != models::TensorRole::kEmbedding && t.role != models::TensorRole::kHead)
+        matrix += t.numel();
     }
   }
   const double share = static_cast<double>(matrix) / static_cast<double>(all);
   const double S = static_cast<double>(setup.shard_total());
   const double expected = share * S * 4 + (1 - share) * S * 8;
-  EXPECT_NEAR(static_cast<double>(setup.build().persistent.optimizer_states), expected, 8.0);
+  // Each of the two terms is truncated to whole elements: under 4 + 8 bytes off.
+  EXPECT_NEAR(static_cast<double>(setup.build().persistent.optimizer_states), expected, 12.0);
 }
 
 TEST(OptimizerProgram, ShampooRunsEachMatrixsPreconditionerOnItsOwner) {

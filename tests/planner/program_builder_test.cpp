@@ -6,8 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include <cmath>
-#include <map>
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -79,16 +78,57 @@ TEST(ProgramBuilder, GraphIsWellFormedForEveryStrategyAndKnobs) {
 }
 
 TEST(ProgramBuilder, ShippedScenariosBuildWellFormedPrograms) {
-  for (const char* name : {"llama3-8b-8xh100", "tiny-llama-4xcpu"}) {
+  for (const auto& file : scenarios::shipped_scenarios()) {
+    const std::string name(file.name);
     ResolvedScenario resolved = resolve_scenario(scenarios::load_scenario(name));
     const scenarios::Training& t = resolved.scenario().training();
     Plan plan = plan_model(resolved.model, resolved.granularity, t.shard_group_size(), *make_strategy(t.strategy()));
     const Program program = build_program(program_inputs(resolved, plan), static_cast<int>(plan.ranks) - 1);
-    EXPECT_EQ(program.rank, plan.ranks - 1);
-    EXPECT_EQ(program.tokens_per_step, int64_t{t.micro_batch_size()} * t.sequence_length() * t.gradient_accumulation_steps());
+    EXPECT_EQ(program.rank, plan.ranks - 1) << name;
+    EXPECT_EQ(program.tokens_per_step,
+              int64_t{t.micro_batch_size()} * t.sequence_length() * t.gradient_accumulation_steps())
+        << name;
+    EXPECT_EQ(program.count(OpKind::kComputeFwd),
+              plan.units.size() * static_cast<size_t>(t.gradient_accumulation_steps()))
+        << name;
     std::vector<std::string> problems = graph_problems(program);
     EXPECT_TRUE(problems.empty()) << name << ":\n" << joined(problems);
   }
+}
+
+// With tied embeddings the head's GEMM multiplies by the embedding table: it
+// must be gathered whenever the head computes.
+TEST(ProgramBuilder, TiedHeadComputesWithTheEmbeddingGathered) {
+  const std::string text =
+      "model { inline_spec { hidden_size: 256 num_layers: 2 vocab_size: 1024 intermediate_size: 704\n"
+      "  num_attention_heads: 8 num_key_value_heads: 4 tie_word_embeddings: true } }\n"
+      "cluster { gpu { preset: \"h100\" } gpus_per_node: 8 nodes: 1 }\n";
+  ResolvedScenario resolved = resolve_scenario(
+      scenarios::parse_scenario(text, scenarios::ScenarioFormat::kText, "tied.textproto", RAGGED_SOURCE_DIR));
+  Plan plan = plan_model(resolved.model, resolved.granularity, 8, *make_strategy(scenarios::RAGGED));
+  const Program program = build_program(program_inputs(resolved, plan), 0);
+  int embed = -1, head = -1;
+  for (size_t u = 0; u < plan.units.size(); ++u) {
+    const models::UnitSpec& spec = resolved.model.units[static_cast<size_t>(plan.units[u].unit_index)];
+    if (spec.kind == models::UnitKind::kEmbedding) embed = static_cast<int>(u);
+    if (spec.kind == models::UnitKind::kHead) head = static_cast<int>(u);
+  }
+  ASSERT_GE(embed, 0);
+  ASSERT_GE(head, 0);
+  // The head has no lm_head tensor of its own but still runs the vocab x hidden GEMM.
+  ASSERT_EQ(resolved.model.units[static_cast<size_t>(plan.units[static_cast<size_t>(head)].unit_index)].tensors.size(),
+            1u);
+  LiveBuffers live(program);
+  std::vector<std::string> without;
+  for (const Op& op : program.ops) {
+    const bool head_compute = op.unit == head && (op.kind == OpKind::kComputeFwd || op.kind == OpKind::kComputeBwd);
+    if (head_compute && live.gathered_sets(embed) == 0) {
+      without.push_back(op.name + " (op " + std::to_string(op.id) + ")");
+    }
+    live.apply(op);
+  }
+  EXPECT_TRUE(without.empty()) << "the tied head computes while the embedding table is not gathered:\n"
+                               << joined(without);
 }
 
 // --------------------------------------------------------------- counts ----
@@ -182,7 +222,8 @@ TEST(ProgramBuilder, StreamsGroupsAndCollectiveBytes) {
           EXPECT_GT(op.flops, 0) << op.name;
         }
         break;
-      default: break;
+      default:
+        break;
     }
   }
   // Each HSDP all-reduce follows its unit's reduce-scatter of the same micro-batch.
@@ -221,7 +262,9 @@ GatherResidency gather_residency(const Program& program, int units) {
   for (const Op& op : program.ops) {
     const bool gather_alloc = op.kind == OpKind::kAlloc &&
                               program.buffers[static_cast<size_t>(op.buffer)].kind == BufferKind::kUnshardedParams;
-    if (gather_alloc && live.gathered_sets(op.unit) > 0) out.double_gathers.push_back(op.name + " (op " + std::to_string(op.id) + ")");
+    if (gather_alloc && live.gathered_sets(op.unit) > 0) {
+      out.double_gathers.push_back(op.name + " (op " + std::to_string(op.id) + ")");
+    }
     live.apply(op);
     if (!gather_alloc) continue;
     int sets = 0;
@@ -234,7 +277,8 @@ GatherResidency gather_residency(const Program& program, int units) {
 TEST(ProgramPrefetch, AtMostDepthPlusOneUnitsHoldGatheredParameters) {
   for (scenarios::Strategy strategy : kAllStrategies) {
     for (int depth : {0, 1, 2, 3}) {
-      ProgramSetup setup(strategy_field(strategy) + "gradient_accumulation_steps: 2 prefetch_depth: " + std::to_string(depth));
+      ProgramSetup setup(strategy_field(strategy) +
+                         "gradient_accumulation_steps: 2 prefetch_depth: " + std::to_string(depth));
       const Program program = setup.build();
       const int limit = strategy == scenarios::FSDP1 ? std::min(depth + 1, 2) : depth + 1;
       GatherResidency residency = gather_residency(program, setup.units());
@@ -321,8 +365,9 @@ TEST(ProgramPrefetch, BackwardRegatherWaitsForTheUnitsForward) {
       GatherResidency residency = gather_residency(program, setup.units());
       EXPECT_TRUE(early.empty() && residency.double_gathers.empty())
           << scenarios::Strategy_Name(strategy) << " prefetch_depth " << depth
-          << ": backward all-gathers not waiting for their unit's forward:\n" << joined(early)
-          << "allocated while the unit is still gathered:\n" << joined(residency.double_gathers);
+          << ": backward all-gathers not waiting for their unit's forward:\n"
+          << joined(early) << "allocated while the unit is still gathered:\n"
+          << joined(residency.double_gathers);
     }
   }
 }
@@ -334,7 +379,8 @@ TEST(ProgramPrefetch, WithoutReshardingTheNextMicroBatchWaitsForThisBackward) {
   ASSERT_EQ(gathers.size(), static_cast<size_t>(2 * setup.units()));
   std::vector<std::string> early;
   for (const Op* g : gathers) {
-    if (g->micro_batch == 1 && !depends_on(program, g->id, only_op(program, OpKind::kComputeBwd, g->unit, 0).id, true)) {
+    if (g->micro_batch == 1 &&
+        !depends_on(program, g->id, only_op(program, OpKind::kComputeBwd, g->unit, 0).id, true)) {
       early.push_back(g->name + " (op " + std::to_string(g->id) + ")");
     }
   }
@@ -383,7 +429,7 @@ OpKind reduce_scatter_input_kind(const Program& program, const Op& rs) {
   return op->kind;
 }
 
-TEST(ProgramStrategy, ContiguousStrategiesGatherAndReduceWithoutCopies) {
+TEST(ProgramStrategy, RaggedAndVescaleCastIntoTheGatherAndReduceInPlace) {
   for (scenarios::Strategy strategy : {scenarios::RAGGED, scenarios::VESCALE_PAPER}) {
     ProgramSetup setup(strategy_field(strategy) + "precision { param: BF16 reduce: FP32 master: FP32 }");
     const Program program = setup.build();
@@ -418,10 +464,12 @@ TEST(ProgramStrategy, RankMajorStrategiesCopyInAndOutOfEveryGatherAndPackGradien
       const bool copies = !(strategy == scenarios::ZERO3 && single_param);
       EXPECT_EQ(chains[i].copy_in, copies) << scenarios::Strategy_Name(strategy) << ": " << gathers[i]->name;
       EXPECT_EQ(chains[i].copy_out, copies) << scenarios::Strategy_Name(strategy) << ": " << gathers[i]->name;
-      EXPECT_EQ(chains[i].cast, strategy == scenarios::FSDP2) << scenarios::Strategy_Name(strategy) << ": " << gathers[i]->name;
+      EXPECT_EQ(chains[i].cast, strategy == scenarios::FSDP2)
+          << scenarios::Strategy_Name(strategy) << ": " << gathers[i]->name;
     }
     for (const Op* rs : ops_of(program, OpKind::kReduceScatter)) {
-      EXPECT_EQ(reduce_scatter_input_kind(program, *rs), OpKind::kCopyIn) << scenarios::Strategy_Name(strategy) << ": " << rs->name;
+      EXPECT_EQ(reduce_scatter_input_kind(program, *rs), OpKind::kCopyIn)
+          << scenarios::Strategy_Name(strategy) << ": " << rs->name;
       EXPECT_EQ(program.buffers[static_cast<size_t>(rs->buffer)].kind, BufferKind::kReduceInput) << rs->name;
     }
   }
@@ -503,6 +551,36 @@ TEST(ProgramStrategy, Fsdp1CastsGradientsToTheReduceDtypeAndRaggedDoesNot) {
 
   ProgramSetup ragged("strategy: RAGGED precision { param: BF16 reduce: FP32 }");
   for (const Op* rs : ops_of(ragged.build(), OpKind::kReduceScatter)) EXPECT_EQ(rs->deps.size(), 1u) << rs->name;
+}
+
+// ZeRO-3 keeps parameters of at most stage3_param_persistence_threshold
+// (1e5) elements gathered between uses (baselines.md section 3): they are
+// charged once, as persistent memory, and not all-gathered with their unit.
+TEST(ProgramStrategy, Zero3PersistentSmallParametersAreNotGatheredAgain) {
+  ProgramSetup setup("strategy: ZERO3");
+  const Program program = setup.build();
+  EXPECT_GT(program.persistent.gathered_small_params, 0);
+  std::vector<std::string> regathered;
+  for (const Op* gather : ops_of(program, OpKind::kAllGather)) {
+    const UnitPlan& unit = setup.plan().units[static_cast<size_t>(gather->unit)];
+    int64_t small = 0, small_chunks = 0;
+    for (size_t t = 0; t < unit.problem.tensors.size(); ++t) {
+      if (unit.problem.tensors[t].elements > 100'000) continue;
+      small += unit.problem.tensors[t].elements;
+      small_chunks += unit.layout.slots[t].length;
+    }
+    ASSERT_EQ(small, unit.layout.persistent_elements) << gather->name;
+    if (small == 0) continue;
+    const int64_t other_bytes = unit.layout.ranks * (unit.layout.shard_size - small_chunks) * 2;
+    if (gather->bytes > other_bytes) {
+      regathered.push_back(gather->name + ": " + std::to_string(gather->bytes) + " bytes, " +
+                           std::to_string(other_bytes) + " without its " + std::to_string(small) +
+                           " persistent elements");
+    }
+  }
+  EXPECT_TRUE(regathered.empty()) << "persistent parameters (already charged in persistent.gathered_small_params = "
+                                  << program.persistent.gathered_small_params << " bytes) all-gathered again:\n"
+                                  << joined(regathered, 3);
 }
 
 // -------------------------------------------------- activation checkpointing ----

@@ -30,9 +30,9 @@ inline constexpr scenarios::Strategy kAllStrategies[] = {scenarios::RAGGED, scen
 class ProgramSetup {
  public:
   explicit ProgramSetup(const std::string& training_fields)
-      : resolved_(resolve_scenario(scenarios::parse_scenario(
-            std::string(kTinyLlama) + "training { " + training_fields + " }\n", scenarios::ScenarioFormat::kText,
-            "program_test.textproto", RAGGED_SOURCE_DIR))),
+      : resolved_(resolve_scenario(
+            scenarios::parse_scenario(std::string(kTinyLlama) + "training { " + training_fields + " }\n",
+                                      scenarios::ScenarioFormat::kText, "program_test.textproto", RAGGED_SOURCE_DIR))),
         plan_(plan_model(resolved_.model, resolved_.granularity, training().shard_group_size(),
                          *make_strategy(training().strategy()))) {}
   ProgramSetup(const ProgramSetup&) = delete;
@@ -76,11 +76,11 @@ inline std::vector<const Op*> ops_of(const Program& program, OpKind kind) {
 inline bool depends_on(const Program& program, uint32_t op, uint32_t on, bool stream_order = false) {
   std::vector<int64_t> previous_on_stream(program.ops.size(), -1);
   if (stream_order) {
-    std::vector<int64_t> last(4, -1);
-    for (const Op& o : program.ops) {
-      const size_t s = static_cast<size_t>(o.stream);
-      previous_on_stream[o.id] = last[s];
-      last[s] = o.id;
+    std::vector<int64_t> last(static_cast<size_t>(Stream::kAllReduce) + 1, -1);  // per stream
+    for (size_t i = 0; i < program.ops.size(); ++i) {
+      const size_t s = static_cast<size_t>(program.ops[i].stream);
+      previous_on_stream[i] = last[s];
+      last[s] = static_cast<int64_t>(i);
     }
   }
   std::vector<bool> seen(program.ops.size(), false);
@@ -124,7 +124,9 @@ class LiveBuffers {
   // Gathered parameter sets alive: all-gather outputs plus parameter copies.
   // Exact whenever no unit is between its copy-out's alloc and the free of
   // its all-gather output (e.g. right after an all-gather output's alloc).
-  int gathered_sets(int unit) const { return count(BufferKind::kUnshardedParams, unit) + count(BufferKind::kParamCopies, unit); }
+  int gathered_sets(int unit) const {
+    return count(BufferKind::kUnshardedParams, unit) + count(BufferKind::kParamCopies, unit);
+  }
 
  private:
   const Program& program_;
@@ -154,13 +156,16 @@ inline std::vector<std::string> graph_problems(const Program& program) {
         continue;
       }
       const size_t b = static_cast<size_t>(op.buffer);
-      if (op.kind == OpKind::kAlloc && (allocs[b]++ > 0 || frees[b] > 0)) fail(op, "buffer allocated again or after its free");
-      if (op.kind == OpKind::kFree && (frees[b]++ > 0 || allocs[b] == 0)) fail(op, "buffer freed again or before its alloc");
+      if (op.kind == OpKind::kAlloc && (allocs[b]++ > 0 || frees[b] > 0))
+        fail(op, "buffer allocated again or after its free");
+      if (op.kind == OpKind::kFree && (frees[b]++ > 0 || allocs[b] == 0))
+        fail(op, "buffer freed again or before its alloc");
       if (op.bytes != program.buffers[b].bytes) fail(op, "alloc/free bytes differ from the buffer's");
     } else if (op.buffer >= 0 && !live.live(op.buffer)) {
       fail(op, "uses buffer '" + program.buffers[static_cast<size_t>(op.buffer)].name + "' outside its lifetime");
     }
-    const bool compute = op.kind == OpKind::kComputeFwd || op.kind == OpKind::kComputeBwd || op.kind == OpKind::kRecompute;
+    const bool compute =
+        op.kind == OpKind::kComputeFwd || op.kind == OpKind::kComputeBwd || op.kind == OpKind::kRecompute;
     if (compute && op.unit >= 0) {
       if (live.gathered_sets(op.unit) == 0) fail(op, "computes without the unit's gathered parameters");
       if (live.count(BufferKind::kActivations, op.unit) == 0) fail(op, "computes without the unit's activations");

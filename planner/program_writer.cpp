@@ -61,24 +61,21 @@ int ProgramWriter::buffer(std::string name, BufferKind kind, int unit, int64_t b
 }
 
 uint32_t ProgramWriter::alloc(int buffer, Stream stream, std::vector<uint32_t> deps) {
-  Op op;
-  op.kind = OpKind::kAlloc;
-  op.stream = stream;
-  op.unit = program_->buffers[buffer].unit;
-  op.name = "alloc " + program_->buffers[buffer].name;
-  op.bytes = program_->buffers[buffer].bytes;
-  op.buffer = buffer;
-  op.deps = std::move(deps);
-  return add(std::move(op));
+  return memory(OpKind::kAlloc, buffer, stream, std::move(deps));
 }
 
 uint32_t ProgramWriter::free(int buffer, Stream stream, std::vector<uint32_t> deps) {
+  return memory(OpKind::kFree, buffer, stream, std::move(deps));
+}
+
+uint32_t ProgramWriter::memory(OpKind kind, int buffer, Stream stream, std::vector<uint32_t> deps) {
+  const Buffer& b = program_->buffers[buffer];
   Op op;
-  op.kind = OpKind::kFree;
+  op.kind = kind;
   op.stream = stream;
-  op.unit = program_->buffers[buffer].unit;
-  op.name = "free " + program_->buffers[buffer].name;
-  op.bytes = program_->buffers[buffer].bytes;
+  op.unit = b.unit;
+  op.name = std::string(op_kind_name(kind)) + " " + b.name;
+  op.bytes = b.bytes;
   op.buffer = buffer;
   op.deps = std::move(deps);
   return add(std::move(op));

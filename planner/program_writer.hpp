@@ -28,6 +28,8 @@ class ProgramWriter {
   Program& program() { return *program_; }
 
  private:
+  uint32_t memory(OpKind kind, int buffer, Stream stream, std::vector<uint32_t> deps);
+
   Program* program_;
 };
 

@@ -18,6 +18,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   add_inspect_command(app, context);
   add_scenario_command(app, context);
   add_plan_command(app, context);
+  add_simulate_command(app, context);
 
   try {
     app.parse(argc, argv);

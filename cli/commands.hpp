@@ -17,5 +17,6 @@ void add_models_command(CLI::App& app, Context& context);
 void add_inspect_command(CLI::App& app, Context& context);
 void add_scenario_command(CLI::App& app, Context& context);
 void add_plan_command(CLI::App& app, Context& context);
+void add_simulate_command(CLI::App& app, Context& context);
 
 }  // namespace ragged::cli

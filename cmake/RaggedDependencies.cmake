@@ -5,6 +5,9 @@ find_package(Protobuf REQUIRED)
 find_package(fmt REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(nlohmann_json REQUIRED)
+# SimGrid ships no CMake package in Debian: pkg-config (../shared/reference/simgrid.md).
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(SIMGRID REQUIRED IMPORTED_TARGET simgrid)
 
 if(RAGGED_TESTS)
   find_package(GTest REQUIRED)

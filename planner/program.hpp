@@ -56,6 +56,9 @@ struct Buffer {
   BufferKind kind = BufferKind::kWorkspace;
   int unit = -1;
   int64_t bytes = 0;
+  // Separate allocations making up the buffer (per-parameter storage of
+  // FSDP2 and ZeRO-3); empty when it is one allocation.
+  std::vector<int64_t> pieces;
 };
 
 // One GEMM: [m x k] @ [k x n], `count` independent copies.

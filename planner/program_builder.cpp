@@ -184,6 +184,7 @@ class Builder {
     if (layout.copies.all_gather_out == 0 || g.params_buffer_is_copy) return g.ready;
     const std::string label = fmt::format("{} {}", spec(g.unit).name, g.backward ? "(bwd)" : "(fwd)");
     int copies = w_.buffer(spec(g.unit).name + " parameter copies", BufferKind::kParamCopies, g.unit, gathered_elements(g.unit) * p_);
+    program_.buffers[static_cast<size_t>(copies)].pieces = per_tensor_pieces(g.unit, p_, true);
     w_.alloc(copies, Stream::kCompute, {});
     uint32_t out = w_.traffic(OpKind::kCopyOut, Stream::kCompute, g.unit, g.micro_batch, label + " all-gather copy-out",
                               layout.copies.all_gather_out * 2 * p_, {g.ready}, copies);
@@ -200,6 +201,18 @@ class Builder {
   }
 
   int64_t tokens() const { return batch_.tokens(); }
+
+  // One allocation per tensor, each padded to its rank-major chunks; ZeRO-3's
+  // persistent parameters are not gathered, so they have no copy.
+  std::vector<int64_t> per_tensor_pieces(int u, int64_t element_bytes, bool skip_persistent) const {
+    const UnitLayout& l = unit(u).layout;
+    std::vector<int64_t> pieces;
+    pieces.reserve(l.slots.size());
+    for (const TensorSlot& slot : l.slots) {
+      if (!(skip_persistent && slot.persistent)) pieces.push_back(slot.length * l.ranks * element_bytes);
+    }
+    return pieces;
+  }
   int64_t grad_shard_bytes() const { return traits_.grad_shard_in_param_dtype ? p_ : o_; }
 
   void forward(int mb) {
@@ -249,6 +262,11 @@ class Builder {
       }
       const int64_t grad_bytes = traits_.grads_in_reduce_dtype ? r_ : p_;
       int grads = w_.buffer(s.name + " unsharded grads", BufferKind::kUnshardedGrads, u, reduced_elements(u) * grad_bytes);
+      // Autograd allocates each parameter's gradient separately unless the
+      // strategy gives gradients a flat buffer.
+      if (unit(u).layout.placement == Placement::kRankMajor) {
+        program_.buffers[static_cast<size_t>(grads)].pieces = per_tensor_pieces(u, grad_bytes, false);
+      }
       w_.alloc(grads, Stream::kCompute, {});
       uint32_t bwd = w_.compute(OpKind::kComputeBwd, u, mb, s.name + " backward", backward_work(s, batch_), deps);
       w_.free(workspace, Stream::kCompute, {bwd});

@@ -56,7 +56,7 @@ uint32_t ProgramWriter::collective(OpKind kind, Stream stream, Group group, int 
 }
 
 int ProgramWriter::buffer(std::string name, BufferKind kind, int unit, int64_t bytes) {
-  program_->buffers.push_back({std::move(name), kind, unit, bytes});
+  program_->buffers.push_back({std::move(name), kind, unit, bytes, {}});
   return static_cast<int>(program_->buffers.size()) - 1;
 }
 

@@ -36,6 +36,7 @@ UnitLayout Zero3Strategy::plan_unit(const UnitProblem& problem) const {
     if (t.elements <= kPersistenceThreshold) {
       layout.persistent_elements += t.elements;
       layout.persistent_shard_elements += chunk;
+      layout.slots.back().persistent = true;
     }
   }
   baseline::set_shard_size(layout, problem, shard);

@@ -25,6 +25,7 @@ enum class ChunkRule {
 struct TensorSlot {
   int64_t offset = 0;  // contiguous: l_t in [0, m*S); rank-major: offset inside each rank's shard
   int64_t length = 0;  // contiguous: e_t; rank-major: the padded per-rank chunk in elements
+  bool persistent = false;  // ZeRO-3: a small parameter kept gathered between uses
 };
 
 // Elements each collective copies besides the collective itself (each copy

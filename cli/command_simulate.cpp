@@ -1,0 +1,146 @@
+// ragged simulate: predict step time, throughput, MFU, exposed communication
+// and memory with the SimGrid simulator; --strategy all compares strategies,
+// --sweep gpus=... tabulates scaling. Each simulation runs in a child process
+// (SimGrid allows one per process).
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "cli/commands.hpp"
+#include "cli/scenario_options.hpp"
+#include "cli/simulate_report.hpp"
+#include "common/errors.hpp"
+#include "scenarios/scenario_rules.hpp"
+#include "sim/child_process.hpp"
+#include "traces/chrome_trace.hpp"
+#include "traces/trace_io.hpp"
+
+namespace ragged::cli {
+namespace {
+
+struct SimulateOptions {
+  ScenarioOptions scenario;
+  std::string trace_path;
+  std::string chrome_path;
+  std::string sweep;
+  std::string mode = "auto";
+  std::string calibration;
+  bool json = false;
+};
+
+// "gpus=64,256,1024" -> {64, 256, 1024}.
+std::vector<int64_t> parse_sweep(const std::string& text) {
+  const std::string key = "gpus=";
+  if (text.rfind(key, 0) != 0) throw InputError(fmt::format("--sweep '{}': write gpus=N1,N2,... (e.g. gpus=64,256,1024)", text));
+  std::vector<int64_t> values;
+  size_t start = key.size();
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    try {
+      size_t used = 0;
+      int64_t v = std::stoll(item, &used);
+      if (used != item.size() || v < 1) throw std::invalid_argument(item);
+      values.push_back(v);
+    } catch (const std::exception&) {
+      throw InputError(fmt::format("--sweep: '{}' is not a positive GPU count", item));
+    }
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return values;
+}
+
+// A progress bar on stderr for simulations that run over a second, when
+// stderr is a terminal (or RAGGED_PROGRESS=1).
+std::function<void(double)> progress_bar(const std::string& label) {
+  const char* forced = std::getenv("RAGGED_PROGRESS");
+  if (!::isatty(STDERR_FILENO) && !(forced && std::string(forced) == "1")) return {};
+  auto start = std::chrono::steady_clock::now();
+  return [start, label](double fraction) {
+    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (elapsed < 1.0) return;
+    const int width = 30, filled = static_cast<int>(fraction * width);
+    std::fprintf(stderr, "\r%s [%s%s] %3.0f%% %.1fs", label.c_str(), std::string(filled, '#').c_str(),
+                 std::string(width - filled, '.').c_str(), 100 * fraction, elapsed);
+    std::fflush(stderr);
+  };
+}
+
+std::string label_of(const planner::ResolvedScenario& r) {
+  const auto& s = r.scenario();
+  const auto& t = s.training();
+  return fmt::format("{}: {} on {} x {}, {}, shard group {}{}, batch {} x {} x {}", s.name(), r.model.name,
+                     scenarios::total_gpus(s), s.cluster().gpu().preset(), scenarios::strategy_name(t.strategy()),
+                     t.shard_group_size(), t.replicate_group_size() > 1 ? fmt::format(" x {} replicas", t.replicate_group_size()) : "",
+                     t.micro_batch_size(), t.sequence_length(), t.gradient_accumulation_steps());
+}
+
+SimulationReport simulate_one(const planner::ResolvedScenario& resolved, const SimulateOptions& options) {
+  sim::SimulationOptions sim_options;
+  sim_options.mode = sim::parse_mode(options.mode);
+  if (!options.calibration.empty()) sim_options.calibration = options.calibration;
+  const std::string label = label_of(resolved);
+  sim_options.progress = progress_bar(resolved.scenario().name() + " " + scenarios::strategy_name(resolved.scenario().training().strategy()));
+  std::string bytes = sim::run_in_child([&] {
+    auto result = sim::simulate(resolved, sim_options);
+    if (sim_options.progress) std::fprintf(stderr, "\r\033[K");
+    return serialize_result(result);
+  });
+  return {label, parse_result(bytes)};
+}
+
+void run(const SimulateOptions& options, Context& context) {
+  std::vector<planner::ResolvedScenario> configs;
+  const bool sweeping = !options.sweep.empty();
+  if (sweeping) {
+    for (int64_t gpus : parse_sweep(options.sweep)) {
+      ScenarioOptions at = options.scenario;
+      at.gpus = gpus;
+      for (auto& r : at.resolve()) configs.push_back(std::move(r));
+    }
+  } else {
+    configs = options.scenario.resolve();
+  }
+  if ((!options.trace_path.empty() || !options.chrome_path.empty()) && configs.size() != 1) {
+    throw InputError("--trace and --chrome-trace write one simulation: drop --strategy all / --sweep, or pick one");
+  }
+  std::vector<SimulationReport> reports;
+  for (const auto& config : configs) reports.push_back(simulate_one(config, options));
+  if (!options.trace_path.empty()) traces::write_trace(reports.front().result.trace, options.trace_path);
+  if (!options.chrome_path.empty()) traces::write_chrome_trace(reports.front().result.trace, options.chrome_path);
+
+  if (options.json) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& r : reports) out.push_back(simulation_to_json(r));
+    context.out << (reports.size() == 1 ? out.front() : out).dump(2) << '\n';
+  } else if (sweeping) {
+    print_sweep(reports, context.out);
+  } else if (reports.size() > 1) {
+    print_simulation_comparison(reports, context.out);
+  } else {
+    print_simulation(reports.front(), context.out);
+  }
+}
+
+}  // namespace
+
+void add_simulate_command(CLI::App& app, Context& context) {
+  auto options = std::make_shared<SimulateOptions>();
+  auto* cmd = app.add_subcommand("simulate", "Predict step time, throughput, MFU and memory with the SimGrid simulator");
+  options->scenario.add_to(cmd, true);
+  cmd->add_option("--trace", options->trace_path, "Write the predicted trace (.pb, .json or .textproto)");
+  cmd->add_option("--chrome-trace", options->chrome_path, "Write a Chrome trace JSON that Perfetto opens");
+  cmd->add_option("--sweep", options->sweep, "Scaling table over GPU counts: gpus=64,256,1024");
+  cmd->add_option("--mode", options->mode, "Network simulation: auto (full up to 64 nodes, else symmetric), full, symmetric, steps")
+      ->capture_default_str();
+  cmd->add_option("--calibration", options->calibration, "Compute calibration file measured by `ragged run` on a GPU");
+  cmd->add_flag("--json", options->json, "Print JSON (an array for several simulations)");
+  cmd->callback([&context, options] { run(*options, context); });
+}
+
+}  // namespace ragged::cli

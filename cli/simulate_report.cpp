@@ -1,0 +1,196 @@
+#include "cli/simulate_report.hpp"
+
+#include <google/protobuf/text_format.h>
+
+#include <map>
+
+#include <fmt/format.h>
+
+#include "cli/table.hpp"
+#include "common/errors.hpp"
+#include "common/units.hpp"
+
+namespace ragged::cli {
+namespace {
+
+const traces::Summary& summary(const SimulationReport& r) { return r.result.trace.summary(); }
+
+std::string gib(int64_t bytes) { return fmt::format("{:.2f}", static_cast<double>(bytes) / kGiB); }
+std::string ms(double seconds) { return fmt::format("{:.1f}", seconds * 1e3); }
+
+std::string memory_verdict(const traces::Summary& s) { return s.oom() ? "OOM" : "fits"; }
+
+// Busy seconds per unit and op kind on the representative rank.
+struct UnitTimes {
+  std::map<traces::OpKind, double> by_kind;
+};
+
+std::map<int, UnitTimes> unit_times(const traces::Trace& trace) {
+  std::map<int, UnitTimes> out;
+  for (const auto& e : trace.events()) {
+    out[e.unit()].by_kind[e.kind()] += static_cast<double>(e.end_ns() - e.start_ns()) * 1e-9;
+  }
+  return out;
+}
+
+double kind_seconds(const UnitTimes& t, std::initializer_list<traces::OpKind> kinds) {
+  double total = 0;
+  for (auto k : kinds) {
+    auto it = t.by_kind.find(k);
+    if (it != t.by_kind.end()) total += it->second;
+  }
+  return total;
+}
+
+}  // namespace
+
+std::string serialize_result(const sim::SimulationResult& result) {
+  nlohmann::json stats = {{"mode", sim::mode_name(result.stats.mode)},
+                          {"simulated_nodes", result.stats.simulated_nodes},
+                          {"flows", result.stats.flows},
+                          {"rank", result.stats.representative_rank},
+                          {"wall_seconds", result.stats.wall_seconds}};
+  std::string trace = result.trace.SerializeAsString();
+  return fmt::format("{}\n", trace.size()) + trace + stats.dump();
+}
+
+sim::SimulationResult parse_result(const std::string& bytes) {
+  sim::SimulationResult result;
+  const size_t newline = bytes.find('\n');
+  RAGGED_ASSERT(newline != std::string::npos, "a simulation result starts with its trace size");
+  const size_t size = std::stoull(bytes.substr(0, newline));
+  RAGGED_ASSERT(result.trace.ParseFromString(bytes.substr(newline + 1, size)), "the simulation's trace must parse");
+  nlohmann::json stats = nlohmann::json::parse(bytes.substr(newline + 1 + size));
+  result.stats.mode = stats["mode"] == "symmetric" ? sim::SimulationMode::kSymmetric
+                      : stats["mode"] == "steps"   ? sim::SimulationMode::kSteps
+                                                   : sim::SimulationMode::kFull;
+  result.stats.simulated_nodes = stats["simulated_nodes"];
+  result.stats.flows = stats["flows"];
+  result.stats.representative_rank = stats["rank"];
+  result.stats.wall_seconds = stats["wall_seconds"];
+  return result;
+}
+
+void print_simulation(const SimulationReport& r, std::ostream& out) {
+  const traces::Summary& s = summary(r);
+  const auto& stats = r.result.stats;
+  out << fmt::format("{} (predicted)\n", r.label);
+  out << fmt::format("  step time          {}\n", format_seconds(s.step_time_s()));
+  out << fmt::format("  tokens/s per GPU   {}  ({} tokens per GPU per step)\n",
+                     format_integer(static_cast<int64_t>(s.tokens_per_s_per_gpu() + 0.5)), format_integer(s.tokens_per_step()));
+  out << fmt::format("  MFU                {:.1f}%\n", 100 * s.mfu());
+  out << fmt::format("  exposed comm       {} ({:.1f}% of the step)\n", format_seconds(s.exposed_comm_s()),
+                     s.step_time_s() > 0 ? 100 * s.exposed_comm_s() / s.step_time_s() : 0.0);
+  out << fmt::format("  busy               compute {}, communication {}\n", format_seconds(s.compute_s()),
+                     format_seconds(s.comm_s()));
+  out << fmt::format("  peak memory        {} GiB reserved, {} GiB allocated, of {} GiB: {}\n", gib(s.peak_reserved_bytes()),
+                     gib(s.peak_allocated_bytes()), gib(s.hbm_capacity_bytes()), memory_verdict(s));
+  out << fmt::format("  simulation         {} mode, {} simulated node{}, {} flows, rank {}, {:.2f} s wall\n\n",
+                     sim::mode_name(stats.mode), stats.simulated_nodes, stats.simulated_nodes == 1 ? "" : "s",
+                     format_integer(stats.flows), stats.representative_rank, stats.wall_seconds);
+
+  // Per unit (ms per micro-batch summed over the step); identical blocks averaged.
+  using K = traces::OpKind;
+  Table table;
+  table.column("unit", Table::Align::kLeft).column("forward").column("backward").column("recompute");
+  table.column("all-gather").column("reduce-scatter").column("copies+casts").column("optimizer");
+  std::map<int, UnitTimes> times = unit_times(r.result.trace);
+  std::map<int, std::string> names;
+  for (const auto& e : r.result.trace.events()) {
+    if (e.kind() == traces::COMPUTE_FWD && !names.count(e.unit())) names[e.unit()] = e.name().substr(0, e.name().find(' '));
+  }
+  auto row = [&](const std::string& label, const UnitTimes& t, double divide) {
+    table.row({label, ms(kind_seconds(t, {K::COMPUTE_FWD}) / divide), ms(kind_seconds(t, {K::COMPUTE_BWD}) / divide),
+               ms(kind_seconds(t, {K::RECOMPUTE}) / divide), ms(kind_seconds(t, {K::ALL_GATHER}) / divide),
+               ms(kind_seconds(t, {K::REDUCE_SCATTER, K::ALL_REDUCE}) / divide),
+               ms(kind_seconds(t, {K::COPY_IN, K::COPY_OUT, K::CAST, K::GRAD_ACCUMULATE}) / divide),
+               ms(kind_seconds(t, {K::OPTIMIZER, K::ALL_TO_ALL}) / divide)});
+  };
+  // Transformer blocks print as one averaged row where they stand.
+  UnitTimes blocks;
+  int block_count = 0;
+  auto flush_blocks = [&] {
+    if (block_count > 0) row(fmt::format("layers (mean of {})", block_count), blocks, block_count);
+    block_count = 0;
+  };
+  for (const auto& [unit, t] : times) {
+    if (unit < 0) continue;
+    const std::string& name = names[unit];
+    if (name.rfind("layers.", 0) == 0) {
+      for (const auto& [k, v] : t.by_kind) blocks.by_kind[k] += v;
+      ++block_count;
+      continue;
+    }
+    flush_blocks();
+    row(name, t, 1);
+  }
+  flush_blocks();
+  out << "  time per unit and step (ms):\n";
+  table.print(out, "  ");
+}
+
+void print_simulation_comparison(const std::vector<SimulationReport>& reports, std::ostream& out) {
+  Table table;
+  table.column("strategy", Table::Align::kLeft).column("step time").column("tokens/s/GPU").column("MFU");
+  table.column("exposed comm").column("peak GiB").column("memory", Table::Align::kLeft).column("wall s");
+  for (const auto& r : reports) {
+    const traces::Summary& s = summary(r);
+    table.row({r.result.trace.metadata().strategy(), format_seconds(s.step_time_s()),
+               format_integer(static_cast<int64_t>(s.tokens_per_s_per_gpu() + 0.5)), fmt::format("{:.1f}%", 100 * s.mfu()),
+               format_seconds(s.exposed_comm_s()), gib(s.peak_reserved_bytes()), memory_verdict(s),
+               fmt::format("{:.2f}", r.result.stats.wall_seconds)});
+  }
+  out << reports.front().label << " (predicted, strategies side by side)\n";
+  table.print(out, "  ");
+}
+
+void print_sweep(const std::vector<SimulationReport>& reports, std::ostream& out) {
+  Table table;
+  table.column("GPUs").column("strategy", Table::Align::kLeft).column("step time").column("tokens/s/GPU").column("MFU");
+  table.column("exposed comm").column("peak GiB").column("memory", Table::Align::kLeft).column("mode", Table::Align::kLeft);
+  table.column("wall s");
+  for (const auto& r : reports) {
+    const traces::Summary& s = summary(r);
+    table.row({format_integer(r.result.trace.metadata().world_size()), r.result.trace.metadata().strategy(),
+               format_seconds(s.step_time_s()), format_integer(static_cast<int64_t>(s.tokens_per_s_per_gpu() + 0.5)),
+               fmt::format("{:.1f}%", 100 * s.mfu()), format_seconds(s.exposed_comm_s()), gib(s.peak_reserved_bytes()),
+               memory_verdict(s), sim::mode_name(r.result.stats.mode), fmt::format("{:.2f}", r.result.stats.wall_seconds)});
+  }
+  out << reports.front().result.trace.metadata().scenario_name() << " (predicted, scaling)\n";
+  table.print(out, "  ");
+}
+
+nlohmann::json simulation_to_json(const SimulationReport& r) {
+  const traces::Summary& s = summary(r);
+  const auto& meta = r.result.trace.metadata();
+  nlohmann::json units = nlohmann::json::array();
+  for (const auto& [unit, t] : unit_times(r.result.trace)) {
+    nlohmann::json kinds = nlohmann::json::object();
+    for (const auto& [k, v] : t.by_kind) kinds[traces::OpKind_Name(k)] = v;
+    units.push_back({{"unit", unit}, {"seconds_by_kind", kinds}});
+  }
+  return {
+      {"scenario", meta.scenario_name()},
+      {"strategy", meta.strategy()},
+      {"gpus", meta.world_size()},
+      {"device", meta.device()},
+      {"step_time_s", s.step_time_s()},
+      {"tokens_per_s_per_gpu", s.tokens_per_s_per_gpu()},
+      {"tokens_per_step_per_gpu", s.tokens_per_step()},
+      {"mfu", s.mfu()},
+      {"exposed_comm_s", s.exposed_comm_s()},
+      {"compute_s", s.compute_s()},
+      {"comm_s", s.comm_s()},
+      {"peak_memory_bytes", s.peak_reserved_bytes()},
+      {"peak_allocated_bytes", s.peak_allocated_bytes()},
+      {"hbm_capacity_bytes", s.hbm_capacity_bytes()},
+      {"oom", s.oom()},
+      {"mode", sim::mode_name(r.result.stats.mode)},
+      {"simulated_nodes", r.result.stats.simulated_nodes},
+      {"flows", r.result.stats.flows},
+      {"wall_seconds", r.result.stats.wall_seconds},
+      {"units", std::move(units)},
+  };
+}
+
+}  // namespace ragged::cli

@@ -1,0 +1,29 @@
+#pragma once
+// What `ragged simulate` shows: the predicted step (summary and per-unit
+// breakdown), strategies side by side, or a scaling table.
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/simulation.hpp"
+
+namespace ragged::cli {
+
+struct SimulationReport {
+  std::string label;  // scenario name, strategy, GPUs
+  sim::SimulationResult result;
+};
+
+void print_simulation(const SimulationReport& report, std::ostream& out);
+void print_simulation_comparison(const std::vector<SimulationReport>& reports, std::ostream& out);
+void print_sweep(const std::vector<SimulationReport>& reports, std::ostream& out);
+nlohmann::json simulation_to_json(const SimulationReport& report);
+
+// The child process sends its result back as bytes.
+std::string serialize_result(const sim::SimulationResult& result);
+sim::SimulationResult parse_result(const std::string& bytes);
+
+}  // namespace ragged::cli

@@ -1,0 +1,79 @@
+#include "sim/child_process.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <exception>
+
+#include <fmt/format.h>
+
+#include "common/errors.hpp"
+
+namespace ragged::sim {
+namespace {
+
+void write_all(int fd, const std::string& data) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    done += static_cast<size_t>(n);
+  }
+}
+
+std::string read_all(int fd) {
+  std::string out;
+  char buffer[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buffer, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string run_in_child(const std::function<std::string()>& work) {
+  int fds[2];
+  if (::pipe(fds) != 0) throw InternalError(fmt::format("pipe failed: {}", std::strerror(errno)));
+  const pid_t pid = ::fork();
+  if (pid < 0) throw InternalError(fmt::format("fork failed: {}", std::strerror(errno)));
+  if (pid == 0) {
+    ::close(fds[0]);
+    std::string message;
+    try {
+      message = "O" + work();
+    } catch (const InputError& e) {
+      message = std::string("I") + e.what();
+    } catch (const std::exception& e) {
+      message = std::string("E") + e.what();
+    }
+    write_all(fds[1], message);
+    ::close(fds[1]);
+    ::_exit(0);  // no atexit handlers or static destructors of the parent's state
+  }
+  ::close(fds[1]);
+  std::string message = read_all(fds[0]);
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status)) {
+    throw InternalError(fmt::format("the simulation process died with signal {} ({})", WTERMSIG(status),
+                                    strsignal(WTERMSIG(status))));
+  }
+  if (message.empty()) throw InternalError("the simulation process exited without a result");
+  const char tag = message.front();
+  message.erase(0, 1);
+  if (tag == 'I') throw InputError(message);
+  if (tag == 'E') throw InternalError(message);
+  return message;
+}
+
+}  // namespace ragged::sim

@@ -1,0 +1,14 @@
+#pragma once
+// SimGrid's engine is a process-wide singleton whose clock never resets: each
+// simulation runs in a forked child. run_in_child returns what the child's
+// work returned; an InputError in the child is rethrown as one here, any other
+// failure (exception, crash) becomes an InternalError naming it.
+
+#include <functional>
+#include <string>
+
+namespace ragged::sim {
+
+std::string run_in_child(const std::function<std::string()>& work);
+
+}  // namespace ragged::sim

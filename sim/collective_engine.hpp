@@ -1,0 +1,56 @@
+#pragma once
+// Runs the Program's collectives as flows on the SimGrid platform: called by
+// a stream actor, it starts the flows of one collective (collective_flows.hpp),
+// waits for all of them, then adds NCCL's latency for the protocol NCCL would
+// pick (nccl_latency.hpp). Flow shapes are computed once per kind and group
+// and scaled by each collective's bytes.
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "planner/program.hpp"
+#include "sim/cluster_spec.hpp"
+#include "sim/collective_flows.hpp"
+#include "sim/nccl_latency.hpp"
+#include "sim/platform.hpp"
+
+namespace ragged::sim {
+
+enum class SimulationMode {
+  kFull,       // every node, collapsed rings
+  kSymmetric,  // node 0 and a reduced network, collapsed rings
+  kSteps,      // every node, every ring step (validation at small scale)
+};
+
+class CollectiveEngine {
+ public:
+  CollectiveEngine(const ClusterSpec& cluster, SimulationMode mode, int64_t shard_ranks, int64_t replicate_ranks);
+
+  // Runs op (a collective) to completion in simulated time; returns seconds.
+  double run(const planner::Op& op);
+
+  int64_t flows_started() const { return flows_started_; }
+  int64_t simulated_nodes() const { return platform_.nodes(); }
+  // The host the representative rank's stream actors run on.
+  simgrid::s4u::Host* platform_host() const { return platform_.gpu(0, 0); }
+
+ private:
+  struct Shape {
+    RingSet rings;
+    RingShape latency;
+    std::vector<Flow> unit_flows;  // flows for one byte per hop (or per group for all-to-all)
+  };
+  const Shape& shape(planner::OpKind kind, planner::Group group);
+  double launch_and_wait(const std::vector<Flow>& flows, double scale);
+
+  ClusterSpec cluster_;
+  SimulationMode mode_;
+  int64_t shard_ranks_;
+  int64_t replicate_ranks_;
+  Platform platform_;
+  std::map<std::pair<int, int>, Shape> shapes_;
+  int64_t flows_started_ = 0;
+};
+
+}  // namespace ragged::sim

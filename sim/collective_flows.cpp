@@ -1,0 +1,163 @@
+#include "sim/collective_flows.hpp"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "common/errors.hpp"
+
+namespace ragged::sim {
+namespace {
+
+using Key = std::pair<std::pair<int64_t, int>, std::pair<int64_t, int>>;
+
+// Sums flows with the same endpoints.
+class FlowSet {
+ public:
+  void add(Endpoint src, Endpoint dst, double bytes) {
+    if (bytes <= 0 || src == dst) return;
+    flows_[{{src.node, src.local}, {dst.node, dst.local}}] += bytes;
+  }
+  std::vector<Flow> take() const {
+    std::vector<Flow> out;
+    out.reserve(flows_.size());
+    for (const auto& [key, bytes] : flows_) {
+      out.push_back({{key.first.first, key.first.second}, {key.second.first, key.second.second}, bytes});
+    }
+    return out;
+  }
+
+ private:
+  std::map<Key, double> flows_;
+};
+
+int64_t first_rank(const RingSet& r, int64_t group) {
+  return (group / r.stride) * (r.members * r.stride) + group % r.stride;
+}
+
+// The member ranks of one group, split into runs of consecutive members that
+// share a node.
+struct NodeRun {
+  int64_t node;
+  std::vector<int> locals;
+};
+
+std::vector<NodeRun> node_runs(const RingSet& r, int64_t group, int64_t gpn) {
+  std::vector<NodeRun> runs;
+  const int64_t first = first_rank(r, group);
+  for (int64_t i = 0; i < r.members; ++i) {
+    const int64_t rank = first + i * r.stride;
+    const int64_t node = rank / gpn;
+    if (runs.empty() || runs.back().node != node) runs.push_back({node, {}});
+    runs.back().locals.push_back(static_cast<int>(rank % gpn));
+  }
+  return runs;
+}
+
+// Where a network hop from `from` to `to` lands in the reduced cluster of
+// `sim_nodes` nodes: unchanged inside it, else the same offset in the other
+// simulated leaf (or the same leaf when only one is simulated).
+int64_t fold(int64_t from, int64_t to, int64_t sim_nodes, int64_t per_leaf) {
+  if (to < sim_nodes) return to;
+  const int64_t leaves = std::max<int64_t>(1, sim_nodes / per_leaf);
+  const int64_t from_leaf = from / per_leaf;
+  const bool same_leaf = to / per_leaf == from_leaf;
+  const int64_t leaf = same_leaf || leaves == 1 ? from_leaf : (from_leaf + 1) % leaves;
+  return std::min(sim_nodes - 1, leaf * per_leaf + to % per_leaf);
+}
+
+// Adds one group's flows. `keep` decides which source nodes are simulated.
+template <class KeepNvlink, class KeepNetwork>
+void add_group(const RingSet& r, int64_t group, double bytes, const ClusterSpec& c, int64_t sim_nodes, FlowSet& flows,
+               KeepNvlink keep_nvlink, KeepNetwork keep_network) {
+  std::vector<NodeRun> runs = node_runs(r, group, c.gpus_per_node);
+  const bool one_node = runs.size() == 1;
+  for (size_t t = 0; t < runs.size(); ++t) {
+    const NodeRun& run = runs[t];
+    const size_t k = run.locals.size();
+    if (keep_nvlink(run.node) && k > 1) {
+      // Inside a node each member passes (k-1)/k of the hop's bytes to the
+      // next member (all of them when the ring never leaves the node).
+      const double share = one_node ? bytes : bytes * static_cast<double>(k - 1) / static_cast<double>(k);
+      for (size_t i = 0; i < k; ++i) {
+        flows.add({run.node, run.locals[i]}, {run.node, run.locals[(i + 1) % k]}, share);
+      }
+    }
+    if (!one_node && keep_network(run.node)) {
+      const int64_t next = runs[(t + 1) % runs.size()].node;
+      flows.add({run.node, -1}, {fold(run.node, next, sim_nodes, c.nodes_per_leaf), -1}, bytes);
+    }
+  }
+}
+
+// The groups with at least one member on a node below `limit`.
+std::vector<int64_t> groups_touching(const RingSet& r, int64_t limit_rank) {
+  std::vector<int64_t> groups;
+  for (int64_t g = 0; g < r.groups; ++g) {
+    if (first_rank(r, g) < limit_rank) groups.push_back(g);
+  }
+  return groups;
+}
+
+}  // namespace
+
+int64_t simulated_nodes(const ClusterSpec& cluster, FlowMode mode) {
+  if (mode == FlowMode::kFull) return cluster.nodes;
+  return std::min(cluster.nodes, 2 * cluster.nodes_per_leaf);
+}
+
+int64_t nodes_spanned(const RingSet& rings, const ClusterSpec& cluster) {
+  return static_cast<int64_t>(node_runs(rings, 0, cluster.gpus_per_node).size());
+}
+
+std::vector<Flow> ring_flows(const RingSet& r, double bytes, const ClusterSpec& c, FlowMode mode) {
+  RAGGED_ASSERT(r.members * r.groups == c.gpus(), "a ring set tiles every rank of the cluster");
+  FlowSet flows;
+  if (r.members <= 1) return {};
+  const int64_t sim = simulated_nodes(c, mode);
+  if (mode == FlowMode::kFull) {
+    for (int64_t g = 0; g < r.groups; ++g) {
+      add_group(r, g, bytes, c, sim, flows, [](int64_t) { return true; }, [](int64_t) { return true; });
+    }
+    return flows.take();
+  }
+  // Groups whose first member lies in the simulated nodes cover them: the
+  // groups tile the ranks, so every rank below sim * gpn belongs to one.
+  for (int64_t g : groups_touching(r, sim * c.gpus_per_node)) {
+    add_group(r, g, bytes, c, sim, flows, [](int64_t node) { return node == 0; },
+              [sim](int64_t node) { return node < sim; });
+  }
+  return flows.take();
+}
+
+std::vector<Flow> all_to_all_flows(const RingSet& r, double bytes_per_group, const ClusterSpec& c, FlowMode mode) {
+  FlowSet flows;
+  if (r.members <= 1) return {};
+  const int64_t sim = simulated_nodes(c, mode);
+  const double per_member = bytes_per_group / static_cast<double>(r.members);
+  const double m = static_cast<double>(r.members);
+  auto emit = [&](int64_t g, bool symmetric) {
+    std::vector<NodeRun> runs = node_runs(r, g, c.gpus_per_node);
+    for (size_t t = 0; t < runs.size(); ++t) {
+      const NodeRun& run = runs[t];
+      const double k = static_cast<double>(run.locals.size());
+      if (!symmetric || run.node == 0) {
+        for (size_t i = 0; i < run.locals.size() && run.locals.size() > 1; ++i) {
+          flows.add({run.node, run.locals[i]}, {run.node, run.locals[(i + 1) % run.locals.size()]}, per_member * (k - 1) / m);
+        }
+      }
+      if (runs.size() > 1 && (!symmetric || run.node < sim)) {
+        const int64_t next = runs[(t + 1) % runs.size()].node;
+        flows.add({run.node, -1}, {fold(run.node, next, sim, c.nodes_per_leaf), -1}, k * per_member * (m - k) / m);
+      }
+    }
+  };
+  if (mode == FlowMode::kFull) {
+    for (int64_t g = 0; g < r.groups; ++g) emit(g, false);
+  } else {
+    for (int64_t g : groups_touching(r, sim * c.gpus_per_node)) emit(g, true);
+  }
+  return flows.take();
+}
+
+}  // namespace ragged::sim

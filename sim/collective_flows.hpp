@@ -1,0 +1,68 @@
+#pragma once
+// The flows that carry a collective through the network, as NCCL's rings move
+// its bytes. A ring collective is collapsed to one flow per hop carrying all
+// the bytes that hop moves over the whole collective ((n-1)/n of the buffer
+// for all-gather and reduce-scatter, twice that for all-reduce); the ring's
+// per-step latencies are added analytically (nccl_latency.hpp). This is exact
+// for bandwidth-bound symmetric rings and keeps the contention between
+// concurrent collectives and on oversubscribed links.
+//
+// NCCL rotates the GPU that leaves a node across its channels, one per NIC:
+// so inside a node each member sends to the next member (k-1)/k of the hop's
+// bytes over NVLink, and the node sends the hop's bytes to the next node once,
+// spread over its NICs (modelled as one network port per node).
+//
+// Two modes:
+//  - full: every node and every group of the collective;
+//  - symmetric: all nodes behave alike, so only node 0's NVLink flows and the
+//    network flows of a reduced cluster of at most two leaves are simulated,
+//    hops leaving the reduced cluster folded back onto the same leaf offsets,
+//    which keeps every simulated link's load equal to the full cluster's.
+
+#include <cstdint>
+#include <vector>
+
+#include "sim/cluster_spec.hpp"
+
+namespace ragged::sim {
+
+enum class FlowMode { kFull, kSymmetric };
+
+struct Endpoint {
+  int64_t node = 0;
+  int local = -1;  // GPU index in the node; -1: the node's network port
+  bool operator==(const Endpoint&) const = default;
+};
+
+struct Flow {
+  Endpoint src;
+  Endpoint dst;
+  double bytes = 0;
+};
+
+// Identical ring collectives running at once, one per group. Group j's
+// members are ranks first_j + i * stride (i < members); the groups tile all
+// `members * groups` ranks (shard groups: stride 1; replica groups of HSDP:
+// stride = shard group size).
+struct RingSet {
+  int64_t members = 1;
+  int64_t stride = 1;
+  int64_t groups = 1;
+};
+
+// Nodes the network part of the simulation needs.
+int64_t simulated_nodes(const ClusterSpec& cluster, FlowMode mode);
+
+// Flows of a ring set in which each hop carries `bytes_per_hop`.
+std::vector<Flow> ring_flows(const RingSet& rings, double bytes_per_hop, const ClusterSpec& cluster, FlowMode mode);
+
+// Flows of an all-to-all inside each group moving `bytes_per_group` in total
+// (each member sends bytes/members spread evenly over the others): NVLink to
+// the next local member and the network to the next node, with the loads an
+// even spread puts on those links.
+std::vector<Flow> all_to_all_flows(const RingSet& groups, double bytes_per_group, const ClusterSpec& cluster, FlowMode mode);
+
+// Nodes one group of the ring set spans.
+int64_t nodes_spanned(const RingSet& rings, const ClusterSpec& cluster);
+
+}  // namespace ragged::sim

@@ -1,0 +1,250 @@
+#include "sim/compute_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "common/errors.hpp"
+#include "common/file_io.hpp"
+
+namespace ragged::sim {
+namespace {
+
+using nlohmann::json;
+
+// Non-GEMM math (Shampoo's statistics, ...) has no measured rate; half of the
+// dense peak is an assumption documented in docs/SIMULATOR.md.
+constexpr double kOtherFlopsEfficiency = 0.5;
+constexpr double kBf16Bytes = 2.0;
+
+double gemm_flops_of_one(const planner::Gemm& g) {
+  return 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
+}
+
+// Strict reader of one calibration file: every error names the file and the
+// field path ("gemm[3].seconds").
+class CalibrationFields {
+ public:
+  explicit CalibrationFields(std::string origin) : origin_(std::move(origin)) {}
+
+  [[noreturn]] void fail(const std::string& message) const {
+    throw InputError(fmt::format("{}: {}", origin_, message));
+  }
+
+  const json& field(const json& object, std::string_view key, const std::string& path, std::string_view what) const {
+    auto it = object.find(key);
+    if (it == object.end() || it->is_null()) fail(fmt::format("field '{}' is missing; it must be {}", path, what));
+    return *it;
+  }
+
+  double positive(const json& object, std::string_view key, const std::string& path) const {
+    constexpr std::string_view kWhat = "a positive number";
+    const json& value = field(object, key, path, kWhat);
+    if (!value.is_number() || !(value.get<double>() > 0) || !std::isfinite(value.get<double>())) {
+      fail(fmt::format("field '{}' must be {} (got {})", path, kWhat, value.dump()));
+    }
+    return value.get<double>();
+  }
+
+  double fraction(const json& object, std::string_view key, const std::string& path) const {
+    constexpr std::string_view kWhat = "a number in (0, 1]";
+    const json& value = field(object, key, path, kWhat);
+    if (!value.is_number() || !(value.get<double>() > 0) || value.get<double>() > 1) {
+      fail(fmt::format("field '{}' must be {} (got {})", path, kWhat, value.dump()));
+    }
+    return value.get<double>();
+  }
+
+  int64_t positive_int(const json& object, std::string_view key, const std::string& path) const {
+    constexpr std::string_view kWhat = "a positive integer";
+    const json& value = field(object, key, path, kWhat);
+    if (!value.is_number_integer() ||
+        (value.is_number_unsigned() && value.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) ||
+        value.get<int64_t>() <= 0) {
+      fail(fmt::format("field '{}' must be {} (got {})", path, kWhat, value.dump()));
+    }
+    return value.get<int64_t>();
+  }
+
+  std::string text(const json& object, std::string_view key, const std::string& path) const {
+    constexpr std::string_view kWhat = "a non-empty string";
+    const json& value = field(object, key, path, kWhat);
+    if (!value.is_string() || value.get<std::string>().empty()) {
+      fail(fmt::format("field '{}' must be {} (got {})", path, kWhat, value.dump()));
+    }
+    return value.get<std::string>();
+  }
+
+  const json& object(const json& parent, std::string_view key, const std::string& path) const {
+    const json& value = field(parent, key, path, "an object");
+    if (!value.is_object()) fail(fmt::format("field '{}' must be an object (got {})", path, value.type_name()));
+    return value;
+  }
+
+ private:
+  std::string origin_;
+};
+
+json parse_calibration(const std::filesystem::path& path) {
+  try {
+    json root = json::parse(read_file(path));
+    if (!root.is_object()) {
+      throw InputError(fmt::format("{}: expected a JSON object (a calibration file), got {}", path.string(),
+                                   root.type_name()));
+    }
+    return root;
+  } catch (const json::parse_error& error) {
+    // what() starts with "[json.exception.parse_error.101] "; keep the readable part.
+    std::string_view what = error.what();
+    if (const size_t bracket = what.find("] "); bracket != std::string_view::npos) what.remove_prefix(bracket + 2);
+    throw InputError(fmt::format("{}: malformed JSON at byte {}: {}", path.string(), error.byte, what));
+  }
+}
+
+}  // namespace
+
+ComputeModel::ComputeModel(GpuComputeSpec spec) : spec_(std::move(spec)) {
+  RAGGED_ASSERT(spec_.peak_flops > 0 && spec_.hbm_bytes_per_s > 0, "a compute spec needs positive peaks");
+  RAGGED_ASSERT(!spec_.gemm.empty(), "a compute spec needs at least one GEMM point");
+  RAGGED_ASSERT(spec_.attention_forward_efficiency > 0 && spec_.attention_backward_efficiency > 0 &&
+                    spec_.memory_efficiency > 0 && spec_.launch_seconds >= 0,
+                "a compute spec needs positive efficiencies");
+  auto flops = [](const GemmPoint& p) { return gemm_flops_of_one({p.m, p.n, p.k, 1}); };
+  for (const GemmPoint& p : spec_.gemm) {
+    RAGGED_ASSERT(flops(p) > 0 && p.flops_per_s > 0, "a GEMM point needs a positive shape and rate");
+  }
+  std::stable_sort(spec_.gemm.begin(), spec_.gemm.end(),
+                   [&](const GemmPoint& a, const GemmPoint& b) { return flops(a) < flops(b); });
+  // Shapes of equal FLOPs are one point of the curve: keep their mean rate.
+  std::vector<GemmPoint> merged;
+  int same = 0;
+  for (const GemmPoint& p : spec_.gemm) {
+    if (!merged.empty() && flops(merged.back()) == flops(p)) {
+      ++same;
+      merged.back().flops_per_s += (p.flops_per_s - merged.back().flops_per_s) / same;
+    } else {
+      merged.push_back(p);
+      same = 1;
+    }
+  }
+  spec_.gemm = std::move(merged);
+}
+
+ComputeModel ComputeModel::defaults(const std::string& preset, double peak_flops, double hbm_bytes_per_s) {
+  if (!(peak_flops > 0) || !(hbm_bytes_per_s > 0)) {
+    throw InputError(fmt::format("GPU '{}': peak FLOP/s ({}) and HBM bandwidth ({}) must be positive", preset,
+                                 peak_flops, hbm_bytes_per_s));
+  }
+  const GpuComputeSpec* table = find_gpu_table(preset);
+  GpuComputeSpec spec = table != nullptr ? *table : *find_gpu_table("h100");
+  if (table == nullptr) spec.source = "no table for '" + preset + "': H100 table scaled to its peak; " + spec.source;
+  // The scenario may override the peak: achieved GEMM rates keep their
+  // fraction of it (efficiencies of attention are fractions already).
+  const double scale = peak_flops / spec.peak_flops;
+  for (GemmPoint& point : spec.gemm) point.flops_per_s *= scale;
+  spec.name = preset;
+  spec.peak_flops = peak_flops;
+  spec.hbm_bytes_per_s = hbm_bytes_per_s;
+  return ComputeModel(std::move(spec));
+}
+
+ComputeModel ComputeModel::from_calibration(const std::filesystem::path& path) {
+  const json root = parse_calibration(path);
+  const CalibrationFields f(path.string());
+  GpuComputeSpec spec;
+  spec.name = f.text(root, "device", "device");
+  spec.peak_flops = f.positive(root, "peak_flops", "peak_flops");
+  spec.hbm_bytes_per_s = f.positive(root, "hbm_bytes_per_s", "hbm_bytes_per_s");
+  const json& gemm = f.field(root, "gemm", "gemm", "a non-empty array of {m, n, k, seconds}");
+  if (!gemm.is_array() || gemm.empty()) {
+    f.fail(fmt::format("field 'gemm' must be a non-empty array of {{m, n, k, seconds}} (got {})", gemm.type_name()));
+  }
+  for (size_t i = 0; i < gemm.size(); ++i) {
+    const std::string at = fmt::format("gemm[{}]", i);
+    if (!gemm[i].is_object()) f.fail(fmt::format("field '{}' must be an object (got {})", at, gemm[i].type_name()));
+    GemmPoint point;
+    point.m = f.positive_int(gemm[i], "m", at + ".m");
+    point.n = f.positive_int(gemm[i], "n", at + ".n");
+    point.k = f.positive_int(gemm[i], "k", at + ".k");
+    const double seconds = f.positive(gemm[i], "seconds", at + ".seconds");
+    point.flops_per_s = gemm_flops_of_one({point.m, point.n, point.k, 1}) / seconds;
+    spec.gemm.push_back(point);
+  }
+  const json& attention = f.object(root, "attention", "attention");
+  spec.attention_forward_efficiency = f.fraction(attention, "forward_efficiency", "attention.forward_efficiency");
+  spec.attention_backward_efficiency = f.fraction(attention, "backward_efficiency", "attention.backward_efficiency");
+  spec.memory_efficiency = f.fraction(root, "memory_efficiency", "memory_efficiency");
+  spec.launch_seconds = f.positive(root, "launch_seconds", "launch_seconds");
+  spec.source = f.text(root, "source", "source");
+  return ComputeModel(std::move(spec));
+}
+
+double ComputeModel::gemm_rate(double flops) const {
+  const std::vector<GemmPoint>& points = spec_.gemm;
+  auto flops_of = [](const GemmPoint& p) { return gemm_flops_of_one({p.m, p.n, p.k, 1}); };
+  if (flops <= flops_of(points.front())) return points.front().flops_per_s;
+  if (flops >= flops_of(points.back())) return points.back().flops_per_s;
+  auto upper = std::upper_bound(points.begin(), points.end(), flops,
+                                [&](double f, const GemmPoint& p) { return f < flops_of(p); });
+  const GemmPoint& hi = *upper;
+  const GemmPoint& lo = *(upper - 1);
+  const double t = std::log(flops / flops_of(lo)) / std::log(flops_of(hi) / flops_of(lo));
+  return lo.flops_per_s + t * (hi.flops_per_s - lo.flops_per_s);
+}
+
+double ComputeModel::gemm_seconds(const planner::Gemm& gemm) const {
+  if (gemm.m <= 0 || gemm.n <= 0 || gemm.k <= 0 || gemm.count <= 0) return 0;
+  const double one = gemm_flops_of_one(gemm);
+  const double copies = static_cast<double>(gemm.count);
+  const double m = static_cast<double>(gemm.m), n = static_cast<double>(gemm.n), k = static_cast<double>(gemm.k);
+  // The copies run as one batched launch, each at the rate of its own shape.
+  const double compute = copies * one / gemm_rate(one);
+  const double traffic = copies * (m * k + k * n + m * n) * kBf16Bytes;
+  return std::max(compute, memory_seconds(traffic)) + spec_.launch_seconds;
+}
+
+double ComputeModel::attention_seconds(const planner::AttentionWork& attention, bool backward) const {
+  if (attention.flops <= 0) return 0;
+  const double efficiency = backward ? spec_.attention_backward_efficiency : spec_.attention_forward_efficiency;
+  return attention.flops / (spec_.peak_flops * efficiency) + spec_.launch_seconds;
+}
+
+double ComputeModel::memory_seconds(double bytes) const {
+  if (bytes <= 0) return 0;
+  return bytes / (spec_.hbm_bytes_per_s * spec_.memory_efficiency);
+}
+
+double ComputeModel::seconds(const planner::Op& op) const {
+  using planner::OpKind;
+  switch (op.kind) {
+    case OpKind::kComputeFwd:
+    case OpKind::kComputeBwd:
+    case OpKind::kRecompute:
+    case OpKind::kOptimizer: {
+      double total = 0;
+      for (const planner::Gemm& gemm : op.work.gemms) total += gemm_seconds(gemm);
+      total += attention_seconds(op.work.attention, op.kind == OpKind::kComputeBwd);
+      total += memory_seconds(op.work.elementwise_bytes);
+      if (op.work.other_flops > 0) total += op.work.other_flops / (spec_.peak_flops * kOtherFlopsEfficiency);
+      return total;
+    }
+    case OpKind::kCast:
+    case OpKind::kCopyIn:
+    case OpKind::kCopyOut:
+    case OpKind::kGradAccumulate:
+      return memory_seconds(static_cast<double>(op.bytes)) + spec_.launch_seconds;
+    case OpKind::kAlloc:
+    case OpKind::kFree:
+    case OpKind::kAllGather:
+    case OpKind::kReduceScatter:
+    case OpKind::kAllReduce:
+    case OpKind::kAllToAll:
+      return 0;
+  }
+  return 0;
+}
+
+}  // namespace ragged::sim

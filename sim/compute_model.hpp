@@ -1,0 +1,66 @@
+#pragma once
+// How long a compute, recompute, optimizer or memory-bound op takes on one
+// GPU: FLOPs and bytes against the GPU's peaks, with efficiencies per op
+// shape from a documented default table per GPU class (H100, H200, H800,
+// A100, CPU) or from a calibration file measured by the backend.
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "planner/program.hpp"
+
+namespace ragged::sim {
+
+// One measured (or tabulated) point: a GEMM of this shape ran at this rate.
+struct GemmPoint {
+  int64_t m = 0, n = 0, k = 0;
+  double flops_per_s = 0;
+};
+
+struct GpuComputeSpec {
+  std::string name;                  // "h100", "h800", ... or the device a calibration came from
+  double peak_flops = 0;             // dense bf16 FLOP/s
+  double hbm_bytes_per_s = 0;
+  std::vector<GemmPoint> gemm;       // rates by shape; interpolated in log(FLOPs)
+  double attention_forward_efficiency = 0;   // fraction of peak FlashAttention reaches, forward
+  double attention_backward_efficiency = 0;  // and backward
+  double memory_efficiency = 0;      // achieved fraction of HBM bandwidth for streaming kernels
+  double launch_seconds = 0;         // per kernel launch that the GPU waits for
+  std::string source;                // where the numbers come from
+};
+
+// The documented default table of a preset (sim/gpu_tables.cpp) at the
+// preset's datasheet peaks; nullptr for a name without a table.
+const GpuComputeSpec* find_gpu_table(std::string_view preset);
+
+class ComputeModel {
+ public:
+  explicit ComputeModel(GpuComputeSpec spec);
+
+  // Defaults for a GPU preset name (h100, h100-sxm-95g, h200, h800, a100-80g,
+  // cpu); unknown names scale the H100 table to `peak_flops`. The peaks are
+  // the scenario's (they may be overridden there).
+  static ComputeModel defaults(const std::string& preset, double peak_flops, double hbm_bytes_per_s);
+  // A calibration file written by the backend (JSON, format in
+  // docs/SIMULATOR.md); throws InputError naming the file and field.
+  static ComputeModel from_calibration(const std::filesystem::path& path);
+
+  // Seconds of one op of the Program on one GPU (compute kinds use op.work;
+  // memory-bound kinds use op.bytes; collectives and alloc/free are 0 here).
+  double seconds(const planner::Op& op) const;
+  double gemm_seconds(const planner::Gemm& gemm) const;
+  double attention_seconds(const planner::AttentionWork& attention, bool backward) const;
+  double memory_seconds(double bytes) const;
+
+  const GpuComputeSpec& spec() const { return spec_; }
+
+ private:
+  double gemm_rate(double flops) const;
+
+  GpuComputeSpec spec_;
+};
+
+}  // namespace ragged::sim

@@ -1,0 +1,111 @@
+#include "sim/executor.hpp"
+
+#include <algorithm>
+#include <mutex>
+
+#include <simgrid/s4u.hpp>
+
+namespace ragged::sim {
+
+namespace sg4 = simgrid::s4u;
+using planner::BufferKind;
+using planner::Op;
+using planner::OpKind;
+using planner::Stream;
+
+namespace {
+
+bool is_collective(OpKind kind) {
+  return kind == OpKind::kAllGather || kind == OpKind::kReduceScatter || kind == OpKind::kAllReduce ||
+         kind == OpKind::kAllToAll;
+}
+
+bool is_gathered(BufferKind kind) { return kind == BufferKind::kUnshardedParams || kind == BufferKind::kParamCopies; }
+
+}  // namespace
+
+Executor::Executor(const planner::Program& program, const ComputeModel& compute, CollectiveEngine& network,
+                   CachingAllocator& allocator, FreePolicy free_policy)
+    : program_(program),
+      compute_(compute),
+      network_(network),
+      allocator_(allocator),
+      free_policy_(free_policy),
+      timings_(program.ops.size()),
+      done_(program.ops.size(), 0) {}
+
+void Executor::spawn(sg4::Host* host) {
+  mutex_ = sg4::Mutex::create();
+  changed_ = sg4::ConditionVariable::create();
+  memory_.push_back({0.0, allocator_.allocated(), allocator_.reserved()});
+  for (Stream stream : {Stream::kCompute, Stream::kAllGather, Stream::kReduceScatter, Stream::kAllReduce}) {
+    bool used = std::any_of(program_.ops.begin(), program_.ops.end(), [&](const Op& op) { return op.stream == stream; });
+    if (!used) continue;
+    sg4::Actor::create(std::string(planner::stream_name(stream)), host, [this, stream] { run_stream(stream); });
+  }
+}
+
+void Executor::run_stream(Stream stream) {
+  for (const Op& op : program_.ops) {
+    if (op.stream != stream) continue;
+    {
+      std::unique_lock lock(*mutex_);
+      const double waiting_since = sg4::Engine::get_clock();
+      changed_->wait(lock, [&] {
+        return std::all_of(op.deps.begin(), op.deps.end(), [&](uint32_t d) { return done_[d] != 0; });
+      });
+      // The compute stream idles while a collective (or its copies) lags.
+      if (stream == Stream::kCompute) exposed_ += sg4::Engine::get_clock() - waiting_since;
+    }
+    timings_[op.id].start = sg4::Engine::get_clock();
+    execute(op);
+    timings_[op.id].end = sg4::Engine::get_clock();
+    finish(op);
+  }
+}
+
+void Executor::execute(const Op& op) {
+  if (op.kind == OpKind::kAlloc || op.kind == OpKind::kFree) {
+    on_memory(op);
+    return;
+  }
+  if (is_collective(op.kind)) {
+    network_.run(op);
+    return;
+  }
+  const double seconds = compute_.seconds(op);
+  if (seconds > 0) sg4::this_actor::sleep_for(seconds);
+}
+
+void Executor::on_memory(const Op& op) {
+  const planner::Buffer& buffer = program_.buffers[static_cast<size_t>(op.buffer)];
+  if (op.kind == OpKind::kAlloc) {
+    std::vector<int64_t> pieces = buffer.pieces.empty() ? std::vector<int64_t>{buffer.bytes} : buffer.pieces;
+    allocator_.allocate(op.buffer, pieces);
+    if (op.stream == Stream::kAllGather) {  // the all-gather stream moved on: deferred frees land now
+      for (int id : deferred_frees_) allocator_.release(id);
+      deferred_frees_.clear();
+    }
+  } else if (free_policy_.defer_gathered_frees && is_gathered(buffer.kind) && op.stream != Stream::kAllGather) {
+    deferred_frees_.push_back(op.buffer);
+  } else {
+    allocator_.release(op.buffer);
+  }
+  memory_.push_back({sg4::Engine::get_clock(), allocator_.allocated(), allocator_.reserved()});
+}
+
+void Executor::finish(const Op& op) {
+  std::unique_lock lock(*mutex_);
+  done_[op.id] = 1;
+  ++finished_;
+  if (progress_ && finished_ % 256 == 0) progress_(static_cast<double>(finished_) / static_cast<double>(done_.size()));
+  changed_->notify_all();
+}
+
+double Executor::step_seconds() const {
+  double end = 0;
+  for (const OpTiming& t : timings_) end = std::max(end, t.end);
+  return end;
+}
+
+}  // namespace ragged::sim

@@ -1,0 +1,73 @@
+#pragma once
+// Executes one rank's Program in simulated time: one SimGrid actor per
+// stream runs that stream's ops in order, each op waiting for its
+// dependencies on other streams (an event wait). Compute and memory-bound ops
+// take the compute model's time; collectives run as flows through the
+// network (CollectiveEngine); alloc and free drive the memory model. Every
+// rank of a data-parallel group runs the same Program, so the representative
+// rank's timeline is the step's.
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "planner/program.hpp"
+#include "sim/collective_engine.hpp"
+#include "sim/compute_model.hpp"
+#include "sim/memory_model.hpp"
+
+namespace ragged::sim {
+
+struct OpTiming {
+  double start = -1;
+  double end = -1;
+};
+
+// How a strategy's allocator frees gathered parameters.
+struct FreePolicy {
+  // record_stream semantics (FSDP1, FSDP2): a gathered buffer freed on the
+  // compute stream returns to the allocator only when the all-gather stream
+  // reaches its next allocation (the next unit's gather).
+  bool defer_gathered_frees = false;
+};
+
+class Executor {
+ public:
+  Executor(const planner::Program& program, const ComputeModel& compute, CollectiveEngine& network,
+           CachingAllocator& allocator, FreePolicy free_policy);
+
+  // Creates the stream actors on `host`; run the engine afterwards.
+  void spawn(simgrid::s4u::Host* host);
+
+  // Called every few hundred ops with the fraction of ops done.
+  void on_progress(std::function<void(double)> callback) { progress_ = std::move(callback); }
+
+  const std::vector<OpTiming>& timings() const { return timings_; }
+  const std::vector<MemorySample>& memory() const { return memory_; }
+  // Time the compute stream sat idle waiting for another stream's op.
+  double exposed_seconds() const { return exposed_; }
+  double step_seconds() const;
+
+ private:
+  void run_stream(planner::Stream stream);
+  void execute(const planner::Op& op);
+  void on_memory(const planner::Op& op);
+  void finish(const planner::Op& op);
+
+  const planner::Program& program_;
+  const ComputeModel& compute_;
+  CollectiveEngine& network_;
+  CachingAllocator& allocator_;
+  FreePolicy free_policy_;
+  std::vector<OpTiming> timings_;
+  std::vector<char> done_;
+  std::vector<int> deferred_frees_;  // buffers waiting for the all-gather stream to move on
+  std::vector<MemorySample> memory_;
+  double exposed_ = 0;
+  size_t finished_ = 0;
+  std::function<void(double)> progress_;
+  simgrid::s4u::MutexPtr mutex_;
+  simgrid::s4u::ConditionVariablePtr changed_;
+};
+
+}  // namespace ragged::sim

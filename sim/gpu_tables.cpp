@@ -1,0 +1,115 @@
+// The default compute tables of each GPU class. Every number is either a
+// datasheet peak, a published measurement or a stated assumption; the
+// sources and derivations are in docs/SIMULATOR.md ("Compute model").
+
+#include <array>
+#include <string_view>
+#include <vector>
+
+#include "sim/compute_model.hpp"
+
+namespace ragged::sim {
+namespace {
+
+// Every table is sampled at the same square bf16 GEMMs (m = n = k), from
+// 2.7e8 to 2.1e12 FLOPs of one copy; rates outside are clamped.
+constexpr std::array<int64_t, 6> kSizes = {512, 1024, 2048, 4096, 8192, 10240};
+
+// H100 SXM, achieved TFLOP/s of torch.mm in bf16 (PyTorch 2.7, CUDA 12.8):
+// the measurements of zzc0721/torch-performance-test-data issue #79, except
+// 512^3, which is derived (16 output tiles of 128x128 on 132 SMs, at the
+// 8192^3 per-SM rate, half of an 8-step K loop spent filling the pipeline).
+constexpr double kH100PeakTflops = 989.4;
+constexpr std::array<double, 6> kH100Tflops = {48.3, 176.62, 676.59, 788.72, 797.51, 719.72};
+
+// A100 has no published curve of this shape: the H100 curve is scaled so
+// that its best point (8192^3) becomes the A100's best measured efficiency,
+// MAMF 271.2 of 312 TFLOP/s (stas00/ml-engineering).
+constexpr double kA100OverH100 = (271.2 / 312.0) / (797.51 / kH100PeakTflops);
+
+// FlashAttention-2 on H100 SXM (FlashAttention-3 paper, Shah et al. 2024,
+// head dim 128, sequence 8k): forward 333 TFLOP/s causal; backward 318
+// non-causal, scaled by the forward's causal/non-causal ratio 333/370.
+constexpr double kH100AttentionForward = 333.0 / 989.4;
+constexpr double kH100AttentionBackward = 318.0 / 989.4 * (333.0 / 370.0);
+// FlashAttention-2 on A100 (Dao 2023): up to 73% of peak forward, 63%
+// backward, both scaled by the same causal/non-causal ratio.
+constexpr double kA100AttentionForward = 0.73 * (333.0 / 370.0);
+constexpr double kA100AttentionBackward = 0.63 * (333.0 / 370.0);
+
+// cudaMemcpy device-to-device on H100 SXM, p2pBandwidthLatencyTest (read +
+// write counted): 2.47-2.51 TB/s of 3.35 (NVIDIA/nccl issue #1264).
+constexpr double kGpuMemoryEfficiency = 0.75;
+// The time a dependent kernel adds besides its work (assumption; see doc).
+constexpr double kGpuLaunchSeconds = 4e-6;
+
+struct TableInput {
+  std::string_view name;
+  double peak_flops;
+  double hbm_bytes_per_s;
+  std::array<double, 6> efficiency;  // fraction of peak_flops at each of kSizes
+  double attention_forward;
+  double attention_backward;
+  double memory_efficiency;
+  double launch_seconds;
+  std::string_view source;
+};
+
+GpuComputeSpec make_spec(const TableInput& in) {
+  GpuComputeSpec spec;
+  spec.name = in.name;
+  spec.peak_flops = in.peak_flops;
+  spec.hbm_bytes_per_s = in.hbm_bytes_per_s;
+  for (size_t i = 0; i < kSizes.size(); ++i) {
+    spec.gemm.push_back({kSizes[i], kSizes[i], kSizes[i], in.efficiency[i] * in.peak_flops});
+  }
+  spec.attention_forward_efficiency = in.attention_forward;
+  spec.attention_backward_efficiency = in.attention_backward;
+  spec.memory_efficiency = in.memory_efficiency;
+  spec.launch_seconds = in.launch_seconds;
+  spec.source = in.source;
+  return spec;
+}
+
+std::array<double, 6> scaled_h100_curve(double factor) {
+  std::array<double, 6> out{};
+  for (size_t i = 0; i < out.size(); ++i) out[i] = factor * kH100Tflops[i] / kH100PeakTflops;
+  return out;
+}
+
+TableInput hopper(std::string_view name, double hbm_bytes_per_s, std::string_view source) {
+  return {name, kH100PeakTflops * 1e12, hbm_bytes_per_s, scaled_h100_curve(1.0), kH100AttentionForward,
+          kH100AttentionBackward, kGpuMemoryEfficiency, kGpuLaunchSeconds, source};
+}
+
+std::vector<GpuComputeSpec> build_tables() {
+  constexpr std::string_view kHopper =
+      "H100 SXM measurements (torch.mm bf16; FlashAttention-3 paper's FA2 numbers; cudaMemcpy D2D)";
+  std::vector<GpuComputeSpec> tables;
+  tables.push_back(make_spec(hopper("h100", 3.35e12, kHopper)));
+  // Same table: the lower TDP of TorchTitan's 96 GB H100 is not modeled.
+  tables.push_back(make_spec(hopper("h100-sxm-95g", 3.35e12, kHopper)));
+  // H200 and H800 have the H100's SMs and clocks; H200 has 4.8 TB/s HBM3e.
+  tables.push_back(make_spec(hopper("h200", 4.8e12, kHopper)));
+  tables.push_back(make_spec(hopper("h800", 3.35e12, kHopper)));
+  tables.push_back(make_spec({"a100-80g", 312e12, 2.039e12, scaled_h100_curve(kA100OverH100), kA100AttentionForward,
+                              kA100AttentionBackward, kGpuMemoryEfficiency, kGpuLaunchSeconds,
+                              "H100 curve scaled to A100 MAMF; FlashAttention-2 paper; H100 memcpy efficiency"}));
+  // A nominal host rank: BLAS at 50-70% of peak, half the stream bandwidth,
+  // a function call per kernel (assumptions, like the preset's peaks).
+  tables.push_back(make_spec({"cpu", 0.2e12, 20e9, {0.50, 0.60, 0.65, 0.70, 0.70, 0.70}, 0.30, 0.25, 0.5, 1e-6,
+                              "nominal CPU rank (assumptions)"}));
+  return tables;
+}
+
+}  // namespace
+
+const GpuComputeSpec* find_gpu_table(std::string_view preset) {
+  static const std::vector<GpuComputeSpec> tables = build_tables();
+  for (const GpuComputeSpec& table : tables) {
+    if (table.name == preset) return &table;
+  }
+  return nullptr;
+}
+
+}  // namespace ragged::sim

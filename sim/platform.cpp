@@ -1,0 +1,68 @@
+#include "sim/platform.hpp"
+
+#include <string>
+
+#include <xbt/log.h>
+
+#include "common/errors.hpp"
+
+namespace ragged::sim {
+
+namespace sg4 = simgrid::s4u;
+using simgrid::kernel::routing::NetPoint;
+
+void configure_engine() {
+  // LV08 (the default) is a TCP fit: x13 latency, x0.97 bandwidth, reverse
+  // ACK traffic; RDMA and NVLink are closer to CM02 without cross traffic.
+  // TCP-gamma 0 does not lift the window cap in 3.32, hence a huge value.
+  xbt_log_control_set("root.thresh:critical");
+  sg4::Engine::set_config("network/model:CM02");
+  sg4::Engine::set_config("network/crosstraffic:0");
+  sg4::Engine::set_config("network/TCP-gamma:1e15");
+}
+
+Platform::Platform(const ClusterSpec& c, int64_t nodes) {
+  RAGGED_ASSERT(nodes >= 1 && nodes <= c.nodes, "simulated nodes must be between 1 and the cluster's");
+  const int64_t per_leaf = std::max<int64_t>(1, std::min(c.nodes_per_leaf, nodes));
+  const int64_t leaves = (nodes + per_leaf - 1) / per_leaf;
+  const double node_bw = c.node_network_bytes_per_s();
+  gpus_.resize(static_cast<size_t>(per_leaf * leaves));
+  ports_.resize(gpus_.size());
+
+  auto make_node = [&](sg4::NetZone* parent, const std::vector<unsigned long>&, unsigned long id) {
+    const std::string name = "node" + std::to_string(id);
+    auto* zone = sg4::create_star_zone(name);
+    zone->set_parent(parent);
+    for (int g = 0; g < c.gpus_per_node; ++g) {
+      auto* gpu = zone->create_host(name + "-gpu" + std::to_string(g), 1e15)->seal();
+      auto* link = zone->create_split_duplex_link(name + "-nvlink" + std::to_string(g), c.effective_nvlink_bytes_per_s())
+                       ->set_latency(c.nvlink_latency_s)
+                       ->seal();
+      zone->add_route(gpu->get_netpoint(), nullptr, nullptr, nullptr, {{link, sg4::LinkInRoute::Direction::UP}}, true);
+      gpus_[id].push_back(gpu);
+    }
+    auto* port = zone->create_host(name + "-net", 1e15)->seal();
+    auto* nic = zone->create_split_duplex_link(name + "-nics", node_bw)->set_latency(c.nic_latency_s)->seal();
+    zone->add_route(port->get_netpoint(), nullptr, nullptr, nullptr, {{nic, sg4::LinkInRoute::Direction::UP}}, true);
+    zone->seal();
+    ports_[id] = port;
+    return std::pair<NetPoint*, NetPoint*>{zone->get_netpoint(), port->get_netpoint()};
+  };
+
+  // Leaf uplinks: per_leaf / oversubscription spines of the node bandwidth each.
+  const auto spines = static_cast<unsigned>(std::max<double>(1.0, static_cast<double>(per_leaf) / c.oversubscription));
+  sg4::FatTreeParams params = leaves == 1
+      ? sg4::FatTreeParams(1, {static_cast<unsigned>(per_leaf)}, {1}, {1})
+      : sg4::FatTreeParams(2, {static_cast<unsigned>(per_leaf), static_cast<unsigned>(leaves)}, {1, spines}, {1, 1});
+  sg4::create_fatTree_zone("cluster", nullptr, params, sg4::ClusterCallbacks(make_node), node_bw, c.hop_latency_s,
+                           sg4::Link::SharingPolicy::SPLITDUPLEX)
+      ->seal();
+  gpus_.resize(static_cast<size_t>(nodes));
+  ports_.resize(static_cast<size_t>(nodes));
+}
+
+sg4::Host* Platform::host(const Endpoint& e) const {
+  return e.local < 0 ? ports_[static_cast<size_t>(e.node)] : gpus_[static_cast<size_t>(e.node)][static_cast<size_t>(e.local)];
+}
+
+}  // namespace ragged::sim

@@ -1,0 +1,38 @@
+#pragma once
+// The SimGrid platform of a cluster, behind our own builder (SimGrid 4
+// renames these APIs). Each node is a star zone: one host per GPU with a
+// split-duplex NVLink/NVSwitch link, and one network-port host whose link
+// carries the node's NICs together. Nodes are the leaves of a fat tree whose
+// links have the node's network bandwidth; the leaf's uplinks are divided by
+// the oversubscription. CM02 with the settings of
+// ../shared/reference/simgrid.md is set in code.
+
+#include <cstdint>
+#include <vector>
+
+#include <simgrid/s4u.hpp>
+
+#include "sim/cluster_spec.hpp"
+#include "sim/collective_flows.hpp"
+
+namespace ragged::sim {
+
+// Network model settings and quiet logs; call before building the platform.
+void configure_engine();
+
+class Platform {
+ public:
+  // Builds `nodes` nodes of `cluster` (all of them, or a reduced set) in the
+  // current engine.
+  Platform(const ClusterSpec& cluster, int64_t nodes);
+
+  simgrid::s4u::Host* host(const Endpoint& endpoint) const;
+  simgrid::s4u::Host* gpu(int64_t node, int local) const { return gpus_[node][local]; }
+  int64_t nodes() const { return static_cast<int64_t>(gpus_.size()); }
+
+ private:
+  std::vector<std::vector<simgrid::s4u::Host*>> gpus_;
+  std::vector<simgrid::s4u::Host*> ports_;
+};
+
+}  // namespace ragged::sim

@@ -1,0 +1,52 @@
+#include "sim/program_run.hpp"
+
+#include <simgrid/s4u.hpp>
+
+namespace ragged::sim {
+
+namespace sg4 = simgrid::s4u;
+
+namespace {
+
+// The persistent state lives through the step: allocate it first.
+void allocate_persistent(const planner::PersistentMemory& m, CachingAllocator& allocator) {
+  int64_t id = -1;
+  for (int64_t bytes : {m.master_params, m.compute_params, m.gradients, m.optimizer_states, m.gathered_small_params}) {
+    if (bytes > 0) allocator.allocate(id, {bytes});
+    --id;
+  }
+}
+
+}  // namespace
+
+ProgramRun run_program(const planner::Program& program, const ComputeModel& compute, const ProgramRunOptions& options) {
+  AllocatorOptions allocator_options;
+  allocator_options.capacity = options.capacity;
+  CachingAllocator allocator(allocator_options);
+  allocate_persistent(program.persistent, allocator);
+
+  int argc = 1;
+  char name[] = "ragged";
+  char* argv[] = {name, nullptr};
+  sg4::Engine engine(&argc, argv);
+  configure_engine();
+  CollectiveEngine network(options.cluster, options.mode, program.shard_ranks, program.replicate_ranks);
+  Executor executor(program, compute, network, allocator, options.free_policy);
+  if (options.progress) executor.on_progress(options.progress);
+  executor.spawn(network.platform_host());
+  engine.run();
+
+  ProgramRun run;
+  run.timings = executor.timings();
+  run.memory = executor.memory();
+  run.step_seconds = executor.step_seconds();
+  run.exposed_seconds = executor.exposed_seconds();
+  run.peak_allocated = allocator.peak_allocated();
+  run.peak_reserved = allocator.peak_reserved();
+  run.out_of_memory = allocator.out_of_memory() || (options.capacity > 0 && allocator.peak_reserved() > options.capacity);
+  run.flows = network.flows_started();
+  run.simulated_nodes = network.simulated_nodes();
+  return run;
+}
+
+}  // namespace ragged::sim

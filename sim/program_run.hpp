@@ -1,0 +1,41 @@
+#pragma once
+// Runs one Program on a simulated cluster: the SimGrid engine, the platform,
+// the stream actors and the allocator, once per process. simulate() builds on
+// it; tests drive it directly with hand-made Programs.
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "planner/program.hpp"
+#include "sim/cluster_spec.hpp"
+#include "sim/collective_engine.hpp"
+#include "sim/compute_model.hpp"
+#include "sim/executor.hpp"
+#include "sim/memory_model.hpp"
+
+namespace ragged::sim {
+
+struct ProgramRunOptions {
+  ClusterSpec cluster;
+  SimulationMode mode = SimulationMode::kFull;
+  FreePolicy free_policy;
+  int64_t capacity = 0;  // device memory the allocator may reserve
+  std::function<void(double)> progress;
+};
+
+struct ProgramRun {
+  std::vector<OpTiming> timings;
+  std::vector<MemorySample> memory;
+  double step_seconds = 0;
+  double exposed_seconds = 0;
+  int64_t peak_allocated = 0;
+  int64_t peak_reserved = 0;
+  bool out_of_memory = false;
+  int64_t flows = 0;
+  int64_t simulated_nodes = 0;
+};
+
+ProgramRun run_program(const planner::Program& program, const ComputeModel& compute, const ProgramRunOptions& options);
+
+}  // namespace ragged::sim

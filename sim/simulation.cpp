@@ -1,0 +1,104 @@
+#include "sim/simulation.hpp"
+
+#include <chrono>
+
+#include <fmt/format.h>
+#include <simgrid/version.h>
+
+#include "common/errors.hpp"
+#include "planner/optimizer_program.hpp"
+#include "planner/program_builder.hpp"
+#include "scenarios/scenario_loader.hpp"
+#include "scenarios/scenario_rules.hpp"
+#include "sim/program_run.hpp"
+#include "sim/trace_builder.hpp"
+
+namespace ragged::sim {
+
+namespace {
+
+SimulationMode resolve_mode(ModeChoice choice, const ClusterSpec& cluster) {
+  switch (choice) {
+    case ModeChoice::kFull: return SimulationMode::kFull;
+    case ModeChoice::kSymmetric: return SimulationMode::kSymmetric;
+    case ModeChoice::kSteps: return SimulationMode::kSteps;
+    case ModeChoice::kAuto: break;
+  }
+  return cluster.nodes <= kFullModeMaxNodes ? SimulationMode::kFull : SimulationMode::kSymmetric;
+}
+
+// Owner-based optimizers (Muon, Shampoo) load ranks unevenly: simulate the
+// most loaded one, whose step is the group's critical path.
+int representative_rank(const planner::ProgramInputs& inputs) {
+  planner::OptimizerContext context;
+  context.model = inputs.model;
+  context.plan = inputs.plan;
+  context.optimizer = inputs.training->optimizer();
+  std::vector<double> load(static_cast<size_t>(inputs.plan->ranks), 0.0);
+  for (const auto& m : planner::owned_matrices(context)) load[static_cast<size_t>(m.owner)] += m.flops;
+  return static_cast<int>(std::max_element(load.begin(), load.end()) - load.begin());
+}
+
+ComputeModel compute_model(const scenarios::Gpu& gpu, const SimulationOptions& options) {
+  if (options.calibration) return ComputeModel::from_calibration(*options.calibration);
+  return ComputeModel::defaults(gpu.preset(), gpu.peak_bf16_tflops() * 1e12, gpu.hbm_bandwidth_gbytes_per_s() * 1e9);
+}
+
+}  // namespace
+
+ModeChoice parse_mode(const std::string& text) {
+  if (text == "auto") return ModeChoice::kAuto;
+  if (text == "full") return ModeChoice::kFull;
+  if (text == "symmetric") return ModeChoice::kSymmetric;
+  if (text == "steps") return ModeChoice::kSteps;
+  throw InputError(fmt::format("unknown simulation mode '{}': use auto, full, symmetric or steps", text));
+}
+
+std::string mode_name(SimulationMode mode) {
+  switch (mode) {
+    case SimulationMode::kFull: return "full";
+    case SimulationMode::kSymmetric: return "symmetric";
+    case SimulationMode::kSteps: return "steps";
+  }
+  return "?";
+}
+
+SimulationResult simulate(const planner::ResolvedScenario& resolved, const SimulationOptions& options) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  const scenarios::Scenario& scenario = resolved.scenario();
+  const scenarios::Training& training = scenario.training();
+
+  planner::PlanOptions plan_options;
+  plan_options.param_dtype = training.precision().param() == scenarios::FP32 ? models::DType::kF32 : models::DType::kBF16;
+  auto strategy = planner::make_strategy(training.strategy());
+  const planner::Plan plan =
+      planner::plan_model(resolved.model, resolved.granularity, training.shard_group_size(), *strategy, plan_options);
+  const planner::ProgramInputs inputs = planner::program_inputs(resolved, plan);
+  const int rank = representative_rank(inputs);
+  const planner::Program program = planner::build_program(inputs, rank);
+
+  ProgramRunOptions run_options;
+  run_options.cluster = ClusterSpec::from_scenario(scenario.cluster());
+  run_options.mode = resolve_mode(options.mode, run_options.cluster);
+  run_options.free_policy.defer_gathered_frees =
+      training.strategy() == scenarios::FSDP1 || training.strategy() == scenarios::FSDP2;
+  run_options.capacity = static_cast<int64_t>(scenario.cluster().gpu().hbm_capacity_gib() * 1024 * 1024 * 1024);
+  run_options.progress = options.progress;
+  const ComputeModel compute = compute_model(scenario.cluster().gpu(), options);
+  const ProgramRun run = run_program(program, compute, run_options);
+
+  SimulationResult result;
+  result.stats.mode = run_options.mode;
+  result.stats.simulated_nodes = run.simulated_nodes;
+  result.stats.flows = run.flows;
+  result.stats.representative_rank = rank;
+  TraceInputs trace_inputs{&resolved, &program, &run, ""};
+  trace_inputs.device = fmt::format("simgrid {}.{}, {} x {} ({} mode)", SIMGRID_VERSION_MAJOR, SIMGRID_VERSION_MINOR,
+                                    scenarios::total_gpus(scenario), scenario.cluster().gpu().preset(),
+                                    mode_name(run_options.mode));
+  result.trace = build_trace(trace_inputs);
+  result.stats.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  return result;
+}
+
+}  // namespace ragged::sim

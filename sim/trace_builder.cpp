@@ -1,0 +1,99 @@
+#include "sim/trace_builder.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/errors.hpp"
+#include "scenarios/scenario_loader.hpp"
+#include "scenarios/scenario_rules.hpp"
+#include "traces/trace_metadata.hpp"
+#include "traces/trace_names.hpp"
+
+namespace ragged::sim {
+namespace {
+
+using planner::OpKind;
+using planner::Stream;
+
+int64_t to_ns(double seconds) { return static_cast<int64_t>(std::llround(seconds * 1e9)); }
+
+// Length of the union of [start, end) intervals.
+double union_seconds(std::vector<std::pair<double, double>> intervals) {
+  std::sort(intervals.begin(), intervals.end());
+  double total = 0, cursor = -1;
+  for (auto [start, end] : intervals) {
+    start = std::max(start, cursor);
+    if (end > start) {
+      total += end - start;
+      cursor = end;
+    }
+  }
+  return total;
+}
+
+}  // namespace
+
+traces::Trace build_trace(const TraceInputs& in) {
+  const planner::Program& program = *in.program;
+  const scenarios::Scenario& scenario = in.resolved->scenario();
+  const auto& timings = in.run->timings;
+  traces::Trace trace;
+
+  traces::Metadata* meta = trace.mutable_metadata();
+  traces::stamp_metadata(meta, traces::PREDICTED);
+  meta->set_scenario_name(scenario.name());
+  meta->set_scenario_text(scenarios::to_text(scenario));
+  meta->set_device(in.device);
+  meta->set_strategy(program.strategy);
+  meta->set_world_size(static_cast<int32_t>(scenarios::total_gpus(scenario)));
+  meta->add_traced_ranks(program.rank);
+  meta->set_steps(1);
+
+  double compute_busy = 0;
+  std::vector<std::pair<double, double>> comm_busy;
+  for (const planner::Op& op : program.ops) {
+    const OpTiming& t = timings[op.id];
+    RAGGED_ASSERT(t.end >= t.start && t.start >= 0, "every op of the step must have run: " + op.name);
+    traces::Event* e = trace.add_events();
+    e->set_op_id(op.id);
+    e->set_rank(program.rank);
+    e->set_stream(traces::parse_stream(planner::stream_name(op.stream)).value_or(traces::STREAM_UNSPECIFIED));
+    e->set_kind(traces::parse_op_kind(planner::op_kind_name(op.kind)).value_or(traces::OP_KIND_UNSPECIFIED));
+    e->set_unit(op.unit);
+    e->set_name(op.name);
+    e->set_start_ns(to_ns(t.start));
+    e->set_end_ns(to_ns(t.end));
+    e->set_bytes(op.bytes);
+    e->set_flops(op.flops);
+    e->set_step(0);
+    if (op.kind == OpKind::kAlloc || op.kind == OpKind::kFree) continue;
+    if (op.stream == Stream::kCompute) compute_busy += t.end - t.start;
+    else comm_busy.emplace_back(t.start, t.end);
+  }
+  for (const MemorySample& m : in.run->memory) {
+    traces::MemorySample* s = trace.add_memory();
+    s->set_rank(program.rank);
+    s->set_time_ns(to_ns(m.time_s));
+    s->set_allocated_bytes(m.allocated);
+    s->set_reserved_bytes(m.reserved);
+  }
+
+  const double step = in.run->step_seconds;
+  const double peak = scenario.cluster().gpu().peak_bf16_tflops() * 1e12;
+  const int64_t capacity = static_cast<int64_t>(scenario.cluster().gpu().hbm_capacity_gib() * 1024 * 1024 * 1024);
+  traces::Summary* s = trace.mutable_summary();
+  s->set_step_time_s(step);
+  s->set_tokens_per_step(program.tokens_per_step);
+  s->set_tokens_per_s_per_gpu(step > 0 ? static_cast<double>(program.tokens_per_step) / step : 0);
+  s->set_mfu(step > 0 ? program.model_flops_per_step / step / peak : 0);
+  s->set_exposed_comm_s(in.run->exposed_seconds);
+  s->set_compute_s(compute_busy);
+  s->set_comm_s(union_seconds(std::move(comm_busy)));
+  s->set_peak_allocated_bytes(in.run->peak_allocated);
+  s->set_peak_reserved_bytes(in.run->peak_reserved);
+  s->set_hbm_capacity_bytes(capacity);
+  s->set_oom(in.run->out_of_memory);
+  return trace;
+}
+
+}  // namespace ragged::sim

@@ -1,0 +1,120 @@
+#include "sim/collective_flows.hpp"
+
+#include <map>
+
+#include <gtest/gtest.h>
+
+#include "sim/nccl_latency.hpp"
+
+namespace ragged::sim {
+namespace {
+
+ClusterSpec cluster(int64_t nodes, int64_t per_leaf = 4) {
+  ClusterSpec c;
+  c.nodes = nodes;
+  c.gpus_per_node = 8;
+  c.nodes_per_leaf = std::min(per_leaf, nodes);
+  return c;
+}
+
+// Bytes each link direction carries: GPU out/in over NVLink, node out/in over the network.
+struct Loads {
+  std::map<std::pair<int64_t, int>, double> out, in;
+};
+
+Loads loads(const std::vector<Flow>& flows) {
+  Loads l;
+  for (const Flow& f : flows) {
+    l.out[{f.src.node, f.src.local}] += f.bytes;
+    l.in[{f.dst.node, f.dst.local}] += f.bytes;
+  }
+  return l;
+}
+
+TEST(CollectiveFlows, OneNodeRingIsACycleOverNvlink) {
+  auto flows = ring_flows({8, 1, 1}, 1.0, cluster(1), FlowMode::kFull);
+  ASSERT_EQ(flows.size(), 8u);
+  for (const Flow& f : flows) {
+    EXPECT_EQ(f.src.node, 0);
+    EXPECT_EQ(f.dst.local, (f.src.local + 1) % 8);
+    EXPECT_DOUBLE_EQ(f.bytes, 1.0);
+  }
+}
+
+TEST(CollectiveFlows, MultiNodeRingSpreadsChannelsOverNvlinkAndNetwork) {
+  auto flows = ring_flows({32, 1, 1}, 1.0, cluster(4), FlowMode::kFull);
+  Loads l = loads(flows);
+  for (int64_t node = 0; node < 4; ++node) {
+    EXPECT_DOUBLE_EQ((l.out[{node, -1}]), 1.0);  // the node sends the hop's bytes once over its NICs
+    EXPECT_DOUBLE_EQ((l.in[{node, -1}]), 1.0);
+    for (int g = 0; g < 8; ++g) EXPECT_DOUBLE_EQ((l.out[{node, g}]), 7.0 / 8.0);  // (k-1)/k inside the node
+  }
+}
+
+TEST(CollectiveFlows, HsdpReplicaRingsCrossNodesWithStride) {
+  // 4 nodes, shard groups of 16 GPUs (2 nodes), 2 replicas: the all-reduce
+  // groups are {r, r+16}: node n talks to node n+2, with 8 rings per node.
+  auto flows = ring_flows({2, 16, 16}, 1.0, cluster(4), FlowMode::kFull);
+  Loads l = loads(flows);
+  EXPECT_DOUBLE_EQ((l.out[{0, -1}]), 8.0);
+  for (const Flow& f : flows) {
+    EXPECT_EQ(f.src.local, -1);
+    EXPECT_EQ(f.dst.node, (f.src.node + 2) % 4);
+  }
+}
+
+TEST(CollectiveFlows, SymmetricModeKeepsEveryLinkLoad) {
+  // 16 nodes of 8 in leaves of 4: the symmetric mode simulates 8 nodes.
+  ClusterSpec c = cluster(16);
+  for (RingSet rings : {RingSet{128, 1, 1}, RingSet{32, 1, 4}, RingSet{4, 32, 32}, RingSet{8, 1, 16}}) {
+    Loads full = loads(ring_flows(rings, 1.0, c, FlowMode::kFull));
+    Loads sym = loads(ring_flows(rings, 1.0, c, FlowMode::kSymmetric));
+    EXPECT_EQ(simulated_nodes(c, FlowMode::kSymmetric), 8);
+    for (const auto& [endpoint, bytes] : sym.out) {
+      EXPECT_DOUBLE_EQ(bytes, full.out[endpoint]) << rings.members << "x" << rings.groups << " out " << endpoint.first << "/" << endpoint.second;
+    }
+    for (const auto& [endpoint, bytes] : sym.in) {
+      EXPECT_DOUBLE_EQ(bytes, full.in[endpoint]) << rings.members << "x" << rings.groups << " in " << endpoint.first << "/" << endpoint.second;
+    }
+    // Node 0's GPUs are simulated in both.
+    for (int g = 0; g < 8; ++g) EXPECT_DOUBLE_EQ((sym.out[{0, g}]), (full.out[{0, g}]));
+  }
+}
+
+TEST(CollectiveFlows, SymmetricModeIsMuchSmaller) {
+  ClusterSpec c = cluster(1280, 32);
+  auto full = ring_flows({10240, 1, 1}, 1.0, c, FlowMode::kFull);
+  auto sym = ring_flows({10240, 1, 1}, 1.0, c, FlowMode::kSymmetric);
+  EXPECT_EQ(full.size(), 1280u * 9u);
+  EXPECT_EQ(sym.size(), 8u + 64u);
+}
+
+TEST(CollectiveFlows, AllToAllLoadsFollowAnEvenSpread) {
+  auto flows = all_to_all_flows({16, 1, 1}, 16.0, cluster(2), FlowMode::kFull);
+  Loads l = loads(flows);
+  // Each member sends 1 byte: 7/16 to its node's others, 8/16 off the node.
+  EXPECT_DOUBLE_EQ((l.out[{0, 0}]), 7.0 / 16.0);
+  EXPECT_DOUBLE_EQ((l.out[{0, -1}]), 8.0 * 8.0 / 16.0);
+}
+
+TEST(NcclLatency, TunerConstants) {
+  // 8 GPUs in one node, Simple: 8.4 + 7 * 3.4 us.
+  EXPECT_NEAR(ring_latency_seconds(Protocol::kSimple, {8, 1, false}), 32.2e-6, 1e-12);
+  // LL on one node: 6.6 + 7 * 0.6 = 10.8 us (the reference's ~11 us floor).
+  EXPECT_NEAR(ring_latency_seconds(Protocol::kLL, {8, 1, false}), 10.8e-6, 1e-12);
+  // 16 GPUs on 2 nodes, Simple: 14 NVLink steps and 1 network step (14 + 3).
+  EXPECT_NEAR(ring_latency_seconds(Protocol::kSimple, {16, 2, false}), (8.4 + 14 * 3.4 + 17.0) * 1e-6, 1e-12);
+  // All-reduce doubles the steps.
+  EXPECT_NEAR(ring_latency_seconds(Protocol::kSimple, {8, 1, true}), (8.4 + 14 * 3.4) * 1e-6, 1e-12);
+}
+
+TEST(NcclLatency, SmallMessagesPickLLLargeOnesSimple) {
+  RingShape shape{8, 1, false};
+  EXPECT_EQ(best_collective_time(shape, 1e-6).protocol, Protocol::kLL);
+  EXPECT_EQ(best_collective_time(shape, 10e-3).protocol, Protocol::kSimple);
+  CollectiveTime t = best_collective_time(shape, 10e-3);
+  EXPECT_NEAR(t.seconds, 10e-3 + 32.2e-6, 1e-12);
+}
+
+}  // namespace
+}  // namespace ragged::sim

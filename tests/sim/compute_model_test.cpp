@@ -1,0 +1,325 @@
+#include "sim/compute_model.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include <fmt/format.h>
+#include <unistd.h>
+#include <nlohmann/json.hpp>
+
+#include "common/errors.hpp"
+#include "common/file_io.hpp"
+#include "planner/compute_work.hpp"
+
+namespace ragged::sim {
+namespace {
+
+using planner::AttentionWork;
+using planner::ComputeWork;
+using planner::Gemm;
+using planner::Op;
+using planner::OpKind;
+
+constexpr double kH100Peak = 989.4e12;
+constexpr double kH100Hbm = 3.35e12;
+
+// A spec whose GEMMs are always compute-bound (HBM at 1e30 B/s) and
+// launch-free, so that a GEMM's time is exactly FLOPs / rate. Unsorted on purpose.
+GpuComputeSpec rate_only_spec() {
+  return {"test", 1e14, 1e30, {{100, 100, 1000000, 9e12}, {100, 100, 100, 1e12}, {100, 100, 10000, 3e12}},
+          0.5, 0.4, 0.8, 0, "test"};
+}
+
+double rate_at(const ComputeModel& model, const Gemm& g) { return g.flops() / model.gemm_seconds(g); }
+
+Op op_of(OpKind kind, ComputeWork work = {}, int64_t bytes = 0) {
+  Op op;
+  op.kind = kind, op.work = std::move(work), op.bytes = bytes;
+  return op;
+}
+
+TEST(ComputeGemm, RatesAtTablePointsAreExact) {
+  const ComputeModel model(rate_only_spec());
+  EXPECT_DOUBLE_EQ(rate_at(model, {100, 100, 100, 1}), 1e12);
+  EXPECT_DOUBLE_EQ(rate_at(model, {100, 100, 10000, 1}), 3e12);
+  EXPECT_DOUBLE_EQ(rate_at(model, {100, 10000, 100, 1}), 3e12);  // only the FLOPs matter
+  EXPECT_DOUBLE_EQ(rate_at(model, {100, 100, 1000000, 1}), 9e12);
+  EXPECT_EQ(model.spec().gemm.front().k, 100);  // sorted by FLOPs
+}
+
+TEST(ComputeGemm, RatesAreLinearInLogFlopsBetweenPointsAndClampedOutside) {
+  const ComputeModel model(rate_only_spec());
+  // 2e9 FLOPs is the log-midpoint of 2e8 (3e12 FLOP/s) and 2e10 (9e12 FLOP/s).
+  EXPECT_NEAR(rate_at(model, {1000, 1000, 1000, 1}), 6e12, 1e-3);
+  // 4e8 FLOPs: t = log(2) / log(100) of the way from 2e8 to 2e10.
+  const double t = std::log(2.0) / std::log(100.0);
+  EXPECT_NEAR(rate_at(model, {100, 100, 20000, 1}), 3e12 + t * 6e12, 1e-3);
+  // 2e7 FLOPs: the log-midpoint of the first two points.
+  EXPECT_NEAR(rate_at(model, {100, 100, 1000, 1}), 2e12, 1e-3);
+  // Outside the table the end points hold.
+  EXPECT_DOUBLE_EQ(rate_at(model, {10, 10, 10, 1}), 1e12);
+  EXPECT_DOUBLE_EQ(rate_at(model, {1000, 1000, 100000, 1}), 9e12);
+}
+
+TEST(ComputeGemm, EqualFlopPointsMergeIntoTheirMeanRate) {
+  GpuComputeSpec spec = rate_only_spec();
+  spec.gemm.push_back({100, 10000, 100, 5e12});  // same FLOPs as {100, 100, 10000}
+  const ComputeModel model(spec);
+  EXPECT_EQ(model.spec().gemm.size(), 3u);
+  EXPECT_DOUBLE_EQ(rate_at(model, {100, 100, 10000, 1}), 4e12);
+}
+
+TEST(ComputeGemm, BatchedExpertsScaleLinearlyWhenComputeBound) {
+  const ComputeModel model = ComputeModel::defaults("h100", kH100Peak, kH100Hbm);
+  const double launch = model.spec().launch_seconds;
+  const Gemm one{4096, 2048, 4096, 1};
+  const Gemm eight{4096, 2048, 4096, 8};
+  const double bytes = (4096.0 * 4096 + 4096.0 * 2048 + 4096.0 * 2048) * 2;
+  ASSERT_GT(model.gemm_seconds(one) - launch, model.memory_seconds(bytes));  // compute-bound
+  EXPECT_NEAR(model.gemm_seconds(eight) - launch, 8 * (model.gemm_seconds(one) - launch), 1e-12);
+}
+
+TEST(ComputeGemm, TinyGemmsAreLaunchAndBandwidthBound) {
+  const ComputeModel model = ComputeModel::defaults("h100", kH100Peak, kH100Hbm);
+  const double launch = model.spec().launch_seconds;
+  // A one-row GEMM against a 4096 x 4096 weight reads the weight: 33.6 MB.
+  const Gemm row{1, 4096, 4096, 1};
+  const double bytes = (4096.0 + 4096.0 * 4096 + 4096.0) * 2;
+  EXPECT_GE(model.gemm_seconds(row), launch);
+  EXPECT_GE(model.gemm_seconds(row), bytes / kH100Hbm);
+  EXPECT_DOUBLE_EQ(model.gemm_seconds(row), model.memory_seconds(bytes) + launch);
+  // An 8 x 8 x 8 GEMM is all launch.
+  EXPECT_NEAR(model.gemm_seconds({8, 8, 8, 1}), launch, 1e-9);
+  EXPECT_EQ(model.gemm_seconds({0, 8, 8, 1}), 0.0);
+}
+
+TEST(ComputeAttention, ForwardAndBackwardUseTheirEfficiencies) {
+  const ComputeModel model = ComputeModel::defaults("h100", kH100Peak, kH100Hbm);
+  const GpuComputeSpec& s = model.spec();
+  AttentionWork attention;
+  attention.flops = 1e12;
+  EXPECT_DOUBLE_EQ(model.attention_seconds(attention, false),
+                   1e12 / (kH100Peak * s.attention_forward_efficiency) + s.launch_seconds);
+  EXPECT_DOUBLE_EQ(model.attention_seconds(attention, true),
+                   1e12 / (kH100Peak * s.attention_backward_efficiency) + s.launch_seconds);
+  EXPECT_GT(model.attention_seconds(attention, true), model.attention_seconds(attention, false));
+  EXPECT_EQ(model.attention_seconds(AttentionWork{}, false), 0.0);
+}
+
+// A 1 GB cast (and every other memory-bound kind) streams at the measured
+// fraction of HBM bandwidth; collectives and alloc/free cost nothing here.
+TEST(ComputeMemory, OneGigabyteCastOnH100) {
+  const ComputeModel model = ComputeModel::defaults("h100", kH100Peak, kH100Hbm);
+  const double eff = model.spec().memory_efficiency;
+  EXPECT_DOUBLE_EQ(model.memory_seconds(1e9), 1e9 / (3.35e12 * eff));
+  for (OpKind kind : {OpKind::kCast, OpKind::kCopyIn, OpKind::kCopyOut, OpKind::kGradAccumulate}) {
+    EXPECT_DOUBLE_EQ(model.seconds(op_of(kind, {}, 1'000'000'000)),
+                     1e9 / (3.35e12 * eff) + model.spec().launch_seconds);
+  }
+  for (OpKind kind : {OpKind::kAlloc, OpKind::kFree, OpKind::kAllGather, OpKind::kReduceScatter,
+                      OpKind::kAllReduce, OpKind::kAllToAll}) {
+    EXPECT_EQ(model.seconds(op_of(kind, {}, 1'000'000'000)), 0.0);
+  }
+}
+
+TEST(ComputeOp, AFullOpSumsItsParts) {
+  const ComputeModel model = ComputeModel::defaults("h100", kH100Peak, kH100Hbm);
+  ComputeWork work;
+  work.gemms = {{8192, 4096, 4096, 1}, {8192, 1024, 4096, 2}, {512, 2048, 4096, 16}};
+  work.attention.flops = 3e11;
+  work.elementwise_bytes = 2e8;
+  work.other_flops = 1e10;
+  double gemms = 0;
+  for (const Gemm& g : work.gemms) gemms += model.gemm_seconds(g);
+  const double rest = model.memory_seconds(2e8) + 1e10 / (kH100Peak * 0.5);
+  EXPECT_DOUBLE_EQ(model.seconds(op_of(OpKind::kComputeFwd, work)),
+                   gemms + model.attention_seconds(work.attention, false) + rest);
+  EXPECT_DOUBLE_EQ(model.seconds(op_of(OpKind::kRecompute, work)),
+                   gemms + model.attention_seconds(work.attention, false) + rest);
+  EXPECT_DOUBLE_EQ(model.seconds(op_of(OpKind::kComputeBwd, work)),
+                   gemms + model.attention_seconds(work.attention, true) + rest);
+  // An optimizer op carrying only traffic is a memory-bound kernel.
+  ComputeWork update;
+  update.elementwise_bytes = 4e9;
+  EXPECT_DOUBLE_EQ(model.seconds(op_of(OpKind::kOptimizer, update, 4'000'000'000)), model.memory_seconds(4e9));
+}
+
+TEST(ComputeDefaults, AnOverriddenPeakScalesGemmRates) {
+  const ComputeModel base = ComputeModel::defaults("h100", kH100Peak, kH100Hbm);
+  const ComputeModel doubled = ComputeModel::defaults("h100", 2 * kH100Peak, kH100Hbm);
+  const double launch = base.spec().launch_seconds;
+  const Gemm big{8192, 8192, 8192, 1};
+  EXPECT_NEAR(doubled.gemm_seconds(big) - launch, (base.gemm_seconds(big) - launch) / 2, 1e-12);
+  EXPECT_DOUBLE_EQ(doubled.spec().peak_flops, 2 * kH100Peak);
+  // 8192^3 is a table point: 797.51 TFLOP/s measured at 989.4 peak.
+  EXPECT_NEAR(big.flops() / (base.gemm_seconds(big) - launch), 797.51e12, 1e6);
+}
+
+TEST(ComputeDefaults, UnknownPresetsUseTheH100TableScaledToTheirPeak) {
+  const ComputeModel other = ComputeModel::defaults("b200", 2250e12, 8e12);
+  const Gemm big{8192, 8192, 8192, 1};
+  EXPECT_NEAR(big.flops() / (other.gemm_seconds(big) - other.spec().launch_seconds), 797.51e12 * 2250 / 989.4, 1e6);
+  EXPECT_EQ(other.spec().name, "b200");
+  EXPECT_NE(other.spec().source.find("H100"), std::string::npos);
+  EXPECT_THROW(ComputeModel::defaults("h100", 0, kH100Hbm), InputError);
+}
+
+TEST(ComputeDefaults, H800ComputesLikeH100AndH200MovesMemoryFaster) {
+  const ComputeModel h100 = ComputeModel::defaults("h100", kH100Peak, kH100Hbm);
+  const ComputeModel h800 = ComputeModel::defaults("h800", kH100Peak, kH100Hbm);
+  const ComputeModel h200 = ComputeModel::defaults("h200", kH100Peak, 4.8e12);
+  for (const Gemm& g : {Gemm{16384, 14336, 4096, 1}, Gemm{16384, 4096, 4096, 1}, Gemm{256, 2048, 7168, 8}}) {
+    EXPECT_DOUBLE_EQ(h100.gemm_seconds(g), h800.gemm_seconds(g));
+    EXPECT_DOUBLE_EQ(h100.gemm_seconds(g), h200.gemm_seconds(g));
+  }
+  EXPECT_LT(h200.memory_seconds(1e9), h100.memory_seconds(1e9));
+  EXPECT_NEAR(h100.memory_seconds(1e9) / h200.memory_seconds(1e9), 4.8 / 3.35, 1e-12);
+}
+
+TEST(ComputeDefaults, EveryPresetHasASourcedTableOfTheSameShape) {
+  for (const char* preset : {"h100", "h100-sxm-95g", "h200", "h800", "a100-80g", "cpu"}) {
+    const GpuComputeSpec* table = find_gpu_table(preset);
+    ASSERT_NE(table, nullptr) << preset;
+    EXPECT_FALSE(table->source.empty());
+    ASSERT_EQ(table->gemm.size(), 6u);
+    EXPECT_EQ(table->gemm.front().m, 512);
+    for (const GemmPoint& p : table->gemm) EXPECT_LE(p.flops_per_s, table->peak_flops) << preset;
+    EXPECT_GT(table->attention_forward_efficiency, table->attention_backward_efficiency);
+    EXPECT_LE(table->memory_efficiency, 1.0);
+    EXPECT_EQ(ComputeModel::defaults(preset, table->peak_flops, table->hbm_bytes_per_s).spec().gemm.size(), 6u);
+  }
+  EXPECT_EQ(find_gpu_table("b200"), nullptr);
+}
+
+// The calibration file tests write into a fresh temporary directory.
+class ComputeCalibration : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    dir_ = std::filesystem::temp_directory_path() / fmt::format("ragged_compute_{}_{}", ::getpid(), test);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  static nlohmann::json valid() {
+    return nlohmann::json::parse(R"({
+      "device": "NVIDIA H100 80GB HBM3", "peak_flops": 9.894e14, "hbm_bytes_per_s": 3.35e12,
+      "gemm": [{"m": 1024, "n": 1024, "k": 1024, "seconds": 1.2e-5},
+               {"m": 4096, "n": 4096, "k": 4096, "seconds": 1.75e-4},
+               {"m": 8192, "n": 8192, "k": 8192, "seconds": 1.38e-3}],
+      "attention": {"forward_efficiency": 0.34, "backward_efficiency": 0.29},
+      "memory_efficiency": 0.82, "launch_seconds": 3e-6, "source": "ragged gpu-validate 2026-01-01"})");
+  }
+
+  std::filesystem::path write(const std::string& text) {
+    const std::filesystem::path path = dir_ / "calibration.json";
+    write_file_atomically(path, text);
+    return path;
+  }
+
+  // Loads `doc` and returns the InputError message (empty when it loads).
+  std::string error_of(const nlohmann::json& doc) {
+    try {
+      ComputeModel::from_calibration(write(doc.dump()));
+      return "";
+    } catch (const InputError& e) {
+      return e.what();
+    }
+  }
+
+  std::filesystem::path dir_;
+};
+
+TEST_F(ComputeCalibration, RoundTripKeepsTheMeasuredRates) {
+  const ComputeModel model = ComputeModel::from_calibration(write(valid().dump(2)));
+  const GpuComputeSpec& s = model.spec();
+  EXPECT_EQ(s.name, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(s.source, "ragged gpu-validate 2026-01-01");
+  EXPECT_EQ(std::vector<double>({s.peak_flops, s.hbm_bytes_per_s, s.attention_forward_efficiency,
+                                 s.attention_backward_efficiency, s.memory_efficiency, s.launch_seconds}),
+            std::vector<double>({9.894e14, 3.35e12, 0.34, 0.29, 0.82, 3e-6}));
+  ASSERT_EQ(s.gemm.size(), 3u);
+  const double seconds[] = {1.2e-5, 1.75e-4, 1.38e-3};
+  for (size_t i = 0; i < 3; ++i) {
+    const double n = static_cast<double>(s.gemm[i].m);
+    EXPECT_DOUBLE_EQ(s.gemm[i].flops_per_s, 2 * n * n * n / seconds[i]);
+  }
+  // At a measured shape the model's compute time is the measured time.
+  EXPECT_NEAR(model.gemm_seconds({8192, 8192, 8192, 1}) - 3e-6, 1.38e-3, 1e-12);
+}
+
+TEST_F(ComputeCalibration, EveryBadFieldNamesTheFileAndTheField) {
+  struct Case {
+    std::string pointer;  // JSON pointer to change
+    nlohmann::json value;  // null: remove the field
+    std::string field;     // the name the message must carry
+  };
+  const nlohmann::json null;
+  const std::vector<Case> cases = {
+      {"/device", null, "device"}, {"/device", 3, "device"}, {"/peak_flops", null, "peak_flops"},
+      {"/peak_flops", 0, "peak_flops"}, {"/peak_flops", "fast", "peak_flops"},
+      {"/hbm_bytes_per_s", -1, "hbm_bytes_per_s"}, {"/gemm", null, "gemm"},
+      {"/gemm", nlohmann::json::array(), "gemm"}, {"/gemm", nlohmann::json::object(), "gemm"},
+      {"/gemm/1", 7, "gemm[1]"}, {"/gemm/2/m", null, "gemm[2].m"}, {"/gemm/0/n", 0, "gemm[0].n"},
+      {"/gemm/1/k", 1.5, "gemm[1].k"}, {"/gemm/2/seconds", 0, "gemm[2].seconds"},
+      {"/gemm/2/seconds", null, "gemm[2].seconds"}, {"/gemm/0/seconds", "1ms", "gemm[0].seconds"},
+      {"/attention", null, "attention"}, {"/attention", 0.3, "attention"},
+      {"/attention/forward_efficiency", 0, "attention.forward_efficiency"},
+      {"/attention/backward_efficiency", 1.5, "attention.backward_efficiency"},
+      {"/memory_efficiency", null, "memory_efficiency"}, {"/launch_seconds", 0, "launch_seconds"},
+      {"/source", null, "source"},
+  };
+  for (const Case& c : cases) {
+    nlohmann::json doc = valid();
+    const nlohmann::json::json_pointer pointer(c.pointer);
+    if (c.value.is_null()) {
+      doc[pointer.parent_pointer()].erase(pointer.back());
+    } else {
+      doc[pointer] = c.value;
+    }
+    const std::string message = error_of(doc);
+    EXPECT_NE(message.find("calibration.json: "), std::string::npos) << c.pointer << ": " << message;
+    EXPECT_NE(message.find("field '" + c.field + "'"), std::string::npos) << c.pointer << ": " << message;
+  }
+  EXPECT_EQ(error_of(valid()), "");  // the unchanged document loads
+}
+
+TEST_F(ComputeCalibration, MalformedOrMissingFilesAreInputErrors) {
+  EXPECT_THROW(ComputeModel::from_calibration(write("{\"device\": ")), InputError);
+  EXPECT_THROW(ComputeModel::from_calibration(write("[1, 2]")), InputError);
+  EXPECT_THROW(ComputeModel::from_calibration(dir_ / "absent.json"), InputError);
+}
+
+// The forward of one Llama-3-8B layer on H100 over 16,384 tokens (2 sequences
+// of 8,192), printed beside the analytic bounds (SimGrid-style model test).
+TEST(ComputeModelLlama, Llama3_8bLayerForwardOnH100) {
+  const ComputeModel model = ComputeModel::defaults("h100", kH100Peak, kH100Hbm);
+  const int64_t t = 16384;
+  ComputeWork work;
+  work.gemms = {{t, 4096, 4096, 1}, {t, 1024, 4096, 1}, {t, 1024, 4096, 1}, {t, 4096, 4096, 1},
+                {t, 14336, 4096, 1}, {t, 14336, 4096, 1}, {t, 4096, 14336, 1}};
+  work.attention.flops = 2.0 * 32 * (128 + 128) * ((8192 + 1) / 2.0) * t;
+  const double gemm_flops = 2.0 * t * (4096.0 * 4096 * 2 + 4096.0 * 1024 * 2 + 3 * 4096.0 * 14336);
+  double gemm_model = 0;
+  for (const Gemm& g : work.gemms) gemm_model += model.gemm_seconds(g);
+  const double at_peak = gemm_flops / kH100Peak;
+  const double at_mamf = gemm_flops / 794.5e12;  // stas00's best-shape H100 rate
+  const double attention = model.attention_seconds(work.attention, false);
+  std::printf("Llama-3-8B layer forward, 16384 tokens, H100:\n"
+              "  GEMMs %.3e FLOPs: at peak %.3f ms, at MAMF %.3f ms, model %.3f ms (%.1f%% of peak)\n"
+              "  attention %.3e FLOPs: at peak %.3f ms, at %.3f of peak %.3f ms, model %.3f ms\n",
+              gemm_flops, at_peak * 1e3, at_mamf * 1e3, gemm_model * 1e3, 100 * at_peak / gemm_model,
+              work.attention.flops, work.attention.flops / kH100Peak * 1e3, model.spec().attention_forward_efficiency,
+              work.attention.flops / (kH100Peak * model.spec().attention_forward_efficiency) * 1e3, attention * 1e3);
+  EXPECT_DOUBLE_EQ(planner::total_flops(work), gemm_flops + work.attention.flops);
+  EXPECT_GT(gemm_model, at_mamf);         // never faster than the best measured GEMM
+  EXPECT_LT(gemm_model, at_peak / 0.70);  // within the measured 72-81% band
+  EXPECT_DOUBLE_EQ(model.seconds(op_of(OpKind::kComputeFwd, work)), gemm_model + attention);
+}
+
+}  // namespace
+}  // namespace ragged::sim

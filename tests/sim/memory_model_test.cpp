@@ -1,0 +1,583 @@
+// The caching allocator model: hand-worked sequences whose reserved and
+// allocated bytes follow from the rules of docs/SIMULATOR.md (PyTorch's
+// CUDACachingAllocator defaults), the strategy effects the simulator builds
+// on, a randomized run against invariants and against a deliberately naive
+// linear-scan reference, and a timing bound.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <iterator>
+#include <limits>
+#include <map>
+#include <random>
+#include <vector>
+
+#include "common/errors.hpp"
+#include "sim/memory_model.hpp"
+
+namespace ragged::sim {
+namespace {
+
+constexpr int64_t KiB = 1024;
+constexpr int64_t MiB = 1024 * KiB;
+constexpr int64_t GiB = 1024 * MiB;
+
+AllocatorOptions with_capacity(int64_t capacity) {
+  AllocatorOptions options;
+  options.capacity = capacity;
+  return options;
+}
+
+// The (size, allocated) blocks of the segment at `index` in address order.
+std::vector<std::pair<int64_t, bool>> layout(const CachingAllocator& allocator, size_t index) {
+  const std::vector<SegmentSnapshot> segments = allocator.snapshot();
+  std::vector<std::pair<int64_t, bool>> out;
+  for (const BlockSnapshot& b : segments.at(index).blocks) out.emplace_back(b.size, b.allocated);
+  return out;
+}
+
+TEST(AllocatorRules, RequestsRoundUpTo512Bytes) {
+  CachingAllocator a(AllocatorOptions{});
+  EXPECT_TRUE(a.allocate(1, {1}));
+  EXPECT_EQ(a.allocated(), 512);
+  EXPECT_EQ(a.reserved(), 2 * MiB);  // one small segment
+  a.allocate(2, {513});
+  EXPECT_EQ(a.allocated(), 512 + 1024);
+  a.allocate(3, {0});  // zero bytes take nothing, as in PyTorch
+  EXPECT_EQ(a.allocated(), 1536);
+  a.release(3);
+  EXPECT_EQ(a.reserved(), 2 * MiB);
+}
+
+TEST(AllocatorRules, SmallAndLargeRequestsUseDifferentPools) {
+  CachingAllocator a(AllocatorOptions{});
+  a.allocate(1, {1 * MiB});        // kSmallSize itself is small: a 2 MiB segment
+  a.allocate(2, {1 * MiB + 1});    // rounds to 1 MiB + 512: large, a 20 MiB segment
+  EXPECT_EQ(a.reserved(), 22 * MiB);
+  const auto segments = a.snapshot();
+  ASSERT_EQ(segments.size(), 2u);
+  EXPECT_TRUE(segments[0].small_pool);
+  EXPECT_FALSE(segments[1].small_pool);
+  // The small segment's free megabyte never serves a large request, nor the
+  // large segment's free space a small one.
+  a.release(1);
+  a.allocate(3, {1 * MiB + 512});
+  a.allocate(4, {1 * MiB});
+  EXPECT_EQ(a.reserved(), 22 * MiB);
+  a.allocate(5, {2 * MiB});  // large: from the 20 MiB segment's remainder
+  EXPECT_EQ(a.reserved(), 22 * MiB);
+  a.allocate(6, {1 * MiB});  // small: the small segment's other half
+  a.allocate(7, {512});      // the small segment is full: a second one
+  EXPECT_EQ(a.reserved(), 24 * MiB);
+}
+
+TEST(AllocatorRules, SegmentSizesFollowTheRequest) {
+  struct Case {
+    int64_t request, segment;
+  };
+  for (const Case c : {Case{1, 2 * MiB}, Case{1 * MiB, 2 * MiB}, Case{1 * MiB + 1, 20 * MiB},
+                       Case{10 * MiB - 512, 20 * MiB}, Case{10 * MiB, 10 * MiB},
+                       Case{11 * MiB + 1, 12 * MiB}, Case{1 * GiB + 1, 1 * GiB + 2 * MiB}}) {
+    CachingAllocator a(AllocatorOptions{});
+    a.allocate(1, {c.request});
+    EXPECT_EQ(a.reserved(), c.segment) << "request " << c.request;
+  }
+}
+
+TEST(AllocatorRules, FreedBlockOfTheSameSizeIsReused) {
+  CachingAllocator a(AllocatorOptions{});
+  a.allocate(1, {100 * MiB});
+  a.release(1);
+  EXPECT_EQ(a.allocated(), 0);
+  EXPECT_EQ(a.reserved(), 100 * MiB);  // cached, still reserved
+  a.allocate(2, {100 * MiB});
+  EXPECT_EQ(a.reserved(), 100 * MiB);
+  EXPECT_EQ(a.snapshot().size(), 1u);
+  EXPECT_EQ(a.peak_reserved(), 100 * MiB);
+}
+
+TEST(AllocatorRules, BestFitTakesTheSmallestFittingBlock) {
+  CachingAllocator a(AllocatorOptions{});
+  a.allocate(1, {30 * MiB});
+  a.allocate(2, {50 * MiB});
+  a.allocate(3, {40 * MiB});
+  for (int64_t id : {1, 2, 3}) a.release(id);
+  a.allocate(4, {35 * MiB});  // 40 fits best; 5 MiB left is split off
+  EXPECT_EQ(layout(a, 2), (std::vector<std::pair<int64_t, bool>>{{35 * MiB, true}, {5 * MiB, false}}));
+  a.allocate(5, {45 * MiB});  // 50 fits best
+  EXPECT_EQ(layout(a, 1), (std::vector<std::pair<int64_t, bool>>{{45 * MiB, true}, {5 * MiB, false}}));
+  EXPECT_EQ(a.reserved(), 120 * MiB);
+  a.allocate(6, {31 * MiB});  // free: 30, 5, 5: nothing fits, a new 32 MiB segment
+  EXPECT_EQ(a.reserved(), 152 * MiB);
+  EXPECT_EQ(a.allocated(), (35 + 45 + 32) * MiB);  // 1 MiB left is not split off
+}
+
+TEST(AllocatorRules, BestFitTiesGoToTheLowestAddress) {
+  CachingAllocator a(AllocatorOptions{});
+  a.allocate(1, {40 * MiB});
+  a.allocate(2, {40 * MiB});
+  a.release(2);
+  a.release(1);
+  a.allocate(3, {40 * MiB});
+  EXPECT_TRUE(a.snapshot()[0].blocks[0].allocated);
+  EXPECT_FALSE(a.snapshot()[1].blocks[0].allocated);
+}
+
+TEST(AllocatorRules, LargeBlocksSplitAndCoalesce) {
+  CachingAllocator a(AllocatorOptions{});
+  a.allocate(1, {100 * MiB});
+  a.release(1);
+  a.allocate(2, {40 * MiB});
+  a.allocate(3, {40 * MiB});
+  using Layout = std::vector<std::pair<int64_t, bool>>;
+  EXPECT_EQ(layout(a, 0), (Layout{{40 * MiB, true}, {40 * MiB, true}, {20 * MiB, false}}));
+  EXPECT_EQ(a.allocated(), 80 * MiB);
+  EXPECT_EQ(a.reserved(), 100 * MiB);
+  a.release(2);  // its neighbours are in use: no merge
+  EXPECT_EQ(layout(a, 0), (Layout{{40 * MiB, false}, {40 * MiB, true}, {20 * MiB, false}}));
+  a.release(3);  // merges with both neighbours back into the whole segment
+  EXPECT_EQ(layout(a, 0), (Layout{{100 * MiB, false}}));
+  a.allocate(4, {100 * MiB});
+  EXPECT_EQ(a.reserved(), 100 * MiB);
+}
+
+TEST(AllocatorRules, LargeRemainderOfAtMostOneMiBIsNotSplit) {
+  CachingAllocator a(AllocatorOptions{});
+  a.allocate(1, {100 * MiB});
+  a.release(1);
+  a.allocate(2, {99 * MiB});  // 1 MiB left is not > kSmallSize: the whole block is handed out
+  EXPECT_EQ(a.allocated(), 100 * MiB);
+  EXPECT_EQ(a.snapshot()[0].blocks.size(), 1u);
+  a.release(2);
+  a.allocate(3, {99 * MiB - 512});  // 1 MiB + 512 left: split
+  EXPECT_EQ(a.allocated(), 99 * MiB - 512);
+  EXPECT_EQ(a.snapshot()[0].blocks.size(), 2u);
+}
+
+TEST(AllocatorRules, SmallSegmentsSplitDownTo512Bytes) {
+  CachingAllocator a(AllocatorOptions{});
+  a.allocate(1, {1 * MiB});
+  a.allocate(2, {1 * MiB - 512});  // 512 B left: split (remainder >= kMinBlockSize)
+  EXPECT_EQ(a.snapshot()[0].blocks.size(), 3u);
+  a.allocate(3, {1});
+  EXPECT_EQ(a.allocated(), 2 * MiB);
+  EXPECT_EQ(a.reserved(), 2 * MiB);
+  a.release(2);
+  a.release(1);
+  EXPECT_EQ(layout(a, 0), (std::vector<std::pair<int64_t, bool>>{{2 * MiB - 512, false}, {512, true}}));
+}
+
+TEST(AllocatorRules, FragmentationKeepsReservedAndNeedsANewSegment) {
+  CachingAllocator a(AllocatorOptions{});
+  a.allocate(1, {100 * MiB});
+  a.release(1);
+  for (int64_t id : {2, 3, 4, 5}) a.allocate(id, {25 * MiB});
+  a.release(2);
+  a.release(4);
+  EXPECT_EQ(a.allocated(), 50 * MiB);
+  EXPECT_EQ(a.reserved(), 100 * MiB);  // 50 MiB cached, but in two 25 MiB holes
+  a.allocate(6, {40 * MiB});
+  EXPECT_EQ(a.reserved(), 140 * MiB);
+  EXPECT_EQ(a.peak_allocated(), 100 * MiB);
+  EXPECT_EQ(a.peak_reserved(), 140 * MiB);
+}
+
+TEST(AllocatorCapacity, CachedSegmentsAreReleasedBeforeOom) {
+  CachingAllocator a(with_capacity(100 * MiB));
+  a.allocate(1, {60 * MiB});
+  a.allocate(2, {30 * MiB});  // a 30 MiB segment
+  a.allocate(3, {1 * MiB});   // a 2 MiB small segment
+  a.release(1);
+  a.release(3);
+  EXPECT_EQ(a.reserved(), 92 * MiB);
+  // 70 MiB fits no cached block and 92 + 70 > 100: both whole free segments
+  // (the 60 MiB and the small one) are released; the busy one stays.
+  EXPECT_TRUE(a.allocate(4, {70 * MiB}));
+  EXPECT_FALSE(a.out_of_memory());
+  EXPECT_EQ(a.reserved(), 100 * MiB);
+  EXPECT_EQ(a.peak_reserved(), 100 * MiB);
+  ASSERT_EQ(a.snapshot().size(), 2u);
+}
+
+TEST(AllocatorCapacity, PartlyUsedSegmentsAreNotReleased) {
+  CachingAllocator a(with_capacity(100 * MiB));
+  a.allocate(1, {60 * MiB});
+  a.release(1);
+  a.allocate(2, {20 * MiB});  // splits the 60 MiB segment: 40 MiB stay cached in it
+  EXPECT_FALSE(a.allocate(3, {50 * MiB}));
+  EXPECT_TRUE(a.out_of_memory());
+  EXPECT_EQ(a.reserved(), 110 * MiB);
+}
+
+TEST(AllocatorCapacity, OomIsRecordedAndThePeakPassesCapacity) {
+  CachingAllocator a(with_capacity(100 * MiB));
+  EXPECT_TRUE(a.allocate(1, {60 * MiB}));
+  EXPECT_FALSE(a.allocate(2, {60 * MiB}));
+  EXPECT_TRUE(a.out_of_memory());
+  EXPECT_EQ(a.allocated(), 120 * MiB);
+  EXPECT_EQ(a.reserved(), 120 * MiB);
+  EXPECT_EQ(a.peak_reserved(), 120 * MiB);
+  a.release(2);
+  a.release(1);
+  EXPECT_EQ(a.allocated(), 0);
+  EXPECT_TRUE(a.out_of_memory());  // sticky for the step
+  EXPECT_EQ(a.peak_reserved(), 120 * MiB);
+  // The next segment first releases the cache, which brings reserved back under capacity.
+  EXPECT_TRUE(a.allocate(3, {80 * MiB}));
+  EXPECT_EQ(a.reserved(), 80 * MiB);
+}
+
+TEST(AllocatorCapacity, PeakCountsEveryPieceOfOneCall) {
+  CachingAllocator a(with_capacity(100 * MiB));
+  a.allocate(1, {44 * MiB});
+  a.release(1);
+  // 56 MiB fits no cached block: a new segment, reserved 100. The 1 KiB piece
+  // needs a small segment, 100 + 2 > 100: the cached 44 MiB segment goes first.
+  EXPECT_TRUE(a.allocate(2, {56 * MiB, 1 * KiB}));
+  EXPECT_EQ(a.reserved(), 58 * MiB);
+  EXPECT_EQ(a.peak_reserved(), 100 * MiB);
+}
+
+TEST(AllocatorIds, OneIdOwnsSeveralPieces) {
+  CachingAllocator a(AllocatorOptions{});
+  a.allocate(1, {4 * MiB, 4 * MiB, 300 * KiB});  // both 4 MiB in one 20 MiB segment; 300 KiB small
+  EXPECT_EQ(a.allocated(), 8 * MiB + 300 * KiB);
+  EXPECT_EQ(a.reserved(), 22 * MiB);
+  EXPECT_EQ(layout(a, 0), (std::vector<std::pair<int64_t, bool>>{
+                              {4 * MiB, true}, {4 * MiB, true}, {12 * MiB, false}}));
+  a.allocate(1, {5 * MiB});  // a later call adds to the same id
+  a.allocate(2, {1 * MiB + 512});
+  a.release(1);
+  EXPECT_EQ(a.allocated(), 1 * MiB + 512);
+  EXPECT_EQ(a.reserved(), 22 * MiB);
+  EXPECT_EQ(a.peak_allocated(), 13 * MiB + 300 * KiB + 1 * MiB + 512);
+  EXPECT_THROW(a.release(1), InternalError);
+  EXPECT_THROW(a.release(42), InternalError);
+}
+
+TEST(AllocatorIds, ResetPeaksRestartsFromTheCurrentValues) {
+  CachingAllocator a(AllocatorOptions{});
+  a.allocate(1, {100 * MiB});
+  a.allocate(2, {50 * MiB});
+  a.release(1);
+  a.reset_peaks();
+  EXPECT_EQ(a.peak_allocated(), 50 * MiB);
+  EXPECT_EQ(a.peak_reserved(), 150 * MiB);
+}
+
+// Unit gathers of 64 MiB with the next unit prefetched: freed right after the
+// compute (ragged: explicit stream dependencies) two units coexist; freed
+// only when the all-gather stream passes its next op (record_stream) three do.
+TEST(MemoryEffects, RecordStreamDelayedFreeHoldsAThirdUnit) {
+  constexpr int units = 8;
+  constexpr int64_t unit_bytes = 64 * MiB;
+  for (const bool delayed : {false, true}) {
+    CachingAllocator a(AllocatorOptions{});
+    a.allocate(0, {unit_bytes});
+    for (int u = 0; u < units; ++u) {
+      if (u + 1 < units) a.allocate(u + 1, {unit_bytes});  // prefetch: the next unit's all-gather
+      if (delayed && u > 0) a.release(u - 1);  // the all-gather stream has passed its next op
+      // ... unit u computes ...
+      if (!delayed) a.release(u);
+    }
+    if (delayed) a.release(units - 1);
+    const int64_t expected = (delayed ? 3 : 2) * unit_bytes;
+    EXPECT_EQ(a.peak_allocated(), expected) << (delayed ? "record_stream" : "explicit dependency");
+    EXPECT_EQ(a.peak_reserved(), expected);  // equal sizes: every freed segment is reused whole
+    EXPECT_EQ(a.allocated(), 0);
+  }
+}
+
+// One unit's tensors: three 6 MiB matrices, two 300 KiB vectors, a 50 MiB
+// embedding. Per-tensor pieces (FSDP2 copies, ZeRO-3) fill a 20 MiB medium
+// segment, a small segment and a 50 MiB one; one contiguous buffer (ragged,
+// Megatron-FSDP) is one segment rounded to 2 MiB.
+TEST(MemoryEffects, PerParameterPiecesVersusOneContiguousBuffer) {
+  const std::vector<int64_t> tensors = {6 * MiB, 6 * MiB, 6 * MiB, 300 * KiB, 300 * KiB, 50 * MiB};
+  CachingAllocator pieces(AllocatorOptions{});
+  pieces.allocate(1, tensors);
+  EXPECT_EQ(pieces.allocated(), 68 * MiB + 600 * KiB);
+  EXPECT_EQ(pieces.reserved(), (20 + 2 + 50) * MiB);
+  CachingAllocator contiguous(AllocatorOptions{});
+  int64_t total = 0;
+  for (int64_t t : tensors) total += t;
+  contiguous.allocate(1, {total});
+  EXPECT_EQ(contiguous.allocated(), 68 * MiB + 600 * KiB);
+  EXPECT_EQ(contiguous.reserved(), 70 * MiB);
+}
+
+// --- randomized runs -------------------------------------------------------
+
+struct RandomOp {
+  bool allocate = true;
+  int64_t id = 0;
+  std::vector<int64_t> pieces;
+};
+
+// Allocations of 1-4 pieces, small (<= 1 MiB), medium (to 10 MiB) and large
+// (to 256 MiB) mixed; a live id is freed with a probability that grows with
+// the number of live ids, so the live set hovers around half of `live_scale`.
+std::vector<RandomOp> random_ops(int count, uint64_t seed, double live_scale = 60) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  std::vector<int64_t> live;
+  std::vector<RandomOp> ops;
+  int64_t next_id = 0;
+  auto piece = [&]() -> int64_t {
+    const double kind = unit(rng);
+    if (kind < 0.4) return std::uniform_int_distribution<int64_t>(1, 1 * MiB)(rng);
+    if (kind < 0.7) return std::uniform_int_distribution<int64_t>(1 * MiB, 10 * MiB)(rng);
+    return std::uniform_int_distribution<int64_t>(10 * MiB, 256 * MiB)(rng);
+  };
+  for (int i = 0; i < count; ++i) {
+    if (!live.empty() && unit(rng) < static_cast<double>(live.size()) / live_scale) {
+      const size_t k = std::uniform_int_distribution<size_t>(0, live.size() - 1)(rng);
+      ops.push_back({false, live[k], {}});
+      live[k] = live.back();
+      live.pop_back();
+      continue;
+    }
+    RandomOp op{true, next_id++, {}};
+    const int n = std::uniform_int_distribution<int>(1, 4)(rng);
+    for (int p = 0; p < n; ++p) op.pieces.push_back(piece());
+    live.push_back(op.id);
+    ops.push_back(std::move(op));
+  }
+  return ops;
+}
+
+void check_invariants(const CachingAllocator& a, const AllocatorOptions& options) {
+  const auto segments = a.snapshot();
+  int64_t reserved = 0, allocated = 0;
+  int64_t end_of_previous = std::numeric_limits<int64_t>::min();
+  for (const SegmentSnapshot& s : segments) {
+    ASSERT_GE(s.address, end_of_previous) << "segments overlap";
+    end_of_previous = s.address + s.size;
+    reserved += s.size;
+    if (s.small_pool) {
+      ASSERT_EQ(s.size, options.small_segment);
+    }
+    ASSERT_FALSE(s.blocks.empty());
+    int64_t address = s.address;
+    bool previous_free = false;
+    for (const BlockSnapshot& b : s.blocks) {
+      ASSERT_EQ(b.address, address) << "blocks must tile their segment without overlap";
+      ASSERT_GT(b.size, 0);
+      ASSERT_EQ(b.size % options.rounding, 0);
+      ASSERT_FALSE(previous_free && !b.allocated) << "adjacent free blocks were not coalesced";
+      previous_free = !b.allocated;
+      if (b.allocated) allocated += b.size;
+      address += b.size;
+    }
+    ASSERT_EQ(address, s.address + s.size);
+  }
+  ASSERT_EQ(a.reserved(), reserved);
+  ASSERT_EQ(a.allocated(), allocated);
+  ASSERT_LE(a.allocated(), a.reserved());
+  ASSERT_LE(a.reserved(), a.peak_reserved());
+  ASSERT_LE(a.allocated(), a.peak_allocated());
+}
+
+TEST(AllocatorRandom, InvariantsHoldAfterEveryOperation) {
+  for (const int64_t capacity : {int64_t{0}, 6 * GiB}) {
+    const AllocatorOptions options = with_capacity(capacity);
+    CachingAllocator a(options);
+    int64_t peak_allocated = 0, peak_reserved = 0;
+    int ooms = 0;
+    for (const RandomOp& op : random_ops(10000, 20240611)) {
+      const bool was_oom = a.out_of_memory();
+      const int64_t reserved_before = a.reserved();
+      if (op.allocate) {
+        const bool fits = a.allocate(op.id, op.pieces);
+        ooms += fits ? 0 : 1;
+        ASSERT_EQ(a.out_of_memory(), was_oom || !fits);
+        // A request that fit and reserved more did so within capacity.
+        if (fits && capacity > 0 && a.reserved() > reserved_before) {
+          ASSERT_LE(a.reserved(), capacity);
+        }
+      } else {
+        a.release(op.id);
+      }
+      ASSERT_GE(a.peak_allocated(), peak_allocated);
+      ASSERT_GE(a.peak_reserved(), peak_reserved);
+      peak_allocated = a.peak_allocated();
+      peak_reserved = a.peak_reserved();
+      ASSERT_NO_FATAL_FAILURE(check_invariants(a, options));
+    }
+    std::printf("capacity %lld MiB (0: unlimited): peak allocated %lld MiB, peak reserved %lld MiB, %d OOM requests\n",
+                static_cast<long long>(capacity / MiB), static_cast<long long>(peak_allocated / MiB),
+                static_cast<long long>(peak_reserved / MiB), ooms);
+  }
+}
+
+// The rules written a second time as plainly as possible: linear scans over
+// every block, no index structures. The model must match it block by block.
+class ReferenceAllocator {
+ public:
+  explicit ReferenceAllocator(AllocatorOptions options) : options_(options) {}
+
+  bool allocate(int64_t id, const std::vector<int64_t>& pieces) {
+    bool fits = true;
+    for (int64_t bytes : pieces) {
+      if (bytes == 0) continue;
+      const int64_t size = (bytes + 511) / 512 * 512;
+      const bool small = size <= 1 * MiB;
+      SegmentSnapshot* best_segment = nullptr;
+      size_t best = 0;
+      for (SegmentSnapshot& s : segments_) {
+        if (s.small_pool != small) continue;
+        for (size_t i = 0; i < s.blocks.size(); ++i) {
+          const BlockSnapshot& b = s.blocks[i];
+          if (b.allocated || b.size < size) continue;
+          const BlockSnapshot* incumbent = best_segment ? &best_segment->blocks[best] : nullptr;
+          if (!incumbent || b.size < incumbent->size ||
+              (b.size == incumbent->size && b.address < incumbent->address)) {
+            best_segment = &s;
+            best = i;
+          }
+        }
+      }
+      if (!best_segment) {
+        const int64_t segment = small ? 2 * MiB
+                                : size < 10 * MiB ? 20 * MiB
+                                                  : (size + 2 * MiB - 1) / (2 * MiB) * (2 * MiB);
+        if (options_.capacity > 0 && reserved() + segment > options_.capacity) {
+          std::erase_if(segments_, [](const SegmentSnapshot& s) {
+            return s.blocks.size() == 1 && !s.blocks[0].allocated;
+          });
+          if (reserved() + segment > options_.capacity) {
+            fits = false;
+          } else {
+            ++cache_releases_that_fit;
+          }
+        }
+        segments_.push_back({next_address_, segment, small, {{next_address_, segment, false}}});
+        next_address_ += segment;
+        best_segment = &segments_.back();
+        best = 0;
+      }
+      BlockSnapshot& b = best_segment->blocks[best];
+      const int64_t rest = b.size - size;
+      if (small ? rest >= 512 : rest > 1 * MiB) {
+        const BlockSnapshot tail{b.address + size, rest, false};
+        b.size = size;
+        b.allocated = true;
+        best_segment->blocks.insert(best_segment->blocks.begin() + static_cast<std::ptrdiff_t>(best) + 1, tail);
+        owned_[id].push_back(best_segment->blocks[best].address);
+      } else {
+        b.allocated = true;
+        owned_[id].push_back(b.address);
+      }
+    }
+    return fits;
+  }
+
+  void release(int64_t id) {
+    for (int64_t address : owned_.at(id)) {
+      for (SegmentSnapshot& s : segments_) {
+        if (address < s.address || address >= s.address + s.size) continue;
+        auto it = std::find_if(s.blocks.begin(), s.blocks.end(),
+                               [&](const BlockSnapshot& b) { return b.address == address; });
+        it->allocated = false;
+        if (std::next(it) != s.blocks.end() && !std::next(it)->allocated) {
+          it->size += std::next(it)->size;
+          s.blocks.erase(std::next(it));
+        }
+        if (it != s.blocks.begin() && !std::prev(it)->allocated) {
+          std::prev(it)->size += it->size;
+          s.blocks.erase(it);
+        }
+      }
+    }
+    owned_.erase(id);
+  }
+
+  int64_t reserved() const {
+    int64_t total = 0;
+    for (const SegmentSnapshot& s : segments_) total += s.size;
+    return total;
+  }
+  const std::vector<SegmentSnapshot>& segments() const { return segments_; }
+
+  int cache_releases_that_fit = 0;
+
+ private:
+  AllocatorOptions options_;
+  std::vector<SegmentSnapshot> segments_;  // in address order: addresses only grow
+  std::map<int64_t, std::vector<int64_t>> owned_;
+  int64_t next_address_ = 0;
+};
+
+void expect_same_layout(const std::vector<SegmentSnapshot>& model, const std::vector<SegmentSnapshot>& reference) {
+  ASSERT_EQ(model.size(), reference.size());
+  for (size_t s = 0; s < model.size(); ++s) {
+    ASSERT_EQ(model[s].address, reference[s].address);
+    ASSERT_EQ(model[s].size, reference[s].size);
+    ASSERT_EQ(model[s].small_pool, reference[s].small_pool);
+    ASSERT_EQ(model[s].blocks.size(), reference[s].blocks.size()) << "segment at " << model[s].address;
+    for (size_t b = 0; b < model[s].blocks.size(); ++b) {
+      ASSERT_EQ(model[s].blocks[b].address, reference[s].blocks[b].address);
+      ASSERT_EQ(model[s].blocks[b].size, reference[s].blocks[b].size);
+      ASSERT_EQ(model[s].blocks[b].allocated, reference[s].blocks[b].allocated);
+    }
+  }
+}
+
+TEST(AllocatorRandom, MatchesALinearScanReferenceBlockByBlock) {
+  for (const int64_t capacity : {int64_t{0}, 3 * GiB}) {
+    CachingAllocator a(with_capacity(capacity));
+    ReferenceAllocator reference(with_capacity(capacity));
+    for (const RandomOp& op : random_ops(10000, 7)) {
+      if (op.allocate) {
+        ASSERT_EQ(a.allocate(op.id, op.pieces), reference.allocate(op.id, op.pieces));
+      } else {
+        a.release(op.id);
+        reference.release(op.id);
+      }
+      ASSERT_EQ(a.reserved(), reference.reserved());
+      ASSERT_NO_FATAL_FAILURE(expect_same_layout(a.snapshot(), reference.segments()));
+    }
+    if (capacity > 0) {
+      EXPECT_TRUE(a.out_of_memory());
+      EXPECT_GT(reference.cache_releases_that_fit, 0) << "the run should exercise releases that avoid OOM";
+    }
+  }
+}
+
+// About 2,000 live ids (5,000 live blocks), with a capacity that forces both
+// cache releases and OOMs. The bound is for optimized builds.
+TEST(AllocatorTiming, HundredThousandOperationsTakeWellUnderASecond) {
+  const std::vector<RandomOp> ops = random_ops(100000, 99, 4000);
+  std::vector<size_t> pieces_of(ops.size());
+  size_t live_blocks = 0, most_live_blocks = 0;
+  for (const RandomOp& op : ops) {
+    if (op.allocate) pieces_of[static_cast<size_t>(op.id)] = op.pieces.size();
+    live_blocks = op.allocate ? live_blocks + op.pieces.size() : live_blocks - pieces_of[static_cast<size_t>(op.id)];
+    most_live_blocks = std::max(most_live_blocks, live_blocks);
+  }
+  CachingAllocator a(with_capacity(160 * GiB));
+  const auto start = std::chrono::steady_clock::now();
+  for (const RandomOp& op : ops) {
+    if (op.allocate) {
+      a.allocate(op.id, op.pieces);
+    } else {
+      a.release(op.id);
+    }
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("100000 operations, up to %zu live blocks: %.1f ms (peak reserved %lld GiB, OOM %d)\n",
+              most_live_blocks, seconds * 1e3, static_cast<long long>(a.peak_reserved() / GiB),
+              a.out_of_memory() ? 1 : 0);
+#ifdef NDEBUG
+  EXPECT_LT(seconds, 0.5);
+#else
+  EXPECT_LT(seconds, 5.0);
+#endif
+}
+
+}  // namespace
+}  // namespace ragged::sim

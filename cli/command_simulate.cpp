@@ -86,12 +86,15 @@ SimulationReport simulate_one(const planner::ResolvedScenario& resolved, const S
   if (!options.calibration.empty()) sim_options.calibration = options.calibration;
   const std::string label = label_of(resolved);
   sim_options.progress = progress_bar(resolved.scenario().name() + " " + scenarios::strategy_name(resolved.scenario().training().strategy()));
-  std::string bytes = sim::run_in_child([&] {
-    auto result = sim::simulate(resolved, sim_options);
-    if (sim_options.progress) std::fprintf(stderr, "\r\033[K");
-    return serialize_result(result);
-  });
-  return {label, parse_result(bytes)};
+  sim::ChildUsage usage;
+  std::string bytes = sim::run_in_child(
+      [&] {
+        auto result = sim::simulate(resolved, sim_options);
+        if (sim_options.progress) std::fprintf(stderr, "\r\033[K");
+        return serialize_result(result);
+      },
+      &usage);
+  return {label, parse_result(bytes), usage.max_rss_bytes};
 }
 
 void run(const SimulateOptions& options, Context& context) {

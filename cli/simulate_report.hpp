@@ -15,6 +15,7 @@ namespace ragged::cli {
 struct SimulationReport {
   std::string label;  // scenario name, strategy, GPUs
   sim::SimulationResult result;
+  int64_t max_rss_bytes = 0;  // of the simulation's process
 };
 
 void print_simulation(const SimulationReport& report, std::ostream& out);

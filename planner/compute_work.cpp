@@ -54,8 +54,13 @@ ComputeWork backward_work(const models::UnitSpec& unit, const MicroBatch& batch)
 ComputeWork recompute_work(const models::UnitSpec& unit, const MicroBatch& batch, models::Checkpointing mode) {
   if (unit.kind != models::UnitKind::kBlock || mode == models::Checkpointing::kNone) return {};
   if (mode == models::Checkpointing::kFull) return forward_work(unit, batch);
-  ComputeWork work;  // selective: only the cheap element-wise ops run again
-  work.elementwise_bytes = unit.compute.elementwise_bytes_per_token() * static_cast<double>(batch.tokens());
+  // Selective follows TorchTitan's op-level policy: matmul and attention
+  // outputs are saved except every other matmul (the 2nd, 4th, ...), so
+  // backward recomputes those GEMMs and every element-wise op.
+  ComputeWork forward = forward_work(unit, batch);
+  ComputeWork work;
+  for (size_t i = 1; i < forward.gemms.size(); i += 2) work.gemms.push_back(forward.gemms[i]);
+  work.elementwise_bytes = forward.elementwise_bytes;
   return work;
 }
 

@@ -20,7 +20,8 @@ ComputeWork forward_work(const models::UnitSpec& unit, const MicroBatch& batch);
 // the element-wise traffic (gradients read and written).
 ComputeWork backward_work(const models::UnitSpec& unit, const MicroBatch& batch);
 // What activation checkpointing recomputes before a unit's backward: the
-// whole forward (full) or its element-wise part (selective); empty for none.
+// whole forward (full); for selective, TorchTitan's op-level policy: every
+// element-wise op and every other matmul; nothing for none.
 ComputeWork recompute_work(const models::UnitSpec& unit, const MicroBatch& batch, models::Checkpointing mode);
 
 double total_flops(const ComputeWork& work);

@@ -11,13 +11,14 @@ namespace ragged::scenarios {
 // HBM bandwidth, NVLink 4 at 900 GB/s bidirectional = 450 per direction, H800
 // NVLink at 400 GB/s bidirectional); capacities as PyTorch reports them
 // (torch.cuda.get_device_properties: 79.6 GiB for an 80 GB H100). The
-// "h100-sxm-95g" is the 96 GB lower-TDP H100 of TorchTitan's paper (arXiv
-// 2410.06511, "95 GiB"). The cpu preset describes one host core group used by
+// "h100-sxm-95g" is the H100 of TorchTitan's benchmarks (arXiv 2410.06511;
+// torchtitan docs/performance.md: Grand Teton, 96 GB HBM2e at 2.4 TB/s, the
+// default 500 W power limit instead of 700 W). The cpu preset describes one host core group used by
 // multi-process CPU runs; its numbers are nominal.
 const std::vector<GpuPreset>& gpu_presets() {
   static const std::vector<GpuPreset> presets = {
       {"h100", "NVIDIA H100 SXM5 80 GB", 989.4, 66.9, 79.6, 3350, 450, 1.0},
-      {"h100-sxm-95g", "NVIDIA H100 SXM5 96 GB, lower TDP (TorchTitan)", 989.4, 66.9, 95.0, 3350, 450, 1.0},
+      {"h100-sxm-95g", "NVIDIA H100 SXM5 96 GB HBM2e, 500 W (TorchTitan's Grand Teton)", 989.4, 66.9, 95.0, 2400, 450, 1.0},
       {"h200", "NVIDIA H200 SXM 141 GB", 989.4, 66.9, 140.4, 4800, 450, 1.0},
       {"h800", "NVIDIA H800 SXM5 80 GB", 989.4, 66.9, 79.6, 3350, 200, 1.0},
       {"a100-80g", "NVIDIA A100 SXM4 80 GB", 312.0, 19.5, 79.2, 2039, 300, 1.5},

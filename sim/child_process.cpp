@@ -1,5 +1,6 @@
 #include "sim/child_process.hpp"
 
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -39,7 +40,7 @@ std::string read_all(int fd) {
 
 }  // namespace
 
-std::string run_in_child(const std::function<std::string()>& work) {
+std::string run_in_child(const std::function<std::string()>& work, ChildUsage* usage) {
   int fds[2];
   if (::pipe(fds) != 0) throw InternalError(fmt::format("pipe failed: {}", std::strerror(errno)));
   const pid_t pid = ::fork();
@@ -62,7 +63,13 @@ std::string run_in_child(const std::function<std::string()>& work) {
   std::string message = read_all(fds[0]);
   ::close(fds[0]);
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  struct rusage rusage {};
+  while (::wait4(pid, &status, 0, &rusage) < 0 && errno == EINTR) {
+  }
+  if (usage != nullptr) {
+    usage->cpu_seconds = static_cast<double>(rusage.ru_utime.tv_sec + rusage.ru_stime.tv_sec) +
+                         static_cast<double>(rusage.ru_utime.tv_usec + rusage.ru_stime.tv_usec) * 1e-6;
+    usage->max_rss_bytes = static_cast<int64_t>(rusage.ru_maxrss) * 1024;  // Linux reports KiB
   }
   if (WIFSIGNALED(status)) {
     throw InternalError(fmt::format("the simulation process died with signal {} ({})", WTERMSIG(status),

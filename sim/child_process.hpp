@@ -9,6 +9,11 @@
 
 namespace ragged::sim {
 
-std::string run_in_child(const std::function<std::string()>& work);
+struct ChildUsage {
+  double cpu_seconds = 0;     // user + system time of the child
+  int64_t max_rss_bytes = 0;  // its peak resident memory
+};
+
+std::string run_in_child(const std::function<std::string()>& work, ChildUsage* usage = nullptr);
 
 }  // namespace ragged::sim

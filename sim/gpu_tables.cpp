@@ -88,7 +88,7 @@ std::vector<GpuComputeSpec> build_tables() {
   std::vector<GpuComputeSpec> tables;
   tables.push_back(make_spec(hopper("h100", 3.35e12, kHopper)));
   // Same table: the lower TDP of TorchTitan's 96 GB H100 is not modeled.
-  tables.push_back(make_spec(hopper("h100-sxm-95g", 3.35e12, kHopper)));
+  tables.push_back(make_spec(hopper("h100-sxm-95g", 2.4e12, kHopper)));
   // H200 and H800 have the H100's SMs and clocks; H200 has 4.8 TB/s HBM3e.
   tables.push_back(make_spec(hopper("h200", 4.8e12, kHopper)));
   tables.push_back(make_spec(hopper("h800", 3.35e12, kHopper)));

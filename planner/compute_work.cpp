@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "planner/eager_kernels.hpp"
+
 namespace ragged::planner {
 namespace {
 
@@ -23,6 +25,15 @@ AttentionWork attention(const models::UnitSpec& unit, const MicroBatch& batch, d
   return a;
 }
 
+// Element-wise traffic of a unit's forward for the batch, eager or fused.
+double elementwise_bytes(const models::UnitSpec& unit, const MicroBatch& batch) {
+  double per_token = 0;
+  for (const models::ElementwiseOp& op : unit.compute.elementwise) {
+    per_token += op.bytes_per_token * (batch.fused_elementwise ? 1.0 : eager_traffic_factor(op.name));
+  }
+  return per_token * static_cast<double>(batch.tokens());
+}
+
 }  // namespace
 
 double total_flops(const ComputeWork& work) {
@@ -35,7 +46,7 @@ ComputeWork forward_work(const models::UnitSpec& unit, const MicroBatch& batch) 
   ComputeWork work;
   for (const models::GemmShape& g : unit.compute.gemms) work.gemms.push_back({gemm_rows(g, batch), g.n, g.k, g.count});
   work.attention = attention(unit, batch, 1.0);
-  work.elementwise_bytes = unit.compute.elementwise_bytes_per_token() * static_cast<double>(batch.tokens());
+  work.elementwise_bytes = elementwise_bytes(unit, batch);
   return work;
 }
 
@@ -47,7 +58,7 @@ ComputeWork backward_work(const models::UnitSpec& unit, const MicroBatch& batch)
     work.gemms.push_back({g.n, g.k, m, g.count});  // dW = dY^T @ X: [n x m] @ [m x k]
   }
   work.attention = attention(unit, batch, 2.5);
-  work.elementwise_bytes = 2.0 * unit.compute.elementwise_bytes_per_token() * static_cast<double>(batch.tokens());
+  work.elementwise_bytes = 2.0 * elementwise_bytes(unit, batch);
   return work;
 }
 

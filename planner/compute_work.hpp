@@ -12,6 +12,7 @@ namespace ragged::planner {
 struct MicroBatch {
   int64_t sequences = 1;  // micro_batch_size
   int64_t seq_len = 1;
+  bool fused_elementwise = true;  // false: eager kernels (eager_kernels.hpp)
   int64_t tokens() const { return sequences * seq_len; }
 };
 

@@ -44,7 +44,7 @@ class Builder {
     r_ = dtype_bytes(t.precision().reduce());
     o_ = dtype_bytes(t.precision().master());
     mode_ = checkpointing(t.activation_checkpointing());
-    batch_ = MicroBatch{t.micro_batch_size(), t.sequence_length()};
+    batch_ = MicroBatch{t.micro_batch_size(), t.sequence_length(), t.compiled()};
     reshard_ = t.reshard_after_forward();
     window_ = std::max(1, t.prefetch_depth() + 1);
     if (traits_.max_unsharded_units > 0) window_ = std::min(window_, traits_.max_unsharded_units);

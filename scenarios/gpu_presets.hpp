@@ -17,6 +17,8 @@ struct GpuPreset {
   double hbm_bandwidth_gbytes_per_s = 0;
   double intra_node_gbytes_per_s = 0;  // NVLink per GPU per direction
   double intra_node_latency_us = 0;
+  double tdp_watts = 0;
+  double power_limit_watts = 0;  // as shipped or as the cluster runs it
 };
 
 const std::vector<GpuPreset>& gpu_presets();

@@ -20,10 +20,13 @@ void default_cluster(Cluster* cluster) {
     if (!gpu->has_peak_fp32_tflops()) gpu->set_peak_fp32_tflops(preset->peak_fp32_tflops);
     if (!gpu->has_hbm_capacity_gib()) gpu->set_hbm_capacity_gib(preset->hbm_capacity_gib);
     if (!gpu->has_hbm_bandwidth_gbytes_per_s()) gpu->set_hbm_bandwidth_gbytes_per_s(preset->hbm_bandwidth_gbytes_per_s);
+    if (!gpu->has_tdp_watts() && preset->tdp_watts > 0) gpu->set_tdp_watts(preset->tdp_watts);
+    if (!gpu->has_power_limit_watts() && preset->power_limit_watts > 0) gpu->set_power_limit_watts(preset->power_limit_watts);
     Link* link = cluster->mutable_intra_node();
     if (!link->has_bandwidth_gbytes_per_s()) link->set_bandwidth_gbytes_per_s(preset->intra_node_gbytes_per_s);
     if (!link->has_latency_us()) link->set_latency_us(preset->intra_node_latency_us);
   }
+  if (!gpu->has_power_limit_watts() && gpu->has_tdp_watts()) gpu->set_power_limit_watts(gpu->tdp_watts());
   if (!gpu->has_peak_fp32_tflops() && gpu->has_peak_bf16_tflops()) {
     gpu->set_peak_fp32_tflops(gpu->peak_bf16_tflops() / 14.8);  // Hopper's bf16:fp32 ratio
   }
@@ -119,6 +122,7 @@ void default_training(Training* training, int64_t gpus) {
   default_granularity(training);
   if (!training->has_prefetch_depth()) training->set_prefetch_depth(1);
   if (!training->has_reshard_after_forward()) training->set_reshard_after_forward(true);
+  if (!training->has_compiled()) training->set_compiled(false);
 }
 
 void default_run(Run* run) {

@@ -77,6 +77,13 @@ void check_cluster(const Cluster& cluster, Checker& c) {
   c.positive("cluster.gpu.peak_fp32_tflops", gpu.peak_fp32_tflops());
   c.positive("cluster.gpu.hbm_capacity_gib", gpu.hbm_capacity_gib());
   if (gpu.has_hbm_bandwidth_gbytes_per_s()) c.positive("cluster.gpu.hbm_bandwidth_gbytes_per_s", gpu.hbm_bandwidth_gbytes_per_s());
+  if (gpu.has_tdp_watts()) {
+    c.positive("cluster.gpu.tdp_watts", gpu.tdp_watts());
+    if (gpu.power_limit_watts() > gpu.tdp_watts() || !(gpu.power_limit_watts() > 0)) {
+      c.fail("cluster.gpu.power_limit_watts", fmt::format("power_limit_watts is {}; it must be positive and at most tdp_watts ({})",
+                                                          gpu.power_limit_watts(), gpu.tdp_watts()));
+    }
+  }
   c.at_least("cluster.gpus_per_node", cluster.gpus_per_node(), 1, "GPUs in one node");
   c.at_least("cluster.nodes", cluster.nodes(), 1, "nodes in the cluster");
   if (cluster.intra_node().has_bandwidth_gbytes_per_s()) c.positive("cluster.intra_node.bandwidth_gbytes_per_s", cluster.intra_node().bandwidth_gbytes_per_s());

@@ -182,6 +182,18 @@ ComputeModel ComputeModel::from_calibration(const std::filesystem::path& path) {
   return ComputeModel(std::move(spec));
 }
 
+double power_limited_clock(double tdp_watts, double power_limit_watts) {
+  if (tdp_watts <= 0 || power_limit_watts <= 0 || power_limit_watts >= tdp_watts) return 1.0;
+  const double fixed = 0.2 * tdp_watts;
+  return std::cbrt(std::max(0.0, power_limit_watts - fixed) / (tdp_watts - fixed));
+}
+
+ComputeModel ComputeModel::with_clock_factor(double factor) const {
+  GpuComputeSpec spec = spec_;
+  spec.clock_factor = factor;
+  return ComputeModel(std::move(spec));
+}
+
 double ComputeModel::gemm_rate(double flops) const {
   const std::vector<GemmPoint>& points = spec_.gemm;
   auto flops_of = [](const GemmPoint& p) { return gemm_flops_of_one({p.m, p.n, p.k, 1}); };
@@ -201,7 +213,7 @@ double ComputeModel::gemm_seconds(const planner::Gemm& gemm) const {
   const double copies = static_cast<double>(gemm.count);
   const double m = static_cast<double>(gemm.m), n = static_cast<double>(gemm.n), k = static_cast<double>(gemm.k);
   // The copies run as one batched launch, each at the rate of its own shape.
-  const double compute = copies * one / gemm_rate(one);
+  const double compute = copies * one / (gemm_rate(one) * spec_.clock_factor);
   const double traffic = copies * (m * k + k * n + m * n) * kBf16Bytes;
   return std::max(compute, memory_seconds(traffic)) + spec_.launch_seconds;
 }
@@ -209,7 +221,7 @@ double ComputeModel::gemm_seconds(const planner::Gemm& gemm) const {
 double ComputeModel::attention_seconds(const planner::AttentionWork& attention, bool backward) const {
   if (attention.flops <= 0) return 0;
   const double efficiency = backward ? spec_.attention_backward_efficiency : spec_.attention_forward_efficiency;
-  return attention.flops / (spec_.peak_flops * efficiency) + spec_.launch_seconds;
+  return attention.flops / (spec_.peak_flops * efficiency * spec_.clock_factor) + spec_.launch_seconds;
 }
 
 double ComputeModel::memory_seconds(double bytes) const {

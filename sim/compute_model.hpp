@@ -30,7 +30,17 @@ struct GpuComputeSpec {
   double memory_efficiency = 0;      // achieved fraction of HBM bandwidth for streaming kernels
   double launch_seconds = 0;         // per kernel launch that the GPU waits for
   std::string source;                // where the numbers come from
+  // Sustained SM clock relative to the tables' (1: no power limit below the
+  // TDP). Scales compute-bound rates (GEMMs, attention), not memory-bound ones.
+  double clock_factor = 1.0;
 };
+
+// The sustained SM clock under a power limit, relative to the clock at the
+// TDP: dynamic power goes as f * V^2 and V follows f in the DVFS range, so
+// it goes as f^3; a fixed share of the TDP (memory, leakage, fans) does not
+// scale. clock = ((limit - fixed) / (tdp - fixed))^(1/3), fixed = 20% of TDP
+// (an assumption, docs/SIMULATOR.md). 1 when no limit below the TDP is set.
+double power_limited_clock(double tdp_watts, double power_limit_watts);
 
 // The documented default table of a preset (sim/gpu_tables.cpp) at the
 // preset's datasheet peaks; nullptr for a name without a table.
@@ -56,6 +66,8 @@ class ComputeModel {
   double memory_seconds(double bytes) const;
 
   const GpuComputeSpec& spec() const { return spec_; }
+  // The same model with compute-bound rates scaled to a power-limited clock.
+  ComputeModel with_clock_factor(double factor) const;
 
  private:
   double gemm_rate(double flops) const;

@@ -39,9 +39,12 @@ int representative_rank(const planner::ProgramInputs& inputs) {
   return static_cast<int>(std::max_element(load.begin(), load.end()) - load.begin());
 }
 
+// A calibration measured on the device already includes its clocks; the
+// default tables are at the TDP, so a lower power limit slows them.
 ComputeModel compute_model(const scenarios::Gpu& gpu, const SimulationOptions& options) {
   if (options.calibration) return ComputeModel::from_calibration(*options.calibration);
-  return ComputeModel::defaults(gpu.preset(), gpu.peak_bf16_tflops() * 1e12, gpu.hbm_bandwidth_gbytes_per_s() * 1e9);
+  return ComputeModel::defaults(gpu.preset(), gpu.peak_bf16_tflops() * 1e12, gpu.hbm_bandwidth_gbytes_per_s() * 1e9)
+      .with_clock_factor(power_limited_clock(gpu.tdp_watts(), gpu.power_limit_watts()));
 }
 
 }  // namespace

@@ -323,3 +323,29 @@ TEST(ComputeModelLlama, Llama3_8bLayerForwardOnH100) {
 
 }  // namespace
 }  // namespace ragged::sim
+
+namespace ragged::sim {
+namespace {
+
+TEST(ComputePowerLimit, ClockFollowsTheCubeOfTheDynamicPower) {
+  EXPECT_DOUBLE_EQ(power_limited_clock(700, 700), 1.0);
+  EXPECT_DOUBLE_EQ(power_limited_clock(700, 0), 1.0);  // no limit given
+  // 500 W of 700 W with 140 W fixed: (360 / 560)^(1/3).
+  EXPECT_NEAR(power_limited_clock(700, 500), std::cbrt(360.0 / 560.0), 1e-12);
+  EXPECT_LT(power_limited_clock(700, 400), power_limited_clock(700, 500));
+}
+
+TEST(ComputePowerLimit, SlowsComputeBoundWorkOnly) {
+  const ComputeModel full = ComputeModel::defaults("h100", 989.4e12, 3.35e12);
+  const ComputeModel capped = full.with_clock_factor(0.8);
+  const planner::Gemm big{8192, 8192, 8192, 1};
+  const double launch = full.spec().launch_seconds;
+  EXPECT_NEAR(capped.gemm_seconds(big) - launch, (full.gemm_seconds(big) - launch) / 0.8, 1e-12);
+  planner::AttentionWork attention;
+  attention.flops = 1e12;
+  EXPECT_NEAR(capped.attention_seconds(attention, false) - launch, (full.attention_seconds(attention, false) - launch) / 0.8, 1e-12);
+  EXPECT_DOUBLE_EQ(capped.memory_seconds(1e9), full.memory_seconds(1e9));
+}
+
+}  // namespace
+}  // namespace ragged::sim

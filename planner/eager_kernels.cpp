@@ -1,0 +1,29 @@
+#include "planner/eager_kernels.hpp"
+
+namespace ragged::planner {
+
+// Counted from TorchTitan's eager Llama (torchtitan/models: RMSNorm,
+// apply_rotary_emb, FeedForward, the loss), bytes per element of the op's
+// input, bf16 activations:
+//  - RMSNorm `(_norm(x.float())).type_as(x) * weight`: x.float() 2+4,
+//    pow 4+4, mean 4, x * rsqrt 4+4, type_as 4+2, * weight 2+2 = 36 bytes
+//    against 4 fused (read x, write y): 9x.
+//  - rotary: xq.float() 2+4, complex multiply 4+4, type_as 4+2 = 20 against
+//    4 fused: 5x.
+//  - SwiGLU `silu(w1(x)) * w3(x)`: silu 2+2, multiply 2+2+2 = 10 against 6
+//    fused (read both, write one): 5/3.
+//  - cross-entropy on `logits.float()`: cast 2+4, log_softmax 4+4 = 14
+//    against the 10 the model counts: 1.4x.
+// Residual adds, the embedding lookup and MoE routing are single kernels.
+double eager_traffic_factor(std::string_view name) {
+  auto ends_with = [&](std::string_view suffix) {
+    return name.size() >= suffix.size() && name.substr(name.size() - suffix.size()) == suffix;
+  };
+  if (ends_with("norm") || ends_with("layernorm")) return 9.0;
+  if (name == "rotary") return 5.0;
+  if (name == "swiglu") return 10.0 / 6.0;
+  if (name == "cross_entropy") return 1.4;
+  return 1.0;
+}
+
+}  // namespace ragged::planner

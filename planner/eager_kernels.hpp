@@ -1,0 +1,15 @@
+#pragma once
+// How much more memory traffic an element-wise op of the model moves when it
+// runs as PyTorch eager kernels (one kernel per torch op, each reading and
+// writing the whole tensor, often upcast to fp32) than as the one fused
+// kernel the model's byte counts assume (what torch.compile produces).
+
+#include <string_view>
+
+namespace ragged::planner {
+
+// Eager traffic / fused traffic for an op of models/ (by its name); 1 for ops
+// that are one kernel anyway.
+double eager_traffic_factor(std::string_view op_name);
+
+}  // namespace ragged::planner

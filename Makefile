@@ -23,8 +23,7 @@ build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
 demo: build
-	$(RAGGED) scenario validate llama3-8b-8xh100
-	$(RAGGED) inspect llama3-8b
+	$(RAGGED) simulate
 
 test: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)

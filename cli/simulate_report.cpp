@@ -141,7 +141,8 @@ void print_simulation_comparison(const std::vector<SimulationReport>& reports, s
                format_seconds(s.exposed_comm_s()), gib(s.peak_reserved_bytes()), memory_verdict(s),
                fmt::format("{:.2f}", r.result.stats.wall_seconds)});
   }
-  out << reports.front().label << " (predicted, strategies side by side)\n";
+  const auto& meta = reports.front().result.trace.metadata();
+  out << fmt::format("{} on {} GPUs (predicted, strategies side by side)\n", meta.scenario_name(), format_integer(meta.world_size()));
   table.print(out, "  ");
 }
 

@@ -8,6 +8,8 @@ find_package(nlohmann_json REQUIRED)
 # SimGrid ships no CMake package in Debian: pkg-config (../shared/reference/simgrid.md).
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(SIMGRID REQUIRED IMPORTED_TARGET simgrid)
+# The host backend's GEMMs (Debian's libopenblas-dev).
+pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)
 
 if(RAGGED_TESTS)
   find_package(GTest REQUIRED)

@@ -1,0 +1,50 @@
+#pragma once
+// The collectives the backend runs, on one group of ranks: in place on the
+// DBuffer, like NCCL's in-place all-gather (each rank's input is its own
+// slot of the output) and reduce-scatter (each rank's output is its own slot
+// of the input). Implementations: local (one rank), mpi (host buffers, MPI),
+// nccl (device buffers, CUDA). Element type fp32 on the host.
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace ragged::backend {
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual std::string name() const = 0;  // "local", "mpi", "nccl"
+
+  // buffer holds size() slots of `count` elements; slot rank() is the input.
+  virtual void all_gather_in_place(float* buffer, int64_t count) = 0;
+  // buffer holds size() slots of `count` elements; afterwards slot rank()
+  // holds the elementwise sum of every rank's slot rank().
+  virtual void reduce_scatter_in_place(float* buffer, int64_t count) = 0;
+  // Elementwise sum over the group, in place.
+  virtual void all_reduce_in_place(float* buffer, int64_t count) = 0;
+  // Variable-size all-to-all: send[i] elements at send_displs[i] of `send`
+  // go to rank i; recv[i] elements from rank i land at recv_displs[i].
+  virtual void all_to_all_v(const float* send, std::span<const int64_t> send_counts, std::span<const int64_t> send_displs,
+                            float* recv, std::span<const int64_t> recv_counts, std::span<const int64_t> recv_displs) = 0;
+  virtual void barrier() = 0;
+  // Sum of a value over the group (losses, checks).
+  virtual double sum(double value) = 0;
+};
+
+// One rank, no communication.
+std::unique_ptr<Communicator> make_local_communicator();
+
+// The world of an MPI launch (mpirun -np N); throws InputError when Ragged was
+// built without MPI. Initialises MPI on first use; finalises at exit.
+std::unique_ptr<Communicator> make_mpi_communicator();
+
+// True when this process was started by an MPI launcher with more than one rank.
+bool launched_by_mpi();
+
+}  // namespace ragged::backend

@@ -1,0 +1,2 @@
+list(APPEND RAGGED_BACKEND_SRCS
+  ${CMAKE_CURRENT_LIST_DIR}/build_info.cpp)

@@ -1,0 +1,61 @@
+#pragma once
+// The real compute of a training step on the host: every unit of the model
+// as GEMMs (its attention projections, its MLP or experts, the head) forward
+// and backward (dX and dW) with the element-wise ops between them, on a
+// synthetic batch with a real cross-entropy loss, so gradients are real.
+// The attention core is replaced by a linear mixing of q, k, v (documented in
+// docs/BACKEND.md): every parameter gets a gradient, the math stays exact to
+// check. fp32 throughout; GEMMs through CBLAS (OpenBLAS).
+
+#include <cstdint>
+#include <vector>
+
+#include "models/model_spec.hpp"
+
+namespace ragged::backend {
+
+// Token ids and next-token labels of `sequences` sequences, a pure function
+// of (seed, index of the first sequence): every rank builds its own
+// micro-batch, the single-rank reference builds the global batch.
+struct Batch {
+  int64_t sequences = 0;
+  int64_t seq_len = 0;
+  std::vector<int32_t> tokens;  // sequences * seq_len
+  std::vector<int32_t> labels;
+};
+
+Batch synthetic_batch(uint64_t seed, int64_t first_sequence, int64_t sequences, int64_t seq_len, int64_t vocab);
+
+// The initial value of element `index` of tensor `tensor` of the model: a
+// pure function, so every rank initialises its own shard without talking.
+float initial_value(uint64_t seed, const models::TensorSpec& tensor, int64_t tensor_id, int64_t index);
+
+// Pointers to a unit's tensors in the unit's tensor order (contiguous each).
+using ConstTensors = std::vector<const float*>;
+using Tensors = std::vector<float*>;
+
+class HostWorkload {
+ public:
+  HostWorkload(const models::ModelSpec& model, int64_t sequences, int64_t seq_len);
+  ~HostWorkload();
+  HostWorkload(const HostWorkload&) = delete;
+  HostWorkload& operator=(const HostWorkload&) = delete;
+
+  // Starts a micro-batch.
+  void set_batch(const Batch& batch);
+  // Forward of unit u (in order 0..U-1): reads the activation unit u-1 left.
+  void forward(int unit, const ConstTensors& params);
+  // Backward of unit u (in order U-1..0): adds this micro-batch's gradients
+  // to `grads` and passes the activation gradient on.
+  void backward(int unit, const ConstTensors& params, const Tensors& grads);
+  // Mean cross-entropy of the micro-batch, known after the head's forward.
+  double loss() const;
+  // FLOPs of the GEMMs run so far (for the measured trace).
+  double gemm_flops() const;
+
+ private:
+  struct State;
+  State* state_;
+};
+
+}  // namespace ragged::backend

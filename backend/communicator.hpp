@@ -33,8 +33,20 @@ class Communicator {
   virtual void all_to_all_v(const float* send, std::span<const int64_t> send_counts, std::span<const int64_t> send_displs,
                             float* recv, std::span<const int64_t> recv_counts, std::span<const int64_t> recv_displs) = 0;
   virtual void barrier() = 0;
+  // Ends every rank of the job after an error on this one (a rank that
+  // failed alone would leave the others waiting in a collective forever).
+  virtual void abort(int exit_code) = 0;
   // Sum of a value over the group (losses, checks).
   virtual double sum(double value) = 0;
+
+  // Ordered reductions: reduce-scatter sums the ranks' slots in rank order
+  // (0 + r0 + r1 + ...), as the single-process reference does, so results are
+  // bitwise reproducible; costs an all-to-all instead of MPI's own reduction.
+  void set_ordered_reductions(bool ordered) { ordered_reductions_ = ordered; }
+  bool ordered_reductions() const { return ordered_reductions_; }
+
+ private:
+  bool ordered_reductions_ = false;
 };
 
 // One rank, no communication.

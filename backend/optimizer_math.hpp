@@ -18,17 +18,40 @@ struct AdamWParams {
   double weight_decay = 0.1;
 };
 
-// One AdamW step (decoupled weight decay) at step `step` (1-based).
+// One AdamW step (decoupled weight decay) at step `step` (1-based), as
+// torch.optim.AdamW. The step's scalars (1 - lr * wd, lr / (1 - beta1^step),
+// sqrt(1 - beta2^step)) are computed once in double and rounded to float; each
+// element runs the same float operations in a fixed order
+// (optimizer_adamw_kernel.hpp), so any split of a span gives the same bits.
 void adamw_step(std::span<float> params, std::span<const float> grads, std::span<float> m, std::span<float> v,
                 int64_t step, const AdamWParams& p);
+
+// Number of quantisation blocks of a span of `numel` elements: ceil(numel / block).
+int64_t adam8bit_num_blocks(int64_t numel, int64_t block);
 
 // Block-wise 8-bit Adam: m and v are stored as int8/uint8 codes with one fp32
 // absmax scale per block of `block` consecutive elements (a block is a tile's
 // run of elements inside one rank's shard: whole tiles never straddle ranks).
 // Dequantise, update as AdamW, requantise (round to nearest).
+// Blocks are cut from the span's first element; the last may be shorter, and
+// m_scales/v_scales hold adam8bit_num_blocks(numel, block) entries. Codes are
+// linear (m = code * scale / 127, v = code * scale / 255, scale = the block's
+// absmax), except that the step reads v's code 0 as half a code (see
+// optimizer_adam8bit.cpp). Block-aligned shards compute bit for bit what the
+// whole span computes.
 void adam8bit_step(std::span<float> params, std::span<const float> grads, std::span<int8_t> m_codes,
                    std::span<float> m_scales, std::span<uint8_t> v_codes, std::span<float> v_scales, int64_t block,
                    int64_t step, const AdamWParams& p);
+
+// The linear block quantisers of adam8bit_step, one block at a time (exposed
+// for tests and for initialising states). Signed: scale = max |x|,
+// code = round(x / scale * 127), x ~ code * scale / 127. Unsigned (x >= 0):
+// scale = max x, code = round(x / scale * 255), x ~ code * scale / 255. Round
+// to nearest, ties away from zero; a zero scale gives zero codes. Return the scale.
+float quantize_block_int8(std::span<const float> values, std::span<int8_t> codes);
+void dequantize_block_int8(std::span<const int8_t> codes, float scale, std::span<float> values);
+float quantize_block_uint8(std::span<const float> values, std::span<uint8_t> codes);
+void dequantize_block_uint8(std::span<const uint8_t> codes, float scale, std::span<float> values);
 
 struct MuonParams {
   double lr = 0.02;
@@ -43,7 +66,10 @@ void muon_momentum(std::span<const float> grads, std::span<float> m, std::span<f
 
 // Newton-Schulz orthogonalisation of a rows x cols matrix in place (the
 // quintic iteration of Muon, coefficients 3.4445, -4.7750, 2.0315), on the
-// whole matrix: the owner rank runs it after gathering the matrix.
+// whole matrix: the owner rank runs it after gathering the matrix. A tall
+// matrix is transposed first (NS(G^T) == NS(G)^T bit for bit), then
+// X = G / (||G||_F + 1e-7) with the norm summed in double; the GEMMs are
+// cblas_sgemm. Deterministic for a given BLAS build and thread count.
 void newton_schulz(std::span<float> matrix, int64_t rows, int64_t cols, int steps);
 
 // Applies an orthogonalised update: p -= lr * scale * u, scale = sqrt(max(1, rows/cols)).

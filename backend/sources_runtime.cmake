@@ -1,2 +1,8 @@
 list(APPEND RAGGED_BACKEND_SRCS
-  ${CMAKE_CURRENT_LIST_DIR}/build_info.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/build_info.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/unit_shard.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/host_optimizer.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/host_executor.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/reference.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/run_trace.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/run.cpp)

@@ -22,6 +22,10 @@ struct Batch {
   int64_t seq_len = 0;
   std::vector<int32_t> tokens;  // sequences * seq_len
   std::vector<int32_t> labels;
+  // Index of the first sequence in the global batch: a token's global index
+  // (first_sequence * seq_len + its index here) picks its experts, so a
+  // sharded run routes every token as the single-rank reference does.
+  int64_t first_sequence = 0;
 };
 
 Batch synthetic_batch(uint64_t seed, int64_t first_sequence, int64_t sequences, int64_t seq_len, int64_t vocab);
@@ -31,8 +35,17 @@ Batch synthetic_batch(uint64_t seed, int64_t first_sequence, int64_t sequences, 
 float initial_value(uint64_t seed, const models::TensorSpec& tensor, int64_t tensor_id, int64_t index);
 
 // Pointers to a unit's tensors in the unit's tensor order (contiguous each).
+// With tied embeddings the head unit has no lm_head tensor: its forward and
+// backward take one more pointer after the unit's own, the embedding table
+// (params) and the embedding's gradient (grads); see head_reads_embedding.
 using ConstTensors = std::vector<const float*>;
 using Tensors = std::vector<float*>;
+
+// True when the head multiplies by the embedding table (tied embeddings).
+bool head_reads_embedding(const models::ModelSpec& model);
+// Pointers forward/backward of `unit` expect: its tensors, plus the embedding
+// for a tied head.
+size_t workload_tensor_count(const models::ModelSpec& model, int unit);
 
 class HostWorkload {
  public:
@@ -48,7 +61,8 @@ class HostWorkload {
   // Backward of unit u (in order U-1..0): adds this micro-batch's gradients
   // to `grads` and passes the activation gradient on.
   void backward(int unit, const ConstTensors& params, const Tensors& grads);
-  // Mean cross-entropy of the micro-batch, known after the head's forward.
+  // Mean cross-entropy over the micro-batch's tokens, known after the head's
+  // forward; backward differentiates this mean.
   double loss() const;
   // FLOPs of the GEMMs run so far (for the measured trace).
   double gemm_flops() const;

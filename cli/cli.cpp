@@ -19,6 +19,8 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   add_scenario_command(app, context);
   add_plan_command(app, context);
   add_simulate_command(app, context);
+  add_run_command(app, context);
+  add_compare_command(app, context);
 
   try {
     app.parse(argc, argv);

@@ -18,5 +18,7 @@ void add_inspect_command(CLI::App& app, Context& context);
 void add_scenario_command(CLI::App& app, Context& context);
 void add_plan_command(CLI::App& app, Context& context);
 void add_simulate_command(CLI::App& app, Context& context);
+void add_run_command(CLI::App& app, Context& context);
+void add_compare_command(CLI::App& app, Context& context);
 
 }  // namespace ragged::cli

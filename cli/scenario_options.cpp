@@ -34,11 +34,32 @@ void ScenarioOptions::add_to(CLI::App* command, bool allow_all_strategies) {
   command->add_option("--granularity", granularity, "Sharding granularity: element, rows:K, block:RxC or matrix");
 }
 
+void ScenarioOptions::add_optimizer_to(CLI::App* command) {
+  command->add_option("--optimizer", optimizer, "Optimizer: adamw, adam8bit, muon or shampoo (defaults for its settings)");
+}
+
+namespace {
+
+void set_optimizer(scenarios::LoadedScenario& loaded, const std::string& name) {
+  scenarios::Optimizer* o = loaded.written.mutable_training()->mutable_optimizer();
+  if (name == "adamw") o->mutable_adamw();
+  else if (name == "adam8bit") o->mutable_adam8bit();
+  else if (name == "muon") o->mutable_muon();
+  else if (name == "shampoo") o->mutable_shampoo();
+  else throw InputError(fmt::format("--optimizer {}: use adamw, adam8bit, muon or shampoo", name));
+  // 8-bit Adam brings its block granularity unless one is given.
+  if (name == "adam8bit") loaded.written.mutable_training()->mutable_granularity()->clear_default_spec();
+  loaded = scenarios::rebuild(std::move(loaded));
+}
+
+}  // namespace
+
 std::vector<planner::ResolvedScenario> ScenarioOptions::resolve() const {
   if (!model.empty() && !scenario.empty()) throw InputError("give either a scenario or --model, not both");
   scenarios::LoadedScenario loaded = model.empty() ? scenarios::load_scenario(scenario.empty() ? scenarios::kDefaultScenario : scenario)
                                                    : model_only(model, gpus);
   if (gpus > 0 && model.empty()) loaded = scenarios::with_total_gpus(loaded, gpus);
+  if (!optimizer.empty()) set_optimizer(loaded, optimizer);
   if (!granularity.empty()) {
     planner::GranularitySpec spec = planner::GranularitySpec::parse(granularity);
     auto* proto = loaded.scenario.mutable_training()->mutable_granularity();

@@ -19,8 +19,11 @@ struct ScenarioOptions {
   int64_t gpus = 0;         // --gpus: 0 keeps the scenario's
   std::string strategy;     // --strategy: one name, "all", or "" to keep the scenario's
   std::string granularity;  // --granularity: element | rows:K | block:RxC | matrix
+  std::string optimizer;    // --optimizer: adamw | adam8bit | muon | shampoo
 
   void add_to(CLI::App* command, bool allow_all_strategies);
+  // Also offer --optimizer.
+  void add_optimizer_to(CLI::App* command);
 
   // The scenarios to run: one, or one per strategy with --strategy all.
   std::vector<planner::ResolvedScenario> resolve() const;

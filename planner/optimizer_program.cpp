@@ -120,15 +120,20 @@ void add_optimizer_ops(ProgramWriter& w, const OptimizerContext& c, const std::v
       // owners, the owners' math, and the scatter back.
       last = w.traffic(OpKind::kOptimizer, Stream::kCompute, u, -1, name + " momentum",
                        static_cast<int64_t>(3.0 * c.master_bytes * static_cast<double>(shard)), {last});
+      w.program().ops[last].phase = OptimizerPhase::kMomentum;
       last = w.collective(OpKind::kAllToAll, Stream::kAllGather, Group::kShard, u, -1, name + " gather to owners",
                           gathered * c.param_bytes, -1, {last});
+      w.program().ops[last].phase = OptimizerPhase::kGather;
       last = w.compute(OpKind::kOptimizer, u, -1, name + (c.optimizer.has_muon() ? " newton-schulz" : " shampoo"),
                        std::move(owned), {last});
+      w.program().ops[last].phase = OptimizerPhase::kOrthogonalize;
       last = w.collective(OpKind::kAllToAll, Stream::kAllGather, Group::kShard, u, -1, name + " scatter from owners",
                           gathered * c.param_bytes, -1, {last});
+      w.program().ops[last].phase = OptimizerPhase::kScatter;
     }
-    w.traffic(OpKind::kOptimizer, Stream::kCompute, u, -1, name + " update",
-              static_cast<int64_t>(per_element * static_cast<double>(shard)), {last});
+    uint32_t update = w.traffic(OpKind::kOptimizer, Stream::kCompute, u, -1, name + " update",
+                                static_cast<int64_t>(per_element * static_cast<double>(shard)), {last});
+    w.program().ops[update].phase = OptimizerPhase::kUpdate;
   }
 }
 

@@ -90,6 +90,9 @@ struct ComputeWork {
   double other_flops = 0;        // non-GEMM math (Newton-Schulz is GEMMs; this is for the rest)
 };
 
+// Which part of an owner-based optimizer (Muon, Shampoo) an op is.
+enum class OptimizerPhase { kNone, kMomentum, kGather, kOrthogonalize, kScatter, kUpdate };
+
 struct Op {
   uint32_t id = 0;
   OpKind kind = OpKind::kComputeFwd;
@@ -103,6 +106,7 @@ struct Op {
   double flops = 0;      // compute ops: executed FLOPs
   ComputeWork work;      // compute, recompute and optimizer ops
   std::vector<uint32_t> deps;  // ops (on any stream) that must finish first
+  OptimizerPhase phase = OptimizerPhase::kNone;  // optimizer ops and their all-to-alls
 };
 
 // Bytes that live for the whole step on every rank.

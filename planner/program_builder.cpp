@@ -164,11 +164,12 @@ class Builder {
     int out = w_.buffer(spec(u).name + " unsharded params", BufferKind::kUnshardedParams, u, gathered_bytes);
     uint32_t last = w_.alloc(out, Stream::kAllGather, std::move(slot_free));
     if (traits_.cast_before_gather && p_ != o_) {
-      last = w_.traffic(OpKind::kCast, Stream::kAllGather, u, g.micro_batch, label + " cast shard", shard(u) * (o_ + p_), {last});
+      last = w_.traffic(OpKind::kCast, Stream::kAllGather, u, g.micro_batch, label + " cast shard", shard(u) * (o_ + p_), {last},
+                        out);
     }
     if (layout.copies.all_gather_in > 0) {
       last = w_.traffic(OpKind::kCopyIn, Stream::kAllGather, u, g.micro_batch, label + " all-gather copy-in",
-                        layout.copies.all_gather_in * 2 * p_, {last});
+                        layout.copies.all_gather_in * 2 * p_, {last}, out);
     }
     last = w_.collective(OpKind::kAllGather, Stream::kAllGather, Group::kShard, u, g.micro_batch, label + " all-gather",
                          gathered_bytes, out, {last});
@@ -290,7 +291,7 @@ class Builder {
       const bool pack = layout.copies.reduce_scatter_in > 0;
       const int64_t elements = pack ? layout.copies.reduce_scatter_in : gathered;
       last = w_.traffic(pack ? OpKind::kCopyIn : OpKind::kCast, Stream::kReduceScatter, u, mb,
-                        name + (pack ? " reduce-scatter copy-in" : " cast grads"), elements * (p_ + r_), {last});
+                        name + (pack ? " reduce-scatter copy-in" : " cast grads"), elements * (p_ + r_), {last}, input);
       w_.free(grads, Stream::kReduceScatter, {last});
     }
     last = w_.collective(OpKind::kReduceScatter, Stream::kReduceScatter, Group::kShard, u, mb, name + " reduce-scatter",

@@ -168,6 +168,8 @@ LoadedScenario load_scenario(std::string_view name_or_path) {
                                "or one of {}", name_or_path, fmt::join(names, ", ")));
 }
 
+LoadedScenario rebuild(LoadedScenario loaded) { return finish(std::move(loaded)); }
+
 LoadedScenario with_total_gpus(const LoadedScenario& loaded, int64_t gpus) {
   if (gpus < 1) throw InputError(fmt::format("--gpus {}: the number of GPUs must be at least 1", gpus));
   LoadedScenario changed = loaded;

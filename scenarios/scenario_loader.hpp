@@ -37,6 +37,9 @@ LoadedScenario load_scenario(std::string_view name_or_path);
 // change, and the shard and replicate groups are re-derived unless written.
 LoadedScenario with_total_gpus(const LoadedScenario& loaded, int64_t gpus);
 
+// After edits to `written` (command-line overrides): defaults and validation again.
+LoadedScenario rebuild(LoadedScenario loaded);
+
 // An InputError "origin:line:col: path: message" (the location of the nearest
 // written ancestor when the field itself was not written).
 [[noreturn]] void throw_field_error(const LoadedScenario& loaded, std::string_view path,

@@ -1,0 +1,301 @@
+// The MPI communicator: the world of an `mpirun -np N` launch, host fp32
+// buffers. Without MPI in the build only launched_by_mpi() is real and
+// make_mpi_communicator() throws an InputError that says how to get MPI.
+//
+// Every MPI call goes through MPI_CHECK (backend/mpi_check.hpp). Each
+// communicator works on its own duplicate of MPI_COMM_WORLD with
+// MPI_ERRORS_RETURN, so a failing call throws InternalError instead of
+// aborting the job, and Ragged's traffic never matches anyone else's.
+//
+// Reduction order: MPI leaves the order of a sum to the implementation (Open
+// MPI picks ring, recursive doubling, ... by message and group size), so fp32
+// sums of general data may differ in the last bits between group sizes, Open
+// MPI versions or tunings. Tests and the collective self-test use small
+// integers, whose sums are exact in fp32 in any order
+// (backend/collective_check.hpp).
+
+#include <charconv>
+#include <cstdlib>
+#include <string_view>
+
+#include "backend/communicator.hpp"
+#include "common/errors.hpp"
+
+#ifdef RAGGED_HAVE_MPI
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "backend/mpi_check.hpp"
+#endif
+
+namespace ragged::backend {
+namespace {
+
+// The group size the launcher announced (Open MPI's mpirun, or a PMI launcher:
+// MPICH's hydra, Slurm's srun), 0 when there is none.
+int launcher_world_size() {
+  for (const char* variable : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}) {
+    const char* text = std::getenv(variable);
+    if (text == nullptr) continue;
+    const std::string_view view(text);
+    int size = 0;
+    const auto [end, error] = std::from_chars(view.data(), view.data() + view.size(), size);
+    if (error == std::errc() && end == view.data() + view.size() && size > 0) return size;
+  }
+  return 0;
+}
+
+}  // namespace
+
+bool launched_by_mpi() { return launcher_world_size() > 1; }
+
+#ifdef RAGGED_HAVE_MPI
+
+void throw_mpi_error(const char* call, const char* file, int line, int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  std::string reason = fmt::format("MPI error code {}", code);
+  if (MPI_Error_string(code, text, &length) == MPI_SUCCESS && length > 0) reason.assign(text, static_cast<size_t>(length));
+  throw InternalError(fmt::format("{}:{}: {} failed: {}", file, line, call, reason));
+}
+
+namespace mpi_detail {
+namespace {
+std::atomic<int64_t> max_elements{INT_MAX};
+}  // namespace
+
+int64_t max_elements_per_call() { return max_elements.load(std::memory_order_relaxed); }
+
+void set_max_elements_per_call(int64_t elements) {
+  RAGGED_ASSERT(elements >= 1 && elements <= INT_MAX, "the elements of one MPI call must fit an int");
+  max_elements.store(elements, std::memory_order_relaxed);
+}
+
+}  // namespace mpi_detail
+
+namespace {
+
+// A split reduce-scatter packs one piece of every slot into a temporary of at
+// most this many elements (1 GiB of fp32).
+constexpr int64_t kMaxPackedElements = int64_t{1} << 28;
+
+// Registered with atexit only when Ragged initialised MPI itself.
+void finalize_mpi_at_exit() {
+  int finalized = 1;
+  if (MPI_Finalized(&finalized) == MPI_SUCCESS && !finalized) MPI_Finalize();
+}
+
+// Initialises MPI on first use. MPI_THREAD_MULTIPLE lets communicators from
+// separate make_mpi_communicator() calls run on separate threads; calls on
+// one communicator must still come from one thread at a time, in the same
+// order on every rank (MPI's rule for collectives). A program that
+// initialised MPI itself also finalises it.
+void ensure_mpi_initialized() {
+  static std::mutex mutex;
+  const std::lock_guard lock(mutex);
+  int initialized = 0;
+  MPI_CHECK(MPI_Initialized(&initialized));
+  if (initialized) {
+    int finalized = 0;
+    MPI_CHECK(MPI_Finalized(&finalized));
+    if (finalized) throw InternalError("make_mpi_communicator: MPI has already been finalized in this process");
+    return;
+  }
+  int provided = 0;
+  MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided));
+  if (std::atexit(finalize_mpi_at_exit) != 0) {
+    MPI_Finalize();
+    throw InternalError("make_mpi_communicator: cannot register MPI_Finalize at exit");
+  }
+}
+
+// An MPI datatype freed when it goes out of scope.
+class OwnedDatatype {
+ public:
+  OwnedDatatype() = default;
+  OwnedDatatype(const OwnedDatatype&) = delete;
+  OwnedDatatype& operator=(const OwnedDatatype&) = delete;
+  ~OwnedDatatype() {
+    if (type_ != MPI_DATATYPE_NULL) MPI_Type_free(&type_);  // no throwing from a destructor
+  }
+  MPI_Datatype* out() { return &type_; }
+  MPI_Datatype get() const { return type_; }
+
+ private:
+  MPI_Datatype type_ = MPI_DATATYPE_NULL;
+};
+
+// One slot of `count` floats as a single element of a derived datatype, for
+// slots larger than an int count: `count / chunk` chunks of `chunk` floats,
+// then the rest, resized to an extent of exactly `count` floats so that
+// element r of an all-gather lands on slot r. Data movement only: MPI's
+// predefined reductions are not used on it.
+void build_slot_datatype(int64_t count, int64_t chunk, OwnedDatatype& slot) {
+  const int64_t chunks = count / chunk;
+  const int64_t rest = count % chunk;
+  if (chunks > INT_MAX) throw InputError(fmt::format("a slot of {} elements is too large for MPI", count));
+  OwnedDatatype piece, body, tail, whole;
+  MPI_CHECK(MPI_Type_contiguous(static_cast<int>(chunk), MPI_FLOAT, piece.out()));
+  MPI_CHECK(MPI_Type_contiguous(static_cast<int>(chunks), piece.get(), body.out()));
+  MPI_Datatype unpadded = body.get();
+  if (rest > 0) {
+    MPI_CHECK(MPI_Type_contiguous(static_cast<int>(rest), MPI_FLOAT, tail.out()));
+    int lengths[2] = {1, 1};
+    MPI_Aint displacements[2] = {0, static_cast<MPI_Aint>(chunks * chunk * static_cast<int64_t>(sizeof(float)))};
+    MPI_Datatype types[2] = {body.get(), tail.get()};
+    MPI_CHECK(MPI_Type_create_struct(2, lengths, displacements, types, whole.out()));
+    unpadded = whole.get();
+  }
+  MPI_CHECK(MPI_Type_create_resized(unpadded, 0, static_cast<MPI_Aint>(count * static_cast<int64_t>(sizeof(float))),
+                                    slot.out()));
+  MPI_CHECK(MPI_Type_commit(slot.out()));
+}
+
+// An all_to_all_v count or displacement as the int MPI takes.
+int to_mpi_int(int64_t value, const char* what, size_t peer) {
+  RAGGED_ASSERT(value >= 0, fmt::format("all_to_all_v: negative {} for rank {}", what, peer));
+  if (value > INT_MAX) {
+    throw InputError(fmt::format("all_to_all_v: {} {} for rank {} exceeds {}, the most elements one MPI call can "
+                                 "address; exchange fewer elements per call",
+                                 what, value, peer, INT_MAX));
+  }
+  return static_cast<int>(value);
+}
+
+class MpiCommunicator final : public Communicator {
+ public:
+  MpiCommunicator() {
+    ensure_mpi_initialized();
+    MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &comm_));
+    MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
+    MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
+    MPI_CHECK(MPI_Comm_size(comm_, &size_));
+  }
+  MpiCommunicator(const MpiCommunicator&) = delete;
+  MpiCommunicator& operator=(const MpiCommunicator&) = delete;
+
+  ~MpiCommunicator() override {
+    // After MPI_Finalize (at exit) there is nothing left to free.
+    int finalized = 1;
+    if (comm_ != MPI_COMM_NULL && MPI_Finalized(&finalized) == MPI_SUCCESS && !finalized) MPI_Comm_free(&comm_);
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string name() const override { return "mpi"; }
+
+  void all_gather_in_place(float* buffer, int64_t count) override {
+    RAGGED_ASSERT(count >= 0, "all_gather_in_place: negative count");
+    if (count == 0) return;
+    const int64_t max = mpi_detail::max_elements_per_call();
+    if (count <= max) {
+      MPI_CHECK(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buffer, static_cast<int>(count), MPI_FLOAT, comm_));
+      return;
+    }
+    OwnedDatatype slot;
+    build_slot_datatype(count, max, slot);
+    MPI_CHECK(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buffer, 1, slot.get(), comm_));
+  }
+
+  void reduce_scatter_in_place(float* buffer, int64_t count) override {
+    RAGGED_ASSERT(count >= 0, "reduce_scatter_in_place: negative count");
+    if (count == 0) return;
+    const int64_t max = mpi_detail::max_elements_per_call();
+    const size_t bytes = static_cast<size_t>(count) * sizeof(float);
+    if (ordered_reductions() && count <= max) {
+      // Every rank's slot rank() comes here, summed in rank order.
+      std::vector<float> slots(static_cast<size_t>(size_ * count));
+      MPI_CHECK(MPI_Alltoall(buffer, static_cast<int>(count), MPI_FLOAT, slots.data(), static_cast<int>(count), MPI_FLOAT, comm_));
+      float* out = buffer + rank_ * count;
+      std::fill(out, out + count, 0.0f);
+      for (int r = 0; r < size_; ++r) {
+        const float* in = slots.data() + static_cast<size_t>(r * count);
+        for (int64_t i = 0; i < count; ++i) out[i] += in[i];
+      }
+      return;
+    }
+    if (count <= max) {
+      // With MPI_IN_PLACE the whole buffer is every rank's input, and MPI
+      // writes this rank's reduced block at the START of the buffer (MPI-3.1
+      // §5.10.1), not at slot rank(): move it there. Slot 0 is clobbered on
+      // every rank, which the contract allows (only slot rank() is defined).
+      MPI_CHECK(MPI_Reduce_scatter_block(MPI_IN_PLACE, buffer, static_cast<int>(count), MPI_FLOAT, MPI_SUM, comm_));
+      if (rank_ != 0) std::memcpy(buffer + rank_ * count, buffer, bytes);
+      return;
+    }
+    // Split: piece [offset, offset + length) of every slot, packed contiguous,
+    // reduce-scattered in place, then copied to the same piece of slot rank().
+    // Pieces of slot rank() already packed are the only ones overwritten.
+    const int64_t piece = std::clamp<int64_t>(kMaxPackedElements / size_, 1, max);
+    std::vector<float> packed(static_cast<size_t>(size_ * std::min(piece, count)));
+    for (int64_t offset = 0; offset < count; offset += piece) {
+      const int64_t length = std::min(piece, count - offset);
+      const size_t piece_bytes = static_cast<size_t>(length) * sizeof(float);
+      for (int r = 0; r < size_; ++r) std::memcpy(packed.data() + r * length, buffer + r * count + offset, piece_bytes);
+      MPI_CHECK(MPI_Reduce_scatter_block(MPI_IN_PLACE, packed.data(), static_cast<int>(length), MPI_FLOAT, MPI_SUM,
+                                         comm_));
+      std::memcpy(buffer + rank_ * count + offset, packed.data(), piece_bytes);
+    }
+  }
+
+  void all_reduce_in_place(float* buffer, int64_t count) override {
+    RAGGED_ASSERT(count >= 0, "all_reduce_in_place: negative count");
+    const int64_t max = mpi_detail::max_elements_per_call();
+    for (int64_t offset = 0; offset < count; offset += max) {
+      const int length = static_cast<int>(std::min(max, count - offset));
+      MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buffer + offset, length, MPI_FLOAT, MPI_SUM, comm_));
+    }
+  }
+
+  // Counts and displacements must fit an int (InputError otherwise): Open MPI
+  // 4 has no large-count all-to-all. `send` and `recv` must not overlap.
+  void all_to_all_v(const float* send, std::span<const int64_t> send_counts, std::span<const int64_t> send_displs,
+                    float* recv, std::span<const int64_t> recv_counts, std::span<const int64_t> recv_displs) override {
+    const auto peers = static_cast<size_t>(size_);
+    RAGGED_ASSERT(send_counts.size() == peers && send_displs.size() == peers && recv_counts.size() == peers &&
+                      recv_displs.size() == peers,
+                  fmt::format("all_to_all_v takes one count and one displacement per rank ({} ranks)", size_));
+    std::vector<int> counts_out(peers), displs_out(peers), counts_in(peers), displs_in(peers);
+    for (size_t i = 0; i < peers; ++i) {
+      counts_out[i] = to_mpi_int(send_counts[i], "send count", i);
+      displs_out[i] = to_mpi_int(send_displs[i], "send displacement", i);
+      counts_in[i] = to_mpi_int(recv_counts[i], "receive count", i);
+      displs_in[i] = to_mpi_int(recv_displs[i], "receive displacement", i);
+    }
+    MPI_CHECK(MPI_Alltoallv(send, counts_out.data(), displs_out.data(), MPI_FLOAT, recv, counts_in.data(),
+                            displs_in.data(), MPI_FLOAT, comm_));
+  }
+
+  void barrier() override { MPI_CHECK(MPI_Barrier(comm_)); }
+  void abort(int exit_code) override { MPI_Abort(MPI_COMM_WORLD, exit_code); }
+
+  double sum(double value) override {
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_DOUBLE, MPI_SUM, comm_));
+    return value;
+  }
+
+ private:
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0;
+  int size_ = 1;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_mpi_communicator() { return std::make_unique<MpiCommunicator>(); }
+
+#else  // no MPI in this build
+
+std::unique_ptr<Communicator> make_mpi_communicator() {
+  throw InputError("this build has no MPI: install libopenmpi-dev and rebuild");
+}
+
+#endif
+
+}  // namespace ragged::backend

@@ -1,0 +1,204 @@
+#include "backend/host_executor.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "common/errors.hpp"
+
+namespace ragged::backend {
+
+using planner::BufferKind;
+using planner::Op;
+using planner::OpKind;
+using planner::OptimizerPhase;
+
+int64_t first_sequence(int64_t step, int micro_batch, int micro_batches, int rank, int world, int64_t sequences) {
+  return (((step - 1) * micro_batches + micro_batch) * world + rank) * sequences;
+}
+
+HostExecutor::HostExecutor(const planner::Program& program, std::vector<UnitShard>& shards, HostOptimizer& optimizer,
+                           Communicator& comm, HostWorkload& workload, DataConfig data, int64_t persistent_bytes,
+                           bool tied_embeddings)
+    : program_(program),
+      shards_(shards),
+      optimizer_(optimizer),
+      comm_(comm),
+      workload_(workload),
+      data_(data),
+      persistent_bytes_(persistent_bytes),
+      params_(shards.size(), -1),
+      per_tensor_(shards.size(), false),
+      grads_(shards.size(), -1),
+      reduced_(shards.size()),
+      tied_(tied_embeddings) {}
+
+int64_t HostExecutor::elements_of(const planner::Buffer& b) const {
+  const UnitShard& s = shards_[static_cast<size_t>(b.unit)];
+  const int64_t gathered = s.shard_size() * s.ranks();
+  switch (b.kind) {
+    case BufferKind::kUnshardedParams:
+    case BufferKind::kReduceInput: return gathered;
+    case BufferKind::kParamCopies: return s.unsharded_elements();
+    case BufferKind::kUnshardedGrads: return s.contiguous() ? gathered : s.unsharded_elements();
+    default: return 0;  // activations and workspaces live inside the workload
+  }
+}
+
+void HostExecutor::allocate(const Op& op) {
+  const planner::Buffer& b = program_.buffers[static_cast<size_t>(op.buffer)];
+  const int64_t elements = elements_of(b);
+  buffers_[op.buffer].assign(static_cast<size_t>(elements), 0.0f);
+  live_bytes_ += elements * static_cast<int64_t>(sizeof(float));
+  if (b.kind == BufferKind::kUnshardedGrads) grads_[static_cast<size_t>(b.unit)] = op.buffer;
+}
+
+// A unit's parameters for the workload; a tied head also reads the
+// embedding table, which stays gathered until the embedding's backward.
+std::vector<const float*> HostExecutor::params_of(int unit) {
+  const size_t i = static_cast<size_t>(unit);
+  std::vector<const float*> params = shards_[i].params_in(data(params_[i]), per_tensor_[i]);
+  if (tied_ && unit + 1 == static_cast<int>(shards_.size())) {
+    params.push_back(shards_.front().params_in(data(params_.front()), per_tensor_.front()).front());
+  }
+  return params;
+}
+
+// The rank's slot of a gathered buffer gets its master shard (the cast and
+// copy-in ops; fp32 on the host, so a copy).
+void HostExecutor::fill_own_slot(int buffer, int unit) {
+  if (slot_filled_[buffer]) return;
+  UnitShard& s = shards_[static_cast<size_t>(unit)];
+  std::copy(s.master().begin(), s.master().end(), data(buffer) + s.rank() * s.shard_size());
+  slot_filled_[buffer] = true;
+}
+
+void HostExecutor::execute(const Op& op, int64_t step, HostStep& out) {
+  const int u = op.unit;
+  UnitShard* s = u >= 0 ? &shards_[static_cast<size_t>(u)] : nullptr;
+  switch (op.kind) {
+    case OpKind::kAlloc: allocate(op); break;
+    case OpKind::kFree: {
+      auto it = buffers_.find(op.buffer);
+      live_bytes_ -= static_cast<int64_t>(it->second.size() * sizeof(float));
+      buffers_.erase(it);
+      slot_filled_.erase(op.buffer);
+      break;
+    }
+    case OpKind::kCast:
+    case OpKind::kCopyIn: {
+      const BufferKind kind = program_.buffers[static_cast<size_t>(op.buffer)].kind;
+      if (kind == BufferKind::kUnshardedParams) {
+        fill_own_slot(op.buffer, u);
+      } else if (kind == BufferKind::kReduceInput) {
+        const float* grads = data(grads_[static_cast<size_t>(u)]);
+        if (s->contiguous()) std::copy_n(grads, s->shard_size() * s->ranks(), data(op.buffer));
+        else s->pack(grads, data(op.buffer));
+      }
+      break;
+    }
+    case OpKind::kAllGather:
+      fill_own_slot(op.buffer, u);
+      comm_.all_gather_in_place(data(op.buffer), s->shard_size());
+      params_[static_cast<size_t>(u)] = op.buffer;
+      per_tensor_[static_cast<size_t>(u)] = false;
+      break;
+    case OpKind::kCopyOut: {
+      int gathered = -1;
+      for (uint32_t d : op.deps) {
+        if (program_.ops[d].kind == OpKind::kAllGather) gathered = program_.ops[d].buffer;
+      }
+      RAGGED_ASSERT(gathered >= 0, "a copy-out follows its all-gather");
+      s->copy_out(data(gathered), data(op.buffer));
+      params_[static_cast<size_t>(u)] = op.buffer;
+      per_tensor_[static_cast<size_t>(u)] = true;
+      break;
+    }
+    case OpKind::kComputeFwd: {
+      if (u == 0) {
+        const int64_t first = first_sequence(step, op.micro_batch, program_.micro_batches, comm_.rank(), comm_.size(),
+                                             data_.micro_batch_size);
+        workload_.set_batch(synthetic_batch(data_.seed, first, data_.micro_batch_size, data_.seq_len, data_.vocab));
+      }
+      workload_.forward(u, params_of(u));
+      if (u + 1 == static_cast<int>(shards_.size())) {
+        losses_ += workload_.loss();
+        ++loss_count_;
+      }
+      break;
+    }
+    case OpKind::kComputeBwd: {
+      const size_t i = static_cast<size_t>(u);
+      std::vector<float*> grads = s->grads_in(data(grads_[i]), !s->contiguous());
+      const bool head = u + 1 == static_cast<int>(shards_.size());
+      if (tied_ && head) {
+        tied_grad_.assign(static_cast<size_t>(shards_.front().spec().tensors.front().numel()), 0.0f);
+        grads.push_back(tied_grad_.data());
+      }
+      if (tied_ && u == 0) {  // the head's share of the shared table's gradient
+        for (size_t e = 0; e < tied_grad_.size(); ++e) grads.front()[e] += tied_grad_[e];
+        tied_grad_.clear();
+      }
+      workload_.backward(u, params_of(u), grads);
+      break;
+    }
+    case OpKind::kRecompute: break;  // the host workload keeps every activation
+    case OpKind::kReduceScatter: {
+      comm_.reduce_scatter_in_place(data(op.buffer), s->shard_size());
+      const float* slot = data(op.buffer) + s->rank() * s->shard_size();
+      reduced_[static_cast<size_t>(u)].assign(slot, slot + s->shard_size());
+      break;
+    }
+    case OpKind::kAllReduce:
+      throw InputError("HSDP (replicate_group_size > 1) needs split communicators, which the host backend lacks yet");
+    case OpKind::kGradAccumulate: {
+      // The step's gradient is the mean over every rank's micro-batches.
+      const float scale = 1.0f / static_cast<float>(comm_.size() * program_.micro_batches);
+      std::vector<float>& reduced = reduced_[static_cast<size_t>(u)];
+      for (size_t e = 0; e < reduced.size(); ++e) s->grad()[e] += reduced[e] * scale;
+      reduced.clear();
+      break;
+    }
+    case OpKind::kAllToAll:
+      if (op.phase == OptimizerPhase::kGather) optimizer_.gather_to_owners(u);
+      else optimizer_.scatter_from_owners(u);
+      break;
+    case OpKind::kOptimizer:
+      switch (op.phase) {
+        case OptimizerPhase::kMomentum: optimizer_.momentum(u); break;
+        case OptimizerPhase::kOrthogonalize: optimizer_.orthogonalize(u); break;
+        case OptimizerPhase::kUpdate:
+          optimizer_.update(u, step);
+          std::fill(s->grad().begin(), s->grad().end(), 0.0f);
+          break;
+        default: RAGGED_ASSERT(false, "optimizer op without a phase: " + op.name);
+      }
+      break;
+  }
+  (void)out;
+}
+
+HostStep HostExecutor::run_step(int64_t step) {
+  HostStep out;
+  out.times.resize(program_.ops.size());
+  losses_ = 0;
+  loss_count_ = 0;
+  const auto start = std::chrono::steady_clock::now();
+  auto now = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  for (const Op& op : program_.ops) {
+    out.times[op.id].start = now();
+    execute(op, step, out);
+    out.times[op.id].end = now();
+    if (op.kind == OpKind::kAlloc || op.kind == OpKind::kFree) {
+      out.memory.push_back({out.times[op.id].end, persistent_bytes_ + live_bytes_});
+      out.peak_bytes = std::max(out.peak_bytes, persistent_bytes_ + live_bytes_);
+    }
+  }
+  out.seconds = now();
+  out.loss = loss_count_ ? losses_ / loss_count_ : 0.0;
+  RAGGED_ASSERT(buffers_.empty(), "every buffer of the step is freed by its end");
+  return out;
+}
+
+}  // namespace ragged::backend

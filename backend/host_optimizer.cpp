@@ -1,0 +1,222 @@
+#include "backend/host_optimizer.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "common/errors.hpp"
+#include "planner/ragged_shard.hpp"
+#include "planner/redistribution.hpp"
+
+namespace ragged::backend {
+
+using models::TensorRole;
+
+TensorRule tensor_rule(const scenarios::Optimizer& o, const models::TensorSpec& t) {
+  if (o.has_adam8bit() && t.is_matrix()) return TensorRule::kAdam8bit;
+  if (o.has_muon() && t.is_matrix() && t.role != TensorRole::kEmbedding && t.role != TensorRole::kHead) {
+    return TensorRule::kMuon;
+  }
+  return TensorRule::kAdamW;
+}
+
+AdamWParams adamw_params(const scenarios::Optimizer& o) {
+  const scenarios::AdamW& a = o.has_adam8bit() ? o.adam8bit().adam() : o.has_muon() ? o.muon().adamw() : o.adamw();
+  return {a.lr(), a.beta1(), a.beta2(), a.eps(), a.weight_decay()};
+}
+
+MuonParams muon_params(const scenarios::Optimizer& o) {
+  return {o.muon().lr(), o.muon().momentum(), o.muon().ns_steps(), 0.0};
+}
+
+int64_t adam8bit_block(const scenarios::Optimizer& o) {
+  return int64_t{o.adam8bit().block_rows()} * o.adam8bit().block_cols();
+}
+
+struct HostOptimizer::UnitState {
+  std::vector<float> m, v, update;           // indexed by shard offset
+  std::vector<int8_t> m_codes;
+  std::vector<uint8_t> v_codes;
+  std::map<int64_t, std::pair<int64_t, int64_t>> scale_base;  // piece shard offset -> (scale index, blocks)
+  std::vector<float> m_scales, v_scales;
+  std::map<size_t, std::vector<float>> gathered;  // owned matrix index -> whole matrix on its owner
+};
+
+HostOptimizer::HostOptimizer(const scenarios::Optimizer& optimizer, std::vector<UnitShard>* shards,
+                             std::vector<planner::OwnedMatrix> owned, Communicator* comm)
+    : optimizer_(optimizer), shards_(shards), owned_(std::move(owned)), comm_(comm) {
+  for (const planner::OwnedMatrix& m : owned_) {
+    const auto& t = (*shards_)[static_cast<size_t>(m.unit)].spec().tensors[static_cast<size_t>(m.tensor)];
+    if (t.matrices() > 1) {
+      throw InputError(fmt::format("Muon on the host needs one matrix per tensor; {} stores {} (fused experts)", t.name,
+                                   t.matrices()));
+    }
+  }
+  for (const UnitShard& s : *shards_) {
+    auto state = std::make_unique<UnitState>();
+    const auto size = static_cast<size_t>(s.shard_size());
+    state->m.assign(size, 0.0f);
+    state->v.assign(size, 0.0f);
+    state->update.assign(size, 0.0f);
+    if (optimizer_.has_adam8bit()) {
+      const int64_t block = adam8bit_block(optimizer_);
+      state->m_codes.assign(size, 0);
+      state->v_codes.assign(size, 0);
+      int64_t scales = 0;
+      for (const planner::ShardView& view : s.views()) {
+        if (tensor_rule(optimizer_, s.spec().tensors[static_cast<size_t>(view.tensor)]) != TensorRule::kAdam8bit) continue;
+        RAGGED_ASSERT(view.tensor_offset % block == 0, "a shard must start 8-bit Adam blocks on block boundaries");
+        const int64_t blocks = (view.elements + block - 1) / block;
+        state->scale_base[view.shard_offset] = {scales, blocks};
+        scales += blocks;
+      }
+      state->m_scales.assign(static_cast<size_t>(scales), 0.0f);
+      state->v_scales.assign(static_cast<size_t>(scales), 0.0f);
+    }
+    state_.push_back(std::move(state));
+  }
+}
+
+HostOptimizer::~HostOptimizer() = default;
+
+void HostOptimizer::momentum(int unit) {
+  const UnitShard& s = shard(unit);
+  UnitState& st = *state_[static_cast<size_t>(unit)];
+  const MuonParams p = muon_params(optimizer_);
+  for (const planner::ShardView& view : s.views()) {
+    if (tensor_rule(optimizer_, s.spec().tensors[static_cast<size_t>(view.tensor)]) != TensorRule::kMuon) continue;
+    const auto at = static_cast<size_t>(view.shard_offset), n = static_cast<size_t>(view.elements);
+    muon_momentum(std::span<const float>(&s.grad()[at], n), std::span<float>(&st.m[at], n),
+                  std::span<float>(&st.update[at], n), p);
+  }
+}
+
+namespace {
+
+planner::RaggedShard placement_of(const UnitShard& s, int tensor) {
+  const auto& t = s.spec().tensors[static_cast<size_t>(tensor)];
+  if (s.contiguous()) {
+    return planner::shard_from_contiguous(t.shape, 1, s.map().unsharded_offset(tensor), s.shard_size(), s.ranks());
+  }
+  return planner::shard_from_rank_major(t.shape, planner::ChunkRule::kDim0Rows, s.ranks());
+}
+
+// This rank's view of `tensor` (its piece of the tensor in the shard).
+const planner::ShardView* view_of(const UnitShard& s, int tensor) {
+  for (const planner::ShardView& v : s.views()) {
+    if (v.tensor == tensor) return &v;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+// Moves every Muon matrix of the unit between the shards and its owner:
+// `to_owner` gathers (shards -> whole matrix), else scatters back.
+static void exchange(const UnitShard& s, const std::vector<planner::OwnedMatrix>& owned, int unit, bool to_owner,
+                     std::vector<float>& update, std::map<size_t, std::vector<float>>& gathered, Communicator& comm) {
+  const int world = comm.size(), me = comm.rank();
+  std::vector<std::vector<float>> send(static_cast<size_t>(world));
+  struct Placement {
+    size_t matrix;
+    planner::Transfer transfer;
+  };
+  std::vector<Placement> receives;
+  for (size_t i = 0; i < owned.size(); ++i) {
+    const planner::OwnedMatrix& m = owned[i];
+    if (m.unit != unit) continue;
+    const planner::RaggedShard sharded = placement_of(s, m.tensor);
+    const planner::RaggedShard whole =
+        planner::RaggedShard::whole_on(m.owner, world, s.spec().tensors[static_cast<size_t>(m.tensor)].shape);
+    const auto transfers = to_owner ? planner::redistribute(sharded, whole) : planner::redistribute(whole, sharded);
+    const planner::ShardView* mine = view_of(s, m.tensor);
+    if (me == m.owner && to_owner) gathered[i].assign(static_cast<size_t>(m.rows * m.cols), 0.0f);
+    for (const planner::Transfer& t : transfers) {
+      if (t.src_rank == me) {
+        const float* source = to_owner ? &update[static_cast<size_t>(mine->shard_offset + t.src_offset)]
+                                       : &gathered.at(i)[static_cast<size_t>(t.src_offset)];
+        send[static_cast<size_t>(t.dst_rank)].insert(send[static_cast<size_t>(t.dst_rank)].end(), source, source + t.elements);
+      }
+      if (t.dst_rank == me) receives.push_back({i, t});
+    }
+  }
+  std::vector<int64_t> send_counts(static_cast<size_t>(world)), send_displs(static_cast<size_t>(world));
+  std::vector<float> send_buffer;
+  for (int r = 0; r < world; ++r) {
+    send_displs[static_cast<size_t>(r)] = static_cast<int64_t>(send_buffer.size());
+    send_counts[static_cast<size_t>(r)] = static_cast<int64_t>(send[static_cast<size_t>(r)].size());
+    send_buffer.insert(send_buffer.end(), send[static_cast<size_t>(r)].begin(), send[static_cast<size_t>(r)].end());
+  }
+  std::vector<int64_t> recv_counts(static_cast<size_t>(world), 0), recv_displs(static_cast<size_t>(world));
+  for (const Placement& p : receives) recv_counts[static_cast<size_t>(p.transfer.src_rank)] += p.transfer.elements;
+  int64_t total = 0;
+  for (int r = 0; r < world; ++r) {
+    recv_displs[static_cast<size_t>(r)] = total;
+    total += recv_counts[static_cast<size_t>(r)];
+  }
+  std::vector<float> recv_buffer(static_cast<size_t>(total));
+  comm.all_to_all_v(send_buffer.data(), send_counts, send_displs, recv_buffer.data(), recv_counts, recv_displs);
+  // Receives arrive per source in the order the sender packed them: matrix
+  // order, then transfer order, which is the order of `receives` per source.
+  std::vector<int64_t> cursor = recv_displs;
+  for (const Placement& p : receives) {
+    const float* data = &recv_buffer[static_cast<size_t>(cursor[static_cast<size_t>(p.transfer.src_rank)])];
+    cursor[static_cast<size_t>(p.transfer.src_rank)] += p.transfer.elements;
+    float* target = to_owner ? &gathered.at(p.matrix)[static_cast<size_t>(p.transfer.dst_offset)]
+                             : &update[static_cast<size_t>(view_of(s, owned[p.matrix].tensor)->shard_offset + p.transfer.dst_offset)];
+    std::copy_n(data, p.transfer.elements, target);
+  }
+}
+
+void HostOptimizer::gather_to_owners(int unit) {
+  UnitState& st = *state_[static_cast<size_t>(unit)];
+  exchange(shard(unit), owned_, unit, true, st.update, st.gathered, *comm_);
+}
+
+void HostOptimizer::orthogonalize(int unit) {
+  UnitState& st = *state_[static_cast<size_t>(unit)];
+  const MuonParams p = muon_params(optimizer_);
+  for (auto& [index, matrix] : st.gathered) {
+    newton_schulz(matrix, owned_[index].rows, owned_[index].cols, p.ns_steps);
+  }
+}
+
+void HostOptimizer::scatter_from_owners(int unit) {
+  UnitState& st = *state_[static_cast<size_t>(unit)];
+  exchange(shard(unit), owned_, unit, false, st.update, st.gathered, *comm_);
+  st.gathered.clear();
+}
+
+void HostOptimizer::update(int unit, int64_t step) {
+  UnitShard& s = (*shards_)[static_cast<size_t>(unit)];
+  UnitState& st = *state_[static_cast<size_t>(unit)];
+  const AdamWParams adam = adamw_params(optimizer_);
+  for (const planner::ShardView& view : s.views()) {
+    const models::TensorSpec& t = s.spec().tensors[static_cast<size_t>(view.tensor)];
+    const auto at = static_cast<size_t>(view.shard_offset), n = static_cast<size_t>(view.elements);
+    std::span<float> params(&s.master()[at], n);
+    std::span<const float> grads(&s.grad()[at], n);
+    switch (tensor_rule(optimizer_, t)) {
+      case TensorRule::kAdamW:
+        adamw_step(params, grads, std::span<float>(&st.m[at], n), std::span<float>(&st.v[at], n), step, adam);
+        break;
+      case TensorRule::kAdam8bit: {
+        auto [base, blocks] = st.scale_base.at(view.shard_offset);
+        adam8bit_step(params, grads, std::span<int8_t>(&st.m_codes[at], n),
+                      std::span<float>(&st.m_scales[static_cast<size_t>(base)], static_cast<size_t>(blocks)),
+                      std::span<uint8_t>(&st.v_codes[at], n),
+                      std::span<float>(&st.v_scales[static_cast<size_t>(base)], static_cast<size_t>(blocks)),
+                      adam8bit_block(optimizer_), step, adam);
+        break;
+      }
+      case TensorRule::kMuon:
+        muon_apply(params, std::span<const float>(&st.update[at], n), t.rows() / t.matrices(), t.row_length(),
+                   muon_params(optimizer_));
+        break;
+    }
+  }
+}
+
+}  // namespace ragged::backend

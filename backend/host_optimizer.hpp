@@ -1,0 +1,54 @@
+#pragma once
+// Applies the scenario's optimizer to one rank's shards on the host: AdamW;
+// block-wise 8-bit Adam on matrices (a block never straddles ranks: shards
+// cut matrices on block boundaries); Muon on hidden matrices, with the
+// momentum on the shards, a ragged all-to-all gathering each matrix to its
+// owner (chosen by the planner, load-balanced), Newton-Schulz there and the
+// scatter back. The same per-tensor decisions drive the unsharded reference.
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "backend/communicator.hpp"
+#include "backend/optimizer_math.hpp"
+#include "backend/unit_shard.hpp"
+#include "models/model_spec.hpp"
+#include "planner/optimizer_program.hpp"
+#include "scenarios/scenario.pb.h"
+
+namespace ragged::backend {
+
+enum class TensorRule { kAdamW, kAdam8bit, kMuon };
+
+// How the scenario's optimizer treats a tensor.
+TensorRule tensor_rule(const scenarios::Optimizer& optimizer, const models::TensorSpec& tensor);
+AdamWParams adamw_params(const scenarios::Optimizer& optimizer);
+MuonParams muon_params(const scenarios::Optimizer& optimizer);
+int64_t adam8bit_block(const scenarios::Optimizer& optimizer);
+
+class HostOptimizer {
+ public:
+  HostOptimizer(const scenarios::Optimizer& optimizer, std::vector<UnitShard>* shards,
+                std::vector<planner::OwnedMatrix> owned, Communicator* comm);
+  ~HostOptimizer();
+
+  // Phases of one unit's update, as the Program's optimizer ops order them.
+  void momentum(int unit);
+  void gather_to_owners(int unit);
+  void orthogonalize(int unit);
+  void scatter_from_owners(int unit);
+  void update(int unit, int64_t step);
+
+ private:
+  struct UnitState;
+  const UnitShard& shard(int unit) const { return (*shards_)[static_cast<size_t>(unit)]; }
+
+  scenarios::Optimizer optimizer_;
+  std::vector<UnitShard>* shards_;
+  std::vector<planner::OwnedMatrix> owned_;
+  Communicator* comm_;
+  std::vector<std::unique_ptr<UnitState>> state_;
+};
+
+}  // namespace ragged::backend

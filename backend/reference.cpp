@@ -1,0 +1,176 @@
+#include "backend/reference.hpp"
+
+#include <cmath>
+#include <cstring>
+
+#include "backend/host_executor.hpp"
+#include "backend/host_optimizer.hpp"
+#include "backend/workload.hpp"
+
+namespace ragged::backend {
+
+ModelParams initial_params(const models::ModelSpec& model, uint64_t seed) {
+  ModelParams params;
+  int64_t id = 0;
+  for (const models::UnitSpec& unit : model.units) {
+    for (const models::TensorSpec& t : unit.tensors) {
+      std::vector<float> values(static_cast<size_t>(t.numel()));
+      for (int64_t i = 0; i < t.numel(); ++i) values[static_cast<size_t>(i)] = initial_value(seed, t, id, i);
+      params.push_back(std::move(values));
+      ++id;
+    }
+  }
+  return params;
+}
+
+namespace {
+
+struct TensorState {
+  std::vector<float> m, v, update;
+  std::vector<int8_t> m_codes;
+  std::vector<uint8_t> v_codes;
+  std::vector<float> m_scales, v_scales;
+};
+
+// One optimizer step on whole tensors: the per-element and per-block math of
+// HostOptimizer, applied to the tensor instead of a shard's piece of it.
+void step_tensor(const models::TensorSpec& t, const scenarios::Optimizer& o, std::vector<float>& p,
+                 const std::vector<float>& g, TensorState& st, int64_t step) {
+  const size_t n = p.size();
+  switch (tensor_rule(o, t)) {
+    case TensorRule::kAdamW:
+      adamw_step(p, g, st.m, st.v, step, adamw_params(o));
+      break;
+    case TensorRule::kAdam8bit:
+      adam8bit_step(p, g, st.m_codes, st.m_scales, st.v_codes, st.v_scales, adam8bit_block(o), step, adamw_params(o));
+      break;
+    case TensorRule::kMuon: {
+      const MuonParams mp = muon_params(o);
+      muon_momentum(g, st.m, st.update, mp);
+      const int64_t rows = t.rows() / t.matrices(), cols = t.row_length();
+      for (int64_t k = 0; k < t.matrices(); ++k) {
+        const auto size = static_cast<size_t>(rows * cols);
+        newton_schulz(std::span<float>(&st.update[static_cast<size_t>(k) * size], size), rows, cols, mp.ns_steps);
+      }
+      muon_apply(p, st.update, rows, cols, mp);
+      break;
+    }
+  }
+  (void)n;
+}
+
+}  // namespace
+
+ModelParams reference_train(const models::ModelSpec& model, const scenarios::Training& training, int world,
+                            int64_t steps, uint64_t seed) {
+  ModelParams params = initial_params(model, seed);
+  const scenarios::Optimizer& o = training.optimizer();
+  std::vector<TensorState> states(params.size());
+  size_t flat = 0;
+  for (const auto& unit : model.units) {
+    for (const auto& t : unit.tensors) {
+      TensorState& st = states[flat];
+      const size_t n = params[flat].size();
+      st.m.assign(n, 0.0f);
+      st.v.assign(n, 0.0f);
+      st.update.assign(n, 0.0f);
+      if (o.has_adam8bit()) {
+        const auto blocks = static_cast<size_t>((static_cast<int64_t>(n) + adam8bit_block(o) - 1) / adam8bit_block(o));
+        st.m_codes.assign(n, 0);
+        st.v_codes.assign(n, 0);
+        st.m_scales.assign(blocks, 0.0f);
+        st.v_scales.assign(blocks, 0.0f);
+      }
+      (void)t;
+      ++flat;
+    }
+  }
+  const int64_t sequences = training.micro_batch_size();
+  const int micro_batches = training.gradient_accumulation_steps();
+  HostWorkload workload(model, sequences, training.sequence_length());
+  const float scale = 1.0f / static_cast<float>(world * micro_batches);
+  for (int64_t step = 1; step <= steps; ++step) {
+    ModelParams grads;
+    for (const auto& p : params) grads.emplace_back(p.size(), 0.0f);
+    for (int mb = 0; mb < micro_batches; ++mb) {
+      // The ranks' gradients of one micro-batch, summed in rank order (as the
+      // reduce-scatter sums them), then scaled into the accumulator.
+      ModelParams sum;
+      for (const auto& p : params) sum.emplace_back(p.size(), 0.0f);
+      for (int rank = 0; rank < world; ++rank) {
+        workload.set_batch(synthetic_batch(seed, first_sequence(step, mb, micro_batches, rank, world, sequences),
+                                           sequences, training.sequence_length(), model.arch.vocab));
+        ModelParams local;
+        for (const auto& p : params) local.emplace_back(p.size(), 0.0f);
+        size_t base = 0;
+        std::vector<size_t> unit_base;
+        for (const auto& unit : model.units) {
+          unit_base.push_back(base);
+          base += unit.tensors.size();
+        }
+        // A tied head also reads (and adds to the gradient of) the embedding table.
+        const bool tied = head_reads_embedding(model);
+        const size_t head = model.units.size() - 1;
+        for (size_t u = 0; u < model.units.size(); ++u) {
+          ConstTensors view;
+          for (size_t t = 0; t < model.units[u].tensors.size(); ++t) view.push_back(params[unit_base[u] + t].data());
+          if (tied && u == head) view.push_back(params[0].data());
+          workload.forward(static_cast<int>(u), view);
+        }
+        for (size_t u = model.units.size(); u-- > 0;) {
+          ConstTensors view;
+          Tensors grad_view;
+          for (size_t t = 0; t < model.units[u].tensors.size(); ++t) {
+            view.push_back(params[unit_base[u] + t].data());
+            grad_view.push_back(local[unit_base[u] + t].data());
+          }
+          if (tied && u == head) {
+            view.push_back(params[0].data());
+            grad_view.push_back(local[0].data());
+          }
+          workload.backward(static_cast<int>(u), view, grad_view);
+        }
+        for (size_t i = 0; i < sum.size(); ++i) {
+          for (size_t e = 0; e < sum[i].size(); ++e) sum[i][e] += local[i][e];
+        }
+      }
+      for (size_t i = 0; i < grads.size(); ++i) {
+        for (size_t e = 0; e < grads[i].size(); ++e) grads[i][e] += sum[i][e] * scale;
+      }
+    }
+    flat = 0;
+    for (const auto& unit : model.units) {
+      for (const auto& t : unit.tensors) {
+        step_tensor(t, o, params[flat], grads[flat], states[flat], step);
+        ++flat;
+      }
+    }
+  }
+  return params;
+}
+
+ParamError compare_params(const models::ModelSpec& model, const ModelParams& params, const ModelParams& reference) {
+  ParamError error;
+  size_t flat = 0;
+  for (const auto& unit : model.units) {
+    for (const auto& t : unit.tensors) {
+      double diff = 0, norm = 0;
+      for (size_t e = 0; e < reference[flat].size(); ++e) {
+        const double d = static_cast<double>(params[flat][e]) - reference[flat][e];
+        diff += d * d;
+        norm += static_cast<double>(reference[flat][e]) * reference[flat][e];
+        error.differing_elements += std::memcmp(&params[flat][e], &reference[flat][e], sizeof(float)) != 0;
+      }
+      error.elements += static_cast<int64_t>(reference[flat].size());
+      const double relative = norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+      if (relative > error.max_relative || error.worst_tensor.empty()) {
+        if (relative >= error.max_relative) error.worst_tensor = t.name;
+        error.max_relative = std::max(error.max_relative, relative);
+      }
+      ++flat;
+    }
+  }
+  return error;
+}
+
+}  // namespace ragged::backend

@@ -1,0 +1,32 @@
+#pragma once
+// The single-process, unsharded reference a sharded run must reproduce: the
+// same model, the same global batch (every rank's micro-batches, numbered as
+// the ranks number them), the same optimizer applied to whole tensors.
+
+#include <cstdint>
+#include <vector>
+
+#include "models/model_spec.hpp"
+#include "scenarios/scenario.pb.h"
+
+namespace ragged::backend {
+
+// Parameters per tensor, in model order (units, then tensors).
+using ModelParams = std::vector<std::vector<float>>;
+
+ModelParams initial_params(const models::ModelSpec& model, uint64_t seed);
+
+// Trains `steps` optimizer steps as `world` data-parallel ranks would.
+ModelParams reference_train(const models::ModelSpec& model, const scenarios::Training& training, int world,
+                            int64_t steps, uint64_t seed);
+
+struct ParamError {
+  double max_relative = 0;       // max over tensors of |p - ref| / |ref| (L2)
+  int64_t differing_elements = 0;  // bitwise
+  int64_t elements = 0;
+  std::string worst_tensor;
+};
+
+ParamError compare_params(const models::ModelSpec& model, const ModelParams& params, const ModelParams& reference);
+
+}  // namespace ragged::backend

@@ -1,0 +1,19 @@
+#pragma once
+// The measured trace of a run: this rank's events of the last measured step
+// (each with its Program op id, so it joins the predicted trace op by op),
+// its memory samples, and the summary averaged over the measured steps.
+
+#include <vector>
+
+#include "backend/communicator.hpp"
+#include "backend/host_executor.hpp"
+#include "planner/program.hpp"
+#include "planner/resolved_scenario.hpp"
+#include "traces/trace.pb.h"
+
+namespace ragged::backend {
+
+traces::Trace measured_trace(const planner::ResolvedScenario& resolved, const planner::Program& program,
+                             const std::vector<HostStep>& steps, Communicator& comm);
+
+}  // namespace ragged::backend

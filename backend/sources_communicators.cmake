@@ -1,0 +1,7 @@
+# Communicators: local (one rank), MPI (host buffers; its file builds a
+# fallback that explains how to get MPI when the build has none), and the
+# verifiable-collective checks.
+list(APPEND RAGGED_BACKEND_SRCS
+  ${CMAKE_CURRENT_LIST_DIR}/communicator_local.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/communicator_mpi.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/collective_check.cpp)

@@ -1,0 +1,11 @@
+list(APPEND RAGGED_BACKEND_SRCS
+  ${CMAKE_CURRENT_LIST_DIR}/synthetic.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/workload.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/workload_attention.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/workload_block.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/workload_gemm.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/workload_glu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/workload_head.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/workload_layout.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/workload_mla.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/workload_moe.cpp)

@@ -1,0 +1,83 @@
+#include "backend/unit_shard.hpp"
+
+#include <algorithm>
+
+#include "backend/workload.hpp"
+#include "common/errors.hpp"
+
+namespace ragged::backend {
+
+UnitShard::UnitShard(const models::UnitSpec& spec, const planner::UnitPlan& plan, int rank, int64_t first_tensor_id)
+    : spec_(&spec),
+      map_(plan.problem, plan.layout),
+      rank_(rank),
+      first_tensor_id_(first_tensor_id),
+      views_(map_.shard_views(rank)),
+      master_(static_cast<size_t>(plan.layout.shard_size), 0.0f),
+      grad_(static_cast<size_t>(plan.layout.shard_size), 0.0f) {
+  int64_t offset = 0;
+  for (const models::TensorSpec& t : spec.tensors) {
+    unsharded_offsets_.push_back(offset);
+    offset += t.numel();
+  }
+}
+
+void UnitShard::initialise(uint64_t seed) {
+  std::fill(master_.begin(), master_.end(), 0.0f);
+  for (const planner::ShardView& v : views_) {
+    const models::TensorSpec& t = spec_->tensors[static_cast<size_t>(v.tensor)];
+    for (int64_t i = 0; i < v.elements; ++i) {
+      master_[static_cast<size_t>(v.shard_offset + i)] = initial_value(seed, t, tensor_id(v.tensor), v.tensor_offset + i);
+    }
+  }
+}
+
+int64_t UnitShard::unsharded_elements() const {
+  return unsharded_offsets_.empty() ? 0 : unsharded_offsets_.back() + spec_->tensors.back().numel();
+}
+
+int64_t UnitShard::tensor_offset_unsharded(int tensor) const { return unsharded_offsets_[static_cast<size_t>(tensor)]; }
+
+std::vector<const float*> UnitShard::params_in(const float* buffer, bool per_tensor) const {
+  std::vector<const float*> out;
+  for (size_t t = 0; t < spec_->tensors.size(); ++t) out.push_back(buffer + gathered_offset(static_cast<int>(t), per_tensor));
+  return out;
+}
+
+// Where tensor t starts in a buffer holding the unit unsharded: the
+// per-tensor concatenation, the contiguous layout's interval, or (a rank-major
+// unit of one tensor, gathered zero-copy as ZeRO-3 does) the buffer itself.
+int64_t UnitShard::gathered_offset(int tensor, bool per_tensor) const {
+  if (per_tensor) return unsharded_offsets_[static_cast<size_t>(tensor)];
+  if (contiguous()) return map_.unsharded_offset(tensor);
+  RAGGED_ASSERT(spec_->tensors.size() == 1, "a rank-major unit of several tensors is read from its copies");
+  return 0;
+}
+
+std::vector<float*> UnitShard::grads_in(float* buffer, bool per_tensor) const {
+  std::vector<float*> out;
+  for (size_t t = 0; t < spec_->tensors.size(); ++t) out.push_back(buffer + gathered_offset(static_cast<int>(t), per_tensor));
+  return out;
+}
+
+void UnitShard::copy_out(const float* gathered, float* per_tensor) const {
+  RAGGED_ASSERT(!contiguous(), "only rank-major layouts copy out of the gathered buffer");
+  for (size_t t = 0; t < spec_->tensors.size(); ++t) {
+    float* dst = per_tensor + unsharded_offsets_[t];
+    for (const planner::CopyPiece& piece : map_.copy_out_pieces(static_cast<int>(t))) {
+      std::copy_n(gathered + piece.src_offset, piece.elements, dst + piece.dst_offset);
+    }
+  }
+}
+
+void UnitShard::pack(const float* per_tensor, float* gathered) const {
+  RAGGED_ASSERT(!contiguous(), "only rank-major layouts pack gradients");
+  for (size_t t = 0; t < spec_->tensors.size(); ++t) {
+    const float* src = per_tensor + unsharded_offsets_[t];
+    for (const planner::CopyPiece& piece : map_.copy_out_pieces(static_cast<int>(t))) {
+      std::copy_n(src + piece.dst_offset, piece.elements, gathered + piece.src_offset);
+    }
+  }
+}
+
+}  // namespace ragged::backend

@@ -1,0 +1,65 @@
+#pragma once
+// One rank's state for one FSDP unit on the host: its master shard (fp32, S
+// elements laid out by the plan), its gradient accumulator, the optimizer's
+// state, and the address map (DBuffer) that relates shard offsets, tensor
+// elements and the gathered buffer.
+
+#include <cstdint>
+#include <vector>
+
+#include "models/model_spec.hpp"
+#include "planner/dbuffer.hpp"
+#include "planner/plan.hpp"
+
+namespace ragged::backend {
+
+class UnitShard {
+ public:
+  UnitShard(const models::UnitSpec& spec, const planner::UnitPlan& plan, int rank, int64_t first_tensor_id);
+
+  // Fills the master shard with the model's initial values (initial_value()).
+  void initialise(uint64_t seed);
+
+  int64_t shard_size() const { return map_.shard_size(); }
+  int64_t ranks() const { return map_.ranks(); }
+  int rank() const { return rank_; }
+  bool contiguous() const { return map_.placement() == planner::Placement::kContiguous; }
+  const planner::DBufferMap& map() const { return map_; }
+  const std::vector<planner::ShardView>& views() const { return views_; }
+  const models::UnitSpec& spec() const { return *spec_; }
+  int64_t tensor_id(int tensor) const { return first_tensor_id_ + tensor; }
+
+  std::vector<float>& master() { return master_; }
+  std::vector<float>& grad() { return grad_; }
+  const std::vector<float>& master() const { return master_; }
+  const std::vector<float>& grad() const { return grad_; }
+
+  // Elements of every tensor when unsharded (the copy-out destination and
+  // the per-tensor gradient buffer of rank-major strategies).
+  int64_t unsharded_elements() const;
+  int64_t tensor_offset_unsharded(int tensor) const;  // in that per-tensor concatenation
+
+  // Pointers to the unit's tensors in a gathered buffer (contiguous: views of
+  // the m*S buffer) or in a per-tensor concatenation (rank-major copies).
+  std::vector<const float*> params_in(const float* buffer, bool per_tensor) const;
+  std::vector<float*> grads_in(float* buffer, bool per_tensor) const;
+
+  // Rank-major: copy the gathered [m][S] buffer into per-tensor storage; pack
+  // per-tensor gradients into the [m][S] reduce-scatter input.
+  void copy_out(const float* gathered, float* per_tensor) const;
+  void pack(const float* per_tensor, float* gathered) const;
+
+ private:
+  int64_t gathered_offset(int tensor, bool per_tensor) const;
+
+  const models::UnitSpec* spec_;
+  planner::DBufferMap map_;
+  int rank_;
+  int64_t first_tensor_id_;
+  std::vector<planner::ShardView> views_;
+  std::vector<int64_t> unsharded_offsets_;
+  std::vector<float> master_;
+  std::vector<float> grad_;
+};
+
+}  // namespace ragged::backend

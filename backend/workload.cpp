@@ -1,0 +1,172 @@
+// HostWorkload: the activations between units, the caches forward leaves for
+// backward, and the activation gradient that backward passes down.
+
+#include "backend/workload.hpp"
+
+#include <fmt/format.h>
+
+#include "backend/workload_internal.hpp"
+#include "common/errors.hpp"
+
+namespace ragged::backend {
+
+using detail::Buf;
+using models::UnitKind;
+
+bool head_reads_embedding(const models::ModelSpec& model) {
+  if (!model.arch.tie_embeddings || model.units.empty()) return false;
+  for (const models::TensorSpec& tensor : model.units.back().tensors) {
+    if (tensor.name == "lm_head.weight") return false;
+  }
+  return true;
+}
+
+size_t workload_tensor_count(const models::ModelSpec& model, int unit) {
+  const models::UnitSpec& spec = model.units.at(static_cast<size_t>(unit));
+  const bool tied = spec.kind == UnitKind::kHead && head_reads_embedding(model);
+  return spec.tensors.size() + (tied ? 1 : 0);
+}
+
+struct HostWorkload::State {
+  models::ModelSpec model;
+  int64_t sequences = 0;
+  int64_t seq_len = 0;
+  detail::Dims dims;
+  int64_t vocab = 0;
+  std::vector<detail::BlockLayout> blocks;  // indexed by unit
+  detail::HeadLayout head;
+  detail::Ctx ctx;
+
+  Batch batch;
+  bool has_batch = false;
+  std::vector<Buf> acts;        // output of each unit
+  std::vector<bool> forwarded;  // this micro-batch
+  std::vector<detail::BlockCache> caches;
+  detail::HeadCache head_cache;
+  Buf grad, grad_next;  // d loss / d acts[grad_unit]
+  int grad_unit = -1;
+
+  int units() const { return static_cast<int>(model.units.size()); }
+
+  const models::UnitSpec& unit_checked(int unit, size_t pointers) const {
+    RAGGED_ASSERT(unit >= 0 && unit < units(), fmt::format("host workload: no unit {}", unit));
+    RAGGED_ASSERT(has_batch, "host workload: set_batch before forward/backward");
+    RAGGED_ASSERT(pointers == workload_tensor_count(model, unit),
+                  fmt::format("host workload: unit {} takes {} tensors, got {}", model.units[unit].name,
+                              workload_tensor_count(model, unit), pointers));
+    return model.units[static_cast<size_t>(unit)];
+  }
+
+  // The head's weight: lm_head, or the tied table after the unit's tensors.
+  int head_weight(const models::UnitSpec& spec) const {
+    return head.weight >= 0 ? head.weight : static_cast<int>(spec.tensors.size());
+  }
+};
+
+HostWorkload::HostWorkload(const models::ModelSpec& model, int64_t sequences, int64_t seq_len) : state_(new State) {
+  State& s = *state_;
+  s.model = model;
+  s.sequences = sequences;
+  s.seq_len = seq_len;
+  s.dims = detail::Dims{sequences * seq_len, model.arch.hidden, 0};
+  s.vocab = model.arch.vocab;
+  RAGGED_ASSERT(sequences >= 0 && seq_len >= 0, "host workload: negative batch shape");
+  const int units = s.units();
+  RAGGED_ASSERT(
+      units >= 2 && model.units.front().kind == UnitKind::kEmbedding && model.units.back().kind == UnitKind::kHead,
+      "host workload: a model starts with its embedding and ends with its head");
+  const models::UnitSpec& embed = model.units.front();
+  RAGGED_ASSERT(embed.tensors.size() == 1 && embed.tensors[0].shape == std::vector<int64_t>({s.vocab, s.dims.hidden}),
+                "host workload: the embedding unit holds one [vocab, hidden] table");
+  s.blocks.resize(static_cast<size_t>(units));
+  for (int u = 1; u + 1 < units; ++u) {
+    s.blocks[static_cast<size_t>(u)] = detail::block_layout(model, model.units[static_cast<size_t>(u)]);
+  }
+  s.head = detail::head_layout(model, model.units.back());
+  s.acts.resize(static_cast<size_t>(units));
+  s.forwarded.assign(static_cast<size_t>(units), false);
+  s.caches.resize(static_cast<size_t>(units));
+}
+
+HostWorkload::~HostWorkload() { delete state_; }
+
+void HostWorkload::set_batch(const Batch& batch) {
+  State& s = *state_;
+  RAGGED_ASSERT(batch.sequences == s.sequences && batch.seq_len == s.seq_len,
+                fmt::format("host workload: batch of {}x{} tokens, built for {}x{}", batch.sequences, batch.seq_len,
+                            s.sequences, s.seq_len));
+  const auto tokens = static_cast<size_t>(s.dims.tokens);
+  RAGGED_ASSERT(batch.tokens.size() == tokens && batch.labels.size() == tokens,
+                "host workload: batch tokens and labels must hold sequences * seq_len ids");
+  for (size_t i = 0; i < tokens; ++i) {
+    RAGGED_ASSERT(
+        batch.tokens[i] >= 0 && batch.tokens[i] < s.vocab && batch.labels[i] >= 0 && batch.labels[i] < s.vocab,
+        "host workload: token id outside the vocabulary");
+  }
+  s.batch = batch;
+  s.dims.first_token = batch.first_sequence * batch.seq_len;
+  s.has_batch = true;
+  s.forwarded.assign(s.forwarded.size(), false);
+  s.grad_unit = -1;
+}
+
+void HostWorkload::forward(int unit, const ConstTensors& params) {
+  State& s = *state_;
+  const models::UnitSpec& spec = s.unit_checked(unit, params.size());
+  const auto u = static_cast<size_t>(unit);
+  RAGGED_ASSERT(unit == 0 || s.forwarded[u - 1], "host workload: forward runs the units in order");
+  const int64_t size = s.dims.tokens * s.dims.hidden;
+  if (spec.kind != UnitKind::kHead) s.acts[u].resize(static_cast<size_t>(size));
+  switch (spec.kind) {
+    case UnitKind::kEmbedding:
+      detail::embed_forward(params[0], s.batch.tokens.data(), s.dims.tokens, s.dims.hidden, s.acts[u].data());
+      break;
+    case UnitKind::kBlock:
+      detail::block_forward(s.ctx, s.blocks[u], params, s.dims, s.acts[u - 1].data(), s.caches[u], s.acts[u].data());
+      break;
+    case UnitKind::kHead:
+      detail::head_forward(s.ctx, params[static_cast<size_t>(s.head.norm)],
+                           params[static_cast<size_t>(s.head_weight(spec))], s.dims, s.vocab, s.acts[u - 1].data(),
+                           s.batch.labels.data(), s.head_cache);
+      break;
+  }
+  s.forwarded[u] = true;
+}
+
+void HostWorkload::backward(int unit, const ConstTensors& params, const Tensors& grads) {
+  State& s = *state_;
+  const models::UnitSpec& spec = s.unit_checked(unit, params.size());
+  RAGGED_ASSERT(grads.size() == params.size(), "host workload: one gradient per tensor");
+  const auto u = static_cast<size_t>(unit);
+  RAGGED_ASSERT(s.forwarded[u], fmt::format("host workload: backward of {} before its forward", spec.name));
+  const int64_t size = s.dims.tokens * s.dims.hidden;
+  if (spec.kind == UnitKind::kHead) {
+    s.grad.resize(static_cast<size_t>(size));
+    const auto norm = static_cast<size_t>(s.head.norm);
+    const auto weight = static_cast<size_t>(s.head_weight(spec));
+    detail::head_backward(s.ctx, params[norm], params[weight], grads[norm], grads[weight], s.dims, s.vocab,
+                          s.acts[u - 1].data(), s.batch.labels.data(), s.head_cache, s.grad.data());
+    s.grad_unit = unit - 1;
+    return;
+  }
+  RAGGED_ASSERT(s.grad_unit == unit, fmt::format("host workload: backward of {} out of order", spec.name));
+  if (spec.kind == UnitKind::kEmbedding) {
+    detail::embed_backward(s.batch.tokens.data(), s.dims.tokens, s.dims.hidden, s.grad.data(), grads[0]);
+    s.grad_unit = -1;
+    return;
+  }
+  s.grad_next.resize(static_cast<size_t>(size));
+  detail::block_backward(s.ctx, s.blocks[u], params, grads, s.dims, s.acts[u - 1].data(), s.caches[u], s.grad.data(),
+                         s.grad_next.data());
+  std::swap(s.grad, s.grad_next);
+  s.grad_unit = unit - 1;
+}
+
+double HostWorkload::loss() const {
+  RAGGED_ASSERT(state_->has_batch && state_->forwarded.back(), "host workload: loss before the head's forward");
+  return state_->head_cache.loss;
+}
+
+double HostWorkload::gemm_flops() const { return state_->ctx.flops; }
+
+}  // namespace ragged::backend

@@ -1,0 +1,228 @@
+#pragma once
+// Internal to the host workload: GEMM helpers, where each tensor of a unit
+// sits, and the forward/backward of each part of a unit.
+//
+// The math (fp32, T tokens, h hidden; norms are plain scales, no RMS):
+//   embed   x = E[token]
+//   block   n1 = x*w_in; q,k,v = projections of n1 (+bias, *q_norm/k_norm);
+//           u = q*rep(k)/sqrt(d) + rep(v) (+sink[head]), the attention core
+//           replaced by a per-token mixing; x1 = x + o_proj(u); n2 = x1*w_post;
+//           x2 = x1 + swiglu_mlp(n2), or with experts
+//           x2 = x1 + sum_j sigmoid(r[t,e_j]) expert_{e_j}(n2) + shared(n2),
+//           r = router(n2), e_j = (global_token*7 + j) mod E for j < top_k.
+//           MLA: q = q_b(q_a(n1)*w_qa) (or q_proj(n1)); kv = kv_a(n1);
+//           c = kv[:kv_lora]*w_kva; [k_nope|v] = kv_b(c) per head;
+//           k = [k_nope | kv[kv_lora:]]; the q*k product of width
+//           nope+rope is folded onto v's width (index mod v_head_dim).
+//   head    logits = (x*w_final) W^T (W = lm_head or the tied embedding);
+//           loss = mean cross-entropy, d logits = (softmax - onehot)/T.
+// Every gradient contribution is computed whole in scratch, then added to
+// its gradient once, so repeating a backward adds exactly the same values.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/workload.hpp"
+#include "models/model_spec.hpp"
+
+namespace ragged::backend::detail {
+
+using Buf = std::vector<float>;
+
+// The GEMM runner: counts FLOPs and owns the scratch gradients land in.
+struct Ctx {
+  double flops = 0;
+  Buf scratch;
+
+  float* scratch_of(int64_t n);
+  // C[m x n] = op(A) op(B) + beta C; all row-major and contiguous.
+  void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, const float* b, float beta,
+            float* c);
+};
+
+// dst[i] += src[i].
+void add_into(float* dst, const float* src, int64_t n);
+// dst[c] += sum over rows of src[r, c] (summed in double, row order).
+void add_column_sums(float* dst, const float* src, int64_t rows, int64_t cols);
+// dst[c] += sum over rows of a[r, c] * b[r, c].
+void add_column_dots(float* dst, const float* a, const float* b, int64_t rows, int64_t cols);
+// y[r, c] = x[r, c] * w[c].
+void scale_columns(const float* x, const float* w, int64_t rows, int64_t cols, float* y);
+
+// y = x W^T (+ b), W [out x in]: one projection, its tensors and gradients.
+struct Linear {
+  const float* w = nullptr;
+  const float* b = nullptr;
+  float* dw = nullptr;
+  float* db = nullptr;
+  int64_t out = 0;
+  int64_t in = 0;
+  bool x_at_w = false;  // W stored [in x out], y = x W (fused experts)
+};
+
+void linear_forward(Ctx& ctx, const Linear& lin, const float* x, int64_t rows, float* y);
+// dx = dy W^T... (+ beta dx); dW, db += this pass. dx may be null.
+void linear_backward(Ctx& ctx, const Linear& lin, const float* x, const float* dy, int64_t rows, float* dx, float beta);
+
+// Where a projection's tensors sit in the unit (-1: absent).
+struct LinearSlot {
+  int weight = -1;
+  int bias = -1;
+  int64_t out = 0;
+  int64_t in = 0;
+};
+
+Linear bind(const LinearSlot& slot, const ConstTensors& params, const Tensors* grads);
+const float* param_at(const ConstTensors& params, int index);
+float* grad_at(const Tensors* grads, int index);
+
+// ---- layouts: tensor indices of a block, found by name ----
+
+struct AttentionLayout {
+  bool mla = false;
+  int64_t heads = 0;
+  int64_t kv_heads = 0;
+  int64_t qk_dim = 0;  // per head
+  int64_t v_dim = 0;   // per head
+  LinearSlot q, k, v, o;
+  int q_norm = -1, k_norm = -1, sinks = -1;
+  // MLA (q is used when q_lora == 0)
+  int64_t q_lora = 0, kv_lora = 0, nope = 0, rope = 0;
+  LinearSlot q_a, q_b, kv_a, kv_b;
+  int q_a_norm = -1, kv_a_norm = -1;
+};
+
+// A SwiGLU MLP: gate and up to `width`, down back to hidden. Fused experts
+// keep gate and up in one [E, h, 2f] tensor (columns [0,f) gate, [f,2f) up).
+struct GluLayout {
+  bool fused = false;
+  int64_t width = 0;
+  LinearSlot gate, up, down;  // fused: gate = gate_up (and its bias), up unused
+};
+
+struct MoeLayout {
+  int64_t experts = 0;
+  int64_t top_k = 0;
+  LinearSlot router;
+  std::vector<GluLayout> routed;  // one per expert; fused: one for all
+  bool has_shared = false;
+  GluLayout shared;
+};
+
+struct BlockLayout {
+  int in_norm = -1, post_norm = -1;
+  AttentionLayout attention;
+  bool moe = false;
+  GluLayout dense;
+  MoeLayout experts;
+};
+
+struct HeadLayout {
+  int norm = -1;
+  int weight = -1;  // -1: tied, the embedding comes after the unit's tensors
+};
+
+BlockLayout block_layout(const models::ModelSpec& model, const models::UnitSpec& unit);
+HeadLayout head_layout(const models::ModelSpec& model, const models::UnitSpec& unit);
+
+// ---- caches: what forward keeps for backward ----
+
+struct AttentionCache {
+  Buf q_raw, k_raw, q, k, v, u;  // GQA: q_raw/k_raw before qk_norm
+  Buf qa, qa_n, kv, c, kvb;      // MLA
+};
+
+struct GluCache {
+  std::vector<int64_t> rows;  // routed experts: the tokens, in order
+  std::vector<float> gates;   // and their gate values
+  Buf x, g, up, m, y;
+};
+
+struct MoeCache {
+  Buf logits;
+  std::vector<GluCache> routed;
+  GluCache shared;
+};
+
+struct BlockCache {
+  Buf n1, a, x1, n2, mlp_out;
+  AttentionCache attention;
+  GluCache dense;
+  MoeCache moe;
+};
+
+struct Dims {
+  int64_t tokens = 0;
+  int64_t hidden = 0;
+  int64_t first_token = 0;  // global index of token 0 (routing)
+};
+
+// ---- parts ----
+
+void attention_forward(Ctx& ctx, const AttentionLayout& lay, const ConstTensors& params, const Dims& dims,
+                       const float* n1, AttentionCache& cache, float* out);
+// dn1 = gradient wrt n1 (overwritten).
+void attention_backward(Ctx& ctx, const AttentionLayout& lay, const ConstTensors& params, const Tensors& grads,
+                        const Dims& dims, const float* n1, const AttentionCache& cache, const float* dout, float* dn1);
+
+// The mixing core: u[t,h,i] = v[t,g,i] + sink[h] + s * sum_{i' = i mod dv} q[t,h,i'] k[t,g,i'].
+struct CoreShape {
+  int64_t tokens = 0, heads = 0, groups = 0, qk_dim = 0, v_dim = 0;
+};
+void core_forward(const CoreShape& s, const float* q, const float* k, const float* v, const float* sinks, float* u);
+void core_backward(const CoreShape& s, const float* q, const float* k, const float* du, float* dq, float* dk, float* dv,
+                   float* dsinks);
+
+void mla_forward(Ctx& ctx, const AttentionLayout& lay, const ConstTensors& params, const Dims& dims, const float* n1,
+                 AttentionCache& cache);
+void mla_backward(Ctx& ctx, const AttentionLayout& lay, const ConstTensors& params, const Tensors& grads,
+                  const Dims& dims, const float* n1, const AttentionCache& cache, const float* dq, const float* dk,
+                  const float* dv, float* dn1);
+
+struct GluWeights {
+  bool fused = false;
+  int64_t hidden = 0, width = 0;
+  Linear gate, up, down;  // fused: gate is gate_up [h x 2f]
+};
+GluWeights bind_glu(const GluLayout& lay, int64_t hidden, int64_t expert, const ConstTensors& params,
+                    const Tensors* grads);
+// cache.x holds the input rows; fills g, up, m, y.
+void glu_forward(Ctx& ctx, const GluWeights& w, GluCache& cache);
+// dx = gradient wrt cache.x (overwritten).
+void glu_backward(Ctx& ctx, const GluWeights& w, const GluCache& cache, const float* dy, float* dx);
+
+// out = the experts' (and shared experts') sum; dn2 overwritten.
+void moe_forward(Ctx& ctx, const MoeLayout& lay, const ConstTensors& params, const Dims& dims, const float* n2,
+                 MoeCache& cache, float* out);
+void moe_backward(Ctx& ctx, const MoeLayout& lay, const ConstTensors& params, const Tensors& grads, const Dims& dims,
+                  const float* n2, const MoeCache& cache, const float* dout, float* dn2);
+
+void block_forward(Ctx& ctx, const BlockLayout& lay, const ConstTensors& params, const Dims& dims, const float* x,
+                   BlockCache& cache, float* x2);
+// dx = gradient wrt x (overwritten) from dx2.
+void block_backward(Ctx& ctx, const BlockLayout& lay, const ConstTensors& params, const Tensors& grads,
+                    const Dims& dims, const float* x, const BlockCache& cache, const float* dx2, float* dx);
+
+// ---- embedding and head ----
+
+// x[t] = table[token[t]].
+void embed_forward(const float* table, const int32_t* tokens, int64_t tokens_count, int64_t hidden, float* x);
+// dtable[token] += the sum of dx over the token's positions (one add per row).
+void embed_backward(const int32_t* tokens, int64_t tokens_count, int64_t hidden, const float* dx, float* dtable);
+
+struct HeadCache {
+  Buf n, probs;
+  double loss = 0;
+};
+
+// Returns the mean cross-entropy; `weight` is lm_head or the tied table.
+double head_forward(Ctx& ctx, const float* norm, const float* weight, const Dims& dims, int64_t vocab, const float* x,
+                    const int32_t* labels, HeadCache& cache);
+// dx overwritten; dweight (lm_head's or the table's gradient) and dnorm += this pass.
+void head_backward(Ctx& ctx, const float* norm, const float* weight, float* dnorm, float* dweight, const Dims& dims,
+                   int64_t vocab, const float* x, const int32_t* labels, const HeadCache& cache, float* dx);
+
+}  // namespace ragged::backend::detail

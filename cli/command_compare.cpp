@@ -1,0 +1,56 @@
+// ragged compare PREDICTED MEASURED: step time, peak memory and per-op-kind
+// time, predicted (ragged simulate --trace) against measured (ragged run --trace).
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.hpp"
+#include "cli/table.hpp"
+#include "common/units.hpp"
+#include "traces/trace_compare.hpp"
+#include "traces/trace_io.hpp"
+#include "traces/trace_names.hpp"
+
+namespace ragged::cli {
+
+void add_compare_command(CLI::App& app, Context& context) {
+  auto predicted = std::make_shared<std::string>();
+  auto measured = std::make_shared<std::string>();
+  auto json = std::make_shared<bool>(false);
+  auto* cmd = app.add_subcommand("compare", "Compare a predicted trace with a measured one, op kind by op kind");
+  cmd->add_option("predicted", *predicted, "Trace written by `ragged simulate --trace`")->required();
+  cmd->add_option("measured", *measured, "Trace written by `ragged run --trace`")->required();
+  cmd->add_flag("--json", *json, "Print JSON");
+  cmd->callback([&context, predicted, measured, json] {
+    traces::TraceComparison c = traces::compare_traces(traces::read_trace(*predicted), traces::read_trace(*measured));
+    if (*json) {
+      nlohmann::json kinds = nlohmann::json::array();
+      for (const auto& k : c.kinds) {
+        kinds.push_back({{"kind", traces::op_kind_name(k.kind)}, {"ops", k.ops}, {"predicted_s", k.predicted_s},
+                         {"measured_s", k.measured_s}, {"relative_error", k.relative_error()}});
+      }
+      context.out << nlohmann::json{{"predicted_step_s", c.predicted_step_s}, {"measured_step_s", c.measured_step_s},
+                                    {"step_time_error", c.step_error()}, {"predicted_peak_bytes", c.predicted_peak_bytes},
+                                    {"measured_peak_bytes", c.measured_peak_bytes}, {"peak_memory_error", c.memory_error()},
+                                    {"joined_ops", c.joined_ops}, {"unmatched_ops", c.unmatched_ops}, {"kinds", kinds}}
+                             .dump(2)
+                  << '\n';
+      return;
+    }
+    context.out << fmt::format("step time     predicted {}, measured {}: {:+.1f}%\n", format_seconds(c.predicted_step_s),
+                               format_seconds(c.measured_step_s), 100 * c.step_error());
+    context.out << fmt::format("peak memory   predicted {}, measured {}: {:+.1f}%\n",
+                               format_bytes(static_cast<double>(c.predicted_peak_bytes)),
+                               format_bytes(static_cast<double>(c.measured_peak_bytes)), 100 * c.memory_error());
+    context.out << fmt::format("ops joined by id: {} ({} in one trace only)\n\n", c.joined_ops, c.unmatched_ops);
+    Table table;
+    table.column("op kind", Table::Align::kLeft).column("ops").column("predicted").column("measured").column("error");
+    for (const auto& k : c.kinds) {
+      table.row({std::string(traces::op_kind_name(k.kind)), std::to_string(k.ops), format_seconds(k.predicted_s),
+                 format_seconds(k.measured_s), k.measured_s > 0 ? fmt::format("{:+.1f}%", 100 * k.relative_error()) : "-"});
+    }
+    table.print(context.out);
+  });
+}
+
+}  // namespace ragged::cli

@@ -1,0 +1,112 @@
+// ragged run: execute the scenario's Program for real. One process per rank:
+// `mpirun -np N ragged run ...` (N = the scenario's GPUs); one rank needs no
+// MPI. Rank 0 prints the summary and writes the measured trace.
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "backend/communicator.hpp"
+#include "backend/run.hpp"
+#include "cli/cli.hpp"
+#include "cli/commands.hpp"
+#include "cli/scenario_options.hpp"
+#include "common/errors.hpp"
+#include "common/units.hpp"
+#include "traces/chrome_trace.hpp"
+#include "traces/trace_io.hpp"
+
+namespace ragged::cli {
+namespace {
+
+struct RunCommandOptions {
+  ScenarioOptions scenario;
+  backend::RunOptions run;
+  std::string trace_path;
+  std::string chrome_path;
+  bool json = false;
+};
+
+void print(const backend::RunResult& r, const std::string& label, std::ostream& out) {
+  const traces::Summary& s = r.trace.summary();
+  out << fmt::format("{} (measured, {})\n", label, r.trace.metadata().device());
+  out << fmt::format("  step time          {}  (mean of {} measured steps)\n", format_seconds(s.step_time_s()),
+                     r.trace.metadata().steps());
+  out << fmt::format("  tokens/s per GPU   {}\n", format_integer(static_cast<int64_t>(s.tokens_per_s_per_gpu() + 0.5)));
+  out << fmt::format("  peak memory        {} (rank 0, buffers the Program allocates plus shards and states)\n",
+                     format_bytes(static_cast<double>(s.peak_allocated_bytes())));
+  std::string losses;
+  for (double l : r.losses) losses += fmt::format("{}{:.6f}", losses.empty() ? "" : " ", l);
+  out << fmt::format("  loss per step      {}\n", losses);
+  if (r.collective_errors >= 0) {
+    out << fmt::format("  collectives        {} wrong elements in the verifiable self-tests\n", r.collective_errors);
+  }
+  if (r.reference_error >= 0) {
+    out << fmt::format("  reference          max relative error {:.3g} ({}), {} of {} elements differ bitwise: {}\n",
+                       r.reference_error, r.worst_tensor, format_integer(r.reference_differing),
+                       format_integer(r.reference_elements), r.reference_ok ? "OK" : "FAILED");
+  }
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app, Context& context) {
+  auto o = std::make_shared<RunCommandOptions>();
+  auto* cmd = app.add_subcommand("run", "Execute the scenario for real (cpu: host BLAS + MPI; launch with mpirun -np N)");
+  o->scenario.add_to(cmd, false);
+  o->scenario.add_optimizer_to(cmd);
+  cmd->add_option("--device", o->run.device, "cpu or cuda")->capture_default_str();
+  cmd->add_option("--steps", o->run.steps, "Measured optimizer steps")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--warmup", o->run.warmup_steps, "Steps run before measuring")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--seed", o->run.seed, "Seed of the synthetic data and initial weights")->capture_default_str();
+  cmd->add_option("--trace", o->trace_path, "Write rank 0's measured trace (.pb, .json or .textproto)");
+  cmd->add_option("--chrome-trace", o->chrome_path, "Write rank 0's trace as Chrome trace JSON");
+  cmd->add_flag("--verify-collectives", o->run.verify_collectives, "Check every collective on exactly predictable inputs");
+  cmd->add_flag("--check-reference", o->run.check_reference,
+                "Compare the trained parameters with a single-process unsharded run");
+  cmd->add_option("--tolerance", o->run.tolerance, "Relative error allowed per tensor against the reference")
+      ->capture_default_str();
+  cmd->add_flag("--json", o->json, "Print JSON");
+  cmd->callback([&context, o] {
+    auto resolved = o->scenario.resolve();
+    std::unique_ptr<backend::Communicator> comm =
+        backend::launched_by_mpi() ? backend::make_mpi_communicator() : backend::make_local_communicator();
+    backend::RunResult result;
+    try {
+      result = backend::run(resolved.front(), o->run, *comm);
+    } catch (const std::exception& e) {
+      // An error on some ranks only would leave the others in a collective:
+      // report it and end the whole job.
+      if (comm->size() > 1) {
+        context.err << "ragged: error on rank " << comm->rank() << ": " << e.what() << '\n';
+        comm->abort(dynamic_cast<const InputError*>(&e) ? kExitBadInput : kExitInternal);
+      }
+      throw;
+    }
+    if (comm->rank() != 0) return;
+    if (!o->trace_path.empty()) traces::write_trace(result.trace, o->trace_path);
+    if (!o->chrome_path.empty()) traces::write_chrome_trace(result.trace, o->chrome_path);
+    if (o->json) {
+      const traces::Summary& s = result.trace.summary();
+      nlohmann::json j = {{"scenario", resolved.front().scenario().name()},
+                          {"strategy", result.trace.metadata().strategy()},
+                          {"ranks", comm->size()},
+                          {"step_time_s", s.step_time_s()},
+                          {"tokens_per_s_per_gpu", s.tokens_per_s_per_gpu()},
+                          {"peak_memory_bytes", s.peak_allocated_bytes()},
+                          {"losses", result.losses},
+                          {"collective_errors", result.collective_errors},
+                          {"reference_error", result.reference_error},
+                          {"reference_ok", result.reference_ok}};
+      context.out << j.dump(2) << '\n';
+    } else {
+      print(result, resolved.front().scenario().name() + ": " + result.trace.metadata().strategy(), context.out);
+    }
+    if (!result.reference_ok || result.collective_errors > 0) {
+      throw InternalError(fmt::format("the run failed its checks: reference error {:.3g} (tolerance {:.3g}), {} wrong "
+                                      "collective elements", result.reference_error, o->run.tolerance,
+                                      std::max<int64_t>(0, result.collective_errors)));
+    }
+  });
+}
+
+}  // namespace ragged::cli

@@ -1,0 +1,4 @@
+list(APPEND RAGGED_BACKEND_TEST_SRCS
+  ${CMAKE_CURRENT_LIST_DIR}/optimizer_adamw_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/optimizer_adam8bit_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/optimizer_muon_test.cpp)

@@ -1,0 +1,59 @@
+#include "traces/trace_compare.hpp"
+
+#include <map>
+
+#include "common/errors.hpp"
+
+namespace ragged::traces {
+namespace {
+
+// Duration of each op id on the first traced rank (one step's events).
+std::map<uint64_t, std::pair<OpKind, double>> durations(const Trace& trace) {
+  std::map<uint64_t, std::pair<OpKind, double>> out;
+  const int rank = trace.metadata().traced_ranks_size() ? trace.metadata().traced_ranks(0) : 0;
+  int last_step = 0;
+  for (const Event& e : trace.events()) last_step = std::max(last_step, e.step());
+  for (const Event& e : trace.events()) {
+    if (e.rank() != rank || e.step() != last_step) continue;
+    out[e.op_id()] = {e.kind(), static_cast<double>(e.end_ns() - e.start_ns()) * 1e-9};
+  }
+  return out;
+}
+
+}  // namespace
+
+double TraceComparison::memory_error() const {
+  return measured_peak_bytes > 0
+             ? static_cast<double>(predicted_peak_bytes - measured_peak_bytes) / static_cast<double>(measured_peak_bytes)
+             : 0;
+}
+
+TraceComparison compare_traces(const Trace& predicted, const Trace& measured) {
+  if (predicted.metadata().source() != PREDICTED) throw InputError("the first trace is not a predicted one (ragged simulate --trace)");
+  if (measured.metadata().source() != MEASURED) throw InputError("the second trace is not a measured one (ragged run --trace)");
+  TraceComparison c;
+  c.predicted_step_s = predicted.summary().step_time_s();
+  c.measured_step_s = measured.summary().step_time_s();
+  c.predicted_peak_bytes = predicted.summary().peak_reserved_bytes();
+  c.measured_peak_bytes = measured.summary().peak_reserved_bytes();
+  auto p = durations(predicted), m = durations(measured);
+  std::map<OpKind, KindComparison> kinds;
+  for (const auto& [id, kind_time] : p) {
+    auto it = m.find(id);
+    if (it == m.end() || it->second.first != kind_time.first) {
+      ++c.unmatched_ops;
+      continue;
+    }
+    ++c.joined_ops;
+    KindComparison& k = kinds[kind_time.first];
+    k.kind = kind_time.first;
+    ++k.ops;
+    k.predicted_s += kind_time.second;
+    k.measured_s += it->second.second;
+  }
+  for (const auto& [id, kind_time] : m) c.unmatched_ops += p.count(id) ? 0 : 1;
+  for (auto& [kind, k] : kinds) c.kinds.push_back(k);
+  return c;
+}
+
+}  // namespace ragged::traces

@@ -55,9 +55,11 @@ void add_run_command(CLI::App& app, Context& context) {
   o->scenario.add_to(cmd, false);
   o->scenario.add_optimizer_to(cmd);
   cmd->add_option("--device", o->run.device, "cpu or cuda")->capture_default_str();
-  cmd->add_option("--steps", o->run.steps, "Measured optimizer steps")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--warmup", o->run.warmup_steps, "Steps run before measuring")->capture_default_str()->check(CLI::NonNegativeNumber);
-  cmd->add_option("--seed", o->run.seed, "Seed of the synthetic data and initial weights")->capture_default_str();
+  cmd->add_option("--steps", o->run.steps, "Measured optimizer steps (default: the scenario's run.steps)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--warmup", o->run.warmup_steps, "Steps run before measuring (default: run.warmup_steps)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--seed", o->run.seed, "Seed of the synthetic data and initial weights (default: run.seed)");
   cmd->add_option("--trace", o->trace_path, "Write rank 0's measured trace (.pb, .json or .textproto)");
   cmd->add_option("--chrome-trace", o->chrome_path, "Write rank 0's trace as Chrome trace JSON");
   cmd->add_flag("--verify-collectives", o->run.verify_collectives, "Check every collective on exactly predictable inputs");
@@ -66,8 +68,13 @@ void add_run_command(CLI::App& app, Context& context) {
   cmd->add_option("--tolerance", o->run.tolerance, "Relative error allowed per tensor against the reference")
       ->capture_default_str();
   cmd->add_flag("--json", o->json, "Print JSON");
-  cmd->callback([&context, o] {
+  cmd->callback([&context, o, cmd] {
     auto resolved = o->scenario.resolve();
+    // The scenario's run { } settings, unless given on the command line.
+    const scenarios::Run& defaults = resolved.front().scenario().run();
+    if (cmd->count("--steps") == 0) o->run.steps = defaults.steps();
+    if (cmd->count("--warmup") == 0) o->run.warmup_steps = defaults.warmup_steps();
+    if (cmd->count("--seed") == 0) o->run.seed = defaults.seed();
     std::unique_ptr<backend::Communicator> comm =
         backend::launched_by_mpi() ? backend::make_mpi_communicator() : backend::make_local_communicator();
     backend::RunResult result;

@@ -21,7 +21,7 @@ TEST(CliCommands, HelpOnEverySubcommand) {
   for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
            {"--help"}, {"models", "--help"}, {"inspect", "--help"}, {"scenario", "--help"},
            {"scenario", "validate", "--help"}, {"scenario", "list", "--help"}, {"scenario", "show", "--help"},
-           {"plan", "--help"}, {"simulate", "--help"}}) {
+           {"plan", "--help"}, {"simulate", "--help"}, {"run", "--help"}, {"compare", "--help"}}) {
     auto result = run_cli(args);
     EXPECT_EQ(result.code, 0) << args.front();
     EXPECT_NE(result.out.find("Usage"), std::string::npos) << result.out;

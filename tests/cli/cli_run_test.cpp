@@ -1,0 +1,65 @@
+// ragged run with one rank (no MPI) and ragged compare, in-process.
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli_test_util.hpp"
+
+namespace ragged::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::run_cli;
+
+class CliRun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("ragged_cli_run_" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+TEST_F(CliRun, OneRankRunsWithoutMpiAndMatchesTheReference) {
+  auto result = run_cli({"run", "tiny-moe-4xcpu", "--gpus", "1", "--steps", "1", "--check-reference", "--json"});
+  ASSERT_EQ(result.code, 0) << result.err;
+  auto j = nlohmann::json::parse(result.out);
+  EXPECT_EQ(j["ranks"], 1);
+  EXPECT_TRUE(j["reference_ok"].get<bool>());
+  EXPECT_EQ(j["reference_error"].get<double>(), 0.0);
+  EXPECT_GT(j["step_time_s"].get<double>(), 0);
+  EXPECT_EQ(j["losses"].size(), 2u);
+}
+
+TEST_F(CliRun, PredictedAndMeasuredTracesCompareOpByOp) {
+  const std::string predicted = (dir_ / "p.pb").string(), measured = (dir_ / "m.pb").string();
+  ASSERT_EQ(run_cli({"simulate", "tiny-llama-4xcpu", "--gpus", "1", "--trace", predicted}).code, 0);
+  auto ran = run_cli({"run", "tiny-llama-4xcpu", "--gpus", "1", "--steps", "1", "--trace", measured});
+  ASSERT_EQ(ran.code, 0) << ran.err;
+  auto compared = run_cli({"compare", predicted, measured, "--json"});
+  ASSERT_EQ(compared.code, 0) << compared.err;
+  auto c = nlohmann::json::parse(compared.out);
+  EXPECT_GT(c["joined_ops"].get<int64_t>(), 50);
+  EXPECT_EQ(c["unmatched_ops"].get<int64_t>(), 0);  // the same Program on both sides
+  EXPECT_GT(c["measured_step_s"].get<double>(), 0);
+  bool has_forward = false;
+  for (const auto& k : c["kinds"]) has_forward = has_forward || k["kind"] == "compute_fwd";
+  EXPECT_TRUE(has_forward);
+  auto table = run_cli({"compare", predicted, measured});
+  EXPECT_NE(table.out.find("step time"), std::string::npos) << table.out;
+  // The arguments the wrong way round are bad input.
+  EXPECT_EQ(run_cli({"compare", measured, predicted}).code, 2);
+}
+
+TEST_F(CliRun, BadRequests) {
+  EXPECT_EQ(run_cli({"run", "tiny-llama-4xcpu"}).code, 2);  // 4 GPUs, one process
+  EXPECT_EQ(run_cli({"run", "tiny-llama-4xcpu", "--gpus", "1", "--device", "tpu"}).code, 2);
+  EXPECT_EQ(run_cli({"run", "tiny-llama-4xcpu", "--gpus", "1", "--optimizer", "sgd"}).code, 2);
+  EXPECT_EQ(run_cli({"run", "llama3-8b-8xh100", "--gpus", "1"}).code, 2);  // bf16 on the host
+}
+
+}  // namespace
+}  // namespace ragged::cli

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/machine.hpp"
 #include "common/file_io.hpp"
 #include "common/units.hpp"
 #include "planner/resolved_scenario.hpp"
@@ -52,14 +53,6 @@ Measurement measure(int64_t gpus, sim::ModeChoice mode) {
   return m;
 }
 
-std::string cpu_name() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  }
-  return "unknown CPU";
-}
 
 }  // namespace
 
@@ -81,7 +74,7 @@ int main(int argc, char** argv) {
                     "wall time and peak RSS of that child, including planning, Program and platform). Scenario "
                     "`llama3-70b-10240xh100` (ragged layout, full activation checkpointing, 8,192 tokens per GPU) "
                     "with `--gpus N`. Symmetric mode simulates node 0 and a two-leaf network (docs/SIMULATOR.md "
-                    "section 3); full mode every node and flow.\n\n", cpu_name());
+                    "section 3); full mode every node and flow.\n\n", bench::cpu_name());
   md << "| GPUs | mode | wall | CPU | peak RSS | flows | predicted step | tokens/s/GPU |\n|---:|---|---:|---:|---:|---:|---:|---:|\n";
   for (int64_t gpus : {64, 128, 256, 512, 1024, 2048, 4096, 8192, 10240, 16384}) {
     for (sim::ModeChoice mode : {sim::ModeChoice::kSymmetric, sim::ModeChoice::kFull}) {

@@ -191,4 +191,26 @@ inline std::string joined(const std::vector<std::string>& lines, size_t at_most 
   return out;
 }
 
+inline double gemm_flops(const ComputeWork& work) {
+  double total = 0;
+  for (const Gemm& g : work.gemms) total += g.flops();
+  return total;
+}
+
+// The op of `kind` for (unit, micro_batch); fails the test unless there is exactly one.
+inline const Op& only_op(const Program& program, OpKind kind, int unit, int micro_batch) {
+  const Op* found = nullptr;
+  int n = 0;
+  for (const Op& op : program.ops) {
+    if (op.kind == kind && op.unit == unit && op.micro_batch == micro_batch) {
+      found = &op;
+      ++n;
+    }
+  }
+  EXPECT_EQ(n, 1) << op_kind_name(kind) << " of unit " << unit << " micro-batch " << micro_batch;
+  static const Op kNone;
+  return found ? *found : kNone;
+}
+
+
 }  // namespace ragged::planner::program_test

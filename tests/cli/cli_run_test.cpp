@@ -24,14 +24,14 @@ class CliRun : public ::testing::Test {
 };
 
 TEST_F(CliRun, OneRankRunsWithoutMpiAndMatchesTheReference) {
-  auto result = run_cli({"run", "tiny-moe-4xcpu", "--gpus", "1", "--steps", "1", "--check-reference", "--json"});
+  auto result = run_cli({"run", "tiny-moe-4xcpu", "--gpus", "1", "--steps", "1", "--warmup", "1", "--check-reference", "--json"});
   ASSERT_EQ(result.code, 0) << result.err;
   auto j = nlohmann::json::parse(result.out);
   EXPECT_EQ(j["ranks"], 1);
   EXPECT_TRUE(j["reference_ok"].get<bool>());
   EXPECT_EQ(j["reference_error"].get<double>(), 0.0);
   EXPECT_GT(j["step_time_s"].get<double>(), 0);
-  EXPECT_EQ(j["losses"].size(), 2u);
+  EXPECT_EQ(j["losses"].size(), 2u);  // one warm-up step and one measured step
 }
 
 TEST_F(CliRun, PredictedAndMeasuredTracesCompareOpByOp) {

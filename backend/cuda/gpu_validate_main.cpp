@@ -1,0 +1,322 @@
+// ragged-gpu-validate: checks the CUDA backend on this machine's GPU and
+// measures what the simulator needs from it.
+//
+//   (a) every kernel and GEMM against a host reference (float64 for GEMMs) on
+//       fresh random inputs, outputs poisoned beforehand;
+//   (b) bf16 GEMM throughput for square and LLM-like shapes (CUDA events,
+//       warm-up, median), as TFLOP/s and a fraction of the dense bf16 peak;
+//   (c) HBM copy bandwidth; (d) the launch overhead of dependent kernels;
+//   (e) the simulator's calibration file (--output) and a summary.
+// Without a GPU it says why, runs its host self-checks only, and writes no
+// calibration (nor when a check fails). Exit status: 0 when every check
+// passes, 1 when one fails (or on an internal error), 2 on bad input.
+
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <iostream>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/calibration.hpp"
+#include "backend/cuda/cuda_check.hpp"
+#include "backend/cuda/cuda_device.hpp"
+#include "backend/cuda/gpu_validate_report.hpp"
+#include "backend/cuda/validate_bench.hpp"
+#include "backend/cuda/validate_checks.hpp"
+#include "common/errors.hpp"
+#include "common/file_io.hpp"
+#include "common/units.hpp"
+#include "common/version.hpp"
+#include "sim/compute_model.hpp"
+
+namespace ragged::backend::gpu {
+namespace {
+
+struct Options {
+  std::string output;
+  double peak_tflops = 0;
+  double hbm_tbps = 0;
+  uint64_t seed = 0;
+  bool seed_given = false;
+  bool quick = false;
+  bool cpu_only = false;
+  bool print_device_slug = false;
+  int device = -1;
+  double arena_gib = 0;
+  std::vector<std::string> shapes;
+};
+
+GemmShape parse_shape(const std::string& text) {
+  GemmShape shape;
+  char x1 = 0, x2 = 0, rest = 0;
+  long long m = 0, n = 0, k = 0;
+  if (std::sscanf(text.c_str(), "%lld%c%lld%c%lld%c", &m, &x1, &n, &x2, &k, &rest) != 5 || x1 != 'x' || x2 != 'x' ||
+      m <= 0 || n <= 0 || k <= 0) {
+    throw InputError(fmt::format("--shape '{}': expected MxNxK with positive integers, e.g. 4096x4096x4096", text));
+  }
+  shape.m = m;
+  shape.n = n;
+  shape.k = k;
+  return shape;
+}
+
+std::vector<GemmShape> gemm_shapes(const Options& options) {
+  std::vector<GemmShape> shapes;
+  for (const std::string& text : options.shapes) shapes.push_back(parse_shape(text));
+  if (!shapes.empty()) return shapes;
+  if (options.quick) return {{1024, 1024, 1024}, {4096, 4096, 4096}};
+  // Squares spanning the simulator's table (sim/gpu_tables.cpp), then a
+  // Llama-3-8B layer over 16,384 tokens: attention projection, MLP up, down.
+  return {{512, 512, 512},    {1024, 1024, 1024},  {2048, 2048, 2048},   {4096, 4096, 4096},
+          {8192, 8192, 8192}, {16384, 4096, 4096}, {16384, 14336, 4096}, {16384, 4096, 14336}};
+}
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M UTC", &tm);
+  return text;
+}
+
+int finish(std::ostream& out, const std::vector<CheckResult>& checks) {
+  const auto failed = std::count_if(checks.begin(), checks.end(), [](const CheckResult& c) { return !c.passed; });
+  if (failed == 0) {
+    out << fmt::format("RESULT: PASS ({} checks)\n", checks.size());
+    return 0;
+  }
+  out << fmt::format("RESULT: FAIL ({} of {} checks failed)\n", failed, checks.size());
+  return 1;
+}
+
+std::vector<CheckResult> run_and_print(std::ostream& out, std::vector<CheckResult> checks) {
+  for (const CheckResult& check : checks) out << check_line(check) << '\n';
+  return checks;
+}
+
+// The device's measurements as the simulator's calibration.
+Calibration make_calibration(const Options& options, const DeviceInfo& info, const std::vector<GemmReport>& gemms,
+                             double peak_flops, const std::string& peak_source, const CopyBandwidth& copy,
+                             const LaunchOverhead& launch, std::ostream& out) {
+  Calibration c;
+  c.device = info.name;
+  c.peak_flops = peak_flops;
+  const std::string cls = device_class(info.name);
+  const std::string table_name = cls.empty() ? "h100" : cls;
+  const sim::GpuComputeSpec* table = sim::find_gpu_table(table_name);
+  RAGGED_ASSERT(table != nullptr, "the simulator has a table for every class gpu-validate names");
+  std::string hbm_source;
+  if (options.hbm_tbps > 0) {
+    c.hbm_bytes_per_s = options.hbm_tbps * 1e12;
+    hbm_source = "--hbm-tbps";
+  } else if (info.dram_bytes_per_s > 0) {
+    c.hbm_bytes_per_s = info.dram_bytes_per_s;
+    hbm_source = "memory clock x bus width";
+  } else {
+    c.hbm_bytes_per_s = table->hbm_bytes_per_s;
+    hbm_source = fmt::format("the simulator's {} table", table_name);
+  }
+  for (const GemmReport& gemm : gemms) {
+    c.gemm.push_back({gemm.timing.shape.m, gemm.timing.shape.n, gemm.timing.shape.k, gemm.timing.median_seconds});
+  }
+  const bool kernel_faster = copy.kernel_bytes_per_s >= copy.memcpy_bytes_per_s;
+  const double copy_rate = std::max(copy.kernel_bytes_per_s, copy.memcpy_bytes_per_s);
+  c.memory_efficiency = copy_rate / c.hbm_bytes_per_s;
+  if (c.memory_efficiency > 1) {
+    out << fmt::format(
+        "note: the copy ran at {:.2f} TB/s, above the {:.2f} TB/s taken as the peak; memory_efficiency "
+        "capped at 1 (pass --hbm-tbps)\n",
+        copy_rate * 1e-12, c.hbm_bytes_per_s * 1e-12);
+    c.memory_efficiency = 1;
+  }
+  c.attention_forward_efficiency = table->attention_forward_efficiency;
+  c.attention_backward_efficiency = table->attention_backward_efficiency;
+  c.launch_seconds = launch.stream_seconds;
+  c.source = fmt::format(
+      "ragged-gpu-validate {} on {}, {}: GEMMs bf16 x bf16 -> bf16 (cuBLAS, fp32 accumulation), kernel time = median "
+      "of CUDA-event timings after warm-up; peak_flops {}; hbm_bytes_per_s from {}; memory_efficiency = the {} copy "
+      "(bytes read + written) over it; launch_seconds = chains of empty kernels launched one by one (graph replay: "
+      "{:.2f} us); attention NOT measured: the simulator's {} defaults (sim/gpu_tables.cpp)",
+      kVersion, info.name, utc_now(), peak_source, hbm_source, kernel_faster ? "kernel" : "cudaMemcpy",
+      launch.graph_seconds * 1e6, table_name);
+  return c;
+}
+
+int run_gpu(const Options& options, std::ostream& out, std::vector<CheckResult> checks) {
+  const int ordinal = options.device >= 0 ? options.device : default_device_ordinal();
+  const DeviceInfo info = query_device(ordinal);
+  out << fmt::format("device {}: {} (compute {}.{}, {} SMs, {} L2, {} memory, {:.2f} TB/s DRAM by clock x bus)\n",
+                     ordinal, info.name, info.compute_major, info.compute_minor, info.multiprocessors,
+                     format_bytes(static_cast<double>(info.l2_bytes)),
+                     format_bytes(static_cast<double>(info.total_memory_bytes)), info.dram_bytes_per_s * 1e-12);
+
+  // The arena: what the largest GEMM set and the copy need, within 80% of free memory.
+  std::size_t free_bytes = 0, total_bytes = 0;
+  CUDA_CHECK(cudaSetDevice(ordinal));
+  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  const double wanted = options.arena_gib > 0 ? options.arena_gib * kGiB : (options.quick ? 2.0 : 8.0) * kGiB;
+  const auto arena_bytes = static_cast<std::size_t>(std::min(wanted, 0.8 * static_cast<double>(free_bytes)));
+  CudaDevice device(ordinal, arena_bytes);
+  out << fmt::format("arena: {} of {} free\n", format_bytes(static_cast<double>(arena_bytes)),
+                     format_bytes(static_cast<double>(free_bytes)));
+
+  out << "\n== (a) kernels and GEMMs against the host ==\n";
+  for (CheckResult& check : run_and_print(out, gpu_kernel_checks(device, options.seed)))
+    checks.push_back(std::move(check));
+
+  double peak_flops = dense_bf16_peak_flops(info.name);
+  std::string peak_source =
+      fmt::format("{:.1f} TFLOP/s, the dense bf16 datasheet peak of the device class", peak_flops * 1e-12);
+  if (options.peak_tflops > 0) {
+    peak_flops = options.peak_tflops * 1e12;
+    peak_source = fmt::format("{:.1f} TFLOP/s from --peak-tflops", options.peak_tflops);
+  }
+  out << "\n== (b) GEMM throughput, bf16 ==\n";
+  if (peak_flops > 0)
+    out << fmt::format("peak: {}\n", peak_source);
+  else
+    out << "peak: unknown device (pass --peak-tflops); no fractions of peak\n";
+  BenchOptions bench;
+  if (options.quick) {
+    bench.max_repetitions = 30;
+    bench.target_seconds = 0.1;
+  }
+  std::vector<GemmReport> gemms;
+  for (const GemmShape& shape : gemm_shapes(options)) {
+    try {
+      gemms.push_back({time_gemm_bf16(device, shape, options.seed + gemms.size() * 1000, bench), peak_flops});
+      out << gemm_line(gemms.back()) << '\n';
+    } catch (const InputError& e) {
+      out << fmt::format("gemm bf16 {}x{}x{}: skipped: {}\n", shape.m, shape.n, shape.k, e.what());
+    }
+  }
+  if (gemms.empty()) throw InputError("no GEMM shape could be measured");
+  if (peak_flops <= 0) {
+    for (const GemmReport& gemm : gemms) peak_flops = std::max(peak_flops, gemm.timing.flops_per_s());
+    peak_source =
+        fmt::format("{:.1f} TFLOP/s, the best measured GEMM (unknown device; pass --peak-tflops)", peak_flops * 1e-12);
+  }
+
+  out << "\n== (c) HBM copy bandwidth ==\n";
+  // 1 GiB each way (far beyond L2), less in a small arena.
+  const std::size_t copy_bytes =
+      std::min<std::size_t>(std::size_t{1} << 30, device.arena().capacity() / 2 / 4096 * 4096 - 4096);
+  const CopyBandwidth copy = measure_copy_bandwidth(device, copy_bytes, bench);
+  out << fmt::format("copy of {}: kernel {:.3f} TB/s, cudaMemcpy {:.3f} TB/s (bytes read + written)\n",
+                     format_bytes(static_cast<double>(copy.bytes)), copy.kernel_bytes_per_s * 1e-12,
+                     copy.memcpy_bytes_per_s * 1e-12);
+
+  out << "\n== (d) launch overhead ==\n";
+  const LaunchOverhead launch = measure_launch_overhead(device, 1000, options.quick ? 5 : 20);
+  out << fmt::format("empty-kernel chain: {:.2f} us per kernel launched one by one, {:.2f} us from a CUDA graph\n",
+                     launch.stream_seconds * 1e6, launch.graph_seconds * 1e6);
+  out << fmt::format("arena high-water mark: {}\n",
+                     format_bytes(static_cast<double>(device.arena().high_water_mark())));
+
+  const Calibration calibration = make_calibration(options, info, gemms, peak_flops, peak_source, copy, launch, out);
+  out << "\n== (e) summary ==\n";
+  print_check_table(out, checks);
+  out << '\n';
+  print_gemm_table(out, gemms);
+  const auto flagged = std::count_if(gemms.begin(), gemms.end(), [](const GemmReport& g) { return g.flagged(); });
+  if (flagged > 0) {
+    out << fmt::format("{} of {} GEMM shapes below {:.0f}% of the {:.1f} TFLOP/s peak\n", flagged, gemms.size(),
+                       100 * kGemmFlagFraction, peak_flops * 1e-12);
+  }
+  out << fmt::format(
+      "\nHBM copy: kernel {:.3f} TB/s, cudaMemcpy {:.3f} TB/s; memory_efficiency {:.3f} of {:.2f} TB/s\n",
+      copy.kernel_bytes_per_s * 1e-12, copy.memcpy_bytes_per_s * 1e-12, calibration.memory_efficiency,
+      calibration.hbm_bytes_per_s * 1e-12);
+  out << fmt::format("launch: {:.2f} us per dependent kernel (graph replay {:.2f} us)\n", launch.stream_seconds * 1e6,
+                     launch.graph_seconds * 1e6);
+  const bool passed = std::all_of(checks.begin(), checks.end(), [](const CheckResult& c) { return c.passed; });
+  if (!options.output.empty() && !passed) {
+    out << fmt::format("calibration NOT written to {}: a check failed, so the measurements are suspect\n",
+                       options.output);
+  } else if (!options.output.empty()) {
+    write_file_atomically(options.output, calibration_json(calibration));
+    out << fmt::format("calibration written to {} (ragged simulate --calibration {})\n", options.output,
+                       options.output);
+  }
+  return finish(out, checks);
+}
+
+int run(int argc, char** argv) {
+  Options options;
+  CLI::App app{"Checks the CUDA backend on this GPU and measures the simulator's calibration", "ragged-gpu-validate"};
+  app.set_version_flag("--version", std::string("ragged-gpu-validate ") + kVersion);
+  app.add_option("--output,-o", options.output, "write the simulator's calibration JSON here (atomically)");
+  app.add_option("--peak-tflops", options.peak_tflops, "dense bf16 peak in TFLOP/s (default: by device name)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--hbm-tbps", options.hbm_tbps, "HBM bandwidth in TB/s (default: memory clock x bus width)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--seed", options.seed, "seed of the random inputs (default: fresh each run)");
+  app.add_option("--device", options.device, "CUDA device ordinal (default: by local rank, else 0)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--arena-gib", options.arena_gib, "device arena in GiB (default 8, 2 with --quick)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--shape", options.shapes, "a GEMM shape MxNxK to time (repeatable; replaces the defaults)");
+  app.add_flag("--quick", options.quick, "fewer shapes and repetitions (a smoke test)");
+  app.add_flag("--cpu-only", options.cpu_only, "run only the host self-checks");
+  app.add_flag("--print-device-slug", options.print_device_slug,
+               "print the device's file-name-safe name ('none' without a GPU) and exit");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "ragged-gpu-validate: error: " << e.what() << "\n(run 'ragged-gpu-validate --help' for usage)\n";
+    return 2;
+  }
+  gemm_shapes(options);  // bad --shape values are bad input, GPU or not
+  options.seed_given = app.count("--seed") > 0;
+  if (!options.seed_given) options.seed = std::random_device{}() * 0x100000001ull ^ std::random_device{}();
+
+  std::string why;
+  const bool gpu = !options.cpu_only && cuda_device_available(&why);
+  if (options.print_device_slug) {
+    std::cout << (gpu ? device_slug(query_device(options.device >= 0 ? options.device : default_device_ordinal()).name)
+                      : "none")
+              << '\n';
+    return 0;
+  }
+  std::ostream& out = std::cout;
+  out << fmt::format("ragged-gpu-validate {}: seed {} (--seed {} repeats this run)\n", kVersion, options.seed,
+                     options.seed);
+  out << "\n== host self-checks ==\n";
+  std::vector<CheckResult> checks = run_and_print(out, cpu_self_checks(options.seed));
+  if (!gpu) {
+    out << (options.cpu_only ? std::string("--cpu-only; skipping GPU checks\n")
+                             : fmt::format("no GPU: {}; skipping GPU checks\n", why));
+    if (!options.output.empty())
+      out << fmt::format("no calibration written to {} (nothing measured)\n", options.output);
+    out << '\n';
+    print_check_table(out, checks);
+    return finish(out, checks);
+  }
+  return run_gpu(options, out, std::move(checks));
+}
+
+}  // namespace
+}  // namespace ragged::backend::gpu
+
+int main(int argc, char** argv) {
+  try {
+    return ragged::backend::gpu::run(argc, argv);
+  } catch (const ragged::InputError& e) {
+    std::cerr << "ragged-gpu-validate: error: " << e.what() << '\n';
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "ragged-gpu-validate: internal error: " << e.what() << '\n';
+    return 1;
+  }
+}

@@ -1,0 +1,25 @@
+#pragma once
+// The NCCL communicator: backend::Communicator on device buffers (fp32
+// device pointers; counts in elements). One rank per process and GPU: under
+// an MPI launch (mpirun -np N, launched_by_mpi()) the group is MPI's world,
+// rank 0 creates the NCCL unique id and MPI broadcasts it; otherwise the
+// group is this process alone. The communicator uses the current CUDA device
+// (CudaDevice selects it; default_device_ordinal() picks one per local rank).
+//
+// Every collective is enqueued on the stream given at construction and the
+// call synchronises that stream before returning, so buffers are ready when
+// it returns (simple and correct; overlap across streams comes later).
+
+#include <cuda_runtime_api.h>
+
+#include <memory>
+
+#include "backend/communicator.hpp"
+
+namespace ragged::backend::gpu {
+
+// Throws InputError when an MPI launch meets a build without MPI, and
+// InternalError (file:line and NCCL's reason) when NCCL fails to start.
+std::unique_ptr<Communicator> make_nccl_communicator(cudaStream_t stream);
+
+}  // namespace ragged::backend::gpu

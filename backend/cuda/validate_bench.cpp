@@ -1,0 +1,166 @@
+// gpu-validate's measurements (validate_bench.hpp).
+
+#include "backend/cuda/validate_bench.hpp"
+
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include "backend/cuda/cuda_check.hpp"
+#include "backend/cuda/cuda_device.hpp"
+#include "backend/cuda/kernels.hpp"
+#include "common/errors.hpp"
+#include "common/units.hpp"
+
+namespace ragged::backend::gpu {
+namespace {
+
+// Times `call(i)` for repetitions i = 0, 1, ...: one event pair around each
+// call, back to back on `stream`; returns the seconds of each call.
+template <typename Call>
+std::vector<double> time_calls(cudaStream_t stream, const BenchOptions& options, Call&& call) {
+  // Warm-up, timed as a whole to choose the number of repetitions.
+  CudaEvent start, end;
+  const int warmup = std::max(1, options.warmup);
+  start.record(stream);
+  for (int i = 0; i < warmup; ++i) call(i);
+  end.record(stream);
+  end.synchronize();
+  const double per_call = elapsed_seconds(start, end) / warmup;
+  const double low = options.min_repetitions, high = std::max(options.min_repetitions, options.max_repetitions);
+  const double wanted = per_call > 0 ? std::ceil(options.target_seconds / per_call) : high;
+  const int repetitions = static_cast<int>(std::clamp(wanted, low, high));
+
+  std::vector<std::unique_ptr<CudaEvent>> marks;
+  marks.reserve(static_cast<size_t>(repetitions) + 1);
+  for (int i = 0; i <= repetitions; ++i) marks.push_back(std::make_unique<CudaEvent>());
+  marks[0]->record(stream);
+  for (int i = 0; i < repetitions; ++i) {
+    call(warmup + i);
+    marks[static_cast<size_t>(i) + 1]->record(stream);
+  }
+  marks.back()->synchronize();
+  std::vector<double> seconds;
+  for (size_t i = 0; i + 1 < marks.size(); ++i) seconds.push_back(elapsed_seconds(*marks[i], *marks[i + 1]));
+  return seconds;
+}
+
+}  // namespace
+
+double median(std::vector<double> values) {
+  RAGGED_ASSERT(!values.empty(), "the median of nothing");
+  std::sort(values.begin(), values.end());
+  const size_t mid = values.size() / 2;
+  return values.size() % 2 == 1 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
+}
+
+GemmTiming time_gemm_bf16(CudaDevice& device, const GemmShape& shape, uint64_t seed, const BenchOptions& options) {
+  DeviceArena& arena = device.arena();
+  arena.reset();
+  const cudaStream_t stream = device.stream(StreamKind::compute);
+  const int64_t elements_a = a_elements(shape), elements_b = b_elements(shape), elements_c = c_elements(shape);
+  // One set is A, B and C with their alignment padding.
+  const std::size_t set_bytes = static_cast<std::size_t>(elements_a + elements_b + elements_c) * sizeof(uint16_t) +
+                                3 * BumpAllocator::kDefaultAlignment;
+  if (set_bytes > arena.capacity()) {
+    throw InputError(fmt::format("GEMM {}x{}x{} needs {} of device memory; the arena has {}", shape.m, shape.n, shape.k,
+                                 format_bytes(static_cast<double>(set_bytes)),
+                                 format_bytes(static_cast<double>(arena.capacity()))));
+  }
+  // Enough sets (4x L2 in all) that a call does not find its inputs in L2,
+  // as many as the arena holds, at most 256 (small shapes).
+  const double l2 = static_cast<double>(device.info().l2_bytes);
+  const auto wanted = static_cast<int>(std::ceil(4.0 * l2 / static_cast<double>(set_bytes)));
+  const auto fit = static_cast<int>(std::min<std::size_t>(256, arena.capacity() / set_bytes));
+  const int sets = std::clamp(wanted, 1, std::max(1, fit));
+
+  struct Set {
+    uint16_t *a, *b, *c;
+  };
+  std::vector<Set> inputs;
+  for (int s = 0; s < sets; ++s) {
+    Set set{arena.allocate_array<uint16_t>(elements_a), arena.allocate_array<uint16_t>(elements_b),
+            arena.allocate_array<uint16_t>(elements_c)};
+    fill_random_bf16(set.a, elements_a, seed + 3 * static_cast<uint64_t>(s), 1.0f, stream);
+    fill_random_bf16(set.b, elements_b, seed + 3 * static_cast<uint64_t>(s) + 1, 1.0f, stream);
+    fill_bf16(set.c, elements_c, 0x7FC1, stream);
+    inputs.push_back(set);
+  }
+  const std::vector<double> seconds = time_calls(stream, options, [&](int i) {
+    const Set& set = inputs[static_cast<size_t>(i % sets)];
+    gemm_bf16(device.cublas(), stream, shape, set.a, set.b, set.c);
+  });
+  GemmTiming timing;
+  timing.shape = shape;
+  timing.repetitions = static_cast<int>(seconds.size());
+  timing.input_sets = sets;
+  timing.median_seconds = median(seconds);
+  timing.min_seconds = *std::min_element(seconds.begin(), seconds.end());
+  arena.reset();
+  return timing;
+}
+
+CopyBandwidth measure_copy_bandwidth(CudaDevice& device, std::size_t bytes, const BenchOptions& options) {
+  DeviceArena& arena = device.arena();
+  arena.reset();
+  const cudaStream_t stream = device.stream(StreamKind::compute);
+  const auto n = static_cast<int64_t>(bytes / sizeof(float));
+  float* src = arena.allocate_array<float>(n);
+  float* dst = arena.allocate_array<float>(n);
+  fill_random(src, n, 12345, 1.0f, stream);
+  fill(dst, n, NAN, stream);
+  CopyBandwidth result;
+  result.bytes = static_cast<std::size_t>(n) * sizeof(float);
+  const double moved = 2.0 * static_cast<double>(result.bytes);  // read + write
+  result.kernel_bytes_per_s = moved / median(time_calls(stream, options, [&](int) { copy(dst, src, n, stream); }));
+  result.memcpy_bytes_per_s = moved / median(time_calls(stream, options, [&](int) {
+                                CUDA_CHECK(cudaMemcpyAsync(dst, src, result.bytes, cudaMemcpyDeviceToDevice, stream));
+                              }));
+  arena.reset();
+  return result;
+}
+
+LaunchOverhead measure_launch_overhead(CudaDevice& device, int chain_length, int chains) {
+  RAGGED_ASSERT(chain_length > 0 && chains > 0, "launch measurement needs kernels");
+  const cudaStream_t stream = device.stream(StreamKind::compute);
+  BenchOptions options;
+  options.warmup = 1;
+  options.min_repetitions = chains;
+  options.max_repetitions = chains;
+  LaunchOverhead result;
+  result.stream_seconds = median(time_calls(stream, options,
+                                            [&](int) {
+                                              for (int i = 0; i < chain_length; ++i) launch_empty_kernel(stream);
+                                            })) /
+                          chain_length;
+
+  // The same chain captured once as a graph and replayed.
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  try {
+    for (int i = 0; i < chain_length; ++i) launch_empty_kernel(stream);
+  } catch (...) {
+    cudaStreamEndCapture(stream, &graph);
+    if (graph != nullptr) cudaGraphDestroy(graph);
+    throw;
+  }
+  CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  try {
+    CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    result.graph_seconds =
+        median(time_calls(stream, options, [&](int) { CUDA_CHECK(cudaGraphLaunch(exec, stream)); })) / chain_length;
+  } catch (...) {
+    if (exec != nullptr) cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    throw;
+  }
+  CUDA_CHECK(cudaGraphExecDestroy(exec));
+  CUDA_CHECK(cudaGraphDestroy(graph));
+  return result;
+}
+
+}  // namespace ragged::backend::gpu

@@ -1,0 +1,58 @@
+#pragma once
+// gpu-validate's measurements: GEMM throughput, HBM copy bandwidth and the
+// launch overhead of a dependent kernel, each timed with CUDA events after a
+// warm-up and reported as the median of many repetitions.
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "backend/cuda/gemm.hpp"
+
+namespace ragged::backend::gpu {
+
+class CudaDevice;
+
+struct BenchOptions {
+  int warmup = 5;  // untimed calls before timing
+  int min_repetitions = 10;
+  int max_repetitions = 200;
+  double target_seconds = 0.5;  // timed work per measurement, within the repetition bounds
+};
+
+struct GemmTiming {
+  GemmShape shape;
+  int repetitions = 0;
+  int input_sets = 0;         // inputs rotated so that they do not sit in L2
+  double median_seconds = 0;  // one call, kernel time
+  double min_seconds = 0;
+  double flops_per_s() const { return median_seconds > 0 ? gemm_flops(shape) / median_seconds : 0; }
+};
+
+// bf16 x bf16 -> bf16 GEMMs (fp32 accumulation) on random inputs. Uses the
+// arena (reset first); throws InputError when one input set does not fit.
+GemmTiming time_gemm_bf16(CudaDevice& device, const GemmShape& shape, uint64_t seed, const BenchOptions& options);
+
+struct CopyBandwidth {
+  std::size_t bytes = 0;          // copied per call
+  double kernel_bytes_per_s = 0;  // the copy kernel (kernels.hpp), bytes read + written per second
+  double memcpy_bytes_per_s = 0;  // cudaMemcpyAsync device to device, likewise
+};
+
+// Copies of `bytes` (median of repetitions); bytes read plus bytes written.
+CopyBandwidth measure_copy_bandwidth(CudaDevice& device, std::size_t bytes, const BenchOptions& options);
+
+// Seconds per kernel of a chain of `chain_length` empty kernels on one
+// stream (each waits for the previous), the median over `chains` chains:
+// launched one by one from the host (what an eager framework pays), and
+// replayed from a captured CUDA graph (the device's own gap between kernels).
+struct LaunchOverhead {
+  double stream_seconds = 0;
+  double graph_seconds = 0;
+};
+LaunchOverhead measure_launch_overhead(CudaDevice& device, int chain_length, int chains);
+
+// The median of a non-empty list (the mean of the middle two for even sizes).
+double median(std::vector<double> values);
+
+}  // namespace ragged::backend::gpu

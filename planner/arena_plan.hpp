@@ -10,10 +10,15 @@
 // the plan also says, for each buffer, which earlier buffers' memory it
 // reuses: its alloc must wait for their frees (an event per free).
 //
-// Offsets come from greedy-by-size placement (largest first, each at the
-// best-fitting gap among the buffers it coexists with), the usual heuristic
-// for this NP-hard problem (dynamic storage allocation); `peak_live`, the
-// most bytes live at once, bounds `bytes` from below.
+// Offsets come from greedy placement (each buffer at the best-fitting gap
+// among the buffers it coexists with), the usual heuristic for this NP-hard
+// problem (dynamic storage allocation), tried in several orders (largest,
+// longest-lived, issue order, fullest moment first) keeping the smallest;
+// `peak_live`, the most bytes live at once, bounds `bytes` from below.
+// Measured on the shipped scenarios: ragged and FSDP2 within 0.1% of it;
+// FSDP1, ZeRO-3 and Megatron on MoE models lose about 24% (a 2x
+// reduce-scatter input must fit beside the next unit's parameters and the
+// gradients; a cyclic slot assignment exists, the greedy orders miss it).
 
 #include <cstdint>
 #include <functional>

@@ -32,7 +32,17 @@ HostExecutor::HostExecutor(const planner::Program& program, std::vector<UnitShar
       per_tensor_(shards.size(), false),
       grads_(shards.size(), -1),
       reduced_(shards.size()),
-      tied_(tied_embeddings) {}
+      tied_(tied_embeddings) {
+  arena_ = planner::plan_arena(program, static_cast<int64_t>(sizeof(float)),
+                               [this](const planner::Buffer& b) { return elements_of(b) * static_cast<int64_t>(sizeof(float)); });
+  arena_memory_.resize(static_cast<size_t>(arena_.bytes) / sizeof(float));
+  live_.assign(program.buffers.size(), false);
+}
+
+float* HostExecutor::data(int buffer) {
+  RAGGED_ASSERT(live_.at(static_cast<size_t>(buffer)), "host executor: buffer used outside its lifetime");
+  return arena_memory_.data() + arena_.offsets[static_cast<size_t>(buffer)] / static_cast<int64_t>(sizeof(float));
+}
 
 int64_t HostExecutor::elements_of(const planner::Buffer& b) const {
   const UnitShard& s = shards_[static_cast<size_t>(b.unit)];
@@ -49,7 +59,8 @@ int64_t HostExecutor::elements_of(const planner::Buffer& b) const {
 void HostExecutor::allocate(const Op& op) {
   const planner::Buffer& b = program_.buffers[static_cast<size_t>(op.buffer)];
   const int64_t elements = elements_of(b);
-  buffers_[op.buffer].assign(static_cast<size_t>(elements), 0.0f);
+  live_[static_cast<size_t>(op.buffer)] = true;
+  if (elements > 0) std::fill_n(data(op.buffer), elements, 0.0f);
   live_bytes_ += elements * static_cast<int64_t>(sizeof(float));
   if (b.kind == BufferKind::kUnshardedGrads) grads_[static_cast<size_t>(b.unit)] = op.buffer;
 }
@@ -74,18 +85,16 @@ void HostExecutor::fill_own_slot(int buffer, int unit) {
   slot_filled_[buffer] = true;
 }
 
-void HostExecutor::execute(const Op& op, int64_t step, HostStep& out) {
+void HostExecutor::execute(const Op& op, int64_t step, MeasuredStep& out) {
   const int u = op.unit;
   UnitShard* s = u >= 0 ? &shards_[static_cast<size_t>(u)] : nullptr;
   switch (op.kind) {
     case OpKind::kAlloc: allocate(op); break;
-    case OpKind::kFree: {
-      auto it = buffers_.find(op.buffer);
-      live_bytes_ -= static_cast<int64_t>(it->second.size() * sizeof(float));
-      buffers_.erase(it);
+    case OpKind::kFree:
+      live_[static_cast<size_t>(op.buffer)] = false;
+      live_bytes_ -= elements_of(program_.buffers[static_cast<size_t>(op.buffer)]) * static_cast<int64_t>(sizeof(float));
       slot_filled_.erase(op.buffer);
       break;
-    }
     case OpKind::kCast:
     case OpKind::kCopyIn: {
       const BufferKind kind = program_.buffers[static_cast<size_t>(op.buffer)].kind;
@@ -179,8 +188,8 @@ void HostExecutor::execute(const Op& op, int64_t step, HostStep& out) {
   (void)out;
 }
 
-HostStep HostExecutor::run_step(int64_t step) {
-  HostStep out;
+MeasuredStep HostExecutor::run_step(int64_t step) {
+  MeasuredStep out;
   out.times.resize(program_.ops.size());
   losses_ = 0;
   loss_count_ = 0;
@@ -196,8 +205,9 @@ HostStep HostExecutor::run_step(int64_t step) {
     }
   }
   out.seconds = now();
+  out.reserved_bytes = persistent_bytes_ + arena_.bytes;
   out.loss = loss_count_ ? losses_ / loss_count_ : 0.0;
-  RAGGED_ASSERT(buffers_.empty(), "every buffer of the step is freed by its end");
+  RAGGED_ASSERT(live_bytes_ == 0, "every buffer of the step is freed by its end");
   return out;
 }
 

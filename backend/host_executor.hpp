@@ -1,7 +1,8 @@
 #pragma once
 // Runs one rank's Program on the host, op by op in issue order (a
 // topological order of its dependencies; the host has one stream): buffers
-// are allocated and freed by the Program's ops, all-gathers and
+// live in one arena carved by the Program's arena plan (planner/arena_plan)
+// and are zeroed by their alloc op, all-gathers and
 // reduce-scatters run in place on them through the communicator, compute ops
 // run the real workload on the gathered parameters, the optimizer ops update
 // the shards. Every op is timed with a steady clock.
@@ -12,8 +13,10 @@
 
 #include "backend/communicator.hpp"
 #include "backend/host_optimizer.hpp"
+#include "backend/measured_step.hpp"
 #include "backend/unit_shard.hpp"
 #include "backend/workload.hpp"
+#include "planner/arena_plan.hpp"
 #include "planner/program.hpp"
 
 namespace ragged::backend {
@@ -23,24 +26,6 @@ struct DataConfig {
   int64_t micro_batch_size = 1;  // sequences per rank per micro-batch
   int64_t seq_len = 1;
   int64_t vocab = 1;
-};
-
-struct OpTime {
-  double start = 0;  // seconds from the start of the step
-  double end = 0;
-};
-
-struct MemoryPoint {
-  double time = 0;
-  int64_t allocated = 0;
-};
-
-struct HostStep {
-  std::vector<OpTime> times;
-  std::vector<MemoryPoint> memory;
-  double seconds = 0;
-  double loss = 0;  // mean over this rank's micro-batches
-  int64_t peak_bytes = 0;
 };
 
 // The sequences rank `rank` of `world` trains on in micro-batch `micro_batch`
@@ -53,14 +38,16 @@ class HostExecutor {
                Communicator& comm, HostWorkload& workload, DataConfig data, int64_t persistent_bytes,
                bool tied_embeddings);
 
-  HostStep run_step(int64_t step);
+  MeasuredStep run_step(int64_t step);
+  // The step's buffers: one block of arena_bytes(), carved by the plan.
+  int64_t arena_bytes() const { return arena_.bytes; }
 
  private:
-  void execute(const planner::Op& op, int64_t step, HostStep& out);
+  void execute(const planner::Op& op, int64_t step, MeasuredStep& out);
   void allocate(const planner::Op& op);
   void fill_own_slot(int buffer, int unit);
   std::vector<const float*> params_of(int unit);
-  float* data(int buffer) { return buffers_.at(buffer).data(); }
+  float* data(int buffer);
   int64_t elements_of(const planner::Buffer& buffer) const;
 
   const planner::Program& program_;
@@ -70,7 +57,9 @@ class HostExecutor {
   HostWorkload& workload_;
   DataConfig data_;
   int64_t persistent_bytes_;
-  std::unordered_map<int, std::vector<float>> buffers_;
+  planner::ArenaPlan arena_;
+  std::vector<float> arena_memory_;
+  std::vector<bool> live_;  // per buffer: allocated and not yet freed
   std::unordered_map<int, bool> slot_filled_;
   std::vector<int> params_;        // per unit: the buffer its parameters are read from
   std::vector<bool> per_tensor_;   // per unit: that buffer is a per-tensor concatenation

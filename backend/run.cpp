@@ -97,10 +97,10 @@ RunResult run(const planner::ResolvedScenario& resolved, const RunOptions& optio
   RunResult result;
   comm.set_ordered_reductions(options.check_reference);
   if (options.verify_collectives) result.collective_errors = self_test(comm, 4099, 1);
-  std::vector<HostStep> measured;
+  std::vector<MeasuredStep> measured;
   const int64_t total = options.warmup_steps + options.steps;
   for (int64_t step = 1; step <= total; ++step) {
-    HostStep s = executor.run_step(step);
+    MeasuredStep s = executor.run_step(step);
     result.losses.push_back(comm.sum(s.loss) / comm.size());
     if (options.verify_collectives) result.collective_errors += self_test(comm, 1000 + step, static_cast<uint64_t>(step + 1));
     if (step > options.warmup_steps) measured.push_back(std::move(s));

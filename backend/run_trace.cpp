@@ -19,7 +19,7 @@ int64_t ns(double seconds) { return static_cast<int64_t>(std::llround(seconds * 
 }  // namespace
 
 traces::Trace measured_trace(const planner::ResolvedScenario& resolved, const planner::Program& program,
-                             const std::vector<HostStep>& steps, Communicator& comm) {
+                             const std::vector<MeasuredStep>& steps, Communicator& comm) {
   const scenarios::Scenario& s = resolved.scenario();
   traces::Trace trace;
   traces::Metadata* meta = trace.mutable_metadata();
@@ -33,7 +33,7 @@ traces::Trace measured_trace(const planner::ResolvedScenario& resolved, const pl
   meta->set_steps(static_cast<int32_t>(steps.size()));
   if (steps.empty()) return trace;
 
-  const HostStep& last = steps.back();
+  const MeasuredStep& last = steps.back();
   double compute = 0;
   for (const planner::Op& op : program.ops) {
     const OpTime& t = last.times[op.id];
@@ -58,13 +58,14 @@ traces::Trace measured_trace(const planner::ResolvedScenario& resolved, const pl
     sample->set_rank(comm.rank());
     sample->set_time_ns(ns(m.time));
     sample->set_allocated_bytes(m.allocated);
-    sample->set_reserved_bytes(m.allocated);
+    sample->set_reserved_bytes(last.reserved_bytes);
   }
   double seconds = 0;
-  int64_t peak = 0;
-  for (const HostStep& step : steps) {
+  int64_t peak = 0, reserved = 0;
+  for (const MeasuredStep& step : steps) {
     seconds += step.seconds;
     peak = std::max(peak, step.peak_bytes);
+    reserved = std::max(reserved, step.reserved_bytes);
   }
   seconds /= static_cast<double>(steps.size());
   traces::Summary* sum = trace.mutable_summary();
@@ -74,7 +75,7 @@ traces::Trace measured_trace(const planner::ResolvedScenario& resolved, const pl
   sum->set_mfu(program.model_flops_per_step / seconds / (s.cluster().gpu().peak_bf16_tflops() * 1e12));
   sum->set_compute_s(compute);
   sum->set_peak_allocated_bytes(peak);
-  sum->set_peak_reserved_bytes(peak);
+  sum->set_peak_reserved_bytes(reserved);
   sum->set_hbm_capacity_bytes(static_cast<int64_t>(s.cluster().gpu().hbm_capacity_gib() * 1073741824.0));
   sum->set_oom(false);
   return trace;

@@ -14,6 +14,6 @@
 namespace ragged::backend {
 
 traces::Trace measured_trace(const planner::ResolvedScenario& resolved, const planner::Program& program,
-                             const std::vector<HostStep>& steps, Communicator& comm);
+                             const std::vector<MeasuredStep>& steps, Communicator& comm);
 
 }  // namespace ragged::backend

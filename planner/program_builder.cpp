@@ -296,15 +296,18 @@ class Builder {
     }
     last = w_.collective(OpKind::kReduceScatter, Stream::kReduceScatter, Group::kShard, u, mb, name + " reduce-scatter",
                          gathered * r_, input, {last});
-    w_.free(input, Stream::kReduceScatter, {last});
     Stream accumulate_on = Stream::kReduceScatter;
     if (in_.replicate_ranks > 1) {
       last = w_.collective(OpKind::kAllReduce, Stream::kAllReduce, Group::kReplicate, u, mb, name + " all-reduce (HSDP)",
-                           shard(u) * r_, -1, {last});
+                           shard(u) * r_, input, {last});
       accumulate_on = Stream::kAllReduce;
     }
-    return w_.traffic(OpKind::kGradAccumulate, accumulate_on, u, mb, name + " accumulate grad shard",
-                      shard(u) * (r_ + 2 * grad_shard_bytes()), {last});
+    // The reduced shard is read from the input's slot, so the input lives
+    // until it is accumulated.
+    last = w_.traffic(OpKind::kGradAccumulate, accumulate_on, u, mb, name + " accumulate grad shard",
+                      shard(u) * (r_ + 2 * grad_shard_bytes()), {last}, input);
+    w_.free(input, accumulate_on, {last});
+    return last;
   }
 
   OptimizerContext optimizer_context() const {

@@ -5,4 +5,5 @@ list(APPEND RAGGED_BACKEND_SRCS
   ${CMAKE_CURRENT_LIST_DIR}/host_executor.cpp
   ${CMAKE_CURRENT_LIST_DIR}/reference.cpp
   ${CMAKE_CURRENT_LIST_DIR}/run_trace.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/run_support.cpp
   ${CMAKE_CURRENT_LIST_DIR}/run.cpp)

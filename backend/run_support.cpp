@@ -1,0 +1,86 @@
+#include "backend/run_support.hpp"
+
+#include <fmt/format.h>
+
+#include "common/errors.hpp"
+#include "planner/layout_strategy.hpp"
+#include "scenarios/scenario_rules.hpp"
+
+namespace ragged::backend {
+
+void check_launch(const planner::ResolvedScenario& resolved, const Communicator& comm) {
+  const scenarios::Scenario& s = resolved.scenario();
+  if (scenarios::total_gpus(s) != comm.size()) {
+    throw InputError(fmt::format("{} has {} GPUs but {} process{} run: launch `mpirun -np {}` or pass --gpus {}",
+                                 s.name(), scenarios::total_gpus(s), comm.size(), comm.size() == 1 ? "" : "es",
+                                 scenarios::total_gpus(s), comm.size()));
+  }
+  if (s.training().replicate_group_size() > 1) {
+    throw InputError("training.replicate_group_size > 1 (HSDP) is not supported by the backends yet");
+  }
+}
+
+planner::Plan plan_for_run(const planner::ResolvedScenario& resolved, models::DType param_dtype) {
+  const scenarios::Training& training = resolved.scenario().training();
+  planner::PlanOptions plan_options;
+  plan_options.param_dtype = param_dtype;
+  auto strategy = planner::make_strategy(training.strategy());
+  planner::Plan plan =
+      planner::plan_model(resolved.model, resolved.granularity, training.shard_group_size(), *strategy, plan_options);
+  if (training.optimizer().has_adam8bit() && !plan.honours_granularity()) {
+    throw InputError(fmt::format(
+        "{} cuts 8-bit Adam's blocks across ranks at {} ranks (its shards do not fall on block boundaries), so no rank "
+        "could quantise its blocks alone: use the ragged strategy, or a rank count whose shards align",
+        plan.strategy, plan.ranks));
+  }
+  return plan;
+}
+
+std::vector<UnitShard> make_shards(const models::ModelSpec& model, const planner::Plan& plan, int rank, uint64_t seed) {
+  std::vector<UnitShard> shards;
+  shards.reserve(plan.units.size());
+  int64_t tensor_id = 0;
+  for (const planner::UnitPlan& unit : plan.units) {
+    const models::UnitSpec& spec = model.units[static_cast<size_t>(unit.unit_index)];
+    shards.emplace_back(spec, unit, rank, tensor_id);
+    shards.back().initialise(seed);
+    tensor_id += static_cast<int64_t>(spec.tensors.size());
+  }
+  return shards;
+}
+
+ModelParams gather_params(std::vector<UnitShard>& shards, Communicator& comm) {
+  ModelParams params;
+  for (UnitShard& s : shards) {
+    std::vector<float> buffer(static_cast<size_t>(s.shard_size() * s.ranks()));
+    std::copy(s.master().begin(), s.master().end(), buffer.begin() + s.rank() * s.shard_size());
+    comm.all_gather_in_place(buffer.data(), s.shard_size());
+    std::vector<float> per_tensor;
+    const float* base = buffer.data();
+    if (!s.contiguous()) {
+      per_tensor.resize(static_cast<size_t>(s.unsharded_elements()));
+      s.copy_out(buffer.data(), per_tensor.data());
+      base = per_tensor.data();
+    }
+    const auto pointers = s.params_in(base, !s.contiguous());
+    for (size_t t = 0; t < s.spec().tensors.size(); ++t) {
+      params.emplace_back(pointers[t], pointers[t] + s.spec().tensors[t].numel());
+    }
+  }
+  return params;
+}
+
+void judge_against_reference(const planner::ResolvedScenario& resolved, std::vector<UnitShard>& shards,
+                             Communicator& comm, int64_t steps, const RunOptions& options, RunResult& result) {
+  ModelParams trained = gather_params(shards, comm);
+  if (comm.rank() != 0) return;
+  ModelParams reference = reference_train(resolved.model, resolved.scenario().training(), comm.size(), steps, options.seed);
+  ParamError e = compare_params(resolved.model, trained, reference);
+  result.reference_error = e.max_relative;
+  result.reference_differing = e.differing_elements;
+  result.reference_elements = e.elements;
+  result.worst_tensor = e.worst_tensor;
+  result.reference_ok = e.max_relative <= options.tolerance;
+}
+
+}  // namespace ragged::backend

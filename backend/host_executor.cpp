@@ -114,11 +114,7 @@ void HostExecutor::execute(const Op& op, int64_t step, MeasuredStep& out) {
       per_tensor_[static_cast<size_t>(u)] = false;
       break;
     case OpKind::kCopyOut: {
-      int gathered = -1;
-      for (uint32_t d : op.deps) {
-        if (program_.ops[d].kind == OpKind::kAllGather) gathered = program_.ops[d].buffer;
-      }
-      RAGGED_ASSERT(gathered >= 0, "a copy-out follows its all-gather");
+      const int gathered = program_.gathered_buffer(op);
       s->copy_out(data(gathered), data(op.buffer));
       params_[static_cast<size_t>(u)] = op.buffer;
       per_tensor_[static_cast<size_t>(u)] = true;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "backend/build_info.hpp"
 #include "backend/collective_check.hpp"
 #include "backend/host_executor.hpp"
 #include "backend/host_optimizer.hpp"
@@ -9,6 +10,7 @@
 #include "backend/run_trace.hpp"
 #include "backend/workload.hpp"
 #include "common/errors.hpp"
+#include "planner/memory_breakdown.hpp"
 #include "planner/program_builder.hpp"
 
 namespace ragged::backend {
@@ -57,7 +59,11 @@ RunResult run(const planner::ResolvedScenario& resolved, const RunOptions& optio
     if (step > options.warmup_steps) measured.push_back(std::move(s));
   }
   if (options.check_reference) judge_against_reference(resolved, shards, comm, total, options, result);
-  result.trace = measured_trace(resolved, program, measured, comm);
+  result.arena_held_bytes = persistent_bytes + executor.arena_bytes();
+  result.program_peak_bytes = planner::memory_breakdown(program).peak_total();
+  result.trace = measured_trace(
+      resolved, program, measured, comm,
+      fmt::format("cpu ({}), {} {} rank{}", build_info(), comm.size(), comm.name(), comm.size() == 1 ? "" : "s"));
   return result;
 }
 

@@ -1,8 +1,9 @@
 #pragma once
 // `ragged run`: executes the scenario's Program for real on this process's
-// rank (host: CBLAS + the communicator; one rank needs no MPI), measures every
-// op, and optionally checks the trained parameters against the unsharded
-// single-process reference and every collective against exact expectations.
+// rank (host: CBLAS + the communicator; one rank needs no MPI; GPU:
+// backend/cuda/cuda_run.hpp), measures every op, and optionally checks the
+// trained parameters against the unsharded single-process reference and
+// every collective against exact expectations.
 
 #include <cstdint>
 #include <string>
@@ -32,6 +33,14 @@ struct RunResult {
   int64_t reference_elements = 0;
   std::string worst_tensor;
   bool reference_ok = true;
+  // Memory: what the executor holds for the step (persistent state and the
+  // arena carved by the plan) against the Program's issue-order peak
+  // (planner/memory_breakdown.hpp), and on a GPU everything the process
+  // holds there (cudaMemGetInfo: the workload's private buffers, cuBLAS and
+  // NCCL included).
+  int64_t arena_held_bytes = 0;
+  int64_t program_peak_bytes = 0;
+  int64_t device_used_bytes = -1;  // -1: not a GPU run
 };
 
 RunResult run(const planner::ResolvedScenario& resolved, const RunOptions& options, Communicator& comm);

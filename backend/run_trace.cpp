@@ -3,9 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include <fmt/format.h>
 
-#include "backend/build_info.hpp"
 #include "scenarios/scenario_loader.hpp"
 #include "scenarios/scenario_rules.hpp"
 #include "traces/trace_metadata.hpp"
@@ -19,14 +17,14 @@ int64_t ns(double seconds) { return static_cast<int64_t>(std::llround(seconds * 
 }  // namespace
 
 traces::Trace measured_trace(const planner::ResolvedScenario& resolved, const planner::Program& program,
-                             const std::vector<MeasuredStep>& steps, Communicator& comm) {
+                             const std::vector<MeasuredStep>& steps, Communicator& comm, const std::string& device) {
   const scenarios::Scenario& s = resolved.scenario();
   traces::Trace trace;
   traces::Metadata* meta = trace.mutable_metadata();
   traces::stamp_metadata(meta, traces::MEASURED);
   meta->set_scenario_name(s.name());
   meta->set_scenario_text(scenarios::to_text(s));
-  meta->set_device(fmt::format("cpu ({}), {} {} rank{}", build_info(), comm.size(), comm.name(), comm.size() == 1 ? "" : "s"));
+  meta->set_device(device);
   meta->set_strategy(program.strategy);
   meta->set_world_size(comm.size());
   meta->add_traced_ranks(comm.rank());

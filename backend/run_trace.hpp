@@ -3,17 +3,19 @@
 // (each with its Program op id, so it joins the predicted trace op by op),
 // its memory samples, and the summary averaged over the measured steps.
 
+#include <string>
 #include <vector>
 
 #include "backend/communicator.hpp"
-#include "backend/host_executor.hpp"
+#include "backend/measured_step.hpp"
 #include "planner/program.hpp"
 #include "planner/resolved_scenario.hpp"
 #include "traces/trace.pb.h"
 
 namespace ragged::backend {
 
+// `device` describes where it ran ("cpu (...), 4 mpi ranks").
 traces::Trace measured_trace(const planner::ResolvedScenario& resolved, const planner::Program& program,
-                             const std::vector<MeasuredStep>& steps, Communicator& comm);
+                             const std::vector<MeasuredStep>& steps, Communicator& comm, const std::string& device);
 
 }  // namespace ragged::backend

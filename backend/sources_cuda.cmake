@@ -3,15 +3,15 @@
 # ragged-gpu-validate, which checks the kernels on a GPU and writes the
 # simulator's calibration (scripts/gpu-validate). Included from
 # backend/CMakeLists.txt; does nothing unless RAGGED_HAVE_CUDA
-# (cmake/RaggedDependencies.cmake found nvcc, the toolkit and NCCL). Only
-# kernels.cu goes through nvcc; the rest is host C++ against the CUDA runtime,
-# cuBLAS and NCCL.
+# (cmake/RaggedDependencies.cmake found nvcc, the toolkit and NCCL). The .cu
+# files (kernels) go through nvcc; the rest is host C++ against the CUDA
+# runtime, cuBLAS and NCCL.
 if(NOT RAGGED_HAVE_CUDA)
   return()  # back to backend/CMakeLists.txt: the backend builds without CUDA
 endif()
 
 enable_language(CUDA)
-# kernels.cu includes the backend's C++20 headers: nvcc 12 or newer, in C++20.
+# The .cu files include the backend's C++20 headers: nvcc 12 or newer, in C++20.
 if(CMAKE_CUDA_COMPILER_VERSION VERSION_LESS 12.0)
   message(FATAL_ERROR "the CUDA backend needs nvcc 12 or newer (C++20); found ${CMAKE_CUDA_COMPILER_VERSION}. "
                       "Configure with -DRAGGED_CUDA=OFF to build without it.")
@@ -38,7 +38,22 @@ add_library(ragged_backend_cuda STATIC
   ${_ragged_cuda_dir}/calibration.cpp
   ${_ragged_cuda_dir}/validate_cpu.cpp
   ${_ragged_cuda_dir}/validate_gpu_checks.cpp
-  ${_ragged_cuda_dir}/validate_bench.cpp)
+  ${_ragged_cuda_dir}/validate_bench.cpp
+  # The GPU workload (gpu_workload.hpp)
+  ${_ragged_cuda_dir}/gpu_workload_bytes.cpp
+  ${_ragged_cuda_dir}/gpu_workload.cpp
+  ${_ragged_cuda_dir}/gpu_workload_block.cpp
+  ${_ragged_cuda_dir}/gpu_workload_head.cpp
+  ${_ragged_cuda_dir}/workload_kernels.cu
+  ${_ragged_cuda_dir}/workload_reductions.cu
+  # The Program on the GPU (cuda_executor.hpp, cuda_run.hpp)
+  ${_ragged_cuda_dir}/device_layout.cpp
+  ${_ragged_cuda_dir}/device_units.cpp
+  ${_ragged_cuda_dir}/device_collectives.cpp
+  ${_ragged_cuda_dir}/executor_kernels.cu
+  ${_ragged_cuda_dir}/cuda_executor.cpp
+  ${_ragged_cuda_dir}/cuda_run.cpp
+  )
 add_library(ragged::backend_cuda ALIAS ragged_backend_cuda)
 target_include_directories(ragged_backend_cuda PUBLIC ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR})
 target_link_libraries(ragged_backend_cuda

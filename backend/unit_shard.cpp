@@ -38,9 +38,15 @@ int64_t UnitShard::unsharded_elements() const {
 
 int64_t UnitShard::tensor_offset_unsharded(int tensor) const { return unsharded_offsets_[static_cast<size_t>(tensor)]; }
 
+std::vector<int64_t> UnitShard::tensor_offsets(bool per_tensor) const {
+  std::vector<int64_t> out;
+  for (size_t t = 0; t < spec_->tensors.size(); ++t) out.push_back(gathered_offset(static_cast<int>(t), per_tensor));
+  return out;
+}
+
 std::vector<const float*> UnitShard::params_in(const float* buffer, bool per_tensor) const {
   std::vector<const float*> out;
-  for (size_t t = 0; t < spec_->tensors.size(); ++t) out.push_back(buffer + gathered_offset(static_cast<int>(t), per_tensor));
+  for (int64_t offset : tensor_offsets(per_tensor)) out.push_back(buffer + offset);
   return out;
 }
 
@@ -56,7 +62,7 @@ int64_t UnitShard::gathered_offset(int tensor, bool per_tensor) const {
 
 std::vector<float*> UnitShard::grads_in(float* buffer, bool per_tensor) const {
   std::vector<float*> out;
-  for (size_t t = 0; t < spec_->tensors.size(); ++t) out.push_back(buffer + gathered_offset(static_cast<int>(t), per_tensor));
+  for (int64_t offset : tensor_offsets(per_tensor)) out.push_back(buffer + offset);
   return out;
 }
 

@@ -39,8 +39,10 @@ class UnitShard {
   int64_t unsharded_elements() const;
   int64_t tensor_offset_unsharded(int tensor) const;  // in that per-tensor concatenation
 
-  // Pointers to the unit's tensors in a gathered buffer (contiguous: views of
-  // the m*S buffer) or in a per-tensor concatenation (rank-major copies).
+  // Where each tensor starts, in elements, in a gathered buffer (contiguous:
+  // views of the m*S buffer) or in a per-tensor concatenation (rank-major
+  // copies); and pointers to them in a host buffer.
+  std::vector<int64_t> tensor_offsets(bool per_tensor) const;
   std::vector<const float*> params_in(const float* buffer, bool per_tensor) const;
   std::vector<float*> grads_in(float* buffer, bool per_tensor) const;
 

@@ -1,4 +1,5 @@
-// ragged run: execute the scenario's Program for real. One process per rank:
+// ragged run: execute the scenario's Program for real, on the host (cpu) or
+// the GPUs (cuda, where the CUDA backend is built). One process per rank:
 // `mpirun -np N ragged run ...` (N = the scenario's GPUs); one rank needs no
 // MPI. Rank 0 prints the summary and writes the measured trace.
 
@@ -7,6 +8,9 @@
 
 #include "backend/communicator.hpp"
 #include "backend/run.hpp"
+#ifdef RAGGED_HAVE_CUDA
+#include "backend/cuda/cuda_run.hpp"
+#endif
 #include "cli/cli.hpp"
 #include "cli/commands.hpp"
 #include "cli/scenario_options.hpp"
@@ -34,6 +38,19 @@ void print(const backend::RunResult& r, const std::string& label, std::ostream& 
   out << fmt::format("  tokens/s per GPU   {}\n", format_integer(static_cast<int64_t>(s.tokens_per_s_per_gpu() + 0.5)));
   out << fmt::format("  peak memory        {} (rank 0, buffers the Program allocates plus shards and states)\n",
                      format_bytes(static_cast<double>(s.peak_allocated_bytes())));
+  if (r.program_peak_bytes > 0) {
+    const double held = static_cast<double>(r.arena_held_bytes);
+    const double peak = static_cast<double>(r.program_peak_bytes);
+    out << fmt::format("  arena              {} held (shards, states, step buffers at planned offsets) for a Program "
+                       "peak of {} ({:+.2f}%{})\n",
+                       format_bytes(held), format_bytes(peak), 100.0 * (held / peak - 1.0),
+                       r.device_used_bytes < 0 ? "; the host workload keeps activations outside the arena" : "");
+  }
+  if (r.device_used_bytes >= 0) {
+    out << fmt::format("  device memory      {} used on the GPU (cudaMemGetInfo: arena, workload buffers, cuBLAS, "
+                       "NCCL, CUDA context)\n",
+                       format_bytes(static_cast<double>(r.device_used_bytes)));
+  }
   std::string losses;
   for (double l : r.losses) losses += fmt::format("{}{:.6f}", losses.empty() ? "" : " ", l);
   out << fmt::format("  loss per step      {}\n", losses);
@@ -47,14 +64,32 @@ void print(const backend::RunResult& r, const std::string& label, std::ostream& 
   }
 }
 
+// Where the CUDA backend is built, --device cuda runs there.
+backend::RunResult run_on_device(const planner::ResolvedScenario& resolved, const backend::RunOptions& options,
+                                 backend::Communicator& comm) {
+  if (options.device == "cpu") return backend::run(resolved, options, comm);
+#ifdef RAGGED_HAVE_CUDA
+  return backend::gpu::run_on_gpu(resolved, options, comm);
+#else
+  throw InputError("--device cuda: this build has no CUDA backend (CMake found no CUDA toolkit with NCCL; CUDA lives "
+                   "under /usr/local/cuda); rebuild there, or use --device cpu");
+#endif
+}
+
+// The reference's tolerance: the host reproduces the reference's sums
+// bitwise; cuBLAS sums in its own order.
+constexpr double kCudaTolerance = 1e-4;
+
 }  // namespace
 
 void add_run_command(CLI::App& app, Context& context) {
   auto o = std::make_shared<RunCommandOptions>();
-  auto* cmd = app.add_subcommand("run", "Execute the scenario for real (cpu: host BLAS + MPI; launch with mpirun -np N)");
+  auto* cmd = app.add_subcommand("run", "Execute the scenario for real (cpu: host BLAS + MPI; cuda: cuBLAS + NCCL; launch with mpirun -np N)");
   o->scenario.add_to(cmd, false);
   o->scenario.add_optimizer_to(cmd);
-  cmd->add_option("--device", o->run.device, "cpu or cuda")->capture_default_str();
+  cmd->add_option("--device", o->run.device, "cpu or cuda")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
   cmd->add_option("--steps", o->run.steps, "Measured optimizer steps (default: the scenario's run.steps)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--warmup", o->run.warmup_steps, "Steps run before measuring (default: run.warmup_steps)")
@@ -65,8 +100,8 @@ void add_run_command(CLI::App& app, Context& context) {
   cmd->add_flag("--verify-collectives", o->run.verify_collectives, "Check every collective on exactly predictable inputs");
   cmd->add_flag("--check-reference", o->run.check_reference,
                 "Compare the trained parameters with a single-process unsharded run");
-  cmd->add_option("--tolerance", o->run.tolerance, "Relative error allowed per tensor against the reference")
-      ->capture_default_str();
+  cmd->add_option("--tolerance", o->run.tolerance,
+                  "Relative error allowed per tensor against the reference (default 1e-6 on cpu, 1e-4 on cuda)");
   cmd->add_flag("--json", o->json, "Print JSON");
   cmd->callback([&context, o, cmd] {
     auto resolved = o->scenario.resolve();
@@ -75,11 +110,12 @@ void add_run_command(CLI::App& app, Context& context) {
     if (cmd->count("--steps") == 0) o->run.steps = defaults.steps();
     if (cmd->count("--warmup") == 0) o->run.warmup_steps = defaults.warmup_steps();
     if (cmd->count("--seed") == 0) o->run.seed = defaults.seed();
+    if (cmd->count("--tolerance") == 0 && o->run.device == "cuda") o->run.tolerance = kCudaTolerance;
     std::unique_ptr<backend::Communicator> comm =
         backend::launched_by_mpi() ? backend::make_mpi_communicator() : backend::make_local_communicator();
     backend::RunResult result;
     try {
-      result = backend::run(resolved.front(), o->run, *comm);
+      result = run_on_device(resolved.front(), o->run, *comm);
     } catch (const std::exception& e) {
       // An error on some ranks only would leave the others in a collective:
       // report it and end the whole job.
@@ -103,7 +139,11 @@ void add_run_command(CLI::App& app, Context& context) {
                           {"losses", result.losses},
                           {"collective_errors", result.collective_errors},
                           {"reference_error", result.reference_error},
-                          {"reference_ok", result.reference_ok}};
+                          {"reference_ok", result.reference_ok},
+                          {"device", result.trace.metadata().device()},
+                          {"arena_held_bytes", result.arena_held_bytes},
+                          {"program_peak_bytes", result.program_peak_bytes},
+                          {"device_used_bytes", result.device_used_bytes}};
       context.out << j.dump(2) << '\n';
     } else {
       print(result, resolved.front().scenario().name() + ": " + result.trace.metadata().strategy(), context.out);

@@ -133,6 +133,9 @@ struct Program {
   std::vector<Op> ops;
 
   size_t count(OpKind kind) const;
+  // The gathered buffer a copy-out reads: its all-gather's (InternalError
+  // when the op does not depend on one).
+  int gathered_buffer(const Op& copy_out) const;
 };
 
 }  // namespace ragged::planner

@@ -22,14 +22,6 @@ int64_t dtype_bytes(scenarios::DType dtype) {
   }
 }
 
-models::Checkpointing checkpointing(scenarios::Checkpointing mode) {
-  switch (mode) {
-    case scenarios::FULL: return models::Checkpointing::kFull;
-    case scenarios::SELECTIVE: return models::Checkpointing::kSelective;
-    default: return models::Checkpointing::kNone;
-  }
-}
-
 // Builds one step: forward and backward of every micro-batch, then the
 // optimizer. All-gathers are issued in the order their units compute; the
 // k-th all-gather's buffer waits for the free of the (k - window)-th, so at
@@ -43,7 +35,7 @@ class Builder {
     p_ = dtype_bytes(t.precision().param());
     r_ = dtype_bytes(t.precision().reduce());
     o_ = dtype_bytes(t.precision().master());
-    mode_ = checkpointing(t.activation_checkpointing());
+    mode_ = checkpointing_mode(t.activation_checkpointing());
     batch_ = MicroBatch{t.micro_batch_size(), t.sequence_length(), t.compiled()};
     reshard_ = t.reshard_after_forward();
     window_ = std::max(1, t.prefetch_depth() + 1);
@@ -367,6 +359,14 @@ Program build_program(const ProgramInputs& inputs, int rank) {
   RAGGED_ASSERT(inputs.model && inputs.plan && inputs.training, "program inputs must be set");
   RAGGED_ASSERT(rank >= 0 && rank < inputs.plan->ranks, "the rank must be inside the shard group");
   return Builder(inputs, rank).build();
+}
+
+models::Checkpointing checkpointing_mode(scenarios::Checkpointing mode) {
+  switch (mode) {
+    case scenarios::FULL: return models::Checkpointing::kFull;
+    case scenarios::SELECTIVE: return models::Checkpointing::kSelective;
+    default: return models::Checkpointing::kNone;
+  }
 }
 
 }  // namespace ragged::planner

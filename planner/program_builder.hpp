@@ -23,6 +23,9 @@ struct ProgramInputs {
 
 ProgramInputs program_inputs(const ResolvedScenario& resolved, const Plan& plan);
 
+// The model's checkpointing mode for the scenario's training.activation_checkpointing.
+models::Checkpointing checkpointing_mode(scenarios::Checkpointing mode);
+
 Program build_program(const ProgramInputs& inputs, int rank = 0);
 
 }  // namespace ragged::planner

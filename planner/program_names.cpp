@@ -1,5 +1,6 @@
 #include <algorithm>
 
+#include "common/errors.hpp"
 #include "planner/program.hpp"
 
 namespace ragged::planner {
@@ -36,6 +37,13 @@ std::string_view stream_name(Stream stream) {
 
 size_t Program::count(OpKind kind) const {
   return static_cast<size_t>(std::count_if(ops.begin(), ops.end(), [&](const Op& op) { return op.kind == kind; }));
+}
+
+int Program::gathered_buffer(const Op& copy_out) const {
+  for (uint32_t d : copy_out.deps) {
+    if (ops[d].kind == OpKind::kAllGather) return ops[d].buffer;
+  }
+  throw InternalError("Program: '" + copy_out.name + "' depends on no all-gather");
 }
 
 }  // namespace ragged::planner

@@ -4,8 +4,9 @@
 // buffer + rank * count. All-to-all is a group of ncclSend/ncclRecv, one
 // pair per peer. Every NCCL, CUDA and MPI call is checked.
 //
-// MPI only carries the NCCL unique id from rank 0 to the others (and ends the
-// job in abort()); <mpi.h> is included in this file alone.
+// MPI only carries the NCCL unique id from rank 0 to the others
+// (init_nccl_world) and ends the job in abort(); <mpi.h> is included in this
+// file alone.
 
 #include "backend/cuda/nccl_communicator.hpp"
 
@@ -75,26 +76,12 @@ class NcclGroup {
 class NcclCommunicator final : public Communicator {
  public:
   explicit NcclCommunicator(cudaStream_t stream) : stream_(stream) {
+    const NcclWorld world = init_nccl_world();
+    comm_ = world.comm;
+    rank_ = world.rank;
+    size_ = world.size;
+    under_mpi_ = world.under_mpi;
     try {
-      ncclUniqueId id{};
-      if (launched_by_mpi()) {
-#ifdef RAGGED_HAVE_MPI
-        ensure_mpi_initialized();
-        MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &mpi_comm_));
-        MPI_CHECK(MPI_Comm_set_errhandler(mpi_comm_, MPI_ERRORS_RETURN));
-        MPI_CHECK(MPI_Comm_rank(mpi_comm_, &rank_));
-        MPI_CHECK(MPI_Comm_size(mpi_comm_, &size_));
-        if (rank_ == 0) NCCL_CHECK(ncclGetUniqueId(&id));
-        MPI_CHECK(MPI_Bcast(&id, static_cast<int>(sizeof id), MPI_BYTE, 0, mpi_comm_));
-#else
-        throw InputError(
-            "this process was launched by MPI with several ranks, but this build has no MPI to share the NCCL id: "
-            "install libopenmpi-dev and rebuild");
-#endif
-      } else {
-        NCCL_CHECK(ncclGetUniqueId(&id));
-      }
-      NCCL_CHECK(ncclCommInitRank(&comm_, size_, id, rank_));
       CUDA_CHECK(cudaMalloc(&scalar_, sizeof(double)));
     } catch (...) {
       release();
@@ -182,7 +169,7 @@ class NcclCommunicator final : public Communicator {
     if (comm_ != nullptr) ncclCommAbort(comm_);  // the job is ending: NCCL's own errors no longer matter
     comm_ = nullptr;
 #ifdef RAGGED_HAVE_MPI
-    if (mpi_comm_ != MPI_COMM_NULL) MPI_Abort(MPI_COMM_WORLD, exit_code);
+    if (under_mpi_) MPI_Abort(MPI_COMM_WORLD, exit_code);
 #endif
     static_cast<void>(exit_code);  // one rank: nobody else to stop
   }
@@ -238,10 +225,6 @@ class NcclCommunicator final : public Communicator {
     scalar_ = nullptr;
     if (scratch_ != nullptr) cudaFree(scratch_);
     scratch_ = nullptr;
-#ifdef RAGGED_HAVE_MPI
-    int finalized = 1;
-    if (mpi_comm_ != MPI_COMM_NULL && MPI_Finalized(&finalized) == MPI_SUCCESS && !finalized) MPI_Comm_free(&mpi_comm_);
-#endif
   }
 
   cudaStream_t stream_ = nullptr;
@@ -251,12 +234,33 @@ class NcclCommunicator final : public Communicator {
   double* scalar_ = nullptr;  // sum() and barrier()
   float* scratch_ = nullptr;  // ordered reductions
   size_t scratch_elements_ = 0;
-#ifdef RAGGED_HAVE_MPI
-  MPI_Comm mpi_comm_ = MPI_COMM_NULL;
-#endif
+  bool under_mpi_ = false;
 };
 
 }  // namespace
+
+NcclWorld init_nccl_world() {
+  NcclWorld world;
+  ncclUniqueId id{};
+  if (launched_by_mpi()) {
+#ifdef RAGGED_HAVE_MPI
+    ensure_mpi_initialized();
+    world.under_mpi = true;
+    MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &world.rank));
+    MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &world.size));
+    if (world.rank == 0) NCCL_CHECK(ncclGetUniqueId(&id));
+    MPI_CHECK(MPI_Bcast(&id, static_cast<int>(sizeof id), MPI_BYTE, 0, MPI_COMM_WORLD));
+#else
+    throw InputError(
+        "this process was launched by MPI with several ranks, but this build has no MPI to share the NCCL id: "
+        "install libopenmpi-dev and rebuild");
+#endif
+  } else {
+    NCCL_CHECK(ncclGetUniqueId(&id));
+  }
+  NCCL_CHECK(ncclCommInitRank(&world.comm, world.size, id, world.rank));
+  return world;
+}
 
 std::unique_ptr<Communicator> make_nccl_communicator(cudaStream_t stream) {
   return std::make_unique<NcclCommunicator>(stream);

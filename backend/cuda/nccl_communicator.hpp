@@ -11,12 +11,24 @@
 // it returns (simple and correct; overlap across streams comes later).
 
 #include <cuda_runtime_api.h>
+#include <nccl.h>
 
 #include <memory>
 
 #include "backend/communicator.hpp"
 
 namespace ragged::backend::gpu {
+
+// This process's place in the NCCL world and a communicator over it: MPI's
+// world under an MPI launch (rank 0 makes the unique id, MPI broadcasts it),
+// else this process alone. The caller destroys `comm`.
+struct NcclWorld {
+  ncclComm_t comm = nullptr;
+  int rank = 0;
+  int size = 1;
+  bool under_mpi = false;
+};
+NcclWorld init_nccl_world();
 
 // Throws InputError when an MPI launch meets a build without MPI, and
 // InternalError (file:line and NCCL's reason) when NCCL fails to start.

@@ -14,4 +14,6 @@ ragged_add_test(cuda
     ${CMAKE_CURRENT_LIST_DIR}/cuda_device_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/cuda_kernels_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/cuda_nccl_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/cuda_workload_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/cuda_layout_test.cpp
   DEPS ragged::backend_cuda ragged::sim_models)

@@ -6,6 +6,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_test_util.hpp"
+#ifdef RAGGED_HAVE_CUDA
+#include "backend/cuda/cuda_check.hpp"
+#endif
 
 namespace ragged::cli {
 namespace {
@@ -60,6 +63,46 @@ TEST_F(CliRun, BadRequests) {
   EXPECT_EQ(run_cli({"run", "tiny-llama-4xcpu", "--gpus", "1", "--optimizer", "sgd"}).code, 2);
   EXPECT_EQ(run_cli({"run", "llama3-8b-8xh100", "--gpus", "1"}).code, 2);  // bf16 on the host
 }
+
+// The unsupported cases are refused before any GPU is touched.
+TEST_F(CliRun, CudaRefusesWhatItDoesNotRunAndSaysWhere) {
+#ifdef RAGGED_HAVE_CUDA
+  auto moe = run_cli({"run", "tiny-moe-4xcpu", "--gpus", "1", "--device", "cuda"});
+  EXPECT_EQ(moe.code, 2);
+  EXPECT_NE(moe.err.find("--device cpu"), std::string::npos) << moe.err;
+  auto muon = run_cli({"run", "tiny-llama-4xcpu", "--gpus", "1", "--device", "cuda", "--optimizer", "muon"});
+  EXPECT_EQ(muon.code, 2);
+  EXPECT_NE(muon.err.find("training.optimizer"), std::string::npos) << muon.err;
+  auto verify = run_cli({"run", "tiny-llama-4xcpu", "--gpus", "1", "--device", "cuda", "--verify-collectives"});
+  EXPECT_EQ(verify.code, 2);
+  EXPECT_NE(verify.err.find("--device cpu"), std::string::npos) << verify.err;
+#else
+  auto built_without = run_cli({"run", "tiny-llama-4xcpu", "--gpus", "1", "--device", "cuda"});
+  EXPECT_EQ(built_without.code, 2);
+  EXPECT_NE(built_without.err.find("--device cuda"), std::string::npos) << built_without.err;
+#endif
+}
+
+#ifdef RAGGED_HAVE_CUDA
+// On a GPU the tiny Llama runs the Program on the device and lands on the
+// host reference; without one, --device cuda is bad input that says so.
+TEST_F(CliRun, CudaRunsTheProgramOrSaysThereIsNoGpu) {
+  auto ran = run_cli({"run", "tiny-llama-4xcpu", "--gpus", "1", "--device", "cuda", "--steps", "2", "--warmup", "1",
+                      "--check-reference", "--json"});
+  std::string why;
+  if (!backend::gpu::cuda_device_available(&why)) {
+    EXPECT_EQ(ran.code, 2);
+    EXPECT_NE(ran.err.find("no GPU here"), std::string::npos) << ran.err;
+    GTEST_SKIP() << "no GPU (" << why << "): checked the refusal only";
+  }
+  ASSERT_EQ(ran.code, 0) << ran.err;
+  auto j = nlohmann::json::parse(ran.out);
+  EXPECT_TRUE(j["reference_ok"].get<bool>()) << j.dump();
+  EXPECT_EQ(j["losses"].size(), 3u);
+  EXPECT_GT(j["step_time_s"].get<double>(), 0);
+  EXPECT_GT(j["device_used_bytes"].get<int64_t>(), j["arena_held_bytes"].get<int64_t>());
+}
+#endif
 
 }  // namespace
 }  // namespace ragged::cli

@@ -1,0 +1,259 @@
+#include "backend/cuda/cuda_executor.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "backend/cuda/cuda_check.hpp"
+#include "backend/cuda/kernels.hpp"
+#include "common/errors.hpp"
+
+namespace ragged::backend::gpu {
+
+using planner::BufferKind;
+using planner::Op;
+using planner::OpKind;
+using planner::OptimizerPhase;
+
+namespace {
+
+StreamKind stream_kind(planner::Stream stream) {
+  switch (stream) {
+    case planner::Stream::kCompute: return StreamKind::compute;
+    case planner::Stream::kAllGather: return StreamKind::all_gather;
+    case planner::Stream::kReduceScatter: return StreamKind::reduce_scatter;
+    case planner::Stream::kAllReduce: return StreamKind::all_reduce;
+  }
+  return StreamKind::compute;
+}
+
+}  // namespace
+
+CudaExecutor::CudaExecutor(const planner::Program& program, const planner::ArenaPlan& arena, std::byte* step_memory,
+                           const std::vector<UnitShard>& shards, std::vector<DeviceUnit>& units,
+                           DeviceCollectives& collectives, GpuWorkload& workload, CudaDevice& device,
+                           CudaExecutorConfig config)
+    : program_(program),
+      arena_(arena),
+      step_memory_(step_memory),
+      shards_(shards),
+      units_(units),
+      collectives_(collectives),
+      workload_(workload),
+      device_(device),
+      config_(config),
+      alloc_op_(program.buffers.size(), -1),
+      free_op_(program.buffers.size(), -1),
+      live_(program.buffers.size(), false),
+      slot_filled_(program.buffers.size(), false),
+      params_(shards.size(), -1),
+      grads_(shards.size(), -1),
+      activations_(shards.size(), -1),
+      workspace_(shards.size(), -1),
+      per_tensor_(shards.size(), false) {
+  RAGGED_ASSERT(units.size() == shards.size(), "one device unit per shard");
+  for (const Op& op : program.ops) {
+    started_.push_back(std::make_unique<CudaEvent>());
+    finished_.push_back(std::make_unique<CudaEvent>());
+    if (op.kind == OpKind::kAlloc) alloc_op_[static_cast<size_t>(op.buffer)] = op.id;
+    if (op.kind == OpKind::kFree) free_op_[static_cast<size_t>(op.buffer)] = op.id;
+  }
+}
+
+CudaExecutor::~CudaExecutor() = default;
+
+cudaStream_t CudaExecutor::stream_of(const Op& op) const { return device_.stream(stream_kind(op.stream)); }
+
+std::byte* CudaExecutor::data(int buffer) {
+  RAGGED_ASSERT(live_.at(static_cast<size_t>(buffer)), "cuda executor: buffer used outside its lifetime");
+  const int64_t offset = arena_.offsets[static_cast<size_t>(buffer)];
+  RAGGED_ASSERT(offset >= 0, "cuda executor: buffer without memory");
+  return step_memory_ + offset;
+}
+
+// Dependencies on other streams become event waits; an alloc also waits for
+// the frees of the buffers whose memory it takes over, a free for its alloc.
+void CudaExecutor::wait_for_dependencies(const Op& op) {
+  std::vector<int64_t> waits(op.deps.begin(), op.deps.end());
+  if (op.kind == OpKind::kAlloc) {
+    for (int previous : arena_.reuses[static_cast<size_t>(op.buffer)]) waits.push_back(free_op_[static_cast<size_t>(previous)]);
+  }
+  if (op.kind == OpKind::kFree) waits.push_back(alloc_op_[static_cast<size_t>(op.buffer)]);
+  const cudaStream_t stream = stream_of(op);
+  for (int64_t d : waits) {
+    if (program_.ops[static_cast<size_t>(d)].stream != op.stream) finished_[static_cast<size_t>(d)]->wait_on(stream);
+  }
+}
+
+void CudaExecutor::allocate(const Op& op) {
+  const size_t b = static_cast<size_t>(op.buffer);
+  const planner::Buffer& buffer = program_.buffers[b];
+  live_[b] = true;
+  slot_filled_[b] = false;
+  live_bytes_ += arena_.sizes[b];
+  const size_t u = static_cast<size_t>(buffer.unit);
+  switch (buffer.kind) {
+    case BufferKind::kUnshardedGrads: grads_[u] = op.buffer; break;
+    case BufferKind::kActivations: activations_[u] = op.buffer; break;
+    case BufferKind::kWorkspace: workspace_[u] = op.buffer; break;
+    default: break;
+  }
+  // Gaps no tensor covers are reduced like the rest: they must hold zeros.
+  const bool reduced = buffer.kind == BufferKind::kReduceInput ||
+                       (buffer.kind == BufferKind::kUnshardedGrads && shards_[u].contiguous());
+  if (!reduced) return;
+  const int64_t bytes = buffer.kind == BufferKind::kReduceInput ? element_bytes(config_.reduce) : element_bytes(config_.grads);
+  for (const auto& [begin, end] : units_[u].padding) {
+    CUDA_CHECK(cudaMemsetAsync(data(op.buffer) + begin * bytes, 0, static_cast<size_t>((end - begin) * bytes),
+                               stream_of(op)));
+  }
+}
+
+// The rank's slot of a gathered buffer gets its master shard, cast to the
+// parameter dtype (the cast and copy-in ops, or the all-gather itself).
+void CudaExecutor::fill_own_slot(int buffer, int unit, cudaStream_t stream) {
+  if (slot_filled_[static_cast<size_t>(buffer)]) return;
+  const UnitShard& s = shards_[static_cast<size_t>(unit)];
+  std::byte* slot = data(buffer) + s.rank() * s.shard_size() * param_bytes();
+  convert(slot, config_.params, units_[static_cast<size_t>(unit)].master, ElementType::f32, s.shard_size(), stream);
+  slot_filled_[static_cast<size_t>(buffer)] = true;
+}
+
+std::vector<const void*> CudaExecutor::params_of(int unit) {
+  const size_t u = static_cast<size_t>(unit);
+  std::byte* base = data(params_[u]);
+  std::vector<const void*> out;
+  for (int64_t offset : shards_[u].tensor_offsets(per_tensor_[u])) out.push_back(base + offset * param_bytes());
+  return out;
+}
+
+std::vector<void*> CudaExecutor::grads_of(int unit) {
+  const size_t u = static_cast<size_t>(unit);
+  std::byte* base = data(grads_[u]);
+  std::vector<void*> out;
+  for (int64_t offset : shards_[u].tensor_offsets(!shards_[u].contiguous())) {
+    out.push_back(base + offset * element_bytes(config_.grads));
+  }
+  return out;
+}
+
+void CudaExecutor::issue(const Op& op, int64_t step) {
+  const int u = op.unit;
+  const size_t ui = static_cast<size_t>(std::max(u, 0));
+  const cudaStream_t stream = stream_of(op);
+  switch (op.kind) {
+    case OpKind::kAlloc: allocate(op); break;
+    case OpKind::kFree:
+      live_[static_cast<size_t>(op.buffer)] = false;
+      live_bytes_ -= arena_.sizes[static_cast<size_t>(op.buffer)];
+      break;
+    case OpKind::kCast:
+    case OpKind::kCopyIn: {
+      const BufferKind kind = program_.buffers[static_cast<size_t>(op.buffer)].kind;
+      const UnitShard& s = shards_[ui];
+      if (kind == BufferKind::kUnshardedParams) {
+        fill_own_slot(op.buffer, u, stream);
+      } else if (kind == BufferKind::kReduceInput && s.contiguous()) {
+        convert(data(op.buffer), config_.reduce, data(grads_[ui]), config_.grads, s.shard_size() * s.ranks(), stream);
+      } else if (kind == BufferKind::kReduceInput) {
+        copy_pieces(data(op.buffer), config_.reduce, data(grads_[ui]), config_.grads, units_[ui].pack, units_[ui].pieces,
+                    stream);
+      }
+      break;
+    }
+    case OpKind::kAllGather:
+      fill_own_slot(op.buffer, u, stream);
+      collectives_.all_gather_in_place(data(op.buffer), shards_[ui].shard_size(), config_.params, op.stream, stream);
+      params_[ui] = op.buffer;
+      per_tensor_[ui] = false;
+      break;
+    case OpKind::kCopyOut: {
+      const int gathered = program_.gathered_buffer(op);
+      copy_pieces(data(op.buffer), config_.params, data(gathered), config_.params, units_[ui].copy_out,
+                  units_[ui].pieces, stream);
+      params_[ui] = op.buffer;
+      per_tensor_[ui] = true;
+      break;
+    }
+    case OpKind::kComputeFwd: {
+      if (u == 0) {
+        const int64_t first = first_sequence(step, op.micro_batch, program_.micro_batches, collectives_.rank(),
+                                             collectives_.size(), config_.data.micro_batch_size);
+        workload_.set_batch(synthetic_batch(config_.data.seed, first, config_.data.micro_batch_size,
+                                            config_.data.seq_len, config_.data.vocab));
+      }
+      const int act = activations_[ui];
+      workload_.forward(u, params_of(u), data(act), arena_.sizes[static_cast<size_t>(act)]);
+      break;
+    }
+    case OpKind::kRecompute: {
+      const int ws = workspace_[ui];
+      workload_.recompute(u, params_of(u), data(ws), arena_.sizes[static_cast<size_t>(ws)]);
+      break;
+    }
+    case OpKind::kComputeBwd: {
+      const int ws = workspace_[ui];
+      workload_.backward(u, params_of(u), grads_of(u), data(ws), arena_.sizes[static_cast<size_t>(ws)]);
+      break;
+    }
+    case OpKind::kReduceScatter:
+      collectives_.reduce_scatter_in_place(data(op.buffer), shards_[ui].shard_size(), config_.reduce, op.stream, stream);
+      break;
+    case OpKind::kGradAccumulate: {
+      // The step's gradient is the mean over every rank's micro-batches.
+      const UnitShard& s = shards_[ui];
+      const float scale = 1.0f / static_cast<float>(collectives_.size() * program_.micro_batches);
+      const std::byte* slot = data(op.buffer) + s.rank() * s.shard_size() * element_bytes(config_.reduce);
+      accumulate_scaled(units_[ui].grad, slot, config_.reduce, scale, s.shard_size(), stream);
+      break;
+    }
+    case OpKind::kOptimizer: {
+      RAGGED_ASSERT(op.phase == OptimizerPhase::kUpdate, "the GPU executor runs AdamW only: " + op.name);
+      DeviceUnit& d = units_[ui];
+      const int64_t n = shards_[ui].shard_size();
+      adamw_step(d.master, d.grad, d.m, d.v, n, step, config_.adamw, stream);
+      CUDA_CHECK(cudaMemsetAsync(d.grad, 0, static_cast<size_t>(n) * sizeof(float), stream));
+      break;
+    }
+    case OpKind::kAllReduce:
+    case OpKind::kAllToAll:
+      throw InputError(fmt::format("the GPU executor does not run '{}' (HSDP and owner-based optimizers run on the "
+                                   "host backend)", op.name));
+  }
+}
+
+MeasuredStep CudaExecutor::run_step(int64_t step) {
+  MeasuredStep out;
+  const cudaStream_t compute = device_.stream(StreamKind::compute);
+  step_start_.record(compute);
+  for (StreamKind kind : {StreamKind::all_gather, StreamKind::reduce_scatter, StreamKind::all_reduce}) {
+    step_start_.wait_on(device_.stream(kind));
+  }
+  std::vector<std::pair<uint32_t, int64_t>> memory;  // after each alloc and free: op, bytes held
+  int64_t peak_live = 0;
+  for (const Op& op : program_.ops) {
+    wait_for_dependencies(op);
+    started_[op.id]->record(stream_of(op));
+    issue(op, step);
+    finished_[op.id]->record(stream_of(op));
+    if (op.kind == OpKind::kAlloc || op.kind == OpKind::kFree) {
+      memory.emplace_back(op.id, live_bytes_);
+      peak_live = std::max(peak_live, live_bytes_);
+    }
+  }
+  device_.synchronize();
+  out.times.resize(program_.ops.size());
+  for (const Op& op : program_.ops) {
+    out.times[op.id].start = elapsed_seconds(step_start_, *started_[op.id]);
+    out.times[op.id].end = elapsed_seconds(step_start_, *finished_[op.id]);
+    out.seconds = std::max(out.seconds, out.times[op.id].end);
+  }
+  for (const auto& [id, bytes] : memory) out.memory.push_back({out.times[id].end, config_.persistent_bytes + bytes});
+  out.peak_bytes = config_.persistent_bytes + peak_live;
+  out.reserved_bytes = config_.persistent_bytes + arena_.bytes + config_.private_bytes;
+  out.loss = workload_.take_mean_loss();
+  RAGGED_ASSERT(live_bytes_ == 0, "every buffer of the step is freed by its end");
+  return out;
+}
+
+}  // namespace ragged::backend::gpu

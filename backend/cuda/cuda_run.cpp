@@ -1,0 +1,136 @@
+#include "backend/cuda/cuda_run.hpp"
+
+#include <fmt/format.h>
+
+#include "backend/cuda/cuda_check.hpp"
+#include "backend/cuda/cuda_device.hpp"
+#include "backend/cuda/cuda_executor.hpp"
+#include "backend/cuda/device_collectives.hpp"
+#include "backend/cuda/device_units.hpp"
+#include "backend/cuda/gpu_workload.hpp"
+#include "backend/host_optimizer.hpp"
+#include "backend/run_support.hpp"
+#include "backend/run_trace.hpp"
+#include "common/errors.hpp"
+#include "planner/arena_plan.hpp"
+#include "planner/memory_breakdown.hpp"
+#include "planner/program_builder.hpp"
+#include "planner/strategy_traits.hpp"
+
+namespace ragged::backend::gpu {
+namespace {
+
+ElementType element_type(scenarios::DType dtype, const char* field) {
+  if (dtype == scenarios::FP32) return ElementType::f32;
+  if (dtype == scenarios::BF16) return ElementType::bf16;
+  throw InputError(fmt::format("{}: the GPU backend runs FP32 or BF16; set {} to one of them", field, field));
+}
+
+// Headroom of the device arena beyond what is planned: alignment of the
+// workload's own carving.
+constexpr int64_t kArenaSlackBytes = 1 << 20;
+
+}  // namespace
+
+void check_gpu_runnable(const planner::ResolvedScenario& resolved, const RunOptions& options) {
+  const scenarios::Training& t = resolved.scenario().training();
+  if (!t.optimizer().has_adamw()) {
+    throw InputError("training.optimizer: the GPU backend runs AdamW; 8-bit Adam, Muon and Shampoo run on --device cpu");
+  }
+  const planner::StrategyTraits traits = planner::strategy_traits(t.strategy());
+  if (!traits.cast_before_gather || traits.grad_shard_in_param_dtype) {
+    throw InputError(fmt::format("training.strategy: {} keeps persistent low-precision shards, which the GPU backend "
+                                 "does not run; use RAGGED, VESCALE_PAPER, FSDP1 or FSDP2",
+                                 scenarios::Strategy_Name(t.strategy())));
+  }
+  if (t.precision().master() != scenarios::FP32) {
+    throw InputError("training.precision.master: the GPU backend keeps fp32 master weights; set master: FP32");
+  }
+  const ElementType param = element_type(t.precision().param(), "training.precision.param");
+  const ElementType reduce = element_type(t.precision().reduce(), "training.precision.reduce");
+  if (param == ElementType::f32 && reduce == ElementType::bf16) {
+    throw InputError("training.precision.reduce: the GPU backend reduces fp32 parameters' gradients in fp32; "
+                     "set reduce: FP32 (or param: BF16)");
+  }
+  if (element_bytes(param) > models::dtype_bytes(resolved.model.arch.dtype)) {
+    throw InputError(fmt::format("training.precision.param: the Program sizes activations in the model's dtype ({}), "
+                                 "which is narrower; set param: BF16, or model.inline_spec.dtype: \"fp32\"",
+                                 models::dtype_name(resolved.model.arch.dtype)));
+  }
+  if (options.check_reference && (t.precision().param() != scenarios::FP32 || t.precision().reduce() != scenarios::FP32)) {
+    throw InputError("--check-reference compares with the fp32 host reference: set training.precision "
+                     "{ param: FP32 reduce: FP32 master: FP32 }");
+  }
+  if (options.verify_collectives) {
+    throw InputError("--verify-collectives checks the host communicators; run it with --device cpu");
+  }
+  check_gpu_supported(resolved.model);
+  std::string why;
+  if (!cuda_device_available(&why)) throw InputError("--device cuda: no GPU here (" + why + "); use --device cpu");
+}
+
+RunResult run_on_gpu(const planner::ResolvedScenario& resolved, const RunOptions& options, Communicator& comm) {
+  check_gpu_runnable(resolved, options);
+  check_launch(resolved, comm);
+  const scenarios::Training& training = resolved.scenario().training();
+  CudaExecutorConfig config;
+  config.params = element_type(training.precision().param(), "training.precision.param");
+  config.reduce = element_type(training.precision().reduce(), "training.precision.reduce");
+  config.grads = planner::strategy_traits(training.strategy()).grads_in_reduce_dtype ? config.reduce : config.params;
+  config.data = DataConfig{options.seed, training.micro_batch_size(), training.sequence_length(),
+                           resolved.model.arch.vocab};
+  config.adamw = adamw_params(training.optimizer());
+
+  const planner::Plan plan =
+      plan_for_run(resolved, config.params == ElementType::bf16 ? models::DType::kBF16 : models::DType::kF32);
+  for (const planner::UnitPlan& unit : plan.units) {
+    if (unit.layout.persistent_elements > 0) {
+      throw InputError(fmt::format("training.strategy: {} keeps small parameters gathered, which the GPU backend does "
+                                   "not run; use RAGGED or FSDP2", plan.strategy));
+    }
+  }
+  const planner::Program program = planner::build_program(planner::program_inputs(resolved, plan), comm.rank());
+  const planner::ArenaPlan arena = planner::plan_arena(program);
+  std::vector<UnitShard> shards = make_shards(resolved.model, plan, comm.rank(), options.seed);
+  const GpuWorkloadConfig workload_config{training.micro_batch_size(), training.sequence_length(), config.params,
+                                          config.grads,
+                                          planner::checkpointing_mode(training.activation_checkpointing())};
+  config.private_bytes = gpu_private_bytes(resolved.model, workload_config);
+  config.persistent_bytes = device_units_bytes(shards);
+  const int64_t arena_bytes = config.persistent_bytes + arena.bytes + config.private_bytes + kArenaSlackBytes;
+
+  CudaDevice device(default_device_ordinal(), static_cast<std::size_t>(arena_bytes));
+  DeviceCollectives collectives;
+  if (collectives.rank() != comm.rank() || collectives.size() != comm.size()) {
+    throw InternalError(fmt::format("NCCL sees rank {} of {}, the launch rank {} of {}", collectives.rank(),
+                                    collectives.size(), comm.rank(), comm.size()));
+  }
+  const cudaStream_t compute = device.stream(StreamKind::compute);
+  std::vector<DeviceUnit> units = make_device_units(shards, device.arena(), compute);
+  std::byte* step_memory = device.arena().allocate_array<std::byte>(arena.bytes);
+  GpuWorkload workload(resolved.model, workload_config, device.cublas(), compute, device.arena());
+  CudaExecutor executor(program, arena, step_memory, shards, units, collectives, workload, device, config);
+
+  RunResult result;
+  std::vector<MeasuredStep> measured;
+  const int64_t total = options.warmup_steps + options.steps;
+  for (int64_t step = 1; step <= total; ++step) {
+    MeasuredStep s = executor.run_step(step);
+    result.losses.push_back(comm.sum(s.loss) / comm.size());
+    if (step > options.warmup_steps) measured.push_back(std::move(s));
+  }
+  const MemoryInfo memory = device.memory_info();
+  result.device_used_bytes = static_cast<int64_t>(memory.total_bytes - memory.free_bytes);
+  result.arena_held_bytes = config.persistent_bytes + arena.bytes;
+  result.program_peak_bytes = planner::memory_breakdown(program).peak_total();
+  if (options.check_reference) {
+    download_masters(units, shards, compute);
+    judge_against_reference(resolved, shards, comm, total, options, result);
+  }
+  result.trace = measured_trace(resolved, program, measured, comm,
+                                fmt::format("{} (cuda), {} nccl rank{}", device.info().name, collectives.size(),
+                                            collectives.size() == 1 ? "" : "s"));
+  return result;
+}
+
+}  // namespace ragged::backend::gpu

@@ -1,0 +1,152 @@
+// One transformer block on the GPU, the host's math (workload_block.cpp,
+// workload_attention.cpp, workload_glu.cpp): n1 = x*w_in; q, k, v
+// projections; the mixing core; x1 = x + o_proj(u); n2 = x1*w_post; SwiGLU;
+// x2 = x1 + down(product). Backward writes every gradient once.
+
+#include "backend/cuda/gpu_workload_internal.hpp"
+#include "backend/cuda/workload_kernels.hpp"
+
+namespace ragged::backend::gpu::detail {
+namespace {
+
+using ragged::backend::detail::LinearSlot;
+
+template <typename S>
+S* at(const Regions& cache, BlockRegion region) {
+  return reinterpret_cast<S*>(cache[static_cast<size_t>(region)]);
+}
+
+MixShape mix_shape(const BlockPlan& plan) {
+  const ragged::backend::detail::AttentionLayout& att = plan.layout.attention;
+  return MixShape{plan.tokens, att.heads, att.kv_heads, att.qk_dim};
+}
+
+// y = x W^T (+ b).
+template <typename S>
+void project(Gemms& gemms, const LinearSlot& slot, const Params& params, const S* x, S* y, int64_t rows) {
+  gemms.forward(x, params[static_cast<size_t>(slot.weight)], y, rows, slot.out, slot.in);
+  if (slot.bias >= 0) add_bias(y, param<S>(params, slot.bias), rows, slot.out, gemms.stream());
+}
+
+// dW (and db) from the input x and the output's gradient dy; dx (+)= dy W
+// when dx is not null.
+template <typename S, typename G>
+void project_backward(Gemms& gemms, const LinearSlot& slot, const Params& params, const Grads& grads, const S* x,
+                      const S* dy, S* dx, float beta, int64_t rows) {
+  const auto weight = static_cast<size_t>(slot.weight);
+  if (dx != nullptr) gemms.input_grad(dy, params[weight], dx, rows, slot.out, slot.in, beta);
+  gemms.weight_grad(dy, x, grads[weight], rows, slot.out, slot.in);
+  if (slot.bias >= 0) column_sums<S, G>(grad<G>(grads, slot.bias), dy, nullptr, rows, slot.out, gemms.stream());
+}
+
+}  // namespace
+
+template <typename S>
+void block_forward(Gemms& gemms, const BlockPlan& plan, const Params& params, const S* x, const Regions& cache,
+                   S* out) {
+  const ragged::backend::detail::BlockLayout& lay = plan.layout;
+  const ragged::backend::detail::AttentionLayout& att = lay.attention;
+  const int64_t t = plan.tokens, h = plan.hidden;
+  const cudaStream_t stream = gemms.stream();
+  S* n1 = at<S>(cache, kNorm1);
+  const S* w_in = param<S>(params, lay.in_norm);
+  if (at<S>(cache, kInput) == x) {
+    scale_columns(n1, x, w_in, t, h, stream);
+  } else {
+    keep_and_scale_columns(at<S>(cache, kInput), n1, x, w_in, t, h, stream);
+  }
+  S* q = at<S>(cache, kQuery);
+  S* k = at<S>(cache, kKey);
+  S* v = at<S>(cache, kValue);
+  project(gemms, att.q, params, n1, q, t);
+  project(gemms, att.k, params, n1, k, t);
+  project(gemms, att.v, params, n1, v, t);
+  S* u = at<S>(cache, kMixed);
+  mix_forward(u, q, k, v, param<S>(params, att.q_norm), param<S>(params, att.k_norm), mix_shape(plan), stream);
+  // The attention output lands in x1, which then becomes x + it.
+  S* x1 = at<S>(cache, kResidual1);
+  project(gemms, att.o, params, u, x1, t);
+  add(x1, x, x1, t * h, stream);
+  S* n2 = at<S>(cache, kNorm2);
+  scale_columns(n2, x1, param<S>(params, lay.post_norm), t, h, stream);
+  S* gate = at<S>(cache, kGate);
+  S* up = at<S>(cache, kUp);
+  S* product = at<S>(cache, kProduct);
+  project(gemms, lay.dense.gate, params, n2, gate, t);
+  project(gemms, lay.dense.up, params, n2, up, t);
+  swiglu_forward(product, gate, up, t * plan.ffn, stream);
+  if (out == nullptr) return;
+  project(gemms, lay.dense.down, params, product, out, t);
+  add(out, x1, out, t * h, stream);
+}
+
+template <typename S>
+void block_rebuild_elementwise(Gemms& gemms, const BlockPlan& plan, const Params& params, const Regions& cache) {
+  const int64_t t = plan.tokens, h = plan.hidden;
+  const cudaStream_t stream = gemms.stream();
+  scale_columns(at<S>(cache, kNorm1), at<S>(cache, kInput), param<S>(params, plan.layout.in_norm), t, h, stream);
+  scale_columns(at<S>(cache, kNorm2), at<S>(cache, kResidual1), param<S>(params, plan.layout.post_norm), t, h, stream);
+  swiglu_forward(at<S>(cache, kProduct), at<S>(cache, kGate), at<S>(cache, kUp), t * plan.ffn, stream);
+}
+
+template <typename S, typename G>
+void block_backward(Gemms& gemms, const BlockPlan& plan, const Params& params, const Grads& grads, const Regions& cache,
+                    std::byte* scratch, const S* dx2, S* dx) {
+  const ragged::backend::detail::BlockLayout& lay = plan.layout;
+  const ragged::backend::detail::AttentionLayout& att = lay.attention;
+  const int64_t t = plan.tokens, h = plan.hidden;
+  const cudaStream_t stream = gemms.stream();
+  auto scratch_at = [&](BlockScratch s) { return reinterpret_cast<S*>(scratch + plan.scratch_offset[s]); };
+
+  // MLP: the product's gradient becomes the gate's in place.
+  S* dgate = scratch_at(kDGate);
+  S* dup = scratch_at(kDUp);
+  S* dn2 = scratch_at(kDNorm2);
+  const S* n2 = at<S>(cache, kNorm2);
+  project_backward<S, G>(gemms, lay.dense.down, params, grads, at<S>(cache, kProduct), dx2, dgate, 0.0f, t);
+  swiglu_backward(dgate, dup, at<S>(cache, kGate), at<S>(cache, kUp), t * plan.ffn, stream);
+  project_backward<S, G>(gemms, lay.dense.gate, params, grads, n2, dgate, dn2, 0.0f, t);
+  project_backward<S, G>(gemms, lay.dense.up, params, grads, n2, dup, dn2, 1.0f, t);
+  column_sums(grad<G>(grads, lay.post_norm), dn2, at<S>(cache, kResidual1), t, h, stream);
+  // dx1 = dx2 + dn2 * w_post, kept in the output until dx is complete.
+  add_scaled_columns(dx, dx2, dn2, param<S>(params, lay.post_norm), t, h, stream);
+
+  // Attention: u's gradient becomes q's in place.
+  S* dq = scratch_at(kDQuery);
+  S* dk = scratch_at(kDKey);
+  S* dv = scratch_at(kDValue);
+  S* dn1 = scratch_at(kDNorm1);
+  const S* q_norm = param<S>(params, att.q_norm);
+  const S* k_norm = param<S>(params, att.k_norm);
+  project_backward<S, G>(gemms, att.o, params, grads, at<S>(cache, kMixed), dx, dq, 0.0f, t);
+  mix_backward(dq, dk, dv, at<S>(cache, kQuery), at<S>(cache, kKey), q_norm, k_norm, mix_shape(plan), stream);
+  if (q_norm != nullptr) {
+    column_sums(grad<G>(grads, att.q_norm), dq, at<S>(cache, kQuery), t * att.heads, att.qk_dim, stream);
+    scale_columns(dq, dq, q_norm, t * att.heads, att.qk_dim, stream);
+  }
+  if (k_norm != nullptr) {
+    column_sums(grad<G>(grads, att.k_norm), dk, at<S>(cache, kKey), t * att.kv_heads, att.qk_dim, stream);
+    scale_columns(dk, dk, k_norm, t * att.kv_heads, att.qk_dim, stream);
+  }
+  const S* n1 = at<S>(cache, kNorm1);
+  project_backward<S, G>(gemms, att.q, params, grads, n1, dq, dn1, 0.0f, t);
+  project_backward<S, G>(gemms, att.k, params, grads, n1, dk, dn1, 1.0f, t);
+  project_backward<S, G>(gemms, att.v, params, grads, n1, dv, dn1, 1.0f, t);
+  column_sums(grad<G>(grads, lay.in_norm), dn1, at<S>(cache, kInput), t, h, stream);
+  add_scaled_columns(dx, dx, dn1, param<S>(params, lay.in_norm), t, h, stream);
+}
+
+#define RAGGED_BLOCK(S)                                                                               \
+  template void block_forward(Gemms&, const BlockPlan&, const Params&, const S*, const Regions&, S*); \
+  template void block_rebuild_elementwise<S>(Gemms&, const BlockPlan&, const Params&, const Regions&);
+RAGGED_BLOCK(float)
+RAGGED_BLOCK(uint16_t)
+#undef RAGGED_BLOCK
+template void block_backward<float, float>(Gemms&, const BlockPlan&, const Params&, const Grads&, const Regions&,
+                                           std::byte*, const float*, float*);
+template void block_backward<uint16_t, float>(Gemms&, const BlockPlan&, const Params&, const Grads&, const Regions&,
+                                              std::byte*, const uint16_t*, uint16_t*);
+template void block_backward<uint16_t, uint16_t>(Gemms&, const BlockPlan&, const Params&, const Grads&, const Regions&,
+                                                 std::byte*, const uint16_t*, uint16_t*);
+
+}  // namespace ragged::backend::gpu::detail

@@ -1,0 +1,90 @@
+#pragma once
+// Internal to the GPU workload: its GEMMs in the configured element types,
+// and the forward/backward of a block and of the embedding and head, as
+// templates over the storage type S (float, or uint16_t for bf16 bits) and
+// the gradient type G, instantiated for (float, float), (bf16, float) and
+// (bf16, bf16).
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "backend/cuda/gemm.hpp"
+#include "backend/cuda/gpu_workload.hpp"
+#include "backend/cuda/gpu_workload_layout.hpp"
+
+namespace ragged::backend::gpu::detail {
+
+using Params = std::vector<const void*>;
+using Grads = std::vector<void*>;
+
+template <typename T>
+const T* param(const Params& params, int index) {
+  return index < 0 ? nullptr : static_cast<const T*>(params[static_cast<size_t>(index)]);
+}
+template <typename T>
+T* grad(const Grads& grads, int index) {
+  return index < 0 ? nullptr : static_cast<T*>(grads[static_cast<size_t>(index)]);
+}
+
+// Row-major GEMMs of projections y = x W^T, W [out x in]: activations in
+// the parameter dtype, weight gradients in the gradient dtype, fp32
+// accumulation; fp32 runs pedantic (no TF32) to compare with the host.
+class Gemms {
+ public:
+  Gemms(cublasHandle_t handle, cudaStream_t stream, const GpuWorkloadConfig& config)
+      : handle_(handle), stream_(stream), params_(config.params), grads_(config.grads) {}
+
+  cudaStream_t stream() const { return stream_; }
+  // y[rows x out] = x W^T (+ beta y).
+  void forward(const void* x, const void* w, void* y, int64_t rows, int64_t out, int64_t in, float beta = 0.0f);
+  // The same with fp32 y (the head's logits).
+  void forward_f32(const void* x, const void* w, float* y, int64_t rows, int64_t out, int64_t in);
+  // dx[rows x in] = dy W (+ beta dx).
+  void input_grad(const void* dy, const void* w, void* dx, int64_t rows, int64_t out, int64_t in, float beta);
+  // dW[out x in] = dy^T x, written in the gradient dtype.
+  void weight_grad(const void* dy, const void* x, void* dw, int64_t rows, int64_t out, int64_t in);
+  double flops() const { return flops_; }
+
+ private:
+  void run(const GemmShape& shape, const void* a, const void* b, void* c, ElementType c_type, float beta);
+
+  cublasHandle_t handle_;
+  cudaStream_t stream_;
+  ElementType params_, grads_;
+  double flops_ = 0;
+};
+
+// Writes every region of `cache` (regions sharing memory as the forward
+// scratch allows) and, when `out` is not null, the block's output. When
+// cache[kInput] is not `x`, the input is kept there first.
+template <typename S>
+void block_forward(Gemms& gemms, const BlockPlan& plan, const Params& params, const S* x, const Regions& cache, S* out);
+// Under selective checkpointing: the norm outputs and the SwiGLU product
+// from the kept input, residual, gate and up.
+template <typename S>
+void block_rebuild_elementwise(Gemms& gemms, const BlockPlan& plan, const Params& params, const Regions& cache);
+// dx from dx2 (dx may not alias dx2); every gradient of the block written.
+template <typename S, typename G>
+void block_backward(Gemms& gemms, const BlockPlan& plan, const Params& params, const Grads& grads, const Regions& cache,
+                    std::byte* scratch, const S* dx2, S* dx);
+
+// The head's cache: input, norm output, fp32 probabilities.
+struct HeadCache {
+  std::byte* input = nullptr;
+  std::byte* norm = nullptr;
+  float* probs = nullptr;
+};
+// Keeps the input, normalises, fills probabilities and per-row losses.
+template <typename S>
+void head_forward(Gemms& gemms, const HeadPlan& plan, const Params& params, const S* x, const HeadCache& cache,
+                  const int32_t* labels, double* row_losses);
+template <typename S, typename G>
+void head_backward(Gemms& gemms, const HeadPlan& plan, const Params& params, const Grads& grads, const HeadCache& cache,
+                   std::byte* scratch, const int32_t* labels, S* dx);
+
+}  // namespace ragged::backend::gpu::detail

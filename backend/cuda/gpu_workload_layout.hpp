@@ -1,0 +1,119 @@
+#pragma once
+// Internal to the GPU workload, host-only: the shapes of each unit and where
+// each activation lives inside the unit's buffers, by byte offsets (the same
+// numbers gpu_unit_bytes reports, so the accounting cannot drift from what
+// the kernels touch).
+//
+// A block's cache is one region per tensor its backward reads. Forward
+// places the regions it keeps one after the other in `saved`; the regions it
+// drops go, in the same order, to the start of the backward workspace (where
+// recompute() rebuilds them) and, during forward, to the private forward
+// scratch, where regions whose lifetimes do not overlap share memory.
+// Backward's scratch follows the rebuilt regions; the MLP's and the
+// attention's scratch overlap (the MLP's is dead when the attention's starts).
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "backend/cuda/gpu_workload.hpp"
+#include "backend/workload_internal.hpp"
+
+namespace ragged::backend::gpu::detail {
+
+using models::Checkpointing;
+
+// Every region starts 16-byte aligned (vector loads, cuBLAS's tensor-core
+// kernels); region sizes are rounded up to it, so offsets are prefix sums.
+inline constexpr int64_t kRegionAlignment = 16;
+int64_t round_up(int64_t bytes, int64_t alignment = kRegionAlignment);
+
+// The block's cache: input, norm outputs, projections, mixing output,
+// residual, MLP gate/up outputs and their SwiGLU product. With q/k norms, q
+// and k hold the projections before the norm (the mixing applies it).
+enum BlockRegion {
+  kInput,
+  kNorm1,
+  kQuery,
+  kKey,
+  kValue,
+  kMixed,
+  kResidual1,
+  kNorm2,
+  kGate,
+  kUp,
+  kProduct,
+  kBlockRegions
+};
+// Backward scratch: the MLP phase (gradients of the gate, up and norm-2
+// outputs), then the attention phase (of q, k, v and the norm-1 output).
+enum BlockScratch { kDGate, kDUp, kDNorm2, kDQuery, kDKey, kDValue, kDNorm1, kBlockScratches };
+
+using Regions = std::array<std::byte*, kBlockRegions>;
+
+// Whether forward keeps the region in `saved` under `mode`.
+bool block_keeps(BlockRegion region, Checkpointing mode);
+
+struct BlockPlan {
+  ragged::backend::detail::BlockLayout layout;
+  int64_t tokens = 0, hidden = 0, q_width = 0, kv_width = 0, ffn = 0, element = 0;
+  std::array<int64_t, kBlockRegions> bytes{};
+  std::array<int64_t, kBlockScratches> scratch_offset{};  // from the start of the scratch
+  int64_t scratch_bytes = 0;
+
+  int64_t kept_bytes(Checkpointing mode) const;
+  int64_t saved_bytes() const { return kept_bytes(Checkpointing::kNone); }
+  int64_t rebuilt_bytes(Checkpointing mode) const { return saved_bytes() - kept_bytes(mode); }
+  // Offset of a region in `saved` when kept under `mode`, else in the rebuilt area.
+  int64_t offset(BlockRegion region, Checkpointing mode) const;
+  // Offset of a dropped region in the forward scratch, and that scratch's size.
+  int64_t forward_offset(BlockRegion region, Checkpointing mode) const;
+  int64_t forward_scratch_bytes(Checkpointing mode) const;
+  // Every region's address: kept ones in `saved`, the others in `dropped`,
+  // the forward scratch (sharing slots) or the backward workspace.
+  Regions regions(Checkpointing mode, std::byte* saved, std::byte* dropped, bool forward_scratch) const;
+  // The most forward keeps in an activation buffer of `capacity` bytes with
+  // `carved` bytes of forward scratch; InputError naming `unit` when that
+  // is not even its input, or when the scratch is too small.
+  Checkpointing mode_for(int64_t capacity, int64_t carved, const std::string& unit) const;
+};
+
+// The head: input, final-norm output, fp32 probabilities; backward scratch:
+// the logits' gradient in the activation dtype (bf16 only; fp32 overwrites
+// the probabilities) and the norm output's gradient.
+struct HeadPlan {
+  int64_t tokens = 0, hidden = 0, vocab = 0, element = 0;
+  int64_t input_bytes = 0, norm_bytes = 0, probs_bytes = 0;
+  int64_t dlogits_bytes = 0, dnorm_bytes = 0;
+  int norm = -1, weight = -1;  // tensor indices
+
+  int64_t saved_bytes() const { return input_bytes + norm_bytes + probs_bytes; }
+  int64_t scratch_bytes() const { return dlogits_bytes + dnorm_bytes; }
+};
+
+// Throw InputError for a unit the GPU workload does not run.
+BlockPlan block_plan(const models::ModelSpec& model, const GpuWorkloadConfig& config, int unit);
+HeadPlan head_plan(const models::ModelSpec& model, const GpuWorkloadConfig& config);
+
+// The private block, carved by offsets (each 256-byte aligned, as the arena).
+enum PrivateBuffer {
+  kStream0,     // the residual stream: value forward, gradient backward
+  kStream1,     // (ping-pong)
+  kTokens,      // int32 per token
+  kLabels,      // int32 per token
+  kTokenOrder,  // positions sorted by token (stable), for the embedding's backward
+  kTokenRows,   // per vocabulary row, where its positions start in kTokenOrder (vocab + 1)
+  kRowLosses,   // double per token
+  kLossSum,     // one double: the sum of the head forwards' mean losses
+  kForwardScratch,
+  kPrivateBuffers
+};
+struct PrivatePlan {
+  std::array<int64_t, kPrivateBuffers> offset{};
+  int64_t forward_scratch = 0;  // bytes at offset[kForwardScratch]
+  int64_t bytes = 0;
+};
+PrivatePlan private_plan(const models::ModelSpec& model, const GpuWorkloadConfig& config);
+
+}  // namespace ragged::backend::gpu::detail

@@ -1,0 +1,158 @@
+// The GPU workload's reductions (workload_kernels.hpp): sums over rows per
+// column, the embedding's gradient rows, softmax with cross-entropy and the
+// mean loss. Each splits its work in a fixed way and combines the parts in a
+// fixed order, in double, without atomics: results are reproducible bit for
+// bit.
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "backend/cuda/cuda_check.hpp"
+#include "backend/cuda/workload_device.cuh"
+#include "backend/cuda/workload_kernels.hpp"
+
+namespace ragged::backend::gpu {
+namespace {
+
+using kernel_detail::dev;
+using kernel_detail::kMaxBlocks;
+using kernel_detail::kThreads;
+using kernel_detail::load;
+using kernel_detail::store;
+
+constexpr int kRowThreads = 512;  // one block per row: softmax
+constexpr int kTile = 32;         // column sums: 32 columns x 32 row lanes a block
+
+unsigned row_blocks(int64_t rows) { return static_cast<unsigned>(std::clamp<int64_t>(rows, 1, kMaxBlocks)); }
+
+// A block-wide reduction in a fixed order: xor butterflies in each warp, then
+// over the warps' results. Every thread gets the result.
+template <typename V, typename Op>
+__device__ V block_reduce(V value, V identity, Op op) {
+  __shared__ V partial[32];
+  for (int o = 16; o > 0; o >>= 1) value = op(value, __shfl_xor_sync(0xffffffffu, value, o));
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (lane == 0) partial[warp] = value;
+  __syncthreads();
+  if (warp == 0) {
+    value = lane < (blockDim.x + 31) / 32 ? partial[lane] : identity;
+    for (int o = 16; o > 0; o >>= 1) value = op(value, __shfl_xor_sync(0xffffffffu, value, o));
+    if (lane == 0) partial[0] = value;
+  }
+  __syncthreads();
+  const V result = partial[0];
+  __syncthreads();
+  return result;
+}
+
+template <typename T, typename G>
+__global__ void embedding_backward_kernel(G* dtable, const T* dx, const int32_t* order, const int32_t* rows,
+                                          int64_t vocab, int64_t hidden) {
+  for (int64_t v = blockIdx.x; v < vocab; v += gridDim.x) {
+    for (int64_t j = threadIdx.x; j < hidden; j += blockDim.x) {
+      double sum = 0;
+      for (int32_t p = rows[v]; p < rows[v + 1]; ++p) sum += load(dx[order[p] * hidden + j]);
+      store(dtable[v * hidden + j], static_cast<float>(sum));
+    }
+  }
+}
+
+// Column c of the block's tile: lane l sums rows l, l + 32, ... in double,
+// then lane 0 adds the 32 lanes' sums in lane order.
+template <typename T, typename G>
+__global__ void __launch_bounds__(kTile* kTile)
+    column_sums_kernel(G* out, const T* a, const T* b, int64_t rows, int64_t cols) {
+  __shared__ double lanes[kTile][kTile + 1];
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * kTile + threadIdx.x;
+  double sum = 0;
+  if (c < cols) {
+    for (int64_t r = threadIdx.y; r < rows; r += kTile) {
+      const double x = load(a[r * cols + c]);
+      sum += b == nullptr ? x : x * static_cast<double>(load(b[r * cols + c]));
+    }
+  }
+  lanes[threadIdx.y][threadIdx.x] = sum;
+  __syncthreads();
+  if (threadIdx.y != 0 || c >= cols) return;
+  double total = 0;
+  for (int l = 0; l < kTile; ++l) total += lanes[l][threadIdx.x];
+  store(out[c], static_cast<float>(total));
+}
+
+// One block per row, as the host computes it: e = exp(x - max) in double,
+// p = float(float(e) / sum) through the double reciprocal.
+__global__ void __launch_bounds__(kRowThreads)
+    softmax_cross_entropy_kernel(float* logits, const int32_t* labels, double* row_losses, int64_t rows,
+                                 int64_t vocab) {
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    float* row = logits + r * vocab;
+    float max = -INFINITY;
+    for (int64_t v = threadIdx.x; v < vocab; v += blockDim.x) max = fmaxf(max, row[v]);
+    max = block_reduce(max, -INFINITY, [](float a, float b) { return fmaxf(a, b); });
+    double sum = 0;
+    for (int64_t v = threadIdx.x; v < vocab; v += blockDim.x) sum += exp(static_cast<double>(row[v]) - max);
+    sum = block_reduce(sum, 0.0, [](double a, double b) { return a + b; });
+    if (threadIdx.x == 0) row_losses[r] = static_cast<double>(max) + log(sum) - row[labels[r]];
+    __syncthreads();
+    const double inv_sum = 1.0 / sum;
+    for (int64_t v = threadIdx.x; v < vocab; v += blockDim.x) {
+      const float e = static_cast<float>(exp(static_cast<double>(row[v]) - max));
+      row[v] = static_cast<float>(static_cast<double>(e) * inv_sum);
+    }
+  }
+}
+
+__global__ void __launch_bounds__(kRowThreads)
+    add_mean_loss_kernel(double* sum, const double* row_losses, int64_t rows) {
+  double total = 0;
+  for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) total += row_losses[r];
+  total = block_reduce(total, 0.0, [](double a, double b) { return a + b; });
+  if (threadIdx.x == 0) sum[0] += total / static_cast<double>(rows);
+}
+
+}  // namespace
+
+template <typename S, typename G>
+void embedding_backward(G* dtable, const S* dx, const int32_t* order, const int32_t* rows, int64_t vocab,
+                        int64_t hidden, cudaStream_t stream) {
+  if (vocab * hidden <= 0) return;
+  embedding_backward_kernel<<<row_blocks(vocab), kThreads, 0, stream>>>(dev(dtable), dev(dx), order, rows, vocab,
+                                                                        hidden);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <typename S, typename G>
+void column_sums(G* out, const S* a, const S* b, int64_t rows, int64_t cols, cudaStream_t stream) {
+  if (cols <= 0) return;
+  const auto tiles = static_cast<unsigned>((cols + kTile - 1) / kTile);
+  column_sums_kernel<<<tiles, dim3(kTile, kTile), 0, stream>>>(dev(out), dev(a), dev(b), rows, cols);
+  CUDA_CHECK_LAUNCH();
+}
+
+void softmax_cross_entropy(float* logits, const int32_t* labels, double* row_losses, int64_t rows, int64_t vocab,
+                           cudaStream_t stream) {
+  if (rows <= 0) return;
+  softmax_cross_entropy_kernel<<<row_blocks(rows), kRowThreads, 0, stream>>>(logits, labels, row_losses, rows, vocab);
+  CUDA_CHECK_LAUNCH();
+}
+
+void add_mean_loss(double* sum, const double* row_losses, int64_t rows, cudaStream_t stream) {
+  if (rows <= 0) return;
+  add_mean_loss_kernel<<<1, kRowThreads, 0, stream>>>(sum, row_losses, rows);
+  CUDA_CHECK_LAUNCH();
+}
+
+#define RAGGED_STORAGE(S)                                                                                             \
+  template void embedding_backward(float*, const S*, const int32_t*, const int32_t*, int64_t, int64_t, cudaStream_t); \
+  template void embedding_backward(uint16_t*, const S*, const int32_t*, const int32_t*, int64_t, int64_t,             \
+                                   cudaStream_t);                                                                     \
+  template void column_sums(float*, const S*, const S*, int64_t, int64_t, cudaStream_t);                              \
+  template void column_sums(uint16_t*, const S*, const S*, int64_t, int64_t, cudaStream_t);
+RAGGED_STORAGE(float)
+RAGGED_STORAGE(uint16_t)
+#undef RAGGED_STORAGE
+
+}  // namespace ragged::backend::gpu

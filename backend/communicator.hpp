@@ -32,6 +32,9 @@ class Communicator {
   // go to rank i; recv[i] elements from rank i land at recv_displs[i].
   virtual void all_to_all_v(const float* send, std::span<const int64_t> send_counts, std::span<const int64_t> send_displs,
                             float* recv, std::span<const int64_t> recv_counts, std::span<const int64_t> recv_displs) = 0;
+  // The ranks of this group that pass the same `color`, numbered by `key`
+  // (MPI_Comm_split; every rank calls it); ordered reductions carry over.
+  virtual std::unique_ptr<Communicator> split(int color, int key) = 0;
   virtual void barrier() = 0;
   // Ends every rank of the job after an error on this one (a rank that
   // failed alone would leave the others waiting in a collective forever).

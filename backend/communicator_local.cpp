@@ -33,6 +33,11 @@ class LocalCommunicator final : public Communicator {
     std::memmove(recv + recv_displs[0], send + send_displs[0], static_cast<size_t>(send_counts[0]) * sizeof(float));
   }
 
+  std::unique_ptr<Communicator> split(int, int) override {
+    auto out = std::make_unique<LocalCommunicator>();
+    out->set_ordered_reductions(ordered_reductions());
+    return out;
+  }
   void barrier() override {}
   void abort(int) override {}  // one rank: nobody else to stop
   double sum(double value) override { return value; }

@@ -177,6 +177,12 @@ class MpiCommunicator final : public Communicator {
     MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
     MPI_CHECK(MPI_Comm_size(comm_, &size_));
   }
+  // Takes ownership of `comm`, a communicator MPI_Comm_split made.
+  explicit MpiCommunicator(MPI_Comm comm) : comm_(comm) {
+    MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
+    MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
+    MPI_CHECK(MPI_Comm_size(comm_, &size_));
+  }
   MpiCommunicator(const MpiCommunicator&) = delete;
   MpiCommunicator& operator=(const MpiCommunicator&) = delete;
 
@@ -246,11 +252,34 @@ class MpiCommunicator final : public Communicator {
 
   void all_reduce_in_place(float* buffer, int64_t count) override {
     RAGGED_ASSERT(count >= 0, "all_reduce_in_place: negative count");
-    const int64_t max = mpi_detail::max_elements_per_call();
+    const int64_t max = ordered_reductions()
+                            ? std::clamp<int64_t>(kMaxPackedElements / size_, 1, mpi_detail::max_elements_per_call())
+                            : mpi_detail::max_elements_per_call();
+    std::vector<float> slots;
     for (int64_t offset = 0; offset < count; offset += max) {
       const int length = static_cast<int>(std::min(max, count - offset));
-      MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buffer + offset, length, MPI_FLOAT, MPI_SUM, comm_));
+      if (!ordered_reductions()) {
+        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buffer + offset, length, MPI_FLOAT, MPI_SUM, comm_));
+        continue;
+      }
+      // Every rank's piece everywhere, summed in rank order (0 + r0 + r1 ...).
+      slots.resize(static_cast<size_t>(size_) * static_cast<size_t>(length));
+      MPI_CHECK(MPI_Allgather(buffer + offset, length, MPI_FLOAT, slots.data(), length, MPI_FLOAT, comm_));
+      float* out = buffer + offset;
+      std::fill(out, out + length, 0.0f);
+      for (int r = 0; r < size_; ++r) {
+        const float* in = slots.data() + static_cast<size_t>(r) * static_cast<size_t>(length);
+        for (int i = 0; i < length; ++i) out[i] += in[i];
+      }
     }
+  }
+
+  std::unique_ptr<Communicator> split(int color, int key) override {
+    MPI_Comm part = MPI_COMM_NULL;
+    MPI_CHECK(MPI_Comm_split(comm_, color, key, &part));
+    auto out = std::make_unique<MpiCommunicator>(part);
+    out->set_ordered_reductions(ordered_reductions());
+    return out;
   }
 
   // Counts and displacements must fit an int (InputError otherwise): Open MPI

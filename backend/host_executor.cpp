@@ -19,12 +19,12 @@ int64_t first_sequence(int64_t step, int micro_batch, int micro_batches, int ran
 }
 
 HostExecutor::HostExecutor(const planner::Program& program, std::vector<UnitShard>& shards, HostOptimizer& optimizer,
-                           Communicator& comm, HostWorkload& workload, DataConfig data, int64_t persistent_bytes,
+                           const RankGroups& groups, HostWorkload& workload, DataConfig data, int64_t persistent_bytes,
                            bool tied_embeddings)
     : program_(program),
       shards_(shards),
       optimizer_(optimizer),
-      comm_(comm),
+      groups_(groups),
       workload_(workload),
       data_(data),
       persistent_bytes_(persistent_bytes),
@@ -109,7 +109,7 @@ void HostExecutor::execute(const Op& op, int64_t step, MeasuredStep& out) {
     }
     case OpKind::kAllGather:
       fill_own_slot(op.buffer, u);
-      comm_.all_gather_in_place(data(op.buffer), s->shard_size());
+      groups_.shard->all_gather_in_place(data(op.buffer), s->shard_size());
       params_[static_cast<size_t>(u)] = op.buffer;
       per_tensor_[static_cast<size_t>(u)] = false;
       break;
@@ -122,7 +122,8 @@ void HostExecutor::execute(const Op& op, int64_t step, MeasuredStep& out) {
     }
     case OpKind::kComputeFwd: {
       if (u == 0) {
-        const int64_t first = first_sequence(step, op.micro_batch, program_.micro_batches, comm_.rank(), comm_.size(),
+        const int64_t first = first_sequence(step, op.micro_batch, program_.micro_batches, groups_.world->rank(),
+                                             groups_.world->size(),
                                              data_.micro_batch_size);
         workload_.set_batch(synthetic_batch(data_.seed, first, data_.micro_batch_size, data_.seq_len, data_.vocab));
       }
@@ -150,16 +151,19 @@ void HostExecutor::execute(const Op& op, int64_t step, MeasuredStep& out) {
     }
     case OpKind::kRecompute: break;  // the host workload keeps every activation
     case OpKind::kReduceScatter: {
-      comm_.reduce_scatter_in_place(data(op.buffer), s->shard_size());
+      groups_.shard->reduce_scatter_in_place(data(op.buffer), s->shard_size());
       const float* slot = data(op.buffer) + s->rank() * s->shard_size();
       reduced_[static_cast<size_t>(u)].assign(slot, slot + s->shard_size());
       break;
     }
-    case OpKind::kAllReduce:
-      throw InputError("HSDP (replicate_group_size > 1) needs split communicators, which the host backend lacks yet");
+    case OpKind::kAllReduce: {  // HSDP: the reduced shard summed over the replicas
+      std::vector<float>& reduced = reduced_[static_cast<size_t>(u)];
+      groups_.replicas->all_reduce_in_place(reduced.data(), static_cast<int64_t>(reduced.size()));
+      break;
+    }
     case OpKind::kGradAccumulate: {
       // The step's gradient is the mean over every rank's micro-batches.
-      const float scale = 1.0f / static_cast<float>(comm_.size() * program_.micro_batches);
+      const float scale = 1.0f / static_cast<float>(groups_.world->size() * program_.micro_batches);
       std::vector<float>& reduced = reduced_[static_cast<size_t>(u)];
       for (size_t e = 0; e < reduced.size(); ++e) s->grad()[e] += reduced[e] * scale;
       reduced.clear();

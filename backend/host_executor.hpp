@@ -4,14 +4,14 @@
 // live in one arena carved by the Program's arena plan (planner/arena_plan)
 // and are zeroed by their alloc op, all-gathers and
 // reduce-scatters run in place on them through the communicator, compute ops
-// run the real workload on the gathered parameters, the optimizer ops update
-// the shards. Every op is timed with a steady clock.
+// run the real workload on the gathered parameters, HSDP all-reduces sum the
+// reduced shard over the replicas, the optimizer ops update the shards. Every op is timed with a steady clock.
 
 #include <cstdint>
 #include <unordered_map>
 #include <vector>
 
-#include "backend/communicator.hpp"
+#include "backend/rank_groups.hpp"
 #include "backend/host_optimizer.hpp"
 #include "backend/measured_step.hpp"
 #include "backend/unit_shard.hpp"
@@ -35,7 +35,7 @@ int64_t first_sequence(int64_t step, int micro_batch, int micro_batches, int ran
 class HostExecutor {
  public:
   HostExecutor(const planner::Program& program, std::vector<UnitShard>& shards, HostOptimizer& optimizer,
-               Communicator& comm, HostWorkload& workload, DataConfig data, int64_t persistent_bytes,
+               const RankGroups& groups, HostWorkload& workload, DataConfig data, int64_t persistent_bytes,
                bool tied_embeddings);
 
   MeasuredStep run_step(int64_t step);
@@ -53,7 +53,7 @@ class HostExecutor {
   const planner::Program& program_;
   std::vector<UnitShard>& shards_;
   HostOptimizer& optimizer_;
-  Communicator& comm_;
+  const RankGroups& groups_;
   HostWorkload& workload_;
   DataConfig data_;
   int64_t persistent_bytes_;

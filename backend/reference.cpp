@@ -1,11 +1,13 @@
 #include "backend/reference.hpp"
 
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 
 #include "backend/host_executor.hpp"
 #include "backend/host_optimizer.hpp"
 #include "backend/workload.hpp"
+#include "common/errors.hpp"
 
 namespace ragged::backend {
 
@@ -62,7 +64,8 @@ void step_tensor(const models::TensorSpec& t, const scenarios::Optimizer& o, std
 }  // namespace
 
 ModelParams reference_train(const models::ModelSpec& model, const scenarios::Training& training, int world,
-                            int64_t steps, uint64_t seed) {
+                            int shard_ranks, int64_t steps, uint64_t seed) {
+  RAGGED_ASSERT(shard_ranks >= 1 && world % shard_ranks == 0, "reference_train: shard groups divide the world");
   ModelParams params = initial_params(model, seed);
   const scenarios::Optimizer& o = training.optimizer();
   std::vector<TensorState> states(params.size());
@@ -93,10 +96,14 @@ ModelParams reference_train(const models::ModelSpec& model, const scenarios::Tra
     ModelParams grads;
     for (const auto& p : params) grads.emplace_back(p.size(), 0.0f);
     for (int mb = 0; mb < micro_batches; ++mb) {
-      // The ranks' gradients of one micro-batch, summed in rank order (as the
-      // reduce-scatter sums them), then scaled into the accumulator.
-      ModelParams sum;
-      for (const auto& p : params) sum.emplace_back(p.size(), 0.0f);
+      // The ranks' gradients of one micro-batch, summed in rank order within
+      // a shard group (as the reduce-scatter sums them), the groups' sums in
+      // group order (the HSDP all-reduce), then scaled into the accumulator.
+      ModelParams sum, group;
+      for (const auto& p : params) {
+        sum.emplace_back(p.size(), 0.0f);
+        group.emplace_back(p.size(), 0.0f);
+      }
       for (int rank = 0; rank < world; ++rank) {
         workload.set_batch(synthetic_batch(seed, first_sequence(step, mb, micro_batches, rank, world, sequences),
                                            sequences, training.sequence_length(), model.arch.vocab));
@@ -130,8 +137,14 @@ ModelParams reference_train(const models::ModelSpec& model, const scenarios::Tra
           }
           workload.backward(static_cast<int>(u), view, grad_view);
         }
-        for (size_t i = 0; i < sum.size(); ++i) {
-          for (size_t e = 0; e < sum[i].size(); ++e) sum[i][e] += local[i][e];
+        for (size_t i = 0; i < group.size(); ++i) {
+          for (size_t e = 0; e < group[i].size(); ++e) group[i][e] += local[i][e];
+        }
+        if ((rank + 1) % shard_ranks == 0) {
+          for (size_t i = 0; i < sum.size(); ++i) {
+            for (size_t e = 0; e < sum[i].size(); ++e) sum[i][e] += group[i][e];
+            std::fill(group[i].begin(), group[i].end(), 0.0f);
+          }
         }
       }
       for (size_t i = 0; i < grads.size(); ++i) {

@@ -16,9 +16,13 @@ using ModelParams = std::vector<std::vector<float>>;
 
 ModelParams initial_params(const models::ModelSpec& model, uint64_t seed);
 
-// Trains `steps` optimizer steps as `world` data-parallel ranks would.
+// Trains `steps` optimizer steps as `world` data-parallel ranks would, in
+// shard groups of `shard_ranks` consecutive ranks: a micro-batch's gradients
+// are summed in rank order within each group, then the groups' sums in group
+// order (the reduce-scatter, then the HSDP all-reduce, with ordered
+// reductions).
 ModelParams reference_train(const models::ModelSpec& model, const scenarios::Training& training, int world,
-                            int64_t steps, uint64_t seed);
+                            int shard_ranks, int64_t steps, uint64_t seed);
 
 struct ParamError {
   double max_relative = 0;       // max over tensors of |p - ref| / |ref| (L2)

@@ -26,30 +26,47 @@ void check_host_runnable(const planner::ResolvedScenario& r, const RunOptions& o
   }
 }
 
+// The self-test on the world and, under HSDP, on the shard groups and the
+// replica groups: wrong elements summed over the world.
+int64_t self_test_groups(const RankGroups& groups, int64_t count, uint64_t tag) {
+  int64_t wrong = self_test(*groups.world, count, tag);
+  if (groups.own_shard) {
+    const int64_t shard = self_test(*groups.shard, count, tag + 1);
+    const int64_t replicas = self_test(*groups.replicas, count, tag + 2);
+    // Each group's total is on all its ranks: count it once, on its rank 0.
+    wrong += static_cast<int64_t>(groups.world->sum(static_cast<double>((groups.shard->rank() == 0 ? shard : 0) +
+                                                                        (groups.replicas->rank() == 0 ? replicas : 0))));
+  }
+  return wrong;
+}
+
 }  // namespace
 
 RunResult run(const planner::ResolvedScenario& resolved, const RunOptions& options, Communicator& comm) {
   check_host_runnable(resolved, options);
   check_launch(resolved, comm);
   const scenarios::Training& training = resolved.scenario().training();
+  comm.set_ordered_reductions(options.check_reference);
+  const RankGroups groups = split_rank_groups(comm, training.shard_group_size());
+  Communicator& shard = *groups.shard;
   const planner::Plan plan = plan_for_run(resolved, models::DType::kF32);
-  const planner::Program program = planner::build_program(planner::program_inputs(resolved, plan), comm.rank());
-  std::vector<UnitShard> shards = make_shards(resolved.model, plan, comm.rank(), options.seed);
+  const planner::Program program = planner::build_program(planner::program_inputs(resolved, plan), shard.rank());
+  std::vector<UnitShard> shards = make_shards(resolved.model, plan, shard.rank(), options.seed);
   int64_t persistent_bytes = 0;
   for (const UnitShard& s : shards) persistent_bytes += s.shard_size() * 4 * 4;  // master, gradient, two optimizer states
   planner::OptimizerContext context;
   context.model = &resolved.model;
   context.plan = &plan;
   context.optimizer = training.optimizer();
-  HostOptimizer optimizer(training.optimizer(), &shards, planner::owned_matrices(context), &comm);
+  HostOptimizer optimizer(training.optimizer(), &shards, planner::owned_matrices(context), &shard);
   HostWorkload workload(resolved.model, training.micro_batch_size(), training.sequence_length());
   DataConfig data{options.seed, training.micro_batch_size(), training.sequence_length(), resolved.model.arch.vocab};
-  HostExecutor executor(program, shards, optimizer, comm, workload, data, persistent_bytes,
+  HostExecutor executor(program, shards, optimizer, groups, workload, data, persistent_bytes,
                         head_reads_embedding(resolved.model));
 
   RunResult result;
-  comm.set_ordered_reductions(options.check_reference);
-  if (options.verify_collectives) result.collective_errors = self_test(comm, 4099, 1);
+  result.replicas = groups.replicas->size();
+  if (options.verify_collectives) result.collective_errors = self_test_groups(groups, 4099, 1);
   std::vector<MeasuredStep> measured;
   const int64_t total = options.warmup_steps + options.steps;
   for (int64_t step = 1; step <= total; ++step) {
@@ -58,12 +75,12 @@ RunResult run(const planner::ResolvedScenario& resolved, const RunOptions& optio
     if (options.verify_collectives) result.collective_errors += self_test(comm, 1000 + step, static_cast<uint64_t>(step + 1));
     if (step > options.warmup_steps) measured.push_back(std::move(s));
   }
-  if (options.check_reference) judge_against_reference(resolved, shards, comm, total, options, result);
+  if (options.check_reference) judge_against_reference(resolved, shards, groups, total, options, result);
   result.arena_held_bytes = persistent_bytes + executor.arena_bytes();
   result.program_peak_bytes = planner::memory_breakdown(program).peak_total();
   result.trace = measured_trace(
       resolved, program, measured, comm,
-      fmt::format("cpu ({}), {} {} rank{}", build_info(), comm.size(), comm.name(), comm.size() == 1 ? "" : "s"));
+      fmt::format("cpu ({}), {}", build_info(), describe(groups, comm.name())));
   return result;
 }
 

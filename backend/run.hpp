@@ -30,6 +30,8 @@ struct RunResult {
   int64_t collective_errors = -1;     // -1: not verified
   double reference_error = -1;        // -1: not checked
   int64_t reference_differing = 0;    // bitwise different elements
+  int replicas = 1;                   // HSDP: replicas of each shard group
+  int64_t replica_differing = 0;      // HSDP: shard elements differing bitwise from replica 0's
   int64_t reference_elements = 0;
   std::string worst_tensor;
   bool reference_ok = true;

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
+
 #include "common/errors.hpp"
 #include "planner/layout_strategy.hpp"
 #include "scenarios/scenario_rules.hpp"
@@ -14,9 +16,6 @@ void check_launch(const planner::ResolvedScenario& resolved, const Communicator&
     throw InputError(fmt::format("{} has {} GPUs but {} process{} run: launch `mpirun -np {}` or pass --gpus {}",
                                  s.name(), scenarios::total_gpus(s), comm.size(), comm.size() == 1 ? "" : "es",
                                  scenarios::total_gpus(s), comm.size()));
-  }
-  if (s.training().replicate_group_size() > 1) {
-    throw InputError("training.replicate_group_size > 1 (HSDP) is not supported by the backends yet");
   }
 }
 
@@ -70,17 +69,43 @@ ModelParams gather_params(std::vector<UnitShard>& shards, Communicator& comm) {
   return params;
 }
 
+namespace {
+
+// Elements of this rank's master shards that differ bitwise from replica 0's,
+// summed over the world.
+int64_t replica_differences(std::vector<UnitShard>& shards, const RankGroups& groups) {
+  int64_t differing = 0;
+  Communicator& replicas = *groups.replicas;
+  if (replicas.size() > 1) {
+    for (UnitShard& s : shards) {
+      const auto n = static_cast<size_t>(s.shard_size());
+      std::vector<float> all(n * static_cast<size_t>(replicas.size()));
+      std::copy(s.master().begin(), s.master().end(), all.begin() + static_cast<std::ptrdiff_t>(n) * replicas.rank());
+      replicas.all_gather_in_place(all.data(), s.shard_size());
+      for (size_t e = 0; e < n; ++e) {
+        differing += std::memcmp(&all[e], &s.master()[e], sizeof(float)) != 0 ? 1 : 0;
+      }
+    }
+  }
+  return static_cast<int64_t>(groups.world->sum(static_cast<double>(differing)));
+}
+
+}  // namespace
+
 void judge_against_reference(const planner::ResolvedScenario& resolved, std::vector<UnitShard>& shards,
-                             Communicator& comm, int64_t steps, const RunOptions& options, RunResult& result) {
-  ModelParams trained = gather_params(shards, comm);
-  if (comm.rank() != 0) return;
-  ModelParams reference = reference_train(resolved.model, resolved.scenario().training(), comm.size(), steps, options.seed);
+                             const RankGroups& groups, int64_t steps, const RunOptions& options, RunResult& result) {
+  result.replica_differing = replica_differences(shards, groups);
+  ModelParams trained = gather_params(shards, *groups.shard);
+  if (groups.world->rank() != 0) return;
+  const scenarios::Training& training = resolved.scenario().training();
+  ModelParams reference = reference_train(resolved.model, training, groups.world->size(),
+                                          groups.shard->size(), steps, options.seed);
   ParamError e = compare_params(resolved.model, trained, reference);
   result.reference_error = e.max_relative;
   result.reference_differing = e.differing_elements;
   result.reference_elements = e.elements;
   result.worst_tensor = e.worst_tensor;
-  result.reference_ok = e.max_relative <= options.tolerance;
+  result.reference_ok = e.max_relative <= options.tolerance && result.replica_differing == 0;
 }
 
 }  // namespace ragged::backend

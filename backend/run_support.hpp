@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backend/communicator.hpp"
+#include "backend/rank_groups.hpp"
 #include "backend/reference.hpp"
 #include "backend/run.hpp"
 #include "backend/unit_shard.hpp"
@@ -17,8 +18,7 @@
 
 namespace ragged::backend {
 
-// InputError unless as many processes run as the scenario has GPUs, and it
-// needs no HSDP (split communicators are not built yet).
+// InputError unless as many processes run as the scenario has GPUs.
 void check_launch(const planner::ResolvedScenario& resolved, const Communicator& comm);
 
 // The scenario's plan with parameters of `param_dtype` (alignment), and
@@ -31,9 +31,11 @@ std::vector<UnitShard> make_shards(const models::ModelSpec& model, const planner
 // Every rank's shards, gathered into whole tensors on every rank.
 ModelParams gather_params(std::vector<UnitShard>& shards, Communicator& comm);
 
-// Every rank takes part in the gather; rank 0 trains the reference for
-// `steps` steps and fills `result`'s reference fields.
+// Every rank takes part in the gather over its shard group; world rank 0
+// trains the reference for `steps` steps and fills `result`'s reference
+// fields. Under HSDP every replica's shards must also equal replica 0's
+// bitwise (result.replica_differing; reference_ok is false otherwise).
 void judge_against_reference(const planner::ResolvedScenario& resolved, std::vector<UnitShard>& shards,
-                             Communicator& comm, int64_t steps, const RunOptions& options, RunResult& result);
+                             const RankGroups& groups, int64_t steps, const RunOptions& options, RunResult& result);
 
 }  // namespace ragged::backend

@@ -61,6 +61,10 @@ void print(const backend::RunResult& r, const std::string& label, std::ostream& 
     out << fmt::format("  reference          max relative error {:.3g} ({}), {} of {} elements differ bitwise: {}\n",
                        r.reference_error, r.worst_tensor, format_integer(r.reference_differing),
                        format_integer(r.reference_elements), r.reference_ok ? "OK" : "FAILED");
+    if (r.replicas > 1) {
+      out << fmt::format("  replicas           {} of every shard, {} elements differ bitwise from replica 0\n",
+                         r.replicas, format_integer(r.replica_differing));
+    }
   }
 }
 
@@ -140,6 +144,8 @@ void add_run_command(CLI::App& app, Context& context) {
                           {"collective_errors", result.collective_errors},
                           {"reference_error", result.reference_error},
                           {"reference_ok", result.reference_ok},
+                          {"replicas", result.replicas},
+                          {"replica_differing", result.replica_differing},
                           {"device", result.trace.metadata().device()},
                           {"arena_held_bytes", result.arena_held_bytes},
                           {"program_peak_bytes", result.program_peak_bytes},

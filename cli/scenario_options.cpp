@@ -28,6 +28,10 @@ void ScenarioOptions::add_to(CLI::App* command, bool allow_all_strategies) {
                                                 std::string(scenarios::kDefaultScenario));
   command->add_option("--model", model, "Plan a catalog model or config.json instead of a scenario (needs --gpus)");
   command->add_option("--gpus", gpus, "Number of GPUs (overrides the scenario's cluster size)")->check(CLI::PositiveNumber);
+  command->add_option("--shard-group", shard_group,
+                      "GPUs per shard group; fewer than the GPUs makes HSDP: groups replicated, gradients all-reduced "
+                      "across the replicas (default: the scenario's)")
+      ->check(CLI::PositiveNumber);
   command->add_option("--strategy", strategy,
                       std::string("Layout strategy: ragged, vescale-paper, fsdp1, fsdp2, zero3, megatron") +
                           (allow_all_strategies ? ", or all" : ""));
@@ -60,6 +64,16 @@ std::vector<planner::ResolvedScenario> ScenarioOptions::resolve() const {
                                                    : model_only(model, gpus);
   if (gpus > 0 && model.empty()) loaded = scenarios::with_total_gpus(loaded, gpus);
   if (!optimizer.empty()) set_optimizer(loaded, optimizer);
+  if (shard_group > 0) {
+    const int64_t total = scenarios::total_gpus(loaded.scenario);
+    if (total % shard_group != 0) {
+      throw InputError(fmt::format("--shard-group {}: it must divide the {} GPUs", shard_group, total));
+    }
+    scenarios::Training* training = loaded.written.mutable_training();
+    training->set_shard_group_size(static_cast<int32_t>(shard_group));
+    training->clear_replicate_group_size();
+    loaded = scenarios::rebuild(std::move(loaded));
+  }
   if (!granularity.empty()) {
     planner::GranularitySpec spec = planner::GranularitySpec::parse(granularity);
     auto* proto = loaded.scenario.mutable_training()->mutable_granularity();

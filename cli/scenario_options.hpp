@@ -1,7 +1,7 @@
 #pragma once
 // The scenario arguments shared by plan, simulate and run: a scenario file or
 // shipped name (default: the built-in default scenario), or --model with
-// --gpus for a quick look, plus overrides (--gpus, --strategy, --granularity).
+// --gpus for a quick look, plus overrides (--gpus, --shard-group, --strategy, --granularity).
 
 #include <optional>
 #include <string>
@@ -17,6 +17,7 @@ struct ScenarioOptions {
   std::string scenario;     // file or shipped name
   std::string model;        // --model: catalog name or config.json
   int64_t gpus = 0;         // --gpus: 0 keeps the scenario's
+  int64_t shard_group = 0;  // --shard-group: 0 keeps the scenario's (HSDP when smaller than the GPUs)
   std::string strategy;     // --strategy: one name, "all", or "" to keep the scenario's
   std::string granularity;  // --granularity: element | rows:K | block:RxC | matrix
   std::string optimizer;    // --optimizer: adamw | adam8bit | muon | shampoo

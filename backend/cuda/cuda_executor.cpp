@@ -215,10 +215,15 @@ void CudaExecutor::issue(const Op& op, int64_t step) {
       CUDA_CHECK(cudaMemsetAsync(d.grad, 0, static_cast<size_t>(n) * sizeof(float), stream));
       break;
     }
-    case OpKind::kAllReduce:
+    case OpKind::kAllReduce: {  // HSDP: the reduced slot summed over the replicas
+      const UnitShard& s = shards_[ui];
+      std::byte* slot = data(op.buffer) + s.rank() * s.shard_size() * element_bytes(config_.reduce);
+      collectives_.all_reduce_in_place(slot, s.shard_size(), config_.reduce, op.stream, stream);
+      break;
+    }
     case OpKind::kAllToAll:
-      throw InputError(fmt::format("the GPU executor does not run '{}' (HSDP and owner-based optimizers run on the "
-                                   "host backend)", op.name));
+      throw InputError(fmt::format("the GPU executor does not run '{}' (owner-based optimizers run on --device cpu)",
+                                   op.name));
   }
 }
 

@@ -89,9 +89,11 @@ RunResult run_on_gpu(const planner::ResolvedScenario& resolved, const RunOptions
                                    "not run; use RAGGED or FSDP2", plan.strategy));
     }
   }
-  const planner::Program program = planner::build_program(planner::program_inputs(resolved, plan), comm.rank());
+  const RankGroups groups = split_rank_groups(comm, training.shard_group_size());
+  const int shard_rank = groups.shard->rank();
+  const planner::Program program = planner::build_program(planner::program_inputs(resolved, plan), shard_rank);
   const planner::ArenaPlan arena = planner::plan_arena(program);
-  std::vector<UnitShard> shards = make_shards(resolved.model, plan, comm.rank(), options.seed);
+  std::vector<UnitShard> shards = make_shards(resolved.model, plan, shard_rank, options.seed);
   const GpuWorkloadConfig workload_config{training.micro_batch_size(), training.sequence_length(), config.params,
                                           config.grads,
                                           planner::checkpointing_mode(training.activation_checkpointing())};
@@ -100,8 +102,8 @@ RunResult run_on_gpu(const planner::ResolvedScenario& resolved, const RunOptions
   const int64_t arena_bytes = config.persistent_bytes + arena.bytes + config.private_bytes + kArenaSlackBytes;
 
   CudaDevice device(default_device_ordinal(), static_cast<std::size_t>(arena_bytes));
-  DeviceCollectives collectives;
-  if (collectives.rank() != comm.rank() || collectives.size() != comm.size()) {
+  DeviceCollectives collectives(training.shard_group_size());
+  if (collectives.rank() != comm.rank() || collectives.size() != comm.size() || collectives.shard_rank() != shard_rank) {
     throw InternalError(fmt::format("NCCL sees rank {} of {}, the launch rank {} of {}", collectives.rank(),
                                     collectives.size(), comm.rank(), comm.size()));
   }
@@ -112,6 +114,7 @@ RunResult run_on_gpu(const planner::ResolvedScenario& resolved, const RunOptions
   CudaExecutor executor(program, arena, step_memory, shards, units, collectives, workload, device, config);
 
   RunResult result;
+  result.replicas = groups.replicas->size();
   std::vector<MeasuredStep> measured;
   const int64_t total = options.warmup_steps + options.steps;
   for (int64_t step = 1; step <= total; ++step) {
@@ -125,11 +128,10 @@ RunResult run_on_gpu(const planner::ResolvedScenario& resolved, const RunOptions
   result.program_peak_bytes = planner::memory_breakdown(program).peak_total();
   if (options.check_reference) {
     download_masters(units, shards, compute);
-    judge_against_reference(resolved, shards, comm, total, options, result);
+    judge_against_reference(resolved, shards, groups, total, options, result);
   }
   result.trace = measured_trace(resolved, program, measured, comm,
-                                fmt::format("{} (cuda), {} nccl rank{}", device.info().name, collectives.size(),
-                                            collectives.size() == 1 ? "" : "s"));
+                                fmt::format("{} (cuda), {}", device.info().name, describe(groups, "nccl")));
   return result;
 }
 

@@ -20,16 +20,24 @@ void* advance(void* base, int64_t elements, ElementType type) {
 
 }  // namespace
 
-DeviceCollectives::DeviceCollectives() {
+DeviceCollectives::DeviceCollectives(int64_t shard_ranks) {
   const NcclWorld world = init_nccl_world();
   world_ = world.comm;
   rank_ = world.rank;
   size_ = world.size;
   try {
-    for (planner::Stream s : {planner::Stream::kAllGather, planner::Stream::kReduceScatter, planner::Stream::kAllReduce}) {
-      // Same color everywhere, key = rank: every communicator spans the world in rank order.
-      NCCL_CHECK(ncclCommSplit(world_, 0, rank_, &per_stream_[index_of(s)], nullptr));
+    if (shard_ranks < 1 || size_ % shard_ranks != 0) {
+      throw InputError(fmt::format("training.shard_group_size: {} does not divide the {} NCCL ranks", shard_ranks, size_));
     }
+    shard_size_ = static_cast<int>(shard_ranks);
+    shard_rank_ = rank_ % shard_size_;
+    // key = rank: every communicator numbers its ranks in world order.
+    const int shard_group = rank_ / shard_size_, replica_group = shard_rank_;
+    NCCL_CHECK(ncclCommSplit(world_, shard_group, rank_, &per_stream_[index_of(planner::Stream::kAllGather)], nullptr));
+    NCCL_CHECK(
+        ncclCommSplit(world_, shard_group, rank_, &per_stream_[index_of(planner::Stream::kReduceScatter)], nullptr));
+    NCCL_CHECK(
+        ncclCommSplit(world_, replica_group, rank_, &per_stream_[index_of(planner::Stream::kAllReduce)], nullptr));
   } catch (...) {
     for (ncclComm_t& c : per_stream_) {
       if (c != nullptr) ncclCommDestroy(c);
@@ -56,7 +64,7 @@ void DeviceCollectives::all_gather_in_place(void* buffer, int64_t count, Element
                                             cudaStream_t stream) {
   RAGGED_ASSERT(count >= 0, "all_gather_in_place: negative count");
   if (count == 0) return;
-  NCCL_CHECK(ncclAllGather(advance(buffer, rank_ * count, type), buffer, static_cast<size_t>(count), nccl_type(type),
+  NCCL_CHECK(ncclAllGather(advance(buffer, shard_rank_ * count, type), buffer, static_cast<size_t>(count), nccl_type(type),
                            comm(on), stream));
 }
 
@@ -64,7 +72,7 @@ void DeviceCollectives::reduce_scatter_in_place(void* buffer, int64_t count, Ele
                                                 cudaStream_t stream) {
   RAGGED_ASSERT(count >= 0, "reduce_scatter_in_place: negative count");
   if (count == 0) return;
-  NCCL_CHECK(ncclReduceScatter(buffer, advance(buffer, rank_ * count, type), static_cast<size_t>(count),
+  NCCL_CHECK(ncclReduceScatter(buffer, advance(buffer, shard_rank_ * count, type), static_cast<size_t>(count),
                                nccl_type(type), ncclSum, comm(on), stream));
 }
 

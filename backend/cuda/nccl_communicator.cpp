@@ -88,6 +88,18 @@ class NcclCommunicator final : public Communicator {
       throw;
     }
   }
+  // Takes ownership of `comm`, a communicator ncclCommSplit made.
+  NcclCommunicator(ncclComm_t comm, cudaStream_t stream, bool under_mpi)
+      : stream_(stream), comm_(comm), under_mpi_(under_mpi) {
+    try {
+      NCCL_CHECK(ncclCommUserRank(comm_, &rank_));
+      NCCL_CHECK(ncclCommCount(comm_, &size_));
+      CUDA_CHECK(cudaMalloc(&scalar_, sizeof(double)));
+    } catch (...) {
+      release();
+      throw;
+    }
+  }
   NcclCommunicator(const NcclCommunicator&) = delete;
   NcclCommunicator& operator=(const NcclCommunicator&) = delete;
   ~NcclCommunicator() override { release(); }
@@ -118,8 +130,23 @@ class NcclCommunicator final : public Communicator {
   void all_reduce_in_place(float* buffer, int64_t count) override {
     RAGGED_ASSERT(count >= 0, "all_reduce_in_place: negative count");
     if (count == 0) return;
-    NCCL_CHECK(ncclAllReduce(buffer, buffer, static_cast<size_t>(count), ncclFloat, ncclSum, comm_, stream_));
+    if (ordered_reductions()) {
+      // Every rank's buffer everywhere, summed in rank order from 0.
+      float* slots = scratch(static_cast<size_t>(size_) * static_cast<size_t>(count));
+      NCCL_CHECK(ncclAllGather(buffer, slots, static_cast<size_t>(count), ncclFloat, comm_, stream_));
+      sum_slots_in_order(buffer, slots, size_, count, stream_);
+    } else {
+      NCCL_CHECK(ncclAllReduce(buffer, buffer, static_cast<size_t>(count), ncclFloat, ncclSum, comm_, stream_));
+    }
     synchronize();
+  }
+
+  std::unique_ptr<Communicator> split(int color, int key) override {
+    ncclComm_t part = nullptr;
+    NCCL_CHECK(ncclCommSplit(comm_, color, key, &part, nullptr));
+    auto out = std::make_unique<NcclCommunicator>(part, stream_, under_mpi_);
+    out->set_ordered_reductions(ordered_reductions());
+    return out;
   }
 
   // `send` and `recv` must not overlap (as for MPI_Alltoallv).

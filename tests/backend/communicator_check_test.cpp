@@ -116,6 +116,7 @@ class CorruptingCommunicator final : public Communicator {
     inner_.all_to_all_v(send, send_counts, send_displs, recv, recv_counts, recv_displs);
     if (broken_ == 3) recv[recv_displs[0] + recv_counts[0]] = 0.0f;  // writes into the gap after the message
   }
+  std::unique_ptr<Communicator> split(int color, int key) override { return inner_.split(color, key); }
   void barrier() override { inner_.barrier(); }
   void abort(int code) override { inner_.abort(code); }
   double sum(double value) override { return inner_.sum(value) + (broken_ == 4 && value != 0.0 ? 1.0 : 0.0); }

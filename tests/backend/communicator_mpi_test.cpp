@@ -223,6 +223,7 @@ class OneBadRank final : public Communicator {
                     float* recv, std::span<const int64_t> recv_counts, std::span<const int64_t> recv_displs) override {
     inner_.all_to_all_v(send, send_counts, send_displs, recv, recv_counts, recv_displs);
   }
+  std::unique_ptr<Communicator> split(int color, int key) override { return inner_.split(color, key); }
   void barrier() override { inner_.barrier(); }
   void abort(int code) override { inner_.abort(code); }
   double sum(double value) override { return inner_.sum(value); }

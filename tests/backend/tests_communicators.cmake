@@ -10,7 +10,8 @@ list(APPEND RAGGED_BACKEND_TEST_SRCS
 if(RAGGED_HAVE_MPI AND MPIEXEC_EXECUTABLE)
   add_executable(test_backend_mpi
     ${CMAKE_CURRENT_LIST_DIR}/mpi_test_main.cpp
-    ${CMAKE_CURRENT_LIST_DIR}/communicator_mpi_test.cpp)
+    ${CMAKE_CURRENT_LIST_DIR}/communicator_mpi_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/rank_groups_mpi_test.cpp)
   target_link_libraries(test_backend_mpi PRIVATE ragged::backend MPI::MPI_CXX GTest::gtest)
   ragged_set_warnings(test_backend_mpi)
 

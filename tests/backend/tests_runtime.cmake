@@ -3,7 +3,7 @@
 # with a single-process unsharded reference; ordered reductions make the
 # comparison bitwise. Small Llama-style and MoE models, ragged and fsdp2
 # layouts, element/row/block granularity, AdamW, 8-bit Adam and Muon, on 4
-# ranks and the uneven 3 and 5.
+# ranks and the uneven 3 and 5, and under HSDP.
 list(APPEND RAGGED_BACKEND_TEST_SRCS
   ${CMAKE_CURRENT_LIST_DIR}/run_test.cpp)
 
@@ -14,9 +14,15 @@ if(RAGGED_HAVE_MPI AND MPIEXEC_EXECUTABLE)
     set(_ragged_run_flags --oversubscribe)
   endif()
 
-  # ragged_add_run_check(NP MODEL STRATEGY GRANULARITY OPTIMIZER)
+  # ragged_add_run_check(NP MODEL STRATEGY GRANULARITY OPTIMIZER [SHARD_GROUP])
+  # With SHARD_GROUP < NP the run is HSDP: NP / SHARD_GROUP replicas.
   function(ragged_add_run_check np model strategy granularity optimizer)
     set(_name "backend.run.np${np}.${model}.${strategy}.${granularity}.${optimizer}")
+    set(_hsdp_args)
+    if(ARGC GREATER 5)
+      set(_name "${_name}.hsdp${ARGV5}")
+      set(_hsdp_args --shard-group ${ARGV5})
+    endif()
     string(REPLACE ":" "" _name "${_name}")
     set(_granularity_args)
     if(NOT granularity STREQUAL "default")
@@ -25,7 +31,7 @@ if(RAGGED_HAVE_MPI AND MPIEXEC_EXECUTABLE)
     add_test(NAME ${_name}
       COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np} ${_ragged_run_flags}
               $<TARGET_FILE:ragged> run ${model} --gpus ${np} --strategy ${strategy} ${_granularity_args}
-              --optimizer ${optimizer} --steps 2 --warmup 1 --check-reference --verify-collectives)
+              --optimizer ${optimizer} ${_hsdp_args} --steps 2 --warmup 1 --check-reference --verify-collectives)
     set_tests_properties(${_name} PROPERTIES
       LABELS "backend;mpi;correctness"
       ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OPENBLAS_NUM_THREADS=1"
@@ -65,4 +71,10 @@ if(RAGGED_HAVE_MPI AND MPIEXEC_EXECUTABLE)
     ragged_add_run_check(${np} tiny-llama-4xcpu fsdp2 block:32x32 adamw)
     ragged_add_run_check(${np} tiny-moe-4xcpu ragged default muon)
   endforeach()
+  # HSDP: shard groups of consecutive ranks, the gradient shards all-reduced
+  # over the replicas (in order, so still bitwise), replicas checked equal.
+  ragged_add_run_check(4 tiny-llama-4xcpu ragged default adamw 2)
+  ragged_add_run_check(4 tiny-moe-4xcpu fsdp2 rows:4 muon 2)
+  ragged_add_run_check(6 tiny-llama-4xcpu ragged block:32x32 adam8bit 3)
+  ragged_add_run_check(4 tiny-llama-4xcpu fsdp2 default adamw 1)
 endif()

@@ -62,6 +62,9 @@ TEST_F(CliRun, BadRequests) {
   EXPECT_EQ(run_cli({"run", "tiny-llama-4xcpu", "--gpus", "1", "--device", "tpu"}).code, 2);
   EXPECT_EQ(run_cli({"run", "tiny-llama-4xcpu", "--gpus", "1", "--optimizer", "sgd"}).code, 2);
   EXPECT_EQ(run_cli({"run", "llama3-8b-8xh100", "--gpus", "1"}).code, 2);  // bf16 on the host
+  auto uneven = run_cli({"run", "tiny-llama-4xcpu", "--shard-group", "3"});  // 4 GPUs in groups of 3
+  EXPECT_EQ(uneven.code, 2);
+  EXPECT_NE(uneven.err.find("--shard-group 3: it must divide the 4 GPUs"), std::string::npos) << uneven.err;
 }
 
 // The unsupported cases are refused before any GPU is touched.

@@ -1,0 +1,30 @@
+#pragma once
+// The communicators one rank runs with, split from the world for HSDP.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "backend/communicator.hpp"
+
+namespace ragged::backend {
+
+// The communicators of one rank. The world numbers the data, sums the losses
+// and judges; shard groups are consecutive ranks (rank / shard size: HSDP
+// keeps a shard group inside a node); a shard's replicas are the ranks at the
+// same place in every group (rank % shard size).
+struct RankGroups {
+  Communicator* world = nullptr;
+  Communicator* shard = nullptr;     // all-gathers, reduce-scatters, the optimizers' all-to-alls
+  Communicator* replicas = nullptr;  // HSDP all-reduces (one rank without HSDP)
+  std::unique_ptr<Communicator> own_shard, own_replicas;
+};
+// Splits `world` (every rank calls it); without HSDP the shard group is the
+// world itself. Ordered reductions carry over from `world`.
+RankGroups split_rank_groups(Communicator& world, int64_t shard_ranks);
+
+// "4 mpi ranks", or under HSDP "4 mpi ranks (HSDP: 2 replicas of 2-rank shard groups)".
+std::string describe(const RankGroups& groups, std::string_view kind);
+
+}  // namespace ragged::backend

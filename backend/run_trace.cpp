@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <cmath>
 
-
 #include "scenarios/scenario_loader.hpp"
 #include "scenarios/scenario_rules.hpp"
 #include "traces/trace_metadata.hpp"
 #include "traces/trace_names.hpp"
+#include "traces/trace_stats.hpp"
 
 namespace ragged::backend {
 namespace {
@@ -72,6 +72,10 @@ traces::Trace measured_trace(const planner::ResolvedScenario& resolved, const pl
   sum->set_tokens_per_s_per_gpu(static_cast<double>(program.tokens_per_step) / seconds);
   sum->set_mfu(program.model_flops_per_step / seconds / (s.cluster().gpu().peak_bf16_tflops() * 1e12));
   sum->set_compute_s(compute);
+  sum->set_comm_s(traces::busy_seconds(trace, false));
+  // As the simulator counts it: the time the compute stream stands idle
+  // within the step, waiting on collectives (or, on a GPU, on launches).
+  sum->set_exposed_comm_s(std::max(0.0, last.seconds - traces::busy_seconds(trace, true)));
   sum->set_peak_allocated_bytes(peak);
   sum->set_peak_reserved_bytes(reserved);
   sum->set_hbm_capacity_bytes(static_cast<int64_t>(s.cluster().gpu().hbm_capacity_gib() * 1073741824.0));

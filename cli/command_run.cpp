@@ -35,7 +35,13 @@ void print(const backend::RunResult& r, const std::string& label, std::ostream& 
   out << fmt::format("{} (measured, {})\n", label, r.trace.metadata().device());
   out << fmt::format("  step time          {}  (mean of {} measured steps)\n", format_seconds(s.step_time_s()),
                      r.trace.metadata().steps());
-  out << fmt::format("  tokens/s per GPU   {}\n", format_integer(static_cast<int64_t>(s.tokens_per_s_per_gpu() + 0.5)));
+  out << fmt::format("  tokens/s per GPU   {}  ({} tokens per GPU per step)\n",
+                     format_integer(static_cast<int64_t>(s.tokens_per_s_per_gpu() + 0.5)), format_integer(s.tokens_per_step()));
+  out << fmt::format("  MFU                {:.1f}% (of the scenario GPU's bf16 peak)\n", 100 * s.mfu());
+  out << fmt::format("  exposed comm       {} ({:.1f}% of the step: the compute stream idle)\n",
+                     format_seconds(s.exposed_comm_s()), s.step_time_s() > 0 ? 100 * s.exposed_comm_s() / s.step_time_s() : 0.0);
+  out << fmt::format("  busy               compute {}, communication {}\n", format_seconds(s.compute_s()),
+                     format_seconds(s.comm_s()));
   out << fmt::format("  peak memory        {} (rank 0, buffers the Program allocates plus shards and states)\n",
                      format_bytes(static_cast<double>(s.peak_allocated_bytes())));
   if (r.program_peak_bytes > 0) {
@@ -139,6 +145,10 @@ void add_run_command(CLI::App& app, Context& context) {
                           {"ranks", comm->size()},
                           {"step_time_s", s.step_time_s()},
                           {"tokens_per_s_per_gpu", s.tokens_per_s_per_gpu()},
+                          {"mfu", s.mfu()},
+                          {"exposed_comm_s", s.exposed_comm_s()},
+                          {"compute_s", s.compute_s()},
+                          {"comm_s", s.comm_s()},
                           {"peak_memory_bytes", s.peak_allocated_bytes()},
                           {"losses", result.losses},
                           {"collective_errors", result.collective_errors},

@@ -8,6 +8,7 @@
 #include "scenarios/scenario_rules.hpp"
 #include "traces/trace_metadata.hpp"
 #include "traces/trace_names.hpp"
+#include "traces/trace_stats.hpp"
 
 namespace ragged::sim {
 namespace {
@@ -16,20 +17,6 @@ using planner::OpKind;
 using planner::Stream;
 
 int64_t to_ns(double seconds) { return static_cast<int64_t>(std::llround(seconds * 1e9)); }
-
-// Length of the union of [start, end) intervals.
-double union_seconds(std::vector<std::pair<double, double>> intervals) {
-  std::sort(intervals.begin(), intervals.end());
-  double total = 0, cursor = -1;
-  for (auto [start, end] : intervals) {
-    start = std::max(start, cursor);
-    if (end > start) {
-      total += end - start;
-      cursor = end;
-    }
-  }
-  return total;
-}
 
 }  // namespace
 
@@ -50,7 +37,6 @@ traces::Trace build_trace(const TraceInputs& in) {
   meta->set_steps(1);
 
   double compute_busy = 0;
-  std::vector<std::pair<double, double>> comm_busy;
   for (const planner::Op& op : program.ops) {
     const OpTiming& t = timings[op.id];
     RAGGED_ASSERT(t.end >= t.start && t.start >= 0, "every op of the step must have run: " + op.name);
@@ -66,9 +52,9 @@ traces::Trace build_trace(const TraceInputs& in) {
     e->set_bytes(op.bytes);
     e->set_flops(op.flops);
     e->set_step(0);
-    if (op.kind == OpKind::kAlloc || op.kind == OpKind::kFree) continue;
-    if (op.stream == Stream::kCompute) compute_busy += t.end - t.start;
-    else comm_busy.emplace_back(t.start, t.end);
+    if (op.stream == Stream::kCompute && op.kind != OpKind::kAlloc && op.kind != OpKind::kFree) {
+      compute_busy += t.end - t.start;
+    }
   }
   for (const MemorySample& m : in.run->memory) {
     traces::MemorySample* s = trace.add_memory();
@@ -88,7 +74,7 @@ traces::Trace build_trace(const TraceInputs& in) {
   s->set_mfu(step > 0 ? program.model_flops_per_step / step / peak : 0);
   s->set_exposed_comm_s(in.run->exposed_seconds);
   s->set_compute_s(compute_busy);
-  s->set_comm_s(union_seconds(std::move(comm_busy)));
+  s->set_comm_s(traces::busy_seconds(trace, false));
   s->set_peak_allocated_bytes(in.run->peak_allocated);
   s->set_peak_reserved_bytes(in.run->peak_reserved);
   s->set_hbm_capacity_bytes(capacity);

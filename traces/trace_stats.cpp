@@ -69,4 +69,24 @@ double span_seconds(const Trace& trace) {
   return ns_to_s(last - first);
 }
 
+double busy_seconds(const Trace& trace, bool compute, int rank) {
+  std::vector<std::pair<int64_t, int64_t>> intervals;
+  for (const Event& event : trace.events()) {
+    if (!matches(rank, event.rank()) || event.kind() == ALLOC || event.kind() == FREE) continue;
+    const bool collective = event.stream() == ALL_GATHER_STREAM || event.stream() == REDUCE_SCATTER_STREAM ||
+                            event.stream() == ALL_REDUCE_STREAM;
+    if (compute ? event.stream() == COMPUTE : collective) intervals.emplace_back(event.start_ns(), event.end_ns());
+  }
+  std::sort(intervals.begin(), intervals.end());
+  int64_t total = 0, cursor = std::numeric_limits<int64_t>::min();
+  for (auto [start, end] : intervals) {
+    start = std::max(start, cursor);
+    if (end > start) {
+      total += end - start;
+      cursor = end;
+    }
+  }
+  return ns_to_s(total);
+}
+
 }  // namespace ragged::traces

@@ -30,4 +30,10 @@ int64_t peak_reserved(const Trace& trace, int rank = kAllRanks);
 // From the earliest event start to the latest event end; 0 when no events.
 double span_seconds(const Trace& trace);
 
+// Length of the union of the intervals of the events of `rank` on the
+// compute stream (`compute`) or on the collective streams (all-gather,
+// reduce-scatter, all-reduce: !`compute`);
+// alloc and free take no device time and are left out.
+double busy_seconds(const Trace& trace, bool compute, int rank = kAllRanks);
+
 }  // namespace ragged::traces

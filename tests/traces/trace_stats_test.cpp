@@ -81,6 +81,32 @@ TEST(TraceStats, EmptyTrace) {
   EXPECT_TRUE(totals_by_kind(empty).empty());
   EXPECT_EQ(peak_allocated(empty), 0);
   EXPECT_EQ(span_seconds(empty), 0.0);
+  EXPECT_EQ(busy_seconds(empty, true), 0.0);
+}
+
+// Overlapping collectives count once, allocs and frees not at all, and the
+// compute stream is kept apart from the collective streams.
+TEST(TraceStats, BusyIsTheUnionOfIntervalsPerSide) {
+  Trace trace;
+  auto add = [&](Stream stream, OpKind kind, int64_t start, int64_t end, int rank = 0) {
+    Event* e = trace.add_events();
+    e->set_stream(stream);
+    e->set_kind(kind);
+    e->set_start_ns(start);
+    e->set_end_ns(end);
+    e->set_rank(rank);
+  };
+  add(ALL_GATHER_STREAM, ALL_GATHER, 0, 1000);
+  add(REDUCE_SCATTER_STREAM, REDUCE_SCATTER, 500, 1500);  // overlaps the all-gather by 500 ns
+  add(ALL_REDUCE_STREAM, ALL_REDUCE, 3000, 3500);
+  add(ALL_GATHER_STREAM, ALLOC, 0, 9000);                 // no device time
+  add(COMPUTE, COMPUTE_FWD, 200, 1200);
+  add(COMPUTE, COMPUTE_BWD, 1200, 2000);
+  add(COMPUTE, FREE, 2000, 9000);
+  add(COMPUTE, COMPUTE_FWD, 0, 5000, 1);                  // another rank
+  EXPECT_EQ(busy_seconds(trace, false, 0), 2000e-9);
+  EXPECT_EQ(busy_seconds(trace, true, 0), 1800e-9);
+  EXPECT_EQ(busy_seconds(trace, true), 5000e-9);
 }
 
 }  // namespace

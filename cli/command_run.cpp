@@ -87,8 +87,10 @@ backend::RunResult run_on_device(const planner::ResolvedScenario& resolved, cons
 }
 
 // The reference's tolerance: the host reproduces the reference's sums
-// bitwise; cuBLAS sums in its own order.
-constexpr double kCudaTolerance = 1e-4;
+// bitwise; cuBLAS sums in its own order, and AdamW's first steps move each
+// weight by about lr * sign(g): a gradient within rounding of zero lands
+// 2 lr apart, about 2e-4 of a 256 x 256 tensor's norm per such element.
+constexpr double kCudaTolerance = 1e-3;
 
 }  // namespace
 
@@ -111,7 +113,7 @@ void add_run_command(CLI::App& app, Context& context) {
   cmd->add_flag("--check-reference", o->run.check_reference,
                 "Compare the trained parameters with a single-process unsharded run");
   cmd->add_option("--tolerance", o->run.tolerance,
-                  "Relative error allowed per tensor against the reference (default 1e-6 on cpu, 1e-4 on cuda)");
+                  "Relative error allowed per tensor against the reference (default 1e-6 on cpu, 1e-3 on cuda)");
   cmd->add_flag("--json", o->json, "Print JSON");
   cmd->callback([&context, o, cmd] {
     auto resolved = o->scenario.resolve();

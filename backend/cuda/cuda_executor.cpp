@@ -71,6 +71,14 @@ std::byte* CudaExecutor::data(int buffer) {
   return step_memory_ + offset;
 }
 
+// Activations and workspaces may be empty (the embedding keeps nothing and
+// needs no scratch): the plan gives those no memory, the workload no pointer.
+std::byte* CudaExecutor::data_or_null(int buffer) {
+  if (arena_.sizes[static_cast<size_t>(buffer)] > 0) return data(buffer);
+  RAGGED_ASSERT(live_.at(static_cast<size_t>(buffer)), "cuda executor: buffer used outside its lifetime");
+  return nullptr;
+}
+
 // Dependencies on other streams become event waits; an alloc also waits for
 // the frees of the buffers whose memory it takes over, a free for its alloc.
 void CudaExecutor::wait_for_dependencies(const Op& op) {
@@ -183,17 +191,17 @@ void CudaExecutor::issue(const Op& op, int64_t step) {
                                             config_.data.seq_len, config_.data.vocab));
       }
       const int act = activations_[ui];
-      workload_.forward(u, params_of(u), data(act), arena_.sizes[static_cast<size_t>(act)]);
+      workload_.forward(u, params_of(u), data_or_null(act), arena_.sizes[static_cast<size_t>(act)]);
       break;
     }
     case OpKind::kRecompute: {
       const int ws = workspace_[ui];
-      workload_.recompute(u, params_of(u), data(ws), arena_.sizes[static_cast<size_t>(ws)]);
+      workload_.recompute(u, params_of(u), data_or_null(ws), arena_.sizes[static_cast<size_t>(ws)]);
       break;
     }
     case OpKind::kComputeBwd: {
       const int ws = workspace_[ui];
-      workload_.backward(u, params_of(u), grads_of(u), data(ws), arena_.sizes[static_cast<size_t>(ws)]);
+      workload_.backward(u, params_of(u), grads_of(u), data_or_null(ws), arena_.sizes[static_cast<size_t>(ws)]);
       break;
     }
     case OpKind::kReduceScatter:

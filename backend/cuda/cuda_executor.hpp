@@ -65,6 +65,7 @@ class CudaExecutor {
   std::vector<const void*> params_of(int unit);
   std::vector<void*> grads_of(int unit);
   std::byte* data(int buffer);
+  std::byte* data_or_null(int buffer);
   cudaStream_t stream_of(const planner::Op& op) const;
   int64_t param_bytes() const { return element_bytes(config_.params); }
 

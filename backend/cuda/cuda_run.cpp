@@ -113,26 +113,33 @@ RunResult run_on_gpu(const planner::ResolvedScenario& resolved, const RunOptions
   GpuWorkload workload(resolved.model, workload_config, device.cublas(), compute, device.arena());
   CudaExecutor executor(program, arena, step_memory, shards, units, collectives, workload, device, config);
 
-  RunResult result;
-  result.replicas = groups.replicas->size();
-  std::vector<MeasuredStep> measured;
-  const int64_t total = options.warmup_steps + options.steps;
-  for (int64_t step = 1; step <= total; ++step) {
-    MeasuredStep s = executor.run_step(step);
-    result.losses.push_back(comm.sum(s.loss) / comm.size());
-    if (step > options.warmup_steps) measured.push_back(std::move(s));
+  try {
+    RunResult result;
+    result.replicas = groups.replicas->size();
+    std::vector<MeasuredStep> measured;
+    const int64_t total = options.warmup_steps + options.steps;
+    for (int64_t step = 1; step <= total; ++step) {
+      MeasuredStep s = executor.run_step(step);
+      result.losses.push_back(comm.sum(s.loss) / comm.size());
+      if (step > options.warmup_steps) measured.push_back(std::move(s));
+    }
+    const MemoryInfo memory = device.memory_info();
+    result.device_used_bytes = static_cast<int64_t>(memory.total_bytes - memory.free_bytes);
+    result.arena_held_bytes = config.persistent_bytes + arena.bytes;
+    result.program_peak_bytes = planner::memory_breakdown(program).peak_total();
+    if (options.check_reference) {
+      download_masters(units, shards, compute);
+      judge_against_reference(resolved, shards, groups, total, options, result);
+    }
+    result.trace = measured_trace(resolved, program, measured, comm,
+                                  fmt::format("{} (cuda), {}", device.info().name, describe(groups, "nccl")));
+    return result;
+  } catch (...) {
+    // Stop NCCL before the arena and communicators are torn down: peers may
+    // still be inside collectives this rank will never join.
+    if (comm.size() > 1) collectives.abort();
+    throw;
   }
-  const MemoryInfo memory = device.memory_info();
-  result.device_used_bytes = static_cast<int64_t>(memory.total_bytes - memory.free_bytes);
-  result.arena_held_bytes = config.persistent_bytes + arena.bytes;
-  result.program_peak_bytes = planner::memory_breakdown(program).peak_total();
-  if (options.check_reference) {
-    download_masters(units, shards, compute);
-    judge_against_reference(resolved, shards, groups, total, options, result);
-  }
-  result.trace = measured_trace(resolved, program, measured, comm,
-                                fmt::format("{} (cuda), {}", device.info().name, describe(groups, "nccl")));
-  return result;
 }
 
 }  // namespace ragged::backend::gpu

@@ -54,6 +54,15 @@ DeviceCollectives::~DeviceCollectives() {
   if (world_ != nullptr) ncclCommDestroy(world_);
 }
 
+void DeviceCollectives::abort() noexcept {
+  for (ncclComm_t& c : per_stream_) {
+    if (c != nullptr) ncclCommAbort(c);
+    c = nullptr;
+  }
+  if (world_ != nullptr) ncclCommAbort(world_);
+  world_ = nullptr;
+}
+
 ncclComm_t DeviceCollectives::comm(planner::Stream on) const {
   ncclComm_t c = per_stream_[index_of(on)];
   RAGGED_ASSERT(c != nullptr, fmt::format("no NCCL communicator for the {} stream", planner::stream_name(on)));

@@ -31,6 +31,11 @@ class DeviceCollectives {
   DeviceCollectives(const DeviceCollectives&) = delete;
   DeviceCollectives& operator=(const DeviceCollectives&) = delete;
 
+  // Ends every NCCL operation of this rank at once (ncclCommAbort), so that a
+  // rank failing alone does not leave its device waiting on peers while it
+  // unwinds; the communicators are gone afterwards.
+  void abort() noexcept;
+
   int rank() const { return rank_; }  // in the world
   int size() const { return size_; }
   int shard_rank() const { return shard_rank_; }

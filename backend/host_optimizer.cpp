@@ -31,8 +31,14 @@ MuonParams muon_params(const scenarios::Optimizer& o) {
   return {o.muon().lr(), o.muon().momentum(), o.muon().ns_steps(), 0.0};
 }
 
-int64_t adam8bit_block(const scenarios::Optimizer& o) {
-  return int64_t{o.adam8bit().block_rows()} * o.adam8bit().block_cols();
+Adam8bitTiles adam8bit_tiles(const scenarios::Optimizer& o, const models::TensorSpec& tensor) {
+  return {o.adam8bit().block_rows(), o.adam8bit().block_cols(), tensor.row_length(), tensor.rows() / tensor.matrices()};
+}
+
+bool starts_tile_row(const Adam8bitTiles& tiles, int64_t tensor_offset) {
+  if (tensor_offset % tiles.row_length != 0) return false;
+  const int64_t row = tensor_offset / tiles.row_length;
+  return (tiles.matrix_rows > 0 ? row % tiles.matrix_rows : row) % tiles.rows == 0;
 }
 
 struct HostOptimizer::UnitState {
@@ -61,14 +67,15 @@ HostOptimizer::HostOptimizer(const scenarios::Optimizer& optimizer, std::vector<
     state->v.assign(size, 0.0f);
     state->update.assign(size, 0.0f);
     if (optimizer_.has_adam8bit()) {
-      const int64_t block = adam8bit_block(optimizer_);
       state->m_codes.assign(size, 0);
       state->v_codes.assign(size, 0);
       int64_t scales = 0;
       for (const planner::ShardView& view : s.views()) {
-        if (tensor_rule(optimizer_, s.spec().tensors[static_cast<size_t>(view.tensor)]) != TensorRule::kAdam8bit) continue;
-        RAGGED_ASSERT(view.tensor_offset % block == 0, "a shard must start 8-bit Adam blocks on block boundaries");
-        const int64_t blocks = (view.elements + block - 1) / block;
+        const models::TensorSpec& t = s.spec().tensors[static_cast<size_t>(view.tensor)];
+        if (tensor_rule(optimizer_, t) != TensorRule::kAdam8bit) continue;
+        const Adam8bitTiles tiles = adam8bit_tiles(optimizer_, t);
+        RAGGED_ASSERT(starts_tile_row(tiles, view.tensor_offset), "a shard must start 8-bit Adam's tiles on a tile row");
+        const int64_t blocks = adam8bit_num_blocks(view.elements, tiles);
         state->scale_base[view.shard_offset] = {scales, blocks};
         scales += blocks;
       }
@@ -208,7 +215,7 @@ void HostOptimizer::update(int unit, int64_t step) {
                       std::span<float>(&st.m_scales[static_cast<size_t>(base)], static_cast<size_t>(blocks)),
                       std::span<uint8_t>(&st.v_codes[at], n),
                       std::span<float>(&st.v_scales[static_cast<size_t>(base)], static_cast<size_t>(blocks)),
-                      adam8bit_block(optimizer_), step, adam);
+                      adam8bit_tiles(optimizer_, t), step, adam);
         break;
       }
       case TensorRule::kMuon:

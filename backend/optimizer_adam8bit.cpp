@@ -1,11 +1,11 @@
-// Block-wise 8-bit Adam. A span is cut into blocks of `block` consecutive
-// elements from its first element (the last block may be shorter); m and v
-// live as 8-bit codes with one fp32 scale per block. Each step dequantises a
-// block, runs the AdamW update of every element in float (the same kernel as
-// adamw_step, on the freshly updated fp32 states), and requantises the block
-// with new scales taken from the block alone. Nothing crosses a block, so a
-// rank whose shard starts on a block boundary computes bit for bit what one
-// process computes on the whole tensor.
+// Block-wise 8-bit Adam. A matrix's span is cut into R x C tiles (32 x 32 by
+// default; a flat span into runs of R * C elements); m and v live as 8-bit
+// codes with one fp32 scale per tile. Each step gathers a tile, dequantises
+// it, runs the AdamW update of every element in float (the same kernel as
+// adamw_step, on the freshly updated fp32 states), and requantises it with
+// new scales taken from the tile alone. Nothing crosses a tile, so a rank
+// whose shard starts on a tile row computes bit for bit what one process
+// computes on the whole tensor.
 //
 // The codes are *linear* (m = code * scale / 127, v = code * scale / 255, the
 // scale being the block's absmax, codes rounded to nearest with ties away
@@ -25,6 +25,7 @@
 // AdamW grows with the dynamic range inside a block (see TracksFp32AdamW).
 
 #include <algorithm>
+#include <utility>
 #include <cmath>
 #include <cstddef>
 #include <vector>
@@ -43,12 +44,44 @@ constexpr float kUint8Max = 255.0f;
 // Round to nearest, ties away from zero (std::round), clamped to [lo, hi].
 float round_code(float x, float lo, float hi) { return std::clamp(std::round(x), lo, hi); }
 
+// The elements of each block of a span, in block order: a tile's rows one
+// after another (or a flat run), as [begin, end) runs of span indices.
+template <typename F>
+void for_each_block(int64_t numel, const Adam8bitTiles& t, F&& f) {
+  RAGGED_ASSERT(t.rows > 0 && t.cols > 0 && t.row_length >= 0 && t.matrix_rows >= 0,
+                "adam8bit: tiles need positive sizes");
+  RAGGED_ASSERT(numel >= 0, "adam8bit: negative element count");
+  std::vector<std::pair<int64_t, int64_t>> runs;
+  if (t.row_length == 0) {
+    const int64_t block = t.rows * t.cols;
+    for (int64_t begin = 0; begin < numel; begin += block) {
+      runs.assign(1, {begin, std::min(numel, begin + block)});
+      f(runs);
+    }
+    return;
+  }
+  RAGGED_ASSERT(numel % t.row_length == 0, "adam8bit: a tiled span holds whole rows");
+  const int64_t span_rows = numel / t.row_length;
+  const int64_t matrix_rows = t.matrix_rows > 0 ? t.matrix_rows : span_rows;
+  for (int64_t band = 0; band < span_rows;) {
+    // Bands restart at every matrix; the span starts at a band.
+    const int64_t band_end = std::min({span_rows, band + t.rows, (band / matrix_rows + 1) * matrix_rows});
+    for (int64_t col = 0; col < t.row_length; col += t.cols) {
+      const int64_t col_end = std::min(t.row_length, col + t.cols);
+      runs.clear();
+      for (int64_t row = band; row < band_end; ++row) runs.emplace_back(row * t.row_length + col, row * t.row_length + col_end);
+      f(runs);
+    }
+    band = band_end;
+  }
+}
+
 }  // namespace
 
-int64_t adam8bit_num_blocks(int64_t numel, int64_t block) {
-  RAGGED_ASSERT(block > 0, "adam8bit: the block size must be positive");
-  RAGGED_ASSERT(numel >= 0, "adam8bit: negative element count");
-  return (numel + block - 1) / block;
+int64_t adam8bit_num_blocks(int64_t numel, const Adam8bitTiles& tiles) {
+  int64_t blocks = 0;
+  for_each_block(numel, tiles, [&](const std::vector<std::pair<int64_t, int64_t>>&) { ++blocks; });
+  return blocks;
 }
 
 float quantize_block_int8(std::span<const float> values, std::span<int8_t> codes) {
@@ -84,34 +117,49 @@ void dequantize_block_uint8(std::span<const uint8_t> codes, float scale, std::sp
 }
 
 void adam8bit_step(std::span<float> params, std::span<const float> grads, std::span<int8_t> m_codes,
-                   std::span<float> m_scales, std::span<uint8_t> v_codes, std::span<float> v_scales, int64_t block,
-                   int64_t step, const AdamWParams& p) {
+                   std::span<float> m_scales, std::span<uint8_t> v_codes, std::span<float> v_scales,
+                   const Adam8bitTiles& tiles, int64_t step, const AdamWParams& p) {
   const std::size_t n = params.size();
   RAGGED_ASSERT(grads.size() == n && m_codes.size() == n && v_codes.size() == n,
                 "adam8bit_step: params, grads and the m/v codes must have the same length");
-  // The span is whole blocks plus at most one shorter last block: exactly
-  // ceil(n / block) scales per state.
-  const auto blocks = static_cast<std::size_t>(adam8bit_num_blocks(static_cast<int64_t>(n), block));
+  const auto blocks = static_cast<std::size_t>(adam8bit_num_blocks(static_cast<int64_t>(n), tiles));
   RAGGED_ASSERT(m_scales.size() == blocks && v_scales.size() == blocks,
-                "adam8bit_step: expected one m and one v scale per block (ceil(numel / block))");
+                "adam8bit_step: expected one m and one v scale per block (adam8bit_num_blocks)");
   const detail::AdamWConstants c(step, p);
-  const auto b = static_cast<std::size_t>(block);
-  std::vector<float> m(std::min(b, n));
-  std::vector<float> v(std::min(b, n));
-  for (std::size_t k = 0; k < blocks; ++k) {
-    const std::size_t begin = k * b;
-    const std::size_t len = std::min(b, n - begin);
-    const std::span<float> mb(m.data(), len);
-    const std::span<float> vb(v.data(), len);
-    dequantize_block_int8(m_codes.subspan(begin, len), m_scales[k], mb);
-    dequantize_block_uint8(v_codes.subspan(begin, len), v_scales[k], vb);
+  // A block's elements, gathered: states in float, codes, and where they live.
+  std::vector<float> m, v;
+  std::vector<int8_t> mc;
+  std::vector<uint8_t> vc;
+  std::vector<std::size_t> at;
+  std::size_t k = 0;
+  for_each_block(static_cast<int64_t>(n), tiles, [&](const std::vector<std::pair<int64_t, int64_t>>& runs) {
+    at.clear();
+    for (const auto& [begin, end] : runs) {
+      for (int64_t i = begin; i < end; ++i) at.push_back(static_cast<std::size_t>(i));
+    }
+    const std::size_t len = at.size();
+    m.resize(len);
+    v.resize(len);
+    mc.resize(len);
+    vc.resize(len);
+    for (std::size_t i = 0; i < len; ++i) {
+      mc[i] = m_codes[at[i]];
+      vc[i] = v_codes[at[i]];
+    }
+    dequantize_block_int8(mc, m_scales[k], m);
+    dequantize_block_uint8(vc, v_scales[k], v);
     // v code 0 stands for any value in [0, scale / 510): read it as its upper end.
     const float v_floor = v_scales[k] / (2.0f * kUint8Max);
-    for (std::size_t i = 0; i < len; ++i) vb[i] = std::max(vb[i], v_floor);
-    for (std::size_t i = 0; i < len; ++i) detail::adamw_element(params[begin + i], grads[begin + i], mb[i], vb[i], c);
-    m_scales[k] = quantize_block_int8(mb, m_codes.subspan(begin, len));
-    v_scales[k] = quantize_block_uint8(vb, v_codes.subspan(begin, len));
-  }
+    for (std::size_t i = 0; i < len; ++i) v[i] = std::max(v[i], v_floor);
+    for (std::size_t i = 0; i < len; ++i) detail::adamw_element(params[at[i]], grads[at[i]], m[i], v[i], c);
+    m_scales[k] = quantize_block_int8(m, mc);
+    v_scales[k] = quantize_block_uint8(v, vc);
+    for (std::size_t i = 0; i < len; ++i) {
+      m_codes[at[i]] = mc[i];
+      v_codes[at[i]] = vc[i];
+    }
+    ++k;
+  });
 }
 
 }  // namespace ragged::backend

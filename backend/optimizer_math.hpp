@@ -26,22 +26,35 @@ struct AdamWParams {
 void adamw_step(std::span<float> params, std::span<const float> grads, std::span<float> m, std::span<float> v,
                 int64_t step, const AdamWParams& p);
 
-// Number of quantisation blocks of a span of `numel` elements: ceil(numel / block).
-int64_t adam8bit_num_blocks(int64_t numel, int64_t block);
+// How block-wise 8-bit Adam cuts a span into quantisation blocks: `rows` x
+// `cols` tiles of a row-major matrix whose rows are `row_length` long. The
+// span starts at a tile row (a band of `rows` rows) and holds whole rows;
+// bands restart at every `matrix_rows` rows (the matrices of a fused tensor;
+// 0: one matrix); the last band of a matrix and the last tile of a band may
+// be smaller. row_length 0 makes the span flat: blocks of rows * cols
+// consecutive elements from its first, the last one shorter.
+struct Adam8bitTiles {
+  int64_t rows = 32;
+  int64_t cols = 32;
+  int64_t row_length = 0;
+  int64_t matrix_rows = 0;
+};
+
+// Number of quantisation blocks of a span of `numel` elements.
+int64_t adam8bit_num_blocks(int64_t numel, const Adam8bitTiles& tiles);
 
 // Block-wise 8-bit Adam: m and v are stored as int8/uint8 codes with one fp32
-// absmax scale per block of `block` consecutive elements (a block is a tile's
-// run of elements inside one rank's shard: whole tiles never straddle ranks).
-// Dequantise, update as AdamW, requantise (round to nearest).
-// Blocks are cut from the span's first element; the last may be shorter, and
-// m_scales/v_scales hold adam8bit_num_blocks(numel, block) entries. Codes are
-// linear (m = code * scale / 127, v = code * scale / 255, scale = the block's
-// absmax), except that the step reads v's code 0 as half a code (see
-// optimizer_adam8bit.cpp). Block-aligned shards compute bit for bit what the
-// whole span computes.
+// absmax scale per block (a 32 x 32 tile by default: whole tiles never
+// straddle ranks, so each rank quantises its own). Dequantise, update as
+// AdamW, requantise (round to nearest). m_scales/v_scales hold
+// adam8bit_num_blocks(numel, tiles) entries, band by band, tiles left to right.
+// Codes are linear (m = code * scale / 127, v = code * scale / 255, scale =
+// the block's absmax), except that the step reads v's code 0 as half a code
+// (see optimizer_adam8bit.cpp). A span cut at tile rows computes bit for bit
+// what the whole span computes.
 void adam8bit_step(std::span<float> params, std::span<const float> grads, std::span<int8_t> m_codes,
-                   std::span<float> m_scales, std::span<uint8_t> v_codes, std::span<float> v_scales, int64_t block,
-                   int64_t step, const AdamWParams& p);
+                   std::span<float> m_scales, std::span<uint8_t> v_codes, std::span<float> v_scales,
+                   const Adam8bitTiles& tiles, int64_t step, const AdamWParams& p);
 
 // The linear block quantisers of adam8bit_step, one block at a time (exposed
 // for tests and for initialising states). Signed: scale = max |x|,

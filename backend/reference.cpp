@@ -44,7 +44,8 @@ void step_tensor(const models::TensorSpec& t, const scenarios::Optimizer& o, std
       adamw_step(p, g, st.m, st.v, step, adamw_params(o));
       break;
     case TensorRule::kAdam8bit:
-      adam8bit_step(p, g, st.m_codes, st.m_scales, st.v_codes, st.v_scales, adam8bit_block(o), step, adamw_params(o));
+      adam8bit_step(p, g, st.m_codes, st.m_scales, st.v_codes, st.v_scales, adam8bit_tiles(o, t), step,
+                    adamw_params(o));
       break;
     case TensorRule::kMuon: {
       const MuonParams mp = muon_params(o);
@@ -78,13 +79,12 @@ ModelParams reference_train(const models::ModelSpec& model, const scenarios::Tra
       st.v.assign(n, 0.0f);
       st.update.assign(n, 0.0f);
       if (o.has_adam8bit()) {
-        const auto blocks = static_cast<size_t>((static_cast<int64_t>(n) + adam8bit_block(o) - 1) / adam8bit_block(o));
+        const auto blocks = static_cast<size_t>(adam8bit_num_blocks(static_cast<int64_t>(n), adam8bit_tiles(o, t)));
         st.m_codes.assign(n, 0);
         st.v_codes.assign(n, 0);
         st.m_scales.assign(blocks, 0.0f);
         st.v_scales.assign(blocks, 0.0f);
       }
-      (void)t;
       ++flat;
     }
   }

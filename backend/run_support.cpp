@@ -4,7 +4,9 @@
 
 #include <cstring>
 
+#include "backend/host_optimizer.hpp"
 #include "common/errors.hpp"
+#include "planner/dbuffer.hpp"
 #include "planner/layout_strategy.hpp"
 #include "scenarios/scenario_rules.hpp"
 
@@ -19,6 +21,32 @@ void check_launch(const planner::ResolvedScenario& resolved, const Communicator&
   }
 }
 
+namespace {
+
+// Every rank's piece of every 8-bit Adam matrix must start at a tile row, so
+// that each rank quantises whole tiles alone; the block granularity (the
+// default with 8-bit Adam) guarantees it, a finer one may not.
+void check_adam8bit_tiles(const models::ModelSpec& model, const planner::Plan& plan, const scenarios::Optimizer& o) {
+  for (const planner::UnitPlan& unit : plan.units) {
+    const models::UnitSpec& spec = model.units[static_cast<size_t>(unit.unit_index)];
+    for (int64_t rank = 0; rank < plan.ranks; ++rank) {
+      for (const planner::ShardView& view : planner::shard_views(unit.problem, unit.layout, rank)) {
+        const models::TensorSpec& t = spec.tensors[static_cast<size_t>(view.tensor)];
+        if (tensor_rule(o, t) != TensorRule::kAdam8bit) continue;
+        const Adam8bitTiles tiles = adam8bit_tiles(o, t);
+        if (starts_tile_row(tiles, view.tensor_offset)) continue;
+        throw InputError(fmt::format(
+            "training.granularity: the {} layout starts rank {}'s piece of {} at element {}, inside a band of 8-bit "
+            "Adam's {}x{} tiles, so no rank could quantise its tiles alone; use granularity block:{}x{} (the default "
+            "with adam8bit) or a multiple of it",
+            plan.strategy, rank, t.name, view.tensor_offset, tiles.rows, tiles.cols, tiles.rows, tiles.cols));
+      }
+    }
+  }
+}
+
+}  // namespace
+
 planner::Plan plan_for_run(const planner::ResolvedScenario& resolved, models::DType param_dtype) {
   const scenarios::Training& training = resolved.scenario().training();
   planner::PlanOptions plan_options;
@@ -32,6 +60,7 @@ planner::Plan plan_for_run(const planner::ResolvedScenario& resolved, models::DT
         "could quantise its blocks alone: use the ragged strategy, or a rank count whose shards align",
         plan.strategy, plan.ranks));
   }
+  if (training.optimizer().has_adam8bit()) check_adam8bit_tiles(resolved.model, plan, training.optimizer());
   return plan;
 }
 

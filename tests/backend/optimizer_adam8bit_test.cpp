@@ -31,6 +31,9 @@ bool bitwise_equal(const std::vector<T>& a, const std::vector<T>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
 }
 
+// Blocks of `block` consecutive elements: a flat span.
+Adam8bitTiles flat(int64_t block) { return {1, block, 0, 0}; }
+
 // The state of 8-bit Adam over one span; starts at m = v = 0.
 struct State8 {
   std::vector<float> params;
@@ -43,13 +46,13 @@ struct State8 {
   State8(std::vector<float> p, int64_t block_size)
       : params(std::move(p)),
         m_codes(params.size(), 0),
-        m_scales(static_cast<std::size_t>(adam8bit_num_blocks(int64_t(params.size()), block_size)), 0.0f),
+        m_scales(static_cast<std::size_t>(adam8bit_num_blocks(int64_t(params.size()), flat(block_size))), 0.0f),
         v_codes(params.size(), 0),
         v_scales(m_scales.size(), 0.0f),
         block(block_size) {}
 
   void step(std::span<const float> g, int64_t t, const AdamWParams& hp) {
-    adam8bit_step(params, g, m_codes, m_scales, v_codes, v_scales, block, t, hp);
+    adam8bit_step(params, g, m_codes, m_scales, v_codes, v_scales, flat(block), t, hp);
   }
   // Steps elements [b, b + len) (b on a block boundary) as a shard of its own.
   void step_shard(std::size_t b, std::size_t len, std::span<const float> g, int64_t t, const AdamWParams& hp) {
@@ -57,7 +60,7 @@ struct State8 {
     const std::size_t first = b / blk, count = (len + blk - 1) / blk;
     adam8bit_step(std::span(params).subspan(b, len), g.subspan(b, len), std::span(m_codes).subspan(b, len),
                   std::span(m_scales).subspan(first, count), std::span(v_codes).subspan(b, len),
-                  std::span(v_scales).subspan(first, count), block, t, hp);
+                  std::span(v_scales).subspan(first, count), flat(block), t, hp);
   }
 };
 
@@ -200,14 +203,19 @@ TEST(OptimizerAdam8bit, RejectsMisSizedScalesAndBlocks) {
   std::vector<float> p(10), g(10), ms(3), vs(3), short_scales(2);
   std::vector<int8_t> mc(10);
   std::vector<uint8_t> vc(10);
-  EXPECT_NO_THROW(adam8bit_step(p, g, mc, ms, vc, vs, 4, 1, AdamWParams{}));
-  EXPECT_THROW(adam8bit_step(p, g, mc, short_scales, vc, vs, 4, 1, AdamWParams{}), InternalError);
-  EXPECT_THROW(adam8bit_step(p, g, mc, ms, vc, vs, 0, 1, AdamWParams{}), InternalError);
+  EXPECT_NO_THROW(adam8bit_step(p, g, mc, ms, vc, vs, flat(4), 1, AdamWParams{}));
+  EXPECT_THROW(adam8bit_step(p, g, mc, short_scales, vc, vs, flat(4), 1, AdamWParams{}), InternalError);
+  EXPECT_THROW(adam8bit_step(p, g, mc, ms, vc, vs, flat(0), 1, AdamWParams{}), InternalError);
   std::vector<int8_t> mc_short(9);
-  EXPECT_THROW(adam8bit_step(p, g, mc_short, ms, vc, vs, 4, 1, AdamWParams{}), InternalError);
-  EXPECT_EQ(adam8bit_num_blocks(0, 4), 0);
-  EXPECT_EQ(adam8bit_num_blocks(8, 4), 2);
-  EXPECT_EQ(adam8bit_num_blocks(9, 4), 3);
+  EXPECT_THROW(adam8bit_step(p, g, mc_short, ms, vc, vs, flat(4), 1, AdamWParams{}), InternalError);
+  EXPECT_EQ(adam8bit_num_blocks(0, flat(4)), 0);
+  EXPECT_EQ(adam8bit_num_blocks(8, flat(4)), 2);
+  EXPECT_EQ(adam8bit_num_blocks(9, flat(4)), 3);
+  // Tiles: whole rows only; 5 rows of 10 in 2 x 4 tiles are 3 bands of 3 tiles.
+  EXPECT_EQ(adam8bit_num_blocks(50, {2, 4, 10, 0}), 9);
+  EXPECT_THROW(adam8bit_num_blocks(45, {2, 4, 10, 0}), InternalError);
+  // Bands restart at every matrix: two matrices of 5 rows are 2 x 3 bands.
+  EXPECT_EQ(adam8bit_num_blocks(100, {2, 4, 10, 5}), 18);
 }
 
 // A diagonal quadratic 0.5 * sum h_i (p_i - t_i)^2 with curvatures spread over `decades`.

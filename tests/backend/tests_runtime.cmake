@@ -65,6 +65,17 @@ if(RAGGED_HAVE_MPI AND MPIEXEC_EXECUTABLE)
     PROCESSORS 4
     RESOURCE_LOCK ragged_mpi
     TIMEOUT 120)
+  # 4-row cuts can fall inside a band of 32 x 32 tiles: refused before running.
+  add_test(NAME backend.run.np3.rows4.adam8bit.refused
+    COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 3 ${_ragged_run_flags}
+            $<TARGET_FILE:ragged> run tiny-llama-4xcpu --gpus 3 --granularity rows:4 --optimizer adam8bit --steps 1)
+  set_tests_properties(backend.run.np3.rows4.adam8bit.refused PROPERTIES
+    LABELS "backend;mpi;correctness"
+    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OPENBLAS_NUM_THREADS=1"
+    PASS_REGULAR_EXPRESSION "inside a band of 8-bit Adam's 32x32 tiles"
+    PROCESSORS 3
+    RESOURCE_LOCK ragged_mpi
+    TIMEOUT 120)
   foreach(np 3 5)
     ragged_add_run_check(${np} tiny-llama-4xcpu ragged rows:4 adamw)
     ragged_add_run_check(${np} tiny-llama-4xcpu ragged default adam8bit)

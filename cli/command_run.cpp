@@ -18,6 +18,8 @@
 #include "common/units.hpp"
 #include "traces/chrome_trace.hpp"
 #include "traces/trace_io.hpp"
+#include "traces/trace_names.hpp"
+#include "traces/trace_stats.hpp"
 
 namespace ragged::cli {
 namespace {
@@ -162,6 +164,13 @@ void add_run_command(CLI::App& app, Context& context) {
                           {"arena_held_bytes", result.arena_held_bytes},
                           {"program_peak_bytes", result.program_peak_bytes},
                           {"device_used_bytes", result.device_used_bytes}};
+      // Per op kind on this rank's measured step: where the time went
+      // (copy-out and casts are FSDP2's copy overhead, measured).
+      nlohmann::json kinds = nlohmann::json::array();
+      for (const traces::KindTotals& k : traces::totals_by_kind(result.trace)) {
+        kinds.push_back({{"kind", traces::op_kind_name(k.kind)}, {"ops", k.count}, {"busy_s", k.busy_s}, {"bytes", k.bytes}});
+      }
+      j["kinds"] = std::move(kinds);
       context.out << j.dump(2) << '\n';
     } else {
       print(result, resolved.front().scenario().name() + ": " + result.trace.metadata().strategy(), context.out);

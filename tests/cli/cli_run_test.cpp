@@ -35,6 +35,9 @@ TEST_F(CliRun, OneRankRunsWithoutMpiAndMatchesTheReference) {
   EXPECT_EQ(j["reference_error"].get<double>(), 0.0);
   EXPECT_GT(j["step_time_s"].get<double>(), 0);
   EXPECT_EQ(j["losses"].size(), 2u);  // one warm-up step and one measured step
+  bool has_backward = false;
+  for (const auto& k : j["kinds"]) has_backward = has_backward || (k["kind"] == "compute_bwd" && k["busy_s"] > 0);
+  EXPECT_TRUE(has_backward) << j["kinds"].dump();
 }
 
 TEST_F(CliRun, PredictedAndMeasuredTracesCompareOpByOp) {

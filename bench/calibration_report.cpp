@@ -121,8 +121,7 @@ int main(int argc, char** argv) {
 
 - **FSDP2 eager points (the bar):** the remaining error comes from effects the
   simulator does not model: NCCL kernels taking SMs and HBM bandwidth from
-  concurrent GEMMs, the serialisation of all-gather and reduce-scatter on
-  FSDP2's single communicator, CPU-side overheads of eager execution, and
+  concurrent GEMMs, CPU-side overheads of eager execution, and
   rank-to-rank variation (each collective waits for the slowest of 128
   power-capped GPUs). The last two grow with the GPU count, which is why the
   128-GPU point (measured 10% below the 8-GPU one) is predicted too high by

@@ -32,6 +32,7 @@ class Builder {
   Builder(const ProgramInputs& in, int rank) : in_(in), w_(&program_), rank_(rank) {
     const scenarios::Training& t = *in.training;
     traits_ = strategy_traits(t.strategy());
+    if (traits_.one_communicator) w_.serialise_shard_collectives();
     p_ = dtype_bytes(t.precision().param());
     r_ = dtype_bytes(t.precision().reduce());
     o_ = dtype_bytes(t.precision().master());

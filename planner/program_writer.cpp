@@ -52,6 +52,13 @@ uint32_t ProgramWriter::collective(OpKind kind, Stream stream, Group group, int 
   op.bytes = bytes;
   op.buffer = buffer;
   op.deps = std::move(deps);
+  if (serialise_shard_ && group == Group::kShard) {
+    if (last_shard_collective_ >= 0) {
+      const Op& previous = program_->ops[static_cast<size_t>(last_shard_collective_)];
+      if (previous.stream != stream) op.deps.push_back(previous.id);
+    }
+    last_shard_collective_ = static_cast<int64_t>(program_->ops.size());
+  }
   return add(std::move(op));
 }
 

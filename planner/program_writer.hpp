@@ -20,6 +20,10 @@ class ProgramWriter {
                    std::vector<uint32_t> deps, int buffer = -1);
   uint32_t collective(OpKind kind, Stream stream, Group group, int unit, int micro_batch, std::string name,
                       int64_t bytes, int buffer, std::vector<uint32_t> deps);
+  // The shard group's collectives share one NCCL communicator (PyTorch's
+  // process group in FSDP1/FSDP2, DeepSpeed's, Megatron's): NCCL runs them in
+  // issue order, so each one, whatever its stream, waits for the previous.
+  void serialise_shard_collectives() { serialise_shard_ = true; }
 
   int buffer(std::string name, BufferKind kind, int unit, int64_t bytes);
   uint32_t alloc(int buffer, Stream stream, std::vector<uint32_t> deps);
@@ -31,6 +35,8 @@ class ProgramWriter {
   uint32_t memory(OpKind kind, int buffer, Stream stream, std::vector<uint32_t> deps);
 
   Program* program_;
+  bool serialise_shard_ = false;
+  int64_t last_shard_collective_ = -1;
 };
 
 }  // namespace ragged::planner

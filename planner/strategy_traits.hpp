@@ -24,6 +24,12 @@ struct StrategyTraits {
   // The sharded gradient accumulator is in the parameter dtype (ZeRO-3's
   // grad_accum_dtype and Megatron's main_grads_dtype default to it), not fp32.
   bool grad_shard_in_param_dtype = false;
+  // All-gathers and reduce-scatters go through one communicator, which runs
+  // them in issue order (../shared/reference/baselines.md section 8: "NCCL
+  // collectives on one communicator serialise"). Ragged gives each stream its
+  // own communicator, so prefetching all-gathers never queue behind a
+  // reduce-scatter (the veScale reference leaves it open; our choice).
+  bool one_communicator = false;
 };
 
 StrategyTraits strategy_traits(scenarios::Strategy strategy);

@@ -94,7 +94,7 @@ SimulationReport simulate_one(const planner::ResolvedScenario& resolved, const S
         return serialize_result(result);
       },
       &usage);
-  return {label, parse_result(bytes), usage.max_rss_bytes};
+  return {label, parse_result(bytes), usage.max_rss_bytes, usage.added_rss_bytes()};
 }
 
 void run(const SimulateOptions& options, Context& context) {

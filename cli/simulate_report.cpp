@@ -85,10 +85,10 @@ void print_simulation(const SimulationReport& r, std::ostream& out) {
                      format_seconds(s.comm_s()));
   out << fmt::format("  peak memory        {} GiB reserved, {} GiB allocated, of {} GiB: {}\n", gib(s.peak_reserved_bytes()),
                      gib(s.peak_allocated_bytes()), gib(s.hbm_capacity_bytes()), memory_verdict(s));
-  out << fmt::format("  simulation         {} mode, {} simulated node{}, {} flows, rank {}, {:.2f} s wall, {}\n\n",
+  out << fmt::format("  simulation         {} mode, {} simulated node{}, {} flows, rank {}, {:.2f} s wall, {} of memory\n\n",
                      sim::mode_name(stats.mode), stats.simulated_nodes, stats.simulated_nodes == 1 ? "" : "s",
                      format_integer(stats.flows), stats.representative_rank, stats.wall_seconds,
-                     format_bytes(static_cast<double>(r.max_rss_bytes)));
+                     format_bytes(static_cast<double>(r.sim_memory_bytes)));
 
   // Per unit (ms per micro-batch summed over the step); identical blocks averaged.
   using K = traces::OpKind;
@@ -150,14 +150,14 @@ void print_sweep(const std::vector<SimulationReport>& reports, std::ostream& out
   Table table;
   table.column("GPUs").column("strategy", Table::Align::kLeft).column("step time").column("tokens/s/GPU").column("MFU");
   table.column("exposed comm").column("peak GiB").column("memory", Table::Align::kLeft).column("mode", Table::Align::kLeft);
-  table.column("wall s").column("sim RSS");
+  table.column("wall s").column("sim memory");
   for (const auto& r : reports) {
     const traces::Summary& s = summary(r);
     table.row({format_integer(r.result.trace.metadata().world_size()), r.result.trace.metadata().strategy(),
                format_seconds(s.step_time_s()), format_integer(static_cast<int64_t>(s.tokens_per_s_per_gpu() + 0.5)),
                fmt::format("{:.1f}%", 100 * s.mfu()), format_seconds(s.exposed_comm_s()), gib(s.peak_reserved_bytes()),
                memory_verdict(s), sim::mode_name(r.result.stats.mode), fmt::format("{:.2f}", r.result.stats.wall_seconds),
-               format_bytes(static_cast<double>(r.max_rss_bytes))});
+               format_bytes(static_cast<double>(r.sim_memory_bytes))});
   }
   out << reports.front().result.trace.metadata().scenario_name() << " (predicted, scaling)\n";
   table.print(out, "  ");
@@ -193,6 +193,7 @@ nlohmann::json simulation_to_json(const SimulationReport& r) {
       {"flows", r.result.stats.flows},
       {"wall_seconds", r.result.stats.wall_seconds},
       {"max_rss_bytes", r.max_rss_bytes},
+      {"sim_memory_bytes", r.sim_memory_bytes},
       {"units", std::move(units)},
   };
 }

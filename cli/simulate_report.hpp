@@ -15,7 +15,8 @@ namespace ragged::cli {
 struct SimulationReport {
   std::string label;  // scenario name, strategy, GPUs
   sim::SimulationResult result;
-  int64_t max_rss_bytes = 0;  // of the simulation's process
+  int64_t max_rss_bytes = 0;  // peak of the simulation's process
+  int64_t sim_memory_bytes = 0;  // what the simulation added to the memory it started with
 };
 
 void print_simulation(const SimulationReport& report, std::ostream& out);

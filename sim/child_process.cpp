@@ -8,6 +8,7 @@
 #include <csignal>
 #include <cstring>
 #include <exception>
+#include <fstream>
 
 #include <fmt/format.h>
 
@@ -38,6 +39,14 @@ std::string read_all(int fd) {
   return out;
 }
 
+// This process's resident memory (/proc/self/statm), 0 where unreadable.
+int64_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  int64_t pages = 0, resident = 0;
+  if (!(statm >> pages >> resident)) return 0;
+  return resident * static_cast<int64_t>(::sysconf(_SC_PAGESIZE));
+}
+
 }  // namespace
 
 std::string run_in_child(const std::function<std::string()>& work, ChildUsage* usage) {
@@ -47,6 +56,9 @@ std::string run_in_child(const std::function<std::string()>& work, ChildUsage* u
   if (pid < 0) throw InternalError(fmt::format("fork failed: {}", std::strerror(errno)));
   if (pid == 0) {
     ::close(fds[0]);
+    // What the child holds before the work: the parent's pages it has
+    // touched so far (the rest of the parent's mappings fault in lazily).
+    const int64_t start_rss = resident_bytes();
     std::string message;
     try {
       message = "O" + work();
@@ -55,7 +67,7 @@ std::string run_in_child(const std::function<std::string()>& work, ChildUsage* u
     } catch (const std::exception& e) {
       message = std::string("E") + e.what();
     }
-    write_all(fds[1], message);
+    write_all(fds[1], fmt::format("{} ", start_rss) + message);
     ::close(fds[1]);
     ::_exit(0);  // no atexit handlers or static destructors of the parent's state
   }
@@ -75,9 +87,13 @@ std::string run_in_child(const std::function<std::string()>& work, ChildUsage* u
     throw InternalError(fmt::format("the simulation process died with signal {} ({})", WTERMSIG(status),
                                     strsignal(WTERMSIG(status))));
   }
-  if (message.empty()) throw InternalError("the simulation process exited without a result");
-  const char tag = message.front();
-  message.erase(0, 1);
+  const size_t space = message.find(' ');
+  if (message.empty() || space == std::string::npos || space + 1 == message.size()) {
+    throw InternalError("the simulation process exited without a result");
+  }
+  if (usage != nullptr) usage->start_rss_bytes = std::stoll(message.substr(0, space));
+  const char tag = message[space + 1];
+  message.erase(0, space + 2);
   if (tag == 'I') throw InputError(message);
   if (tag == 'E') throw InternalError(message);
   return message;

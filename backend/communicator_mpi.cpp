@@ -81,15 +81,13 @@ void set_max_elements_per_call(int64_t elements) {
 
 namespace {
 
-// A split reduce-scatter packs one piece of every slot into a temporary of at
-// most this many elements (1 GiB of fp32).
-constexpr int64_t kMaxPackedElements = int64_t{1} << 28;
-
 // Registered with atexit only when Ragged initialised MPI itself.
 void finalize_mpi_at_exit() {
   int finalized = 1;
   if (MPI_Finalized(&finalized) == MPI_SUCCESS && !finalized) MPI_Finalize();
 }
+
+}  // namespace
 
 // Initialises MPI on first use. MPI_THREAD_MULTIPLE lets communicators from
 // separate make_mpi_communicator() calls run on separate threads; calls on
@@ -104,16 +102,22 @@ void ensure_mpi_initialized() {
   if (initialized) {
     int finalized = 0;
     MPI_CHECK(MPI_Finalized(&finalized));
-    if (finalized) throw InternalError("make_mpi_communicator: MPI has already been finalized in this process");
+    if (finalized) throw InternalError("MPI has already been finalized in this process");
     return;
   }
   int provided = 0;
   MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided));
   if (std::atexit(finalize_mpi_at_exit) != 0) {
     MPI_Finalize();
-    throw InternalError("make_mpi_communicator: cannot register MPI_Finalize at exit");
+    throw InternalError("cannot register MPI_Finalize at exit");
   }
 }
+
+namespace {
+
+// A split reduce-scatter packs one piece of every slot into a temporary of at
+// most this many elements (1 GiB of fp32).
+constexpr int64_t kMaxPackedElements = int64_t{1} << 28;
 
 // An MPI datatype freed when it goes out of scope.
 class OwnedDatatype {

@@ -17,6 +17,10 @@ namespace ragged::backend {
 // Throws InternalError("<file>:<line>: <call> failed: <MPI_Error_string(code)>").
 [[noreturn]] void throw_mpi_error(const char* call, const char* file, int line, int code);
 
+// Initialises MPI on first use (MPI_THREAD_MULTIPLE); whoever initialises it
+// also finalises it at exit. InternalError when MPI was already finalised.
+void ensure_mpi_initialized();
+
 namespace mpi_detail {
 
 // The most elements (per rank) that one MPI collective call carries. MPI

@@ -14,7 +14,6 @@
 #include <nccl.h>
 
 #include <cstdlib>
-#include <mutex>
 
 #include "backend/cuda/cuda_check.hpp"
 #include "backend/cuda/kernels.hpp"
@@ -26,34 +25,6 @@
 
 namespace ragged::backend::gpu {
 namespace {
-
-#ifdef RAGGED_HAVE_MPI
-void finalize_mpi_at_exit() {
-  int finalized = 1;
-  if (MPI_Finalized(&finalized) == MPI_SUCCESS && !finalized) MPI_Finalize();
-}
-
-// As make_mpi_communicator() does: initialise MPI once (threads allowed);
-// whoever initialises it also finalises it at exit.
-void ensure_mpi_initialized() {
-  static std::mutex mutex;
-  const std::lock_guard lock(mutex);
-  int initialized = 0;
-  MPI_CHECK(MPI_Initialized(&initialized));
-  if (initialized) {
-    int finalized = 0;
-    MPI_CHECK(MPI_Finalized(&finalized));
-    if (finalized) throw InternalError("make_nccl_communicator: MPI has already been finalized in this process");
-    return;
-  }
-  int provided = 0;
-  MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided));
-  if (std::atexit(finalize_mpi_at_exit) != 0) {
-    MPI_Finalize();
-    throw InternalError("make_nccl_communicator: cannot register MPI_Finalize at exit");
-  }
-}
-#endif
 
 // An NCCL group that is always closed, also when a call inside it throws.
 class NcclGroup {

@@ -109,6 +109,13 @@ void CudaDevice::release() noexcept {
   }
 }
 
+MemoryInfo device_memory(int ordinal) {
+  CUDA_CHECK(cudaSetDevice(ordinal));
+  MemoryInfo memory;
+  CUDA_CHECK(cudaMemGetInfo(&memory.free_bytes, &memory.total_bytes));
+  return memory;
+}
+
 MemoryInfo CudaDevice::memory_info() const {
   MemoryInfo memory;
   CUDA_CHECK(cudaMemGetInfo(&memory.free_bytes, &memory.total_bytes));

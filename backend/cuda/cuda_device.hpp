@@ -64,6 +64,9 @@ struct DeviceInfo {
 // Properties of device `ordinal`; throws InternalError when it does not exist.
 DeviceInfo query_device(int ordinal);
 
+// Free and total memory of device `ordinal` (makes it the current device).
+MemoryInfo device_memory(int ordinal);
+
 // The device a rank should use: its node-local rank (from the MPI launcher's
 // environment: OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, SLURM_LOCALID)
 // modulo the visible devices, 0 without a launcher.

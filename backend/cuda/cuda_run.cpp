@@ -30,6 +30,22 @@ ElementType element_type(scenarios::DType dtype, const char* field) {
 // workload's own carving.
 constexpr int64_t kArenaSlackBytes = 1 << 20;
 
+// The arena is allocated once, up front: say before trying when it cannot
+// fit (NCCL and cuBLAS need some room beside it too).
+constexpr int64_t kHeadroomBytes = int64_t{1} << 30;
+
+void check_device_fits(int ordinal, int64_t arena_bytes) {
+  const MemoryInfo memory = device_memory(ordinal);
+  if (arena_bytes + kHeadroomBytes <= static_cast<int64_t>(memory.free_bytes)) return;
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  throw InputError(fmt::format(
+      "training: this rank needs {:.2f} GiB of device memory (shards, optimizer states, the Program's step buffers "
+      "and the workload's) plus about 1 GiB for NCCL and cuBLAS, but GPU {} has {:.2f} GiB free of {:.2f}; use more "
+      "GPUs, a smaller micro_batch_size or sequence_length, or activation_checkpointing: FULL",
+      static_cast<double>(arena_bytes) / kGiB, ordinal, static_cast<double>(memory.free_bytes) / kGiB,
+      static_cast<double>(memory.total_bytes) / kGiB));
+}
+
 }  // namespace
 
 void check_gpu_runnable(const planner::ResolvedScenario& resolved, const RunOptions& options) {
@@ -101,7 +117,9 @@ RunResult run_on_gpu(const planner::ResolvedScenario& resolved, const RunOptions
   config.persistent_bytes = device_units_bytes(shards);
   const int64_t arena_bytes = config.persistent_bytes + arena.bytes + config.private_bytes + kArenaSlackBytes;
 
-  CudaDevice device(default_device_ordinal(), static_cast<std::size_t>(arena_bytes));
+  const int ordinal = default_device_ordinal();
+  check_device_fits(ordinal, arena_bytes);
+  CudaDevice device(ordinal, static_cast<std::size_t>(arena_bytes));
   DeviceCollectives collectives(training.shard_group_size());
   if (collectives.rank() != comm.rank() || collectives.size() != comm.size() || collectives.shard_rank() != shard_rank) {
     throw InternalError(fmt::format("NCCL sees rank {} of {}, the launch rank {} of {}", collectives.rank(),

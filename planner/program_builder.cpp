@@ -254,20 +254,31 @@ class Builder {
       if (total_flops(again) > 0 || again.elementwise_bytes > 0) {
         deps.push_back(w_.compute(OpKind::kRecompute, u, mb, s.name + " recompute", std::move(again), {ready}));
       }
-      const int64_t grad_bytes = traits_.grads_in_reduce_dtype ? r_ : p_;
-      int grads = w_.buffer(s.name + " unsharded grads", BufferKind::kUnshardedGrads, u, reduced_elements(u) * grad_bytes);
-      // Autograd allocates each parameter's gradient separately unless the
-      // strategy gives gradients a flat buffer.
-      if (unit(u).layout.placement == Placement::kRankMajor) {
-        program_.buffers[static_cast<size_t>(grads)].pieces = per_tensor_pieces(u, grad_bytes, false);
-      }
-      w_.alloc(grads, Stream::kCompute, {});
+      // A tied head adds the shared table's gradient to the embedding's, so
+      // that buffer lives from the head's backward to the embedding's reduce.
+      const bool tied = in_.model->arch.tie_embeddings;
+      if (tied && u == units_ - 1) tied_grads_ = unsharded_grads(0);
+      const int grads = tied && u == 0 ? tied_grads_ : unsharded_grads(u);
       uint32_t bwd = w_.compute(OpKind::kComputeBwd, u, mb, s.name + " backward", backward_work(s, batch_), deps);
       w_.free(workspace, Stream::kCompute, {bwd});
       w_.free(activations_[static_cast<size_t>(mb * units_ + u)], Stream::kCompute, {bwd});
       if (gathers_[k].emitted && !gathers_[k].is_freed) release_params(k, bwd);
       grads_ready[u] = reduce(u, mb, bwd, grads);
     }
+  }
+
+  // Unit u's unsharded gradient buffer, allocated now on the compute stream.
+  int unsharded_grads(int u) {
+    const int64_t grad_bytes = traits_.grads_in_reduce_dtype ? r_ : p_;
+    const int grads = w_.buffer(spec(u).name + " unsharded grads", BufferKind::kUnshardedGrads, u,
+                                reduced_elements(u) * grad_bytes);
+    // Autograd allocates each parameter's gradient separately unless the
+    // strategy gives gradients a flat buffer.
+    if (unit(u).layout.placement == Placement::kRankMajor) {
+      program_.buffers[static_cast<size_t>(grads)].pieces = per_tensor_pieces(u, grad_bytes, false);
+    }
+    w_.alloc(grads, Stream::kCompute, {});
+    return grads;
   }
 
   // Gradients of unit u to its reduced, accumulated shard.
@@ -336,6 +347,7 @@ class Builder {
   StrategyTraits traits_;
   int64_t p_ = 2, r_ = 4, o_ = 4;
   models::Checkpointing mode_ = models::Checkpointing::kNone;
+  int tied_grads_ = -1;  // the embedding's gradient buffer, allocated at a tied head's backward
   MicroBatch batch_;
   bool reshard_ = true;
   int window_ = 2;

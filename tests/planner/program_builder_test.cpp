@@ -108,6 +108,26 @@ TEST(ProgramBuilder, TiedHeadComputesWithTheEmbeddingGathered) {
   }
   EXPECT_TRUE(without.empty()) << "the tied head computes while the embedding table is not gathered:\n"
                                << joined(without);
+  // The head adds the table's gradient to the embedding's: that buffer is
+  // live through the head's backward, one per micro-batch.
+  int embed_grads = 0;
+  for (const Buffer& b : program.buffers) embed_grads += b.kind == BufferKind::kUnshardedGrads && b.unit == embed;
+  EXPECT_EQ(embed_grads, 1);
+  std::vector<bool> live_buffer(program.buffers.size(), false);
+  bool head_backward_seen = false;
+  for (const Op& op : program.ops) {
+    if (op.kind == OpKind::kAlloc) live_buffer[static_cast<size_t>(op.buffer)] = true;
+    if (op.kind == OpKind::kFree) live_buffer[static_cast<size_t>(op.buffer)] = false;
+    if (op.unit != head || op.kind != OpKind::kComputeBwd) continue;
+    head_backward_seen = true;
+    bool held = false;
+    for (size_t b = 0; b < program.buffers.size(); ++b) {
+      held = held || (live_buffer[b] && program.buffers[b].kind == BufferKind::kUnshardedGrads &&
+                      program.buffers[b].unit == embed);
+    }
+    EXPECT_TRUE(held) << op.name << " runs without the embedding's gradient buffer";
+  }
+  EXPECT_TRUE(head_backward_seen);
 }
 
 // --------------------------------------------------------------- counts ----

@@ -32,6 +32,10 @@ void ScenarioOptions::add_to(CLI::App* command, bool allow_all_strategies) {
                       "GPUs per shard group; fewer than the GPUs makes HSDP: groups replicated, gradients all-reduced "
                       "across the replicas (default: the scenario's)")
       ->check(CLI::PositiveNumber);
+  command->add_option("--layers", layers,
+                      "Keep the model's first N transformer blocks, same widths (model.layers): a scaled-down model "
+                      "for runs on a few GPUs")
+      ->check(CLI::PositiveNumber);
   command->add_option("--strategy", strategy,
                       std::string("Layout strategy: ragged, vescale-paper, fsdp1, fsdp2, zero3, megatron") +
                           (allow_all_strategies ? ", or all" : ""));
@@ -64,6 +68,10 @@ std::vector<planner::ResolvedScenario> ScenarioOptions::resolve() const {
                                                    : model_only(model, gpus);
   if (gpus > 0 && model.empty()) loaded = scenarios::with_total_gpus(loaded, gpus);
   if (!optimizer.empty()) set_optimizer(loaded, optimizer);
+  if (layers > 0) {
+    loaded.written.mutable_model()->set_layers(static_cast<int32_t>(layers));
+    loaded = scenarios::rebuild(std::move(loaded));
+  }
   if (shard_group > 0) {
     const int64_t total = scenarios::total_gpus(loaded.scenario);
     if (total % shard_group != 0) {

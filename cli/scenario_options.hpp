@@ -18,6 +18,7 @@ struct ScenarioOptions {
   std::string model;        // --model: catalog name or config.json
   int64_t gpus = 0;         // --gpus: 0 keeps the scenario's
   int64_t shard_group = 0;  // --shard-group: 0 keeps the scenario's (HSDP when smaller than the GPUs)
+  int64_t layers = 0;       // --layers: keep the model's first N blocks (model.layers); 0 keeps the scenario's
   std::string strategy;     // --strategy: one name, "all", or "" to keep the scenario's
   std::string granularity;  // --granularity: element | rows:K | block:RxC | matrix
   std::string optimizer;    // --optimizer: adamw | adam8bit | muon | shampoo

@@ -1,5 +1,9 @@
 #include "planner/resolved_scenario.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+
 #include "common/errors.hpp"
 #include "models/catalog.hpp"
 #include "models/hf_config.hpp"
@@ -51,7 +55,9 @@ models::ArchConfig arch_from_proto(const scenarios::ModelArch& p) {
   return arch;
 }
 
-models::ModelSpec resolve_model(const scenarios::ModelSource& source, const std::filesystem::path& base_dir) {
+namespace {
+
+models::ModelSpec model_from_source(const scenarios::ModelSource& source, const std::filesystem::path& base_dir) {
   switch (source.source_case()) {
     case scenarios::ModelSource::kCatalog:
       try {
@@ -74,6 +80,28 @@ models::ModelSpec resolve_model(const scenarios::ModelSource& source, const std:
     case scenarios::ModelSource::SOURCE_NOT_SET: break;
   }
   throw FieldError("model", "no model given");
+}
+
+// The first `layers` blocks of `model` (model.layers).
+models::ModelSpec first_layers(const models::ModelSpec& model, int64_t layers) {
+  models::ArchConfig arch = model.arch;
+  if (layers < 1 || layers > arch.layers) {
+    throw FieldError("model.layers", fmt::format("{} has {} layers; keep between 1 and {} of them (0 keeps all)",
+                                                 arch.name, arch.layers, arch.layers));
+  }
+  if (layers == arch.layers) return model;
+  arch.name = fmt::format("{}-{}l", arch.name, layers);
+  arch.layers = layers;
+  if (!arch.sliding_layers.empty()) arch.sliding_layers.resize(static_cast<size_t>(layers));
+  arch.first_dense_layers = std::min(arch.first_dense_layers, layers);
+  return models::build_model(arch);
+}
+
+}  // namespace
+
+models::ModelSpec resolve_model(const scenarios::ModelSource& source, const std::filesystem::path& base_dir) {
+  models::ModelSpec model = model_from_source(source, base_dir);
+  return source.layers() == 0 ? model : first_layers(model, source.layers());
 }
 
 ResolvedScenario resolve_scenario(scenarios::LoadedScenario loaded) {

@@ -67,5 +67,16 @@ TEST(CliPlan, BadInputExitsTwo) {
   EXPECT_NE(error.err.find("element, rows:K, block:RxC or matrix"), std::string::npos) << error.err;
 }
 
+// --layers keeps the first blocks of the model, for scaled-down runs.
+TEST(CliPlan, LayersScalesTheModelDown) {
+  auto two = run_cli({"plan", "--model", "llama3-8b", "--gpus", "8", "--layers", "2"});
+  ASSERT_EQ(two.code, 0) << two.err;
+  EXPECT_NE(two.out.find("llama3-8b-2l on 8 GPUs"), std::string::npos) << two.out;
+  auto too_many = run_cli({"plan", "--model", "llama3-8b", "--gpus", "8", "--layers", "33"});
+  EXPECT_EQ(too_many.code, 2);
+  EXPECT_NE(too_many.err.find("model.layers: llama3-8b has 32 layers"), std::string::npos) << too_many.err;
+  EXPECT_EQ(run_cli({"plan", "--model", "llama3-8b", "--gpus", "8", "--layers", "0"}).code, 2);
+}
+
 }  // namespace
 }  // namespace ragged::cli

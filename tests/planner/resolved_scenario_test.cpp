@@ -41,6 +41,32 @@ TEST(ResolvedScenario, UnknownCatalogModelIsLocated) {
   EXPECT_NE(error.find("llama3-8b"), std::string::npos) << error;
 }
 
+// model.layers keeps the first blocks of any source: same widths, same
+// embedding and head, fewer blocks (and their sliding-window flags).
+TEST(ResolvedScenario, LayersKeepsTheFirstBlocks) {
+  auto resolve = [](const std::string& model) {
+    return resolve_scenario(scenarios::parse_scenario(model + kCluster, scenarios::ScenarioFormat::kText,
+                                                      "s.textproto", RAGGED_SOURCE_DIR));
+  };
+  const ResolvedScenario all = resolve("model { catalog: \"llama3-8b\" }\n");
+  const ResolvedScenario two = resolve("model { catalog: \"llama3-8b\" layers: 2 }\n");
+  EXPECT_EQ(two.model.arch.layers, 2);
+  EXPECT_EQ(two.model.arch.hidden, all.model.arch.hidden);
+  ASSERT_EQ(two.model.units.size(), 4u);  // embed, 2 blocks, head
+  const int64_t block = all.model.units[1].params();
+  EXPECT_EQ(two.model.params(), all.model.params() - 30 * block);
+  EXPECT_EQ(two.model.units.back().params(), all.model.units.back().params());
+  const ResolvedScenario gpt = resolve("model { catalog: \"gpt-oss-120b\" layers: 3 }\n");
+  EXPECT_EQ(gpt.model.arch.sliding_layers.size(), 3u);
+  EXPECT_TRUE(gpt.model.arch.is_moe_layer(0));
+  // 0 keeps every layer; more than the model has, or fewer than 0, is located.
+  EXPECT_EQ(resolve("model { catalog: \"llama3-8b\" layers: 0 }\n").model.params(), all.model.params());
+  std::string error = resolve_error(std::string("model { catalog: \"llama3-8b\"\n  layers: 40 }\n") + kCluster);
+  EXPECT_NE(error.find("s.textproto:2:3: model.layers: llama3-8b has 32 layers"), std::string::npos) << error;
+  EXPECT_NE(resolve_error(std::string("model { catalog: \"llama3-8b\" layers: -1 }\n") + kCluster).find("model.layers"),
+            std::string::npos);
+}
+
 TEST(ResolvedScenario, InvalidInlineNumbersAreLocated) {
   std::string error = resolve_error(std::string("model { inline_spec {\n  hidden_size: 256\n  num_layers: 0\n"
                                                 "  vocab_size: 100 intermediate_size: 64 num_attention_heads: 4 } }\n") + kCluster);

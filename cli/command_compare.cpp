@@ -32,6 +32,9 @@ void add_compare_command(CLI::App& app, Context& context) {
       context.out << nlohmann::json{{"predicted_step_s", c.predicted_step_s}, {"measured_step_s", c.measured_step_s},
                                     {"step_time_error", c.step_error()}, {"predicted_peak_bytes", c.predicted_peak_bytes},
                                     {"measured_peak_bytes", c.measured_peak_bytes}, {"peak_memory_error", c.memory_error()},
+                                    {"predicted_exposed_comm_s", c.predicted_exposed_s},
+                                    {"measured_exposed_comm_s", c.measured_exposed_s}, {"predicted_mfu", c.predicted_mfu},
+                                    {"measured_mfu", c.measured_mfu},
                                     {"joined_ops", c.joined_ops}, {"unmatched_ops", c.unmatched_ops}, {"kinds", kinds}}
                              .dump(2)
                   << '\n';
@@ -42,6 +45,10 @@ void add_compare_command(CLI::App& app, Context& context) {
     context.out << fmt::format("peak memory   predicted {}, measured {}: {:+.1f}%\n",
                                format_bytes(static_cast<double>(c.predicted_peak_bytes)),
                                format_bytes(static_cast<double>(c.measured_peak_bytes)), 100 * c.memory_error());
+    context.out << fmt::format("exposed comm  predicted {}, measured {}\n", format_seconds(c.predicted_exposed_s),
+                               format_seconds(c.measured_exposed_s));
+    context.out << fmt::format("MFU           predicted {:.1f}%, measured {:.1f}%\n", 100 * c.predicted_mfu,
+                               100 * c.measured_mfu);
     context.out << fmt::format("ops joined by id: {} ({} in one trace only)\n\n", c.joined_ops, c.unmatched_ops);
     Table table;
     table.column("op kind", Table::Align::kLeft).column("ops").column("predicted").column("measured").column("error");

@@ -36,6 +36,10 @@ TraceComparison compare_traces(const Trace& predicted, const Trace& measured) {
   c.measured_step_s = measured.summary().step_time_s();
   c.predicted_peak_bytes = predicted.summary().peak_reserved_bytes();
   c.measured_peak_bytes = measured.summary().peak_reserved_bytes();
+  c.predicted_exposed_s = predicted.summary().exposed_comm_s();
+  c.measured_exposed_s = measured.summary().exposed_comm_s();
+  c.predicted_mfu = predicted.summary().mfu();
+  c.measured_mfu = measured.summary().mfu();
   auto p = durations(predicted), m = durations(measured);
   std::map<OpKind, KindComparison> kinds;
   for (const auto& [id, kind_time] : p) {

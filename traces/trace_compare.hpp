@@ -23,6 +23,10 @@ struct TraceComparison {
   double measured_step_s = 0;
   int64_t predicted_peak_bytes = 0;
   int64_t measured_peak_bytes = 0;
+  double predicted_exposed_s = 0;  // communication the compute stream waits for
+  double measured_exposed_s = 0;
+  double predicted_mfu = 0;
+  double measured_mfu = 0;
   int64_t joined_ops = 0;     // events matched by op id (on the first traced rank of each)
   int64_t unmatched_ops = 0;  // in one trace only
   std::vector<KindComparison> kinds;

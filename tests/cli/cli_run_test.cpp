@@ -51,6 +51,9 @@ TEST_F(CliRun, PredictedAndMeasuredTracesCompareOpByOp) {
   EXPECT_GT(c["joined_ops"].get<int64_t>(), 50);
   EXPECT_EQ(c["unmatched_ops"].get<int64_t>(), 0);  // the same Program on both sides
   EXPECT_GT(c["measured_step_s"].get<double>(), 0);
+  EXPECT_GT(c["measured_mfu"].get<double>(), 0);
+  EXPECT_GT(c["predicted_mfu"].get<double>(), 0);
+  EXPECT_GE(c["measured_exposed_comm_s"].get<double>(), 0);
   bool has_forward = false;
   for (const auto& k : c["kinds"]) has_forward = has_forward || k["kind"] == "compute_fwd";
   EXPECT_TRUE(has_forward);

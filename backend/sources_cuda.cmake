@@ -44,6 +44,8 @@ add_library(ragged_backend_cuda STATIC
   ${_ragged_cuda_dir}/gpu_workload.cpp
   ${_ragged_cuda_dir}/gpu_workload_block.cpp
   ${_ragged_cuda_dir}/gpu_workload_head.cpp
+  ${_ragged_cuda_dir}/gpu_workload_moe.cpp
+  ${_ragged_cuda_dir}/gpu_workload_moe_kernels.cu
   ${_ragged_cuda_dir}/workload_kernels.cu
   ${_ragged_cuda_dir}/workload_reductions.cu
   # The Program on the GPU (cuda_executor.hpp, cuda_run.hpp)

@@ -72,7 +72,9 @@ struct GpuWorkload::State {
   std::byte* base = nullptr;
 
   std::vector<Run> runs;
-  std::vector<int32_t> tokens_host, labels_host, order_host, rows_host;
+  std::vector<int32_t> tokens_host, labels_host, order_host, rows_host, expert_rows_host;
+  const BlockPlan* moe_plan = nullptr;  // any block with experts (they all route alike)
+  detail::MoeRouting routing;
   bool has_batch = false;
   int value = 0;  // the stream buffer holding the last forward's output
   int grad = 0;   // the stream buffer holding the gradient of unit grad_unit's output
@@ -117,6 +119,11 @@ GpuWorkload::GpuWorkload(const models::ModelSpec& model, GpuWorkloadConfig confi
   s.head = detail::head_plan(model, config);
   s.layout = detail::private_plan(model, config);
   s.base = static_cast<std::byte*>(arena.allocate(static_cast<size_t>(s.layout.bytes)));
+  for (const BlockPlan& plan : s.blocks) {
+    if (plan.layout.moe) s.moe_plan = &plan;
+  }
+  s.routing.rows = s.buffer<int32_t>(detail::kExpertRows);
+  s.routing.output = s.buffer<std::byte>(detail::kExpertOutput);
   CUDA_CHECK(cudaMemsetAsync(s.buffer<double>(detail::kLossSum), 0, sizeof(double), compute));
   s.runs.resize(static_cast<size_t>(s.units()));
 }
@@ -143,6 +150,17 @@ void GpuWorkload::set_batch(const Batch& batch) {
   upload(s.buffer<int32_t>(detail::kLabels), s.labels_host, s.stream());
   upload(s.buffer<int32_t>(detail::kTokenOrder), s.order_host, s.stream());
   upload(s.buffer<int32_t>(detail::kTokenRows), s.rows_host, s.stream());
+  if (s.moe_plan != nullptr) {
+    const ragged::backend::detail::MoeLayout& moe = s.moe_plan->layout.experts;
+    detail::route_tokens(batch.first_sequence * batch.seq_len, s.tokens, moe.experts, moe.top_k, s.expert_rows_host,
+                         s.routing.offsets);
+    for (int64_t e = 0; e < moe.experts; ++e) {
+      RAGGED_ASSERT(s.routing.offsets[static_cast<size_t>(e) + 1] - s.routing.offsets[static_cast<size_t>(e)] <=
+                        s.moe_plan->expert_rows,
+                    "GPU workload: an expert got more tokens than max_expert_rows allows");
+    }
+    upload(s.buffer<int32_t>(detail::kExpertRows), s.expert_rows_host, s.stream());
+  }
   s.runs.assign(s.runs.size(), State::Run{});
   s.has_batch = true;
   s.grad_unit = -1;
@@ -170,7 +188,8 @@ void GpuWorkload::forward(int unit, const std::vector<const void*>& params, void
         run.rebuilt = run.mode == Checkpointing::kNone;
         const detail::Regions cache =
             plan.regions(run.mode, run.saved, s.buffer<std::byte>(detail::kForwardScratch), true);
-        detail::block_forward(s.gemms, plan, params, s.residual<S>(s.value), cache, s.residual<S>(1 - s.value));
+        detail::block_forward(s.gemms, plan, params, s.routing, s.residual<S>(s.value), cache,
+                              s.residual<S>(1 - s.value));
         s.value = 1 - s.value;
         break;
       }
@@ -207,7 +226,7 @@ void GpuWorkload::recompute(int unit, const std::vector<const void*>& params, vo
       detail::block_rebuild_elementwise<S>(s.gemms, plan, params, cache);
     } else {
       const auto* input = reinterpret_cast<const S*>(cache[detail::kInput]);
-      detail::block_forward<S>(s.gemms, plan, params, input, cache, nullptr);
+      detail::block_forward<S>(s.gemms, plan, params, s.routing, input, cache, nullptr);
     }
   });
   run.rebuilt = true;
@@ -247,8 +266,8 @@ void GpuWorkload::backward(int unit, const std::vector<const void*>& params, con
                       fmt::format("GPU workload: backward of {} gets the workspace recompute rebuilt in", spec.name));
         need(rebuilt + plan.scratch_bytes);
         const detail::Regions cache = plan.regions(run.mode, run.saved, scratch, false);
-        detail::block_backward<S, G>(s.gemms, plan, params, grads, cache, scratch + rebuilt, s.residual<S>(s.grad),
-                                     s.residual<S>(1 - s.grad));
+        detail::block_backward<S, G>(s.gemms, plan, params, grads, s.routing, cache, scratch + rebuilt,
+                                     s.residual<S>(s.grad), s.residual<S>(1 - s.grad));
         s.grad = 1 - s.grad;
         break;
       }

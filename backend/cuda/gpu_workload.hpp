@@ -3,7 +3,8 @@
 // (backend/workload_internal.hpp: norms as column scales, attention
 // projections with the per-token mixing core, SwiGLU MLP, embedding, head
 // with a real cross-entropy) as cuBLAS GEMMs and CUDA kernels, forward and
-// backward (dX and dW), for dense Llama-style models. Parameters and
+// backward (dX and dW), for Llama-style models, dense or with experts stored
+// per expert (Mixtral, Qwen3-MoE: gpu_workload_moe.cpp). Parameters and
 // activations are stored in the scenario's parameter dtype (bf16 or fp32),
 // GEMMs accumulate in fp32, gradients are written in their own dtype.
 //
@@ -18,7 +19,9 @@
 //   - backward's scratch comes from the backward workspace, after what
 //     recompute() rebuilt;
 //   - the residual stream handed from one unit to the next (its value going
-//     forward, its gradient going backward), the batch's tokens and labels,
+//     forward, its gradient going backward), the batch's tokens, labels and
+//     routing (which tokens each expert runs, computed on the host), one
+//     expert's output rows during forward,
 //     the losses and, when checkpointing is configured, the scratch a block's
 //     forward computes the activations it does not keep in, live in private
 //     buffers (gpu_private_bytes()), carved once from the device's arena.
@@ -56,8 +59,9 @@ struct GpuWorkloadConfig {
   models::Checkpointing checkpointing = models::Checkpointing::kNone;
 };
 
-// Throws InputError naming the unit and what the GPU workload lacks (experts,
-// MLA, tied embeddings, attention sinks, ...): those run on --device cpu.
+// Throws InputError naming the unit and what the GPU workload lacks (fused
+// or biased experts, MLA, tied embeddings, attention sinks, ...): those run
+// on --device cpu.
 void check_gpu_supported(const models::ModelSpec& model);
 
 // The device memory of one unit, known without a GPU (so that the executor

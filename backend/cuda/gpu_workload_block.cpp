@@ -1,7 +1,8 @@
 // One transformer block on the GPU, the host's math (workload_block.cpp,
 // workload_attention.cpp, workload_glu.cpp): n1 = x*w_in; q, k, v
 // projections; the mixing core; x1 = x + o_proj(u); n2 = x1*w_post; SwiGLU;
-// x2 = x1 + down(product). Backward writes every gradient once.
+// x2 = x1 + down(product), or x1 + the experts (gpu_workload_moe.cpp).
+// Backward writes every gradient once.
 
 #include "backend/cuda/gpu_workload_internal.hpp"
 #include "backend/cuda/workload_kernels.hpp"
@@ -42,8 +43,8 @@ void project_backward(Gemms& gemms, const LinearSlot& slot, const Params& params
 }  // namespace
 
 template <typename S>
-void block_forward(Gemms& gemms, const BlockPlan& plan, const Params& params, const S* x, const Regions& cache,
-                   S* out) {
+void block_forward(Gemms& gemms, const BlockPlan& plan, const Params& params, const MoeRouting& routing, const S* x,
+                   const Regions& cache, S* out) {
   const ragged::backend::detail::BlockLayout& lay = plan.layout;
   const ragged::backend::detail::AttentionLayout& att = lay.attention;
   const int64_t t = plan.tokens, h = plan.hidden;
@@ -69,6 +70,11 @@ void block_forward(Gemms& gemms, const BlockPlan& plan, const Params& params, co
   add(x1, x, x1, t * h, stream);
   S* n2 = at<S>(cache, kNorm2);
   scale_columns(n2, x1, param<S>(params, lay.post_norm), t, h, stream);
+  if (lay.moe) {
+    moe_forward(gemms, plan, params, routing, cache, out);
+    if (out != nullptr) add(out, x1, out, t * h, stream);
+    return;
+  }
   S* gate = at<S>(cache, kGate);
   S* up = at<S>(cache, kUp);
   S* product = at<S>(cache, kProduct);
@@ -86,27 +92,35 @@ void block_rebuild_elementwise(Gemms& gemms, const BlockPlan& plan, const Params
   const cudaStream_t stream = gemms.stream();
   scale_columns(at<S>(cache, kNorm1), at<S>(cache, kInput), param<S>(params, plan.layout.in_norm), t, h, stream);
   scale_columns(at<S>(cache, kNorm2), at<S>(cache, kResidual1), param<S>(params, plan.layout.post_norm), t, h, stream);
+  if (plan.layout.moe) {
+    moe_rebuild_elementwise<S>(gemms, plan, cache);
+    return;
+  }
   swiglu_forward(at<S>(cache, kProduct), at<S>(cache, kGate), at<S>(cache, kUp), t * plan.ffn, stream);
 }
 
 template <typename S, typename G>
-void block_backward(Gemms& gemms, const BlockPlan& plan, const Params& params, const Grads& grads, const Regions& cache,
-                    std::byte* scratch, const S* dx2, S* dx) {
+void block_backward(Gemms& gemms, const BlockPlan& plan, const Params& params, const Grads& grads,
+                    const MoeRouting& routing, const Regions& cache, std::byte* scratch, const S* dx2, S* dx) {
   const ragged::backend::detail::BlockLayout& lay = plan.layout;
   const ragged::backend::detail::AttentionLayout& att = lay.attention;
   const int64_t t = plan.tokens, h = plan.hidden;
   const cudaStream_t stream = gemms.stream();
   auto scratch_at = [&](BlockScratch s) { return reinterpret_cast<S*>(scratch + plan.scratch_offset[s]); };
 
-  // MLP: the product's gradient becomes the gate's in place.
-  S* dgate = scratch_at(kDGate);
-  S* dup = scratch_at(kDUp);
   S* dn2 = scratch_at(kDNorm2);
-  const S* n2 = at<S>(cache, kNorm2);
-  project_backward<S, G>(gemms, lay.dense.down, params, grads, at<S>(cache, kProduct), dx2, dgate, 0.0f, t);
-  swiglu_backward(dgate, dup, at<S>(cache, kGate), at<S>(cache, kUp), t * plan.ffn, stream);
-  project_backward<S, G>(gemms, lay.dense.gate, params, grads, n2, dgate, dn2, 0.0f, t);
-  project_backward<S, G>(gemms, lay.dense.up, params, grads, n2, dup, dn2, 1.0f, t);
+  if (lay.moe) {
+    moe_backward<S, G>(gemms, plan, params, grads, routing, cache, scratch, dx2);
+  } else {
+    // MLP: the product's gradient becomes the gate's in place.
+    S* dgate = scratch_at(kDGate);
+    S* dup = scratch_at(kDUp);
+    const S* n2 = at<S>(cache, kNorm2);
+    project_backward<S, G>(gemms, lay.dense.down, params, grads, at<S>(cache, kProduct), dx2, dgate, 0.0f, t);
+    swiglu_backward(dgate, dup, at<S>(cache, kGate), at<S>(cache, kUp), t * plan.ffn, stream);
+    project_backward<S, G>(gemms, lay.dense.gate, params, grads, n2, dgate, dn2, 0.0f, t);
+    project_backward<S, G>(gemms, lay.dense.up, params, grads, n2, dup, dn2, 1.0f, t);
+  }
   column_sums(grad<G>(grads, lay.post_norm), dn2, at<S>(cache, kResidual1), t, h, stream);
   // dx1 = dx2 + dn2 * w_post, kept in the output until dx is complete.
   add_scaled_columns(dx, dx2, dn2, param<S>(params, lay.post_norm), t, h, stream);
@@ -136,17 +150,19 @@ void block_backward(Gemms& gemms, const BlockPlan& plan, const Params& params, c
   add_scaled_columns(dx, dx, dn1, param<S>(params, lay.in_norm), t, h, stream);
 }
 
-#define RAGGED_BLOCK(S)                                                                               \
-  template void block_forward(Gemms&, const BlockPlan&, const Params&, const S*, const Regions&, S*); \
+#define RAGGED_BLOCK(S)                                                                                            \
+  template void block_forward(Gemms&, const BlockPlan&, const Params&, const MoeRouting&, const S*, const Regions&, \
+                              S*);                                                                                 \
   template void block_rebuild_elementwise<S>(Gemms&, const BlockPlan&, const Params&, const Regions&);
 RAGGED_BLOCK(float)
 RAGGED_BLOCK(uint16_t)
 #undef RAGGED_BLOCK
-template void block_backward<float, float>(Gemms&, const BlockPlan&, const Params&, const Grads&, const Regions&,
-                                           std::byte*, const float*, float*);
-template void block_backward<uint16_t, float>(Gemms&, const BlockPlan&, const Params&, const Grads&, const Regions&,
-                                              std::byte*, const uint16_t*, uint16_t*);
-template void block_backward<uint16_t, uint16_t>(Gemms&, const BlockPlan&, const Params&, const Grads&, const Regions&,
-                                                 std::byte*, const uint16_t*, uint16_t*);
+#define RAGGED_BLOCK_BACKWARD(S, G)                                                                              \
+  template void block_backward<S, G>(Gemms&, const BlockPlan&, const Params&, const Grads&, const MoeRouting&, \
+                                     const Regions&, std::byte*, const S*, S*);
+RAGGED_BLOCK_BACKWARD(float, float)
+RAGGED_BLOCK_BACKWARD(uint16_t, float)
+RAGGED_BLOCK_BACKWARD(uint16_t, uint16_t)
+#undef RAGGED_BLOCK_BACKWARD
 
 }  // namespace ragged::backend::gpu::detail

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <numeric>
 #include <string>
 
 #include "backend/cuda/gpu_workload.hpp"
@@ -53,6 +54,22 @@ const UnitSpec& unit_of(const models::ModelSpec& model, int unit, UnitKind kind)
   return spec;
 }
 
+bool has_bias(const ragged::backend::detail::GluLayout& glu) {
+  return glu.gate.bias >= 0 || glu.up.bias >= 0 || glu.down.bias >= 0;
+}
+
+void check_experts(const std::string& unit, const ragged::backend::detail::MoeLayout& moe) {
+  if (moe.routed.size() == 1 && moe.routed[0].fused) {
+    unsupported(unit, "mixture-of-experts with fused expert tensors (one tensor holding every expert, gpt-oss style)");
+  }
+  if (moe.router.bias >= 0) unsupported(unit, "mixture-of-experts with a router bias");
+  bool biased = moe.has_shared && has_bias(moe.shared);
+  for (const ragged::backend::detail::GluLayout& glu : moe.routed) biased = biased || has_bias(glu);
+  if (biased) unsupported(unit, "mixture-of-experts with expert biases");
+  // A token's experts must differ, so that one expert's rows are distinct tokens.
+  if (moe.top_k > moe.experts) unsupported(unit, "mixture-of-experts routing a token to more experts than exist");
+}
+
 ragged::backend::detail::BlockLayout supported_block_layout(const models::ModelSpec& model, const UnitSpec& spec) {
   if (model.arch.attention == models::AttentionKind::kMla) unsupported(spec.name, "multi-head latent attention (MLA)");
   ragged::backend::detail::BlockLayout lay;
@@ -62,7 +79,7 @@ ragged::backend::detail::BlockLayout supported_block_layout(const models::ModelS
     unsupported(spec.name, fmt::format("its tensors ({})", e.what()));
   }
   const ragged::backend::detail::AttentionLayout& att = lay.attention;
-  if (lay.moe) unsupported(spec.name, "mixture-of-experts blocks");
+  if (lay.moe) check_experts(spec.name, lay.experts);
   if (att.sinks >= 0) unsupported(spec.name, "attention sinks");
   if (att.qk_dim != att.v_dim) unsupported(spec.name, "q/k heads wider than v heads");
   if (att.kv_heads <= 0 || att.heads % att.kv_heads != 0)
@@ -71,9 +88,12 @@ ragged::backend::detail::BlockLayout supported_block_layout(const models::ModelS
 }
 
 // Full checkpointing: the forward scratch slot of each dropped region;
-// regions sharing a slot are never live at once (gpu_workload_block.cpp).
-constexpr std::array<int, kBlockRegions> kFullSlots = {-1, 0, 1, 2, 3, 1, 0, 4, 5, 6, 5};
-constexpr int kFullSlotCount = 7;
+// regions sharing a slot are never live at once (gpu_workload_block.cpp,
+// gpu_workload_moe.cpp): the logits take k's slot, the routed rows q's, the
+// shared experts' gate v's (they live while the routed experts run).
+constexpr std::array<int, kBlockRegions> kFullSlots = {-1, 0, 1, 2, 3, 1, 0, 4, 5, 6, 5,
+                                                       2,  1, 5, 6, 5, 3, 7, 3};
+constexpr int kFullSlotCount = 8;
 
 }  // namespace
 
@@ -84,7 +104,8 @@ bool block_keeps(BlockRegion region, Checkpointing mode) {
     case Checkpointing::kNone:
       return true;
     case Checkpointing::kSelective:
-      return region != kNorm1 && region != kNorm2 && region != kProduct;
+      return region != kNorm1 && region != kNorm2 && region != kProduct && region != kRoutedProduct &&
+             region != kSharedProduct;
     case Checkpointing::kFull:
       return region == kInput;
   }
@@ -110,7 +131,8 @@ int64_t BlockPlan::offset(BlockRegion region, Checkpointing mode) const {
 
 int64_t BlockPlan::forward_offset(BlockRegion region, Checkpointing mode) const {
   RAGGED_ASSERT(!block_keeps(region, mode), "GPU workload: a kept region has no forward scratch");
-  if (mode == Checkpointing::kSelective) return 0;  // norm 1, norm 2, product: one after the other in one slot
+  // Norm 1, norm 2, the products: one after the other in one slot.
+  if (mode == Checkpointing::kSelective) return 0;
   std::array<int64_t, kFullSlotCount> slot_bytes{};
   for (int r = 1; r < kBlockRegions; ++r) {
     int64_t& slot = slot_bytes[static_cast<size_t>(kFullSlots[static_cast<size_t>(r)])];
@@ -177,9 +199,35 @@ BlockPlan block_plan(const models::ModelSpec& model, const GpuWorkloadConfig& co
   p.element = element_bytes(config.params);
   auto region = [&](int64_t width) { return round_up(p.tokens * width * p.element); };
   const int64_t h = region(p.hidden), q = region(p.q_width), kv = region(p.kv_width), f = region(p.ffn);
-  p.bytes = {h, h, q, kv, kv, q, h, h, f, f, f};
-  p.scratch_offset = {0, f, 2 * f, 0, q, q + kv, q + 2 * kv};
-  p.scratch_bytes = std::max(2 * f + h, q + 2 * kv + h);
+  p.bytes = {h, h, q, kv, kv, q, h, h, f, f, f, 0, 0, 0, 0, 0, 0, 0, 0};
+  p.scratch_offset = {0, f, 2 * f, 0, 0, 0, q, q + kv, q + 2 * kv};
+  const int64_t attention_scratch = q + 2 * kv + h;
+  p.scratch_bytes = std::max(2 * f + h, attention_scratch);
+  if (!p.layout.moe) return p;
+
+  const ragged::backend::detail::MoeLayout& moe = p.layout.experts;
+  p.expert_ffn = moe.routed.front().width;
+  p.shared_ffn = moe.has_shared ? moe.shared.width : 0;
+  p.expert_rows = max_expert_rows(p.tokens, moe.experts, moe.top_k);
+  auto copies = [&](int64_t width) { return round_up(p.tokens * moe.top_k * width * p.element); };
+  const int64_t routed = copies(p.expert_ffn), shared = region(p.shared_ffn);
+  p.bytes[kLogits] = round_up(p.tokens * moe.experts * 4);
+  p.bytes[kRoutedInput] = copies(p.hidden);
+  p.bytes[kRoutedGate] = p.bytes[kRoutedUp] = p.bytes[kRoutedProduct] = routed;
+  p.bytes[kSharedGate] = p.bytes[kSharedUp] = p.bytes[kSharedProduct] = shared;
+  // One expert at a time (the shared experts: every token): its rows of
+  // hidden width (output, then input gradient) and its gate/up gradients.
+  const int64_t rows = std::max(p.expert_rows, moe.has_shared ? p.tokens : 0);
+  const int64_t wide = round_up(rows * p.hidden * p.element);
+  const int64_t narrow =
+      round_up(std::max(p.expert_rows * p.expert_ffn, moe.has_shared ? p.tokens * p.shared_ffn : 0) * p.element);
+  const int64_t logits = round_up(p.tokens * moe.experts * p.element);
+  p.scratch_offset[kDNorm2] = 0;
+  p.scratch_offset[kDLogits] = h;
+  p.scratch_offset[kDRows] = h + logits;
+  p.scratch_offset[kDGate] = h + logits + wide;
+  p.scratch_offset[kDUp] = h + logits + wide + narrow;
+  p.scratch_bytes = std::max(h + logits + wide + 2 * narrow, attention_scratch);
   return p;
 }
 
@@ -208,17 +256,29 @@ HeadPlan head_plan(const models::ModelSpec& model, const GpuWorkloadConfig& conf
 PrivatePlan private_plan(const models::ModelSpec& model, const GpuWorkloadConfig& config) {
   check_config(config);
   const int64_t tokens = config.sequences * config.seq_len;
-  int64_t forward_scratch = 0;
-  if (config.checkpointing != Checkpointing::kNone) {
-    for (int u = 1; u + 1 < static_cast<int>(model.units.size()); ++u) {
-      const BlockPlan block = block_plan(model, config, u);
+  int64_t forward_scratch = 0, expert_copies = 0, expert_output = 0;
+  for (int u = 1; u + 1 < static_cast<int>(model.units.size()); ++u) {
+    const BlockPlan block = block_plan(model, config, u);
+    if (config.checkpointing != Checkpointing::kNone) {
       forward_scratch = std::max({forward_scratch, block.forward_scratch_bytes(config.checkpointing),
                                   block.forward_scratch_bytes(Checkpointing::kSelective)});
     }
+    if (!block.layout.moe) continue;
+    expert_copies = std::max(expert_copies, tokens * block.layout.experts.top_k);
+    expert_output = std::max(expert_output, block.expert_rows * block.hidden * block.element);
   }
   const int64_t stream = tokens * model.arch.hidden * element_bytes(config.params);
-  const std::array<int64_t, kPrivateBuffers> sizes = {
-      stream, stream, 4 * tokens, 4 * tokens, 4 * tokens, 4 * (model.arch.vocab + 1), 8 * tokens, 8, forward_scratch};
+  const std::array<int64_t, kPrivateBuffers> sizes = {stream,
+                                                      stream,
+                                                      4 * tokens,
+                                                      4 * tokens,
+                                                      4 * tokens,
+                                                      4 * (model.arch.vocab + 1),
+                                                      4 * expert_copies,
+                                                      expert_output,
+                                                      8 * tokens,
+                                                      8,
+                                                      forward_scratch};
   PrivatePlan plan;
   plan.forward_scratch = forward_scratch;
   for (size_t i = 0; i < sizes.size(); ++i) {
@@ -226,6 +286,13 @@ PrivatePlan private_plan(const models::ModelSpec& model, const GpuWorkloadConfig
     plan.bytes = round_up(plan.bytes + sizes[i], 256);
   }
   return plan;
+}
+
+int64_t max_expert_rows(int64_t tokens, int64_t experts, int64_t top_k) {
+  // For each j, 7 t = e - j (mod E) holds for one residue class of t modulo
+  // E / gcd(7, E), or none.
+  const int64_t period = experts / std::gcd(int64_t{7}, experts);
+  return std::min(tokens, top_k * ((tokens + period - 1) / period));
 }
 
 }  // namespace detail

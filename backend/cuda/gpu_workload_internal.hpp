@@ -59,19 +59,42 @@ class Gemms {
   double flops_ = 0;
 };
 
+// The micro-batch's routing, computed on the host (route_tokens): routed
+// copy i is token rows[i]; expert e's copies are [offsets[e], offsets[e+1]),
+// in token order, as the host workload's routing lists them.
+struct MoeRouting {
+  const int32_t* rows = nullptr;  // device
+  std::vector<int64_t> offsets;   // host, experts + 1
+  std::byte* output = nullptr;    // forward scratch: one expert's output rows
+};
+
 // Writes every region of `cache` (regions sharing memory as the forward
 // scratch allows) and, when `out` is not null, the block's output. When
 // cache[kInput] is not `x`, the input is kept there first.
 template <typename S>
-void block_forward(Gemms& gemms, const BlockPlan& plan, const Params& params, const S* x, const Regions& cache, S* out);
-// Under selective checkpointing: the norm outputs and the SwiGLU product
-// from the kept input, residual, gate and up.
+void block_forward(Gemms& gemms, const BlockPlan& plan, const Params& params, const MoeRouting& routing, const S* x,
+                   const Regions& cache, S* out);
+// Under selective checkpointing: the norm outputs and the SwiGLU products
+// from the kept input, residual, gates and ups.
 template <typename S>
 void block_rebuild_elementwise(Gemms& gemms, const BlockPlan& plan, const Params& params, const Regions& cache);
 // dx from dx2 (dx may not alias dx2); every gradient of the block written.
 template <typename S, typename G>
-void block_backward(Gemms& gemms, const BlockPlan& plan, const Params& params, const Grads& grads, const Regions& cache,
-                    std::byte* scratch, const S* dx2, S* dx);
+void block_backward(Gemms& gemms, const BlockPlan& plan, const Params& params, const Grads& grads,
+                    const MoeRouting& routing, const Regions& cache, std::byte* scratch, const S* dx2, S* dx);
+
+// The experts of a block (gpu_workload_moe.cpp), from the norm-2 output in
+// the cache: its regions and, when `out` is not null, out = the experts'
+// sum (routed, gate-weighted, then shared), before the residual.
+template <typename S>
+void moe_forward(Gemms& gemms, const BlockPlan& plan, const Params& params, const MoeRouting& routing,
+                 const Regions& cache, S* out);
+template <typename S>
+void moe_rebuild_elementwise(Gemms& gemms, const BlockPlan& plan, const Regions& cache);
+// dn2 (in `scratch` at kDNorm2) from dout; every expert and router gradient written.
+template <typename S, typename G>
+void moe_backward(Gemms& gemms, const BlockPlan& plan, const Params& params, const Grads& grads,
+                  const MoeRouting& routing, const Regions& cache, std::byte* scratch, const S* dout);
 
 // The head's cache: input, norm output, fp32 probabilities.
 struct HeadCache {

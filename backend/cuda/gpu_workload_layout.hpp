@@ -11,11 +11,18 @@
 // scratch, where regions whose lifetimes do not overlap share memory.
 // Backward's scratch follows the rebuilt regions; the MLP's and the
 // attention's scratch overlap (the MLP's is dead when the attention's starts).
+//
+// A mixture-of-experts block caches, instead of the dense MLP's outputs,
+// the router's fp32 logits, every routed copy of a token (its norm-2 row,
+// gathered by expert), the routed experts' gate/up/product rows in the same
+// order, and the shared experts' gate/up/product; the dense regions are
+// empty (and the MoE ones in a dense block), so one list serves both.
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "backend/cuda/gpu_workload.hpp"
 #include "backend/workload_internal.hpp"
@@ -44,11 +51,20 @@ enum BlockRegion {
   kGate,
   kUp,
   kProduct,
+  kLogits,
+  kRoutedInput,
+  kRoutedGate,
+  kRoutedUp,
+  kRoutedProduct,
+  kSharedGate,
+  kSharedUp,
+  kSharedProduct,
   kBlockRegions
 };
 // Backward scratch: the MLP phase (gradients of the gate, up and norm-2
-// outputs), then the attention phase (of q, k, v and the norm-1 output).
-enum BlockScratch { kDGate, kDUp, kDNorm2, kDQuery, kDKey, kDValue, kDNorm1, kBlockScratches };
+// outputs; with experts also of the logits, and one expert's rows of hidden
+// width), then the attention phase (of q, k, v and the norm-1 output).
+enum BlockScratch { kDGate, kDUp, kDNorm2, kDLogits, kDRows, kDQuery, kDKey, kDValue, kDNorm1, kBlockScratches };
 
 using Regions = std::array<std::byte*, kBlockRegions>;
 
@@ -58,6 +74,9 @@ bool block_keeps(BlockRegion region, Checkpointing mode);
 struct BlockPlan {
   ragged::backend::detail::BlockLayout layout;
   int64_t tokens = 0, hidden = 0, q_width = 0, kv_width = 0, ffn = 0, element = 0;
+  // Experts: width of a routed expert and of the shared experts, and the
+  // most routed copies one expert gets from any `tokens` consecutive tokens.
+  int64_t expert_ffn = 0, shared_ffn = 0, expert_rows = 0;
   std::array<int64_t, kBlockRegions> bytes{};
   std::array<int64_t, kBlockScratches> scratch_offset{};  // from the start of the scratch
   int64_t scratch_bytes = 0;
@@ -104,6 +123,8 @@ enum PrivateBuffer {
   kLabels,      // int32 per token
   kTokenOrder,  // positions sorted by token (stable), for the embedding's backward
   kTokenRows,   // per vocabulary row, where its positions start in kTokenOrder (vocab + 1)
+  kExpertRows,  // int32 per routed copy: its token, grouped by expert (MoE only)
+  kExpertOutput,  // one expert's output rows during forward (MoE only)
   kRowLosses,   // double per token
   kLossSum,     // one double: the sum of the head forwards' mean losses
   kForwardScratch,
@@ -115,5 +136,15 @@ struct PrivatePlan {
   int64_t bytes = 0;
 };
 PrivatePlan private_plan(const models::ModelSpec& model, const GpuWorkloadConfig& config);
+
+// The most routed copies expert e gets from `tokens` consecutive tokens
+// under the fixed routing (7 token + j) mod experts, j < top_k.
+int64_t max_expert_rows(int64_t tokens, int64_t experts, int64_t top_k);
+// The micro-batch's routing (gpu_workload_moe.cpp): token t (global index
+// first_token + t) goes to experts (7 token + j) mod experts, j < top_k;
+// rows lists the tokens expert by expert, each expert's in token order (as
+// the host workload's routing), expert e's at [offsets[e], offsets[e+1]).
+void route_tokens(int64_t first_token, int64_t tokens, int64_t experts, int64_t top_k, std::vector<int32_t>& rows,
+                  std::vector<int64_t>& offsets);
 
 }  // namespace ragged::backend::gpu::detail

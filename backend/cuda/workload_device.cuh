@@ -1,7 +1,8 @@
 #pragma once
-// Internal to the GPU workload's kernels (workload_kernels.cu,
+// Internal to the GPU workload's kernels (workload_kernels.cu, gpu_workload_moe_kernels.cu,
 // workload_reductions.cu): bf16 behind uint16_t, loads to fp32 and rounded
-// stores, grid-stride indices, launch sizes. Compiled by nvcc only.
+// stores, grid-stride indices, launch sizes, a fixed-order block reduction.
+// Compiled by nvcc only.
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -45,4 +46,35 @@ __device__ inline void store(__nv_bfloat16& out, float v) { out = __float2bfloat
 __device__ inline int64_t first_index() { return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; }
 __device__ inline int64_t grid_stride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
 
+// A block-wide reduction in a fixed order: xor butterflies in each warp, then
+// over the warps' results. Every thread gets the result.
+template <typename V, typename Op>
+__device__ V block_reduce(V value, V identity, Op op) {
+  __shared__ V partial[32];
+  for (int o = 16; o > 0; o >>= 1) value = op(value, __shfl_xor_sync(0xffffffffu, value, o));
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (lane == 0) partial[warp] = value;
+  __syncthreads();
+  if (warp == 0) {
+    value = lane < (blockDim.x + 31) / 32 ? partial[lane] : identity;
+    for (int o = 16; o > 0; o >>= 1) value = op(value, __shfl_xor_sync(0xffffffffu, value, o));
+    if (lane == 0) partial[0] = value;
+  }
+  __syncthreads();
+  const V result = partial[0];
+  __syncthreads();
+  return result;
+}
+
 }  // namespace ragged::backend::gpu::kernel_detail
+
+// An element-wise launch of `kernel` over n elements (a grid-stride kernel)
+// on `stream`, checked; returns from the calling function when n <= 0. For
+// the .cu files' launchers, which have blocks_for and kThreads in scope.
+#define RAGGED_LAUNCH(kernel, n, ...)                            \
+  do {                                                           \
+    if ((n) <= 0) return;                                        \
+    kernel<<<blocks_for(n), kThreads, 0, stream>>>(__VA_ARGS__); \
+    CUDA_CHECK_LAUNCH();                                         \
+  } while (false)
+

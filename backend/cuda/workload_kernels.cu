@@ -143,13 +143,6 @@ void embedding_gather(S* x, const S* table, const int32_t* tokens, int64_t count
   CUDA_CHECK_LAUNCH();
 }
 
-// The element-wise launches: n elements, a grid-stride kernel.
-#define RAGGED_LAUNCH(kernel, n, ...)                            \
-  do {                                                           \
-    if ((n) <= 0) return;                                        \
-    kernel<<<blocks_for(n), kThreads, 0, stream>>>(__VA_ARGS__); \
-    CUDA_CHECK_LAUNCH();                                         \
-  } while (false)
 
 template <typename S>
 void scale_columns(S* y, const S* x, const S* w, int64_t rows, int64_t cols, cudaStream_t stream) {
@@ -209,7 +202,6 @@ void cross_entropy_backward(D* dlogits, const float* probs, const int32_t* label
   RAGGED_LAUNCH(cross_entropy_backward_kernel, rows * vocab, dev(dlogits), probs, labels, rows, vocab, inv_rows);
 }
 
-#undef RAGGED_LAUNCH
 
 #define RAGGED_STORAGE(S)                                                                                         \
   template void embedding_gather(S*, const S*, const int32_t*, int64_t, int64_t, cudaStream_t);                   \

@@ -17,6 +17,7 @@
 namespace ragged::backend::gpu {
 namespace {
 
+using kernel_detail::block_reduce;
 using kernel_detail::dev;
 using kernel_detail::kMaxBlocks;
 using kernel_detail::kThreads;
@@ -27,26 +28,6 @@ constexpr int kRowThreads = 512;  // one block per row: softmax
 constexpr int kTile = 32;         // column sums: 32 columns x 32 row lanes a block
 
 unsigned row_blocks(int64_t rows) { return static_cast<unsigned>(std::clamp<int64_t>(rows, 1, kMaxBlocks)); }
-
-// A block-wide reduction in a fixed order: xor butterflies in each warp, then
-// over the warps' results. Every thread gets the result.
-template <typename V, typename Op>
-__device__ V block_reduce(V value, V identity, Op op) {
-  __shared__ V partial[32];
-  for (int o = 16; o > 0; o >>= 1) value = op(value, __shfl_xor_sync(0xffffffffu, value, o));
-  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  if (lane == 0) partial[warp] = value;
-  __syncthreads();
-  if (warp == 0) {
-    value = lane < (blockDim.x + 31) / 32 ? partial[lane] : identity;
-    for (int o = 16; o > 0; o >>= 1) value = op(value, __shfl_xor_sync(0xffffffffu, value, o));
-    if (lane == 0) partial[0] = value;
-  }
-  __syncthreads();
-  const V result = partial[0];
-  __syncthreads();
-  return result;
-}
 
 template <typename T, typename G>
 __global__ void embedding_backward_kernel(G* dtable, const T* dx, const int32_t* order, const int32_t* rows,

@@ -76,9 +76,10 @@ TEST_F(CliRun, BadRequests) {
 // The unsupported cases are refused before any GPU is touched.
 TEST_F(CliRun, CudaRefusesWhatItDoesNotRunAndSaysWhere) {
 #ifdef RAGGED_HAVE_CUDA
-  auto moe = run_cli({"run", "tiny-moe-4xcpu", "--gpus", "1", "--device", "cuda"});
-  EXPECT_EQ(moe.code, 2);
-  EXPECT_NE(moe.err.find("--device cpu"), std::string::npos) << moe.err;
+  auto mla = run_cli({"run", "--model", "deepseek-v3", "--gpus", "1", "--layers", "2", "--device", "cuda"});
+  EXPECT_EQ(mla.code, 2);
+  EXPECT_NE(mla.err.find("multi-head latent attention"), std::string::npos) << mla.err;
+  EXPECT_NE(mla.err.find("--device cpu"), std::string::npos) << mla.err;
   auto muon = run_cli({"run", "tiny-llama-4xcpu", "--gpus", "1", "--device", "cuda", "--optimizer", "muon"});
   EXPECT_EQ(muon.code, 2);
   EXPECT_NE(muon.err.find("training.optimizer"), std::string::npos) << muon.err;
@@ -93,23 +94,28 @@ TEST_F(CliRun, CudaRefusesWhatItDoesNotRunAndSaysWhere) {
 }
 
 #ifdef RAGGED_HAVE_CUDA
-// On a GPU the tiny Llama runs the Program on the device and lands on the
-// host reference; without one, --device cuda is bad input that says so.
+// On a GPU the tiny Llama and the tiny MoE run the Program on the device and
+// land on the host reference; without one, --device cuda is bad input that
+// says so.
 TEST_F(CliRun, CudaRunsTheProgramOrSaysThereIsNoGpu) {
-  auto ran = run_cli({"run", "tiny-llama-4xcpu", "--gpus", "1", "--device", "cuda", "--steps", "2", "--warmup", "1",
-                      "--check-reference", "--json"});
   std::string why;
-  if (!backend::gpu::cuda_device_available(&why)) {
-    EXPECT_EQ(ran.code, 2);
-    EXPECT_NE(ran.err.find("no GPU here"), std::string::npos) << ran.err;
-    GTEST_SKIP() << "no GPU (" << why << "): checked the refusal only";
+  const bool gpu = backend::gpu::cuda_device_available(&why);
+  for (const char* scenario : {"tiny-llama-4xcpu", "tiny-moe-4xcpu"}) {
+    auto ran = run_cli({"run", scenario, "--gpus", "1", "--device", "cuda", "--steps", "2", "--warmup", "1",
+                        "--check-reference", "--json"});
+    if (!gpu) {
+      EXPECT_EQ(ran.code, 2);
+      EXPECT_NE(ran.err.find("no GPU here"), std::string::npos) << ran.err;
+      continue;
+    }
+    ASSERT_EQ(ran.code, 0) << scenario << ": " << ran.err;
+    auto j = nlohmann::json::parse(ran.out);
+    EXPECT_TRUE(j["reference_ok"].get<bool>()) << scenario << ": " << j.dump();
+    EXPECT_EQ(j["losses"].size(), 3u);
+    EXPECT_GT(j["step_time_s"].get<double>(), 0);
+    EXPECT_GT(j["device_used_bytes"].get<int64_t>(), j["arena_held_bytes"].get<int64_t>());
   }
-  ASSERT_EQ(ran.code, 0) << ran.err;
-  auto j = nlohmann::json::parse(ran.out);
-  EXPECT_TRUE(j["reference_ok"].get<bool>()) << j.dump();
-  EXPECT_EQ(j["losses"].size(), 3u);
-  EXPECT_GT(j["step_time_s"].get<double>(), 0);
-  EXPECT_GT(j["device_used_bytes"].get<int64_t>(), j["arena_held_bytes"].get<int64_t>());
+  if (!gpu) GTEST_SKIP() << "no GPU (" << why << "): checked the refusal only";
 }
 #endif
 

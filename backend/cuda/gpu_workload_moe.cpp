@@ -1,0 +1,196 @@
+// The experts of a block on the GPU, the host's math (workload_moe.cpp,
+// workload_glu.cpp): router logits r = n2 R^T (fp32), the fixed routing
+// (route_tokens), each routed copy's SwiGLU on its gathered norm-2 row, the
+// outputs added to their tokens weighted by sigmoid(r), then the shared
+// experts' SwiGLU on every token. One expert's GEMMs run on its contiguous
+// rows; backward rebuilds an expert's output (for its gate's gradient)
+// rather than keeping it.
+
+#include <cuda_runtime_api.h>
+
+#include "backend/cuda/cuda_check.hpp"
+#include "backend/cuda/gpu_workload_internal.hpp"
+#include "backend/cuda/gpu_workload_moe_kernels.hpp"
+#include "backend/cuda/workload_kernels.hpp"
+
+namespace ragged::backend::gpu::detail {
+namespace {
+
+using ragged::backend::detail::GluLayout;
+using ragged::backend::detail::MoeLayout;
+
+template <typename S>
+S* at(const Regions& cache, BlockRegion region) {
+  return reinterpret_cast<S*>(cache[static_cast<size_t>(region)]);
+}
+
+const void* weight(const Params& params, const ragged::backend::detail::LinearSlot& slot) {
+  return params[static_cast<size_t>(slot.weight)];
+}
+
+void* weight_grad(const Grads& grads, const ragged::backend::detail::LinearSlot& slot) {
+  return grads[static_cast<size_t>(slot.weight)];
+}
+
+// Expert e's copies: the first and how many.
+struct Span {
+  int64_t first = 0, count = 0;
+};
+Span span(const MoeRouting& routing, int64_t expert) {
+  const auto e = static_cast<size_t>(expert);
+  return Span{routing.offsets[e], routing.offsets[e + 1] - routing.offsets[e]};
+}
+
+GateColumn gate_column(const MoeLayout& lay, const Regions& cache, int64_t expert) {
+  return GateColumn{at<const float>(cache, kLogits), expert, lay.experts};
+}
+
+// An expert no token reached: its weight gradient is zero (backward writes every gradient).
+template <typename G>
+void zero_weight_grad(Gemms& gemms, const Grads& grads, const ragged::backend::detail::LinearSlot& slot) {
+  const auto bytes = static_cast<size_t>(slot.out * slot.in) * sizeof(G);
+  CUDA_CHECK(cudaMemsetAsync(weight_grad(grads, slot), 0, bytes, gemms.stream()));
+}
+
+// A SwiGLU MLP's backward on `rows` rows of input x: dy (overwritten by dx)
+// -> dm (becoming dg in place), dup -> dx; every weight gradient written.
+template <typename S>
+void glu_backward(Gemms& gemms, const GluLayout& glu, const Params& params, const Grads& grads, const S* x,
+                  const S* gate, const S* up, const S* product, const S* dy, S* dm, S* dup, S* dx, int64_t rows,
+                  int64_t hidden) {
+  const int64_t f = glu.width;
+  gemms.input_grad(dy, weight(params, glu.down), dm, rows, hidden, f, 0.0f);
+  gemms.weight_grad(dy, product, weight_grad(grads, glu.down), rows, hidden, f);
+  swiglu_backward(dm, dup, gate, up, rows * f, gemms.stream());
+  gemms.input_grad(dm, weight(params, glu.gate), dx, rows, f, hidden, 0.0f);
+  gemms.input_grad(dup, weight(params, glu.up), dx, rows, f, hidden, 1.0f);
+  gemms.weight_grad(dm, x, weight_grad(grads, glu.gate), rows, f, hidden);
+  gemms.weight_grad(dup, x, weight_grad(grads, glu.up), rows, f, hidden);
+}
+
+}  // namespace
+
+void route_tokens(int64_t first_token, int64_t tokens, int64_t experts, int64_t top_k, std::vector<int32_t>& rows,
+                  std::vector<int64_t>& offsets) {
+  auto expert_of = [&](int64_t t, int64_t j) { return static_cast<size_t>(((first_token + t) * 7 + j) % experts); };
+  offsets.assign(static_cast<size_t>(experts) + 1, 0);
+  for (int64_t t = 0; t < tokens; ++t) {
+    for (int64_t j = 0; j < top_k; ++j) ++offsets[expert_of(t, j) + 1];
+  }
+  for (size_t e = 1; e < offsets.size(); ++e) offsets[e] += offsets[e - 1];
+  std::vector<int64_t> next(offsets.begin(), offsets.end() - 1);
+  rows.resize(static_cast<size_t>(tokens * top_k));
+  for (int64_t t = 0; t < tokens; ++t) {
+    for (int64_t j = 0; j < top_k; ++j) rows[static_cast<size_t>(next[expert_of(t, j)]++)] = static_cast<int32_t>(t);
+  }
+}
+
+// The order keeps regions that share forward scratch apart: under selective
+// checkpointing the norm-2 output and both products share one slot, so every
+// read of n2 (router, gather, shared gate/up) comes before the first product.
+template <typename S>
+void moe_forward(Gemms& gemms, const BlockPlan& plan, const Params& params, const MoeRouting& routing,
+                 const Regions& cache, S* out) {
+  const MoeLayout& lay = plan.layout.experts;
+  const int64_t t = plan.tokens, h = plan.hidden, f = plan.expert_ffn, fs = plan.shared_ffn;
+  const cudaStream_t stream = gemms.stream();
+  const S* n2 = at<S>(cache, kNorm2);
+  gemms.forward_f32(n2, weight(params, lay.router), at<float>(cache, kLogits), t, lay.experts, h);
+  S* x = at<S>(cache, kRoutedInput);
+  gather_rows(x, n2, routing.rows, t * lay.top_k, h, stream);
+  if (lay.has_shared) {
+    gemms.forward(n2, weight(params, lay.shared.gate), at<S>(cache, kSharedGate), t, fs, h);
+    gemms.forward(n2, weight(params, lay.shared.up), at<S>(cache, kSharedUp), t, fs, h);
+  }
+  S* gate = at<S>(cache, kRoutedGate);
+  S* up = at<S>(cache, kRoutedUp);
+  for (int64_t e = 0; e < lay.experts; ++e) {
+    const Span s = span(routing, e);
+    if (s.count == 0) continue;
+    const GluLayout& glu = lay.routed[static_cast<size_t>(e)];
+    gemms.forward(x + s.first * h, weight(params, glu.gate), gate + s.first * f, s.count, f, h);
+    gemms.forward(x + s.first * h, weight(params, glu.up), up + s.first * f, s.count, f, h);
+  }
+  S* product = at<S>(cache, kRoutedProduct);
+  swiglu_forward(product, gate, up, t * lay.top_k * f, stream);
+  if (out != nullptr) {
+    CUDA_CHECK(cudaMemsetAsync(out, 0, static_cast<size_t>(t * h) * sizeof(S), stream));
+    auto* y = reinterpret_cast<S*>(routing.output);
+    for (int64_t e = 0; e < lay.experts; ++e) {
+      const Span s = span(routing, e);
+      if (s.count == 0) continue;
+      gemms.forward(product + s.first * f, weight(params, lay.routed[static_cast<size_t>(e)].down), y, s.count, h, f);
+      add_gated_rows(out, y, routing.rows + s.first, gate_column(lay, cache, e), s.count, h, stream);
+    }
+  }
+  if (!lay.has_shared) return;
+  S* shared = at<S>(cache, kSharedProduct);
+  swiglu_forward(shared, at<S>(cache, kSharedGate), at<S>(cache, kSharedUp), t * fs, stream);
+  if (out != nullptr) gemms.forward(shared, weight(params, lay.shared.down), out, t, h, fs, 1.0f);
+}
+
+template <typename S>
+void moe_rebuild_elementwise(Gemms& gemms, const BlockPlan& plan, const Regions& cache) {
+  const MoeLayout& lay = plan.layout.experts;
+  swiglu_forward(at<S>(cache, kRoutedProduct), at<S>(cache, kRoutedGate), at<S>(cache, kRoutedUp),
+                 plan.tokens * lay.top_k * plan.expert_ffn, gemms.stream());
+  if (!lay.has_shared) return;
+  swiglu_forward(at<S>(cache, kSharedProduct), at<S>(cache, kSharedGate), at<S>(cache, kSharedUp),
+                 plan.tokens * plan.shared_ffn, gemms.stream());
+}
+
+template <typename S, typename G>
+void moe_backward(Gemms& gemms, const BlockPlan& plan, const Params& params, const Grads& grads,
+                  const MoeRouting& routing, const Regions& cache, std::byte* scratch, const S* dout) {
+  const MoeLayout& lay = plan.layout.experts;
+  const int64_t t = plan.tokens, h = plan.hidden, f = plan.expert_ffn;
+  const cudaStream_t stream = gemms.stream();
+  auto scratch_at = [&](BlockScratch s) { return reinterpret_cast<S*>(scratch + plan.scratch_offset[s]); };
+  S* dn2 = scratch_at(kDNorm2);
+  S* dlogits = scratch_at(kDLogits);
+  S* rows = scratch_at(kDRows);  // an expert's output, then its output's gradient, then its input's
+  S* dm = scratch_at(kDGate);
+  S* dup = scratch_at(kDUp);
+  CUDA_CHECK(cudaMemsetAsync(dn2, 0, static_cast<size_t>(t * h) * sizeof(S), stream));
+  CUDA_CHECK(cudaMemsetAsync(dlogits, 0, static_cast<size_t>(t * lay.experts) * sizeof(S), stream));
+  const S* x = at<S>(cache, kRoutedInput);
+  const S* gate = at<S>(cache, kRoutedGate);
+  const S* up = at<S>(cache, kRoutedUp);
+  const S* product = at<S>(cache, kRoutedProduct);
+  for (int64_t e = 0; e < lay.experts; ++e) {
+    const GluLayout& glu = lay.routed[static_cast<size_t>(e)];
+    const Span s = span(routing, e);
+    if (s.count == 0) {
+      for (const auto& slot : {glu.gate, glu.up, glu.down}) zero_weight_grad<G>(gemms, grads, slot);
+      continue;
+    }
+    const int64_t rf = s.first * f;
+    gemms.forward(product + rf, weight(params, glu.down), rows, s.count, h, f);
+    gate_backward(rows, dlogits, dout, routing.rows + s.first, gate_column(lay, cache, e), s.count, h, stream);
+    glu_backward(gemms, glu, params, grads, x + s.first * h, gate + rf, up + rf, product + rf, rows, dm, dup, rows,
+                 s.count, h);
+    add_rows(dn2, rows, routing.rows + s.first, s.count, h, stream);
+  }
+  const S* n2 = at<S>(cache, kNorm2);
+  if (lay.has_shared) {
+    glu_backward(gemms, lay.shared, params, grads, n2, at<S>(cache, kSharedGate), at<S>(cache, kSharedUp),
+                 at<S>(cache, kSharedProduct), dout, dm, dup, rows, t, h);
+    add(dn2, dn2, rows, t * h, stream);
+  }
+  gemms.input_grad(dlogits, weight(params, lay.router), dn2, t, lay.experts, h, 1.0f);
+  gemms.weight_grad(dlogits, n2, weight_grad(grads, lay.router), t, lay.experts, h);
+}
+
+template void moe_forward(Gemms&, const BlockPlan&, const Params&, const MoeRouting&, const Regions&, float*);
+template void moe_forward(Gemms&, const BlockPlan&, const Params&, const MoeRouting&, const Regions&, uint16_t*);
+template void moe_rebuild_elementwise<float>(Gemms&, const BlockPlan&, const Regions&);
+template void moe_rebuild_elementwise<uint16_t>(Gemms&, const BlockPlan&, const Regions&);
+#define RAGGED_MOE_BACKWARD(S, G)                                                                              \
+  template void moe_backward<S, G>(Gemms&, const BlockPlan&, const Params&, const Grads&, const MoeRouting&, \
+                                   const Regions&, std::byte*, const S*);
+RAGGED_MOE_BACKWARD(float, float)
+RAGGED_MOE_BACKWARD(uint16_t, float)
+RAGGED_MOE_BACKWARD(uint16_t, uint16_t)
+#undef RAGGED_MOE_BACKWARD
+
+}  // namespace ragged::backend::gpu::detail

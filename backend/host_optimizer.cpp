@@ -31,8 +31,9 @@ MuonParams muon_params(const scenarios::Optimizer& o) {
   return {o.muon().lr(), o.muon().momentum(), o.muon().ns_steps(), 0.0};
 }
 
-Adam8bitTiles adam8bit_tiles(const scenarios::Optimizer& o, const models::TensorSpec& tensor) {
-  return {o.adam8bit().block_rows(), o.adam8bit().block_cols(), tensor.row_length(), tensor.rows() / tensor.matrices()};
+Adam8bitTiles adam8bit_tiles(const scenarios::Optimizer& o, const models::TensorSpec& tensor, int64_t tensor_offset) {
+  return {o.adam8bit().block_rows(), o.adam8bit().block_cols(), tensor.row_length(), tensor.rows() / tensor.matrices(),
+          tensor_offset / tensor.row_length()};
 }
 
 bool starts_tile_row(const Adam8bitTiles& tiles, int64_t tensor_offset) {
@@ -73,7 +74,7 @@ HostOptimizer::HostOptimizer(const scenarios::Optimizer& optimizer, std::vector<
       for (const planner::ShardView& view : s.views()) {
         const models::TensorSpec& t = s.spec().tensors[static_cast<size_t>(view.tensor)];
         if (tensor_rule(optimizer_, t) != TensorRule::kAdam8bit) continue;
-        const Adam8bitTiles tiles = adam8bit_tiles(optimizer_, t);
+        const Adam8bitTiles tiles = adam8bit_tiles(optimizer_, t, view.tensor_offset);
         RAGGED_ASSERT(starts_tile_row(tiles, view.tensor_offset), "a shard must start 8-bit Adam's tiles on a tile row");
         const int64_t blocks = adam8bit_num_blocks(view.elements, tiles);
         state->scale_base[view.shard_offset] = {scales, blocks};
@@ -215,7 +216,7 @@ void HostOptimizer::update(int unit, int64_t step) {
                       std::span<float>(&st.m_scales[static_cast<size_t>(base)], static_cast<size_t>(blocks)),
                       std::span<uint8_t>(&st.v_codes[at], n),
                       std::span<float>(&st.v_scales[static_cast<size_t>(base)], static_cast<size_t>(blocks)),
-                      adam8bit_tiles(optimizer_, t), step, adam);
+                      adam8bit_tiles(optimizer_, t, view.tensor_offset), step, adam);
         break;
       }
       case TensorRule::kMuon:

@@ -25,8 +25,10 @@ enum class TensorRule { kAdamW, kAdam8bit, kMuon };
 TensorRule tensor_rule(const scenarios::Optimizer& optimizer, const models::TensorSpec& tensor);
 AdamWParams adamw_params(const scenarios::Optimizer& optimizer);
 MuonParams muon_params(const scenarios::Optimizer& optimizer);
-// 8-bit Adam's quantisation tiles over a matrix (block_rows x block_cols of the scenario).
-Adam8bitTiles adam8bit_tiles(const scenarios::Optimizer& optimizer, const models::TensorSpec& tensor);
+// 8-bit Adam's quantisation tiles over a matrix (block_rows x block_cols of
+// the scenario), for a span of it starting at element `tensor_offset`.
+Adam8bitTiles adam8bit_tiles(const scenarios::Optimizer& optimizer, const models::TensorSpec& tensor,
+                             int64_t tensor_offset = 0);
 // Whether a shard piece starting at element `tensor_offset` starts a tile row.
 bool starts_tile_row(const Adam8bitTiles& tiles, int64_t tensor_offset);
 

@@ -48,40 +48,51 @@ float round_code(float x, float lo, float hi) { return std::clamp(std::round(x),
 // after another (or a flat run), as [begin, end) runs of span indices.
 template <typename F>
 void for_each_block(int64_t numel, const Adam8bitTiles& t, F&& f) {
-  RAGGED_ASSERT(t.rows > 0 && t.cols > 0 && t.row_length >= 0 && t.matrix_rows >= 0,
-                "adam8bit: tiles need positive sizes");
-  RAGGED_ASSERT(numel >= 0, "adam8bit: negative element count");
   std::vector<std::pair<int64_t, int64_t>> runs;
-  if (t.row_length == 0) {
-    const int64_t block = t.rows * t.cols;
-    for (int64_t begin = 0; begin < numel; begin += block) {
-      runs.assign(1, {begin, std::min(numel, begin + block)});
-      f(runs);
+  for (const Adam8bitBlock& block : adam8bit_blocks(numel, t)) {
+    runs.clear();
+    for (int64_t r = 0; r < block.rows; ++r) {
+      const int64_t begin = block.start + r * block.row_stride;
+      runs.emplace_back(begin, begin + block.cols);
     }
-    return;
-  }
-  RAGGED_ASSERT(numel % t.row_length == 0, "adam8bit: a tiled span holds whole rows");
-  const int64_t span_rows = numel / t.row_length;
-  const int64_t matrix_rows = t.matrix_rows > 0 ? t.matrix_rows : span_rows;
-  for (int64_t band = 0; band < span_rows;) {
-    // Bands restart at every matrix; the span starts at a band.
-    const int64_t band_end = std::min({span_rows, band + t.rows, (band / matrix_rows + 1) * matrix_rows});
-    for (int64_t col = 0; col < t.row_length; col += t.cols) {
-      const int64_t col_end = std::min(t.row_length, col + t.cols);
-      runs.clear();
-      for (int64_t row = band; row < band_end; ++row) runs.emplace_back(row * t.row_length + col, row * t.row_length + col_end);
-      f(runs);
-    }
-    band = band_end;
+    f(runs);
   }
 }
 
 }  // namespace
 
-int64_t adam8bit_num_blocks(int64_t numel, const Adam8bitTiles& tiles) {
-  int64_t blocks = 0;
-  for_each_block(numel, tiles, [&](const std::vector<std::pair<int64_t, int64_t>>&) { ++blocks; });
+std::vector<Adam8bitBlock> adam8bit_blocks(int64_t numel, const Adam8bitTiles& t) {
+  RAGGED_ASSERT(t.rows > 0 && t.cols > 0 && t.row_length >= 0 && t.matrix_rows >= 0 && t.first_row >= 0,
+                "adam8bit: tiles need positive sizes");
+  RAGGED_ASSERT(numel >= 0, "adam8bit: negative element count");
+  std::vector<Adam8bitBlock> blocks;
+  if (t.row_length == 0) {
+    const int64_t block = t.rows * t.cols;
+    for (int64_t begin = 0; begin < numel; begin += block) {
+      const int64_t length = std::min(numel, begin + block) - begin;
+      blocks.push_back({begin, length, 1, length});
+    }
+    return blocks;
+  }
+  RAGGED_ASSERT(numel % t.row_length == 0, "adam8bit: a tiled span holds whole rows");
+  const int64_t span_rows = numel / t.row_length;
+  const int64_t matrix_rows = t.matrix_rows > 0 ? t.matrix_rows : t.first_row + span_rows;
+  for (int64_t band = 0; band < span_rows;) {
+    // Bands restart at every matrix of the tensor; the span starts on a band.
+    const int64_t row = t.first_row + band;
+    const int64_t matrix_end = (row / matrix_rows + 1) * matrix_rows - t.first_row;
+    const int64_t band_end = std::min({span_rows, band + t.rows, matrix_end});
+    for (int64_t col = 0; col < t.row_length; col += t.cols) {
+      const int64_t col_end = std::min(t.row_length, col + t.cols);
+      blocks.push_back({band * t.row_length + col, t.row_length, band_end - band, col_end - col});
+    }
+    band = band_end;
+  }
   return blocks;
+}
+
+int64_t adam8bit_num_blocks(int64_t numel, const Adam8bitTiles& tiles) {
+  return static_cast<int64_t>(adam8bit_blocks(numel, tiles).size());
 }
 
 float quantize_block_int8(std::span<const float> values, std::span<int8_t> codes) {

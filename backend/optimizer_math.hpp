@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 namespace ragged::backend {
 
@@ -28,9 +29,10 @@ void adamw_step(std::span<float> params, std::span<const float> grads, std::span
 
 // How block-wise 8-bit Adam cuts a span into quantisation blocks: `rows` x
 // `cols` tiles of a row-major matrix whose rows are `row_length` long. The
-// span starts at a tile row (a band of `rows` rows) and holds whole rows;
-// bands restart at every `matrix_rows` rows (the matrices of a fused tensor;
-// 0: one matrix); the last band of a matrix and the last tile of a band may
+// span holds whole rows and starts on a tile row of its matrix; `first_row`
+// is its first row in the tensor, so that bands restart at the tensor's
+// matrices (every `matrix_rows` rows of a fused tensor; 0: one matrix) wherever
+// the span starts. The last band of a matrix and the last tile of a band may
 // be smaller. row_length 0 makes the span flat: blocks of rows * cols
 // consecutive elements from its first, the last one shorter.
 struct Adam8bitTiles {
@@ -38,7 +40,21 @@ struct Adam8bitTiles {
   int64_t cols = 32;
   int64_t row_length = 0;
   int64_t matrix_rows = 0;
+  int64_t first_row = 0;
 };
+
+// One quantisation block of a span: `rows` runs of `cols` elements, the
+// first at span element `start`, each `row_stride` after the previous.
+struct Adam8bitBlock {
+  int64_t start = 0;
+  int64_t row_stride = 0;
+  int64_t rows = 1;
+  int64_t cols = 0;
+};
+
+// The blocks of a span of `numel` elements, band by band, tiles left to right
+// (the order of the scales).
+std::vector<Adam8bitBlock> adam8bit_blocks(int64_t numel, const Adam8bitTiles& tiles);
 
 // Number of quantisation blocks of a span of `numel` elements.
 int64_t adam8bit_num_blocks(int64_t numel, const Adam8bitTiles& tiles);

@@ -50,6 +50,8 @@ add_library(ragged_backend_cuda STATIC
   ${_ragged_cuda_dir}/workload_reductions.cu
   # The Program on the GPU (cuda_executor.hpp, cuda_run.hpp)
   ${_ragged_cuda_dir}/device_layout.cpp
+  ${_ragged_cuda_dir}/adam8bit_layout.cpp
+  ${_ragged_cuda_dir}/adam8bit_kernels.cu
   ${_ragged_cuda_dir}/device_units.cpp
   ${_ragged_cuda_dir}/device_collectives.cpp
   ${_ragged_cuda_dir}/executor_kernels.cu

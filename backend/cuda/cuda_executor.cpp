@@ -216,10 +216,15 @@ void CudaExecutor::issue(const Op& op, int64_t step) {
       break;
     }
     case OpKind::kOptimizer: {
-      RAGGED_ASSERT(op.phase == OptimizerPhase::kUpdate, "the GPU executor runs AdamW only: " + op.name);
+      RAGGED_ASSERT(op.phase == OptimizerPhase::kUpdate,
+                    "the GPU executor runs AdamW and 8-bit Adam only: " + op.name);
       DeviceUnit& d = units_[ui];
       const int64_t n = shards_[ui].shard_size();
-      adamw_step(d.master, d.grad, d.m, d.v, n, step, config_.adamw, stream);
+      if (d.adam8bit) {
+        adam8bit_update(d, step, config_.adamw, stream);
+      } else {
+        adamw_step(d.master, d.grad, d.m, d.v, n, step, config_.adamw, stream);
+      }
       CUDA_CHECK(cudaMemsetAsync(d.grad, 0, static_cast<size_t>(n) * sizeof(float), stream));
       break;
     }

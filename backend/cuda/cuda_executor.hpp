@@ -13,7 +13,7 @@
 // copy for ragged); FSDP2's copy-out and copy-in move rank-major pieces in
 // one launch each; compute ops run the GPU workload on the gathered
 // parameters; the reduced shard is accumulated into the fp32 gradient
-// shard; AdamW updates the master shard.
+// shard; AdamW or block-wise 8-bit Adam updates the master shard.
 
 #include <cstddef>
 #include <cstdint>
@@ -39,7 +39,7 @@ struct CudaExecutorConfig {
   ElementType grads = ElementType::f32;    // unsharded gradients
   ElementType reduce = ElementType::f32;   // the reduce-scatter
   DataConfig data;
-  AdamWParams adamw;
+  AdamWParams adamw;  // AdamW's, or 8-bit Adam's (whose units say so: DeviceUnit::adam8bit)
   int64_t persistent_bytes = 0;  // held for the whole run (memory samples)
   int64_t private_bytes = 0;     // the workload's private buffers (reserved memory)
 };

@@ -50,8 +50,9 @@ void check_device_fits(int ordinal, int64_t arena_bytes) {
 
 void check_gpu_runnable(const planner::ResolvedScenario& resolved, const RunOptions& options) {
   const scenarios::Training& t = resolved.scenario().training();
-  if (!t.optimizer().has_adamw()) {
-    throw InputError("training.optimizer: the GPU backend runs AdamW; 8-bit Adam, Muon and Shampoo run on --device cpu");
+  if (!t.optimizer().has_adamw() && !t.optimizer().has_adam8bit()) {
+    throw InputError(
+        "training.optimizer: the GPU backend runs AdamW and 8-bit Adam; Muon and Shampoo run on --device cpu");
   }
   const planner::StrategyTraits traits = planner::strategy_traits(t.strategy());
   if (!traits.cast_before_gather || traits.grad_shard_in_param_dtype) {
@@ -114,7 +115,7 @@ RunResult run_on_gpu(const planner::ResolvedScenario& resolved, const RunOptions
                                           config.grads,
                                           planner::checkpointing_mode(training.activation_checkpointing())};
   config.private_bytes = gpu_private_bytes(resolved.model, workload_config);
-  config.persistent_bytes = device_units_bytes(shards);
+  config.persistent_bytes = device_units_bytes(shards, training.optimizer());
   const int64_t arena_bytes = config.persistent_bytes + arena.bytes + config.private_bytes + kArenaSlackBytes;
 
   const int ordinal = default_device_ordinal();
@@ -126,7 +127,7 @@ RunResult run_on_gpu(const planner::ResolvedScenario& resolved, const RunOptions
                                     collectives.size(), comm.rank(), comm.size()));
   }
   const cudaStream_t compute = device.stream(StreamKind::compute);
-  std::vector<DeviceUnit> units = make_device_units(shards, device.arena(), compute);
+  std::vector<DeviceUnit> units = make_device_units(shards, training.optimizer(), device.arena(), compute);
   std::byte* step_memory = device.arena().allocate_array<std::byte>(arena.bytes);
   GpuWorkload workload(resolved.model, workload_config, device.cublas(), compute, device.arena());
   CudaExecutor executor(program, arena, step_memory, shards, units, collectives, workload, device, config);

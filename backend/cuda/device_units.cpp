@@ -1,6 +1,8 @@
 #include "backend/cuda/device_units.hpp"
 
 #include "backend/cuda/cuda_check.hpp"
+#include "backend/cuda/kernels.hpp"
+#include "common/errors.hpp"
 
 namespace ragged::backend::gpu {
 namespace {
@@ -10,33 +12,88 @@ int64_t aligned(int64_t bytes) {
   return (bytes + alignment - 1) / alignment * alignment;
 }
 
+template <typename T>
+int64_t array_bytes(int64_t count) {
+  return aligned(count * static_cast<int64_t>(sizeof(T)));
+}
+
+// Elements of AdamW's fp32 moments: the whole shard, or 8-bit Adam's AdamW ranges.
+int64_t moment_elements(const UnitShard& s, const Adam8bitLayout* layout) {
+  return layout != nullptr ? layout->adamw_elements : s.shard_size();
+}
+
+// Carves and zeroes 8-bit Adam's state of a unit, and uploads its tile table
+// from `table` (which must outlive the upload).
+void make_adam8bit_state(DeviceUnit& d, const UnitShard& s, const std::vector<Adam8bitTile>& table,
+                         DeviceArena& arena, cudaStream_t stream) {
+  const int64_t n = s.shard_size(), tiles = static_cast<int64_t>(table.size());
+  Adam8bitState& st = d.adam8bit_state;
+  st.m_codes = arena.allocate_array<int8_t>(n);
+  st.v_codes = arena.allocate_array<uint8_t>(n);
+  st.m_scales = arena.allocate_array<float>(tiles);
+  st.v_scales = arena.allocate_array<float>(tiles);
+  Adam8bitTile* device_table = arena.allocate_array<Adam8bitTile>(tiles);
+  CUDA_CHECK(cudaMemsetAsync(st.m_codes, 0, static_cast<size_t>(n), stream));
+  CUDA_CHECK(cudaMemsetAsync(st.v_codes, 0, static_cast<size_t>(n), stream));
+  for (float* zero : {st.m_scales, st.v_scales}) {
+    CUDA_CHECK(cudaMemsetAsync(zero, 0, static_cast<size_t>(tiles) * sizeof(float), stream));
+  }
+  CUDA_CHECK(cudaMemcpyAsync(device_table, table.data(), static_cast<size_t>(tiles) * sizeof(Adam8bitTile),
+                             cudaMemcpyHostToDevice, stream));
+  d.adam8bit = true;
+  d.tiles = device_table;
+  d.tile_count = tiles;
+}
+
 }  // namespace
 
-int64_t device_units_bytes(const std::vector<UnitShard>& shards) {
+int64_t device_units_bytes(const std::vector<UnitShard>& shards, const scenarios::Optimizer& optimizer) {
   int64_t total = 0;
   for (const UnitShard& s : shards) {
-    total += 4 * aligned(s.shard_size() * static_cast<int64_t>(sizeof(float)));
+    const int64_t n = s.shard_size();
+    total += 2 * array_bytes<float>(n);  // master and gradient
+    if (optimizer.has_adam8bit()) {
+      const Adam8bitLayout layout = adam8bit_layout(s, optimizer);
+      const auto tiles = static_cast<int64_t>(layout.tiles.size());
+      total += 2 * array_bytes<float>(moment_elements(s, &layout));
+      total += array_bytes<int8_t>(n) + array_bytes<uint8_t>(n);
+      total += 2 * array_bytes<float>(tiles) + array_bytes<Adam8bitTile>(tiles);
+    } else {
+      total += 2 * array_bytes<float>(moment_elements(s, nullptr));
+    }
     const auto runs = static_cast<int64_t>(copy_out_runs(s).size());
-    if (runs > 0) total += 2 * aligned(runs * static_cast<int64_t>(sizeof(PieceRun)));
+    if (runs > 0) total += 2 * array_bytes<PieceRun>(runs);
   }
   return total;
 }
 
-std::vector<DeviceUnit> make_device_units(const std::vector<UnitShard>& shards, DeviceArena& arena,
-                                          cudaStream_t stream) {
+std::vector<DeviceUnit> make_device_units(const std::vector<UnitShard>& shards, const scenarios::Optimizer& optimizer,
+                                          DeviceArena& arena, cudaStream_t stream) {
   std::vector<DeviceUnit> units;
   units.reserve(shards.size());
   std::vector<std::vector<PieceRun>> tables;  // kept alive until the uploads finish
+  std::vector<std::vector<Adam8bitTile>> tile_tables;
   for (const UnitShard& s : shards) {
     DeviceUnit d;
     const int64_t n = s.shard_size();
     const size_t bytes = static_cast<size_t>(n) * sizeof(float);
+    Adam8bitLayout layout;
+    if (optimizer.has_adam8bit()) layout = adam8bit_layout(s, optimizer);
+    const int64_t moments = moment_elements(s, optimizer.has_adam8bit() ? &layout : nullptr);
     d.master = arena.allocate_array<float>(n);
     d.grad = arena.allocate_array<float>(n);
-    d.m = arena.allocate_array<float>(n);
-    d.v = arena.allocate_array<float>(n);
+    d.m = arena.allocate_array<float>(moments);
+    d.v = arena.allocate_array<float>(moments);
     CUDA_CHECK(cudaMemcpyAsync(d.master, s.master().data(), bytes, cudaMemcpyHostToDevice, stream));
-    for (float* zero : {d.grad, d.m, d.v}) CUDA_CHECK(cudaMemsetAsync(zero, 0, bytes, stream));
+    CUDA_CHECK(cudaMemsetAsync(d.grad, 0, bytes, stream));
+    for (float* zero : {d.m, d.v}) {
+      CUDA_CHECK(cudaMemsetAsync(zero, 0, static_cast<size_t>(moments) * sizeof(float), stream));
+    }
+    if (optimizer.has_adam8bit()) {
+      tile_tables.push_back(std::move(layout.tiles));
+      make_adam8bit_state(d, s, tile_tables.back(), arena, stream);
+      d.adamw = std::move(layout.adamw);
+    }
     std::vector<PieceRun> runs = copy_out_runs(s);
     d.pieces = static_cast<int>(runs.size());
     if (!runs.empty()) {
@@ -55,6 +112,16 @@ std::vector<DeviceUnit> make_device_units(const std::vector<UnitShard>& shards, 
   }
   CUDA_CHECK(cudaStreamSynchronize(stream));
   return units;
+}
+
+void adam8bit_update(const DeviceUnit& unit, int64_t step, const AdamWParams& p, cudaStream_t stream) {
+  RAGGED_ASSERT(unit.adam8bit, "adam8bit_update: the unit has no 8-bit Adam state");
+  const detail::AdamWConstants constants(step, p);
+  for (const AdamWRange& r : unit.adamw) {
+    adamw_step(unit.master + r.shard_offset, unit.grad + r.shard_offset, unit.m + r.state_offset,
+               unit.v + r.state_offset, r.elements, constants, stream);
+  }
+  adam8bit_step(unit.master, unit.grad, unit.adam8bit_state, unit.tiles, unit.tile_count, constants, stream);
 }
 
 void download_masters(const std::vector<DeviceUnit>& units, std::vector<UnitShard>& shards, cudaStream_t stream) {

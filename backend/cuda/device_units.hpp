@@ -1,8 +1,11 @@
 #pragma once
 // Every unit's persistent state on the GPU, carved once from the device's
 // arena: the fp32 master shard (uploaded from the host's UnitShard, which
-// initialised it from the seed), the fp32 gradient shard and AdamW's two
-// moments (zero), and the tables the executor's copies and memsets need.
+// initialised it from the seed), the fp32 gradient shard and the optimizer's
+// state (zero): AdamW's two moments over the shard, or for 8-bit Adam the
+// int8/uint8 codes over the shard, fp32 scales per tile, the tile table
+// (adam8bit_layout.hpp) and fp32 moments for the views AdamW updates only;
+// and the tables the executor's copies and memsets need.
 
 #include <cuda_runtime_api.h>
 
@@ -10,17 +13,27 @@
 #include <utility>
 #include <vector>
 
+#include "backend/cuda/adam8bit_kernels.hpp"
+#include "backend/cuda/adam8bit_layout.hpp"
 #include "backend/cuda/device_arena.hpp"
 #include "backend/cuda/device_layout.hpp"
+#include "backend/optimizer_math.hpp"
 #include "backend/unit_shard.hpp"
+#include "scenarios/scenario.pb.h"
 
 namespace ragged::backend::gpu {
 
 struct DeviceUnit {
   float* master = nullptr;  // shard_size elements each
   float* grad = nullptr;
-  float* m = nullptr;
+  float* m = nullptr;  // shard_size elements, or the packed AdamW ranges with 8-bit Adam
   float* v = nullptr;
+  // 8-bit Adam: its state, the device tile table and, host side, the AdamW ranges.
+  bool adam8bit = false;
+  Adam8bitState adam8bit_state;
+  const Adam8bitTile* tiles = nullptr;
+  int64_t tile_count = 0;
+  std::vector<AdamWRange> adamw;
   // Rank-major layouts: copy_out_runs() and reversed() on the device.
   const PieceRun* copy_out = nullptr;
   const PieceRun* pack = nullptr;
@@ -29,11 +42,16 @@ struct DeviceUnit {
 };
 
 // What make_device_units carves, alignment included.
-int64_t device_units_bytes(const std::vector<UnitShard>& shards);
+int64_t device_units_bytes(const std::vector<UnitShard>& shards, const scenarios::Optimizer& optimizer);
 
 // Uploads on `stream` and waits for it (the host shards may go away).
-std::vector<DeviceUnit> make_device_units(const std::vector<UnitShard>& shards, DeviceArena& arena,
-                                          cudaStream_t stream);
+std::vector<DeviceUnit> make_device_units(const std::vector<UnitShard>& shards, const scenarios::Optimizer& optimizer,
+                                          DeviceArena& arena, cudaStream_t stream);
+
+// 8-bit Adam's step on a unit whose `adam8bit` is set: AdamW on the views of
+// the tensors it does not quantise (their moments packed), the tile kernel on
+// the rest; shard padding is left alone, as on the host (HostOptimizer).
+void adam8bit_update(const DeviceUnit& unit, int64_t step, const AdamWParams& p, cudaStream_t stream);
 
 // The device master shards back into the host shards (waits for `stream`).
 void download_masters(const std::vector<DeviceUnit>& units, std::vector<UnitShard>& shards, cudaStream_t stream);

@@ -18,36 +18,15 @@
 #include "backend/cuda/gemm.hpp"
 #include "backend/cuda/host_reference.hpp"
 #include "backend/cuda/kernels.hpp"
+#include "tests/backend/cuda_test_device.hpp"
 #include "backend/cuda/validate_checks.hpp"
 #include "backend/optimizer_math.hpp"
 
 namespace ragged::backend::gpu {
 namespace {
 
-class CudaKernelsTest : public ::testing::Test {
+class CudaKernelsTest : public test::CudaDeviceTest {
  protected:
-  void SetUp() override {
-    std::string why;
-    if (!cuda_device_available(&why)) GTEST_SKIP() << "no GPU: " << why;
-    device_ = std::make_unique<CudaDevice>(0, 256 << 20);
-    stream_ = device_->stream(StreamKind::compute);
-  }
-
-  template <typename T>
-  T* to_device(const std::vector<T>& host) {
-    T* device = device_->arena().allocate_array<T>(static_cast<int64_t>(host.size()));
-    CUDA_CHECK(cudaMemcpyAsync(device, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice, stream_));
-    return device;
-  }
-
-  template <typename T>
-  std::vector<T> to_host(const T* device, size_t n) {
-    std::vector<T> host(n);
-    CUDA_CHECK(cudaMemcpyAsync(host.data(), device, n * sizeof(T), cudaMemcpyDeviceToHost, stream_));
-    CUDA_CHECK(cudaStreamSynchronize(stream_));
-    return host;
-  }
-
   static void expect_bitwise(const std::vector<float>& out, const std::vector<float>& expected) {
     ASSERT_EQ(out.size(), expected.size());
     size_t differ = 0;

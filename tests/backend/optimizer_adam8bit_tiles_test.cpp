@@ -115,5 +115,29 @@ TEST(Adam8bitTiles, BandsRestartAtEveryMatrixOfAFusedTensor) {
   EXPECT_TRUE(same_bits(both.m_scales.data() + 2, second.m_scales.data(), 2));
 }
 
+// A span that starts inside a matrix of a fused tensor (on a tile row) bands
+// by the tensor's matrices, not from its own first row: rows 32..79 of two
+// 40-row matrices in 32-row tiles are the bands 32..39, 40..71 and 72..79.
+TEST(Adam8bitTiles, ASpanStartingInsideAMatrixBandsByTheTensorsMatrices) {
+  const int64_t cols = 8, matrix_rows = 40;
+  const Adam8bitTiles whole_tiles{32, 8, cols, matrix_rows, 0};
+  TiledState whole(whole_tiles, random_values(2 * matrix_rows * cols, 11, 0.1f));
+  const int64_t first = 32;
+  TiledState piece({32, 8, cols, matrix_rows, first},
+                   std::vector<float>(whole.params.begin() + first * cols, whole.params.end()));
+  const std::vector<Adam8bitBlock> blocks = adam8bit_blocks(static_cast<int64_t>(piece.params.size()), piece.tiles);
+  ASSERT_EQ(blocks.size(), 3u);
+  EXPECT_EQ(blocks[0].rows, 8);
+  EXPECT_EQ(blocks[1].rows, 32);
+  EXPECT_EQ(blocks[2].rows, 8);
+  for (int64_t t = 1; t <= 3; ++t) {
+    const std::vector<float> g = random_values(whole.params.size(), 60 + static_cast<uint32_t>(t), 1.0f);
+    whole.step(g, t);
+    piece.step(std::span<const float>(g).subspan(static_cast<size_t>(first * cols)), t);
+  }
+  EXPECT_TRUE(same_bits(whole.params.data() + first * cols, piece.params.data(), piece.params.size()));
+  EXPECT_TRUE(same_bits(whole.m_scales.data() + 1, piece.m_scales.data(), piece.m_scales.size()));
+}
+
 }  // namespace
 }  // namespace ragged::backend

@@ -25,7 +25,6 @@
 // AdamW grows with the dynamic range inside a block (see TracksFp32AdamW).
 
 #include <algorithm>
-#include <utility>
 #include <cmath>
 #include <cstddef>
 #include <vector>
@@ -43,21 +42,6 @@ constexpr float kUint8Max = 255.0f;
 
 // Round to nearest, ties away from zero (std::round), clamped to [lo, hi].
 float round_code(float x, float lo, float hi) { return std::clamp(std::round(x), lo, hi); }
-
-// The elements of each block of a span, in block order: a tile's rows one
-// after another (or a flat run), as [begin, end) runs of span indices.
-template <typename F>
-void for_each_block(int64_t numel, const Adam8bitTiles& t, F&& f) {
-  std::vector<std::pair<int64_t, int64_t>> runs;
-  for (const Adam8bitBlock& block : adam8bit_blocks(numel, t)) {
-    runs.clear();
-    for (int64_t r = 0; r < block.rows; ++r) {
-      const int64_t begin = block.start + r * block.row_stride;
-      runs.emplace_back(begin, begin + block.cols);
-    }
-    f(runs);
-  }
-}
 
 }  // namespace
 
@@ -133,8 +117,9 @@ void adam8bit_step(std::span<float> params, std::span<const float> grads, std::s
   const std::size_t n = params.size();
   RAGGED_ASSERT(grads.size() == n && m_codes.size() == n && v_codes.size() == n,
                 "adam8bit_step: params, grads and the m/v codes must have the same length");
-  const auto blocks = static_cast<std::size_t>(adam8bit_num_blocks(static_cast<int64_t>(n), tiles));
-  RAGGED_ASSERT(m_scales.size() == blocks && v_scales.size() == blocks,
+  // Enumerated once per step: the scale count is checked against it.
+  const std::vector<Adam8bitBlock> blocks = adam8bit_blocks(static_cast<int64_t>(n), tiles);
+  RAGGED_ASSERT(m_scales.size() == blocks.size() && v_scales.size() == blocks.size(),
                 "adam8bit_step: expected one m and one v scale per block (adam8bit_num_blocks)");
   const detail::AdamWConstants c(step, p);
   // A block's elements, gathered: states in float, codes, and where they live.
@@ -143,10 +128,11 @@ void adam8bit_step(std::span<float> params, std::span<const float> grads, std::s
   std::vector<uint8_t> vc;
   std::vector<std::size_t> at;
   std::size_t k = 0;
-  for_each_block(static_cast<int64_t>(n), tiles, [&](const std::vector<std::pair<int64_t, int64_t>>& runs) {
+  for (const Adam8bitBlock& block : blocks) {
     at.clear();
-    for (const auto& [begin, end] : runs) {
-      for (int64_t i = begin; i < end; ++i) at.push_back(static_cast<std::size_t>(i));
+    for (int64_t r = 0; r < block.rows; ++r) {
+      const int64_t row = block.start + r * block.row_stride;
+      for (int64_t col = 0; col < block.cols; ++col) at.push_back(static_cast<std::size_t>(row + col));
     }
     const std::size_t len = at.size();
     m.resize(len);
@@ -170,7 +156,7 @@ void adam8bit_step(std::span<float> params, std::span<const float> grads, std::s
       v_codes[at[i]] = vc[i];
     }
     ++k;
-  });
+  }
 }
 
 }  // namespace ragged::backend

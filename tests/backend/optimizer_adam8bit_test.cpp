@@ -14,22 +14,14 @@
 #include <vector>
 
 #include "backend/optimizer_math.hpp"
+#include "tests/backend/optimizer_test_util.hpp"
 #include "common/errors.hpp"
 
 namespace ragged::backend {
 namespace {
 
-std::vector<float> random_vector(std::size_t n, std::mt19937& rng, float lo, float hi) {
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> out(n);
-  for (float& x : out) x = dist(rng);
-  return out;
-}
-
-template <class T>
-bool bitwise_equal(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
-}
+using optimizer_test::bitwise_equal;
+using optimizer_test::random_vector;
 
 // Blocks of `block` consecutive elements: a flat span.
 Adam8bitTiles flat(int64_t block) { return {1, block, 0, 0}; }

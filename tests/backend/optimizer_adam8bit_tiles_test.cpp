@@ -12,9 +12,13 @@
 #include <vector>
 
 #include "backend/optimizer_math.hpp"
+#include "tests/backend/optimizer_test_util.hpp"
 
 namespace ragged::backend {
 namespace {
+
+using optimizer_test::gaussian_vector;
+using optimizer_test::same_bits;
 
 struct TiledState {
   Adam8bitTiles tiles;
@@ -36,15 +40,7 @@ struct TiledState {
 
 std::vector<float> random_values(size_t n, uint32_t seed, float scale) {
   std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, scale);
-  std::vector<float> out(n);
-  for (float& x : out) x = dist(rng);
-  return out;
-}
-
-template <typename T>
-bool same_bits(const T* a, const T* b, size_t n) {
-  return std::memcmp(a, b, n * sizeof(T)) == 0;
+  return gaussian_vector(n, rng, scale);
 }
 
 TEST(Adam8bitTiles, ShardsCutAtTileRowsStepLikeTheWholeMatrix) {

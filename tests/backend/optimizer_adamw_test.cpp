@@ -13,30 +13,15 @@
 #include <vector>
 
 #include "backend/optimizer_math.hpp"
+#include "tests/backend/optimizer_test_util.hpp"
 #include "common/errors.hpp"
 
 namespace ragged::backend {
 namespace {
 
-std::vector<float> random_vector(std::size_t n, std::mt19937& rng, float lo, float hi) {
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> out(n);
-  for (float& x : out) x = dist(rng);
-  return out;
-}
-
-// Sorted random cut points in (0, n), always including 0 and n.
-std::vector<std::size_t> random_cuts(std::size_t n, std::size_t pieces, std::mt19937& rng) {
-  std::uniform_int_distribution<std::size_t> dist(0, n);
-  std::vector<std::size_t> cuts{0, n};
-  for (std::size_t i = 0; i + 1 < pieces; ++i) cuts.push_back(dist(rng));
-  std::sort(cuts.begin(), cuts.end());
-  return cuts;
-}
-
-bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
+using optimizer_test::bitwise_equal;
+using optimizer_test::random_cuts;
+using optimizer_test::random_vector;
 
 // torch.optim.AdamW in double, straight from the formula.
 struct ReferenceAdamW {

@@ -15,29 +15,15 @@
 #include <vector>
 
 #include "backend/optimizer_math.hpp"
+#include "tests/backend/optimizer_test_util.hpp"
 #include "common/errors.hpp"
 
 namespace ragged::backend {
 namespace {
 
-std::vector<float> gaussian_vector(std::size_t n, std::mt19937& rng, float sigma = 1.0f) {
-  std::normal_distribution<float> dist(0.0f, sigma);
-  std::vector<float> out(n);
-  for (float& x : out) x = dist(rng);
-  return out;
-}
-
-std::vector<std::size_t> random_cuts(std::size_t n, std::size_t pieces, std::mt19937& rng) {
-  std::uniform_int_distribution<std::size_t> dist(0, n);
-  std::vector<std::size_t> cuts{0, n};
-  for (std::size_t i = 0; i + 1 < pieces; ++i) cuts.push_back(dist(rng));
-  std::sort(cuts.begin(), cuts.end());
-  return cuts;
-}
-
-bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
+using optimizer_test::bitwise_equal;
+using optimizer_test::gaussian_vector;
+using optimizer_test::random_cuts;
 
 // Eigenvalues of a symmetric matrix (cyclic Jacobi, in double).
 std::vector<double> symmetric_eigenvalues(std::vector<double> a, std::size_t n) {

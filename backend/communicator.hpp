@@ -52,6 +52,13 @@ class Communicator {
   bool ordered_reductions_ = false;
 };
 
+// InternalError unless an all_to_all_v in a group of `ranks` has one count
+// and one displacement per rank, none negative. Every communicator checks
+// this first.
+void check_all_to_all_v(int ranks, std::span<const int64_t> send_counts,
+                        std::span<const int64_t> send_displs, std::span<const int64_t> recv_counts,
+                        std::span<const int64_t> recv_displs);
+
 // One rank, no communication.
 std::unique_ptr<Communicator> make_local_communicator();
 

@@ -22,12 +22,8 @@ class LocalCommunicator final : public Communicator {
 
   void all_to_all_v(const float* send, std::span<const int64_t> send_counts, std::span<const int64_t> send_displs,
                     float* recv, std::span<const int64_t> recv_counts, std::span<const int64_t> recv_displs) override {
-    RAGGED_ASSERT(send_counts.size() == 1 && send_displs.size() == 1 && recv_counts.size() == 1 &&
-                      recv_displs.size() == 1,
-                  "all_to_all_v on the local communicator takes one count and one displacement per side");
+    check_all_to_all_v(1, send_counts, send_displs, recv_counts, recv_displs);
     RAGGED_ASSERT(send_counts[0] == recv_counts[0], "all_to_all_v: the local rank sends what it receives");
-    RAGGED_ASSERT(send_counts[0] >= 0 && send_displs[0] >= 0 && recv_displs[0] >= 0,
-                  "all_to_all_v: negative count or displacement");
     if (send_counts[0] == 0) return;
     // memmove: a caller may shift data within one buffer.
     std::memmove(recv + recv_displs[0], send + send_displs[0], static_cast<size_t>(send_counts[0]) * sizeof(float));

@@ -161,9 +161,8 @@ void build_slot_datatype(int64_t count, int64_t chunk, OwnedDatatype& slot) {
   MPI_CHECK(MPI_Type_commit(slot.out()));
 }
 
-// An all_to_all_v count or displacement as the int MPI takes.
+// An all_to_all_v count or displacement (check_all_to_all_v refused negative ones) as the int MPI takes.
 int to_mpi_int(int64_t value, const char* what, size_t peer) {
-  RAGGED_ASSERT(value >= 0, fmt::format("all_to_all_v: negative {} for rank {}", what, peer));
   if (value > INT_MAX) {
     throw InputError(fmt::format("all_to_all_v: {} {} for rank {} exceeds {}, the most elements one MPI call can "
                                  "address; exchange fewer elements per call",
@@ -290,10 +289,8 @@ class MpiCommunicator final : public Communicator {
   // 4 has no large-count all-to-all. `send` and `recv` must not overlap.
   void all_to_all_v(const float* send, std::span<const int64_t> send_counts, std::span<const int64_t> send_displs,
                     float* recv, std::span<const int64_t> recv_counts, std::span<const int64_t> recv_displs) override {
+    check_all_to_all_v(size_, send_counts, send_displs, recv_counts, recv_displs);
     const auto peers = static_cast<size_t>(size_);
-    RAGGED_ASSERT(send_counts.size() == peers && send_displs.size() == peers && recv_counts.size() == peers &&
-                      recv_displs.size() == peers,
-                  fmt::format("all_to_all_v takes one count and one displacement per rank ({} ranks)", size_));
     std::vector<int> counts_out(peers), displs_out(peers), counts_in(peers), displs_in(peers);
     for (size_t i = 0; i < peers; ++i) {
       counts_out[i] = to_mpi_int(send_counts[i], "send count", i);

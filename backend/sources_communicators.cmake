@@ -2,6 +2,7 @@
 # fallback that explains how to get MPI when the build has none), and the
 # verifiable-collective checks.
 list(APPEND RAGGED_BACKEND_SRCS
+  ${CMAKE_CURRENT_LIST_DIR}/communicator.cpp
   ${CMAKE_CURRENT_LIST_DIR}/communicator_local.cpp
   ${CMAKE_CURRENT_LIST_DIR}/rank_groups.cpp
   ${CMAKE_CURRENT_LIST_DIR}/communicator_mpi.cpp

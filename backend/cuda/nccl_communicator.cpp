@@ -123,14 +123,8 @@ class NcclCommunicator final : public Communicator {
   // `send` and `recv` must not overlap (as for MPI_Alltoallv).
   void all_to_all_v(const float* send, std::span<const int64_t> send_counts, std::span<const int64_t> send_displs,
                     float* recv, std::span<const int64_t> recv_counts, std::span<const int64_t> recv_displs) override {
+    check_all_to_all_v(size_, send_counts, send_displs, recv_counts, recv_displs);
     const auto peers = static_cast<size_t>(size_);
-    RAGGED_ASSERT(send_counts.size() == peers && send_displs.size() == peers && recv_counts.size() == peers &&
-                      recv_displs.size() == peers,
-                  fmt::format("all_to_all_v takes one count and one displacement per rank ({} ranks)", size_));
-    for (size_t p = 0; p < peers; ++p) {
-      RAGGED_ASSERT(send_counts[p] >= 0 && send_displs[p] >= 0 && recv_counts[p] >= 0 && recv_displs[p] >= 0,
-                    fmt::format("all_to_all_v: negative count or displacement for rank {}", p));
-    }
     const auto self = static_cast<size_t>(rank_);
     RAGGED_ASSERT(send_counts[self] == recv_counts[self], "all_to_all_v: a rank receives from itself what it sends");
     if (send_counts[self] > 0) {

@@ -227,4 +227,33 @@ void HostOptimizer::update(int unit, int64_t step) {
   }
 }
 
+std::optional<NonFinite> HostOptimizer::first_non_finite_state(int unit) const {
+  const UnitShard& s = shard(unit);
+  const UnitState& st = *state_[static_cast<size_t>(unit)];
+  for (const planner::ShardView& view : s.views()) {
+    const models::TensorSpec& t = s.spec().tensors[static_cast<size_t>(view.tensor)];
+    std::optional<NonFinite> found;
+    switch (tensor_rule(optimizer_, t)) {
+      case TensorRule::kAdamW:
+        found = first_non_finite(s, view, st.m, Quantity::kFirstMoment);
+        if (!found) found = first_non_finite(s, view, st.v, Quantity::kSecondMoment);
+        break;
+      case TensorRule::kMuon:
+        found = first_non_finite(s, view, st.m, Quantity::kMomentum);
+        break;
+      case TensorRule::kAdam8bit: {  // the codes are integers; the scales carry the range
+        const auto [base, blocks] = st.scale_base.at(view.shard_offset);
+        for (const std::vector<float>* scales : {&st.m_scales, &st.v_scales}) {
+          std::span<const float> mine(&(*scales)[static_cast<size_t>(base)], static_cast<size_t>(blocks));
+          found = first_non_finite(mine, s.tensor_id(view.tensor), Quantity::kQuantScale);
+          if (found) break;
+        }
+        break;
+      }
+    }
+    if (found) return found;
+  }
+  return std::nullopt;
+}
+
 }  // namespace ragged::backend

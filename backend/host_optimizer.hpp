@@ -8,9 +8,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "backend/communicator.hpp"
+#include "backend/finite_check.hpp"
 #include "backend/optimizer_math.hpp"
 #include "backend/unit_shard.hpp"
 #include "models/model_spec.hpp"
@@ -44,6 +46,10 @@ class HostOptimizer {
   void orthogonalize(int unit);
   void scatter_from_owners(int unit);
   void update(int unit, int64_t step);
+
+  // The first NaN or infinity in the unit's optimizer state on this rank
+  // (moments, momentum, 8-bit Adam's block scales), or none.
+  std::optional<NonFinite> first_non_finite_state(int unit) const;
 
  private:
   struct UnitState;

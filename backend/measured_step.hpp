@@ -5,7 +5,10 @@
 // (run_trace.hpp).
 
 #include <cstdint>
+#include <optional>
 #include <vector>
+
+#include "backend/finite_check.hpp"
 
 namespace ragged::backend {
 
@@ -26,6 +29,9 @@ struct MeasuredStep {
   double loss = 0;  // mean over this rank's micro-batches
   int64_t peak_bytes = 0;      // the most allocated at once
   int64_t reserved_bytes = 0;  // what the executor holds: persistent state and the whole arena
+  // The first NaN or infinity in a final gradient shard, seen before the
+  // update consumed (and zeroed) it.
+  std::optional<NonFinite> gradient_non_finite;
 };
 
 }  // namespace ragged::backend

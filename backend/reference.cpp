@@ -3,6 +3,9 @@
 #include <cmath>
 #include <algorithm>
 #include <cstring>
+#include <limits>
+
+#include <fmt/format.h>
 
 #include "backend/host_executor.hpp"
 #include "backend/host_optimizer.hpp"
@@ -167,18 +170,31 @@ ParamError compare_params(const models::ModelSpec& model, const ModelParams& par
   size_t flat = 0;
   for (const auto& unit : model.units) {
     for (const auto& t : unit.tensors) {
+      RAGGED_ASSERT(params[flat].size() == reference[flat].size(), "compare_params: " + t.name + " sizes differ");
       double diff = 0, norm = 0;
+      bool finite = true;
       for (size_t e = 0; e < reference[flat].size(); ++e) {
-        const double d = static_cast<double>(params[flat][e]) - reference[flat][e];
+        const float trained = params[flat][e], expected = reference[flat][e];
+        if (!std::isfinite(trained) || !std::isfinite(expected)) {
+          if (error.non_finite_elements++ == 0) {
+            error.first_non_finite = fmt::format("{} [{}]: trained {}, reference {}", t.name, e, trained, expected);
+          }
+          finite = false;
+          ++error.differing_elements;
+          continue;
+        }
+        const double d = static_cast<double>(trained) - expected;
         diff += d * d;
-        norm += static_cast<double>(reference[flat][e]) * reference[flat][e];
-        error.differing_elements += std::memcmp(&params[flat][e], &reference[flat][e], sizeof(float)) != 0;
+        norm += static_cast<double>(expected) * expected;
+        error.differing_elements += std::memcmp(&trained, &expected, sizeof(float)) != 0;
       }
       error.elements += static_cast<int64_t>(reference[flat].size());
-      const double relative = norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
-      if (relative > error.max_relative || error.worst_tensor.empty()) {
-        if (relative >= error.max_relative) error.worst_tensor = t.name;
-        error.max_relative = std::max(error.max_relative, relative);
+      const double relative = !finite        ? std::numeric_limits<double>::infinity()
+                              : norm > 0     ? std::sqrt(diff / norm)
+                                             : std::sqrt(diff);
+      if (error.worst_tensor.empty() || relative > error.max_relative) {
+        error.worst_tensor = t.name;
+        error.max_relative = relative;
       }
       ++flat;
     }

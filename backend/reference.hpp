@@ -4,6 +4,7 @@
 // the ranks number them), the same optimizer applied to whole tensors.
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "models/model_spec.hpp"
@@ -25,10 +26,16 @@ ModelParams reference_train(const models::ModelSpec& model, const scenarios::Tra
                             int shard_ranks, int64_t steps, uint64_t seed);
 
 struct ParamError {
-  double max_relative = 0;       // max over tensors of |p - ref| / |ref| (L2)
-  int64_t differing_elements = 0;  // bitwise
+  // Max over tensors of |p - ref| / |ref| (L2 norms); infinity for a tensor
+  // holding a NaN or an infinity on either side.
+  double max_relative = 0;
+  // Elements whose bits differ, or that are not finite on either side (a NaN
+  // can equal itself bit for bit and must still count).
+  int64_t differing_elements = 0;
   int64_t elements = 0;
-  std::string worst_tensor;
+  std::string worst_tensor;  // the tensor of max_relative
+  int64_t non_finite_elements = 0;  // NaN or infinity in the trained parameters or the reference
+  std::string first_non_finite;     // "layers.0.attn.wq.weight [17]: trained nan, reference 0.0123"
 };
 
 ParamError compare_params(const models::ModelSpec& model, const ModelParams& params, const ModelParams& reference);

@@ -45,6 +45,7 @@ int64_t self_test_groups(const RankGroups& groups, int64_t count, uint64_t tag) 
 RunResult run(const planner::ResolvedScenario& resolved, const RunOptions& options, Communicator& comm) {
   check_host_runnable(resolved, options);
   check_launch(resolved, comm);
+  check_injection(resolved.model, options.inject_nan);
   const scenarios::Training& training = resolved.scenario().training();
   comm.set_ordered_reductions(options.check_reference);
   const RankGroups groups = split_rank_groups(comm, training.shard_group_size());
@@ -69,13 +70,22 @@ RunResult run(const planner::ResolvedScenario& resolved, const RunOptions& optio
   if (options.verify_collectives) result.collective_errors = self_test_groups(groups, 4099, 1);
   std::vector<MeasuredStep> measured;
   const int64_t total = options.warmup_steps + options.steps;
-  for (int64_t step = 1; step <= total; ++step) {
+  bool stopped = false;
+  for (int64_t step = 1; step <= total && !stopped; ++step) {
     MeasuredStep s = executor.run_step(step);
     result.losses.push_back(comm.sum(s.loss) / comm.size());
     if (options.verify_collectives) result.collective_errors += self_test(comm, 1000 + step, static_cast<uint64_t>(step + 1));
+    inject_nan(resolved.model, options.inject_nan, step, shards);
+    // Off the step's clock: the gradients (seen by the executor), the loss,
+    // the parameters and the optimizer's state must all be finite.
+    std::optional<NonFinite> found = s.gradient_non_finite;
+    if (!found) found = non_finite_loss(s.loss);
+    if (!found) found = first_non_finite_master(shards);
+    for (int u = 0; u < static_cast<int>(shards.size()) && !found; ++u) found = optimizer.first_non_finite_state(u);
+    stopped = stop_on_non_finite(found, step, resolved.model, *groups.world, result);
     if (step > options.warmup_steps) measured.push_back(std::move(s));
   }
-  if (options.check_reference) judge_against_reference(resolved, shards, groups, total, options, result);
+  if (options.check_reference && !stopped) judge_against_reference(resolved, shards, groups, total, options, result);
   result.arena_held_bytes = persistent_bytes + executor.arena_bytes();
   result.program_peak_bytes = planner::memory_breakdown(program).peak_total();
   result.trace = measured_trace(

@@ -6,13 +6,22 @@
 // every collective against exact expectations.
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "backend/communicator.hpp"
 #include "planner/resolved_scenario.hpp"
 #include "traces/trace.pb.h"
 
 namespace ragged::backend {
+
+// A NaN placed into one parameter after an optimizer step, to show that the
+// checks catch it (ragged run --inject-nan TENSOR@STEP).
+struct NanInjection {
+  std::string tensor;  // a tensor name of the model
+  int64_t step = 1;    // after this step's update (counting warm-up steps)
+};
 
 struct RunOptions {
   std::string device = "cpu";
@@ -21,15 +30,26 @@ struct RunOptions {
   uint64_t seed = 1234;
   bool verify_collectives = false;
   bool check_reference = false;   // implies ordered reductions: a bitwise-comparable sum order
-  double tolerance = 1e-6;    // relative L2 error per tensor allowed against the reference
+  // How the trained parameters must match the reference: negative, bitwise
+  // (what the host claims: ordered reductions, the same kernels); otherwise
+  // the relative L2 error allowed per tensor (the GPU sums in cuBLAS's order).
+  double tolerance = -1;
+  std::optional<NanInjection> inject_nan;
 };
 
 struct RunResult {
-  traces::Trace trace;                // this rank's measured trace (last step's events)
-  std::vector<double> losses;         // per step, mean over ranks
+  traces::Trace trace;                // this rank's measured trace and the summary over the measured steps
+  std::vector<double> losses;         // per step run, mean over ranks
   int64_t collective_errors = -1;     // -1: not verified
+  // NaN or infinity in a loss, parameter, gradient or optimizer state: the
+  // first one (step, rank, what, tensor, element); the run stops at its step.
+  std::string non_finite;
   double reference_error = -1;        // -1: not checked
-  int64_t reference_differing = 0;    // bitwise different elements
+  bool reference_bitwise = true;      // the claim checked: bitwise, or within reference_tolerance
+  double reference_tolerance = 0;
+  int64_t reference_differing = 0;    // bitwise different (or non-finite) elements
+  int64_t reference_non_finite = 0;   // NaN or infinity in the trained parameters or the reference
+  std::string reference_first_non_finite;
   int replicas = 1;                   // HSDP: replicas of each shard group
   int64_t replica_differing = 0;      // HSDP: shard elements differing bitwise from replica 0's
   int64_t reference_elements = 0;
@@ -43,6 +63,9 @@ struct RunResult {
   int64_t arena_held_bytes = 0;
   int64_t program_peak_bytes = 0;
   int64_t device_used_bytes = -1;  // -1: not a GPU run
+
+  // Every check that failed, in words; empty when the run passed.
+  std::vector<std::string> failures() const;
 };
 
 RunResult run(const planner::ResolvedScenario& resolved, const RunOptions& options, Communicator& comm);

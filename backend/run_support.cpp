@@ -1,8 +1,10 @@
 #include "backend/run_support.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cstring>
+#include <limits>
 
 #include "backend/host_optimizer.hpp"
 #include "common/errors.hpp"
@@ -134,7 +136,91 @@ void judge_against_reference(const planner::ResolvedScenario& resolved, std::vec
   result.reference_differing = e.differing_elements;
   result.reference_elements = e.elements;
   result.worst_tensor = e.worst_tensor;
-  result.reference_ok = e.max_relative <= options.tolerance && result.replica_differing == 0;
+  result.reference_non_finite = e.non_finite_elements;
+  result.reference_first_non_finite = e.first_non_finite;
+  result.reference_bitwise = options.tolerance < 0;
+  result.reference_tolerance = std::max(0.0, options.tolerance);
+  const bool match = result.reference_bitwise ? e.differing_elements == 0 : e.max_relative <= options.tolerance;
+  result.reference_ok = match && e.non_finite_elements == 0 && result.replica_differing == 0;
+}
+
+namespace {
+
+struct TensorAt {
+  int unit = -1;
+  int tensor = -1;
+};
+
+TensorAt find_tensor(const models::ModelSpec& model, const std::string& name) {
+  for (size_t u = 0; u < model.units.size(); ++u) {
+    for (size_t t = 0; t < model.units[u].tensors.size(); ++t) {
+      if (model.units[u].tensors[t].name == name) return {static_cast<int>(u), static_cast<int>(t)};
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+void check_injection(const models::ModelSpec& model, const std::optional<NanInjection>& injection) {
+  if (!injection) return;
+  if (find_tensor(model, injection->tensor).unit < 0) {
+    std::vector<std::string> examples;
+    for (const models::UnitSpec& unit : model.units) {
+      for (const models::TensorSpec& t : unit.tensors) {
+        if (examples.size() < 4) examples.push_back(t.name);
+      }
+    }
+    throw InputError(fmt::format("--inject-nan: {} has no tensor '{}'; its tensors are named like {}", model.name,
+                                 injection->tensor, fmt::join(examples, ", ")));
+  }
+  if (injection->step < 1) throw InputError("--inject-nan: the step counts from 1 (warm-up steps included)");
+}
+
+void inject_nan(const models::ModelSpec& model, const std::optional<NanInjection>& injection, int64_t step,
+                std::vector<UnitShard>& shards) {
+  if (!injection || injection->step != step) return;
+  const TensorAt at = find_tensor(model, injection->tensor);
+  UnitShard& shard = shards[static_cast<size_t>(at.unit)];
+  const int64_t element = shard.spec().tensors[static_cast<size_t>(at.tensor)].numel() / 2;
+  for (const planner::ShardView& view : shard.views()) {
+    if (view.tensor != at.tensor || element < view.tensor_offset || element >= view.tensor_offset + view.elements) continue;
+    shard.master()[static_cast<size_t>(view.shard_offset + element - view.tensor_offset)] =
+        std::numeric_limits<float>::quiet_NaN();
+  }
+}
+
+bool stop_on_non_finite(const std::optional<NonFinite>& mine, int64_t step, const models::ModelSpec& model,
+                        Communicator& world, RunResult& result) {
+  const std::optional<NonFinite> agreed = agree_non_finite(mine, step, world);
+  if (!agreed) return false;
+  result.non_finite = describe(*agreed, model);
+  return true;
+}
+
+std::vector<std::string> RunResult::failures() const {
+  std::vector<std::string> out;
+  if (!non_finite.empty()) out.push_back("not finite: " + non_finite + " (the run stopped there)");
+  if (collective_errors > 0) {
+    out.push_back(fmt::format("collectives: {} wrong elements in the verifiable self-tests", collective_errors));
+  }
+  if (reference_error >= 0 && !reference_ok) {
+    if (reference_non_finite > 0) {
+      out.push_back(fmt::format("reference: {} elements are NaN or infinite, first {}", reference_non_finite,
+                                reference_first_non_finite));
+    } else if (reference_bitwise && reference_differing > 0) {
+      out.push_back(fmt::format("reference: {} of {} elements differ bitwise where the run claims bitwise equality "
+                                "(max relative error {:.3g} in {})",
+                                reference_differing, reference_elements, reference_error, worst_tensor));
+    } else if (!reference_bitwise && !(reference_error <= reference_tolerance)) {
+      out.push_back(fmt::format("reference: relative error {:.3g} in {} exceeds the tolerance {:.3g}", reference_error,
+                                worst_tensor, reference_tolerance));
+    }
+    if (replica_differing > 0) {
+      out.push_back(fmt::format("replicas: {} shard elements differ bitwise from replica 0's", replica_differing));
+    }
+  }
+  return out;
 }
 
 }  // namespace ragged::backend

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backend/communicator.hpp"
+#include "backend/finite_check.hpp"
 #include "backend/rank_groups.hpp"
 #include "backend/reference.hpp"
 #include "backend/run.hpp"
@@ -37,5 +38,19 @@ ModelParams gather_params(std::vector<UnitShard>& shards, Communicator& comm);
 // bitwise (result.replica_differing; reference_ok is false otherwise).
 void judge_against_reference(const planner::ResolvedScenario& resolved, std::vector<UnitShard>& shards,
                              const RankGroups& groups, int64_t steps, const RunOptions& options, RunResult& result);
+
+// Checks that --inject-nan names a tensor of the model (InputError).
+void check_injection(const models::ModelSpec& model, const std::optional<NanInjection>& injection);
+
+// Puts a NaN into the middle element of the injection's tensor, on the rank
+// whose shard holds it, when `step` is the injection's step.
+void inject_nan(const models::ModelSpec& model, const std::optional<NanInjection>& injection, int64_t step,
+                std::vector<UnitShard>& shards);
+
+// Agrees this rank's first NaN or infinity of `step` (or none) over the
+// world; when any rank has one, names it in result.non_finite and returns
+// true: every rank then stops together.
+bool stop_on_non_finite(const std::optional<NonFinite>& mine, int64_t step, const models::ModelSpec& model,
+                        Communicator& world, RunResult& result);
 
 }  // namespace ragged::backend

@@ -4,6 +4,7 @@ list(APPEND RAGGED_BACKEND_SRCS
   ${CMAKE_CURRENT_LIST_DIR}/host_optimizer.cpp
   ${CMAKE_CURRENT_LIST_DIR}/host_executor.cpp
   ${CMAKE_CURRENT_LIST_DIR}/reference.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/finite_check.cpp
   ${CMAKE_CURRENT_LIST_DIR}/run_trace.cpp
   ${CMAKE_CURRENT_LIST_DIR}/run_support.cpp
   ${CMAKE_CURRENT_LIST_DIR}/run.cpp)

@@ -37,6 +37,9 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   } catch (const InputError& e) {
     err << "ragged: error: " << e.what() << '\n';
     return kExitBadInput;
+  } catch (const CheckFailure& e) {
+    err << "ragged: check failed: " << e.what() << '\n';
+    return kExitCheckFailed;
   } catch (const std::exception& e) {
     err << "ragged: internal error: " << e.what() << '\n';
     return kExitInternal;

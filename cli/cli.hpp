@@ -9,6 +9,7 @@ namespace ragged::cli {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitInternal = 1;
 inline constexpr int kExitBadInput = 2;
+inline constexpr int kExitCheckFailed = 3;  // ragged run: a check it ran failed
 
 int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
 

@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
+
 #include "backend/communicator.hpp"
 #include "backend/run.hpp"
 #ifdef RAGGED_HAVE_CUDA
@@ -29,6 +31,7 @@ struct RunCommandOptions {
   backend::RunOptions run;
   std::string trace_path;
   std::string chrome_path;
+  std::string inject_nan;
   bool json = false;
 };
 
@@ -65,15 +68,40 @@ void print(const backend::RunResult& r, const std::string& label, std::ostream& 
   if (r.collective_errors >= 0) {
     out << fmt::format("  collectives        {} wrong elements in the verifiable self-tests\n", r.collective_errors);
   }
+  if (!r.non_finite.empty()) out << fmt::format("  not finite         {} (the run stopped there)\n", r.non_finite);
   if (r.reference_error >= 0) {
-    out << fmt::format("  reference          max relative error {:.3g} ({}), {} of {} elements differ bitwise: {}\n",
-                       r.reference_error, r.worst_tensor, format_integer(r.reference_differing),
-                       format_integer(r.reference_elements), r.reference_ok ? "OK" : "FAILED");
+    const std::string claim = r.reference_bitwise
+                                  ? fmt::format("{} of {} elements differ bitwise (the claim: none)",
+                                                format_integer(r.reference_differing), format_integer(r.reference_elements))
+                                  : fmt::format("max relative error {:.3g} ({}) of a tolerance {:.3g}", r.reference_error,
+                                                r.worst_tensor, r.reference_tolerance);
+    out << fmt::format("  reference          {}: {}\n", claim, r.reference_ok ? "OK" : "FAILED");
+    if (r.reference_non_finite > 0) {
+      out << fmt::format("  reference          {} elements NaN or infinite, first {}\n",
+                         format_integer(r.reference_non_finite), r.reference_first_non_finite);
+    }
     if (r.replicas > 1) {
       out << fmt::format("  replicas           {} of every shard, {} elements differ bitwise from replica 0\n",
                          r.replicas, format_integer(r.replica_differing));
     }
   }
+}
+
+// --inject-nan TENSOR@STEP
+backend::NanInjection parse_injection(const std::string& text) {
+  const size_t at = text.rfind('@');
+  backend::NanInjection injection{text.substr(0, at), 1};
+  if (at != std::string::npos) {
+    const std::string step = text.substr(at + 1);
+    char* end = nullptr;
+    const long long value = std::strtoll(step.c_str(), &end, 10);
+    if (step.empty() || *end != '\0' || value < 1 || value > 1'000'000) {
+      throw InputError(fmt::format("--inject-nan {}: the step after '@' must be a whole number from 1 to 1,000,000", text));
+    }
+    injection.step = value;
+  }
+  if (injection.tensor.empty()) throw InputError("--inject-nan: name a tensor, as TENSOR or TENSOR@STEP");
+  return injection;
 }
 
 // Where the CUDA backend is built, --device cuda runs there.
@@ -115,7 +143,12 @@ void add_run_command(CLI::App& app, Context& context) {
   cmd->add_flag("--check-reference", o->run.check_reference,
                 "Compare the trained parameters with a single-process unsharded run");
   cmd->add_option("--tolerance", o->run.tolerance,
-                  "Relative error allowed per tensor against the reference (default 1e-6 on cpu, 1e-3 on cuda)");
+                  "Relative L2 error allowed per tensor against the reference (default: bitwise equality on cpu, "
+                  "1e-3 on cuda)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--inject-nan", o->inject_nan,
+                  "Put a NaN into TENSOR's parameters after step STEP (TENSOR@STEP, default step 1): shows that the "
+                  "checks catch it");
   cmd->add_flag("--json", o->json, "Print JSON");
   cmd->callback([&context, o, cmd] {
     auto resolved = o->scenario.resolve();
@@ -124,7 +157,8 @@ void add_run_command(CLI::App& app, Context& context) {
     if (cmd->count("--steps") == 0) o->run.steps = defaults.steps();
     if (cmd->count("--warmup") == 0) o->run.warmup_steps = defaults.warmup_steps();
     if (cmd->count("--seed") == 0) o->run.seed = defaults.seed();
-    if (cmd->count("--tolerance") == 0 && o->run.device == "cuda") o->run.tolerance = kCudaTolerance;
+    if (cmd->count("--tolerance") == 0) o->run.tolerance = o->run.device == "cuda" ? kCudaTolerance : -1.0;
+    if (!o->inject_nan.empty()) o->run.inject_nan = parse_injection(o->inject_nan);
     std::unique_ptr<backend::Communicator> comm =
         backend::launched_by_mpi() ? backend::make_mpi_communicator() : backend::make_local_communicator();
     backend::RunResult result;
@@ -155,11 +189,21 @@ void add_run_command(CLI::App& app, Context& context) {
                           {"comm_s", s.comm_s()},
                           {"peak_memory_bytes", s.peak_allocated_bytes()},
                           {"losses", result.losses},
+                          {"non_finite", result.non_finite},
                           {"collective_errors", result.collective_errors},
+                          {"reference_checked", result.reference_error >= 0},
+                          {"reference_bitwise", result.reference_bitwise},
+                          {"reference_tolerance", result.reference_tolerance},
                           {"reference_error", result.reference_error},
+                          {"reference_worst_tensor", result.worst_tensor},
+                          {"reference_differing", result.reference_differing},
+                          {"reference_elements", result.reference_elements},
+                          {"reference_non_finite", result.reference_non_finite},
                           {"reference_ok", result.reference_ok},
                           {"replicas", result.replicas},
                           {"replica_differing", result.replica_differing},
+                          {"failures", result.failures()},
+                          {"passed", result.failures().empty()},
                           {"device", result.trace.metadata().device()},
                           {"arena_held_bytes", result.arena_held_bytes},
                           {"program_peak_bytes", result.program_peak_bytes},
@@ -175,10 +219,11 @@ void add_run_command(CLI::App& app, Context& context) {
     } else {
       print(result, resolved.front().scenario().name() + ": " + result.trace.metadata().strategy(), context.out);
     }
-    if (!result.reference_ok || result.collective_errors > 0) {
-      throw InternalError(fmt::format("the run failed its checks: reference error {:.3g} (tolerance {:.3g}), {} wrong "
-                                      "collective elements", result.reference_error, o->run.tolerance,
-                                      std::max<int64_t>(0, result.collective_errors)));
+    const std::vector<std::string> failures = result.failures();
+    if (!failures.empty()) {
+      std::string text = failures.front();
+      for (size_t i = 1; i < failures.size(); ++i) text += "; " + failures[i];
+      throw CheckFailure(text);
     }
   });
 }

@@ -2,7 +2,7 @@
 // Error types shared by every module. An InputError ends an operation because
 // of something the user gave (a file, a flag, a scenario field): the CLI prints
 // its message on one line and exits with code 2. Anything else that escapes is
-// an internal error (exit code 1). Library code never calls exit() or abort().
+// an internal error (exit code 1); a failed check is exit code 3. Library code never calls exit() or abort().
 
 #include <stdexcept>
 #include <string>
@@ -24,6 +24,14 @@ class FieldError : public InputError {
 
  private:
   std::string path_;
+};
+
+// A run that completed but failed a check it was asked to pass (the
+// reference, the collectives, finite numbers): not bad input and not a bug
+// in Ragged, but a verdict; the CLI exits with code 3.
+class CheckFailure : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 // A broken invariant inside Ragged: a bug, not bad input.

@@ -78,6 +78,7 @@ void check_gpu_runnable(const planner::ResolvedScenario& resolved, const RunOpti
     throw InputError("--check-reference compares with the fp32 host reference: set training.precision "
                      "{ param: FP32 reduce: FP32 master: FP32 }");
   }
+  if (options.inject_nan) throw InputError("--inject-nan runs on --device cpu");
   if (options.verify_collectives) {
     throw InputError("--verify-collectives checks the host communicators; run it with --device cpu");
   }
@@ -137,16 +138,26 @@ RunResult run_on_gpu(const planner::ResolvedScenario& resolved, const RunOptions
     result.replicas = groups.replicas->size();
     std::vector<MeasuredStep> measured;
     const int64_t total = options.warmup_steps + options.steps;
-    for (int64_t step = 1; step <= total; ++step) {
+    bool stopped = false;
+    for (int64_t step = 1; step <= total && !stopped; ++step) {
       MeasuredStep s = executor.run_step(step);
       result.losses.push_back(comm.sum(s.loss) / comm.size());
+      // Off the step's clock: the loss and the parameters must be finite (a
+      // NaN in a gradient or a moment reaches the parameters in the same
+      // step's update).
+      std::optional<NonFinite> found = non_finite_loss(s.loss);
+      if (!found) {
+        download_masters(units, shards, compute);
+        found = first_non_finite_master(shards);
+      }
+      stopped = stop_on_non_finite(found, step, resolved.model, *groups.world, result);
       if (step > options.warmup_steps) measured.push_back(std::move(s));
     }
     const MemoryInfo memory = device.memory_info();
     result.device_used_bytes = static_cast<int64_t>(memory.total_bytes - memory.free_bytes);
     result.arena_held_bytes = config.persistent_bytes + arena.bytes;
     result.program_peak_bytes = planner::memory_breakdown(program).peak_total();
-    if (options.check_reference) {
+    if (options.check_reference && !stopped) {
       download_masters(units, shards, compute);
       judge_against_reference(resolved, shards, groups, total, options, result);
     }

@@ -5,7 +5,8 @@
 # layouts, element/row/block granularity, AdamW, 8-bit Adam and Muon, on 4
 # ranks and the uneven 3 and 5, and under HSDP.
 list(APPEND RAGGED_BACKEND_TEST_SRCS
-  ${CMAKE_CURRENT_LIST_DIR}/run_test.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/run_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/verdict_test.cpp)
 
 if(RAGGED_HAVE_MPI AND MPIEXEC_EXECUTABLE)
   execute_process(COMMAND ${MPIEXEC_EXECUTABLE} --version OUTPUT_VARIABLE _ragged_mpirun_version ERROR_QUIET)
@@ -13,6 +14,10 @@ if(RAGGED_HAVE_MPI AND MPIEXEC_EXECUTABLE)
   if(_ragged_mpirun_version MATCHES "Open MPI|OpenRTE")
     set(_ragged_run_flags --oversubscribe)
   endif()
+
+  # Each run's verdict is read from its --json (check_run_verdict.cmake), not
+  # from the exit code alone.
+  set(_ragged_verdict_script ${CMAKE_CURRENT_LIST_DIR}/check_run_verdict.cmake)
 
   # ragged_add_run_check(NP MODEL STRATEGY GRANULARITY OPTIMIZER [SHARD_GROUP])
   # With SHARD_GROUP < NP the run is HSDP: NP / SHARD_GROUP replicas.
@@ -28,10 +33,12 @@ if(RAGGED_HAVE_MPI AND MPIEXEC_EXECUTABLE)
     if(NOT granularity STREQUAL "default")
       set(_granularity_args --granularity ${granularity})
     endif()
+    set(_command ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np} ${_ragged_run_flags}
+        $<TARGET_FILE:ragged> run ${model} --gpus ${np} --strategy ${strategy} ${_granularity_args}
+        --optimizer ${optimizer} ${_hsdp_args} --steps 2 --warmup 1 --check-reference --verify-collectives --json)
+    string(REPLACE ";" "|" _command "${_command}")
     add_test(NAME ${_name}
-      COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np} ${_ragged_run_flags}
-              $<TARGET_FILE:ragged> run ${model} --gpus ${np} --strategy ${strategy} ${_granularity_args}
-              --optimizer ${optimizer} ${_hsdp_args} --steps 2 --warmup 1 --check-reference --verify-collectives)
+      COMMAND ${CMAKE_COMMAND} -DEXPECT=pass "-DCOMMAND=${_command}" -P ${_ragged_verdict_script})
     set_tests_properties(${_name} PROPERTIES
       LABELS "backend;mpi;correctness"
       ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OPENBLAS_NUM_THREADS=1"
@@ -88,4 +95,20 @@ if(RAGGED_HAVE_MPI AND MPIEXEC_EXECUTABLE)
   ragged_add_run_check(4 tiny-moe-4xcpu fsdp2 rows:4 muon 2)
   ragged_add_run_check(6 tiny-llama-4xcpu ragged block:32x32 adam8bit 3)
   ragged_add_run_check(4 tiny-llama-4xcpu fsdp2 default adamw 1)
+
+  # The checks must be able to fail: one NaN put into a parameter held by
+  # rank 3 after step 2 stops the run at that step, named, with exit code 3.
+  set(_command ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 4 ${_ragged_run_flags}
+      $<TARGET_FILE:ragged> run tiny-llama-4xcpu --steps 2 --warmup 1 --check-reference --verify-collectives
+      --inject-nan layers.1.mlp.down_proj.weight@2 --json)
+  string(REPLACE ";" "|" _command "${_command}")
+  add_test(NAME backend.run.np4.injected_nan.fails
+    COMMAND ${CMAKE_COMMAND} -DEXPECT=nan -DNAN_TENSOR=layers.1.mlp.down_proj.weight -DNAN_STEP=2
+            "-DCOMMAND=${_command}" -P ${_ragged_verdict_script})
+  set_tests_properties(backend.run.np4.injected_nan.fails PROPERTIES
+    LABELS "backend;mpi;correctness"
+    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OPENBLAS_NUM_THREADS=1"
+    PROCESSORS 4
+    RESOURCE_LOCK ragged_mpi
+    TIMEOUT 120)
 endif()

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <csignal>
 #include <cstring>
 #include <exception>
@@ -52,6 +53,9 @@ int64_t resident_bytes() {
 std::string run_in_child(const std::function<std::string()>& work, ChildUsage* usage) {
   int fds[2];
   if (::pipe(fds) != 0) throw InternalError(fmt::format("pipe failed: {}", std::strerror(errno)));
+  // The child inherits unflushed stdio buffers; anything in the child that
+  // flushes them (SimGrid does) would print the parent's pending output again.
+  std::fflush(nullptr);
   const pid_t pid = ::fork();
   if (pid < 0) throw InternalError(fmt::format("fork failed: {}", std::strerror(errno)));
   if (pid == 0) {

@@ -97,23 +97,40 @@ TEST(CollectiveFlows, AllToAllLoadsFollowAnEvenSpread) {
   EXPECT_DOUBLE_EQ((l.out[{0, -1}]), 8.0 * 8.0 / 16.0);
 }
 
+// NCCL's tuner (src/graph/tuning.cc) for rings on Hopper, as
+// docs/SIMULATOR.md section 5 gives it: base {LL 6.6, LL128 14.0, Simple 8.4}
+// us, per NVLink step {0.6, 1.9, 3.4}, per network step {2.7, 4.0, 14.0} plus
+// 1 us (x3 for Simple). Exact to rounding: 1e-9 relative.
 TEST(NcclLatency, TunerConstants) {
+  auto expect_us = [](double seconds, double us) { EXPECT_NEAR(seconds, us * 1e-6, 1e-9 * us * 1e-6); };
   // 8 GPUs in one node, Simple: 8.4 + 7 * 3.4 us.
-  EXPECT_NEAR(ring_latency_seconds(Protocol::kSimple, {8, 1, false}), 32.2e-6, 1e-12);
+  expect_us(ring_latency_seconds(Protocol::kSimple, {8, 1, false}), 8.4 + 7 * 3.4);
   // LL on one node: 6.6 + 7 * 0.6 = 10.8 us (the reference's ~11 us floor).
-  EXPECT_NEAR(ring_latency_seconds(Protocol::kLL, {8, 1, false}), 10.8e-6, 1e-12);
+  expect_us(ring_latency_seconds(Protocol::kLL, {8, 1, false}), 6.6 + 7 * 0.6);
+  // LL128 across 4 nodes: 28 NVLink steps and 3 network steps.
+  expect_us(ring_latency_seconds(Protocol::kLL128, {32, 4, false}), 14.0 + 28 * 1.9 + 3 * (4.0 + 1.0));
   // 16 GPUs on 2 nodes, Simple: 14 NVLink steps and 1 network step (14 + 3).
-  EXPECT_NEAR(ring_latency_seconds(Protocol::kSimple, {16, 2, false}), (8.4 + 14 * 3.4 + 17.0) * 1e-6, 1e-12);
+  expect_us(ring_latency_seconds(Protocol::kSimple, {16, 2, false}), 8.4 + 14 * 3.4 + (14.0 + 3.0));
   // All-reduce doubles the steps.
-  EXPECT_NEAR(ring_latency_seconds(Protocol::kSimple, {8, 1, true}), (8.4 + 14 * 3.4) * 1e-6, 1e-12);
+  expect_us(ring_latency_seconds(Protocol::kSimple, {8, 1, true}), 8.4 + 14 * 3.4);
+  expect_us(ring_latency_seconds(Protocol::kSimple, {2, 2, true}), 8.4 + 2 * (14.0 + 3.0));
+  EXPECT_EQ(ring_latency_seconds(Protocol::kSimple, {1, 1, true}), 0.0);
 }
 
 TEST(NcclLatency, SmallMessagesPickLLLargeOnesSimple) {
   RingShape shape{8, 1, false};
   EXPECT_EQ(best_collective_time(shape, 1e-6).protocol, Protocol::kLL);
   EXPECT_EQ(best_collective_time(shape, 10e-3).protocol, Protocol::kSimple);
-  CollectiveTime t = best_collective_time(shape, 10e-3);
-  EXPECT_NEAR(t.seconds, 10e-3 + 32.2e-6, 1e-12);
+  // 1 us of Simple bandwidth time: LL takes 2 us + 10.8 us of latency.
+  EXPECT_NEAR(best_collective_time(shape, 1e-6).seconds, (2.0 + 6.6 + 7 * 0.6) * 1e-6, 1e-9 * 12.8e-6);
+  const CollectiveTime t = best_collective_time(shape, 10e-3);
+  EXPECT_NEAR(t.seconds, 10e-3 + (8.4 + 7 * 3.4) * 1e-6, 1e-9 * 10e-3);
+  EXPECT_NEAR(t.latency_seconds, (8.4 + 7 * 3.4) * 1e-6, 1e-9 * 32.2e-6);
+  // In between LL128 wins: over 32 GPUs on 4 nodes, 100 us of Simple bandwidth
+  // time take 100 / 0.92 + 82.2 = 190.9 us (Simple 254.6, LL 234.5).
+  const CollectiveTime mid = best_collective_time({32, 4, false}, 100e-6);
+  EXPECT_EQ(mid.protocol, Protocol::kLL128);
+  EXPECT_NEAR(mid.seconds, 100e-6 / 0.92 + (14.0 + 28 * 1.9 + 3 * 5.0) * 1e-6, 1e-9 * 190e-6);
 }
 
 }  // namespace

@@ -1,15 +1,24 @@
 // Model tests: the simulated result beside the analytic expectation, for the
 // cases where one exists (SimGrid examples' style). Each simulation runs in a
 // child process: SimGrid's engine is one per process.
+//
+// The expectations are computed here from the documented constants, written
+// as literals with their source (docs/SIMULATOR.md), never by calling the
+// models under test: a wrong constant or formula in sim/ fails these tests.
+// Where the math is exact the tolerance is 1e-9 relative; every line printed
+// carries both values to ten significant digits and their relative difference
+// (`build/tests/sim/test_sim --gtest_filter='SimModel.*'`).
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <string>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "planner/program_writer.hpp"
 #include "sim/child_process.hpp"
-#include "sim/nccl_latency.hpp"
 #include "sim/program_run.hpp"
 
 namespace ragged::sim {
@@ -18,6 +27,63 @@ namespace {
 using planner::Group;
 using planner::OpKind;
 using planner::Stream;
+
+// Relative tolerance where the expectation is exact (floating-point rounding only).
+constexpr double kExact = 1e-9;
+
+// --- documented constants (docs/SIMULATOR.md) --------------------------------
+
+// Section 2: link rates are line rate times NCCL's achieved share for large
+// messages: 0.80 of H100 NVLink (450 GB/s per GPU per direction), 0.94 of a
+// 400 Gb/s NIC (50 GB/s); 8 NICs per node.
+constexpr double kNvlink = 450e9 * 0.80;
+constexpr double kNodeNetwork = 8 * 50e9 * 0.94;
+
+// Section 5: NCCL's tuner (src/graph/tuning.cc) for rings on Hopper: base
+// latency, per NVLink step, per network step (plus the 1 us network overhead,
+// x3 for Simple), and the share of Simple's bandwidth the protocol reaches.
+struct NcclProtocol {
+  const char* name;
+  double base_us, nvlink_step_us, network_step_us, bandwidth_share;
+};
+constexpr NcclProtocol kNcclProtocols[] = {
+    {"Simple", 8.4, 3.4, 14.0 + 3 * 1.0, 1.0},
+    {"LL128", 14.0, 1.9, 4.0 + 1.0, 0.92},
+    {"LL", 6.6, 0.6, 2.7 + 1.0, 0.5},
+};
+
+// Section 6, default tables, H100: GEMM rates measured at square shapes
+// (TFLOP/s of torch.mm bf16, source [1]), clamped beyond 10240^3; 4 us launch
+// per kernel (assumption [6]).
+constexpr double kH100Gemm4096 = 788.72e12;
+constexpr double kH100Gemm8192 = 797.51e12;
+constexpr double kH100Gemm10240 = 719.72e12;
+constexpr double kLaunch = 4e-6;
+
+struct Expected {
+  double seconds;
+  const char* protocol;
+};
+
+// A ring collective whose flows take `bandwidth_s` at Simple's rates, over
+// `steps` ring steps of which `network_steps` cross nodes, under the protocol
+// NCCL picks: the one with the smallest latency + bandwidth time.
+Expected nccl_ring(double bandwidth_s, int64_t steps, int64_t network_steps) {
+  Expected best{INFINITY, ""};
+  for (const NcclProtocol& p : kNcclProtocols) {
+    const double latency =
+        (p.base_us + static_cast<double>(steps - network_steps) * p.nvlink_step_us +
+         static_cast<double>(network_steps) * p.network_step_us) * 1e-6;
+    const double t = latency + bandwidth_s / p.bandwidth_share;
+    if (t < best.seconds) best = {t, p.name};
+  }
+  return best;
+}
+
+// A compute-bound GEMM at a table point (or beyond the table's last point).
+double gemm_seconds(double m, double n, double k, double rate) { return 2 * m * n * k / rate + kLaunch; }
+
+// --- harness -----------------------------------------------------------------
 
 ClusterSpec h100_cluster(int64_t nodes, int64_t per_leaf = 4, double oversubscription = 1) {
   ClusterSpec c;
@@ -46,6 +112,7 @@ nlohmann::json run(const planner::Program& program, const ClusterSpec& cluster, 
     nlohmann::json j;
     j["step"] = r.step_seconds;
     j["exposed"] = r.exposed_seconds;
+    j["nodes"] = r.simulated_nodes;
     for (const auto& t : r.timings) j["ops"].push_back(t.end - t.start);
     return j.dump();
   });
@@ -62,31 +129,50 @@ planner::Program collective_program(OpKind kind, Group group, int64_t bytes, int
   return p;
 }
 
-void report(const char* what, double analytic, double simulated) {
-  std::printf("%-48s analytic %9.4f ms   simulated %9.4f ms   (%+.2f%%)\n", what, analytic * 1e3, simulated * 1e3,
-              100 * (simulated - analytic) / analytic);
+double relative(double value, double reference) { return (value - reference) / reference; }
+
+// One line per comparison: both values to ten significant digits and the
+// relative difference of `simulated` from `expected`.
+void report(const std::string& what, const char* expected_as, double expected, const char* simulated_as,
+            double simulated) {
+  std::printf("%-50s %-9s %12.9f ms  %-9s %12.9f ms  (%+.1e)\n", what.c_str(), expected_as, expected * 1e3,
+              simulated_as, simulated * 1e3, relative(simulated, expected));
+  std::fflush(stdout);
+}
+void report(const std::string& what, double analytic, double simulated) {
+  report(what, "analytic", analytic, "simulated", simulated);
 }
 
+void expect_relative(double value, double reference, double tolerance) {
+  EXPECT_NEAR(value, reference, tolerance * std::abs(reference)) << "relative difference " << relative(value, reference);
+}
+
+// --- against the analytic expectation ---------------------------------------
+
 TEST(SimModel, AllGatherOnOneNode) {
+  // A ring of 8 GPUs over NVLink: each sends 7/8 of the buffer; 7 NVLink steps.
   const double S = 1e9;
-  ClusterSpec c = h100_cluster(1);
-  double simulated = run(collective_program(OpKind::kAllGather, Group::kShard, static_cast<int64_t>(S), 8, 1), c,
-                         SimulationMode::kFull)["step"];
-  double analytic = (7.0 / 8.0) * S / (450e9 * 0.80) + ring_latency_seconds(Protocol::kSimple, {8, 1, false});
-  report("all-gather 1 GB, 8 GPUs, one node", analytic, simulated);
-  EXPECT_NEAR(simulated, analytic, 0.005 * analytic);
+  double simulated = run(collective_program(OpKind::kAllGather, Group::kShard, static_cast<int64_t>(S), 8, 1),
+                         h100_cluster(1), SimulationMode::kFull)["step"];
+  const Expected analytic = nccl_ring((7.0 / 8.0) * S / kNvlink, 7, 0);
+  report(std::string("all-gather 1 GB, 8 GPUs, one node (") + analytic.protocol + ")", analytic.seconds, simulated);
+  EXPECT_STREQ(analytic.protocol, "Simple");
+  expect_relative(simulated, analytic.seconds, kExact);
 }
 
 TEST(SimModel, AllGatherAcrossNodesIsNicBound) {
+  // 32 GPUs on 4 nodes: every hop moves 31/32 of the buffer, each node's
+  // GPUs pass 7/8 of it over NVLink and the node sends it once over its NICs.
   const double S = 1e9;
-  ClusterSpec c = h100_cluster(4);
-  double simulated = run(collective_program(OpKind::kAllGather, Group::kShard, static_cast<int64_t>(S), 32, 1), c,
-                         SimulationMode::kFull)["step"];
+  double simulated = run(collective_program(OpKind::kAllGather, Group::kShard, static_cast<int64_t>(S), 32, 1),
+                         h100_cluster(4), SimulationMode::kFull)["step"];
   const double per_hop = S * 31.0 / 32.0;
-  const double nvlink = per_hop * 7.0 / 8.0 / (450e9 * 0.80), network = per_hop / (8 * 50e9 * 0.94);
-  double analytic = std::max(nvlink, network) + ring_latency_seconds(Protocol::kSimple, {32, 4, false});
-  report("all-gather 1 GB, 32 GPUs on 4 nodes", analytic, simulated);
-  EXPECT_NEAR(simulated, analytic, 0.005 * analytic);
+  const double nvlink = per_hop * 7.0 / 8.0 / kNvlink, network = per_hop / kNodeNetwork;
+  ASSERT_GT(network, nvlink);
+  const Expected analytic = nccl_ring(network, 31, 3);
+  report(std::string("all-gather 1 GB, 32 GPUs on 4 nodes (") + analytic.protocol + ")", analytic.seconds, simulated);
+  EXPECT_STREQ(analytic.protocol, "Simple");
+  expect_relative(simulated, analytic.seconds, kExact);
 }
 
 TEST(SimModel, OversubscribedUplinksSlowCrossLeafAllReduce) {
@@ -98,15 +184,28 @@ TEST(SimModel, OversubscribedUplinksSlowCrossLeafAllReduce) {
                             h100_cluster(8, 4, 1), SimulationMode::kFull)["step"];
   double oversubscribed = run(collective_program(OpKind::kAllReduce, Group::kReplicate, static_cast<int64_t>(S), 32, 2),
                               h100_cluster(8, 4, 2), SimulationMode::kFull)["step"];
-  // 8 rings per node, each hop 2 (n-1)/n S = S bytes.
+  // 8 rings of 2 members per node, each hop 2 (n-1)/n S = S bytes; all-reduce: 2 steps, both across nodes.
   const double node_bytes = 8 * S;
-  const double latency = ring_latency_seconds(Protocol::kSimple, {2, 2, true});
-  const double analytic_nb = node_bytes / (8 * 50e9 * 0.94) + latency;
-  const double analytic_os = node_bytes / (8 * 50e9 * 0.94 / 2) + latency;
-  report("HSDP all-reduce across leaves, non-blocking", analytic_nb, non_blocking);
-  report("HSDP all-reduce across leaves, 2:1 oversubscribed", analytic_os, oversubscribed);
-  EXPECT_NEAR(non_blocking, analytic_nb, 0.01 * analytic_nb);
-  EXPECT_NEAR(oversubscribed, analytic_os, 0.01 * analytic_os);
+  const Expected analytic_nb = nccl_ring(node_bytes / kNodeNetwork, 2, 2);
+  const Expected analytic_os = nccl_ring(node_bytes / (kNodeNetwork / 2), 2, 2);
+  report("HSDP all-reduce across leaves, non-blocking", analytic_nb.seconds, non_blocking);
+  report("HSDP all-reduce across leaves, 2:1 oversubscribed", analytic_os.seconds, oversubscribed);
+  EXPECT_STREQ(analytic_nb.protocol, "Simple");
+  EXPECT_STREQ(analytic_os.protocol, "Simple");
+  expect_relative(non_blocking, analytic_nb.seconds, kExact);
+  expect_relative(oversubscribed, analytic_os.seconds, kExact);
+}
+
+TEST(SimModel, LatencyBoundAllGatherTakesLL) {
+  // 64 KB over 8 GPUs: the latency terms dominate and NCCL's tuner picks LL
+  // (half the bandwidth, 0.6 us NVLink steps).
+  const double S = 65536;
+  double simulated = run(collective_program(OpKind::kAllGather, Group::kShard, static_cast<int64_t>(S), 8, 1),
+                         h100_cluster(1), SimulationMode::kFull)["step"];
+  const Expected analytic = nccl_ring((7.0 / 8.0) * S / kNvlink, 7, 0);
+  report(std::string("all-gather 64 KB, 8 GPUs, one node (") + analytic.protocol + ")", analytic.seconds, simulated);
+  EXPECT_STREQ(analytic.protocol, "LL");
+  expect_relative(simulated, analytic.seconds, kExact);
 }
 
 TEST(SimModel, ComputeOnlyStepIsTheSumOfItsOps) {
@@ -117,10 +216,11 @@ TEST(SimModel, ComputeOnlyStepIsTheSumOfItsOps) {
   uint32_t a = w.compute(OpKind::kComputeFwd, 0, 0, "a", work, {});
   w.compute(OpKind::kComputeBwd, 0, 0, "b", work, {a});
   double simulated = run(p, h100_cluster(1), SimulationMode::kFull)["step"];
-  const ComputeModel model = h100();
-  double analytic = model.seconds(p.ops[0]) + model.seconds(p.ops[1]);
+  // 8192^3 is a table point, compute-bound (1.1e12 FLOPs at 797.51 TFLOP/s
+  // against 403 MB at 0.75 of 3.35 TB/s).
+  double analytic = 2 * gemm_seconds(8192, 8192, 8192, kH100Gemm8192);
   report("compute only: two 8192^3 GEMMs", analytic, simulated);
-  EXPECT_NEAR(simulated, analytic, 1e-9);
+  expect_relative(simulated, analytic, kExact);
 }
 
 TEST(SimModel, PerfectlyOverlappedStepTakesTheLonger) {
@@ -132,9 +232,15 @@ TEST(SimModel, PerfectlyOverlappedStepTakesTheLonger) {
   w.compute(OpKind::kComputeFwd, 0, 0, "compute", work, {});
   w.collective(OpKind::kAllGather, Stream::kAllGather, Group::kShard, 1, 0, "all-gather", 500'000'000, -1, {});
   nlohmann::json r = run(p, h100_cluster(1), SimulationMode::kFull);
-  const double compute = r["ops"][0], comm = r["ops"][1];
-  report("overlap: max(compute, all-gather)", std::max(compute, comm), r["step"]);
-  EXPECT_NEAR(r["step"].get<double>(), std::max(compute, comm), 1e-9);
+  // 4.4e12 FLOPs lie beyond the table's last point (10240^3): its rate holds.
+  const double compute = gemm_seconds(16384, 16384, 8192, kH100Gemm10240);
+  const Expected comm = nccl_ring((7.0 / 8.0) * 500e6 / kNvlink, 7, 0);
+  report("overlap: the GEMM", compute, r["ops"][0].get<double>());
+  report("overlap: the all-gather, 500 MB on 8 GPUs", comm.seconds, r["ops"][1].get<double>());
+  report("overlap: step = max(compute, all-gather)", std::max(compute, comm.seconds), r["step"].get<double>());
+  expect_relative(r["ops"][0].get<double>(), compute, kExact);
+  expect_relative(r["ops"][1].get<double>(), comm.seconds, kExact);
+  expect_relative(r["step"].get<double>(), std::max(compute, comm.seconds), kExact);
   EXPECT_DOUBLE_EQ(r["exposed"].get<double>(), 0.0);
 }
 
@@ -147,28 +253,77 @@ TEST(SimModel, DependencyExposesCommunication) {
   work.gemms.push_back({4096, 4096, 4096, 1});
   w.compute(OpKind::kComputeFwd, 0, 0, "compute", work, {ag});
   nlohmann::json r = run(p, h100_cluster(1), SimulationMode::kFull);
-  EXPECT_NEAR(r["exposed"].get<double>(), r["ops"][0].get<double>(), 1e-9);
-  EXPECT_NEAR(r["step"].get<double>(), r["ops"][0].get<double>() + r["ops"][1].get<double>(), 1e-9);
+  const Expected comm = nccl_ring((7.0 / 8.0) * 500e6 / kNvlink, 7, 0);
+  const double compute = gemm_seconds(4096, 4096, 4096, kH100Gemm4096);
+  report("dependency: exposed = the all-gather", comm.seconds, r["exposed"].get<double>());
+  report("dependency: step = all-gather + compute", comm.seconds + compute, r["step"].get<double>());
+  expect_relative(r["exposed"].get<double>(), comm.seconds, kExact);
+  expect_relative(r["step"].get<double>(), comm.seconds + compute, kExact);
 }
+
+// --- simulation modes against each other ------------------------------------
 
 TEST(SimModel, SymmetricModeAgreesWithFullMode) {
   // 16 nodes in leaves of 4: symmetric simulates 8.
-  for (auto [shard, replicas] : {std::pair<int64_t, int64_t>{128, 1}, {32, 4}}) {
-    auto p = collective_program(OpKind::kAllGather, Group::kShard, 1'000'000'000, shard, replicas);
-    double full = run(p, h100_cluster(16), SimulationMode::kFull)["step"];
-    double symmetric = run(p, h100_cluster(16), SimulationMode::kSymmetric)["step"];
-    report(shard == 128 ? "all-gather over 128 GPUs: symmetric vs full" : "all-gather, 4 groups of 32: symmetric vs full",
-           full, symmetric);
-    EXPECT_NEAR(symmetric, full, 0.02 * full);
+  struct Case {
+    const char* what;
+    OpKind kind;
+    Group group;
+    int64_t shard, replicas;
+  };
+  for (const Case& c : {Case{"all-gather over 128 GPUs", OpKind::kAllGather, Group::kShard, 128, 1},
+                        Case{"all-gather, 4 groups of 32", OpKind::kAllGather, Group::kShard, 32, 4},
+                        Case{"all-gather, 16 groups of 8", OpKind::kAllGather, Group::kShard, 8, 16},
+                        Case{"HSDP all-reduce, 4 replicas of 32", OpKind::kAllReduce, Group::kReplicate, 32, 4},
+                        Case{"all-to-all, 4 groups of 32", OpKind::kAllToAll, Group::kShard, 32, 4}}) {
+    auto p = collective_program(c.kind, c.group, 1'000'000'000, c.shard, c.replicas);
+    nlohmann::json full_run = run(p, h100_cluster(16), SimulationMode::kFull);
+    nlohmann::json symmetric_run = run(p, h100_cluster(16), SimulationMode::kSymmetric);
+    EXPECT_EQ(full_run["nodes"].get<int64_t>(), 16);
+    EXPECT_EQ(symmetric_run["nodes"].get<int64_t>(), 8);
+    const double full = full_run["step"], symmetric = symmetric_run["step"];
+    report(std::string(c.what) + ", symmetric", "full", full, "symmetric", symmetric);
+    expect_relative(symmetric, full, kExact);
   }
 }
 
 TEST(SimModel, CollapsedRingAgreesWithStepLevelRing) {
-  auto p = collective_program(OpKind::kAllGather, Group::kShard, 1'000'000'000, 16, 1);
-  double collapsed = run(p, h100_cluster(2), SimulationMode::kFull)["step"];
-  double steps = run(p, h100_cluster(2), SimulationMode::kSteps)["step"];
-  report("all-gather over 16 GPUs: collapsed vs every ring step", steps, collapsed);
-  EXPECT_NEAR(collapsed, steps, 0.02 * steps);
+  // The step-level mode runs Simple's latency, spread over the steps: compare
+  // where NCCL picks Simple (bandwidth-bound rings).
+  struct Case {
+    const char* what;
+    OpKind kind;
+    Group group;
+    int64_t nodes, shard, replicas;
+  };
+  for (const Case& c : {Case{"all-gather over 8 GPUs", OpKind::kAllGather, Group::kShard, 1, 8, 1},
+                        Case{"all-gather over 16 GPUs", OpKind::kAllGather, Group::kShard, 2, 16, 1},
+                        Case{"reduce-scatter over 32 GPUs", OpKind::kReduceScatter, Group::kShard, 4, 32, 1},
+                        Case{"all-gather, 4 groups of 8", OpKind::kAllGather, Group::kShard, 4, 8, 4},
+                        Case{"HSDP all-reduce, 16 rings of 2", OpKind::kAllReduce, Group::kReplicate, 4, 16, 2}}) {
+    auto p = collective_program(c.kind, c.group, 1'000'000'000, c.shard, c.replicas);
+    double collapsed = run(p, h100_cluster(c.nodes), SimulationMode::kFull)["step"];
+    double steps = run(p, h100_cluster(c.nodes), SimulationMode::kSteps)["step"];
+    report(std::string(c.what) + ", collapsed", "steps", steps, "collapsed", collapsed);
+    expect_relative(collapsed, steps, kExact);
+  }
+}
+
+TEST(SimModel, StepLevelRingPaysLinkLatencyOnEveryStep) {
+  // Where they differ: a link's own latency (here 1 us per NVLink direction,
+  // 2 us GPU to GPU) is paid once by the collapsed ring's single flow per
+  // hop, and once per step (7 of them) by the step-level ring.
+  const double S = 1e9, path_latency = 2 * 1e-6;
+  ClusterSpec c = h100_cluster(1);
+  c.nvlink_latency_s = 1e-6;
+  auto p = collective_program(OpKind::kAllGather, Group::kShard, static_cast<int64_t>(S), 8, 1);
+  double collapsed = run(p, c, SimulationMode::kFull)["step"];
+  double steps = run(p, c, SimulationMode::kSteps)["step"];
+  const Expected bandwidth_and_nccl = nccl_ring((7.0 / 8.0) * S / kNvlink, 7, 0);
+  report("all-gather, 1 us NVLink latency, collapsed", bandwidth_and_nccl.seconds + path_latency, collapsed);
+  report("all-gather, 1 us NVLink latency, every step", bandwidth_and_nccl.seconds + 7 * path_latency, steps);
+  expect_relative(collapsed, bandwidth_and_nccl.seconds + path_latency, kExact);
+  expect_relative(steps, bandwidth_and_nccl.seconds + 7 * path_latency, kExact);
 }
 
 }  // namespace

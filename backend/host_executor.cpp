@@ -217,6 +217,10 @@ MeasuredStep HostExecutor::run_step(int64_t step) {
   }
   out.seconds = now();
   out.reserved_bytes = persistent_bytes_ + arena_.bytes;
+  // The arena holds parameter and gradient buffers only: the workload keeps
+  // activations and workspaces itself.
+  out.peak_state_and_buffers_bytes = out.peak_bytes;
+  out.persistent_bytes = persistent_bytes_;
   out.loss = loss_count_ ? losses_ / loss_count_ : 0.0;
   RAGGED_ASSERT(live_bytes_ == 0, "every buffer of the step is freed by its end");
   return out;

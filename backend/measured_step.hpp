@@ -28,6 +28,11 @@ struct MeasuredStep {
   double seconds = 0;
   double loss = 0;  // mean over this rank's micro-batches
   int64_t peak_bytes = 0;      // the most allocated at once
+  // The most the persistent state and the parameter and gradient buffers
+  // held at once (planner::is_parameter_or_gradient_buffer): the quantity a
+  // prediction reports too.
+  int64_t peak_state_and_buffers_bytes = 0;
+  int64_t persistent_bytes = 0;  // of which the executor's persistent state
   int64_t reserved_bytes = 0;  // what the executor holds: persistent state and the whole arena
   // The first NaN or infinity in a final gradient shard, seen before the
   // update consumed (and zeroed) it.

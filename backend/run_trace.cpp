@@ -3,11 +3,12 @@
 #include <algorithm>
 #include <cmath>
 
+#include "planner/memory_breakdown.hpp"
 #include "scenarios/scenario_loader.hpp"
 #include "scenarios/scenario_rules.hpp"
+#include "traces/metrics.hpp"
 #include "traces/trace_metadata.hpp"
 #include "traces/trace_names.hpp"
-#include "traces/trace_stats.hpp"
 
 namespace ragged::backend {
 namespace {
@@ -31,55 +32,51 @@ traces::Trace measured_trace(const planner::ResolvedScenario& resolved, const pl
   meta->set_steps(static_cast<int32_t>(steps.size()));
   if (steps.empty()) return trace;
 
-  const MeasuredStep& last = steps.back();
-  double compute = 0;
-  for (const planner::Op& op : program.ops) {
-    const OpTime& t = last.times[op.id];
-    traces::Event* e = trace.add_events();
-    e->set_op_id(op.id);
-    e->set_rank(comm.rank());
-    e->set_stream(traces::parse_stream(planner::stream_name(op.stream)).value_or(traces::STREAM_UNSPECIFIED));
-    e->set_kind(traces::parse_op_kind(planner::op_kind_name(op.kind)).value_or(traces::OP_KIND_UNSPECIFIED));
-    e->set_unit(op.unit);
-    e->set_name(op.name);
-    e->set_start_ns(ns(t.start));
-    e->set_end_ns(std::max(ns(t.end), ns(t.start)));
-    e->set_bytes(op.bytes);
-    e->set_flops(op.flops);
-    e->set_step(static_cast<int32_t>(steps.size()) - 1);
-    if (op.stream == planner::Stream::kCompute && op.kind != planner::OpKind::kAlloc && op.kind != planner::OpKind::kFree) {
-      compute += t.end - t.start;
+  // Every measured step's events, laid end to end: step i starts where step
+  // i-1 ended, so the timeline reads as the run went and each event keeps
+  // its step index for per-step figures.
+  traces::SummaryInputs summary;
+  double offset = 0;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const MeasuredStep& step = steps[i];
+    for (const planner::Op& op : program.ops) {
+      const OpTime& t = step.times[op.id];
+      traces::Event* e = trace.add_events();
+      e->set_op_id(op.id);
+      e->set_rank(comm.rank());
+      e->set_stream(traces::parse_stream(planner::stream_name(op.stream)).value_or(traces::STREAM_UNSPECIFIED));
+      e->set_kind(traces::parse_op_kind(planner::op_kind_name(op.kind)).value_or(traces::OP_KIND_UNSPECIFIED));
+      e->set_unit(op.unit);
+      e->set_name(op.name);
+      e->set_start_ns(ns(offset + t.start));
+      e->set_end_ns(std::max(ns(offset + t.end), ns(offset + t.start)));
+      e->set_bytes(op.bytes);
+      e->set_flops(op.flops);
+      e->set_step(static_cast<int32_t>(i));
     }
+    for (const MemoryPoint& m : step.memory) {
+      traces::MemorySample* sample = trace.add_memory();
+      sample->set_rank(comm.rank());
+      sample->set_time_ns(ns(offset + m.time));
+      sample->set_allocated_bytes(m.allocated);
+      sample->set_reserved_bytes(step.reserved_bytes);
+    }
+    // Durations from the nanosecond events, so that compute + exposed is the
+    // step exactly on this basis too.
+    const double seconds = static_cast<double>(ns(offset + step.seconds) - ns(offset)) * 1e-9;
+    summary.steps.push_back(traces::step_figures(trace, comm.rank(), static_cast<int>(i), seconds));
+    summary.peak_allocated_bytes = std::max(summary.peak_allocated_bytes, step.peak_bytes);
+    summary.peak_reserved_bytes = std::max(summary.peak_reserved_bytes, step.reserved_bytes);
+    summary.peak_state_and_buffers_bytes = std::max(summary.peak_state_and_buffers_bytes, step.peak_state_and_buffers_bytes);
+    summary.persistent_bytes = step.persistent_bytes;
+    offset += step.seconds;
   }
-  for (const MemoryPoint& m : last.memory) {
-    traces::MemorySample* sample = trace.add_memory();
-    sample->set_rank(comm.rank());
-    sample->set_time_ns(ns(m.time));
-    sample->set_allocated_bytes(m.allocated);
-    sample->set_reserved_bytes(last.reserved_bytes);
-  }
-  double seconds = 0;
-  int64_t peak = 0, reserved = 0;
-  for (const MeasuredStep& step : steps) {
-    seconds += step.seconds;
-    peak = std::max(peak, step.peak_bytes);
-    reserved = std::max(reserved, step.reserved_bytes);
-  }
-  seconds /= static_cast<double>(steps.size());
-  traces::Summary* sum = trace.mutable_summary();
-  sum->set_step_time_s(seconds);
-  sum->set_tokens_per_step(program.tokens_per_step);
-  sum->set_tokens_per_s_per_gpu(static_cast<double>(program.tokens_per_step) / seconds);
-  sum->set_mfu(program.model_flops_per_step / seconds / (s.cluster().gpu().peak_bf16_tflops() * 1e12));
-  sum->set_compute_s(compute);
-  sum->set_comm_s(traces::busy_seconds(trace, false));
-  // As the simulator counts it: the time the compute stream stands idle
-  // within the step, waiting on collectives (or, on a GPU, on launches).
-  sum->set_exposed_comm_s(std::max(0.0, last.seconds - traces::busy_seconds(trace, true)));
-  sum->set_peak_allocated_bytes(peak);
-  sum->set_peak_reserved_bytes(reserved);
-  sum->set_hbm_capacity_bytes(static_cast<int64_t>(s.cluster().gpu().hbm_capacity_gib() * 1073741824.0));
-  sum->set_oom(false);
+  summary.issue_order_peak_bytes = planner::issue_order_state_and_buffers_peak(program);
+  summary.tokens_per_step = program.tokens_per_step;
+  summary.model_flops_per_step = program.model_flops_per_step;
+  summary.peak_flops = scenarios::peak_bf16_flops(s.cluster().gpu());
+  summary.hbm_capacity_bytes = scenarios::hbm_capacity_bytes(s.cluster().gpu());
+  *trace.mutable_summary() = traces::make_summary(summary);
   return trace;
 }
 

@@ -1,7 +1,8 @@
 #pragma once
-// The measured trace of a run: this rank's events of the last measured step
-// (each with its Program op id, so it joins the predicted trace op by op),
-// its memory samples, and the summary averaged over the measured steps.
+// The measured trace of a run: this rank's events of every measured step
+// (each with its Program op id, so it joins the predicted trace op by op, and
+// its step index), its memory samples, and the summary: every figure per step
+// (traces::StepFigures), averaged over the measured steps.
 
 #include <string>
 #include <vector>

@@ -19,6 +19,7 @@
 #include "common/errors.hpp"
 #include "common/units.hpp"
 #include "traces/chrome_trace.hpp"
+#include "traces/metrics.hpp"
 #include "traces/trace_io.hpp"
 #include "traces/trace_names.hpp"
 #include "traces/trace_stats.hpp"
@@ -38,17 +39,22 @@ struct RunCommandOptions {
 void print(const backend::RunResult& r, const std::string& label, std::ostream& out) {
   const traces::Summary& s = r.trace.summary();
   out << fmt::format("{} (measured, {})\n", label, r.trace.metadata().device());
-  out << fmt::format("  step time          {}  (mean of {} measured steps)\n", format_seconds(s.step_time_s()),
-                     r.trace.metadata().steps());
+  const traces::Spread spread = traces::step_time_spread(s);
+  out << fmt::format("  step time          {}  (mean of {} measured step{}{})\n", format_seconds(s.step_time_s()),
+                     s.per_step_size(), s.per_step_size() == 1 ? "" : "s",
+                     s.per_step_size() > 1 ? fmt::format(": min {}, max {}, sd {}", format_seconds(spread.min),
+                                                         format_seconds(spread.max), format_seconds(spread.stddev))
+                                           : "");
   out << fmt::format("  tokens/s per GPU   {}  ({} tokens per GPU per step)\n",
                      format_integer(static_cast<int64_t>(s.tokens_per_s_per_gpu() + 0.5)), format_integer(s.tokens_per_step()));
   out << fmt::format("  MFU                {:.1f}% (of the scenario GPU's bf16 peak)\n", 100 * s.mfu());
   out << fmt::format("  exposed comm       {} ({:.1f}% of the step: the compute stream idle)\n",
                      format_seconds(s.exposed_comm_s()), s.step_time_s() > 0 ? 100 * s.exposed_comm_s() / s.step_time_s() : 0.0);
-  out << fmt::format("  busy               compute {}, communication {}\n", format_seconds(s.compute_s()),
-                     format_seconds(s.comm_s()));
-  out << fmt::format("  peak memory        {} (rank 0, buffers the Program allocates plus shards and states)\n",
-                     format_bytes(static_cast<double>(s.peak_allocated_bytes())));
+  out << fmt::format("  busy               compute {}, communication {} (means per step; compute + exposed = step)\n",
+                     format_seconds(s.compute_s()), format_seconds(s.comm_s()));
+  out << fmt::format("  peak memory        {} (rank 0: shards, optimizer states and the Program's parameter and "
+                     "gradient buffers)\n",
+                     format_bytes(static_cast<double>(s.peak_state_and_buffers_bytes())));
   if (r.program_peak_bytes > 0) {
     const double held = static_cast<double>(r.arena_held_bytes);
     const double peak = static_cast<double>(r.program_peak_bytes);
@@ -188,6 +194,7 @@ void add_run_command(CLI::App& app, Context& context) {
                           {"compute_s", s.compute_s()},
                           {"comm_s", s.comm_s()},
                           {"peak_memory_bytes", s.peak_allocated_bytes()},
+                          {"peak_state_and_buffers_bytes", s.peak_state_and_buffers_bytes()},
                           {"losses", result.losses},
                           {"non_finite", result.non_finite},
                           {"collective_errors", result.collective_errors},
@@ -210,9 +217,21 @@ void add_run_command(CLI::App& app, Context& context) {
                           {"device_used_bytes", result.device_used_bytes}};
       // Per op kind on this rank's measured step: where the time went
       // (copy-out and casts are FSDP2's copy overhead, measured).
+      nlohmann::json per_step = nlohmann::json::array();
+      for (const traces::StepFigures& f : s.per_step()) {
+        per_step.push_back({{"step_time_s", f.step_time_s()}, {"compute_s", f.compute_s()}, {"comm_s", f.comm_s()},
+                            {"exposed_comm_s", f.exposed_comm_s()}});
+      }
+      j["per_step"] = std::move(per_step);
+      const traces::Spread spread = traces::step_time_spread(s);
+      j["step_time_spread"] = {{"min", spread.min}, {"max", spread.max}, {"stddev", spread.stddev}};
+      // Per op kind, per step (means over the measured steps): where the time
+      // went (copy-out and casts are FSDP2's copy overhead, measured).
+      const double steps = std::max(1, s.per_step_size());
       nlohmann::json kinds = nlohmann::json::array();
       for (const traces::KindTotals& k : traces::totals_by_kind(result.trace)) {
-        kinds.push_back({{"kind", traces::op_kind_name(k.kind)}, {"ops", k.count}, {"busy_s", k.busy_s}, {"bytes", k.bytes}});
+        kinds.push_back({{"kind", traces::op_kind_name(k.kind)}, {"ops", k.count / static_cast<int64_t>(steps)},
+                         {"busy_s", k.busy_s / steps}, {"bytes", k.bytes / static_cast<int64_t>(steps)}});
       }
       j["kinds"] = std::move(kinds);
       context.out << j.dump(2) << '\n';

@@ -9,6 +9,9 @@ namespace ragged {
 
 inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
+// Bytes in `gib` binary gigabytes, rounded down to a whole byte.
+inline int64_t gib_to_bytes(double gib) { return static_cast<int64_t>(gib * kGiB); }
+
 std::string format_bytes(double bytes);        // "1.50 GiB", "512 B"
 std::string format_count(double count);        // "8.03B", "14.3M", "512"
 std::string format_flops(double flops);        // "1.23 TFLOP"

@@ -1,5 +1,6 @@
 #include "planner/memory_breakdown.hpp"
 
+#include <algorithm>
 #include <array>
 
 namespace ragged::planner {
@@ -26,6 +27,18 @@ MemoryBreakdown memory_breakdown(const Program& program) {
     }
   }
   return out;
+}
+
+int64_t issue_order_state_and_buffers_peak(const Program& program) {
+  int64_t live = 0, peak = 0;
+  for (const Op& op : program.ops) {
+    if (op.kind != OpKind::kAlloc && op.kind != OpKind::kFree) continue;
+    const Buffer& buffer = program.buffers[op.buffer];
+    if (!is_parameter_or_gradient_buffer(buffer.kind)) continue;
+    live += op.kind == OpKind::kAlloc ? buffer.bytes : -buffer.bytes;
+    peak = std::max(peak, live);
+  }
+  return program.persistent.total() + peak;
 }
 
 }  // namespace ragged::planner

@@ -24,4 +24,10 @@ struct MemoryBreakdown {
 
 MemoryBreakdown memory_breakdown(const Program& program);
 
+// The persistent state plus the most parameter and gradient buffers
+// (is_parameter_or_gradient_buffer) live at once when the ops run one at a
+// time in issue order: what an executor that allocates as it issues counts
+// (both backends do), to set beside its measured peak.
+int64_t issue_order_state_and_buffers_peak(const Program& program);
+
 }  // namespace ragged::planner

@@ -51,6 +51,15 @@ enum class BufferKind {
   kOptimizer,        // transient buffers of the optimizer (Muon's gathered matrix)
 };
 
+// Parameters and gradients the Program moves (gathered, copied, produced by
+// backward, reduced): with the persistent state, what every executor holds
+// in its own buffers, activations and workspaces aside
+// (Summary.peak_state_and_buffers_bytes).
+inline bool is_parameter_or_gradient_buffer(BufferKind kind) {
+  return kind == BufferKind::kUnshardedParams || kind == BufferKind::kParamCopies ||
+         kind == BufferKind::kUnshardedGrads || kind == BufferKind::kReduceInput;
+}
+
 struct Buffer {
   std::string name;
   BufferKind kind = BufferKind::kWorkspace;

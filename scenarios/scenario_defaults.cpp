@@ -1,5 +1,6 @@
 #include <algorithm>
 
+#include "common/units.hpp"
 #include "scenarios/gpu_presets.hpp"
 #include "scenarios/scenario_rules.hpp"
 
@@ -145,6 +146,10 @@ Scenario with_defaults(const Scenario& written) {
 int64_t total_gpus(const Scenario& scenario) {
   return static_cast<int64_t>(scenario.cluster().gpus_per_node()) * scenario.cluster().nodes();
 }
+
+double peak_bf16_flops(const Gpu& gpu) { return gpu.peak_bf16_tflops() * 1e12; }
+
+int64_t hbm_capacity_bytes(const Gpu& gpu) { return gib_to_bytes(gpu.hbm_capacity_gib()); }
 
 int64_t global_batch_sequences(const Scenario& scenario) {
   const Training& t = scenario.training();

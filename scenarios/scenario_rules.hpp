@@ -26,6 +26,10 @@ Scenario with_defaults(const Scenario& written);
 std::vector<FieldIssue> validate_scenario(const Scenario& scenario);
 
 int64_t total_gpus(const Scenario& scenario);
+// A GPU's dense bf16 peak in FLOP/s and its capacity in bytes (GiB = 2^30 B),
+// the one conversion of the scenario's units that every report uses.
+double peak_bf16_flops(const Gpu& gpu);
+int64_t hbm_capacity_bytes(const Gpu& gpu);
 int64_t global_batch_sequences(const Scenario& scenario);  // per optimizer step, all replicas
 std::string strategy_name(Strategy strategy);               // "ragged", "fsdp2", ...
 // Parses "ragged", "vescale-paper", "fsdp1", "fsdp2", "zero3", "megatron"; throws InputError.

@@ -38,6 +38,7 @@ void Executor::spawn(sg4::Host* host) {
   mutex_ = sg4::Mutex::create();
   changed_ = sg4::ConditionVariable::create();
   memory_.push_back({0.0, allocator_.allocated(), allocator_.reserved()});
+  state_and_buffers_ = peak_state_and_buffers_ = program_.persistent.total();
   for (Stream stream : {Stream::kCompute, Stream::kAllGather, Stream::kReduceScatter, Stream::kAllReduce}) {
     bool used = std::any_of(program_.ops.begin(), program_.ops.end(), [&](const Op& op) { return op.stream == stream; });
     if (!used) continue;
@@ -79,6 +80,10 @@ void Executor::execute(const Op& op) {
 
 void Executor::on_memory(const Op& op) {
   const planner::Buffer& buffer = program_.buffers[static_cast<size_t>(op.buffer)];
+  if (planner::is_parameter_or_gradient_buffer(buffer.kind)) {
+    state_and_buffers_ += op.kind == OpKind::kAlloc ? buffer.bytes : -buffer.bytes;
+    peak_state_and_buffers_ = std::max(peak_state_and_buffers_, state_and_buffers_);
+  }
   if (op.kind == OpKind::kAlloc) {
     std::vector<int64_t> pieces = buffer.pieces.empty() ? std::vector<int64_t>{buffer.bytes} : buffer.pieces;
     allocator_.allocate(op.buffer, pieces);

@@ -46,6 +46,9 @@ class Executor {
   const std::vector<MemorySample>& memory() const { return memory_; }
   // Time the compute stream sat idle waiting for another stream's op.
   double exposed_seconds() const { return exposed_; }
+  // Peak of the persistent state plus the live parameter and gradient
+  // buffers, each freed at its free op.
+  int64_t peak_state_and_buffers() const { return peak_state_and_buffers_; }
   double step_seconds() const;
 
  private:
@@ -64,6 +67,8 @@ class Executor {
   std::vector<int> deferred_frees_;  // buffers waiting for the all-gather stream to move on
   std::vector<MemorySample> memory_;
   double exposed_ = 0;
+  int64_t state_and_buffers_ = 0;
+  int64_t peak_state_and_buffers_ = 0;
   size_t finished_ = 0;
   std::function<void(double)> progress_;
   simgrid::s4u::MutexPtr mutex_;

@@ -43,6 +43,7 @@ ProgramRun run_program(const planner::Program& program, const ComputeModel& comp
   run.exposed_seconds = executor.exposed_seconds();
   run.peak_allocated = allocator.peak_allocated();
   run.peak_reserved = allocator.peak_reserved();
+  run.peak_state_and_buffers = executor.peak_state_and_buffers();
   run.out_of_memory = allocator.out_of_memory() || (options.capacity > 0 && allocator.peak_reserved() > options.capacity);
   run.flows = network.flows_started();
   run.simulated_nodes = network.simulated_nodes();

@@ -31,6 +31,7 @@ struct ProgramRun {
   double exposed_seconds = 0;
   int64_t peak_allocated = 0;
   int64_t peak_reserved = 0;
+  int64_t peak_state_and_buffers = 0;  // persistent state + parameter and gradient buffers
   bool out_of_memory = false;
   int64_t flows = 0;
   int64_t simulated_nodes = 0;

@@ -4,8 +4,10 @@
 #include <cmath>
 
 #include "common/errors.hpp"
+#include "planner/memory_breakdown.hpp"
 #include "scenarios/scenario_loader.hpp"
 #include "scenarios/scenario_rules.hpp"
+#include "traces/metrics.hpp"
 #include "traces/trace_metadata.hpp"
 #include "traces/trace_names.hpp"
 #include "traces/trace_stats.hpp"
@@ -36,7 +38,6 @@ traces::Trace build_trace(const TraceInputs& in) {
   meta->add_traced_ranks(program.rank);
   meta->set_steps(1);
 
-  double compute_busy = 0;
   for (const planner::Op& op : program.ops) {
     const OpTiming& t = timings[op.id];
     RAGGED_ASSERT(t.end >= t.start && t.start >= 0, "every op of the step must have run: " + op.name);
@@ -52,9 +53,6 @@ traces::Trace build_trace(const TraceInputs& in) {
     e->set_bytes(op.bytes);
     e->set_flops(op.flops);
     e->set_step(0);
-    if (op.stream == Stream::kCompute && op.kind != OpKind::kAlloc && op.kind != OpKind::kFree) {
-      compute_busy += t.end - t.start;
-    }
   }
   for (const MemorySample& m : in.run->memory) {
     traces::MemorySample* s = trace.add_memory();
@@ -64,21 +62,19 @@ traces::Trace build_trace(const TraceInputs& in) {
     s->set_reserved_bytes(m.reserved);
   }
 
-  const double step = in.run->step_seconds;
-  const double peak = scenario.cluster().gpu().peak_bf16_tflops() * 1e12;
-  const int64_t capacity = static_cast<int64_t>(scenario.cluster().gpu().hbm_capacity_gib() * 1024 * 1024 * 1024);
-  traces::Summary* s = trace.mutable_summary();
-  s->set_step_time_s(step);
-  s->set_tokens_per_step(program.tokens_per_step);
-  s->set_tokens_per_s_per_gpu(step > 0 ? static_cast<double>(program.tokens_per_step) / step : 0);
-  s->set_mfu(step > 0 ? program.model_flops_per_step / step / peak : 0);
-  s->set_exposed_comm_s(in.run->exposed_seconds);
-  s->set_compute_s(compute_busy);
-  s->set_comm_s(traces::busy_seconds(trace, false));
-  s->set_peak_allocated_bytes(in.run->peak_allocated);
-  s->set_peak_reserved_bytes(in.run->peak_reserved);
-  s->set_hbm_capacity_bytes(capacity);
-  s->set_oom(in.run->out_of_memory);
+  traces::SummaryInputs summary;
+  summary.steps.push_back(traces::step_figures(trace, program.rank, 0, in.run->step_seconds));
+  summary.tokens_per_step = program.tokens_per_step;
+  summary.model_flops_per_step = program.model_flops_per_step;
+  summary.peak_flops = scenarios::peak_bf16_flops(scenario.cluster().gpu());
+  summary.hbm_capacity_bytes = scenarios::hbm_capacity_bytes(scenario.cluster().gpu());
+  summary.peak_allocated_bytes = in.run->peak_allocated;
+  summary.peak_reserved_bytes = in.run->peak_reserved;
+  summary.peak_state_and_buffers_bytes = in.run->peak_state_and_buffers;
+  summary.issue_order_peak_bytes = planner::issue_order_state_and_buffers_peak(program);
+  summary.persistent_bytes = program.persistent.total();
+  summary.oom = in.run->out_of_memory;
+  *trace.mutable_summary() = traces::make_summary(summary);
   return trace;
 }
 

@@ -1,5 +1,6 @@
 #include "traces/trace_compare.hpp"
 
+#include <algorithm>
 #include <map>
 
 #include "common/errors.hpp"
@@ -7,15 +8,22 @@
 namespace ragged::traces {
 namespace {
 
-// Duration of each op id on the first traced rank (one step's events).
+// Mean duration of each op id over the steps of the first traced rank: a
+// measured trace holds every measured step, and its summary is their mean.
 std::map<uint64_t, std::pair<OpKind, double>> durations(const Trace& trace) {
-  std::map<uint64_t, std::pair<OpKind, double>> out;
   const int rank = trace.metadata().traced_ranks_size() ? trace.metadata().traced_ranks(0) : 0;
-  int last_step = 0;
-  for (const Event& e : trace.events()) last_step = std::max(last_step, e.step());
+  std::map<uint64_t, std::pair<OpKind, int64_t>> total_ns;
+  std::map<uint64_t, int> steps;
   for (const Event& e : trace.events()) {
-    if (e.rank() != rank || e.step() != last_step) continue;
-    out[e.op_id()] = {e.kind(), static_cast<double>(e.end_ns() - e.start_ns()) * 1e-9};
+    if (e.rank() != rank) continue;
+    auto& [kind, ns] = total_ns[e.op_id()];
+    kind = e.kind();
+    ns += e.end_ns() - e.start_ns();
+    ++steps[e.op_id()];
+  }
+  std::map<uint64_t, std::pair<OpKind, double>> out;
+  for (const auto& [id, kind_ns] : total_ns) {
+    out[id] = {kind_ns.first, static_cast<double>(kind_ns.second) * 1e-9 / steps[id]};
   }
   return out;
 }
@@ -34,8 +42,15 @@ TraceComparison compare_traces(const Trace& predicted, const Trace& measured) {
   TraceComparison c;
   c.predicted_step_s = predicted.summary().step_time_s();
   c.measured_step_s = measured.summary().step_time_s();
-  c.predicted_peak_bytes = predicted.summary().peak_reserved_bytes();
-  c.measured_peak_bytes = measured.summary().peak_reserved_bytes();
+  c.predicted_peak_bytes = predicted.summary().issue_order_peak_bytes();
+  c.measured_peak_bytes = measured.summary().peak_state_and_buffers_bytes();
+  c.predicted_concurrent_bytes = predicted.summary().peak_state_and_buffers_bytes();
+  c.predicted_persistent_bytes = predicted.summary().persistent_bytes();
+  c.measured_persistent_bytes = measured.summary().persistent_bytes();
+  c.predicted_reserved_bytes = predicted.summary().peak_reserved_bytes();
+  c.predicted_allocated_bytes = predicted.summary().peak_allocated_bytes();
+  c.measured_reserved_bytes = measured.summary().peak_reserved_bytes();
+  c.measured_steps = std::max(1, measured.summary().per_step_size());
   c.predicted_exposed_s = predicted.summary().exposed_comm_s();
   c.measured_exposed_s = measured.summary().exposed_comm_s();
   c.predicted_mfu = predicted.summary().mfu();

@@ -1,6 +1,8 @@
 #pragma once
-// Predicted against measured: step time, peak memory, and busy time per op
-// kind. Both traces carry Program op ids, so their events join op by op; a
+// Predicted against measured, like with like: step time, exposed
+// communication and MFU (the measured ones means over the measured steps),
+// peak memory of the state and parameter/gradient buffers, and busy time per
+// op kind (each op's mean over the measured steps). Both traces carry Program op ids, so their events join op by op; a
 // difference points at one op kind, one unit, one stream.
 
 #include <string>
@@ -21,8 +23,27 @@ struct KindComparison {
 struct TraceComparison {
   double predicted_step_s = 0;
   double measured_step_s = 0;
+  // Peak of the persistent state plus the parameter and gradient buffers,
+  // allocated at issue as the executors do: the prediction's
+  // issue_order_peak_bytes against the run's peak_state_and_buffers_bytes.
   int64_t predicted_peak_bytes = 0;
   int64_t measured_peak_bytes = 0;
+  // The same buffers on the simulated timeline, where each stream runs as far
+  // ahead as its dependencies allow (not compared: the executors allocate at issue).
+  int64_t predicted_concurrent_bytes = 0;
+  // The persistent state within both peaks: the strategy's (predicted) and
+  // what the executor holds (measured); the rest is buffers.
+  int64_t predicted_persistent_bytes = 0;
+  int64_t measured_persistent_bytes = 0;
+  int64_t predicted_buffer_bytes() const { return predicted_peak_bytes - predicted_persistent_bytes; }
+  int64_t measured_buffer_bytes() const { return measured_peak_bytes - measured_persistent_bytes; }
+  // Side by side, not compared: the prediction's totals (activations,
+  // workspaces and the caching allocator included) and what the executor
+  // held (persistent state and its whole arena).
+  int64_t predicted_reserved_bytes = 0;
+  int64_t predicted_allocated_bytes = 0;
+  int64_t measured_reserved_bytes = 0;
+  int measured_steps = 1;  // the per-op times and the summary are means over these
   double predicted_exposed_s = 0;  // communication the compute stream waits for
   double measured_exposed_s = 0;
   double predicted_mfu = 0;

@@ -8,6 +8,7 @@ namespace ragged::traces {
 namespace {
 
 bool matches(int rank, int32_t event_rank) { return rank == kAllRanks || rank == event_rank; }
+bool in_step(int step, int32_t event_step) { return step == kAllSteps || step == event_step; }
 
 // Dividing by the exact 1e9 rounds once, so 5000 ns is exactly 5e-6 s.
 double ns_to_s(int64_t ns) { return static_cast<double>(ns) / 1e9; }
@@ -32,10 +33,10 @@ int64_t peak_memory(const Trace& trace, int rank, Field field) {
 
 }  // namespace
 
-std::vector<KindTotals> totals_by_kind(const Trace& trace, int rank) {
+std::vector<KindTotals> totals_by_kind(const Trace& trace, int rank, int step) {
   std::map<int, Accumulator> by_kind;
   for (const Event& event : trace.events()) {
-    if (!matches(rank, event.rank())) continue;
+    if (!matches(rank, event.rank()) || !in_step(step, event.step())) continue;
     Accumulator& acc = by_kind[event.kind()];
     ++acc.count;
     acc.busy_ns += event.end_ns() - event.start_ns();
@@ -69,10 +70,16 @@ double span_seconds(const Trace& trace) {
   return ns_to_s(last - first);
 }
 
-double busy_seconds(const Trace& trace, bool compute, int rank) {
+int step_count(const Trace& trace) {
+  int steps = 0;
+  for (const Event& event : trace.events()) steps = std::max(steps, event.step() + 1);
+  return steps;
+}
+
+double busy_seconds(const Trace& trace, bool compute, int rank, int step) {
   std::vector<std::pair<int64_t, int64_t>> intervals;
   for (const Event& event : trace.events()) {
-    if (!matches(rank, event.rank()) || event.kind() == ALLOC || event.kind() == FREE) continue;
+    if (!matches(rank, event.rank()) || !in_step(step, event.step())) continue;
     const bool collective = event.stream() == ALL_GATHER_STREAM || event.stream() == REDUCE_SCATTER_STREAM ||
                             event.stream() == ALL_REDUCE_STREAM;
     if (compute ? event.stream() == COMPUTE : collective) intervals.emplace_back(event.start_ns(), event.end_ns());

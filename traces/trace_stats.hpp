@@ -10,6 +10,7 @@
 namespace ragged::traces {
 
 inline constexpr int kAllRanks = -1;
+inline constexpr int kAllSteps = -1;
 
 struct KindTotals {
   OpKind kind = OP_KIND_UNSPECIFIED;
@@ -19,9 +20,9 @@ struct KindTotals {
   double flops = 0;
 };
 
-// One entry per op kind present among the events of `rank` (all ranks by
-// default), in enum order.
-std::vector<KindTotals> totals_by_kind(const Trace& trace, int rank = kAllRanks);
+// One entry per op kind present among the events of `rank` and `step` (all
+// by default), in enum order.
+std::vector<KindTotals> totals_by_kind(const Trace& trace, int rank = kAllRanks, int step = kAllSteps);
 
 // Largest allocated / reserved bytes among the memory samples; 0 when none.
 int64_t peak_allocated(const Trace& trace, int rank = kAllRanks);
@@ -30,10 +31,14 @@ int64_t peak_reserved(const Trace& trace, int rank = kAllRanks);
 // From the earliest event start to the latest event end; 0 when no events.
 double span_seconds(const Trace& trace);
 
-// Length of the union of the intervals of the events of `rank` on the
-// compute stream (`compute`) or on the collective streams (all-gather,
-// reduce-scatter, all-reduce: !`compute`);
-// alloc and free take no device time and are left out.
-double busy_seconds(const Trace& trace, bool compute, int rank = kAllRanks);
+// The steps the events carry (the largest step index + 1); 0 when no events.
+int step_count(const Trace& trace);
+
+// Length of the union of the intervals of the events of `rank` and `step`
+// on the compute stream (`compute`) or on the collective streams
+// (all-gather, reduce-scatter, all-reduce: !`compute`). An alloc or free
+// counts for the time its executor spent on it: none in a prediction, the
+// zero-filling of a buffer on the host.
+double busy_seconds(const Trace& trace, bool compute, int rank = kAllRanks, int step = kAllSteps);
 
 }  // namespace ragged::traces

@@ -99,6 +99,7 @@ void CudaExecutor::allocate(const Op& op) {
   live_[b] = true;
   slot_filled_[b] = false;
   live_bytes_ += arena_.sizes[b];
+  if (planner::is_parameter_or_gradient_buffer(buffer.kind)) live_state_buffers_ += arena_.sizes[b];
   const size_t u = static_cast<size_t>(buffer.unit);
   switch (buffer.kind) {
     case BufferKind::kUnshardedGrads: grads_[u] = op.buffer; break;
@@ -154,6 +155,9 @@ void CudaExecutor::issue(const Op& op, int64_t step) {
     case OpKind::kFree:
       live_[static_cast<size_t>(op.buffer)] = false;
       live_bytes_ -= arena_.sizes[static_cast<size_t>(op.buffer)];
+      if (planner::is_parameter_or_gradient_buffer(program_.buffers[static_cast<size_t>(op.buffer)].kind)) {
+        live_state_buffers_ -= arena_.sizes[static_cast<size_t>(op.buffer)];
+      }
       break;
     case OpKind::kCast:
     case OpKind::kCopyIn: {
@@ -248,7 +252,7 @@ MeasuredStep CudaExecutor::run_step(int64_t step) {
     step_start_.wait_on(device_.stream(kind));
   }
   std::vector<std::pair<uint32_t, int64_t>> memory;  // after each alloc and free: op, bytes held
-  int64_t peak_live = 0;
+  int64_t peak_live = 0, peak_state_buffers = 0;
   for (const Op& op : program_.ops) {
     wait_for_dependencies(op);
     started_[op.id]->record(stream_of(op));
@@ -257,6 +261,7 @@ MeasuredStep CudaExecutor::run_step(int64_t step) {
     if (op.kind == OpKind::kAlloc || op.kind == OpKind::kFree) {
       memory.emplace_back(op.id, live_bytes_);
       peak_live = std::max(peak_live, live_bytes_);
+      peak_state_buffers = std::max(peak_state_buffers, live_state_buffers_);
     }
   }
   device_.synchronize();
@@ -268,6 +273,8 @@ MeasuredStep CudaExecutor::run_step(int64_t step) {
   }
   for (const auto& [id, bytes] : memory) out.memory.push_back({out.times[id].end, config_.persistent_bytes + bytes});
   out.peak_bytes = config_.persistent_bytes + peak_live;
+  out.peak_state_and_buffers_bytes = config_.persistent_bytes + peak_state_buffers;
+  out.persistent_bytes = config_.persistent_bytes;
   out.reserved_bytes = config_.persistent_bytes + arena_.bytes + config_.private_bytes;
   out.loss = workload_.take_mean_loss();
   RAGGED_ASSERT(live_bytes_ == 0, "every buffer of the step is freed by its end");

@@ -86,6 +86,7 @@ class CudaExecutor {
   std::vector<int> params_, grads_, activations_, workspace_;  // per unit: the buffer in use
   std::vector<bool> per_tensor_;                               // per unit: params_ holds per-tensor copies
   int64_t live_bytes_ = 0;
+  int64_t live_state_buffers_ = 0;  // of live_bytes_, the parameter and gradient buffers
 };
 
 }  // namespace ragged::backend::gpu

@@ -84,29 +84,39 @@ TEST(TraceStats, EmptyTrace) {
   EXPECT_EQ(busy_seconds(empty, true), 0.0);
 }
 
-// Overlapping collectives count once, allocs and frees not at all, and the
-// compute stream is kept apart from the collective streams.
+// Overlapping collectives count once, an alloc or free for the time its
+// executor spent on it (none in a prediction, zero-filling on the host), and
+// the compute stream is kept apart from the collective streams.
 TEST(TraceStats, BusyIsTheUnionOfIntervalsPerSide) {
   Trace trace;
-  auto add = [&](Stream stream, OpKind kind, int64_t start, int64_t end, int rank = 0) {
+  auto add = [&](Stream stream, OpKind kind, int64_t start, int64_t end, int rank = 0, int step = 0) {
     Event* e = trace.add_events();
     e->set_stream(stream);
     e->set_kind(kind);
     e->set_start_ns(start);
     e->set_end_ns(end);
     e->set_rank(rank);
+    e->set_step(step);
   };
   add(ALL_GATHER_STREAM, ALL_GATHER, 0, 1000);
   add(REDUCE_SCATTER_STREAM, REDUCE_SCATTER, 500, 1500);  // overlaps the all-gather by 500 ns
   add(ALL_REDUCE_STREAM, ALL_REDUCE, 3000, 3500);
-  add(ALL_GATHER_STREAM, ALLOC, 0, 9000);                 // no device time
+  add(ALL_GATHER_STREAM, ALLOC, 1500, 1700);              // 200 ns of zero-filling, after the reduce-scatter
   add(COMPUTE, COMPUTE_FWD, 200, 1200);
   add(COMPUTE, COMPUTE_BWD, 1200, 2000);
-  add(COMPUTE, FREE, 2000, 9000);
+  add(COMPUTE, FREE, 2000, 2000);                         // a prediction's free: no time
+  add(COMPUTE, ALLOC, 2000, 2100);
   add(COMPUTE, COMPUTE_FWD, 0, 5000, 1);                  // another rank
-  EXPECT_EQ(busy_seconds(trace, false, 0), 2000e-9);
-  EXPECT_EQ(busy_seconds(trace, true, 0), 1800e-9);
-  EXPECT_EQ(busy_seconds(trace, true), 5000e-9);
+  add(COMPUTE, COMPUTE_FWD, 6000, 6400, 0, 1);            // rank 0's next step
+  // Collectives: [0, 1500) + [1500, 1700) + [3000, 3500).
+  EXPECT_EQ(busy_seconds(trace, false, 0), 2200e-9);
+  // Compute, step 0 of rank 0: [200, 2100); both steps add [6000, 6400).
+  EXPECT_EQ(busy_seconds(trace, true, 0, 0), 1900e-9);
+  EXPECT_EQ(busy_seconds(trace, true, 0), 2300e-9);
+  EXPECT_EQ(busy_seconds(trace, true, 0, 1), 400e-9);
+  // Every rank: [0, 5000) and [6000, 6400).
+  EXPECT_EQ(busy_seconds(trace, true), 5400e-9);
+  EXPECT_EQ(step_count(trace), 2);
 }
 
 }  // namespace

@@ -176,7 +176,7 @@ void HostExecutor::execute(const Op& op, int64_t step, MeasuredStep& out) {
     case OpKind::kOptimizer:
       switch (op.phase) {
         case OptimizerPhase::kMomentum: optimizer_.momentum(u); break;
-        case OptimizerPhase::kOrthogonalize: optimizer_.orthogonalize(u); break;
+        case OptimizerPhase::kOrthogonalize: optimizer_.orthogonalize(u, step); break;
         case OptimizerPhase::kUpdate:
           optimizer_.update(u, step);
           std::fill(s->grad().begin(), s->grad().end(), 0.0f);

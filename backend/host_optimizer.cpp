@@ -12,23 +12,44 @@
 
 namespace ragged::backend {
 
-using models::TensorRole;
+using scenarios::Optimizer;
 
-TensorRule tensor_rule(const scenarios::Optimizer& o, const models::TensorSpec& t) {
-  if (o.has_adam8bit() && t.is_matrix()) return TensorRule::kAdam8bit;
-  if (o.has_muon() && t.is_matrix() && t.role != TensorRole::kEmbedding && t.role != TensorRole::kHead) {
-    return TensorRule::kMuon;
+// No default branch: a new optimizer kind fails to compile cleanly (-Wswitch)
+// until it is handled here, and an unset kind (the scenario defaults always
+// set one) stops the run instead of training with some other optimizer.
+TensorRule tensor_rule(const Optimizer& o, const models::TensorSpec& t) {
+  switch (o.kind_case()) {
+    case Optimizer::kAdamw: return TensorRule::kAdamW;
+    case Optimizer::kAdam8Bit: return t.is_matrix() ? TensorRule::kAdam8bit : TensorRule::kAdamW;
+    case Optimizer::kMuon: return planner::handled_whole(t) ? TensorRule::kMuon : TensorRule::kAdamW;
+    case Optimizer::kShampoo: return planner::handled_whole(t) ? TensorRule::kShampoo : TensorRule::kAdamW;
+    case Optimizer::KIND_NOT_SET: break;
   }
-  return TensorRule::kAdamW;
+  throw_assertion("kind_case() is set", __FILE__, __LINE__, "tensor_rule: the optimizer has no kind");
 }
 
-AdamWParams adamw_params(const scenarios::Optimizer& o) {
-  const scenarios::AdamW& a = o.has_adam8bit() ? o.adam8bit().adam() : o.has_muon() ? o.muon().adamw() : o.adamw();
-  return {a.lr(), a.beta1(), a.beta2(), a.eps(), a.weight_decay()};
+AdamWParams adamw_params(const Optimizer& o) {
+  const scenarios::AdamW* a = nullptr;
+  switch (o.kind_case()) {
+    case Optimizer::kAdamw: a = &o.adamw(); break;
+    case Optimizer::kAdam8Bit: a = &o.adam8bit().adam(); break;
+    case Optimizer::kMuon: a = &o.muon().adamw(); break;
+    case Optimizer::kShampoo: a = &o.shampoo().adamw(); break;
+    case Optimizer::KIND_NOT_SET: break;
+  }
+  RAGGED_ASSERT(a != nullptr, "adamw_params: the optimizer has no kind");
+  return {a->lr(), a->beta1(), a->beta2(), a->eps(), a->weight_decay()};
 }
 
-MuonParams muon_params(const scenarios::Optimizer& o) {
+MuonParams muon_params(const Optimizer& o) {
+  RAGGED_ASSERT(o.has_muon(), "muon_params: the optimizer is not Muon");
   return {o.muon().lr(), o.muon().momentum(), o.muon().ns_steps(), 0.0};
+}
+
+ShampooParams shampoo_params(const Optimizer& o) {
+  RAGGED_ASSERT(o.has_shampoo(), "shampoo_params: the optimizer is not Shampoo");
+  const scenarios::Shampoo& s = o.shampoo();
+  return {s.lr(), s.epsilon(), s.weight_decay(), s.block_size(), s.precondition_frequency()};
 }
 
 Adam8bitTiles adam8bit_tiles(const scenarios::Optimizer& o, const models::TensorSpec& tensor, int64_t tensor_offset) {
@@ -49,6 +70,7 @@ struct HostOptimizer::UnitState {
   std::map<int64_t, std::pair<int64_t, int64_t>> scale_base;  // piece shard offset -> (scale index, blocks)
   std::vector<float> m_scales, v_scales;
   std::map<size_t, std::vector<float>> gathered;  // owned matrix index -> whole matrix on its owner
+  std::map<size_t, ShampooMatrix> shampoo;        // owned matrix index -> its factors, on its owner, across steps
 };
 
 HostOptimizer::HostOptimizer(const scenarios::Optimizer& optimizer, std::vector<UnitShard>* shards,
@@ -57,12 +79,22 @@ HostOptimizer::HostOptimizer(const scenarios::Optimizer& optimizer, std::vector<
   for (const planner::OwnedMatrix& m : owned_) {
     const auto& t = (*shards_)[static_cast<size_t>(m.unit)].spec().tensors[static_cast<size_t>(m.tensor)];
     if (t.matrices() > 1) {
-      throw InputError(fmt::format("Muon on the host needs one matrix per tensor; {} stores {} (fused experts)", t.name,
-                                   t.matrices()));
+      throw InputError(fmt::format("{} on the host needs one matrix per tensor; {} stores {} (fused experts)",
+                                   optimizer_.has_muon() ? "Muon" : "Shampoo", t.name, t.matrices()));
     }
   }
   for (const UnitShard& s : *shards_) {
     auto state = std::make_unique<UnitState>();
+    if (optimizer_.has_shampoo()) {
+      const ShampooParams p = shampoo_params(optimizer_);
+      const int unit = static_cast<int>(state_.size());
+      for (size_t i = 0; i < owned_.size(); ++i) {
+        const planner::OwnedMatrix& m = owned_[i];
+        if (m.unit == unit && m.owner == comm_->rank()) {
+          state->shampoo.emplace(i, shampoo_matrix(m.rows, m.cols, p.block_size));
+        }
+      }
+    }
     const auto size = static_cast<size_t>(s.shard_size());
     state->m.assign(size, 0.0f);
     state->v.assign(size, 0.0f);
@@ -92,12 +124,19 @@ HostOptimizer::~HostOptimizer() = default;
 void HostOptimizer::momentum(int unit) {
   const UnitShard& s = shard(unit);
   UnitState& st = *state_[static_cast<size_t>(unit)];
-  const MuonParams p = muon_params(optimizer_);
   for (const planner::ShardView& view : s.views()) {
-    if (tensor_rule(optimizer_, s.spec().tensors[static_cast<size_t>(view.tensor)]) != TensorRule::kMuon) continue;
     const auto at = static_cast<size_t>(view.shard_offset), n = static_cast<size_t>(view.elements);
-    muon_momentum(std::span<const float>(&s.grad()[at], n), std::span<float>(&st.m[at], n),
-                  std::span<float>(&st.update[at], n), p);
+    switch (tensor_rule(optimizer_, s.spec().tensors[static_cast<size_t>(view.tensor)])) {
+      case TensorRule::kMuon:
+        muon_momentum(std::span<const float>(&s.grad()[at], n), std::span<float>(&st.m[at], n),
+                      std::span<float>(&st.update[at], n), muon_params(optimizer_));
+        break;
+      case TensorRule::kShampoo:  // no momentum: the owner preconditions the gradient itself
+        std::copy_n(&s.grad()[at], n, &st.update[at]);
+        break;
+      case TensorRule::kAdamW:
+      case TensorRule::kAdam8bit: break;  // updated on the shard alone
+    }
   }
 }
 
@@ -183,11 +222,15 @@ void HostOptimizer::gather_to_owners(int unit) {
   exchange(shard(unit), owned_, unit, true, st.update, st.gathered, *comm_);
 }
 
-void HostOptimizer::orthogonalize(int unit) {
+void HostOptimizer::orthogonalize(int unit, int64_t step) {
   UnitState& st = *state_[static_cast<size_t>(unit)];
-  const MuonParams p = muon_params(optimizer_);
   for (auto& [index, matrix] : st.gathered) {
-    newton_schulz(matrix, owned_[index].rows, owned_[index].cols, p.ns_steps);
+    if (optimizer_.has_muon()) {
+      newton_schulz(matrix, owned_[index].rows, owned_[index].cols, muon_params(optimizer_).ns_steps);
+    } else {
+      RAGGED_ASSERT(optimizer_.has_shampoo(), "only Muon and Shampoo gather matrices to owners");
+      shampoo_precondition(matrix, st.shampoo.at(index), step, shampoo_params(optimizer_));
+    }
   }
 }
 
@@ -223,6 +266,9 @@ void HostOptimizer::update(int unit, int64_t step) {
         muon_apply(params, std::span<const float>(&st.update[at], n), t.rows() / t.matrices(), t.row_length(),
                    muon_params(optimizer_));
         break;
+      case TensorRule::kShampoo:
+        shampoo_apply(params, std::span<const float>(&st.update[at], n), shampoo_params(optimizer_));
+        break;
     }
   }
 }
@@ -250,8 +296,24 @@ std::optional<NonFinite> HostOptimizer::first_non_finite_state(int unit) const {
         }
         break;
       }
+      case TensorRule::kShampoo:  // no state on the shard: the owner keeps the factors
+        break;
     }
     if (found) return found;
+  }
+  // Shampoo's factors and their roots, on the owner of each matrix (float64).
+  for (const auto& [index, matrix] : st.shampoo) {
+    const int64_t tensor_id = s.tensor_id(owned_[index].tensor);
+    for (const ShampooBlock& block : matrix.blocks) {
+      for (const std::vector<double>* factor : {&block.left, &block.right, &block.left_root, &block.right_root}) {
+        for (size_t e = 0; e < factor->size(); ++e) {
+          if (!std::isfinite((*factor)[e])) {
+            return NonFinite{Quantity::kPreconditioner, tensor_id, static_cast<int64_t>(e),
+                             static_cast<float>((*factor)[e]), 0, s.rank()};
+          }
+        }
+      }
+    }
   }
   return std::nullopt;
 }

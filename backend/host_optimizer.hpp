@@ -1,10 +1,13 @@
 #pragma once
 // Applies the scenario's optimizer to one rank's shards on the host: AdamW;
 // block-wise 8-bit Adam on matrices (a block never straddles ranks: shards
-// cut matrices on block boundaries); Muon on hidden matrices, with the
-// momentum on the shards, a ragged all-to-all gathering each matrix to its
-// owner (chosen by the planner, load-balanced), Newton-Schulz there and the
-// scatter back. The same per-tensor decisions drive the unsharded reference.
+// cut matrices on block boundaries); Muon and Shampoo on hidden matrices, a
+// ragged all-to-all gathering each matrix to its owner (chosen by the
+// planner, load-balanced), the owner's math there and the scatter back: Muon
+// gathers its momentum from the shards and orthogonalises it; Shampoo
+// gathers the gradient and preconditions it with the block factors its
+// owner keeps across steps. The same per-tensor decisions drive the
+// unsharded reference.
 
 #include <cstdint>
 #include <memory>
@@ -21,12 +24,16 @@
 
 namespace ragged::backend {
 
-enum class TensorRule { kAdamW, kAdam8bit, kMuon };
+enum class TensorRule { kAdamW, kAdam8bit, kMuon, kShampoo };
 
-// How the scenario's optimizer treats a tensor.
+// How the scenario's optimizer treats a tensor. Every optimizer kind is
+// handled explicitly; an unset kind is an internal error, never AdamW.
 TensorRule tensor_rule(const scenarios::Optimizer& optimizer, const models::TensorSpec& tensor);
+// The AdamW settings of the optimizer (its own, or those it applies to the
+// tensors it does not handle).
 AdamWParams adamw_params(const scenarios::Optimizer& optimizer);
 MuonParams muon_params(const scenarios::Optimizer& optimizer);
+ShampooParams shampoo_params(const scenarios::Optimizer& optimizer);
 // 8-bit Adam's quantisation tiles over a matrix (block_rows x block_cols of
 // the scenario), for a span of it starting at element `tensor_offset`.
 Adam8bitTiles adam8bit_tiles(const scenarios::Optimizer& optimizer, const models::TensorSpec& tensor,
@@ -41,9 +48,12 @@ class HostOptimizer {
   ~HostOptimizer();
 
   // Phases of one unit's update, as the Program's optimizer ops order them.
+  // `momentum` fills the update buffer (Muon: Nesterov momentum; Shampoo: the
+  // gradient); `orthogonalize` runs the owner's math on the gathered
+  // matrices (Newton-Schulz; Shampoo's preconditioning at step `step`).
   void momentum(int unit);
   void gather_to_owners(int unit);
-  void orthogonalize(int unit);
+  void orthogonalize(int unit, int64_t step);
   void scatter_from_owners(int unit);
   void update(int unit, int64_t step);
 

@@ -3,7 +3,8 @@
 // the whole tensor (so a sharded run can be checked against an unsharded
 // reference element by element): AdamW, block-wise 8-bit Adam (one scale per
 // block, quantised by the block's owner), Muon's momentum and Newton-Schulz
-// orthogonalisation of a whole matrix.
+// orthogonalisation of a whole matrix, Shampoo's block preconditioners of a
+// whole matrix.
 
 #include <cstdint>
 #include <span>
@@ -103,5 +104,59 @@ void newton_schulz(std::span<float> matrix, int64_t rows, int64_t cols, int step
 
 // Applies an orthogonalised update: p -= lr * scale * u, scale = sqrt(max(1, rows/cols)).
 void muon_apply(std::span<float> params, std::span<const float> update, int64_t rows, int64_t cols, const MuonParams& p);
+
+struct ShampooParams {
+  double lr = 1e-2;
+  double epsilon = 1e-12;
+  double weight_decay = 0.0;
+  int64_t block_size = 1024;
+  int64_t precondition_frequency = 1;
+};
+
+// One block of a Shampoo matrix: `rows` x `cols` elements from (row, col),
+// its Kronecker factors L (rows x rows) and R (cols x cols), summed over the
+// steps, and their inverse fourth roots as last computed. Row-major, float64.
+struct ShampooBlock {
+  int64_t row = 0;
+  int64_t col = 0;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  std::vector<double> left, right;
+  std::vector<double> left_root, right_root;
+};
+
+// Shampoo's state for one rows x cols matrix: blocks of block_size x
+// block_size (edge blocks smaller) in row-major block order, each
+// preconditioned independently (the blocking of large layers in Anil et al.
+// 2020, "Scalable Second Order Optimization for Deep Learning").
+struct ShampooMatrix {
+  int64_t rows = 0;
+  int64_t cols = 0;
+  std::vector<ShampooBlock> blocks;
+};
+
+ShampooMatrix shampoo_matrix(int64_t rows, int64_t cols, int64_t block_size);
+
+// Shampoo (Gupta, Koren, Singer 2018, "Shampoo: Preconditioned Stochastic
+// Tensor Optimization", Algorithm 1) on a whole matrix, in place: `matrix`
+// holds the gradient G on entry and the update on return. Per block, in
+// float64: L += G G^T, R += G^T G; at step 1 and every
+// precondition_frequency steps after ((step - 1) % f == 0) the roots
+// (L + eps I)^-1/4 and (R + eps I)^-1/4 are recomputed, in between the last
+// ones are reused (stale roots, Anil et al. 2020); U = L^-1/4 G R^-1/4,
+// rounded to float. The owner rank runs it on the gathered gradient, the
+// reference on the whole tensor: same function, same bits.
+void shampoo_precondition(std::span<float> matrix, ShampooMatrix& state, int64_t step, const ShampooParams& p);
+
+// (A + eps I)^(-1/root) of a symmetric positive semi-definite n x n matrix
+// (row-major, float64): A = V diag(w) V^T by LAPACK's dsyevd, then
+// V diag((max(w, 0) + eps)^(-1/root)) V^T. Eigenvalues that rounding made
+// negative count as 0, so the root stays finite and at most eps^(-1/root).
+// A non-finite A gives a matrix of NaN (the update then shows the divergence).
+std::vector<double> inverse_root(std::span<const double> a, int64_t n, int root, double epsilon);
+
+// Applies a preconditioned update with decoupled weight decay:
+// p = p * (1 - lr * wd) - lr * u. Element-wise: any split gives the same bits.
+void shampoo_apply(std::span<float> params, std::span<const float> update, const ShampooParams& p);
 
 }  // namespace ragged::backend

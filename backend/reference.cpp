@@ -35,6 +35,7 @@ struct TensorState {
   std::vector<int8_t> m_codes;
   std::vector<uint8_t> v_codes;
   std::vector<float> m_scales, v_scales;
+  std::vector<ShampooMatrix> shampoo;  // one per matrix of the tensor
 };
 
 // One optimizer step on whole tensors: the per-element and per-block math of
@@ -61,6 +62,16 @@ void step_tensor(const models::TensorSpec& t, const scenarios::Optimizer& o, std
       muon_apply(p, st.update, rows, cols, mp);
       break;
     }
+    case TensorRule::kShampoo: {
+      const ShampooParams sp = shampoo_params(o);
+      std::copy(g.begin(), g.end(), st.update.begin());
+      const auto size = static_cast<size_t>((t.rows() / t.matrices()) * t.row_length());
+      for (size_t k = 0; k < st.shampoo.size(); ++k) {
+        shampoo_precondition(std::span<float>(&st.update[k * size], size), st.shampoo[k], step, sp);
+      }
+      shampoo_apply(p, st.update, sp);
+      break;
+    }
   }
   (void)n;
 }
@@ -81,6 +92,12 @@ ModelParams reference_train(const models::ModelSpec& model, const scenarios::Tra
       st.m.assign(n, 0.0f);
       st.v.assign(n, 0.0f);
       st.update.assign(n, 0.0f);
+      if (tensor_rule(o, t) == TensorRule::kShampoo) {
+        const int64_t block = shampoo_params(o).block_size;
+        for (int64_t k = 0; k < t.matrices(); ++k) {
+          st.shampoo.push_back(shampoo_matrix(t.rows() / t.matrices(), t.row_length(), block));
+        }
+      }
       if (o.has_adam8bit()) {
         const auto blocks = static_cast<size_t>(adam8bit_num_blocks(static_cast<int64_t>(n), adam8bit_tiles(o, t)));
         st.m_codes.assign(n, 0);

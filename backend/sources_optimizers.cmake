@@ -1,7 +1,8 @@
 list(APPEND RAGGED_BACKEND_SRCS
   ${CMAKE_CURRENT_LIST_DIR}/optimizer_adamw.cpp
   ${CMAKE_CURRENT_LIST_DIR}/optimizer_adam8bit.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/optimizer_muon.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/optimizer_muon.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/optimizer_shampoo.cpp)
 # The optimizers promise that a shard computes bit for bit what the whole tensor
 # computes: no contraction of a*b+c into an FMA, which a compiler may apply to
 # a vectorised loop body and not to its scalar remainder.
@@ -10,5 +11,6 @@ if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
     ${CMAKE_CURRENT_LIST_DIR}/optimizer_adamw.cpp
     ${CMAKE_CURRENT_LIST_DIR}/optimizer_adam8bit.cpp
     ${CMAKE_CURRENT_LIST_DIR}/optimizer_muon.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/optimizer_shampoo.cpp
     PROPERTIES COMPILE_OPTIONS -ffp-contract=off)
 endif()

@@ -15,12 +15,6 @@ using models::TensorRole;
 
 bool owner_based(const scenarios::Optimizer& o) { return o.has_muon() || o.has_shampoo(); }
 
-// Muon and Shampoo handle the hidden matrices; embeddings, the head and
-// vectors stay on AdamW (standard Muon practice).
-bool handled_whole(const models::TensorSpec& t) {
-  return t.is_matrix() && t.role != TensorRole::kEmbedding && t.role != TensorRole::kHead;
-}
-
 // Newton-Schulz on an a x b matrix (a <= b): per iteration A = X X^T (a*a*b),
 // A^2 (a*a*a), (bA + cA^2) X (a*a*b).
 double newton_schulz_flops(int64_t rows, int64_t cols, int steps) {
@@ -28,13 +22,13 @@ double newton_schulz_flops(int64_t rows, int64_t cols, int steps) {
   return steps * (2 * a * a * b + 2 * a * a * a + 2 * a * a * b);
 }
 
-// Shampoo on b x b blocks: statistics L += G G^T and R += G^T G, the
-// preconditioned update L^-1/4 G R^-1/4 every step, inverse roots (an
-// eigendecomposition, ~10 b^3 each) every `frequency` steps.
-double shampoo_flops(int64_t rows, int64_t cols, int block, int frequency) {
-  const double blocks = std::ceil(static_cast<double>(rows) / block) * std::ceil(static_cast<double>(cols) / block);
-  const double b3 = static_cast<double>(block) * block * block;
-  return blocks * (4 * b3 + 4 * b3 + 2 * 10 * b3 / frequency);
+// Calls f(r, c) for the r x c blocks of a rows x cols matrix cut every `block`
+// rows and columns (edge blocks smaller), as backend/optimizer_shampoo.cpp cuts it.
+template <typename F>
+void for_each_block(int64_t rows, int64_t cols, int64_t block, F f) {
+  for (int64_t r0 = 0; r0 < rows; r0 += block) {
+    for (int64_t c0 = 0; c0 < cols; c0 += block) f(std::min(block, rows - r0), std::min(block, cols - c0));
+  }
 }
 
 // Bytes each shard element moves through memory in one update (read + write).
@@ -45,6 +39,31 @@ double update_bytes_per_element(const scenarios::Optimizer& o, int64_t master) {
 }
 
 }  // namespace
+
+bool handled_whole(const models::TensorSpec& t) {
+  return t.is_matrix() && t.role != TensorRole::kEmbedding && t.role != TensorRole::kHead;
+}
+
+// Per r x c block: statistics L += G G^T and R += G^T G (2 r c (r + c)), the
+// preconditioned update L^-1/4 G R^-1/4 (2 r c (r + c)) every step; an inverse
+// root per factor (a symmetric eigendecomposition and V diag V^T, ~10 n^3)
+// every `frequency` steps. Edge blocks count at their real size: a 704 x 256
+// matrix under the default block of 1024 is one 704 x 256 block.
+double shampoo_flops(int64_t rows, int64_t cols, int block, int frequency) {
+  double flops = 0;
+  for_each_block(rows, cols, block, [&](int64_t r, int64_t c) {
+    const double rd = static_cast<double>(r), cd = static_cast<double>(c);
+    flops += 4 * rd * cd * (rd + cd) + 10 * (rd * rd * rd + cd * cd * cd) / frequency;
+  });
+  return flops;
+}
+
+// Per r x c block: L (r x r), R (c x c) and their two roots, in float64.
+int64_t shampoo_state_bytes(int64_t rows, int64_t cols, int block) {
+  int64_t bytes = 0;
+  for_each_block(rows, cols, block, [&](int64_t r, int64_t c) { bytes += 2 * (r * r + c * c) * 8; });
+  return bytes;
+}
 
 std::vector<int> assign_owners(const std::vector<double>& costs, int64_t ranks) {
   std::vector<size_t> order(costs.size());
@@ -116,8 +135,9 @@ void add_optimizer_ops(ProgramWriter& w, const OptimizerContext& c, const std::v
       }
     }
     if (gathered > 0) {
-      // Momentum (or statistics) on the shard, then the ragged gather to the
-      // owners, the owners' math, and the scatter back.
+      // Muon's momentum on the shard (Shampoo: the gradient copied as it
+      // is), then the ragged gather to the owners, the owners' math, and the
+      // scatter back.
       last = w.traffic(OpKind::kOptimizer, Stream::kCompute, u, -1, name + " momentum",
                        static_cast<int64_t>(3.0 * c.master_bytes * static_cast<double>(shard)), {last});
       w.program().ops[last].phase = OptimizerPhase::kMomentum;
@@ -146,8 +166,9 @@ int64_t optimizer_state_bytes(const OptimizerContext& c) {
     return 2 * shard + 2 * 4 * ((shard + tile - 1) / tile);  // two 8-bit states and an fp32 scale per tile each
   }
   if (!owner_based(o)) return 2 * c.master_bytes * shard;  // AdamW m and v
-  // Momentum (Muon) or statistics' shard share for the matrices, AdamW for the
-  // rest; Shampoo's factors live on the owners.
+  // Muon keeps a momentum on the shard share of the matrices, Shampoo nothing
+  // there (no momentum: the gradient goes to the owner as it is); AdamW's m
+  // and v for the rest. Shampoo's factors and roots live on the owners.
   int64_t matrix_elements = 0, all_elements = 0;
   for (const UnitPlan& u : c.plan->units) {
     for (const auto& t : c.model->units[u.unit_index].tensors) {
@@ -156,14 +177,11 @@ int64_t optimizer_state_bytes(const OptimizerContext& c) {
     }
   }
   const double share = all_elements ? static_cast<double>(matrix_elements) / static_cast<double>(all_elements) : 0.0;
-  int64_t bytes = static_cast<int64_t>(share * static_cast<double>(shard)) * c.master_bytes +
-                  static_cast<int64_t>((1 - share) * static_cast<double>(shard)) * 2 * c.master_bytes;
+  int64_t bytes = static_cast<int64_t>((1 - share) * static_cast<double>(shard)) * 2 * c.master_bytes;
+  if (o.has_muon()) bytes += static_cast<int64_t>(share * static_cast<double>(shard)) * c.master_bytes;
   if (o.has_shampoo()) {
-    const int64_t block = o.shampoo().block_size();
     for (const OwnedMatrix& m : owned_matrices(c)) {
-      if (m.owner != c.rank) continue;
-      const int64_t blocks = ((m.rows + block - 1) / block) * ((m.cols + block - 1) / block);
-      bytes += blocks * 2 * block * block * 4;
+      if (m.owner == c.rank) bytes += shampoo_state_bytes(m.rows, m.cols, o.shampoo().block_size());
     }
   }
   return bytes;

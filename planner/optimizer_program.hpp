@@ -36,6 +36,17 @@ struct OwnedMatrix {
   int owner = 0;
 };
 
+// Whether Muon/Shampoo process a tensor as whole matrices: the hidden
+// matrices; embeddings, the head and vectors stay on AdamW (standard Muon
+// practice). The host optimizer and the Program decide with this one rule.
+bool handled_whole(const models::TensorSpec& tensor);
+
+// Shampoo's work on one rows x cols matrix with blocks of at most `block` x
+// `block`, per step (root computations amortised over `frequency` steps), and
+// the bytes of its per-block state on the owner.
+double shampoo_flops(int64_t rows, int64_t cols, int block, int frequency);
+int64_t shampoo_state_bytes(int64_t rows, int64_t cols, int block);
+
 // The matrices Muon/Shampoo own and their owners; empty for Adam variants.
 std::vector<OwnedMatrix> owned_matrices(const OptimizerContext& context);
 

@@ -81,7 +81,15 @@ void default_optimizer(Optimizer* optimizer) {
     case Optimizer::kShampoo: {
       Shampoo* shampoo = optimizer->mutable_shampoo();
       if (!shampoo->has_block_size()) shampoo->set_block_size(1024);
-      if (!shampoo->has_precondition_frequency()) shampoo->set_precondition_frequency(100);
+      // DistributedShampoo's defaults (Shi et al. 2023, arXiv 2309.06497;
+      // facebookresearch/optimizers): roots every step, lr 1e-2, epsilon 1e-12
+      // on the factors' eigenvalues, no weight decay. Roots every step is also
+      // Algorithm 1 of Gupta et al. 2018; reusing step 1's roots (from one
+      // gradient) for 100 steps diverged by step 5 on tiny-llama-4xcpu.
+      if (!shampoo->has_precondition_frequency()) shampoo->set_precondition_frequency(1);
+      if (!shampoo->has_lr()) shampoo->set_lr(1e-2);
+      if (!shampoo->has_epsilon()) shampoo->set_epsilon(1e-12);
+      if (!shampoo->has_weight_decay()) shampoo->set_weight_decay(0.0);
       default_adamw(shampoo->mutable_adamw());
       break;
     }

@@ -27,6 +27,13 @@ class Checker {
     }
   }
 
+  void non_negative(const std::string& path, double value, const std::string& what = "") {
+    if (!(value >= 0) || !std::isfinite(value)) {
+      fail(path, fmt::format("{} is {}; it must be a finite number >= 0{}", leaf(path), value,
+                             what.empty() ? "" : " (" + what + ")"));
+    }
+  }
+
   std::vector<FieldIssue> take() { return std::move(issues_); }
 
  private:
@@ -168,6 +175,9 @@ void check_training(const Training& t, int64_t gpus, Checker& c) {
   if (o.has_shampoo()) {
     c.at_least("training.optimizer.shampoo.block_size", o.shampoo().block_size(), 1);
     c.at_least("training.optimizer.shampoo.precondition_frequency", o.shampoo().precondition_frequency(), 1);
+    c.non_negative("training.optimizer.shampoo.lr", o.shampoo().lr(), "the step size on the matrices");
+    c.positive("training.optimizer.shampoo.epsilon", o.shampoo().epsilon(), "keeps the inverse roots finite");
+    c.non_negative("training.optimizer.shampoo.weight_decay", o.shampoo().weight_decay());
   }
 }
 

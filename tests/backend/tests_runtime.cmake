@@ -95,6 +95,15 @@ if(RAGGED_HAVE_MPI AND MPIEXEC_EXECUTABLE)
   ragged_add_run_check(4 tiny-moe-4xcpu fsdp2 rows:4 muon 2)
   ragged_add_run_check(6 tiny-llama-4xcpu ragged block:32x32 adam8bit 3)
   ragged_add_run_check(4 tiny-llama-4xcpu fsdp2 default adamw 1)
+  # Shampoo: the gradient gathered to each matrix's owner, the owner's block
+  # factors kept across steps, the update scattered back.
+  ragged_add_run_check(4 tiny-llama-4xcpu ragged default shampoo)
+  ragged_add_run_check(4 tiny-llama-4xcpu fsdp2 rows:4 shampoo)
+  ragged_add_run_check(4 tiny-moe-4xcpu ragged default shampoo)
+  ragged_add_run_check(4 tiny-moe-4xcpu fsdp2 default shampoo)
+  ragged_add_run_check(3 tiny-llama-4xcpu ragged rows:4 shampoo)
+  ragged_add_run_check(3 tiny-moe-4xcpu fsdp2 default shampoo)
+  ragged_add_run_check(4 tiny-moe-4xcpu ragged default shampoo 2)
 
   # The checks must be able to fail: one NaN put into a parameter held by
   # rank 3 after step 2 stops the run at that step, named, with exit code 3.

@@ -1,7 +1,8 @@
 // The optimizer's part of the Program: owners of whole matrices balanced
 // longest-processing-time first, Muon's gather / Newton-Schulz / scatter per
 // unit with every matrix orthogonalised exactly once over the shard group,
-// and the optimizer state bytes of AdamW, 8-bit Adam and Muon.
+// and the optimizer state bytes of AdamW, 8-bit Adam, Muon and Shampoo
+// (whose blocks count at their real size).
 
 #include <gtest/gtest.h>
 
@@ -280,6 +281,53 @@ TEST(OptimizerProgram, ShampooRunsEachMatrixsPreconditionerOnItsOwner) {
     ran += here;
   }
   EXPECT_NEAR(ran / expected, 1.0, 1e-12);
+}
+
+TEST(OptimizerProgram, ShampooCountsEdgeBlocksAtTheirSize) {
+  // One 704 x 256 block under the default 1024: statistics and update
+  // 4 r c (r + c), two roots of ~10 n^3 every step.
+  EXPECT_DOUBLE_EQ(shampoo_flops(704, 256, 1024, 1), 4.0 * 704 * 256 * (704 + 256) + 10.0 * (704.0 * 704 * 704 + 256.0 * 256 * 256));
+  // 300 x 200 in blocks of 128: rows 128, 128, 44; columns 128, 72; roots every 4 steps.
+  double flops = 0;
+  int64_t bytes = 0;
+  for (double r : {128.0, 128.0, 44.0}) {
+    for (double c : {128.0, 72.0}) {
+      flops += 4 * r * c * (r + c) + 10 * (r * r * r + c * c * c) / 4;
+      bytes += static_cast<int64_t>(2 * (r * r + c * c) * 8);  // L, R and their roots, float64
+    }
+  }
+  EXPECT_DOUBLE_EQ(shampoo_flops(300, 200, 128, 4), flops);
+  EXPECT_EQ(shampoo_state_bytes(300, 200, 128), bytes);
+}
+
+TEST(OptimizerProgram, ShampooKeepsFactorsOnOwnersAndAdamWStatesForTheRest) {
+  ProgramSetup setup("optimizer { shampoo { block_size: 128 } }");
+  int64_t matrix = 0, all = 0;
+  for (const models::UnitSpec& unit : setup.model().units) {
+    for (const models::TensorSpec& t : unit.tensors) {
+      all += t.numel();
+      if (t.is_matrix() && t.role != models::TensorRole::kEmbedding && t.role != models::TensorRole::kHead)
+        matrix += t.numel();
+    }
+  }
+  const double S = static_cast<double>(setup.shard_total());
+  const auto adamw = static_cast<int64_t>((1 - static_cast<double>(matrix) / static_cast<double>(all)) * S) * 8;
+  const std::vector<OwnedMatrix> matrices = owned_matrices(context_of(setup));
+  int64_t factors_everywhere = 0;
+  for (int rank = 0; rank < 8; ++rank) {
+    int64_t factors = 0;
+    for (const OwnedMatrix& m : matrices) {
+      if (m.owner == rank) factors += shampoo_state_bytes(m.rows, m.cols, 128);
+    }
+    factors_everywhere += factors;
+    EXPECT_EQ(setup.build(rank).persistent.optimizer_states, adamw + factors) << "rank " << rank;
+  }
+  // Every matrix's factors on exactly one rank: the 4 blocks (256 x 256 in
+  // blocks of 128) of q and o, 2 of k and v (128 x 256), 12 of the MLP's
+  // 704 x 256 / 256 x 704 (704 = 5 x 128 + 64), per layer.
+  const int64_t square = 2 * (128 * 128 + 128 * 128) * 8, edge = 2 * (64 * 64 + 128 * 128) * 8;
+  const int64_t per_layer = 2 * 4 * square + 2 * 2 * square + 3 * (10 * square + 2 * edge);
+  EXPECT_EQ(factors_everywhere, 4 * per_layer);
 }
 
 }  // namespace

@@ -53,6 +53,18 @@ TEST(ScenarioDefaults, EightBitAdamDefaultsToItsBlockGranularity) {
   EXPECT_EQ(spec.block_cols(), 32);
 }
 
+TEST(ScenarioDefaults, ShampooDefaultsAreDistributedShampoos) {
+  std::string text = testing::minimal_scenario();
+  text.replace(text.find("strategy: FSDP2"), 15, "optimizer { shampoo {} }");
+  const Shampoo s = parse_scenario(text, ScenarioFormat::kText, "t", ".").scenario.training().optimizer().shampoo();
+  EXPECT_EQ(s.block_size(), 1024);
+  EXPECT_EQ(s.precondition_frequency(), 1);
+  EXPECT_DOUBLE_EQ(s.lr(), 1e-2);
+  EXPECT_DOUBLE_EQ(s.epsilon(), 1e-12);
+  EXPECT_DOUBLE_EQ(s.weight_decay(), 0.0);
+  EXPECT_DOUBLE_EQ(s.adamw().lr(), 3e-4);
+}
+
 TEST(ScenarioDefaults, HsdpReplicasDeriveShardGroup) {
   std::string text = testing::minimal_scenario();
   text.replace(text.find("strategy: FSDP2"), 15, "replicate_group_size: 2");

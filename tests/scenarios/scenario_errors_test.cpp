@@ -85,6 +85,17 @@ TEST(ScenarioErrors, EightBitAdamRejectsElementGranularity) {
   EXPECT_CONTAINS(error, "training.granularity.default_spec: 8-bit Adam quantizes 32x32 tiles");
 }
 
+TEST(ScenarioErrors, ShampooSettingsOutOfRangeNameTheField) {
+  const std::string zero_eps = parse_error(replace(minimal_scenario(), "strategy: FSDP2", "optimizer { shampoo { epsilon: 0 } }"));
+  EXPECT_CONTAINS(zero_eps, "training.optimizer.shampoo.epsilon: epsilon is 0; it must be a positive number");
+  const std::string negative_lr = parse_error(replace(minimal_scenario(), "strategy: FSDP2", "optimizer { shampoo { lr: -0.1 } }"));
+  EXPECT_CONTAINS(negative_lr, "training.optimizer.shampoo.lr: lr is -0.1; it must be a finite number >= 0");
+  const std::string decay = parse_error(replace(minimal_scenario(), "strategy: FSDP2", "optimizer { shampoo { weight_decay: inf } }"));
+  EXPECT_CONTAINS(decay, "training.optimizer.shampoo.weight_decay: weight_decay is inf");
+  const std::string frequency = parse_error(replace(minimal_scenario(), "strategy: FSDP2", "optimizer { shampoo { precondition_frequency: 0 } }"));
+  EXPECT_CONTAINS(frequency, "training.optimizer.shampoo.precondition_frequency: precondition_frequency is 0");
+}
+
 TEST(ScenarioErrors, RowsGranularityNeedsRows) {
   std::string error = parse_error(replace(minimal_scenario(), "strategy: FSDP2", "granularity { default_spec { kind: ROWS } }"));
   EXPECT_CONTAINS(error, "training.granularity.default_spec.rows: rows is 0");

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "common/errors.hpp"
+#include "planner/program_order.hpp"
 
 namespace ragged::planner {
 namespace {
@@ -40,11 +41,29 @@ std::vector<Lifetime> lifetimes(const Program& program) {
   return out;
 }
 
-bool coexist(const Lifetime& a, const Lifetime& b) { return a.start < b.end && b.start < a.end; }
+// Two buffers may share memory only when one's free surely finishes before
+// the other's alloc, whatever the timing: then the reuse needs no wait the
+// Program does not already have. (Issue order alone is not enough: a
+// gradient buffer freed on the reduce-scatter stream before the next one's
+// alloc in issue order may still be reduced while the compute stream
+// writes the next; sharing their memory would add a wait that serialises
+// the reduce-scatter with the backward on the GPU.)
+class Coexistence {
+ public:
+  Coexistence(const Program& program, const std::vector<Lifetime>& life) : order_(program), life_(life) {}
+  bool operator()(size_t a, size_t b) const {
+    return !order_.before(static_cast<uint32_t>(life_[a].end), static_cast<uint32_t>(life_[b].start)) &&
+           !order_.before(static_cast<uint32_t>(life_[b].end), static_cast<uint32_t>(life_[a].start));
+  }
+
+ private:
+  HappensBefore order_;
+  const std::vector<Lifetime>& life_;
+};
 
 // Places the buffers in `order`, each at the smallest gap it fits among the
 // already placed buffers it coexists with (or above them all).
-void place_in_order(const std::vector<Lifetime>& life, const std::vector<size_t>& order, ArenaPlan& plan) {
+void place_in_order(const Coexistence& coexist, const std::vector<size_t>& order, ArenaPlan& plan) {
   std::fill(plan.offsets.begin(), plan.offsets.end(), -1);
   plan.bytes = 0;
   std::vector<size_t> placed;
@@ -54,7 +73,7 @@ void place_in_order(const std::vector<Lifetime>& life, const std::vector<size_t>
     if (size == 0) continue;
     taken.clear();
     for (size_t c : placed) {
-      if (coexist(life[b], life[c])) taken.emplace_back(plan.offsets[c], plan.offsets[c] + plan.sizes[c]);
+      if (coexist(b, c)) taken.emplace_back(plan.offsets[c], plan.offsets[c] + plan.sizes[c]);
     }
     std::sort(taken.begin(), taken.end());
     int64_t best = -1, best_gap = 0, top = 0;
@@ -75,14 +94,23 @@ void place_in_order(const std::vector<Lifetime>& life, const std::vector<size_t>
 // No one order wins everywhere: largest first suits uniform dense models,
 // longest-lived first or issue order suits units of very different sizes
 // (MoE). Programs have hundreds of buffers, so trying each is cheap.
-void place(const std::vector<Lifetime>& life, const std::vector<int64_t>& live_after_op, ArenaPlan& plan) {
-  const auto duration = [&](size_t b) { return life[b].end - life[b].start; };
-  // The most bytes live at once while each buffer lives ("greedy by
-  // breadth": the buffers of the fullest moments are packed first).
+// The most bytes live at once while each buffer lives, when the ops run in
+// `order` (op ids), given the bytes live after each position.
+std::vector<int64_t> breadth_in(const std::vector<Lifetime>& life, const std::vector<uint32_t>& order,
+                                const std::vector<int64_t>& live_after) {
+  std::vector<size_t> position(order.size());
+  for (size_t k = 0; k < order.size(); ++k) position[order[k]] = k;
   std::vector<int64_t> breadth(life.size(), 0);
   for (size_t b = 0; b < life.size(); ++b) {
-    for (int64_t i = life[b].start; i < life[b].end; ++i) breadth[b] = std::max(breadth[b], live_after_op[static_cast<size_t>(i)]);
+    const size_t from = position[static_cast<size_t>(life[b].start)], to = position[static_cast<size_t>(life[b].end)];
+    for (size_t k = from; k < to; ++k) breadth[b] = std::max(breadth[b], live_after[k]);
   }
+  return breadth;
+}
+
+void place(const std::vector<Lifetime>& life, const Coexistence& coexist, const std::vector<int64_t>& breadth,
+           ArenaPlan& plan) {
+  const auto duration = [&](size_t b) { return life[b].end - life[b].start; };
   using Before = std::function<bool(size_t, size_t)>;
   const std::vector<Before> orders = {
       [&](size_t a, size_t b) { return plan.sizes[a] > plan.sizes[b]; },
@@ -105,7 +133,7 @@ void place(const std::vector<Lifetime>& life, const std::vector<int64_t>& live_a
       if (before(a, b) != before(b, a)) return before(a, b);
       return life[a].start < life[b].start;
     });
-    place_in_order(life, order, plan);
+    place_in_order(coexist, order, plan);
     if (best_bytes < 0 || plan.bytes < best_bytes) {
       best_bytes = plan.bytes;
       best_offsets = plan.offsets;
@@ -117,7 +145,9 @@ void place(const std::vector<Lifetime>& life, const std::vector<int64_t>& live_a
 
 // The earlier buffers b's alloc must wait for: those overlapping b's
 // addresses, latest free first, skipping one whose overlap is already
-// covered by a later one (which itself waited for it).
+// covered by a later one (which itself waited for it). Placement only
+// overlaps buffers whose free happens before the alloc, so these waits are
+// implied by the Program; executors keep them as a guard.
 void find_reuses(const std::vector<Lifetime>& life, ArenaPlan& plan) {
   const size_t n = life.size();
   plan.reuses.assign(n, {});
@@ -168,16 +198,27 @@ ArenaPlan plan_arena(const Program& program, int64_t alignment, const BufferByte
     RAGGED_ASSERT(bytes >= 0, fmt::format("buffer '{}' has negative size", program.buffers[b].name));
     plan.sizes[b] = (bytes + alignment - 1) / alignment * alignment;
   }
-  std::vector<int64_t> live_after_op(program.ops.size());
-  int64_t live = 0;
-  for (size_t i = 0; i < program.ops.size(); ++i) {
-    const Op& op = program.ops[i];
-    if (op.kind == OpKind::kAlloc) live += plan.sizes[static_cast<size_t>(op.buffer)];
-    if (op.kind == OpKind::kFree) live -= plan.sizes[static_cast<size_t>(op.buffer)];
-    live_after_op[i] = live;
-    plan.peak_live = std::max(plan.peak_live, live);
+  // The fullest moment of each buffer's life ("greedy by breadth": the
+  // buffers of the fullest moments are packed first), over the two orders
+  // that bound the Program's memory (planner/program_order.hpp).
+  std::vector<uint32_t> issue_order(program.ops.size());
+  std::iota(issue_order.begin(), issue_order.end(), 0u);
+  std::vector<int64_t> breadth(program.buffers.size(), 0);
+  for (const std::vector<uint32_t>& order : {issue_order, reductions_last_order(program)}) {
+    std::vector<int64_t> live_after(order.size());
+    int64_t live = 0;
+    for (size_t k = 0; k < order.size(); ++k) {
+      const Op& op = program.ops[order[k]];
+      if (op.kind == OpKind::kAlloc) live += plan.sizes[static_cast<size_t>(op.buffer)];
+      if (op.kind == OpKind::kFree) live -= plan.sizes[static_cast<size_t>(op.buffer)];
+      live_after[k] = live;
+      plan.peak_live = std::max(plan.peak_live, live);
+    }
+    const std::vector<int64_t> in_order = breadth_in(life, order, live_after);
+    for (size_t b = 0; b < breadth.size(); ++b) breadth[b] = std::max(breadth[b], in_order[b]);
   }
-  place(life, live_after_op, plan);
+  const Coexistence coexist(program, life);
+  place(life, coexist, breadth, plan);
   find_reuses(life, plan);
   return plan;
 }

@@ -3,22 +3,31 @@
 // before the step runs: the executors allocate one block once and carve it
 // by these offsets, so a step never calls the allocator and never fragments.
 //
-// A buffer lives from its alloc op to its free op in issue order. Two buffers
-// whose lifetimes overlap get disjoint addresses; a buffer may reuse the
-// memory of buffers freed before it is allocated. On a device with several
-// streams "freed before" in issue order is not "finished before" in time, so
-// the plan also says, for each buffer, which earlier buffers' memory it
-// reuses: its alloc must wait for their frees (an event per free).
+// A buffer lives from its alloc op to its free op. A buffer may reuse the
+// memory of another only when that one's free happens before its alloc in
+// every execution of the Program (dependencies and stream order,
+// planner/program_order.hpp), not merely earlier in issue order: on a
+// device with several streams, reusing memory freed earlier in issue order
+// would add a wait the Program does not have (the next unit's gradients
+// waiting for the previous unit's reduce-scatter), and the GPU would run a
+// different schedule from the simulator's. The plan also lists, for each
+// buffer, the earlier buffers whose memory it reuses; the executors wait
+// for their frees (implied by the Program, kept as a guard).
 //
 // Offsets come from greedy placement (each buffer at the best-fitting gap
 // among the buffers it coexists with), the usual heuristic for this NP-hard
 // problem (dynamic storage allocation), tried in several orders (largest,
 // longest-lived, issue order, fullest moment first) keeping the smallest;
-// `peak_live`, the most bytes live at once, bounds `bytes` from below.
-// Measured on the shipped scenarios: ragged and FSDP2 within 0.1% of it;
-// FSDP1, ZeRO-3 and Megatron on MoE models lose about 24% (a 2x
-// reduce-scatter input must fit beside the next unit's parameters and the
-// gradients; a cyclic slot assignment exists, the greedy orders miss it).
+// `peak_live`, the most bytes live at once in issue order or with the
+// reduce-scatters last, bounds `bytes` from below. Measured on the shipped
+// scenarios: ragged and FSDP2 equal to it; FSDP1, ZeRO-3 and Megatron lose
+// 3-15% on dense models and up to 78% on MoE ones (a 2x reduce-scatter
+// input must fit beside the next unit's parameters and the gradients, and
+// without a rule of their own, buffers the Program does not order cannot
+// share memory). FSDP1 under HSDP (DeepSeek-V3, 256 x 8) needs 18x: nothing
+// orders its all-reduces before later allocations, and the Program keeps
+// each unit's whole reduce-scatter input until its all-reduced shard is
+// accumulated.
 
 #include <cstdint>
 #include <functional>
@@ -32,7 +41,7 @@ struct ArenaPlan {
   std::vector<int64_t> offsets;  // per Program buffer; -1 when it takes no memory
   std::vector<int64_t> sizes;    // per Program buffer: the bytes carved (rounded up to the alignment)
   int64_t bytes = 0;             // the arena the step needs: the highest end of any buffer
-  int64_t peak_live = 0;         // the most carved bytes live at once in issue order
+  int64_t peak_live = 0;         // the most carved bytes live at once in issue order or with the reductions last
   // Per buffer: the earlier buffers whose addresses it reuses and whose frees
   // its alloc must wait for (those already covered transitively left out).
   std::vector<std::vector<int>> reuses;

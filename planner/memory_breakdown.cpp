@@ -2,15 +2,21 @@
 
 #include <algorithm>
 #include <array>
+#include <numeric>
+#include <vector>
+
+#include "planner/program_order.hpp"
 
 namespace ragged::planner {
+namespace {
 
-MemoryBreakdown memory_breakdown(const Program& program) {
+// The peak of the transient buffers when the ops run in `order`, split by kind.
+MemoryBreakdown peak_in(const Program& program, const std::vector<uint32_t>& order) {
   MemoryBreakdown out;
-  out.persistent = program.persistent;
   std::array<int64_t, 7> live{};  // by BufferKind
   int64_t total = 0;
-  for (const Op& op : program.ops) {
+  for (uint32_t id : order) {
+    const Op& op = program.ops[id];
     if (op.kind != OpKind::kAlloc && op.kind != OpKind::kFree) continue;
     const Buffer& buffer = program.buffers[op.buffer];
     const int64_t delta = op.kind == OpKind::kAlloc ? buffer.bytes : -buffer.bytes;
@@ -26,6 +32,19 @@ MemoryBreakdown memory_breakdown(const Program& program) {
       out.workspace = live[static_cast<size_t>(BufferKind::kWorkspace)] + live[static_cast<size_t>(BufferKind::kOptimizer)];
     }
   }
+  return out;
+}
+
+}  // namespace
+
+MemoryBreakdown memory_breakdown(const Program& program) {
+  std::vector<uint32_t> issue_order(program.ops.size());
+  std::iota(issue_order.begin(), issue_order.end(), 0u);
+  const MemoryBreakdown issued = peak_in(program, issue_order);
+  const MemoryBreakdown lagging = peak_in(program, reductions_last_order(program));
+  MemoryBreakdown out = lagging.peak_transient > issued.peak_transient ? lagging : issued;
+  out.persistent = program.persistent;
+  out.issue_order_peak = issued.peak_transient;
   return out;
 }
 

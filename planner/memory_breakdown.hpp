@@ -1,8 +1,14 @@
 #pragma once
 // Static memory breakdown of one rank: the persistent state, and the
-// transient buffers of the Program at the moment their sum peaks when the ops
-// run one at a time in issue order (the simulator replaces this with the
-// overlapped timeline and the allocator's behaviour).
+// transient buffers of the Program at the moment their sum peaks, over two
+// executions of the Program: the ops one at a time in issue order, and the
+// order in which the reductions lag as far as the dependencies let them
+// (`reductions_last_order`, planner/program_order.hpp). The second holds
+// what a strategy's backpressure rule lets pile up behind slow
+// reduce-scatters (two gradient buffers where the reduce-scatter of one unit
+// overlaps the backward of the next), which issue order never shows. The
+// simulator replaces this with the timed schedule and the allocator's
+// behaviour.
 
 #include <cstdint>
 
@@ -12,12 +18,13 @@ namespace ragged::planner {
 
 struct MemoryBreakdown {
   PersistentMemory persistent;
-  // Live at the issue-order peak:
+  // Live at the peak:
   int64_t unsharded_params = 0;  // gathered parameters and their copies
   int64_t gradients_in_flight = 0;  // unsharded gradients and reduce-scatter inputs
   int64_t activations = 0;
   int64_t workspace = 0;   // recomputation, backward working memory, optimizer buffers
   int64_t peak_transient = 0;
+  int64_t issue_order_peak = 0;  // the transient peak in issue order alone (<= peak_transient)
 
   int64_t peak_total() const { return persistent.total() + peak_transient; }
 };

@@ -1,6 +1,7 @@
 #include "planner/program_builder.hpp"
 
 #include <algorithm>
+#include <deque>
 
 #include <fmt/format.h>
 
@@ -42,6 +43,7 @@ class Builder {
     window_ = std::max(1, t.prefetch_depth() + 1);
     if (traits_.max_unsharded_units > 0) window_ = std::min(window_, traits_.max_unsharded_units);
     units_ = static_cast<int>(in.plan->units.size());
+    queue_elements_ = traits_.reduce_queue_elements(mean_block_params());
   }
 
   Program build() {
@@ -179,7 +181,7 @@ class Builder {
     const std::string label = fmt::format("{} {}", spec(g.unit).name, g.backward ? "(bwd)" : "(fwd)");
     int copies = w_.buffer(spec(g.unit).name + " parameter copies", BufferKind::kParamCopies, g.unit, gathered_elements(g.unit) * p_);
     program_.buffers[static_cast<size_t>(copies)].pieces = per_tensor_pieces(g.unit, p_, true);
-    w_.alloc(copies, Stream::kCompute, {});
+    compute_alloc(copies);
     uint32_t out = w_.traffic(OpKind::kCopyOut, Stream::kCompute, g.unit, g.micro_batch, label + " all-gather copy-out",
                               layout.copies.all_gather_out * 2 * p_, {g.ready}, copies);
     w_.free(g.params_buffer, Stream::kCompute, {out});
@@ -209,6 +211,50 @@ class Builder {
   }
   int64_t grad_shard_bytes() const { return traits_.grad_shard_in_param_dtype ? p_ : o_; }
 
+  // The mean parameters of the model's blocks (of all units without blocks).
+  int64_t mean_block_params() const {
+    int64_t sum = 0, blocks = 0, all = 0;
+    for (const models::UnitSpec& s : in_.model->units) {
+      all += s.params();
+      if (s.kind == models::UnitKind::kBlock) {
+        sum += s.params();
+        ++blocks;
+      }
+    }
+    if (blocks == 0) return in_.model->units.empty() ? 0 : all / static_cast<int64_t>(in_.model->units.size());
+    return sum / blocks;
+  }
+
+  // The strategy's backpressure (StrategyTraits::reduce_queue_units and
+  // reduce_queue_elements): before unit u's gradients are handed over, the
+  // oldest reductions in flight leave the queue until it has room; the
+  // compute stream waits for the last of them to end (the others ended
+  // before it: reductions end in order on one stream). Empty: no wait.
+  std::vector<uint32_t> make_room_in_reduce_queue() {
+    int64_t queued = 0;
+    for (const Reduction& r : reductions_) queued += r.elements;
+    std::vector<uint32_t> wait;
+    const auto full = [&] {
+      const int64_t n = static_cast<int64_t>(reductions_.size());
+      return (traits_.reduce_queue_units >= 0 && n > traits_.reduce_queue_units) ||
+             (queue_elements_ > 0 && queued > queue_elements_);
+    };
+    while (!reductions_.empty() && full()) {
+      wait = {reductions_.front().ended};
+      queued -= reductions_.front().elements;
+      reductions_.pop_front();
+    }
+    return wait;
+  }
+
+  // Allocates on the compute stream; the first compute op after a hand-over
+  // carries the backpressure wait (the next unit's work cannot start).
+  uint32_t compute_alloc(int buffer) {
+    std::vector<uint32_t> deps = std::move(compute_waits_);
+    compute_waits_.clear();
+    return w_.alloc(buffer, Stream::kCompute, std::move(deps));
+  }
+
   void forward(int mb) {
     for (int u = 0; u < units_; ++u) {
       int k = find_gather(u, mb, false);
@@ -218,7 +264,7 @@ class Builder {
       uint32_t ready = params_ready(gathers_[k]);
       int act = w_.buffer(fmt::format("{} activations mb{}", spec(u).name, mb), BufferKind::kActivations, u,
                           static_cast<int64_t>(spec(u).activations.saved(mode_) * static_cast<double>(tokens())));
-      w_.alloc(act, Stream::kCompute, {});
+      compute_alloc(act);
       activations_.push_back(act);
       std::vector<uint32_t> deps = {ready};
       if (u == units_ - 1 && in_.model->arch.tie_embeddings) deps.push_back(embedding_ready(mb));
@@ -247,7 +293,7 @@ class Builder {
       const double recomputed = s.kind == models::UnitKind::kBlock ? s.activations.saved_none - s.activations.saved(mode_) : 0.0;
       int workspace = w_.buffer(s.name + " backward workspace", BufferKind::kWorkspace, u,
                                 static_cast<int64_t>((recomputed + s.activations.working) * static_cast<double>(tokens())));
-      w_.alloc(workspace, Stream::kCompute, {});
+      compute_alloc(workspace);
       std::vector<uint32_t> deps = {ready};
       if (u == units_ - 1 && in_.model->arch.tie_embeddings) deps.push_back(embedding_ready(mb));
       ComputeWork again = recompute_work(s, batch_, mode_);
@@ -281,23 +327,30 @@ class Builder {
     return grads;
   }
 
-  // Gradients of unit u to its reduced, accumulated shard.
+  // Gradients of unit u to its reduced, accumulated shard, after the
+  // strategy's backpressure wait.
   uint32_t reduce(int u, int mb, uint32_t grads_done, int grads) {
     const UnitLayout& layout = unit(u).layout;
     const std::string& name = spec(u).name;
     const int64_t gathered = reduced_elements(u);
+    std::vector<uint32_t> wait = make_room_in_reduce_queue();
     int input = grads;
     uint32_t last = grads_done;
     if (layout.copies.reduce_scatter_in > 0 || (r_ != p_ && !traits_.grads_in_reduce_dtype)) {
       // Pack (rank-major strategies) or cast (zero-copy ones) into the reduce dtype.
+      const Stream copy_on = traits_.reduce_copy_in_on_compute ? Stream::kCompute : Stream::kReduceScatter;
+      std::vector<uint32_t> deps = {last};
+      if (copy_on == Stream::kCompute) deps.insert(deps.end(), wait.begin(), wait.end());
       input = w_.buffer(name + " reduce-scatter input", BufferKind::kReduceInput, u, gathered * r_);
-      w_.alloc(input, Stream::kReduceScatter, {last});
+      w_.alloc(input, copy_on, std::move(deps));
       const bool pack = layout.copies.reduce_scatter_in > 0;
       const int64_t elements = pack ? layout.copies.reduce_scatter_in : gathered;
-      last = w_.traffic(pack ? OpKind::kCopyIn : OpKind::kCast, Stream::kReduceScatter, u, mb,
+      last = w_.traffic(pack ? OpKind::kCopyIn : OpKind::kCast, copy_on, u, mb,
                         name + (pack ? " reduce-scatter copy-in" : " cast grads"), elements * (p_ + r_), {last}, input);
-      w_.free(grads, Stream::kReduceScatter, {last});
+      w_.free(grads, copy_on, {last});
+      if (copy_on == Stream::kCompute) wait.clear();  // the copy-in waited
     }
+    compute_waits_.insert(compute_waits_.end(), wait.begin(), wait.end());
     last = w_.collective(OpKind::kReduceScatter, Stream::kReduceScatter, Group::kShard, u, mb, name + " reduce-scatter",
                          gathered * r_, input, {last});
     Stream accumulate_on = Stream::kReduceScatter;
@@ -310,7 +363,8 @@ class Builder {
     // until it is accumulated.
     last = w_.traffic(OpKind::kGradAccumulate, accumulate_on, u, mb, name + " accumulate grad shard",
                       shard(u) * (r_ + 2 * grad_shard_bytes()), {last}, input);
-    w_.free(input, accumulate_on, {last});
+    const uint32_t freed = w_.free(input, accumulate_on, {last});
+    reductions_.push_back({gathered, freed});
     return last;
   }
 
@@ -355,6 +409,13 @@ class Builder {
   std::vector<Gather> gathers_;
   int next_gather_ = 0;
   std::vector<int> activations_;  // [micro_batch * units + unit]
+  struct Reduction {
+    int64_t elements;  // what it reduces (the element capacities count these)
+    uint32_t ended;    // the free of its input: the reduction and its accumulation are done
+  };
+  std::deque<Reduction> reductions_;    // in flight as far as the compute stream knows, oldest first
+  std::vector<uint32_t> compute_waits_;  // for the compute stream's next op
+  int64_t queue_elements_ = 0;
 };
 
 }  // namespace

@@ -4,7 +4,9 @@
 // casts and copies), compute forward and backward per micro-batch (recompute
 // under activation checkpointing), reduce-scatters (and HSDP all-reduces),
 // gradient accumulation and the optimizer, with streams and dependencies.
-// Prefetch depth and reshard-after-forward shape the all-gather schedule.
+// Prefetch depth and reshard-after-forward shape the all-gather schedule;
+// the strategy's backpressure rule (StrategyTraits::reduce_queue_*) bounds
+// how far the backward runs ahead of the reduce-scatters.
 
 #include "models/model_spec.hpp"
 #include "planner/plan.hpp"

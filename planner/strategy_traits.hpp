@@ -30,6 +30,30 @@ struct StrategyTraits {
   // own communicator, so prefetching all-gathers never queue behind a
   // reduce-scatter (the veScale reference leaves it open; our choice).
   bool one_communicator = false;
+
+  // Backpressure of the gradient reductions on the backward: before a
+  // unit's gradients are handed over to be reduced, the compute stream waits
+  // for the oldest reductions still in flight until at most
+  // `reduce_queue_units` of them remain (-1: no limit) and they hold at most
+  // `reduce_queue_elements()` elements (0: no limit). Without it a backward
+  // faster than its reduce-scatters keeps every unit's unsharded gradients
+  // alive at once. Each strategy's rule and its source: docs/SIMULATOR.md
+  // section 4b.
+  int reduce_queue_units = -1;
+  // The queue's capacity in elements: max(floor, factor x the mean
+  // parameters of a block) (Megatron-FSDP's; ZeRO-3's is a floor alone);
+  // 0 and 0: no limit in elements.
+  int64_t reduce_queue_min_elements = 0;
+  int64_t reduce_queue_block_factor = 0;
+  // The copy of the unsharded gradients into the reduce-scatter input (pack
+  // or cast) runs on the compute stream, after the wait above, and frees the
+  // gradients there (FSDP2's foreach_reduce); otherwise on the
+  // reduce-scatter stream.
+  bool reduce_copy_in_on_compute = false;
+
+  // The element capacity for a model whose blocks hold `mean_block_params`
+  // parameters on average (0: no limit).
+  int64_t reduce_queue_elements(int64_t mean_block_params) const;
 };
 
 StrategyTraits strategy_traits(scenarios::Strategy strategy);

@@ -12,6 +12,7 @@
 #include "planner/arena_plan.hpp"
 #include "planner/layout_strategy.hpp"
 #include "planner/memory_breakdown.hpp"
+#include "planner/program_order.hpp"
 #include "scenarios/scenario_loader.hpp"
 #include "tests/planner/program_test_util.hpp"
 
@@ -127,6 +128,44 @@ TEST(ArenaPlan, CoexistingBuffersAreDisjointAndReuseWaitsForTheFree) {
       EXPECT_GE(plan.bytes, plan.peak_live) << what;
       EXPECT_GT(plan.peak_live, 0) << what;
     }
+  }
+}
+
+// The arena adds no synchronisation of its own: every reuse follows a free
+// that happens before the alloc in every execution of the Program, so a
+// multi-stream executor runs the Program's schedule (the simulator's), not
+// one serialised by memory reuse. Ragged's next gradient buffer, written
+// while the previous one is reduced, therefore gets its own memory.
+TEST(ArenaPlan, ReusesNeedNoWaitTheProgramDoesNotHave) {
+  for (scenarios::Strategy strategy : kAllStrategies) {
+    for (const std::string training : {"", "gradient_accumulation_steps: 2 ", "activation_checkpointing: FULL "}) {
+      ProgramSetup setup(strategy_field(strategy) + training);
+      const Program program = setup.build();
+      const ArenaPlan plan = plan_arena(program);
+      const HappensBefore order(program);
+      const std::vector<Lifetime> life = lifetimes_of(program);
+      for (size_t b = 0; b < program.buffers.size(); ++b) {
+        for (int c : plan.reuses[b]) {
+          EXPECT_TRUE(order.before(static_cast<uint32_t>(life[static_cast<size_t>(c)].end),
+                                   static_cast<uint32_t>(life[b].start)))
+              << strategy_field(strategy) << training << ": '" << program.buffers[b].name << "' reuses the memory of '"
+              << program.buffers[static_cast<size_t>(c)].name << "', whose free the Program does not order before it";
+        }
+      }
+    }
+  }
+  ProgramSetup ragged("strategy: RAGGED");
+  const Program program = ragged.build();
+  const ArenaPlan plan = plan_arena(program);
+  std::vector<size_t> grads;  // in backward order
+  for (size_t b = 0; b < program.buffers.size(); ++b) {
+    if (program.buffers[b].kind == BufferKind::kUnshardedGrads) grads.push_back(b);
+  }
+  ASSERT_GE(grads.size(), 3u);
+  for (size_t i = 1; i < grads.size(); ++i) {
+    EXPECT_FALSE(overlap(plan, grads[i - 1], grads[i]))
+        << "'" << program.buffers[grads[i]].name << "' shares memory with '" << program.buffers[grads[i - 1]].name
+        << "', which is still being reduced";
   }
 }
 

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "scenarios/gpu_presets.hpp"
 #include "sim/compute_model.hpp"
 
 namespace ragged::sim {
@@ -19,19 +20,28 @@ constexpr std::array<int64_t, 6> kSizes = {512, 1024, 2048, 4096, 8192, 10240};
 // the measurements of zzc0721/torch-performance-test-data issue #79, except
 // 512^3, which is derived (16 output tiles of 128x128 on 132 SMs, at the
 // 8192^3 per-SM rate, half of an 8-step K loop spent filling the pipeline).
-constexpr double kH100PeakTflops = 989.4;
+// Datasheet peaks and HBM bandwidths come from the GPU presets
+// (scenarios/gpu_presets.cpp), their one definition.
 constexpr std::array<double, 6> kH100Tflops = {48.3, 176.62, 676.59, 788.72, 797.51, 719.72};
+
+double preset_peak_tflops(std::string_view name) { return scenarios::find_gpu_preset(name).peak_bf16_tflops; }
+double preset_hbm_bytes_per_s(std::string_view name) {
+  return scenarios::find_gpu_preset(name).hbm_bandwidth_gbytes_per_s * 1e9;
+}
 
 // A100 has no published curve of this shape: the H100 curve is scaled so
 // that its best point (8192^3) becomes the A100's best measured efficiency,
-// MAMF 271.2 of 312 TFLOP/s (stas00/ml-engineering).
-constexpr double kA100OverH100 = (271.2 / 312.0) / (797.51 / kH100PeakTflops);
+// MAMF 271.2 TFLOP/s of its peak (stas00/ml-engineering).
+double a100_over_h100() {
+  return (271.2 / preset_peak_tflops("a100-80g")) / (797.51 / preset_peak_tflops("h100"));
+}
 
 // FlashAttention-2 on H100 SXM (FlashAttention-3 paper, Shah et al. 2024,
 // head dim 128, sequence 8k): forward 333 TFLOP/s causal; backward 318
-// non-causal, scaled by the forward's causal/non-causal ratio 333/370.
-constexpr double kH100AttentionForward = 333.0 / 989.4;
-constexpr double kH100AttentionBackward = 318.0 / 989.4 * (333.0 / 370.0);
+// non-causal, scaled by the forward's causal/non-causal ratio 333/370; as
+// fractions of the H100's peak.
+double h100_attention_forward() { return 333.0 / preset_peak_tflops("h100"); }
+double h100_attention_backward() { return 318.0 / preset_peak_tflops("h100") * (333.0 / 370.0); }
 // FlashAttention-2 on A100 (Dao 2023): up to 73% of peak forward, 63%
 // backward, both scaled by the same causal/non-causal ratio.
 constexpr double kA100AttentionForward = 0.73 * (333.0 / 370.0);
@@ -73,31 +83,36 @@ GpuComputeSpec make_spec(const TableInput& in) {
 
 std::array<double, 6> scaled_h100_curve(double factor) {
   std::array<double, 6> out{};
-  for (size_t i = 0; i < out.size(); ++i) out[i] = factor * kH100Tflops[i] / kH100PeakTflops;
+  const double peak = preset_peak_tflops("h100");
+  for (size_t i = 0; i < out.size(); ++i) out[i] = factor * kH100Tflops[i] / peak;
   return out;
 }
 
-TableInput hopper(std::string_view name, double hbm_bytes_per_s, std::string_view source) {
-  return {name, kH100PeakTflops * 1e12, hbm_bytes_per_s, scaled_h100_curve(1.0), kH100AttentionForward,
-          kH100AttentionBackward, kGpuMemoryEfficiency, kGpuLaunchSeconds, source};
+// Hopper GPUs share the H100's SMs and clocks (one table), each with its own
+// preset's peak and HBM bandwidth.
+TableInput hopper(std::string_view name, std::string_view source) {
+  return {name, preset_peak_tflops(name) * 1e12, preset_hbm_bytes_per_s(name), scaled_h100_curve(1.0),
+          h100_attention_forward(), h100_attention_backward(), kGpuMemoryEfficiency, kGpuLaunchSeconds, source};
 }
 
 std::vector<GpuComputeSpec> build_tables() {
   constexpr std::string_view kHopper =
       "H100 SXM measurements (torch.mm bf16; FlashAttention-3 paper's FA2 numbers; cudaMemcpy D2D)";
   std::vector<GpuComputeSpec> tables;
-  tables.push_back(make_spec(hopper("h100", 3.35e12, kHopper)));
+  tables.push_back(make_spec(hopper("h100", kHopper)));
   // Same table: the lower TDP of TorchTitan's 96 GB H100 is not modeled.
-  tables.push_back(make_spec(hopper("h100-sxm-95g", 2.4e12, kHopper)));
+  tables.push_back(make_spec(hopper("h100-sxm-95g", kHopper)));
   // H200 and H800 have the H100's SMs and clocks; H200 has 4.8 TB/s HBM3e.
-  tables.push_back(make_spec(hopper("h200", 4.8e12, kHopper)));
-  tables.push_back(make_spec(hopper("h800", 3.35e12, kHopper)));
-  tables.push_back(make_spec({"a100-80g", 312e12, 2.039e12, scaled_h100_curve(kA100OverH100), kA100AttentionForward,
+  tables.push_back(make_spec(hopper("h200", kHopper)));
+  tables.push_back(make_spec(hopper("h800", kHopper)));
+  tables.push_back(make_spec({"a100-80g", preset_peak_tflops("a100-80g") * 1e12, preset_hbm_bytes_per_s("a100-80g"),
+                              scaled_h100_curve(a100_over_h100()), kA100AttentionForward,
                               kA100AttentionBackward, kGpuMemoryEfficiency, kGpuLaunchSeconds,
                               "H100 curve scaled to A100 MAMF; FlashAttention-2 paper; H100 memcpy efficiency"}));
   // A nominal host rank: BLAS at 50-70% of peak, half the stream bandwidth,
   // a function call per kernel (assumptions, like the preset's peaks).
-  tables.push_back(make_spec({"cpu", 0.2e12, 20e9, {0.50, 0.60, 0.65, 0.70, 0.70, 0.70}, 0.30, 0.25, 0.5, 1e-6,
+  tables.push_back(make_spec({"cpu", preset_peak_tflops("cpu") * 1e12, preset_hbm_bytes_per_s("cpu"),
+                              {0.50, 0.60, 0.65, 0.70, 0.70, 0.70}, 0.30, 0.25, 0.5, 1e-6,
                               "nominal CPU rank (assumptions)"}));
   return tables;
 }

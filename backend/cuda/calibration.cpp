@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/errors.hpp"
+#include "scenarios/gpu_presets.hpp"
 
 namespace ragged::backend::gpu {
 namespace {
@@ -74,9 +75,7 @@ std::string calibration_json(const Calibration& c) {
 
 double dense_bf16_peak_flops(std::string_view device_name) {
   const std::string cls = device_class(device_name);
-  if (cls == "h100" || cls == "h200" || cls == "h800") return 989.4e12;
-  if (cls == "a100-80g") return 312e12;
-  return 0;
+  return cls.empty() ? 0 : scenarios::find_gpu_preset(cls).peak_bf16_tflops * 1e12;
 }
 
 std::string device_class(std::string_view device_name) {

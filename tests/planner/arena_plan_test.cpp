@@ -15,6 +15,7 @@
 #include "planner/program_order.hpp"
 #include "scenarios/scenario_loader.hpp"
 #include "tests/planner/program_test_util.hpp"
+#include "tests/planner/program_test_util.hpp"
 
 namespace ragged::planner {
 namespace {
@@ -189,13 +190,7 @@ TEST(ArenaPlan, ShippedScenariosLoseUnderOnePercent) {
   for (const EmbeddedFile& file : scenarios::shipped_scenarios()) {
     const ResolvedScenario resolved = resolve_scenario(scenarios::load_scenario(file.name));
     for (scenarios::Strategy strategy : {scenarios::RAGGED, scenarios::FSDP2}) {
-      scenarios::Training training = resolved.scenario().training();
-      training.set_strategy(strategy);
-      const Plan plan =
-          plan_model(resolved.model, resolved.granularity, training.shard_group_size(), *make_strategy(strategy));
-      ProgramInputs inputs = program_inputs(resolved, plan);
-      inputs.training = &training;
-      const Program program = build_program(inputs, 0);
+      const Program program = program_test::shipped_program(resolved, strategy);
       const ArenaPlan arena = plan_arena(program);
       const std::string what = std::string(file.name) + " " + scenarios::Strategy_Name(strategy);
       EXPECT_LE(arena.overhead(), 0.01) << what << ": arena " << arena.bytes << " for a peak of " << arena.peak_live;

@@ -57,14 +57,7 @@ std::vector<uint32_t> issue_order(const Program& program) {
 }
 
 Program shipped_program(const std::string& name, scenarios::Strategy strategy) {
-  const ResolvedScenario resolved = resolve_scenario(scenarios::load_scenario(name));
-  scenarios::Training training = resolved.scenario().training();
-  training.set_strategy(strategy);
-  const Plan plan =
-      plan_model(resolved.model, resolved.granularity, training.shard_group_size(), *make_strategy(strategy));
-  ProgramInputs inputs = program_inputs(resolved, plan);
-  inputs.training = &training;
-  return build_program(inputs, 0);
+  return program_test::shipped_program(resolve_scenario(scenarios::load_scenario(name)), strategy);
 }
 
 // Issue 9's communication-bound case, every strategy: with the

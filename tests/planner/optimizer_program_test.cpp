@@ -248,16 +248,24 @@ TEST(OptimizerProgram, MuonGathersOrthogonalisesAndScattersEveryMatrixExactlyOnc
   EXPECT_NEAR(total_flops / expected_flops, 1.0, 1e-12);
 }
 
-TEST(OptimizerProgram, MuonKeepsOneMomentumForMatricesAndAdamWStatesForTheRest) {
-  ProgramSetup setup("optimizer { muon {} }");
+// Elements of the hidden matrices (what Muon and Shampoo take whole: not the
+// embedding or the head) and of every tensor, counted here from the roles.
+std::pair<int64_t, int64_t> hidden_matrix_elements(const models::ModelSpec& model) {
   int64_t matrix = 0, all = 0;
-  for (const models::UnitSpec& unit : setup.model().units) {
+  for (const models::UnitSpec& unit : model.units) {
     for (const models::TensorSpec& t : unit.tensors) {
       all += t.numel();
-      if (t.is_matrix() && t.role != models::TensorRole::kEmbedding && t.role != models::TensorRole::kHead)
+      if (t.is_matrix() && t.role != models::TensorRole::kEmbedding && t.role != models::TensorRole::kHead) {
         matrix += t.numel();
+      }
     }
   }
+  return {matrix, all};
+}
+
+TEST(OptimizerProgram, MuonKeepsOneMomentumForMatricesAndAdamWStatesForTheRest) {
+  ProgramSetup setup("optimizer { muon {} }");
+  const auto [matrix, all] = hidden_matrix_elements(setup.model());
   const double share = static_cast<double>(matrix) / static_cast<double>(all);
   const double S = static_cast<double>(setup.shard_total());
   const double expected = share * S * 4 + (1 - share) * S * 8;
@@ -302,14 +310,7 @@ TEST(OptimizerProgram, ShampooCountsEdgeBlocksAtTheirSize) {
 
 TEST(OptimizerProgram, ShampooKeepsFactorsOnOwnersAndAdamWStatesForTheRest) {
   ProgramSetup setup("optimizer { shampoo { block_size: 128 } }");
-  int64_t matrix = 0, all = 0;
-  for (const models::UnitSpec& unit : setup.model().units) {
-    for (const models::TensorSpec& t : unit.tensors) {
-      all += t.numel();
-      if (t.is_matrix() && t.role != models::TensorRole::kEmbedding && t.role != models::TensorRole::kHead)
-        matrix += t.numel();
-    }
-  }
+  const auto [matrix, all] = hidden_matrix_elements(setup.model());
   const double S = static_cast<double>(setup.shard_total());
   const auto adamw = static_cast<int64_t>((1 - static_cast<double>(matrix) / static_cast<double>(all)) * S) * 8;
   const std::vector<OwnedMatrix> matrices = owned_matrices(context_of(setup));

@@ -16,6 +16,18 @@
 
 namespace ragged::planner::program_test {
 
+// Rank 0's Program for a shipped scenario under `strategy`, as the commands
+// plan and build it.
+inline Program shipped_program(const ResolvedScenario& resolved, scenarios::Strategy strategy) {
+  scenarios::Training training = resolved.scenario().training();
+  training.set_strategy(strategy);
+  const Plan plan =
+      plan_model(resolved.model, resolved.granularity, training.shard_group_size(), *make_strategy(strategy));
+  ProgramInputs inputs = program_inputs(resolved, plan);
+  inputs.training = &training;
+  return build_program(inputs, 0);
+}
+
 inline constexpr const char* kTinyLlama =
     "model { inline_spec { hidden_size: 256 num_layers: 4 vocab_size: 1024 intermediate_size: 704\n"
     "                      num_attention_heads: 8 num_key_value_heads: 4 } }\n"

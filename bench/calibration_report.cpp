@@ -57,7 +57,7 @@ Prediction predict(const std::string& name, const std::function<void(scenarios::
   });
   traces::Summary s;
   s.ParseFromString(bytes);
-  return {s.tokens_per_s_per_gpu(), s.peak_reserved_bytes() / 1073741824.0, s.peak_allocated_bytes() / 1073741824.0,
+  return {s.tokens_per_s_per_gpu(), static_cast<double>(s.peak_reserved_bytes()) / kGiB, static_cast<double>(s.peak_allocated_bytes()) / kGiB,
           s.step_time_s(), s.mfu()};
 }
 

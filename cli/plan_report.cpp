@@ -44,7 +44,7 @@ std::string granularity_text(const planner::ResolvedScenario& r) {
 }
 
 int64_t hbm_bytes(const planner::ResolvedScenario& r) {
-  return static_cast<int64_t>(r.scenario().cluster().gpu().hbm_capacity_gib() * kGiB);
+  return scenarios::hbm_capacity_bytes(r.scenario().cluster().gpu());
 }
 
 // Consecutive units with the same layout print as one row.

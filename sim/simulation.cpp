@@ -43,7 +43,7 @@ int representative_rank(const planner::ProgramInputs& inputs) {
 // default tables are at the TDP, so a lower power limit slows them.
 ComputeModel compute_model(const scenarios::Gpu& gpu, const SimulationOptions& options) {
   if (options.calibration) return ComputeModel::from_calibration(*options.calibration);
-  return ComputeModel::defaults(gpu.preset(), gpu.peak_bf16_tflops() * 1e12, gpu.hbm_bandwidth_gbytes_per_s() * 1e9)
+  return ComputeModel::defaults(gpu.preset(), scenarios::peak_bf16_flops(gpu), gpu.hbm_bandwidth_gbytes_per_s() * 1e9)
       .with_clock_factor(power_limited_clock(gpu.tdp_watts(), gpu.power_limit_watts()));
 }
 
@@ -85,7 +85,7 @@ SimulationResult simulate(const planner::ResolvedScenario& resolved, const Simul
   run_options.mode = resolve_mode(options.mode, run_options.cluster);
   run_options.free_policy.defer_gathered_frees =
       training.strategy() == scenarios::FSDP1 || training.strategy() == scenarios::FSDP2;
-  run_options.capacity = static_cast<int64_t>(scenario.cluster().gpu().hbm_capacity_gib() * 1024 * 1024 * 1024);
+  run_options.capacity = scenarios::hbm_capacity_bytes(scenario.cluster().gpu());
   run_options.progress = options.progress;
   const ComputeModel compute = compute_model(scenario.cluster().gpu(), options);
   const ProgramRun run = run_program(program, compute, run_options);

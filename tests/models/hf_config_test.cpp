@@ -145,7 +145,8 @@ TEST(HfConfigErrorTest, ModelType) {
   config["model_type"] = "bert";
   const std::string message = import_error(config);
   EXPECT_NE(message.find("unsupported model_type 'bert'"), std::string::npos) << message;
-  for (const char* type : {"llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "gpt_oss", "deepseek_v3"}) {
+  for (const char* type : {"llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "gpt_oss", "deepseek_v3",
+                           "gpt2", "gpt_neox", "mpt", "opt", "falcon", "bloom"}) {
     EXPECT_NE(message.find(type), std::string::npos) << message;
   }
 }

@@ -43,6 +43,7 @@ int64_t self_test_groups(const RankGroups& groups, int64_t count, uint64_t tag) 
 }  // namespace
 
 RunResult run(const planner::ResolvedScenario& resolved, const RunOptions& options, Communicator& comm) {
+  check_workload_supported(resolved.model);
   check_host_runnable(resolved, options);
   check_launch(resolved, comm);
   check_injection(resolved.model, options.inject_nan);

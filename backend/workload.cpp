@@ -4,6 +4,10 @@
 #include "backend/workload.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <string>
+#include <vector>
 
 #include "backend/workload_internal.hpp"
 #include "common/errors.hpp"
@@ -12,6 +16,26 @@ namespace ragged::backend {
 
 using detail::Buf;
 using models::UnitKind;
+
+void check_workload_supported(const models::ModelSpec& model) {
+  const models::ArchConfig& a = model.arch;
+  std::vector<std::string> parts;
+  if (a.norm == models::NormKind::kLayerNorm) parts.push_back(a.norm_bias ? "LayerNorm with bias" : "LayerNorm");
+  if (a.mlp == models::MlpKind::kPlain) parts.push_back("a two-matrix MLP (up, activation, down)");
+  if (a.qkv_fused) parts.push_back("a fused q/k/v projection");
+  if (a.positions == models::PositionKind::kLearned) parts.push_back("learned position embeddings");
+  if (a.positions == models::PositionKind::kAlibi) parts.push_back("ALiBi attention biases");
+  if (a.parallel_block) parts.push_back("attention and MLP in parallel");
+  if (!a.final_norm) parts.push_back("no final norm");
+  if (a.embed_dim > 0) parts.push_back("a token table projected to hidden (word_embed_proj_dim)");
+  if (a.embedding_norm) parts.push_back("a LayerNorm after the embedding");
+  if (parts.empty()) return;
+  throw InputError(fmt::format(
+      "model {} ({}): `ragged run` computes Llama-style and mixture-of-experts blocks (RMSNorm, separate q/k/v, a "
+      "gated MLP, attention then MLP); this model has {}. `ragged plan` and `ragged simulate` support it; to run for "
+      "real, use a Llama-style model",
+      model.name, a.family, fmt::join(parts, ", ")));
+}
 
 bool head_reads_embedding(const models::ModelSpec& model) {
   if (!model.arch.tie_embeddings || model.units.empty()) return false;
@@ -71,6 +95,7 @@ HostWorkload::HostWorkload(const models::ModelSpec& model, int64_t sequences, in
   s.dims = detail::Dims{sequences * seq_len, model.arch.hidden, 0};
   s.vocab = model.arch.vocab;
   RAGGED_ASSERT(sequences >= 0 && seq_len >= 0, "host workload: negative batch shape");
+  check_workload_supported(model);
   const int units = s.units();
   RAGGED_ASSERT(
       units >= 2 && model.units.front().kind == UnitKind::kEmbedding && model.units.back().kind == UnitKind::kHead,

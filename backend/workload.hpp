@@ -41,6 +41,12 @@ float initial_value(uint64_t seed, const models::TensorSpec& tensor, int64_t ten
 using ConstTensors = std::vector<const float*>;
 using Tensors = std::vector<float*>;
 
+// InputError naming every part of `model` the workloads (host and GPU) do not
+// compute: they run Llama-style and mixture-of-experts blocks (RMSNorm,
+// separate q/k/v, a gated MLP, attention then MLP, one [vocab, hidden] token
+// table), so a GPT-2 style model is refused rather than trained as another.
+void check_workload_supported(const models::ModelSpec& model);
+
 // True when the head multiplies by the embedding table (tied embeddings).
 bool head_reads_embedding(const models::ModelSpec& model);
 // Pointers forward/backward of `unit` expect: its tensors, plus the embedding

@@ -2,6 +2,8 @@
 
 #include <map>
 #include <regex>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -14,9 +16,10 @@ namespace {
 using models::ModelSpec;
 using models::UnitSpec;
 
-// Tensor names relative to their unit, with expert indices collapsed.
+// Tensor names relative to their unit ("layers.3.", GPT-2's "h.3.", MPT's
+// "blocks.3." dropped), with expert indices collapsed.
 std::string generic_name(const std::string& name) {
-  static const std::regex layer_prefix(R"(^layers\.\d+\.)");
+  static const std::regex layer_prefix(R"(^[A-Za-z_]+\.\d+\.)");
   static const std::regex expert_index(R"(\.experts\.\d+\.)");
   return std::regex_replace(std::regex_replace(name, layer_prefix, ""), expert_index, ".experts.*.");
 }
@@ -62,6 +65,30 @@ std::string run_name(const ModelSpec& model, const UnitRun& run) {
   return first + "-" + last.substr(dot + 1);
 }
 
+// What differs from a Llama block (GPT-2 style families), "" for Llama and the MoE families.
+std::string describe_block_form(const models::ArchConfig& arch) {
+  std::vector<std::string> notes;
+  if (arch.norm == models::NormKind::kLayerNorm) notes.push_back(arch.norm_bias ? "LayerNorm with bias" : "LayerNorm");
+  if (arch.mlp == models::MlpKind::kPlain) notes.push_back(arch.mlp_bias ? "2-matrix MLP with bias" : "2-matrix MLP");
+  if (arch.qkv_fused) notes.push_back("fused qkv");
+  if (arch.positions == models::PositionKind::kLearned) {
+    notes.push_back(fmt::format("learned positions ({})", arch.max_positions));
+  } else if (arch.positions == models::PositionKind::kAlibi) {
+    notes.push_back("ALiBi");
+  } else if (arch.rotary_dim > 0) {
+    notes.push_back(fmt::format("rotary on {} of {} dims", arch.rotary_dim, arch.head_dim));
+  }
+  if (arch.parallel_block) notes.push_back(arch.shared_block_norm ? "parallel attention+MLP, one norm" : "parallel attention+MLP");
+  if (!arch.final_norm) notes.push_back("no final norm");
+  if (arch.embed_dim > 0) notes.push_back(fmt::format("token table {} wide, projected", arch.embed_dim));
+  if (arch.embedding_norm) notes.push_back("embedding LayerNorm");
+  if (notes.empty()) return "";
+  if (arch.tie_embeddings) notes.push_back("tied embeddings");
+  std::string text;
+  for (const std::string& note : notes) text += "; " + note;
+  return text;
+}
+
 std::string gflop(double flops) { return fmt::format("{:.3f}", flops / 1e9); }
 std::string kib(double bytes) { return fmt::format("{:.1f}", bytes / 1024.0); }
 
@@ -83,7 +110,7 @@ std::string describe_architecture(const models::ArchConfig& arch) {
   } else {
     text += fmt::format(", MLP {}", arch.intermediate);
   }
-  return text + fmt::format(", vocab {}", arch.vocab);
+  return text + fmt::format(", vocab {}", arch.vocab) + describe_block_form(arch);
 }
 
 void print_model_summary(const ModelSpec& model, int64_t seq_len, std::ostream& out) {

@@ -76,6 +76,30 @@ void check_mlp(const ArchConfig& arch, const ArchChecker& check) {
   }
 }
 
+// The fields of the GPT-2 / GPT-NeoX / MPT / OPT / Falcon / BLOOM block forms.
+void check_block_structure(const ArchConfig& arch, const ArchChecker& check) {
+  if (arch.norm_bias && arch.norm != NormKind::kLayerNorm) check.fail("norm_bias", "must be false for an RMSNorm");
+  if (arch.qkv_fused && arch.attention != AttentionKind::kGqa) {
+    check.fail("qkv_fused", "must be false for multi-head latent attention (it has its own projections)");
+  }
+  if (arch.mlp == MlpKind::kPlain && arch.is_moe()) {
+    check.fail("mlp", "must be gated for a mixture of experts (two-matrix MLPs are modelled in dense models only)");
+  }
+  if (arch.positions == PositionKind::kRotary && arch.attention == AttentionKind::kGqa &&
+      (arch.rotary_dim < 0 || arch.rotary_dim > arch.head_dim || arch.rotary_dim % 2 != 0)) {
+    check.fail("rotary_dim", fmt::format("must be an even number from 0 (the whole head) to head_dim ({}) (got {})",
+                                         arch.head_dim, arch.rotary_dim));
+  }
+  if (arch.positions == PositionKind::kLearned) {
+    check.at_least("max_position_embeddings", arch.max_positions, 1, " for learned position embeddings");
+    check.at_least("position_offset", arch.position_offset, 0);
+  }
+  if (arch.shared_block_norm && !arch.parallel_block) {
+    check.fail("shared_block_norm", "must be false for a sequential block (its MLP norm reads the attention's sum)");
+  }
+  check.at_least("embed_dim", arch.embed_dim, 0, " (0: the token table is hidden_size wide)");
+}
+
 }  // namespace
 
 bool ArchConfig::is_sliding_layer(int64_t layer) const {
@@ -92,6 +116,7 @@ void validate_arch(const ArchConfig& arch, const std::string& field_prefix) {
   check.at_least("vocab_size", arch.vocab, 1);
   check_attention(arch, check);
   check_mlp(arch, check);
+  check_block_structure(arch, check);
 }
 
 }  // namespace ragged::models

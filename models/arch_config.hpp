@@ -21,6 +21,22 @@ enum class ExpertStorage {
   kFused,      // one tensor per projection holding every expert (GPT-OSS)
 };
 
+enum class NormKind {
+  kRmsNorm,    // a weight (Llama and the MoE families)
+  kLayerNorm,  // a weight and, with norm_bias, a bias (GPT-2, GPT-NeoX, OPT, Falcon, BLOOM; MPT without bias)
+};
+
+enum class MlpKind {
+  kGated,  // act(gate) * up, then down: three matrices (SwiGLU)
+  kPlain,  // act(up), then down: two matrices (GELU or ReLU)
+};
+
+enum class PositionKind {
+  kRotary,   // rotary embedding of q and k: no tensor
+  kLearned,  // a learned table added to the token embedding (GPT-2 wpe, OPT embed_positions)
+  kAlibi,    // a per-head linear bias inside the attention kernel: no tensor, no rotary
+};
+
 struct ArchConfig {
   std::string name;         // "llama3-8b"
   std::string family;       // the HF model_type it follows: llama, mixtral, qwen3_moe, gpt_oss, deepseek_v3, ...
@@ -59,6 +75,25 @@ struct ArchConfig {
   ExpertStorage expert_storage = ExpertStorage::kPerExpert;
   bool expert_bias = false;       // biases on expert projections (GPT-OSS)
   bool router_bias = false;       // a bias on the router (GPT-OSS) or a score-correction bias (DeepSeek-V3)
+
+  // Block structure beyond the Llama defaults (the GPT-2 / GPT-NeoX / MPT / OPT / Falcon / BLOOM families).
+  NormKind norm = NormKind::kRmsNorm;
+  bool norm_bias = false;              // LayerNorm biases
+  MlpKind mlp = MlpKind::kGated;       // the dense MLP's form
+  bool mlp_bias = false;               // biases on the dense MLP's projections
+  bool qkv_fused = false;              // q, k and v in one [(heads + 2 kv_heads) * head_dim, hidden] projection
+  PositionKind positions = PositionKind::kRotary;
+  int64_t rotary_dim = 0;              // rotated dims of each head; 0: all of them (GPT-NeoX rotates a quarter)
+  int64_t max_positions = 0;           // rows of the learned position table the model reads
+  int64_t position_offset = 0;         // extra rows the table stores (OPT: 2)
+  bool parallel_block = false;         // attention and MLP both read the block input (GPT-NeoX, Falcon)
+  bool shared_block_norm = false;      // a parallel block's attention and MLP share one input norm (Falcon-7B)
+  bool final_norm = true;              // a norm before the head (OPT with post-norm blocks has none)
+  int64_t embed_dim = 0;               // width of the token table when projected to hidden (OPT-350M); 0: hidden
+  bool embedding_norm = false;         // a LayerNorm right after the token embedding (BLOOM)
+
+  // The token table's width: embed_dim when the model projects it, else hidden.
+  int64_t embedding_width() const { return embed_dim > 0 ? embed_dim : hidden; }
 
   bool is_moe() const { return experts > 0; }
   bool is_moe_layer(int64_t layer) const { return is_moe() && layer >= first_dense_layers; }

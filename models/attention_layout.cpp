@@ -1,5 +1,6 @@
 // Attention tensors, GEMMs, element-wise traffic and activation bytes of one
-// block: grouped-query attention and DeepSeek's multi-head latent attention.
+// block: grouped-query attention (q/k/v separate or fused into one projection;
+// rotary, ALiBi or learned positions) and DeepSeek's multi-head latent attention.
 
 #include "models/layer_parts.hpp"
 
@@ -11,31 +12,41 @@ constexpr TensorRole kRole = TensorRole::kAttention;
 constexpr double kSoftmaxStatBytes = 4;
 
 // A projection: its weight (and bias), and its GEMM named after it.
-void add_projection(UnitWriter& out, const std::string& name, int64_t n, int64_t k, bool bias) {
-  out.add_tensor(name + ".weight", {n, k}, kRole);
-  if (bias) out.add_tensor(name + ".bias", {n}, kRole);
-  out.add_gemm(name, n, k);
+void add_projection(UnitWriter& out, std::string_view name, int64_t n, int64_t k, bool bias, bool conv1d = false) {
+  out.add_linear(name, n, k, kRole, bias, conv1d);
 }
 
-PartActivations add_gqa(const ArchConfig& arch, int64_t layer, UnitWriter& out) {
+// Rotary embedding reads and writes the rotated dims of q and k (every dim
+// unless rotary_dim is set); ALiBi and learned positions have no such pass.
+void add_rotary(const ArchConfig& arch, UnitWriter& out) {
+  if (arch.positions != PositionKind::kRotary) return;
+  const double b = static_cast<double>(dtype_bytes(arch.dtype));
+  const int64_t rotated = arch.rotary_dim > 0 ? arch.rotary_dim : arch.head_dim;
+  out.add_elementwise("rotary", 2.0 * static_cast<double>((arch.heads + arch.kv_heads) * rotated) * b);
+}
+
+PartActivations add_gqa(const ArchConfig& arch, const CheckpointNames& names, int64_t layer, UnitWriter& out) {
   const int64_t h = arch.hidden;
   const int64_t q = arch.heads * arch.head_dim;
   const int64_t kv = arch.kv_heads * arch.head_dim;
   const double b = static_cast<double>(dtype_bytes(arch.dtype));
   const bool qkv_bias = arch.attention_bias || arch.qkv_bias;
 
-  add_projection(out, "self_attn.q_proj", q, h, qkv_bias);
-  add_projection(out, "self_attn.k_proj", kv, h, qkv_bias);
-  add_projection(out, "self_attn.v_proj", kv, h, qkv_bias);
-  add_projection(out, "self_attn.o_proj", h, q, arch.attention_bias);
+  if (arch.qkv_fused) {
+    add_projection(out, names.qkv, q + 2 * kv, h, qkv_bias, names.conv1d);
+  } else {
+    add_projection(out, names.q, q, h, qkv_bias);
+    add_projection(out, names.k, kv, h, qkv_bias);
+    add_projection(out, names.v, kv, h, qkv_bias);
+  }
+  add_projection(out, names.o, h, q, arch.attention_bias, names.conv1d);
   if (arch.qk_norm) {
     out.add_tensor("self_attn.q_norm.weight", {arch.head_dim}, kRole);
     out.add_tensor("self_attn.k_norm.weight", {arch.head_dim}, kRole);
     out.add_elementwise("qk_norm", 2.0 * static_cast<double>(q + kv) * b);
   }
   if (arch.attention_sinks) out.add_tensor("self_attn.sinks", {arch.heads}, kRole);
-  // Rotary embedding reads and writes q and k.
-  out.add_elementwise("rotary", 2.0 * static_cast<double>(q + kv) * b);
+  add_rotary(arch, out);
 
   const int64_t window = arch.is_sliding_layer(layer) ? arch.sliding_window : 0;
   out.unit.compute.attention = AttentionShape{arch.heads, arch.head_dim, arch.head_dim, window};
@@ -83,8 +94,8 @@ PartActivations add_mla(const ArchConfig& arch, int64_t layer, UnitWriter& out) 
 
 }  // namespace
 
-PartActivations add_attention(const ArchConfig& arch, int64_t layer, UnitWriter& out) {
-  return arch.attention == AttentionKind::kMla ? add_mla(arch, layer, out) : add_gqa(arch, layer, out);
+PartActivations add_attention(const ArchConfig& arch, const CheckpointNames& names, int64_t layer, UnitWriter& out) {
+  return arch.attention == AttentionKind::kMla ? add_mla(arch, layer, out) : add_gqa(arch, names, layer, out);
 }
 
 }  // namespace ragged::models::detail

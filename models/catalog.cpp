@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include "common/errors.hpp"
+#include "models/catalog_gpt.hpp"
 
 namespace ragged::models {
 namespace {
@@ -122,6 +123,14 @@ std::vector<CatalogEntry> make_catalog() {
       {deepseek_v3(), 671e9, "deepseek-ai/DeepSeek-V3"},
       {qwen3_235b(), 235e9, "Qwen/Qwen3-235B-A22B"},
       {mixtral_8x7b(), 46.7e9, "mistralai/Mixtral-8x7B-v0.1"},
+      // OpenAI released GPT-2 XL as "1558M"; the GPT-NeoX-20B, MPT-30B and
+      // BLOOM model cards give 20,554,567,680, 29.95B and 176,247,271,424; the
+      // OPT paper (Zhang et al. 2022, Table 1) 30B.
+      {detail::gpt2_xl(), 1558e6, "openai-community/gpt2-xl"},
+      {detail::gpt_neox_20b(), 20554567680.0, "EleutherAI/gpt-neox-20b"},
+      {detail::opt_30b(), 30e9, "facebook/opt-30b"},
+      {detail::mpt_30b(), 29.95e9, "mosaicml/mpt-30b"},
+      {detail::bloom_176b(), 176247271424.0, "bigscience/bloom"},
   };
 }
 

@@ -1,5 +1,6 @@
 // Hugging Face config.json import: the fields every supported model_type
-// shares, then one small reader per family.
+// shares, then one small reader per family (the GPT-2 / GPT-NeoX / MPT / OPT /
+// Falcon / BLOOM readers are in hf_gpt_families.cpp).
 
 #include "models/hf_config.hpp"
 
@@ -15,6 +16,7 @@
 #include "common/errors.hpp"
 #include "common/file_io.hpp"
 #include "models/hf_fields.hpp"
+#include "models/hf_readers.hpp"
 
 namespace ragged::models {
 namespace {
@@ -22,8 +24,8 @@ namespace {
 using detail::HfFields;
 using nlohmann::json;
 
-void read_common(const HfFields& f, ArchConfig& arch) {
-  arch.family = f.model_type();
+// The widths every Llama-style and MoE family names alike.
+void read_llama_dims(const HfFields& f, ArchConfig& arch) {
   arch.hidden = f.require_int("hidden_size", 1);
   arch.layers = f.require_int("num_hidden_layers", 1);
   arch.vocab = f.require_int("vocab_size", 1);
@@ -33,6 +35,10 @@ void read_common(const HfFields& f, ArchConfig& arch) {
     f.fail(fmt::format("num_key_value_heads ({}) must divide num_attention_heads ({})", arch.kv_heads, arch.heads));
   }
   arch.tie_embeddings = f.bool_or("tie_word_embeddings", false);
+}
+
+void read_common(const HfFields& f, ArchConfig& arch) {
+  arch.family = f.model_type();
   // transformers >= 4.56 writes "dtype" where older versions wrote "torch_dtype".
   const char* dtype_field = f.has("torch_dtype") ? "torch_dtype" : "dtype";
   const std::string dtype = f.string_or(dtype_field, "bfloat16");
@@ -216,17 +222,24 @@ void read_deepseek_v3(const HfFields& f, ArchConfig& arch) {
 struct FamilyReader {
   std::string_view model_type;
   void (*read)(const HfFields&, ArchConfig&);
+  bool llama_dims;  // hidden_size, num_hidden_layers, ... read before `read`
 };
 
-constexpr std::array<FamilyReader, 8> kFamilies = {{
-    {"llama", read_llama},
-    {"mistral", read_mistral},
-    {"mixtral", read_mixtral},
-    {"qwen2", read_qwen2},
-    {"qwen3", read_qwen3},
-    {"qwen3_moe", read_qwen3_moe},
-    {"gpt_oss", read_gpt_oss},
-    {"deepseek_v3", read_deepseek_v3},
+constexpr std::array<FamilyReader, 14> kFamilies = {{
+    {"llama", read_llama, true},
+    {"mistral", read_mistral, true},
+    {"mixtral", read_mixtral, true},
+    {"qwen2", read_qwen2, true},
+    {"qwen3", read_qwen3, true},
+    {"qwen3_moe", read_qwen3_moe, true},
+    {"gpt_oss", read_gpt_oss, true},
+    {"deepseek_v3", read_deepseek_v3, true},
+    {"gpt2", detail::read_gpt2, false},
+    {"gpt_neox", detail::read_gpt_neox, false},
+    {"mpt", detail::read_mpt, false},
+    {"opt", detail::read_opt, false},
+    {"falcon", detail::read_falcon, false},
+    {"bloom", detail::read_bloom, false},
 }};
 
 const FamilyReader& family_reader(const std::string& model_type, const std::string& origin) {
@@ -278,6 +291,7 @@ ArchConfig arch_from_hf_json(std::string_view json_text, const std::string& orig
   const HfFields fields(root, origin, model_type);
   ArchConfig arch;
   read_common(fields, arch);
+  if (family.llama_dims) read_llama_dims(fields, arch);
   family.read(fields, arch);
   arch.name = model_name(fields);
   try {

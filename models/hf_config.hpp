@@ -1,7 +1,8 @@
 #pragma once
 // Import of a Hugging Face config.json (model_type llama, mistral, mixtral,
-// qwen2, qwen3, qwen3_moe, gpt_oss, deepseek_v3). An unsupported model_type or
-// a missing field is an InputError naming the file and the field.
+// qwen2, qwen3, qwen3_moe, gpt_oss, deepseek_v3, gpt2, gpt_neox, mpt, opt,
+// falcon, bloom). An unsupported model_type, a missing field, or a value the
+// model cannot represent is an InputError naming the file and the field.
 
 #include <filesystem>
 #include <string>

@@ -22,7 +22,39 @@ struct UnitWriter {
   void add_tensor(std::string_view local_name, std::vector<int64_t> shape, TensorRole role);
   void add_gemm(std::string_view name, int64_t n, int64_t k, double token_fraction = 1.0, int64_t count = 1);
   void add_elementwise(std::string_view name, double bytes_per_token);
+  // A linear layer from k to n features: its weight ([n, k], or [k, n] when
+  // `conv1d` as GPT-2's Conv1D stores it), its bias, and its GEMM named after it.
+  void add_linear(std::string_view name, int64_t n, int64_t k, TensorRole role, bool bias, bool conv1d = false);
+  // A norm over `width` features: its weight, its bias (LayerNorm with norm_bias)
+  // and the element-wise op `op` reading and writing the hidden state.
+  void add_norm(const ArchConfig& arch, std::string_view name, std::string_view op, int64_t width);
 };
+
+// A family's checkpoint names, local to the unit; the defaults are Llama's.
+// Blocks prefix theirs with layer_prefix + the layer index + ".".
+struct CheckpointNames {
+  std::string_view layer_prefix = "layers.";
+  std::string_view embed = "embed_tokens";
+  std::string_view positions;    // learned position table
+  std::string_view embed_norm;   // LayerNorm after the token embedding
+  std::string_view project_in;   // token table width -> hidden
+  std::string_view attention_norm = "input_layernorm";
+  std::string_view mlp_norm = "post_attention_layernorm";  // empty: one norm shared by a parallel block
+  std::string_view qkv;          // fused q/k/v projection
+  std::string_view q = "self_attn.q_proj";
+  std::string_view k = "self_attn.k_proj";
+  std::string_view v = "self_attn.v_proj";
+  std::string_view o = "self_attn.o_proj";
+  std::string_view gate = "mlp.gate_proj";
+  std::string_view up = "mlp.up_proj";
+  std::string_view down = "mlp.down_proj";
+  std::string_view final_norm = "norm";
+  std::string_view project_out;  // hidden -> token table width
+  std::string_view head = "lm_head";
+  bool conv1d = false;           // weights stored [in, out] (GPT-2)
+};
+
+CheckpointNames checkpoint_names(const ArchConfig& arch);
 
 // Per-token activation bytes of one part of a block (attention or MLP).
 struct PartActivations {
@@ -31,8 +63,8 @@ struct PartActivations {
   double working = 0;       // transient peak of the part's backward
 };
 
-PartActivations add_attention(const ArchConfig& arch, int64_t layer, UnitWriter& out);
-PartActivations add_dense_mlp(const ArchConfig& arch, UnitWriter& out);
+PartActivations add_attention(const ArchConfig& arch, const CheckpointNames& names, int64_t layer, UnitWriter& out);
+PartActivations add_dense_mlp(const ArchConfig& arch, const CheckpointNames& names, UnitWriter& out);
 PartActivations add_moe_mlp(const ArchConfig& arch, UnitWriter& out);
 
 }  // namespace ragged::models::detail

@@ -1,6 +1,7 @@
 // MLP tensors, GEMMs, element-wise traffic and activation bytes of one block:
-// the dense SwiGLU MLP and the mixture of experts (router, routed experts
-// stored per expert or fused, shared experts).
+// the dense MLP (gated SwiGLU, or two matrices around a GELU or ReLU) and the
+// mixture of experts (router, routed experts stored per expert or fused,
+// shared experts).
 
 #include <array>
 #include <string>
@@ -93,18 +94,23 @@ void add_shared_experts(const ArchConfig& arch, const std::string& block, UnitWr
 
 }  // namespace
 
-PartActivations add_dense_mlp(const ArchConfig& arch, UnitWriter& out) {
+PartActivations add_dense_mlp(const ArchConfig& arch, const CheckpointNames& names, UnitWriter& out) {
   const int64_t h = arch.hidden;
   const int64_t ffn = arch.intermediate;
   const double b = static_cast<double>(dtype_bytes(arch.dtype));
-  out.add_tensor("mlp.gate_proj.weight", {ffn, h}, TensorRole::kMlp);
-  out.add_tensor("mlp.up_proj.weight", {ffn, h}, TensorRole::kMlp);
-  out.add_tensor("mlp.down_proj.weight", {h, ffn}, TensorRole::kMlp);
-  out.add_gemm("mlp.gate_proj", ffn, h);
-  out.add_gemm("mlp.up_proj", ffn, h);
-  out.add_gemm("mlp.down_proj", h, ffn);
-  // SwiGLU reads gate and up outputs and writes their product.
   const double width = static_cast<double>(ffn);
+  if (arch.mlp == MlpKind::kPlain) {
+    out.add_linear(names.up, ffn, h, TensorRole::kMlp, arch.mlp_bias, names.conv1d);
+    out.add_linear(names.down, h, ffn, TensorRole::kMlp, arch.mlp_bias, names.conv1d);
+    // The activation (GELU, ReLU) reads the up output and writes its own.
+    out.add_elementwise("mlp_activation", 2.0 * width * b);
+    // Saved: the up output and the activation's (the down input; cheap to recompute).
+    return PartActivations{2.0 * width * b, width * b, 2.0 * width * b};
+  }
+  out.add_linear(names.gate, ffn, h, TensorRole::kMlp, arch.mlp_bias);
+  out.add_linear(names.up, ffn, h, TensorRole::kMlp, arch.mlp_bias);
+  out.add_linear(names.down, h, ffn, TensorRole::kMlp, arch.mlp_bias);
+  // SwiGLU reads gate and up outputs and writes their product.
   out.add_elementwise("swiglu", 3.0 * width * b);
   // Saved: gate output, up output, act(gate)*up (the down_proj input; cheap to recompute).
   return PartActivations{3.0 * width * b, width * b, 3.0 * width * b};

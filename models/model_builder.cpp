@@ -23,23 +23,64 @@ void UnitWriter::add_elementwise(std::string_view name, double bytes_per_token) 
   unit.compute.elementwise.push_back(ElementwiseOp{std::string(name), bytes_per_token});
 }
 
+void UnitWriter::add_linear(std::string_view name, int64_t n, int64_t k, TensorRole role, bool bias, bool conv1d) {
+  const std::string base(name);
+  add_tensor(base + ".weight", conv1d ? std::vector<int64_t>{k, n} : std::vector<int64_t>{n, k}, role);
+  if (bias) add_tensor(base + ".bias", {n}, role);
+  add_gemm(base, n, k);
+}
+
+void UnitWriter::add_norm(const ArchConfig& arch, std::string_view name, std::string_view op, int64_t width) {
+  const std::string base(name);
+  add_tensor(base + ".weight", {width}, TensorRole::kNorm);
+  if (arch.norm_bias) add_tensor(base + ".bias", {width}, TensorRole::kNorm);
+  // A norm reads and writes the hidden state.
+  add_elementwise(op, 2.0 * static_cast<double>(width) * static_cast<double>(dtype_bytes(arch.dtype)));
+}
+
 }  // namespace detail
 
 namespace {
 
+using detail::CheckpointNames;
 using detail::PartActivations;
 using detail::UnitWriter;
 
 // Float-valued dtype size, for per-token byte formulas.
 double bytes_of(const ArchConfig& arch) { return static_cast<double>(dtype_bytes(arch.dtype)); }
 
-UnitSpec build_embedding(const ArchConfig& arch) {
+// Element-wise op names say which kernel runs: an RMSNorm (several eager
+// kernels) keeps the Llama names, a LayerNorm (one kernel) ends in layer_norm.
+std::string_view norm_op(const ArchConfig& arch, std::string_view rms_norm, std::string_view layer_norm) {
+  return arch.norm == NormKind::kLayerNorm ? layer_norm : rms_norm;
+}
+
+UnitSpec build_embedding(const ArchConfig& arch, const CheckpointNames& names) {
   UnitSpec unit{"embed", UnitKind::kEmbedding, {}, {}, {}};
   UnitWriter out{unit, "", arch.dtype};
-  out.add_tensor("embed_tokens.weight", {arch.vocab, arch.hidden}, TensorRole::kEmbedding);
+  const double b = bytes_of(arch);
+  const int64_t width = arch.embedding_width();
+  out.add_tensor(std::string(names.embed) + ".weight", {arch.vocab, width}, TensorRole::kEmbedding);
   // The lookup reads one table row and writes it as the first hidden state.
-  out.add_elementwise("embedding_lookup", 2.0 * static_cast<double>(arch.hidden) * bytes_of(arch));
-  return unit;  // no activations: the lookup has nothing to differentiate through
+  out.add_elementwise("embedding_lookup", 2.0 * static_cast<double>(width) * b);
+  // Without a norm or projection the lookup has nothing to differentiate through.
+  double saved = 0;
+  if (arch.embed_dim > 0) {
+    out.add_linear(names.project_in, arch.hidden, width, TensorRole::kHead, false);
+    saved += static_cast<double>(width) * b;  // project_in's input, for its weight gradient
+  }
+  if (arch.positions == PositionKind::kLearned) {
+    out.add_tensor(std::string(names.positions) + ".weight", {arch.max_positions + arch.position_offset, arch.hidden},
+                   TensorRole::kEmbedding);
+    // The position row is read and added to the token's: two hidden vectors read, one written.
+    out.add_elementwise("position_embedding", 3.0 * static_cast<double>(arch.hidden) * b);
+  }
+  if (arch.embedding_norm) {
+    out.add_norm(arch, names.embed_norm, "embedding_layer_norm", arch.hidden);
+    saved += static_cast<double>(arch.hidden) * b;  // the norm's input
+  }
+  unit.activations = ActivationBytes{saved, saved, saved, 0.0};
+  return unit;
 }
 
 size_t expected_block_tensors(const ArchConfig& arch, int64_t layer) {
@@ -48,50 +89,59 @@ size_t expected_block_tensors(const ArchConfig& arch, int64_t layer) {
   return fixed + static_cast<size_t>(arch.experts) * (arch.expert_bias ? 6 : 3);
 }
 
-UnitSpec build_block(const ArchConfig& arch, int64_t layer) {
-  const std::string name = "layers." + std::to_string(layer);
-  UnitSpec unit{name, UnitKind::kBlock, {}, {}, {}};
+UnitSpec build_block(const ArchConfig& arch, const CheckpointNames& names, int64_t layer) {
+  const std::string index = std::to_string(layer);
+  UnitSpec unit{"layers." + index, UnitKind::kBlock, {}, {}, {}};
   unit.tensors.reserve(expected_block_tensors(arch, layer));
-  UnitWriter out{unit, name + ".", arch.dtype};
+  UnitWriter out{unit, std::string(names.layer_prefix) + index + ".", arch.dtype};
   const double b = bytes_of(arch);
   const double h = static_cast<double>(arch.hidden);
 
-  // Each RMSNorm reads and writes the hidden state; each residual add reads two, writes one.
-  out.add_tensor("input_layernorm.weight", {arch.hidden}, TensorRole::kNorm);
-  out.add_elementwise("input_layernorm", 2.0 * h * b);
-  const PartActivations attention = detail::add_attention(arch, layer, out);
+  // Each residual add reads two hidden states and writes one. A parallel block
+  // (GPT-NeoX, Falcon) feeds the attention's norm and the MLP's the same input;
+  // with a shared norm (Falcon-7B) both read its one output.
+  out.add_norm(arch, names.attention_norm, norm_op(arch, "input_layernorm", "attention_layer_norm"), arch.hidden);
+  const PartActivations attention = detail::add_attention(arch, names, layer, out);
   out.add_elementwise("attention_residual", 3.0 * h * b);
-  out.add_tensor("post_attention_layernorm.weight", {arch.hidden}, TensorRole::kNorm);
-  out.add_elementwise("post_attention_layernorm", 2.0 * h * b);
+  if (!arch.shared_block_norm) {
+    out.add_norm(arch, names.mlp_norm, norm_op(arch, "post_attention_layernorm", "mlp_layer_norm"), arch.hidden);
+  }
   const PartActivations mlp =
-      arch.is_moe_layer(layer) ? detail::add_moe_mlp(arch, out) : detail::add_dense_mlp(arch, out);
+      arch.is_moe_layer(layer) ? detail::add_moe_mlp(arch, out) : detail::add_dense_mlp(arch, names, out);
   out.add_elementwise("mlp_residual", 3.0 * h * b);
 
-  // Both norms keep their input and output; selective checkpointing recomputes the outputs.
+  // Each norm keeps its input and output (a parallel block's norms share their
+  // input); selective checkpointing recomputes the outputs.
+  const int64_t norm_outputs = arch.shared_block_norm ? 1 : 2;
+  const int64_t norm_inputs = arch.parallel_block ? 1 : 2;
   ActivationBytes& act = unit.activations;
-  act.saved_none = 4.0 * h * b + attention.saved + mlp.saved;
-  act.saved_selective = act.saved_none - 2.0 * h * b - attention.recomputable - mlp.recomputable;
+  act.saved_none = static_cast<double>(norm_inputs + norm_outputs) * h * b + attention.saved + mlp.saved;
+  act.saved_selective =
+      act.saved_none - static_cast<double>(norm_outputs) * h * b - attention.recomputable - mlp.recomputable;
   act.saved_full = h * b;
   act.working = std::max(attention.working, mlp.working);
   return unit;
 }
 
-UnitSpec build_head(const ArchConfig& arch) {
+UnitSpec build_head(const ArchConfig& arch, const CheckpointNames& names) {
   UnitSpec unit{"head", UnitKind::kHead, {}, {}, {}};
   UnitWriter out{unit, "", arch.dtype};
   const double b = bytes_of(arch);
   const double h = static_cast<double>(arch.hidden);
   const double vocab = static_cast<double>(arch.vocab);
+  const int64_t width = arch.embedding_width();
 
-  out.add_tensor("norm.weight", {arch.hidden}, TensorRole::kNorm);
-  if (!arch.tie_embeddings) out.add_tensor("lm_head.weight", {arch.vocab, arch.hidden}, TensorRole::kHead);
-  out.add_elementwise("final_norm", 2.0 * h * b);
-  out.add_gemm("lm_head", arch.vocab, arch.hidden);
+  if (arch.final_norm) out.add_norm(arch, names.final_norm, norm_op(arch, "final_norm", "final_layer_norm"), arch.hidden);
+  if (arch.embed_dim > 0) out.add_linear(names.project_out, width, arch.hidden, TensorRole::kHead, false);
+  if (!arch.tie_embeddings) out.add_tensor(std::string(names.head) + ".weight", {arch.vocab, width}, TensorRole::kHead);
+  out.add_gemm(names.head, arch.vocab, width);
   // Cross-entropy reads the logits and writes and re-reads their fp32 softmax.
   out.add_elementwise("cross_entropy", vocab * (b + 4.0 + 4.0));
 
-  // The final norm's input and output, and the fp32 softmax the loss backward needs.
-  const double saved = 2.0 * h * b + 4.0 * vocab;
+  // The final norm's input and output (or the head's input alone), the
+  // projection's output, and the fp32 softmax the loss backward needs.
+  double saved = (arch.final_norm ? 2.0 * h * b : h * b) + 4.0 * vocab;
+  if (arch.embed_dim > 0) saved += static_cast<double>(width) * b;
   unit.activations = ActivationBytes{saved, saved, saved, vocab * (4.0 + b)};
   return unit;
 }
@@ -102,9 +152,10 @@ ModelSpec build_model(const ArchConfig& arch) {
   validate_arch(arch, "");
   ModelSpec spec{arch.name, arch, {}};
   spec.units.reserve(static_cast<size_t>(arch.layers) + 2);
-  spec.units.push_back(build_embedding(arch));
-  for (int64_t layer = 0; layer < arch.layers; ++layer) spec.units.push_back(build_block(arch, layer));
-  spec.units.push_back(build_head(arch));
+  const detail::CheckpointNames names = detail::checkpoint_names(arch);
+  spec.units.push_back(build_embedding(arch, names));
+  for (int64_t layer = 0; layer < arch.layers; ++layer) spec.units.push_back(build_block(arch, names, layer));
+  spec.units.push_back(build_head(arch, names));
   return spec;
 }
 

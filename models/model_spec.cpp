@@ -136,9 +136,9 @@ double ModelSpec::model_flops_per_token(int64_t seq_len) const {
       if (tensor.role == TensorRole::kEmbedding) embedding += static_cast<double>(tensor.numel());
     }
   }
-  // A tied head has no tensor of its own but still does the vocab x hidden GEMM.
+  // A tied head has no tensor of its own but still does the vocab x width GEMM.
   const double tied_head =
-      arch.tie_embeddings ? static_cast<double>(arch.vocab) * static_cast<double>(arch.hidden) : 0.0;
+      arch.tie_embeddings ? static_cast<double>(arch.vocab) * static_cast<double>(arch.embedding_width()) : 0.0;
   const int64_t qk_head_dim = arch.attention == AttentionKind::kMla
                                   ? arch.qk_nope_head_dim + arch.qk_rope_head_dim
                                   : arch.head_dim;

@@ -14,11 +14,15 @@ namespace ragged::planner {
 //    fused (read both, write one): 5/3.
 //  - cross-entropy on `logits.float()`: cast 2+4, log_softmax 4+4 = 14
 //    against the 10 the model counts: 1.4x.
-// Residual adds, the embedding lookup and MoE routing are single kernels.
+// Residual adds, the embedding lookup, MoE routing, a LayerNorm
+// (torch.nn.functional.layer_norm: read x, write y; models/ names its ops
+// "..._layer_norm") and an element-wise MLP activation (F.gelu, F.relu) are
+// single kernels.
 double eager_traffic_factor(std::string_view name) {
   auto ends_with = [&](std::string_view suffix) {
     return name.size() >= suffix.size() && name.substr(name.size() - suffix.size()) == suffix;
   };
+  if (ends_with("layer_norm")) return 1.0;
   if (ends_with("norm") || ends_with("layernorm")) return 9.0;
   if (name == "rotary") return 5.0;
   if (name == "swiglu") return 10.0 / 6.0;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <string_view>
 
 #include "common/errors.hpp"
 #include "models/catalog.hpp"
@@ -14,6 +15,15 @@ models::ArchConfig arch_from_proto(const scenarios::ModelArch& p) {
   models::ArchConfig arch;
   arch.name = p.name().empty() ? "inline" : p.name();
   arch.family = p.family().empty() ? "llama" : p.family();
+  // ModelArch spells out Llama-style and MoE blocks; the LayerNorm families'
+  // block forms (and their checkpoint names) come from their config.json.
+  for (std::string_view family : {"gpt2", "gpt_neox", "mpt", "opt", "falcon", "bloom"}) {
+    if (arch.family != family) continue;
+    throw FieldError("model.inline_spec.family",
+                     fmt::format("model.inline_spec.family '{}': an inline spec describes Llama-style and "
+                                 "mixture-of-experts blocks; import a {} model from its config.json (model.hf_config)",
+                                 arch.family, arch.family));
+  }
   if (!p.dtype().empty()) {
     try {
       arch.dtype = models::parse_dtype(p.dtype());

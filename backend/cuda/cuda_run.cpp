@@ -11,6 +11,7 @@
 #include "backend/host_optimizer.hpp"
 #include "backend/run_support.hpp"
 #include "backend/run_trace.hpp"
+#include "backend/workload.hpp"
 #include "common/errors.hpp"
 #include "planner/arena_plan.hpp"
 #include "planner/memory_breakdown.hpp"
@@ -49,6 +50,7 @@ void check_device_fits(int ordinal, int64_t arena_bytes) {
 }  // namespace
 
 void check_gpu_runnable(const planner::ResolvedScenario& resolved, const RunOptions& options) {
+  check_workload_supported(resolved.model);
   const scenarios::Training& t = resolved.scenario().training();
   if (!t.optimizer().has_adamw() && !t.optimizer().has_adam8bit()) {
     throw InputError(

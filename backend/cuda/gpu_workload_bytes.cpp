@@ -9,6 +9,7 @@
 
 #include "backend/cuda/gpu_workload.hpp"
 #include "backend/cuda/gpu_workload_layout.hpp"
+#include "backend/workload.hpp"
 #include "common/errors.hpp"
 
 namespace ragged::backend::gpu {
@@ -298,6 +299,7 @@ int64_t max_expert_rows(int64_t tokens, int64_t experts, int64_t top_k) {
 }  // namespace detail
 
 void check_gpu_supported(const models::ModelSpec& model) {
+  check_workload_supported(model);
   const auto units = static_cast<int>(model.units.size());
   RAGGED_ASSERT(units >= 2 && model.units.front().kind == models::UnitKind::kEmbedding &&
                     model.units.back().kind == models::UnitKind::kHead,

@@ -93,6 +93,17 @@ TEST(GpuWorkloadSupport, AcceptsExpertsStoredPerExpert) {
   }
 }
 
+TEST(GpuWorkloadSupport, RefusesGpt2StyleBlocksLikeTheHost) {
+  try {
+    check_gpu_supported(models::catalog_model("gpt-neox-20b"));
+    ADD_FAILURE() << "gpt-neox-20b passed the check";
+  } catch (const InputError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("LayerNorm with bias"), std::string::npos) << message;
+    EXPECT_NE(message.find("attention and MLP in parallel"), std::string::npos) << message;
+  }
+}
+
 TEST(GpuWorkloadSupport, RefusesWhatOnlyTheHostRuns) {
   expect_refused(arch_model(test_util::test_arch("gpt_oss_fused")), "fused expert tensors");
   expect_refused(arch_model(test_util::test_arch("qwen3_moe_expert_bias")), "expert biases");

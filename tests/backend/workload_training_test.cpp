@@ -3,10 +3,14 @@
 // batch, SGD lowers the loss, GEMM FLOPs are counted, misuse is reported.
 
 #include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
 #include "common/errors.hpp"
+#include "models/catalog.hpp"
 #include "tests/backend/workload_test_helpers.hpp"
 
 namespace ragged::backend {
@@ -164,6 +168,38 @@ TEST(WorkloadMisuseTest, ReportsWrongCallsAndUnknownTensors) {
     ADD_FAILURE() << "an unknown tensor is refused";
   } catch (const InternalError& error) {
     EXPECT_NE(std::string(error.what()).find("layers.0.mlp.mystery.weight"), std::string::npos) << error.what();
+  }
+}
+
+TEST(WorkloadSupportTest, RefusesBlockFormsItDoesNotCompute) {
+  struct Case {
+    const char* model;
+    std::vector<std::string> parts;  // what the refusal must name
+  };
+  const Case cases[] = {
+      {"gpt2-xl", {"LayerNorm with bias", "a two-matrix MLP", "a fused q/k/v projection", "learned position embeddings"}},
+      {"gpt-neox-20b", {"attention and MLP in parallel"}},
+      {"mpt-30b", {"ALiBi attention biases", "LayerNorm,"}},
+      {"opt-30b", {"learned position embeddings"}},
+      {"bloom-176b", {"a LayerNorm after the embedding", "ALiBi"}},
+  };
+  for (const Case& c : cases) {
+    const models::ModelSpec model = models::catalog_model(c.model);
+    for (const auto& attempt : std::vector<std::function<void()>>{
+             [&] { check_workload_supported(model); }, [&] { HostWorkload work(model, kSequences, kSeqLen); }}) {
+      try {
+        attempt();
+        ADD_FAILURE() << c.model << " was accepted";
+      } catch (const InputError& error) {
+        const std::string message = error.what();
+        EXPECT_NE(message.find(std::string("model ") + c.model), std::string::npos) << message;
+        EXPECT_NE(message.find("`ragged simulate`"), std::string::npos) << message;
+        for (const std::string& part : c.parts) EXPECT_NE(message.find(part), std::string::npos) << message;
+      }
+    }
+  }
+  for (const char* name : {"llama3-8b", "mixtral-8x7b", "deepseek-v3", "gpt-oss-20b"}) {
+    EXPECT_NO_THROW(check_workload_supported(models::catalog_model(name))) << name;
   }
 }
 

@@ -68,6 +68,22 @@ TEST(CliCommands, InspectReadsHfConfig) {
   EXPECT_NE(result.out.find("qwen3"), std::string::npos);
 }
 
+TEST(CliCommands, InspectReadsEveryGpt2StyleFixture) {
+  for (const char* checkpoint : {"gpt2", "gpt2-xl", "gpt-neox-20b", "pythia-1.4b", "mpt-7b", "mpt-30b", "opt-350m",
+                                 "opt-1.3b", "opt-30b", "falcon-7b", "falcon-40b", "bloom-176b"}) {
+    const std::string path = std::string(RAGGED_SOURCE_DIR) + "/tests/models/data/" + checkpoint + "/config.json";
+    auto result = run_cli({"inspect", path, "--tensors"});
+    ASSERT_EQ(result.code, 0) << checkpoint << ": " << result.err;
+    EXPECT_EQ(result.out.rfind(std::string(checkpoint) + "  (", 0), 0u) << result.out;
+    EXPECT_NE(result.out.find("; LayerNorm"), std::string::npos) << result.out;
+    // Identical blocks print as one row, whatever their checkpoint prefix (h.N., blocks.N.).
+    EXPECT_NE(result.out.find("layers.0-"), std::string::npos) << result.out;
+    auto json = run_cli({"inspect", path, "--json"});
+    ASSERT_EQ(json.code, 0) << json.err;
+    EXPECT_GT(nlohmann::json::parse(json.out)["model_flops_per_token"].get<double>(), 0) << checkpoint;
+  }
+}
+
 TEST(CliCommands, ScenarioListAndShow) {
   auto list = run_cli({"scenario", "list", "--json"});
   ASSERT_EQ(list.code, 0);

@@ -1,6 +1,8 @@
 // ragged run with one rank (no MPI) and ragged compare, in-process.
 
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -38,6 +40,20 @@ TEST_F(CliRun, OneRankRunsWithoutMpiAndMatchesTheReference) {
   bool has_backward = false;
   for (const auto& k : j["kinds"]) has_backward = has_backward || (k["kind"] == "compute_bwd" && k["busy_s"] > 0);
   EXPECT_TRUE(has_backward) << j["kinds"].dump();
+}
+
+TEST_F(CliRun, RefusesBlockFormsTheWorkloadsDoNotCompute) {
+  std::vector<std::string> devices = {"cpu"};
+#ifdef RAGGED_HAVE_CUDA
+  devices.push_back("cuda");  // refused before looking for a GPU
+#endif
+  for (const std::string& device : devices) {
+    auto result = run_cli({"run", "--model", "gpt2-xl", "--gpus", "1", "--layers", "1", "--device", device});
+    EXPECT_EQ(result.code, 2) << device << ": " << result.out;
+    EXPECT_NE(result.err.find("model gpt2-xl-1l (gpt2)"), std::string::npos) << result.err;
+    EXPECT_NE(result.err.find("LayerNorm with bias"), std::string::npos) << result.err;
+    EXPECT_NE(result.err.find("`ragged simulate`"), std::string::npos) << result.err;
+  }
 }
 
 TEST_F(CliRun, PredictedAndMeasuredTracesCompareOpByOp) {

@@ -22,6 +22,21 @@ TEST(CliSimulate, DefaultScenarioSummary) {
   }
 }
 
+// A smoke check of the GPT-2 style families end to end: every layout strategy
+// plans their fused q/k/v, position tables and biases, and the step simulates.
+TEST(CliSimulate, Gpt2StyleModelsFromTheirConfigJson) {
+  for (const char* checkpoint : {"falcon-7b", "opt-350m", "bloom-176b"}) {
+    const std::string path = std::string(RAGGED_SOURCE_DIR) + "/tests/models/data/" + checkpoint + "/config.json";
+    auto result = run_cli({"simulate", "--model", path, "--gpus", "16", "--layers", "2", "--strategy", "all", "--json"});
+    ASSERT_EQ(result.code, 0) << checkpoint << ": " << result.err;
+    for (const auto& run : nlohmann::json::parse(result.out)) {
+      EXPECT_GT(run["step_time_s"].get<double>(), 0) << checkpoint << " " << run["strategy"];
+      EXPECT_GT(run["mfu"].get<double>(), 0) << checkpoint << " " << run["strategy"];
+      EXPECT_LT(run["mfu"].get<double>(), 1) << checkpoint << " " << run["strategy"];
+    }
+  }
+}
+
 TEST(CliSimulate, JsonHasTheDocumentedKeysPerStrategy) {
   auto result = run_cli({"simulate", "tiny-llama-4xcpu", "--strategy", "all", "--json"});
   ASSERT_EQ(result.code, 0) << result.err;

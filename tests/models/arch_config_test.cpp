@@ -49,6 +49,15 @@ TEST(ArchConfigTest, EveryInvalidNumberNamesItsField) {
       {"deepseek-v3", [](ArchConfig& a) { a.qk_nope_head_dim = 0; }, "qk_nope_head_dim"},
       {"deepseek-v3", [](ArchConfig& a) { a.qk_rope_head_dim = 0; }, "qk_rope_head_dim"},
       {"deepseek-v3", [](ArchConfig& a) { a.v_head_dim = 0; }, "v_head_dim"},
+      {"deepseek-v3", [](ArchConfig& a) { a.qkv_fused = true; }, "qkv_fused"},
+      {"llama3-8b", [](ArchConfig& a) { a.norm_bias = true; }, "norm_bias"},
+      {"mixtral-8x7b", [](ArchConfig& a) { a.mlp = MlpKind::kPlain; }, "mlp"},
+      {"gpt-neox-20b", [](ArchConfig& a) { a.rotary_dim = 97; }, "rotary_dim"},
+      {"gpt-neox-20b", [](ArchConfig& a) { a.rotary_dim = 23; }, "rotary_dim"},
+      {"gpt-neox-20b", [](ArchConfig& a) { a.shared_block_norm = true; a.parallel_block = false; }, "shared_block_norm"},
+      {"gpt2-xl", [](ArchConfig& a) { a.max_positions = 0; }, "max_position_embeddings"},
+      {"opt-30b", [](ArchConfig& a) { a.position_offset = -2; }, "position_offset"},
+      {"opt-30b", [](ArchConfig& a) { a.embed_dim = -1; }, "embed_dim"},
   };
   for (const BadArch& bad : cases) {
     ArchConfig arch = find_catalog_entry(bad.model).arch;

@@ -32,7 +32,9 @@ TEST(CatalogTest, HasTheDocumentedModels) {
   std::set<std::string> names;
   for (const CatalogEntry& entry : catalog()) names.insert(entry.arch.name);
   const std::set<std::string> expected = {"llama3-8b",   "llama3-70b",      "llama3.1-405b", "gpt-oss-20b",
-                                          "gpt-oss-120b", "deepseek-v3",    "qwen3-235b-a22b", "mixtral-8x7b"};
+                                          "gpt-oss-120b", "deepseek-v3",    "qwen3-235b-a22b", "mixtral-8x7b",
+                                          "gpt2-xl",      "gpt-neox-20b",   "opt-30b",         "mpt-30b",
+                                          "bloom-176b"};
   EXPECT_EQ(names, expected);
 }
 

@@ -48,6 +48,17 @@ TEST(HfConfigTest, ImportsMatchTheCatalog) {
   expect_matches_catalog("qwen3_moe", "qwen3-235b-a22b");
   expect_matches_catalog("gpt_oss", "gpt-oss-120b");
   expect_matches_catalog("deepseek_v3", "deepseek-v3");
+  // The GPT-2 style catalog entries against the config.json of the same checkpoint.
+  for (const char* name : {"gpt2-xl", "gpt-neox-20b", "opt-30b", "mpt-30b", "bloom-176b"}) {
+    expect_matches_catalog(name, name);
+    const ArchConfig imported = load_hf_config(fixture(name)).arch;
+    const ArchConfig& listed = find_catalog_entry(name).arch;
+    EXPECT_EQ(imported.dtype, listed.dtype) << name;
+    EXPECT_EQ(imported.positions, listed.positions) << name;
+    EXPECT_EQ(imported.rotary_dim, listed.rotary_dim) << name;
+    EXPECT_EQ(imported.parallel_block, listed.parallel_block) << name;
+    EXPECT_EQ(imported.tie_embeddings, listed.tie_embeddings) << name;
+  }
 }
 
 TEST(HfConfigTest, GptOssLayerTypesAndFusedExperts) {
@@ -145,7 +156,8 @@ TEST(HfConfigErrorTest, ModelType) {
   config["model_type"] = "bert";
   const std::string message = import_error(config);
   EXPECT_NE(message.find("unsupported model_type 'bert'"), std::string::npos) << message;
-  for (const char* type : {"llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "gpt_oss", "deepseek_v3"}) {
+  for (const char* type : {"llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "gpt_oss", "deepseek_v3",
+                           "gpt2", "gpt_neox", "mpt", "opt", "falcon", "bloom"}) {
     EXPECT_NE(message.find(type), std::string::npos) << message;
   }
 }

@@ -16,6 +16,10 @@ TEST(EagerKernels, FactorsFromTheReferenceImplementation) {
   EXPECT_DOUBLE_EQ(eager_traffic_factor("swiglu"), 10.0 / 6.0);
   EXPECT_DOUBLE_EQ(eager_traffic_factor("cross_entropy"), 1.4);
   EXPECT_DOUBLE_EQ(eager_traffic_factor("attention_residual"), 1.0);
+  // A LayerNorm (GPT-2 style families) and a GELU/ReLU are one eager kernel each.
+  EXPECT_DOUBLE_EQ(eager_traffic_factor("attention_layer_norm"), 1.0);
+  EXPECT_DOUBLE_EQ(eager_traffic_factor("final_layer_norm"), 1.0);
+  EXPECT_DOUBLE_EQ(eager_traffic_factor("mlp_activation"), 1.0);
 }
 
 TEST(EagerKernels, EagerWorkMovesMoreBytesThanFused) {

@@ -82,6 +82,24 @@ TEST(ResolvedScenario, HfConfigRelativeToScenarioDirectory) {
   EXPECT_NE(error.find("s.textproto:1:9: model.hf_config:"), std::string::npos) << error;
 }
 
+// The GPT-2 style families come from their config.json (their block forms
+// and checkpoint names are not inline_spec fields); layers keeps their form.
+TEST(ResolvedScenario, Gpt2StyleFamiliesComeFromTheirConfigJson) {
+  std::string error = resolve_error(std::string("model { inline_spec {\n  family: \"gpt2\"\n  hidden_size: 256 "
+                                                "num_layers: 2 vocab_size: 100 intermediate_size: 64 "
+                                                "num_attention_heads: 4 } }\n") + kCluster);
+  EXPECT_NE(error.find("s.textproto:2:3: model.inline_spec.family:"), std::string::npos) << error;
+  EXPECT_NE(error.find("model.hf_config"), std::string::npos) << error;
+
+  std::string text = std::string("model { hf_config: \"tests/models/data/falcon-40b/config.json\" layers: 2 }\n") +
+                     kCluster;
+  ResolvedScenario falcon =
+      resolve_scenario(scenarios::parse_scenario(text, scenarios::ScenarioFormat::kText, "s.textproto", RAGGED_SOURCE_DIR));
+  EXPECT_EQ(falcon.model.arch.layers, 2);
+  EXPECT_TRUE(falcon.model.arch.parallel_block);
+  EXPECT_EQ(falcon.model.units[2].tensors.front().name, "h.1.ln_attn.weight");
+}
+
 TEST(ResolvedScenario, BlockThatDoesNotDivideATensorIsLocated) {
   std::string error = resolve_error(std::string("model { catalog: \"gpt-oss-20b\" }\n") + kCluster +
                                     "training {\n  granularity { default_spec { kind: BLOCK block_rows: 128 block_cols: 128 } }\n}\n");

@@ -92,6 +92,7 @@ RunResult run(const planner::ResolvedScenario& resolved, const RunOptions& optio
   result.trace = measured_trace(
       resolved, program, measured, comm,
       fmt::format("cpu ({}), {}", build_info(), describe(groups, comm.name())));
+  for (const std::string& note : host_executor_notes(program)) result.trace.mutable_metadata()->add_executor_notes(note);
   return result;
 }
 

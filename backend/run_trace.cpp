@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/units.hpp"
 #include "planner/memory_breakdown.hpp"
 #include "scenarios/scenario_loader.hpp"
 #include "scenarios/scenario_rules.hpp"
@@ -78,6 +79,21 @@ traces::Trace measured_trace(const planner::ResolvedScenario& resolved, const pl
   summary.hbm_capacity_bytes = scenarios::hbm_capacity_bytes(s.cluster().gpu());
   *trace.mutable_summary() = traces::make_summary(summary);
   return trace;
+}
+
+std::vector<std::string> host_executor_notes(const planner::Program& program) {
+  std::vector<std::string> notes;
+  if (program.persistent.compute_params > 0) {
+    notes.push_back("the host computes from the fp32 master shard: it does not keep the strategy's persistent "
+                    "compute-dtype shard (" + format_bytes(static_cast<double>(program.persistent.compute_params)) +
+                    " of the predicted persistent state)");
+  }
+  if (program.persistent.gathered_small_params > 0) {
+    notes.push_back("the host gathers the parameters the strategy keeps gathered for good (below its persistence "
+                    "threshold, " + format_bytes(static_cast<double>(program.persistent.gathered_small_params)) +
+                    ") with their unit, in the step's buffers");
+  }
+  return notes;
 }
 
 }  // namespace ragged::backend

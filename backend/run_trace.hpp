@@ -19,4 +19,9 @@ namespace ragged::backend {
 traces::Trace measured_trace(const planner::ResolvedScenario& resolved, const planner::Program& program,
                              const std::vector<MeasuredStep>& steps, Communicator& comm, const std::string& device);
 
+// What the host executor holds differently from the Program's persistent
+// state: ZeRO-3's and Megatron-FSDP's persistent compute-dtype shard, ZeRO-3's
+// persistent small parameters (gathered with their unit instead).
+std::vector<std::string> host_executor_notes(const planner::Program& program);
+
 }  // namespace ragged::backend

@@ -42,6 +42,7 @@ void add_compare_command(CLI::App& app, Context& context) {
                                     {"predicted_peak_allocated_bytes", c.predicted_allocated_bytes},
                                     {"measured_held_bytes", c.measured_reserved_bytes},
                                     {"measured_steps", c.measured_steps},
+                                    {"executor_notes", c.executor_notes},
                                     {"predicted_exposed_comm_s", c.predicted_exposed_s},
                                     {"measured_exposed_comm_s", c.measured_exposed_s}, {"predicted_mfu", c.predicted_mfu},
                                     {"measured_mfu", c.measured_mfu},
@@ -63,6 +64,7 @@ void add_compare_command(CLI::App& app, Context& context) {
                                format_bytes(static_cast<double>(c.measured_persistent_bytes)),
                                format_bytes(static_cast<double>(c.predicted_buffer_bytes())),
                                format_bytes(static_cast<double>(c.measured_buffer_bytes())));
+    for (const std::string& note : c.executor_notes) context.out << "              executor: " << note << '\n';
     context.out << fmt::format("              not compared: on the simulated device timeline the same buffers peak at "
                                "{} (streams run ahead), and with activations, workspaces and the allocator {} reserved, "
                                "{} allocated; the run held {} (state and its arena)\n",

@@ -51,6 +51,7 @@ TraceComparison compare_traces(const Trace& predicted, const Trace& measured) {
   c.predicted_allocated_bytes = predicted.summary().peak_allocated_bytes();
   c.measured_reserved_bytes = measured.summary().peak_reserved_bytes();
   c.measured_steps = std::max(1, measured.summary().per_step_size());
+  c.executor_notes.assign(measured.metadata().executor_notes().begin(), measured.metadata().executor_notes().end());
   c.predicted_exposed_s = predicted.summary().exposed_comm_s();
   c.measured_exposed_s = measured.summary().exposed_comm_s();
   c.predicted_mfu = predicted.summary().mfu();

@@ -43,7 +43,8 @@ struct TraceComparison {
   int64_t predicted_reserved_bytes = 0;
   int64_t predicted_allocated_bytes = 0;
   int64_t measured_reserved_bytes = 0;
-  int measured_steps = 1;  // the per-op times and the summary are means over these
+  int measured_steps = 1;
+  std::vector<std::string> executor_notes;  // how the run's executor departs from the Program  // the per-op times and the summary are means over these
   double predicted_exposed_s = 0;  // communication the compute stream waits for
   double measured_exposed_s = 0;
   double predicted_mfu = 0;

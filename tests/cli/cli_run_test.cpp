@@ -140,6 +140,12 @@ TEST_F(CliRun, CompareMemoryComparesTheSameQuantity) {
   // as such, the strategy's against the executor's.
   auto zero3 = compare("zero3");
   EXPECT_GT(zero3["predicted_persistent_bytes"].get<int64_t>(), zero3["measured_persistent_bytes"].get<int64_t>());
+  // ... and says so, with the parameters it keeps gathered for good (which
+  // the host gathers with their unit instead): both differences named.
+  ASSERT_EQ(zero3["executor_notes"].size(), 2u) << zero3.dump();
+  EXPECT_NE(zero3["executor_notes"][0].get<std::string>().find("compute-dtype shard"), std::string::npos);
+  EXPECT_NE(zero3["executor_notes"][1].get<std::string>().find("persistence threshold"), std::string::npos);
+  EXPECT_TRUE(compare("ragged")["executor_notes"].empty());
 }
 
 TEST_F(CliRun, BadRequests) {

@@ -155,6 +155,11 @@ void add_run_command(CLI::App& app, Context& context) {
   cmd->add_option("--inject-nan", o->inject_nan,
                   "Put a NaN into TENSOR's parameters after step STEP (TENSOR@STEP, default step 1): shows that the "
                   "checks catch it");
+  cmd->add_option("--collective-timeout", o->run.collective_timeout_s,
+                  "Seconds one collective may wait before the job is aborted, naming the ranks that did not arrive "
+                  "(0: wait forever)")
+      ->check(CLI::Range(0.0, 604800.0))
+      ->capture_default_str();
   cmd->add_flag("--json", o->json, "Print JSON");
   cmd->callback([&context, o, cmd] {
     auto resolved = o->scenario.resolve();

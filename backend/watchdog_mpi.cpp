@@ -43,6 +43,17 @@ struct SignalLine {
 };
 SignalLine g_line;
 
+constexpr std::array<int, 7> kFatalSignals = {SIGTERM, SIGINT, SIGHUP, SIGSEGV, SIGBUS, SIGFPE, SIGABRT};
+// The handlers in place before the watchdog's: restored and re-raised into.
+std::array<struct sigaction, kFatalSignals.size()> g_previous{};
+
+void chain(int signal) {
+  for (size_t i = 0; i < kFatalSignals.size(); ++i) {
+    if (kFatalSignals[i] == signal) sigaction(signal, &g_previous[i], nullptr);
+  }
+  std::raise(signal);
+}
+
 // Async-signal-safe: write(2) and a hand-made decimal.
 void write_text(const char* text) {
   const ssize_t ignored = ::write(STDERR_FILENO, text, std::strlen(text));
@@ -66,8 +77,7 @@ void write_number(int value) {
 void on_fatal_signal(int signal) {
   const int ready = g_line.ready.load(std::memory_order_acquire);
   if (ready < 0) {
-    std::signal(signal, SIG_DFL);
-    std::raise(signal);
+    chain(signal);
     return;
   }
   write_text("ragged: rank ");
@@ -77,11 +87,8 @@ void on_fatal_signal(int signal) {
   write_text(" ");
   write_text(g_line.text[static_cast<size_t>(ready)].data());
   write_text("\n");
-  std::signal(signal, SIG_DFL);
-  std::raise(signal);
+  chain(signal);
 }
-
-constexpr std::array<int, 7> kFatalSignals = {SIGTERM, SIGINT, SIGHUP, SIGSEGV, SIGBUS, SIGFPE, SIGABRT};
 
 class MpiWatchdog final : public Watchdog {
  public:
@@ -100,7 +107,7 @@ class MpiWatchdog final : public Watchdog {
       struct sigaction action {};
       action.sa_handler = on_fatal_signal;
       sigemptyset(&action.sa_mask);
-      sigaction(kFatalSignals[i], &action, &previous_[i]);
+      sigaction(kFatalSignals[i], &action, &g_previous[i]);
     }
     thread_ = std::thread([this] { loop(); });
   }
@@ -108,7 +115,7 @@ class MpiWatchdog final : public Watchdog {
   ~MpiWatchdog() override {
     stop_.store(true, std::memory_order_relaxed);
     thread_.join();
-    for (size_t i = 0; i < kFatalSignals.size(); ++i) sigaction(kFatalSignals[i], &previous_[i], nullptr);
+    for (size_t i = 0; i < kFatalSignals.size(); ++i) sigaction(kFatalSignals[i], &g_previous[i], nullptr);
     g_line.ready.store(-1, std::memory_order_release);
     for (Peer& p : peers_) {
       if (p.send != MPI_REQUEST_NULL) {
@@ -244,7 +251,6 @@ class MpiWatchdog final : public Watchdog {
   double interval_s_ = 1;
   double last_beat_ = 0;
   std::vector<Peer> peers_;
-  std::array<struct sigaction, kFatalSignals.size()> previous_{};
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

@@ -129,7 +129,7 @@ void write_trace(const Trace& trace, const std::filesystem::path& path) {
 }
 
 Trace read_trace(const std::filesystem::path& path) {
-  std::string data = read_file(path);
+  std::string data = read_file(path, kMaxTraceBytes);
   Trace trace = parse_trace(data, format_for_path(path), path.string());
   check_trace(trace, path.string());
   return trace;

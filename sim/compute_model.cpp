@@ -151,7 +151,7 @@ ComputeModel ComputeModel::defaults(const std::string& preset, double peak_flops
   return ComputeModel(std::move(spec));
 }
 
-ComputeModel ComputeModel::from_calibration(const std::filesystem::path& path) {
+ComputeModel ComputeModel::from_calibration(const std::filesystem::path& path, const std::string& preset) {
   const json root = parse_calibration(path);
   const CalibrationFields f(path.string());
   GpuComputeSpec spec;
@@ -173,12 +173,20 @@ ComputeModel ComputeModel::from_calibration(const std::filesystem::path& path) {
     point.flops_per_s = gemm_flops_of_one({point.m, point.n, point.k, 1}) / seconds;
     spec.gemm.push_back(point);
   }
-  const json& attention = f.object(root, "attention", "attention");
-  spec.attention_forward_efficiency = f.fraction(attention, "forward_efficiency", "attention.forward_efficiency");
-  spec.attention_backward_efficiency = f.fraction(attention, "backward_efficiency", "attention.backward_efficiency");
   spec.memory_efficiency = f.fraction(root, "memory_efficiency", "memory_efficiency");
   spec.launch_seconds = f.positive(root, "launch_seconds", "launch_seconds");
   spec.source = f.text(root, "source", "source");
+  if (root.contains("attention")) {
+    const json& attention = f.object(root, "attention", "attention");
+    spec.attention_forward_efficiency = f.fraction(attention, "forward_efficiency", "attention.forward_efficiency");
+    spec.attention_backward_efficiency = f.fraction(attention, "backward_efficiency", "attention.backward_efficiency");
+  } else {
+    const GpuComputeSpec* table = find_gpu_table(preset);
+    if (table == nullptr) table = find_gpu_table("h100");
+    spec.attention_forward_efficiency = table->attention_forward_efficiency;
+    spec.attention_backward_efficiency = table->attention_backward_efficiency;
+    spec.source += fmt::format("; attention not in the file: the simulator's {} defaults", table->name);
+  }
   return ComputeModel(std::move(spec));
 }
 

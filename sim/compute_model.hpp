@@ -55,8 +55,10 @@ class ComputeModel {
   // the scenario's (they may be overridden there).
   static ComputeModel defaults(const std::string& preset, double peak_flops, double hbm_bytes_per_s);
   // A calibration file written by the backend (JSON, format in
-  // docs/SIMULATOR.md); throws InputError naming the file and field.
-  static ComputeModel from_calibration(const std::filesystem::path& path);
+  // docs/SIMULATOR.md); throws InputError naming the file and field. A file
+  // without "attention" (gpu-validate does not measure it) takes the
+  // attention efficiencies of the default table of `preset`.
+  static ComputeModel from_calibration(const std::filesystem::path& path, const std::string& preset = "h100");
 
   // Seconds of one op of the Program on one GPU (compute kinds use op.work;
   // memory-bound kinds use op.bytes; collectives and alloc/free are 0 here).

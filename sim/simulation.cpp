@@ -42,7 +42,7 @@ int representative_rank(const planner::ProgramInputs& inputs) {
 // A calibration measured on the device already includes its clocks; the
 // default tables are at the TDP, so a lower power limit slows them.
 ComputeModel compute_model(const scenarios::Gpu& gpu, const SimulationOptions& options) {
-  if (options.calibration) return ComputeModel::from_calibration(*options.calibration);
+  if (options.calibration) return ComputeModel::from_calibration(*options.calibration, gpu.preset());
   return ComputeModel::defaults(gpu.preset(), scenarios::peak_bf16_flops(gpu), gpu.hbm_bandwidth_gbytes_per_s() * 1e9)
       .with_clock_factor(power_limited_clock(gpu.tdp_watts(), gpu.power_limit_watts()));
 }

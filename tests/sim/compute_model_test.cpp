@@ -280,7 +280,7 @@ TEST_F(ComputeCalibration, EveryBadFieldNamesTheFileAndTheField) {
       {"/gemm/1", 7, "gemm[1]"}, {"/gemm/2/m", null, "gemm[2].m"}, {"/gemm/0/n", 0, "gemm[0].n"},
       {"/gemm/1/k", 1.5, "gemm[1].k"}, {"/gemm/2/seconds", 0, "gemm[2].seconds"},
       {"/gemm/2/seconds", null, "gemm[2].seconds"}, {"/gemm/0/seconds", "1ms", "gemm[0].seconds"},
-      {"/attention", null, "attention"}, {"/attention", 0.3, "attention"},
+      {"/attention", 0.3, "attention"},
       {"/attention/forward_efficiency", 0, "attention.forward_efficiency"},
       {"/attention/backward_efficiency", 1.5, "attention.backward_efficiency"},
       {"/memory_efficiency", null, "memory_efficiency"}, {"/launch_seconds", 0, "launch_seconds"},
@@ -299,6 +299,22 @@ TEST_F(ComputeCalibration, EveryBadFieldNamesTheFileAndTheField) {
     EXPECT_NE(message.find("field '" + c.field + "'"), std::string::npos) << c.pointer << ": " << message;
   }
   EXPECT_EQ(error_of(valid()), "");  // the unchanged document loads
+}
+
+// gpu-validate does not measure attention: a file without it takes the
+// attention efficiencies of the scenario GPU's default table.
+TEST_F(ComputeCalibration, WithoutAttentionTheScenarioGpusDefaultsApply) {
+  nlohmann::json doc = valid();
+  doc.erase("attention");
+  for (const char* preset : {"h100", "a100-80g"}) {
+    const ComputeModel model = ComputeModel::from_calibration(write(doc.dump()), preset);
+    const GpuComputeSpec* table = find_gpu_table(preset);
+    ASSERT_NE(table, nullptr);
+    EXPECT_EQ(model.spec().attention_forward_efficiency, table->attention_forward_efficiency) << preset;
+    EXPECT_EQ(model.spec().attention_backward_efficiency, table->attention_backward_efficiency) << preset;
+    EXPECT_NE(model.spec().source.find("attention not in the file: the simulator's " + std::string(preset)),
+              std::string::npos);
+  }
 }
 
 TEST_F(ComputeCalibration, MalformedOrMissingFilesAreInputErrors) {

@@ -115,7 +115,7 @@ LoadedScenario parse_named(std::string_view text, ScenarioFormat format, const s
   loaded.origin = origin;
   loaded.base_dir = base_dir;
   bool json = format == ScenarioFormat::kJson;
-  loaded.locations = json ? locate_json_fields(text) : locate_textproto_fields(text);
+  loaded.locations = json ? locate_json_fields(text, origin) : locate_textproto_fields(text, origin);
   loaded.written = json ? parse_json(text, origin, loaded.locations) : parse_text(text, origin, loaded.locations);
   if (loaded.written.name().empty()) loaded.written.set_name(default_name);
   return finish(std::move(loaded));

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "planner/resolved_scenario.hpp"
 #include "validation/validation_set.hpp"
 #include "validation/validation_summary.hpp"
 
@@ -20,7 +21,13 @@ struct RunOptions {
   std::string filter;  // only the runs whose id contains this text; "" = all
   // Called after each row (simulated, failed or excluded): rows done, rows in all.
   std::function<void(size_t done, size_t total, const RowResult& row)> progress;
+  // How a row is predicted; empty: sim::simulate in a child process. Any
+  // exception it throws marks the row failed, with the exception's message.
+  std::function<Prediction(const planner::ResolvedScenario&)> simulate;
 };
+
+// The default `simulate`: the SimGrid simulator in a child process.
+Prediction simulate_row(const planner::ResolvedScenario& resolved);
 
 std::vector<RowResult> run_validation(const ValidationSet& set, const RunOptions& options = {});
 

@@ -102,6 +102,8 @@ nlohmann::json row_json(const RowResult& row) {
   }
   out["model"] = row.model;
   out["gpus"] = row.gpus;
+  out["gpu"] = row.gpu;
+  out["gpu_memory_gib"] = row.gpu_memory_gib;
   out["strategy"] = row.strategy;
   out["activation_checkpointing"] = row.checkpointing;
   if (row.status == RowStatus::kFailed) {
@@ -110,7 +112,7 @@ nlohmann::json row_json(const RowResult& row) {
   }
   const auto& q = row.predicted;
   out["predicted"] = {{"tokens_per_s_per_gpu", q.tokens_per_s_per_gpu}, {"step_time_s", q.step_time_s}, {"mfu", q.mfu},
-                      {"compute_s", q.compute_s}, {"exposed_comm_s", q.exposed_comm_s},
+                      {"compute_s", q.compute_s}, {"comm_s", q.comm_s}, {"exposed_comm_s", q.exposed_comm_s},
                       {"peak_reserved_bytes", q.peak_reserved_bytes}, {"peak_allocated_bytes", q.peak_allocated_bytes},
                       {"hbm_capacity_bytes", q.capacity_bytes}, {"oom", q.oom}, {"simulation_mode", q.mode},
                       {"simulation_wall_s", q.wall_seconds}};

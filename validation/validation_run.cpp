@@ -58,6 +58,7 @@ Prediction parse_prediction(const std::string& bytes) {
   p.step_time_s = s.step_time_s();
   p.mfu = s.mfu();
   p.compute_s = s.compute_s();
+  p.comm_s = s.comm_s();
   p.exposed_comm_s = s.exposed_comm_s();
   p.peak_reserved_bytes = s.peak_reserved_bytes();
   p.peak_allocated_bytes = s.peak_allocated_bytes();
@@ -91,6 +92,8 @@ std::vector<RowResult> run_validation(const ValidationSet& set, const RunOptions
       const scenarios::Scenario& scenario = resolved[k]->scenario();
       row.model = resolved[k]->model.name;
       row.gpus = scenarios::total_gpus(scenario);
+      row.gpu = scenario.cluster().gpu().preset();
+      row.gpu_memory_gib = scenario.cluster().gpu().hbm_capacity_gib();
       row.strategy = scenarios::strategy_name(scenario.training().strategy());
       row.checkpointing = lower(scenarios::Checkpointing_Name(scenario.training().activation_checkpointing()));
       try {

@@ -29,6 +29,7 @@ struct Prediction {
   double step_time_s = 0;
   double mfu = 0;
   double compute_s = 0;       // busy time of the compute stream per step
+  double comm_s = 0;          // busy time of the communication streams per step
   double exposed_comm_s = 0;  // step - compute busy: the compute stream waiting on collectives
   int64_t peak_reserved_bytes = 0;
   int64_t peak_allocated_bytes = 0;
@@ -48,6 +49,8 @@ struct RowResult {
   // What the scenario describes (empty for excluded rows).
   std::string model;
   int64_t gpus = 0;
+  std::string gpu;  // the scenario's GPU preset ("a100-80g", "h100", ...)
+  double gpu_memory_gib = 0;  // its capacity as the scenario gives it
   std::string strategy;
   std::string checkpointing;
   Prediction predicted;

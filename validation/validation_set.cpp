@@ -172,7 +172,16 @@ ValidationSet load_validation_set(const std::filesystem::path& directory) {
                                  "validation/validation.proto) and the scenarios it names",
                                  directory.string(), kManifestName, kManifestName));
   }
-  return parse_validation_set(read_file(manifest), manifest.string(), directory);
+  // Errors and reports name the manifest relative to the working directory when it lies below it.
+  std::error_code error;
+  const std::filesystem::path here = std::filesystem::current_path(error);
+  const std::filesystem::path absolute = std::filesystem::absolute(manifest, error);
+  std::filesystem::path shown = manifest;
+  if (!error) {
+    const std::filesystem::path relative = absolute.lexically_normal().lexically_relative(here);
+    shown = !relative.empty() && *relative.begin() != ".." ? relative : absolute.lexically_normal();
+  }
+  return parse_validation_set(read_file(manifest), shown.string(), directory);
 }
 
 std::filesystem::path default_validation_dir() { return std::filesystem::path(RAGGED_VALIDATION_DIR); }

@@ -71,6 +71,7 @@ constexpr double kH100Sms = 132;
 constexpr double kCtasIntraNode = 24;
 constexpr double kCtasInterNode = 16;
 constexpr double kAllGatherHbmPerByte = 2;
+constexpr double kReduceScatterHbmPerByte = 3;
 
 // "The CPU issue path": one eager torch op costs the host 2 x 1024^3 FLOPs
 // at the 1024^3 GEMM rate (12.16 us).
@@ -296,36 +297,48 @@ TEST(SimModel, OverlappedGemmLosesFewerSmsToAnInterNodeRing) {
   expect_relative(r["ops"][0].get<double>(), compute, kExact);
 }
 
-TEST(SimModel, MemoryBoundKernelAndAllGatherShareHbm) {
-  // A 5 GB copy beside a 500 MB all-gather on 8 GPUs. The copy demands the
-  // whole achievable HBM bandwidth B; the all-gather 2 x its 360 GB/s on
-  // NVLink while its bytes move. Together they demand more than B, so both
-  // run at s = B / (B + 720 GB/s) of their rates: the copy streams at s B,
+TEST(SimModel, MemoryBoundKernelAndCollectiveShareHbm) {
+  // A 5 GB copy beside a 500 MB all-gather (then reduce-scatter) on 8 GPUs.
+  // The copy demands the whole achievable HBM bandwidth B; the collective k
+  // x its 360 GB/s on NVLink while its bytes move (k = 2 for an all-gather,
+  // 3 for a reduce-scatter). Together they demand more than B, so both run
+  // at s = B / (B + k x 360 GB/s) of their rates: the copy streams at s B,
   // the ring's links carry s x 360 GB/s. Once the ring's bytes have moved
   // (its latency follows, with no traffic) the copy runs alone.
-  planner::Program p;
-  p.shard_ranks = 8;
-  planner::ProgramWriter w(&p);
-  const double copy_bytes = 5e9;
-  w.traffic(OpKind::kCopyIn, Stream::kCompute, 0, 0, "copy", static_cast<int64_t>(copy_bytes), {});
-  w.collective(OpKind::kAllGather, Stream::kAllGather, Group::kShard, 1, 0, "all-gather", 500'000'000, -1, {});
-  nlohmann::json r = run(p, h100_cluster(1), SimulationMode::kFull);
-  const double per_hop = (7.0 / 8.0) * 500e6;
-  const double s = kHbm / (kHbm + kAllGatherHbmPerByte * kNvlink);
-  // The ring's bytes: alone during the copy's launch, then at s.
-  const double moved = kLaunch * kNvlink;
-  const double bandwidth = kLaunch + (per_hop - moved) / (s * kNvlink);
-  const Expected comm = nccl_ring(bandwidth, 7, 0);  // the protocol's latency on the measured bandwidth time
-  // The copy: at s until the ring's bytes have moved, then alone.
-  const double copy_alone = copy_bytes / kHbm;
-  const double copied = s * (bandwidth - kLaunch);
-  const double copy = kLaunch + (bandwidth - kLaunch) + (copy_alone - copied);
-  std::printf("%-50s s = %.9f (the copy alone: %.9f ms)\n", "HBM: B / (B + 2 x 360 GB/s)", s, (copy_bytes / kHbm + kLaunch) * 1e3);
-  report("HBM: the all-gather beside a 5 GB copy", comm.seconds, r["ops"][1].get<double>());
-  report("HBM: the copy beside the all-gather", copy, r["ops"][0].get<double>());
-  EXPECT_STREQ(comm.protocol, "Simple");
-  expect_relative(r["ops"][1].get<double>(), comm.seconds, kExact);
-  expect_relative(r["ops"][0].get<double>(), copy, kExact);
+  struct Case {
+    const char* what;
+    OpKind kind;
+    Stream stream;
+    double hbm_per_byte;
+  };
+  for (const Case& c : {Case{"all-gather", OpKind::kAllGather, Stream::kAllGather, kAllGatherHbmPerByte},
+                        Case{"reduce-scatter", OpKind::kReduceScatter, Stream::kReduceScatter, kReduceScatterHbmPerByte}}) {
+    planner::Program p;
+    p.shard_ranks = 8;
+    planner::ProgramWriter w(&p);
+    const double copy_bytes = 5e9;
+    w.traffic(OpKind::kCopyIn, Stream::kCompute, 0, 0, "copy", static_cast<int64_t>(copy_bytes), {});
+    w.collective(c.kind, c.stream, Group::kShard, 1, 0, c.what, 500'000'000, -1, {});
+    nlohmann::json r = run(p, h100_cluster(1), SimulationMode::kFull);
+    const double per_hop = (7.0 / 8.0) * 500e6;
+    const double s = kHbm / (kHbm + c.hbm_per_byte * kNvlink);
+    // The ring's bytes: alone during the copy's launch, then at s.
+    const double moved = kLaunch * kNvlink;
+    const double bandwidth = kLaunch + (per_hop - moved) / (s * kNvlink);
+    const Expected comm = nccl_ring(bandwidth, 7, 0);  // the protocol's latency on the measured bandwidth time
+    // The copy: at s until the ring's bytes have moved, then alone.
+    const double copy_alone = copy_bytes / kHbm;
+    const double copied = s * (bandwidth - kLaunch);
+    const double copy = kLaunch + (bandwidth - kLaunch) + (copy_alone - copied);
+    std::printf("%-50s s = %.9f (the copy alone: %.9f ms)\n",
+                (std::string("HBM: B / (B + ") + (c.hbm_per_byte == 2 ? "2" : "3") + " x 360 GB/s)").c_str(), s,
+                (copy_alone + kLaunch) * 1e3);
+    report(std::string("HBM: the ") + c.what + " beside a 5 GB copy", comm.seconds, r["ops"][1].get<double>());
+    report(std::string("HBM: the copy beside the ") + c.what, copy, r["ops"][0].get<double>());
+    EXPECT_STREQ(comm.protocol, "Simple");
+    expect_relative(r["ops"][1].get<double>(), comm.seconds, kExact);
+    expect_relative(r["ops"][0].get<double>(), copy, kExact);
+  }
 }
 
 TEST(SimModel, MemoryBoundKernelsShareHbmEvenly) {

@@ -34,6 +34,15 @@ double elementwise_bytes(const models::UnitSpec& unit, const MicroBatch& batch) 
   return per_token * static_cast<double>(batch.tokens());
 }
 
+// The kernels of a unit's forward element-wise ops, eager or fused.
+int64_t elementwise_kernels(const models::UnitSpec& unit, const MicroBatch& batch) {
+  int64_t kernels = 0;
+  for (const models::ElementwiseOp& op : unit.compute.elementwise) {
+    kernels += batch.fused_elementwise ? 1 : eager_kernel_count(op.name);
+  }
+  return kernels;
+}
+
 }  // namespace
 
 double total_flops(const ComputeWork& work) {
@@ -47,6 +56,7 @@ ComputeWork forward_work(const models::UnitSpec& unit, const MicroBatch& batch) 
   for (const models::GemmShape& g : unit.compute.gemms) work.gemms.push_back({gemm_rows(g, batch), g.n, g.k, g.count});
   work.attention = attention(unit, batch, 1.0);
   work.elementwise_bytes = elementwise_bytes(unit, batch);
+  work.elementwise_kernels = elementwise_kernels(unit, batch);
   return work;
 }
 
@@ -59,6 +69,7 @@ ComputeWork backward_work(const models::UnitSpec& unit, const MicroBatch& batch)
   }
   work.attention = attention(unit, batch, 2.5);
   work.elementwise_bytes = 2.0 * elementwise_bytes(unit, batch);
+  work.elementwise_kernels = 2 * elementwise_kernels(unit, batch);
   return work;
 }
 
@@ -72,6 +83,7 @@ ComputeWork recompute_work(const models::UnitSpec& unit, const MicroBatch& batch
   ComputeWork work;
   for (size_t i = 1; i < forward.gemms.size(); i += 2) work.gemms.push_back(forward.gemms[i]);
   work.elementwise_bytes = forward.elementwise_bytes;
+  work.elementwise_kernels = forward.elementwise_kernels;
   return work;
 }
 

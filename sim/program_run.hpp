@@ -22,6 +22,11 @@ struct ProgramRunOptions {
   FreePolicy free_policy;
   int64_t capacity = 0;  // device memory the allocator may reserve
   std::function<void(double)> progress;
+  // SM and HBM sharing between a GPU's streams and its collectives
+  // (section 6b), from the compute model's GPU; the CPU issue path (host
+  // costs; none by default: hand-built Programs carry no host work).
+  bool share_gpu = true;
+  HostCosts host;
 };
 
 struct ProgramRun {

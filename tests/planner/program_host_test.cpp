@@ -96,7 +96,9 @@ TEST(ProgramHost, PerParameterWorkFollowsTheStrategy) {
     }
     EXPECT_EQ(sum_over(p, &HostWork::param_views), expected_views + grad_views) << name;
     EXPECT_EQ(sum_over(p, &HostWork::param_reshards), traits.reshard_per_parameter ? expected_reshards : 0) << name;
-    if (traits.reshard_per_parameter) EXPECT_GT(expected_reshards, 0) << name;
+    if (traits.reshard_per_parameter) {
+      EXPECT_GT(expected_reshards, 0) << name;
+    }
     if (strategy == scenarios::RAGGED || strategy == scenarios::VESCALE_PAPER) {
       EXPECT_EQ(sum_over(p, &HostWork::param_views), 0) << name;  // DBuffer views are made once
       EXPECT_EQ(sum_over(p, &HostWork::list_tensors) % 9, 0) << name;  // only the optimizer's foreach lists

@@ -45,7 +45,11 @@ using Work = std::function<std::string(const std::function<void(double)>&)>;
 // the tag and the payload). The length lets the parent stop reading without
 // waiting for end of file, which a sibling child forked meanwhile from another
 // thread of the parent (holding a copy of the pipe's write end) would delay.
-[[noreturn]] void child_main(const Work& work, int result_fd, int progress_fd) {
+[[noreturn]] void child_main(const Work& work, int result_fd, int progress_fd, int nice_increment) {
+  if (nice_increment > 0) {
+    errno = 0;
+    [[maybe_unused]] const int niceness = ::nice(nice_increment);  // best effort
+  }
   const int64_t start_rss = resident_bytes();
   std::string message;
   double last = -1;
@@ -106,7 +110,7 @@ std::string run(const Work& work, const ChildControl* control, ChildUsage* usage
   if (pid == 0) {
     ::close(result_pipe[0]);
     if (progress_pipe[0] >= 0) ::close(progress_pipe[0]);
-    child_main(work, result_pipe[1], progress_pipe[1]);
+    child_main(work, result_pipe[1], progress_pipe[1], control != nullptr ? control->nice : 0);
   }
   ::close(result_pipe[1]);
   if (progress_pipe[1] >= 0) ::close(progress_pipe[1]);

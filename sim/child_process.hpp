@@ -36,6 +36,9 @@ struct ChildControl {
   // child reports through the `progress` function its work is given.
   std::function<void(double)> progress;
   int poll_ms = 20;
+  // Added to the child's nice value: background work yields the CPU to an
+  // interactive parent (the dashboard's event loop).
+  int nice = 0;
 };
 
 // The same with a control: `work` gets a progress function that sends a

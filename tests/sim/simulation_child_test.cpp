@@ -2,6 +2,7 @@
 // simulation result's round trip through bytes (what the dashboard runs).
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -74,6 +75,15 @@ TEST(ChildControl, ProgressFractionsArriveInOrder) {
   ASSERT_GE(seen.size(), 3u);
   for (size_t i = 1; i < seen.size(); ++i) EXPECT_GT(seen[i], seen[i - 1]);
   EXPECT_EQ(seen.back(), 1.0);
+}
+
+TEST(ChildControl, NiceLowersTheChildsPriority) {
+  ChildControl control;
+  control.nice = 7;
+  const int parent = ::getpriority(PRIO_PROCESS, 0);
+  const std::string child = run_in_child(
+      [](const auto&) { return std::to_string(::getpriority(PRIO_PROCESS, 0)); }, control);
+  EXPECT_EQ(std::stoi(child), std::min(19, parent + 7));
 }
 
 TEST(ChildControl, ErrorsComeBackTyped) {

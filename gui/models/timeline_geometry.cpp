@@ -13,8 +13,15 @@ size_t Timeline::bar_count() const {
   return n;
 }
 
-Timeline build_timeline(const traces::Trace& trace, int rank) {
+int first_step(const traces::Trace& trace) {
+  int step = -1;
+  for (const traces::Event& e : trace.events()) step = step < 0 ? e.step() : std::min(step, e.step());
+  return std::max(step, 0);
+}
+
+Timeline build_timeline(const traces::Trace& trace, int rank, int step) {
   Timeline t;
+  t.step = step;
   t.ranks.assign(trace.metadata().traced_ranks().begin(), trace.metadata().traced_ranks().end());
   if (t.ranks.empty() && trace.events_size() > 0) t.ranks.push_back(trace.events(0).rank());
   t.rank = rank >= 0 ? rank : (t.ranks.empty() ? 0 : t.ranks.front());
@@ -22,7 +29,7 @@ Timeline build_timeline(const traces::Trace& trace, int rank) {
   bool any = false;
   for (int i = 0; i < trace.events_size(); ++i) {
     const traces::Event& e = trace.events(i);
-    if (e.rank() != t.rank) continue;
+    if (e.rank() != t.rank || (step >= 0 && e.step() != step)) continue;
     t.begin_ns = any ? std::min(t.begin_ns, e.start_ns()) : e.start_ns();
     t.end_ns = any ? std::max(t.end_ns, e.end_ns()) : e.end_ns();
     any = true;
@@ -37,10 +44,10 @@ Timeline build_timeline(const traces::Trace& trace, int rank) {
     t.lanes.push_back(std::move(lane));
   }
   for (const traces::MemorySample& m : trace.memory()) {
-    if (m.rank() != t.rank) continue;
+    if (m.rank() != t.rank || (step >= 0 && (m.time_ns() < t.begin_ns || m.time_ns() > t.end_ns))) continue;
     t.memory.push_back({m.time_ns(), m.allocated_bytes(), m.reserved_bytes()});
     t.peak_reserved = std::max(t.peak_reserved, m.reserved_bytes());
-    t.end_ns = std::max(t.end_ns, m.time_ns());
+    if (step < 0) t.end_ns = std::max(t.end_ns, m.time_ns());
   }
   std::stable_sort(t.memory.begin(), t.memory.end(), [](const auto& a, const auto& b) { return a.time_ns < b.time_ns; });
   return t;

@@ -36,6 +36,7 @@ struct MemoryPoint {
 
 struct Timeline {
   int rank = 0;
+  int step = -1;  // -1: every step
   std::vector<int> ranks;  // the trace's traced ranks (the drill-down choices)
   int64_t begin_ns = 0;
   int64_t end_ns = 0;
@@ -46,9 +47,13 @@ struct Timeline {
   size_t bar_count() const;
 };
 
-// The timeline of `rank` (-1: the first traced rank). Alloc and free events
-// (instants) stay out of the lanes; they show in the memory curve.
-Timeline build_timeline(const traces::Trace& trace, int rank = -1);
+// The timeline of `rank` (-1: the first traced rank) and `step` (-1: every
+// step; a step keeps the memory samples within its events' span). Alloc and
+// free events (instants) stay out of the lanes; they show in the memory curve.
+Timeline build_timeline(const traces::Trace& trace, int rank = -1, int step = -1);
+
+// The first step the events of a trace carry (a measured trace's first measured step).
+int first_step(const traces::Trace& trace);
 
 // The bars of `lane` overlapping [from_ns, to_ns), neighbours closer than
 // `ns_per_pixel` merged: at most about (to - from) / ns_per_pixel bars.

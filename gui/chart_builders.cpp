@@ -243,24 +243,9 @@ QChart* sweep_chart(const std::vector<SweepSeries>& series, SweepMetric metric, 
       delete oom;
     }
   }
-  if (memory && hbm_bytes > 0 && top > static_cast<double>(hbm_bytes) / kGiB) {
-    auto* upper = new QLineSeries();
-    auto* lower = new QLineSeries();
-    upper->append(6, top);
-    upper->append(20000, top);
-    lower->append(6, static_cast<double>(hbm_bytes) / kGiB);
-    lower->append(20000, static_cast<double>(hbm_bytes) / kGiB);
-    auto* above = new QAreaSeries(upper, lower);
-    above->setName(QStringLiteral("above HBM: OOM"));
-    above->setColor(QColor(255, 0, 0, 25));
-    above->setBorderColor(Qt::transparent);
-    chart->addSeries(above);
-    above->attachAxis(x);
-    above->attachAxis(y);
-  }
   if (memory && hbm_bytes > 0) {
     auto* hbm = new QLineSeries();
-    hbm->setName(QStringLiteral("HBM"));
+    hbm->setName(QStringLiteral("HBM (above: OOM)"));
     hbm->setPen(QPen(Qt::red, 2, Qt::DashLine));
     hbm->append(6, static_cast<double>(hbm_bytes) / kGiB);
     hbm->append(20000, static_cast<double>(hbm_bytes) / kGiB);

@@ -30,9 +30,12 @@ int main(int argc, char** argv) {
                              QStringLiteral("predicted,measured"));
   QCommandLineOption screenshots(QStringLiteral("screenshots"), QStringLiteral("Fill every tab and save it as DIR/<n>-<tab>.png, then exit"),
                                  QStringLiteral("dir"));
+  QCommandLineOption timed(QStringLiteral("time-open"), QStringLiteral("With --trace: print how long opening it took, then exit"));
   QCommandLineOption sweep_to(QStringLiteral("sweep-to"), QStringLiteral("With --screenshots: the sweep's largest GPU count (default 16384)"),
                               QStringLiteral("gpus"), QStringLiteral("16384"));
-  parser.addOptions({trace, compare, screenshots, sweep_to});
+  QCommandLineOption width(QStringLiteral("width"), QStringLiteral("With --screenshots: scale the images to this width, 256 colours"),
+                           QStringLiteral("pixels"), QStringLiteral("0"));
+  parser.addOptions({trace, compare, screenshots, sweep_to, timed, width});
   parser.process(app);
   const QStringList positional = parser.positionalArguments();
   const QStringList traces = parser.value(compare).split(QLatin1Char(','), Qt::SkipEmptyParts);
@@ -47,6 +50,7 @@ int main(int argc, char** argv) {
     options.directory = parser.value(screenshots);
     if (!positional.isEmpty()) options.scenario = positional.front();
     options.sweep_to = parser.value(sweep_to).toLongLong();
+    options.width = parser.value(width).toInt();
     if (options.sweep_to < 8) {
       std::fprintf(stderr, "ragged-dash: error: --sweep-to %s: give a GPU count of at least 8\n", qPrintable(parser.value(sweep_to)));
       return 2;
@@ -69,6 +73,16 @@ int main(int argc, char** argv) {
                                                        : positional.front());
   if (parser.isSet(trace)) {
     window.tabs()->setCurrentWidget(window.timeline());
+    if (parser.isSet(timed)) {
+      QObject::connect(window.timeline(), &ragged::gui::TimelineTab::opened, [](const QString& summary) {
+        std::printf("%s\n", qPrintable(summary));
+        QApplication::exit(0);
+      });
+      QObject::connect(window.timeline(), &ragged::gui::TimelineTab::error, [](const QString& message) {
+        std::fprintf(stderr, "ragged-dash: error: %s\n", qPrintable(message));
+        QApplication::exit(2);
+      });
+    }
     window.timeline()->open_file(parser.value(trace));
   }
   if (traces.size() == 2) {

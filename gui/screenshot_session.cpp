@@ -3,6 +3,7 @@
 #include <QDir>
 #include <QElapsedTimer>
 #include <QEventLoop>
+#include <QImage>
 #include <QPixmap>
 #include <QTabWidget>
 #include <QTimer>
@@ -76,7 +77,11 @@ QStringList take_screenshots(MainWindow& window, const ScreenshotOptions& option
     QTimer::singleShot(100, &loop, &QEventLoop::quit);  // layouts settle, charts paint
     loop.exec();
     const QString file = QDir(options.directory).filePath(QStringLiteral("%1-%2.png").arg(i + 1).arg(QString::fromLatin1(names[i])));
-    if (!window.grab().save(file, "PNG")) return fail(QStringLiteral("%1: cannot write the PNG").arg(file));
+    QImage image = window.grab().toImage();
+    if (options.width > 0) {
+      image = image.scaledToWidth(options.width, Qt::SmoothTransformation).convertToFormat(QImage::Format_Indexed8, Qt::ThresholdDither | Qt::AvoidDither);
+    }
+    if (!image.save(file, "PNG")) return fail(QStringLiteral("%1: cannot write the PNG").arg(file));
     saved << file;
   }
   return saved;

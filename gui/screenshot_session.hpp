@@ -19,6 +19,7 @@ struct ScreenshotOptions {
   QString predicted_trace, measured_trace;  // empty: simulate and run tiny-llama-4xcpu here
   QString compare_scenario = QStringLiteral("tiny-llama-4xcpu");
   int64_t sweep_to = 16384;  // the sweep's largest GPU count
+  int width = 0;             // scale the images to this width (0: as drawn); 256 colours when scaled
   int timeout_ms = 240000;
 };
 

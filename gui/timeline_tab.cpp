@@ -48,13 +48,19 @@ void TimelineTab::open_file(const QString& path) {
         trace_ = trace;
         label_ = path;
         view_->set_timeline(trace, std::move(timeline));
-        view_->repaint();  // the first frame counts in the opening time
+        view_->grab();  // the first frame, drawn whether or not the window is exposed yet, counts in the opening time
         last_open_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-        status_->setText(QStringLiteral("%1 (%2): %3 events, read in %4 ms, drawn %5 ms after opening")
-                             .arg(path, QString::fromStdString(std::string(traces::source_name(trace->metadata().source()))))
+        const auto& meta = trace->metadata();
+        status_->setText(QStringLiteral("%1 (%2, %3 GPUs): %4 events of rank %5, read and laid out in %6 ms, first "
+                                        "frame (%7 bars) %8 ms after opening")
+                             .arg(path, QString::fromStdString(std::string(traces::source_name(meta.source()))))
+                             .arg(meta.world_size())
                              .arg(trace->events_size())
-                             .arg(ms, 0, 'f', 0)
-                             .arg(last_open_ms_, 0, 'f', 0));
+                             .arg(view_->timeline().rank)
+                             .arg(ms, 0, 'f', 1)
+                             .arg(view_->drawn_bars())
+                             .arg(last_open_ms_, 0, 'f', 1));
+        Q_EMIT opened(status_->text());
         rank_box_->clear();
         for (int r : view_->timeline().ranks) rank_box_->addItem(QString::number(r), r);
       };

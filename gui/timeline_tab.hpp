@@ -30,6 +30,7 @@ class TimelineTab : public QWidget {
 
  Q_SIGNALS:
   void error(const QString& message);
+  void opened(const QString& summary);  // a file's trace is drawn: what it holds and how long it took
 
  private:
   void show_rank(int rank);

@@ -16,6 +16,7 @@
 #include "gui/explore_tab.hpp"
 #include "gui/main_window.hpp"
 #include "gui/models/simulation_results_model.hpp"
+#include "gui/sweep_tab.hpp"
 #include "scenarios/scenario_rules.hpp"
 #include "sim/simulation_child.hpp"
 #include "traces/trace_io.hpp"
@@ -159,6 +160,26 @@ class SessionTest : public QObject {
     }
     MainWindow again;
     QCOMPARE(again.tabs()->currentIndex(), static_cast<int>(MainWindow::kSweep));
+  }
+
+  void sweep_then_open_a_point_in_explore() {
+    MainWindow window;
+    window.show();
+    QVERIFY(window.explore()->open_scenario(QStringLiteral("llama3-8b-8xh100")));
+    QTRY_VERIFY_WITH_TIMEOUT(window.explore()->resolved() != nullptr, 20000);
+    SweepTab* sweep = window.sweep();
+    sweep->run({8, 64, 512});
+    QTRY_VERIFY_WITH_TIMEOUT(all_finished(sweep->results_model()), 60000);
+    QCOMPARE(sweep->results_model()->rows().size(), size_t{18});
+    for (const auto& row : sweep->results_model()->rows()) {
+      QCOMPARE(row.outcome.state, RunState::kDone);
+      QCOMPARE(row.outcome.trace->metadata().world_size(), row.gpus);
+    }
+    // What a click on the fsdp2 line at 512 GPUs sends.
+    Q_EMIT sweep->open_configuration(512, QStringLiteral("fsdp2"));
+    QCOMPARE(window.tabs()->currentIndex(), static_cast<int>(MainWindow::kExplore));
+    QCOMPARE(window.explore()->settings_model()->settings().gpus, 512);
+    QCOMPARE(window.explore()->settings_model()->settings().strategy, scenarios::FSDP2);
   }
 
   void compare_two_traces() {

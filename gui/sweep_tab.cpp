@@ -6,6 +6,7 @@
 #include <QLineSeries>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QTimer>
 #include <QVBoxLayout>
 
 #include <cmath>
@@ -39,13 +40,19 @@ SweepTab::SweepTab(QWidget* parent) : QWidget(parent) {
   layout->addWidget(status_);
   layout->addLayout(charts, 1);
 
+  redraw_ = new QTimer(this);
+  redraw_->setSingleShot(true);
+  redraw_->setInterval(150);
+  connect(redraw_, &QTimer::timeout, this, &SweepTab::refresh_charts);
   connect(&jobs_, &SimulationJobs::job_started, this, [this](int row) { results_.set_started(row); });
   connect(&jobs_, &SimulationJobs::job_finished, this, [this](int row, const SimulationOutcome& outcome) {
     results_.set_outcome(row, outcome);
     progress_->setValue(results_.finished_rows());
-    refresh_charts();
+    if (!redraw_->isActive()) redraw_->start();
   });
   connect(&jobs_, &SimulationJobs::all_finished, this, [this] {
+    redraw_->stop();
+    refresh_charts();
     cancel_button_->setEnabled(false);
     status_->setText(QStringLiteral("%1 simulations. Click a point to open it in Explore.").arg(results_.finished_rows()));
   });

@@ -15,6 +15,7 @@ class QChartView;
 class QLabel;
 class QProgressBar;
 class QPushButton;
+class QTimer;
 
 namespace ragged::gui {
 
@@ -47,6 +48,7 @@ class SweepTab : public QWidget {
   QProgressBar* progress_ = nullptr;
   QChartView* throughput_view_ = nullptr;
   QChartView* memory_view_ = nullptr;
+  QTimer* redraw_ = nullptr;  // coalesces the redraws of a sweep's many results
 };
 
 }  // namespace ragged::gui

@@ -23,12 +23,16 @@ struct OpTiming {
   double end = -1;
 };
 
-// How a strategy's allocator frees gathered parameters.
+// How a strategy's allocator frees gathered parameters, and what the
+// allocator's driver calls cost.
 struct FreePolicy {
   // record_stream semantics (FSDP1, FSDP2): a gathered buffer freed on the
   // compute stream returns to the allocator only when the all-gather stream
   // reaches its next allocation (the next unit's gather).
   bool defer_gathered_frees = false;
+  // One cudaFree or cudaMalloc (unmap or map of pages) while the allocator
+  // releases its cache and retries (docs/SIMULATOR.md section 8).
+  double driver_call_seconds = kAllocatorDriverCallSeconds;
 };
 
 class Executor {
@@ -50,11 +54,16 @@ class Executor {
   // buffers, each freed at its free op.
   int64_t peak_state_and_buffers() const { return peak_state_and_buffers_; }
   double step_seconds() const;
+  // Releases of the allocator's cache with a retry, and the time the compute
+  // stream spent in them (the device synchronization and the driver calls).
+  int64_t flushes() const { return flushes_; }
+  double flush_seconds() const { return flush_seconds_; }
 
  private:
   void run_stream(planner::Stream stream);
   void execute(const planner::Op& op);
   void on_memory(const planner::Op& op);
+  void flush_and_retry(const planner::Op& op);
   void finish(const planner::Op& op);
 
   const planner::Program& program_;
@@ -64,7 +73,9 @@ class Executor {
   FreePolicy free_policy_;
   std::vector<OpTiming> timings_;
   std::vector<char> done_;
-  std::vector<int> deferred_frees_;  // buffers waiting for the all-gather stream to move on
+  size_t issued_done_ = 0;  // ops [0, issued_done_) have all ended
+  int64_t flushes_ = 0;
+  double flush_seconds_ = 0;
   std::vector<MemorySample> memory_;
   double exposed_ = 0;
   int64_t state_and_buffers_ = 0;

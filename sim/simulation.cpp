@@ -86,8 +86,16 @@ SimulationResult simulate(const planner::ResolvedScenario& resolved, const Simul
   run_options.free_policy.defer_gathered_frees =
       training.strategy() == scenarios::FSDP1 || training.strategy() == scenarios::FSDP2;
   run_options.capacity = scenarios::hbm_capacity_bytes(scenario.cluster().gpu());
+  run_options.expandable_segments = training.allocator().expandable_segments();
   run_options.progress = options.progress;
   const ComputeModel compute = compute_model(scenario.cluster().gpu(), options);
+  if (resolved.model.kernels.attention == models::AttentionKernel::kFlash3 &&
+      !(compute.spec().flash3_forward_efficiency > 0 && compute.spec().flash3_backward_efficiency > 0)) {
+    throw InputError(fmt::format("training.attention is FLASH_ATTENTION_3 but the compute model '{}' has no "
+                                 "FlashAttention-3 rates (a calibration file gives FlashAttention-2's): use "
+                                 "FLASH_ATTENTION_2, or simulate without --calibration",
+                                 compute.spec().name));
+  }
   const ProgramRun run = run_program(program, compute, run_options);
 
   SimulationResult result;

@@ -13,6 +13,8 @@
 
 namespace ragged::backend {
 
+class Watchdog;
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -41,6 +43,10 @@ class Communicator {
   virtual void abort(int exit_code) = 0;
   // Sum of a value over the group (losses, checks).
   virtual double sum(double value) = 0;
+  // Starts a collective watchdog over this group (backend/watchdog.hpp); a
+  // collective call itself, on every rank. None where no rank can be lost
+  // (one process) or `timeout_s` is 0.
+  virtual std::unique_ptr<Watchdog> start_watchdog(double timeout_s);
 
   // Ordered reductions: reduce-scatter sums the ranks' slots in rank order
   // (0 + r0 + r1 + ...), as the single-process reference does, so results are

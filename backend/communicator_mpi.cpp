@@ -32,6 +32,8 @@
 #include <vector>
 
 #include "backend/mpi_check.hpp"
+#include "backend/progress.hpp"
+#include "backend/watchdog_mpi.hpp"
 #endif
 
 namespace ragged::backend {
@@ -171,6 +173,15 @@ int to_mpi_int(int64_t value, const char* what, size_t peer) {
   return static_cast<int>(value);
 }
 
+// Marks a collective on the progress board for the watchdog while in scope.
+class InCollective {
+ public:
+  InCollective() { Progress::instance().enter_collective(); }
+  ~InCollective() { Progress::instance().leave_collective(); }
+  InCollective(const InCollective&) = delete;
+  InCollective& operator=(const InCollective&) = delete;
+};
+
 class MpiCommunicator final : public Communicator {
  public:
   MpiCommunicator() {
@@ -200,6 +211,7 @@ class MpiCommunicator final : public Communicator {
   std::string name() const override { return "mpi"; }
 
   void all_gather_in_place(float* buffer, int64_t count) override {
+    const InCollective in_collective;
     RAGGED_ASSERT(count >= 0, "all_gather_in_place: negative count");
     if (count == 0) return;
     const int64_t max = mpi_detail::max_elements_per_call();
@@ -213,6 +225,7 @@ class MpiCommunicator final : public Communicator {
   }
 
   void reduce_scatter_in_place(float* buffer, int64_t count) override {
+    const InCollective in_collective;
     RAGGED_ASSERT(count >= 0, "reduce_scatter_in_place: negative count");
     if (count == 0) return;
     const int64_t max = mpi_detail::max_elements_per_call();
@@ -254,6 +267,7 @@ class MpiCommunicator final : public Communicator {
   }
 
   void all_reduce_in_place(float* buffer, int64_t count) override {
+    const InCollective in_collective;
     RAGGED_ASSERT(count >= 0, "all_reduce_in_place: negative count");
     const int64_t max = ordered_reductions()
                             ? std::clamp<int64_t>(kMaxPackedElements / size_, 1, mpi_detail::max_elements_per_call())
@@ -278,6 +292,7 @@ class MpiCommunicator final : public Communicator {
   }
 
   std::unique_ptr<Communicator> split(int color, int key) override {
+    const InCollective in_collective;
     MPI_Comm part = MPI_COMM_NULL;
     MPI_CHECK(MPI_Comm_split(comm_, color, key, &part));
     auto out = std::make_unique<MpiCommunicator>(part);
@@ -289,6 +304,7 @@ class MpiCommunicator final : public Communicator {
   // 4 has no large-count all-to-all. `send` and `recv` must not overlap.
   void all_to_all_v(const float* send, std::span<const int64_t> send_counts, std::span<const int64_t> send_displs,
                     float* recv, std::span<const int64_t> recv_counts, std::span<const int64_t> recv_displs) override {
+    const InCollective in_collective;
     check_all_to_all_v(size_, send_counts, send_displs, recv_counts, recv_displs);
     const auto peers = static_cast<size_t>(size_);
     std::vector<int> counts_out(peers), displs_out(peers), counts_in(peers), displs_in(peers);
@@ -302,10 +318,18 @@ class MpiCommunicator final : public Communicator {
                             displs_in.data(), MPI_FLOAT, comm_));
   }
 
-  void barrier() override { MPI_CHECK(MPI_Barrier(comm_)); }
+  void barrier() override {
+    const InCollective in_collective;
+    MPI_CHECK(MPI_Barrier(comm_));
+  }
+  std::unique_ptr<Watchdog> start_watchdog(double timeout_s) override {
+    if (size_ == 1 || timeout_s <= 0) return nullptr;
+    return make_mpi_watchdog(comm_, timeout_s);
+  }
   void abort(int exit_code) override { MPI_Abort(MPI_COMM_WORLD, exit_code); }
 
   double sum(double value) override {
+    const InCollective in_collective;
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_DOUBLE, MPI_SUM, comm_));
     return value;
   }

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "backend/progress.hpp"
 #include "common/errors.hpp"
 
 namespace ragged::backend {
@@ -207,6 +208,7 @@ MeasuredStep HostExecutor::run_step(int64_t step) {
       out.gradient_non_finite = first_non_finite(s, s.grad(), Quantity::kGradient);
       unmeasured += now() - before;
     }
+    Progress::instance().at_op(step, op.id);
     out.times[op.id].start = now();
     execute(op, step, out);
     out.times[op.id].end = now();

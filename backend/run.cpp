@@ -7,7 +7,9 @@
 #include "backend/host_executor.hpp"
 #include "backend/host_optimizer.hpp"
 #include "backend/run_support.hpp"
+#include "backend/progress.hpp"
 #include "backend/run_trace.hpp"
+#include "backend/watchdog.hpp"
 #include "backend/workload.hpp"
 #include "common/errors.hpp"
 #include "planner/memory_breakdown.hpp"
@@ -53,6 +55,8 @@ RunResult run(const planner::ResolvedScenario& resolved, const RunOptions& optio
   Communicator& shard = *groups.shard;
   const planner::Plan plan = plan_for_run(resolved, models::DType::kF32);
   const planner::Program program = planner::build_program(planner::program_inputs(resolved, plan), shard.rank());
+  const ScopedOpNames op_names([&program](int64_t op) { return op_label(program, op); });
+  const std::unique_ptr<Watchdog> watchdog = groups.world->start_watchdog(options.collective_timeout_s);
   std::vector<UnitShard> shards = make_shards(resolved.model, plan, shard.rank(), options.seed);
   int64_t persistent_bytes = 0;
   for (const UnitShard& s : shards) persistent_bytes += s.shard_size() * 4 * 4;  // master, gradient, two optimizer states

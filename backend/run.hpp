@@ -35,6 +35,9 @@ struct RunOptions {
   // the relative L2 error allowed per tensor (the GPU sums in cuBLAS's order).
   double tolerance = -1;
   std::optional<NanInjection> inject_nan;
+  // Longest wait in one collective before the job is aborted, naming the
+  // ranks that did not arrive (backend/watchdog.hpp); 0 turns it off.
+  double collective_timeout_s = 300;
 };
 
 struct RunResult {

@@ -162,6 +162,12 @@ TensorAt find_tensor(const models::ModelSpec& model, const std::string& name) {
 
 }  // namespace
 
+std::string op_label(const planner::Program& program, int64_t op) {
+  if (op < 0 || op >= static_cast<int64_t>(program.ops.size())) return "no op";
+  const planner::Op& o = program.ops[static_cast<size_t>(op)];
+  return fmt::format("{}: {}, unit {}", o.name, planner::op_kind_name(o.kind), o.unit);
+}
+
 void check_injection(const models::ModelSpec& model, const std::optional<NanInjection>& injection) {
   if (!injection) return;
   if (find_tensor(model, injection->tensor).unit < 0) {

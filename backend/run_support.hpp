@@ -39,6 +39,9 @@ ModelParams gather_params(std::vector<UnitShard>& shards, Communicator& comm);
 void judge_against_reference(const planner::ResolvedScenario& resolved, std::vector<UnitShard>& shards,
                              const RankGroups& groups, int64_t steps, const RunOptions& options, RunResult& result);
 
+// "layers.1 all_gather (all_gather, unit 2)": an op of `program` in messages.
+std::string op_label(const planner::Program& program, int64_t op);
+
 // Checks that --inject-nan names a tensor of the model (InputError).
 void check_injection(const models::ModelSpec& model, const std::optional<NanInjection>& injection);
 

@@ -96,7 +96,7 @@ ragged_set_cuda_warnings(ragged_backend_cuda)
 add_executable(ragged-gpu-validate
   ${_ragged_cuda_dir}/gpu_validate_main.cpp
   ${_ragged_cuda_dir}/gpu_validate_report.cpp)
-target_link_libraries(ragged-gpu-validate PRIVATE ragged::backend_cuda ragged::sim_models CLI11::CLI11 fmt::fmt)
+target_link_libraries(ragged-gpu-validate PRIVATE ragged::backend_cuda ragged::scenarios CLI11::CLI11 fmt::fmt)
 target_link_options(ragged-gpu-validate PRIVATE -Wl,--as-needed)
 set_target_properties(ragged-gpu-validate PROPERTIES
   RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}

@@ -5,6 +5,7 @@
 #include "cli/commands.hpp"
 #include "common/errors.hpp"
 #include "common/version.hpp"
+#include "traces/protobuf_log.hpp"
 
 namespace ragged::cli {
 
@@ -21,7 +22,9 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   add_simulate_command(app, context);
   add_run_command(app, context);
   add_compare_command(app, context);
+  add_validate_command(app, context);
 
+  traces::capture_protobuf_logs();
   try {
     app.parse(argc, argv);
     return kExitOk;
@@ -32,18 +35,35 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e, out, err);
   } catch (const CLI::ParseError& e) {
-    err << "ragged: error: " << e.what() << "\n(run 'ragged --help' for usage)\n";
+    const auto parsed = app.get_subcommands();
+    const std::string command = parsed.empty() ? "ragged" : "ragged " + parsed.back()->get_name();
+    err << "ragged: error: " << one_line(e.what()) << "; see '" << command << " --help'\n";
     return kExitBadInput;
   } catch (const InputError& e) {
-    err << "ragged: error: " << e.what() << '\n';
+    err << "ragged: error: " << one_line(e.what()) << '\n';
     return kExitBadInput;
   } catch (const CheckFailure& e) {
-    err << "ragged: check failed: " << e.what() << '\n';
+    err << "ragged: check failed: " << one_line(e.what()) << '\n';
     return kExitCheckFailed;
   } catch (const std::exception& e) {
-    err << "ragged: internal error: " << e.what() << '\n';
+    err << "ragged: internal error: " << one_line(e.what()) << '\n';
     return kExitInternal;
   }
+}
+
+std::string one_line(std::string_view text) {
+  std::string out;
+  bool space = false;
+  for (char c : text) {
+    if (c == '\n' || c == '\r' || c == '\t' || c == ' ') {
+      space = !out.empty();
+      continue;
+    }
+    if (space) out += ' ';
+    space = false;
+    out += c;
+  }
+  return out;
 }
 
 }  // namespace ragged::cli

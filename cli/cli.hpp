@@ -2,15 +2,22 @@
 // The `ragged` command line as a function, so tests drive it in-process.
 
 #include <ostream>
+#include <string>
+#include <string_view>
 
 namespace ragged::cli {
 
-// Exit codes: 0 success, 1 internal error, 2 bad input (file, flag, field).
+// Exit codes: 0 success, 1 internal error, 2 bad input (file, flag, field),
+// 3 a check of `ragged run` failed, 4 a rank was lost (backend/watchdog.hpp).
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitInternal = 1;
 inline constexpr int kExitBadInput = 2;
 inline constexpr int kExitCheckFailed = 3;  // ragged run: a check it ran failed
 
 int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
+
+// An error message as one line: runs of white space (newlines included)
+// become one space.
+std::string one_line(std::string_view text);
 
 }  // namespace ragged::cli

@@ -29,6 +29,8 @@ struct SimulateOptions {
   std::string sweep;
   std::string mode = "auto";
   std::string calibration;
+  bool no_gpu_sharing = false;
+  bool no_host_path = false;
   bool json = false;
 };
 
@@ -84,6 +86,8 @@ SimulationReport simulate_one(const planner::ResolvedScenario& resolved, const S
   sim::SimulationOptions sim_options;
   sim_options.mode = sim::parse_mode(options.mode);
   if (!options.calibration.empty()) sim_options.calibration = options.calibration;
+  sim_options.share_gpu = !options.no_gpu_sharing;
+  sim_options.host_issue = !options.no_host_path;
   const std::string label = label_of(resolved);
   sim_options.progress = progress_bar(resolved.scenario().name() + " " + scenarios::strategy_name(resolved.scenario().training().strategy()));
   sim::ChildUsage usage;
@@ -142,6 +146,10 @@ void add_simulate_command(CLI::App& app, Context& context) {
   cmd->add_option("--mode", options->mode, "Network simulation: auto (full up to 64 nodes, else symmetric), full, symmetric, steps")
       ->capture_default_str();
   cmd->add_option("--calibration", options->calibration, "Compute calibration file measured by `ragged run` on a GPU");
+  cmd->add_flag("--no-gpu-sharing", options->no_gpu_sharing,
+               "Leave out NCCL's kernels taking SMs and HBM bandwidth from concurrent work (docs/SIMULATOR.md 6b)");
+  cmd->add_flag("--no-host-path", options->no_host_path,
+                "Leave out the CPU thread that issues the ops (docs/SIMULATOR.md, the CPU issue path)");
   cmd->add_flag("--json", options->json, "Print JSON (an array for several simulations)");
   cmd->callback([&context, options] { run(*options, context); });
 }

@@ -20,5 +20,6 @@ void add_plan_command(CLI::App& app, Context& context);
 void add_simulate_command(CLI::App& app, Context& context);
 void add_run_command(CLI::App& app, Context& context);
 void add_compare_command(CLI::App& app, Context& context);
+void add_validate_command(CLI::App& app, Context& context);
 
 }  // namespace ragged::cli

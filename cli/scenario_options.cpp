@@ -1,3 +1,4 @@
+#include "cli/validators.hpp"
 #include "cli/scenario_options.hpp"
 
 #include <fmt/format.h>
@@ -27,15 +28,15 @@ void ScenarioOptions::add_to(CLI::App* command, bool allow_all_strategies) {
   command->add_option("scenario", scenario, "Scenario file (.textproto/.json) or shipped name; default: " +
                                                 std::string(scenarios::kDefaultScenario));
   command->add_option("--model", model, "Plan a catalog model or config.json instead of a scenario (needs --gpus)");
-  command->add_option("--gpus", gpus, "Number of GPUs (overrides the scenario's cluster size)")->check(CLI::PositiveNumber);
+  command->add_option("--gpus", gpus, "Number of GPUs (overrides the scenario's cluster size)")->check(whole_number(1, kMaxCount));
   command->add_option("--shard-group", shard_group,
                       "GPUs per shard group; fewer than the GPUs makes HSDP: groups replicated, gradients all-reduced "
                       "across the replicas (default: the scenario's)")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number(1, kMaxCount));
   command->add_option("--layers", layers,
                       "Keep the model's first N transformer blocks, same widths (model.layers): a scaled-down model "
                       "for runs on a few GPUs")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number(1, kMaxCount));
   command->add_option("--strategy", strategy,
                       std::string("Layout strategy: ragged, vescale-paper, fsdp1, fsdp2, zero3, megatron") +
                           (allow_all_strategies ? ", or all" : ""));

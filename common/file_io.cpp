@@ -1,12 +1,17 @@
 #include "common/file_io.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
+#include <atomic>
 #include <cerrno>
+#include <climits>
+#include <csignal>
 #include <cstring>
-#include <fstream>
-#include <sstream>
+#include <mutex>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -30,44 +35,179 @@ bool write_all(int fd, std::string_view data) {
   return true;
 }
 
+std::string_view file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+// A file descriptor closed when it goes out of scope.
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
+
+ private:
+  int fd_;
+};
+
+// Temporary files being written, removed by a signal handler if the process
+// is interrupted (unlink is async-signal-safe); a fixed table, no allocation.
+constexpr int kMaxTemporaries = 16;
+struct Temporaries {
+  std::array<std::array<char, PATH_MAX>, kMaxTemporaries> paths{};
+  std::array<std::atomic<bool>, kMaxTemporaries> used{};
+  std::array<struct sigaction, 3> previous{};
+};
+Temporaries g_temporaries;
+constexpr std::array<int, 3> kInterrupts = {SIGINT, SIGTERM, SIGHUP};
+
+void remove_temporaries(int signal) {
+  for (int i = 0; i < kMaxTemporaries; ++i) {
+    if (g_temporaries.used[static_cast<size_t>(i)].load(std::memory_order_acquire)) {
+      ::unlink(g_temporaries.paths[static_cast<size_t>(i)].data());
+    }
+  }
+  for (size_t i = 0; i < kInterrupts.size(); ++i) {
+    if (kInterrupts[i] == signal) sigaction(signal, &g_temporaries.previous[i], nullptr);
+  }
+  std::raise(signal);
+}
+
+void install_interrupt_handlers() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (size_t i = 0; i < kInterrupts.size(); ++i) {
+      struct sigaction action {};
+      action.sa_handler = remove_temporaries;
+      sigemptyset(&action.sa_mask);
+      action.sa_flags = SA_RESETHAND;
+      sigaction(kInterrupts[i], &action, &g_temporaries.previous[i]);
+    }
+  });
+}
+
+// Registers a temporary's path for removal on interrupt while in scope.
+class TemporaryGuard {
+ public:
+  explicit TemporaryGuard(const std::string& path) {
+    install_interrupt_handlers();
+    if (path.size() >= PATH_MAX) return;
+    for (int i = 0; i < kMaxTemporaries; ++i) {
+      bool expected = false;
+      auto& used = g_temporaries.used[static_cast<size_t>(i)];
+      if (used.load(std::memory_order_relaxed)) continue;
+      auto& slot = g_temporaries.paths[static_cast<size_t>(i)];
+      std::memcpy(slot.data(), path.c_str(), path.size() + 1);
+      if (used.compare_exchange_strong(expected, true, std::memory_order_release)) {
+        slot_ = i;
+        return;
+      }
+    }
+  }
+  ~TemporaryGuard() {
+    if (slot_ >= 0) g_temporaries.used[static_cast<size_t>(slot_)].store(false, std::memory_order_release);
+  }
+  TemporaryGuard(const TemporaryGuard&) = delete;
+  TemporaryGuard& operator=(const TemporaryGuard&) = delete;
+
+ private:
+  int slot_ = -1;
+};
+
+// The mode a new file gets from open(..., 0666): the process's umask applied.
+mode_t default_file_mode() {
+  static std::mutex mutex;
+  const std::lock_guard lock(mutex);
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  return static_cast<mode_t>(0666 & ~mask);
+}
+
+// Writes to an existing non-regular target (FIFO, device, terminal) in place.
+void write_in_place(const std::filesystem::path& path, std::string_view contents) {
+  Fd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  if (fd.get() < 0) throw InputError(fmt::format("cannot write '{}': {}", path.string(), errno_text()));
+  if (!write_all(fd.get(), contents)) throw InputError(fmt::format("cannot write '{}': {}", path.string(), errno_text()));
+}
+
+void sync_directory(const std::filesystem::path& dir) {
+  Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (fd.get() >= 0) ::fsync(fd.get());  // best effort: some filesystems refuse fsync on directories
+}
+
 }  // namespace
 
-std::string read_file(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    throw InputError(fmt::format("cannot read '{}': it is a directory, expected a file", path.string()));
+std::string read_file(const std::filesystem::path& path, int64_t max_bytes) {
+  // Non-blocking so that opening a FIFO with no writer returns at once.
+  Fd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  if (fd.get() < 0) throw InputError(fmt::format("cannot read '{}': {}", path.string(), errno_text()));
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) throw InputError(fmt::format("cannot read '{}': {}", path.string(), errno_text()));
+  if (!S_ISREG(st.st_mode)) {
+    throw InputError(fmt::format("cannot read '{}': it is {}; give a regular file", path.string(), file_kind(st.st_mode)));
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw InputError(fmt::format("cannot read '{}': {}", path.string(), errno_text()));
+  if (st.st_size > max_bytes) {
+    throw InputError(fmt::format("cannot read '{}': {} bytes is over the limit of {} bytes for this input",
+                                 path.string(), static_cast<int64_t>(st.st_size), max_bytes));
   }
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) throw InputError(fmt::format("cannot read '{}': read failed", path.string()));
-  return buffer.str();
+  std::string data(static_cast<size_t>(st.st_size), '\0');
+  size_t filled = 0;
+  while (filled < data.size()) {
+    const ssize_t n = ::read(fd.get(), data.data() + filled, data.size() - filled);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw InputError(fmt::format("cannot read '{}': {}", path.string(), errno_text()));
+    if (n == 0) break;  // shrank while read
+    filled += static_cast<size_t>(n);
+  }
+  data.resize(filled);
+  return data;
 }
 
 void write_file_atomically(const std::filesystem::path& path, std::string_view contents) {
-  std::filesystem::path dir = path.parent_path().empty() ? "." : path.parent_path();
-  std::string tmp_template = (dir / ("." + path.filename().string() + ".tmp.XXXXXX")).string();
-  int fd = ::mkstemp(tmp_template.data());
-  if (fd < 0) {
-    throw InputError(fmt::format("cannot write '{}': {}", path.string(), errno_text()));
+  struct stat existing {};
+  const bool exists = ::stat(path.c_str(), &existing) == 0;
+  if (exists && S_ISDIR(existing.st_mode)) {
+    throw InputError(fmt::format("cannot write '{}': it is a directory; give a file name", path.string()));
   }
-  bool ok = write_all(fd, contents) && ::fsync(fd) == 0;
+  if (exists && !S_ISREG(existing.st_mode)) {
+    write_in_place(path, contents);
+    return;
+  }
+  // A symbolic link to a regular file: replace the file it names, keep the link.
+  std::error_code ec;
+  const std::filesystem::path target = std::filesystem::is_symlink(path, ec) ? std::filesystem::canonical(path, ec) : path;
+  const std::filesystem::path& final_path = ec ? path : target;
+  const std::filesystem::path dir = final_path.parent_path().empty() ? "." : final_path.parent_path();
+  std::string tmp = (dir / ("." + final_path.filename().string() + ".tmp.XXXXXX")).string();
+  Fd fd(::mkstemp(tmp.data()));
+  if (fd.get() < 0) throw InputError(fmt::format("cannot write '{}': {}", path.string(), errno_text()));
+  const TemporaryGuard named(tmp);
+  const mode_t mode = exists ? static_cast<mode_t>(existing.st_mode & 07777) : default_file_mode();
+  bool ok = ::fchmod(fd.get(), mode) == 0 && write_all(fd.get(), contents) && ::fsync(fd.get()) == 0;
   std::string reason = ok ? "" : errno_text();
-  if (::close(fd) != 0 && ok) {
+  if (::close(fd.release()) != 0 && ok) {
     ok = false;
     reason = errno_text();
   }
-  if (ok && ::rename(tmp_template.c_str(), path.c_str()) != 0) {
+  if (ok && ::rename(tmp.c_str(), final_path.c_str()) != 0) {
     ok = false;
     reason = errno_text();
   }
   if (!ok) {
-    ::unlink(tmp_template.c_str());
+    ::unlink(tmp.c_str());
     throw InputError(fmt::format("cannot write '{}': {}", path.string(), reason));
   }
+  sync_directory(dir);
 }
 
 }  // namespace ragged

@@ -59,6 +59,7 @@ void add_math_forward(const models::UnitSpec& unit, const MicroBatch& batch, Com
   work.gemms.push_back({m.s, m.s, m.qk, m.count});  // QK^T
   work.gemms.push_back({m.s, m.v, m.s, m.count});   // PV
   work.elementwise_bytes += (batch.fused_elementwise ? 2.0 : 5.0) * m.score_bytes * static_cast<double>(m.count);
+  work.elementwise_kernels += batch.fused_elementwise ? 1 : 2;  // the mask add and the softmax
 }
 
 // Backward: dP = dO V^T, dV = P^T dO, the softmax backward (reads dP and P,
@@ -70,6 +71,7 @@ void add_math_backward(const models::UnitSpec& unit, const MicroBatch& batch, Co
   work.gemms.push_back({m.s, m.qk, m.s, m.count});  // dQ
   work.gemms.push_back({m.s, m.qk, m.s, m.count});  // dK
   work.elementwise_bytes += 3.0 * m.score_bytes * static_cast<double>(m.count);
+  work.elementwise_kernels += 1;  // the softmax backward
 }
 
 // Element-wise traffic of a unit's forward or backward for the batch, eager or fused.
@@ -81,6 +83,15 @@ double elementwise_bytes(const models::UnitSpec& unit, const MicroBatch& batch, 
     per_token += bytes * (batch.fused_elementwise ? 1.0 : (backward ? eager.backward : eager.forward));
   }
   return per_token * static_cast<double>(batch.tokens());
+}
+
+// The kernels of a unit's forward element-wise ops, eager or fused.
+int64_t elementwise_kernels(const models::UnitSpec& unit, const MicroBatch& batch) {
+  int64_t kernels = 0;
+  for (const models::ElementwiseOp& op : unit.compute.elementwise) {
+    kernels += batch.fused_elementwise ? 1 : eager_kernel_count(op.name);
+  }
+  return kernels;
 }
 
 }  // namespace
@@ -103,6 +114,7 @@ ComputeWork forward_work(const models::UnitSpec& unit, const MicroBatch& batch) 
   }
   work.attention = attention(unit, batch, 1.0);
   work.elementwise_bytes = elementwise_bytes(unit, batch, false);
+  work.elementwise_kernels = elementwise_kernels(unit, batch);
   if (math_attention(unit, batch)) add_math_forward(unit, batch, work);
   return work;
 }
@@ -117,6 +129,7 @@ ComputeWork backward_work(const models::UnitSpec& unit, const MicroBatch& batch)
   }
   work.attention = attention(unit, batch, 2.5);
   work.elementwise_bytes = elementwise_bytes(unit, batch, true);
+  work.elementwise_kernels = 2 * elementwise_kernels(unit, batch);
   if (math_attention(unit, batch)) add_math_backward(unit, batch, work);
   return work;
 }
@@ -133,6 +146,7 @@ ComputeWork recompute_work(const models::UnitSpec& unit, const MicroBatch& batch
   const std::vector<models::GemmShape>& gemms = unit.compute.gemms;
   for (size_t i = 1; i < gemms.size(); i += 2) work.gemms.push_back({gemm_rows(gemms[i], batch), gemms[i].n, gemms[i].k, gemms[i].count});
   work.elementwise_bytes = elementwise_bytes(unit, batch, false);
+  work.elementwise_kernels = elementwise_kernels(unit, batch);
   if (math_attention(unit, batch)) add_math_forward(unit, batch, work);
   return work;
 }

@@ -38,4 +38,28 @@ EagerFactors eager_traffic_factors(std::string_view name) {
 
 double eager_traffic_factor(std::string_view name) { return eager_traffic_factors(name).forward; }
 
+// Kernels of the same eager code, one per torch op (the tiny [tokens, 1]
+// ops count as kernels although their traffic is left out above):
+//  - RMSNorm: x.float(), pow, mean, + eps, rsqrt, x * rsqrt, type_as,
+//    * weight = 8;
+//  - rotary on q and on k: .float(), the complex multiply, type_as = 3 each, 6;
+//  - SwiGLU: silu, multiply = 2;
+//  - cross-entropy: logits.float(), log_softmax, nll_loss = 3;
+//  - a position embedding: the table lookup and the add = 2;
+//  - everything else (residual adds, the token lookup, LayerNorm, GELU,
+//    MoE routing and permutation, taken as single kernels like their
+//    traffic) = 1.
+int64_t eager_kernel_count(std::string_view name) {
+  auto ends_with = [&](std::string_view suffix) {
+    return name.size() >= suffix.size() && name.substr(name.size() - suffix.size()) == suffix;
+  };
+  if (ends_with("layer_norm")) return 1;
+  if (ends_with("norm") || ends_with("layernorm")) return 8;
+  if (name == "rotary") return 6;
+  if (name == "swiglu") return 2;
+  if (name == "cross_entropy") return 3;
+  if (name == "position_embedding") return 2;
+  return 1;
+}
+
 }  // namespace ragged::planner

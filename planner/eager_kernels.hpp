@@ -4,6 +4,7 @@
 // writing the whole tensor, often upcast to fp32) than as the one fused
 // kernel the model's byte counts assume (what torch.compile produces).
 
+#include <cstdint>
 #include <string_view>
 
 namespace ragged::planner {
@@ -17,5 +18,11 @@ struct EagerFactors {
 EagerFactors eager_traffic_factors(std::string_view op_name);
 // The forward's.
 double eager_traffic_factor(std::string_view op_name);
+
+// Kernels (torch ops) an element-wise op of the model runs as in eager
+// PyTorch, counted from the same reference code as the traffic factors; a
+// compiled op is one fused kernel. Its backward runs twice as many (the
+// backward's traffic is twice the forward's, compute_work.hpp).
+int64_t eager_kernel_count(std::string_view op_name);
 
 }  // namespace ragged::planner

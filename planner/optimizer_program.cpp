@@ -105,6 +105,9 @@ std::vector<OwnedMatrix> owned_matrices(const OptimizerContext& c) {
   return matrices;
 }
 
+// Foreach ops of one optimizer update (host path; see add_optimizer_ops).
+constexpr int64_t kForeachUpdateOps = 9;
+
 void add_optimizer_ops(ProgramWriter& w, const OptimizerContext& c, const std::vector<uint32_t>& grads_ready) {
   const double per_element = update_bytes_per_element(c.optimizer, c.master_bytes) +
                              (c.refresh_compute_shard ? static_cast<double>(c.master_bytes + c.param_bytes) : 0.0);
@@ -154,6 +157,12 @@ void add_optimizer_ops(ProgramWriter& w, const OptimizerContext& c, const std::v
     uint32_t update = w.traffic(OpKind::kOptimizer, Stream::kCompute, u, -1, name + " update",
                                 static_cast<int64_t>(per_element * static_cast<double>(shard)), {last});
     w.program().ops[update].phase = OptimizerPhase::kUpdate;
+    // The update runs as torch.optim's foreach ops over the unit's tensors:
+    // _multi_tensor_adam issues nine (step += 1, the decoupled decay, lerp_,
+    // mul_, addcmul_, sqrt, div_, add_, addcdiv_; torch/optim/adam.py).
+    HostWork& host = w.program().ops[update].host;
+    host.framework_ops = kForeachUpdateOps;
+    host.list_tensors = kForeachUpdateOps * static_cast<int64_t>(unit.layout.slots.size());
   }
 }
 

@@ -98,6 +98,27 @@ struct ComputeWork {
   AttentionWork attention;
   double elementwise_bytes = 0;  // memory-bound traffic (read + write)
   double other_flops = 0;        // non-GEMM math (Newton-Schulz is GEMMs; this is for the rest)
+  // Kernels the element-wise traffic runs as: one per torch op in eager
+  // PyTorch (eager_kernels.hpp), one per fused op when compiled. Each GEMM
+  // entry and the attention core are one kernel of their own.
+  int64_t elementwise_kernels = 0;
+  // Framework ops (each launching its kernel) the work is issued as.
+  int64_t kernels() const {
+    return static_cast<int64_t>(gemms.size()) + (attention.flops > 0 ? 1 : 0) + elementwise_kernels;
+  }
+};
+
+// What the framework's CPU thread does to issue an op (docs/SIMULATOR.md,
+// "The CPU issue path"): the simulator times it and lets no stream start the
+// op before it is issued; the executors run the op and ignore this.
+struct HostWork {
+  int64_t framework_ops = 0;   // torch ops dispatched from Python, one kernel launch each
+  int64_t list_tensors = 0;    // tensors in the op's foreach/split/cat lists (per-tensor preparation)
+  int64_t param_views = 0;     // per-parameter views set up (unsharded parameters, gradient views)
+  int64_t param_reshards = 0;  // per-parameter sharded views restored (reshard)
+  // Ops the CPU thread blocks on (an event synchronize) before issuing this
+  // one: a strategy's rate limiter or queue wait that waits on the host.
+  std::vector<uint32_t> waits;
 };
 
 // Which part of an owner-based optimizer (Muon, Shampoo) an op is.
@@ -117,6 +138,7 @@ struct Op {
   ComputeWork work;      // compute, recompute and optimizer ops
   std::vector<uint32_t> deps;  // ops (on any stream) that must finish first
   OptimizerPhase phase = OptimizerPhase::kNone;  // optimizer ops and their all-to-alls
+  HostWork host;         // the CPU's part of issuing it (an annotation for the simulator)
 };
 
 // Bytes that live for the whole step on every rank.

@@ -157,17 +157,25 @@ class Builder {
     const std::string label = fmt::format("{} {}", spec(u).name, g.backward ? "(bwd)" : "(fwd)");
     const int64_t gathered_bytes = gathered_elements(u) * p_;
     int out = w_.buffer(spec(u).name + " unsharded params", BufferKind::kUnshardedParams, u, gathered_bytes);
+    // FSDP1's limiter blocks the CPU until the unit leaving the window is freed.
+    std::vector<uint32_t> host_waits = traits_.gather_window_blocks_host ? slot_free : std::vector<uint32_t>{};
     uint32_t last = w_.alloc(out, Stream::kAllGather, std::move(slot_free));
+    host(last).waits = std::move(host_waits);
+    const int64_t params = tensors(u, true);
     if (traits_.cast_before_gather && p_ != o_) {
       last = w_.traffic(OpKind::kCast, Stream::kAllGather, u, g.micro_batch, label + " cast shard", shard(u) * (o_ + p_), {last},
                         out);
+      if (traits_.cast_per_parameter) host(last).framework_ops = params;
     }
     if (layout.copies.all_gather_in > 0) {
       last = w_.traffic(OpKind::kCopyIn, Stream::kAllGather, u, g.micro_batch, label + " all-gather copy-in",
                         layout.copies.all_gather_in * 2 * p_, {last}, out);
+      host(last).list_tensors = params;
     }
     last = w_.collective(OpKind::kAllGather, Stream::kAllGather, Group::kShard, u, g.micro_batch, label + " all-gather",
                          gathered_bytes, out, {last});
+    // Without a copy-out the parameters' views are set up at the gather.
+    if (traits_.views_per_parameter && layout.copies.all_gather_out == 0) host(last).param_views = params;
     g.params_buffer = out;
     g.ready = last;
     g.emitted = true;
@@ -184,6 +192,11 @@ class Builder {
     compute_alloc(copies);
     uint32_t out = w_.traffic(OpKind::kCopyOut, Stream::kCompute, g.unit, g.micro_batch, label + " all-gather copy-out",
                               layout.copies.all_gather_out * 2 * p_, {g.ready}, copies);
+    const int64_t params = tensors(g.unit, true);
+    host(out).list_tensors = params;
+    if (traits_.copy_out_per_parameter) host(out).framework_ops = params;
+    if (traits_.views_per_parameter) host(out).param_views = params;
+    if (traits_.fetch_blocks_host) host(out).waits = {g.ready};
     w_.free(g.params_buffer, Stream::kCompute, {out});
     g.params_buffer = copies;
     g.params_buffer_is_copy = true;
@@ -191,9 +204,16 @@ class Builder {
     return out;
   }
 
+  // ZeRO-3's CPU waits for a unit's all-gather before its compute; a unit
+  // with a copy-out waits there already (params_ready).
+  void block_host_on_fetch(uint32_t compute, const Gather& g) {
+    if (traits_.fetch_blocks_host && unit(g.unit).layout.copies.all_gather_out == 0) host(compute).waits.push_back(g.ready);
+  }
+
   void release_params(int k, uint32_t after) {
     gathers_[k].freed = w_.free(gathers_[k].params_buffer, Stream::kCompute, {after});
     gathers_[k].is_freed = true;
+    if (traits_.reshard_per_parameter) host(gathers_[k].freed).param_reshards = tensors(gathers_[k].unit, true);
   }
 
   int64_t tokens() const { return batch_.tokens(); }
@@ -209,6 +229,15 @@ class Builder {
     }
     return pieces;
   }
+  // Parameters (tensors) of unit u; without ZeRO-3's persistent ones when
+  // `gathered_only` (they are not fetched).
+  int64_t tensors(int u, bool gathered_only) const {
+    int64_t n = 0;
+    for (const TensorSlot& slot : unit(u).layout.slots) n += gathered_only && slot.persistent ? 0 : 1;
+    return n;
+  }
+  HostWork& host(uint32_t op) { return program_.ops[op].host; }
+
   int64_t grad_shard_bytes() const { return traits_.grad_shard_in_param_dtype ? p_ : o_; }
 
   // The mean parameters of the model's blocks (of all units without blocks).
@@ -340,6 +369,7 @@ class Builder {
       if (u == units_ - 1 && in_.model->arch.tie_embeddings) deps.push_back(embedding_ready(mb));
       uint32_t fwd = w_.compute(OpKind::kComputeFwd, u, mb, spec(u).name + " forward", forward_work(spec(u), batch_), deps);
       if (workspace >= 0) w_.free(workspace, Stream::kCompute, {fwd});
+      block_host_on_fetch(fwd, gathers_[k]);
       gathers_[k].computed = fwd;
       gathers_[k].is_computed = true;
       if (!kept_gathered(u)) release_params(k, fwd);
@@ -374,8 +404,10 @@ class Builder {
       std::vector<uint32_t> deps = {ready};
       if (u == units_ - 1 && in_.model->arch.tie_embeddings) deps.push_back(embedding_ready(mb));
       ComputeWork again = recompute_work(s, batch_, mode_);
+      int64_t first_compute = -1;
       if (total_flops(again) > 0 || again.elementwise_bytes > 0) {
         deps.push_back(w_.compute(OpKind::kRecompute, u, mb, s.name + " recompute", std::move(again), {ready}));
+        first_compute = deps.back();
       }
       // A tied head adds the shared table's gradient to the embedding's, so
       // that buffer lives from the head's backward (a chunked loss: its
@@ -391,6 +423,7 @@ class Builder {
         grads = tied && u == 0 ? tied_grads_ : unsharded_grads(u);
       }
       uint32_t bwd = w_.compute(OpKind::kComputeBwd, u, mb, s.name + " backward", backward_work(s, batch_), deps);
+      if (regather) block_host_on_fetch(first_compute >= 0 ? static_cast<uint32_t>(first_compute) : bwd, gathers_[k]);
       w_.free(workspace, Stream::kCompute, {bwd});
       w_.free(activations_[static_cast<size_t>(mb * units_ + u)], Stream::kCompute, {bwd});
       if (gathers_[k].emitted && !gathers_[k].is_freed) release_params(k, bwd);
@@ -419,8 +452,11 @@ class Builder {
     const std::string& name = spec(u).name;
     const int64_t gathered = reduced_elements(u);
     std::vector<uint32_t> wait = make_room_in_reduce_queue();
+    // ZeRO-3 synchronizes on the oldest reductions on the CPU as well.
+    const std::vector<uint32_t> host_wait = traits_.reduce_queue_blocks_host ? wait : std::vector<uint32_t>{};
     int input = grads;
     uint32_t last = grads_done;
+    int64_t first_reduce_op = -1;  // the copy-in or cast that starts the reduction, if any
     if (layout.copies.reduce_scatter_in > 0 || (r_ != p_ && !traits_.grads_in_reduce_dtype)) {
       // Pack (rank-major strategies) or cast (zero-copy ones) into the reduce dtype.
       const Stream copy_on = traits_.reduce_copy_in_on_compute ? Stream::kCompute : Stream::kReduceScatter;
@@ -432,12 +468,15 @@ class Builder {
       const int64_t elements = pack ? layout.copies.reduce_scatter_in : gathered;
       last = w_.traffic(pack ? OpKind::kCopyIn : OpKind::kCast, copy_on, u, mb,
                         name + (pack ? " reduce-scatter copy-in" : " cast grads"), elements * (p_ + r_), {last}, input);
+      first_reduce_op = last;
+      if (pack) host(last).list_tensors = tensors(u, false);
       w_.free(grads, copy_on, {last});
       if (copy_on == Stream::kCompute) wait.clear();  // the copy-in waited
     }
     compute_waits_.insert(compute_waits_.end(), wait.begin(), wait.end());
     last = w_.collective(OpKind::kReduceScatter, Stream::kReduceScatter, Group::kShard, u, mb, name + " reduce-scatter",
                          gathered * r_, input, {last});
+    hand_over_on_host(first_reduce_op, last, u, host_wait);
     Stream accumulate_on = Stream::kReduceScatter;
     if (in_.replicate_ranks > 1) {
       last = w_.collective(OpKind::kAllReduce, Stream::kAllReduce, Group::kReplicate, u, mb, name + " all-reduce (HSDP)",
@@ -451,6 +490,18 @@ class Builder {
     const uint32_t freed = w_.free(input, accumulate_on, {last});
     reductions_.push_back({gathered, freed});
     return last;
+  }
+
+  // The CPU's part of handing unit u's gradients over: per-parameter copies
+  // into the bucket and views of the reduced shards, on the first op of the
+  // reduction (its copy-in or cast, else the reduce-scatter), which also
+  // carries the strategy's host wait.
+  void hand_over_on_host(int64_t first_reduce_op, uint32_t reduce_scatter, int u, const std::vector<uint32_t>& waits) {
+    HostWork& h = host(first_reduce_op >= 0 ? static_cast<uint32_t>(first_reduce_op) : reduce_scatter);
+    const int64_t params = tensors(u, false);
+    if (traits_.grad_copy_per_parameter) h.framework_ops += params;
+    if (traits_.grad_views_per_parameter) h.param_views += params;
+    h.waits.insert(h.waits.end(), waits.begin(), waits.end());
   }
 
   OptimizerContext optimizer_context() const {

@@ -20,6 +20,7 @@ uint32_t ProgramWriter::compute(OpKind kind, int unit, int micro_batch, std::str
   op.name = std::move(name);
   op.flops = total_flops(work);
   op.bytes = static_cast<int64_t>(work.elementwise_bytes);
+  op.host.framework_ops = work.kernels();
   op.work = std::move(work);
   op.deps = std::move(deps);
   return add(std::move(op));
@@ -35,6 +36,7 @@ uint32_t ProgramWriter::traffic(OpKind kind, Stream stream, int unit, int micro_
   op.name = std::move(name);
   op.bytes = bytes;
   op.work.elementwise_bytes = static_cast<double>(bytes);
+  op.host.framework_ops = 1;
   op.buffer = buffer;
   op.deps = std::move(deps);
   return add(std::move(op));
@@ -52,6 +54,7 @@ uint32_t ProgramWriter::collective(OpKind kind, Stream stream, Group group, int 
   op.bytes = bytes;
   op.buffer = buffer;
   op.deps = std::move(deps);
+  op.host.framework_ops = 1;
   if (serialise_shard_ && group == Group::kShard) {
     if (last_shard_collective_ >= 0) {
       const Op& previous = program_->ops[static_cast<size_t>(last_shard_collective_)];

@@ -1,5 +1,8 @@
 #pragma once
-// Appends ops and buffers to a Program, assigning ids in issue order.
+// Appends ops and buffers to a Program, assigning ids in issue order. Each
+// op's host work starts as one framework op per kernel it launches (a
+// compute op's kernels, one for a copy, cast or collective, none for alloc
+// and free); the builder adds the strategy's per-parameter work.
 
 #include <string>
 #include <vector>

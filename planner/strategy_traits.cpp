@@ -30,17 +30,54 @@ namespace ragged::planner {
 //   open): two gradient buffers, one reduced while the backward writes the
 //   next; the next unit's backward starts once the previous reduction has
 //   finished.
+//
+// Sources of the host path (the per-parameter Python work and the CPU
+// waits; docs/SIMULATOR.md, "The CPU issue path"):
+// - FSDP1 (torch/distributed/fsdp/_flat_param.py, _runtime_utils.py,
+//   _limiter_utils.py): unshard sets a view per original parameter
+//   (_use_unsharded_views, timed per parameter in pytorch PR #96958); with
+//   the default use_orig_params=False reshard frees the flat parameter only;
+//   _limit_all_gathers calls event.synchronize() on the oldest free event
+//   before an all-gather when two are in flight.
+// - FSDP2 (_fully_shard/_fsdp_param.py, _fsdp_collectives.py):
+//   all_gather_inputs casts each parameter with _to_dtype_if_needed; copy-in
+//   and copy-out are foreach/split ops over every parameter; to_unsharded and
+//   to_sharded set each parameter; foreach_reduce wraps each reduced shard in
+//   a DTensor. No host synchronization (events on streams).
+// - DeepSpeed ZeRO-3 (runtime/zero/partitioned_param_coordinator.py,
+//   partition_parameters.py, stage3.py): fetch_sub_module synchronizes the
+//   oldest of __ongoing_fetch_events beyond __max_ongoing_fetch_events (2),
+//   events recorded after each fetched parameter's wait, so the CPU reaches a
+//   unit's compute only once its all-gather is done; each gathered parameter
+//   gets its own copy and status, release partitions each parameter;
+//   gradients are copied into the IPG bucket one parameter at a time; before
+//   a bucket's reduce the CPU synchronizes the oldest of param_reduce_events.
+// - Megatron-FSDP (megatron_fsdp/param_and_grad_buffer.py): the all-gather
+//   sets each parameter's item of the bucket; each gradient is copied into
+//   the bucket by its own copy_ (NVIDIA/Megatron-LM PR #6487 replaces that
+//   loop by one foreach copy); the reduce queue's waits are
+//   torch.cuda.Event.wait (reduce_scatter_stream.record_event() in
+//   mark_bucket_ready): a stream waits, the CPU does not.
+// - ragged, vescale-paper: DBuffer views are set up once; identical
+//   element-wise kernels over a group are one launch
+//   (../shared/reference/vescale.md); no host synchronization.
 StrategyTraits strategy_traits(scenarios::Strategy strategy) {
   StrategyTraits traits;
   switch (strategy) {
     case scenarios::FSDP1:
       traits.max_unsharded_units = 2;  // _max_num_inflight_all_gathers = 2
       traits.one_communicator = true;
+      traits.views_per_parameter = true;
+      traits.gather_window_blocks_host = true;
       break;
     case scenarios::FSDP2:
       traits.one_communicator = true;
       traits.reduce_queue_units = 0;
       traits.reduce_copy_in_on_compute = true;
+      traits.views_per_parameter = true;
+      traits.reshard_per_parameter = true;
+      traits.grad_views_per_parameter = true;
+      traits.cast_per_parameter = true;
       break;
     case scenarios::ZERO3:
       traits.cast_before_gather = false;
@@ -50,6 +87,13 @@ StrategyTraits strategy_traits(scenarios::Strategy strategy) {
       // elements): a Program reduces a unit at once, so the bucket count
       // becomes their elements.
       traits.reduce_queue_min_elements = 2 * 500'000'000LL;
+      traits.views_per_parameter = true;
+      traits.reshard_per_parameter = true;
+      traits.grad_views_per_parameter = true;
+      traits.grad_copy_per_parameter = true;
+      traits.copy_out_per_parameter = true;
+      traits.fetch_blocks_host = true;
+      traits.reduce_queue_blocks_host = true;
       break;
     case scenarios::MEGATRON:
       traits.cast_before_gather = false;
@@ -57,6 +101,8 @@ StrategyTraits strategy_traits(scenarios::Strategy strategy) {
       traits.one_communicator = true;
       traits.reduce_queue_min_elements = 1'000'000'000;
       traits.reduce_queue_block_factor = 2;
+      traits.views_per_parameter = true;
+      traits.grad_copy_per_parameter = true;
       break;
     case scenarios::RAGGED:
     case scenarios::VESCALE_PAPER:

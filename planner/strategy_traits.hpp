@@ -51,6 +51,35 @@ struct StrategyTraits {
   // reduce-scatter stream.
   bool reduce_copy_in_on_compute = false;
 
+  // The host path (docs/SIMULATOR.md, "The CPU issue path"): the Python work
+  // of the strategy's hooks per parameter, and the waits that block the CPU
+  // thread rather than a stream. Sources in strategy_traits.cpp.
+  // Gathering a unit sets up one view per parameter.
+  bool views_per_parameter = false;
+  // Resharding restores each parameter's sharded view.
+  bool reshard_per_parameter = false;
+  // Each parameter's gradient is handed over with a view of its own (a
+  // DTensor around its reduced shard, a view of the bucket).
+  bool grad_views_per_parameter = false;
+  // Each parameter's gradient is copied into the reduction bucket by a
+  // kernel of its own.
+  bool grad_copy_per_parameter = false;
+  // Each parameter is cast to the compute dtype by a kernel of its own
+  // before the all-gather (otherwise one fused cast).
+  bool cast_per_parameter = false;
+  // Each gathered parameter is copied out by a kernel of its own (otherwise
+  // one split copy).
+  bool copy_out_per_parameter = false;
+  // The CPU synchronizes on the free of the unit that left the all-gather
+  // window before issuing the next all-gather (FSDP1's rate limiter).
+  bool gather_window_blocks_host = false;
+  // The CPU synchronizes on a unit's all-gather before issuing its compute
+  // (ZeRO-3's bounded fetch events).
+  bool fetch_blocks_host = false;
+  // The backpressure wait on the reductions (reduce_queue_*) blocks the CPU
+  // as well as the compute stream (ZeRO-3's synchronize on reduce events).
+  bool reduce_queue_blocks_host = false;
+
   // The element capacity for a model whose blocks hold `mean_block_params`
   // parameters on average (0: no limit).
   int64_t reduce_queue_elements(int64_t mean_block_params) const;

@@ -2,14 +2,41 @@
 
 #include <cctype>
 
+#include <fmt/format.h>
+
+#include "common/errors.hpp"
+
 namespace ragged::scenarios {
 
+namespace {
+
+std::string without_first_index(std::string_view path) {
+  std::string out;
+  out.reserve(path.size());
+  for (size_t i = 0; i < path.size(); ++i) {
+    if (path.substr(i, 3) == "[0]") {
+      i += 2;
+      continue;
+    }
+    out.push_back(path[i]);
+  }
+  return out;
+}
+
+}  // namespace
+
 void FieldLocations::add(const std::string& path, FieldLocation location) {
-  by_path_.emplace(path, location);  // the first occurrence wins
+  by_path_.emplace(without_first_index(path), location);  // the first occurrence wins
+}
+
+void throw_too_deep(std::string_view origin, FieldLocation at) {
+  throw InputError(fmt::format("{}{}:{}: blocks nested deeper than {} levels (a scenario nests at most 5); is a "
+                               "closing brace missing?",
+                               origin.empty() ? "" : std::string(origin) + ":", at.line, at.column, kMaxNesting));
 }
 
 std::optional<FieldLocation> FieldLocations::find(std::string_view path) const {
-  std::string current(path);
+  std::string current = without_first_index(path);
   while (!current.empty()) {
     if (auto it = by_path_.find(current); it != by_path_.end()) return it->second;
     size_t cut = current.find_last_of(".[");

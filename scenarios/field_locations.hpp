@@ -16,6 +16,8 @@ struct FieldLocation {
   int column = 0;  // 1-based
 };
 
+// Paths are kept with the index [0] left out ("a.b[0].c" is "a.b.c", the
+// same field when b is repeated), and looked up the same way.
 class FieldLocations {
  public:
   void add(const std::string& path, FieldLocation location);
@@ -29,11 +31,21 @@ class FieldLocations {
   std::map<std::string, FieldLocation, std::less<>> by_path_;
 };
 
+// The deepest nesting of messages (or JSON objects and arrays) a scenario
+// file may have: a scenario nests at most 5 levels; deeper input is refused
+// before it is parsed, so that no input costs more than linear time.
+inline constexpr int kMaxNesting = 32;
+
 // Scanners: they do not validate (protobuf's parsers do); they only record
-// where each key appears. Keys in lowerCamelCase (JSON names) are recorded in
-// snake_case so that paths match the proto field names.
-FieldLocations locate_json_fields(std::string_view text);
-FieldLocations locate_textproto_fields(std::string_view text);
+// where each key appears, in time linear in the text. Keys in lowerCamelCase
+// (JSON names) are recorded in snake_case so that paths match the proto field
+// names. Nesting deeper than kMaxNesting is an InputError at its line and
+// column, prefixed by `origin`.
+FieldLocations locate_json_fields(std::string_view text, std::string_view origin = "");
+FieldLocations locate_textproto_fields(std::string_view text, std::string_view origin = "");
+
+// Throws InputError "<origin>:<line>:<column>: ... nested deeper than 32 levels".
+[[noreturn]] void throw_too_deep(std::string_view origin, FieldLocation at);
 
 // "gpusPerNode" -> "gpus_per_node"; snake_case input is returned unchanged.
 std::string to_snake_case(std::string_view name);

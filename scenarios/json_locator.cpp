@@ -19,7 +19,7 @@ struct Container {
 
 class JsonScanner : public TextCursor {
  public:
-  explicit JsonScanner(std::string_view text) : TextCursor(text) {}
+  JsonScanner(std::string_view text, std::string_view origin) : TextCursor(text), origin_(origin) {}
 
   FieldLocations scan() {
     while (pos_ < text_.size()) step();
@@ -60,6 +60,7 @@ class JsonScanner : public TextCursor {
   }
 
   void open(bool is_array) {
+    if (static_cast<int>(stack_.size()) >= kMaxNesting) throw_too_deep(origin_, here());
     std::string path;
     if (!stack_.empty() && stack_.back().is_array) {
       path = stack_.back().path + "[" + std::to_string(stack_.back().index) + "]";
@@ -89,10 +90,13 @@ class JsonScanner : public TextCursor {
   std::vector<Container> stack_;
   std::string pending_key_;
   FieldLocations locations_;
+  std::string_view origin_;
 };
 
 }  // namespace
 
-FieldLocations locate_json_fields(std::string_view text) { return JsonScanner(text).scan(); }
+FieldLocations locate_json_fields(std::string_view text, std::string_view origin) {
+  return JsonScanner(text, origin).scan();
+}
 
 }  // namespace ragged::scenarios

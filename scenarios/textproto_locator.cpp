@@ -1,7 +1,9 @@
 // Records where every field of a protobuf text-format document is written.
-// Every occurrence k of a field name inside one message is recorded both as
-// "name[k]" and, for the first, as "name", since the scanner does not know
-// which fields are repeated. Tolerant: syntax errors are protobuf's to report.
+// Occurrence k of a field name inside one message is recorded as "name[k]"
+// ("name" for the first: FieldLocations folds [0] away), since the scanner
+// does not know which fields are repeated: one path per occurrence, so the
+// work is linear in the text. Tolerant: syntax errors are protobuf's to
+// report; nesting deeper than kMaxNesting is refused.
 
 #include <cctype>
 #include <map>
@@ -15,13 +17,13 @@ namespace ragged::scenarios {
 namespace {
 
 struct Message {
-  std::vector<std::string> paths;   // every path this message is known by ("a.b", "a.b[0]")
+  std::string path;                 // "a.b", "a.b[2]"; empty at the top
   std::map<std::string, int> seen;  // occurrences of each field name so far
 };
 
 class TextprotoScanner : public TextCursor {
  public:
-  explicit TextprotoScanner(std::string_view text) : TextCursor(text) {}
+  TextprotoScanner(std::string_view text, std::string_view origin) : TextCursor(text), origin_(origin) {}
 
   FieldLocations scan() {
     stack_.push_back(Message{});
@@ -36,7 +38,8 @@ class TextprotoScanner : public TextCursor {
       if (stack_.size() > 1) stack_.pop_back();
       advance();
     } else if (c == '{' || c == '<') {
-      stack_.push_back(Message{last_paths_, {}});
+      if (static_cast<int>(stack_.size()) > kMaxNesting) throw_too_deep(origin_, here());
+      stack_.push_back(Message{last_path_, {}});
       advance();
     } else if (c == '[') {
       skip_list();
@@ -55,27 +58,17 @@ class TextprotoScanner : public TextCursor {
 
   void record(const std::string& name, FieldLocation start) {
     Message& message = stack_.back();
-    int index = message.seen[name]++;
-    std::string suffix = "[" + std::to_string(index) + "]";
-    last_paths_.clear();
-    auto add = [&](const std::string& path) {
-      locations_.add(path, start);
-      last_paths_.push_back(path);
-    };
-    if (message.paths.empty()) message.paths.push_back("");
-    for (const std::string& parent : message.paths) {
-      std::string base = parent.empty() ? name : parent + "." + name;
-      if (index == 0) add(base);
-      add(base + suffix);
-    }
+    const int index = message.seen[name]++;
+    last_path_ = (message.path.empty() ? name : message.path + "." + name) +
+                 (index == 0 ? "" : "[" + std::to_string(index) + "]");
+    locations_.add(last_path_, start);
   }
 
   // A list value "[a, b]" or "[{...}, {...}]": message elements nest as name[i].
   void skip_list() {
-    std::vector<std::string> list_paths;
-    for (const std::string& path : last_paths_) {
-      if (path.empty() || path.back() != ']') list_paths.push_back(path);
-    }
+    // The field's path without an occurrence index: its elements are numbered.
+    const std::string list_path =
+        !last_path_.empty() && last_path_.back() == ']' ? last_path_.substr(0, last_path_.rfind('[')) : last_path_;
     int index = 0;
     advance();
     while (skip_space(), pos_ < text_.size() && text_[pos_] != ']') {
@@ -84,12 +77,8 @@ class TextprotoScanner : public TextCursor {
         ++index;
         advance();
       } else if (c == '{' || c == '<') {
-        last_paths_.clear();
-        for (const std::string& list_path : list_paths) {
-          std::string element = list_path + "[" + std::to_string(index) + "]";
-          locations_.add(element, here());
-          last_paths_.push_back(element);
-        }
+        last_path_ = list_path + "[" + std::to_string(index) + "]";
+        locations_.add(last_path_, here());
         size_t depth = stack_.size();
         step();
         while (skip_space(), pos_ < text_.size() && stack_.size() > depth) step();
@@ -135,12 +124,15 @@ class TextprotoScanner : public TextCursor {
   }
 
   std::vector<Message> stack_;
-  std::vector<std::string> last_paths_;  // paths of the field just read
+  std::string last_path_;  // the path of the field just read
+  std::string_view origin_;
   FieldLocations locations_;
 };
 
 }  // namespace
 
-FieldLocations locate_textproto_fields(std::string_view text) { return TextprotoScanner(text).scan(); }
+FieldLocations locate_textproto_fields(std::string_view text, std::string_view origin) {
+  return TextprotoScanner(text, origin).scan();
+}
 
 }  // namespace ragged::scenarios

@@ -15,6 +15,33 @@ namespace {
 
 FlowMode flow_mode(SimulationMode mode) { return mode == SimulationMode::kSymmetric ? FlowMode::kSymmetric : FlowMode::kFull; }
 
+// HBM traffic per byte a GPU sends on the ring (docs/SIMULATOR.md section
+// 6b): every byte it sends is read from its HBM and every byte it receives
+// (as many) is written there; a reduction also reads its own contribution.
+// An all-reduce is a reduce-scatter then an all-gather over the same bytes.
+double hbm_traffic_per_byte(OpKind kind) {
+  switch (kind) {
+    case OpKind::kReduceScatter: return 3.0;
+    case OpKind::kAllReduce: return 2.5;
+    default: return 2.0;
+  }
+}
+
+// Bytes/s the GPU (node 0, local 0) sends when the flows of one unit run
+// alone at their links' rates: its NVLink flows plus its share of its node's
+// network traffic, over the time the busier of its NVLink and its node's port
+// takes.
+double gpu_send_rate(const std::vector<Flow>& unit_flows, const ClusterSpec& cluster) {
+  double nvlink = 0, port = 0;
+  for (const Flow& f : unit_flows) {
+    if (f.src == Endpoint{0, 0}) nvlink += f.bytes;
+    if (f.src == Endpoint{0, -1}) port += f.bytes;
+  }
+  const double time = std::max(nvlink / cluster.effective_nvlink_bytes_per_s(), port / cluster.node_network_bytes_per_s());
+  if (time <= 0) return 0;
+  return (nvlink + port / static_cast<double>(cluster.gpus_per_node)) / time;
+}
+
 }  // namespace
 
 CollectiveEngine::CollectiveEngine(const ClusterSpec& cluster, SimulationMode mode, int64_t shard_ranks, int64_t replicate_ranks)
@@ -37,10 +64,27 @@ const CollectiveEngine::Shape& CollectiveEngine::shape(OpKind kind, Group group)
   s.latency = {s.rings.members, nodes_spanned(s.rings, cluster_), kind == OpKind::kAllReduce};
   s.unit_flows = kind == OpKind::kAllToAll ? all_to_all_flows(s.rings, 1.0, cluster_, flow_mode(mode_))
                                            : ring_flows(s.rings, 1.0, cluster_, flow_mode(mode_));
+  s.gpu_send_rate = gpu_send_rate(s.unit_flows, cluster_);
   return shapes_.emplace(key, std::move(s)).first->second;
 }
 
-double CollectiveEngine::launch_and_wait(const std::vector<Flow>& flows, double scale) {
+CollectiveDemand CollectiveEngine::demand(const planner::Op& op) {
+  const Shape& s = shape(op.kind, op.group);
+  if (s.rings.members <= 1 || op.bytes <= 0) return {};
+  CollectiveDemand d;
+  d.ctas = s.latency.nodes > 1 ? ctas_inter_node_ : ctas_intra_node_;
+  d.hbm_bytes_per_s = hbm_traffic_per_byte(op.kind) * s.gpu_send_rate;
+  return d;
+}
+
+void CollectiveEngine::scale_representative_links(double factor) {
+  platform_.gpu_link(0, 0)->set_bandwidth(cluster_.effective_nvlink_bytes_per_s() * factor);
+  platform_.port_link(0)->set_bandwidth(cluster_.node_network_bytes_per_s() * factor);
+}
+
+double CollectiveEngine::launch_and_wait(const std::vector<Flow>& flows, double scale, GpuShare* gpu, int held,
+                                         double traffic) {
+  if (gpu != nullptr) gpu->set_collective_traffic(held, traffic);
   std::vector<sg4::CommPtr> comms;
   comms.reserve(flows.size());
   for (const Flow& f : flows) {
@@ -51,17 +95,27 @@ double CollectiveEngine::launch_and_wait(const std::vector<Flow>& flows, double 
   flows_started_ += static_cast<int64_t>(comms.size());
   const double start = sg4::Engine::get_clock();
   for (auto& c : comms) c->wait();
+  if (gpu != nullptr) gpu->set_collective_traffic(held, 0.0);
   return sg4::Engine::get_clock() - start;
 }
 
-double CollectiveEngine::run(const planner::Op& op) {
+double CollectiveEngine::run(const planner::Op& op, GpuShare* gpu) {
+  const Shape& s = shape(op.kind, op.group);
+  if (s.rings.members <= 1 || op.bytes <= 0) return 0;
+  const CollectiveDemand d = demand(op);
+  const int held = gpu != nullptr ? gpu->begin_collective(d.ctas) : -1;
+  const double seconds = run_phases(op, gpu, held, d.hbm_bytes_per_s);
+  if (gpu != nullptr) gpu->end_collective(held);
+  return seconds;
+}
+
+double CollectiveEngine::run_phases(const planner::Op& op, GpuShare* gpu, int held, double traffic) {
   const double start = sg4::Engine::get_clock();
   const Shape& s = shape(op.kind, op.group);
   const int64_t n = s.rings.members;
-  if (n <= 1 || op.bytes <= 0) return 0;
   const double buffer = static_cast<double>(op.bytes);
   if (op.kind == OpKind::kAllToAll) {
-    const double bandwidth = launch_and_wait(s.unit_flows, buffer);
+    const double bandwidth = launch_and_wait(s.unit_flows, buffer, gpu, held, traffic);
     const double total = best_collective_time(s.latency, bandwidth).seconds;
     sg4::this_actor::sleep_for(std::max(0.0, total - bandwidth));
     return sg4::Engine::get_clock() - start;
@@ -76,12 +130,12 @@ double CollectiveEngine::run(const planner::Op& op) {
     const double step_latency = (ring_latency_seconds(Protocol::kSimple, s.latency) - base) / static_cast<double>(steps);
     sg4::this_actor::sleep_for(base);
     for (int64_t step = 0; step < steps; ++step) {
-      launch_and_wait(s.unit_flows, per_hop / static_cast<double>(steps));
+      launch_and_wait(s.unit_flows, per_hop / static_cast<double>(steps), gpu, held, traffic);
       sg4::this_actor::sleep_for(std::max(0.0, step_latency));
     }
     return sg4::Engine::get_clock() - start;
   }
-  const double bandwidth = launch_and_wait(s.unit_flows, per_hop);
+  const double bandwidth = launch_and_wait(s.unit_flows, per_hop, gpu, held, traffic);
   const CollectiveTime t = best_collective_time(s.latency, bandwidth);
   sg4::this_actor::sleep_for(std::max(0.0, t.seconds - bandwidth));
   return sg4::Engine::get_clock() - start;

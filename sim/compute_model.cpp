@@ -151,7 +151,7 @@ ComputeModel ComputeModel::defaults(const std::string& preset, double peak_flops
   return ComputeModel(std::move(spec));
 }
 
-ComputeModel ComputeModel::from_calibration(const std::filesystem::path& path) {
+ComputeModel ComputeModel::from_calibration(const std::filesystem::path& path, const std::string& preset) {
   const json root = parse_calibration(path);
   const CalibrationFields f(path.string());
   GpuComputeSpec spec;
@@ -173,12 +173,29 @@ ComputeModel ComputeModel::from_calibration(const std::filesystem::path& path) {
     point.flops_per_s = gemm_flops_of_one({point.m, point.n, point.k, 1}) / seconds;
     spec.gemm.push_back(point);
   }
-  const json& attention = f.object(root, "attention", "attention");
-  spec.attention_forward_efficiency = f.fraction(attention, "forward_efficiency", "attention.forward_efficiency");
-  spec.attention_backward_efficiency = f.fraction(attention, "backward_efficiency", "attention.backward_efficiency");
   spec.memory_efficiency = f.fraction(root, "memory_efficiency", "memory_efficiency");
   spec.launch_seconds = f.positive(root, "launch_seconds", "launch_seconds");
   spec.source = f.text(root, "source", "source");
+  if (root.contains("attention")) {
+    const json& attention = f.object(root, "attention", "attention");
+    spec.attention_forward_efficiency = f.fraction(attention, "forward_efficiency", "attention.forward_efficiency");
+    spec.attention_backward_efficiency = f.fraction(attention, "backward_efficiency", "attention.backward_efficiency");
+  } else {
+    const GpuComputeSpec* table = find_gpu_table(preset);
+    if (table == nullptr) table = find_gpu_table("h100");
+    spec.attention_forward_efficiency = table->attention_forward_efficiency;
+    spec.attention_backward_efficiency = table->attention_backward_efficiency;
+    spec.source += fmt::format("; attention not in the file: the simulator's {} defaults", table->name);
+  }
+  // Optional: the SMs and NCCL's CTAs (0 when absent: the simulation takes
+  // the scenario preset's).
+  if (root.contains("sms")) spec.sms = static_cast<int>(f.positive_int(root, "sms", "sms"));
+  if (root.contains("nccl_ctas_intra_node")) {
+    spec.nccl_ctas_intra_node = static_cast<int>(f.positive_int(root, "nccl_ctas_intra_node", "nccl_ctas_intra_node"));
+  }
+  if (root.contains("nccl_ctas_inter_node")) {
+    spec.nccl_ctas_inter_node = static_cast<int>(f.positive_int(root, "nccl_ctas_inter_node", "nccl_ctas_inter_node"));
+  }
   return ComputeModel(std::move(spec));
 }
 
@@ -191,6 +208,14 @@ double power_limited_clock(double tdp_watts, double power_limit_watts) {
 ComputeModel ComputeModel::with_clock_factor(double factor) const {
   GpuComputeSpec spec = spec_;
   spec.clock_factor = factor;
+  return ComputeModel(std::move(spec));
+}
+
+ComputeModel ComputeModel::with_contention(const GpuComputeSpec& gpu) const {
+  GpuComputeSpec spec = spec_;
+  spec.sms = gpu.sms;
+  spec.nccl_ctas_intra_node = gpu.nccl_ctas_intra_node;
+  spec.nccl_ctas_inter_node = gpu.nccl_ctas_inter_node;
   return ComputeModel(std::move(spec));
 }
 
@@ -207,7 +232,7 @@ double ComputeModel::gemm_rate(double flops) const {
   return lo.flops_per_s + t * (hi.flops_per_s - lo.flops_per_s);
 }
 
-double ComputeModel::gemm_seconds(const planner::Gemm& gemm) const {
+double ComputeModel::gemm_work_seconds(const planner::Gemm& gemm) const {
   if (gemm.m <= 0 || gemm.n <= 0 || gemm.k <= 0 || gemm.count <= 0) return 0;
   const double one = gemm_flops_of_one(gemm);
   const double copies = static_cast<double>(gemm.count);
@@ -215,50 +240,75 @@ double ComputeModel::gemm_seconds(const planner::Gemm& gemm) const {
   // The copies run as one batched launch, each at the rate of its own shape.
   const double compute = copies * one / (gemm_rate(one) * spec_.clock_factor);
   const double traffic = copies * (m * k + k * n + m * n) * kBf16Bytes;
-  return std::max(compute, memory_seconds(traffic)) + spec_.launch_seconds;
+  return std::max(compute, memory_seconds(traffic));
 }
 
-double ComputeModel::attention_seconds(const planner::AttentionWork& attention, bool backward) const {
+double ComputeModel::gemm_seconds(const planner::Gemm& gemm) const {
+  const double work = gemm_work_seconds(gemm);
+  return work > 0 ? work + spec_.launch_seconds : 0;
+}
+
+double ComputeModel::attention_work_seconds(const planner::AttentionWork& attention, bool backward) const {
   if (attention.flops <= 0) return 0;
   const double efficiency = attention.flash3 ? (backward ? spec_.flash3_backward_efficiency : spec_.flash3_forward_efficiency)
                                              : (backward ? spec_.attention_backward_efficiency : spec_.attention_forward_efficiency);
   RAGGED_ASSERT(efficiency > 0, "FlashAttention-3 needs a Hopper compute table (checked with the scenario)");
-  return attention.flops / (spec_.peak_flops * efficiency * spec_.clock_factor) + spec_.launch_seconds;
+  return attention.flops / (spec_.peak_flops * efficiency * spec_.clock_factor);
+}
+
+double ComputeModel::attention_seconds(const planner::AttentionWork& attention, bool backward) const {
+  const double work = attention_work_seconds(attention, backward);
+  return work > 0 ? work + spec_.launch_seconds : 0;
 }
 
 double ComputeModel::memory_seconds(double bytes) const {
   if (bytes <= 0) return 0;
-  return bytes / (spec_.hbm_bytes_per_s * spec_.memory_efficiency);
+  return bytes / memory_bytes_per_s();
 }
 
-double ComputeModel::seconds(const planner::Op& op) const {
+OpCost ComputeModel::cost(const planner::Op& op) const {
   using planner::OpKind;
+  OpCost c;
   switch (op.kind) {
     case OpKind::kComputeFwd:
     case OpKind::kComputeBwd:
     case OpKind::kRecompute:
     case OpKind::kOptimizer: {
-      double total = 0;
-      for (const planner::Gemm& gemm : op.work.gemms) total += gemm_seconds(gemm);
-      total += attention_seconds(op.work.attention, op.kind == OpKind::kComputeBwd);
-      total += memory_seconds(op.work.elementwise_bytes);
-      if (op.work.other_flops > 0) total += op.work.other_flops / (spec_.peak_flops * kOtherFlopsEfficiency);
-      return total;
+      int64_t launches = 0;
+      for (const planner::Gemm& gemm : op.work.gemms) {
+        const double work = gemm_work_seconds(gemm);
+        c.sm += work;
+        launches += work > 0 ? 1 : 0;
+      }
+      const double attention = attention_work_seconds(op.work.attention, op.kind == OpKind::kComputeBwd);
+      c.sm += attention;
+      launches += attention > 0 ? 1 : 0;
+      if (op.work.other_flops > 0) c.sm += op.work.other_flops / (spec_.peak_flops * kOtherFlopsEfficiency);
+      c.memory = memory_seconds(op.work.elementwise_bytes);
+      // Every element-wise kernel is a launch of its own; an op that only
+      // moves bytes (an optimizer's momentum or update) is at least one.
+      int64_t elementwise = op.work.elementwise_kernels;
+      if (op.work.elementwise_bytes > 0) elementwise = std::max<int64_t>({elementwise, op.host.framework_ops - launches, 1});
+      c.fixed = static_cast<double>(launches + elementwise) * spec_.launch_seconds;
+      return c;
     }
     case OpKind::kCast:
     case OpKind::kCopyIn:
     case OpKind::kCopyOut:
     case OpKind::kGradAccumulate:
-      return memory_seconds(static_cast<double>(op.bytes)) + spec_.launch_seconds;
+      // One launch per kernel it runs (a cast per parameter runs several).
+      c.memory = memory_seconds(static_cast<double>(op.bytes));
+      c.fixed = static_cast<double>(std::max<int64_t>(1, op.host.framework_ops)) * spec_.launch_seconds;
+      return c;
     case OpKind::kAlloc:
     case OpKind::kFree:
     case OpKind::kAllGather:
     case OpKind::kReduceScatter:
     case OpKind::kAllReduce:
     case OpKind::kAllToAll:
-      return 0;
+      return c;
   }
-  return 0;
+  return c;
 }
 
 }  // namespace ragged::sim

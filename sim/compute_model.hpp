@@ -35,6 +35,24 @@ struct GpuComputeSpec {
   double clock_factor = 1.0;
   double flash3_forward_efficiency = 0;      // as attention_*_efficiency for FlashAttention-3; 0 where it
   double flash3_backward_efficiency = 0;     // does not run (not Hopper, or a calibration file)
+  // What NCCL's kernels take from concurrent work (docs/SIMULATOR.md section
+  // 6b): the GPU's streaming multiprocessors, and the CTAs (one per channel,
+  // each holding an SM) a ring collective runs within one node and across
+  // nodes. 0 SMs: no sharing modelled.
+  int sms = 0;
+  int nccl_ctas_intra_node = 0;
+  int nccl_ctas_inter_node = 0;
+};
+
+// One op's time on its GPU, split by the resource that bounds it: a fixed
+// part (kernel launches), a part bound by the SMs (GEMMs, attention, other
+// math) and a part bound by HBM bandwidth (element-wise traffic, copies,
+// casts). seconds = fixed + sm + memory when the op runs alone.
+struct OpCost {
+  double fixed = 0;
+  double sm = 0;
+  double memory = 0;
+  double seconds() const { return fixed + sm + memory; }
 };
 
 // The sustained SM clock under a power limit, relative to the clock at the
@@ -57,22 +75,33 @@ class ComputeModel {
   // the scenario's (they may be overridden there).
   static ComputeModel defaults(const std::string& preset, double peak_flops, double hbm_bytes_per_s);
   // A calibration file written by the backend (JSON, format in
-  // docs/SIMULATOR.md); throws InputError naming the file and field.
-  static ComputeModel from_calibration(const std::filesystem::path& path);
+  // docs/SIMULATOR.md); throws InputError naming the file and field. A file
+  // without "attention" (gpu-validate does not measure it) takes the
+  // attention efficiencies of the default table of `preset`.
+  static ComputeModel from_calibration(const std::filesystem::path& path, const std::string& preset = "h100");
 
   // Seconds of one op of the Program on one GPU (compute kinds use op.work;
   // memory-bound kinds use op.bytes; collectives and alloc/free are 0 here).
-  double seconds(const planner::Op& op) const;
+  double seconds(const planner::Op& op) const { return cost(op).seconds(); }
+  OpCost cost(const planner::Op& op) const;
   double gemm_seconds(const planner::Gemm& gemm) const;
   double attention_seconds(const planner::AttentionWork& attention, bool backward) const;
   double memory_seconds(double bytes) const;
+  // Achieved HBM bandwidth of streaming kernels (bytes/s): what memory-bound
+  // work and collectives share.
+  double memory_bytes_per_s() const { return spec_.hbm_bytes_per_s * spec_.memory_efficiency; }
 
   const GpuComputeSpec& spec() const { return spec_; }
   // The same model with compute-bound rates scaled to a power-limited clock.
   ComputeModel with_clock_factor(double factor) const;
+  // The same model with the SM and NCCL CTA counts of `gpu`.
+  ComputeModel with_contention(const GpuComputeSpec& gpu) const;
 
  private:
   double gemm_rate(double flops) const;
+  // A GEMM's time without its launch.
+  double gemm_work_seconds(const planner::Gemm& gemm) const;
+  double attention_work_seconds(const planner::AttentionWork& attention, bool backward) const;
 
   GpuComputeSpec spec_;
 };

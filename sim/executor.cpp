@@ -25,18 +25,25 @@ bool is_gathered(BufferKind kind) { return kind == BufferKind::kUnshardedParams 
 }  // namespace
 
 Executor::Executor(const planner::Program& program, const ComputeModel& compute, CollectiveEngine& network,
-                   CachingAllocator& allocator, FreePolicy free_policy)
+                   CachingAllocator& allocator, FreePolicy free_policy, Mechanisms mechanisms)
     : program_(program),
       compute_(compute),
       network_(network),
       allocator_(allocator),
       free_policy_(free_policy),
+      host_costs_(mechanisms.host),
+      share_(mechanisms.gpu),
       timings_(program.ops.size()),
-      done_(program.ops.size(), 0) {}
+      done_(program.ops.size(), 0),
+      issued_(program.ops.size(), mechanisms.host.any() ? 0 : 1),
+      last_issue_(mechanisms.host.any() ? program.ops.size() : 0, 0.0) {}
 
 void Executor::spawn(sg4::Host* host) {
   mutex_ = sg4::Mutex::create();
   changed_ = sg4::ConditionVariable::create();
+  share_.create();
+  share_.on_collective_scale([this](double factor) { network_.scale_representative_links(factor); });
+  if (host_costs_.any()) sg4::Actor::create("host", host, [this] { run_host(); });
   memory_.push_back({0.0, allocator_.allocated(), allocator_.reserved()});
   state_and_buffers_ = peak_state_and_buffers_ = program_.persistent.total();
   for (Stream stream : {Stream::kCompute, Stream::kAllGather, Stream::kReduceScatter, Stream::kAllReduce}) {
@@ -53,7 +60,8 @@ void Executor::run_stream(Stream stream) {
       std::unique_lock lock(*mutex_);
       const double waiting_since = sg4::Engine::get_clock();
       changed_->wait(lock, [&] {
-        return std::all_of(op.deps.begin(), op.deps.end(), [&](uint32_t d) { return done_[d] != 0; });
+        return issued_[op.id] != 0 &&
+               std::all_of(op.deps.begin(), op.deps.end(), [&](uint32_t d) { return done_[d] != 0; });
       });
       // The compute stream idles while a collective (or its copies) lags.
       if (stream == Stream::kCompute) exposed_ += sg4::Engine::get_clock() - waiting_since;
@@ -65,6 +73,45 @@ void Executor::run_stream(Stream stream) {
   }
 }
 
+// The CPU thread: issues the ops in Program order, blocking first on the
+// ops its host waits name (an event synchronize), then spending the op's
+// host time. An op of k kernels is issued kernel by kernel: its first
+// kernel leaves once everything but the last k - 1 launches is done (the
+// op may start then), its last one at the end of its host time (the op
+// cannot end before it has run; finish_after_issue).
+void Executor::run_host() {
+  for (const Op& op : program_.ops) {
+    if (!op.host.waits.empty()) {
+      std::unique_lock lock(*mutex_);
+      changed_->wait(lock, [&] {
+        return std::all_of(op.host.waits.begin(), op.host.waits.end(), [&](uint32_t d) { return done_[d] != 0; });
+      });
+    }
+    const double seconds = host_seconds(op.host, host_costs_);
+    const double later_launches =
+        static_cast<double>(std::max<int64_t>(0, op.host.framework_ops - 1)) * host_costs_.framework_op_seconds;
+    const double first = std::max(0.0, seconds - later_launches);
+    if (first > 0) sg4::this_actor::sleep_for(first);
+    {
+      std::unique_lock lock(*mutex_);
+      issued_[op.id] = 1;
+      last_issue_[op.id] = sg4::Engine::get_clock() + (seconds - first);
+      changed_->notify_all();
+    }
+    if (seconds - first > 0) sg4::this_actor::sleep_for(seconds - first);
+  }
+}
+
+// An op's last kernel runs after the CPU has issued it: the op ends no
+// sooner than that issue plus the GPU time of one of its kernels (its time
+// alone over its kernels).
+void Executor::finish_after_issue(const Op& op, double seconds_alone) {
+  if (op.host.framework_ops <= 1 || last_issue_.empty()) return;
+  const double earliest = last_issue_[op.id] + seconds_alone / static_cast<double>(op.host.framework_ops);
+  const double now = sg4::Engine::get_clock();
+  if (earliest > now) sg4::this_actor::sleep_for(earliest - now);
+}
+
 void Executor::execute(const Op& op) {
   if (op.kind == OpKind::kAlloc || op.kind == OpKind::kFree) {
     on_memory(op);
@@ -72,11 +119,14 @@ void Executor::execute(const Op& op) {
     return;
   }
   if (is_collective(op.kind)) {
-    network_.run(op);
+    network_.run(op, &share_);
     return;
   }
-  const double seconds = compute_.seconds(op);
-  if (seconds > 0) sg4::this_actor::sleep_for(seconds);
+  const OpCost cost = compute_.cost(op);
+  if (cost.fixed > 0) sg4::this_actor::sleep_for(cost.fixed);
+  share_.run_sm_bound(cost.sm);
+  share_.run_memory_bound(cost.memory);
+  finish_after_issue(op, cost.seconds());
 }
 
 void Executor::on_memory(const Op& op) {

@@ -1,11 +1,15 @@
 #pragma once
 // Executes one rank's Program in simulated time: one SimGrid actor per
 // stream runs that stream's ops in order, each op waiting for its
-// dependencies on other streams (an event wait). Compute and memory-bound ops
-// take the compute model's time; collectives run as flows through the
-// network (CollectiveEngine); alloc and free drive the memory model. Every
-// rank of a data-parallel group runs the same Program, so the representative
-// rank's timeline is the step's.
+// dependencies on other streams (an event wait) and for the CPU thread to
+// have issued it. A host actor is that CPU thread: it issues the ops in
+// Program order, spending each op's host time (host_model.hpp) and blocking
+// where the op's host waits say. Compute and memory-bound ops take the
+// compute model's time, their SM-bound and HBM-bound parts shared with the
+// collectives running on the same GPU (gpu_share.hpp); collectives run as
+// flows through the network (CollectiveEngine); alloc and free drive the
+// memory model. Every rank of a data-parallel group runs the same Program,
+// so the representative rank's timeline is the step's.
 
 #include <cstdint>
 #include <functional>
@@ -14,6 +18,8 @@
 #include "planner/program.hpp"
 #include "sim/collective_engine.hpp"
 #include "sim/compute_model.hpp"
+#include "sim/gpu_share.hpp"
+#include "sim/host_model.hpp"
 #include "sim/memory_model.hpp"
 
 namespace ragged::sim {
@@ -35,10 +41,16 @@ struct FreePolicy {
   double driver_call_seconds = kAllocatorDriverCallSeconds;
 };
 
+// The GPU's and the CPU's mechanisms the executor applies (zeros: none).
+struct Mechanisms {
+  GpuResources gpu;  // SMs and HBM shared between a GPU's streams and its collectives
+  HostCosts host;    // the CPU thread that issues the ops
+};
+
 class Executor {
  public:
   Executor(const planner::Program& program, const ComputeModel& compute, CollectiveEngine& network,
-           CachingAllocator& allocator, FreePolicy free_policy);
+           CachingAllocator& allocator, FreePolicy free_policy, Mechanisms mechanisms = {});
 
   // Creates the stream actors on `host`; run the engine afterwards.
   void spawn(simgrid::s4u::Host* host);
@@ -61,6 +73,8 @@ class Executor {
 
  private:
   void run_stream(planner::Stream stream);
+  void run_host();
+  void finish_after_issue(const planner::Op& op, double seconds_alone);
   void execute(const planner::Op& op);
   void on_memory(const planner::Op& op);
   void flush_and_retry(const planner::Op& op);
@@ -71,11 +85,16 @@ class Executor {
   CollectiveEngine& network_;
   CachingAllocator& allocator_;
   FreePolicy free_policy_;
+  HostCosts host_costs_;
+  GpuShare share_;
   std::vector<OpTiming> timings_;
   std::vector<char> done_;
   size_t issued_done_ = 0;  // ops [0, issued_done_) have all ended
   int64_t flushes_ = 0;
   double flush_seconds_ = 0;
+  std::vector<char> issued_;        // the CPU thread has issued the op's first kernel
+  std::vector<double> last_issue_;  // when it issues the op's last kernel
+  std::vector<int> deferred_frees_;  // buffers waiting for the all-gather stream to move on
   std::vector<MemorySample> memory_;
   double exposed_ = 0;
   int64_t state_and_buffers_ = 0;

@@ -58,6 +58,29 @@ constexpr double kGpuMemoryEfficiency = 0.75;
 // The time a dependent kernel adds besides its work (assumption; see doc).
 constexpr double kGpuLaunchSeconds = 4e-6;
 
+// Streaming multiprocessors (NVIDIA H100 and A100 datasheets / architecture
+// whitepapers: 132 SMs on the H100 SXM5, and on the H800 and H200, which
+// share its die; 108 on the A100) and the CTAs NCCL runs a ring collective
+// with, one per channel (docs/SIMULATOR.md section 6b has the sources):
+// - H100 and H200, one node (18 NVLinks): 24, as nsys shows for an FSDP
+//   all-gather on H100 (NVIDIA developer forum, "Compute-communication
+//   overlap causes severe GEMM performance degradation because of tail
+//   effect", 2025);
+// - H800, one node (8 NVLinks): 16 ("16 coll channels", NCCL issue #892);
+// - A100, one node (12 NVLinks): 24 ("Channel 23/24", nccl-tests issue #100;
+//   "12 nvlink and 24 cta for allreduce", NCCL issue #1225);
+// - across nodes with 8 NICs: 16 ring channels (an H100 ring over 3 nodes of
+//   8 GPUs and 8 NICs, "Channel 00/16", NCCL issue #1453); taken for every
+//   GPU class (an assumption for A100 and H800).
+struct Contention {
+  int sms;
+  int ctas_intra_node;
+  int ctas_inter_node;
+};
+constexpr Contention kHopperContention = {132, 24, 16};
+constexpr Contention kH800Contention = {132, 16, 16};
+constexpr Contention kA100Contention = {108, 24, 16};
+
 struct TableInput {
   std::string_view name;
   double peak_flops;
@@ -68,6 +91,7 @@ struct TableInput {
   double memory_efficiency;
   double launch_seconds;
   std::string_view source;
+  Contention contention = {0, 0, 0};
   double flash3_forward = 0;  // 0: FlashAttention-3 does not run here
   double flash3_backward = 0;
 };
@@ -87,6 +111,9 @@ GpuComputeSpec make_spec(const TableInput& in) {
   spec.memory_efficiency = in.memory_efficiency;
   spec.launch_seconds = in.launch_seconds;
   spec.source = in.source;
+  spec.sms = in.contention.sms;
+  spec.nccl_ctas_intra_node = in.contention.ctas_intra_node;
+  spec.nccl_ctas_inter_node = in.contention.ctas_inter_node;
   return spec;
 }
 
@@ -99,9 +126,10 @@ std::array<double, 6> scaled_h100_curve(double factor) {
 
 // Hopper GPUs share the H100's SMs and clocks (one table), each with its own
 // preset's peak and HBM bandwidth.
-TableInput hopper(std::string_view name, std::string_view source) {
-  TableInput table{name, preset_peak_tflops(name) * 1e12, preset_hbm_bytes_per_s(name), scaled_h100_curve(1.0),
-                   h100_attention_forward(), h100_attention_backward(), kGpuMemoryEfficiency, kGpuLaunchSeconds, source};
+TableInput hopper(std::string_view name, std::string_view source, Contention contention = kHopperContention) {
+  TableInput table{name,         preset_peak_tflops(name) * 1e12, preset_hbm_bytes_per_s(name), scaled_h100_curve(1.0),
+                   h100_attention_forward(), h100_attention_backward(), kGpuMemoryEfficiency, kGpuLaunchSeconds,
+                   source,       contention};
   table.flash3_forward = h100_flash3_forward();
   table.flash3_backward = h100_flash3_backward();
   return table;
@@ -116,11 +144,12 @@ std::vector<GpuComputeSpec> build_tables() {
   tables.push_back(make_spec(hopper("h100-sxm-95g", kHopper)));
   // H200 and H800 have the H100's SMs and clocks; H200 has 4.8 TB/s HBM3e.
   tables.push_back(make_spec(hopper("h200", kHopper)));
-  tables.push_back(make_spec(hopper("h800", kHopper)));
+  tables.push_back(make_spec(hopper("h800", kHopper, kH800Contention)));
   tables.push_back(make_spec({"a100-80g", preset_peak_tflops("a100-80g") * 1e12, preset_hbm_bytes_per_s("a100-80g"),
                               scaled_h100_curve(a100_over_h100()), kA100AttentionForward,
                               kA100AttentionBackward, kGpuMemoryEfficiency, kGpuLaunchSeconds,
-                              "H100 curve scaled to A100 MAMF; FlashAttention-2 paper; H100 memcpy efficiency"}));
+                              "H100 curve scaled to A100 MAMF; FlashAttention-2 paper; H100 memcpy efficiency",
+                              kA100Contention}));
   // A nominal host rank: BLAS at 50-70% of peak, half the stream bandwidth,
   // a function call per kernel (assumptions, like the preset's peaks).
   tables.push_back(make_spec({"cpu", preset_peak_tflops("cpu") * 1e12, preset_hbm_bytes_per_s("cpu"),

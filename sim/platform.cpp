@@ -28,6 +28,8 @@ Platform::Platform(const ClusterSpec& c, int64_t nodes) {
   const double node_bw = c.node_network_bytes_per_s();
   gpus_.resize(static_cast<size_t>(per_leaf * leaves));
   ports_.resize(gpus_.size());
+  gpu_links_.resize(gpus_.size());
+  port_links_.resize(gpus_.size());
 
   auto make_node = [&](sg4::NetZone* parent, const std::vector<unsigned long>&, unsigned long id) {
     const std::string name = "node" + std::to_string(id);
@@ -40,12 +42,14 @@ Platform::Platform(const ClusterSpec& c, int64_t nodes) {
                        ->seal();
       zone->add_route(gpu->get_netpoint(), nullptr, nullptr, nullptr, {{link, sg4::LinkInRoute::Direction::UP}}, true);
       gpus_[id].push_back(gpu);
+      gpu_links_[id].push_back(link);
     }
     auto* port = zone->create_host(name + "-net", 1e15)->seal();
     auto* nic = zone->create_split_duplex_link(name + "-nics", node_bw)->set_latency(c.nic_latency_s)->seal();
     zone->add_route(port->get_netpoint(), nullptr, nullptr, nullptr, {{nic, sg4::LinkInRoute::Direction::UP}}, true);
     zone->seal();
     ports_[id] = port;
+    port_links_[id] = nic;
     return std::pair<NetPoint*, NetPoint*>{zone->get_netpoint(), port->get_netpoint()};
   };
 
@@ -59,6 +63,8 @@ Platform::Platform(const ClusterSpec& c, int64_t nodes) {
       ->seal();
   gpus_.resize(static_cast<size_t>(nodes));
   ports_.resize(static_cast<size_t>(nodes));
+  gpu_links_.resize(static_cast<size_t>(nodes));
+  port_links_.resize(static_cast<size_t>(nodes));
 }
 
 sg4::Host* Platform::host(const Endpoint& e) const {

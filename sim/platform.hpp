@@ -29,10 +29,15 @@ class Platform {
   simgrid::s4u::Host* host(const Endpoint& endpoint) const;
   simgrid::s4u::Host* gpu(int64_t node, int local) const { return gpus_[node][local]; }
   int64_t nodes() const { return static_cast<int64_t>(gpus_.size()); }
+  // A GPU's NVLink link and a node's network port (both directions).
+  simgrid::s4u::Link* gpu_link(int64_t node, int local) const { return gpu_links_[node][local]; }
+  simgrid::s4u::Link* port_link(int64_t node) const { return port_links_[node]; }
 
  private:
   std::vector<std::vector<simgrid::s4u::Host*>> gpus_;
   std::vector<simgrid::s4u::Host*> ports_;
+  std::vector<std::vector<simgrid::s4u::Link*>> gpu_links_;
+  std::vector<simgrid::s4u::Link*> port_links_;
 };
 
 }  // namespace ragged::sim

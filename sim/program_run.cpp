@@ -33,7 +33,14 @@ ProgramRun run_program(const planner::Program& program, const ComputeModel& comp
   sg4::Engine engine(&argc, argv);
   configure_engine();
   CollectiveEngine network(options.cluster, options.mode, program.shard_ranks, program.replicate_ranks);
-  Executor executor(program, compute, network, allocator, options.free_policy);
+  Mechanisms mechanisms;
+  mechanisms.host = options.host;
+  if (options.share_gpu && compute.spec().sms > 0) {
+    const GpuComputeSpec& gpu = compute.spec();
+    mechanisms.gpu = {gpu.sms, compute.memory_bytes_per_s()};
+    network.set_nccl_ctas(gpu.nccl_ctas_intra_node, gpu.nccl_ctas_inter_node);
+  }
+  Executor executor(program, compute, network, allocator, options.free_policy, mechanisms);
   if (options.progress) executor.on_progress(options.progress);
   executor.spawn(network.platform_host());
   engine.run();

@@ -23,6 +23,11 @@ struct ProgramRunOptions {
   int64_t capacity = 0;  // device memory the allocator may reserve
   bool expandable_segments = false;  // PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
   std::function<void(double)> progress;
+  // SM and HBM sharing between a GPU's streams and its collectives
+  // (section 6b), from the compute model's GPU; the CPU issue path (host
+  // costs; none by default: hand-built Programs carry no host work).
+  bool share_gpu = true;
+  HostCosts host;
 };
 
 struct ProgramRun {

@@ -42,7 +42,13 @@ int representative_rank(const planner::ProgramInputs& inputs) {
 // A calibration measured on the device already includes its clocks; the
 // default tables are at the TDP, so a lower power limit slows them.
 ComputeModel compute_model(const scenarios::Gpu& gpu, const SimulationOptions& options) {
-  if (options.calibration) return ComputeModel::from_calibration(*options.calibration);
+  if (options.calibration) {
+    // A calibration without SM and CTA counts takes the preset's.
+    ComputeModel calibrated = ComputeModel::from_calibration(*options.calibration, gpu.preset());
+    if (calibrated.spec().sms > 0) return calibrated;
+    const GpuComputeSpec* table = find_gpu_table(gpu.preset());
+    return calibrated.with_contention(table != nullptr ? *table : *find_gpu_table("h100"));
+  }
   return ComputeModel::defaults(gpu.preset(), scenarios::peak_bf16_flops(gpu), gpu.hbm_bandwidth_gbytes_per_s() * 1e9)
       .with_clock_factor(power_limited_clock(gpu.tdp_watts(), gpu.power_limit_watts()));
 }
@@ -88,6 +94,11 @@ SimulationResult simulate(const planner::ResolvedScenario& resolved, const Simul
   run_options.capacity = scenarios::hbm_capacity_bytes(scenario.cluster().gpu());
   run_options.expandable_segments = training.allocator().expandable_segments();
   run_options.progress = options.progress;
+  run_options.share_gpu = options.share_gpu;
+  // Eager PyTorch's CPU thread issues a GPU rank's ops; a CPU rank's host
+  // backend issues from C++ and its time is the compute model's already.
+  const bool gpu_rank = scenario.cluster().gpu().preset() != "cpu";
+  run_options.host = options.host_issue && gpu_rank ? HostCosts::pytorch_eager() : HostCosts::none();
   const ComputeModel compute = compute_model(scenario.cluster().gpu(), options);
   if (resolved.model.kernels.attention == models::AttentionKernel::kFlash3 &&
       !(compute.spec().flash3_forward_efficiency > 0 && compute.spec().flash3_backward_efficiency > 0)) {

@@ -22,6 +22,10 @@ struct SimulationOptions {
   ModeChoice mode = ModeChoice::kAuto;  // auto: full up to kFullModeMaxNodes nodes, symmetric above
   std::optional<std::filesystem::path> calibration;  // a compute calibration file from the backend
   std::function<void(double)> progress;              // fraction of the step's ops done
+  // The mechanisms of docs/SIMULATOR.md section 6b and "The CPU issue path"
+  // (both on by default; off to see what each contributes).
+  bool share_gpu = true;   // NCCL's kernels take SMs and HBM bandwidth from concurrent work
+  bool host_issue = true;  // no op starts before the framework's CPU thread has issued it
 };
 
 inline constexpr int64_t kFullModeMaxNodes = 64;

@@ -11,6 +11,7 @@
 
 #include "common/errors.hpp"
 #include "common/file_io.hpp"
+#include "traces/protobuf_log.hpp"
 #include "traces/trace_validate.hpp"
 
 namespace ragged::traces {
@@ -35,7 +36,11 @@ Trace parse_binary(std::string_view data, const std::string& origin) {
     throw InputError(fmt::format("{}: {} bytes is over the 2 GiB limit of a protobuf message", origin, data.size()));
   }
   Trace trace;
+  take_protobuf_log();
   if (trace.ParseFromArray(data.data(), static_cast<int>(data.size()))) return trace;
+  if (const std::string logged = take_protobuf_log(); !logged.empty()) {
+    throw InputError(fmt::format("{}: not a binary Trace: {}", origin, logged));
+  }
   // A text file under a binary name is a common slip; say what it looks like.
   auto first = std::find_if(data.begin(), data.end(),
                             [](char c) { return !std::isspace(static_cast<unsigned char>(c)); });
@@ -119,7 +124,12 @@ Trace trace_from_json(std::string_view json, const std::string& origin) {
   Trace trace;
   auto status = pb::util::JsonStringToMessage(pb::StringPiece(json.data(), json.size()), &trace,
                                               pb::util::JsonParseOptions());
-  if (!status.ok()) throw InputError(fmt::format("{}: invalid JSON Trace: {}", origin, status.message().ToString()));
+  if (!status.ok()) {
+    // protobuf's message runs over lines (the text, then a caret): keep the first.
+    std::string message = status.message().ToString();
+    message = message.substr(0, message.find('\n'));
+    throw InputError(fmt::format("{}: invalid JSON Trace: {}", origin, message));
+  }
   return trace;
 }
 
@@ -129,7 +139,7 @@ void write_trace(const Trace& trace, const std::filesystem::path& path) {
 }
 
 Trace read_trace(const std::filesystem::path& path) {
-  std::string data = read_file(path);
+  std::string data = read_file(path, kMaxTraceBytes);
   Trace trace = parse_trace(data, format_for_path(path), path.string());
   check_trace(trace, path.string());
   return trace;

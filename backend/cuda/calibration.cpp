@@ -41,8 +41,11 @@ std::string calibration_json(const Calibration& c) {
   if (c.gemm.empty()) throw InternalError("calibration: 'gemm' needs at least one measured point");
   require_positive("peak_flops", c.peak_flops);
   require_positive("hbm_bytes_per_s", c.hbm_bytes_per_s);
-  require_fraction("attention.forward_efficiency", c.attention_forward_efficiency);
-  require_fraction("attention.backward_efficiency", c.attention_backward_efficiency);
+  const bool attention = c.attention_forward_efficiency > 0 || c.attention_backward_efficiency > 0;
+  if (attention) {
+    require_fraction("attention.forward_efficiency", c.attention_forward_efficiency);
+    require_fraction("attention.backward_efficiency", c.attention_backward_efficiency);
+  }
   require_fraction("memory_efficiency", c.memory_efficiency);
   require_positive("launch_seconds", c.launch_seconds);
 
@@ -65,8 +68,10 @@ std::string calibration_json(const Calibration& c) {
   root["peak_flops"] = c.peak_flops;
   root["hbm_bytes_per_s"] = c.hbm_bytes_per_s;
   root["gemm"] = std::move(gemm);
-  root["attention"] = {{"forward_efficiency", c.attention_forward_efficiency},
-                       {"backward_efficiency", c.attention_backward_efficiency}};
+  if (attention) {
+    root["attention"] = {{"forward_efficiency", c.attention_forward_efficiency},
+                         {"backward_efficiency", c.attention_backward_efficiency}};
+  }
   root["memory_efficiency"] = c.memory_efficiency;
   root["launch_seconds"] = c.launch_seconds;
   root["source"] = c.source;

@@ -20,6 +20,8 @@ struct Calibration {
   double peak_flops = 0;  // dense bf16 FLOP/s
   double hbm_bytes_per_s = 0;
   std::vector<CalibrationGemm> gemm;
+  // 0 and 0: not measured, left out of the file (the simulator then takes
+  // its defaults for the scenario's GPU).
   double attention_forward_efficiency = 0;
   double attention_backward_efficiency = 0;
   double memory_efficiency = 0;  // in (0, 1]

@@ -6,6 +6,7 @@
 
 #include "backend/cuda/cuda_check.hpp"
 #include "backend/cuda/kernels.hpp"
+#include "backend/progress.hpp"
 #include "common/errors.hpp"
 
 namespace ragged::backend::gpu {
@@ -256,6 +257,7 @@ MeasuredStep CudaExecutor::run_step(int64_t step) {
   for (const Op& op : program_.ops) {
     wait_for_dependencies(op);
     started_[op.id]->record(stream_of(op));
+    Progress::instance().at_op(step, op.id);
     issue(op, step);
     finished_[op.id]->record(stream_of(op));
     if (op.kind == OpKind::kAlloc || op.kind == OpKind::kFree) {

@@ -33,7 +33,7 @@
 #include "common/file_io.hpp"
 #include "common/units.hpp"
 #include "common/version.hpp"
-#include "sim/compute_model.hpp"
+#include "scenarios/gpu_presets.hpp"
 
 namespace ragged::backend::gpu {
 namespace {
@@ -110,8 +110,6 @@ Calibration make_calibration(const Options& options, const DeviceInfo& info, con
   c.peak_flops = peak_flops;
   const std::string cls = device_class(info.name);
   const std::string table_name = cls.empty() ? "h100" : cls;
-  const sim::GpuComputeSpec* table = sim::find_gpu_table(table_name);
-  RAGGED_ASSERT(table != nullptr, "the simulator has a table for every class gpu-validate names");
   std::string hbm_source;
   if (options.hbm_tbps > 0) {
     c.hbm_bytes_per_s = options.hbm_tbps * 1e12;
@@ -120,8 +118,8 @@ Calibration make_calibration(const Options& options, const DeviceInfo& info, con
     c.hbm_bytes_per_s = info.dram_bytes_per_s;
     hbm_source = "memory clock x bus width";
   } else {
-    c.hbm_bytes_per_s = table->hbm_bytes_per_s;
-    hbm_source = fmt::format("the simulator's {} table", table_name);
+    c.hbm_bytes_per_s = scenarios::find_gpu_preset(table_name).hbm_bandwidth_gbytes_per_s * 1e9;
+    hbm_source = fmt::format("the {} preset's datasheet", table_name);
   }
   for (const GemmReport& gemm : gemms) {
     c.gemm.push_back({gemm.timing.shape.m, gemm.timing.shape.n, gemm.timing.shape.k, gemm.timing.median_seconds});
@@ -136,16 +134,14 @@ Calibration make_calibration(const Options& options, const DeviceInfo& info, con
         copy_rate * 1e-12, c.hbm_bytes_per_s * 1e-12);
     c.memory_efficiency = 1;
   }
-  c.attention_forward_efficiency = table->attention_forward_efficiency;
-  c.attention_backward_efficiency = table->attention_backward_efficiency;
   c.launch_seconds = launch.stream_seconds;
   c.source = fmt::format(
       "ragged-gpu-validate {} on {}, {}: GEMMs bf16 x bf16 -> bf16 (cuBLAS, fp32 accumulation), kernel time = median "
       "of CUDA-event timings after warm-up; peak_flops {}; hbm_bytes_per_s from {}; memory_efficiency = the {} copy "
       "(bytes read + written) over it; launch_seconds = chains of empty kernels launched one by one (graph replay: "
-      "{:.2f} us); attention NOT measured: the simulator's {} defaults (sim/gpu_tables.cpp)",
+      "{:.2f} us); attention not measured, so left out (the simulator takes its defaults for the scenario's GPU)",
       kVersion, info.name, utc_now(), peak_source, hbm_source, kernel_faster ? "kernel" : "cudaMemcpy",
-      launch.graph_seconds * 1e6, table_name);
+      launch.graph_seconds * 1e6);
   return c;
 }
 

@@ -256,14 +256,29 @@ TEST(CudaCalibration, RefusesWhatTheSimulatorWouldReject) {
   EXPECT_THROW(calibration_json(c), InternalError);
 }
 
-TEST(CudaCalibration, AttentionDefaultsComeFromTheSimulatorTables) {
-  // gpu-validate does not measure attention: it copies these defaults.
-  for (const char* cls : {"h100", "h200", "h800", "a100-80g"}) {
-    const sim::GpuComputeSpec* table = sim::find_gpu_table(cls);
-    ASSERT_NE(table, nullptr) << cls;
-    EXPECT_GT(table->attention_forward_efficiency, 0) << cls;
-    EXPECT_LE(table->attention_forward_efficiency, 1) << cls;
+TEST(CudaCalibration, UnmeasuredAttentionIsLeftOutAndTheSimulatorUsesItsDefaults) {
+  // gpu-validate does not measure attention: the file leaves it out, and the
+  // simulator takes the attention efficiencies of the scenario GPU's table.
+  Calibration c = sample_calibration();
+  c.attention_forward_efficiency = 0;
+  c.attention_backward_efficiency = 0;
+  const std::string json = calibration_json(c);
+  EXPECT_EQ(json.find("attention"), std::string::npos);
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("ragged-cuda-calibration-a-" + std::to_string(::getpid()) + ".json");
+  write_file_atomically(path, json);
+  for (const char* preset : {"h100", "a100-80g"}) {
+    const sim::ComputeModel model = sim::ComputeModel::from_calibration(path, preset);
+    const sim::GpuComputeSpec* table = sim::find_gpu_table(preset);
+    ASSERT_NE(table, nullptr) << preset;
+    EXPECT_EQ(model.spec().attention_forward_efficiency, table->attention_forward_efficiency) << preset;
+    EXPECT_EQ(model.spec().attention_backward_efficiency, table->attention_backward_efficiency) << preset;
+    EXPECT_NE(model.spec().source.find("attention not in the file"), std::string::npos);
   }
+  std::filesystem::remove(path);
+  // Half a measurement is refused.
+  c.attention_forward_efficiency = 0.3;
+  EXPECT_THROW(calibration_json(c), InternalError);
 }
 
 }  // namespace

@@ -120,4 +120,18 @@ if(RAGGED_HAVE_MPI AND MPIEXEC_EXECUTABLE)
     PROCESSORS 4
     RESOURCE_LOCK ragged_mpi
     TIMEOUT 120)
+
+  # A stopped rank (SIGSTOP) ends the job within 15 s, naming it (Open MPI's
+  # mpirun: -x passes the test's tag to find the rank to stop).
+  if(_ragged_mpirun_version MATCHES "Open MPI|OpenRTE")
+    add_test(NAME backend.run.np2.stopped_rank_times_out
+      COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/lost_rank_test.sh ${MPIEXEC_EXECUTABLE} $<TARGET_FILE:ragged>
+              ${_ragged_run_flags})
+    set_tests_properties(backend.run.np2.stopped_rank_times_out PROPERTIES
+      LABELS "backend;mpi;reliability"
+      ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OPENBLAS_NUM_THREADS=1"
+      PROCESSORS 2
+      RESOURCE_LOCK ragged_mpi
+      TIMEOUT 90)
+  endif()
 endif()

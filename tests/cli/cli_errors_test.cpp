@@ -1,5 +1,7 @@
 // Every bad-input path: one clear line on stderr, exit code 2, nothing on stdout.
 
+#include <sys/stat.h>
+
 #include <filesystem>
 
 #include <gtest/gtest.h>
@@ -33,6 +35,8 @@ class CliErrors : public ::testing::Test {
     EXPECT_TRUE(result.out.empty()) << result.out;
     EXPECT_EQ(result.err.rfind("ragged: error: ", 0), 0u) << result.err;
     EXPECT_NE(result.err.find(needle), std::string::npos) << result.err;
+    // One line: a single newline, at the end.
+    EXPECT_EQ(result.err.find('\n'), result.err.size() - 1) << result.err;
   }
 
   fs::path dir_;
@@ -103,6 +107,31 @@ TEST_F(CliErrors, BinaryExitCodes) {
   EXPECT_NE(missing.err.find("missing.textproto"), std::string::npos) << missing.err;
   EXPECT_EQ(testing::run_binary("inspect llama5-1t").code, 2);
   EXPECT_EQ(testing::run_binary("no-such-command").code, 2);
+}
+
+// Hostile inputs end in one readable line: numbers echoed shortened, not
+// the 300 digits of a double's range; files that are not regular refused at
+// once; protobuf's own log routed into the message.
+TEST_F(CliErrors, HostileInputsEndInOneShortLine) {
+  const std::string fifo = (dir_ / "scenario.textproto").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string bad_json = write("bad.json", "{\"metadata\": {");
+  const std::string bad_utf8 = write("bad.pb", std::string("\x0a\x04\x0a\x02\xff\xfe", 6));
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"simulate", "--gpus", "1e300"}, "--gpus: '1e300' is not a whole number"},
+      {{"simulate", "--gpus", std::string(300, '9')}, "--gpus: 99999999999999999999... is out of range"},
+      {{"run", "--steps", "-5"}, "--steps: -5 is out of range: give a whole number from 1 to 2,147,483,647"},
+      {{"run", "--tolerance", "2"}, "--tolerance: 2 is out of range: give a number from 0 to 1"},
+      {{"plan", fifo}, "it is a FIFO; give a regular file"},
+      {{"plan", "/dev/zero"}, "it is a character device"},
+      {{"compare", bad_json, bad_json}, "invalid JSON Trace: Unexpected end of string"},
+      {{"compare", bad_utf8, bad_utf8}, "contains invalid UTF-8 data"},
+  };
+  for (const auto& [args, needle] : cases) {
+    const CliResult result = run_cli(args);
+    expect_bad_input(result, needle);
+    EXPECT_LT(result.err.size(), 260u) << result.err;
+  }
 }
 
 }  // namespace

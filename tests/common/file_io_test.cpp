@@ -1,6 +1,13 @@
 #include "common/file_io.hpp"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -50,6 +57,80 @@ TEST_F(FileIoTest, ReadMissingFileNamesThePath) {
     EXPECT_NE(std::string(e.what()).find("nope.textproto"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("No such file"), std::string::npos) << e.what();
   }
+}
+
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST_F(FileIoTest, ReadRefusesWhatIsNotARegularFileAtOnce) {
+  const fs::path fifo = dir_ / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // No writer: a blocking open would wait forever.
+  EXPECT_NE(message_of([&] { read_file(fifo); }).find("it is a FIFO; give a regular file"), std::string::npos);
+  EXPECT_NE(message_of([] { read_file("/dev/zero"); }).find("it is a character device"), std::string::npos);
+  EXPECT_NE(message_of([&] { read_file(dir_); }).find("it is a directory"), std::string::npos);
+}
+
+TEST_F(FileIoTest, ReadRefusesAFileOverTheCap) {
+  const fs::path big = dir_ / "big.textproto";
+  { std::ofstream(big) << std::string(1000, 'x'); }
+  EXPECT_EQ(read_file(big, 1000).size(), 1000u);
+  EXPECT_NE(message_of([&] { read_file(big, 999); }).find("1000 bytes is over the limit of 999 bytes"),
+            std::string::npos);
+  // The default cap: 16 MiB; a sparse file one byte over is refused without reading it.
+  fs::resize_file(big, static_cast<uintmax_t>(kMaxInputBytes) + 1);
+  EXPECT_THROW(read_file(big), InputError);
+}
+
+TEST_F(FileIoTest, AnExistingFifoIsWrittenInPlaceAndStaysAFifo) {
+  const fs::path fifo = dir_ / "trace.pb";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::string received;
+  std::thread reader([&] {
+    std::ifstream in(fifo, std::ios::binary);
+    received.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  });
+  write_file_atomically(fifo, "through the pipe");
+  reader.join();
+  EXPECT_EQ(received, "through the pipe");
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator{}), 1);
+}
+
+TEST_F(FileIoTest, ADeviceIsNeverReplaced) {
+  // Whoever runs this (root included), /dev/full fails the write and stays a device.
+  EXPECT_NE(message_of([] { write_file_atomically("/dev/full", "x"); }).find("No space left on device"),
+            std::string::npos);
+  EXPECT_TRUE(fs::is_character_file("/dev/full"));
+}
+
+TEST_F(FileIoTest, NewFilesTakeTheUmasksModeAndReplacedFilesKeepTheirs) {
+  const mode_t before = ::umask(027);
+  const fs::path fresh = dir_ / "fresh.json";
+  write_file_atomically(fresh, "{}");
+  struct stat st {};
+  ASSERT_EQ(::stat(fresh.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0640u);
+  ::chmod(fresh.c_str(), 0604);
+  write_file_atomically(fresh, "{\"again\": 1}");
+  ASSERT_EQ(::stat(fresh.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0604u);
+  ::umask(before);
+}
+
+TEST_F(FileIoTest, ASymlinkKeepsPointingAtTheReplacedFile) {
+  const fs::path real = dir_ / "real.json", link = dir_ / "link.json";
+  write_file_atomically(real, "old");
+  fs::create_symlink(real, link);
+  write_file_atomically(link, "new");
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(read_file(real), "new");
 }
 
 TEST_F(FileIoTest, ReadDirectoryIsInputError) { EXPECT_THROW(read_file(dir_), InputError); }

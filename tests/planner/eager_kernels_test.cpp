@@ -90,5 +90,32 @@ TEST(KernelWork, ChunkedLossMovesTheHeadGradientGemmsToTheForward) {
   EXPECT_DOUBLE_EQ(total_flops(backward_work(fp32.units.back(), MicroBatch{2, 8192, false})), 2 * logits_gemm);
 }
 
+TEST(EagerKernels, KernelCountsFromTheSameReferenceCode) {
+  EXPECT_EQ(eager_kernel_count("input_layernorm"), 8);  // float, pow, mean, +eps, rsqrt, mul, type_as, *weight
+  EXPECT_EQ(eager_kernel_count("q_a_layernorm"), 8);
+  EXPECT_EQ(eager_kernel_count("rotary"), 6);            // float, complex mul, type_as; for q and for k
+  EXPECT_EQ(eager_kernel_count("swiglu"), 2);
+  EXPECT_EQ(eager_kernel_count("cross_entropy"), 3);
+  EXPECT_EQ(eager_kernel_count("position_embedding"), 2);
+  EXPECT_EQ(eager_kernel_count("attention_layer_norm"), 1);
+  EXPECT_EQ(eager_kernel_count("attention_residual"), 1);
+  EXPECT_EQ(eager_kernel_count("mlp_activation"), 1);
+}
+
+TEST(EagerKernels, ALlamaBlockLaunchesWhatTheReferenceLaunches) {
+  // Llama-3-8B block: q, k, v, o, gate, up, down GEMMs; attention; two
+  // RMSNorms (8 kernels each), rotary (6), SwiGLU (2), two residual adds.
+  const models::ModelSpec model = models::catalog_model("llama3-8b");
+  const models::UnitSpec& block = model.units[1];
+  MicroBatch fused{2, 8192, true}, eager{2, 8192, false};
+  EXPECT_EQ(forward_work(block, eager).elementwise_kernels, 8 + 6 + 1 + 8 + 2 + 1);
+  EXPECT_EQ(forward_work(block, eager).kernels(), 7 + 1 + 26);
+  EXPECT_EQ(forward_work(block, fused).kernels(), 7 + 1 + 6);  // one kernel per fused op
+  // Backward: dX and dW per GEMM, one attention backward, twice the element-wise kernels.
+  EXPECT_EQ(backward_work(block, eager).kernels(), 14 + 1 + 52);
+  // Selective checkpointing recomputes every other GEMM and every element-wise op.
+  EXPECT_EQ(recompute_work(block, eager, models::Checkpointing::kSelective).kernels(), 3 + 26);
+}
+
 }  // namespace
 }  // namespace ragged::planner

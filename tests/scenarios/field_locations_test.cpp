@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
+#include "common/errors.hpp"
+
 namespace ragged::scenarios {
 namespace {
 
@@ -65,6 +69,41 @@ TEST(FieldLocations, SnakeCase) {
   EXPECT_EQ(to_snake_case("gpusPerNode"), "gpus_per_node");
   EXPECT_EQ(to_snake_case("hbm_capacity_gib"), "hbm_capacity_gib");
   EXPECT_EQ(to_snake_case("adam8bit"), "adam8bit");
+}
+
+// Nested blocks: one path per field occurrence, so the work grows with the
+// text, not with 2^depth (the locator once kept every path twice per level).
+TEST(FieldLocations, NestedBlocksRecordOnePathPerField) {
+  auto nested = [](int depth) {
+    std::string text;
+    for (int i = 0; i < depth; ++i) text += "x { ";
+    for (int i = 0; i < depth; ++i) text += "} ";
+    return text;
+  };
+  const FieldLocations locations = locate_textproto_fields(nested(kMaxNesting));
+  EXPECT_EQ(locations.size(), static_cast<size_t>(kMaxNesting));
+  std::string deepest = "x";
+  for (int i = 1; i < kMaxNesting; ++i) deepest += ".x";
+  EXPECT_TRUE(locations.find(deepest).has_value());
+  EXPECT_TRUE(locations.find("x[0].x").has_value());  // [0] is the field's first occurrence
+}
+
+TEST(FieldLocations, NestingDeeperThanTheLimitIsRefusedWhereItStarts) {
+  std::string text = "a {\n";
+  for (int i = 0; i < kMaxNesting; ++i) text += "b { ";
+  try {
+    locate_textproto_fields(text, "deep.textproto");
+    FAIL() << "accepted " << kMaxNesting + 1 << " levels";
+  } catch (const InputError& e) {
+    const std::string expected = "deep.textproto:2:" + std::to_string(4 * (kMaxNesting - 1) + 3) +
+                                 ": blocks nested deeper than " + std::to_string(kMaxNesting) + " levels";
+    EXPECT_EQ(std::string(e.what()).rfind(expected, 0), 0u) << e.what();
+  }
+  std::string json = "{\"a\": ";
+  for (int i = 0; i < kMaxNesting; ++i) json += "[";
+  EXPECT_THROW(locate_json_fields(json, "deep.json"), InputError);
+  json.pop_back();  // exactly the limit: fine
+  EXPECT_NO_THROW(locate_json_fields(json, "deep.json"));
 }
 
 }  // namespace

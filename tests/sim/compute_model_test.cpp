@@ -146,8 +146,9 @@ TEST(ComputeOp, AFullOpSumsItsParts) {
   work.other_flops = 1e10;
   double gemms = 0;
   for (const Gemm& g : work.gemms) gemms += model.gemm_seconds(g);
-  // Element-wise bytes stream at the memcpy rate; other FLOPs run at half the peak (assumption).
-  const double rest = 2e8 / (kH100Hbm * kH100MemoryEfficiency) + 1e10 / (kH100Peak * 0.5);
+  // Element-wise bytes stream at the memcpy rate in at least one kernel (a
+  // launch); other FLOPs run at half the peak (assumption).
+  const double rest = 2e8 / (kH100Hbm * kH100MemoryEfficiency) + kLaunch + 1e10 / (kH100Peak * 0.5);
   EXPECT_DOUBLE_EQ(model.seconds(op_of(OpKind::kComputeFwd, work)),
                    gemms + model.attention_seconds(work.attention, false) + rest);
   EXPECT_DOUBLE_EQ(model.seconds(op_of(OpKind::kRecompute, work)),
@@ -158,7 +159,51 @@ TEST(ComputeOp, AFullOpSumsItsParts) {
   ComputeWork update;
   update.elementwise_bytes = 4e9;
   EXPECT_DOUBLE_EQ(model.seconds(op_of(OpKind::kOptimizer, update, 4'000'000'000)),
-                   4e9 / (kH100Hbm * kH100MemoryEfficiency));
+                   4e9 / (kH100Hbm * kH100MemoryEfficiency) + kLaunch);
+  // Eager element-wise ops launch a kernel each.
+  work.elementwise_kernels = 26;
+  EXPECT_DOUBLE_EQ(model.seconds(op_of(OpKind::kComputeFwd, work)),
+                   gemms + model.attention_seconds(work.attention, false) + rest + 25 * kLaunch);
+}
+
+TEST(ComputeOp, CostSplitsLaunchesSmBoundAndHbmBoundWork) {
+  // What the executor shares between streams (docs/SIMULATOR.md 6b): the
+  // SM-bound part (GEMMs, attention, other math), the HBM-bound part
+  // (element-wise traffic, copies) and the launches apart.
+  const ComputeModel model = ComputeModel::defaults("h100", kH100Peak, kH100Hbm);
+  ComputeWork work;
+  work.gemms = {{4096, 4096, 4096, 1}, {2048, 2048, 2048, 3}};
+  work.attention.flops = 3e11;
+  work.elementwise_bytes = 2e8;
+  work.elementwise_kernels = 5;
+  const OpCost c = model.cost(op_of(OpKind::kComputeFwd, work));
+  const double sm = 2.0 * 4096 * 4096 * 4096 / kH100Gemm4096 + 3 * 2.0 * 2048 * 2048 * 2048 / kH100Gemm2048 +
+                    3e11 / (kH100Peak * kH100AttentionForward);
+  EXPECT_NEAR(c.sm, sm, kExact * sm);
+  EXPECT_DOUBLE_EQ(c.memory, 2e8 / (kH100Hbm * kH100MemoryEfficiency));
+  EXPECT_DOUBLE_EQ(c.fixed, (2 + 1 + 5) * kLaunch);  // two GEMM launches, the attention's, five element-wise
+  EXPECT_DOUBLE_EQ(c.seconds(), model.seconds(op_of(OpKind::kComputeFwd, work)));
+  // A cast per parameter (FSDP2) launches a kernel per parameter.
+  Op cast = op_of(OpKind::kCast, {}, 1'000'000'000);
+  cast.host.framework_ops = 9;
+  EXPECT_DOUBLE_EQ(model.cost(cast).fixed, 9 * kLaunch);
+  EXPECT_DOUBLE_EQ(model.cost(cast).memory, 1e9 / (kH100Hbm * kH100MemoryEfficiency));
+  EXPECT_EQ(model.cost(op_of(OpKind::kAllGather, {}, 1'000'000'000)).seconds(), 0.0);
+}
+
+TEST(ComputeDefaults, GpuClassesCarryTheirSmsAndNcclCtas) {
+  // Section 6b: 132 SMs on Hopper, 108 on A100; NCCL's ring CTAs inside a
+  // node (24 on H100/H200/A100, 16 on H800's 8 NVLinks) and across nodes (16).
+  for (const char* hopper : {"h100", "h100-sxm-95g", "h200"}) {
+    const GpuComputeSpec& s = *find_gpu_table(hopper);
+    EXPECT_EQ(s.sms, 132) << hopper;
+    EXPECT_EQ(s.nccl_ctas_intra_node, 24) << hopper;
+    EXPECT_EQ(s.nccl_ctas_inter_node, 16) << hopper;
+  }
+  EXPECT_EQ(find_gpu_table("h800")->nccl_ctas_intra_node, 16);
+  EXPECT_EQ(find_gpu_table("a100-80g")->sms, 108);
+  EXPECT_EQ(find_gpu_table("a100-80g")->nccl_ctas_intra_node, 24);
+  EXPECT_EQ(find_gpu_table("cpu")->sms, 0);  // no sharing on a CPU rank
 }
 
 TEST(ComputeDefaults, AnOverriddenPeakScalesGemmRates) {
@@ -263,6 +308,13 @@ TEST_F(ComputeCalibration, RoundTripKeepsTheMeasuredRates) {
   }
   // At a measured shape the model's compute time is the measured time.
   EXPECT_NEAR(model.gemm_seconds({8192, 8192, 8192, 1}), 1.38e-3 + 3e-6, kExact * 1.38e-3);
+  // Without SM and CTA counts the simulation takes the preset's.
+  EXPECT_EQ(s.sms, 0);
+  nlohmann::json doc = valid();
+  doc["sms"] = 132, doc["nccl_ctas_intra_node"] = 32, doc["nccl_ctas_inter_node"] = 16;
+  const GpuComputeSpec with = ComputeModel::from_calibration(write(doc.dump())).spec();
+  EXPECT_EQ(std::vector<int>({with.sms, with.nccl_ctas_intra_node, with.nccl_ctas_inter_node}),
+            std::vector<int>({132, 32, 16}));
 }
 
 TEST_F(ComputeCalibration, EveryBadFieldNamesTheFileAndTheField) {
@@ -280,11 +332,12 @@ TEST_F(ComputeCalibration, EveryBadFieldNamesTheFileAndTheField) {
       {"/gemm/1", 7, "gemm[1]"}, {"/gemm/2/m", null, "gemm[2].m"}, {"/gemm/0/n", 0, "gemm[0].n"},
       {"/gemm/1/k", 1.5, "gemm[1].k"}, {"/gemm/2/seconds", 0, "gemm[2].seconds"},
       {"/gemm/2/seconds", null, "gemm[2].seconds"}, {"/gemm/0/seconds", "1ms", "gemm[0].seconds"},
-      {"/attention", null, "attention"}, {"/attention", 0.3, "attention"},
+      {"/attention", 0.3, "attention"},
       {"/attention/forward_efficiency", 0, "attention.forward_efficiency"},
       {"/attention/backward_efficiency", 1.5, "attention.backward_efficiency"},
       {"/memory_efficiency", null, "memory_efficiency"}, {"/launch_seconds", 0, "launch_seconds"},
-      {"/source", null, "source"},
+      {"/source", null, "source"}, {"/sms", 0, "sms"}, {"/nccl_ctas_intra_node", -2, "nccl_ctas_intra_node"},
+      {"/nccl_ctas_inter_node", 2.5, "nccl_ctas_inter_node"},
   };
   for (const Case& c : cases) {
     nlohmann::json doc = valid();
@@ -299,6 +352,22 @@ TEST_F(ComputeCalibration, EveryBadFieldNamesTheFileAndTheField) {
     EXPECT_NE(message.find("field '" + c.field + "'"), std::string::npos) << c.pointer << ": " << message;
   }
   EXPECT_EQ(error_of(valid()), "");  // the unchanged document loads
+}
+
+// gpu-validate does not measure attention: a file without it takes the
+// attention efficiencies of the scenario GPU's default table.
+TEST_F(ComputeCalibration, WithoutAttentionTheScenarioGpusDefaultsApply) {
+  nlohmann::json doc = valid();
+  doc.erase("attention");
+  for (const char* preset : {"h100", "a100-80g"}) {
+    const ComputeModel model = ComputeModel::from_calibration(write(doc.dump()), preset);
+    const GpuComputeSpec* table = find_gpu_table(preset);
+    ASSERT_NE(table, nullptr);
+    EXPECT_EQ(model.spec().attention_forward_efficiency, table->attention_forward_efficiency) << preset;
+    EXPECT_EQ(model.spec().attention_backward_efficiency, table->attention_backward_efficiency) << preset;
+    EXPECT_NE(model.spec().source.find("attention not in the file: the simulator's " + std::string(preset)),
+              std::string::npos);
+  }
 }
 
 TEST_F(ComputeCalibration, MalformedOrMissingFilesAreInputErrors) {

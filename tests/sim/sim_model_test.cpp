@@ -19,6 +19,7 @@
 
 #include "planner/program_writer.hpp"
 #include "sim/child_process.hpp"
+#include "sim/host_model.hpp"
 #include "sim/program_run.hpp"
 
 namespace ragged::sim {
@@ -55,10 +56,26 @@ constexpr NcclProtocol kNcclProtocols[] = {
 // Section 6, default tables, H100: GEMM rates measured at square shapes
 // (TFLOP/s of torch.mm bf16, source [1]), clamped beyond 10240^3; 4 us launch
 // per kernel (assumption [6]).
+constexpr double kH100Gemm1024 = 176.62e12;
 constexpr double kH100Gemm4096 = 788.72e12;
 constexpr double kH100Gemm8192 = 797.51e12;
 constexpr double kH100Gemm10240 = 719.72e12;
 constexpr double kLaunch = 4e-6;
+// Streaming kernels reach 0.75 of the H100's 3.35 TB/s (source [5]).
+constexpr double kHbm = 3.35e12 * 0.75;
+
+// Section 6b: the H100 has 132 SMs; NCCL runs a ring with 24 CTAs inside a
+// node and 16 across nodes, one SM each. A ring moves HBM traffic of 2x
+// (all-gather) or 3x (reduce-scatter) the bytes a GPU sends.
+constexpr double kH100Sms = 132;
+constexpr double kCtasIntraNode = 24;
+constexpr double kCtasInterNode = 16;
+constexpr double kAllGatherHbmPerByte = 2;
+constexpr double kReduceScatterHbmPerByte = 3;
+
+// "The CPU issue path": one eager torch op costs the host 2 x 1024^3 FLOPs
+// at the 1024^3 GEMM rate (12.16 us).
+constexpr double kFrameworkOp = 2.0 * 1024 * 1024 * 1024 / kH100Gemm1024;
 
 // Section 8, allocator pressure: each driver call of a release of the cache
 // (cudaFree of a cached segment, cudaMalloc of the new one), an assumption.
@@ -106,18 +123,25 @@ ClusterSpec h100_cluster(int64_t nodes, int64_t per_leaf = 4, double oversubscri
 
 ComputeModel h100() { return ComputeModel::defaults("h100", 989.4e12, 3.35e12); }
 
-// Runs `program` in a child and returns each op's duration and the step time.
-nlohmann::json run(const planner::Program& program, const ClusterSpec& cluster, SimulationMode mode) {
+// Runs `program` in a child and returns each op's duration, start and end,
+// and the step time. `host`: the CPU issue path's costs (none by default).
+nlohmann::json run(const planner::Program& program, const ClusterSpec& cluster, SimulationMode mode,
+                   HostCosts host = HostCosts::none()) {
   std::string out = run_in_child([&] {
     ProgramRunOptions options;
     options.cluster = cluster;
     options.mode = mode;
+    options.host = host;
     ProgramRun r = run_program(program, h100(), options);
     nlohmann::json j;
     j["step"] = r.step_seconds;
     j["exposed"] = r.exposed_seconds;
     j["nodes"] = r.simulated_nodes;
-    for (const auto& t : r.timings) j["ops"].push_back(t.end - t.start);
+    for (const auto& t : r.timings) {
+      j["ops"].push_back(t.end - t.start);
+      j["starts"].push_back(t.start);
+      j["ends"].push_back(t.end);
+    }
     return j.dump();
   });
   return nlohmann::json::parse(out);
@@ -227,7 +251,11 @@ TEST(SimModel, ComputeOnlyStepIsTheSumOfItsOps) {
   expect_relative(simulated, analytic, kExact);
 }
 
-TEST(SimModel, PerfectlyOverlappedStepTakesTheLonger) {
+TEST(SimModel, OverlappedGemmLosesNcclsSms) {
+  // A GEMM beside an all-gather that starts with it: after its launch, the
+  // GEMM runs on 132 - 24 SMs while the all-gather runs (108/132 of its
+  // rate), then on all of them. The all-gather takes nothing else from the
+  // GEMM, and the GEMM nothing from it.
   planner::Program p;
   p.shard_ranks = 8;
   planner::ProgramWriter w(&p);
@@ -237,15 +265,99 @@ TEST(SimModel, PerfectlyOverlappedStepTakesTheLonger) {
   w.collective(OpKind::kAllGather, Stream::kAllGather, Group::kShard, 1, 0, "all-gather", 500'000'000, -1, {});
   nlohmann::json r = run(p, h100_cluster(1), SimulationMode::kFull);
   // 4.4e12 FLOPs lie beyond the table's last point (10240^3): its rate holds.
-  const double compute = gemm_seconds(16384, 16384, 8192, kH100Gemm10240);
+  const double alone = gemm_seconds(16384, 16384, 8192, kH100Gemm10240) - kLaunch;
   const Expected comm = nccl_ring((7.0 / 8.0) * 500e6 / kNvlink, 7, 0);
-  report("overlap: the GEMM", compute, r["ops"][0].get<double>());
-  report("overlap: the all-gather, 500 MB on 8 GPUs", comm.seconds, r["ops"][1].get<double>());
-  report("overlap: step = max(compute, all-gather)", std::max(compute, comm.seconds), r["step"].get<double>());
-  expect_relative(r["ops"][0].get<double>(), compute, kExact);
+  const double shared = (kH100Sms - kCtasIntraNode) / kH100Sms;
+  const double overlapped = comm.seconds - kLaunch;  // the GEMM's work beside the all-gather
+  const double compute = kLaunch + overlapped + (alone - overlapped * shared);
+  report("SMs: the all-gather, 500 MB on 8 GPUs", comm.seconds, r["ops"][1].get<double>());
+  report("SMs: the GEMM beside it (108 of 132 SMs)", compute, r["ops"][0].get<double>());
+  report("SMs: step = the GEMM", compute, r["step"].get<double>());
   expect_relative(r["ops"][1].get<double>(), comm.seconds, kExact);
-  expect_relative(r["step"].get<double>(), std::max(compute, comm.seconds), kExact);
+  expect_relative(r["ops"][0].get<double>(), compute, kExact);
+  expect_relative(r["step"].get<double>(), compute, kExact);
   EXPECT_DOUBLE_EQ(r["exposed"].get<double>(), 0.0);
+}
+
+TEST(SimModel, OverlappedGemmLosesFewerSmsToAnInterNodeRing) {
+  // The same across 4 nodes: the ring runs 16 CTAs.
+  planner::Program p;
+  p.shard_ranks = 32;
+  planner::ProgramWriter w(&p);
+  planner::ComputeWork work;
+  work.gemms.push_back({16384, 16384, 8192, 1});
+  w.compute(OpKind::kComputeFwd, 0, 0, "compute", work, {});
+  w.collective(OpKind::kAllGather, Stream::kAllGather, Group::kShard, 1, 0, "all-gather", 500'000'000, -1, {});
+  nlohmann::json r = run(p, h100_cluster(4), SimulationMode::kFull);
+  const double alone = gemm_seconds(16384, 16384, 8192, kH100Gemm10240) - kLaunch;
+  const double per_hop = 500e6 * 31.0 / 32.0;
+  const Expected comm = nccl_ring(per_hop / kNodeNetwork, 31, 3);
+  const double shared = (kH100Sms - kCtasInterNode) / kH100Sms;
+  const double overlapped = comm.seconds - kLaunch;
+  const double compute = kLaunch + overlapped + (alone - overlapped * shared);
+  report("SMs: the all-gather, 500 MB on 32 GPUs", comm.seconds, r["ops"][1].get<double>());
+  report("SMs: the GEMM beside it (116 of 132 SMs)", compute, r["ops"][0].get<double>());
+  expect_relative(r["ops"][1].get<double>(), comm.seconds, kExact);
+  expect_relative(r["ops"][0].get<double>(), compute, kExact);
+}
+
+TEST(SimModel, MemoryBoundKernelAndCollectiveShareHbm) {
+  // A 5 GB copy beside a 500 MB all-gather (then reduce-scatter) on 8 GPUs.
+  // The copy demands the whole achievable HBM bandwidth B; the collective k
+  // x its 360 GB/s on NVLink while its bytes move (k = 2 for an all-gather,
+  // 3 for a reduce-scatter). Together they demand more than B, so both run
+  // at s = B / (B + k x 360 GB/s) of their rates: the copy streams at s B,
+  // the ring's links carry s x 360 GB/s. Once the ring's bytes have moved
+  // (its latency follows, with no traffic) the copy runs alone.
+  struct Case {
+    const char* what;
+    OpKind kind;
+    Stream stream;
+    double hbm_per_byte;
+  };
+  for (const Case& c : {Case{"all-gather", OpKind::kAllGather, Stream::kAllGather, kAllGatherHbmPerByte},
+                        Case{"reduce-scatter", OpKind::kReduceScatter, Stream::kReduceScatter, kReduceScatterHbmPerByte}}) {
+    planner::Program p;
+    p.shard_ranks = 8;
+    planner::ProgramWriter w(&p);
+    const double copy_bytes = 5e9;
+    w.traffic(OpKind::kCopyIn, Stream::kCompute, 0, 0, "copy", static_cast<int64_t>(copy_bytes), {});
+    w.collective(c.kind, c.stream, Group::kShard, 1, 0, c.what, 500'000'000, -1, {});
+    nlohmann::json r = run(p, h100_cluster(1), SimulationMode::kFull);
+    const double per_hop = (7.0 / 8.0) * 500e6;
+    const double s = kHbm / (kHbm + c.hbm_per_byte * kNvlink);
+    // The ring's bytes: alone during the copy's launch, then at s.
+    const double moved = kLaunch * kNvlink;
+    const double bandwidth = kLaunch + (per_hop - moved) / (s * kNvlink);
+    const Expected comm = nccl_ring(bandwidth, 7, 0);  // the protocol's latency on the measured bandwidth time
+    // The copy: at s until the ring's bytes have moved, then alone.
+    const double copy_alone = copy_bytes / kHbm;
+    const double copied = s * (bandwidth - kLaunch);
+    const double copy = kLaunch + (bandwidth - kLaunch) + (copy_alone - copied);
+    std::printf("%-50s s = %.9f (the copy alone: %.9f ms)\n",
+                (std::string("HBM: B / (B + ") + (c.hbm_per_byte == 2 ? "2" : "3") + " x 360 GB/s)").c_str(), s,
+                (copy_alone + kLaunch) * 1e3);
+    report(std::string("HBM: the ") + c.what + " beside a 5 GB copy", comm.seconds, r["ops"][1].get<double>());
+    report(std::string("HBM: the copy beside the ") + c.what, copy, r["ops"][0].get<double>());
+    EXPECT_STREQ(comm.protocol, "Simple");
+    expect_relative(r["ops"][1].get<double>(), comm.seconds, kExact);
+    expect_relative(r["ops"][0].get<double>(), copy, kExact);
+  }
+}
+
+TEST(SimModel, MemoryBoundKernelsShareHbmEvenly) {
+  // Two copies on two streams at once each get half of HBM.
+  planner::Program p;
+  planner::ProgramWriter w(&p);
+  w.traffic(OpKind::kCopyIn, Stream::kCompute, 0, 0, "copy a", 2'000'000'000, {});
+  w.traffic(OpKind::kCast, Stream::kAllGather, 0, 0, "copy b", 1'000'000'000, {});
+  nlohmann::json r = run(p, h100_cluster(1), SimulationMode::kFull);
+  const double b = kLaunch + 2 * 1e9 / kHbm;           // both at half until b is done
+  const double a = b + (2e9 - 1e9) / kHbm;             // then a alone
+  report("HBM: two copies, the shorter", b, r["ends"][1].get<double>());
+  report("HBM: two copies, the longer", a, r["ends"][0].get<double>());
+  expect_relative(r["ends"][1].get<double>(), b, kExact);
+  expect_relative(r["ends"][0].get<double>(), a, kExact);
 }
 
 TEST(SimModel, DependencyExposesCommunication) {
@@ -310,6 +422,77 @@ TEST(SimModel, AllocatorReleaseWaitsForTheDeviceAndTheDriver) {
   EXPECT_EQ(r["reserved"].get<int64_t>(), 60 * GiB);  // never above capacity: a slowdown, not an OOM
   expect_relative(r["flush_s"].get<double>(), flush, kExact);
   expect_relative(r["step"].get<double>(), flush + gemm_seconds(8192, 8192, 8192, kH100Gemm8192), kExact);
+}
+
+// --- the CPU issue path -------------------------------------------------------
+
+TEST(SimModel, CpuBoundStepIsTheHostPath) {
+  // Ten small GEMMs, each issued as 10 framework ops (121.6 us of host time)
+  // and running 16 us on the GPU: the GPU waits for the CPU. An op starts
+  // with its first kernel's issue and ends no sooner than its last kernel's
+  // issue plus one kernel's GPU time (a tenth of the op's), so the step is
+  // ten host times plus a tenth of the last GEMM.
+  planner::Program p;
+  planner::ProgramWriter w(&p);
+  planner::ComputeWork work;
+  work.gemms.push_back({1024, 1024, 1024, 1});
+  uint32_t last = 0;
+  for (int i = 0; i < 10; ++i) {
+    last = w.compute(OpKind::kComputeFwd, 0, 0, "small", work, i == 0 ? std::vector<uint32_t>{} : std::vector<uint32_t>{last});
+    p.ops[last].host.framework_ops = 10;
+  }
+  nlohmann::json r = run(p, h100_cluster(1), SimulationMode::kFull, HostCosts::pytorch_eager());
+  const double host = 10 * kFrameworkOp;
+  const double gpu = gemm_seconds(1024, 1024, 1024, kH100Gemm1024);
+  report("CPU-bound: the first op starts (first kernel)", kFrameworkOp, r["starts"][0].get<double>());
+  report("CPU-bound: the first op ends (last kernel)", host + gpu / 10, r["ends"][0].get<double>());
+  report("CPU-bound: step = 10 x host + a tenth of a GEMM", 10 * host + gpu / 10, r["step"].get<double>());
+  expect_relative(r["starts"][0].get<double>(), kFrameworkOp, kExact);
+  expect_relative(r["ends"][0].get<double>(), host + gpu / 10, kExact);
+  expect_relative(r["step"].get<double>(), 10 * host + gpu / 10, kExact);
+}
+
+TEST(SimModel, GpuBoundStepHidesTheHostPath) {
+  // The same ops with a GPU time longer than their host time: only the
+  // first kernel's issue shows.
+  planner::Program p;
+  planner::ProgramWriter w(&p);
+  planner::ComputeWork work;
+  work.gemms.push_back({8192, 8192, 8192, 1});
+  uint32_t last = 0;
+  for (int i = 0; i < 10; ++i) {
+    last = w.compute(OpKind::kComputeFwd, 0, 0, "large", work, i == 0 ? std::vector<uint32_t>{} : std::vector<uint32_t>{last});
+    p.ops[last].host.framework_ops = 10;
+  }
+  nlohmann::json r = run(p, h100_cluster(1), SimulationMode::kFull, HostCosts::pytorch_eager());
+  const double expected = kFrameworkOp + 10 * gemm_seconds(8192, 8192, 8192, kH100Gemm8192);
+  report("GPU-bound: step = one launch + 10 GEMMs", expected, r["step"].get<double>());
+  expect_relative(r["step"].get<double>(), expected, kExact);
+}
+
+TEST(SimModel, HostWaitBlocksTheCpuThread) {
+  // A GEMM, then an all-gather whose issue waits on the CPU for the GEMM to
+  // end (as FSDP1's rate limiter does), then a small GEMM issued after it:
+  // the all-gather starts one host op after the GEMM ends, and the small
+  // GEMM one more host op later.
+  planner::Program p;
+  p.shard_ranks = 8;
+  planner::ProgramWriter w(&p);
+  planner::ComputeWork large, small;
+  large.gemms.push_back({8192, 8192, 8192, 1});
+  small.gemms.push_back({1024, 1024, 1024, 1});
+  const uint32_t gemm = w.compute(OpKind::kComputeFwd, 0, 0, "gemm", large, {});
+  const uint32_t ag = w.collective(OpKind::kAllGather, Stream::kAllGather, Group::kShard, 1, 0, "all-gather", 500'000'000, -1, {});
+  p.ops[ag].host.waits = {gemm};
+  const uint32_t after = w.compute(OpKind::kComputeFwd, 0, 0, "after", small, {});
+  nlohmann::json r = run(p, h100_cluster(1), SimulationMode::kFull, HostCosts::pytorch_eager());
+  const double gemm_end = kFrameworkOp + gemm_seconds(8192, 8192, 8192, kH100Gemm8192);
+  const double ag_start = gemm_end + kFrameworkOp;
+  const double after_start = ag_start + kFrameworkOp;
+  report("host wait: the all-gather starts", ag_start, r["starts"][ag].get<double>());
+  report("host wait: the next op starts", after_start, r["starts"][after].get<double>());
+  expect_relative(r["starts"][ag].get<double>(), ag_start, kExact);
+  expect_relative(r["starts"][after].get<double>(), after_start, kExact);
 }
 
 // --- simulation modes against each other ------------------------------------

@@ -1,0 +1,45 @@
+// ragged validate [DIR]: every published run of a validation folder (default:
+// the repository's validation/) simulated and set against its published
+// figures, with the summary of each set; --json for everything.
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "cli/commands.hpp"
+#include "cli/validate_report.hpp"
+#include "validation/validation_run.hpp"
+
+namespace ragged::cli {
+
+void add_validate_command(CLI::App& app, Context& context) {
+  auto directory = std::make_shared<std::string>();
+  auto filter = std::make_shared<std::string>();
+  auto json = std::make_shared<bool>(false);
+  auto* cmd = app.add_subcommand("validate", "Predict every published run of a validation set and compare (error, OOM, memory)");
+  cmd->add_option("dir", *directory,
+                  "Validation folder holding runs.textproto (default: the repository's validation/ folder, " +
+                      validation::default_validation_dir().string() + ")");
+  cmd->add_option("--filter", *filter, "Only the runs whose id contains this text");
+  cmd->add_flag("--json", *json, "Print JSON: every row (source, published, predicted, errors) and the summaries");
+  cmd->callback([&context, directory, filter, json] {
+    const auto set = validation::load_validation_set(directory->empty() ? validation::default_validation_dir() : std::filesystem::path(*directory));
+    validation::RunOptions options;
+    options.filter = *filter;
+    if (::isatty(STDERR_FILENO)) {
+      options.progress = [](size_t done, size_t total, const validation::RowResult& row) {
+        std::fprintf(stderr, "\r\033[K[%zu/%zu] %s", done, total, row.run.id().c_str());
+        if (done == total) std::fprintf(stderr, "\r\033[K");
+        std::fflush(stderr);
+      };
+    }
+    const auto rows = validation::run_validation(set, options);
+    if (*json) {
+      context.out << validation_to_json(set, rows).dump(2) << '\n';
+    } else {
+      print_validation(set, rows, context.out);
+    }
+  });
+}
+
+}  // namespace ragged::cli

@@ -1,0 +1,166 @@
+#include "cli/validate_report.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "cli/table.hpp"
+#include "common/units.hpp"
+
+namespace ragged::cli {
+namespace {
+
+using validation::RowResult;
+using validation::RowStatus;
+
+const validation::Set kSets[] = {validation::CALIBRATION, validation::VALIDATION};
+
+std::string tokens(double value) {
+  return value >= 100 ? format_integer(std::llround(value)) : fmt::format("{:.1f}", value);
+}
+std::string percent(std::optional<double> value) { return value ? fmt::format("{:+.1f}%", 100 * *value) : "-"; }
+std::string gib(int64_t bytes) { return fmt::format("{:.1f}", static_cast<double>(bytes) / kGiB); }
+
+std::string published_text(const RowResult& row) {
+  auto value = validation::published_tokens_per_s(row.run.published());
+  return value ? tokens(*value) : "OOM";
+}
+
+std::string oom_text(const RowResult& row) {
+  const auto agreement = validation::oom_agreement(row);
+  if (agreement == validation::OomAgreement::kAgree) return row.predicted.oom ? "agree (OOM)" : "agree (fits)";
+  return validation::oom_agreement_name(agreement);
+}
+
+void print_rows(const std::vector<RowResult>& rows, validation::Set set, std::ostream& out) {
+  Table table;
+  table.column("id", Table::Align::kLeft).column("model", Table::Align::kLeft).column("GPUs");
+  table.column("strategy", Table::Align::kLeft).column("AC", Table::Align::kLeft);
+  table.column("published").column("predicted").column("error");
+  table.column("mem GiB").column("predicted").column("error").column("OOM", Table::Align::kLeft);
+  int count = 0;
+  for (const RowResult& row : rows) {
+    if (row.run.set() != set || row.status == RowStatus::kExcluded) continue;
+    ++count;
+    const bool simulated = row.status == RowStatus::kSimulated;
+    const auto& published = row.run.published();
+    table.row({row.run.id(), row.model, std::to_string(row.gpus), row.strategy, row.checkpointing, published_text(row),
+               simulated ? tokens(row.predicted.tokens_per_s_per_gpu) : "failed", percent(validation::throughput_error(row)),
+               published.has_peak_memory_gib() ? fmt::format("{:.1f}", published.peak_memory_gib()) : "-",
+               simulated ? gib(row.predicted.peak_reserved_bytes) : "-", percent(validation::memory_error(row)),
+               simulated ? oom_text(row) : "-"});
+  }
+  if (count == 0) return;
+  out << fmt::format("{} set: tokens/s per GPU, published against predicted; memory: peak reserved GiB\n",
+                     validation::set_name(set));
+  table.print(out, "  ");
+  out << '\n';
+}
+
+void print_summary(const std::vector<RowResult>& rows, std::ostream& out) {
+  Table table;
+  table.column("set", Table::Align::kLeft).column("rows").column("simulated").column("failed").column("excluded");
+  table.column("mean |error|").column("max |error|").column("worst row", Table::Align::kLeft);
+  table.column("OOM agree").column("false OOM").column("missed OOM").column("memory within 10%");
+  for (validation::Set set : kSets) {
+    const validation::SetSummary s = validation::summarize(rows, set);
+    if (s.rows + s.excluded == 0) continue;
+    const bool any = s.throughput_rows > 0;
+    table.row({validation::set_name(set), std::to_string(s.rows), std::to_string(s.simulated), std::to_string(s.failed),
+               std::to_string(s.excluded), any ? fmt::format("{:.1f}%", 100 * s.mean_abs_error) : "-",
+               any ? fmt::format("{:.1f}%", 100 * s.max_abs_error) : "-", any ? s.max_error_id : "-",
+               fmt::format("{}/{}", s.oom_agree, s.oom_rows), std::to_string(s.false_ooms), std::to_string(s.missed_ooms),
+               s.memory_rows > 0 ? fmt::format("{}/{}", s.memory_within_tolerance, s.memory_rows) : "-"});
+  }
+  out << "summary (error = predicted / published - 1 of tokens/s per GPU, over the simulated rows with a published "
+         "throughput)\n";
+  table.print(out, "  ");
+}
+
+nlohmann::json optional_number(std::optional<double> value) { return value ? nlohmann::json(*value) : nlohmann::json(); }
+
+nlohmann::json row_json(const RowResult& row) {
+  const auto& run = row.run;
+  const auto& p = run.published();
+  nlohmann::json published = {{"tokens_per_s_per_gpu", optional_number(validation::published_tokens_per_s(p))},
+                              {"ran", validation::published_ran(p)},
+                              {"peak_memory_gib", p.has_peak_memory_gib() ? nlohmann::json(p.peak_memory_gib()) : nlohmann::json()}};
+  if (p.has_tflops()) {
+    published["tflops"] = {{"per_gpu", p.tflops().per_gpu()}, {"flops_per_token", p.tflops().flops_per_token()},
+                           {"convention", p.tflops().convention()}};
+  }
+  nlohmann::json out = {
+      {"id", run.id()}, {"set", validation::set_name(run.set())}, {"status", validation::status_name(row.status)},
+      {"scenario", run.scenario_source_case() == validation::Run::kShippedScenario ? "builtin:" + run.shipped_scenario()
+                                                                                    : run.scenario()},
+      {"source", {{"title", run.source().title()}, {"url", run.source().url()}, {"commit", run.source().commit()},
+                  {"table", run.source().table()}, {"row", run.source().row()}}},
+      {"published", published}, {"notes", run.notes()}};
+  if (row.status == RowStatus::kExcluded) {
+    out["excluded"] = run.excluded();
+    return out;
+  }
+  out["model"] = row.model;
+  out["gpus"] = row.gpus;
+  out["gpu"] = row.gpu;
+  out["gpu_memory_gib"] = row.gpu_memory_gib;
+  out["strategy"] = row.strategy;
+  out["activation_checkpointing"] = row.checkpointing;
+  if (row.status == RowStatus::kFailed) {
+    out["failure"] = row.failure;
+    return out;
+  }
+  const auto& q = row.predicted;
+  out["predicted"] = {{"tokens_per_s_per_gpu", q.tokens_per_s_per_gpu}, {"step_time_s", q.step_time_s}, {"mfu", q.mfu},
+                      {"compute_s", q.compute_s}, {"comm_s", q.comm_s}, {"exposed_comm_s", q.exposed_comm_s},
+                      {"peak_reserved_bytes", q.peak_reserved_bytes}, {"peak_allocated_bytes", q.peak_allocated_bytes},
+                      {"hbm_capacity_bytes", q.capacity_bytes}, {"oom", q.oom}, {"simulation_mode", q.mode},
+                      {"simulation_wall_s", q.wall_seconds}};
+  out["error"] = optional_number(validation::throughput_error(row));
+  out["memory_error"] = optional_number(validation::memory_error(row));
+  out["oom_agreement"] = validation::oom_agreement_name(validation::oom_agreement(row));
+  return out;
+}
+
+nlohmann::json summary_json(const validation::SetSummary& s) {
+  return {{"rows", s.rows}, {"simulated", s.simulated}, {"failed", s.failed}, {"excluded", s.excluded},
+          {"throughput_rows", s.throughput_rows}, {"mean_abs_error", s.mean_abs_error},
+          {"max_abs_error", s.max_abs_error}, {"max_error_id", s.max_error_id}, {"oom_rows", s.oom_rows},
+          {"oom_agree", s.oom_agree}, {"false_ooms", s.false_ooms}, {"missed_ooms", s.missed_ooms},
+          {"memory_rows", s.memory_rows}, {"memory_within_tolerance", s.memory_within_tolerance},
+          {"memory_tolerance", validation::kMemoryTolerance}, {"mean_abs_memory_error", s.mean_abs_memory_error}};
+}
+
+}  // namespace
+
+void print_validation(const validation::ValidationSet& set, const std::vector<RowResult>& rows, std::ostream& out) {
+  out << fmt::format("{}: {} runs\n\n", set.origin, rows.size());
+  for (validation::Set s : kSets) print_rows(rows, s, out);
+  bool any_failed = false;
+  for (const RowResult& row : rows) {
+    if (row.status != RowStatus::kFailed) continue;
+    if (!any_failed) out << "failed to simulate:\n";
+    any_failed = true;
+    out << fmt::format("  {}: {}\n", row.run.id(), row.failure);
+  }
+  if (any_failed) out << '\n';
+  bool any_excluded = false;
+  for (const RowResult& row : rows) {
+    if (row.status != RowStatus::kExcluded) continue;
+    if (!any_excluded) out << "excluded from the summary:\n";
+    any_excluded = true;
+    out << fmt::format("  {} ({}, published {}): {}\n", row.run.id(), validation::set_name(row.run.set()),
+                       published_text(row), row.run.excluded());
+  }
+  if (any_excluded) out << '\n';
+  print_summary(rows, out);
+}
+
+nlohmann::json validation_to_json(const validation::ValidationSet& set, const std::vector<RowResult>& rows) {
+  nlohmann::json out = {{"manifest", set.origin}, {"rows", nlohmann::json::array()}, {"summary", nlohmann::json::object()}};
+  for (const RowResult& row : rows) out["rows"].push_back(row_json(row));
+  for (validation::Set s : kSets) out["summary"][validation::set_name(s)] = summary_json(validation::summarize(rows, s));
+  return out;
+}
+
+}  // namespace ragged::cli

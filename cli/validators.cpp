@@ -1,0 +1,56 @@
+#include "cli/validators.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+#include <string>
+
+#include "common/units.hpp"
+
+namespace ragged::cli {
+namespace {
+
+std::string shortened(const std::string& text) {
+  return text.size() <= 24 ? text : text.substr(0, 20) + "...";
+}
+
+}  // namespace
+
+CLI::Validator whole_number(int64_t min, int64_t max) {
+  const std::string range = fmt::format("a whole number from {} to {}", format_integer(min), format_integer(max));
+  return CLI::Validator(
+      [min, max, range](std::string& text) -> std::string {
+        int64_t value = 0;
+        const char* begin = text.data() + (!text.empty() && text.front() == '+' ? 1 : 0);
+        const auto [end, error] = std::from_chars(begin, text.data() + text.size(), value);
+        if (error == std::errc::result_out_of_range || (error == std::errc() && end == text.data() + text.size() &&
+                                                        (value < min || value > max))) {
+          return fmt::format("{} is out of range: give {}", shortened(text), range);
+        }
+        if (error != std::errc() || end != text.data() + text.size()) {
+          return fmt::format("'{}' is not a whole number: give {}", shortened(text), range);
+        }
+        return "";
+      },
+      range);
+}
+
+CLI::Validator number_between(double min, double max) {
+  const std::string range = fmt::format("a number from {:g} to {:g}", min, max);
+  return CLI::Validator(
+      [min, max, range](std::string& text) -> std::string {
+        double value = 0;
+        const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (error != std::errc() || end != text.data() + text.size()) {
+          return fmt::format("'{}' is not a number: give {}", shortened(text), range);
+        }
+        if (!std::isfinite(value) || value < min || value > max) {
+          return fmt::format("{} is out of range: give {}", shortened(text), range);
+        }
+        return "";
+      },
+      range);
+}
+
+}  // namespace ragged::cli

@@ -1,0 +1,22 @@
+#pragma once
+// Range checks for command-line numbers with short messages: the input is
+// echoed shortened (a 300-digit number does not fill the line) and the range
+// is written as people write it.
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+
+namespace ragged::cli {
+
+// A whole number from `min` to `max` (decimal, no sign for positives needed).
+CLI::Validator whole_number(int64_t min, int64_t max);
+
+// A finite number from `min` to `max`.
+CLI::Validator number_between(double min, double max);
+
+// The largest count a command-line option takes (GPUs, steps, layers): the
+// scenario's own limits apply after it.
+inline constexpr int64_t kMaxCount = 2147483647;
+
+}  // namespace ragged::cli

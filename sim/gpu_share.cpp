@@ -1,0 +1,83 @@
+#include "sim/gpu_share.hpp"
+
+#include <algorithm>
+#include <mutex>
+
+namespace ragged::sim {
+
+namespace sg4 = simgrid::s4u;
+
+void GpuShare::create() {
+  mutex_ = sg4::Mutex::create();
+  changed_ = sg4::ConditionVariable::create();
+}
+
+double GpuShare::hbm_scale() const {
+  if (resources_.hbm_bytes_per_s <= 0) return 1.0;
+  double demand = static_cast<double>(memory_kernels_) * resources_.hbm_bytes_per_s;
+  for (const auto& [id, c] : collectives_) demand += c.hbm_bytes_per_s;
+  return demand > resources_.hbm_bytes_per_s ? resources_.hbm_bytes_per_s / demand : 1.0;
+}
+
+double GpuShare::rate(Kind kind) const {
+  if (kind == Kind::kMemory) return hbm_scale();
+  int held = 0;
+  for (const auto& [id, c] : collectives_) held += c.ctas;
+  // NCCL never holds every SM; keep one for the compute kernel.
+  const int free = std::max(1, resources_.sms - held);
+  return static_cast<double>(free) / static_cast<double>(resources_.sms) / static_cast<double>(std::max(1, sm_kernels_));
+}
+
+void GpuShare::changed() {
+  const double scale = hbm_scale();
+  if (scale != applied_scale_) {
+    applied_scale_ = scale;
+    if (scale_callback_) scale_callback_(scale);
+  }
+  changed_->notify_all();
+}
+
+void GpuShare::run(Kind kind, double seconds) {
+  if (seconds <= 0) return;
+  if (!shared(kind)) {
+    sg4::this_actor::sleep_for(seconds);
+    return;
+  }
+  std::unique_lock lock(*mutex_);
+  (kind == Kind::kSm ? sm_kernels_ : memory_kernels_) += 1;
+  changed();
+  double remaining = seconds;  // work left, in seconds at the rate alone
+  while (remaining > 0) {
+    const double r = rate(kind);
+    const double start = sg4::Engine::get_clock();
+    if (changed_->wait_for(lock, remaining / r) == std::cv_status::timeout) break;
+    remaining -= (sg4::Engine::get_clock() - start) * r;
+  }
+  (kind == Kind::kSm ? sm_kernels_ : memory_kernels_) -= 1;
+  changed();
+}
+
+int GpuShare::begin_collective(int ctas) {
+  if (resources_.sms <= 0 && resources_.hbm_bytes_per_s <= 0) return -1;
+  std::unique_lock lock(*mutex_);
+  const int id = next_id_++;
+  collectives_[id] = {ctas, 0.0};
+  changed();
+  return id;
+}
+
+void GpuShare::set_collective_traffic(int id, double hbm_bytes_per_s) {
+  if (id < 0) return;
+  std::unique_lock lock(*mutex_);
+  collectives_[id].hbm_bytes_per_s = hbm_bytes_per_s;
+  changed();
+}
+
+void GpuShare::end_collective(int id) {
+  if (id < 0) return;
+  std::unique_lock lock(*mutex_);
+  collectives_.erase(id);
+  changed();
+}
+
+}  // namespace ragged::sim

@@ -1,0 +1,67 @@
+// ragged validate on the repository's validation/ folder: the summary is
+// produced and every row that is not excluded simulates (no accuracy
+// threshold here: the thresholds are the bar of docs/results/validation.md).
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli_test_util.hpp"
+
+namespace ragged::cli {
+namespace {
+
+using testing::CliResult;
+using testing::run_binary;
+using testing::run_cli;
+
+#define EXPECT_CONTAINS(haystack, needle) EXPECT_NE((haystack).find(needle), std::string::npos) << (haystack)
+
+TEST(CliValidate, EveryRowOfTheRepositorySetSimulatesAndBothSummariesArePrinted) {
+  // The real binary, run from the build directory, with the default folder (the source tree's validation/).
+  CliResult r = run_binary("validate --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  int simulated = 0, excluded = 0;
+  for (const auto& row : j.at("rows")) {
+    const std::string status = row.at("status");
+    EXPECT_NE(status, "failed") << row.at("id") << ": " << row.value("failure", "");
+    simulated += status == "simulated";
+    excluded += status == "excluded";
+    if (status == "simulated") {
+      EXPECT_GT(row.at("predicted").at("tokens_per_s_per_gpu").get<double>(), 0) << row.at("id");
+      EXPECT_FALSE(row.at("source").at("url").get<std::string>().empty());
+    }
+  }
+  EXPECT_GE(simulated, 32);
+  EXPECT_GE(excluded, 1);
+  const auto& v = j.at("summary").at("validation");
+  const auto& c = j.at("summary").at("calibration");
+  EXPECT_GE(v.at("throughput_rows").get<int>(), 30);
+  EXPECT_EQ(v.at("failed").get<int>(), 0);
+  EXPECT_EQ(v.at("simulated").get<int>(), v.at("rows").get<int>());
+  EXPECT_EQ(c.at("rows").get<int>(), 2);
+  EXPECT_EQ(c.at("throughput_rows").get<int>(), 2);
+  for (const char* key : {"mean_abs_error", "max_abs_error", "false_ooms", "missed_ooms", "memory_within_tolerance"}) {
+    EXPECT_TRUE(v.contains(key)) << key;
+    EXPECT_TRUE(c.contains(key)) << key;
+  }
+}
+
+TEST(CliValidate, TextReportHasTheRowsExclusionsAndSummary) {
+  CliResult r = run_cli({"validate", "--filter", "torchtitan"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "calibration set:");
+  EXPECT_CONTAINS(r.out, "torchtitan-paper-llama3-8b-8xh100");
+  EXPECT_CONTAINS(r.out, "excluded from the summary:");
+  EXPECT_CONTAINS(r.out, "summary (error = predicted / published - 1");
+  EXPECT_CONTAINS(r.out, "agree (OOM)");  // torchtitan's published out-of-memory runs
+}
+
+TEST(CliValidate, AFolderWithoutRunsIsBadInput) {
+  CliResult r = run_cli({"validate", "/nonexistent-ragged-folder"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_CONTAINS(r.err, "ragged: error: /nonexistent-ragged-folder: not a folder");
+}
+
+}  // namespace
+}  // namespace ragged::cli

@@ -1,0 +1,110 @@
+// Rows through the simulator: every row is resolved before any simulation (a
+// bad row is one error naming the run, the file and the field), a row whose
+// simulation fails is reported and counted, excluded rows are not simulated.
+
+#include <gtest/gtest.h>
+
+#include "common/errors.hpp"
+#include "validation/validation_run.hpp"
+#include "validation_test_util.hpp"
+
+namespace ragged::validation {
+namespace {
+
+using testing::run_entry;
+using testing::ScratchFolder;
+
+TEST(ValidationRun, SimulatesEveryRowAndSkipsExcludedOnes) {
+  ScratchFolder folder("run");
+  folder.write("scenarios/s.textproto", testing::small_scenario());
+  folder.write(kManifestName, run_entry("small") +
+                                  run_entry("cal", "shipped_scenario: \"tiny-llama-4xcpu\"",
+                                            "published { tokens_per_s_per_gpu: 1000 }") +
+                                  run_entry("out", "", "published { tokens_per_s_per_gpu: 1 }", "  excluded: \"why\"\n"));
+  const ValidationSet set = load_validation_set(folder.path());
+  size_t calls = 0;
+  RunOptions options;
+  options.progress = [&](size_t done, size_t total, const RowResult&) {
+    EXPECT_EQ(total, 3u);
+    EXPECT_EQ(done, ++calls);
+  };
+  const std::vector<RowResult> rows = run_validation(set, options);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(calls, 3u);
+  EXPECT_EQ(rows[0].status, RowStatus::kSimulated) << rows[0].failure;
+  EXPECT_EQ(rows[0].model, "llama3-8b-2l");
+  EXPECT_EQ(rows[0].gpus, 8);
+  EXPECT_EQ(rows[0].strategy, "fsdp2");
+  EXPECT_EQ(rows[0].checkpointing, "none");
+  EXPECT_GT(rows[0].predicted.tokens_per_s_per_gpu, 0);
+  EXPECT_GT(rows[0].predicted.peak_reserved_bytes, 0);
+  EXPECT_EQ(rows[1].status, RowStatus::kSimulated) << rows[1].failure;
+  EXPECT_EQ(rows[2].status, RowStatus::kExcluded);
+}
+
+TEST(ValidationRun, ABadScenarioNamesTheRunTheFileAndTheField) {
+  ScratchFolder folder("bad");
+  folder.write("scenarios/s.textproto", testing::small_scenario());
+  folder.write("scenarios/bad.textproto", testing::small_scenario("no-such-model"));
+  folder.write(kManifestName, run_entry("good") + run_entry("broken", "scenario: \"scenarios/bad.textproto\""));
+  const ValidationSet set = load_validation_set(folder.path());
+  size_t simulated = 0;
+  RunOptions options;
+  options.simulate = [&](const planner::ResolvedScenario&) {
+    ++simulated;
+    return Prediction{};
+  };
+  try {
+    run_validation(set, options);
+    FAIL() << "a row with an unknown model must be an error";
+  } catch (const InputError& e) {
+    const std::string message = e.what();
+    EXPECT_CONTAINS(message, ":10:3: runs[1].scenario (run 'broken'):");
+    EXPECT_CONTAINS(message, "bad.textproto:1:9: model.catalog:");
+    EXPECT_CONTAINS(message, "no-such-model");
+  }
+  EXPECT_EQ(simulated, 0u);  // nothing runs before every row resolves
+}
+
+TEST(ValidationRun, AFailedSimulationIsReportedAndCounted) {
+  ScratchFolder folder("fail");
+  folder.write("scenarios/s.textproto", testing::small_scenario());
+  folder.write(kManifestName, run_entry("first") + run_entry("second") + run_entry("third"));
+  const ValidationSet set = load_validation_set(folder.path());
+  RunOptions options;
+  int call = 0;
+  options.simulate = [&call](const planner::ResolvedScenario&) {
+    if (++call == 2) throw InternalError("the simulation process died with signal 11 (Segmentation fault)");
+    Prediction p;
+    p.tokens_per_s_per_gpu = 1100;
+    return p;
+  };
+  const std::vector<RowResult> rows = run_validation(set, options);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].status, RowStatus::kSimulated);
+  EXPECT_EQ(rows[1].status, RowStatus::kFailed);
+  EXPECT_CONTAINS(rows[1].failure, "signal 11");
+  EXPECT_EQ(rows[2].status, RowStatus::kSimulated);
+  const SetSummary s = summarize(rows, VALIDATION);
+  EXPECT_EQ(s.failed, 1);
+  EXPECT_EQ(s.simulated, 2);
+  EXPECT_NEAR(s.mean_abs_error, 0.10, 1e-12);
+}
+
+TEST(ValidationRun, FilterKeepsMatchingIdsAndRejectsNone) {
+  ScratchFolder folder("filter");
+  folder.write("scenarios/s.textproto", testing::small_scenario());
+  folder.write(kManifestName, run_entry("alpha") + run_entry("beta"));
+  const ValidationSet set = load_validation_set(folder.path());
+  RunOptions options;
+  options.simulate = [](const planner::ResolvedScenario&) { return Prediction{}; };
+  options.filter = "bet";
+  const auto rows = run_validation(set, options);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].run.id(), "beta");
+  options.filter = "gamma";
+  EXPECT_THROW(run_validation(set, options), InputError);
+}
+
+}  // namespace
+}  // namespace ragged::validation

@@ -1,0 +1,109 @@
+// The summary arithmetic against expectations worked out by hand.
+
+#include <gtest/gtest.h>
+
+#include "common/units.hpp"
+#include "validation/validation_summary.hpp"
+
+namespace ragged::validation {
+namespace {
+
+struct RowSpec {
+  const char* id;
+  Set set;
+  double published;          // tokens/s; 0: the source reports OOM
+  double predicted;          // tokens/s
+  bool predicted_oom = false;
+  double published_gib = 0;  // 0: not given
+  double predicted_gib = 0;
+  RowStatus status = RowStatus::kSimulated;
+};
+
+RowResult make_row(const RowSpec& spec) {
+  RowResult row;
+  row.run.set_id(spec.id);
+  row.run.set_set(spec.set);
+  if (spec.published > 0) row.run.mutable_published()->set_tokens_per_s_per_gpu(spec.published);
+  else row.run.mutable_published()->set_ran(false);
+  if (spec.published_gib > 0) row.run.mutable_published()->set_peak_memory_gib(spec.published_gib);
+  row.status = spec.status;
+  row.predicted.tokens_per_s_per_gpu = spec.predicted;
+  row.predicted.oom = spec.predicted_oom;
+  row.predicted.peak_reserved_bytes = static_cast<int64_t>(spec.predicted_gib * kGiB);
+  return row;
+}
+
+std::vector<RowResult> rows() {
+  const std::vector<RowSpec> specs = {
+      {"a", VALIDATION, 1000, 1100},                            // +10%
+      {"b", VALIDATION, 2000, 1700},                            // -15%, the worst
+      {"c", VALIDATION, 500, 550, true},                        // +10%, a false OOM
+      {"d", VALIDATION, 0, 80, true},                           // published OOM, predicted OOM: agree
+      {"e", VALIDATION, 0, 90, false},                          // published OOM, predicted to fit: missed
+      {"f", VALIDATION, 700, 0, false, 0, 0, RowStatus::kFailed},
+      {"g", VALIDATION, 900, 0, false, 0, 0, RowStatus::kExcluded},
+      {"h", VALIDATION, 400, 400, false, 50, 54},               // 0%, memory +8% (within 10%)
+      {"i", VALIDATION, 300, 330, false, 40, 45},               // +10%, memory +12.5% (outside)
+      {"j", CALIBRATION, 100, 95, false, 80, 84},               // -5%, memory +5%
+  };
+  std::vector<RowResult> out;
+  for (const RowSpec& s : specs) out.push_back(make_row(s));
+  return out;
+}
+
+TEST(ValidationSummary, RowErrors) {
+  const auto r = rows();
+  EXPECT_NEAR(*throughput_error(r[0]), 0.10, 1e-12);
+  EXPECT_NEAR(*throughput_error(r[1]), -0.15, 1e-12);
+  EXPECT_FALSE(throughput_error(r[3]).has_value());  // no published throughput
+  EXPECT_FALSE(throughput_error(r[5]).has_value());  // failed
+  EXPECT_FALSE(throughput_error(r[6]).has_value());  // excluded
+  EXPECT_NEAR(*memory_error(r[7]), 0.08, 1e-9);
+  EXPECT_NEAR(*memory_error(r[8]), 0.125, 1e-9);
+  EXPECT_FALSE(memory_error(r[0]).has_value());
+  EXPECT_EQ(oom_agreement(r[0]), OomAgreement::kAgree);
+  EXPECT_EQ(oom_agreement(r[2]), OomAgreement::kFalseOom);
+  EXPECT_EQ(oom_agreement(r[3]), OomAgreement::kAgree);
+  EXPECT_EQ(oom_agreement(r[4]), OomAgreement::kMissedOom);
+  EXPECT_EQ(oom_agreement(r[5]), OomAgreement::kNotApplicable);
+}
+
+TEST(ValidationSummary, ValidationSet) {
+  const SetSummary s = summarize(rows(), VALIDATION);
+  EXPECT_EQ(s.rows, 8);        // a-f, h, i (g is excluded)
+  EXPECT_EQ(s.excluded, 1);
+  EXPECT_EQ(s.failed, 1);
+  EXPECT_EQ(s.simulated, 7);
+  EXPECT_EQ(s.throughput_rows, 5);  // a, b, c, h, i
+  // (0.10 + 0.15 + 0.10 + 0 + 0.10) / 5
+  EXPECT_NEAR(s.mean_abs_error, 0.09, 1e-12);
+  EXPECT_NEAR(s.max_abs_error, 0.15, 1e-12);
+  EXPECT_EQ(s.max_error_id, "b");
+  EXPECT_EQ(s.oom_rows, 7);
+  EXPECT_EQ(s.oom_agree, 5);  // a, b, d, h, i
+  EXPECT_EQ(s.false_ooms, 1);
+  EXPECT_EQ(s.missed_ooms, 1);
+  EXPECT_EQ(s.memory_rows, 2);
+  EXPECT_EQ(s.memory_within_tolerance, 1);
+  EXPECT_NEAR(s.mean_abs_memory_error, (0.08 + 0.125) / 2, 1e-9);
+}
+
+TEST(ValidationSummary, CalibrationSetApart) {
+  const SetSummary s = summarize(rows(), CALIBRATION);
+  EXPECT_EQ(s.rows, 1);
+  EXPECT_EQ(s.throughput_rows, 1);
+  EXPECT_NEAR(s.mean_abs_error, 0.05, 1e-12);
+  EXPECT_NEAR(s.max_abs_error, 0.05, 1e-12);
+  EXPECT_EQ(s.memory_within_tolerance, 1);
+}
+
+TEST(ValidationSummary, EmptySetIsZero) {
+  const SetSummary s = summarize({}, VALIDATION);
+  EXPECT_EQ(s.rows, 0);
+  EXPECT_EQ(s.throughput_rows, 0);
+  EXPECT_EQ(s.mean_abs_error, 0);
+  EXPECT_EQ(s.max_error_id, "");
+}
+
+}  // namespace
+}  // namespace ragged::validation

@@ -1,0 +1,113 @@
+#include "validation/validation_run.hpp"
+
+#include <cctype>
+#include <optional>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "common/errors.hpp"
+#include "planner/resolved_scenario.hpp"
+#include "scenarios/scenario_loader.hpp"
+#include "scenarios/scenario_rules.hpp"
+#include "sim/child_process.hpp"
+#include "sim/simulation.hpp"
+#include "traces/trace.pb.h"
+
+namespace ragged::validation {
+namespace {
+
+std::string lower(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
+// Reads and resolves a row's scenario; a problem names the row, then the
+// scenario file's own location and field.
+planner::ResolvedScenario resolve_row(const ValidationSet& set, size_t index) {
+  const Run& run = set.runs[index];
+  const bool shipped = run.scenario_source_case() == Run::kShippedScenario;
+  try {
+    scenarios::LoadedScenario loaded = shipped ? scenarios::load_scenario(run.shipped_scenario())
+                                               : scenarios::load_scenario_file(set.scenario_path(run));
+    return planner::resolve_scenario(std::move(loaded));
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{} (run '{}'): {}", set.where(index, shipped ? "shipped_scenario" : "scenario"),
+                                 run.id(), e.what()));
+  }
+}
+
+// The child sends back "mode wall_seconds\n" and the serialized Summary.
+std::string simulate_in_child(const planner::ResolvedScenario& resolved) {
+  return sim::run_in_child([&] {
+    sim::SimulationResult result = sim::simulate(resolved, {});
+    return fmt::format("{} {:.17g}\n", sim::mode_name(result.stats.mode), result.stats.wall_seconds) +
+           result.trace.summary().SerializeAsString();
+  });
+}
+
+Prediction parse_prediction(const std::string& bytes) {
+  const size_t newline = bytes.find('\n');
+  RAGGED_ASSERT(newline != std::string::npos, "a validation row's result starts with its mode and wall time");
+  Prediction p;
+  std::istringstream header(bytes.substr(0, newline));
+  header >> p.mode >> p.wall_seconds;
+  traces::Summary s;
+  RAGGED_ASSERT(s.ParseFromString(bytes.substr(newline + 1)), "the simulation's summary must parse");
+  p.tokens_per_s_per_gpu = s.tokens_per_s_per_gpu();
+  p.step_time_s = s.step_time_s();
+  p.mfu = s.mfu();
+  p.compute_s = s.compute_s();
+  p.comm_s = s.comm_s();
+  p.exposed_comm_s = s.exposed_comm_s();
+  p.peak_reserved_bytes = s.peak_reserved_bytes();
+  p.peak_allocated_bytes = s.peak_allocated_bytes();
+  p.capacity_bytes = s.hbm_capacity_bytes();
+  p.oom = s.oom();
+  return p;
+}
+
+}  // namespace
+
+Prediction simulate_row(const planner::ResolvedScenario& resolved) { return parse_prediction(simulate_in_child(resolved)); }
+
+std::vector<RowResult> run_validation(const ValidationSet& set, const RunOptions& options) {
+  std::vector<size_t> chosen;
+  for (size_t i = 0; i < set.runs.size(); ++i) {
+    if (set.runs[i].id().find(options.filter) != std::string::npos) chosen.push_back(i);
+  }
+  if (chosen.empty()) throw InputError(fmt::format("no run id of {} contains '{}'", set.origin, options.filter));
+
+  // Every scenario first: bad input ends the run before any simulation.
+  std::vector<std::optional<planner::ResolvedScenario>> resolved(chosen.size());
+  for (size_t k = 0; k < chosen.size(); ++k) {
+    if (set.runs[chosen[k]].excluded().empty()) resolved[k] = resolve_row(set, chosen[k]);
+  }
+
+  std::vector<RowResult> rows;
+  for (size_t k = 0; k < chosen.size(); ++k) {
+    RowResult row;
+    row.run = set.runs[chosen[k]];
+    if (resolved[k]) {
+      const scenarios::Scenario& scenario = resolved[k]->scenario();
+      row.model = resolved[k]->model.name;
+      row.gpus = scenarios::total_gpus(scenario);
+      row.gpu = scenario.cluster().gpu().preset();
+      row.gpu_memory_gib = scenario.cluster().gpu().hbm_capacity_gib();
+      row.strategy = scenarios::strategy_name(scenario.training().strategy());
+      row.checkpointing = lower(scenarios::Checkpointing_Name(scenario.training().activation_checkpointing()));
+      try {
+        row.predicted = options.simulate ? options.simulate(*resolved[k]) : simulate_row(*resolved[k]);
+        row.status = RowStatus::kSimulated;
+      } catch (const std::exception& e) {
+        row.status = RowStatus::kFailed;
+        row.failure = e.what();
+      }
+    }
+    rows.push_back(std::move(row));
+    if (options.progress) options.progress(k + 1, chosen.size(), rows.back());
+  }
+  return rows;
+}
+
+}  // namespace ragged::validation

@@ -1,0 +1,34 @@
+#pragma once
+// Runs a validation set through the simulator: every row's scenario is read
+// and resolved first (a bad scenario or unknown model ends the run with an
+// InputError naming the row, the file and the field), then each row is
+// simulated in its own child process (sim/child_process), one after the
+// other. A row whose simulation fails is reported as failed, with the reason;
+// the other rows still run.
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "planner/resolved_scenario.hpp"
+#include "validation/validation_set.hpp"
+#include "validation/validation_summary.hpp"
+
+namespace ragged::validation {
+
+struct RunOptions {
+  std::string filter;  // only the runs whose id contains this text; "" = all
+  // Called after each row (simulated, failed or excluded): rows done, rows in all.
+  std::function<void(size_t done, size_t total, const RowResult& row)> progress;
+  // How a row is predicted; empty: sim::simulate in a child process. Any
+  // exception it throws marks the row failed, with the exception's message.
+  std::function<Prediction(const planner::ResolvedScenario&)> simulate;
+};
+
+// The default `simulate`: the SimGrid simulator in a child process.
+Prediction simulate_row(const planner::ResolvedScenario& resolved);
+
+std::vector<RowResult> run_validation(const ValidationSet& set, const RunOptions& options = {});
+
+}  // namespace ragged::validation

@@ -1,0 +1,86 @@
+#pragma once
+// Predicted against published, row by row, and the summary of a set: mean and
+// max |error| of tokens/s per GPU, OOM agreement, memory within tolerance.
+// Pure arithmetic on plain structs (no simulator), shared by the CLI, the
+// results generator and the dashboard.
+//
+// Definitions (docs/results/validation.md repeats them):
+// - error = predicted / published - 1, of tokens/s per GPU;
+// - memory error = predicted peak reserved / published peak - 1 (GiB = 2^30 B);
+// - a false OOM: published as running, predicted out of memory; a missed OOM:
+//   published out of memory, predicted to fit;
+// - a row's throughput error counts whether or not the prediction says OOM
+//   (the simulator still times the step); excluded rows and rows that failed to
+//   simulate count in no statistic, and failures are counted apart.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "validation/validation.pb.h"
+
+namespace ragged::validation {
+
+inline constexpr double kMemoryTolerance = 0.10;  // the bar for peak memory
+
+struct Prediction {
+  double tokens_per_s_per_gpu = 0;
+  double step_time_s = 0;
+  double mfu = 0;
+  double compute_s = 0;       // busy time of the compute stream per step
+  double comm_s = 0;          // busy time of the communication streams per step
+  double exposed_comm_s = 0;  // step - compute busy: the compute stream waiting on collectives
+  int64_t peak_reserved_bytes = 0;
+  int64_t peak_allocated_bytes = 0;
+  int64_t capacity_bytes = 0;
+  bool oom = false;
+  std::string mode;          // simulation mode (full, symmetric)
+  double wall_seconds = 0;   // simulator wall time
+};
+
+enum class RowStatus { kSimulated, kFailed, kExcluded };
+enum class OomAgreement { kAgree, kFalseOom, kMissedOom, kNotApplicable };
+
+struct RowResult {
+  Run run;
+  RowStatus status = RowStatus::kExcluded;
+  std::string failure;  // why the simulation failed (kFailed)
+  // What the scenario describes (empty for excluded rows).
+  std::string model;
+  int64_t gpus = 0;
+  std::string gpu;  // the scenario's GPU preset ("a100-80g", "h100", ...)
+  double gpu_memory_gib = 0;  // its capacity as the scenario gives it
+  std::string strategy;
+  std::string checkpointing;
+  Prediction predicted;
+};
+
+std::optional<double> throughput_error(const RowResult& row);  // nullopt: not simulated or no published throughput
+std::optional<double> memory_error(const RowResult& row);      // nullopt: not simulated or no published memory
+OomAgreement oom_agreement(const RowResult& row);              // kNotApplicable unless simulated
+std::string oom_agreement_name(OomAgreement agreement);        // "agree", "false OOM", "missed OOM", "-"
+std::string status_name(RowStatus status);                     // "simulated", "failed", "excluded"
+
+struct SetSummary {
+  Set set = SET_UNSPECIFIED;
+  int rows = 0;       // rows of the set that are not excluded
+  int simulated = 0;
+  int failed = 0;
+  int excluded = 0;
+  int throughput_rows = 0;       // simulated rows with a published throughput
+  double mean_abs_error = 0;     // over throughput_rows; 0 when none
+  double max_abs_error = 0;
+  std::string max_error_id;      // the row of max_abs_error
+  int oom_rows = 0;              // simulated rows (every one has an OOM verdict to agree with)
+  int oom_agree = 0;
+  int false_ooms = 0;
+  int missed_ooms = 0;
+  int memory_rows = 0;           // simulated rows with a published peak memory
+  int memory_within_tolerance = 0;
+  double mean_abs_memory_error = 0;
+};
+
+SetSummary summarize(const std::vector<RowResult>& rows, Set set);
+
+}  // namespace ragged::validation

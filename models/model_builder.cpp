@@ -79,7 +79,7 @@ UnitSpec build_embedding(const ArchConfig& arch, const CheckpointNames& names) {
     out.add_norm(arch, names.embed_norm, "embedding_layer_norm", arch.hidden);
     saved += static_cast<double>(arch.hidden) * b;  // the norm's input
   }
-  unit.activations = ActivationBytes{saved, saved, saved, 0.0};
+  unit.activations.saved_none = unit.activations.saved_selective = unit.activations.saved_full = saved;
   return unit;
 }
 

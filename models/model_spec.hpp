@@ -116,8 +116,8 @@ struct ActivationBytes {
   double saved_selective = 0;  // GEMM and attention outputs kept; cheap element-wise results recomputed
   double saved_full = 0;       // only the unit's input is kept; everything else recomputed in backward
   double working = 0;          // transient peak of the unit's backward (MLP intermediates, the loss's gradients), freed after
-  std::vector<double> working_pieces;  // the tensors `working` is made of, when it is several (they sum to it)
-  std::vector<double> forward_pieces;  // tensors the forward makes and frees beyond what it keeps (the loss's logits copies)
+  std::vector<double> working_pieces = {};  // the tensors `working` is made of, when it is several (they sum to it)
+  std::vector<double> forward_pieces = {};  // tensors the forward makes and frees beyond what it keeps (the loss's logits copies)
   // Math attention: bytes per token per key of one B x heads x S x S tensor
   // (heads x dtype); 0 with FlashAttention. Kept once (the probabilities)
   // without checkpointing; the pre-softmax scores are forward transients and
@@ -147,7 +147,7 @@ struct ModelSpec {
   std::string name;
   ArchConfig arch;
   std::vector<UnitSpec> units;
-  KernelChoices kernels;
+  KernelChoices kernels = {};
 
   int64_t params() const;
   // Parameters one token passes through (MoE: routed experts counted top_k times out of E).

@@ -13,7 +13,7 @@ struct MicroBatch {
   int64_t sequences = 1;  // micro_batch_size
   int64_t seq_len = 1;
   bool fused_elementwise = true;  // false: eager kernels (eager_kernels.hpp)
-  models::KernelChoices kernels;  // the attention and loss kernels (the model's)
+  models::KernelChoices kernels = {};  // the attention and loss kernels (the model's)
   int64_t tokens() const { return sequences * seq_len; }
 };
 

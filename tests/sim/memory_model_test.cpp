@@ -370,7 +370,9 @@ TEST(AllocatorExpandable, UnmappingFreePagesAvoidsTheOom) {
     EXPECT_EQ(a.allocated(), 100 * MiB);
     EXPECT_EQ(fits, expand) << (expand ? "expandable" : "default");
     EXPECT_EQ(a.reserved(), expand ? 100 * MiB : 120 * MiB);
-    if (expand) EXPECT_EQ(a.last_cost().released_segments, 1);
+    if (expand) {
+      EXPECT_EQ(a.last_cost().released_segments, 1);
+    }
   }
 }
 

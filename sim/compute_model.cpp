@@ -250,7 +250,9 @@ double ComputeModel::gemm_seconds(const planner::Gemm& gemm) const {
 
 double ComputeModel::attention_work_seconds(const planner::AttentionWork& attention, bool backward) const {
   if (attention.flops <= 0) return 0;
-  const double efficiency = backward ? spec_.attention_backward_efficiency : spec_.attention_forward_efficiency;
+  const double efficiency = attention.flash3 ? (backward ? spec_.flash3_backward_efficiency : spec_.flash3_forward_efficiency)
+                                             : (backward ? spec_.attention_backward_efficiency : spec_.attention_forward_efficiency);
+  RAGGED_ASSERT(efficiency > 0, "FlashAttention-3 needs a Hopper compute table (checked with the scenario)");
   return attention.flops / (spec_.peak_flops * efficiency * spec_.clock_factor);
 }
 

@@ -33,6 +33,8 @@ struct GpuComputeSpec {
   // Sustained SM clock relative to the tables' (1: no power limit below the
   // TDP). Scales compute-bound rates (GEMMs, attention), not memory-bound ones.
   double clock_factor = 1.0;
+  double flash3_forward_efficiency = 0;      // as attention_*_efficiency for FlashAttention-3; 0 where it
+  double flash3_backward_efficiency = 0;     // does not run (not Hopper, or a calibration file)
   // What NCCL's kernels take from concurrent work (docs/SIMULATOR.md section
   // 6b): the GPU's streaming multiprocessors, and the CTAs (one per channel,
   // each holding an SM) a ring collective runs within one node and across

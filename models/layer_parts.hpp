@@ -13,6 +13,9 @@
 
 namespace ragged::models::detail {
 
+// FlashAttention keeps one fp32 log-sum-exp per head and token for backward.
+inline constexpr double kSoftmaxStatBytes = 4;
+
 // Appends to one unit; tensor names are `prefix` + a local name ("layers.3." + "mlp.up_proj.weight").
 struct UnitWriter {
   UnitSpec& unit;
@@ -60,7 +63,7 @@ CheckpointNames checkpoint_names(const ArchConfig& arch);
 // Per-token activation bytes of one part of a block (attention or MLP).
 struct PartActivations {
   double saved = 0;         // kept for backward without checkpointing
-  double recomputable = 0;  // the share of `saved` that selective checkpointing recomputes
+  double recomputable = 0;  // the element-wise share of `saved` (what element-wise-only selective recomputes)
   double working = 0;       // transient peak of the part's backward
 };
 

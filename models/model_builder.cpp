@@ -89,6 +89,28 @@ size_t expected_block_tensors(const ArchConfig& arch, int64_t layer) {
   return fixed + static_cast<size_t>(arch.experts) * (arch.expert_bias ? 6 : 3);
 }
 
+// What TorchTitan's op-level selective checkpointing keeps of a block, per
+// token (torchtitan/models/llama3/infra/parallelize.py, _apply_ac_to_transformer_block:
+// the outputs of ops in its _save_list, mm and the attention kernels, except
+// every second mm, and the checkpointed region's input); everything else is
+// recomputed in the backward. The unit's GEMMs are in the order the forward
+// calls them, so the 1st, 3rd, ... are kept (recompute_work recomputes the
+// 2nd, 4th, ...); the attention kernel keeps its output and its softmax
+// statistics.
+double selective_saved(const UnitSpec& unit, const ArchConfig& arch) {
+  const double b = bytes_of(arch);
+  double saved = static_cast<double>(arch.hidden) * b;  // the block's input
+  const std::vector<GemmShape>& gemms = unit.compute.gemms;
+  for (size_t i = 0; i < gemms.size(); i += 2) {
+    saved += static_cast<double>(gemms[i].n) * gemms[i].token_fraction * static_cast<double>(gemms[i].count) * b;
+  }
+  if (unit.compute.attention) {
+    const AttentionShape& a = *unit.compute.attention;
+    saved += static_cast<double>(a.heads) * (static_cast<double>(a.v_head_dim) * b + detail::kSoftmaxStatBytes);
+  }
+  return saved;
+}
+
 UnitSpec build_block(const ArchConfig& arch, const CheckpointNames& names, int64_t layer, const KernelChoices& kernels) {
   const std::string index = std::to_string(layer);
   UnitSpec unit{"layers." + index, UnitKind::kBlock, {}, {}, {}};
@@ -116,8 +138,15 @@ UnitSpec build_block(const ArchConfig& arch, const CheckpointNames& names, int64
   const int64_t norm_inputs = arch.parallel_block ? 1 : 2;
   ActivationBytes& act = unit.activations;
   act.saved_none = static_cast<double>(norm_inputs + norm_outputs) * h * b + attention.saved + mlp.saved;
-  act.saved_selective =
-      act.saved_none - static_cast<double>(norm_outputs) * h * b - attention.recomputable - mlp.recomputable;
+  // Mixture-of-experts blocks: the routed experts run grouped GEMMs whose
+  // place in TorchTitan's mm count is not modelled; their selective
+  // checkpointing recomputes the element-wise results only (the norms' and
+  // the experts' products), as the GPU workload does.
+  const bool moe = arch.is_moe_layer(layer);
+  act.selective_recomputes_gemms = !moe;
+  act.saved_selective = moe ? act.saved_none - static_cast<double>(norm_outputs) * h * b - attention.recomputable -
+                                  mlp.recomputable
+                            : selective_saved(unit, arch);
   act.saved_full = h * b;
   act.working = std::max(attention.working, mlp.working);
   // The math backend materialises one score per head, query and key in the

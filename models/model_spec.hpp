@@ -113,7 +113,10 @@ struct UnitCompute {
 // KernelChoices.
 struct ActivationBytes {
   double saved_none = 0;       // kept from forward to backward without checkpointing
-  double saved_selective = 0;  // GEMM and attention outputs kept; cheap element-wise results recomputed
+  double saved_selective = 0;  // TorchTitan's op-level policy: every other GEMM's output and the attention's kept
+  // true: selective recomputes every other GEMM (TorchTitan's op-level policy,
+  // dense blocks); false: the element-wise results only (mixture-of-experts).
+  bool selective_recomputes_gemms = true;
   double saved_full = 0;       // only the unit's input is kept; everything else recomputed in backward
   double working = 0;          // transient peak of the unit's backward (MLP intermediates, the loss's gradients), freed after
   std::vector<double> working_pieces = {};  // the tensors `working` is made of, when it is several (they sum to it)

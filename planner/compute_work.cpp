@@ -141,10 +141,14 @@ ComputeWork recompute_work(const models::UnitSpec& unit, const MicroBatch& batch
   // outputs are saved except every other matmul (the 2nd, 4th, ...), so
   // backward recomputes those GEMMs and every element-wise op. The math
   // backend's batched matmuls and softmax are not in its save list: the
-  // attention is recomputed whole.
+  // attention is recomputed whole. A mixture-of-experts block recomputes its
+  // element-wise ops only (models::ActivationBytes::selective_recomputes_gemms).
   ComputeWork work;
   const std::vector<models::GemmShape>& gemms = unit.compute.gemms;
-  for (size_t i = 1; i < gemms.size(); i += 2) work.gemms.push_back({gemm_rows(gemms[i], batch), gemms[i].n, gemms[i].k, gemms[i].count});
+  const size_t first = unit.activations.selective_recomputes_gemms ? 1 : gemms.size();
+  for (size_t i = first; i < gemms.size(); i += 2) {
+    work.gemms.push_back({gemm_rows(gemms[i], batch), gemms[i].n, gemms[i].k, gemms[i].count});
+  }
   work.elementwise_bytes = elementwise_bytes(unit, batch, false);
   work.elementwise_kernels = elementwise_kernels(unit, batch);
   if (math_attention(unit, batch)) add_math_forward(unit, batch, work);

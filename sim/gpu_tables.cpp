@@ -19,7 +19,8 @@ constexpr std::array<int64_t, 6> kSizes = {512, 1024, 2048, 4096, 8192, 10240};
 // H100 SXM, achieved TFLOP/s of torch.mm in bf16 (PyTorch 2.7, CUDA 12.8):
 // the measurements of zzc0721/torch-performance-test-data issue #79, except
 // 512^3, which is derived (16 output tiles of 128x128 on 132 SMs, at the
-// 8192^3 per-SM rate, half of an 8-step K loop spent filling the pipeline).
+// 8192^3 per-SM rate, half of an 8-step K loop spent filling the pipeline:
+// kGemmPipelineFillK, which also corrects non-square shapes).
 // Datasheet peaks and HBM bandwidths come from the GPU presets
 // (scenarios/gpu_presets.cpp), their one definition.
 constexpr std::array<double, 6> kH100Tflops = {48.3, 176.62, 676.59, 788.72, 797.51, 719.72};

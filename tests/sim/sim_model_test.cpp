@@ -103,6 +103,8 @@ Expected nccl_ring(double bandwidth_s, int64_t steps, int64_t network_steps) {
 
 // A compute-bound GEMM at a table point (or beyond the table's last point).
 double gemm_seconds(double m, double n, double k, double rate) { return 2 * m * n * k / rate + kLaunch; }
+// The share of a K loop past its pipeline fill (256 elements of k, docs/SIMULATOR.md section 6).
+double k_loop(double k) { return k / (k + 256.0); }
 
 // --- harness -----------------------------------------------------------------
 
@@ -265,7 +267,8 @@ TEST(SimModel, OverlappedGemmLosesNcclsSms) {
   w.collective(OpKind::kAllGather, Stream::kAllGather, Group::kShard, 1, 0, "all-gather", 500'000'000, -1, {});
   nlohmann::json r = run(p, h100_cluster(1), SimulationMode::kFull);
   // 4.4e12 FLOPs lie beyond the table's last point (10240^3): its rate holds.
-  const double alone = gemm_seconds(16384, 16384, 8192, kH100Gemm10240) - kLaunch;
+  // Beyond the table's last point (10240^3): its rate, taken from 10240 to 8192 deep.
+  const double alone = gemm_seconds(16384, 16384, 8192, kH100Gemm10240 * k_loop(8192) / k_loop(10240)) - kLaunch;
   const Expected comm = nccl_ring((7.0 / 8.0) * 500e6 / kNvlink, 7, 0);
   const double shared = (kH100Sms - kCtasIntraNode) / kH100Sms;
   const double overlapped = comm.seconds - kLaunch;  // the GEMM's work beside the all-gather
@@ -289,7 +292,8 @@ TEST(SimModel, OverlappedGemmLosesFewerSmsToAnInterNodeRing) {
   w.compute(OpKind::kComputeFwd, 0, 0, "compute", work, {});
   w.collective(OpKind::kAllGather, Stream::kAllGather, Group::kShard, 1, 0, "all-gather", 500'000'000, -1, {});
   nlohmann::json r = run(p, h100_cluster(4), SimulationMode::kFull);
-  const double alone = gemm_seconds(16384, 16384, 8192, kH100Gemm10240) - kLaunch;
+  // Beyond the table's last point (10240^3): its rate, taken from 10240 to 8192 deep.
+  const double alone = gemm_seconds(16384, 16384, 8192, kH100Gemm10240 * k_loop(8192) / k_loop(10240)) - kLaunch;
   const double per_hop = 500e6 * 31.0 / 32.0;
   const Expected comm = nccl_ring(per_hop / kNodeNetwork, 31, 3);
   const double shared = (kH100Sms - kCtasInterNode) / kH100Sms;

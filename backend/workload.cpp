@@ -29,6 +29,20 @@ void check_workload_supported(const models::ModelSpec& model) {
   if (!a.final_norm) parts.push_back("no final norm");
   if (a.embed_dim > 0) parts.push_back("a token table projected to hidden (word_embed_proj_dim)");
   if (a.embedding_norm) parts.push_back("a LayerNorm after the embedding");
+  // The workloads compute attention with their own kernel and the loss from
+  // fp32 logits; the other kernels change what the Program's buffers hold.
+  if (model.kernels.attention != models::AttentionKernel::kFlash2) {
+    throw InputError(fmt::format("training.attention is {}: `ragged run` computes attention with its own kernel and "
+                                 "sizes it like FlashAttention-2; `ragged plan` and `ragged simulate` model the other "
+                                 "kernels. Leave training.attention unset (FLASH_ATTENTION_2) to run",
+                                 models::attention_kernel_name(model.kernels.attention)));
+  }
+  if (model.kernels.loss != models::LossKernel::kFp32Logits) {
+    throw InputError(fmt::format("training.loss is {}: `ragged run` computes the loss from fp32 logits; `ragged plan` "
+                                 "and `ragged simulate` model the other kernels. Leave training.loss unset "
+                                 "(FP32_LOGITS) to run",
+                                 models::loss_kernel_name(model.kernels.loss)));
+  }
   if (parts.empty()) return;
   throw InputError(fmt::format(
       "model {} ({}): `ragged run` computes Llama-style and mixture-of-experts blocks (RMSNorm, separate q/k/v, a "

@@ -41,6 +41,13 @@ void ScenarioOptions::add_to(CLI::App* command, bool allow_all_strategies) {
                       std::string("Layout strategy: ragged, vescale-paper, fsdp1, fsdp2, zero3, megatron") +
                           (allow_all_strategies ? ", or all" : ""));
   command->add_option("--granularity", granularity, "Sharding granularity: element, rows:K, block:RxC or matrix");
+  command->add_option("--attention", attention,
+                      "Attention kernel (training.attention): math (scores in HBM), flash2 or flash3 (Hopper)");
+  command->add_option("--loss", loss,
+                      "Loss kernel (training.loss): fp32-logits (TorchTitan), fused (flash-attn's, llm-foundry) or "
+                      "chunked (Liger's fused linear cross-entropy)");
+  command->add_flag("--expandable-segments", expandable_segments,
+                    "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (training.allocator.expandable_segments)");
 }
 
 void ScenarioOptions::add_optimizer_to(CLI::App* command) {
@@ -61,6 +68,22 @@ void set_optimizer(scenarios::LoadedScenario& loaded, const std::string& name) {
   loaded = scenarios::rebuild(std::move(loaded));
 }
 
+// --attention, --loss, --expandable-segments into training.
+void set_kernels(scenarios::LoadedScenario& loaded, const std::string& attention, const std::string& loss,
+                 bool expandable_segments) {
+  scenarios::Training* t = loaded.written.mutable_training();
+  if (attention == "math") t->set_attention(scenarios::MATH);
+  else if (attention == "flash2") t->set_attention(scenarios::FLASH_ATTENTION_2);
+  else if (attention == "flash3") t->set_attention(scenarios::FLASH_ATTENTION_3);
+  else if (!attention.empty()) throw InputError(fmt::format("--attention {}: use math, flash2 or flash3", attention));
+  if (loss == "fp32-logits") t->set_loss(scenarios::FP32_LOGITS);
+  else if (loss == "fused") t->set_loss(scenarios::FUSED);
+  else if (loss == "chunked") t->set_loss(scenarios::CHUNKED);
+  else if (!loss.empty()) throw InputError(fmt::format("--loss {}: use fp32-logits, fused or chunked", loss));
+  if (expandable_segments) t->mutable_allocator()->set_expandable_segments(true);
+  loaded = scenarios::rebuild(std::move(loaded));
+}
+
 }  // namespace
 
 std::vector<planner::ResolvedScenario> ScenarioOptions::resolve() const {
@@ -69,6 +92,7 @@ std::vector<planner::ResolvedScenario> ScenarioOptions::resolve() const {
                                                    : model_only(model, gpus);
   if (gpus > 0 && model.empty()) loaded = scenarios::with_total_gpus(loaded, gpus);
   if (!optimizer.empty()) set_optimizer(loaded, optimizer);
+  if (!attention.empty() || !loss.empty() || expandable_segments) set_kernels(loaded, attention, loss, expandable_segments);
   if (layers > 0) {
     loaded.written.mutable_model()->set_layers(static_cast<int32_t>(layers));
     loaded = scenarios::rebuild(std::move(loaded));

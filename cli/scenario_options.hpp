@@ -22,6 +22,9 @@ struct ScenarioOptions {
   std::string strategy;     // --strategy: one name, "all", or "" to keep the scenario's
   std::string granularity;  // --granularity: element | rows:K | block:RxC | matrix
   std::string optimizer;    // --optimizer: adamw | adam8bit | muon | shampoo
+  std::string attention;    // --attention: math | flash2 | flash3 (training.attention)
+  std::string loss;         // --loss: fp32-logits | fused | chunked (training.loss)
+  bool expandable_segments = false;  // --expandable-segments (training.allocator.expandable_segments)
 
   void add_to(CLI::App* command, bool allow_all_strategies);
   // Also offer --optimizer.

@@ -20,6 +20,15 @@ std::string ms(double seconds) { return fmt::format("{:.1f}", seconds * 1e3); }
 
 std::string memory_verdict(const traces::Summary& s) { return s.oom() ? "OOM" : "fits"; }
 
+// The verdict with the caching allocator's releases of its cache, when it
+// needed any: what a peak near capacity costs instead of an OOM.
+std::string memory_verdict_detail(const traces::Summary& s) {
+  if (s.alloc_retries() == 0) return memory_verdict(s);
+  return fmt::format("{} ({} release{} of the allocator's cache and retr{}, {})", memory_verdict(s), s.alloc_retries(),
+                     s.alloc_retries() == 1 ? "" : "s", s.alloc_retries() == 1 ? "y" : "ies",
+                     format_seconds(s.alloc_retry_s()));
+}
+
 // Busy seconds per unit and op kind on the representative rank.
 struct UnitTimes {
   std::map<traces::OpKind, double> by_kind;
@@ -57,7 +66,7 @@ void print_simulation(const SimulationReport& r, std::ostream& out) {
   out << fmt::format("  busy               compute {}, communication {}\n", format_seconds(s.compute_s()),
                      format_seconds(s.comm_s()));
   out << fmt::format("  peak memory        {} GiB reserved, {} GiB allocated, of {} GiB: {}\n", gib(s.peak_reserved_bytes()),
-                     gib(s.peak_allocated_bytes()), gib(s.hbm_capacity_bytes()), memory_verdict(s));
+                     gib(s.peak_allocated_bytes()), gib(s.hbm_capacity_bytes()), memory_verdict_detail(s));
   out << fmt::format("  simulation         {} mode, {} simulated node{}, {} flows, rank {}, {:.2f} s wall, {} of memory\n\n",
                      sim::mode_name(stats.mode), stats.simulated_nodes, stats.simulated_nodes == 1 ? "" : "s",
                      format_integer(stats.flows), stats.representative_rank, stats.wall_seconds,
@@ -161,6 +170,8 @@ nlohmann::json simulation_to_json(const SimulationReport& r) {
       {"peak_allocated_bytes", s.peak_allocated_bytes()},
       {"hbm_capacity_bytes", s.hbm_capacity_bytes()},
       {"oom", s.oom()},
+      {"alloc_retries", s.alloc_retries()},
+      {"alloc_retry_s", s.alloc_retry_s()},
       {"mode", sim::mode_name(r.result.stats.mode)},
       {"simulated_nodes", r.result.stats.simulated_nodes},
       {"flows", r.result.stats.flows},

@@ -8,8 +8,6 @@ namespace ragged::models::detail {
 namespace {
 
 constexpr TensorRole kRole = TensorRole::kAttention;
-// FlashAttention keeps one fp32 log-sum-exp per head and token for backward.
-constexpr double kSoftmaxStatBytes = 4;
 
 // A projection: its weight (and bias), and its GEMM named after it.
 void add_projection(UnitWriter& out, std::string_view name, int64_t n, int64_t k, bool bias, bool conv1d = false) {

@@ -13,6 +13,9 @@
 
 namespace ragged::models::detail {
 
+// FlashAttention keeps one fp32 log-sum-exp per head and token for backward.
+inline constexpr double kSoftmaxStatBytes = 4;
+
 // Appends to one unit; tensor names are `prefix` + a local name ("layers.3." + "mlp.up_proj.weight").
 struct UnitWriter {
   UnitSpec& unit;
@@ -21,7 +24,8 @@ struct UnitWriter {
 
   void add_tensor(std::string_view local_name, std::vector<int64_t> shape, TensorRole role);
   void add_gemm(std::string_view name, int64_t n, int64_t k, double token_fraction = 1.0, int64_t count = 1);
-  void add_elementwise(std::string_view name, double bytes_per_token);
+  // backward_bytes_per_token < 0: twice the forward's.
+  void add_elementwise(std::string_view name, double bytes_per_token, double backward_bytes_per_token = -1);
   // A linear layer from k to n features: its weight ([n, k], or [k, n] when
   // `conv1d` as GPT-2's Conv1D stores it), its bias, and its GEMM named after it.
   void add_linear(std::string_view name, int64_t n, int64_t k, TensorRole role, bool bias, bool conv1d = false);
@@ -59,7 +63,7 @@ CheckpointNames checkpoint_names(const ArchConfig& arch);
 // Per-token activation bytes of one part of a block (attention or MLP).
 struct PartActivations {
   double saved = 0;         // kept for backward without checkpointing
-  double recomputable = 0;  // the share of `saved` that selective checkpointing recomputes
+  double recomputable = 0;  // the element-wise share of `saved` (what element-wise-only selective recomputes)
   double working = 0;       // transient peak of the part's backward
 };
 

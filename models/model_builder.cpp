@@ -19,8 +19,8 @@ void UnitWriter::add_gemm(std::string_view name, int64_t n, int64_t k, double to
   unit.compute.gemms.push_back(GemmShape{std::string(name), n, k, token_fraction, count});
 }
 
-void UnitWriter::add_elementwise(std::string_view name, double bytes_per_token) {
-  unit.compute.elementwise.push_back(ElementwiseOp{std::string(name), bytes_per_token});
+void UnitWriter::add_elementwise(std::string_view name, double bytes_per_token, double backward_bytes_per_token) {
+  unit.compute.elementwise.push_back(ElementwiseOp{std::string(name), bytes_per_token, backward_bytes_per_token});
 }
 
 void UnitWriter::add_linear(std::string_view name, int64_t n, int64_t k, TensorRole role, bool bias, bool conv1d) {
@@ -79,7 +79,7 @@ UnitSpec build_embedding(const ArchConfig& arch, const CheckpointNames& names) {
     out.add_norm(arch, names.embed_norm, "embedding_layer_norm", arch.hidden);
     saved += static_cast<double>(arch.hidden) * b;  // the norm's input
   }
-  unit.activations = ActivationBytes{saved, saved, saved, 0.0};
+  unit.activations.saved_none = unit.activations.saved_selective = unit.activations.saved_full = saved;
   return unit;
 }
 
@@ -89,7 +89,29 @@ size_t expected_block_tensors(const ArchConfig& arch, int64_t layer) {
   return fixed + static_cast<size_t>(arch.experts) * (arch.expert_bias ? 6 : 3);
 }
 
-UnitSpec build_block(const ArchConfig& arch, const CheckpointNames& names, int64_t layer) {
+// What TorchTitan's op-level selective checkpointing keeps of a block, per
+// token (torchtitan/models/llama3/infra/parallelize.py, _apply_ac_to_transformer_block:
+// the outputs of ops in its _save_list, mm and the attention kernels, except
+// every second mm, and the checkpointed region's input); everything else is
+// recomputed in the backward. The unit's GEMMs are in the order the forward
+// calls them, so the 1st, 3rd, ... are kept (recompute_work recomputes the
+// 2nd, 4th, ...); the attention kernel keeps its output and its softmax
+// statistics.
+double selective_saved(const UnitSpec& unit, const ArchConfig& arch) {
+  const double b = bytes_of(arch);
+  double saved = static_cast<double>(arch.hidden) * b;  // the block's input
+  const std::vector<GemmShape>& gemms = unit.compute.gemms;
+  for (size_t i = 0; i < gemms.size(); i += 2) {
+    saved += static_cast<double>(gemms[i].n) * gemms[i].token_fraction * static_cast<double>(gemms[i].count) * b;
+  }
+  if (unit.compute.attention) {
+    const AttentionShape& a = *unit.compute.attention;
+    saved += static_cast<double>(a.heads) * (static_cast<double>(a.v_head_dim) * b + detail::kSoftmaxStatBytes);
+  }
+  return saved;
+}
+
+UnitSpec build_block(const ArchConfig& arch, const CheckpointNames& names, int64_t layer, const KernelChoices& kernels) {
   const std::string index = std::to_string(layer);
   UnitSpec unit{"layers." + index, UnitKind::kBlock, {}, {}, {}};
   unit.tensors.reserve(expected_block_tensors(arch, layer));
@@ -116,14 +138,25 @@ UnitSpec build_block(const ArchConfig& arch, const CheckpointNames& names, int64
   const int64_t norm_inputs = arch.parallel_block ? 1 : 2;
   ActivationBytes& act = unit.activations;
   act.saved_none = static_cast<double>(norm_inputs + norm_outputs) * h * b + attention.saved + mlp.saved;
-  act.saved_selective =
-      act.saved_none - static_cast<double>(norm_outputs) * h * b - attention.recomputable - mlp.recomputable;
+  // Mixture-of-experts blocks: the routed experts run grouped GEMMs whose
+  // place in TorchTitan's mm count is not modelled; their selective
+  // checkpointing recomputes the element-wise results only (the norms' and
+  // the experts' products), as the GPU workload does.
+  const bool moe = arch.is_moe_layer(layer);
+  act.selective_recomputes_gemms = !moe;
+  act.saved_selective = moe ? act.saved_none - static_cast<double>(norm_outputs) * h * b - attention.recomputable -
+                                  mlp.recomputable
+                            : selective_saved(unit, arch);
   act.saved_full = h * b;
   act.working = std::max(attention.working, mlp.working);
+  // The math backend materialises one score per head, query and key in the
+  // compute dtype (PyTorch's _scaled_dot_product_attention_math: matmul,
+  // in-place mask add, softmax, matmul); FlashAttention keeps none.
+  if (kernels.attention == AttentionKernel::kMath) act.scores_per_key = static_cast<double>(arch.heads) * b;
   return unit;
 }
 
-UnitSpec build_head(const ArchConfig& arch, const CheckpointNames& names) {
+UnitSpec build_head(const ArchConfig& arch, const CheckpointNames& names, LossKernel loss) {
   UnitSpec unit{"head", UnitKind::kHead, {}, {}, {}};
   UnitWriter out{unit, "", arch.dtype};
   const double b = bytes_of(arch);
@@ -135,27 +168,65 @@ UnitSpec build_head(const ArchConfig& arch, const CheckpointNames& names) {
   if (arch.embed_dim > 0) out.add_linear(names.project_out, width, arch.hidden, TensorRole::kHead, false);
   if (!arch.tie_embeddings) out.add_tensor(std::string(names.head) + ".weight", {arch.vocab, width}, TensorRole::kHead);
   out.add_gemm(names.head, arch.vocab, width);
-  // Cross-entropy reads the logits and writes and re-reads their fp32 softmax.
-  out.add_elementwise("cross_entropy", vocab * (b + 4.0 + 4.0));
+  unit.compute.gemms.back().logits = true;
 
   // The final norm's input and output (or the head's input alone), the
-  // projection's output, and the fp32 softmax the loss backward needs.
-  double saved = (arch.final_norm ? 2.0 * h * b : h * b) + 4.0 * vocab;
+  // projection's output; a chunked loss keeps the gradient of the logits
+  // GEMM's input instead of that input, the same bytes.
+  double saved = (arch.final_norm ? 2.0 * h * b : h * b);
   if (arch.embed_dim > 0) saved += static_cast<double>(width) * b;
-  unit.activations = ActivationBytes{saved, saved, saved, vocab * (4.0 + b)};
+  ActivationBytes& act = unit.activations;
+  switch (loss) {
+    case LossKernel::kFp32Logits: {
+      // TorchTitan: cross_entropy(logits.float()) = log_softmax + nll_loss.
+      // Forward: the logits (b) and their fp32 copy (unless already fp32) are
+      // freed once the loss is computed (train.py's `del pred`); the fp32
+      // log-softmax is kept. Backward: nll_loss's dense fp32 gradient and
+      // log_softmax's, then the cast back to the logits' dtype. Fused
+      // traffic: read the logits, write the log-softmax; read it, write the
+      // logits' gradient (eager_kernels.cpp counts the eager kernels).
+      out.add_elementwise("cross_entropy", vocab * (b + 4.0), vocab * (4.0 + b));
+      saved += 4.0 * vocab;
+      act.forward_pieces = {b * vocab};
+      if (b < 4.0) act.forward_pieces.push_back(4.0 * vocab);
+      act.working_pieces = {4.0 * vocab, 4.0 * vocab};
+      act.working = 8.0 * vocab;
+      break;
+    }
+    case LossKernel::kFused:
+      // flash-attn's CrossEntropyLoss (llm-foundry's default): the forward
+      // reads the logits once (online softmax) and keeps them with one fp32
+      // log-sum-exp per token; the backward reads them and writes their
+      // gradient (a new tensor: inplace_backward is off by default).
+      out.add_elementwise("fused_cross_entropy", vocab * b, 2.0 * vocab * b);
+      saved += vocab * b + 4.0;
+      act.working = vocab * b;
+      break;
+    case LossKernel::kChunked:
+      // Liger's fused linear cross-entropy: per chunk of tokens, the logits
+      // GEMM, a kernel that reads the chunk twice and writes its gradient in
+      // place, and the input and weight gradient GEMMs, all in the forward;
+      // one chunk of logits exists at a time, about tokens x width elements
+      // (chunk = tokens / ceil(vocab / width), rounded to a power of two).
+      out.add_elementwise("chunked_cross_entropy", 3.0 * vocab * b, 0.0);
+      act.forward_pieces = {static_cast<double>(width) * b};
+      act.working = 0;
+      break;
+  }
+  act.saved_none = act.saved_selective = act.saved_full = saved;
   return unit;
 }
 
 }  // namespace
 
-ModelSpec build_model(const ArchConfig& arch) {
+ModelSpec build_model(const ArchConfig& arch, const KernelChoices& kernels) {
   validate_arch(arch, "");
-  ModelSpec spec{arch.name, arch, {}};
+  ModelSpec spec{arch.name, arch, {}, kernels};
   spec.units.reserve(static_cast<size_t>(arch.layers) + 2);
   const detail::CheckpointNames names = detail::checkpoint_names(arch);
   spec.units.push_back(build_embedding(arch, names));
-  for (int64_t layer = 0; layer < arch.layers; ++layer) spec.units.push_back(build_block(arch, names, layer));
-  spec.units.push_back(build_head(arch, names));
+  for (int64_t layer = 0; layer < arch.layers; ++layer) spec.units.push_back(build_block(arch, names, layer, kernels));
+  spec.units.push_back(build_head(arch, names, kernels.loss));
   return spec;
 }
 

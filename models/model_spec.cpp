@@ -27,6 +27,24 @@ std::string_view checkpointing_name(Checkpointing mode) {
   RAGGED_ASSERT(false, "unknown Checkpointing");
 }
 
+std::string_view attention_kernel_name(AttentionKernel kernel) {
+  switch (kernel) {
+    case AttentionKernel::kFlash2: return "flash-attention-2";
+    case AttentionKernel::kFlash3: return "flash-attention-3";
+    case AttentionKernel::kMath: return "math";
+  }
+  RAGGED_ASSERT(false, "unknown AttentionKernel");
+}
+
+std::string_view loss_kernel_name(LossKernel kernel) {
+  switch (kernel) {
+    case LossKernel::kFp32Logits: return "fp32-logits";
+    case LossKernel::kFused: return "fused";
+    case LossKernel::kChunked: return "chunked";
+  }
+  RAGGED_ASSERT(false, "unknown LossKernel");
+}
+
 int64_t TensorSpec::numel() const {
   int64_t n = 1;
   for (int64_t dim : shape) n *= dim;
@@ -96,6 +114,11 @@ double ActivationBytes::saved(Checkpointing mode) const {
     case Checkpointing::kSelective: return saved_selective;
   }
   RAGGED_ASSERT(false, "unknown Checkpointing");
+}
+
+double ActivationBytes::kept(Checkpointing mode, int64_t seq_len) const {
+  const double probabilities = mode == Checkpointing::kNone ? scores_per_key * static_cast<double>(seq_len) : 0.0;
+  return saved(mode) + probabilities;
 }
 
 int64_t UnitSpec::params() const {

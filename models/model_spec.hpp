@@ -38,6 +38,26 @@ enum class Checkpointing { kNone, kFull, kSelective };
 
 std::string_view checkpointing_name(Checkpointing mode);
 
+// The kernels of the training stack that change what a unit keeps and
+// computes (docs/MODELS.md, "Kernels"); the defaults are TorchTitan's.
+enum class AttentionKernel {
+  kFlash2,  // FlashAttention-2 (PyTorch SDPA's flash backend): O(S) state, one fp32 log-sum-exp per row
+  kFlash3,  // FlashAttention-3 (Hopper): the same state, faster
+  kMath,    // SDPA's math backend: the B x heads x S x S scores and probabilities in HBM
+};
+enum class LossKernel {
+  kFp32Logits,  // cross_entropy(logits.float()): fp32 copy and log-softmax of the full logits (TorchTitan)
+  kFused,       // one fused kernel over the compute-dtype logits (flash-attn's CrossEntropyLoss; llm-foundry)
+  kChunked,     // fused linear + cross-entropy over token chunks (Liger): the logits never exist whole
+};
+struct KernelChoices {
+  AttentionKernel attention = AttentionKernel::kFlash2;
+  LossKernel loss = LossKernel::kFp32Logits;
+  bool operator==(const KernelChoices&) const = default;
+};
+std::string_view attention_kernel_name(AttentionKernel kernel);
+std::string_view loss_kernel_name(LossKernel kernel);
+
 // One GEMM of a unit, per token: [M x K] @ [K x N] with M = tokens * token_fraction,
 // repeated `count` times (the experts of a layer).
 struct GemmShape {
@@ -46,6 +66,7 @@ struct GemmShape {
   int64_t k = 0;                // input features (the reduction dimension)
   double token_fraction = 1.0;  // share of the tokens each copy sees (top_k / experts for routed experts)
   int64_t count = 1;
+  bool logits = false;          // the head's vocabulary projection (a chunked loss runs its backward in the forward)
 
   double forward_flops_per_token() const;  // 2*N*K*token_fraction*count
 };
@@ -64,10 +85,14 @@ struct AttentionShape {
 };
 
 // Memory-bound work (norms, activation functions, rotary, residual adds, loss):
-// bytes read plus bytes written per token, forward pass.
+// bytes read plus bytes written per token, forward pass, and in the backward
+// (twice the forward's unless the op says: gradients read and written).
 struct ElementwiseOp {
   std::string name;
   double bytes_per_token = 0;
+  double backward_bytes_per_token = -1;  // < 0: 2 * bytes_per_token
+
+  double backward_bytes() const { return backward_bytes_per_token < 0 ? 2.0 * bytes_per_token : backward_bytes_per_token; }
 };
 
 struct UnitCompute {
@@ -84,14 +109,28 @@ struct UnitCompute {
   double elementwise_bytes_per_token() const;
 };
 
-// Activation memory of a unit per token, in bytes.
+// Activation memory of a unit per token, in bytes, under the model's
+// KernelChoices.
 struct ActivationBytes {
   double saved_none = 0;       // kept from forward to backward without checkpointing
-  double saved_selective = 0;  // GEMM and attention outputs kept; cheap element-wise results recomputed
+  double saved_selective = 0;  // TorchTitan's op-level policy: every other GEMM's output and the attention's kept
+  // true: selective recomputes every other GEMM (TorchTitan's op-level policy,
+  // dense blocks); false: the element-wise results only (mixture-of-experts).
+  bool selective_recomputes_gemms = true;
   double saved_full = 0;       // only the unit's input is kept; everything else recomputed in backward
-  double working = 0;          // transient peak while the unit runs (logits, MLP intermediates), freed after
+  double working = 0;          // transient peak of the unit's backward (MLP intermediates, the loss's gradients), freed after
+  std::vector<double> working_pieces = {};  // the tensors `working` is made of, when it is several (they sum to it)
+  std::vector<double> forward_pieces = {};  // tensors the forward makes and frees beyond what it keeps (the loss's logits copies)
+  // Math attention: bytes per token per key of one B x heads x S x S tensor
+  // (heads x dtype); 0 with FlashAttention. Kept once (the probabilities)
+  // without checkpointing; the pre-softmax scores are forward transients and
+  // the backward holds two more (their gradients).
+  double scores_per_key = 0;
 
-  double saved(Checkpointing mode) const;
+  double saved(Checkpointing mode) const;  // without the scores
+  // What the unit keeps from its forward to its backward, per token, for
+  // sequences of `seq_len`: saved(mode) plus the kept probabilities.
+  double kept(Checkpointing mode, int64_t seq_len) const;
 };
 
 enum class UnitKind { kEmbedding, kBlock, kHead };
@@ -111,6 +150,7 @@ struct ModelSpec {
   std::string name;
   ArchConfig arch;
   std::vector<UnitSpec> units;
+  KernelChoices kernels = {};
 
   int64_t params() const;
   // Parameters one token passes through (MoE: routed experts counted top_k times out of E).
@@ -123,8 +163,9 @@ struct ModelSpec {
   int64_t tensor_count() const;
 };
 
-// Builds the units, tensors, compute and activation bytes from an architecture.
-// Throws InputError if the architecture is invalid (see validate_arch).
-ModelSpec build_model(const ArchConfig& arch);
+// Builds the units, tensors, compute and activation bytes from an
+// architecture, for the given kernels. Throws InputError if the architecture
+// is invalid (see validate_arch).
+ModelSpec build_model(const ArchConfig& arch, const KernelChoices& kernels = {});
 
 }  // namespace ragged::models

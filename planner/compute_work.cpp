@@ -11,9 +11,17 @@ int64_t gemm_rows(const models::GemmShape& g, const MicroBatch& batch) {
   return std::max<int64_t>(1, std::llround(static_cast<double>(batch.tokens()) * g.token_fraction));
 }
 
+bool math_attention(const models::UnitSpec& unit, const MicroBatch& batch) {
+  return unit.compute.attention && batch.kernels.attention == models::AttentionKernel::kMath;
+}
+
+bool chunked_logits(const models::GemmShape& g, const MicroBatch& batch) {
+  return g.logits && batch.kernels.loss == models::LossKernel::kChunked;
+}
+
 AttentionWork attention(const models::UnitSpec& unit, const MicroBatch& batch, double flops_factor) {
   AttentionWork a;
-  if (!unit.compute.attention) return a;
+  if (!unit.compute.attention || math_attention(unit, batch)) return a;
   const models::AttentionShape& shape = *unit.compute.attention;
   a.batch = batch.sequences;
   a.seq_len = batch.seq_len;
@@ -22,14 +30,57 @@ AttentionWork attention(const models::UnitSpec& unit, const MicroBatch& batch, d
   a.v_head_dim = shape.v_head_dim;
   a.window = shape.window;
   a.flops = flops_factor * shape.forward_flops_per_token(batch.seq_len) * static_cast<double>(batch.tokens());
+  a.flash3 = batch.kernels.attention == models::AttentionKernel::kFlash3;
   return a;
 }
 
-// Element-wise traffic of a unit's forward for the batch, eager or fused.
-double elementwise_bytes(const models::UnitSpec& unit, const MicroBatch& batch) {
+// PyTorch's math backend (_scaled_dot_product_attention_math) per sequence
+// and head: S = QK^T ([s x d] @ [d x s]), an in-place add of the causal
+// mask, a softmax, O = PV; every score of the s x s square, the causal half
+// included. Scores are in the compute dtype: unit.activations.scores_per_key
+// is heads x its bytes.
+struct MathAttention {
+  int64_t s = 0, qk = 0, v = 0, count = 0;
+  double score_bytes = 0;  // bytes of one s x s tensor of one sequence and head
+};
+
+MathAttention math_shape(const models::UnitSpec& unit, const MicroBatch& batch) {
+  const models::AttentionShape& shape = *unit.compute.attention;
+  const double element = unit.activations.scores_per_key / static_cast<double>(shape.heads);
+  return {batch.seq_len, shape.qk_head_dim, shape.v_head_dim, batch.sequences * shape.heads,
+          element * static_cast<double>(batch.seq_len) * static_cast<double>(batch.seq_len)};
+}
+
+// Forward: the two batched GEMMs; the mask add reads the scores and the mask
+// and writes the scores (3 passes), the softmax reads and writes (2). Fused
+// (torch.compile): one pass reads the scores and writes the probabilities.
+void add_math_forward(const models::UnitSpec& unit, const MicroBatch& batch, ComputeWork& work) {
+  const MathAttention m = math_shape(unit, batch);
+  work.gemms.push_back({m.s, m.s, m.qk, m.count});  // QK^T
+  work.gemms.push_back({m.s, m.v, m.s, m.count});   // PV
+  work.elementwise_bytes += (batch.fused_elementwise ? 2.0 : 5.0) * m.score_bytes * static_cast<double>(m.count);
+  work.elementwise_kernels += batch.fused_elementwise ? 1 : 2;  // the mask add and the softmax
+}
+
+// Backward: dP = dO V^T, dV = P^T dO, the softmax backward (reads dP and P,
+// writes dS), dQ = dS K, dK = dS^T Q.
+void add_math_backward(const models::UnitSpec& unit, const MicroBatch& batch, ComputeWork& work) {
+  const MathAttention m = math_shape(unit, batch);
+  work.gemms.push_back({m.s, m.s, m.v, m.count});   // dP
+  work.gemms.push_back({m.s, m.v, m.s, m.count});   // dV
+  work.gemms.push_back({m.s, m.qk, m.s, m.count});  // dQ
+  work.gemms.push_back({m.s, m.qk, m.s, m.count});  // dK
+  work.elementwise_bytes += 3.0 * m.score_bytes * static_cast<double>(m.count);
+  work.elementwise_kernels += 1;  // the softmax backward
+}
+
+// Element-wise traffic of a unit's forward or backward for the batch, eager or fused.
+double elementwise_bytes(const models::UnitSpec& unit, const MicroBatch& batch, bool backward) {
   double per_token = 0;
   for (const models::ElementwiseOp& op : unit.compute.elementwise) {
-    per_token += op.bytes_per_token * (batch.fused_elementwise ? 1.0 : eager_traffic_factor(op.name));
+    const EagerFactors eager = eager_traffic_factors(op.name);
+    const double bytes = backward ? op.backward_bytes() : op.bytes_per_token;
+    per_token += bytes * (batch.fused_elementwise ? 1.0 : (backward ? eager.backward : eager.forward));
   }
   return per_token * static_cast<double>(batch.tokens());
 }
@@ -53,23 +104,33 @@ double total_flops(const ComputeWork& work) {
 
 ComputeWork forward_work(const models::UnitSpec& unit, const MicroBatch& batch) {
   ComputeWork work;
-  for (const models::GemmShape& g : unit.compute.gemms) work.gemms.push_back({gemm_rows(g, batch), g.n, g.k, g.count});
+  for (const models::GemmShape& g : unit.compute.gemms) {
+    const int64_t m = gemm_rows(g, batch);
+    work.gemms.push_back({m, g.n, g.k, g.count});
+    if (chunked_logits(g, batch)) {  // the logits' gradient is known in the forward
+      work.gemms.push_back({m, g.k, g.n, g.count});
+      work.gemms.push_back({g.n, g.k, m, g.count});
+    }
+  }
   work.attention = attention(unit, batch, 1.0);
-  work.elementwise_bytes = elementwise_bytes(unit, batch);
+  work.elementwise_bytes = elementwise_bytes(unit, batch, false);
   work.elementwise_kernels = elementwise_kernels(unit, batch);
+  if (math_attention(unit, batch)) add_math_forward(unit, batch, work);
   return work;
 }
 
 ComputeWork backward_work(const models::UnitSpec& unit, const MicroBatch& batch) {
   ComputeWork work;
   for (const models::GemmShape& g : unit.compute.gemms) {
+    if (chunked_logits(g, batch)) continue;
     const int64_t m = gemm_rows(g, batch);
     work.gemms.push_back({m, g.k, g.n, g.count});  // dX = dY @ W: [m x n] @ [n x k]
     work.gemms.push_back({g.n, g.k, m, g.count});  // dW = dY^T @ X: [n x m] @ [m x k]
   }
   work.attention = attention(unit, batch, 2.5);
-  work.elementwise_bytes = 2.0 * elementwise_bytes(unit, batch);
+  work.elementwise_bytes = elementwise_bytes(unit, batch, true);
   work.elementwise_kernels = 2 * elementwise_kernels(unit, batch);
+  if (math_attention(unit, batch)) add_math_backward(unit, batch, work);
   return work;
 }
 
@@ -78,12 +139,19 @@ ComputeWork recompute_work(const models::UnitSpec& unit, const MicroBatch& batch
   if (mode == models::Checkpointing::kFull) return forward_work(unit, batch);
   // Selective follows TorchTitan's op-level policy: matmul and attention
   // outputs are saved except every other matmul (the 2nd, 4th, ...), so
-  // backward recomputes those GEMMs and every element-wise op.
-  ComputeWork forward = forward_work(unit, batch);
+  // backward recomputes those GEMMs and every element-wise op. The math
+  // backend's batched matmuls and softmax are not in its save list: the
+  // attention is recomputed whole. A mixture-of-experts block recomputes its
+  // element-wise ops only (models::ActivationBytes::selective_recomputes_gemms).
   ComputeWork work;
-  for (size_t i = 1; i < forward.gemms.size(); i += 2) work.gemms.push_back(forward.gemms[i]);
-  work.elementwise_bytes = forward.elementwise_bytes;
-  work.elementwise_kernels = forward.elementwise_kernels;
+  const std::vector<models::GemmShape>& gemms = unit.compute.gemms;
+  const size_t first = unit.activations.selective_recomputes_gemms ? 1 : gemms.size();
+  for (size_t i = first; i < gemms.size(); i += 2) {
+    work.gemms.push_back({gemm_rows(gemms[i], batch), gemms[i].n, gemms[i].k, gemms[i].count});
+  }
+  work.elementwise_bytes = elementwise_bytes(unit, batch, false);
+  work.elementwise_kernels = elementwise_kernels(unit, batch);
+  if (math_attention(unit, batch)) add_math_forward(unit, batch, work);
   return work;
 }
 

@@ -13,16 +13,23 @@ struct MicroBatch {
   int64_t sequences = 1;  // micro_batch_size
   int64_t seq_len = 1;
   bool fused_elementwise = true;  // false: eager kernels (eager_kernels.hpp)
+  models::KernelChoices kernels = {};  // the attention and loss kernels (the model's)
   int64_t tokens() const { return sequences * seq_len; }
 };
 
+// The unit's forward: its GEMMs (a chunked loss adds the logits GEMM's
+// gradient GEMMs), FlashAttention's FLOPs or the math backend's GEMMs and
+// element-wise passes, the element-wise traffic.
 ComputeWork forward_work(const models::UnitSpec& unit, const MicroBatch& batch);
-// dX and dW GEMMs for every forward GEMM, 2.5x the attention FLOPs, twice
-// the element-wise traffic (gradients read and written).
+// dX and dW GEMMs for every forward GEMM (not the logits GEMM of a chunked
+// loss, done in the forward), 2.5x FlashAttention's FLOPs or the math
+// backend's four GEMMs and softmax backward, the element-wise ops' backward
+// traffic (gradients read and written).
 ComputeWork backward_work(const models::UnitSpec& unit, const MicroBatch& batch);
 // What activation checkpointing recomputes before a unit's backward: the
 // whole forward (full); for selective, TorchTitan's op-level policy: every
-// element-wise op and every other matmul; nothing for none.
+// element-wise op and every other matmul (and the math backend's attention,
+// whose batched matmuls and softmax it does not save); nothing for none.
 ComputeWork recompute_work(const models::UnitSpec& unit, const MicroBatch& batch, models::Checkpointing mode);
 
 double total_flops(const ComputeWork& work);

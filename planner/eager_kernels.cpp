@@ -12,23 +12,31 @@ namespace ragged::planner {
 //    4 fused: 5x.
 //  - SwiGLU `silu(w1(x)) * w3(x)`: silu 2+2, multiply 2+2+2 = 10 against 6
 //    fused (read both, write one): 5/3.
-//  - cross-entropy on `logits.float()`: cast 2+4, log_softmax 4+4 = 14
-//    against the 10 the model counts: 1.4x.
+//  - cross-entropy on `logits.float()` (F.cross_entropy = log_softmax +
+//    nll_loss): forward cast 2+4, log_softmax 4+4 = 14 against the 6 of one
+//    fused kernel (read the logits, write the fp32 log-softmax): 14/6;
+//    backward nll_loss_backward's dense fp32 gradient 4, log_softmax_backward
+//    4+4+4, the cast back 4+2 = 22 against 6 (read the log-softmax, write
+//    the logits' gradient): 22/6. The fused and chunked losses are one
+//    kernel each way already.
 // Residual adds, the embedding lookup, MoE routing, a LayerNorm
 // (torch.nn.functional.layer_norm: read x, write y; models/ names its ops
 // "..._layer_norm") and an element-wise MLP activation (F.gelu, F.relu) are
 // single kernels.
-double eager_traffic_factor(std::string_view name) {
+EagerFactors eager_traffic_factors(std::string_view name) {
   auto ends_with = [&](std::string_view suffix) {
     return name.size() >= suffix.size() && name.substr(name.size() - suffix.size()) == suffix;
   };
-  if (ends_with("layer_norm")) return 1.0;
-  if (ends_with("norm") || ends_with("layernorm")) return 9.0;
-  if (name == "rotary") return 5.0;
-  if (name == "swiglu") return 10.0 / 6.0;
-  if (name == "cross_entropy") return 1.4;
-  return 1.0;
+  auto both = [](double factor) { return EagerFactors{factor, factor}; };
+  if (ends_with("layer_norm")) return both(1.0);
+  if (ends_with("norm") || ends_with("layernorm")) return both(9.0);
+  if (name == "rotary") return both(5.0);
+  if (name == "swiglu") return both(10.0 / 6.0);
+  if (name == "cross_entropy") return {14.0 / 6.0, 22.0 / 6.0};
+  return both(1.0);
 }
+
+double eager_traffic_factor(std::string_view name) { return eager_traffic_factors(name).forward; }
 
 // Kernels of the same eager code, one per torch op (the tiny [tokens, 1]
 // ops count as kernels although their traffic is left out above):

@@ -9,8 +9,14 @@
 
 namespace ragged::planner {
 
-// Eager traffic / fused traffic for an op of models/ (by its name); 1 for ops
-// that are one kernel anyway.
+// Eager traffic / fused traffic for an op of models/ (by its name), forward
+// and backward; 1 for ops that are one kernel anyway.
+struct EagerFactors {
+  double forward = 1.0;
+  double backward = 1.0;
+};
+EagerFactors eager_traffic_factors(std::string_view op_name);
+// The forward's.
 double eager_traffic_factor(std::string_view op_name);
 
 // Kernels (torch ops) an element-wise op of the model runs as in eager

@@ -88,6 +88,7 @@ struct AttentionWork {
   int64_t v_head_dim = 0;
   int64_t window = 0;  // 0: full causal
   double flops = 0;    // executed FLOPs of this op (forward, or the backward's 2.5x)
+  bool flash3 = false; // FlashAttention-3 (Hopper) instead of FlashAttention-2
 };
 
 // What a compute, recompute or optimizer op does, for cost models and the

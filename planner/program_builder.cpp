@@ -38,7 +38,7 @@ class Builder {
     r_ = dtype_bytes(t.precision().reduce());
     o_ = dtype_bytes(t.precision().master());
     mode_ = checkpointing_mode(t.activation_checkpointing());
-    batch_ = MicroBatch{t.micro_batch_size(), t.sequence_length(), t.compiled()};
+    batch_ = MicroBatch{t.micro_batch_size(), t.sequence_length(), t.compiled(), in.model->kernels};
     reshard_ = t.reshard_after_forward();
     window_ = std::max(1, t.prefetch_depth() + 1);
     if (traits_.max_unsharded_units > 0) window_ = std::min(window_, traits_.max_unsharded_units);
@@ -284,6 +284,73 @@ class Builder {
     return w_.alloc(buffer, Stream::kCompute, std::move(deps));
   }
 
+  // Bytes of `per_token` for this micro-batch.
+  int64_t for_batch(double per_token) const { return static_cast<int64_t>(per_token * static_cast<double>(tokens())); }
+  // Per token, one B x heads x S x S tensor of the math attention backend (0 with FlashAttention).
+  double scores(const models::UnitSpec& s) const { return s.activations.scores_per_key * static_cast<double>(batch_.seq_len); }
+
+  // A buffer of the given pieces (one allocation each), or none when they are all empty.
+  int pieces_buffer(const std::string& name, BufferKind kind, int u, const std::vector<int64_t>& pieces) {
+    std::vector<int64_t> kept;
+    int64_t total = 0;
+    for (int64_t piece : pieces) {
+      if (piece <= 0) continue;
+      kept.push_back(piece);
+      total += piece;
+    }
+    if (kept.empty()) return -1;
+    const int buffer = w_.buffer(name, kind, u, total);
+    if (kept.size() > 1) program_.buffers[static_cast<size_t>(buffer)].pieces = std::move(kept);
+    return buffer;
+  }
+
+  // What unit u keeps from its forward to its backward: its saved tensors
+  // and, without checkpointing, the math backend's probabilities.
+  int activation_buffer(int u, int mb) {
+    const models::UnitSpec& s = spec(u);
+    const double probabilities = mode_ == models::Checkpointing::kNone ? scores(s) : 0.0;
+    const std::string name = fmt::format("{} activations mb{}", s.name, mb);
+    const int64_t saved = for_batch(s.activations.saved(mode_));
+    int act = pieces_buffer(name, BufferKind::kActivations, u, {saved, for_batch(probabilities)});
+    if (act < 0) act = w_.buffer(name, BufferKind::kActivations, u, 0);
+    return act;
+  }
+
+  // What unit u's forward makes and frees: the loss's logits copies, the
+  // math backend's pre-softmax scores (and its probabilities when they are
+  // not kept). -1 when nothing.
+  int forward_workspace(int u) {
+    const models::UnitSpec& s = spec(u);
+    std::vector<int64_t> pieces;
+    for (double piece : s.activations.forward_pieces) pieces.push_back(for_batch(piece));
+    if (s.activations.scores_per_key > 0) {
+      pieces.push_back(for_batch(scores(s)));
+      if (mode_ != models::Checkpointing::kNone) pieces.push_back(for_batch(scores(s)));
+    }
+    return pieces_buffer(s.name + " forward workspace", BufferKind::kWorkspace, u, pieces);
+  }
+
+  // What unit u's backward holds besides its activations: what checkpointing
+  // recomputes, the unit's working tensors, and the math backend's two score
+  // gradients (and its recomputed probabilities).
+  int backward_workspace(int u) {
+    const models::UnitSpec& s = spec(u);
+    const models::ActivationBytes& a = s.activations;
+    const double recomputed = s.kind == models::UnitKind::kBlock ? std::max(0.0, a.saved_none - a.saved(mode_)) : 0.0;
+    std::vector<int64_t> pieces = {for_batch(recomputed + (a.working_pieces.empty() ? a.working : 0.0))};
+    for (double piece : a.working_pieces) pieces.push_back(for_batch(piece));
+    if (a.scores_per_key > 0) {
+      const int64_t one = for_batch(scores(s));
+      pieces.insert(pieces.end(), {one, one});
+      if (mode_ != models::Checkpointing::kNone) pieces.push_back(one);
+    }
+    const std::string name = s.name + " backward workspace";
+    const int workspace = pieces_buffer(name, BufferKind::kWorkspace, u, pieces);
+    return workspace >= 0 ? workspace : w_.buffer(name, BufferKind::kWorkspace, u, 0);
+  }
+
+  bool chunked_loss() const { return in_.model->kernels.loss == models::LossKernel::kChunked; }
+
   void forward(int mb) {
     for (int u = 0; u < units_; ++u) {
       int k = find_gather(u, mb, false);
@@ -291,18 +358,30 @@ class Builder {
       issue_gathers_through(k);
       RAGGED_ASSERT(gathers_[k].emitted, "an all-gather must be issued before its unit computes");
       uint32_t ready = params_ready(gathers_[k]);
-      int act = w_.buffer(fmt::format("{} activations mb{}", spec(u).name, mb), BufferKind::kActivations, u,
-                          static_cast<int64_t>(spec(u).activations.saved(mode_) * static_cast<double>(tokens())));
+      int act = activation_buffer(u, mb);
       compute_alloc(act);
       activations_.push_back(act);
+      // A chunked loss writes the head's weight gradient in its forward.
+      if (u == units_ - 1 && chunked_loss()) head_grads_ = head_gradients();
+      const int workspace = forward_workspace(u);
+      if (workspace >= 0) w_.alloc(workspace, Stream::kCompute, {});
       std::vector<uint32_t> deps = {ready};
       if (u == units_ - 1 && in_.model->arch.tie_embeddings) deps.push_back(embedding_ready(mb));
       uint32_t fwd = w_.compute(OpKind::kComputeFwd, u, mb, spec(u).name + " forward", forward_work(spec(u), batch_), deps);
+      if (workspace >= 0) w_.free(workspace, Stream::kCompute, {fwd});
       block_host_on_fetch(fwd, gathers_[k]);
       gathers_[k].computed = fwd;
       gathers_[k].is_computed = true;
       if (!kept_gathered(u)) release_params(k, fwd);
     }
+  }
+
+  // The head's unsharded gradients; with tied embeddings first the shared
+  // table's gradient (the embedding's buffer), which lives from here to the
+  // embedding's reduce-scatter.
+  int head_gradients() {
+    if (in_.model->arch.tie_embeddings) tied_grads_ = unsharded_grads(0);
+    return unsharded_grads(units_ - 1);
   }
 
   // The tied head reads the embedding table: the embedding's forward gather
@@ -320,9 +399,7 @@ class Builder {
       RAGGED_ASSERT(gathers_[k].emitted, "an all-gather must be issued before its unit computes");
       uint32_t ready = regather ? params_ready(gathers_[k]) : gathers_[k].ready;
       const models::UnitSpec& s = spec(u);
-      const double recomputed = s.kind == models::UnitKind::kBlock ? s.activations.saved_none - s.activations.saved(mode_) : 0.0;
-      int workspace = w_.buffer(s.name + " backward workspace", BufferKind::kWorkspace, u,
-                                static_cast<int64_t>((recomputed + s.activations.working) * static_cast<double>(tokens())));
+      int workspace = backward_workspace(u);
       compute_alloc(workspace);
       std::vector<uint32_t> deps = {ready};
       if (u == units_ - 1 && in_.model->arch.tie_embeddings) deps.push_back(embedding_ready(mb));
@@ -333,10 +410,18 @@ class Builder {
         first_compute = deps.back();
       }
       // A tied head adds the shared table's gradient to the embedding's, so
-      // that buffer lives from the head's backward to the embedding's reduce.
+      // that buffer lives from the head's backward (a chunked loss: its
+      // forward) to the embedding's reduce.
       const bool tied = in_.model->arch.tie_embeddings;
-      if (tied && u == units_ - 1) tied_grads_ = unsharded_grads(0);
-      const int grads = tied && u == 0 ? tied_grads_ : unsharded_grads(u);
+      int grads = -1;
+      if (u == units_ - 1 && head_grads_ >= 0) {
+        grads = head_grads_;
+        head_grads_ = -1;
+      } else if (u == units_ - 1) {
+        grads = head_gradients();
+      } else {
+        grads = tied && u == 0 ? tied_grads_ : unsharded_grads(u);
+      }
       uint32_t bwd = w_.compute(OpKind::kComputeBwd, u, mb, s.name + " backward", backward_work(s, batch_), deps);
       if (regather) block_host_on_fetch(first_compute >= 0 ? static_cast<uint32_t>(first_compute) : bwd, gathers_[k]);
       w_.free(workspace, Stream::kCompute, {bwd});
@@ -453,6 +538,7 @@ class Builder {
   int64_t p_ = 2, r_ = 4, o_ = 4;
   models::Checkpointing mode_ = models::Checkpointing::kNone;
   int tied_grads_ = -1;  // the embedding's gradient buffer, allocated at a tied head's backward
+  int head_grads_ = -1;  // the head's gradients, allocated in its forward by a chunked loss
   MicroBatch batch_;
   bool reshard_ = true;
   int window_ = 2;

@@ -114,9 +114,27 @@ models::ModelSpec resolve_model(const scenarios::ModelSource& source, const std:
   return source.layers() == 0 ? model : first_layers(model, source.layers());
 }
 
+models::KernelChoices kernel_choices(const scenarios::Training& training) {
+  models::KernelChoices kernels;
+  switch (training.attention()) {
+    case scenarios::MATH: kernels.attention = models::AttentionKernel::kMath; break;
+    case scenarios::FLASH_ATTENTION_3: kernels.attention = models::AttentionKernel::kFlash3; break;
+    default: kernels.attention = models::AttentionKernel::kFlash2; break;
+  }
+  switch (training.loss()) {
+    case scenarios::FUSED: kernels.loss = models::LossKernel::kFused; break;
+    case scenarios::CHUNKED: kernels.loss = models::LossKernel::kChunked; break;
+    default: kernels.loss = models::LossKernel::kFp32Logits; break;
+  }
+  return kernels;
+}
+
 ResolvedScenario resolve_scenario(scenarios::LoadedScenario loaded) {
   try {
     models::ModelSpec model = resolve_model(loaded.scenario.model(), loaded.base_dir);
+    // The training stack's kernels change what units keep and compute.
+    const models::KernelChoices kernels = kernel_choices(loaded.scenario.training());
+    if (!(kernels == model.kernels)) model = models::build_model(model.arch, kernels);
     GranularityPolicy granularity = GranularityPolicy::from_proto(loaded.scenario.training().granularity());
     granularity.check(model);
     return ResolvedScenario{std::move(loaded), std::move(model), std::move(granularity)};

@@ -25,4 +25,7 @@ models::ModelSpec resolve_model(const scenarios::ModelSource& source, const std:
 
 models::ArchConfig arch_from_proto(const scenarios::ModelArch& arch);
 
+// The model's kernels for training.attention and training.loss.
+models::KernelChoices kernel_choices(const scenarios::Training& training);
+
 }  // namespace ragged::planner

@@ -14,14 +14,15 @@ namespace ragged::scenarios {
 // power (TDP) from the datasheets: 700 W for SXM5 Hopper, 400 W for A100 SXM4. The
 // "h100-sxm-95g" is the H100 of TorchTitan's benchmarks (arXiv 2410.06511;
 // torchtitan docs/performance.md: Grand Teton, 96 GB HBM2e at 2.4 TB/s, the
-// default 500 W power limit instead of 700 W). The cpu preset describes one host core group used by
+// default 500 W power limit instead of 700 W). H100, H200 and H800 are
+// Hopper parts (compute capability 9.0). The cpu preset describes one host core group used by
 // multi-process CPU runs; its numbers are nominal.
 const std::vector<GpuPreset>& gpu_presets() {
   static const std::vector<GpuPreset> presets = {
-      {"h100", "NVIDIA H100 SXM5 80 GB", 989.4, 66.9, 79.6, 3350, 450, 1.0, 700, 700},
-      {"h100-sxm-95g", "NVIDIA H100 SXM5 96 GB HBM2e, 500 W (TorchTitan's Grand Teton)", 989.4, 66.9, 95.0, 2400, 450, 1.0, 700, 500},
-      {"h200", "NVIDIA H200 SXM 141 GB", 989.4, 66.9, 140.4, 4800, 450, 1.0, 700, 700},
-      {"h800", "NVIDIA H800 SXM5 80 GB", 989.4, 66.9, 79.6, 3350, 200, 1.0, 700, 700},
+      {"h100", "NVIDIA H100 SXM5 80 GB", 989.4, 66.9, 79.6, 3350, 450, 1.0, 700, 700, true},
+      {"h100-sxm-95g", "NVIDIA H100 SXM5 96 GB HBM2e, 500 W (TorchTitan's Grand Teton)", 989.4, 66.9, 95.0, 2400, 450, 1.0, 700, 500, true},
+      {"h200", "NVIDIA H200 SXM 141 GB", 989.4, 66.9, 140.4, 4800, 450, 1.0, 700, 700, true},
+      {"h800", "NVIDIA H800 SXM5 80 GB", 989.4, 66.9, 79.6, 3350, 200, 1.0, 700, 700, true},
       {"a100-80g", "NVIDIA A100 SXM4 80 GB", 312.0, 19.5, 79.2, 2039, 300, 1.5, 400, 400},
       {"cpu", "host CPU rank (nominal)", 0.2, 0.2, 16.0, 20, 10, 5.0, 0, 0},
   };

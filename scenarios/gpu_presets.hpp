@@ -19,6 +19,7 @@ struct GpuPreset {
   double intra_node_latency_us = 0;
   double tdp_watts = 0;
   double power_limit_watts = 0;  // as shipped or as the cluster runs it
+  bool hopper = false;           // SM 9.0: runs FlashAttention-3 (training.attention)
 };
 
 const std::vector<GpuPreset>& gpu_presets();

@@ -131,6 +131,30 @@ void check_granularity_spec(const GranularitySpec& spec, const std::string& path
   }
 }
 
+// FlashAttention-3 uses Hopper's TMA and warpgroup MMA (Shah et al. 2024):
+// it needs a Hopper preset, or a GPU given by its numbers.
+void check_kernels(const Training& t, const Gpu& gpu, Checker& c) {
+  if (t.attention() != MATH && t.attention() != FLASH_ATTENTION_2 && t.attention() != FLASH_ATTENTION_3) {
+    c.fail("training.attention", fmt::format("attention is {}; use MATH, FLASH_ATTENTION_2 or FLASH_ATTENTION_3 "
+                                             "(or leave it unset for FLASH_ATTENTION_2)", static_cast<int>(t.attention())));
+  }
+  if (t.loss() != FP32_LOGITS && t.loss() != FUSED && t.loss() != CHUNKED) {
+    c.fail("training.loss", fmt::format("loss is {}; use FP32_LOGITS, FUSED or CHUNKED (or leave it unset for "
+                                        "FP32_LOGITS)", static_cast<int>(t.loss())));
+  }
+  if (t.attention() != FLASH_ATTENTION_3 || gpu.preset().empty()) return;
+  for (const GpuPreset& preset : gpu_presets()) {
+    if (preset.name != gpu.preset() || preset.hopper) continue;
+    std::vector<std::string> hopper;
+    for (const GpuPreset& p : gpu_presets()) {
+      if (p.hopper) hopper.push_back(p.name);
+    }
+    c.fail("training.attention", fmt::format("FLASH_ATTENTION_3 runs only on Hopper GPUs ({}), not on cluster.gpu.preset "
+                                             "'{}': use FLASH_ATTENTION_2 (or MATH)",
+                                             fmt::join(hopper, ", "), gpu.preset()));
+  }
+}
+
 void check_training(const Training& t, int64_t gpus, Checker& c) {
   if (t.shard_group_size() < 1 || gpus % t.shard_group_size() != 0) {
     c.fail("training.shard_group_size", fmt::format("shard_group_size is {}; it must divide the {} GPUs "
@@ -197,6 +221,7 @@ std::vector<FieldIssue> validate_scenario(const Scenario& scenario) {
   if (scenario.cluster().gpus_per_node() >= 1 && scenario.cluster().nodes() >= 1) {
     check_training(scenario.training(), total_gpus(scenario), c);
   }
+  check_kernels(scenario.training(), scenario.cluster().gpu(), c);
   check_run(scenario.run(), c);
   return c.take();
 }

@@ -118,13 +118,16 @@ ComputeModel::ComputeModel(GpuComputeSpec spec) : spec_(std::move(spec)) {
   }
   std::stable_sort(spec_.gemm.begin(), spec_.gemm.end(),
                    [&](const GemmPoint& a, const GemmPoint& b) { return flops(a) < flops(b); });
-  // Shapes of equal FLOPs are one point of the curve: keep their mean rate.
+  // Shapes of equal FLOPs are one point of the curve: keep their mean rate,
+  // each taken to the first shape's depth (gemm_k_loop_efficiency).
   std::vector<GemmPoint> merged;
   int same = 0;
   for (const GemmPoint& p : spec_.gemm) {
     if (!merged.empty() && flops(merged.back()) == flops(p)) {
       ++same;
-      merged.back().flops_per_s += (p.flops_per_s - merged.back().flops_per_s) / same;
+      const double at_depth = p.flops_per_s * gemm_k_loop_efficiency(static_cast<double>(merged.back().k)) /
+                              gemm_k_loop_efficiency(static_cast<double>(p.k));
+      merged.back().flops_per_s += (at_depth - merged.back().flops_per_s) / same;
     } else {
       merged.push_back(p);
       same = 1;
@@ -219,26 +222,33 @@ ComputeModel ComputeModel::with_contention(const GpuComputeSpec& gpu) const {
   return ComputeModel(std::move(spec));
 }
 
-double ComputeModel::gemm_rate(double flops) const {
+GemmRate ComputeModel::gemm_rate(double flops) const {
   const std::vector<GemmPoint>& points = spec_.gemm;
   auto flops_of = [](const GemmPoint& p) { return gemm_flops_of_one({p.m, p.n, p.k, 1}); };
-  if (flops <= flops_of(points.front())) return points.front().flops_per_s;
-  if (flops >= flops_of(points.back())) return points.back().flops_per_s;
+  auto k_of = [](const GemmPoint& p) { return static_cast<double>(p.k); };
+  if (flops <= flops_of(points.front())) return {points.front().flops_per_s, k_of(points.front())};
+  if (flops >= flops_of(points.back())) return {points.back().flops_per_s, k_of(points.back())};
   auto upper = std::upper_bound(points.begin(), points.end(), flops,
                                 [&](double f, const GemmPoint& p) { return f < flops_of(p); });
   const GemmPoint& hi = *upper;
   const GemmPoint& lo = *(upper - 1);
   const double t = std::log(flops / flops_of(lo)) / std::log(flops_of(hi) / flops_of(lo));
-  return lo.flops_per_s + t * (hi.flops_per_s - lo.flops_per_s);
+  return {lo.flops_per_s + t * (hi.flops_per_s - lo.flops_per_s), k_of(lo) * std::pow(k_of(hi) / k_of(lo), t)};
 }
+
+double gemm_k_loop_efficiency(double k) { return k / (k + kGemmPipelineFillK); }
 
 double ComputeModel::gemm_work_seconds(const planner::Gemm& gemm) const {
   if (gemm.m <= 0 || gemm.n <= 0 || gemm.k <= 0 || gemm.count <= 0) return 0;
   const double one = gemm_flops_of_one(gemm);
   const double copies = static_cast<double>(gemm.count);
   const double m = static_cast<double>(gemm.m), n = static_cast<double>(gemm.n), k = static_cast<double>(gemm.k);
-  // The copies run as one batched launch, each at the rate of its own shape.
-  const double compute = copies * one / (gemm_rate(one) * spec_.clock_factor);
+  // The copies run as one batched launch, each at the rate of its own shape:
+  // the table's rate for its FLOPs, corrected for the difference between its
+  // depth and the depth of the shapes the table measured there.
+  const GemmRate table = gemm_rate(one);
+  const double depth = gemm_k_loop_efficiency(k) / gemm_k_loop_efficiency(table.k);
+  const double compute = copies * one / (table.flops_per_s * depth * spec_.clock_factor);
   const double traffic = copies * (m * k + k * n + m * n) * kBf16Bytes;
   return std::max(compute, memory_seconds(traffic));
 }
@@ -250,7 +260,9 @@ double ComputeModel::gemm_seconds(const planner::Gemm& gemm) const {
 
 double ComputeModel::attention_work_seconds(const planner::AttentionWork& attention, bool backward) const {
   if (attention.flops <= 0) return 0;
-  const double efficiency = backward ? spec_.attention_backward_efficiency : spec_.attention_forward_efficiency;
+  const double efficiency = attention.flash3 ? (backward ? spec_.flash3_backward_efficiency : spec_.flash3_forward_efficiency)
+                                             : (backward ? spec_.attention_backward_efficiency : spec_.attention_forward_efficiency);
+  RAGGED_ASSERT(efficiency > 0, "FlashAttention-3 needs a Hopper compute table (checked with the scenario)");
   return attention.flops / (spec_.peak_flops * efficiency * spec_.clock_factor);
 }
 

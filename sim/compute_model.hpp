@@ -15,6 +15,23 @@
 namespace ragged::sim {
 
 // One measured (or tabulated) point: a GEMM of this shape ran at this rate.
+// A GEMM kernel's K loop: each output tile steps through k in slices of 64,
+// and the first 4 slices only fill its pipeline (the same assumption that
+// derives the 512^3 point of the H100 table, sim/gpu_tables.cpp). A GEMM
+// shallower than the shapes its table measured at its FLOPs (a small hidden
+// size, a narrow projection's input gradient) spends a larger share of its
+// loop filling, a deeper one (a weight gradient over many tokens) a smaller.
+constexpr double kGemmPipelineFillK = 4 * 64;
+// k / (k + fill): the share of a tile's loop that does useful MACs.
+double gemm_k_loop_efficiency(double k);
+
+// A table's rate at some FLOPs and the depth k of the shapes measured there
+// (interpolated geometrically between two points, as the rate is in log FLOPs).
+struct GemmRate {
+  double flops_per_s = 0;
+  double k = 0;
+};
+
 struct GemmPoint {
   int64_t m = 0, n = 0, k = 0;
   double flops_per_s = 0;
@@ -33,6 +50,8 @@ struct GpuComputeSpec {
   // Sustained SM clock relative to the tables' (1: no power limit below the
   // TDP). Scales compute-bound rates (GEMMs, attention), not memory-bound ones.
   double clock_factor = 1.0;
+  double flash3_forward_efficiency = 0;      // as attention_*_efficiency for FlashAttention-3; 0 where it
+  double flash3_backward_efficiency = 0;     // does not run (not Hopper, or a calibration file)
   // What NCCL's kernels take from concurrent work (docs/SIMULATOR.md section
   // 6b): the GPU's streaming multiprocessors, and the CTAs (one per channel,
   // each holding an SM) a ring collective runs within one node and across
@@ -96,7 +115,7 @@ class ComputeModel {
   ComputeModel with_contention(const GpuComputeSpec& gpu) const;
 
  private:
-  double gemm_rate(double flops) const;
+  GemmRate gemm_rate(double flops) const;
   // A GEMM's time without its launch.
   double gemm_work_seconds(const planner::Gemm& gemm) const;
   double attention_work_seconds(const planner::AttentionWork& attention, bool backward) const;

@@ -115,6 +115,7 @@ void Executor::finish_after_issue(const Op& op, double seconds_alone) {
 void Executor::execute(const Op& op) {
   if (op.kind == OpKind::kAlloc || op.kind == OpKind::kFree) {
     on_memory(op);
+    if (op.kind == OpKind::kAlloc && allocator_.last_cost().flushes > 0) flush_and_retry(op);
     return;
   }
   if (is_collective(op.kind)) {
@@ -136,22 +137,39 @@ void Executor::on_memory(const Op& op) {
   }
   if (op.kind == OpKind::kAlloc) {
     std::vector<int64_t> pieces = buffer.pieces.empty() ? std::vector<int64_t>{buffer.bytes} : buffer.pieces;
-    allocator_.allocate(op.buffer, pieces);
-    if (op.stream == Stream::kAllGather) {  // the all-gather stream moved on: deferred frees land now
-      for (int id : deferred_frees_) allocator_.release(id);
-      deferred_frees_.clear();
-    }
+    allocator_.allocate(op.buffer, pieces, static_cast<int>(op.stream));
+    // The all-gather stream moved on: the events of record_stream'ed frees complete.
+    if (op.stream == Stream::kAllGather) allocator_.complete_pending();
   } else if (free_policy_.defer_gathered_frees && is_gathered(buffer.kind) && op.stream != Stream::kAllGather) {
-    deferred_frees_.push_back(op.buffer);
+    allocator_.release_pending(op.buffer);
   } else {
     allocator_.release(op.buffer);
   }
   memory_.push_back({sg4::Engine::get_clock(), allocator_.allocated(), allocator_.reserved()});
 }
 
+// The caching allocator released its cache to retry a request
+// (docs/SIMULATOR.md section 8, allocator pressure): cudaFree waits for every
+// kernel on the device, so the allocation ends when every op issued before
+// it has ended; then the driver frees the released segments and allocates
+// the new one.
+void Executor::flush_and_retry(const Op& op) {
+  const double since = sg4::Engine::get_clock();
+  {
+    std::unique_lock lock(*mutex_);
+    changed_->wait(lock, [&] { return issued_done_ >= op.id; });
+  }
+  const AllocationCost& cost = allocator_.last_cost();
+  const double driver = static_cast<double>(cost.released_segments + cost.new_segments) * free_policy_.driver_call_seconds;
+  if (driver > 0) sg4::this_actor::sleep_for(driver);
+  ++flushes_;
+  flush_seconds_ += sg4::Engine::get_clock() - since;
+}
+
 void Executor::finish(const Op& op) {
   std::unique_lock lock(*mutex_);
   done_[op.id] = 1;
+  while (issued_done_ < done_.size() && done_[issued_done_] != 0) ++issued_done_;
   ++finished_;
   if (progress_ && finished_ % 256 == 0) progress_(static_cast<double>(finished_) / static_cast<double>(done_.size()));
   changed_->notify_all();

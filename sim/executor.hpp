@@ -29,12 +29,16 @@ struct OpTiming {
   double end = -1;
 };
 
-// How a strategy's allocator frees gathered parameters.
+// How a strategy's allocator frees gathered parameters, and what the
+// allocator's driver calls cost.
 struct FreePolicy {
   // record_stream semantics (FSDP1, FSDP2): a gathered buffer freed on the
   // compute stream returns to the allocator only when the all-gather stream
   // reaches its next allocation (the next unit's gather).
   bool defer_gathered_frees = false;
+  // One cudaFree or cudaMalloc (unmap or map of pages) while the allocator
+  // releases its cache and retries (docs/SIMULATOR.md section 8).
+  double driver_call_seconds = kAllocatorDriverCallSeconds;
 };
 
 // The GPU's and the CPU's mechanisms the executor applies (zeros: none).
@@ -62,6 +66,10 @@ class Executor {
   // buffers, each freed at its free op.
   int64_t peak_state_and_buffers() const { return peak_state_and_buffers_; }
   double step_seconds() const;
+  // Releases of the allocator's cache with a retry, and the time the compute
+  // stream spent in them (the device synchronization and the driver calls).
+  int64_t flushes() const { return flushes_; }
+  double flush_seconds() const { return flush_seconds_; }
 
  private:
   void run_stream(planner::Stream stream);
@@ -69,6 +77,7 @@ class Executor {
   void finish_after_issue(const planner::Op& op, double seconds_alone);
   void execute(const planner::Op& op);
   void on_memory(const planner::Op& op);
+  void flush_and_retry(const planner::Op& op);
   void finish(const planner::Op& op);
 
   const planner::Program& program_;
@@ -80,6 +89,9 @@ class Executor {
   GpuShare share_;
   std::vector<OpTiming> timings_;
   std::vector<char> done_;
+  size_t issued_done_ = 0;  // ops [0, issued_done_) have all ended
+  int64_t flushes_ = 0;
+  double flush_seconds_ = 0;
   std::vector<char> issued_;        // the CPU thread has issued the op's first kernel
   std::vector<double> last_issue_;  // when it issues the op's last kernel
   std::vector<int> deferred_frees_;  // buffers waiting for the all-gather stream to move on

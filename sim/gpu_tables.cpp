@@ -19,7 +19,8 @@ constexpr std::array<int64_t, 6> kSizes = {512, 1024, 2048, 4096, 8192, 10240};
 // H100 SXM, achieved TFLOP/s of torch.mm in bf16 (PyTorch 2.7, CUDA 12.8):
 // the measurements of zzc0721/torch-performance-test-data issue #79, except
 // 512^3, which is derived (16 output tiles of 128x128 on 132 SMs, at the
-// 8192^3 per-SM rate, half of an 8-step K loop spent filling the pipeline).
+// 8192^3 per-SM rate, half of an 8-step K loop spent filling the pipeline:
+// kGemmPipelineFillK, which also corrects non-square shapes).
 // Datasheet peaks and HBM bandwidths come from the GPU presets
 // (scenarios/gpu_presets.cpp), their one definition.
 constexpr std::array<double, 6> kH100Tflops = {48.3, 176.62, 676.59, 788.72, 797.51, 719.72};
@@ -42,6 +43,11 @@ double a100_over_h100() {
 // fractions of the H100's peak.
 double h100_attention_forward() { return 333.0 / preset_peak_tflops("h100"); }
 double h100_attention_backward() { return 318.0 / preset_peak_tflops("h100") * (333.0 / 370.0); }
+// FlashAttention-3 on H100 SXM, the same paper and charts (BF16, head dim
+// 128, sequence 8k): forward 602 TFLOP/s causal (646 without mask); backward
+// 559 without mask, scaled by FA3's own causal/non-causal forward ratio.
+double h100_flash3_forward() { return 602.0 / preset_peak_tflops("h100"); }
+double h100_flash3_backward() { return 559.0 / preset_peak_tflops("h100") * (602.0 / 646.0); }
 // FlashAttention-2 on A100 (Dao 2023): up to 73% of peak forward, 63%
 // backward, both scaled by the same causal/non-causal ratio.
 constexpr double kA100AttentionForward = 0.73 * (333.0 / 370.0);
@@ -87,6 +93,8 @@ struct TableInput {
   double launch_seconds;
   std::string_view source;
   Contention contention = {0, 0, 0};
+  double flash3_forward = 0;  // 0: FlashAttention-3 does not run here
+  double flash3_backward = 0;
 };
 
 GpuComputeSpec make_spec(const TableInput& in) {
@@ -99,6 +107,8 @@ GpuComputeSpec make_spec(const TableInput& in) {
   }
   spec.attention_forward_efficiency = in.attention_forward;
   spec.attention_backward_efficiency = in.attention_backward;
+  spec.flash3_forward_efficiency = in.flash3_forward;
+  spec.flash3_backward_efficiency = in.flash3_backward;
   spec.memory_efficiency = in.memory_efficiency;
   spec.launch_seconds = in.launch_seconds;
   spec.source = in.source;
@@ -118,9 +128,12 @@ std::array<double, 6> scaled_h100_curve(double factor) {
 // Hopper GPUs share the H100's SMs and clocks (one table), each with its own
 // preset's peak and HBM bandwidth.
 TableInput hopper(std::string_view name, std::string_view source, Contention contention = kHopperContention) {
-  return {name,         preset_peak_tflops(name) * 1e12, preset_hbm_bytes_per_s(name), scaled_h100_curve(1.0),
-          h100_attention_forward(), h100_attention_backward(), kGpuMemoryEfficiency, kGpuLaunchSeconds,
-          source,       contention};
+  TableInput table{name,         preset_peak_tflops(name) * 1e12, preset_hbm_bytes_per_s(name), scaled_h100_curve(1.0),
+                   h100_attention_forward(), h100_attention_backward(), kGpuMemoryEfficiency, kGpuLaunchSeconds,
+                   source,       contention};
+  table.flash3_forward = h100_flash3_forward();
+  table.flash3_backward = h100_flash3_backward();
+  return table;
 }
 
 std::vector<GpuComputeSpec> build_tables() {

@@ -21,6 +21,7 @@ struct ProgramRunOptions {
   SimulationMode mode = SimulationMode::kFull;
   FreePolicy free_policy;
   int64_t capacity = 0;  // device memory the allocator may reserve
+  bool expandable_segments = false;  // PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
   std::function<void(double)> progress;
   // SM and HBM sharing between a GPU's streams and its collectives
   // (section 6b), from the compute model's GPU; the CPU issue path (host
@@ -38,6 +39,8 @@ struct ProgramRun {
   int64_t peak_reserved = 0;
   int64_t peak_state_and_buffers = 0;  // persistent state + parameter and gradient buffers
   bool out_of_memory = false;
+  int64_t allocator_flushes = 0;        // releases of the cache and retries
+  double allocator_flush_seconds = 0;   // compute-stream time spent in them
   int64_t flows = 0;
   int64_t simulated_nodes = 0;
 };

@@ -92,6 +92,7 @@ SimulationResult simulate(const planner::ResolvedScenario& resolved, const Simul
   run_options.free_policy.defer_gathered_frees =
       training.strategy() == scenarios::FSDP1 || training.strategy() == scenarios::FSDP2;
   run_options.capacity = scenarios::hbm_capacity_bytes(scenario.cluster().gpu());
+  run_options.expandable_segments = training.allocator().expandable_segments();
   run_options.progress = options.progress;
   run_options.share_gpu = options.share_gpu;
   // Eager PyTorch's CPU thread issues a GPU rank's ops; a CPU rank's host
@@ -99,6 +100,13 @@ SimulationResult simulate(const planner::ResolvedScenario& resolved, const Simul
   const bool gpu_rank = scenario.cluster().gpu().preset() != "cpu";
   run_options.host = options.host_issue && gpu_rank ? HostCosts::pytorch_eager() : HostCosts::none();
   const ComputeModel compute = compute_model(scenario.cluster().gpu(), options);
+  if (resolved.model.kernels.attention == models::AttentionKernel::kFlash3 &&
+      !(compute.spec().flash3_forward_efficiency > 0 && compute.spec().flash3_backward_efficiency > 0)) {
+    throw InputError(fmt::format("training.attention is FLASH_ATTENTION_3 but the compute model '{}' has no "
+                                 "FlashAttention-3 rates (a calibration file gives FlashAttention-2's): use "
+                                 "FLASH_ATTENTION_2, or simulate without --calibration",
+                                 compute.spec().name));
+  }
   const ProgramRun run = run_program(program, compute, run_options);
 
   SimulationResult result;

@@ -74,6 +74,8 @@ traces::Trace build_trace(const TraceInputs& in) {
   summary.issue_order_peak_bytes = planner::issue_order_state_and_buffers_peak(program);
   summary.persistent_bytes = program.persistent.total();
   summary.oom = in.run->out_of_memory;
+  summary.alloc_retries = in.run->allocator_flushes;
+  summary.alloc_retry_s = in.run->allocator_flush_seconds;
   *trace.mutable_summary() = traces::make_summary(summary);
   return trace;
 }

@@ -50,6 +50,8 @@ Summary make_summary(const SummaryInputs& in) {
   s.set_issue_order_peak_bytes(in.issue_order_peak_bytes);
   s.set_persistent_bytes(in.persistent_bytes);
   s.set_oom(in.oom);
+  s.set_alloc_retries(in.alloc_retries);
+  s.set_alloc_retry_s(in.alloc_retry_s);
   return s;
 }
 

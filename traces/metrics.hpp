@@ -36,6 +36,8 @@ struct SummaryInputs {
   int64_t issue_order_peak_bytes = 0;
   int64_t persistent_bytes = 0;
   bool oom = false;
+  int64_t alloc_retries = 0;
+  double alloc_retry_s = 0;
 };
 
 // The summary: every time figure the mean over the steps (each kept in

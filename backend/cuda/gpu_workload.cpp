@@ -223,7 +223,7 @@ void GpuWorkload::recompute(int unit, const std::vector<const void*>& params, vo
   with_types(s.config, [&](auto storage, auto) {
     using S = decltype(storage);
     if (run.mode == Checkpointing::kSelective) {
-      detail::block_rebuild_elementwise<S>(s.gemms, plan, params, cache);
+      detail::block_rebuild_selective<S>(s.gemms, plan, params, cache);
     } else {
       const auto* input = reinterpret_cast<const S*>(cache[detail::kInput]);
       detail::block_forward<S>(s.gemms, plan, params, s.routing, input, cache, nullptr);

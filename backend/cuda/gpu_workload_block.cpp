@@ -87,15 +87,27 @@ void block_forward(Gemms& gemms, const BlockPlan& plan, const Params& params, co
 }
 
 template <typename S>
-void block_rebuild_elementwise(Gemms& gemms, const BlockPlan& plan, const Params& params, const Regions& cache) {
+void block_rebuild_selective(Gemms& gemms, const BlockPlan& plan, const Params& params, const Regions& cache) {
+  const ragged::backend::detail::BlockLayout& lay = plan.layout;
   const int64_t t = plan.tokens, h = plan.hidden;
   const cudaStream_t stream = gemms.stream();
-  scale_columns(at<S>(cache, kNorm1), at<S>(cache, kInput), param<S>(params, plan.layout.in_norm), t, h, stream);
-  scale_columns(at<S>(cache, kNorm2), at<S>(cache, kResidual1), param<S>(params, plan.layout.post_norm), t, h, stream);
-  if (plan.layout.moe) {
+  const S* x = at<S>(cache, kInput);
+  S* n1 = at<S>(cache, kNorm1);
+  S* x1 = at<S>(cache, kResidual1);
+  S* n2 = at<S>(cache, kNorm2);
+  scale_columns(n1, x, param<S>(params, lay.in_norm), t, h, stream);
+  if (lay.moe) {
+    scale_columns(n2, x1, param<S>(params, lay.post_norm), t, h, stream);
     moe_rebuild_elementwise<S>(gemms, plan, cache);
     return;
   }
+  // The same kernels as block_forward, in its order, so that every rebuilt
+  // value is bitwise the forward's.
+  project(gemms, lay.attention.k, params, n1, at<S>(cache, kKey), t);
+  project(gemms, lay.attention.o, params, at<S>(cache, kMixed), x1, t);
+  add(x1, x, x1, t * h, stream);
+  scale_columns(n2, x1, param<S>(params, lay.post_norm), t, h, stream);
+  project(gemms, lay.dense.up, params, n2, at<S>(cache, kUp), t);
   swiglu_forward(at<S>(cache, kProduct), at<S>(cache, kGate), at<S>(cache, kUp), t * plan.ffn, stream);
 }
 
@@ -153,7 +165,7 @@ void block_backward(Gemms& gemms, const BlockPlan& plan, const Params& params, c
 #define RAGGED_BLOCK(S)                                                                                            \
   template void block_forward(Gemms&, const BlockPlan&, const Params&, const MoeRouting&, const S*, const Regions&, \
                               S*);                                                                                 \
-  template void block_rebuild_elementwise<S>(Gemms&, const BlockPlan&, const Params&, const Regions&);
+  template void block_rebuild_selective<S>(Gemms&, const BlockPlan&, const Params&, const Regions&);
 RAGGED_BLOCK(float)
 RAGGED_BLOCK(uint16_t)
 #undef RAGGED_BLOCK

@@ -100,11 +100,12 @@ constexpr int kFullSlotCount = 8;
 
 int64_t round_up(int64_t bytes, int64_t alignment) { return (bytes + alignment - 1) / alignment * alignment; }
 
-bool block_keeps(BlockRegion region, Checkpointing mode) {
+bool block_keeps(BlockRegion region, Checkpointing mode, bool moe) {
   switch (mode) {
     case Checkpointing::kNone:
       return true;
     case Checkpointing::kSelective:
+      if (!moe) return region == kInput || region == kQuery || region == kValue || region == kMixed || region == kGate;
       return region != kNorm1 && region != kNorm2 && region != kProduct && region != kRoutedProduct &&
              region != kSharedProduct;
     case Checkpointing::kFull:
@@ -116,24 +117,26 @@ bool block_keeps(BlockRegion region, Checkpointing mode) {
 int64_t BlockPlan::kept_bytes(Checkpointing mode) const {
   int64_t total = 0;
   for (int r = 0; r < kBlockRegions; ++r) {
-    if (block_keeps(static_cast<BlockRegion>(r), mode)) total += bytes[static_cast<size_t>(r)];
+    if (block_keeps(static_cast<BlockRegion>(r), mode, layout.moe)) total += bytes[static_cast<size_t>(r)];
   }
   return total;
 }
 
 int64_t BlockPlan::offset(BlockRegion region, Checkpointing mode) const {
-  const bool kept = block_keeps(region, mode);
+  const bool kept = block_keeps(region, mode, layout.moe);
   int64_t at = 0;
   for (int r = 0; r < region; ++r) {
-    if (block_keeps(static_cast<BlockRegion>(r), mode) == kept) at += bytes[static_cast<size_t>(r)];
+    if (block_keeps(static_cast<BlockRegion>(r), mode, layout.moe) == kept) at += bytes[static_cast<size_t>(r)];
   }
   return at;
 }
 
 int64_t BlockPlan::forward_offset(BlockRegion region, Checkpointing mode) const {
-  RAGGED_ASSERT(!block_keeps(region, mode), "GPU workload: a kept region has no forward scratch");
-  // Norm 1, norm 2, the products: one after the other in one slot.
-  if (mode == Checkpointing::kSelective) return 0;
+  RAGGED_ASSERT(!block_keeps(region, mode, layout.moe), "GPU workload: a kept region has no forward scratch");
+  // Mixture of experts: norm 1, norm 2, the products, one after the other in
+  // one slot. Dense: the rebuilt regions overlap in time (k with norm 1; the
+  // residual with norm 2, up and the product): each has its own place.
+  if (mode == Checkpointing::kSelective) return layout.moe ? 0 : offset(region, mode);
   std::array<int64_t, kFullSlotCount> slot_bytes{};
   for (int r = 1; r < kBlockRegions; ++r) {
     int64_t& slot = slot_bytes[static_cast<size_t>(kFullSlots[static_cast<size_t>(r)])];
@@ -148,7 +151,7 @@ int64_t BlockPlan::forward_scratch_bytes(Checkpointing mode) const {
   int64_t end = 0;
   for (int r = 0; r < kBlockRegions; ++r) {
     const auto region = static_cast<BlockRegion>(r);
-    if (!block_keeps(region, mode)) end = std::max(end, forward_offset(region, mode) + bytes[static_cast<size_t>(r)]);
+    if (!block_keeps(region, mode, layout.moe)) end = std::max(end, forward_offset(region, mode) + bytes[static_cast<size_t>(r)]);
   }
   return end;
 }
@@ -157,7 +160,7 @@ Regions BlockPlan::regions(Checkpointing mode, std::byte* saved, std::byte* drop
   Regions out{};
   for (int r = 0; r < kBlockRegions; ++r) {
     const auto region = static_cast<BlockRegion>(r);
-    if (block_keeps(region, mode)) {
+    if (block_keeps(region, mode, layout.moe)) {
       out[static_cast<size_t>(r)] = saved + offset(region, mode);
     } else {
       out[static_cast<size_t>(r)] = dropped + (forward_scratch ? forward_offset(region, mode) : offset(region, mode));

@@ -77,7 +77,7 @@ void block_forward(Gemms& gemms, const BlockPlan& plan, const Params& params, co
 // Under selective checkpointing: the norm outputs and the SwiGLU products
 // from the kept input, residual, gates and ups.
 template <typename S>
-void block_rebuild_elementwise(Gemms& gemms, const BlockPlan& plan, const Params& params, const Regions& cache);
+void block_rebuild_selective(Gemms& gemms, const BlockPlan& plan, const Params& params, const Regions& cache);
 // dx from dx2 (dx may not alias dx2); every gradient of the block written.
 template <typename S, typename G>
 void block_backward(Gemms& gemms, const BlockPlan& plan, const Params& params, const Grads& grads,

@@ -68,8 +68,13 @@ enum BlockScratch { kDGate, kDUp, kDNorm2, kDLogits, kDRows, kDQuery, kDKey, kDV
 
 using Regions = std::array<std::byte*, kBlockRegions>;
 
-// Whether forward keeps the region in `saved` under `mode`.
-bool block_keeps(BlockRegion region, Checkpointing mode);
+// Whether forward keeps the region in `saved` under `mode`. Selective
+// checkpointing of a dense block follows TorchTitan's op-level policy (the
+// input, q, v, the attention output and the gate projection kept: the
+// outputs of the 1st, 3rd and 5th GEMMs and the attention's); k, the o
+// projection's residual, both norms, up and the product are rebuilt. A
+// mixture-of-experts block rebuilds its norms and products only.
+bool block_keeps(BlockRegion region, Checkpointing mode, bool moe);
 
 struct BlockPlan {
   ragged::backend::detail::BlockLayout layout;

@@ -260,8 +260,10 @@ TEST(GpuWorkloadBytes, PrivateBuffersAreTheStreamBatchLossesAndForwardScratch) {
   const int64_t fixed = 2 * r256(t * h * 2) + 3 * r256(4 * t) + r256(4 * (vocab + 1)) + r256(8 * t) + r256(8);
   GpuWorkloadConfig config{1, t, ElementType::bf16, ElementType::f32, Checkpointing::kNone};
   EXPECT_EQ(gpu_private_bytes(model, config), fixed);
-  config.checkpointing = Checkpointing::kSelective;  // norm outputs and SwiGLU product, one at a time
-  EXPECT_EQ(gpu_private_bytes(model, config), fixed + r256(t * f * 2));
+  // Selective (TorchTitan's policy) drops n1, k, x1, n2, up and the product,
+  // each in its own place (their lifetimes overlap in the forward).
+  config.checkpointing = Checkpointing::kSelective;
+  EXPECT_EQ(gpu_private_bytes(model, config), fixed + r256(t * (3 * h + kv + 2 * f) * 2));
   config.checkpointing = Checkpointing::kFull;  // n1|x1, q|u, k, v, n2, gate|product, up
   EXPECT_EQ(gpu_private_bytes(model, config), fixed + r256(t * (3 * h + 2 * kv + 2 * f) * 2));
 }
@@ -272,10 +274,10 @@ void expect_regions_tile(const detail::BlockPlan& plan) {
     for (int r = 0; r < detail::kBlockRegions; ++r) {
       const auto region = static_cast<detail::BlockRegion>(r);
       const int64_t bytes = plan.bytes[static_cast<size_t>(r)];
-      int64_t& end = detail::block_keeps(region, mode) ? kept : dropped;
+      int64_t& end = detail::block_keeps(region, mode, plan.layout.moe) ? kept : dropped;
       EXPECT_EQ(plan.offset(region, mode), end) << r;
       end += bytes;
-      if (!detail::block_keeps(region, mode)) {
+      if (!detail::block_keeps(region, mode, plan.layout.moe)) {
         EXPECT_LE(plan.forward_offset(region, mode) + bytes, plan.forward_scratch_bytes(mode)) << r;
       }
     }

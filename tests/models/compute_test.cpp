@@ -101,8 +101,54 @@ TEST(ComputeTest, Llama3_8bElementwiseBytes) {
   // Two norms, two residual adds, rotary over q and k, SwiGLU.
   const double block = 2 * (2 * h * b) + 2 * (3 * h * b) + 2 * (q + kv) * b + 3 * ffn * b;
   EXPECT_DOUBLE_EQ(model.units[1].compute.elementwise_bytes_per_token(), block);
-  EXPECT_DOUBLE_EQ(model.units.back().compute.elementwise_bytes_per_token(), 2 * h * b + vocab * (b + 8));
+  // The final norm, and the fp32 loss fused: read the logits, write the fp32
+  // log-softmax; backward: read it, write the logits' gradient.
+  EXPECT_DOUBLE_EQ(model.units.back().compute.elementwise_bytes_per_token(), 2 * h * b + vocab * (b + 4));
+  EXPECT_DOUBLE_EQ(model.units.back().compute.elementwise.back().backward_bytes(), vocab * (4 + b));
   EXPECT_GT(model.units.front().compute.elementwise_bytes_per_token(), 0);
+}
+
+// The loss kernels keep what their frameworks keep (docs/MODELS.md):
+// flash-attn's fused cross-entropy the logits and a log-sum-exp, its
+// backward one gradient of the logits; Liger's chunked one a chunk of logits
+// in the forward and nothing in the backward.
+TEST(ActivationTest, LossKernelsChangeTheHead) {
+  const double b = 2, h = 4096, vocab = 128256;
+  const ArchConfig arch = find_catalog_entry("llama3-8b").arch;
+  const ModelSpec fused = build_model(arch, {AttentionKernel::kFlash2, LossKernel::kFused});
+  const UnitSpec& head = fused.units.back();
+  EXPECT_DOUBLE_EQ(head.activations.saved_none, b * 2 * h + b * vocab + 4);
+  EXPECT_TRUE(head.activations.forward_pieces.empty());
+  EXPECT_DOUBLE_EQ(head.activations.working, b * vocab);
+  EXPECT_EQ(head.compute.elementwise.back().name, "fused_cross_entropy");
+  EXPECT_DOUBLE_EQ(head.compute.elementwise.back().bytes_per_token, b * vocab);
+  EXPECT_DOUBLE_EQ(head.compute.elementwise.back().backward_bytes(), 2 * b * vocab);
+
+  const ModelSpec chunked = build_model(arch, {AttentionKernel::kFlash2, LossKernel::kChunked});
+  const UnitSpec& chunked_head = chunked.units.back();
+  EXPECT_DOUBLE_EQ(chunked_head.activations.saved_none, b * 2 * h);
+  EXPECT_EQ(chunked_head.activations.forward_pieces, (std::vector<double>{b * h}));
+  EXPECT_DOUBLE_EQ(chunked_head.activations.working, 0);
+  EXPECT_DOUBLE_EQ(chunked_head.compute.elementwise.back().bytes_per_token, 3 * b * vocab);
+  EXPECT_DOUBLE_EQ(chunked_head.compute.elementwise.back().backward_bytes(), 0);
+  EXPECT_TRUE(find_gemm(chunked_head, "lm_head")->logits);
+  // The blocks do not change.
+  EXPECT_DOUBLE_EQ(chunked.units[1].activations.saved_none, catalog_model("llama3-8b").units[1].activations.saved_none);
+}
+
+// The math attention backend keeps one B x heads x S x S probability tensor
+// without checkpointing (heads x bytes per token per key); with checkpointing
+// it is recomputed.
+TEST(ActivationTest, MathAttentionKeepsTheScores) {
+  const ArchConfig arch = find_catalog_entry("llama3-8b").arch;
+  const ModelSpec flash = catalog_model("llama3-8b");
+  const ModelSpec math = build_model(arch, {AttentionKernel::kMath, LossKernel::kFp32Logits});
+  const ActivationBytes& block = math.units[1].activations;
+  EXPECT_DOUBLE_EQ(block.scores_per_key, 32 * 2);
+  EXPECT_DOUBLE_EQ(block.kept(Checkpointing::kNone, 8192), flash.units[1].activations.saved_none + 32 * 2 * 8192.0);
+  EXPECT_DOUBLE_EQ(block.kept(Checkpointing::kSelective, 8192), flash.units[1].activations.saved_selective);
+  EXPECT_DOUBLE_EQ(block.kept(Checkpointing::kFull, 8192), flash.units[1].activations.saved_full);
+  EXPECT_DOUBLE_EQ(math.units.back().activations.scores_per_key, 0);
 }
 
 TEST(ActivationTest, Llama3_8bBlockAndHead) {
@@ -111,14 +157,23 @@ TEST(ActivationTest, Llama3_8bBlockAndHead) {
   const ActivationBytes& block = model.units[1].activations;
   const double none = b * (4 * h + q + 2 * kv + q) + 4 * 32 + b * 3 * ffn;
   EXPECT_DOUBLE_EQ(block.saved_none, none);
-  EXPECT_DOUBLE_EQ(block.saved_selective, none - 2 * h * b - ffn * b);
+  // TorchTitan's op-level SAC keeps the block's input, the outputs of the
+  // 1st, 3rd, 5th and 7th mm (wq, wv, w1, w2; wk, wo and w3 are recomputed)
+  // and the attention's output and log-sum-exp.
+  EXPECT_DOUBLE_EQ(block.saved_selective, b * (h + q + kv + ffn + h) + b * q + 4 * 32);
   EXPECT_DOUBLE_EQ(block.saved_full, h * b);
   EXPECT_DOUBLE_EQ(block.working, b * 3 * ffn);
 
   const ActivationBytes& head = model.units.back().activations;
-  EXPECT_DOUBLE_EQ(head.saved_none, b * 2 * h + 4 * vocab);
+  EXPECT_DOUBLE_EQ(head.saved_none, b * 2 * h + 4 * vocab);  // the final norm's input and output, the fp32 log-softmax
   EXPECT_DOUBLE_EQ(head.saved_full, head.saved_none);
-  EXPECT_DOUBLE_EQ(head.working, vocab * (4 + b));
+  // TorchTitan's loss: the forward makes the logits and their fp32 copy; the
+  // backward holds nll_loss's and log_softmax's fp32 gradients at once.
+  EXPECT_EQ(head.forward_pieces, (std::vector<double>{b * vocab, 4 * vocab}));
+  EXPECT_EQ(head.working_pieces, (std::vector<double>{4 * vocab, 4 * vocab}));
+  EXPECT_DOUBLE_EQ(head.working, 8 * vocab);
+  EXPECT_DOUBLE_EQ(block.scores_per_key, 0);  // FlashAttention keeps no scores
+  EXPECT_DOUBLE_EQ(block.kept(Checkpointing::kNone, 8192), none);
   const ActivationBytes& embed = model.units.front().activations;
   EXPECT_EQ(embed.saved_none + embed.saved_selective + embed.saved_full + embed.working, 0);
 }
@@ -133,7 +188,14 @@ TEST(ActivationTest, MixtureOfExpertsBlock) {
   EXPECT_DOUBLE_EQ(dense.saved_none, b * (4 * h + attention) + 4 * 128 + b * 3 * 18432);
   const double mlp_none = b * (8 * (h + 3 * f) + 1 * 3 * f) + 4 * 256;
   EXPECT_DOUBLE_EQ(moe.saved_none, b * (4 * h + attention) + 4 * 128 + mlp_none);
+  // An MoE block's selective recomputes the element-wise results only: both
+  // norms' outputs and the products of its 8 routed and 1 shared experts.
   EXPECT_DOUBLE_EQ(moe.saved_none - moe.saved_selective, 2 * h * b + 9 * f * b);
+  EXPECT_FALSE(moe.selective_recomputes_gemms);
+  // The dense block before it: TorchTitan's policy keeps the input, every
+  // other GEMM's output (q_a, kv_a, o_proj, up_proj) and the attention's.
+  EXPECT_TRUE(dense.selective_recomputes_gemms);
+  EXPECT_DOUBLE_EQ(dense.saved_selective, b * (h + 1536 + 576 + h + 18432) + b * 128 * 128 + 4 * 128);
   EXPECT_DOUBLE_EQ(moe.working, b * std::max(attention, 3 * 9 * f));
 }
 

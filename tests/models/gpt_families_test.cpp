@@ -255,12 +255,13 @@ TEST(GptFamiliesTest, ElementwiseOpsOfEachBlockForm) {
 TEST(GptFamiliesTest, ActivationBytesOfSequentialAndParallelBlocks) {
   // GPT-2 (bf16): norms keep input and output (4h); attention q, k, v and its
   // output (4h) plus an fp32 log-sum-exp per head; the MLP its up output and
-  // the GELU's (2 * 4h), of which selective recomputes the GELU's.
+  // the GELU's (2 * 4h). Selective keeps the block's input, the outputs of
+  // c_attn and c_fc (the 1st and 3rd GEMMs) and the attention's.
   const double b = 2, h = 768, f = 3072;
   const ActivationBytes gpt2 = load("gpt2").units[1].activations;
   const double gpt2_attention = b * 4 * h + 4.0 * 12;
   EXPECT_DOUBLE_EQ(gpt2.saved_none, 4 * h * b + gpt2_attention + 2 * f * b);
-  EXPECT_DOUBLE_EQ(gpt2.saved_selective, gpt2.saved_none - 2 * h * b - f * b);
+  EXPECT_DOUBLE_EQ(gpt2.saved_selective, b * (h + 3 * h + f + h) + 4.0 * 12);
   EXPECT_DOUBLE_EQ(gpt2.saved_full, h * b);
   EXPECT_DOUBLE_EQ(gpt2.working, 2 * f * b);
 
@@ -270,13 +271,14 @@ TEST(GptFamiliesTest, ActivationBytesOfSequentialAndParallelBlocks) {
   const ActivationBytes falcon = load("falcon-7b").units[1].activations;
   const double falcon_attention = b * (fh + 2 * 64 + fh) + 4.0 * 71;
   EXPECT_DOUBLE_EQ(falcon.saved_none, 2 * fh * b + falcon_attention + 2 * ff * b);
-  EXPECT_DOUBLE_EQ(falcon.saved_selective, falcon.saved_none - fh * b - ff * b);
+  // Selective: the input, the fused qkv (1st GEMM) and h_to_4h (3rd) outputs, the attention's.
+  EXPECT_DOUBLE_EQ(falcon.saved_selective, b * (fh + (fh + 2 * 64) + ff + fh) + 4.0 * 71);
 
   // GPT-NeoX-20B: parallel with two norms reading one input (3h).
   const double nh = 6144, nf = 24576;
   const ActivationBytes neox = load("gpt-neox-20b").units[1].activations;
   EXPECT_DOUBLE_EQ(neox.saved_none, 3 * nh * b + (b * 4 * nh + 4.0 * 64) + 2 * nf * b);
-  EXPECT_DOUBLE_EQ(neox.saved_selective, neox.saved_none - 2 * nh * b - nf * b);
+  EXPECT_DOUBLE_EQ(neox.saved_selective, b * (nh + 3 * nh + nf + nh) + 4.0 * 64);
 }
 
 TEST(GptFamiliesTest, ModelFlopsFollowPaLM) {

@@ -72,7 +72,11 @@ TEST(EnumNamesTest, RolesAndCheckpointing) {
   EXPECT_EQ(role_name(TensorRole::kSharedExpert), "shared_expert");
   EXPECT_EQ(role_name(TensorRole::kRouter), "router");
   EXPECT_EQ(checkpointing_name(Checkpointing::kSelective), "selective");
-  const ActivationBytes act{3, 2, 1, 5};
+  ActivationBytes act;
+  act.saved_none = 3;
+  act.saved_selective = 2;
+  act.saved_full = 1;
+  act.working = 5;
   EXPECT_EQ(act.saved(Checkpointing::kNone), 3);
   EXPECT_EQ(act.saved(Checkpointing::kSelective), 2);
   EXPECT_EQ(act.saved(Checkpointing::kFull), 1);

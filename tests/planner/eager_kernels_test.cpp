@@ -14,7 +14,12 @@ TEST(EagerKernels, FactorsFromTheReferenceImplementation) {
   EXPECT_DOUBLE_EQ(eager_traffic_factor("final_norm"), 9.0);
   EXPECT_DOUBLE_EQ(eager_traffic_factor("rotary"), 5.0);
   EXPECT_DOUBLE_EQ(eager_traffic_factor("swiglu"), 10.0 / 6.0);
-  EXPECT_DOUBLE_EQ(eager_traffic_factor("cross_entropy"), 1.4);
+  // cast 2+4 and log_softmax 4+4 against one fused kernel's 2+4; backward
+  // nll_loss 4, log_softmax 4+4+4, cast 4+2 against 4+2.
+  EXPECT_DOUBLE_EQ(eager_traffic_factor("cross_entropy"), 14.0 / 6.0);
+  EXPECT_DOUBLE_EQ(eager_traffic_factors("cross_entropy").backward, 22.0 / 6.0);
+  EXPECT_DOUBLE_EQ(eager_traffic_factor("fused_cross_entropy"), 1.0);
+  EXPECT_DOUBLE_EQ(eager_traffic_factor("chunked_cross_entropy"), 1.0);
   EXPECT_DOUBLE_EQ(eager_traffic_factor("attention_residual"), 1.0);
   // A LayerNorm (GPT-2 style families) and a GELU/ReLU are one eager kernel each.
   EXPECT_DOUBLE_EQ(eager_traffic_factor("attention_layer_norm"), 1.0);
@@ -33,6 +38,56 @@ TEST(EagerKernels, EagerWorkMovesMoreBytesThanFused) {
   EXPECT_GT(forward_work(block, eager).elementwise_bytes, 2 * forward_work(block, fused).elementwise_bytes);
   // GEMMs and attention do not change.
   EXPECT_DOUBLE_EQ(total_flops(forward_work(block, eager)), total_flops(forward_work(block, fused)));
+}
+
+// The math attention backend: two batched GEMMs of the full s x s square
+// forward (4 s^2 d FLOPs per sequence and head), four backward, a mask add
+// and a softmax over the scores (5 passes eager, 2 fused) and a softmax
+// backward (3); FlashAttention's FLOPs are the causal half, 2.5x backward.
+TEST(KernelWork, MathAttentionIsGemmsAndScorePasses) {
+  const models::ArchConfig arch = models::find_catalog_entry("llama3-8b").arch;
+  const models::ModelSpec math = models::build_model(arch, {models::AttentionKernel::kMath, models::LossKernel::kFp32Logits});
+  const models::UnitSpec& block = math.units[1];
+  const MicroBatch eager{2, 4096, false, math.kernels}, fused{2, 4096, true, math.kernels};
+  const double s = 4096, d = 128, heads = 32, sequences = 2, b = 2;
+  const double scores = s * s * b * heads * sequences;  // bytes of one B x heads x S x S tensor
+  const ComputeWork plain = forward_work(block, MicroBatch{2, 4096, false});
+  const ComputeWork forward = forward_work(block, eager);
+  EXPECT_DOUBLE_EQ(forward.attention.flops, 0);
+  EXPECT_DOUBLE_EQ(total_flops(forward) - total_flops(plain) + plain.attention.flops, 4 * s * s * d * heads * sequences);
+  EXPECT_DOUBLE_EQ(forward.elementwise_bytes - plain.elementwise_bytes, 5 * scores);
+  EXPECT_DOUBLE_EQ(forward_work(block, fused).elementwise_bytes - forward_work(block, MicroBatch{2, 4096, true}).elementwise_bytes,
+                   2 * scores);
+  const ComputeWork backward = backward_work(block, eager);
+  const ComputeWork plain_backward = backward_work(block, MicroBatch{2, 4096, false});
+  EXPECT_DOUBLE_EQ(total_flops(backward) - total_flops(plain_backward) + plain_backward.attention.flops,
+                   8 * s * s * d * heads * sequences);
+  EXPECT_DOUBLE_EQ(backward.elementwise_bytes - plain_backward.elementwise_bytes, 3 * scores);
+  // Selective checkpointing does not save the math backend's matmuls: the attention is recomputed.
+  const ComputeWork again = recompute_work(block, eager, models::Checkpointing::kSelective);
+  const ComputeWork again_flash = recompute_work(block, MicroBatch{2, 4096, false}, models::Checkpointing::kSelective);
+  EXPECT_DOUBLE_EQ(total_flops(again) - total_flops(again_flash), 4 * s * s * d * heads * sequences);
+}
+
+TEST(KernelWork, FlashAttention3MarksTheAttention) {
+  const models::ArchConfig arch = models::find_catalog_entry("llama3-8b").arch;
+  const models::ModelSpec fa3 = models::build_model(arch, {models::AttentionKernel::kFlash3, models::LossKernel::kFp32Logits});
+  const ComputeWork work = forward_work(fa3.units[1], MicroBatch{2, 4096, false, fa3.kernels});
+  EXPECT_TRUE(work.attention.flash3);
+  EXPECT_DOUBLE_EQ(work.attention.flops, forward_work(fa3.units[1], MicroBatch{2, 4096, false}).attention.flops);
+}
+
+// Liger's chunked loss runs the logits GEMM's gradient GEMMs in the forward.
+TEST(KernelWork, ChunkedLossMovesTheHeadGradientGemmsToTheForward) {
+  const models::ArchConfig arch = models::find_catalog_entry("llama3-8b").arch;
+  const models::ModelSpec fp32 = models::catalog_model("llama3-8b");
+  const models::ModelSpec chunked = models::build_model(arch, {models::AttentionKernel::kFlash2, models::LossKernel::kChunked});
+  const MicroBatch batch{2, 8192, false, chunked.kernels};
+  const double logits_gemm = 2.0 * 16384 * 128256 * 4096;
+  EXPECT_DOUBLE_EQ(total_flops(forward_work(chunked.units.back(), batch)), 3 * logits_gemm);
+  EXPECT_DOUBLE_EQ(total_flops(backward_work(chunked.units.back(), batch)), 0);
+  EXPECT_DOUBLE_EQ(total_flops(forward_work(fp32.units.back(), MicroBatch{2, 8192, false})), logits_gemm);
+  EXPECT_DOUBLE_EQ(total_flops(backward_work(fp32.units.back(), MicroBatch{2, 8192, false})), 2 * logits_gemm);
 }
 
 TEST(EagerKernels, KernelCountsFromTheSameReferenceCode) {

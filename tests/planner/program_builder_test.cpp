@@ -43,6 +43,8 @@ TEST(ProgramBuilder, GraphIsWellFormedForEveryStrategyAndKnobs) {
       "activation_checkpointing: SELECTIVE micro_batch_size: 2 precision { reduce: BF16 }",
       "shard_group_size: 4 gradient_accumulation_steps: 2",
       "optimizer { muon {} } prefetch_depth: 2",
+      "attention: MATH loss: FUSED gradient_accumulation_steps: 2",
+      "attention: MATH activation_checkpointing: SELECTIVE loss: CHUNKED gradient_accumulation_steps: 2",
   };
   for (scenarios::Strategy strategy : kAllStrategies) {
     for (const std::string& knob : knobs) {

@@ -36,6 +36,11 @@ TEST(ScenarioDefaults, TrainingDefaults) {
   EXPECT_EQ(t.granularity().default_spec().kind(), ELEMENT);
   EXPECT_EQ(t.prefetch_depth(), 1);
   EXPECT_TRUE(t.reshard_after_forward());
+  // TorchTitan's stack: SDPA's FlashAttention-2, the fp32 loss, PyTorch's default allocator.
+  EXPECT_EQ(t.attention(), FLASH_ATTENTION_2);
+  EXPECT_EQ(t.loss(), FP32_LOGITS);
+  EXPECT_TRUE(t.allocator().has_expandable_segments());
+  EXPECT_FALSE(t.allocator().expandable_segments());
 }
 
 TEST(ScenarioDefaults, WrittenValuesOverridePreset) {

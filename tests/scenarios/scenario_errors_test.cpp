@@ -96,6 +96,25 @@ TEST(ScenarioErrors, ShampooSettingsOutOfRangeNameTheField) {
   EXPECT_CONTAINS(frequency, "training.optimizer.shampoo.precondition_frequency: precondition_frequency is 0");
 }
 
+TEST(ScenarioErrors, FlashAttention3NeedsAHopperGpu) {
+  const std::string a100 = parse_error(replace(replace(minimal_scenario(), "\"h100\"", "\"a100-80g\""), "strategy: FSDP2",
+                                               "attention: FLASH_ATTENTION_3"));
+  EXPECT_CONTAINS(a100, ":8:3: training.attention: FLASH_ATTENTION_3 runs only on Hopper GPUs (h100, h100-sxm-95g, h200, "
+                        "h800), not on cluster.gpu.preset 'a100-80g': use FLASH_ATTENTION_2");
+  EXPECT_EQ(parse_error(replace(minimal_scenario(), "strategy: FSDP2", "attention: FLASH_ATTENTION_3")), "");
+  EXPECT_EQ(parse_error(replace(minimal_scenario(), "strategy: FSDP2", "attention: MATH loss: CHUNKED")), "");
+}
+
+TEST(ScenarioErrors, KernelValuesOutOfRangeNameTheField) {
+  const std::string attention = parse_error(replace(minimal_scenario(), "strategy: FSDP2", "attention: 7"));
+  EXPECT_CONTAINS(attention, "training.attention: attention is 7; use MATH, FLASH_ATTENTION_2 or FLASH_ATTENTION_3");
+  const std::string loss = parse_error(replace(minimal_scenario(), "strategy: FSDP2", "loss: 9"));
+  EXPECT_CONTAINS(loss, "training.loss: loss is 9; use FP32_LOGITS, FUSED or CHUNKED");
+  const std::string name = parse_error(replace(minimal_scenario(), "strategy: FSDP2", "loss: FUSSED"));
+  EXPECT_CONTAINS(name, "training.loss:");
+  EXPECT_CONTAINS(name, "FUSSED");
+}
+
 TEST(ScenarioErrors, RowsGranularityNeedsRows) {
   std::string error = parse_error(replace(minimal_scenario(), "strategy: FSDP2", "granularity { default_spec { kind: ROWS } }"));
   EXPECT_CONTAINS(error, "training.granularity.default_spec.rows: rows is 0");

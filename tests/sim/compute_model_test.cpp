@@ -51,6 +51,10 @@ GpuComputeSpec rate_only_spec() {
 
 double rate_at(const ComputeModel& model, const Gemm& g) { return g.flops() / model.gemm_seconds(g); }
 
+// The share of a K loop that does useful work when its first 256 elements of
+// k (4 slices of 64) only fill the pipeline (docs/SIMULATOR.md section 6).
+double k_loop(double k) { return k / (k + 256.0); }
+
 Op op_of(OpKind kind, ComputeWork work = {}, int64_t bytes = 0) {
   Op op;
   op.kind = kind, op.work = std::move(work), op.bytes = bytes;
@@ -61,31 +65,36 @@ TEST(ComputeGemm, RatesAtTablePointsAreExact) {
   const ComputeModel model(rate_only_spec());
   EXPECT_DOUBLE_EQ(rate_at(model, {100, 100, 100, 1}), 1e12);
   EXPECT_DOUBLE_EQ(rate_at(model, {100, 100, 10000, 1}), 3e12);
-  EXPECT_DOUBLE_EQ(rate_at(model, {100, 10000, 100, 1}), 3e12);  // only the FLOPs matter
+  // The same FLOPs at another depth: the measured rate scaled by the K loops.
+  EXPECT_NEAR(rate_at(model, {100, 10000, 100, 1}), 3e12 * k_loop(100) / k_loop(10000), kExact * 3e12);
   EXPECT_DOUBLE_EQ(rate_at(model, {100, 100, 1000000, 1}), 9e12);
   EXPECT_EQ(model.spec().gemm.front().k, 100);  // sorted by FLOPs
 }
 
 TEST(ComputeGemm, RatesAreLinearInLogFlopsBetweenPointsAndClampedOutside) {
   const ComputeModel model(rate_only_spec());
-  // 2e9 FLOPs is the log-midpoint of 2e8 (3e12 FLOP/s) and 2e10 (9e12 FLOP/s).
-  EXPECT_NEAR(rate_at(model, {1000, 1000, 1000, 1}), 6e12, 1e-3);
-  // 4e8 FLOPs: t = log(2) / log(100) of the way from 2e8 to 2e10.
+  // 2e9 FLOPs is the log-midpoint of 2e8 (3e12 FLOP/s, k = 1e4) and 2e10
+  // (9e12 FLOP/s, k = 1e6): the measured depth there is k = 1e5.
+  EXPECT_NEAR(rate_at(model, {100, 100, 100000, 1}), 6e12, kExact * 6e12);
+  EXPECT_NEAR(rate_at(model, {1000, 1000, 1000, 1}), 6e12 * k_loop(1000) / k_loop(1e5), kExact * 6e12);
+  // 4e8 FLOPs: t = log(2) / log(100) of the way from 2e8 to 2e10, at depth 1e4 * 100^t = 2e4.
   const double t = std::log(2.0) / std::log(100.0);
-  EXPECT_NEAR(rate_at(model, {100, 100, 20000, 1}), 3e12 + t * 6e12, 1e-3);
-  // 2e7 FLOPs: the log-midpoint of the first two points.
-  EXPECT_NEAR(rate_at(model, {100, 100, 1000, 1}), 2e12, 1e-3);
-  // Outside the table the end points hold.
-  EXPECT_DOUBLE_EQ(rate_at(model, {10, 10, 10, 1}), 1e12);
-  EXPECT_DOUBLE_EQ(rate_at(model, {1000, 1000, 100000, 1}), 9e12);
+  EXPECT_NEAR(rate_at(model, {100, 100, 20000, 1}), 3e12 + t * 6e12, kExact * 9e12);
+  // 2e7 FLOPs: the log-midpoint of the first two points, depth 1000.
+  EXPECT_NEAR(rate_at(model, {100, 100, 1000, 1}), 2e12, kExact * 2e12);
+  // Outside the table the end points hold, at their own depths.
+  EXPECT_NEAR(rate_at(model, {10, 10, 10, 1}), 1e12 * k_loop(10) / k_loop(100), kExact * 1e12);
+  EXPECT_NEAR(rate_at(model, {1000, 1000, 100000, 1}), 9e12 * k_loop(1e5) / k_loop(1e6), kExact * 9e12);
 }
 
 TEST(ComputeGemm, EqualFlopPointsMergeIntoTheirMeanRate) {
   GpuComputeSpec spec = rate_only_spec();
-  spec.gemm.push_back({100, 10000, 100, 5e12});  // same FLOPs as {100, 100, 10000}
+  spec.gemm.push_back({100, 10000, 100, 5e12});  // same FLOPs as {100, 100, 10000}, 100 deep
   const ComputeModel model(spec);
   EXPECT_EQ(model.spec().gemm.size(), 3u);
-  EXPECT_DOUBLE_EQ(rate_at(model, {100, 100, 10000, 1}), 4e12);
+  // The mean of 3e12 and the 5e12 taken to the first shape's depth.
+  const double mean = (3e12 + 5e12 * k_loop(10000) / k_loop(100)) / 2;
+  EXPECT_NEAR(rate_at(model, {100, 100, 10000, 1}), mean, kExact * mean);
 }
 
 TEST(ComputeGemm, BatchedExpertsScaleLinearlyWhenComputeBound) {
@@ -95,7 +104,9 @@ TEST(ComputeGemm, BatchedExpertsScaleLinearlyWhenComputeBound) {
   // 6.9e10 FLOPs, 4x the 2048^3 point and half the 4096^3 one: 2/3 of the way
   // from one to the other in log FLOPs.
   const double flops = 2.0 * 4096 * 2048 * 4096;
-  const double rate = kH100Gemm2048 + 2.0 / 3.0 * (kH100Gemm4096 - kH100Gemm2048);
+  // The table measured 2048- and 4096-deep cubes there: 2048 * 2^(2/3) deep.
+  const double rate = (kH100Gemm2048 + 2.0 / 3.0 * (kH100Gemm4096 - kH100Gemm2048)) * k_loop(4096) /
+                      k_loop(2048 * std::cbrt(4.0));
   const double bytes = (4096.0 * 4096 + 4096.0 * 2048 + 4096.0 * 2048) * 2;
   ASSERT_GT(flops / rate, bytes / (kH100Hbm * kH100MemoryEfficiency));  // compute-bound
   EXPECT_NEAR(model.gemm_seconds(one), flops / rate + kLaunch, kExact * (flops / rate));
@@ -108,8 +119,12 @@ TEST(ComputeGemm, TinyGemmsAreLaunchAndBandwidthBound) {
   const Gemm row{1, 4096, 4096, 1};
   const double bytes = (4096.0 + 4096.0 * 4096 + 4096.0) * 2;
   EXPECT_DOUBLE_EQ(model.gemm_seconds(row), bytes / (kH100Hbm * kH100MemoryEfficiency) + kLaunch);
-  // An 8 x 8 x 8 GEMM is all launch, and the 384 bytes it moves.
-  EXPECT_DOUBLE_EQ(model.gemm_seconds({8, 8, 8, 1}), 384 / (kH100Hbm * kH100MemoryEfficiency) + kLaunch);
+  // An 8 x 8 x 8 GEMM is nearly all launch: its 1,024 FLOPs at the smallest
+  // point's rate (512^3: 48.3 TFLOP/s) scaled from 512 to 8 deep take 0.47 ns,
+  // longer than its 384 bytes take to move.
+  const double tiny = 1024 / (48.3e12 * k_loop(8) / k_loop(512));
+  ASSERT_GT(tiny, 384 / (kH100Hbm * kH100MemoryEfficiency));
+  EXPECT_NEAR(model.gemm_seconds({8, 8, 8, 1}), tiny + kLaunch, kExact * kLaunch);
   EXPECT_EQ(model.gemm_seconds({0, 8, 8, 1}), 0.0);
 }
 

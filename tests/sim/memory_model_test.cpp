@@ -242,6 +242,151 @@ TEST(AllocatorCapacity, PeakCountsEveryPieceOfOneCall) {
   EXPECT_EQ(a.peak_reserved(), 100 * MiB);
 }
 
+TEST(AllocatorCapacity, ARetryReportsItsDriverCalls) {
+  CachingAllocator a(with_capacity(100 * MiB));
+  a.allocate(1, {60 * MiB});
+  EXPECT_EQ(a.last_cost().new_segments, 1);
+  EXPECT_EQ(a.last_cost().flushes, 0);
+  a.allocate(2, {1 * MiB});
+  a.release(1);
+  a.release(2);
+  a.allocate(3, {70 * MiB});  // 62 + 70 > 100: both cached segments go, then the retry fits
+  EXPECT_EQ(a.last_cost().flushes, 1);
+  EXPECT_EQ(a.last_cost().released_segments, 2);
+  EXPECT_EQ(a.last_cost().new_segments, 1);
+  EXPECT_FALSE(a.last_cost().out_of_memory);
+  EXPECT_EQ(a.flushes(), 1);
+  a.allocate(4, {10 * MiB});  // a new segment that fits: no release
+  EXPECT_EQ(a.last_cost().flushes, 0);
+  EXPECT_EQ(a.flushes(), 1);
+}
+
+// Upstream reuses a cached block only on the stream it was allocated on
+// (get_free_block compares the stream first).
+TEST(AllocatorStreams, CachedBlocksServeOnlyTheirStream) {
+  CachingAllocator a(AllocatorOptions{});
+  a.allocate(1, {100 * MiB}, 1);
+  a.release(1);
+  a.allocate(2, {100 * MiB}, 0);  // stream 0 cannot use stream 1's cached block
+  EXPECT_EQ(a.reserved(), 200 * MiB);
+  a.allocate(3, {40 * MiB}, 1);   // stream 1 can, and splits it
+  EXPECT_EQ(a.reserved(), 200 * MiB);
+  const auto segments = a.snapshot();
+  ASSERT_EQ(segments.size(), 2u);
+  EXPECT_EQ(segments[0].stream, 1);
+  EXPECT_EQ(segments[1].stream, 0);
+  EXPECT_EQ(layout(a, 0), (std::vector<std::pair<int64_t, bool>>{{40 * MiB, true}, {60 * MiB, false}}));
+}
+
+// A small allocation of another stream cannot split a large cached block of
+// this one, so the next equal-sized request of this stream reuses it whole.
+TEST(AllocatorStreams, AnotherStreamCannotFragmentThisOne) {
+  CachingAllocator a(AllocatorOptions{});
+  a.allocate(1, {500 * MiB}, 0);
+  a.release(1);
+  a.allocate(2, {150 * MiB}, 2);  // a reduce-scatter input on its own stream
+  a.allocate(3, {500 * MiB}, 0);  // the compute stream's activations come back
+  EXPECT_EQ(a.reserved(), 650 * MiB);
+  EXPECT_EQ(layout(a, 0), (std::vector<std::pair<int64_t, bool>>{{500 * MiB, true}}));
+}
+
+TEST(AllocatorStreams, AReleaseOfTheCacheCoversEveryStream) {
+  CachingAllocator a(with_capacity(100 * MiB));
+  a.allocate(1, {40 * MiB}, 1);
+  a.allocate(2, {40 * MiB}, 2);
+  a.release(1);
+  a.release(2);
+  EXPECT_TRUE(a.allocate(3, {90 * MiB}, 0));
+  EXPECT_EQ(a.reserved(), 90 * MiB);
+  EXPECT_EQ(a.last_cost().released_segments, 2);
+}
+
+// record_stream: allocated drops at the free, the block is reused only after
+// its event; a release of the cache synchronizes on the events first.
+TEST(AllocatorPending, PendingBlocksAreFreedByTheirEventOrByAFlush) {
+  CachingAllocator a(with_capacity(100 * MiB));
+  a.allocate(1, {60 * MiB});
+  a.release_pending(1);
+  EXPECT_EQ(a.allocated(), 0);
+  EXPECT_EQ(a.reserved(), 60 * MiB);
+  EXPECT_TRUE(a.snapshot()[0].blocks[0].pending_free);
+  a.allocate(2, {30 * MiB});  // cannot use the pending block: a new segment
+  EXPECT_EQ(a.reserved(), 90 * MiB);
+  a.complete_pending();
+  a.allocate(3, {60 * MiB});  // the event completed: reused
+  EXPECT_EQ(a.reserved(), 90 * MiB);
+  a.release_pending(3);
+  // 40 MiB fits no free block; 90 + 40 > 100: the flush frees the pending
+  // block first, then releases it as a whole unused segment.
+  EXPECT_TRUE(a.allocate(4, {40 * MiB}));
+  EXPECT_EQ(a.last_cost().flushes, 1);
+  EXPECT_EQ(a.reserved(), 70 * MiB);
+}
+
+// --- expandable segments -----------------------------------------------------
+
+AllocatorOptions expandable(int64_t capacity = 0) {
+  AllocatorOptions options;
+  options.capacity = capacity;
+  options.expandable_segments = true;
+  return options;
+}
+
+// Upstream maps kLargeBuffer (20 MiB) pages for the large pool and
+// kSmallBuffer (2 MiB) pages for the small one (find_expandable_block).
+TEST(AllocatorExpandable, SegmentsGrowAPageAtATime) {
+  CachingAllocator a(expandable());
+  a.allocate(1, {30 * MiB});
+  EXPECT_EQ(a.reserved(), 40 * MiB);
+  a.allocate(2, {5 * MiB});  // best fit in the mapped 10 MiB left
+  EXPECT_EQ(a.reserved(), 40 * MiB);
+  a.allocate(3, {30 * MiB});  // 5 MiB free at the end + 25 more: two more pages
+  EXPECT_EQ(a.reserved(), 80 * MiB);
+  EXPECT_EQ(a.allocated(), 65 * MiB);
+  a.allocate(4, {1 * KiB});  // the small pool's own segment, 2 MiB pages
+  EXPECT_EQ(a.reserved(), 82 * MiB);
+  const auto segments = a.snapshot();
+  ASSERT_EQ(segments.size(), 2u);
+  EXPECT_TRUE(segments[0].expandable);
+  EXPECT_EQ(segments[0].blocks[0].size, 30 * MiB);
+  EXPECT_EQ(segments[0].blocks[1].size, 5 * MiB);
+  EXPECT_EQ(segments[0].blocks[2].address, segments[0].address + 35 * MiB);
+  EXPECT_EQ(segments[0].blocks[2].size, 30 * MiB);
+}
+
+// The fragmentation of the example below OOMs without expandable segments
+// (a partly used segment cannot be given back) and fits with them: the
+// release unmaps the free page inside the segment and maps it at the end.
+TEST(AllocatorExpandable, UnmappingFreePagesAvoidsTheOom) {
+  for (const bool expand : {false, true}) {
+    AllocatorOptions options = expand ? expandable(100 * MiB) : with_capacity(100 * MiB);
+    CachingAllocator a(options);
+    a.allocate(1, {40 * MiB});
+    a.allocate(2, {20 * MiB});
+    a.release(1);
+    a.allocate(3, {20 * MiB});  // best fit: the first 20 MiB of the freed 40
+    const bool fits = a.allocate(4, {60 * MiB});
+    EXPECT_EQ(a.last_cost().flushes, 1);
+    EXPECT_EQ(a.allocated(), 100 * MiB);
+    EXPECT_EQ(fits, expand) << (expand ? "expandable" : "default");
+    EXPECT_EQ(a.reserved(), expand ? 100 * MiB : 120 * MiB);
+    if (expand) {
+      EXPECT_EQ(a.last_cost().released_segments, 1);
+    }
+  }
+}
+
+TEST(AllocatorExpandable, PartialPagesOfAFreeBlockStayMapped) {
+  CachingAllocator a(expandable(60 * MiB));
+  a.allocate(1, {10 * MiB});
+  a.allocate(2, {25 * MiB});   // [10, 35)
+  a.allocate(3, {5 * MiB});    // [35, 40)
+  a.release(2);                // free [10, 35) covers no whole page of [0, 20), [20, 40)
+  const bool fits = a.allocate(4, {40 * MiB});  // 40 + 40 > 60: the release unmaps nothing: OOM
+  EXPECT_FALSE(fits);
+  EXPECT_EQ(a.last_cost().released_segments, 0);
+}
+
 TEST(AllocatorIds, OneIdOwnsSeveralPieces) {
   CachingAllocator a(AllocatorOptions{});
   a.allocate(1, {4 * MiB, 4 * MiB, 300 * KiB});  // both 4 MiB in one 20 MiB segment; 300 KiB small
@@ -271,7 +416,9 @@ TEST(AllocatorIds, ResetPeaksRestartsFromTheCurrentValues) {
 
 // Unit gathers of 64 MiB with the next unit prefetched: freed right after the
 // compute (ragged: explicit stream dependencies) two units coexist; freed
-// only when the all-gather stream passes its next op (record_stream) three do.
+// under record_stream, a unit's block is reused only once the all-gather
+// stream has passed its next op: allocated holds two units (PyTorch counts a
+// freed block out of memory_allocated at once), reserved three.
 TEST(MemoryEffects, RecordStreamDelayedFreeHoldsAThirdUnit) {
   constexpr int units = 8;
   constexpr int64_t unit_bytes = 64 * MiB;
@@ -280,14 +427,18 @@ TEST(MemoryEffects, RecordStreamDelayedFreeHoldsAThirdUnit) {
     a.allocate(0, {unit_bytes});
     for (int u = 0; u < units; ++u) {
       if (u + 1 < units) a.allocate(u + 1, {unit_bytes});  // prefetch: the next unit's all-gather
-      if (delayed && u > 0) a.release(u - 1);  // the all-gather stream has passed its next op
+      if (delayed) a.complete_pending();  // the all-gather stream has passed its next op
       // ... unit u computes ...
-      if (!delayed) a.release(u);
+      if (delayed) {
+        a.release_pending(u);
+      } else {
+        a.release(u);
+      }
     }
-    if (delayed) a.release(units - 1);
-    const int64_t expected = (delayed ? 3 : 2) * unit_bytes;
-    EXPECT_EQ(a.peak_allocated(), expected) << (delayed ? "record_stream" : "explicit dependency");
-    EXPECT_EQ(a.peak_reserved(), expected);  // equal sizes: every freed segment is reused whole
+    a.complete_pending();
+    EXPECT_EQ(a.peak_allocated(), 2 * unit_bytes) << (delayed ? "record_stream" : "explicit dependency");
+    // Equal sizes: every freed segment is reused whole.
+    EXPECT_EQ(a.peak_reserved(), (delayed ? 3 : 2) * unit_bytes) << (delayed ? "record_stream" : "explicit dependency");
     EXPECT_EQ(a.allocated(), 0);
   }
 }
@@ -455,7 +606,12 @@ class ReferenceAllocator {
             ++cache_releases_that_fit;
           }
         }
-        segments_.push_back({next_address_, segment, small, {{next_address_, segment, false}}});
+        SegmentSnapshot fresh;
+        fresh.address = next_address_;
+        fresh.size = segment;
+        fresh.small_pool = small;
+        fresh.blocks = {{next_address_, segment, false}};
+        segments_.push_back(fresh);
         next_address_ += segment;
         best_segment = &segments_.back();
         best = 0;
@@ -577,6 +733,55 @@ TEST(AllocatorTiming, HundredThousandOperationsTakeWellUnderASecond) {
 #else
   EXPECT_LT(seconds, 5.0);
 #endif
+}
+
+void check_expandable_invariants(const CachingAllocator& a) {
+  int64_t mapped = 0, allocated = 0;
+  for (const SegmentSnapshot& s : a.snapshot()) {
+    ASSERT_TRUE(s.expandable);
+    int64_t address = s.address;
+    const BlockSnapshot* previous = nullptr;
+    for (const BlockSnapshot& b : s.blocks) {
+      ASSERT_EQ(b.address, address) << "blocks must tile their segment";
+      ASSERT_GT(b.size, 0);
+      if (b.mapped) mapped += b.size;
+      if (b.allocated) allocated += b.size;
+      ASSERT_TRUE(b.mapped || !b.allocated) << "an allocated block must be mapped";
+      if (!b.mapped) {
+        const int64_t page = s.small_pool ? 2 * MiB : 20 * MiB;
+        ASSERT_EQ((b.address - s.address) % page, 0) << "unmapped space starts on a page";
+      }
+      if (previous) {
+        const bool both_free = !previous->allocated && !b.allocated && !previous->pending_free && !b.pending_free;
+        ASSERT_FALSE(both_free && previous->mapped == b.mapped) << "adjacent free blocks of one kind were not merged";
+      }
+      previous = &b;
+      address += b.size;
+    }
+    ASSERT_EQ(address, s.address + s.size);
+  }
+  ASSERT_EQ(a.reserved(), mapped);
+  ASSERT_EQ(a.allocated(), allocated);
+  ASSERT_LE(a.allocated(), a.reserved());
+}
+
+TEST(AllocatorExpandable, InvariantsHoldAfterEveryOperation) {
+  for (const int64_t capacity : {int64_t{0}, 6 * GiB}) {
+    CachingAllocator a(expandable(capacity));
+    int ooms = 0;
+    for (const RandomOp& op : random_ops(10000, 31337)) {
+      if (op.allocate) {
+        ooms += a.allocate(op.id, op.pieces, static_cast<int>(op.id % 3)) ? 0 : 1;
+      } else {
+        a.release(op.id);
+      }
+      ASSERT_NO_FATAL_FAILURE(check_expandable_invariants(a));
+    }
+    std::printf("expandable, capacity %lld MiB (0: unlimited): peak allocated %lld MiB, peak reserved %lld MiB, "
+                "%lld releases, %d OOM requests\n",
+                static_cast<long long>(capacity / MiB), static_cast<long long>(a.peak_allocated() / MiB),
+                static_cast<long long>(a.peak_reserved() / MiB), static_cast<long long>(a.flushes()), ooms);
+  }
 }
 
 }  // namespace

@@ -77,6 +77,10 @@ constexpr double kReduceScatterHbmPerByte = 3;
 // at the 1024^3 GEMM rate (12.16 us).
 constexpr double kFrameworkOp = 2.0 * 1024 * 1024 * 1024 / kH100Gemm1024;
 
+// Section 8, allocator pressure: each driver call of a release of the cache
+// (cudaFree of a cached segment, cudaMalloc of the new one), an assumption.
+constexpr double kDriverCall = 50e-6;
+
 struct Expected {
   double seconds;
   const char* protocol;
@@ -99,6 +103,8 @@ Expected nccl_ring(double bandwidth_s, int64_t steps, int64_t network_steps) {
 
 // A compute-bound GEMM at a table point (or beyond the table's last point).
 double gemm_seconds(double m, double n, double k, double rate) { return 2 * m * n * k / rate + kLaunch; }
+// The share of a K loop past its pipeline fill (256 elements of k, docs/SIMULATOR.md section 6).
+double k_loop(double k) { return k / (k + 256.0); }
 
 // --- harness -----------------------------------------------------------------
 
@@ -261,7 +267,8 @@ TEST(SimModel, OverlappedGemmLosesNcclsSms) {
   w.collective(OpKind::kAllGather, Stream::kAllGather, Group::kShard, 1, 0, "all-gather", 500'000'000, -1, {});
   nlohmann::json r = run(p, h100_cluster(1), SimulationMode::kFull);
   // 4.4e12 FLOPs lie beyond the table's last point (10240^3): its rate holds.
-  const double alone = gemm_seconds(16384, 16384, 8192, kH100Gemm10240) - kLaunch;
+  // Beyond the table's last point (10240^3): its rate, taken from 10240 to 8192 deep.
+  const double alone = gemm_seconds(16384, 16384, 8192, kH100Gemm10240 * k_loop(8192) / k_loop(10240)) - kLaunch;
   const Expected comm = nccl_ring((7.0 / 8.0) * 500e6 / kNvlink, 7, 0);
   const double shared = (kH100Sms - kCtasIntraNode) / kH100Sms;
   const double overlapped = comm.seconds - kLaunch;  // the GEMM's work beside the all-gather
@@ -285,7 +292,8 @@ TEST(SimModel, OverlappedGemmLosesFewerSmsToAnInterNodeRing) {
   w.compute(OpKind::kComputeFwd, 0, 0, "compute", work, {});
   w.collective(OpKind::kAllGather, Stream::kAllGather, Group::kShard, 1, 0, "all-gather", 500'000'000, -1, {});
   nlohmann::json r = run(p, h100_cluster(4), SimulationMode::kFull);
-  const double alone = gemm_seconds(16384, 16384, 8192, kH100Gemm10240) - kLaunch;
+  // Beyond the table's last point (10240^3): its rate, taken from 10240 to 8192 deep.
+  const double alone = gemm_seconds(16384, 16384, 8192, kH100Gemm10240 * k_loop(8192) / k_loop(10240)) - kLaunch;
   const double per_hop = 500e6 * 31.0 / 32.0;
   const Expected comm = nccl_ring(per_hop / kNodeNetwork, 31, 3);
   const double shared = (kH100Sms - kCtasInterNode) / kH100Sms;
@@ -371,6 +379,53 @@ TEST(SimModel, DependencyExposesCommunication) {
   report("dependency: step = all-gather + compute", comm.seconds + compute, r["step"].get<double>());
   expect_relative(r["exposed"].get<double>(), comm.seconds, kExact);
   expect_relative(r["step"].get<double>(), comm.seconds + compute, kExact);
+}
+
+TEST(SimModel, AllocatorReleaseWaitsForTheDeviceAndTheDriver) {
+  // 80 GiB of device memory. The compute stream frees a 40 GiB buffer (it
+  // stays cached), the all-gather stream allocates 10 GiB and gathers 500 MB
+  // into it; then the compute stream asks for 50 GiB: no cached block fits
+  // and 40 + 10 + 50 > 80, so the allocator releases the cached 40 GiB
+  // segment and retries. cudaFree waits for every kernel on the device: the
+  // allocation ends when the all-gather (issued before it) has, plus one
+  // cudaFree and one cudaMalloc; the GEMM after it starts there.
+  constexpr int64_t GiB = int64_t{1} << 30;
+  planner::Program p;
+  p.shard_ranks = 8;
+  planner::ProgramWriter w(&p);
+  const int a = w.buffer("a", planner::BufferKind::kActivations, 0, 40 * GiB);
+  const int b = w.buffer("b", planner::BufferKind::kUnshardedParams, 0, 10 * GiB);
+  const int c = w.buffer("c", planner::BufferKind::kActivations, 0, 50 * GiB);
+  w.free(a, Stream::kCompute, {w.alloc(a, Stream::kCompute, {})});
+  const uint32_t gathered = w.alloc(b, Stream::kAllGather, {});
+  w.collective(OpKind::kAllGather, Stream::kAllGather, Group::kShard, 0, 0, "all-gather", 500'000'000, b, {gathered});
+  const uint32_t retried = w.alloc(c, Stream::kCompute, {});
+  planner::ComputeWork work;
+  work.gemms.push_back({8192, 8192, 8192, 1});
+  w.compute(OpKind::kComputeFwd, 0, 0, "gemm", work, {retried});
+  nlohmann::json r = nlohmann::json::parse(run_in_child([&] {
+    ProgramRunOptions options;
+    options.cluster = h100_cluster(1);
+    options.capacity = 80 * GiB;
+    ProgramRun run = run_program(p, h100(), options);
+    nlohmann::json j;
+    j["step"] = run.step_seconds;
+    j["flushes"] = run.allocator_flushes;
+    j["flush_s"] = run.allocator_flush_seconds;
+    j["oom"] = run.out_of_memory;
+    j["reserved"] = run.peak_reserved;
+    return j.dump();
+  }));
+  const Expected gather = nccl_ring((7.0 / 8.0) * 500e6 / kNvlink, 7, 0);
+  const double flush = gather.seconds + 2 * kDriverCall;
+  report("allocator release: device sync + cudaFree + cudaMalloc", flush, r["flush_s"].get<double>());
+  report("allocator release: step = release + GEMM", flush + gemm_seconds(8192, 8192, 8192, kH100Gemm8192),
+         r["step"].get<double>());
+  EXPECT_EQ(r["flushes"].get<int64_t>(), 1);
+  EXPECT_FALSE(r["oom"].get<bool>());
+  EXPECT_EQ(r["reserved"].get<int64_t>(), 60 * GiB);  // never above capacity: a slowdown, not an OOM
+  expect_relative(r["flush_s"].get<double>(), flush, kExact);
+  expect_relative(r["step"].get<double>(), flush + gemm_seconds(8192, 8192, 8192, kH100Gemm8192), kExact);
 }
 
 // --- the CPU issue path -------------------------------------------------------

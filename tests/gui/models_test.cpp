@@ -70,6 +70,23 @@ class ModelsTest : public QObject {
     QVERIFY_THROWS_EXCEPTION(InputError, planner::resolve_scenario(apply_settings(loaded, s)));
   }
 
+  void a_model_picked_in_the_window_catalog_or_config_json() {
+    const auto catalog = scenario_for_model("llama3-70b", "h100", 64);
+    QCOMPARE(scenarios::total_gpus(catalog.scenario), 64);
+    QCOMPARE(catalog.scenario.cluster().nodes(), 8);
+    QCOMPARE(planner::resolve_scenario(catalog).model.name, std::string("llama3-70b"));
+    const std::string config = RAGGED_SOURCE_DIR "/tests/models/data/llama/config.json";
+    const auto hf = scenario_for_model(config, "h800", 4);
+    QCOMPARE(hf.scenario.cluster().gpus_per_node(), 4);
+    QVERIFY(planner::resolve_scenario(hf).model.params() > 0);
+    // The model row accepts a config.json path over a shipped scenario.
+    const auto shipped = scenarios::load_scenario("llama3-8b-8xh100");
+    ScenarioSettings s = settings_of(shipped.scenario);
+    s.model = config;
+    QCOMPARE(apply_settings(shipped, s).scenario.model().hf_config(), config);
+    QVERIFY_THROWS_EXCEPTION(InputError, scenario_for_model("llama3-70b", "h100", 12));
+  }
+
   void settings_model_edits_and_refuses() {
     ScenarioSettingsModel model;
     QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);

@@ -6,6 +6,7 @@
 
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QSettings>
 #include <QTabWidget>
 
 #include <cstdio>
@@ -69,8 +70,12 @@ int main(int argc, char** argv) {
     return 0;
   }
   window.show();
-  window.explore()->open_scenario(positional.isEmpty() ? QString::fromLatin1(ragged::scenarios::kDefaultScenario)
-                                                       : positional.front());
+  // The scenario named, else the one open when the window last closed, else the default.
+  QString scenario = positional.isEmpty() ? QSettings().value(QStringLiteral("scenario/origin")).toString() : positional.front();
+  if (scenario.startsWith(QStringLiteral("builtin:"))) scenario = scenario.mid(8);
+  if (scenario.isEmpty() || !window.explore()->open_scenario(scenario)) {
+    window.explore()->open_scenario(QString::fromLatin1(ragged::scenarios::kDefaultScenario));
+  }
   if (parser.isSet(trace)) {
     window.tabs()->setCurrentWidget(window.timeline());
     if (parser.isSet(timed)) {

@@ -15,7 +15,7 @@
 #include "cli/simulate_report.hpp"
 #include "common/errors.hpp"
 #include "scenarios/scenario_rules.hpp"
-#include "sim/child_process.hpp"
+#include "sim/simulation_child.hpp"
 #include "traces/chrome_trace.hpp"
 #include "traces/trace_io.hpp"
 
@@ -91,14 +91,9 @@ SimulationReport simulate_one(const planner::ResolvedScenario& resolved, const S
   const std::string label = label_of(resolved);
   sim_options.progress = progress_bar(resolved.scenario().name() + " " + scenarios::strategy_name(resolved.scenario().training().strategy()));
   sim::ChildUsage usage;
-  std::string bytes = sim::run_in_child(
-      [&] {
-        auto result = sim::simulate(resolved, sim_options);
-        if (sim_options.progress) std::fprintf(stderr, "\r\033[K");
-        return serialize_result(result);
-      },
-      &usage);
-  return {label, parse_result(bytes), usage.max_rss_bytes, usage.added_rss_bytes()};
+  sim::SimulationResult result = sim::simulate_in_child(resolved, sim_options, {}, &usage);
+  if (sim_options.progress) std::fprintf(stderr, "\r\033[K");
+  return {label, std::move(result), usage.max_rss_bytes, usage.added_rss_bytes()};
 }
 
 void run(const SimulateOptions& options, Context& context) {

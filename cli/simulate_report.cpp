@@ -53,33 +53,6 @@ double kind_seconds(const UnitTimes& t, std::initializer_list<traces::OpKind> ki
 
 }  // namespace
 
-std::string serialize_result(const sim::SimulationResult& result) {
-  nlohmann::json stats = {{"mode", sim::mode_name(result.stats.mode)},
-                          {"simulated_nodes", result.stats.simulated_nodes},
-                          {"flows", result.stats.flows},
-                          {"rank", result.stats.representative_rank},
-                          {"wall_seconds", result.stats.wall_seconds}};
-  std::string trace = result.trace.SerializeAsString();
-  return fmt::format("{}\n", trace.size()) + trace + stats.dump();
-}
-
-sim::SimulationResult parse_result(const std::string& bytes) {
-  sim::SimulationResult result;
-  const size_t newline = bytes.find('\n');
-  RAGGED_ASSERT(newline != std::string::npos, "a simulation result starts with its trace size");
-  const size_t size = std::stoull(bytes.substr(0, newline));
-  RAGGED_ASSERT(result.trace.ParseFromString(bytes.substr(newline + 1, size)), "the simulation's trace must parse");
-  nlohmann::json stats = nlohmann::json::parse(bytes.substr(newline + 1 + size));
-  result.stats.mode = stats["mode"] == "symmetric" ? sim::SimulationMode::kSymmetric
-                      : stats["mode"] == "steps"   ? sim::SimulationMode::kSteps
-                                                   : sim::SimulationMode::kFull;
-  result.stats.simulated_nodes = stats["simulated_nodes"];
-  result.stats.flows = stats["flows"];
-  result.stats.representative_rank = stats["rank"];
-  result.stats.wall_seconds = stats["wall_seconds"];
-  return result;
-}
-
 void print_simulation(const SimulationReport& r, std::ostream& out) {
   const traces::Summary& s = summary(r);
   const auto& stats = r.result.stats;

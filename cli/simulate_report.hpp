@@ -24,8 +24,4 @@ void print_simulation_comparison(const std::vector<SimulationReport>& reports, s
 void print_sweep(const std::vector<SimulationReport>& reports, std::ostream& out);
 nlohmann::json simulation_to_json(const SimulationReport& report);
 
-// The child process sends its result back as bytes.
-std::string serialize_result(const sim::SimulationResult& result);
-sim::SimulationResult parse_result(const std::string& bytes);
-
 }  // namespace ragged::cli

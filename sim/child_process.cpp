@@ -1,9 +1,12 @@
 #include "sim/child_process.hpp"
 
+#include <fcntl.h>
+#include <poll.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <csignal>
@@ -28,18 +31,6 @@ void write_all(int fd, const std::string& data) {
   }
 }
 
-std::string read_all(int fd) {
-  std::string out;
-  char buffer[1 << 16];
-  for (;;) {
-    ssize_t n = ::read(fd, buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    out.append(buffer, static_cast<size_t>(n));
-  }
-  return out;
-}
-
 // This process's resident memory (/proc/self/statm), 0 where unreadable.
 int64_t resident_bytes() {
   std::ifstream statm("/proc/self/statm");
@@ -48,40 +39,126 @@ int64_t resident_bytes() {
   return resident * static_cast<int64_t>(::sysconf(_SC_PAGESIZE));
 }
 
-}  // namespace
+using Work = std::function<std::string(const std::function<void(double)>&)>;
 
-std::string run_in_child(const std::function<std::string()>& work, ChildUsage* usage) {
-  int fds[2];
-  if (::pipe(fds) != 0) throw InternalError(fmt::format("pipe failed: {}", std::strerror(errno)));
+// The child's message: "<length> " then `length` bytes (start RSS, a space,
+// the tag and the payload). The length lets the parent stop reading without
+// waiting for end of file, which a sibling child forked meanwhile from another
+// thread of the parent (holding a copy of the pipe's write end) would delay.
+[[noreturn]] void child_main(const Work& work, int result_fd, int progress_fd, int nice_increment) {
+  if (nice_increment > 0) {
+    errno = 0;
+    [[maybe_unused]] const int niceness = ::nice(nice_increment);  // best effort
+  }
+  const int64_t start_rss = resident_bytes();
+  std::string message;
+  double last = -1;
+  auto progress = [&](double fraction) {
+    if (progress_fd < 0 || (fraction < 1 && fraction - last < 1.0 / 200)) return;
+    last = fraction;
+    // Never blocks: a full pipe drops the report (the parent keeps the latest).
+    [[maybe_unused]] ssize_t n = ::write(progress_fd, &fraction, sizeof fraction);
+  };
+  try {
+    message = "O" + work(progress);
+  } catch (const InputError& e) {
+    message = std::string("I") + e.what();
+  } catch (const std::exception& e) {
+    message = std::string("E") + e.what();
+  }
+  message = fmt::format("{} ", start_rss) + message;
+  write_all(result_fd, fmt::format("{} ", message.size()) + message);
+  ::close(result_fd);
+  ::_exit(0);  // no atexit handlers or static destructors of the parent's state
+}
+
+// Reads what is available on a non-blocking descriptor; false at end of file.
+bool drain(int fd, std::string& out) {
+  char buffer[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n > 0) {
+      out.append(buffer, static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+  }
+}
+
+// Whether `data` holds the child's whole length-prefixed message.
+bool complete(const std::string& data) {
+  const size_t space = data.find(' ');
+  if (space == std::string::npos) return false;
+  return data.size() >= space + 1 + std::stoull(data.substr(0, space));
+}
+
+std::string run(const Work& work, const ChildControl* control, ChildUsage* usage) {
+  int result_pipe[2];
+  int progress_pipe[2] = {-1, -1};
+  if (::pipe2(result_pipe, O_CLOEXEC) != 0) throw InternalError(fmt::format("pipe failed: {}", std::strerror(errno)));
+  if (control != nullptr && ::pipe2(progress_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+    ::close(result_pipe[0]);
+    ::close(result_pipe[1]);
+    throw InternalError(fmt::format("pipe failed: {}", std::strerror(errno)));
+  }
   // The child inherits unflushed stdio buffers; anything in the child that
   // flushes them (SimGrid does) would print the parent's pending output again.
   std::fflush(nullptr);
   const pid_t pid = ::fork();
   if (pid < 0) throw InternalError(fmt::format("fork failed: {}", std::strerror(errno)));
   if (pid == 0) {
-    ::close(fds[0]);
-    // What the child holds before the work: the parent's pages it has
-    // touched so far (the rest of the parent's mappings fault in lazily).
-    const int64_t start_rss = resident_bytes();
-    std::string message;
-    try {
-      message = "O" + work();
-    } catch (const InputError& e) {
-      message = std::string("I") + e.what();
-    } catch (const std::exception& e) {
-      message = std::string("E") + e.what();
-    }
-    write_all(fds[1], fmt::format("{} ", start_rss) + message);
-    ::close(fds[1]);
-    ::_exit(0);  // no atexit handlers or static destructors of the parent's state
+    ::close(result_pipe[0]);
+    if (progress_pipe[0] >= 0) ::close(progress_pipe[0]);
+    child_main(work, result_pipe[1], progress_pipe[1], control != nullptr ? control->nice : 0);
   }
-  ::close(fds[1]);
-  std::string message = read_all(fds[0]);
-  ::close(fds[0]);
+  ::close(result_pipe[1]);
+  if (progress_pipe[1] >= 0) ::close(progress_pipe[1]);
+  const int result_fd = result_pipe[0];
+  const int progress_fd = progress_pipe[0];
+  ::fcntl(result_fd, F_SETFL, ::fcntl(result_fd, F_GETFL) | O_NONBLOCK);
+
+  std::string data, progress_bytes;
+  bool result_open = true, progress_open = progress_fd >= 0, exited = false, cancelled = false;
   int status = 0;
   struct rusage rusage {};
-  while (::wait4(pid, &status, 0, &rusage) < 0 && errno == EINTR) {
+  while (!exited) {
+    if (control != nullptr && control->cancelled && control->cancelled()) {
+      cancelled = true;
+      ::kill(pid, SIGKILL);
+      break;
+    }
+    struct pollfd fds[2] = {{result_fd, POLLIN, 0}, {progress_fd, POLLIN, 0}};
+    const int poll_ms = control != nullptr ? std::max(1, control->poll_ms) : 200;
+    int ready = ::poll(fds, progress_open ? 2 : 1, result_open ? poll_ms : std::min(poll_ms, 5));
+    if (ready < 0 && errno != EINTR) break;
+    if (result_open && (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
+      result_open = drain(result_fd, data) && !complete(data);
+    }
+    if (progress_open && (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
+      progress_open = drain(progress_fd, progress_bytes);
+      if (progress_bytes.size() >= sizeof(double) && control->progress) {
+        double fraction = 0;
+        std::memcpy(&fraction, progress_bytes.data() + (progress_bytes.size() / sizeof(double) - 1) * sizeof(double),
+                    sizeof fraction);
+        control->progress(fraction);
+      }
+      progress_bytes.erase(0, progress_bytes.size() / sizeof(double) * sizeof(double));
+    }
+    // The child has answered (or closed its end): reap it. Otherwise check
+    // now and then that it still lives (a sibling may hold the pipe open).
+    pid_t done = ::wait4(pid, &status, result_open ? WNOHANG : 0, &rusage);
+    if (done == pid) exited = true;
+    else if (done < 0 && errno != EINTR) break;
   }
+  if (!exited) {
+    while (::wait4(pid, &status, 0, &rusage) < 0 && errno == EINTR) {
+    }
+  }
+  if (!cancelled) drain(result_fd, data);
+  ::close(result_fd);
+  if (progress_fd >= 0) ::close(progress_fd);
+  if (cancelled) throw Cancelled();
   if (usage != nullptr) {
     usage->cpu_seconds = static_cast<double>(rusage.ru_utime.tv_sec + rusage.ru_stime.tv_sec) +
                          static_cast<double>(rusage.ru_utime.tv_usec + rusage.ru_stime.tv_usec) * 1e-6;
@@ -91,6 +168,8 @@ std::string run_in_child(const std::function<std::string()>& work, ChildUsage* u
     throw InternalError(fmt::format("the simulation process died with signal {} ({})", WTERMSIG(status),
                                     strsignal(WTERMSIG(status))));
   }
+  if (!complete(data)) throw InternalError("the simulation process exited without a result");
+  std::string message = data.substr(data.find(' ') + 1);
   const size_t space = message.find(' ');
   if (message.empty() || space == std::string::npos || space + 1 == message.size()) {
     throw InternalError("the simulation process exited without a result");
@@ -101,6 +180,17 @@ std::string run_in_child(const std::function<std::string()>& work, ChildUsage* u
   if (tag == 'I') throw InputError(message);
   if (tag == 'E') throw InternalError(message);
   return message;
+}
+
+}  // namespace
+
+std::string run_in_child(const std::function<std::string()>& work, ChildUsage* usage) {
+  return run([&](const std::function<void(double)>&) { return work(); }, nullptr, usage);
+}
+
+std::string run_in_child(const std::function<std::string(const std::function<void(double)>& progress)>& work,
+                         const ChildControl& control, ChildUsage* usage) {
+  return run(work, &control, usage);
 }
 
 }  // namespace ragged::sim

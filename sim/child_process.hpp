@@ -5,6 +5,7 @@
 // failure (exception, crash) becomes an InternalError naming it.
 
 #include <functional>
+#include <stdexcept>
 #include <string>
 
 namespace ragged::sim {
@@ -19,5 +20,30 @@ struct ChildUsage {
 };
 
 std::string run_in_child(const std::function<std::string()>& work, ChildUsage* usage = nullptr);
+
+// The work was cancelled: its child was killed before it answered.
+class Cancelled : public std::runtime_error {
+ public:
+  Cancelled() : std::runtime_error("cancelled") {}
+};
+
+// How the parent watches a child it may have to stop (the dashboard's jobs).
+struct ChildControl {
+  // Polled by the parent every `poll_ms` while it waits; true kills the
+  // child (SIGKILL) and run_in_child throws Cancelled.
+  std::function<bool()> cancelled;
+  // Called in the parent, on the waiting thread, with each fraction the
+  // child reports through the `progress` function its work is given.
+  std::function<void(double)> progress;
+  int poll_ms = 20;
+  // Added to the child's nice value: background work yields the CPU to an
+  // interactive parent (the dashboard's event loop).
+  int nice = 0;
+};
+
+// The same with a control: `work` gets a progress function that sends a
+// fraction in [0, 1] to the parent (throttled to changes of 1/200 or more).
+std::string run_in_child(const std::function<std::string(const std::function<void(double)>& progress)>& work,
+                         const ChildControl& control, ChildUsage* usage = nullptr);
 
 }  // namespace ragged::sim

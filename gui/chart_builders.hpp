@@ -1,0 +1,36 @@
+#pragma once
+// The dashboard's charts, built from its models' plain data: one function
+// per chart, each returning a new QChart for a QChartView to own.
+
+#include <QChart>
+
+#include <vector>
+
+#include "gui/models/memory_breakdown_model.hpp"
+#include "gui/models/simulation_results_model.hpp"
+#include "gui/models/sweep_series.hpp"
+#include "traces/unit_breakdown.hpp"
+
+namespace ragged::gui {
+
+enum class StrategyMetric { kTokensPerGpu, kMfu, kPeakMemory };
+
+// One bar per finished strategy; kPeakMemory adds the GPU's HBM as a line.
+QChart* strategy_chart(const std::vector<SimulationRow>& rows, StrategyMetric metric);
+
+// A stacked bar per unit row, one segment per phase (ms per step).
+QChart* unit_breakdown_chart(const std::vector<traces::UnitTimes>& rows);
+
+// A horizontal bar per part, GiB, with the HBM capacity in the title.
+QChart* memory_breakdown_chart(const std::vector<MemoryPart>& parts, int64_t hbm_bytes);
+
+// Throughput (tokens/s per GPU) or peak memory (GiB, HBM line) against the
+// GPU count on a log axis, a line per strategy; GPU ranges where every
+// strategy is out of memory are shaded.
+enum class SweepMetric { kThroughput, kPeakMemory };
+QChart* sweep_chart(const std::vector<SweepSeries>& series, SweepMetric metric, int64_t hbm_bytes);
+
+// The colour of a strategy, the same in every chart.
+QColor strategy_color(const std::string& strategy);
+
+}  // namespace ragged::gui

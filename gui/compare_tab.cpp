@@ -1,0 +1,236 @@
+#include "gui/compare_tab.hpp"
+
+#include <unistd.h>
+
+#include <QComboBox>
+#include <QCoreApplication>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSplitter>
+#include <QStandardPaths>
+#include <QTableView>
+#include <QTimer>
+#include <QVBoxLayout>
+
+#include "common/units.hpp"
+#include "scenarios/scenario_loader.hpp"
+#include "scenarios/scenario_rules.hpp"
+#include "traces/trace_compare.hpp"
+#include "traces/trace_io.hpp"
+
+namespace ragged::gui {
+namespace {
+
+QString percent(double ratio) { return QStringLiteral("%1%2%").arg(ratio >= 0 ? "+" : "").arg(100 * ratio, 0, 'f', 1); }
+QString seconds(double s) { return QString::fromStdString(format_seconds(s)); }
+QString bytes(int64_t b) { return QString::fromStdString(format_bytes(static_cast<double>(b))); }
+double error_of(double predicted, double measured) { return measured != 0 ? (predicted - measured) / measured : 0; }
+
+}  // namespace
+
+QString ragged_cli_path() {
+  const QByteArray env = qgetenv("RAGGED_CLI");
+  if (!env.isEmpty()) return QString::fromLocal8Bit(env);
+  return QCoreApplication::applicationDirPath() + QStringLiteral("/ragged");
+}
+
+CompareTab::CompareTab(QWidget* parent) : QWidget(parent) {
+  auto* controls = new QHBoxLayout();
+  auto* open_predicted = new QPushButton(QStringLiteral("Open predicted + measured…"), this);
+  connect(open_predicted, &QPushButton::clicked, this, [this] {
+    const QString filter = QStringLiteral("Traces (*.pb *.trace *.json *.textproto);;All files (*)");
+    const QString p = QFileDialog::getOpenFileName(this, QStringLiteral("Predicted trace (ragged simulate --trace)"), QString(), filter);
+    if (p.isEmpty()) return;
+    const QString m = QFileDialog::getOpenFileName(this, QStringLiteral("Measured trace (ragged run --trace)"), QString(), filter);
+    if (!m.isEmpty()) open_files(p, m);
+  });
+  controls->addWidget(open_predicted);
+  controls->addSpacing(20);
+  scenario_box_ = new QComboBox(this);
+  scenario_box_->addItems({QStringLiteral("tiny-llama-4xcpu"), QStringLiteral("tiny-moe-4xcpu")});
+  run_button_ = new QPushButton(QStringLiteral("Simulate and run on this CPU"), this);
+  cancel_button_ = new QPushButton(QStringLiteral("Cancel"), this);
+  cancel_button_->setEnabled(false);
+  progress_ = new QProgressBar(this);
+  progress_->setRange(0, 2);
+  progress_->setValue(0);
+  connect(run_button_, &QPushButton::clicked, this, [this] { run_both(scenario_box_->currentText()); });
+  connect(cancel_button_, &QPushButton::clicked, this, &CompareTab::cancel_run);
+  controls->addWidget(scenario_box_);
+  controls->addWidget(run_button_);
+  controls->addWidget(cancel_button_);
+  controls->addWidget(progress_, 1);
+
+  summary_ = new QLabel(QStringLiteral("Open a predicted and a measured trace of the same scenario, or simulate and "
+                                       "run a tiny scenario here."),
+                        this);
+  summary_->setWordWrap(true);
+  summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  table_ = new QTableView(this);
+  table_->setModel(&errors_);
+  table_->verticalHeader()->hide();
+  table_->horizontalHeader()->setStretchLastSection(true);
+  table_->verticalHeader()->setDefaultSectionSize(22);
+  predicted_view_ = new TimelineView(this);
+  measured_view_ = new TimelineView(this);
+  connect(predicted_view_, &TimelineView::range_changed, measured_view_, &TimelineView::set_range);
+  connect(measured_view_, &TimelineView::range_changed, predicted_view_, &TimelineView::set_range);
+
+  auto* top = new QWidget(this);
+  auto* top_layout = new QHBoxLayout(top);
+  top_layout->setContentsMargins(0, 0, 0, 0);
+  top_layout->addWidget(summary_, 2);
+  top_layout->addWidget(table_, 3);
+  auto* splitter = new QSplitter(Qt::Vertical, this);
+  splitter->addWidget(top);
+  splitter->addWidget(predicted_view_);
+  splitter->addWidget(measured_view_);
+  auto* layout = new QVBoxLayout(this);
+  layout->addLayout(controls);
+  layout->addWidget(splitter, 1);
+
+  connect(&process_, &QProcess::finished, this, &CompareTab::stage_finished);
+  connect(&process_, &QProcess::errorOccurred, this, [this](QProcess::ProcessError e) {
+    if (e != QProcess::FailedToStart) return;
+    cancel_button_->setEnabled(false);
+    run_button_->setEnabled(true);
+    Q_EMIT error(QStringLiteral("cannot start %1: %2").arg(process_.program(), process_.errorString()));
+    Q_EMIT run_finished(false);
+  });
+}
+
+void CompareTab::open_files(const QString& predicted, const QString& measured) {
+  predicted_path_ = predicted;
+  measured_path_ = measured;
+  summary_->setText(QStringLiteral("reading…"));
+  const std::string p_file = predicted.toStdString(), m_file = measured.toStdString();
+  task_.run([this, p_file, m_file]() -> std::function<void()> {
+    try {
+      auto p = std::make_shared<const traces::Trace>(traces::read_trace(p_file));
+      auto m = std::make_shared<const traces::Trace>(traces::read_trace(m_file));
+      const traces::TraceComparison c = traces::compare_traces(*p, *m);
+      Timeline tp = build_timeline(*p), tm = build_timeline(*m, -1, first_step(*m));
+      return [this, p, m, c, tp = std::move(tp), tm = std::move(tm)]() mutable {
+        errors_.set_comparison(c);
+        summary_->setText(
+            QStringLiteral("<b>%1</b>, %2, predicted against the mean of %3 measured steps<br>"
+                           "step time: %4 predicted, %5 measured, <b>%6</b><br>"
+                           "peak memory (state + parameter and gradient buffers): %7 against %8, <b>%9</b><br>"
+                           "exposed communication: %10 against %11, %12<br>"
+                           "MFU: %13% against %14%, %15<br>"
+                           "ops joined by Program op id: %16 (%17 in one trace only)")
+                .arg(QString::fromStdString(p->metadata().scenario_name()), QString::fromStdString(p->metadata().strategy()))
+                .arg(c.measured_steps)
+                .arg(seconds(c.predicted_step_s), seconds(c.measured_step_s), percent(c.step_error()),
+                     bytes(c.predicted_peak_bytes), bytes(c.measured_peak_bytes), percent(c.memory_error()),
+                     seconds(c.predicted_exposed_s), seconds(c.measured_exposed_s),
+                     percent(error_of(c.predicted_exposed_s, c.measured_exposed_s)))
+                .arg(100 * c.predicted_mfu, 0, 'f', 1)
+                .arg(100 * c.measured_mfu, 0, 'f', 1)
+                .arg(percent(error_of(c.predicted_mfu, c.measured_mfu)))
+                .arg(c.joined_ops)
+                .arg(c.unmatched_ops));
+        std::vector<MemoryPoint> measured_memory = tm.memory;
+        // The measured curve over the predicted one, shifted to start together.
+        for (auto& point : measured_memory) point.time_ns += tp.begin_ns - tm.begin_ns;
+        predicted_view_->set_timeline(p, std::move(tp));
+        predicted_view_->set_title(QStringLiteral("predicted"));
+        predicted_view_->set_overlay_memory(std::move(measured_memory), QStringLiteral("measured"));
+        measured_view_->set_timeline(m, std::move(tm));
+        measured_view_->set_title(QStringLiteral("measured, step %1 (of %2)").arg(measured_view_->timeline().step).arg(c.measured_steps));
+        // One time scale for both: the longer of the two.
+        const int64_t span = std::max(predicted_view_->timeline().end_ns - predicted_view_->timeline().begin_ns,
+                                      measured_view_->timeline().end_ns - measured_view_->timeline().begin_ns);
+        predicted_view_->set_range(predicted_view_->timeline().begin_ns, predicted_view_->timeline().begin_ns + span);
+        measured_view_->set_range(measured_view_->timeline().begin_ns, measured_view_->timeline().begin_ns + span);
+        Q_EMIT compared();
+      };
+    } catch (const std::exception& e) {
+      const QString message = QString::fromUtf8(e.what());
+      return [this, message] {
+        summary_->setText(message);
+        Q_EMIT error(message);
+      };
+    }
+  });
+}
+
+void CompareTab::run_both(const QString& scenario) {
+  if (running()) return;
+  run_dir_ = std::make_unique<QTemporaryDir>();
+  run_scenario_ = scenario;
+  stage_ = 0;
+  cancelled_ = false;
+  progress_->setValue(0);
+  run_button_->setEnabled(false);
+  cancel_button_->setEnabled(true);
+  start_stage();
+}
+
+void CompareTab::start_stage() {
+  const QString cli = ragged_cli_path();
+  const QString predicted = run_dir_->filePath(QStringLiteral("predicted.pb"));
+  const QString measured = run_dir_->filePath(QStringLiteral("measured.pb"));
+  if (stage_ == 0) {
+    summary_->setText(QStringLiteral("ragged simulate %1 …").arg(run_scenario_));
+    process_.start(cli, {QStringLiteral("simulate"), run_scenario_, QStringLiteral("--trace"), predicted});
+    return;
+  }
+  int ranks = 1;
+  try {
+    ranks = static_cast<int>(scenarios::total_gpus(scenarios::load_scenario(run_scenario_.toStdString()).scenario));
+  } catch (const std::exception&) {
+  }
+  QStringList args;
+  if (::geteuid() == 0) args << QStringLiteral("--allow-run-as-root");
+  args << QStringLiteral("--oversubscribe") << QStringLiteral("-np") << QString::number(ranks) << cli
+       << QStringLiteral("run") << run_scenario_ << QStringLiteral("--device") << QStringLiteral("cpu")
+       << QStringLiteral("--trace") << measured;
+  summary_->setText(QStringLiteral("mpirun -np %1 ragged run %2 --device cpu …").arg(ranks).arg(run_scenario_));
+  const QString mpirun = QStandardPaths::findExecutable(QStringLiteral("mpirun"));
+  process_.start(mpirun.isEmpty() ? QStringLiteral("mpirun") : mpirun, args);
+}
+
+void CompareTab::stage_finished(int exit_code, QProcess::ExitStatus status) {
+  if (status != QProcess::NormalExit || exit_code != 0) {
+    const QString output = QString::fromLocal8Bit(process_.readAllStandardError()).trimmed();
+    cancel_button_->setEnabled(false);
+    run_button_->setEnabled(true);
+    const QString message = cancelled_ ? QStringLiteral("cancelled")
+                            : output.isEmpty() ? QStringLiteral("%1 failed (exit code %2)").arg(process_.program()).arg(exit_code)
+                                               : output.section(QLatin1Char('\n'), -1);
+    summary_->setText(message);
+    if (!cancelled_) Q_EMIT error(message);
+    Q_EMIT run_finished(false);
+    return;
+  }
+  progress_->setValue(++stage_);
+  if (stage_ == 1) {
+    start_stage();
+    return;
+  }
+  cancel_button_->setEnabled(false);
+  run_button_->setEnabled(true);
+  open_files(run_dir_->filePath(QStringLiteral("predicted.pb")), run_dir_->filePath(QStringLiteral("measured.pb")));
+  Q_EMIT run_finished(true);
+}
+
+void CompareTab::cancel_run() {
+  if (!running()) return;
+  cancelled_ = true;
+  process_.terminate();  // mpirun forwards it to its ranks
+  QTimer::singleShot(2000, this, [this] {
+    if (running()) process_.kill();
+  });
+}
+
+QString CompareTab::summary_text() const { return summary_->text(); }
+
+QList<QWidget*> CompareTab::exportable_views() const { return {predicted_view_, measured_view_, table_}; }
+
+}  // namespace ragged::gui

@@ -1,0 +1,59 @@
+#pragma once
+// The dashboard's window: the Explore, Layout, Timeline, Sweep and Compare
+// tabs, menus with shortcuts (open, save, run, cancel, export), errors in a
+// dialog (the CLI's one-line messages, never a crash), and the window's
+// state kept between sessions (QSettings).
+
+#include <QMainWindow>
+
+class QMessageBox;
+class QTabWidget;
+
+namespace ragged::gui {
+
+class CompareTab;
+class ExploreTab;
+class LayoutTab;
+class SweepTab;
+class TimelineTab;
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+
+ public:
+  enum Tab { kExplore, kLayout, kTimeline, kSweep, kCompare, kTabs };
+
+  explicit MainWindow(QWidget* parent = nullptr);
+
+  ExploreTab* explore() { return explore_; }
+  LayoutTab* layout_tab() { return layout_; }
+  TimelineTab* timeline() { return timeline_; }
+  SweepTab* sweep() { return sweep_; }
+  CompareTab* compare() { return compare_; }
+  QTabWidget* tabs() { return tabs_; }
+
+  // Shows `message` in a (non-blocking) dialog; the last one is kept for tests.
+  void show_error(const QString& message);
+  QString last_error() const { return last_error_; }
+  // The charts and views of the current tab, saved as PNG or SVG.
+  QString export_current(const QString& path);
+  bool save_scenario_to(const QString& path);
+
+ protected:
+  void closeEvent(QCloseEvent* event) override;
+
+ private:
+  void build_menus();
+  void restore_state();
+
+  QTabWidget* tabs_ = nullptr;
+  ExploreTab* explore_ = nullptr;
+  LayoutTab* layout_ = nullptr;
+  TimelineTab* timeline_ = nullptr;
+  SweepTab* sweep_ = nullptr;
+  CompareTab* compare_ = nullptr;
+  QMessageBox* error_box_ = nullptr;
+  QString last_error_;
+};
+
+}  // namespace ragged::gui

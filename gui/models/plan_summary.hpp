@@ -1,0 +1,37 @@
+#pragma once
+// What the Explore tab shows the moment a setting changes, before any
+// simulation: the plan's padding and shard size, the bytes its copies move,
+// and one rank's static memory from the Program. No Qt here.
+
+#include <cstdint>
+#include <string>
+
+#include "planner/memory_breakdown.hpp"
+#include "planner/resolved_scenario.hpp"
+
+namespace ragged::gui {
+
+struct PlanSummary {
+  std::string strategy;
+  std::string model;
+  int64_t gpus = 0;
+  int64_t shard_ranks = 0;
+  int64_t params = 0;
+  int64_t padded_params = 0;
+  double padding_ratio = 0;              // (padded - params) / params
+  double lower_bound_padding_ratio = 0;  // the best any contiguous layout could do
+  int64_t max_shard_elements = 0;        // the largest S over the units
+  int64_t copy_elements_per_step = 0;    // copy-in/out around the collectives, every unit once
+  planner::MemoryBreakdown memory;       // one rank, static (the Program's peak)
+  int64_t hbm_bytes = 0;
+  double plan_seconds = 0;
+
+  bool fits() const { return memory.peak_total() <= hbm_bytes; }
+};
+
+PlanSummary summarize_plan(const planner::ResolvedScenario& resolved);
+
+// One line for the status bar: "padding 0.01% (bound 0.00%), S 12.3M, static 41.2 GiB of 79.6 GiB".
+std::string plan_summary_line(const PlanSummary& summary);
+
+}  // namespace ragged::gui

@@ -1,0 +1,193 @@
+#include "gui/models/scenario_settings.hpp"
+
+#include <fmt/format.h>
+
+#include "common/errors.hpp"
+#include "models/catalog.hpp"
+#include "planner/granularity.hpp"
+#include "scenarios/gpu_presets.hpp"
+#include "scenarios/scenario_rules.hpp"
+
+namespace ragged::gui {
+namespace {
+
+std::string optimizer_of(const scenarios::Optimizer& optimizer) {
+  switch (optimizer.kind_case()) {
+    case scenarios::Optimizer::kAdam8Bit: return "adam8bit";
+    case scenarios::Optimizer::kMuon: return "muon";
+    case scenarios::Optimizer::kShampoo: return "shampoo";
+    default: return "adamw";
+  }
+}
+
+std::string model_of(const scenarios::ModelSource& source) {
+  if (source.has_hf_config()) return source.hf_config();
+  if (source.has_inline_spec()) return source.inline_spec().name();
+  return source.catalog();
+}
+
+bool is_config_file(const std::string& model) {
+  return model.ends_with(".json") || model.find('/') != std::string::npos;
+}
+
+void write_optimizer(scenarios::Training* training, const std::string& name) {
+  scenarios::Optimizer* o = training->mutable_optimizer();
+  if (name == "adamw") o->mutable_adamw();
+  else if (name == "adam8bit") o->mutable_adam8bit();
+  else if (name == "muon") o->mutable_muon();
+  else if (name == "shampoo") o->mutable_shampoo();
+  else throw InputError(fmt::format("optimizer {}: use adamw, adam8bit, muon or shampoo", name));
+  // 8-bit Adam brings its block granularity unless one is given.
+  if (name == "adam8bit") training->mutable_granularity()->clear_default_spec();
+}
+
+void write_granularity(scenarios::Training* training, const std::string& text) {
+  const planner::GranularitySpec spec = planner::GranularitySpec::parse(text);
+  auto* proto = training->mutable_granularity();
+  proto->clear_overrides();
+  auto* out = proto->mutable_default_spec();
+  out->Clear();
+  out->set_kind(spec.kind == planner::GranuleKind::kRows     ? scenarios::ROWS
+                : spec.kind == planner::GranuleKind::kBlock  ? scenarios::BLOCK
+                : spec.kind == planner::GranuleKind::kMatrix ? scenarios::MATRIX
+                                                             : scenarios::ELEMENT);
+  if (spec.kind == planner::GranuleKind::kRows) out->set_rows(static_cast<int32_t>(spec.rows));
+  if (spec.kind == planner::GranuleKind::kBlock) {
+    out->set_block_rows(static_cast<int32_t>(spec.block_rows));
+    out->set_block_cols(static_cast<int32_t>(spec.block_cols));
+  }
+  proto->set_partial_blocks(true);  // one block for every tensor of the model: edge tiles allowed, as the CLI's flag
+}
+
+void write_cluster_size(scenarios::Cluster* cluster, int64_t gpus, int64_t per_node) {
+  if (gpus < 1) throw InputError(fmt::format("GPUs {}: the number of GPUs must be at least 1", gpus));
+  if (per_node < 1) throw InputError(fmt::format("GPUs per node {}: must be at least 1", per_node));
+  if (gpus < per_node) per_node = gpus;
+  if (gpus % per_node != 0) {
+    throw InputError(fmt::format("GPUs {}: not a multiple of the {} GPUs per node; use a multiple of {}", gpus,
+                                 per_node, per_node));
+  }
+  cluster->set_gpus_per_node(static_cast<int32_t>(per_node));
+  cluster->set_nodes(static_cast<int32_t>(gpus / per_node));
+}
+
+}  // namespace
+
+ScenarioSettings settings_of(const scenarios::Scenario& scenario) {
+  const auto& cluster = scenario.cluster();
+  const auto& training = scenario.training();
+  ScenarioSettings s;
+  s.model = model_of(scenario.model());
+  s.gpu_preset = cluster.gpu().preset();
+  s.gpus = scenarios::total_gpus(scenario);
+  s.gpus_per_node = cluster.gpus_per_node();
+  s.nics_per_node = cluster.nics().per_node();
+  s.nic_gbits_per_s = cluster.nics().bandwidth_gbits_per_s();
+  s.strategy = training.strategy();
+  s.granularity = planner::GranularitySpec::from_proto(training.granularity().default_spec()).describe();
+  s.shard_group = training.shard_group_size();
+  s.micro_batch = training.micro_batch_size();
+  s.sequence_length = training.sequence_length();
+  s.checkpointing = training.activation_checkpointing();
+  s.prefetch_depth = training.prefetch_depth();
+  s.optimizer = optimizer_of(training.optimizer());
+  return s;
+}
+
+scenarios::LoadedScenario apply_settings(const scenarios::LoadedScenario& base, const ScenarioSettings& settings) {
+  const ScenarioSettings before = settings_of(base.scenario);
+  if (settings == before) return base;
+  scenarios::LoadedScenario out = base;
+  scenarios::Scenario& w = out.written;
+  if (settings.model != before.model) {
+    w.mutable_model()->clear_source();
+    if (is_config_file(settings.model)) w.mutable_model()->set_hf_config(settings.model);
+    else w.mutable_model()->set_catalog(settings.model);
+  }
+  if (settings.gpu_preset != before.gpu_preset) {
+    w.mutable_cluster()->mutable_gpu()->Clear();
+    w.mutable_cluster()->mutable_gpu()->set_preset(settings.gpu_preset);
+  }
+  if (settings.gpus != before.gpus || settings.gpus_per_node != before.gpus_per_node) {
+    write_cluster_size(w.mutable_cluster(), settings.gpus, settings.gpus_per_node);
+  }
+  if (settings.nics_per_node != before.nics_per_node) {
+    w.mutable_cluster()->mutable_nics()->set_per_node(static_cast<int32_t>(settings.nics_per_node));
+  }
+  if (settings.nic_gbits_per_s != before.nic_gbits_per_s) {
+    w.mutable_cluster()->mutable_nics()->set_bandwidth_gbits_per_s(settings.nic_gbits_per_s);
+  }
+  scenarios::Training* t = w.mutable_training();
+  if (settings.strategy != before.strategy) t->set_strategy(settings.strategy);
+  if (settings.optimizer != before.optimizer) write_optimizer(t, settings.optimizer);
+  if (settings.granularity != before.granularity) write_granularity(t, settings.granularity);
+  if (settings.shard_group != before.shard_group) {
+    if (settings.shard_group < 1 || settings.gpus % settings.shard_group != 0) {
+      throw InputError(fmt::format("shard group {}: it must divide the {} GPUs", settings.shard_group, settings.gpus));
+    }
+    t->set_shard_group_size(static_cast<int32_t>(settings.shard_group));
+    t->clear_replicate_group_size();
+  } else if (settings.gpus != before.gpus) {
+    // Sharded over every GPU before: still so. A smaller group stays where it divides.
+    const bool every_gpu = before.shard_group == before.gpus;
+    if (every_gpu || settings.gpus % before.shard_group != 0) t->clear_shard_group_size();
+    else t->set_shard_group_size(static_cast<int32_t>(before.shard_group));
+    t->clear_replicate_group_size();
+  }
+  if (settings.micro_batch != before.micro_batch) t->set_micro_batch_size(static_cast<int32_t>(settings.micro_batch));
+  if (settings.sequence_length != before.sequence_length) {
+    t->set_sequence_length(static_cast<int32_t>(settings.sequence_length));
+  }
+  if (settings.checkpointing != before.checkpointing) t->set_activation_checkpointing(settings.checkpointing);
+  if (settings.prefetch_depth != before.prefetch_depth) t->set_prefetch_depth(static_cast<int32_t>(settings.prefetch_depth));
+  return scenarios::rebuild(std::move(out));
+}
+
+scenarios::LoadedScenario scenario_for_model(const std::string& model, const std::string& gpu_preset, int64_t gpus) {
+  if (gpus < 1) throw InputError(fmt::format("GPUs {}: the number of GPUs must be at least 1", gpus));
+  const int64_t per_node = std::min<int64_t>(8, gpus);
+  if (gpus % per_node != 0) throw InputError(fmt::format("GPUs {}: use a multiple of 8 above 8 GPUs", gpus));
+  const bool file = is_config_file(model);
+  const std::string text = fmt::format(
+      "name: \"{}-{}x{}\"\nmodel {{ {}: \"{}\" }}\ncluster {{ gpu {{ preset: \"{}\" }} gpus_per_node: {} nodes: {} }}\n",
+      file ? "model" : model, gpus, gpu_preset, file ? "hf_config" : "catalog", model, gpu_preset, per_node,
+      gpus / per_node);
+  return scenarios::parse_scenario(text, scenarios::ScenarioFormat::kText, "the window's model", ".");
+}
+
+std::vector<std::string> catalog_model_names() {
+  std::vector<std::string> names;
+  for (const auto& entry : models::catalog()) names.push_back(entry.arch.name);
+  return names;
+}
+
+std::vector<std::string> gpu_preset_names() {
+  std::vector<std::string> names;
+  for (const auto& preset : scenarios::gpu_presets()) names.push_back(preset.name);
+  return names;
+}
+
+std::vector<std::string> shipped_scenario_names() {
+  std::vector<std::string> names;
+  for (const auto& file : scenarios::shipped_scenarios()) names.emplace_back(file.name);
+  return names;
+}
+
+std::vector<std::string> optimizer_names() { return {"adamw", "adam8bit", "muon", "shampoo"}; }
+
+std::string checkpointing_label(scenarios::Checkpointing mode) {
+  switch (mode) {
+    case scenarios::FULL: return "full";
+    case scenarios::SELECTIVE: return "selective";
+    default: return "none";
+  }
+}
+
+scenarios::Checkpointing parse_checkpointing(const std::string& label) {
+  if (label == "none") return scenarios::NONE;
+  if (label == "full") return scenarios::FULL;
+  if (label == "selective") return scenarios::SELECTIVE;
+  throw InputError(fmt::format("checkpointing {}: use none, full or selective", label));
+}
+
+}  // namespace ragged::gui

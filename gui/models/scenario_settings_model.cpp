@@ -1,0 +1,173 @@
+#include "gui/models/scenario_settings_model.hpp"
+
+#include <exception>
+
+#include "scenarios/scenario_rules.hpp"
+
+namespace ragged::gui {
+namespace {
+
+struct RowInfo {
+  const char* name;
+  const char* help;
+};
+
+constexpr RowInfo kRowInfo[ScenarioSettingsModel::kRows] = {
+    {"model", "A catalog model or a Hugging Face config.json"},
+    {"GPU", "GPU preset (peak FLOP/s, HBM, NVLink)"},
+    {"GPUs", "Total GPUs"},
+    {"GPUs per node", "GPUs in one NVLink island"},
+    {"nodes", "GPUs / GPUs per node"},
+    {"NICs per node", "Network interfaces per node"},
+    {"NIC Gbit/s", "Bandwidth of one NIC, per direction"},
+    {"strategy", "Layout strategy"},
+    {"granularity", "element, rows:K, block:RxC or matrix"},
+    {"shard group", "GPUs one model copy is sharded over; fewer than the GPUs is HSDP"},
+    {"micro-batch", "Sequences per GPU per micro-step"},
+    {"sequence length", "Tokens per sequence"},
+    {"checkpointing", "Activation checkpointing"},
+    {"prefetch", "Units all-gathered ahead of compute"},
+    {"optimizer", "adamw, adam8bit, muon or shampoo"},
+};
+
+QStringList to_list(const std::vector<std::string>& names) {
+  QStringList out;
+  for (const auto& n : names) out << QString::fromStdString(n);
+  return out;
+}
+
+bool positive(const QString& text, int64_t& out) {
+  bool ok = false;
+  const qlonglong v = text.trimmed().toLongLong(&ok);
+  if (!ok || v < 1) return false;
+  out = v;
+  return true;
+}
+
+}  // namespace
+
+int ScenarioSettingsModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : kRows; }
+int ScenarioSettingsModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : kColumns; }
+
+QVariant ScenarioSettingsModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
+  return section == kName ? QStringLiteral("setting") : section == kValue ? QStringLiteral("value") : QVariant();
+}
+
+Qt::ItemFlags ScenarioSettingsModel::flags(const QModelIndex& index) const {
+  if (!index.isValid() || !checkIndex(index)) return Qt::NoItemFlags;
+  Qt::ItemFlags f = Qt::ItemIsEnabled | Qt::ItemIsSelectable;
+  if (index.column() == kValue && index.row() != kNodes) f |= Qt::ItemIsEditable;
+  return f;
+}
+
+QString ScenarioSettingsModel::value_text(int row) const {
+  const ScenarioSettings& s = settings_;
+  switch (row) {
+    case kModel: return QString::fromStdString(s.model);
+    case kGpuPreset: return QString::fromStdString(s.gpu_preset);
+    case kGpus: return QString::number(s.gpus);
+    case kGpusPerNode: return QString::number(s.gpus_per_node);
+    case kNodes: return QString::number(s.nodes());
+    case kNicsPerNode: return QString::number(s.nics_per_node);
+    case kNicBandwidth: return QString::number(s.nic_gbits_per_s);
+    case kStrategy: return QString::fromStdString(scenarios::strategy_name(s.strategy));
+    case kGranularity: return QString::fromStdString(s.granularity);
+    case kShardGroup: return QString::number(s.shard_group);
+    case kMicroBatch: return QString::number(s.micro_batch);
+    case kSequenceLength: return QString::number(s.sequence_length);
+    case kCheckpointing: return QString::fromStdString(checkpointing_label(s.checkpointing));
+    case kPrefetch: return QString::number(s.prefetch_depth);
+    case kOptimizer: return QString::fromStdString(s.optimizer);
+    default: return {};
+  }
+}
+
+QVariant ScenarioSettingsModel::data(const QModelIndex& index, int role) const {
+  if (!index.isValid() || !checkIndex(index)) return {};
+  const int row = index.row();
+  if (role == Qt::ToolTipRole) return QString::fromLatin1(kRowInfo[row].help);
+  if (index.column() == kName) return role == Qt::DisplayRole ? QVariant(QString::fromLatin1(kRowInfo[row].name)) : QVariant();
+  if (role == Qt::DisplayRole || role == Qt::EditRole) return value_text(row);
+  if (role == kChoicesRole) {
+    switch (row) {
+      case kModel: return to_list(catalog_model_names());
+      case kGpuPreset: return to_list(gpu_preset_names());
+      case kStrategy: {
+        QStringList names;
+        for (auto s : scenarios::all_strategies()) names << QString::fromStdString(scenarios::strategy_name(s));
+        return names;
+      }
+      case kCheckpointing: return QStringList{"none", "full", "selective"};
+      case kOptimizer: return to_list(optimizer_names());
+      default: return QStringList{};
+    }
+  }
+  return {};
+}
+
+bool ScenarioSettingsModel::parse_into(int row, const QString& value, ScenarioSettings& s) const {
+  const std::string text = value.trimmed().toStdString();
+  try {
+    switch (row) {
+      case kModel: s.model = text; return !text.empty();
+      case kGpuPreset: s.gpu_preset = text; return !text.empty();
+      case kGpus: return positive(value, s.gpus);
+      case kGpusPerNode: return positive(value, s.gpus_per_node);
+      case kNicsPerNode: return positive(value, s.nics_per_node);
+      case kNicBandwidth: {
+        bool ok = false;
+        s.nic_gbits_per_s = value.toDouble(&ok);
+        return ok && s.nic_gbits_per_s > 0;
+      }
+      case kStrategy: s.strategy = scenarios::parse_strategy(text); return true;
+      case kGranularity: s.granularity = text; return !text.empty();
+      case kShardGroup: return positive(value, s.shard_group);
+      case kMicroBatch: return positive(value, s.micro_batch);
+      case kSequenceLength: return positive(value, s.sequence_length);
+      case kCheckpointing: s.checkpointing = parse_checkpointing(text); return true;
+      case kPrefetch: {
+        bool ok = false;
+        const int v = value.toInt(&ok);
+        s.prefetch_depth = v;
+        return ok && v >= 0;
+      }
+      case kOptimizer: {
+        for (const auto& name : optimizer_names()) {
+          if (name == text) {
+            s.optimizer = text;
+            return true;
+          }
+        }
+        return false;
+      }
+      default: return false;
+    }
+  } catch (const std::exception&) {
+    return false;  // an unknown strategy or checkpointing name
+  }
+}
+
+bool ScenarioSettingsModel::setData(const QModelIndex& index, const QVariant& value, int role) {
+  if (role != Qt::EditRole || !index.isValid() || !checkIndex(index) || !(flags(index) & Qt::ItemIsEditable)) {
+    return false;
+  }
+  return set_value(static_cast<Row>(index.row()), value.toString());
+}
+
+bool ScenarioSettingsModel::set_value(Row row, const QString& value) {
+  ScenarioSettings next = settings_;
+  if (row == kNodes || !parse_into(row, value, next)) return false;
+  if (next == settings_) return true;
+  settings_ = next;
+  Q_EMIT dataChanged(index(0, kValue), index(kRows - 1, kValue));  // nodes follow GPUs
+  Q_EMIT settings_changed();
+  return true;
+}
+
+void ScenarioSettingsModel::set_settings(const ScenarioSettings& settings) {
+  settings_ = settings;
+  Q_EMIT dataChanged(index(0, kValue), index(kRows - 1, kValue));
+}
+
+}  // namespace ragged::gui

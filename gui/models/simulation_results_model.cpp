@@ -1,0 +1,123 @@
+#include "gui/models/simulation_results_model.hpp"
+
+#include "common/units.hpp"
+
+namespace ragged::gui {
+namespace {
+
+QString text(const std::string& s) { return QString::fromStdString(s); }
+
+QString state_text(const SimulationRow& row) {
+  if (row.outcome.state == RunState::kRunning) return QStringLiteral("running %1%").arg(qRound(100 * row.progress));
+  if (row.outcome.state == RunState::kFailed) return QStringLiteral("failed: ") + text(row.outcome.error);
+  return text(run_state_name(row.outcome.state));
+}
+
+}  // namespace
+
+int SimulationResultsModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(rows_.size());
+}
+
+int SimulationResultsModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : kColumns; }
+
+QVariant SimulationResultsModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
+  static const char* names[kColumns] = {"GPUs",         "strategy", "state",       "step time", "tokens/s/GPU",
+                                        "MFU",          "exposed comm", "peak memory", "HBM",   "memory"};
+  return section >= 0 && section < kColumns ? QVariant(QString::fromLatin1(names[section])) : QVariant();
+}
+
+QVariant SimulationResultsModel::data(const QModelIndex& index, int role) const {
+  if (!index.isValid() || !checkIndex(index)) return {};
+  const SimulationRow& row = rows_[static_cast<size_t>(index.row())];
+  const traces::Summary* s = row.summary();
+  if (role == Qt::ToolTipRole && row.outcome.state == RunState::kFailed) return text(row.outcome.error);
+  if (role == Qt::TextAlignmentRole) {
+    return index.column() == kStrategy || index.column() == kState ? QVariant(int(Qt::AlignLeft | Qt::AlignVCenter))
+                                                                   : QVariant(int(Qt::AlignRight | Qt::AlignVCenter));
+  }
+  if (role == kValueRole) {
+    switch (index.column()) {
+      case kGpus: return QVariant::fromValue<qlonglong>(row.gpus);
+      case kState: return row.outcome.state == RunState::kRunning ? row.progress : row.outcome.state == RunState::kDone ? 1.0 : 0.0;
+      default: break;
+    }
+    if (s == nullptr) return {};
+    switch (index.column()) {
+      case kStepTime: return s->step_time_s();
+      case kTokensPerGpu: return s->tokens_per_s_per_gpu();
+      case kMfu: return s->mfu();
+      case kExposed: return s->exposed_comm_s();
+      case kPeakMemory: return QVariant::fromValue<qlonglong>(s->peak_reserved_bytes());
+      case kHbm: return QVariant::fromValue<qlonglong>(s->hbm_capacity_bytes());
+      case kFits: return !s->oom();
+      default: return {};
+    }
+  }
+  if (role != Qt::DisplayRole) return {};
+  switch (index.column()) {
+    case kGpus: return QString::number(row.gpus);
+    case kStrategy: return text(row.strategy);
+    case kState: return state_text(row);
+    default: break;
+  }
+  if (s == nullptr) return {};
+  switch (index.column()) {
+    case kStepTime: return text(format_seconds(s->step_time_s()));
+    case kTokensPerGpu: return QString::number(qRound64(s->tokens_per_s_per_gpu()));
+    case kMfu: return QStringLiteral("%1%").arg(100 * s->mfu(), 0, 'f', 1);
+    case kExposed: return text(format_seconds(s->exposed_comm_s()));
+    case kPeakMemory: return text(format_bytes(static_cast<double>(s->peak_reserved_bytes())));
+    case kHbm: return text(format_bytes(static_cast<double>(s->hbm_capacity_bytes())));
+    case kFits: return s->oom() ? QStringLiteral("OOM") : QStringLiteral("fits");
+    default: return {};
+  }
+}
+
+void SimulationResultsModel::reset_rows(std::vector<SimulationRow> rows) {
+  beginResetModel();
+  rows_ = std::move(rows);
+  for (SimulationRow& row : rows_) {
+    row.progress = 0;
+    row.outcome = {};
+  }
+  endResetModel();
+}
+
+void SimulationResultsModel::row_changed(int row) {
+  Q_EMIT dataChanged(index(row, 0), index(row, kColumns - 1));
+}
+
+void SimulationResultsModel::set_started(int row) {
+  if (row < 0 || row >= rowCount()) return;
+  rows_[static_cast<size_t>(row)].outcome.state = RunState::kRunning;
+  row_changed(row);
+}
+
+void SimulationResultsModel::set_progress(int row, double fraction) {
+  if (row < 0 || row >= rowCount()) return;
+  SimulationRow& r = rows_[static_cast<size_t>(row)];
+  r.outcome.state = RunState::kRunning;
+  r.progress = fraction;
+  row_changed(row);
+}
+
+void SimulationResultsModel::set_outcome(int row, const SimulationOutcome& outcome) {
+  if (row < 0 || row >= rowCount()) return;
+  SimulationRow& r = rows_[static_cast<size_t>(row)];
+  r.outcome = outcome;
+  r.progress = outcome.state == RunState::kDone ? 1.0 : r.progress;
+  row_changed(row);
+}
+
+int SimulationResultsModel::finished_rows() const {
+  int n = 0;
+  for (const SimulationRow& row : rows_) {
+    n += row.outcome.state == RunState::kDone || row.outcome.state == RunState::kFailed ||
+         row.outcome.state == RunState::kCancelled;
+  }
+  return n;
+}
+
+}  // namespace ragged::gui

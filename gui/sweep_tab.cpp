@@ -1,0 +1,134 @@
+#include "gui/sweep_tab.hpp"
+
+#include <QChartView>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineSeries>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QTimer>
+#include <QVBoxLayout>
+
+#include <cmath>
+
+#include "gui/chart_builders.hpp"
+#include "gui/models/sweep_series.hpp"
+#include "scenarios/scenario_rules.hpp"
+
+namespace ragged::gui {
+
+SweepTab::SweepTab(QWidget* parent) : QWidget(parent) {
+  auto* controls = new QHBoxLayout();
+  run_button_ = new QPushButton(QStringLiteral("Sweep 8 … 16,384 GPUs"), this);
+  cancel_button_ = new QPushButton(QStringLiteral("Cancel"), this);
+  cancel_button_->setEnabled(false);
+  progress_ = new QProgressBar(this);
+  status_ = new QLabel(QStringLiteral("Open a scenario in Explore, then sweep it. Click a point to open it in Explore."), this);
+  connect(run_button_, &QPushButton::clicked, this, &SweepTab::run_default);
+  connect(cancel_button_, &QPushButton::clicked, this, &SweepTab::cancel);
+  controls->addWidget(run_button_);
+  controls->addWidget(cancel_button_);
+  controls->addWidget(progress_, 1);
+  throughput_view_ = new QChartView(this);
+  memory_view_ = new QChartView(this);
+  for (QChartView* v : {throughput_view_, memory_view_}) v->setRenderHint(QPainter::Antialiasing);
+  auto* charts = new QHBoxLayout();
+  charts->addWidget(throughput_view_);
+  charts->addWidget(memory_view_);
+  auto* layout = new QVBoxLayout(this);
+  layout->addLayout(controls);
+  layout->addWidget(status_);
+  layout->addLayout(charts, 1);
+
+  redraw_ = new QTimer(this);
+  redraw_->setSingleShot(true);
+  redraw_->setInterval(150);
+  connect(redraw_, &QTimer::timeout, this, &SweepTab::refresh_charts);
+  connect(&jobs_, &SimulationJobs::job_started, this, [this](int row) { results_.set_started(row); });
+  connect(&jobs_, &SimulationJobs::job_finished, this, [this](int row, const SimulationOutcome& outcome) {
+    results_.set_outcome(row, outcome);
+    progress_->setValue(results_.finished_rows());
+    if (!redraw_->isActive()) redraw_->start();
+  });
+  connect(&jobs_, &SimulationJobs::all_finished, this, [this] {
+    redraw_->stop();
+    refresh_charts();
+    cancel_button_->setEnabled(false);
+    status_->setText(QStringLiteral("%1 simulations. Click a point to open it in Explore.").arg(results_.finished_rows()));
+  });
+  refresh_charts();
+}
+
+void SweepTab::set_scenario(std::shared_ptr<const planner::ResolvedScenario> resolved) {
+  if (resolved_ && resolved && resolved_->loaded.written.SerializeAsString() == resolved->loaded.written.SerializeAsString()) return;
+  resolved_ = std::move(resolved);
+  jobs_.start({});  // a sweep of the previous scenario is stale
+  results_.reset_rows({});
+  refresh_charts();
+  if (resolved_) {
+    status_->setText(QStringLiteral("%1: press Sweep").arg(QString::fromStdString(resolved_->scenario().name())));
+  }
+}
+
+void SweepTab::run_default() { run(sweep_gpu_counts()); }
+
+void SweepTab::run(const std::vector<int64_t>& gpu_counts) {
+  if (!resolved_) return;
+  std::vector<planner::ResolvedScenario> batch;
+  std::vector<SimulationRow> rows;
+  std::vector<std::pair<int, std::string>> failed;
+  for (int64_t gpus : gpu_counts) {
+    for (scenarios::Strategy s : scenarios::all_strategies()) {
+      try {
+        planner::ResolvedScenario at = *resolved_;  // the model and granularity do not depend on the GPU count
+        at.loaded = scenarios::with_total_gpus(resolved_->loaded, gpus);
+        at.loaded.scenario.mutable_training()->set_strategy(s);
+        batch.push_back(std::move(at));
+        rows.push_back({gpus, scenarios::strategy_name(s), 0, {}});
+      } catch (const std::exception& e) {
+        status_->setText(QString::fromUtf8(e.what()));
+      }
+    }
+  }
+  results_.reset_rows(std::move(rows));
+  progress_->setRange(0, static_cast<int>(batch.size()));
+  progress_->setValue(0);
+  cancel_button_->setEnabled(true);
+  status_->setText(QStringLiteral("simulating %1 configurations…").arg(batch.size()));
+  jobs_.start(std::move(batch));
+  refresh_charts();
+}
+
+void SweepTab::refresh_charts() {
+  const auto series = sweep_series(results_.rows());
+  const int64_t hbm = sweep_hbm_bytes(results_.rows());
+  for (auto [view, metric] : {std::pair{throughput_view_, SweepMetric::kThroughput}, std::pair{memory_view_, SweepMetric::kPeakMemory}}) {
+    QChart* old = view->chart();
+    QChart* chart = sweep_chart(series, metric, hbm);
+    for (QAbstractSeries* s : chart->series()) {
+      auto* line = qobject_cast<QLineSeries*>(s);
+      if (line == nullptr || s->metaObject()->className() != QStringLiteral("QLineSeries")) continue;
+      const std::string strategy = line->name().toStdString();
+      connect(line, &QLineSeries::clicked, this, [this, strategy, series](const QPointF& at) {
+        // The swept GPU count nearest the click on the log axis.
+        for (const SweepSeries& s2 : series) {
+          if (s2.strategy != strategy || s2.points.empty()) continue;
+          const SweepPoint* best = &s2.points.front();
+          for (const SweepPoint& p : s2.points) {
+            if (std::abs(std::log2(static_cast<double>(p.gpus)) - std::log2(at.x())) <
+                std::abs(std::log2(static_cast<double>(best->gpus)) - std::log2(at.x()))) {
+              best = &p;
+            }
+          }
+          Q_EMIT open_configuration(best->gpus, QString::fromStdString(strategy));
+        }
+      });
+    }
+    view->setChart(chart);
+    delete old;
+  }
+}
+
+QList<QWidget*> SweepTab::exportable_views() const { return {throughput_view_, memory_view_}; }
+
+}  // namespace ragged::gui

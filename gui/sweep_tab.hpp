@@ -1,0 +1,54 @@
+#pragma once
+// Sweep: the Explore scenario at 8, 16, ..., 16,384 GPUs under every
+// strategy, simulated in the background: throughput and peak memory against
+// the GPU count on a log axis, the all-OOM ranges shaded. Clicking a point
+// opens that configuration in Explore.
+
+#include <QWidget>
+
+#include <memory>
+
+#include "gui/models/simulation_jobs.hpp"
+#include "gui/models/simulation_results_model.hpp"
+
+class QChartView;
+class QLabel;
+class QProgressBar;
+class QPushButton;
+class QTimer;
+
+namespace ragged::gui {
+
+class SweepTab : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit SweepTab(QWidget* parent = nullptr);
+
+  void set_scenario(std::shared_ptr<const planner::ResolvedScenario> resolved);
+  void run(const std::vector<int64_t>& gpu_counts);
+  void run_default();  // 8 ... 16,384
+  void cancel() { jobs_.cancel(); }
+  SimulationResultsModel* results_model() { return &results_; }
+  SimulationJobs* jobs() { return &jobs_; }
+  QList<QWidget*> exportable_views() const;
+
+ Q_SIGNALS:
+  void open_configuration(qint64 gpus, const QString& strategy);
+
+ private:
+  void refresh_charts();
+
+  std::shared_ptr<const planner::ResolvedScenario> resolved_;
+  SimulationResultsModel results_;
+  SimulationJobs jobs_;
+  QLabel* status_ = nullptr;
+  QPushButton* run_button_ = nullptr;
+  QPushButton* cancel_button_ = nullptr;
+  QProgressBar* progress_ = nullptr;
+  QChartView* throughput_view_ = nullptr;
+  QChartView* memory_view_ = nullptr;
+  QTimer* redraw_ = nullptr;  // coalesces the redraws of a sweep's many results
+};
+
+}  // namespace ragged::gui

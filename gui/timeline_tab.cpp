@@ -1,0 +1,93 @@
+#include "gui/timeline_tab.hpp"
+
+#include <QComboBox>
+#include <QFileDialog>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QPushButton>
+#include <QVBoxLayout>
+
+#include <chrono>
+
+#include "traces/trace_io.hpp"
+#include "traces/trace_names.hpp"
+
+namespace ragged::gui {
+
+TimelineTab::TimelineTab(QWidget* parent) : QWidget(parent) {
+  auto* controls = new QHBoxLayout();
+  auto* open = new QPushButton(QStringLiteral("Open trace…"), this);
+  connect(open, &QPushButton::clicked, this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, QStringLiteral("Open a trace"), QString(),
+                                                      QStringLiteral("Traces (*.pb *.trace *.json *.textproto);;All files (*)"));
+    if (!path.isEmpty()) open_file(path);
+  });
+  controls->addWidget(open);
+  controls->addWidget(new QLabel(QStringLiteral("rank"), this));
+  rank_box_ = new QComboBox(this);
+  connect(rank_box_, &QComboBox::activated, this, [this] { show_rank(rank_box_->currentData().toInt()); });
+  controls->addWidget(rank_box_);
+  status_ = new QLabel(QStringLiteral("wheel: zoom, drag: pan, double click: the whole step"), this);
+  controls->addWidget(status_, 1);
+  view_ = new TimelineView(this);
+  auto* layout = new QVBoxLayout(this);
+  layout->addLayout(controls);
+  layout->addWidget(view_, 1);
+}
+
+void TimelineTab::open_file(const QString& path) {
+  status_->setText(QStringLiteral("reading %1…").arg(path));
+  const std::string file = path.toStdString();
+  task_.run([this, file, path]() -> std::function<void()> {
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      auto trace = std::make_shared<const traces::Trace>(traces::read_trace(file));
+      Timeline timeline = build_timeline(*trace);
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      return [this, trace, timeline = std::move(timeline), path, ms, start]() mutable {
+        trace_ = trace;
+        label_ = path;
+        view_->set_timeline(trace, std::move(timeline));
+        view_->grab();  // the first frame, drawn whether or not the window is exposed yet, counts in the opening time
+        last_open_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        const auto& meta = trace->metadata();
+        status_->setText(QStringLiteral("%1 (%2, %3 GPUs): %4 events of rank %5, read and laid out in %6 ms, first "
+                                        "frame (%7 bars) %8 ms after opening")
+                             .arg(path, QString::fromStdString(std::string(traces::source_name(meta.source()))))
+                             .arg(meta.world_size())
+                             .arg(trace->events_size())
+                             .arg(view_->timeline().rank)
+                             .arg(ms, 0, 'f', 1)
+                             .arg(view_->drawn_bars())
+                             .arg(last_open_ms_, 0, 'f', 1));
+        Q_EMIT opened(status_->text());
+        rank_box_->clear();
+        for (int r : view_->timeline().ranks) rank_box_->addItem(QString::number(r), r);
+      };
+    } catch (const std::exception& e) {
+      const QString message = QString::fromUtf8(e.what());
+      return [this, message] {
+        status_->setText(message);
+        Q_EMIT error(message);
+      };
+    }
+  });
+}
+
+void TimelineTab::show_trace(std::shared_ptr<const traces::Trace> trace, const QString& label) {
+  trace_ = std::move(trace);
+  label_ = label;
+  view_->set_title(label);
+  show_rank(-1);
+  rank_box_->clear();
+  for (int r : view_->timeline().ranks) rank_box_->addItem(QString::number(r), r);
+  status_->setText(QStringLiteral("%1: %2 events").arg(label).arg(trace_->events_size()));
+}
+
+void TimelineTab::show_rank(int rank) {
+  if (!trace_) return;
+  view_->set_timeline(trace_, build_timeline(*trace_, rank));
+  view_->set_title(label_);
+}
+
+}  // namespace ragged::gui

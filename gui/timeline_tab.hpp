@@ -1,0 +1,47 @@
+#pragma once
+// Timeline: one rank of a predicted or measured trace (a file, or the
+// simulation selected in Explore) as a Gantt chart over its streams with
+// the memory curve below; a rank chooser drills into multi-rank traces.
+// Traces are read and laid out in the background; the time it took shows.
+
+#include <QWidget>
+
+#include <memory>
+
+#include "gui/models/latest_task.hpp"
+#include "gui/timeline_view.hpp"
+
+class QComboBox;
+class QLabel;
+
+namespace ragged::gui {
+
+class TimelineTab : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit TimelineTab(QWidget* parent = nullptr);
+
+  void open_file(const QString& path);  // errors through error()
+  void show_trace(std::shared_ptr<const traces::Trace> trace, const QString& label);
+  TimelineView* view() { return view_; }
+  LatestTask* task() { return &task_; }
+  double last_open_ms() const { return last_open_ms_; }
+
+ Q_SIGNALS:
+  void error(const QString& message);
+  void opened(const QString& summary);  // a file's trace is drawn: what it holds and how long it took
+
+ private:
+  void show_rank(int rank);
+
+  LatestTask task_;
+  std::shared_ptr<const traces::Trace> trace_;
+  QString label_;
+  double last_open_ms_ = 0;
+  QComboBox* rank_box_ = nullptr;
+  QLabel* status_ = nullptr;
+  TimelineView* view_ = nullptr;
+};
+
+}  // namespace ragged::gui

@@ -1,0 +1,249 @@
+#include "gui/timeline_view.hpp"
+
+#include <QHelpEvent>
+#include <QMouseEvent>
+#include <QPainter>
+#include <QPainterPath>
+#include <QToolTip>
+#include <QWheelEvent>
+
+#include <algorithm>
+
+#include "common/units.hpp"
+#include "traces/trace_names.hpp"
+
+namespace ragged::gui {
+namespace {
+
+constexpr double kLeft = 110, kRight = 12, kTop = 24, kLaneHeight = 26, kAxis = 22;
+
+QString qs(std::string_view s) { return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size())); }
+
+}  // namespace
+
+QColor op_kind_color(traces::OpKind kind) {
+  switch (kind) {
+    case traces::COMPUTE_FWD: return QColor(0x4c72b0);
+    case traces::COMPUTE_BWD: return QColor(0x2a4d8f);
+    case traces::RECOMPUTE: return QColor(0x8172b2);
+    case traces::ALL_GATHER: return QColor(0x55a868);
+    case traces::REDUCE_SCATTER: return QColor(0xc44e52);
+    case traces::ALL_REDUCE: return QColor(0xdd8452);
+    case traces::ALL_TO_ALL: return QColor(0x937860);
+    case traces::OPTIMIZER: return QColor(0xda8bc3);
+    case traces::COPY_IN:
+    case traces::COPY_OUT:
+    case traces::CAST: return QColor(0xccb974);
+    case traces::GRAD_ACCUMULATE: return QColor(0x64b5cd);
+    default: return QColor(0x8c8c8c);
+  }
+}
+
+TimelineView::TimelineView(QWidget* parent) : QWidget(parent) {
+  setMouseTracking(true);
+  setMinimumSize(500, 220);
+  setAutoFillBackground(true);
+  setBackgroundRole(QPalette::Base);
+}
+
+void TimelineView::set_timeline(std::shared_ptr<const traces::Trace> trace, Timeline timeline) {
+  trace_ = std::move(trace);
+  timeline_ = std::move(timeline);
+  overlay_.clear();
+  show_all();
+}
+
+void TimelineView::set_overlay_memory(std::vector<MemoryPoint> memory, const QString& label) {
+  overlay_ = std::move(memory);
+  overlay_label_ = label;
+  update();
+}
+
+void TimelineView::show_all() {
+  from_ns_ = timeline_.begin_ns;
+  to_ns_ = std::max(timeline_.end_ns, timeline_.begin_ns + 1);
+  update();
+}
+
+void TimelineView::set_range(int64_t from_ns, int64_t to_ns) {
+  from_ns_ = from_ns;
+  to_ns_ = std::max(to_ns, from_ns + 1);
+  update();
+}
+
+void TimelineView::zoom_to(int64_t from_ns, int64_t to_ns) {
+  set_range(from_ns, to_ns);
+  Q_EMIT range_changed(from_ns_, to_ns_);
+}
+
+QRectF TimelineView::plot_rect() const {
+  const double lanes = std::max<double>(1, static_cast<double>(timeline_.lanes.size())) * kLaneHeight;
+  return {kLeft, kTop, std::max(10.0, width() - kLeft - kRight), lanes};
+}
+
+QRectF TimelineView::memory_rect() const {
+  const QRectF plot = plot_rect();
+  const double h = std::max(60.0, height() - plot.bottom() - kAxis - 8);
+  return {plot.left(), plot.bottom() + kAxis, plot.width(), h};
+}
+
+double TimelineView::ns_per_pixel() const { return static_cast<double>(to_ns_ - from_ns_) / plot_rect().width(); }
+double TimelineView::x_of(int64_t ns) const { return plot_rect().left() + static_cast<double>(ns - from_ns_) / ns_per_pixel(); }
+int64_t TimelineView::ns_at(double x) const {
+  return from_ns_ + static_cast<int64_t>((x - plot_rect().left()) * ns_per_pixel());
+}
+
+void TimelineView::paintEvent(QPaintEvent*) {
+  QPainter p(this);
+  p.fillRect(rect(), palette().base());
+  p.setPen(palette().color(QPalette::Text));
+  if (timeline_.lanes.empty()) {
+    p.drawText(rect(), Qt::AlignCenter, QStringLiteral("open a trace (File > Open trace) or run a simulation in Explore"));
+    return;
+  }
+  p.drawText(QRectF(4, 2, width() - 8, kTop - 4), Qt::AlignLeft | Qt::AlignVCenter,
+             QStringLiteral("%1   rank %2   %3 to %4")
+                 .arg(title_)
+                 .arg(timeline_.rank)
+                 .arg(QString::fromStdString(format_seconds(static_cast<double>(from_ns_ - timeline_.begin_ns) * 1e-9)),
+                      QString::fromStdString(format_seconds(static_cast<double>(to_ns_ - timeline_.begin_ns) * 1e-9))));
+  const QRectF plot = plot_rect();
+  drawn_bars_ = 0;
+  p.setClipRect(QRectF(0, plot.top(), width(), plot.height()));
+  for (size_t l = 0; l < timeline_.lanes.size(); ++l) {
+    const TimelineLane& lane = timeline_.lanes[l];
+    const double y = plot.top() + static_cast<double>(l) * kLaneHeight;
+    p.setPen(palette().color(QPalette::Text));
+    p.drawText(QRectF(4, y, kLeft - 8, kLaneHeight), Qt::AlignRight | Qt::AlignVCenter, QString::fromStdString(lane.name));
+    p.setClipRect(QRectF(plot.left(), plot.top(), plot.width(), plot.height()));
+    p.setPen(Qt::NoPen);
+    for (const TimelineBar& bar : visible_bars(lane, from_ns_, to_ns_, ns_per_pixel())) {
+      const double x0 = std::max(plot.left(), x_of(bar.start_ns)), x1 = std::min(plot.right(), x_of(bar.end_ns));
+      QColor c = op_kind_color(bar.kind);
+      if (bar.ops > 1) c = c.lighter(115);
+      p.fillRect(QRectF(x0, y + 3, std::max(1.0, x1 - x0), kLaneHeight - 6), c);
+      ++drawn_bars_;
+    }
+    p.setClipRect(QRectF(0, plot.top(), width(), plot.height()));
+  }
+  p.setClipping(false);
+  // Time axis.
+  p.setPen(palette().color(QPalette::Mid));
+  p.drawLine(QPointF(plot.left(), plot.bottom()), QPointF(plot.right(), plot.bottom()));
+  p.setPen(palette().color(QPalette::Text));
+  for (int i = 0; i <= 5; ++i) {
+    const double x = plot.left() + plot.width() * i / 5;
+    const double seconds = static_cast<double>(ns_at(x) - timeline_.begin_ns) * 1e-9;
+    p.drawText(QRectF(x - 50, plot.bottom() + 2, 100, kAxis - 4), Qt::AlignCenter, QString::fromStdString(format_seconds(seconds)));
+  }
+  // Memory below, on the same axis.
+  const QRectF mem = memory_rect();
+  p.setPen(palette().color(QPalette::Mid));
+  p.drawRect(mem);
+  int64_t top = timeline_.peak_reserved;
+  for (const auto& m : overlay_) top = std::max(top, m.reserved);
+  if (top <= 0) return;
+  auto curve = [&](const std::vector<MemoryPoint>& points, bool allocated) {
+    QPainterPath path;
+    bool first = true;
+    double last_y = mem.bottom();
+    for (const MemoryPoint& m : points) {
+      const double x = std::clamp(x_of(m.time_ns), mem.left(), mem.right());
+      const double y = mem.bottom() - mem.height() * static_cast<double>(allocated ? m.allocated : m.reserved) / static_cast<double>(top);
+      if (first) path.moveTo(x, y);
+      else {
+        path.lineTo(x, last_y);  // a step: the level holds until the next sample
+        path.lineTo(x, y);
+      }
+      first = false;
+      last_y = y;
+    }
+    if (!first) path.lineTo(mem.right(), last_y);
+    return path;
+  };
+  const auto memory = visible_memory(timeline_, from_ns_, to_ns_, ns_per_pixel());
+  p.setClipRect(mem);
+  p.setPen(QPen(QColor(0x4c72b0), 1.5));
+  p.drawPath(curve(memory, false));
+  p.setPen(QPen(QColor(0x4c72b0), 1, Qt::DotLine));
+  p.drawPath(curve(memory, true));
+  if (!overlay_.empty()) {
+    p.setPen(QPen(QColor(0xc44e52), 1.5));
+    p.drawPath(curve(overlay_, false));
+  }
+  p.setClipping(false);
+  p.setPen(palette().color(QPalette::Text));
+  p.drawText(QRectF(4, mem.top(), kLeft - 8, mem.height()), Qt::AlignRight | Qt::AlignVCenter,
+             QStringLiteral("memory\npeak %1%2")
+                 .arg(QString::fromStdString(format_bytes(static_cast<double>(top))),
+                      overlay_.empty() ? QString() : QStringLiteral("\nred: ") + overlay_label_));
+}
+
+QString TimelineView::describe_at(QPoint point) const {
+  const QRectF plot = plot_rect();
+  if (!plot.contains(point) || trace_ == nullptr) return {};
+  const auto lane_index = static_cast<size_t>((point.y() - plot.top()) / kLaneHeight);
+  if (lane_index >= timeline_.lanes.size()) return {};
+  const TimelineLane& lane = timeline_.lanes[lane_index];
+  const int64_t t = ns_at(point.x());
+  for (const TimelineBar& bar : visible_bars(lane, t - static_cast<int64_t>(ns_per_pixel()), t + static_cast<int64_t>(ns_per_pixel()) + 1, ns_per_pixel())) {
+    if (bar.start_ns > t + static_cast<int64_t>(ns_per_pixel()) || bar.end_ns < t - static_cast<int64_t>(ns_per_pixel())) continue;
+    const traces::Event& e = trace_->events(bar.event);
+    if (bar.ops > 1) {
+      return QStringLiteral("%1 ops in %2 (zoom in to see each)\nlongest: %3 (%4)")
+          .arg(bar.ops)
+          .arg(QString::fromStdString(format_seconds(static_cast<double>(bar.end_ns - bar.start_ns) * 1e-9)),
+               QString::fromStdString(e.name()), qs(traces::op_kind_name(e.kind())));
+    }
+    return QStringLiteral("%1\n%2 on %3, op %4, unit %5\n%6, starts at %7%8")
+        .arg(QString::fromStdString(e.name()), qs(traces::op_kind_name(e.kind())), qs(traces::stream_name(e.stream())))
+        .arg(e.op_id())
+        .arg(e.unit())
+        .arg(QString::fromStdString(format_seconds(static_cast<double>(e.end_ns() - e.start_ns()) * 1e-9)),
+             QString::fromStdString(format_seconds(static_cast<double>(e.start_ns() - timeline_.begin_ns) * 1e-9)),
+             e.bytes() > 0 ? QStringLiteral(", ") + QString::fromStdString(format_bytes(static_cast<double>(e.bytes()))) : QString());
+  }
+  return {};
+}
+
+bool TimelineView::event(QEvent* event) {
+  if (event->type() == QEvent::ToolTip) {
+    auto* help = static_cast<QHelpEvent*>(event);
+    const QString text = describe_at(help->pos());
+    if (text.isEmpty()) QToolTip::hideText();
+    else QToolTip::showText(help->globalPos(), text, this);
+    return true;
+  }
+  return QWidget::event(event);
+}
+
+void TimelineView::wheelEvent(QWheelEvent* event) {
+  const double factor = event->angleDelta().y() > 0 ? 0.8 : 1.25;
+  const int64_t at = ns_at(event->position().x());
+  const auto from = at - static_cast<int64_t>(static_cast<double>(at - from_ns_) * factor);
+  const auto to = at + static_cast<int64_t>(static_cast<double>(to_ns_ - at) * factor);
+  zoom_to(std::max(timeline_.begin_ns, from), std::min(std::max(timeline_.end_ns, timeline_.begin_ns + 1), std::max(to, from + 1000)));
+  event->accept();
+}
+
+void TimelineView::mousePressEvent(QMouseEvent* event) {
+  dragging_ = event->button() == Qt::LeftButton;
+  drag_x_ = event->position().x();
+  drag_from_ = from_ns_;
+  drag_to_ = to_ns_;
+}
+
+void TimelineView::mouseMoveEvent(QMouseEvent* event) {
+  if (!dragging_) return;
+  const auto shift = static_cast<int64_t>((event->position().x() - drag_x_) * static_cast<double>(drag_to_ - drag_from_) / plot_rect().width());
+  zoom_to(drag_from_ - shift, drag_to_ - shift);
+}
+
+void TimelineView::mouseReleaseEvent(QMouseEvent*) { dragging_ = false; }
+
+void TimelineView::mouseDoubleClickEvent(QMouseEvent*) {
+  show_all();
+  Q_EMIT range_changed(from_ns_, to_ns_);
+}
+
+}  // namespace ragged::gui

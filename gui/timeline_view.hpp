@@ -1,0 +1,69 @@
+#pragma once
+// One rank's streams as a Gantt chart, the memory curve below it on the
+// same time axis. The wheel zooms around the cursor, dragging pans, a
+// double click shows the whole step; hovering a bar names its op (or how
+// many ops an aggregated bar holds). Two views can share their range
+// (Compare), and a second memory curve can be overlaid.
+
+#include <QWidget>
+
+#include <memory>
+
+#include "gui/models/timeline_geometry.hpp"
+
+namespace ragged::gui {
+
+class TimelineView : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit TimelineView(QWidget* parent = nullptr);
+
+  // The trace must outlive the view's use of it (the view keeps a reference).
+  void set_timeline(std::shared_ptr<const traces::Trace> trace, Timeline timeline);
+  void set_overlay_memory(std::vector<MemoryPoint> memory, const QString& label);
+  void set_title(const QString& title) { title_ = title; update(); }
+  void set_range(int64_t from_ns, int64_t to_ns);  // emits nothing
+  void show_all();
+  int64_t from_ns() const { return from_ns_; }
+  int64_t to_ns() const { return to_ns_; }
+  const Timeline& timeline() const { return timeline_; }
+  size_t drawn_bars() const { return drawn_bars_; }
+  QString describe_at(QPoint point) const;
+
+  QSize sizeHint() const override { return {1000, 360}; }
+
+ Q_SIGNALS:
+  void range_changed(qint64 from_ns, qint64 to_ns);
+
+ protected:
+  void paintEvent(QPaintEvent* event) override;
+  void wheelEvent(QWheelEvent* event) override;
+  void mousePressEvent(QMouseEvent* event) override;
+  void mouseMoveEvent(QMouseEvent* event) override;
+  void mouseReleaseEvent(QMouseEvent* event) override;
+  void mouseDoubleClickEvent(QMouseEvent* event) override;
+  bool event(QEvent* event) override;
+
+ private:
+  QRectF plot_rect() const;    // lanes and memory share its x
+  QRectF memory_rect() const;
+  double ns_per_pixel() const;
+  double x_of(int64_t ns) const;
+  int64_t ns_at(double x) const;
+  void zoom_to(int64_t from_ns, int64_t to_ns);
+
+  std::shared_ptr<const traces::Trace> trace_;
+  Timeline timeline_;
+  std::vector<MemoryPoint> overlay_;
+  QString overlay_label_, title_;
+  int64_t from_ns_ = 0, to_ns_ = 1;
+  mutable size_t drawn_bars_ = 0;
+  bool dragging_ = false;
+  double drag_x_ = 0;
+  int64_t drag_from_ = 0, drag_to_ = 0;
+};
+
+QColor op_kind_color(traces::OpKind kind);
+
+}  // namespace ragged::gui

@@ -1,0 +1,24 @@
+#pragma once
+// One simulation in its own child process (SimGrid's engine runs once per
+// process), its result sent back as bytes: what `ragged simulate`, its sweeps
+// and the dashboard's background jobs run.
+
+#include <string>
+
+#include "sim/child_process.hpp"
+#include "sim/simulation.hpp"
+
+namespace ragged::sim {
+
+// The child sends its result back as bytes: the trace, then the statistics.
+std::string serialize_result(const SimulationResult& result);
+SimulationResult parse_result(const std::string& bytes);
+
+// simulate() in a child process. options.progress, if set, is called in the
+// parent (through `control`'s channel, on the calling thread); a cancelled
+// control kills the child and throws Cancelled. InputError in the child comes
+// back as InputError, anything else as InternalError.
+SimulationResult simulate_in_child(const planner::ResolvedScenario& resolved, const SimulationOptions& options,
+                                   const ChildControl& control = {}, ChildUsage* usage = nullptr);
+
+}  // namespace ragged::sim

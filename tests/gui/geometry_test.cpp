@@ -1,0 +1,182 @@
+// The geometry the dashboard draws, as plain code: layout pieces that tile
+// every rank's shard, timeline bars that aggregate when zoomed out, sweep
+// series and the OOM ranges they shade.
+
+#include <QtTest>
+
+#include <numeric>
+
+#include "gui/models/layout_geometry.hpp"
+#include "gui/models/sweep_series.hpp"
+#include "gui/models/timeline_geometry.hpp"
+#include "gui/models/unit_layouts.hpp"
+#include "scenarios/scenario_loader.hpp"
+#include "sim/simulation_child.hpp"
+
+using namespace ragged;
+using namespace ragged::gui;
+
+namespace {
+
+// Every drawn rank's pieces tile [0, S) in order.
+void expect_tiles(const LayoutBars& bars) {
+  int64_t at = 0;
+  int rank = 0;
+  for (const LayoutPiece& p : bars.pieces) {
+    if (p.rank != rank) {
+      QCOMPARE(at, bars.shard_size);
+      QCOMPARE(p.rank, rank + 1);
+      rank = p.rank;
+      at = 0;
+    }
+    QCOMPARE(p.begin, at);
+    QVERIFY(p.end > p.begin);
+    at = p.end;
+  }
+  QCOMPARE(at, bars.shard_size);
+  QCOMPARE(rank, bars.drawn_ranks - 1);
+}
+
+planner::UnitProblem two_tensors(int64_t a, int64_t b) {
+  planner::UnitProblem problem;
+  problem.tensors = {{a, 1, a, 1}, {b, 1, b, 1}};
+  problem.ranks = 2;
+  return problem;
+}
+
+traces::Summary summary(double tokens, int64_t peak, bool oom) {
+  traces::Summary s;
+  s.set_tokens_per_s_per_gpu(tokens);
+  s.set_peak_reserved_bytes(peak);
+  s.set_oom(oom);
+  s.set_hbm_capacity_bytes(80);
+  return s;
+}
+
+SimulationRow row(int64_t gpus, const char* strategy, bool oom) {
+  auto trace = std::make_shared<traces::Trace>();
+  *trace->mutable_summary() = summary(1000.0 / static_cast<double>(gpus), oom ? 100 : 50, oom);
+  return {gpus, strategy, 1, {RunState::kDone, trace, "", 0}};
+}
+
+}  // namespace
+
+class GeometryTest : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void contiguous_layout_cuts_tensors_at_shard_boundaries() {
+    planner::UnitLayout layout;
+    layout.shard_size = 8;
+    layout.ranks = 2;
+    layout.slots = {{0, 10, false}, {10, 6, false}};
+    const LayoutBars bars = layout_bars("ragged", two_tensors(10, 6), layout, {"a", "b"});
+    expect_tiles(bars);
+    QCOMPARE(bars.pieces.size(), size_t{3});  // rank 0: a[0,8); rank 1: a[8,10), b
+    QCOMPARE(bars.pieces[1].tensor_begin, 8);
+    QCOMPARE(bars.pieces[2].tensor, 1);
+    QCOMPARE(bars.padding_elements(), 0);
+    QCOMPARE(piece_at(bars, 1, 5)->tensor, 1);
+    QVERIFY(piece_at(bars, 2, 0) == nullptr);
+  }
+
+  void rank_major_layout_pads_each_chunk() {
+    planner::UnitLayout layout;
+    layout.shard_size = 8;
+    layout.ranks = 2;
+    layout.placement = planner::Placement::kRankMajor;
+    layout.chunk_rule = planner::ChunkRule::kElements;
+    layout.slots = {{0, 5, false}, {5, 3, false}};  // chunks of ceil(9/2) and ceil(6/2)
+    const LayoutBars bars = layout_bars("zero3", two_tensors(9, 6), layout, {"a", "b"});
+    expect_tiles(bars);
+    QCOMPARE(bars.padding_elements(), 1);  // rank 1 holds 4 of a's 5-element chunk
+    const LayoutPiece* pad = piece_at(bars, 1, 4);
+    QCOMPARE(pad->tensor, -1);
+    QCOMPARE(piece_at(bars, 1, 0)->tensor_begin, 5);
+  }
+
+  void gpt_oss_experts_at_256_gpus_ragged_against_fsdp2() {
+    const auto resolved = planner::resolve_scenario(scenarios::load_scenario("gpt-oss-120b-256xh800"));
+    const int unit = most_interesting_unit(resolved.model);
+    QVERIFY(resolved.model.units[static_cast<size_t>(unit)].name.rfind("layers.", 0) == 0);
+    const auto layouts = unit_layouts(resolved, unit, {scenarios::RAGGED, scenarios::FSDP2});
+    QCOMPARE(layouts.size(), size_t{2});
+    const int64_t params = resolved.model.units[static_cast<size_t>(unit)].params();
+    for (const LayoutBars& bars : layouts) {
+      QCOMPARE(bars.drawn_ranks, 256);
+      expect_tiles(bars);
+      int64_t data = 0;
+      for (const LayoutPiece& p : bars.pieces) data += p.tensor >= 0 ? p.length() : 0;
+      QCOMPARE(data, params);  // every element of every tensor drawn exactly once
+      QCOMPARE(bars.padding_elements(), bars.shard_size * bars.ranks - params);
+    }
+    QVERIFY(layouts[0].padding_elements() <= layouts[1].padding_elements());
+  }
+
+  void granule_marks_fall_every_granule_and_vanish_when_dense() {
+    LayoutBars bars;
+    bars.tensor_granules = {100};
+    const LayoutPiece piece{0, 30, 480, 0, 250};  // tensor elements [250, 700)
+    const auto marks = granule_marks(bars, piece, 1.0);
+    QCOMPARE(marks.size(), size_t{4});  // 300, 400, 500, 600
+    QCOMPARE(marks.front(), 30 + 50);
+    for (size_t i = 1; i < marks.size(); ++i) QCOMPARE(marks[i] - marks[i - 1], 100);
+    QVERIFY(granule_marks(bars, piece, 50.0).empty());  // 2 px apart: none
+  }
+
+  void timeline_of_a_10240_gpu_step_aggregates_when_zoomed_out() {
+    const auto resolved = planner::resolve_scenario(scenarios::load_scenario("llama3-70b-10240xh100"));
+    const traces::Trace trace = sim::simulate_in_child(resolved, {}).trace;
+    const Timeline t = build_timeline(trace);
+    QVERIFY(t.lanes.size() >= 3);  // compute, all-gather, reduce-scatter
+    QVERIFY(t.end_ns > t.begin_ns);
+    QVERIFY(!t.memory.empty());
+    const double width_px = 1000;
+    const double ns_per_px = static_cast<double>(t.end_ns - t.begin_ns) / width_px;
+    for (const TimelineLane& lane : t.lanes) {
+      const auto bars = visible_bars(lane, t.begin_ns, t.end_ns + 1, ns_per_px);
+      int ops = 0;
+      for (const auto& b : bars) ops += b.ops;
+      QCOMPARE(ops, static_cast<int>(lane.bars.size()));  // nothing lost in aggregation
+      QVERIFY(bars.size() <= static_cast<size_t>(width_px) + 1);
+      QCOMPARE(bars.front().start_ns, lane.bars.front().start_ns);
+      for (size_t i = 1; i < bars.size(); ++i) QVERIFY(bars[i].start_ns >= bars[i - 1].start_ns);
+      // Zoomed in to a nanosecond per pixel, every op is its own bar.
+      const TimelineBar& first = lane.bars.front();
+      const auto close = visible_bars(lane, first.start_ns, first.end_ns, 1.0);
+      QVERIFY(!close.empty());
+      QCOMPARE(close.front().ops, 1);
+      const TimelineBar* hit = bar_at(lane, (first.start_ns + first.end_ns) / 2, 1.0);
+      QVERIFY(hit != nullptr);
+      QCOMPARE(hit->event, first.event);
+    }
+    const auto memory = visible_memory(t, t.begin_ns, t.end_ns + 1, ns_per_px);
+    QVERIFY(memory.size() <= static_cast<size_t>(width_px) + 2);
+    int64_t peak = 0;
+    for (const auto& m : memory) peak = std::max(peak, m.reserved);
+    QCOMPARE(peak, t.peak_reserved);  // decimation keeps the peak
+  }
+
+  void sweep_series_and_oom_ranges() {
+    QCOMPARE(sweep_gpu_counts().size(), size_t{12});
+    QCOMPARE(sweep_gpu_counts().back(), 16384);
+    std::vector<SimulationRow> rows = {row(8, "ragged", true),   row(8, "fsdp2", true),   row(16, "ragged", false),
+                                       row(16, "fsdp2", true),   row(32, "ragged", false), row(32, "fsdp2", false),
+                                       row(64, "ragged", true),  row(64, "fsdp2", true)};
+    rows.push_back({128, "ragged", 0, {}});  // still queued: not drawn
+    const auto series = sweep_series(rows);
+    QCOMPARE(series.size(), size_t{2});
+    QCOMPARE(series[0].strategy, std::string("ragged"));
+    QCOMPARE(series[0].points.size(), size_t{4});
+    QCOMPARE(series[1].points[1].row, 3);
+    const auto ranges = oom_ranges(series);
+    QCOMPARE(ranges.size(), size_t{2});
+    QCOMPARE(ranges[0].from, 8);
+    QCOMPARE(ranges[0].to, 8);
+    QCOMPARE(ranges[1].from, 64);
+    QCOMPARE(sweep_hbm_bytes(rows), 80);
+  }
+};
+
+QTEST_GUILESS_MAIN(GeometryTest)
+#include "geometry_test.moc"

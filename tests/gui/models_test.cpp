@@ -1,0 +1,218 @@
+// The dashboard's models with real scenarios: QAbstractItemModelTester on
+// every item model, settings written back into scenarios, plan summaries,
+// background simulations (done, cancelled, stale results dropped).
+
+#include <QAbstractItemModelTester>
+#include <QSignalSpy>
+#include <QtTest>
+
+#include "common/errors.hpp"
+#include "gui/models/memory_breakdown_model.hpp"
+#include "gui/models/op_error_model.hpp"
+#include "gui/models/plan_summary.hpp"
+#include "gui/models/scenario_settings_model.hpp"
+#include "gui/models/simulation_jobs.hpp"
+#include "gui/models/simulation_results_model.hpp"
+#include "gui/models/unit_breakdown_model.hpp"
+#include "scenarios/scenario_rules.hpp"
+#include "sim/simulation_child.hpp"
+
+using namespace ragged;
+using namespace ragged::gui;
+
+namespace {
+
+planner::ResolvedScenario resolved(const char* name) { return planner::resolve_scenario(scenarios::load_scenario(name)); }
+
+traces::Trace simulated(const char* name) { return sim::simulate_in_child(resolved(name), {}).trace; }
+
+}  // namespace
+
+class ModelsTest : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void settings_round_trip_through_a_scenario() {
+    const auto loaded = scenarios::load_scenario("llama3-8b-8xh100");
+    ScenarioSettings s = settings_of(loaded.scenario);
+    QCOMPARE(s.gpus, 8);
+    QCOMPARE(s.model, std::string("llama3-8b"));
+    QCOMPARE(apply_settings(loaded, s).scenario.SerializeAsString(), loaded.scenario.SerializeAsString());
+
+    s.gpus = 64;
+    s.strategy = scenarios::FSDP2;
+    s.checkpointing = scenarios::FULL;
+    s.micro_batch = 2;
+    const auto changed = apply_settings(loaded, s);
+    QCOMPARE(scenarios::total_gpus(changed.scenario), 64);
+    QCOMPARE(changed.scenario.cluster().nodes(), 8);
+    QCOMPARE(changed.scenario.training().shard_group_size(), 64);  // sharded over every GPU, as before
+    QCOMPARE(changed.scenario.training().strategy(), scenarios::FSDP2);
+    QCOMPARE(settings_of(changed.scenario).checkpointing, scenarios::FULL);
+    QCOMPARE(changed.scenario.training().micro_batch_size(), 2);
+
+    s.shard_group = 16;  // HSDP: 4 replicas
+    const auto hsdp = apply_settings(loaded, s);
+    QCOMPARE(hsdp.scenario.training().shard_group_size(), 16);
+    QCOMPARE(hsdp.scenario.training().replicate_group_size(), 4);
+  }
+
+  void bad_settings_are_input_errors_with_the_cli_wording() {
+    const auto loaded = scenarios::load_scenario("llama3-8b-8xh100");
+    ScenarioSettings s = settings_of(loaded.scenario);
+    s.gpus = 12;
+    QVERIFY_THROWS_EXCEPTION(InputError, apply_settings(loaded, s));
+    s = settings_of(loaded.scenario);
+    s.granularity = "rows:zero";
+    QVERIFY_THROWS_EXCEPTION(InputError, apply_settings(loaded, s));
+    s = settings_of(loaded.scenario);
+    s.model = "no-such-model";
+    QVERIFY_THROWS_EXCEPTION(InputError, planner::resolve_scenario(apply_settings(loaded, s)));
+  }
+
+  void a_model_picked_in_the_window_catalog_or_config_json() {
+    const auto catalog = scenario_for_model("llama3-70b", "h100", 64);
+    QCOMPARE(scenarios::total_gpus(catalog.scenario), 64);
+    QCOMPARE(catalog.scenario.cluster().nodes(), 8);
+    QCOMPARE(planner::resolve_scenario(catalog).model.name, std::string("llama3-70b"));
+    const std::string config = RAGGED_SOURCE_DIR "/tests/models/data/llama/config.json";
+    const auto hf = scenario_for_model(config, "h800", 4);
+    QCOMPARE(hf.scenario.cluster().gpus_per_node(), 4);
+    QVERIFY(planner::resolve_scenario(hf).model.params() > 0);
+    // The model row accepts a config.json path over a shipped scenario.
+    const auto shipped = scenarios::load_scenario("llama3-8b-8xh100");
+    ScenarioSettings s = settings_of(shipped.scenario);
+    s.model = config;
+    QCOMPARE(apply_settings(shipped, s).scenario.model().hf_config(), config);
+    QVERIFY_THROWS_EXCEPTION(InputError, scenario_for_model("llama3-70b", "h100", 12));
+  }
+
+  void settings_model_edits_and_refuses() {
+    ScenarioSettingsModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.set_settings(settings_of(scenarios::load_scenario("llama3-8b-8xh100").scenario));
+    QSignalSpy changed(&model, &ScenarioSettingsModel::settings_changed);
+    QVERIFY(model.setData(model.index(ScenarioSettingsModel::kGpus, 1), "64"));
+    QCOMPARE(model.settings().gpus, 64);
+    QCOMPARE(model.data(model.index(ScenarioSettingsModel::kNodes, 1)).toString(), QString("8"));
+    QVERIFY(!model.setData(model.index(ScenarioSettingsModel::kGpus, 1), "-3"));
+    QVERIFY(!model.setData(model.index(ScenarioSettingsModel::kStrategy, 1), "fsdp9"));
+    QVERIFY(!model.setData(model.index(ScenarioSettingsModel::kNodes, 1), "2"));  // derived, read-only
+    QVERIFY(model.setData(model.index(ScenarioSettingsModel::kStrategy, 1), "zero3"));
+    QCOMPARE(model.settings().strategy, scenarios::ZERO3);
+    QCOMPARE(changed.count(), 2);
+    const QStringList strategies = model.data(model.index(ScenarioSettingsModel::kStrategy, 1),
+                                              ScenarioSettingsModel::kChoicesRole).toStringList();
+    QCOMPARE(strategies.size(), 6);
+  }
+
+  void plan_summary_of_a_shipped_scenario() {
+    const PlanSummary s = summarize_plan(resolved("gpt-oss-120b-256xh800"));
+    QCOMPARE(s.gpus, 256);
+    QVERIFY(s.params > 100'000'000'000LL);
+    QVERIFY(s.padded_params >= s.params);
+    QVERIFY(s.padding_ratio >= s.lower_bound_padding_ratio - 1e-12);
+    QVERIFY(s.memory.peak_total() > s.memory.persistent.total());
+    QVERIFY(s.fits());
+    QVERIFY(plan_summary_line(s).find("padding") != std::string::npos);
+  }
+
+  void results_breakdown_and_memory_models_hold_a_simulation() {
+    const auto trace = std::make_shared<const traces::Trace>(simulated("llama3-8b-8xh100"));
+    SimulationResultsModel results;
+    QAbstractItemModelTester t1(&results, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    results.reset_rows({{8, "ragged", 0, {}}, {8, "fsdp2", 0, {}}});
+    results.set_progress(0, 0.5);
+    QCOMPARE(results.data(results.index(0, SimulationResultsModel::kState)).toString(), QString("running 50%"));
+    results.set_outcome(0, {RunState::kDone, trace, "", 0.1});
+    results.set_outcome(1, {RunState::kFailed, nullptr, "boom", 0});
+    QCOMPARE(results.finished_rows(), 2);
+    QCOMPARE(results.data(results.index(0, SimulationResultsModel::kTokensPerGpu), SimulationResultsModel::kValueRole)
+                 .toDouble(),
+             trace->summary().tokens_per_s_per_gpu());
+    QVERIFY(results.data(results.index(1, SimulationResultsModel::kState)).toString().contains("boom"));
+
+    UnitBreakdownModel units;
+    QAbstractItemModelTester t2(&units, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    units.set_trace(trace.get());
+    QCOMPARE(units.rowCount(), 3);  // embed, layers (mean of 32), head
+    QCOMPARE(units.data(units.index(1, 0)).toString(), QString("layers (mean of 32)"));
+    QVERIFY(units.data(units.index(1, 1), UnitBreakdownModel::kSecondsRole).toDouble() > 0);  // forward
+
+    MemoryBreakdownModel memory;
+    QAbstractItemModelTester t3(&memory, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    const PlanSummary plan = summarize_plan(resolved("llama3-8b-8xh100"));
+    memory.set_parts(memory_parts(plan.memory, &trace->summary()));
+    int64_t sum = 0;
+    for (const MemoryPart& p : memory.parts()) sum += p.bytes;
+    QCOMPARE(sum, std::max(plan.memory.peak_total(), trace->summary().peak_reserved_bytes()));
+    units.set_trace(nullptr);
+    QCOMPARE(units.rowCount(), 0);
+  }
+
+  void op_error_model_lists_the_worst_kinds_first() {
+    traces::TraceComparison c;
+    c.kinds = {{traces::COMPUTE_FWD, 10, 1.0, 1.1}, {traces::ALL_GATHER, 5, 0.5, 1.5}, {traces::CAST, 2, 0.1, 0.1}};
+    OpErrorModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.set_comparison(c);
+    QCOMPARE(model.rowCount(), 3);
+    QCOMPARE(model.data(model.index(0, OpErrorModel::kKind)).toString(), QString("all_gather"));
+    QCOMPARE(model.data(model.index(2, OpErrorModel::kKind)).toString(), QString("cast"));
+    QCOMPARE(model.data(model.index(0, OpErrorModel::kError)).toString(), QString("-66.7%"));
+    model.clear();
+    QCOMPARE(model.rowCount(), 0);
+  }
+
+  void jobs_report_results_on_this_thread() {
+    SimulationJobs jobs(2);
+    QSignalSpy finished(&jobs, &SimulationJobs::job_finished);
+    QSignalSpy all(&jobs, &SimulationJobs::all_finished);
+    std::vector<planner::ResolvedScenario> batch;
+    batch.push_back(resolved("tiny-llama-4xcpu"));
+    batch.push_back(resolved("llama3-8b-8xh100"));
+    jobs.start(std::move(batch));
+    QVERIFY(all.wait(30000));
+    QCOMPARE(finished.count(), 2);
+    for (const auto& args : finished) {
+      const auto outcome = args.at(1).value<SimulationOutcome>();
+      QCOMPARE(outcome.state, RunState::kDone);
+      QVERIFY(outcome.trace->summary().step_time_s() > 0);
+    }
+    QVERIFY(!jobs.busy());
+  }
+
+  void a_new_start_drops_the_stale_results() {
+    SimulationJobs jobs(2);
+    QSignalSpy finished(&jobs, &SimulationJobs::job_finished);
+    QSignalSpy all(&jobs, &SimulationJobs::all_finished);
+    std::vector<planner::ResolvedScenario> stale;
+    for (int i = 0; i < 4; ++i) stale.push_back(resolved("llama3-70b-10240xh100"));
+    const quint64 first = jobs.start(std::move(stale));
+    std::vector<planner::ResolvedScenario> fresh;
+    fresh.push_back(resolved("tiny-llama-4xcpu"));
+    QCOMPARE(jobs.start(std::move(fresh)), first + 1);
+    QVERIFY(all.wait(30000));
+    QVERIFY(jobs.wait(30000));
+    QCoreApplication::processEvents();  // anything the stale jobs posted late
+    QCOMPARE(finished.count(), 1);
+    const auto outcome = finished.at(0).at(1).value<SimulationOutcome>();
+    QCOMPARE(outcome.trace->metadata().scenario_name(), std::string("tiny-llama-4xcpu"));
+  }
+
+  void cancel_reports_every_job_cancelled() {
+    SimulationJobs jobs(1);
+    QSignalSpy finished(&jobs, &SimulationJobs::job_finished);
+    QSignalSpy all(&jobs, &SimulationJobs::all_finished);
+    std::vector<planner::ResolvedScenario> batch;
+    for (int i = 0; i < 3; ++i) batch.push_back(resolved("llama3-70b-10240xh100"));
+    jobs.start(std::move(batch));
+    jobs.cancel();
+    QVERIFY(all.wait(30000));
+    QCOMPARE(finished.count(), 3);
+    for (const auto& args : finished) QCOMPARE(args.at(1).value<SimulationOutcome>().state, RunState::kCancelled);
+  }
+};
+
+QTEST_GUILESS_MAIN(ModelsTest)
+#include "models_test.moc"

@@ -1,0 +1,221 @@
+// A scripted session through the widgets: open a scenario, change the GPU
+// count in the settings table, simulate, cancel, bad input shown as errors,
+// save and export, compare two traces, the window's state kept.
+
+#include <QAbstractButton>
+#include <QComboBox>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QTableView>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "gui/compare_tab.hpp"
+#include "gui/explore_tab.hpp"
+#include "gui/main_window.hpp"
+#include "gui/models/simulation_results_model.hpp"
+#include "gui/sweep_tab.hpp"
+#include "scenarios/scenario_rules.hpp"
+#include "sim/simulation_child.hpp"
+#include "traces/trace_io.hpp"
+
+using namespace ragged;
+using namespace ragged::gui;
+
+namespace {
+
+bool all_finished(SimulationResultsModel* m) {
+  return !m->rows().empty() && m->finished_rows() == static_cast<int>(m->rows().size());
+}
+
+QPushButton* button(QWidget* parent, const QString& text) {
+  for (auto* b : parent->findChildren<QPushButton*>()) {
+    if (b->text() == text) return b;
+  }
+  return nullptr;
+}
+
+// Types `text` into the settings table's value cell of `row`, as a user
+// would: into the line edit, or into the combo box of a row with choices.
+void type_setting(ExploreTab* explore, int row, const QString& text) {
+  auto* view = explore->findChild<QTableView*>();
+  const QModelIndex index = view->model()->index(row, ScenarioSettingsModel::kValue);
+  view->setCurrentIndex(index);
+  view->edit(index);
+  QWidget* editor = nullptr;
+  for (auto* e : view->viewport()->findChildren<QWidget*>()) {
+    const bool kind = qobject_cast<QLineEdit*>(e) != nullptr || qobject_cast<QComboBox*>(e) != nullptr;
+    if (kind && e->isVisible() && e->parentWidget() == view->viewport() && e->geometry().intersects(view->visualRect(index))) {
+      editor = e;
+    }
+  }
+  QVERIFY(editor != nullptr);
+  if (auto* line = qobject_cast<QLineEdit*>(editor)) {
+    line->selectAll();
+    QTest::keyClicks(line, text);
+    QTest::keyClick(line, Qt::Key_Return);
+  } else {
+    auto* combo = qobject_cast<QComboBox*>(editor);
+    const int choice = combo->findText(text);
+    QVERIFY(choice >= 0);
+    combo->setCurrentIndex(choice);  // picked from the popup
+    Q_EMIT combo->activated(choice);
+  }
+  QCoreApplication::processEvents();  // the delegate commits on the next turn of the loop
+}
+
+}  // namespace
+
+class SessionTest : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void initTestCase() {
+    QCoreApplication::setOrganizationName(QStringLiteral("ragged-tests"));
+    QCoreApplication::setApplicationName(QStringLiteral("session-test"));
+    QSettings().clear();
+  }
+
+  void open_change_gpus_run_and_cancel() {
+    MainWindow window;
+    window.show();
+    ExploreTab* explore = window.explore();
+    QVERIFY(explore->open_scenario(QStringLiteral("llama3-8b-8xh100")));
+    QTRY_VERIFY_WITH_TIMEOUT(explore->resolved() != nullptr, 20000);
+    QTRY_VERIFY_WITH_TIMEOUT(all_finished(explore->results_model()), 30000);  // simulated on opening
+
+    type_setting(explore, ScenarioSettingsModel::kGpus, QStringLiteral("64"));
+    QCOMPARE(explore->settings_model()->settings().gpus, 64);
+    QVERIFY(explore->results_model()->rows().empty());  // the 8-GPU results are stale: gone
+    QTRY_VERIFY_WITH_TIMEOUT(explore->plan_text().contains(QStringLiteral("on 64 GPUs")), 20000);
+    QTRY_VERIFY_WITH_TIMEOUT(all_finished(explore->results_model()), 30000);
+    const auto& rows = explore->results_model()->rows();
+    QCOMPARE(rows.size(), size_t{6});
+    for (const auto& row : rows) {
+      QCOMPARE(row.gpus, 64);
+      QCOMPARE(row.outcome.state, RunState::kDone);
+      QCOMPARE(row.outcome.trace->metadata().world_size(), 64);
+    }
+
+    // Large enough that Cancel lands while they run.
+    type_setting(explore, ScenarioSettingsModel::kGpus, QStringLiteral("10240"));
+    QTRY_VERIFY_WITH_TIMEOUT(explore->plan_text().contains(QStringLiteral("on 10240 GPUs")), 20000);
+    QTest::mouseClick(button(explore, QStringLiteral("Simulate every strategy")), Qt::LeftButton);
+    QTest::mouseClick(button(explore, QStringLiteral("Cancel")), Qt::LeftButton);
+    QTRY_VERIFY_WITH_TIMEOUT(all_finished(explore->results_model()), 30000);
+    int cancelled = 0;
+    for (const auto& row : explore->results_model()->rows()) cancelled += row.outcome.state == RunState::kCancelled;
+    QVERIFY(cancelled > 0);
+  }
+
+  void bad_input_is_an_error_not_a_crash() {
+    MainWindow window;
+    window.show();
+    ExploreTab* explore = window.explore();
+    QVERIFY(explore->open_scenario(QStringLiteral("llama3-8b-8xh100")));
+    QVERIFY(!explore->open_scenario(QStringLiteral("/no/such/scenario.textproto")));
+    QVERIFY(window.last_error().contains(QStringLiteral("/no/such/scenario.textproto")));
+    QTemporaryDir dir;
+    const QString broken = dir.filePath(QStringLiteral("broken.textproto"));
+    QFile file(broken);
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    file.write("name: \"broken\"\ntraining { micro_batch_size: -3 }\n");
+    file.close();
+    QVERIFY(!explore->open_scenario(broken));
+    QVERIFY(window.last_error().startsWith(broken + QStringLiteral(":")));  // file:line:col, as the CLI says it
+    type_setting(explore, ScenarioSettingsModel::kGpus, QStringLiteral("12"));
+    QVERIFY(explore->settings_error().contains(QStringLiteral("multiple of 8")));
+    QVERIFY(explore->current() == nullptr);
+    QVERIFY(!window.save_scenario_to(dir.filePath(QStringLiteral("x.textproto"))));
+  }
+
+  void save_export_and_keep_the_window_state() {
+    QTemporaryDir dir;
+    {
+      MainWindow window;
+      window.show();
+      ExploreTab* explore = window.explore();
+      QVERIFY(explore->open_scenario(QStringLiteral("llama3-8b-8xh100")));
+      type_setting(explore, ScenarioSettingsModel::kGpus, QStringLiteral("32"));
+      type_setting(explore, ScenarioSettingsModel::kStrategy, QStringLiteral("fsdp2"));
+      const QString text = dir.filePath(QStringLiteral("saved.textproto"));
+      const QString json = dir.filePath(QStringLiteral("saved.json"));
+      QVERIFY(window.save_scenario_to(text));
+      QVERIFY(window.save_scenario_to(json));
+      for (const QString& path : {text, json}) {
+        const auto loaded = scenarios::load_scenario(path.toStdString());  // the CLI reads it back
+        QCOMPARE(scenarios::total_gpus(loaded.scenario), 32);
+        QCOMPARE(loaded.scenario.training().strategy(), scenarios::FSDP2);
+      }
+      QTRY_VERIFY_WITH_TIMEOUT(all_finished(explore->results_model()), 30000);
+      QVERIFY(window.export_current(dir.filePath(QStringLiteral("explore.png"))).isEmpty());
+      QVERIFY(window.export_current(dir.filePath(QStringLiteral("explore.svg"))).isEmpty());
+      QVERIFY(QFileInfo(dir.filePath(QStringLiteral("explore.png"))).size() > 1000);
+      QVERIFY(QFileInfo(dir.filePath(QStringLiteral("explore-5.svg"))).size() > 1000);  // one file per chart
+      QVERIFY(!window.export_current(dir.filePath(QStringLiteral("explore.bmp"))).isEmpty());
+      window.tabs()->setCurrentIndex(MainWindow::kSweep);
+      window.close();
+    }
+    MainWindow again;
+    QCOMPARE(again.tabs()->currentIndex(), static_cast<int>(MainWindow::kSweep));
+  }
+
+  void sweep_then_open_a_point_in_explore() {
+    MainWindow window;
+    window.show();
+    QVERIFY(window.explore()->open_scenario(QStringLiteral("llama3-8b-8xh100")));
+    QTRY_VERIFY_WITH_TIMEOUT(window.explore()->resolved() != nullptr, 20000);
+    SweepTab* sweep = window.sweep();
+    sweep->run({8, 64, 512});
+    QTRY_VERIFY_WITH_TIMEOUT(all_finished(sweep->results_model()), 60000);
+    QCOMPARE(sweep->results_model()->rows().size(), size_t{18});
+    for (const auto& row : sweep->results_model()->rows()) {
+      QCOMPARE(row.outcome.state, RunState::kDone);
+      QCOMPARE(row.outcome.trace->metadata().world_size(), row.gpus);
+    }
+    // What a click on the fsdp2 line at 512 GPUs sends.
+    Q_EMIT sweep->open_configuration(512, QStringLiteral("fsdp2"));
+    QCOMPARE(window.tabs()->currentIndex(), static_cast<int>(MainWindow::kExplore));
+    QCOMPARE(window.explore()->settings_model()->settings().gpus, 512);
+    QCOMPARE(window.explore()->settings_model()->settings().strategy, scenarios::FSDP2);
+  }
+
+  void compare_two_traces() {
+    QTemporaryDir dir;
+    const auto resolved = planner::resolve_scenario(scenarios::load_scenario("tiny-llama-4xcpu"));
+    const traces::Trace predicted = sim::simulate_in_child(resolved, {}).trace;
+    // A "measured" trace: the same ops, compute 30% slower, all-gathers 2x.
+    traces::Trace measured = predicted;
+    measured.mutable_metadata()->set_source(traces::MEASURED);
+    for (auto& e : *measured.mutable_events()) {
+      const double factor = e.kind() == traces::ALL_GATHER ? 2.0 : e.kind() == traces::COMPUTE_FWD ? 1.3 : 1.0;
+      e.set_end_ns(e.start_ns() + static_cast<int64_t>(static_cast<double>(e.end_ns() - e.start_ns()) * factor));
+    }
+    const QString p = dir.filePath(QStringLiteral("p.pb")), m = dir.filePath(QStringLiteral("m.pb"));
+    traces::write_trace(predicted, p.toStdString());
+    traces::write_trace(measured, m.toStdString());
+
+    MainWindow window;
+    window.show();
+    CompareTab* compare = window.compare();
+    QSignalSpy compared(compare, &CompareTab::compared);
+    compare->open_files(p, m);
+    QVERIFY(compared.wait(20000));
+    const auto& kinds = compare->errors_model()->rows();
+    QVERIFY(kinds.size() >= 4);
+    QVERIFY(kinds[0].kind == traces::ALL_GATHER || kinds[0].kind == traces::COMPUTE_FWD);  // the slowed kinds first
+    for (const auto& k : kinds) {
+      if (k.kind == traces::ALL_GATHER) QCOMPARE_LT(std::abs(k.relative_error() + 0.5), 0.01);
+      if (k.kind == traces::COMPUTE_BWD) QCOMPARE_LT(std::abs(k.relative_error()), 1e-9);
+    }
+    QVERIFY(compare->summary_text().contains(QStringLiteral("step time")));
+
+    compare->open_files(m, p);  // swapped: compare_traces' InputError in the dialog
+    QTRY_VERIFY_WITH_TIMEOUT(window.last_error().contains(QStringLiteral("not a predicted one")), 20000);
+  }
+};
+
+QTEST_MAIN(SessionTest)
+#include "session_test.moc"

@@ -1,0 +1,139 @@
+// A child process the parent can watch and stop: cancel, progress, and the
+// simulation result's round trip through bytes (what the dashboard runs).
+
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <google/protobuf/util/message_differencer.h>
+#include <gtest/gtest.h>
+
+#include "common/errors.hpp"
+#include "planner/resolved_scenario.hpp"
+#include "scenarios/scenario_loader.hpp"
+#include "sim/simulation_child.hpp"
+
+namespace ragged::sim {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The child reports its pid as a progress "fraction" (pids are exact in a
+// double), then sleeps far longer than the test; another thread cancels, as
+// the dashboard's UI thread does, and the waiting thread must notice.
+TEST(ChildControl, CancelKillsTheChildAndThrowsCancelledWithin100Ms) {
+  std::atomic<bool> cancel{false};
+  std::atomic<pid_t> child{0};
+  ChildControl control;
+  control.progress = [&](double value) { child = static_cast<pid_t>(std::lround(value * 1e9)); };
+  control.cancelled = [&] { return cancel.load(); };
+  const auto work = [](const std::function<void(double)>& progress) -> std::string {
+    progress(static_cast<double>(::getpid()) * 1e-9);
+    ::sleep(60);
+    return "never";
+  };
+  Clock::time_point cancelled_at;
+  std::thread canceller([&] {
+    while (child.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));  // the child is asleep by now
+    cancelled_at = Clock::now();
+    cancel = true;
+  });
+  EXPECT_THROW(run_in_child(work, control), Cancelled);
+  const Clock::time_point thrown_at = Clock::now();
+  canceller.join();
+  const double latency_ms = std::chrono::duration<double, std::milli>(thrown_at - cancelled_at).count();
+  std::printf("cancel to Cancelled: %.1f ms (the parent polls every %d ms)\n", latency_ms, control.poll_ms);
+  EXPECT_LT(latency_ms, 100.0);
+  ASSERT_GT(child.load(), 0);
+  errno = 0;
+  EXPECT_EQ(::kill(child.load(), 0), -1);  // killed and reaped: no such process
+  EXPECT_EQ(errno, ESRCH);
+}
+
+TEST(ChildControl, ProgressFractionsArriveInOrder) {
+  std::vector<double> seen;
+  ChildControl control;
+  control.progress = [&](double fraction) { seen.push_back(fraction); };
+  const auto work = [](const std::function<void(double)>& progress) -> std::string {
+    for (int i = 1; i <= 5; ++i) {
+      progress(i / 5.0);
+      std::this_thread::sleep_for(std::chrono::milliseconds(30));  // one report per parent poll
+    }
+    return "done";
+  };
+  EXPECT_EQ(run_in_child(work, control), "done");
+  ASSERT_GE(seen.size(), 3u);
+  for (size_t i = 1; i < seen.size(); ++i) EXPECT_GT(seen[i], seen[i - 1]);
+  EXPECT_EQ(seen.back(), 1.0);
+}
+
+TEST(ChildControl, NiceLowersTheChildsPriority) {
+  ChildControl control;
+  control.nice = 7;
+  const int parent = ::getpriority(PRIO_PROCESS, 0);
+  const std::string child = run_in_child(
+      [](const auto&) { return std::to_string(::getpriority(PRIO_PROCESS, 0)); }, control);
+  EXPECT_EQ(std::stoi(child), std::min(19, parent + 7));
+}
+
+TEST(ChildControl, ErrorsComeBackTyped) {
+  ChildControl control;
+  EXPECT_THROW(run_in_child([](const auto&) -> std::string { throw InputError("bad input"); }, control), InputError);
+  EXPECT_THROW(run_in_child([](const auto&) -> std::string { throw std::runtime_error("boom"); }, control),
+               InternalError);
+  EXPECT_THROW(run_in_child([](const auto&) -> std::string { ::abort(); }, control), InternalError);
+}
+
+TEST(SimulationChild, ProgressReachesTheParent) {
+  // 32 blocks: thousands of ops, reported every 256.
+  const planner::ResolvedScenario resolved = planner::resolve_scenario(scenarios::load_scenario("llama3-8b-8xh100"));
+  std::vector<double> seen;
+  ChildControl control;
+  control.progress = [&](double fraction) { seen.push_back(fraction); };
+  const SimulationResult result = simulate_in_child(resolved, {}, control);
+  EXPECT_GT(result.trace.summary().step_time_s(), 0);
+  ASSERT_GE(seen.size(), 2u);
+  EXPECT_EQ(seen.front(), 0.0);
+  EXPECT_EQ(seen.back(), 1.0);
+  for (size_t i = 1; i < seen.size(); ++i) {
+    EXPECT_GE(seen[i], seen[i - 1]);
+  }
+}
+
+TEST(SimulationChild, ResultRoundTripsThroughBytes) {
+  const planner::ResolvedScenario resolved = planner::resolve_scenario(scenarios::load_scenario("tiny-llama-4xcpu"));
+  ChildUsage usage;
+  const SimulationResult result = simulate_in_child(resolved, {}, {}, &usage);
+  EXPECT_GT(result.trace.events_size(), 0);
+  EXPECT_GT(result.trace.summary().step_time_s(), 0);
+  EXPECT_GT(result.stats.flows, 0);
+  EXPECT_GT(usage.max_rss_bytes, 0);
+
+  const SimulationResult again = parse_result(serialize_result(result));
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(again.trace, result.trace));
+  EXPECT_EQ(again.stats.mode, result.stats.mode);
+  EXPECT_EQ(again.stats.simulated_nodes, result.stats.simulated_nodes);
+  EXPECT_EQ(again.stats.flows, result.stats.flows);
+  EXPECT_EQ(again.stats.representative_rank, result.stats.representative_rank);
+  EXPECT_EQ(again.stats.wall_seconds, result.stats.wall_seconds);
+}
+
+TEST(SimulationChild, CancelStopsASimulation) {
+  const planner::ResolvedScenario resolved = planner::resolve_scenario(scenarios::load_scenario("llama3-8b-8xh100"));
+  ChildControl control;
+  control.cancelled = [] { return true; };
+  EXPECT_THROW(simulate_in_child(resolved, {}, control), Cancelled);
+}
+
+}  // namespace
+}  // namespace ragged::sim

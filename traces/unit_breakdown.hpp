@@ -1,0 +1,38 @@
+#pragma once
+// Busy time per FSDP unit and phase (forward, backward, recompute,
+// all-gather, reduce-scatter, copies, optimizer) of one rank's events: the
+// per-unit table of `ragged simulate` and the dashboard's breakdown chart.
+
+#include <array>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "traces/trace_stats.hpp"
+
+namespace ragged::traces {
+
+enum class UnitPhase { kForward, kBackward, kRecompute, kAllGather, kReduceScatter, kCopies, kOptimizer };
+inline constexpr int kUnitPhases = 7;
+
+std::string_view unit_phase_name(UnitPhase phase);  // "forward", "all-gather", ...
+// The phase an op kind counts in; false for alloc, free and waits.
+bool phase_of(OpKind kind, UnitPhase* phase);
+
+struct UnitTimes {
+  int unit = 0;       // the first unit of the row
+  std::string name;   // "embed", "layers.3", or "layers (mean of 80)"
+  int units = 1;      // units averaged into the row
+  std::array<double, kUnitPhases> seconds{};  // per step
+
+  double total() const;
+};
+
+// One row per unit with events, in unit order; seconds are per step (the
+// trace's steps averaged). Events of no unit (-1) are left out.
+std::vector<UnitTimes> unit_times(const Trace& trace, int rank = kAllRanks);
+
+// Consecutive transformer blocks ("layers.*") as one row of their mean.
+std::vector<UnitTimes> with_blocks_averaged(const std::vector<UnitTimes>& rows);
+
+}  // namespace ragged::traces

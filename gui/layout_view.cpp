@@ -4,6 +4,7 @@
 #include <QPainter>
 #include <QToolTip>
 
+#include "gui/tooltip.hpp"
 #include "common/units.hpp"
 
 namespace ragged::gui {
@@ -111,13 +112,7 @@ QString LayoutView::describe_at(QPoint point) const {
 }
 
 bool LayoutView::event(QEvent* event) {
-  if (event->type() == QEvent::ToolTip) {
-    auto* help = static_cast<QHelpEvent*>(event);
-    const QString text = describe_at(help->pos());
-    if (text.isEmpty()) QToolTip::hideText();
-    else QToolTip::showText(help->globalPos(), text, this);
-    return true;
-  }
+  if (show_tooltip(this, event, [this](const QPoint& at) { return describe_at(at); })) return true;
   return QWidget::event(event);
 }
 

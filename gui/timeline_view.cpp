@@ -9,6 +9,7 @@
 
 #include <algorithm>
 
+#include "gui/tooltip.hpp"
 #include "common/units.hpp"
 #include "traces/trace_names.hpp"
 
@@ -207,13 +208,7 @@ QString TimelineView::describe_at(QPoint point) const {
 }
 
 bool TimelineView::event(QEvent* event) {
-  if (event->type() == QEvent::ToolTip) {
-    auto* help = static_cast<QHelpEvent*>(event);
-    const QString text = describe_at(help->pos());
-    if (text.isEmpty()) QToolTip::hideText();
-    else QToolTip::showText(help->globalPos(), text, this);
-    return true;
-  }
+  if (show_tooltip(this, event, [this](const QPoint& at) { return describe_at(at); })) return true;
   return QWidget::event(event);
 }
 

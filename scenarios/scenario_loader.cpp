@@ -75,8 +75,9 @@ bool looks_like_path(std::string_view text) {
   auto ends_with = [&](std::string_view suffix) {
     return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
   };
+  std::error_code error;  // a name too long for the file system is not a path to a file
   return text.find('/') != std::string_view::npos || ends_with(".textproto") || ends_with(".json") ||
-         ends_with(".txtpb") || ends_with(".pbtxt") || std::filesystem::exists(std::string(text));
+         ends_with(".txtpb") || ends_with(".pbtxt") || std::filesystem::exists(std::string(text), error);
 }
 
 }  // namespace

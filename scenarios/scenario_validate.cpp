@@ -158,7 +158,8 @@ void check_training(const Training& t, int64_t gpus, Checker& c) {
   }
 
   const Optimizer& o = t.optimizer();
-  if (o.has_adam8bit()) {
+  // Tiles below 1 are refused by their range (field_ranges.cpp); no division by them here.
+  if (o.has_adam8bit() && o.adam8bit().block_rows() >= 1 && o.adam8bit().block_cols() >= 1) {
     const Adam8bit& a = o.adam8bit();
     const GranularitySpec& spec = g.default_spec();
     bool whole_tiles = (spec.kind() == BLOCK && spec.block_rows() % a.block_rows() == 0) ||

@@ -111,6 +111,9 @@ TEST_F(CliLimits, ExtremeScenarioNumbersNameTheField) {
       {"steps: 2147483647", "run.steps"},
       // A NIC that moves nothing, refused by `scenario validate` (SimGrid failed on it).
       {"bandwidth_gbits_per_s: 0", "cluster.nics.bandwidth_gbits_per_s: bandwidth_gbits_per_s is 0"},
+      // A bandwidth so small that SimGrid's clock overflowed (found by trying every field).
+      {"bandwidth_gbytes_per_s: 1e-300", "cluster.intra_node.bandwidth_gbytes_per_s: bandwidth_gbytes_per_s is 1e-300; "
+                                         "it must be a number from 0.001 to 1,000,000"},
   };
   for (const Case& c : cases) {
     const std::string path = scenario_with(c.edits);
@@ -136,6 +139,25 @@ TEST_F(CliLimits, DerivedSizesNameTheField) {
   text.replace(text.find("head_dim: 32"), 12, "head_dim: 32 num_experts: 4096 experts_per_token: 1 moe_intermediate_size: 1");
   write_file_atomically(experts, text);
   expect_refused("scenario validate " + experts, "model.inline_spec.num_experts: num_experts must be smaller: 4096 MoE layers x 4096 experts");
+}
+
+// 8-bit Adam's tile check divided by a zero tile (SIGFPE inside `scenario validate`).
+TEST_F(CliLimits, ZeroOptimizerTileIsRefusedNotDividedBy) {
+  std::string text = read_file(scenario_with(""));
+  text.replace(text.find("adamw { lr: 0.001 beta1: 0.9 }"), 30, "adam8bit { block_rows: 0 }");
+  write_file_atomically(dir_ / "tile.textproto", text);
+  expect_refused("scenario validate " + (dir_ / "tile.textproto").string(),
+                 "training.optimizer.adam8bit.block_rows: block_rows is 0; it must be a whole number from 1 to 65,536");
+}
+
+// Found by fuzzing: a name too long for the file system and a JSON number
+// beyond a double were internal errors (exit 1).
+TEST_F(CliLimits, FuzzFindingsEndInOneLine) {
+  expect_refused("plan " + std::string(5000, 'x'), "no scenario file or shipped scenario 'xxx");
+  expect_refused("inspect " + std::string(5000, 'x') + "/config.json", "File name too long");
+  const fs::path config = dir_ / "config.json";
+  write_file_atomically(config, R"({"model_type": "llama", "hidden_size": 1e400})");
+  expect_refused("inspect " + config.string(), "malformed JSON: number overflow parsing '1e400'");
 }
 
 TEST_F(CliLimits, CommandLineNumbersGoThroughTheScenarioChecks) {

@@ -10,6 +10,7 @@
 #include "planner/resolved_scenario.hpp"
 #include "scenarios/scenario_loader.hpp"
 #include "traces/chrome_trace.hpp"
+#include "traces/protobuf_log.hpp"
 #include "traces/trace_compare.hpp"
 #include "traces/trace_io.hpp"
 #include "traces/trace_stats.hpp"
@@ -41,6 +42,7 @@ void hf_config(std::string_view data) {
 
 // A trace as `ragged compare` reads it, then every report that reads a valid one.
 void trace(std::string_view data, traces::TraceFormat format) {
+  traces::capture_protobuf_logs();  // as the command does: protobuf's own log joins the error
   try {
     const traces::Trace t = traces::parse_trace(data, format, "fuzz-trace");
     traces::check_trace(t, "fuzz-trace");

@@ -127,7 +127,7 @@ HostWorkload::HostWorkload(const models::ModelSpec& model, int64_t sequences, in
   s.caches.resize(static_cast<size_t>(units));
 }
 
-HostWorkload::~HostWorkload() { delete state_; }
+HostWorkload::~HostWorkload() = default;
 
 void HostWorkload::set_batch(const Batch& batch) {
   State& s = *state_;

@@ -8,6 +8,7 @@
 // check. fp32 throughout; GEMMs through CBLAS (OpenBLAS).
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "models/model_spec.hpp"
@@ -75,7 +76,7 @@ class HostWorkload {
 
  private:
   struct State;
-  State* state_;
+  std::unique_ptr<State> state_;  // freed when the constructor throws too (LeakSanitizer found the raw pointer)
 };
 
 }  // namespace ragged::backend

@@ -2,12 +2,31 @@
 
 #include <exception>
 
+#include <fmt/format.h>
+
 #include "cli/commands.hpp"
 #include "common/errors.hpp"
 #include "common/version.hpp"
 #include "traces/protobuf_log.hpp"
 
 namespace ragged::cli {
+
+namespace {
+
+// A word of the message (a path, a name, a number echoed from the input)
+// longer than kMaxWord keeps its start and end: a 5,000-character name does
+// not fill the line.
+constexpr size_t kMaxWord = 80;
+
+void shorten_word(std::string& text, size_t start) {
+  const size_t length = text.size() - start;
+  if (length <= kMaxWord) return;
+  const std::string tail = text.substr(text.size() - 24);
+  text.resize(start + 32);
+  text += fmt::format("...({} characters)...", length) + tail;
+}
+
+}  // namespace
 
 int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   CLI::App app{"Ragged: plan, predict and validate FSDP training with RaggedShard layouts", "ragged"};
@@ -54,15 +73,21 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
 std::string one_line(std::string_view text) {
   std::string out;
   bool space = false;
+  size_t word_start = 0;
   for (char c : text) {
     if (c == '\n' || c == '\r' || c == '\t' || c == ' ') {
       space = !out.empty();
       continue;
     }
-    if (space) out += ' ';
+    if (space) {
+      shorten_word(out, word_start);
+      out += ' ';
+      word_start = out.size();
+    }
     space = false;
     out += c;
   }
+  shorten_word(out, word_start);
   return out;
 }
 

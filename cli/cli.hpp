@@ -17,7 +17,8 @@ inline constexpr int kExitCheckFailed = 3;  // ragged run: a check it ran failed
 int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
 
 // An error message as one line: runs of white space (newlines included)
-// become one space.
+// become one space, and a word longer than 80 characters keeps its first 32
+// and last 24 ("...(5000 characters)..." between them).
 std::string one_line(std::string_view text);
 
 }  // namespace ragged::cli

@@ -23,7 +23,8 @@ models::ModelSpec load_model(const std::string& name_or_path) {
   bool is_file = name_or_path.ends_with(".json") || name_or_path.find('/') != std::string::npos;
   if (is_file) {
     std::filesystem::path path = name_or_path;
-    if (std::filesystem::is_directory(path)) path /= "config.json";
+    std::error_code error;  // a name too long or unreadable is read as a file, and refused there
+    if (std::filesystem::is_directory(path, error)) path /= "config.json";
     return models::load_hf_config(path);
   }
   return models::catalog_model(name_or_path);

@@ -14,10 +14,12 @@
 #include "backend/cuda/cuda_run.hpp"
 #endif
 #include "cli/validators.hpp"
+#include "common/input_limits.hpp"
 #include "cli/cli.hpp"
 #include "cli/commands.hpp"
 #include "cli/scenario_options.hpp"
 #include "common/errors.hpp"
+#include "common/input_limits.hpp"
 #include "common/units.hpp"
 #include "traces/chrome_trace.hpp"
 #include "traces/metrics.hpp"
@@ -140,9 +142,9 @@ void add_run_command(CLI::App& app, Context& context) {
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
   cmd->add_option("--steps", o->run.steps, "Measured optimizer steps (default: the scenario's run.steps)")
-      ->check(whole_number(1, kMaxCount));
+      ->check(whole_number(1, limits::kMaxRunSteps));
   cmd->add_option("--warmup", o->run.warmup_steps, "Steps run before measuring (default: run.warmup_steps)")
-      ->check(whole_number(0, kMaxCount));
+      ->check(whole_number(0, limits::kMaxRunSteps));
   cmd->add_option("--seed", o->run.seed, "Seed of the synthetic data and initial weights (default: run.seed)");
   cmd->add_option("--trace", o->trace_path, "Write rank 0's measured trace (.pb, .json or .textproto)");
   cmd->add_option("--chrome-trace", o->chrome_path, "Write rank 0's trace as Chrome trace JSON");

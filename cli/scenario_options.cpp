@@ -109,7 +109,7 @@ std::vector<planner::ResolvedScenario> ScenarioOptions::resolve() const {
   }
   if (!granularity.empty()) {
     planner::GranularitySpec spec = planner::GranularitySpec::parse(granularity);
-    auto* proto = loaded.scenario.mutable_training()->mutable_granularity();
+    auto* proto = loaded.written.mutable_training()->mutable_granularity();
     proto->clear_overrides();
     auto* out = proto->mutable_default_spec();
     out->set_kind(spec.kind == planner::GranuleKind::kRows    ? scenarios::ROWS
@@ -120,6 +120,7 @@ std::vector<planner::ResolvedScenario> ScenarioOptions::resolve() const {
     out->set_block_rows(static_cast<int32_t>(spec.block_rows));
     out->set_block_cols(static_cast<int32_t>(spec.block_cols));
     proto->set_partial_blocks(true);  // a command-line block applies to every model: edge tiles allowed
+    loaded = scenarios::rebuild(std::move(loaded));
   }
   std::vector<scenarios::Strategy> strategies;
   if (strategy == "all") {

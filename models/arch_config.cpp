@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "common/errors.hpp"
+#include "common/input_limits.hpp"
 
 namespace ragged::models {
 namespace {
@@ -19,6 +20,17 @@ class ArchChecker {
     throw FieldError(prefix_ + field, fmt::format("{}{} must be >= {}{} (got {})", prefix_, field, minimum, why, value));
   }
 
+  void at_most(const char* field, int64_t value, int64_t maximum) const {
+    if (value <= maximum) return;
+    throw FieldError(prefix_ + field, fmt::format("{}{} must be at most {} (got {}); docs/RELIABILITY.md lists the "
+                                                  "limits", prefix_, field, maximum, value));
+  }
+
+  void between(const char* field, int64_t value, int64_t minimum, int64_t maximum, const char* why = "") const {
+    at_least(field, value, minimum, why);
+    at_most(field, value, maximum);
+  }
+
   [[noreturn]] void fail(const char* field, const std::string& what) const {
     throw FieldError(prefix_ + field, fmt::format("{}{} {}", prefix_, field, what));
   }
@@ -28,22 +40,25 @@ class ArchChecker {
 };
 
 void check_attention(const ArchConfig& arch, const ArchChecker& check) {
-  check.at_least("num_attention_heads", arch.heads, 1);
+  check.between("num_attention_heads", arch.heads, 1, limits::kMaxHeads);
   if (arch.attention == AttentionKind::kGqa) {
-    check.at_least("num_key_value_heads", arch.kv_heads, 1);
+    check.between("num_key_value_heads", arch.kv_heads, 1, limits::kMaxHeads);
     if (arch.heads % arch.kv_heads != 0) {
       check.fail("num_key_value_heads",
                  fmt::format("must divide num_attention_heads ({}) (got {})", arch.heads, arch.kv_heads));
     }
-    check.at_least("head_dim", arch.head_dim, 1);
+    check.between("head_dim", arch.head_dim, 1, limits::kMaxHeads);
+    check.at_most("head_dim", arch.heads * arch.head_dim, limits::kMaxHeadWidth);
   } else {
-    check.at_least("q_lora_rank", arch.q_lora_rank, 0, " (0: q projected directly)");
-    check.at_least("kv_lora_rank", arch.kv_lora_rank, 1, " for multi-head latent attention");
-    check.at_least("qk_nope_head_dim", arch.qk_nope_head_dim, 1, " for multi-head latent attention");
-    check.at_least("qk_rope_head_dim", arch.qk_rope_head_dim, 1, " for multi-head latent attention");
-    check.at_least("v_head_dim", arch.v_head_dim, 1, " for multi-head latent attention");
+    check.between("q_lora_rank", arch.q_lora_rank, 0, limits::kMaxLoraRank, " (0: q projected directly)");
+    check.between("kv_lora_rank", arch.kv_lora_rank, 1, limits::kMaxLoraRank, " for multi-head latent attention");
+    check.between("qk_nope_head_dim", arch.qk_nope_head_dim, 1, limits::kMaxHeads, " for multi-head latent attention");
+    check.between("qk_rope_head_dim", arch.qk_rope_head_dim, 1, limits::kMaxHeads, " for multi-head latent attention");
+    check.between("v_head_dim", arch.v_head_dim, 1, limits::kMaxHeads, " for multi-head latent attention");
+    check.at_most("qk_nope_head_dim", arch.heads * (arch.qk_nope_head_dim + arch.qk_rope_head_dim), limits::kMaxHeadWidth);
+    check.at_most("v_head_dim", arch.heads * arch.v_head_dim, limits::kMaxHeadWidth);
   }
-  check.at_least("sliding_window", arch.sliding_window, 0, " (0: full causal attention)");
+  check.between("sliding_window", arch.sliding_window, 0, limits::kMaxPositions, " (0: full causal attention)");
   if (!arch.sliding_layers.empty() && static_cast<int64_t>(arch.sliding_layers.size()) != arch.layers) {
     check.fail("sliding_layers", fmt::format("must have one entry per layer ({}) or none (got {})",
                                              arch.layers, arch.sliding_layers.size()));
@@ -56,7 +71,8 @@ void check_attention(const ArchConfig& arch, const ArchChecker& check) {
 }
 
 void check_mlp(const ArchConfig& arch, const ArchChecker& check) {
-  check.at_least("num_experts", arch.experts, 0, " (0: dense model)");
+  check.between("num_experts", arch.experts, 0, limits::kMaxExperts, " (0: dense model)");
+  check.at_most("intermediate_size", arch.intermediate, limits::kMaxIntermediate);
   if (!arch.is_moe()) {
     check.at_least("intermediate_size", arch.intermediate, 1, " for a dense MLP");
     return;
@@ -65,8 +81,8 @@ void check_mlp(const ArchConfig& arch, const ArchChecker& check) {
     check.fail("experts_per_token", fmt::format("must be between 1 and num_experts ({}) (got {})",
                                                 arch.experts, arch.experts_per_token));
   }
-  check.at_least("moe_intermediate_size", arch.moe_intermediate, 1, " for a mixture of experts");
-  check.at_least("shared_experts", arch.shared_experts, 0);
+  check.between("moe_intermediate_size", arch.moe_intermediate, 1, limits::kMaxIntermediate, " for a mixture of experts");
+  check.between("shared_experts", arch.shared_experts, 0, limits::kMaxExperts);
   if (arch.first_dense_layers < 0 || arch.first_dense_layers > arch.layers) {
     check.fail("first_dense_layers", fmt::format("must be between 0 and num_layers ({}) (got {})",
                                                  arch.layers, arch.first_dense_layers));
@@ -91,13 +107,13 @@ void check_block_structure(const ArchConfig& arch, const ArchChecker& check) {
                                          arch.head_dim, arch.rotary_dim));
   }
   if (arch.positions == PositionKind::kLearned) {
-    check.at_least("max_position_embeddings", arch.max_positions, 1, " for learned position embeddings");
-    check.at_least("position_offset", arch.position_offset, 0);
+    check.between("max_position_embeddings", arch.max_positions, 1, limits::kMaxPositions, " for learned position embeddings");
+    check.between("position_offset", arch.position_offset, 0, limits::kMaxPositions);
   }
   if (arch.shared_block_norm && !arch.parallel_block) {
     check.fail("shared_block_norm", "must be false for a sequential block (its MLP norm reads the attention's sum)");
   }
-  check.at_least("embed_dim", arch.embed_dim, 0, " (0: the token table is hidden_size wide)");
+  check.between("embed_dim", arch.embed_dim, 0, limits::kMaxHidden, " (0: the token table is hidden_size wide)");
 }
 
 }  // namespace
@@ -111,12 +127,13 @@ bool ArchConfig::is_sliding_layer(int64_t layer) const {
 
 void validate_arch(const ArchConfig& arch, const std::string& field_prefix) {
   ArchChecker check(field_prefix);
-  check.at_least("hidden_size", arch.hidden, 1);
-  check.at_least("num_layers", arch.layers, 1);
-  check.at_least("vocab_size", arch.vocab, 1);
+  check.between("hidden_size", arch.hidden, 1, limits::kMaxHidden);
+  check.between("num_layers", arch.layers, 1, limits::kMaxLayers);
+  check.between("vocab_size", arch.vocab, 1, limits::kMaxVocab);
   check_attention(arch, check);
   check_mlp(arch, check);
   check_block_structure(arch, check);
+  check_arch_size(arch, field_prefix);
 }
 
 }  // namespace ragged::models

@@ -104,4 +104,9 @@ struct ArchConfig {
 // the field (as `field_prefix` + field name) and what a valid value looks like.
 void validate_arch(const ArchConfig& arch, const std::string& field_prefix);
 
+// The model's size from its numbers alone (an upper estimate of its
+// parameters, the experts stored one by one) against the limits of
+// common/input_limits.hpp; validate_arch calls it last.
+void check_arch_size(const ArchConfig& arch, const std::string& field_prefix);
+
 }  // namespace ragged::models

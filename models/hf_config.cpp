@@ -252,15 +252,20 @@ const FamilyReader& family_reader(const std::string& model_type, const std::stri
                                fmt::join(supported, ", ")));
 }
 
+// nlohmann's what() starts with "[json.exception.parse_error.101] "; the readable part follows.
+std::string_view readable(std::string_view what) {
+  if (const size_t bracket = what.find("] "); bracket != std::string_view::npos) what.remove_prefix(bracket + 2);
+  return what;
+}
+
 json parse_object(std::string_view json_text, const std::string& origin) {
   json root;
   try {
     root = json::parse(json_text);
   } catch (const json::parse_error& error) {
-    // what() starts with "[json.exception.parse_error.101] "; keep the readable part.
-    std::string_view what = error.what();
-    if (const size_t bracket = what.find("] "); bracket != std::string_view::npos) what.remove_prefix(bracket + 2);
-    throw InputError(fmt::format("{}: malformed JSON at byte {}: {}", origin, error.byte, what));
+    throw InputError(fmt::format("{}: malformed JSON at byte {}: {}", origin, error.byte, readable(error.what())));
+  } catch (const json::out_of_range& error) {  // a number beyond a double: 1e400
+    throw InputError(fmt::format("{}: malformed JSON: {}", origin, readable(error.what())));
   }
   if (!root.is_object()) {
     throw InputError(fmt::format("{}: expected a JSON object (a Hugging Face config.json), got {}", origin,

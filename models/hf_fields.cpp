@@ -1,10 +1,12 @@
 #include "models/hf_fields.hpp"
 
+#include <cmath>
 #include <limits>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/checked_math.hpp"
 #include "common/errors.hpp"
 
 namespace ragged::models::detail {
@@ -31,9 +33,11 @@ const nlohmann::json* HfFields::find(std::string_view field) const {
 
 int64_t HfFields::to_int(std::string_view field, const nlohmann::json& value, int64_t minimum) const {
   if (!value.is_number_integer()) fail_type(field, "an integer", value);
-  if (value.is_number_unsigned() &&
-      value.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-    fail(fmt::format("field '{}' is too large (got {})", name(field), value.dump()));
+  // Beyond 2^53 no count is exact; validate_arch then applies each field's own limit.
+  if ((value.is_number_unsigned() && value.get<uint64_t>() > static_cast<uint64_t>(kMaxExactCount)) ||
+      (!value.is_number_unsigned() && value.get<int64_t>() > kMaxExactCount)) {
+    fail(fmt::format("field '{}' is too large (got {}); docs/RELIABILITY.md lists the limits", name(field),
+                     describe(value)));
   }
   const int64_t number = value.get<int64_t>();
   if (number < minimum) fail(fmt::format("field '{}' must be >= {} (got {})", name(field), minimum, number));
@@ -71,7 +75,11 @@ double HfFields::number_or(std::string_view field, double fallback) const {
   const nlohmann::json* value = find(field);
   if (value == nullptr) return fallback;
   if (!value->is_number()) fail_type(field, "a number", *value);
-  return value->get<double>();
+  const double number = value->get<double>();
+  if (!std::isfinite(number) || std::fabs(number) > static_cast<double>(kMaxExactCount)) {
+    fail(fmt::format("field '{}' must be a finite number of at most 2^53 (got {})", name(field), describe(*value)));
+  }
+  return number;
 }
 
 std::string_view HfFields::alias_present(std::initializer_list<std::string_view> names) const {

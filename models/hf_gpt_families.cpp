@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "common/input_limits.hpp"
 #include "models/hf_readers.hpp"
 
 namespace ragged::models::detail {
@@ -106,9 +107,9 @@ void read_mpt(const HfFields& f, ArchConfig& arch) {
   }
   const double ratio = f.number_or("expansion_ratio", 4);
   const double width = ratio * static_cast<double>(arch.hidden);
-  if (!(ratio > 0) || width != std::floor(width)) {
-    f.fail(fmt::format("field 'expansion_ratio' ({}) times d_model ({}) must be a whole, positive MLP width", ratio,
-                       arch.hidden));
+  if (!(ratio > 0) || width != std::floor(width) || width > static_cast<double>(limits::kMaxIntermediate)) {
+    f.fail(fmt::format("field 'expansion_ratio' ({}) times d_model ({}) must be a whole, positive MLP width of at most {}",
+                       ratio, arch.hidden, limits::kMaxIntermediate));
   }
   arch.intermediate = ffn.int_or("ffn_hidden_size", static_cast<int64_t>(width), 1);
 

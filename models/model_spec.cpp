@@ -1,5 +1,6 @@
 #include "models/model_spec.hpp"
 
+#include "common/checked_math.hpp"
 #include "common/errors.hpp"
 
 namespace ragged::models {
@@ -47,7 +48,7 @@ std::string_view loss_kernel_name(LossKernel kernel) {
 
 int64_t TensorSpec::numel() const {
   int64_t n = 1;
-  for (int64_t dim : shape) n *= dim;
+  for (int64_t dim : shape) n = checked_mul(n, dim, "model");
   return n;
 }
 

@@ -1,6 +1,9 @@
 #include "planner/granularity.hpp"
 
 #include <charconv>
+#include <cstdint>
+#include <limits>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -9,12 +12,19 @@
 namespace ragged::planner {
 namespace {
 
+// A whole number from 1 to 2,147,483,647 (the scenario's int32 fields).
 int64_t parse_positive(std::string_view text, std::string_view whole) {
+  constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
+  const auto shortened = [](std::string_view t) { return t.size() <= 24 ? std::string(t) : std::string(t.substr(0, 20)) + "..."; };
   int64_t value = 0;
   auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error == std::errc::result_out_of_range || (error == std::errc() && end == text.data() + text.size() && value > kMax)) {
+    throw InputError(fmt::format("bad granularity '{}': {} is out of range: give a whole number from 1 to 2,147,483,647",
+                                 shortened(whole), shortened(text)));
+  }
   if (error != std::errc() || end != text.data() + text.size() || value < 1) {
     throw InputError(fmt::format("bad granularity '{}': '{}' is not a positive integer "
-                                 "(use element, rows:K, block:RxC or matrix)", whole, text));
+                                 "(use element, rows:K, block:RxC or matrix)", shortened(whole), shortened(text)));
   }
   return value;
 }

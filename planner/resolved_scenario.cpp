@@ -8,6 +8,7 @@
 #include "common/errors.hpp"
 #include "models/catalog.hpp"
 #include "models/hf_config.hpp"
+#include "planner/step_size.hpp"
 
 namespace ragged::planner {
 
@@ -137,6 +138,7 @@ ResolvedScenario resolve_scenario(scenarios::LoadedScenario loaded) {
     if (!(kernels == model.kernels)) model = models::build_model(model.arch, kernels);
     GranularityPolicy granularity = GranularityPolicy::from_proto(loaded.scenario.training().granularity());
     granularity.check(model);
+    check_step_size(loaded.scenario, model);
     return ResolvedScenario{std::move(loaded), std::move(model), std::move(granularity)};
   } catch (const FieldError& e) {
     scenarios::throw_field_error(loaded, e.path(), e.what());

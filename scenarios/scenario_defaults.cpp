@@ -1,5 +1,7 @@
 #include <algorithm>
 
+#include "common/checked_math.hpp"
+#include "common/input_limits.hpp"
 #include "common/units.hpp"
 #include "scenarios/gpu_presets.hpp"
 #include "scenarios/scenario_rules.hpp"
@@ -32,7 +34,9 @@ void default_cluster(Cluster* cluster) {
     gpu->set_peak_fp32_tflops(gpu->peak_bf16_tflops() / 14.8);  // Hopper's bf16:fp32 ratio
   }
   Nics* nics = cluster->mutable_nics();
-  if (!nics->has_per_node()) nics->set_per_node(cluster->gpus_per_node());
+  if (!nics->has_per_node()) {
+    nics->set_per_node(static_cast<int32_t>(std::clamp<int64_t>(cluster->gpus_per_node(), 1, limits::kMaxNicsPerNode)));
+  }
   if (!nics->has_bandwidth_gbits_per_s()) nics->set_bandwidth_gbits_per_s(400);
   if (!nics->has_latency_us()) nics->set_latency_us(2.0);
 
@@ -110,7 +114,10 @@ void default_granularity(Training* training) {
   }
 }
 
-void default_training(Training* training, int64_t gpus) {
+void default_training(Training* training, int64_t cluster_gpus) {
+  // A cluster outside its range is refused on its own fields: the groups
+  // derived from it are then left valid, so that one mistake is one problem.
+  const int64_t gpus = cluster_gpus >= 1 && cluster_gpus <= limits::kMaxGpus ? cluster_gpus : 1;
   if (training->strategy() == STRATEGY_UNSPECIFIED) training->set_strategy(RAGGED);
   if (!training->has_shard_group_size()) {
     int64_t replicas = training->has_replicate_group_size() ? std::max(1, training->replicate_group_size()) : 1;
@@ -160,11 +167,14 @@ int64_t total_gpus(const Scenario& scenario) {
 
 double peak_bf16_flops(const Gpu& gpu) { return gpu.peak_bf16_tflops() * 1e12; }
 
-int64_t hbm_capacity_bytes(const Gpu& gpu) { return gib_to_bytes(gpu.hbm_capacity_gib()); }
+int64_t hbm_capacity_bytes(const Gpu& gpu) {
+  return checked_count(gpu.hbm_capacity_gib() * kGiB, "cluster.gpu.hbm_capacity_gib");
+}
 
 int64_t global_batch_sequences(const Scenario& scenario) {
   const Training& t = scenario.training();
-  return total_gpus(scenario) * t.micro_batch_size() * t.gradient_accumulation_steps();
+  const int64_t per_gpu = checked_mul(t.micro_batch_size(), t.gradient_accumulation_steps(), "training.gradient_accumulation_steps");
+  return checked_mul(total_gpus(scenario), per_gpu, "cluster.nodes");
 }
 
 }  // namespace ragged::scenarios

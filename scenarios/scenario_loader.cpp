@@ -3,6 +3,7 @@
 #include <google/protobuf/text_format.h>
 #include <google/protobuf/util/json_util.h>
 
+#include <algorithm>
 #include <regex>
 
 #include <fmt/format.h>
@@ -75,8 +76,25 @@ bool looks_like_path(std::string_view text) {
   auto ends_with = [&](std::string_view suffix) {
     return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
   };
+  std::error_code error;  // a name too long for the file system is not a path to a file
   return text.find('/') != std::string_view::npos || ends_with(".textproto") || ends_with(".json") ||
-         ends_with(".txtpb") || ends_with(".pbtxt") || std::filesystem::exists(std::string(text));
+         ends_with(".txtpb") || ends_with(".pbtxt") || std::filesystem::exists(std::string(text), error);
+}
+
+// Levenshtein distance: insertions, deletions and substitutions.
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
 }
 
 }  // namespace
@@ -106,16 +124,21 @@ LoadedScenario load_scenario_file(const std::filesystem::path& path) {
 
 LoadedScenario load_scenario(std::string_view name_or_path) {
   if (looks_like_path(name_or_path)) return load_scenario_file(std::string(name_or_path));
-  std::vector<std::string> names;
+  std::string_view closest;
+  size_t closest_distance = std::string_view::npos;
   for (const EmbeddedFile& file : shipped_scenarios()) {
     if (file.name == name_or_path) {
       return parse_named(file.contents, ScenarioFormat::kText, fmt::format("builtin:{}", file.name), ".",
                          std::string(file.name));
     }
-    names.emplace_back(file.name);
+    const size_t distance = edit_distance(name_or_path.substr(0, 200), file.name);
+    if (distance < closest_distance) {
+      closest = file.name;
+      closest_distance = distance;
+    }
   }
-  throw InputError(fmt::format("no scenario file or shipped scenario named '{}': give a .textproto/.json path "
-                               "or one of {}", name_or_path, fmt::join(names, ", ")));
+  throw InputError(fmt::format("no scenario file or shipped scenario '{}'; closest shipped name: {} (`ragged "
+                               "scenario list`)", name_or_path, closest));
 }
 
 LoadedScenario rebuild(LoadedScenario loaded) { return finish(std::move(loaded)); }

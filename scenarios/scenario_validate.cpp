@@ -1,8 +1,11 @@
-#include <cmath>
+#include <algorithm>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "common/input_limits.hpp"
+#include "common/units.hpp"
+#include "scenarios/field_ranges.hpp"
 #include "scenarios/gpu_presets.hpp"
 #include "scenarios/scenario_rules.hpp"
 
@@ -16,20 +19,6 @@ class Checker {
   void at_least(const std::string& path, double value, double minimum, const std::string& what = "") {
     if (!(value >= minimum)) {
       fail(path, fmt::format("{} is {}; it must be at least {}{}", leaf(path), value, minimum,
-                             what.empty() ? "" : " (" + what + ")"));
-    }
-  }
-
-  void positive(const std::string& path, double value, const std::string& what = "") {
-    if (!(value > 0) || !std::isfinite(value)) {
-      fail(path, fmt::format("{} is {}; it must be a positive number{}", leaf(path), value,
-                             what.empty() ? "" : " (" + what + ")"));
-    }
-  }
-
-  void non_negative(const std::string& path, double value, const std::string& what = "") {
-    if (!(value >= 0) || !std::isfinite(value)) {
-      fail(path, fmt::format("{} is {}; it must be a finite number >= 0{}", leaf(path), value,
                              what.empty() ? "" : " (" + what + ")"));
     }
   }
@@ -80,40 +69,25 @@ void check_cluster(const Cluster& cluster, Checker& c) {
                           "peak_bf16_tflops and hbm_capacity_gib");
     return;
   }
-  c.positive("cluster.gpu.peak_bf16_tflops", gpu.peak_bf16_tflops());
-  c.positive("cluster.gpu.peak_fp32_tflops", gpu.peak_fp32_tflops());
-  c.positive("cluster.gpu.hbm_capacity_gib", gpu.hbm_capacity_gib());
-  if (gpu.has_hbm_bandwidth_gbytes_per_s()) c.positive("cluster.gpu.hbm_bandwidth_gbytes_per_s", gpu.hbm_bandwidth_gbytes_per_s());
-  if (gpu.has_tdp_watts()) {
-    c.positive("cluster.gpu.tdp_watts", gpu.tdp_watts());
-    if (gpu.power_limit_watts() > gpu.tdp_watts() || !(gpu.power_limit_watts() > 0)) {
-      c.fail("cluster.gpu.power_limit_watts", fmt::format("power_limit_watts is {}; it must be positive and at most tdp_watts ({})",
-                                                          gpu.power_limit_watts(), gpu.tdp_watts()));
+  if (gpu.has_tdp_watts() && gpu.has_power_limit_watts()) {
+    const double floor = limits::kMinPowerFraction * gpu.tdp_watts();
+    if (gpu.power_limit_watts() > gpu.tdp_watts() || gpu.power_limit_watts() < floor) {
+      c.fail("cluster.gpu.power_limit_watts",
+             fmt::format("power_limit_watts is {}; it must be from {} (a quarter of tdp_watts: no GPU runs lower) to "
+                         "tdp_watts ({})", gpu.power_limit_watts(), floor, gpu.tdp_watts()));
     }
   }
-  c.at_least("cluster.gpus_per_node", cluster.gpus_per_node(), 1, "GPUs in one node");
-  c.at_least("cluster.nodes", cluster.nodes(), 1, "nodes in the cluster");
-  if (cluster.intra_node().has_bandwidth_gbytes_per_s()) c.positive("cluster.intra_node.bandwidth_gbytes_per_s", cluster.intra_node().bandwidth_gbytes_per_s());
-  if (cluster.intra_node().has_latency_us()) c.at_least("cluster.intra_node.latency_us", cluster.intra_node().latency_us(), 0);
-  if (cluster.nodes() > 1) {
-    c.at_least("cluster.nics.per_node", cluster.nics().per_node(), 1, "a multi-node cluster needs NICs");
-    c.positive("cluster.nics.bandwidth_gbits_per_s", cluster.nics().bandwidth_gbits_per_s());
+  const int64_t gpus = int64_t{cluster.gpus_per_node()} * cluster.nodes();
+  if (gpus > limits::kMaxGpus) {
+    c.fail("cluster.nodes", fmt::format("gpus_per_node {} x nodes {} is {} GPUs; at most {} (2^20) are simulated",
+                                        cluster.gpus_per_node(), cluster.nodes(), format_integer(gpus),
+                                        format_integer(limits::kMaxGpus)));
   }
-  c.at_least("cluster.nics.latency_us", cluster.nics().latency_us(), 0);
   const Topology& topology = cluster.topology();
-  c.at_least("cluster.topology.hop_latency_us", topology.hop_latency_us(), 0);
-  if (topology.has_fat_tree()) {
-    const FatTree& tree = topology.fat_tree();
-    if (tree.levels() < 1 || tree.levels() > 4) {
-      c.fail("cluster.topology.fat_tree.levels", fmt::format("levels is {}; a fat tree has 1 to 4 switch levels", tree.levels()));
-    }
-    c.at_least("cluster.topology.fat_tree.oversubscription", tree.oversubscription(), 1, "1 is non-blocking, 2 halves the uplinks");
-    if (tree.switch_radix() < 2 || tree.switch_radix() % 2 != 0) {
-      c.fail("cluster.topology.fat_tree.switch_radix", fmt::format("switch_radix is {}; it must be an even port count >= 2", tree.switch_radix()));
-    }
-  } else if (topology.has_rail_optimized()) {
-    c.at_least("cluster.topology.rail_optimized.nodes_per_rail_switch", topology.rail_optimized().nodes_per_rail_switch(), 1);
-    c.at_least("cluster.topology.rail_optimized.spine_oversubscription", topology.rail_optimized().spine_oversubscription(), 1);
+  if (topology.has_fat_tree() && topology.fat_tree().switch_radix() % 2 != 0) {
+    c.fail("cluster.topology.fat_tree.switch_radix",
+           fmt::format("switch_radix is {}; it must be an even port count (half down, half up)",
+                       topology.fat_tree().switch_radix()));
   }
 }
 
@@ -164,11 +138,13 @@ void check_training(const Training& t, int64_t gpus, Checker& c) {
                                                         "of the cluster; set one of them and leave the other unset",
                                                         t.shard_group_size(), t.replicate_group_size(), gpus));
   }
-  c.at_least("training.micro_batch_size", t.micro_batch_size(), 1, "sequences per GPU per micro-step");
-  c.at_least("training.sequence_length", t.sequence_length(), 1, "tokens per sequence");
-  c.at_least("training.gradient_accumulation_steps", t.gradient_accumulation_steps(), 1);
-  c.at_least("training.prefetch_depth", t.prefetch_depth(), 0, "0 disables prefetching");
-  if (t.prefetch_depth() > 16) c.fail("training.prefetch_depth", fmt::format("prefetch_depth is {}; at most 16 units may be gathered ahead", t.prefetch_depth()));
+  const int64_t tokens = int64_t{t.micro_batch_size()} * t.sequence_length();
+  if (tokens > limits::kMaxMicroBatchTokens) {
+    c.fail("training.micro_batch_size",
+           fmt::format("micro_batch_size {} x sequence_length {} is {} tokens per micro-batch; at most {} (2^26): "
+                       "lower one of them", t.micro_batch_size(), t.sequence_length(), format_integer(tokens),
+                       format_integer(limits::kMaxMicroBatchTokens)));
+  }
   if (t.precision().param() == FP16 && t.precision().master() != FP32) {
     c.fail("training.precision.master", "fp16 parameters need fp32 master weights: set master: FP32");
   }
@@ -182,39 +158,26 @@ void check_training(const Training& t, int64_t gpus, Checker& c) {
   }
 
   const Optimizer& o = t.optimizer();
-  if (o.has_adam8bit()) {
+  // Tiles below 1 are refused by their range (field_ranges.cpp); no division by them here.
+  if (o.has_adam8bit() && o.adam8bit().block_rows() >= 1 && o.adam8bit().block_cols() >= 1) {
     const Adam8bit& a = o.adam8bit();
-    c.at_least("training.optimizer.adam8bit.block_rows", a.block_rows(), 1);
-    c.at_least("training.optimizer.adam8bit.block_cols", a.block_cols(), 1);
     const GranularitySpec& spec = g.default_spec();
     bool whole_tiles = (spec.kind() == BLOCK && spec.block_rows() % a.block_rows() == 0) ||
                        (spec.kind() == ROWS && spec.rows() % a.block_rows() == 0) || spec.kind() == MATRIX;
     if (!whole_tiles) {
       c.fail("training.granularity.default_spec", fmt::format(
-          "8-bit Adam quantizes {}x{} tiles on the rank that owns them, so shard boundaries must fall between tiles: "
-          "use kind: BLOCK with block_rows a multiple of {} (or leave granularity unset)", a.block_rows(), a.block_cols(), a.block_rows()));
+          "8-bit Adam quantizes {}x{} tiles on one rank: use kind: BLOCK with block_rows a multiple of {} (or "
+          "no granularity)", a.block_rows(), a.block_cols(), a.block_rows()));
     }
   }
-  if (o.has_muon()) c.at_least("training.optimizer.muon.ns_steps", o.muon().ns_steps(), 1, "Newton-Schulz iterations");
-  if (o.has_shampoo()) {
-    c.at_least("training.optimizer.shampoo.block_size", o.shampoo().block_size(), 1);
-    c.at_least("training.optimizer.shampoo.precondition_frequency", o.shampoo().precondition_frequency(), 1);
-    c.non_negative("training.optimizer.shampoo.lr", o.shampoo().lr(), "the step size on the matrices");
-    c.positive("training.optimizer.shampoo.epsilon", o.shampoo().epsilon(), "keeps the inverse roots finite");
-    c.non_negative("training.optimizer.shampoo.weight_decay", o.shampoo().weight_decay());
-  }
-}
-
-void check_run(const Run& run, Checker& c) {
-  c.at_least("run.steps", run.steps(), 1);
-  c.at_least("run.warmup_steps", run.warmup_steps(), 0);
-  c.at_least("run.model_scale", run.model_scale(), 1, "1 runs the model at full width");
-  if (run.has_layers()) c.at_least("run.layers", run.layers(), 1);
 }
 
 }  // namespace
 
+// Range problems first (field_ranges.cpp), then the rules between fields,
+// leaving out a second problem with a field already reported.
 std::vector<FieldIssue> validate_scenario(const Scenario& scenario) {
+  std::vector<FieldIssue> issues = check_field_ranges(scenario);
   Checker c;
   check_model(scenario.model(), c);
   check_cluster(scenario.cluster(), c);
@@ -222,8 +185,11 @@ std::vector<FieldIssue> validate_scenario(const Scenario& scenario) {
     check_training(scenario.training(), total_gpus(scenario), c);
   }
   check_kernels(scenario.training(), scenario.cluster().gpu(), c);
-  check_run(scenario.run(), c);
-  return c.take();
+  for (FieldIssue& issue : c.take()) {
+    const bool reported = std::any_of(issues.begin(), issues.end(), [&](const FieldIssue& i) { return i.path == issue.path; });
+    if (!reported) issues.push_back(std::move(issue));
+  }
+  return issues;
 }
 
 }  // namespace ragged::scenarios

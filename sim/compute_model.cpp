@@ -101,6 +101,8 @@ json parse_calibration(const std::filesystem::path& path) {
     std::string_view what = error.what();
     if (const size_t bracket = what.find("] "); bracket != std::string_view::npos) what.remove_prefix(bracket + 2);
     throw InputError(fmt::format("{}: malformed JSON at byte {}: {}", path.string(), error.byte, what));
+  } catch (const json::out_of_range&) {  // a number beyond a double: 1e400
+    throw InputError(fmt::format("{}: malformed JSON: a number out of range", path.string()));
   }
 }
 

@@ -64,7 +64,8 @@ class RunChecker {
       case Run::kScenario: {
         if (run_.scenario().empty()) fail("scenario", "empty: give the scenario file, relative to the folder");
         const std::filesystem::path path = set_.scenario_path(run_);
-        if (!std::filesystem::is_regular_file(path)) {
+        std::error_code error;
+        if (!std::filesystem::is_regular_file(path, error)) {
           fail("scenario", fmt::format("'{}' is not a file (looked for {}); scenario paths are relative to the folder "
                                        "holding {}", run_.scenario(), path.string(), kManifestName));
         }
@@ -162,12 +163,13 @@ ValidationSet parse_validation_set(std::string_view text, const std::string& ori
 }
 
 ValidationSet load_validation_set(const std::filesystem::path& directory) {
-  if (!std::filesystem::is_directory(directory)) {
+  std::error_code unreadable;  // a name too long or a folder we may not enter: refused below
+  if (!std::filesystem::is_directory(directory, unreadable)) {
     throw InputError(fmt::format("{}: not a folder; give a validation folder (one holding {})", directory.string(),
                                  kManifestName));
   }
   const std::filesystem::path manifest = directory / kManifestName;
-  if (!std::filesystem::is_regular_file(manifest)) {
+  if (!std::filesystem::is_regular_file(manifest, unreadable)) {
     throw InputError(fmt::format("{}: no {} in this folder; a validation folder holds {} (schema "
                                  "validation/validation.proto) and the scenarios it names",
                                  directory.string(), kManifestName, kManifestName));

@@ -120,7 +120,7 @@ TEST_F(CliErrors, HostileInputsEndInOneShortLine) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"simulate", "--gpus", "1e300"}, "--gpus: '1e300' is not a whole number"},
       {{"simulate", "--gpus", std::string(300, '9')}, "--gpus: 99999999999999999999... is out of range"},
-      {{"run", "--steps", "-5"}, "--steps: -5 is out of range: give a whole number from 1 to 2,147,483,647"},
+      {{"run", "--steps", "-5"}, "--steps: -5 is out of range: give a whole number from 1 to 1,000,000"},
       {{"run", "--tolerance", "2"}, "--tolerance: 2 is out of range: give a number from 0 to 1"},
       {{"plan", fifo}, "it is a FIFO; give a regular file"},
       {{"plan", "/dev/zero"}, "it is a character device"},

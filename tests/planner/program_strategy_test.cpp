@@ -182,7 +182,8 @@ TEST(ProgramStrategy, Fsdp1CastsGradientsToTheReduceDtypeAndRaggedDoesNot) {
   }
 
   ProgramSetup ragged("strategy: RAGGED precision { param: BF16 reduce: FP32 }");
-  for (const Op* rs : ops_of(ragged.build(), OpKind::kReduceScatter)) EXPECT_EQ(rs->deps.size(), 1u) << rs->name;
+  const Program ragged_program = ragged.build();  // alive while the loop reads its ops
+  for (const Op* rs : ops_of(ragged_program, OpKind::kReduceScatter)) EXPECT_EQ(rs->deps.size(), 1u) << rs->name;
 }
 
 // ZeRO-3 keeps parameters of at most stage3_param_persistence_threshold

@@ -31,7 +31,7 @@ TEST(ScenarioErrors, UnknownFieldNamesLineFieldAndAlternatives) {
 TEST(ScenarioErrors, ZeroGpusPerNode) {
   std::string error = parse_error(replace(minimal_scenario(), "gpus_per_node: 8", "gpus_per_node: 0"));
   EXPECT_CONTAINS(error, "test.textproto:4:3: cluster.gpus_per_node:");
-  EXPECT_CONTAINS(error, "at least 1");
+  EXPECT_CONTAINS(error, "gpus_per_node is 0; it must be a whole number from 1 to 1,024");
 }
 
 TEST(ScenarioErrors, ZeroNodes) {

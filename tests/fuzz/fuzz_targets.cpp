@@ -1,0 +1,112 @@
+#include "fuzz_targets.hpp"
+
+#include <sstream>
+#include <string>
+
+#include "cli/cli.hpp"
+#include "common/errors.hpp"
+#include "models/hf_config.hpp"
+#include "models/model_spec.hpp"
+#include "planner/resolved_scenario.hpp"
+#include "scenarios/scenario_loader.hpp"
+#include "traces/chrome_trace.hpp"
+#include "traces/protobuf_log.hpp"
+#include "traces/trace_compare.hpp"
+#include "traces/trace_io.hpp"
+#include "traces/trace_stats.hpp"
+#include "traces/trace_validate.hpp"
+
+namespace ragged::fuzz {
+namespace {
+
+// A scenario as `ragged scenario validate` reads it: parsed, defaulted,
+// validated, its model built and its granularity checked.
+void load_scenario(std::string_view data, scenarios::ScenarioFormat format, const char* origin) {
+  try {
+    planner::resolve_scenario(scenarios::parse_scenario(data, format, origin, "."));
+  } catch (const InputError&) {
+  }
+}
+
+void scenario_textproto(std::string_view data) { load_scenario(data, scenarios::ScenarioFormat::kText, "fuzz.textproto"); }
+void scenario_json(std::string_view data) { load_scenario(data, scenarios::ScenarioFormat::kJson, "fuzz.json"); }
+
+// A config.json as `ragged inspect` reads it.
+void hf_config(std::string_view data) {
+  try {
+    const models::ModelSpec model = models::build_model(models::arch_from_hf_json(data, "fuzz/config.json"));
+    static_cast<void>(model.executed_flops_per_token(4096));
+  } catch (const InputError&) {
+  }
+}
+
+// A trace as `ragged compare` reads it, then every report that reads a valid one.
+void trace(std::string_view data, traces::TraceFormat format) {
+  traces::capture_protobuf_logs();  // as the command does: protobuf's own log joins the error
+  try {
+    const traces::Trace t = traces::parse_trace(data, format, "fuzz-trace");
+    traces::check_trace(t, "fuzz-trace");
+    static_cast<void>(traces::totals_by_kind(t));
+    static_cast<void>(traces::step_count(t));
+    static_cast<void>(traces::to_chrome_trace(t));
+    static_cast<void>(traces::compare_traces(t, t));
+  } catch (const InputError&) {
+  }
+}
+
+void trace_binary(std::string_view data) { trace(data, traces::TraceFormat::kBinary); }
+
+// JSON when the text opens with '{', else text format.
+void trace_text(std::string_view data) {
+  const size_t first = data.find_first_not_of(" \t\r\n");
+  trace(data, first != std::string_view::npos && data[first] == '{' ? traces::TraceFormat::kJson : traces::TraceFormat::kText);
+}
+
+// The command line: one argument per line. Only the commands that read and
+// print run (models, inspect, scenario, plan, compare); simulate, run and
+// validate start simulations or MPI and write files. Exit code 1 is a finding.
+void cli_args(std::string_view data) {
+  std::vector<std::string> args = {"ragged"};
+  std::string current;
+  for (char c : data) {
+    if (c == '\n') {
+      args.push_back(std::move(current));
+      current.clear();
+    } else {
+      current += c;
+    }
+  }
+  args.push_back(std::move(current));
+  const std::string& command = args[1];
+  if (command != "models" && command != "inspect" && command != "scenario" && command != "plan" &&
+      command != "compare" && command != "--help" && command != "--version") {
+    return;
+  }
+  std::vector<const char*> argv;
+  for (const std::string& arg : args) argv.push_back(arg.c_str());
+  std::ostringstream out, err;
+  const int code = cli::run(static_cast<int>(argv.size()), argv.data(), out, err);
+  if (code == cli::kExitInternal) throw InternalError("ragged exited 1: " + err.str());
+}
+
+const std::vector<FuzzTarget> kTargets = {
+    {"scenario_textproto", scenario_textproto},
+    {"scenario_json", scenario_json},
+    {"hf_config", hf_config},
+    {"trace_binary", trace_binary},
+    {"trace_text", trace_text},
+    {"cli_args", cli_args},
+};
+
+}  // namespace
+
+const std::vector<FuzzTarget>& fuzz_targets() { return kTargets; }
+
+const FuzzTarget* find_fuzz_target(std::string_view name) {
+  for (const FuzzTarget& target : kTargets) {
+    if (name == target.name) return &target;
+  }
+  return nullptr;
+}
+
+}  // namespace ragged::fuzz

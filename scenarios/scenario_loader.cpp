@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "common/edit_distance.hpp"
 #include "common/errors.hpp"
 #include "common/file_io.hpp"
 #include "scenarios/scenario_rules.hpp"
@@ -79,22 +80,6 @@ bool looks_like_path(std::string_view text) {
   std::error_code error;  // a name too long for the file system is not a path to a file
   return text.find('/') != std::string_view::npos || ends_with(".textproto") || ends_with(".json") ||
          ends_with(".txtpb") || ends_with(".pbtxt") || std::filesystem::exists(std::string(text), error);
-}
-
-// Levenshtein distance: insertions, deletions and substitutions.
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
 }
 
 }  // namespace

@@ -156,6 +156,10 @@ int32_t CachingAllocator::new_segment(int64_t size, bool small, int stream) {
     }
   }
   ++last_cost_.new_segments;
+  return add_segment(size, small, stream, false);
+}
+
+int32_t CachingAllocator::add_segment(int64_t size, bool small, int stream, bool expandable) {
   const int64_t address = next_address_;
   next_address_ += size;
   Block block;
@@ -164,8 +168,9 @@ int32_t CachingAllocator::new_segment(int64_t size, bool small, int stream) {
   block.segment = address;
   block.small = small;
   block.stream = stream;
+  block.mapped = !expandable;
   const int32_t key = new_block(block);
-  segments_.emplace(address, Segment{size, small, false, stream, key});
+  segments_.emplace(address, Segment{size, small, expandable, stream, key});
   return key;
 }
 
@@ -208,19 +213,10 @@ int32_t CachingAllocator::expandable_block(int64_t size, bool small, int stream)
 int32_t CachingAllocator::find_expandable_run(int64_t size, bool small, int stream) {
   const PoolKey key{stream, small};
   if (!expandable_segments_.count(key)) {
-    const int64_t extent = page(small) * kExpandablePages;
-    Block block;
-    block.address = next_address_;
-    block.size = extent;
-    block.segment = next_address_;
-    block.small = small;
-    block.stream = stream;
-    block.mapped = false;
-    const int32_t first = new_block(block);
-    segments_.emplace(next_address_, Segment{extent, small, true, stream, first});
-    unmapped_[key].emplace(next_address_, first);
-    expandable_segments_.emplace(key, next_address_);
-    next_address_ += extent;
+    const int32_t first = add_segment(page(small) * kExpandablePages, small, stream, true);
+    const int64_t address = blocks_[first].address;
+    unmapped_[key].emplace(address, first);
+    expandable_segments_.emplace(key, address);
   }
   auto allocatable = [&](int32_t b) { return b != kNone && !blocks_[b].allocated && !blocks_[b].pending; };
   for (const auto& [address, unmapped] : unmapped_[key]) {

@@ -144,6 +144,9 @@ class CachingAllocator {
 
   int32_t take_block(int64_t size, int stream);
   int32_t new_segment(int64_t size, bool small, int stream);
+  // A segment of `size` at the next address and the one block spanning it
+  // (unmapped when expandable); reserves nothing.
+  int32_t add_segment(int64_t size, bool small, int stream, bool expandable);
   int32_t expandable_block(int64_t size, bool small, int stream);
   int32_t find_expandable_run(int64_t size, bool small, int stream);
   int64_t pages_to_map(int32_t candidate, int64_t size) const;

@@ -42,6 +42,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   add_run_command(app, context);
   add_compare_command(app, context);
   add_validate_command(app, context);
+  add_tune_command(app, context);
 
   traces::capture_protobuf_logs();
   try {

@@ -3,17 +3,14 @@
 // --sweep gpus=... tabulates scaling. Each simulation runs in a child process
 // (SimGrid allows one per process).
 
-#include <unistd.h>
-
-#include <chrono>
-#include <cstdio>
-
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
 #include "cli/scenario_options.hpp"
 #include "cli/simulate_report.hpp"
+#include "cli/validators.hpp"
 #include "common/errors.hpp"
+#include "common/progress_bar.hpp"
 #include "scenarios/scenario_rules.hpp"
 #include "sim/simulation_child.hpp"
 #include "traces/chrome_trace.hpp"
@@ -38,39 +35,7 @@ struct SimulateOptions {
 std::vector<int64_t> parse_sweep(const std::string& text) {
   const std::string key = "gpus=";
   if (text.rfind(key, 0) != 0) throw InputError(fmt::format("--sweep '{}': write gpus=N1,N2,... (e.g. gpus=64,256,1024)", text));
-  std::vector<int64_t> values;
-  size_t start = key.size();
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    try {
-      size_t used = 0;
-      int64_t v = std::stoll(item, &used);
-      if (used != item.size() || v < 1) throw std::invalid_argument(item);
-      values.push_back(v);
-    } catch (const std::exception&) {
-      throw InputError(fmt::format("--sweep: '{}' is not a positive GPU count", item));
-    }
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return values;
-}
-
-// A progress bar on stderr for simulations that run over a second, when
-// stderr is a terminal (or RAGGED_PROGRESS=1).
-std::function<void(double)> progress_bar(const std::string& label) {
-  const char* forced = std::getenv("RAGGED_PROGRESS");
-  if (!::isatty(STDERR_FILENO) && !(forced && std::string(forced) == "1")) return {};
-  auto start = std::chrono::steady_clock::now();
-  return [start, label](double fraction) {
-    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (elapsed < 1.0) return;
-    const int width = 30, filled = static_cast<int>(fraction * width);
-    std::fprintf(stderr, "\r%s [%s%s] %3.0f%% %.1fs", label.c_str(), std::string(filled, '#').c_str(),
-                 std::string(width - filled, '.').c_str(), 100 * fraction, elapsed);
-    std::fflush(stderr);
-  };
+  return parse_count_list(text.substr(key.size()), "--sweep", "GPU count");
 }
 
 std::string label_of(const planner::ResolvedScenario& r) {
@@ -89,10 +54,12 @@ SimulationReport simulate_one(const planner::ResolvedScenario& resolved, const S
   sim_options.share_gpu = !options.no_gpu_sharing;
   sim_options.host_issue = !options.no_host_path;
   const std::string label = label_of(resolved);
-  sim_options.progress = progress_bar(resolved.scenario().name() + " " + scenarios::strategy_name(resolved.scenario().training().strategy()));
+  auto bar = std::make_shared<ProgressBar>(resolved.scenario().name() + " " +
+                                           scenarios::strategy_name(resolved.scenario().training().strategy()));
+  if (ProgressBar::wanted()) sim_options.progress = [bar](double fraction) { bar->update(fraction); };
   sim::ChildUsage usage;
   sim::SimulationResult result = sim::simulate_in_child(resolved, sim_options, {}, &usage);
-  if (sim_options.progress) std::fprintf(stderr, "\r\033[K");
+  bar->finish();
   return {label, std::move(result), usage.max_rss_bytes, usage.added_rss_bytes()};
 }
 

@@ -21,5 +21,6 @@ void add_simulate_command(CLI::App& app, Context& context);
 void add_run_command(CLI::App& app, Context& context);
 void add_compare_command(CLI::App& app, Context& context);
 void add_validate_command(CLI::App& app, Context& context);
+void add_tune_command(CLI::App& app, Context& context);
 
 }  // namespace ragged::cli

@@ -25,22 +25,26 @@ scenarios::LoadedScenario model_only(const std::string& model, int64_t gpus) {
 }  // namespace
 
 void ScenarioOptions::add_to(CLI::App* command, bool allow_all_strategies) {
-  command->add_option("scenario", scenario, "Scenario file (.textproto/.json) or shipped name; default: " +
-                                                std::string(scenarios::kDefaultScenario));
-  command->add_option("--model", model, "Plan a catalog model or config.json instead of a scenario (needs --gpus)");
+  add_source_to(command);
   command->add_option("--gpus", gpus, "Number of GPUs (overrides the scenario's cluster size)")->check(whole_number(1, kMaxCount));
   command->add_option("--shard-group", shard_group,
                       "GPUs per shard group; fewer than the GPUs makes HSDP: groups replicated, gradients all-reduced "
                       "across the replicas (default: the scenario's)")
       ->check(whole_number(1, kMaxCount));
-  command->add_option("--layers", layers,
-                      "Keep the model's first N transformer blocks, same widths (model.layers): a scaled-down model "
-                      "for runs on a few GPUs")
-      ->check(whole_number(1, kMaxCount));
   command->add_option("--strategy", strategy,
                       std::string("Layout strategy: ragged, vescale-paper, fsdp1, fsdp2, zero3, megatron") +
                           (allow_all_strategies ? ", or all" : ""));
   command->add_option("--granularity", granularity, "Sharding granularity: element, rows:K, block:RxC or matrix");
+}
+
+void ScenarioOptions::add_source_to(CLI::App* command) {
+  command->add_option("scenario", scenario, "Scenario file (.textproto/.json) or shipped name; default: " +
+                                                std::string(scenarios::kDefaultScenario));
+  command->add_option("--model", model, "Plan a catalog model or config.json instead of a scenario (needs --gpus)");
+  command->add_option("--layers", layers,
+                      "Keep the model's first N transformer blocks, same widths (model.layers): a scaled-down model "
+                      "for runs on a few GPUs")
+      ->check(whole_number(1, kMaxCount));
   command->add_option("--attention", attention,
                       "Attention kernel (training.attention): math (scores in HBM), flash2 or flash3 (Hopper)");
   command->add_option("--loss", loss,
@@ -86,7 +90,7 @@ void set_kernels(scenarios::LoadedScenario& loaded, const std::string& attention
 
 }  // namespace
 
-std::vector<planner::ResolvedScenario> ScenarioOptions::resolve() const {
+scenarios::LoadedScenario ScenarioOptions::load() const {
   if (!model.empty() && !scenario.empty()) throw InputError("give either a scenario or --model, not both");
   scenarios::LoadedScenario loaded = model.empty() ? scenarios::load_scenario(scenario.empty() ? scenarios::kDefaultScenario : scenario)
                                                    : model_only(model, gpus);
@@ -108,20 +112,15 @@ std::vector<planner::ResolvedScenario> ScenarioOptions::resolve() const {
     loaded = scenarios::rebuild(std::move(loaded));
   }
   if (!granularity.empty()) {
-    planner::GranularitySpec spec = planner::GranularitySpec::parse(granularity);
-    auto* proto = loaded.written.mutable_training()->mutable_granularity();
-    proto->clear_overrides();
-    auto* out = proto->mutable_default_spec();
-    out->set_kind(spec.kind == planner::GranuleKind::kRows    ? scenarios::ROWS
-                  : spec.kind == planner::GranuleKind::kBlock ? scenarios::BLOCK
-                  : spec.kind == planner::GranuleKind::kMatrix ? scenarios::MATRIX
-                                                               : scenarios::ELEMENT);
-    out->set_rows(static_cast<int32_t>(spec.rows));
-    out->set_block_rows(static_cast<int32_t>(spec.block_rows));
-    out->set_block_cols(static_cast<int32_t>(spec.block_cols));
-    proto->set_partial_blocks(true);  // a command-line block applies to every model: edge tiles allowed
+    planner::set_uniform_granularity(planner::GranularitySpec::parse(granularity),
+                                     loaded.written.mutable_training()->mutable_granularity());
     loaded = scenarios::rebuild(std::move(loaded));
   }
+  return loaded;
+}
+
+std::vector<planner::ResolvedScenario> ScenarioOptions::resolve() const {
+  const scenarios::LoadedScenario loaded = load();
   std::vector<scenarios::Strategy> strategies;
   if (strategy == "all") {
     strategies = scenarios::all_strategies();

@@ -27,9 +27,16 @@ struct ScenarioOptions {
   bool expandable_segments = false;  // --expandable-segments (training.allocator.expandable_segments)
 
   void add_to(CLI::App* command, bool allow_all_strategies);
+  // Only where the scenario comes from and what changes its model and
+  // kernels (the scenario, --model, --layers, --attention, --loss,
+  // --expandable-segments): for commands that choose GPUs, groups and
+  // strategies themselves (tune).
+  void add_source_to(CLI::App* command);
   // Also offer --optimizer.
   void add_optimizer_to(CLI::App* command);
 
+  // The scenario with every option applied but --strategy.
+  scenarios::LoadedScenario load() const;
   // The scenarios to run: one, or one per strategy with --strategy all.
   std::vector<planner::ResolvedScenario> resolve() const;
 };

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <string>
 
+#include "common/errors.hpp"
 #include "common/units.hpp"
 
 namespace ragged::cli {
@@ -51,6 +52,43 @@ CLI::Validator number_between(double min, double max) {
         return "";
       },
       range);
+}
+
+std::vector<int64_t> parse_count_list(const std::string& text, const std::string& option, const std::string& what,
+                                      int64_t min) {
+  std::vector<int64_t> values;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    int64_t value = 0;
+    const auto [end, error] = std::from_chars(item.data(), item.data() + item.size(), value);
+    if (error != std::errc() || end != item.data() + item.size() || value < min) {
+      throw InputError(min >= 1 ? fmt::format("{}: '{}' is not a positive {}", option, shortened(item), what)
+                                : fmt::format("{}: '{}' is not a {}, {} or more", option, shortened(item), what, min));
+    }
+    values.push_back(value);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return values;
+}
+
+double parse_token_count(const std::string& text, const std::string& option) {
+  double value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  const std::string suffix(end, text.data() + text.size());
+  double scale = 0;
+  if (suffix.empty()) scale = 1;
+  else if (suffix == "K" || suffix == "k") scale = 1e3;
+  else if (suffix == "M") scale = 1e6;
+  else if (suffix == "B" || suffix == "G") scale = 1e9;
+  else if (suffix == "T") scale = 1e12;
+  if (error != std::errc() || scale == 0 || !std::isfinite(value) || value <= 0) {
+    throw InputError(fmt::format("{} '{}': give a positive token count such as 4096, 4M, 1.5B or 15T", option,
+                                 shortened(text)));
+  }
+  return value * scale;
 }
 
 }  // namespace ragged::cli

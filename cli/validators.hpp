@@ -6,6 +6,8 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace ragged::cli {
 
@@ -14,6 +16,17 @@ CLI::Validator whole_number(int64_t min, int64_t max);
 
 // A finite number from `min` to `max`.
 CLI::Validator number_between(double min, double max);
+
+// "64,256,1024" -> {64, 256, 1024}: whole numbers of at least `min`
+// separated by commas; InputError "<option>: '<item>' is not a positive
+// <what>" (or "a <what>, 0 or more") otherwise.
+std::vector<int64_t> parse_count_list(const std::string& text, const std::string& option, const std::string& what,
+                                      int64_t min = 1);
+
+// A count of tokens with an optional decimal suffix: 4096, 4M, 1.5B, 15T
+// (K = 1e3, M = 1e6, B or G = 1e9, T = 1e12); InputError naming `option`
+// when it is not one or is not positive.
+double parse_token_count(const std::string& text, const std::string& option);
 
 // The largest count a command-line option takes (GPUs, steps, layers): the
 // scenario's own limits apply after it.

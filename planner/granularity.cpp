@@ -86,6 +86,19 @@ GranularitySpec GranularitySpec::from_proto(const scenarios::GranularitySpec& pr
   return spec;
 }
 
+void set_uniform_granularity(const GranularitySpec& spec, scenarios::Granularity* granularity) {
+  granularity->clear_overrides();
+  auto* out = granularity->mutable_default_spec();
+  out->set_kind(spec.kind == GranuleKind::kRows    ? scenarios::ROWS
+                : spec.kind == GranuleKind::kBlock ? scenarios::BLOCK
+                : spec.kind == GranuleKind::kMatrix ? scenarios::MATRIX
+                                                    : scenarios::ELEMENT);
+  out->set_rows(static_cast<int32_t>(spec.rows));
+  out->set_block_rows(static_cast<int32_t>(spec.block_rows));
+  out->set_block_cols(static_cast<int32_t>(spec.block_cols));
+  granularity->set_partial_blocks(true);
+}
+
 GranularityPolicy GranularityPolicy::from_proto(const scenarios::Granularity& granularity) {
   GranularityPolicy policy;
   policy.default_spec = GranularitySpec::from_proto(granularity.default_spec());

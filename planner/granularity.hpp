@@ -30,6 +30,11 @@ struct GranularitySpec {
   static GranularitySpec from_proto(const scenarios::GranularitySpec& spec);
 };
 
+// A scenario's training.granularity set to `spec` for every tensor (no
+// overrides), edge tiles allowed: what a command-line granularity means, as
+// it applies to any model.
+void set_uniform_granularity(const GranularitySpec& spec, scenarios::Granularity* granularity);
+
 struct GranularityOverride {
   std::string pattern;
   GranularitySpec spec;

@@ -60,4 +60,25 @@ int64_t issue_order_state_and_buffers_peak(const Program& program) {
   return program.persistent.total() + peak;
 }
 
+MemoryFloor memory_floor(const Program& program) {
+  // Buffers allocated and freed on the compute stream (never freed: never counted).
+  std::vector<int> alloc_on_compute(program.buffers.size(), 0), free_on_compute(program.buffers.size(), 0);
+  for (const Op& op : program.ops) {
+    if (op.stream != Stream::kCompute || op.buffer < 0) continue;
+    if (op.kind == OpKind::kAlloc) alloc_on_compute[static_cast<size_t>(op.buffer)] = 1;
+    if (op.kind == OpKind::kFree) free_on_compute[static_cast<size_t>(op.buffer)] = 1;
+  }
+  MemoryFloor floor;
+  floor.persistent = program.persistent.total();
+  int64_t live = 0;
+  for (const Op& op : program.ops) {
+    if ((op.kind != OpKind::kAlloc && op.kind != OpKind::kFree) || op.stream != Stream::kCompute) continue;
+    const size_t b = static_cast<size_t>(op.buffer);
+    if (!alloc_on_compute[b] || !free_on_compute[b]) continue;
+    live += op.kind == OpKind::kAlloc ? program.buffers[b].bytes : -program.buffers[b].bytes;
+    floor.compute_stream_buffers = std::max(floor.compute_stream_buffers, live);
+  }
+  return floor;
+}
+
 }  // namespace ragged::planner

@@ -37,4 +37,21 @@ MemoryBreakdown memory_breakdown(const Program& program);
 // (both backends do), to set beside its measured peak.
 int64_t issue_order_state_and_buffers_peak(const Program& program);
 
+// A floor under the peak allocated memory of any execution of the Program:
+// the persistent state plus the most bytes live at once among the buffers
+// that the compute stream both allocates and frees (activations and
+// workspaces). One stream runs its ops in issue order, so every execution,
+// whatever the other streams do, passes through each of those states; what
+// an allocator adds (rounding, cache) only raises the peak. `ragged tune`
+// discards a configuration whose floor exceeds the memory it may use
+// without simulating it.
+struct MemoryFloor {
+  int64_t persistent = 0;
+  int64_t compute_stream_buffers = 0;  // activations and workspaces at their peak
+
+  int64_t total() const { return persistent + compute_stream_buffers; }
+};
+
+MemoryFloor memory_floor(const Program& program);
+
 }  // namespace ragged::planner

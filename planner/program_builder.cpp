@@ -572,6 +572,16 @@ Program build_program(const ProgramInputs& inputs, int rank) {
   return Builder(inputs, rank).build();
 }
 
+int representative_rank(const ProgramInputs& inputs) {
+  OptimizerContext context;
+  context.model = inputs.model;
+  context.plan = inputs.plan;
+  context.optimizer = inputs.training->optimizer();
+  std::vector<double> load(static_cast<size_t>(inputs.plan->ranks), 0.0);
+  for (const auto& m : owned_matrices(context)) load[static_cast<size_t>(m.owner)] += m.flops;
+  return static_cast<int>(std::max_element(load.begin(), load.end()) - load.begin());
+}
+
 models::Checkpointing checkpointing_mode(scenarios::Checkpointing mode) {
   switch (mode) {
     case scenarios::FULL: return models::Checkpointing::kFull;

@@ -30,4 +30,9 @@ models::Checkpointing checkpointing_mode(scenarios::Checkpointing mode);
 
 Program build_program(const ProgramInputs& inputs, int rank = 0);
 
+// The rank whose Program stands for the group: the most loaded owner under
+// an owner-based optimizer (Muon, Shampoo), whose step is the group's
+// critical path; rank 0 otherwise (every rank does the same work).
+int representative_rank(const ProgramInputs& inputs);
+
 }  // namespace ragged::planner

@@ -6,8 +6,8 @@
 #include <simgrid/version.h>
 
 #include "common/errors.hpp"
-#include "planner/optimizer_program.hpp"
 #include "planner/program_builder.hpp"
+#include "planner/scenario_plan.hpp"
 #include "scenarios/scenario_loader.hpp"
 #include "scenarios/scenario_rules.hpp"
 #include "sim/program_run.hpp"
@@ -25,18 +25,6 @@ SimulationMode resolve_mode(ModeChoice choice, const ClusterSpec& cluster) {
     case ModeChoice::kAuto: break;
   }
   return cluster.nodes <= kFullModeMaxNodes ? SimulationMode::kFull : SimulationMode::kSymmetric;
-}
-
-// Owner-based optimizers (Muon, Shampoo) load ranks unevenly: simulate the
-// most loaded one, whose step is the group's critical path.
-int representative_rank(const planner::ProgramInputs& inputs) {
-  planner::OptimizerContext context;
-  context.model = inputs.model;
-  context.plan = inputs.plan;
-  context.optimizer = inputs.training->optimizer();
-  std::vector<double> load(static_cast<size_t>(inputs.plan->ranks), 0.0);
-  for (const auto& m : planner::owned_matrices(context)) load[static_cast<size_t>(m.owner)] += m.flops;
-  return static_cast<int>(std::max_element(load.begin(), load.end()) - load.begin());
 }
 
 // A calibration measured on the device already includes its clocks; the
@@ -77,13 +65,9 @@ SimulationResult simulate(const planner::ResolvedScenario& resolved, const Simul
   const scenarios::Scenario& scenario = resolved.scenario();
   const scenarios::Training& training = scenario.training();
 
-  planner::PlanOptions plan_options;
-  plan_options.param_dtype = training.precision().param() == scenarios::FP32 ? models::DType::kF32 : models::DType::kBF16;
-  auto strategy = planner::make_strategy(training.strategy());
-  const planner::Plan plan =
-      planner::plan_model(resolved.model, resolved.granularity, training.shard_group_size(), *strategy, plan_options);
+  const planner::Plan plan = planner::plan_scenario(resolved);
   const planner::ProgramInputs inputs = planner::program_inputs(resolved, plan);
-  const int rank = representative_rank(inputs);
+  const int rank = planner::representative_rank(inputs);
   const planner::Program program = planner::build_program(inputs, rank);
 
   ProgramRunOptions run_options;

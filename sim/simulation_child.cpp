@@ -6,31 +6,43 @@
 #include "common/errors.hpp"
 
 namespace ragged::sim {
+namespace {
+
+// A message as "<size of the first part>\n", the first part, then the statistics as JSON.
+std::string with_stats(const std::string& first, const SimulationStats& s) {
+  nlohmann::json stats = {{"mode", mode_name(s.mode)},
+                          {"simulated_nodes", s.simulated_nodes},
+                          {"flows", s.flows},
+                          {"rank", s.representative_rank},
+                          {"wall_seconds", s.wall_seconds}};
+  return fmt::format("{}\n", first.size()) + first + stats.dump();
+}
+
+// Splits such a message into its first part and the statistics.
+std::string split_stats(const std::string& bytes, SimulationStats& out) {
+  const size_t newline = bytes.find('\n');
+  RAGGED_ASSERT(newline != std::string::npos, "a simulation result starts with its size");
+  const size_t size = std::stoull(bytes.substr(0, newline));
+  nlohmann::json stats = nlohmann::json::parse(bytes.substr(newline + 1 + size));
+  out.mode = stats["mode"] == "symmetric" ? SimulationMode::kSymmetric
+             : stats["mode"] == "steps"   ? SimulationMode::kSteps
+                                          : SimulationMode::kFull;
+  out.simulated_nodes = stats["simulated_nodes"];
+  out.flows = stats["flows"];
+  out.representative_rank = stats["rank"];
+  out.wall_seconds = stats["wall_seconds"];
+  return bytes.substr(newline + 1, size);
+}
+
+}  // namespace
 
 std::string serialize_result(const SimulationResult& result) {
-  nlohmann::json stats = {{"mode", mode_name(result.stats.mode)},
-                          {"simulated_nodes", result.stats.simulated_nodes},
-                          {"flows", result.stats.flows},
-                          {"rank", result.stats.representative_rank},
-                          {"wall_seconds", result.stats.wall_seconds}};
-  std::string trace = result.trace.SerializeAsString();
-  return fmt::format("{}\n", trace.size()) + trace + stats.dump();
+  return with_stats(result.trace.SerializeAsString(), result.stats);
 }
 
 SimulationResult parse_result(const std::string& bytes) {
   SimulationResult result;
-  const size_t newline = bytes.find('\n');
-  RAGGED_ASSERT(newline != std::string::npos, "a simulation result starts with its trace size");
-  const size_t size = std::stoull(bytes.substr(0, newline));
-  RAGGED_ASSERT(result.trace.ParseFromString(bytes.substr(newline + 1, size)), "the simulation's trace must parse");
-  nlohmann::json stats = nlohmann::json::parse(bytes.substr(newline + 1 + size));
-  result.stats.mode = stats["mode"] == "symmetric" ? SimulationMode::kSymmetric
-                      : stats["mode"] == "steps"   ? SimulationMode::kSteps
-                                                   : SimulationMode::kFull;
-  result.stats.simulated_nodes = stats["simulated_nodes"];
-  result.stats.flows = stats["flows"];
-  result.stats.representative_rank = stats["rank"];
-  result.stats.wall_seconds = stats["wall_seconds"];
+  RAGGED_ASSERT(result.trace.ParseFromString(split_stats(bytes, result.stats)), "the simulation's trace must parse");
   return result;
 }
 
@@ -49,6 +61,16 @@ SimulationResult simulate_in_child(const planner::ResolvedScenario& resolved, co
       },
       with_progress, usage);
   return parse_result(bytes);
+}
+
+SimulationSummary simulate_summary_in_child(const planner::ResolvedScenario& resolved, const SimulationOptions& options) {
+  const std::string bytes = run_in_child([&] {
+    const SimulationResult result = simulate(resolved, options);
+    return with_stats(result.trace.summary().SerializeAsString(), result.stats);
+  });
+  SimulationSummary out;
+  RAGGED_ASSERT(out.summary.ParseFromString(split_stats(bytes, out.stats)), "the simulation's summary must parse");
+  return out;
 }
 
 }  // namespace ragged::sim

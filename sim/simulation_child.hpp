@@ -21,4 +21,15 @@ SimulationResult parse_result(const std::string& bytes);
 SimulationResult simulate_in_child(const planner::ResolvedScenario& resolved, const SimulationOptions& options,
                                    const ChildControl& control = {}, ChildUsage* usage = nullptr);
 
+// What a table of many simulations needs (validation rows, tuning
+// candidates): the summary and the statistics, without the trace's events,
+// which the child then never serializes.
+struct SimulationSummary {
+  traces::Summary summary;
+  SimulationStats stats;
+};
+
+SimulationSummary simulate_summary_in_child(const planner::ResolvedScenario& resolved,
+                                            const SimulationOptions& options = {});
+
 }  // namespace ragged::sim

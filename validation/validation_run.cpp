@@ -2,7 +2,6 @@
 
 #include <cctype>
 #include <optional>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -10,8 +9,7 @@
 #include "planner/resolved_scenario.hpp"
 #include "scenarios/scenario_loader.hpp"
 #include "scenarios/scenario_rules.hpp"
-#include "sim/child_process.hpp"
-#include "sim/simulation.hpp"
+#include "sim/simulation_child.hpp"
 #include "traces/trace.pb.h"
 
 namespace ragged::validation {
@@ -37,23 +35,11 @@ planner::ResolvedScenario resolve_row(const ValidationSet& set, size_t index) {
   }
 }
 
-// The child sends back "mode wall_seconds\n" and the serialized Summary.
-std::string simulate_in_child(const planner::ResolvedScenario& resolved) {
-  return sim::run_in_child([&] {
-    sim::SimulationResult result = sim::simulate(resolved, {});
-    return fmt::format("{} {:.17g}\n", sim::mode_name(result.stats.mode), result.stats.wall_seconds) +
-           result.trace.summary().SerializeAsString();
-  });
-}
-
-Prediction parse_prediction(const std::string& bytes) {
-  const size_t newline = bytes.find('\n');
-  RAGGED_ASSERT(newline != std::string::npos, "a validation row's result starts with its mode and wall time");
+Prediction prediction_of(const sim::SimulationSummary& simulated) {
+  const traces::Summary& s = simulated.summary;
   Prediction p;
-  std::istringstream header(bytes.substr(0, newline));
-  header >> p.mode >> p.wall_seconds;
-  traces::Summary s;
-  RAGGED_ASSERT(s.ParseFromString(bytes.substr(newline + 1)), "the simulation's summary must parse");
+  p.mode = sim::mode_name(simulated.stats.mode);
+  p.wall_seconds = simulated.stats.wall_seconds;
   p.tokens_per_s_per_gpu = s.tokens_per_s_per_gpu();
   p.step_time_s = s.step_time_s();
   p.mfu = s.mfu();
@@ -69,7 +55,9 @@ Prediction parse_prediction(const std::string& bytes) {
 
 }  // namespace
 
-Prediction simulate_row(const planner::ResolvedScenario& resolved) { return parse_prediction(simulate_in_child(resolved)); }
+Prediction simulate_row(const planner::ResolvedScenario& resolved) {
+  return prediction_of(sim::simulate_summary_in_child(resolved));
+}
 
 std::vector<RowResult> run_validation(const ValidationSet& set, const RunOptions& options) {
   std::vector<size_t> chosen;

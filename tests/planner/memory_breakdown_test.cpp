@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -132,6 +133,42 @@ TEST(MemoryBreakdown, ReshardingBoundsGatheredParametersByThePrefetchWindow) {
     EXPECT_LE(memory.unsharded_params, window) << "prefetch_depth " << depth;
     EXPECT_GT(memory.unsharded_params, 0) << "prefetch_depth " << depth;
   }
+}
+
+// The floor counts only buffers the compute stream allocates and frees, in
+// issue order: never above the issue-order peak, and at least every
+// micro-batch's saved activations (all live when the last forward ends).
+TEST(MemoryFloor, LiesBetweenTheSavedActivationsAndTheIssueOrderPeak) {
+  for (scenarios::Strategy strategy : kAllStrategies) {
+    for (const char* knobs : {"", "activation_checkpointing: FULL", "activation_checkpointing: SELECTIVE micro_batch_size: 2",
+                              "gradient_accumulation_steps: 2 reshard_after_forward: false"}) {
+      ProgramSetup setup(strategy_field(strategy) + knobs + " sequence_length: 1024");
+      const Program program = setup.build();
+      const MemoryFloor floor = memory_floor(program);
+      const MemoryBreakdown memory = memory_breakdown(program);
+      SCOPED_TRACE(scenarios::Strategy_Name(strategy) + " [" + knobs + "]");
+      int64_t first_micro_batch_activations = 0;
+      for (const Buffer& b : program.buffers) {
+        if (b.kind == BufferKind::kActivations && b.name.ends_with("mb0")) first_micro_batch_activations += b.bytes;
+      }
+      EXPECT_GT(first_micro_batch_activations, 0);
+      EXPECT_EQ(floor.persistent, program.persistent.total());
+      EXPECT_GE(floor.compute_stream_buffers, first_micro_batch_activations);
+      EXPECT_LE(floor.compute_stream_buffers, memory.issue_order_peak);
+      EXPECT_LE(floor.total(), memory.peak_total());
+    }
+  }
+}
+
+TEST(MemoryFloor, CheckpointingLowersIt) {
+  const int64_t none = memory_floor(ProgramSetup("activation_checkpointing: NONE sequence_length: 2048").build()).total();
+  const int64_t selective =
+      memory_floor(ProgramSetup("activation_checkpointing: SELECTIVE sequence_length: 2048").build()).total();
+  const int64_t full = memory_floor(ProgramSetup("activation_checkpointing: FULL sequence_length: 2048").build()).total();
+  std::printf("floor at sequence 2048: none %lld, selective %lld, full %lld bytes\n", static_cast<long long>(none),
+              static_cast<long long>(selective), static_cast<long long>(full));
+  EXPECT_GT(none, selective);
+  EXPECT_GT(selective, full);
 }
 
 }  // namespace

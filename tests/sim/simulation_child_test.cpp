@@ -128,6 +128,19 @@ TEST(SimulationChild, ResultRoundTripsThroughBytes) {
   EXPECT_EQ(again.stats.wall_seconds, result.stats.wall_seconds);
 }
 
+// The summary alone (what validation rows and tuning candidates read) is
+// the full result's summary, and the statistics are the same.
+TEST(SimulationChild, SummaryAloneIsTheFullResultsSummary) {
+  const planner::ResolvedScenario resolved = planner::resolve_scenario(scenarios::load_scenario("tiny-llama-4xcpu"));
+  const SimulationResult full = simulate_in_child(resolved, {});
+  const SimulationSummary alone = simulate_summary_in_child(resolved);
+  EXPECT_GT(alone.summary.step_time_s(), 0);
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(alone.summary, full.trace.summary()));
+  EXPECT_EQ(alone.stats.mode, full.stats.mode);
+  EXPECT_EQ(alone.stats.flows, full.stats.flows);
+  EXPECT_EQ(alone.stats.simulated_nodes, full.stats.simulated_nodes);
+}
+
 TEST(SimulationChild, CancelStopsASimulation) {
   const planner::ResolvedScenario resolved = planner::resolve_scenario(scenarios::load_scenario("llama3-8b-8xh100"));
   ChildControl control;

@@ -8,8 +8,7 @@
 
 #include "planner/resolved_scenario.hpp"
 #include "scenarios/scenario_loader.hpp"
-#include "sim/child_process.hpp"
-#include "sim/simulation.hpp"
+#include "sim/simulation_child.hpp"
 
 namespace ragged::sim {
 namespace {
@@ -20,20 +19,12 @@ struct Simulated {
 };
 
 Simulated simulate_summary(const std::string& scenario, int64_t gpus, ModeChoice mode) {
-  std::string bytes = run_in_child([&] {
-    auto loaded = scenarios::load_scenario(scenario);
-    if (gpus > 0) loaded = scenarios::with_total_gpus(loaded, gpus);
-    SimulationOptions options;
-    options.mode = mode;
-    SimulationResult result = simulate(planner::resolve_scenario(loaded), options);
-    return std::to_string(result.stats.simulated_nodes) + "\n" + result.trace.summary().SerializeAsString();
-  });
-  Simulated out;
-  const size_t newline = bytes.find('\n');
-  EXPECT_NE(newline, std::string::npos);
-  out.simulated_nodes = std::stoll(bytes.substr(0, newline));
-  EXPECT_TRUE(out.summary.ParseFromString(bytes.substr(newline + 1)));
-  return out;
+  auto loaded = scenarios::load_scenario(scenario);
+  if (gpus > 0) loaded = scenarios::with_total_gpus(loaded, gpus);
+  SimulationOptions options;
+  options.mode = mode;
+  SimulationSummary simulated = simulate_summary_in_child(planner::resolve_scenario(loaded), options);
+  return {simulated.summary, simulated.stats.simulated_nodes};
 }
 
 // The symmetric mode keeps the load of every simulated link equal to the full

@@ -1,0 +1,230 @@
+// ragged tune: the fastest configuration that fits (strategy, shard group,
+// micro-batch x accumulation, checkpointing, prefetch, resharding,
+// granularity) for a scenario's model and cluster; --gpus N1,N2,... the best
+// per GPU count; --min-gpus the fewest GPUs that train it at all. Candidates
+// run on --jobs threads, each simulation in its own child process; under
+// `mpirun -np N` rank 0 hands them out to every rank's threads and prints.
+
+#include <cstdlib>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "backend/communicator.hpp"
+#include "backend/task_farm_mpi.hpp"
+#include "cli/commands.hpp"
+#include "cli/scenario_options.hpp"
+#include "cli/tune_report.hpp"
+#include "cli/validators.hpp"
+#include "common/errors.hpp"
+#include "common/file_io.hpp"
+#include "common/progress_bar.hpp"
+#include "scenarios/scenario_rules.hpp"
+#include "tune/candidate_scenario.hpp"
+#include "tune/gpu_search.hpp"
+
+namespace ragged::cli {
+namespace {
+
+struct TuneCommandOptions {
+  ScenarioOptions scenario;
+  std::string gpus;
+  bool min_gpus = false;
+  std::string global_batch_tokens;
+  int64_t sequence_length = 0;
+  double headroom_percent = 5;
+  int64_t max_grad_accum = 64;
+  std::vector<std::string> strategies;
+  std::string shard_groups;
+  std::string micro_batches;
+  std::vector<std::string> checkpointing;
+  std::string prefetch;
+  std::vector<std::string> reshard;
+  std::vector<std::string> granularities;
+  std::string train_tokens;
+  double gpu_hour_price = 0;
+  int64_t top = 10;
+  std::string write_path;
+  bool json = false;
+  int64_t jobs = 0;
+  std::string cache_dir;
+  bool no_cache = false;
+};
+
+tune::Constraints constraints_of(const TuneCommandOptions& o) {
+  tune::Constraints c;
+  if (!o.global_batch_tokens.empty()) {
+    c.global_batch_tokens = static_cast<int64_t>(parse_token_count(o.global_batch_tokens, "--global-batch-tokens"));
+  }
+  if (o.sequence_length > 0) c.sequence_length = o.sequence_length;
+  c.headroom = o.headroom_percent / 100;
+  c.max_grad_accum = o.max_grad_accum;
+  for (const std::string& s : o.strategies) {
+    if (s == "all") {
+      c.strategies = scenarios::all_strategies();
+      break;
+    }
+    c.strategies.push_back(scenarios::parse_strategy(s));
+  }
+  if (!o.shard_groups.empty()) c.shard_groups = parse_count_list(o.shard_groups, "--shard-groups", "shard group size");
+  if (!o.micro_batches.empty()) c.micro_batches = parse_count_list(o.micro_batches, "--micro-batches", "micro-batch");
+  for (const std::string& m : o.checkpointing) c.checkpointing.push_back(tune::parse_checkpointing(m));
+  if (!o.prefetch.empty()) {
+    for (int64_t p : parse_count_list(o.prefetch, "--prefetch", "prefetch depth", 0)) c.prefetch_depths.push_back(static_cast<int>(p));
+  }
+  for (const std::string& r : o.reshard) {
+    if (r == "true" || r == "yes") c.reshard_after_forward.push_back(true);
+    else if (r == "false" || r == "no") c.reshard_after_forward.push_back(false);
+    else throw InputError(fmt::format("--reshard '{}': use true, false or true,false", r));
+  }
+  c.granularities = o.granularities;
+  return c;
+}
+
+// Threads per rank: the hardware's, shared among the ranks of one host.
+int jobs_for(const TuneCommandOptions& o) {
+  if (o.jobs > 0) return static_cast<int>(o.jobs);
+  int local_ranks = 1;
+  for (const char* variable : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}) {
+    if (const char* text = std::getenv(variable)) local_ranks = std::max(1, std::atoi(text));
+  }
+  return std::max(1, hardware_threads() / local_ranks);
+}
+
+// What progress callbacks look like on rank 0: a bar with the count searched.
+tune::CountProgress bar_for(const std::shared_ptr<ProgressBar>& bar) {
+  if (!ProgressBar::wanted()) return {};
+  return [bar](int64_t gpus, size_t done, size_t total) {
+    bar->update(static_cast<double>(done) / static_cast<double>(total),
+                fmt::format("{}/{} candidates on {} GPUs", done, total, gpus));
+  };
+}
+
+void run(const TuneCommandOptions& o, Context& context) {
+  const std::vector<int64_t> counts = o.gpus.empty() ? std::vector<int64_t>{} : parse_count_list(o.gpus, "--gpus", "GPU count");
+  if (o.min_gpus && counts.size() > 1) throw InputError("--min-gpus searches up to one --gpus count; give one, or none");
+  if (!o.write_path.empty() && counts.size() > 1) {
+    throw InputError("--write takes the winner of one GPU count: drop it, or give one --gpus count");
+  }
+  if (o.gpu_hour_price > 0 && o.train_tokens.empty()) throw InputError("--gpu-hour-price needs --train-tokens");
+  ReportOptions report;
+  report.top = static_cast<size_t>(o.top);
+  if (!o.train_tokens.empty()) report.train_tokens = parse_token_count(o.train_tokens, "--train-tokens");
+  if (o.gpu_hour_price > 0) report.gpu_hour_price = o.gpu_hour_price;
+
+  ScenarioOptions source = o.scenario;
+  if (!counts.empty()) source.gpus = counts.front();
+  else if (!o.scenario.model.empty()) source.gpus = 8;  // --model alone: one node to start from
+  const scenarios::LoadedScenario base = source.load();
+  tune::TuneOptions options;
+  options.constraints = constraints_of(o);
+  if (!o.no_cache) options.cache_dir = o.cache_dir.empty() ? tune::ResultCache::default_dir() : std::filesystem::path(o.cache_dir);
+  const tune::Tuner tuner(base, options);
+
+  // Every rank got here with the same arguments; now the workers serve.
+  const auto work = [&tuner](const std::string& task) { return tuner.run_task(task); };
+  std::unique_ptr<TaskRunner> runner;
+  if (backend::launched_by_mpi()) {
+    auto farm = std::make_unique<backend::MpiTaskFarm>(work, jobs_for(o));
+    if (!farm->is_root()) {
+      farm->serve();
+      return;
+    }
+    runner = std::move(farm);
+  } else {
+    runner = std::make_unique<LocalTaskPool>(work, jobs_for(o));
+  }
+  report.workers = runner->workers();
+  const auto bar = std::make_shared<ProgressBar>("ragged tune");
+  const tune::CountProgress progress = bar_for(bar);
+
+  const tune::SearchResult* winner = nullptr;
+  std::optional<tune::SearchResult> single;
+  std::optional<tune::MinGpusResult> smallest;
+  std::vector<tune::GpuCountRow> rows;
+  if (o.min_gpus) {
+    const int64_t upper = !counts.empty() ? counts.front() : o.scenario.model.empty() ? scenarios::total_gpus(base.scenario) : 16384;
+    smallest = tune::find_min_gpus(tuner, *runner, upper, progress);
+    if (smallest->result) winner = &*smallest->result;
+  } else if (counts.size() > 1) {
+    rows = tune::search_gpu_counts(tuner, *runner, counts, progress);
+  } else {
+    single = tuner.search(*runner, scenarios::total_gpus(base.scenario), [&](size_t done, size_t total) {
+      if (progress) progress(scenarios::total_gpus(base.scenario), done, total);
+    });
+    winner = &*single;
+  }
+  bar->finish();
+
+  std::string written;
+  if (!o.write_path.empty()) {
+    if (winner == nullptr || !winner->any_fits()) throw InputError(fmt::format("--write {}: no configuration fits, nothing to write", o.write_path));
+    const tune::Candidate& best = winner->candidates[winner->best()];
+    write_file_atomically(o.write_path, tune::scenario_file_text(tuner.scenario_of(winner->gpus, best),
+                                                                 tune::describe(best, winner->gpus)));
+    written = o.write_path;
+  }
+  if (o.json) {
+    nlohmann::json out = smallest ? min_gpus_to_json(tuner, *smallest, report)
+                         : single ? search_to_json(tuner, *single, report)
+                                  : gpu_counts_to_json(tuner, rows, report);
+    context.out << out.dump(2) << '\n';
+  } else if (smallest) {
+    print_min_gpus(tuner, *smallest, report, context.out);
+  } else if (single) {
+    print_search(tuner, *single, report, context.out);
+  } else {
+    print_gpu_counts(tuner, rows, report, context.out);
+  }
+  if (!written.empty() && !o.json) {
+    context.out << fmt::format("\nwrote {}: `ragged simulate {}` reproduces the winner\n", written, written);
+  }
+}
+
+}  // namespace
+
+void add_tune_command(CLI::App& app, Context& context) {
+  auto o = std::make_shared<TuneCommandOptions>();
+  auto* cmd = app.add_subcommand("tune", "Find the fastest configuration that fits, and how many GPUs it needs");
+  o->scenario.add_source_to(cmd);
+  o->scenario.add_optimizer_to(cmd);
+  cmd->add_option("--gpus", o->gpus, "GPU count (default: the scenario's), or a list N1,N2,... for the best per count");
+  cmd->add_flag("--min-gpus", o->min_gpus,
+                "The fewest GPUs (whole nodes, up to --gpus or the scenario's) on which the model trains, and its best "
+                "configuration there");
+  cmd->add_option("--global-batch-tokens", o->global_batch_tokens,
+                  "Tokens per optimizer step over all GPUs, e.g. 4M (default: the scenario's tokens per GPU x the GPUs)");
+  cmd->add_option("--seq-len", o->sequence_length, "Sequence length (default: the scenario's)")->check(whole_number(1, kMaxCount));
+  cmd->add_option("--headroom", o->headroom_percent, "Percent of HBM left free (NCCL, CUDA context, fragmentation)")
+      ->capture_default_str();
+  cmd->add_option("--max-grad-accum", o->max_grad_accum, "Most gradient accumulation steps allowed")
+      ->capture_default_str()
+      ->check(whole_number(1, kMaxCount));
+  cmd->add_option("--strategies", o->strategies, "Strategies to try: ragged, vescale-paper, fsdp1, fsdp2, zero3, megatron "
+                                                 "or all (default)")
+      ->delimiter(',');
+  cmd->add_option("--shard-groups", o->shard_groups,
+                  "Shard group sizes to try, e.g. 8,64,1024 (default: a node's GPUs times powers of two, and all GPUs)");
+  cmd->add_option("--micro-batches", o->micro_batches, "Micro-batch sizes to try (default: every divisor of the per-GPU batch)");
+  cmd->add_option("--checkpointing", o->checkpointing, "Activation checkpointing to try: none, selective, full (default: all)")
+      ->delimiter(',');
+  cmd->add_option("--prefetch", o->prefetch, "Prefetch depths to try (default: 1,2)");
+  cmd->add_option("--reshard", o->reshard, "Reshard after forward: true, false or true,false (default)")->delimiter(',');
+  cmd->add_option("--granularities", o->granularities,
+                  "Granularities for ragged and vescale-paper, e.g. element,rows:16 (default: the scenario's)")
+      ->delimiter(',');
+  cmd->add_option("--train-tokens", o->train_tokens, "Tokens to train, e.g. 15T: time to train on the winner");
+  cmd->add_option("--gpu-hour-price", o->gpu_hour_price, "Price of one GPU-hour: the cost of --train-tokens")
+      ->check(number_between(0, 1e9));
+  cmd->add_option("--top", o->top, "Rows of the ranking to print")->capture_default_str()->check(whole_number(1, kMaxCount));
+  cmd->add_option("--write", o->write_path, "Write the winner as a scenario file that `ragged simulate` reproduces");
+  cmd->add_flag("--json", o->json, "Print JSON: every candidate with its verdict and figures, the ranking, the front");
+  cmd->add_option("--jobs", o->jobs, "Simulations at once per rank (default: the hardware threads, shared by the ranks of a host)")
+      ->check(whole_number(1, 4096));
+  cmd->add_option("--cache-dir", o->cache_dir,
+                  "Result cache folder (default: $XDG_CACHE_HOME/ragged/tune, else ~/.cache/ragged/tune)");
+  cmd->add_flag("--no-cache", o->no_cache, "Neither read nor write the result cache");
+  cmd->callback([&context, o] { run(*o, context); });
+}
+
+}  // namespace ragged::cli

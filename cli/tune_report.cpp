@@ -1,0 +1,282 @@
+#include "cli/tune_report.hpp"
+
+#include <fmt/format.h>
+
+#include "cli/table.hpp"
+#include "common/units.hpp"
+#include "scenarios/scenario_rules.hpp"
+#include "tune/candidate_scenario.hpp"
+
+namespace ragged::cli {
+namespace {
+
+std::string gib(int64_t bytes) { return fmt::format("{:.2f}", static_cast<double>(bytes) / kGiB); }
+std::string rate(double tokens_per_s) { return format_integer(static_cast<int64_t>(tokens_per_s + 0.5)); }
+std::string percent(size_t part, size_t whole) {
+  return whole == 0 ? "0%" : fmt::format("{:.1f}%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
+}
+
+// Hours or days where seconds would be unreadable.
+std::string long_duration(double seconds) {
+  if (seconds >= 2 * 86400) return fmt::format("{:.1f} days", seconds / 86400);
+  if (seconds >= 3600) return fmt::format("{:.1f} hours", seconds / 3600);
+  return format_seconds(seconds);
+}
+
+// The model as the scenario names it.
+std::string model_text(const scenarios::ModelSource& m) {
+  const std::string name = m.has_inline_spec() ? m.inline_spec().name() : m.has_hf_config() ? m.hf_config() : m.catalog();
+  return (name.empty() ? std::string("inline model") : name) + (m.layers() > 0 ? fmt::format(" ({} blocks)", m.layers()) : "");
+}
+
+std::string group_text(const tune::Candidate& c, int64_t gpus) {
+  return gpus / c.shard_group > 1 ? fmt::format("{} x {}", c.shard_group, gpus / c.shard_group) : std::to_string(c.shard_group);
+}
+
+bool any_granularity(const tune::SearchResult& r) {
+  for (const auto& c : r.candidates) {
+    if (!c.granularity.empty()) return true;
+  }
+  return false;
+}
+
+std::string training_text(const tune::SearchResult& r, const ReportOptions& options) {
+  const tune::Evaluation& best = r.evaluations[r.best()];
+  const tune::TrainingTime t = tune::training_time(*options.train_tokens, best.tokens_per_s_per_gpu, r.gpus, options.gpu_hour_price);
+  return fmt::format("{} tokens in {} on {} GPUs, {} GPU-hours{}", format_count(*options.train_tokens), long_duration(t.seconds),
+                     format_integer(r.gpus), format_integer(static_cast<int64_t>(t.gpu_hours + 0.5)),
+                     t.cost ? fmt::format(", {} at {:g} per GPU-hour", format_integer(static_cast<int64_t>(*t.cost + 0.5)),
+                                          *options.gpu_hour_price)
+                            : "");
+}
+
+void print_counts(const tune::SearchResult& r, const ReportOptions& options, std::ostream& out) {
+  const tune::OutcomeCounts& n = r.counts;
+  const size_t all = r.candidates.size();
+  out << fmt::format("  {} candidates: {} pruned before simulation ({}: {} sharded state alone over the budget, {} with "
+                     "the activation floor), {} simulated, {} fit",
+                     all, n.pruned(), percent(n.pruned(), all), n.pruned_state, n.pruned_activations, n.simulated, n.fitting);
+  if (n.invalid > 0) out << fmt::format(", {} invalid", n.invalid);
+  if (n.failed > 0) out << fmt::format(", {} failed", n.failed);
+  out << '\n';
+  for (size_t i = 0; i < all; ++i) {
+    const tune::Evaluation& e = r.evaluations[i];
+    if (e.outcome == tune::Outcome::kFailed || e.outcome == tune::Outcome::kInvalid) {
+      out << fmt::format("  first {}: {}: {}\n", tune::outcome_name(e.outcome), tune::describe(r.candidates[i], r.gpus), e.message);
+      break;
+    }
+  }
+  out << fmt::format("  {} on {} workers, {} from the cache\n", format_seconds(r.wall_seconds), options.workers, n.cached);
+}
+
+void print_ranking(const tune::SearchResult& r, const ReportOptions& options, std::ostream& out) {
+  const bool granularity = any_granularity(r);
+  Table table;
+  table.column("#").column("strategy", Table::Align::kLeft).column("shard group").column("micro-batch");
+  table.column("checkpointing", Table::Align::kLeft).column("prefetch").column("reshard", Table::Align::kLeft);
+  if (granularity) table.column("granularity", Table::Align::kLeft);
+  table.column("tokens/s/GPU").column("step time").column("MFU").column("peak GiB").column("free GiB").column("exposed comm");
+  const size_t shown = std::min(options.top, r.ranking.ranked.size());
+  for (size_t k = 0; k < shown; ++k) {
+    const size_t i = r.ranking.ranked[k];
+    const tune::Candidate& c = r.candidates[i];
+    const tune::Evaluation& e = r.evaluations[i];
+    std::vector<std::string> row = {std::to_string(k + 1), scenarios::strategy_name(c.strategy), group_text(c, r.gpus),
+                                    fmt::format("{} x {}", c.micro_batch, c.grad_accum), tune::checkpointing_name(c.checkpointing),
+                                    std::to_string(c.prefetch), c.reshard ? "yes" : "no"};
+    if (granularity) row.push_back(c.granularity.empty() ? "-" : c.granularity);
+    for (std::string cell : {rate(e.tokens_per_s_per_gpu), format_seconds(e.step_time_s), fmt::format("{:.1f}%", 100 * e.mfu),
+                             gib(e.peak_reserved_bytes), gib(e.capacity_bytes - e.peak_reserved_bytes),
+                             format_seconds(e.exposed_comm_s)}) {
+      row.push_back(std::move(cell));
+    }
+    table.row(std::move(row));
+  }
+  out << fmt::format("\n  ranking (predicted; micro-batch is sequences x accumulation steps{}):\n",
+                     shown < r.ranking.ranked.size() ? fmt::format("; {} of {} that fit, --top N for more", shown,
+                                                                   r.ranking.ranked.size())
+                                                     : "");
+  table.print(out, "  ");
+}
+
+void print_pareto(const tune::SearchResult& r, std::ostream& out) {
+  Table table;
+  table.column("peak GiB").column("tokens/s/GPU").column("configuration", Table::Align::kLeft);
+  for (size_t i : r.ranking.pareto) {
+    table.row({gib(r.evaluations[i].peak_reserved_bytes), rate(r.evaluations[i].tokens_per_s_per_gpu),
+               tune::describe(r.candidates[i], r.gpus)});
+  }
+  out << "\n  throughput-memory Pareto front (no other fitting candidate is both faster and smaller):\n";
+  table.print(out, "  ");
+}
+
+// The simulated candidate with the smallest peak, for a search where nothing fits.
+std::optional<size_t> smallest_peak(const tune::SearchResult& r) {
+  std::optional<size_t> best;
+  for (size_t i = 0; i < r.evaluations.size(); ++i) {
+    if (r.evaluations[i].outcome != tune::Outcome::kSimulated) continue;
+    if (!best || r.evaluations[i].peak_reserved_bytes < r.evaluations[*best].peak_reserved_bytes) best = i;
+  }
+  return best;
+}
+
+nlohmann::json candidate_to_json(const tune::Candidate& c) {
+  return {{"strategy", scenarios::strategy_name(c.strategy)},
+          {"shard_group", c.shard_group},
+          {"micro_batch", c.micro_batch},
+          {"grad_accum", c.grad_accum},
+          {"checkpointing", tune::checkpointing_name(c.checkpointing)},
+          {"prefetch_depth", c.prefetch},
+          {"reshard_after_forward", c.reshard},
+          {"granularity", c.granularity}};
+}
+
+}  // namespace
+
+void print_search(const tune::Tuner& tuner, const tune::SearchResult& r, const ReportOptions& options, std::ostream& out) {
+  const scenarios::Scenario& s = tuner.base_at(r.gpus).scenario;
+  const int64_t capacity = scenarios::hbm_capacity_bytes(s.cluster().gpu());
+  out << fmt::format("{}: {} on {} x {}, global batch {} x {} tokens ({} per GPU), memory budget {} GiB ({:g}% of {} GiB)\n",
+                     s.name(), model_text(s.model()), format_integer(r.gpus), s.cluster().gpu().preset(),
+                     format_integer(r.batch.global_sequences), format_integer(r.batch.sequence_length), r.batch.per_gpu_sequences,
+                     gib(r.budget_bytes), 100 * (1 - tuner.options().constraints.headroom), gib(capacity));
+  print_counts(r, options, out);
+  if (!r.any_fits()) {
+    const auto closest = smallest_peak(r);
+    out << fmt::format("\n  nothing fits in {} GiB on {} GPUs{}; `ragged tune --min-gpus` finds how many it needs\n",
+                       gib(r.budget_bytes), format_integer(r.gpus),
+                       closest ? fmt::format(" (smallest simulated peak {} GiB: {})", gib(r.evaluations[*closest].peak_reserved_bytes),
+                                             tune::describe(r.candidates[*closest], r.gpus))
+                               : "");
+    return;
+  }
+  print_ranking(r, options, out);
+  print_pareto(r, out);
+  const tune::Evaluation& best = r.evaluations[r.best()];
+  out << fmt::format("\nbest: {}\n  {} tokens/s per GPU, step {}, MFU {:.1f}%, peak {} of {} GiB\n",
+                     tune::describe(r.candidates[r.best()], r.gpus), rate(best.tokens_per_s_per_gpu),
+                     format_seconds(best.step_time_s), 100 * best.mfu, gib(best.peak_reserved_bytes), gib(best.capacity_bytes));
+  if (options.train_tokens) out << "  time to train: " << training_text(r, options) << '\n';
+}
+
+void print_gpu_counts(const tune::Tuner& tuner, const std::vector<tune::GpuCountRow>& rows, const ReportOptions& options,
+                      std::ostream& out) {
+  Table table;
+  table.column("GPUs").column("candidates").column("pruned").column("fit").column("tokens/s/GPU").column("step time");
+  table.column("MFU").column("peak GiB");
+  if (options.train_tokens) table.column("time to train").column("GPU-hours");
+  if (options.gpu_hour_price) table.column("cost");
+  table.column("best configuration", Table::Align::kLeft);
+  for (const auto& row : rows) {
+    std::vector<std::string> cells = {format_integer(row.gpus)};
+    if (!row.result) {
+      cells.insert(cells.end(), {"-", "-", "-", "-", "-", "-", "-"});
+      if (options.train_tokens) cells.insert(cells.end(), {"-", "-"});
+      if (options.gpu_hour_price) cells.push_back("-");
+      cells.push_back("skipped: " + row.skipped);
+      table.row(std::move(cells));
+      continue;
+    }
+    const tune::SearchResult& r = *row.result;
+    cells.insert(cells.end(), {std::to_string(r.candidates.size()), std::to_string(r.counts.pruned()),
+                               std::to_string(r.counts.fitting)});
+    if (!r.any_fits()) {
+      cells.insert(cells.end(), {"-", "-", "-", "-"});
+      if (options.train_tokens) cells.insert(cells.end(), {"-", "-"});
+      if (options.gpu_hour_price) cells.push_back("-");
+      cells.push_back("nothing fits");
+      table.row(std::move(cells));
+      continue;
+    }
+    const tune::Evaluation& e = r.evaluations[r.best()];
+    cells.insert(cells.end(), {rate(e.tokens_per_s_per_gpu), format_seconds(e.step_time_s), fmt::format("{:.1f}%", 100 * e.mfu),
+                               gib(e.peak_reserved_bytes)});
+    if (options.train_tokens) {
+      const auto t = tune::training_time(*options.train_tokens, e.tokens_per_s_per_gpu, r.gpus, options.gpu_hour_price);
+      cells.insert(cells.end(), {long_duration(t.seconds), format_integer(static_cast<int64_t>(t.gpu_hours + 0.5))});
+      if (t.cost) cells.push_back(format_integer(static_cast<int64_t>(*t.cost + 0.5)));
+    }
+    cells.push_back(tune::describe(r.candidates[r.best()], r.gpus));
+    table.row(std::move(cells));
+  }
+  out << fmt::format("{}: the best configuration per GPU count (predicted{})\n", tuner.base().scenario.name(),
+                     tuner.options().constraints.global_batch_tokens ? ", fixed global batch" : ", the scenario's batch per GPU");
+  table.print(out, "  ");
+}
+
+void print_min_gpus(const tune::Tuner& tuner, const tune::MinGpusResult& result, const ReportOptions& options,
+                    std::ostream& out) {
+  std::string probes;
+  for (const auto& [gpus, fits] : result.probes) probes += fmt::format("{}{} {}", probes.empty() ? "" : ", ", gpus, fits ? "fits" : "no");
+  const int64_t per_node = tuner.base().scenario.cluster().gpus_per_node();
+  if (!result.result) {
+    out << fmt::format("{}: nothing fits on up to {} GPUs (tried {}); give --gpus N to search further\n",
+                       tuner.base().scenario.name(), format_integer(result.upper), probes.empty() ? "no count" : probes);
+    return;
+  }
+  const int64_t gpus = result.result->gpus;
+  out << fmt::format("fewest GPUs: {} ({} node{} of {}), searched up to {} (tried {})\n\n", format_integer(gpus),
+                     gpus / per_node, gpus / per_node == 1 ? "" : "s", per_node, format_integer(result.upper), probes);
+  print_search(tuner, *result.result, options, out);
+}
+
+nlohmann::json search_to_json(const tune::Tuner& tuner, const tune::SearchResult& r, const ReportOptions& options) {
+  nlohmann::json candidates = nlohmann::json::array();
+  for (size_t i = 0; i < r.candidates.size(); ++i) {
+    nlohmann::json evaluation = tune::to_json(r.evaluations[i]);
+    evaluation["fits"] = r.evaluations[i].fits(r.budget_bytes);
+    candidates.push_back({{"configuration", candidate_to_json(r.candidates[i])}, {"evaluation", std::move(evaluation)}});
+  }
+  const tune::OutcomeCounts& n = r.counts;
+  nlohmann::json out = {
+      {"scenario", tuner.base().scenario.name()},
+      {"gpus", r.gpus},
+      {"sequence_length", r.batch.sequence_length},
+      {"global_batch_sequences", r.batch.global_sequences},
+      {"per_gpu_sequences", r.batch.per_gpu_sequences},
+      {"headroom", tuner.options().constraints.headroom},
+      {"budget_bytes", r.budget_bytes},
+      {"counts",
+       {{"candidates", r.candidates.size()}, {"pruned_state", n.pruned_state}, {"pruned_activations", n.pruned_activations},
+        {"simulated", n.simulated}, {"fit", n.fitting}, {"invalid", n.invalid}, {"failed", n.failed}}},
+      {"candidates", std::move(candidates)},
+      {"ranking", r.ranking.ranked},
+      {"pareto", r.ranking.pareto},
+      {"best", nullptr},
+      {"run", {{"wall_seconds", r.wall_seconds}, {"workers", options.workers}, {"cached", n.cached}}},
+  };
+  if (r.any_fits()) {
+    out["best"] = {{"index", r.best()}, {"configuration", candidate_to_json(r.candidates[r.best()])},
+                   {"description", tune::describe(r.candidates[r.best()], r.gpus)}};
+    if (options.train_tokens) {
+      const auto t = tune::training_time(*options.train_tokens, r.evaluations[r.best()].tokens_per_s_per_gpu, r.gpus,
+                                         options.gpu_hour_price);
+      out["training"] = {{"tokens", *options.train_tokens}, {"seconds", t.seconds}, {"gpu_hours", t.gpu_hours},
+                         {"cost", t.cost ? nlohmann::json(*t.cost) : nlohmann::json(nullptr)}};
+    }
+  }
+  return out;
+}
+
+nlohmann::json gpu_counts_to_json(const tune::Tuner& tuner, const std::vector<tune::GpuCountRow>& rows,
+                                  const ReportOptions& options) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& row : rows) {
+    out.push_back({{"gpus", row.gpus},
+                   {"skipped", row.skipped},
+                   {"search", row.result ? search_to_json(tuner, *row.result, options) : nlohmann::json(nullptr)}});
+  }
+  return {{"scenario", tuner.base().scenario.name()}, {"counts", std::move(out)}};
+}
+
+nlohmann::json min_gpus_to_json(const tune::Tuner& tuner, const tune::MinGpusResult& result, const ReportOptions& options) {
+  nlohmann::json probes = nlohmann::json::array();
+  for (const auto& [gpus, fits] : result.probes) probes.push_back({{"gpus", gpus}, {"fits", fits}});
+  return {{"scenario", tuner.base().scenario.name()},
+          {"upper", result.upper},
+          {"min_gpus", result.result ? nlohmann::json(result.result->gpus) : nlohmann::json(nullptr)},
+          {"probes", std::move(probes)},
+          {"search", result.result ? search_to_json(tuner, *result.result, options) : nlohmann::json(nullptr)}};
+}
+
+}  // namespace ragged::cli

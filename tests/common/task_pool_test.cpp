@@ -1,0 +1,120 @@
+// The local task pool: every task answered in its own slot whatever thread
+// ran it, tasks handed out dynamically, stop, failures rethrown.
+
+#include "common/task_pool.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <set>
+#include <stdexcept>
+#include <thread>
+
+#include "common/errors.hpp"
+
+namespace ragged {
+namespace {
+
+std::vector<std::string> numbered(int n) {
+  std::vector<std::string> tasks;
+  for (int i = 0; i < n; ++i) tasks.push_back(std::to_string(i));
+  return tasks;
+}
+
+TEST(LocalTaskPool, EveryResultLandsInItsTasksSlot) {
+  LocalTaskPool pool([](const std::string& task) { return "answer " + task; }, 4);
+  EXPECT_EQ(pool.workers(), 4);
+  const auto results = pool.map(numbered(100));
+  ASSERT_EQ(results.size(), 100u);
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_TRUE(results[static_cast<size_t>(i)].has_value());
+    EXPECT_EQ(*results[static_cast<size_t>(i)], "answer " + std::to_string(i));
+  }
+  EXPECT_TRUE(pool.map({}).empty());
+}
+
+// One slow task holds one thread; the other threads take every other task.
+TEST(LocalTaskPool, ASlowTaskDoesNotHoldUpTheRest) {
+  std::mutex mutex;
+  std::set<std::thread::id> ran_others;
+  std::thread::id slow_thread;
+  LocalTaskPool pool(
+      [&](const std::string& task) {
+        if (task == "0") {
+          slow_thread = std::this_thread::get_id();
+          std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        } else {
+          const std::lock_guard lock(mutex);
+          ran_others.insert(std::this_thread::get_id());
+        }
+        return task;
+      },
+      2);
+  const auto start = std::chrono::steady_clock::now();
+  const auto results = pool.map(numbered(50));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(results.size(), 50u);
+  EXPECT_LT(seconds, 1.0);
+  EXPECT_EQ(ran_others.size(), 1u);  // every other task on the other thread
+  EXPECT_EQ(ran_others.count(slow_thread), 0u);
+}
+
+TEST(LocalTaskPool, ProgressCountsEveryTaskOnce) {
+  LocalTaskPool pool([](const std::string& task) { return task; }, 3);
+  std::vector<size_t> seen;
+  MapOptions options;
+  options.progress = [&](size_t done, size_t total) {
+    EXPECT_EQ(total, 20u);
+    seen.push_back(done);
+  };
+  pool.map(numbered(20), options);
+  ASSERT_EQ(seen.size(), 20u);
+  for (size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], i + 1);
+}
+
+// With one thread the order is the list's: a stop after task 4 leaves 5.. unrun.
+TEST(LocalTaskPool, StopHandsOutNothingMore) {
+  std::atomic<int> ran{0};
+  LocalTaskPool pool(
+      [&](const std::string& task) {
+        ++ran;
+        return task;
+      },
+      1);
+  MapOptions options;
+  options.stop = [](const std::string& result) { return result == "4"; };
+  const auto results = pool.map(numbered(10), options);
+  EXPECT_EQ(ran.load(), 5);
+  for (size_t i = 0; i < 10; ++i) EXPECT_EQ(results[i].has_value(), i <= 4) << i;
+}
+
+TEST(LocalTaskPool, TheFirstFailureIsRethrownWithItsType) {
+  LocalTaskPool pool(
+      [](const std::string& task) -> std::string {
+        if (task == "3") throw InputError("task 3 is bad");
+        return task;
+      },
+      2);
+  EXPECT_THROW(pool.map(numbered(10)), InputError);
+}
+
+TEST(TaskQueue, DoneOnlyWhenEveryHandedTaskFinished) {
+  const std::vector<std::string> tasks = numbered(2);
+  TaskQueue queue(tasks, {});
+  EXPECT_FALSE(queue.done());
+  const auto first = queue.take();
+  const auto second = queue.take();
+  ASSERT_TRUE(first && second);
+  EXPECT_FALSE(queue.take());
+  queue.complete(*second, "b");
+  EXPECT_FALSE(queue.done());
+  queue.complete(*first, "a");
+  EXPECT_TRUE(queue.done());
+  const auto results = queue.results();
+  EXPECT_EQ(*results[0], "a");
+  EXPECT_EQ(*results[1], "b");
+}
+
+}  // namespace
+}  // namespace ragged

@@ -1,0 +1,54 @@
+#include "tune/candidate_scenario.hpp"
+
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "planner/granularity.hpp"
+#include "scenarios/scenario_rules.hpp"
+
+namespace ragged::tune {
+
+scenarios::LoadedScenario candidate_scenario(const scenarios::LoadedScenario& base, const Candidate& c,
+                                             int64_t sequence_length) {
+  scenarios::LoadedScenario out = base;
+  scenarios::Training* t = out.written.mutable_training();
+  t->set_strategy(c.strategy);
+  t->set_shard_group_size(static_cast<int32_t>(c.shard_group));
+  t->clear_replicate_group_size();  // the rest of the GPUs
+  t->set_micro_batch_size(static_cast<int32_t>(c.micro_batch));
+  t->set_gradient_accumulation_steps(static_cast<int32_t>(c.grad_accum));
+  t->set_sequence_length(static_cast<int32_t>(sequence_length));
+  t->set_activation_checkpointing(c.checkpointing);
+  t->set_prefetch_depth(c.prefetch);
+  t->set_reshard_after_forward(c.reshard);
+  if (!c.granularity.empty()) {
+    planner::set_uniform_granularity(planner::GranularitySpec::parse(c.granularity), t->mutable_granularity());
+  }
+  return scenarios::rebuild(std::move(out));
+}
+
+std::string describe(const Candidate& c, int64_t gpus) {
+  const int64_t replicas = gpus / c.shard_group;
+  return fmt::format("{}, shard group {}{}, micro-batch {} x {}, {} checkpointing, prefetch {}, {}{}",
+                     scenarios::strategy_name(c.strategy), c.shard_group,
+                     replicas > 1 ? fmt::format(" x {} replicas", replicas) : "", c.micro_batch, c.grad_accum,
+                     checkpointing_name(c.checkpointing), c.prefetch, c.reshard ? "reshard" : "no reshard",
+                     c.granularity.empty() ? "" : ", granularity " + c.granularity);
+}
+
+std::string scenario_file_text(const scenarios::LoadedScenario& scenario, const std::string& description) {
+  scenarios::Scenario written = scenario.written;
+  written.set_name(scenario.scenario.name() + "-tuned");
+  written.set_description(description);
+  if (written.model().has_hf_config()) {
+    const std::filesystem::path path = written.model().hf_config();
+    if (path.is_relative()) {
+      written.mutable_model()->set_hf_config(std::filesystem::absolute(scenario.base_dir / path).lexically_normal().string());
+    }
+  }
+  return fmt::format("# Written by `ragged tune` from {}: {}\n", scenario.origin, description) +
+         scenarios::to_text(written);
+}
+
+}  // namespace ragged::tune

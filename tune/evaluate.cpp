@@ -1,0 +1,113 @@
+#include "tune/evaluate.hpp"
+
+#include <optional>
+
+#include "common/errors.hpp"
+#include "planner/memory_breakdown.hpp"
+#include "planner/program_builder.hpp"
+#include "planner/scenario_plan.hpp"
+#include "scenarios/scenario_rules.hpp"
+#include "sim/simulation_child.hpp"
+
+namespace ragged::tune {
+namespace {
+
+void add_simulation(Evaluation& e, const sim::SimulationSummary& simulated) {
+  const traces::Summary& s = simulated.summary;
+  e.outcome = Outcome::kSimulated;
+  e.step_time_s = s.step_time_s();
+  e.tokens_per_s_per_gpu = s.tokens_per_s_per_gpu();
+  e.mfu = s.mfu();
+  e.exposed_comm_s = s.exposed_comm_s();
+  e.compute_s = s.compute_s();
+  e.comm_s = s.comm_s();
+  e.peak_reserved_bytes = s.peak_reserved_bytes();
+  e.peak_allocated_bytes = s.peak_allocated_bytes();
+  e.oom = s.oom();
+  e.alloc_retries = s.alloc_retries();
+  e.mode = sim::mode_name(simulated.stats.mode);
+  e.simulation_wall_s = simulated.stats.wall_seconds;
+}
+
+// The planner's figures of a resolved scenario (outcome left to the verdict).
+Evaluation floors(const planner::ResolvedScenario& resolved) {
+  const planner::Plan plan = planner::plan_scenario(resolved);
+  const planner::ProgramInputs inputs = planner::program_inputs(resolved, plan);
+  const planner::Program program = planner::build_program(inputs, planner::representative_rank(inputs));
+  const planner::MemoryFloor floor = planner::memory_floor(program);
+  Evaluation e;
+  e.persistent_bytes = floor.persistent;
+  e.floor_bytes = floor.total();
+  e.static_peak_bytes = planner::memory_breakdown(program).peak_total();
+  e.capacity_bytes = scenarios::hbm_capacity_bytes(resolved.scenario().cluster().gpu());
+  return e;
+}
+
+// Only the floors of `known`, pruned or to be simulated under `headroom`.
+Evaluation verdict(const Evaluation& known, double headroom) {
+  Evaluation e;
+  e.persistent_bytes = known.persistent_bytes;
+  e.floor_bytes = known.floor_bytes;
+  e.static_peak_bytes = known.static_peak_bytes;
+  e.capacity_bytes = known.capacity_bytes;
+  e.cached = known.cached;
+  const int64_t budget = memory_budget(e.capacity_bytes, headroom);
+  e.outcome = e.floor_bytes > budget ? Outcome::kPruned : Outcome::kSimulated;
+  if (e.persistent_bytes > budget) e.prune_reason = PruneReason::kPersistentState;
+  else if (e.floor_bytes > budget) e.prune_reason = PruneReason::kActivations;
+  return e;
+}
+
+Evaluation invalid(const std::string& message) {
+  Evaluation e;
+  e.outcome = Outcome::kInvalid;
+  e.message = message;
+  return e;
+}
+
+}  // namespace
+
+Evaluation plan_and_prune(const scenarios::LoadedScenario& scenario, double headroom) {
+  return verdict(floors(planner::resolve_scenario(scenario)), headroom);
+}
+
+Evaluation evaluate(const scenarios::LoadedScenario& scenario, const EvaluateOptions& options) {
+  const ResultCache* cache = options.cache;
+  const std::string key = cache != nullptr ? cache_key(scenario) : "";
+  const std::optional<Evaluation> known = cache != nullptr ? cache->load(key) : std::nullopt;
+  if (known && known->outcome == Outcome::kInvalid) return *known;
+
+  std::optional<planner::ResolvedScenario> resolved;
+  Evaluation planned;
+  try {
+    if (known) {
+      planned = *known;
+    } else {
+      resolved = planner::resolve_scenario(scenario);
+      planned = floors(*resolved);
+    }
+  } catch (const InputError& error) {
+    Evaluation e = invalid(error.what());
+    if (cache != nullptr) cache->store(key, e);
+    return e;
+  }
+  Evaluation e = verdict(planned, options.headroom);
+  if (e.outcome == Outcome::kPruned) {
+    if (cache != nullptr && !known) cache->store(key, e);
+    return e;
+  }
+  if (known && known->outcome == Outcome::kSimulated) return *known;
+  try {
+    if (!resolved) resolved = planner::resolve_scenario(scenario);
+    add_simulation(e, sim::simulate_summary_in_child(*resolved));
+  } catch (const std::exception& error) {
+    e.outcome = Outcome::kFailed;
+    e.message = error.what();
+    return e;  // a failure may be this machine's (fork, memory): never cached
+  }
+  e.cached = false;
+  if (cache != nullptr) cache->store(key, e);
+  return e;
+}
+
+}  // namespace ragged::tune

@@ -1,0 +1,69 @@
+#pragma once
+// What the tuner learns about one candidate: discarded before simulation
+// (its memory floor exceeds what it may use), rejected by the scenario's
+// own checks, failed in the simulator, or simulated with its figures. As
+// JSON it travels between MPI ranks and lives in the result cache.
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace ragged::tune {
+
+enum class Outcome {
+  kSimulated,
+  kPruned,   // the planner's floor alone exceeds the memory budget: no simulation
+  kInvalid,  // the scenario rejects the combination (a granularity the model does not allow)
+  kFailed,   // the simulator refused it or failed
+};
+
+enum class PruneReason {
+  kNone,
+  kPersistentState,  // shards and optimizer states alone exceed the budget
+  kActivations,      // with the activations and workspaces one stream holds at once, they do
+};
+
+struct Evaluation {
+  Outcome outcome = Outcome::kInvalid;
+  PruneReason prune_reason = PruneReason::kNone;
+  std::string message;  // why invalid or failed
+
+  // From the planner (every candidate that resolves):
+  int64_t persistent_bytes = 0;  // sharded state per rank
+  int64_t floor_bytes = 0;       // planner::memory_floor: no execution peaks lower
+  int64_t static_peak_bytes = 0; // planner::memory_breakdown's estimate, for the report
+  int64_t capacity_bytes = 0;
+
+  // From the simulator:
+  double step_time_s = 0;
+  double tokens_per_s_per_gpu = 0;
+  double mfu = 0;
+  double exposed_comm_s = 0;
+  double compute_s = 0;
+  double comm_s = 0;
+  int64_t peak_reserved_bytes = 0;
+  int64_t peak_allocated_bytes = 0;
+  bool oom = false;
+  int64_t alloc_retries = 0;
+  std::string mode;           // full, symmetric
+  double simulation_wall_s = 0;
+
+  bool cached = false;  // read from the result cache (not serialized)
+
+  // Simulated without running out of memory and with a peak within `budget_bytes`.
+  bool fits(int64_t budget_bytes) const {
+    return outcome == Outcome::kSimulated && !oom && peak_reserved_bytes <= budget_bytes;
+  }
+};
+
+nlohmann::json to_json(const Evaluation& evaluation);
+Evaluation evaluation_from_json(const nlohmann::json& json);
+
+std::string outcome_name(Outcome outcome);          // "simulated", "pruned", "invalid", "failed"
+std::string prune_reason_text(PruneReason reason);  // "persistent state over budget", ...
+
+// The bytes a candidate may use: capacity less the headroom.
+int64_t memory_budget(int64_t capacity_bytes, double headroom);
+
+}  // namespace ragged::tune

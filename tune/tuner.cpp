@@ -1,0 +1,156 @@
+#include "tune/tuner.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <tuple>
+
+#include <nlohmann/json.hpp>
+
+#include "common/errors.hpp"
+#include "scenarios/scenario_rules.hpp"
+#include "tune/candidate_scenario.hpp"
+#include "tune/evaluate.hpp"
+
+namespace ragged::tune {
+namespace {
+
+nlohmann::json candidate_json(const Candidate& c) {
+  return {{"strategy", static_cast<int>(c.strategy)}, {"shard_group", c.shard_group},
+          {"micro_batch", c.micro_batch},             {"grad_accum", c.grad_accum},
+          {"checkpointing", static_cast<int>(c.checkpointing)}, {"prefetch", c.prefetch},
+          {"reshard", c.reshard},                     {"granularity", c.granularity}};
+}
+
+Candidate candidate_from_json(const nlohmann::json& j) {
+  Candidate c;
+  const int strategy = j.at("strategy"), checkpointing = j.at("checkpointing");
+  RAGGED_ASSERT(scenarios::Strategy_IsValid(strategy) && scenarios::Checkpointing_IsValid(checkpointing),
+                "a task names a known strategy and checkpointing mode");
+  c.strategy = static_cast<scenarios::Strategy>(strategy);
+  c.checkpointing = static_cast<scenarios::Checkpointing>(checkpointing);
+  c.shard_group = j.at("shard_group");
+  c.micro_batch = j.at("micro_batch");
+  c.grad_accum = j.at("grad_accum");
+  c.prefetch = j.at("prefetch");
+  c.reshard = j.at("reshard");
+  c.granularity = j.at("granularity");
+  return c;
+}
+
+// Likeliest to fit first: more checkpointing, smaller micro-batches,
+// larger shard groups, resharding, shallower prefetch.
+std::vector<Candidate> likeliest_to_fit_first(std::vector<Candidate> candidates) {
+  auto checkpointing_rank = [](scenarios::Checkpointing m) {
+    return m == scenarios::FULL ? 0 : m == scenarios::SELECTIVE ? 1 : 2;
+  };
+  std::stable_sort(candidates.begin(), candidates.end(), [&](const Candidate& a, const Candidate& b) {
+    return std::make_tuple(checkpointing_rank(a.checkpointing), a.micro_batch, -a.shard_group, !a.reshard, a.prefetch) <
+           std::make_tuple(checkpointing_rank(b.checkpointing), b.micro_batch, -b.shard_group, !b.reshard, b.prefetch);
+  });
+  return candidates;
+}
+
+}  // namespace
+
+Tuner::Tuner(scenarios::LoadedScenario base, TuneOptions options) : base_(std::move(base)), options_(std::move(options)) {
+  check_constraints(options_.constraints);
+  if (options_.cache_dir) cache_.emplace(*options_.cache_dir);
+}
+
+int64_t Tuner::sequence_length() const {
+  return options_.constraints.sequence_length.value_or(base_.scenario.training().sequence_length());
+}
+
+scenarios::LoadedScenario Tuner::base_at(int64_t gpus) const {
+  if (gpus == scenarios::total_gpus(base_.scenario)) return base_;
+  return scenarios::with_total_gpus(base_, gpus);
+}
+
+scenarios::LoadedScenario Tuner::scenario_of(int64_t gpus, const Candidate& candidate) const {
+  return candidate_scenario(base_at(gpus), candidate, sequence_length());
+}
+
+std::string Tuner::task_of(int64_t gpus, const Candidate& candidate) const {
+  return nlohmann::json{{"gpus", gpus}, {"candidate", candidate_json(candidate)}}.dump();
+}
+
+std::string Tuner::run_task(const std::string& task) const {
+  const nlohmann::json j = nlohmann::json::parse(task);
+  const int64_t gpus = j.at("gpus");
+  std::optional<scenarios::LoadedScenario> scenario;
+  Evaluation e;
+  try {
+    scenario = scenario_of(gpus, candidate_from_json(j.at("candidate")));
+  } catch (const InputError& error) {
+    e.outcome = Outcome::kInvalid;  // the scenario's own checks rejected the combination
+    e.message = error.what();
+  }
+  if (scenario) e = evaluate(*scenario, {options_.constraints.headroom, cache_ ? &*cache_ : nullptr});
+  return to_json(e).dump();
+}
+
+std::vector<Evaluation> Tuner::evaluate_all(TaskRunner& runner, int64_t gpus, const std::vector<Candidate>& candidates,
+                                            const MapOptions& map_options) const {
+  std::vector<std::string> tasks;
+  tasks.reserve(candidates.size());
+  for (const Candidate& c : candidates) tasks.push_back(task_of(gpus, c));
+  std::vector<Evaluation> out;
+  for (const auto& result : runner.map(tasks, map_options)) {
+    Evaluation e;
+    if (result) {
+      e = evaluation_from_json(nlohmann::json::parse(*result));
+    } else {
+      e.message = "not evaluated (the search stopped early)";
+    }
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+SearchResult Tuner::search(TaskRunner& runner, int64_t gpus, const SearchProgress& progress) const {
+  const auto start = std::chrono::steady_clock::now();
+  const scenarios::LoadedScenario base = base_at(gpus);
+  SearchResult out;
+  out.gpus = gpus;
+  out.batch = batch_shape(base.scenario, options_.constraints);
+  out.candidates = enumerate_candidates(base, options_.constraints);
+  out.budget_bytes =
+      memory_budget(scenarios::hbm_capacity_bytes(base.scenario.cluster().gpu()), options_.constraints.headroom);
+  MapOptions map_options;
+  map_options.progress = progress;
+  out.evaluations = evaluate_all(runner, gpus, out.candidates, map_options);
+  out.ranking = rank(out.evaluations, out.budget_bytes);
+  for (const Evaluation& e : out.evaluations) {
+    OutcomeCounts& n = out.counts;
+    n.cached += e.cached ? 1 : 0;
+    switch (e.outcome) {
+      case Outcome::kSimulated: ++n.simulated; break;
+      case Outcome::kInvalid: ++n.invalid; break;
+      case Outcome::kFailed: ++n.failed; break;
+      case Outcome::kPruned: ++(e.prune_reason == PruneReason::kPersistentState ? n.pruned_state : n.pruned_activations); break;
+    }
+  }
+  out.counts.fitting = out.ranking.ranked.size();
+  out.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
+bool Tuner::fits_at(TaskRunner& runner, int64_t gpus, const SearchProgress& progress) const {
+  std::vector<Candidate> candidates;
+  try {
+    candidates = likeliest_to_fit_first(enumerate_candidates(base_at(gpus), options_.constraints));
+  } catch (const InputError&) {
+    return false;  // nothing can be formed on this many GPUs
+  }
+  const int64_t budget =
+      memory_budget(scenarios::hbm_capacity_bytes(base_at(gpus).scenario.cluster().gpu()), options_.constraints.headroom);
+  MapOptions map_options;
+  map_options.progress = progress;
+  map_options.stop = [budget](const std::string& result) {
+    return evaluation_from_json(nlohmann::json::parse(result)).fits(budget);
+  };
+  const auto evaluations = evaluate_all(runner, gpus, candidates, map_options);
+  return std::any_of(evaluations.begin(), evaluations.end(), [&](const Evaluation& e) { return e.fits(budget); });
+}
+
+}  // namespace ragged::tune

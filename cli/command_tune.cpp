@@ -5,6 +5,7 @@
 // run on --jobs threads, each simulation in its own child process; under
 // `mpirun -np N` rank 0 hands them out to every rank's threads and prints.
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 
@@ -35,6 +36,7 @@ struct TuneCommandOptions {
   double headroom_percent = 5;
   int64_t max_grad_accum = 64;
   std::vector<std::string> strategies;
+  bool strategies_given = false;
   std::string shard_groups;
   std::string micro_batches;
   std::vector<std::string> checkpointing;
@@ -59,6 +61,9 @@ tune::Constraints constraints_of(const TuneCommandOptions& o) {
   if (o.sequence_length > 0) c.sequence_length = o.sequence_length;
   c.headroom = o.headroom_percent / 100;
   c.max_grad_accum = o.max_grad_accum;
+  if (o.strategies_given && (o.strategies.empty() || std::count(o.strategies.begin(), o.strategies.end(), ""))) {
+    throw InputError("--strategies: allow at least one strategy (ragged, vescale-paper, fsdp1, fsdp2, zero3, megatron or all)");
+  }
   for (const std::string& s : o.strategies) {
     if (s == "all") {
       c.strategies = scenarios::all_strategies();
@@ -200,9 +205,9 @@ void add_tune_command(CLI::App& app, Context& context) {
   cmd->add_option("--max-grad-accum", o->max_grad_accum, "Most gradient accumulation steps allowed")
       ->capture_default_str()
       ->check(whole_number(1, kMaxCount));
-  cmd->add_option("--strategies", o->strategies, "Strategies to try: ragged, vescale-paper, fsdp1, fsdp2, zero3, megatron "
-                                                 "or all (default)")
-      ->delimiter(',');
+  auto* strategies = cmd->add_option("--strategies", o->strategies,
+                                     "Strategies to try: ragged, vescale-paper, fsdp1, fsdp2, zero3, megatron or all (default)")
+                         ->delimiter(',');
   cmd->add_option("--shard-groups", o->shard_groups,
                   "Shard group sizes to try, e.g. 8,64,1024 (default: a node's GPUs times powers of two, and all GPUs)");
   cmd->add_option("--micro-batches", o->micro_batches, "Micro-batch sizes to try (default: every divisor of the per-GPU batch)");
@@ -224,7 +229,10 @@ void add_tune_command(CLI::App& app, Context& context) {
   cmd->add_option("--cache-dir", o->cache_dir,
                   "Result cache folder (default: $XDG_CACHE_HOME/ragged/tune, else ~/.cache/ragged/tune)");
   cmd->add_flag("--no-cache", o->no_cache, "Neither read nor write the result cache");
-  cmd->callback([&context, o] { run(*o, context); });
+  cmd->callback([&context, o, strategies] {
+    o->strategies_given = strategies->count() > 0;
+    run(*o, context);
+  });
 }
 
 }  // namespace ragged::cli

@@ -225,6 +225,9 @@ nlohmann::json search_to_json(const tune::Tuner& tuner, const tune::SearchResult
   for (size_t i = 0; i < r.candidates.size(); ++i) {
     nlohmann::json evaluation = tune::to_json(r.evaluations[i]);
     evaluation["fits"] = r.evaluations[i].fits(r.budget_bytes);
+    // This run's, not the answer (the totals are under "run").
+    evaluation.erase("simulation_wall_s");
+    evaluation.erase("cached");
     candidates.push_back({{"configuration", candidate_to_json(r.candidates[i])}, {"evaluation", std::move(evaluation)}});
   }
   const tune::OutcomeCounts& n = r.counts;

@@ -12,13 +12,20 @@
 
 namespace ragged {
 
-ProgressBar::ProgressBar(std::string label, double delay_s)
-    : label_(std::move(label)), delay_s_(delay_s), enabled_(wanted()), start_(std::chrono::steady_clock::now()) {}
+namespace {
 
-bool ProgressBar::wanted() {
-  const char* forced = std::getenv("RAGGED_PROGRESS");
-  return ::isatty(STDERR_FILENO) || (forced != nullptr && std::string(forced) == "1");
+bool forced() {
+  const char* value = std::getenv("RAGGED_PROGRESS");
+  return value != nullptr && std::string(value) == "1";
 }
+
+}  // namespace
+
+ProgressBar::ProgressBar(std::string label, double delay_s)
+    : label_(std::move(label)), delay_s_(forced() ? 0.0 : delay_s), enabled_(wanted()),
+      start_(std::chrono::steady_clock::now()) {}
+
+bool ProgressBar::wanted() { return ::isatty(STDERR_FILENO) || forced(); }
 
 void ProgressBar::update(double fraction, const std::string& detail) {
   if (!enabled_) return;

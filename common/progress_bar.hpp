@@ -1,8 +1,8 @@
 #pragma once
 // A one-line progress bar on stderr for work that runs over a second:
 // "label [#####.....]  42% 3.1s, 4.2s left". It shows only when stderr is a
-// terminal (or RAGGED_PROGRESS=1 forces it, for scripts and tests), never in
-// the first `delay_s`, and clears its line when finished. Safe to update from
+// terminal (or RAGGED_PROGRESS=1 forces it from the start, for scripts and
+// tests), never in the first `delay_s`, and clears its line when finished. Safe to update from
 // several threads.
 
 #include <chrono>

@@ -48,7 +48,8 @@ nlohmann::json to_json(const Evaluation& e) {
           {"oom", e.oom},
           {"alloc_retries", e.alloc_retries},
           {"mode", e.mode},
-          {"simulation_wall_s", e.simulation_wall_s}};
+          {"simulation_wall_s", e.simulation_wall_s},
+          {"cached", e.cached}};
 }
 
 Evaluation evaluation_from_json(const nlohmann::json& j) {
@@ -79,6 +80,7 @@ Evaluation evaluation_from_json(const nlohmann::json& j) {
   e.alloc_retries = j.at("alloc_retries");
   e.mode = j.at("mode");
   e.simulation_wall_s = j.at("simulation_wall_s");
+  e.cached = j.value("cached", false);
   return e;
 }
 

@@ -49,7 +49,7 @@ struct Evaluation {
   std::string mode;           // full, symmetric
   double simulation_wall_s = 0;
 
-  bool cached = false;  // read from the result cache (not serialized)
+  bool cached = false;  // read from the result cache (this run's, not the answer)
 
   // Simulated without running out of memory and with a peak within `budget_bytes`.
   bool fits(int64_t budget_bytes) const {

@@ -53,7 +53,7 @@ scenarios::Checkpointing parse_checkpointing(const std::string& name) {
   if (name == "none") return scenarios::NONE;
   if (name == "selective") return scenarios::SELECTIVE;
   if (name == "full") return scenarios::FULL;
-  throw InputError(fmt::format("checkpointing '{}': use none, selective or full", name));
+  throw InputError(fmt::format("--checkpointing '{}': use none, selective or full", name));
 }
 
 bool is_ragged_strategy(scenarios::Strategy strategy) {

@@ -1,0 +1,62 @@
+// Ranking and the Pareto front on hand-made evaluations, and the time to train.
+
+#include "tune/ranking.hpp"
+
+#include <gtest/gtest.h>
+
+namespace ragged::tune {
+namespace {
+
+Evaluation simulated(double tokens_per_s, int64_t peak, bool oom = false) {
+  Evaluation e;
+  e.outcome = Outcome::kSimulated;
+  e.tokens_per_s_per_gpu = tokens_per_s;
+  e.peak_reserved_bytes = peak;
+  e.oom = oom;
+  return e;
+}
+
+TEST(Ranking, OnlyWhatFitsFastestFirstTiesToTheSmallerPeakThenTheEarlier) {
+  Evaluation pruned;
+  pruned.outcome = Outcome::kPruned;
+  const std::vector<Evaluation> all = {
+      simulated(100, 50),       // 0
+      simulated(300, 120),      // 1: over the budget of 100
+      simulated(200, 90),       // 2
+      pruned,                   // 3
+      simulated(200, 60),       // 4: ties 2, smaller peak
+      simulated(250, 80, true), // 5: out of memory
+      simulated(200, 60),       // 6: ties 4 exactly
+  };
+  const Ranking r = rank(all, 100);
+  EXPECT_EQ(r.ranked, (std::vector<size_t>{4, 6, 2, 0}));
+  // By peak: 0 (50, 100/s), 4 (60, 200/s); 6 ties 4; 2 is larger and no faster.
+  EXPECT_EQ(r.pareto, (std::vector<size_t>{0, 4}));
+}
+
+TEST(Ranking, ParetoFrontKeepsEveryTradeOff) {
+  const std::vector<Evaluation> all = {simulated(10, 10), simulated(30, 30), simulated(20, 20), simulated(25, 40),
+                                       simulated(40, 50)};
+  const Ranking r = rank(all, 100);
+  EXPECT_EQ(r.pareto, (std::vector<size_t>{0, 2, 1, 4}));  // 3 is beaten by 1 (faster and smaller)
+  EXPECT_EQ(r.ranked.front(), 4u);
+}
+
+TEST(Ranking, NothingFits) {
+  const Ranking r = rank({simulated(10, 200)}, 100);
+  EXPECT_TRUE(r.ranked.empty());
+  EXPECT_TRUE(r.pareto.empty());
+}
+
+// 15T tokens at 1,000 tokens/s per GPU on 1,000 GPUs: 1.5e7 s, 4.17e6 GPU-hours.
+TEST(TrainingTime, TokensOverThroughput) {
+  const TrainingTime t = training_time(15e12, 1000, 1000, 2.5);
+  EXPECT_DOUBLE_EQ(t.seconds, 1.5e7);
+  EXPECT_DOUBLE_EQ(t.gpu_hours, 1.5e7 * 1000 / 3600);
+  ASSERT_TRUE(t.cost.has_value());
+  EXPECT_DOUBLE_EQ(*t.cost, t.gpu_hours * 2.5);
+  EXPECT_FALSE(training_time(1e9, 1000, 8, std::nullopt).cost.has_value());
+}
+
+}  // namespace
+}  // namespace ragged::tune

@@ -1,0 +1,188 @@
+// The search on the small scenario: the winner fits and is at least as fast
+// as every other fitting candidate, pruning never discards what a
+// simulation says fits, the cache answers a repeated search identically,
+// any number of workers gives the same answer, and the GPU-count searches.
+
+#include "tune/tuner.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "planner/resolved_scenario.hpp"
+#include "scenarios/scenario_rules.hpp"
+#include "sim/simulation_child.hpp"
+#include "tests/tune/tune_test_util.hpp"
+#include "tune/candidate_scenario.hpp"
+#include "tune/evaluate.hpp"
+#include "tune/gpu_search.hpp"
+
+namespace ragged::tune {
+namespace {
+
+using testing::small_scenario;
+using testing::TempDir;
+
+// Two strategies keep the search near a second: 96 candidates.
+TuneOptions small_options() {
+  TuneOptions options;
+  options.constraints.strategies = {scenarios::RAGGED, scenarios::FSDP2};
+  return options;
+}
+
+SearchResult search_small(const TuneOptions& options, int jobs) {
+  const Tuner tuner(small_scenario(), options);
+  LocalTaskPool pool([&](const std::string& task) { return tuner.run_task(task); }, jobs);
+  return tuner.search(pool, 8);
+}
+
+nlohmann::json answers(const SearchResult& r) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Evaluation& e : r.evaluations) {
+    nlohmann::json j = to_json(e);
+    j.erase("simulation_wall_s");
+    j.erase("cached");
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+TEST(Tuner, WinnerFitsAndIsAtLeastAsFastAsEveryOtherFittingCandidate) {
+  const SearchResult r = search_small(small_options(), 2);
+  std::printf("%zu candidates: %zu pruned, %zu simulated, %zu fit, budget %lld bytes\n", r.candidates.size(),
+              r.counts.pruned(), r.counts.simulated, r.counts.fitting, static_cast<long long>(r.budget_bytes));
+  ASSERT_EQ(r.candidates.size(), 96u);
+  ASSERT_EQ(r.evaluations.size(), r.candidates.size());
+  // Every verdict occurs, so the checks below are not vacuous.
+  EXPECT_GT(r.counts.pruned(), 0u);
+  EXPECT_GT(r.counts.fitting, 0u);
+  EXPECT_LT(r.counts.fitting, r.counts.simulated);
+  EXPECT_EQ(r.counts.pruned() + r.counts.simulated + r.counts.invalid + r.counts.failed, r.candidates.size());
+  EXPECT_EQ(r.counts.failed, 0u);
+  ASSERT_TRUE(r.any_fits());
+  const Evaluation& best = r.evaluations[r.best()];
+  EXPECT_TRUE(best.fits(r.budget_bytes));
+  EXPECT_LE(best.peak_reserved_bytes, r.budget_bytes);
+  size_t fitting = 0;
+  for (const Evaluation& e : r.evaluations) {
+    if (!e.fits(r.budget_bytes)) continue;
+    ++fitting;
+    EXPECT_GE(best.tokens_per_s_per_gpu, e.tokens_per_s_per_gpu);
+  }
+  EXPECT_EQ(fitting, r.ranking.ranked.size());
+  for (size_t k = 1; k < r.ranking.ranked.size(); ++k) {
+    EXPECT_GE(r.evaluations[r.ranking.ranked[k - 1]].tokens_per_s_per_gpu,
+              r.evaluations[r.ranking.ranked[k]].tokens_per_s_per_gpu);
+  }
+}
+
+// Every pruned candidate of the search (here all of them, a sample of the
+// space) is simulated anyway: none fits, and none peaks below its floor.
+TEST(Tuner, PruningNeverDiscardsACandidateThatASimulationSaysFits) {
+  const TuneOptions options = small_options();
+  const Tuner tuner(small_scenario(), options);
+  const SearchResult r = search_small(options, 2);
+  size_t checked = 0;
+  for (size_t i = 0; i < r.candidates.size(); ++i) {
+    if (r.evaluations[i].outcome != Outcome::kPruned) continue;
+    const auto simulated =
+        sim::simulate_summary_in_child(planner::resolve_scenario(tuner.scenario_of(8, r.candidates[i]))).summary;
+    const bool fits = !simulated.oom() && simulated.peak_reserved_bytes() <= r.budget_bytes;
+    EXPECT_FALSE(fits) << describe(r.candidates[i], 8);
+    EXPECT_GE(simulated.peak_allocated_bytes(), r.evaluations[i].floor_bytes) << describe(r.candidates[i], 8);
+    ++checked;
+  }
+  std::printf("%zu pruned candidates simulated: none fits\n", checked);
+  EXPECT_GT(checked, 10u);
+}
+
+TEST(Tuner, AnyNumberOfWorkersGivesTheSameAnswer) {
+  const SearchResult one = search_small(small_options(), 1);
+  const SearchResult four = search_small(small_options(), 4);
+  EXPECT_EQ(answers(one), answers(four));
+  EXPECT_EQ(one.ranking.ranked, four.ranking.ranked);
+  EXPECT_EQ(one.ranking.pareto, four.ranking.pareto);
+}
+
+// The second search reads every candidate from the cache and answers the
+// same; a smaller headroom afterwards simulates what the larger one pruned
+// and answers as a search without the cache does.
+TEST(Tuner, CacheAnswersARepeatedSearchIdentically) {
+  TempDir dir("cache");
+  TuneOptions cached = small_options();
+  cached.cache_dir = dir.path();
+  const SearchResult first = search_small(cached, 2);
+  EXPECT_EQ(first.counts.cached, 0u);
+  const SearchResult second = search_small(cached, 2);
+  EXPECT_EQ(second.counts.cached, second.candidates.size());
+  EXPECT_EQ(answers(first), answers(second));
+  std::printf("first search %.2f s, repeated from the cache %.2f s\n", first.wall_seconds, second.wall_seconds);
+
+  TuneOptions roomy = cached;
+  roomy.constraints.headroom = 0.5;
+  const SearchResult pruned_more = search_small(roomy, 2);
+  EXPECT_GT(pruned_more.counts.pruned(), first.counts.pruned());
+  TuneOptions uncached = small_options();
+  uncached.constraints.headroom = 0.5;
+  EXPECT_EQ(answers(pruned_more), answers(search_small(uncached, 2)));
+}
+
+// The winner's scenario file, read back as `ragged simulate` reads it,
+// simulates to the very figures the search ranked.
+TEST(Tuner, WinnersScenarioFileReproducesItsFigures) {
+  const TuneOptions options = small_options();
+  const Tuner tuner(small_scenario(), options);
+  const SearchResult r = search_small(options, 2);
+  ASSERT_TRUE(r.any_fits());
+  const Candidate& best = r.candidates[r.best()];
+  const std::string text = scenario_file_text(tuner.scenario_of(8, best), describe(best, 8));
+  const auto reread = scenarios::parse_scenario(text, scenarios::ScenarioFormat::kText, "best.textproto", "/");
+  const traces::Summary s = sim::simulate_summary_in_child(planner::resolve_scenario(reread)).summary;
+  const Evaluation& e = r.evaluations[r.best()];
+  EXPECT_EQ(s.tokens_per_s_per_gpu(), e.tokens_per_s_per_gpu);
+  EXPECT_EQ(s.step_time_s(), e.step_time_s);
+  EXPECT_EQ(s.peak_reserved_bytes(), e.peak_reserved_bytes);
+  EXPECT_EQ(reread.scenario.name(), "tiny-llama-8xsmall-tuned");
+}
+
+// The per-count table skips a count the fixed global batch does not divide over.
+TEST(GpuSearch, CountsTheBatchDoesNotDivideOverAreSkipped) {
+  TuneOptions options = small_options();
+  options.constraints.global_batch_tokens = 16 * 1024;
+  options.constraints.checkpointing = {scenarios::FULL};
+  const Tuner tuner(small_scenario(), options);
+  LocalTaskPool pool([&](const std::string& task) { return tuner.run_task(task); }, 2);
+  const auto rows = search_gpu_counts(tuner, pool, {4, 12, 16});
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_TRUE(rows[0].result.has_value());
+  EXPECT_FALSE(rows[1].result.has_value());
+  EXPECT_NE(rows[1].skipped.find("does not divide over 12 GPUs"), std::string::npos) << rows[1].skipped;
+  EXPECT_TRUE(rows[2].result.has_value());
+  EXPECT_EQ(rows[2].result->batch.per_gpu_sequences, 1);
+}
+
+// The smallest count that fits, and one node fewer does not: one GPU per
+// node, so that the state sharded over fewer GPUs decides.
+TEST(GpuSearch, MinGpusFitsWhereOneNodeFewerDoesNot) {
+  scenarios::LoadedScenario base = small_scenario();
+  base.written.mutable_cluster()->set_gpus_per_node(1);
+  base.written.mutable_cluster()->set_nodes(8);
+  base = scenarios::rebuild(std::move(base));
+  TuneOptions options = small_options();
+  options.constraints.checkpointing = {scenarios::FULL};
+  const Tuner tuner(base, options);
+  LocalTaskPool pool([&](const std::string& task) { return tuner.run_task(task); }, 2);
+  const MinGpusResult found = find_min_gpus(tuner, pool, 8);
+  std::string probes;
+  for (const auto& [gpus, fits] : found.probes) probes += std::to_string(gpus) + (fits ? " fits, " : " no, ");
+  std::printf("probes: %s\n", probes.c_str());
+  ASSERT_TRUE(found.result.has_value());
+  const int64_t gpus = found.result->gpus;
+  EXPECT_GT(gpus, 1);  // not vacuous: one GPU is too few
+  EXPECT_TRUE(found.result->any_fits());
+  EXPECT_TRUE(tuner.fits_at(pool, gpus));
+  EXPECT_FALSE(tuner.fits_at(pool, gpus - 1));
+}
+
+}  // namespace
+}  // namespace ragged::tune

@@ -3,7 +3,8 @@
 # its own executable, test_backend_mpi (GoogleTest with an MPI-aware main,
 # mpi_test_main.cpp), run by CTest under mpirun for 1 to 5 ranks, uneven
 # group sizes included. Label "mpi": ctest -L mpi. It also runs Shampoo
-# sharded with settings the CLI cannot give (small blocks, stale roots).
+# sharded with settings the CLI cannot give (small blocks, stale roots), and
+# the task farm `ragged tune` distributes candidates with.
 list(APPEND RAGGED_BACKEND_TEST_SRCS
   ${CMAKE_CURRENT_LIST_DIR}/communicator_local_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/communicator_check_test.cpp
@@ -14,7 +15,8 @@ if(RAGGED_HAVE_MPI AND MPIEXEC_EXECUTABLE)
     ${CMAKE_CURRENT_LIST_DIR}/mpi_test_main.cpp
     ${CMAKE_CURRENT_LIST_DIR}/communicator_mpi_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/rank_groups_mpi_test.cpp
-    ${CMAKE_CURRENT_LIST_DIR}/shampoo_run_mpi_test.cpp)
+    ${CMAKE_CURRENT_LIST_DIR}/shampoo_run_mpi_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/task_farm_mpi_test.cpp)
   target_link_libraries(test_backend_mpi PRIVATE ragged::backend MPI::MPI_CXX GTest::gtest)
   ragged_set_warnings(test_backend_mpi)
 

@@ -12,8 +12,23 @@ namespace {
 
 std::string gib(int64_t bytes) { return fmt::format("{:.2f}", static_cast<double>(bytes) / kGiB); }
 std::string rate(double tokens_per_s) { return format_integer(static_cast<int64_t>(tokens_per_s + 0.5)); }
+// With a tenth: neighbours on the Pareto front can differ by less than one.
+std::string precise_rate(double tokens_per_s) {
+  const int64_t tenths = static_cast<int64_t>(tokens_per_s * 10 + 0.5);
+  return fmt::format("{}.{}", format_integer(tenths / 10), tenths % 10);
+}
 std::string percent(size_t part, size_t whole) {
   return whole == 0 ? "0%" : fmt::format("{:.1f}%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
+}
+
+// The simulator's own wall time summed over what this run simulated (the
+// rest of a search's time is planning, forking and waiting).
+double simulator_seconds(const tune::SearchResult& r) {
+  double total = 0;
+  for (const auto& e : r.evaluations) {
+    if (e.outcome == tune::Outcome::kSimulated && !e.cached) total += e.simulation_wall_s;
+  }
+  return total;
 }
 
 // Hours or days where seconds would be unreadable.
@@ -66,7 +81,8 @@ void print_counts(const tune::SearchResult& r, const ReportOptions& options, std
       break;
     }
   }
-  out << fmt::format("  {} on {} workers, {} from the cache\n", format_seconds(r.wall_seconds), options.workers, n.cached);
+  out << fmt::format("  {} on {} workers ({} in the simulator), {} from the cache\n", format_seconds(r.wall_seconds),
+                     options.workers, format_seconds(simulator_seconds(r)), n.cached);
 }
 
 void print_ranking(const tune::SearchResult& r, const ReportOptions& options, std::ostream& out) {
@@ -103,7 +119,7 @@ void print_pareto(const tune::SearchResult& r, std::ostream& out) {
   Table table;
   table.column("peak GiB").column("tokens/s/GPU").column("configuration", Table::Align::kLeft);
   for (size_t i : r.ranking.pareto) {
-    table.row({gib(r.evaluations[i].peak_reserved_bytes), rate(r.evaluations[i].tokens_per_s_per_gpu),
+    table.row({gib(r.evaluations[i].peak_reserved_bytes), precise_rate(r.evaluations[i].tokens_per_s_per_gpu),
                tune::describe(r.candidates[i], r.gpus)});
   }
   out << "\n  throughput-memory Pareto front (no other fitting candidate is both faster and smaller):\n";
@@ -246,7 +262,9 @@ nlohmann::json search_to_json(const tune::Tuner& tuner, const tune::SearchResult
       {"ranking", r.ranking.ranked},
       {"pareto", r.ranking.pareto},
       {"best", nullptr},
-      {"run", {{"wall_seconds", r.wall_seconds}, {"workers", options.workers}, {"cached", n.cached}}},
+      {"run",
+       {{"wall_seconds", r.wall_seconds}, {"workers", options.workers}, {"cached", n.cached},
+        {"simulator_seconds", simulator_seconds(r)}}},
   };
   if (r.any_fits()) {
     out["best"] = {{"index", r.best()}, {"configuration", candidate_to_json(r.candidates[r.best()])},

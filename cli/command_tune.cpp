@@ -73,7 +73,7 @@ tune::Constraints constraints_of(const TuneCommandOptions& o) {
   }
   if (!o.shard_groups.empty()) c.shard_groups = parse_count_list(o.shard_groups, "--shard-groups", "shard group size");
   if (!o.micro_batches.empty()) c.micro_batches = parse_count_list(o.micro_batches, "--micro-batches", "micro-batch");
-  for (const std::string& m : o.checkpointing) c.checkpointing.push_back(tune::parse_checkpointing(m));
+  for (const std::string& m : o.checkpointing) c.checkpointing.push_back(scenarios::parse_checkpointing(m));
   if (!o.prefetch.empty()) {
     for (int64_t p : parse_count_list(o.prefetch, "--prefetch", "prefetch depth", 0)) c.prefetch_depths.push_back(static_cast<int>(p));
   }

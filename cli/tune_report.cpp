@@ -98,7 +98,7 @@ void print_ranking(const tune::SearchResult& r, const ReportOptions& options, st
     const tune::Candidate& c = r.candidates[i];
     const tune::Evaluation& e = r.evaluations[i];
     std::vector<std::string> row = {std::to_string(k + 1), scenarios::strategy_name(c.strategy), group_text(c, r.gpus),
-                                    fmt::format("{} x {}", c.micro_batch, c.grad_accum), tune::checkpointing_name(c.checkpointing),
+                                    fmt::format("{} x {}", c.micro_batch, c.grad_accum), scenarios::checkpointing_name(c.checkpointing),
                                     std::to_string(c.prefetch), c.reshard ? "yes" : "no"};
     if (granularity) row.push_back(c.granularity.empty() ? "-" : c.granularity);
     for (std::string cell : {rate(e.tokens_per_s_per_gpu), format_seconds(e.step_time_s), fmt::format("{:.1f}%", 100 * e.mfu),
@@ -141,7 +141,7 @@ nlohmann::json candidate_to_json(const tune::Candidate& c) {
           {"shard_group", c.shard_group},
           {"micro_batch", c.micro_batch},
           {"grad_accum", c.grad_accum},
-          {"checkpointing", tune::checkpointing_name(c.checkpointing)},
+          {"checkpointing", scenarios::checkpointing_name(c.checkpointing)},
           {"prefetch_depth", c.prefetch},
           {"reshard_after_forward", c.reshard},
           {"granularity", c.granularity}};

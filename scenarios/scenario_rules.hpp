@@ -35,5 +35,7 @@ std::string strategy_name(Strategy strategy);               // "ragged", "fsdp2"
 // Parses "ragged", "vescale-paper", "fsdp1", "fsdp2", "zero3", "megatron"; throws InputError.
 Strategy parse_strategy(const std::string& name);
 std::vector<Strategy> all_strategies();
+std::string checkpointing_name(Checkpointing mode);          // "none", "selective", "full"
+Checkpointing parse_checkpointing(const std::string& name);  // those names; throws InputError
 
 }  // namespace ragged::scenarios

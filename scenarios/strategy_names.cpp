@@ -41,4 +41,19 @@ std::vector<Strategy> all_strategies() {
   return out;
 }
 
+std::string checkpointing_name(Checkpointing mode) {
+  switch (mode) {
+    case SELECTIVE: return "selective";
+    case FULL: return "full";
+    default: return "none";
+  }
+}
+
+Checkpointing parse_checkpointing(const std::string& name) {
+  if (name == "none") return NONE;
+  if (name == "selective") return SELECTIVE;
+  if (name == "full") return FULL;
+  throw InputError(fmt::format("checkpointing '{}': use none, selective or full", name));
+}
+
 }  // namespace ragged::scenarios

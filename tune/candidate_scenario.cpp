@@ -33,7 +33,7 @@ std::string describe(const Candidate& c, int64_t gpus) {
   return fmt::format("{}, shard group {}{}, micro-batch {} x {}, {} checkpointing, prefetch {}, {}{}",
                      scenarios::strategy_name(c.strategy), c.shard_group,
                      replicas > 1 ? fmt::format(" x {} replicas", replicas) : "", c.micro_batch, c.grad_accum,
-                     c.checkpointing == scenarios::NONE ? "no" : checkpointing_name(c.checkpointing), c.prefetch, c.reshard ? "reshard" : "no reshard",
+                     c.checkpointing == scenarios::NONE ? "no" : scenarios::checkpointing_name(c.checkpointing), c.prefetch, c.reshard ? "reshard" : "no reshard",
                      c.granularity.empty() ? "" : ", granularity " + c.granularity);
 }
 

@@ -41,21 +41,6 @@ std::vector<int64_t> divisors(int64_t n) {
 
 }  // namespace
 
-std::string checkpointing_name(scenarios::Checkpointing mode) {
-  switch (mode) {
-    case scenarios::SELECTIVE: return "selective";
-    case scenarios::FULL: return "full";
-    default: return "none";
-  }
-}
-
-scenarios::Checkpointing parse_checkpointing(const std::string& name) {
-  if (name == "none") return scenarios::NONE;
-  if (name == "selective") return scenarios::SELECTIVE;
-  if (name == "full") return scenarios::FULL;
-  throw InputError(fmt::format("--checkpointing '{}': use none, selective or full", name));
-}
-
 bool is_ragged_strategy(scenarios::Strategy strategy) {
   return strategy == scenarios::RAGGED || strategy == scenarios::VESCALE_PAPER;
 }

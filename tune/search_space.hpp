@@ -65,10 +65,6 @@ BatchShape batch_shape(const scenarios::Scenario& base, const Constraints& const
 // within the accumulation limit).
 std::vector<Candidate> enumerate_candidates(const scenarios::LoadedScenario& base, const Constraints& constraints);
 
-// Lower-case names as the command line writes them.
-std::string checkpointing_name(scenarios::Checkpointing mode);  // "none", "selective", "full"
-scenarios::Checkpointing parse_checkpointing(const std::string& name);  // InputError otherwise
-
 // Whether a strategy lays out RaggedShard buffers (granularity is a choice).
 bool is_ragged_strategy(scenarios::Strategy strategy);
 

@@ -175,19 +175,4 @@ std::vector<std::string> shipped_scenario_names() {
 
 std::vector<std::string> optimizer_names() { return {"adamw", "adam8bit", "muon", "shampoo"}; }
 
-std::string checkpointing_label(scenarios::Checkpointing mode) {
-  switch (mode) {
-    case scenarios::FULL: return "full";
-    case scenarios::SELECTIVE: return "selective";
-    default: return "none";
-  }
-}
-
-scenarios::Checkpointing parse_checkpointing(const std::string& label) {
-  if (label == "none") return scenarios::NONE;
-  if (label == "full") return scenarios::FULL;
-  if (label == "selective") return scenarios::SELECTIVE;
-  throw InputError(fmt::format("checkpointing {}: use none, full or selective", label));
-}
-
 }  // namespace ragged::gui

@@ -49,7 +49,5 @@ std::vector<std::string> catalog_model_names();
 std::vector<std::string> gpu_preset_names();
 std::vector<std::string> shipped_scenario_names();
 std::vector<std::string> optimizer_names();
-std::string checkpointing_label(scenarios::Checkpointing mode);  // none, full, selective
-scenarios::Checkpointing parse_checkpointing(const std::string& label);
 
 }  // namespace ragged::gui

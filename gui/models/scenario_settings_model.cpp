@@ -76,7 +76,7 @@ QString ScenarioSettingsModel::value_text(int row) const {
     case kShardGroup: return QString::number(s.shard_group);
     case kMicroBatch: return QString::number(s.micro_batch);
     case kSequenceLength: return QString::number(s.sequence_length);
-    case kCheckpointing: return QString::fromStdString(checkpointing_label(s.checkpointing));
+    case kCheckpointing: return QString::fromStdString(scenarios::checkpointing_name(s.checkpointing));
     case kPrefetch: return QString::number(s.prefetch_depth);
     case kOptimizer: return QString::fromStdString(s.optimizer);
     default: return {};
@@ -125,7 +125,7 @@ bool ScenarioSettingsModel::parse_into(int row, const QString& value, ScenarioSe
       case kShardGroup: return positive(value, s.shard_group);
       case kMicroBatch: return positive(value, s.micro_batch);
       case kSequenceLength: return positive(value, s.sequence_length);
-      case kCheckpointing: s.checkpointing = parse_checkpointing(text); return true;
+      case kCheckpointing: s.checkpointing = scenarios::parse_checkpointing(text); return true;
       case kPrefetch: {
         bool ok = false;
         const int v = value.toInt(&ok);

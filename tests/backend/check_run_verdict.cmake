@@ -14,14 +14,8 @@ string(REPLACE "|" ";" COMMAND "${COMMAND}")
 execute_process(COMMAND ${COMMAND} RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err)
 message("${err}")
 
-# mpirun may print banners on stdout around rank 0's JSON: take the object.
-string(FIND "${out}" "{" first)
-string(FIND "${out}" "}" last REVERSE)
-if(first EQUAL -1 OR last EQUAL -1)
-  message(FATAL_ERROR "no JSON on stdout (exit ${code}):\n${out}")
-endif()
-math(EXPR length "${last} - ${first} + 1")
-string(SUBSTRING "${out}" ${first} ${length} json)
+include(${CMAKE_CURRENT_LIST_DIR}/../json_on_stdout.cmake)
+ragged_json_on_stdout(json "${out}" "exit ${code}")
 
 function(expect_field key expected)
   string(JSON value ERROR_VARIABLE missing GET "${json}" ${key})

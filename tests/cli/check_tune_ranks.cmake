@@ -6,6 +6,7 @@
 # Usage: cmake -DREFERENCE="a|b" -DCOMMAND="mpirun|-np|3|a|b" -P check_tune_ranks.cmake
 # (each command's words joined by '|', which add_test passes through intact)
 cmake_minimum_required(VERSION 3.19)  # string(JSON)
+include(${CMAKE_CURRENT_LIST_DIR}/../json_on_stdout.cmake)
 
 function(answer_of words out_var)
   string(REPLACE "|" ";" command "${words}")
@@ -13,14 +14,7 @@ function(answer_of words out_var)
   if(NOT code EQUAL 0)
     message(FATAL_ERROR "exit ${code}: ${command}\n${err}\n${out}")
   endif()
-  # mpirun may print banners around rank 0's JSON: take the object.
-  string(FIND "${out}" "{" first)
-  string(FIND "${out}" "}" last REVERSE)
-  if(first EQUAL -1 OR last EQUAL -1)
-    message(FATAL_ERROR "no JSON on stdout: ${command}\n${out}")
-  endif()
-  math(EXPR length "${last} - ${first} + 1")
-  string(SUBSTRING "${out}" ${first} ${length} json)
+  ragged_json_on_stdout(json "${out}" "${command}")
   string(JSON workers GET "${json}" run workers)
   string(JSON candidates LENGTH "${json}" candidates)
   message("${candidates} candidates on ${workers} workers: ${command}")

@@ -33,6 +33,7 @@ double simulator_seconds(const tune::SearchResult& r) {
 
 // Hours or days where seconds would be unreadable.
 std::string long_duration(double seconds) {
+  if (seconds >= 100 * 86400) return format_integer(static_cast<int64_t>(seconds / 86400 + 0.5)) + " days";
   if (seconds >= 2 * 86400) return fmt::format("{:.1f} days", seconds / 86400);
   if (seconds >= 3600) return fmt::format("{:.1f} hours", seconds / 3600);
   return format_seconds(seconds);

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <tuple>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "common/errors.hpp"
@@ -63,7 +64,15 @@ int64_t Tuner::sequence_length() const {
 
 scenarios::LoadedScenario Tuner::base_at(int64_t gpus) const {
   if (gpus == scenarios::total_gpus(base_.scenario)) return base_;
-  return scenarios::with_total_gpus(base_, gpus);
+  scenarios::LoadedScenario at = scenarios::with_total_gpus(base_, gpus);
+  // A scenario made for --model is named "<model>-<GPUs>x<preset>": keep the count in it true.
+  const std::string& name = base_.scenario.name();
+  const size_t dash = name.rfind('-'), x = name.rfind('x');
+  if (base_.origin == "--model" && dash != std::string::npos && x != std::string::npos && x > dash) {
+    at.written.set_name(fmt::format("{}-{}x{}", name.substr(0, dash), gpus, name.substr(x + 1)));
+    at = scenarios::rebuild(std::move(at));
+  }
+  return at;
 }
 
 scenarios::LoadedScenario Tuner::scenario_of(int64_t gpus, const Candidate& candidate) const {

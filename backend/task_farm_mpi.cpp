@@ -242,8 +242,11 @@ void MpiTaskFarm::serve() {
         ended = true;
         requested = false;
       } else if (results.empty()) {
+        // Waiting on rank 0: poll MPI now and then. Otherwise only a
+        // finished task can change anything: sleep until one does.
         std::unique_lock lock(mutex);
-        wake.wait_for(lock, kPollInterval, [&] { return !outbox.empty(); });
+        if (requested) wake.wait_for(lock, kPollInterval, [&] { return !outbox.empty(); });
+        else wake.wait(lock, [&] { return !outbox.empty(); });
       }
     }
   } catch (...) {

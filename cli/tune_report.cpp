@@ -288,7 +288,7 @@ nlohmann::json gpu_counts_to_json(const tune::Tuner& tuner, const std::vector<tu
                    {"skipped", row.skipped},
                    {"search", row.result ? search_to_json(tuner, *row.result, options) : nlohmann::json(nullptr)}});
   }
-  return {{"scenario", tuner.base().scenario.name()}, {"counts", std::move(out)}};
+  return {{"scenario", tuner.base().scenario.name()}, {"gpu_counts", std::move(out)}};
 }
 
 nlohmann::json min_gpus_to_json(const tune::Tuner& tuner, const tune::MinGpusResult& result, const ReportOptions& options) {

@@ -95,6 +95,22 @@ TEST_F(CliTune, BestPerGpuCount) {
   }
 }
 
+TEST_F(CliTune, MinGpusNamesTheCountAndSearchesThere) {
+  const auto result = run_cli(tune_args({"--min-gpus", "--gpus", "8", "--checkpointing", "full", "--json"}));
+  ASSERT_EQ(result.code, 0) << result.err;
+  const nlohmann::json out = nlohmann::json::parse(result.out);
+  ASSERT_FALSE(out["min_gpus"].is_null());
+  const int64_t gpus = out["min_gpus"];
+  EXPECT_EQ(gpus % 4, 0);  // whole nodes of 4
+  EXPECT_EQ(out["search"]["gpus"], gpus);
+  EXPECT_FALSE(out["search"]["best"].is_null());
+  bool probed = false;
+  for (const auto& probe : out["probes"]) probed |= probe["gpus"] == gpus && probe["fits"].get<bool>();
+  EXPECT_TRUE(probed);
+  const auto text = run_cli(tune_args({"--min-gpus", "--gpus", "8", "--checkpointing", "full"}));
+  EXPECT_EQ(text.out.rfind("fewest GPUs: ", 0), 0u) << text.out;
+}
+
 TEST_F(CliTune, ProgressBarWithTimeLeftOnStderr) {
   ::setenv("RAGGED_PROGRESS", "1", 1);  // stderr is a file here: force the bar
   const auto result = run_binary("tune " + kScenario + " --strategies fsdp2 --checkpointing full --no-cache --jobs 1");

@@ -122,14 +122,16 @@ MpiTaskFarm::~MpiTaskFarm() {
     }
   }
   int finalized = 1;
-  if (state_->comm != MPI_COMM_NULL && MPI_Finalized(&finalized) == MPI_SUCCESS && !finalized) MPI_Comm_free(&state_->comm);
+  if (state_->comm != MPI_COMM_NULL && MPI_Finalized(&finalized) == MPI_SUCCESS && !finalized)
+    MPI_Comm_free(&state_->comm);
 }
 
 int MpiTaskFarm::rank() const { return state_->rank; }
 int MpiTaskFarm::ranks() const { return state_->size; }
 int MpiTaskFarm::workers() const { return state_->all_threads; }
 
-std::vector<std::optional<std::string>> MpiTaskFarm::map(const std::vector<std::string>& tasks, const MapOptions& options) {
+std::vector<std::optional<std::string>> MpiTaskFarm::map(const std::vector<std::string>& tasks,
+                                                         const MapOptions& options) {
   State& s = *state_;
   RAGGED_ASSERT(s.rank == 0 && !s.finished, "only rank 0 maps tasks, before it finishes");
   TaskQueue queue(tasks, options);
@@ -143,8 +145,10 @@ std::vector<std::optional<std::string>> MpiTaskFarm::map(const std::vector<std::
         std::this_thread::sleep_for(kPollInterval);
         continue;
       }
-      if (message->first.MPI_TAG == kRequest) s.answer_request(message->first.MPI_SOURCE, queue);
-      else if (message->first.MPI_TAG == kResult) State::record_result(message->second, queue);
+      if (message->first.MPI_TAG == kRequest)
+        s.answer_request(message->first.MPI_SOURCE, queue);
+      else if (message->first.MPI_TAG == kResult)
+        State::record_result(message->second, queue);
     }
   }
   return queue.results();
@@ -245,8 +249,10 @@ void MpiTaskFarm::serve() {
         // Waiting on rank 0: poll MPI now and then. Otherwise only a
         // finished task can change anything: sleep until one does.
         std::unique_lock lock(mutex);
-        if (requested) wake.wait_for(lock, kPollInterval, [&] { return !outbox.empty(); });
-        else wake.wait(lock, [&] { return !outbox.empty(); });
+        if (requested)
+          wake.wait_for(lock, kPollInterval, [&] { return !outbox.empty(); });
+        else
+          wake.wait(lock, [&] { return !outbox.empty(); });
       }
     }
   } catch (...) {
@@ -267,7 +273,9 @@ MpiTaskFarm::~MpiTaskFarm() = default;
 int MpiTaskFarm::rank() const { return 0; }
 int MpiTaskFarm::ranks() const { return 1; }
 int MpiTaskFarm::workers() const { return 0; }
-std::vector<std::optional<std::string>> MpiTaskFarm::map(const std::vector<std::string>&, const MapOptions&) { return {}; }
+std::vector<std::optional<std::string>> MpiTaskFarm::map(const std::vector<std::string>&, const MapOptions&) {
+  return {};
+}
 void MpiTaskFarm::finish() {}
 void MpiTaskFarm::serve() {}
 

@@ -62,7 +62,8 @@ tune::Constraints constraints_of(const TuneCommandOptions& o) {
   c.headroom = o.headroom_percent / 100;
   c.max_grad_accum = o.max_grad_accum;
   if (o.strategies_given && (o.strategies.empty() || std::count(o.strategies.begin(), o.strategies.end(), ""))) {
-    throw InputError("--strategies: allow at least one strategy (ragged, vescale-paper, fsdp1, fsdp2, zero3, megatron or all)");
+    throw InputError(
+        "--strategies: allow at least one strategy (ragged, vescale-paper, fsdp1, fsdp2, zero3, megatron or all)");
   }
   for (const std::string& s : o.strategies) {
     if (s == "all") {
@@ -75,12 +76,16 @@ tune::Constraints constraints_of(const TuneCommandOptions& o) {
   if (!o.micro_batches.empty()) c.micro_batches = parse_count_list(o.micro_batches, "--micro-batches", "micro-batch");
   for (const std::string& m : o.checkpointing) c.checkpointing.push_back(scenarios::parse_checkpointing(m));
   if (!o.prefetch.empty()) {
-    for (int64_t p : parse_count_list(o.prefetch, "--prefetch", "prefetch depth", 0)) c.prefetch_depths.push_back(static_cast<int>(p));
+    for (int64_t p : parse_count_list(o.prefetch, "--prefetch", "prefetch depth", 0))
+      c.prefetch_depths.push_back(static_cast<int>(p));
   }
   for (const std::string& r : o.reshard) {
-    if (r == "true" || r == "yes") c.reshard_after_forward.push_back(true);
-    else if (r == "false" || r == "no") c.reshard_after_forward.push_back(false);
-    else throw InputError(fmt::format("--reshard '{}': use true, false or true,false", r));
+    if (r == "true" || r == "yes")
+      c.reshard_after_forward.push_back(true);
+    else if (r == "false" || r == "no")
+      c.reshard_after_forward.push_back(false);
+    else
+      throw InputError(fmt::format("--reshard '{}': use true, false or true,false", r));
   }
   c.granularities = o.granularities;
   return c;
@@ -106,8 +111,10 @@ tune::CountProgress bar_for(const std::shared_ptr<ProgressBar>& bar) {
 }
 
 void run(const TuneCommandOptions& o, Context& context) {
-  const std::vector<int64_t> counts = o.gpus.empty() ? std::vector<int64_t>{} : parse_count_list(o.gpus, "--gpus", "GPU count");
-  if (o.min_gpus && counts.size() > 1) throw InputError("--min-gpus searches up to one --gpus count; give one, or none");
+  const std::vector<int64_t> counts =
+      o.gpus.empty() ? std::vector<int64_t>{} : parse_count_list(o.gpus, "--gpus", "GPU count");
+  if (o.min_gpus && counts.size() > 1)
+    throw InputError("--min-gpus searches up to one --gpus count; give one, or none");
   if (!o.write_path.empty() && counts.size() > 1) {
     throw InputError("--write takes the winner of one GPU count: drop it, or give one --gpus count");
   }
@@ -118,12 +125,15 @@ void run(const TuneCommandOptions& o, Context& context) {
   if (o.gpu_hour_price > 0) report.gpu_hour_price = o.gpu_hour_price;
 
   ScenarioOptions source = o.scenario;
-  if (!counts.empty()) source.gpus = counts.front();
-  else if (!o.scenario.model.empty()) source.gpus = 8;  // --model alone: one node to start from
+  if (!counts.empty())
+    source.gpus = counts.front();
+  else if (!o.scenario.model.empty())
+    source.gpus = 8;  // --model alone: one node to start from
   const scenarios::LoadedScenario base = source.load();
   tune::TuneOptions options;
   options.constraints = constraints_of(o);
-  if (!o.no_cache) options.cache_dir = o.cache_dir.empty() ? tune::ResultCache::default_dir() : std::filesystem::path(o.cache_dir);
+  if (!o.no_cache)
+    options.cache_dir = o.cache_dir.empty() ? tune::ResultCache::default_dir() : std::filesystem::path(o.cache_dir);
   const tune::Tuner tuner(base, options);
 
   // Every rank got here with the same arguments; now the workers serve.
@@ -148,7 +158,9 @@ void run(const TuneCommandOptions& o, Context& context) {
   std::optional<tune::MinGpusResult> smallest;
   std::vector<tune::GpuCountRow> rows;
   if (o.min_gpus) {
-    const int64_t upper = !counts.empty() ? counts.front() : o.scenario.model.empty() ? scenarios::total_gpus(base.scenario) : 16384;
+    const int64_t upper = !counts.empty()            ? counts.front()
+                          : o.scenario.model.empty() ? scenarios::total_gpus(base.scenario)
+                                                     : 16384;
     smallest = tune::find_min_gpus(tuner, *runner, upper, progress);
     if (smallest->result) winner = &*smallest->result;
   } else if (counts.size() > 1) {
@@ -161,14 +173,6 @@ void run(const TuneCommandOptions& o, Context& context) {
   }
   bar->finish();
 
-  std::string written;
-  if (!o.write_path.empty()) {
-    if (winner == nullptr || !winner->any_fits()) throw InputError(fmt::format("--write {}: no configuration fits, nothing to write", o.write_path));
-    const tune::Candidate& best = winner->candidates[winner->best()];
-    write_file_atomically(o.write_path, tune::scenario_file_text(tuner.scenario_of(winner->gpus, best),
-                                                                 tune::describe(best, winner->gpus)));
-    written = o.write_path;
-  }
   if (o.json) {
     nlohmann::json out = smallest ? min_gpus_to_json(tuner, *smallest, report)
                          : single ? search_to_json(tuner, *single, report)
@@ -181,8 +185,16 @@ void run(const TuneCommandOptions& o, Context& context) {
   } else {
     print_gpu_counts(tuner, rows, report, context.out);
   }
-  if (!written.empty() && !o.json) {
-    context.out << fmt::format("\nwrote {}: `ragged simulate {}` reproduces the winner\n", written, written);
+  // The report first: with nothing to write, the search's answer still shows.
+  if (o.write_path.empty()) return;
+  if (winner == nullptr || !winner->any_fits()) {
+    throw InputError(fmt::format("--write {}: no configuration fits, nothing to write", o.write_path));
+  }
+  const tune::Candidate& best = winner->candidates[winner->best()];
+  write_file_atomically(o.write_path, tune::scenario_file_text(tuner.scenario_of(winner->gpus, best),
+                                                               tune::describe(best, winner->gpus)));
+  if (!o.json) {
+    context.out << fmt::format("\nwrote {}: `ragged simulate {}` reproduces the winner\n", o.write_path, o.write_path);
   }
 }
 
@@ -195,36 +207,46 @@ void add_tune_command(CLI::App& app, Context& context) {
   o->scenario.add_optimizer_to(cmd);
   cmd->add_option("--gpus", o->gpus, "GPU count (default: the scenario's), or a list N1,N2,... for the best per count");
   cmd->add_flag("--min-gpus", o->min_gpus,
-                "The fewest GPUs (whole nodes, up to --gpus or the scenario's) on which the model trains, and its best "
-                "configuration there");
-  cmd->add_option("--global-batch-tokens", o->global_batch_tokens,
-                  "Tokens per optimizer step over all GPUs, e.g. 4M (default: the scenario's tokens per GPU x the GPUs)");
-  cmd->add_option("--seq-len", o->sequence_length, "Sequence length (default: the scenario's)")->check(whole_number(1, kMaxCount));
+                "The fewest GPUs (whole nodes; up to --gpus, else the scenario's GPUs, else 16,384 with --model) on "
+                "which the model trains, and its best configuration there");
+  cmd->add_option(
+      "--global-batch-tokens", o->global_batch_tokens,
+      "Tokens per optimizer step over all GPUs, e.g. 4M (default: the scenario's tokens per GPU x the GPUs)");
+  cmd->add_option("--seq-len", o->sequence_length, "Sequence length (default: the scenario's)")
+      ->check(whole_number(1, kMaxCount));
   cmd->add_option("--headroom", o->headroom_percent, "Percent of HBM left free (NCCL, CUDA context, fragmentation)")
       ->capture_default_str();
   cmd->add_option("--max-grad-accum", o->max_grad_accum, "Most gradient accumulation steps allowed")
       ->capture_default_str()
       ->check(whole_number(1, kMaxCount));
-  auto* strategies = cmd->add_option("--strategies", o->strategies,
-                                     "Strategies to try: ragged, vescale-paper, fsdp1, fsdp2, zero3, megatron or all (default)")
-                         ->delimiter(',');
-  cmd->add_option("--shard-groups", o->shard_groups,
-                  "Shard group sizes to try, e.g. 8,64,1024 (default: a node's GPUs times powers of two, and all GPUs)");
-  cmd->add_option("--micro-batches", o->micro_batches, "Micro-batch sizes to try (default: every divisor of the per-GPU batch)");
-  cmd->add_option("--checkpointing", o->checkpointing, "Activation checkpointing to try: none, selective, full (default: all)")
+  auto* strategies =
+      cmd->add_option("--strategies", o->strategies,
+                      "Strategies to try: ragged, vescale-paper, fsdp1, fsdp2, zero3, megatron or all (default)")
+          ->delimiter(',');
+  cmd->add_option(
+      "--shard-groups", o->shard_groups,
+      "Shard group sizes to try, e.g. 8,64,1024 (default: a node's GPUs times powers of two, and all GPUs)");
+  cmd->add_option("--micro-batches", o->micro_batches,
+                  "Micro-batch sizes to try (default: every divisor of the per-GPU batch)");
+  cmd->add_option("--checkpointing", o->checkpointing,
+                  "Activation checkpointing to try: none, selective, full (default: all)")
       ->delimiter(',');
   cmd->add_option("--prefetch", o->prefetch, "Prefetch depths to try (default: 1,2)");
-  cmd->add_option("--reshard", o->reshard, "Reshard after forward: true, false or true,false (default)")->delimiter(',');
+  cmd->add_option("--reshard", o->reshard, "Reshard after forward: true, false or true,false (default)")
+      ->delimiter(',');
   cmd->add_option("--granularities", o->granularities,
                   "Granularities for ragged and vescale-paper, e.g. element,rows:16 (default: the scenario's)")
       ->delimiter(',');
   cmd->add_option("--train-tokens", o->train_tokens, "Tokens to train, e.g. 15T: time to train on the winner");
   cmd->add_option("--gpu-hour-price", o->gpu_hour_price, "Price of one GPU-hour: the cost of --train-tokens")
       ->check(number_between(0, 1e9));
-  cmd->add_option("--top", o->top, "Rows of the ranking to print")->capture_default_str()->check(whole_number(1, kMaxCount));
+  cmd->add_option("--top", o->top, "Rows of the ranking to print")
+      ->capture_default_str()
+      ->check(whole_number(1, kMaxCount));
   cmd->add_option("--write", o->write_path, "Write the winner as a scenario file that `ragged simulate` reproduces");
   cmd->add_flag("--json", o->json, "Print JSON: every candidate with its verdict and figures, the ranking, the front");
-  cmd->add_option("--jobs", o->jobs, "Simulations at once per rank (default: the hardware threads, shared by the ranks of a host)")
+  cmd->add_option("--jobs", o->jobs,
+                  "Simulations at once per rank (default: the hardware threads, shared by the ranks of a host)")
       ->check(whole_number(1, 4096));
   cmd->add_option("--cache-dir", o->cache_dir,
                   "Result cache folder (default: $XDG_CACHE_HOME/ragged/tune, else ~/.cache/ragged/tune)");

@@ -41,12 +41,16 @@ std::string long_duration(double seconds) {
 
 // The model as the scenario names it.
 std::string model_text(const scenarios::ModelSource& m) {
-  const std::string name = m.has_inline_spec() ? m.inline_spec().name() : m.has_hf_config() ? m.hf_config() : m.catalog();
-  return (name.empty() ? std::string("inline model") : name) + (m.layers() > 0 ? fmt::format(" ({} blocks)", m.layers()) : "");
+  const std::string name = m.has_inline_spec() ? m.inline_spec().name()
+                           : m.has_hf_config() ? m.hf_config()
+                                               : m.catalog();
+  return (name.empty() ? std::string("inline model") : name) +
+         (m.layers() > 0 ? fmt::format(" ({} blocks)", m.layers()) : "");
 }
 
 std::string group_text(const tune::Candidate& c, int64_t gpus) {
-  return gpus / c.shard_group > 1 ? fmt::format("{} x {}", c.shard_group, gpus / c.shard_group) : std::to_string(c.shard_group);
+  return gpus / c.shard_group > 1 ? fmt::format("{} x {}", c.shard_group, gpus / c.shard_group)
+                                  : std::to_string(c.shard_group);
 }
 
 bool any_granularity(const tune::SearchResult& r) {
@@ -58,27 +62,31 @@ bool any_granularity(const tune::SearchResult& r) {
 
 std::string training_text(const tune::SearchResult& r, const ReportOptions& options) {
   const tune::Evaluation& best = r.evaluations[r.best()];
-  const tune::TrainingTime t = tune::training_time(*options.train_tokens, best.tokens_per_s_per_gpu, r.gpus, options.gpu_hour_price);
-  return fmt::format("{} tokens in {} on {} GPUs, {} GPU-hours{}", format_count(*options.train_tokens), long_duration(t.seconds),
-                     format_integer(r.gpus), format_integer(static_cast<int64_t>(t.gpu_hours + 0.5)),
-                     t.cost ? fmt::format(", {} at {:g} per GPU-hour", format_integer(static_cast<int64_t>(*t.cost + 0.5)),
-                                          *options.gpu_hour_price)
+  const tune::TrainingTime t =
+      tune::training_time(*options.train_tokens, best.tokens_per_s_per_gpu, r.gpus, options.gpu_hour_price);
+  return fmt::format("{} tokens in {} on {} GPUs, {} GPU-hours{}", format_count(*options.train_tokens),
+                     long_duration(t.seconds), format_integer(r.gpus),
+                     format_integer(static_cast<int64_t>(t.gpu_hours + 0.5)),
+                     t.cost ? fmt::format(", {} at {:g} per GPU-hour",
+                                          format_integer(static_cast<int64_t>(*t.cost + 0.5)), *options.gpu_hour_price)
                             : "");
 }
 
 void print_counts(const tune::SearchResult& r, const ReportOptions& options, std::ostream& out) {
   const tune::OutcomeCounts& n = r.counts;
   const size_t all = r.candidates.size();
-  out << fmt::format("  {} candidates: {} pruned before simulation ({}: {} sharded state alone over the budget, {} with "
-                     "the activation floor), {} simulated, {} fit",
-                     all, n.pruned(), percent(n.pruned(), all), n.pruned_state, n.pruned_activations, n.simulated, n.fitting);
+  out << fmt::format(
+      "  {} candidates: {} pruned before simulation ({}: {} sharded state alone over the budget, {} with "
+      "the activation floor), {} simulated, {} fit",
+      all, n.pruned(), percent(n.pruned(), all), n.pruned_state, n.pruned_activations, n.simulated, n.fitting);
   if (n.invalid > 0) out << fmt::format(", {} invalid", n.invalid);
   if (n.failed > 0) out << fmt::format(", {} failed", n.failed);
   out << '\n';
   for (size_t i = 0; i < all; ++i) {
     const tune::Evaluation& e = r.evaluations[i];
     if (e.outcome == tune::Outcome::kFailed || e.outcome == tune::Outcome::kInvalid) {
-      out << fmt::format("  first {}: {}: {}\n", tune::outcome_name(e.outcome), tune::describe(r.candidates[i], r.gpus), e.message);
+      out << fmt::format("  first {}: {}: {}\n", tune::outcome_name(e.outcome), tune::describe(r.candidates[i], r.gpus),
+                         e.message);
       break;
     }
   }
@@ -92,27 +100,36 @@ void print_ranking(const tune::SearchResult& r, const ReportOptions& options, st
   table.column("#").column("strategy", Table::Align::kLeft).column("shard group").column("micro-batch");
   table.column("checkpointing", Table::Align::kLeft).column("prefetch").column("reshard", Table::Align::kLeft);
   if (granularity) table.column("granularity", Table::Align::kLeft);
-  table.column("tokens/s/GPU").column("step time").column("MFU").column("peak GiB").column("free GiB").column("exposed comm");
+  table.column("tokens/s/GPU")
+      .column("step time")
+      .column("MFU")
+      .column("peak GiB")
+      .column("free GiB")
+      .column("exposed comm");
   const size_t shown = std::min(options.top, r.ranking.ranked.size());
   for (size_t k = 0; k < shown; ++k) {
     const size_t i = r.ranking.ranked[k];
     const tune::Candidate& c = r.candidates[i];
     const tune::Evaluation& e = r.evaluations[i];
-    std::vector<std::string> row = {std::to_string(k + 1), scenarios::strategy_name(c.strategy), group_text(c, r.gpus),
-                                    fmt::format("{} x {}", c.micro_batch, c.grad_accum), scenarios::checkpointing_name(c.checkpointing),
-                                    std::to_string(c.prefetch), c.reshard ? "yes" : "no"};
+    std::vector<std::string> row = {std::to_string(k + 1),
+                                    scenarios::strategy_name(c.strategy),
+                                    group_text(c, r.gpus),
+                                    fmt::format("{} x {}", c.micro_batch, c.grad_accum),
+                                    scenarios::checkpointing_name(c.checkpointing),
+                                    std::to_string(c.prefetch),
+                                    c.reshard ? "yes" : "no"};
     if (granularity) row.push_back(c.granularity.empty() ? "-" : c.granularity);
-    for (std::string cell : {rate(e.tokens_per_s_per_gpu), format_seconds(e.step_time_s), fmt::format("{:.1f}%", 100 * e.mfu),
-                             gib(e.peak_reserved_bytes), gib(e.capacity_bytes - e.peak_reserved_bytes),
-                             format_seconds(e.exposed_comm_s)}) {
+    for (std::string cell : {rate(e.tokens_per_s_per_gpu), format_seconds(e.step_time_s),
+                             fmt::format("{:.1f}%", 100 * e.mfu), gib(e.peak_reserved_bytes),
+                             gib(e.capacity_bytes - e.peak_reserved_bytes), format_seconds(e.exposed_comm_s)}) {
       row.push_back(std::move(cell));
     }
     table.row(std::move(row));
   }
   out << fmt::format("\n  ranking (predicted; micro-batch is sequences x accumulation steps{}):\n",
-                     shown < r.ranking.ranked.size() ? fmt::format("; {} of {} that fit, --top N for more", shown,
-                                                                   r.ranking.ranked.size())
-                                                     : "");
+                     shown < r.ranking.ranked.size()
+                         ? fmt::format("; {} of {} that fit, --top N for more", shown, r.ranking.ranked.size())
+                         : "");
   table.print(out, "  ");
 }
 
@@ -150,21 +167,24 @@ nlohmann::json candidate_to_json(const tune::Candidate& c) {
 
 }  // namespace
 
-void print_search(const tune::Tuner& tuner, const tune::SearchResult& r, const ReportOptions& options, std::ostream& out) {
+void print_search(const tune::Tuner& tuner, const tune::SearchResult& r, const ReportOptions& options,
+                  std::ostream& out) {
   const scenarios::Scenario& s = tuner.base_at(r.gpus).scenario;
   const int64_t capacity = scenarios::hbm_capacity_bytes(s.cluster().gpu());
-  out << fmt::format("{}: {} on {} x {}, global batch {} x {} tokens ({} per GPU), memory budget {} GiB ({:g}% of {} GiB)\n",
-                     s.name(), model_text(s.model()), format_integer(r.gpus), s.cluster().gpu().preset(),
-                     format_integer(r.batch.global_sequences), format_integer(r.batch.sequence_length), r.batch.per_gpu_sequences,
-                     gib(r.budget_bytes), 100 * (1 - tuner.options().constraints.headroom), gib(capacity));
+  out << fmt::format(
+      "{}: {} on {} x {}, global batch {} x {} tokens ({} per GPU), memory budget {} GiB ({:g}% of {} GiB)\n", s.name(),
+      model_text(s.model()), format_integer(r.gpus), s.cluster().gpu().preset(),
+      format_integer(r.batch.global_sequences), format_integer(r.batch.sequence_length), r.batch.per_gpu_sequences,
+      gib(r.budget_bytes), 100 * (1 - tuner.options().constraints.headroom), gib(capacity));
   print_counts(r, options, out);
   if (!r.any_fits()) {
     const auto closest = smallest_peak(r);
-    out << fmt::format("\n  nothing fits in {} GiB on {} GPUs{}; `ragged tune --min-gpus` finds how many it needs\n",
-                       gib(r.budget_bytes), format_integer(r.gpus),
-                       closest ? fmt::format(" (smallest simulated peak {} GiB: {})", gib(r.evaluations[*closest].peak_reserved_bytes),
-                                             tune::describe(r.candidates[*closest], r.gpus))
-                               : "");
+    out << fmt::format(
+        "\n  nothing fits in {} GiB on {} GPUs{}; `ragged tune --min-gpus` finds how many it needs\n",
+        gib(r.budget_bytes), format_integer(r.gpus),
+        closest ? fmt::format(" (smallest simulated peak {} GiB: {})", gib(r.evaluations[*closest].peak_reserved_bytes),
+                              tune::describe(r.candidates[*closest], r.gpus))
+                : "");
     return;
   }
   print_ranking(r, options, out);
@@ -172,12 +192,13 @@ void print_search(const tune::Tuner& tuner, const tune::SearchResult& r, const R
   const tune::Evaluation& best = r.evaluations[r.best()];
   out << fmt::format("\nbest: {}\n  {} tokens/s per GPU, step {}, MFU {:.1f}%, peak {} of {} GiB\n",
                      tune::describe(r.candidates[r.best()], r.gpus), rate(best.tokens_per_s_per_gpu),
-                     format_seconds(best.step_time_s), 100 * best.mfu, gib(best.peak_reserved_bytes), gib(best.capacity_bytes));
+                     format_seconds(best.step_time_s), 100 * best.mfu, gib(best.peak_reserved_bytes),
+                     gib(best.capacity_bytes));
   if (options.train_tokens) out << "  time to train: " << training_text(r, options) << '\n';
 }
 
-void print_gpu_counts(const tune::Tuner& tuner, const std::vector<tune::GpuCountRow>& rows, const ReportOptions& options,
-                      std::ostream& out) {
+void print_gpu_counts(const tune::Tuner& tuner, const std::vector<tune::GpuCountRow>& rows,
+                      const ReportOptions& options, std::ostream& out) {
   Table table;
   table.column("GPUs").column("candidates").column("pruned").column("fit").column("tokens/s/GPU").column("step time");
   table.column("MFU").column("peak GiB");
@@ -206,8 +227,8 @@ void print_gpu_counts(const tune::Tuner& tuner, const std::vector<tune::GpuCount
       continue;
     }
     const tune::Evaluation& e = r.evaluations[r.best()];
-    cells.insert(cells.end(), {rate(e.tokens_per_s_per_gpu), format_seconds(e.step_time_s), fmt::format("{:.1f}%", 100 * e.mfu),
-                               gib(e.peak_reserved_bytes)});
+    cells.insert(cells.end(), {rate(e.tokens_per_s_per_gpu), format_seconds(e.step_time_s),
+                               fmt::format("{:.1f}%", 100 * e.mfu), gib(e.peak_reserved_bytes)});
     if (options.train_tokens) {
       const auto t = tune::training_time(*options.train_tokens, e.tokens_per_s_per_gpu, r.gpus, options.gpu_hour_price);
       cells.insert(cells.end(), {long_duration(t.seconds), format_integer(static_cast<int64_t>(t.gpu_hours + 0.5))});
@@ -216,19 +237,22 @@ void print_gpu_counts(const tune::Tuner& tuner, const std::vector<tune::GpuCount
     cells.push_back(tune::describe(r.candidates[r.best()], r.gpus));
     table.row(std::move(cells));
   }
-  out << fmt::format("{}: the best configuration per GPU count (predicted{})\n", tuner.base().scenario.name(),
-                     tuner.options().constraints.global_batch_tokens ? ", fixed global batch" : ", the scenario's batch per GPU");
+  out << fmt::format(
+      "{}: the best configuration per GPU count (predicted{})\n", tuner.base().scenario.name(),
+      tuner.options().constraints.global_batch_tokens ? ", fixed global batch" : ", the scenario's batch per GPU");
   table.print(out, "  ");
 }
 
 void print_min_gpus(const tune::Tuner& tuner, const tune::MinGpusResult& result, const ReportOptions& options,
                     std::ostream& out) {
   std::string probes;
-  for (const auto& [gpus, fits] : result.probes) probes += fmt::format("{}{} {}", probes.empty() ? "" : ", ", gpus, fits ? "fits" : "no");
+  for (const auto& [gpus, fits] : result.probes)
+    probes += fmt::format("{}{} {}", probes.empty() ? "" : ", ", gpus, fits ? "fits" : "no");
   const int64_t per_node = tuner.base().scenario.cluster().gpus_per_node();
   if (!result.result) {
     out << fmt::format("{}: nothing fits on up to {} GPUs (tried {}); give --gpus N to search further\n",
-                       tuner.base().scenario.name(), format_integer(result.upper), probes.empty() ? "no count" : probes);
+                       tuner.base().scenario.name(), format_integer(result.upper),
+                       probes.empty() ? "no count" : probes);
     return;
   }
   const int64_t gpus = result.result->gpus;
@@ -245,7 +269,8 @@ nlohmann::json search_to_json(const tune::Tuner& tuner, const tune::SearchResult
     // This run's, not the answer (the totals are under "run").
     evaluation.erase("simulation_wall_s");
     evaluation.erase("cached");
-    candidates.push_back({{"configuration", candidate_to_json(r.candidates[i])}, {"evaluation", std::move(evaluation)}});
+    candidates.push_back(
+        {{"configuration", candidate_to_json(r.candidates[i])}, {"evaluation", std::move(evaluation)}});
   }
   const tune::OutcomeCounts& n = r.counts;
   nlohmann::json out = {
@@ -257,23 +282,33 @@ nlohmann::json search_to_json(const tune::Tuner& tuner, const tune::SearchResult
       {"headroom", tuner.options().constraints.headroom},
       {"budget_bytes", r.budget_bytes},
       {"counts",
-       {{"candidates", r.candidates.size()}, {"pruned_state", n.pruned_state}, {"pruned_activations", n.pruned_activations},
-        {"simulated", n.simulated}, {"fit", n.fitting}, {"invalid", n.invalid}, {"failed", n.failed}}},
+       {{"candidates", r.candidates.size()},
+        {"pruned_state", n.pruned_state},
+        {"pruned_activations", n.pruned_activations},
+        {"simulated", n.simulated},
+        {"fit", n.fitting},
+        {"invalid", n.invalid},
+        {"failed", n.failed}}},
       {"candidates", std::move(candidates)},
       {"ranking", r.ranking.ranked},
       {"pareto", r.ranking.pareto},
       {"best", nullptr},
       {"run",
-       {{"wall_seconds", r.wall_seconds}, {"workers", options.workers}, {"cached", n.cached},
+       {{"wall_seconds", r.wall_seconds},
+        {"workers", options.workers},
+        {"cached", n.cached},
         {"simulator_seconds", simulator_seconds(r)}}},
   };
   if (r.any_fits()) {
-    out["best"] = {{"index", r.best()}, {"configuration", candidate_to_json(r.candidates[r.best()])},
+    out["best"] = {{"index", r.best()},
+                   {"configuration", candidate_to_json(r.candidates[r.best()])},
                    {"description", tune::describe(r.candidates[r.best()], r.gpus)}};
     if (options.train_tokens) {
       const auto t = tune::training_time(*options.train_tokens, r.evaluations[r.best()].tokens_per_s_per_gpu, r.gpus,
                                          options.gpu_hour_price);
-      out["training"] = {{"tokens", *options.train_tokens}, {"seconds", t.seconds}, {"gpu_hours", t.gpu_hours},
+      out["training"] = {{"tokens", *options.train_tokens},
+                         {"seconds", t.seconds},
+                         {"gpu_hours", t.gpu_hours},
                          {"cost", t.cost ? nlohmann::json(*t.cost) : nlohmann::json(nullptr)}};
     }
   }
@@ -291,7 +326,8 @@ nlohmann::json gpu_counts_to_json(const tune::Tuner& tuner, const std::vector<tu
   return {{"scenario", tuner.base().scenario.name()}, {"gpu_counts", std::move(out)}};
 }
 
-nlohmann::json min_gpus_to_json(const tune::Tuner& tuner, const tune::MinGpusResult& result, const ReportOptions& options) {
+nlohmann::json min_gpus_to_json(const tune::Tuner& tuner, const tune::MinGpusResult& result,
+                                const ReportOptions& options) {
   nlohmann::json probes = nlohmann::json::array();
   for (const auto& [gpus, fits] : result.probes) probes.push_back({{"gpus", gpus}, {"fits", fits}});
   return {{"scenario", tuner.base().scenario.name()},

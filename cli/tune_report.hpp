@@ -18,22 +18,23 @@
 namespace ragged::cli {
 
 struct ReportOptions {
-  size_t top = 10;                      // ranking rows printed
-  std::optional<double> train_tokens;   // --train-tokens
-  std::optional<double> gpu_hour_price; // --gpu-hour-price
-  int workers = 1;                      // threads over all ranks
+  size_t top = 10;                       // ranking rows printed
+  std::optional<double> train_tokens;    // --train-tokens
+  std::optional<double> gpu_hour_price;  // --gpu-hour-price
+  int workers = 1;                       // threads over all ranks
 };
 
 void print_search(const tune::Tuner& tuner, const tune::SearchResult& result, const ReportOptions& options,
                   std::ostream& out);
-void print_gpu_counts(const tune::Tuner& tuner, const std::vector<tune::GpuCountRow>& rows, const ReportOptions& options,
-                      std::ostream& out);
+void print_gpu_counts(const tune::Tuner& tuner, const std::vector<tune::GpuCountRow>& rows,
+                      const ReportOptions& options, std::ostream& out);
 void print_min_gpus(const tune::Tuner& tuner, const tune::MinGpusResult& result, const ReportOptions& options,
                     std::ostream& out);
 
 nlohmann::json search_to_json(const tune::Tuner& tuner, const tune::SearchResult& result, const ReportOptions& options);
 nlohmann::json gpu_counts_to_json(const tune::Tuner& tuner, const std::vector<tune::GpuCountRow>& rows,
                                   const ReportOptions& options);
-nlohmann::json min_gpus_to_json(const tune::Tuner& tuner, const tune::MinGpusResult& result, const ReportOptions& options);
+nlohmann::json min_gpus_to_json(const tune::Tuner& tuner, const tune::MinGpusResult& result,
+                                const ReportOptions& options);
 
 }  // namespace ragged::cli

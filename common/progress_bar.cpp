@@ -22,7 +22,9 @@ bool forced() {
 }  // namespace
 
 ProgressBar::ProgressBar(std::string label, double delay_s)
-    : label_(std::move(label)), delay_s_(forced() ? 0.0 : delay_s), enabled_(wanted()),
+    : label_(std::move(label)),
+      delay_s_(forced() ? 0.0 : delay_s),
+      enabled_(wanted()),
       start_(std::chrono::steady_clock::now()) {}
 
 bool ProgressBar::wanted() { return ::isatty(STDERR_FILENO) || forced(); }

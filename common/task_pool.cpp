@@ -71,7 +71,8 @@ QueueWorkers::~QueueWorkers() {
 
 LocalTaskPool::LocalTaskPool(TaskWork work, int threads) : work_(std::move(work)), threads_(std::max(1, threads)) {}
 
-std::vector<std::optional<std::string>> LocalTaskPool::map(const std::vector<std::string>& tasks, const MapOptions& options) {
+std::vector<std::optional<std::string>> LocalTaskPool::map(const std::vector<std::string>& tasks,
+                                                           const MapOptions& options) {
   TaskQueue queue(tasks, options);
   {
     QueueWorkers workers(queue, work_, static_cast<int>(std::min<size_t>(static_cast<size_t>(threads_), tasks.size())));

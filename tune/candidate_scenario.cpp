@@ -33,7 +33,8 @@ std::string describe(const Candidate& c, int64_t gpus) {
   return fmt::format("{}, shard group {}{}, micro-batch {} x {}, {} checkpointing, prefetch {}, {}{}",
                      scenarios::strategy_name(c.strategy), c.shard_group,
                      replicas > 1 ? fmt::format(" x {} replicas", replicas) : "", c.micro_batch, c.grad_accum,
-                     c.checkpointing == scenarios::NONE ? "no" : scenarios::checkpointing_name(c.checkpointing), c.prefetch, c.reshard ? "reshard" : "no reshard",
+                     c.checkpointing == scenarios::NONE ? "no" : scenarios::checkpointing_name(c.checkpointing),
+                     c.prefetch, c.reshard ? "reshard" : "no reshard",
                      c.granularity.empty() ? "" : ", granularity " + c.granularity);
 }
 
@@ -44,7 +45,8 @@ std::string scenario_file_text(const scenarios::LoadedScenario& scenario, const 
   if (written.model().has_hf_config()) {
     const std::filesystem::path path = written.model().hf_config();
     if (path.is_relative()) {
-      written.mutable_model()->set_hf_config(std::filesystem::absolute(scenario.base_dir / path).lexically_normal().string());
+      written.mutable_model()->set_hf_config(
+          std::filesystem::absolute(scenario.base_dir / path).lexically_normal().string());
     }
   }
   return fmt::format("# Written by `ragged tune` from {}: {}\n", scenario.origin, description) +

@@ -53,8 +53,10 @@ Evaluation verdict(const Evaluation& known, double headroom) {
   e.cached = known.cached;
   const int64_t budget = memory_budget(e.capacity_bytes, headroom);
   e.outcome = e.floor_bytes > budget ? Outcome::kPruned : Outcome::kSimulated;
-  if (e.persistent_bytes > budget) e.prune_reason = PruneReason::kPersistentState;
-  else if (e.floor_bytes > budget) e.prune_reason = PruneReason::kActivations;
+  if (e.persistent_bytes > budget)
+    e.prune_reason = PruneReason::kPersistentState;
+  else if (e.floor_bytes > budget)
+    e.prune_reason = PruneReason::kActivations;
   return e;
 }
 

@@ -8,19 +8,26 @@ namespace ragged::tune {
 
 std::string outcome_name(Outcome outcome) {
   switch (outcome) {
-    case Outcome::kSimulated: return "simulated";
-    case Outcome::kPruned: return "pruned";
-    case Outcome::kInvalid: return "invalid";
-    case Outcome::kFailed: return "failed";
+    case Outcome::kSimulated:
+      return "simulated";
+    case Outcome::kPruned:
+      return "pruned";
+    case Outcome::kInvalid:
+      return "invalid";
+    case Outcome::kFailed:
+      return "failed";
   }
   return "?";
 }
 
 std::string prune_reason_text(PruneReason reason) {
   switch (reason) {
-    case PruneReason::kPersistentState: return "sharded state alone over the budget";
-    case PruneReason::kActivations: return "sharded state + activation floor over the budget";
-    case PruneReason::kNone: break;
+    case PruneReason::kPersistentState:
+      return "sharded state alone over the budget";
+    case PruneReason::kActivations:
+      return "sharded state + activation floor over the budget";
+    case PruneReason::kNone:
+      break;
   }
   return "-";
 }
@@ -55,11 +62,16 @@ nlohmann::json to_json(const Evaluation& e) {
 Evaluation evaluation_from_json(const nlohmann::json& j) {
   Evaluation e;
   const std::string outcome = j.at("outcome");
-  if (outcome == "simulated") e.outcome = Outcome::kSimulated;
-  else if (outcome == "pruned") e.outcome = Outcome::kPruned;
-  else if (outcome == "failed") e.outcome = Outcome::kFailed;
-  else if (outcome == "invalid") e.outcome = Outcome::kInvalid;
-  else throw InternalError("an evaluation's outcome is simulated, pruned, invalid or failed, not " + outcome);
+  if (outcome == "simulated")
+    e.outcome = Outcome::kSimulated;
+  else if (outcome == "pruned")
+    e.outcome = Outcome::kPruned;
+  else if (outcome == "failed")
+    e.outcome = Outcome::kFailed;
+  else if (outcome == "invalid")
+    e.outcome = Outcome::kInvalid;
+  else
+    throw InternalError("an evaluation's outcome is simulated, pruned, invalid or failed, not " + outcome);
   const int reason = j.at("prune_reason");
   RAGGED_ASSERT(reason >= 0 && reason <= static_cast<int>(PruneReason::kActivations), "a prune reason is known");
   e.prune_reason = static_cast<PruneReason>(reason);

@@ -30,9 +30,9 @@ struct Evaluation {
   std::string message;  // why invalid or failed
 
   // From the planner (every candidate that resolves):
-  int64_t persistent_bytes = 0;  // sharded state per rank
-  int64_t floor_bytes = 0;       // planner::memory_floor: no execution peaks lower
-  int64_t static_peak_bytes = 0; // planner::memory_breakdown's estimate, for the report
+  int64_t persistent_bytes = 0;   // sharded state per rank
+  int64_t floor_bytes = 0;        // planner::memory_floor: no execution peaks lower
+  int64_t static_peak_bytes = 0;  // planner::memory_breakdown's estimate, for the report
   int64_t capacity_bytes = 0;
 
   // From the simulator:
@@ -46,7 +46,7 @@ struct Evaluation {
   int64_t peak_allocated_bytes = 0;
   bool oom = false;
   int64_t alloc_retries = 0;
-  std::string mode;           // full, symmetric
+  std::string mode;  // full, symmetric
   double simulation_wall_s = 0;
 
   bool cached = false;  // read from the result cache (this run's, not the answer)

@@ -70,8 +70,10 @@ MinGpusResult find_min_gpus(const Tuner& tuner, TaskRunner& runner, int64_t uppe
   if (!found) return out;
   while (low < high) {
     const size_t mid = low + (high - low) / 2;
-    if (fits(mid)) high = mid;
-    else low = mid + 1;
+    if (fits(mid))
+      high = mid;
+    else
+      low = mid + 1;
   }
   out.result = tuner.search(runner, counts[high], for_count(progress, counts[high]));
   return out;

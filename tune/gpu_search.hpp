@@ -28,9 +28,9 @@ std::vector<GpuCountRow> search_gpu_counts(const Tuner& tuner, TaskRunner& runne
                                            const CountProgress& progress = {});
 
 struct MinGpusResult {
-  int64_t upper = 0;                                  // the largest count considered
-  std::vector<std::pair<int64_t, bool>> probes;       // counts tried and whether anything fit, in order
-  std::optional<SearchResult> result;                 // the full search on the smallest count that fits
+  int64_t upper = 0;                             // the largest count considered
+  std::vector<std::pair<int64_t, bool>> probes;  // counts tried and whether anything fit, in order
+  std::optional<SearchResult> result;            // the full search on the smallest count that fits
 };
 
 // The smallest whole number of nodes (up to `upper` GPUs) on which some

@@ -24,7 +24,8 @@ Ranking rank(const std::vector<Evaluation>& evaluations, int64_t budget_bytes) {
     return faster(a, b);
   });
   for (size_t i : by_memory) {
-    if (out.pareto.empty() || evaluations[i].tokens_per_s_per_gpu > evaluations[out.pareto.back()].tokens_per_s_per_gpu) {
+    if (out.pareto.empty() ||
+        evaluations[i].tokens_per_s_per_gpu > evaluations[out.pareto.back()].tokens_per_s_per_gpu) {
       out.pareto.push_back(i);
     }
   }

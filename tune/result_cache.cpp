@@ -41,8 +41,8 @@ ResultCache::ResultCache(std::filesystem::path dir) : dir_(std::move(dir)) {
   std::error_code error;
   std::filesystem::create_directories(dir_, error);
   if (error || !std::filesystem::is_directory(dir_)) {
-    throw InputError(fmt::format("--cache-dir {}: cannot create the folder ({}); give another or --no-cache", dir_.string(),
-                                 error ? error.message() : "not a folder"));
+    throw InputError(fmt::format("--cache-dir {}: cannot create the folder ({}); give another or --no-cache",
+                                 dir_.string(), error ? error.message() : "not a folder"));
   }
 }
 

@@ -47,8 +47,8 @@ bool is_ragged_strategy(scenarios::Strategy strategy) {
 
 void check_constraints(const Constraints& c) {
   if (!(c.headroom >= 0 && c.headroom < 1)) {
-    throw InputError(fmt::format("--headroom {:g}%: the memory left free must be at least 0% and below 100%",
-                                 100 * c.headroom));
+    throw InputError(
+        fmt::format("--headroom {:g}%: the memory left free must be at least 0% and below 100%", 100 * c.headroom));
   }
   if (c.max_grad_accum < 1) {
     throw InputError(fmt::format("--max-grad-accum {}: allow at least 1 gradient accumulation step", c.max_grad_accum));
@@ -77,18 +77,20 @@ BatchShape batch_shape(const scenarios::Scenario& base, const Constraints& c) {
   const int64_t gpus = scenarios::total_gpus(base);
   BatchShape shape;
   shape.sequence_length = c.sequence_length.value_or(base.training().sequence_length());
-  const int64_t tokens = c.global_batch_tokens.value_or(scenarios::global_batch_sequences(base) *
-                                                        base.training().sequence_length());
+  const int64_t tokens =
+      c.global_batch_tokens.value_or(scenarios::global_batch_sequences(base) * base.training().sequence_length());
   if (tokens % shape.sequence_length != 0) {
-    throw InputError(fmt::format("the global batch of {} tokens is not a whole number of {}-token sequences; give "
-                                 "--global-batch-tokens a multiple of {}",
-                                 tokens, shape.sequence_length, shape.sequence_length));
+    throw InputError(
+        fmt::format("the global batch of {} tokens is not a whole number of {}-token sequences; give "
+                    "--global-batch-tokens a multiple of {}",
+                    tokens, shape.sequence_length, shape.sequence_length));
   }
   shape.global_sequences = tokens / shape.sequence_length;
   if (shape.global_sequences % gpus != 0) {
-    throw InputError(fmt::format("the global batch of {} sequences does not divide over {} GPUs, so no micro-batch "
-                                 "fits it; give --global-batch-tokens a multiple of {} (GPUs x sequence length)",
-                                 shape.global_sequences, gpus, gpus * shape.sequence_length));
+    throw InputError(
+        fmt::format("the global batch of {} sequences does not divide over {} GPUs, so no micro-batch "
+                    "fits it; give --global-batch-tokens a multiple of {} (GPUs x sequence length)",
+                    shape.global_sequences, gpus, gpus * shape.sequence_length));
   }
   shape.per_gpu_sequences = shape.global_sequences / gpus;
   return shape;
@@ -105,8 +107,8 @@ std::vector<Candidate> enumerate_candidates(const scenarios::LoadedScenario& bas
     if (gpus % g == 0) groups.push_back(g);
   }
   if (groups.empty()) {
-    throw InputError(fmt::format("no shard group of --shard-groups {} divides the {} GPUs", fmt::join(c.shard_groups, ","),
-                                 gpus));
+    throw InputError(
+        fmt::format("no shard group of --shard-groups {} divides the {} GPUs", fmt::join(c.shard_groups, ","), gpus));
   }
   std::vector<int64_t> micro;
   for (int64_t m : or_default(c.micro_batches, divisors(batch.per_gpu_sequences))) {
@@ -117,9 +119,10 @@ std::vector<Candidate> enumerate_candidates(const scenarios::LoadedScenario& bas
     }
   }
   if (micro.empty()) {
-    throw InputError(fmt::format("no micro-batch divides the {} sequences per GPU (global batch {} over {} GPUs) with at "
-                                 "most {} accumulation steps; allow other --micro-batches or a larger --max-grad-accum",
-                                 batch.per_gpu_sequences, batch.global_sequences, gpus, c.max_grad_accum));
+    throw InputError(
+        fmt::format("no micro-batch divides the {} sequences per GPU (global batch {} over {} GPUs) with at "
+                    "most {} accumulation steps; allow other --micro-batches or a larger --max-grad-accum",
+                    batch.per_gpu_sequences, batch.global_sequences, gpus, c.max_grad_accum));
   }
   const auto strategies = or_default(c.strategies, scenarios::all_strategies());
   if (strategies.empty()) throw InputError("--strategies: allow at least one strategy");
@@ -130,7 +133,8 @@ std::vector<Candidate> enumerate_candidates(const scenarios::LoadedScenario& bas
 
   std::vector<Candidate> out;
   for (scenarios::Strategy strategy : strategies) {
-    const auto& granularities = is_ragged_strategy(strategy) ? or_default(c.granularities, kept_granularity) : kept_granularity;
+    const auto& granularities =
+        is_ragged_strategy(strategy) ? or_default(c.granularities, kept_granularity) : kept_granularity;
     for (int64_t group : groups) {
       for (int64_t m : micro) {
         for (scenarios::Checkpointing mode : modes) {

@@ -20,13 +20,13 @@ struct Constraints {
   std::optional<int64_t> sequence_length;      // default: the scenario's
   double headroom = 0.05;                      // fraction of HBM left free, in [0, 1)
   int64_t max_grad_accum = 64;
-  std::vector<scenarios::Strategy> strategies;  // empty: all six
-  std::vector<int64_t> shard_groups;            // empty: a node's GPUs times powers of two, and all GPUs
-  std::vector<int64_t> micro_batches;           // empty: every divisor of the per-GPU batch
+  std::vector<scenarios::Strategy> strategies;          // empty: all six
+  std::vector<int64_t> shard_groups;                    // empty: a node's GPUs times powers of two, and all GPUs
+  std::vector<int64_t> micro_batches;                   // empty: every divisor of the per-GPU batch
   std::vector<scenarios::Checkpointing> checkpointing;  // empty: none, selective, full
-  std::vector<int> prefetch_depths;             // empty: 1 and 2
-  std::vector<bool> reshard_after_forward;      // empty: true and false
-  std::vector<std::string> granularities;       // ragged, vescale-paper; empty: the scenario's
+  std::vector<int> prefetch_depths;                     // empty: 1 and 2
+  std::vector<bool> reshard_after_forward;              // empty: true and false
+  std::vector<std::string> granularities;               // ragged, vescale-paper; empty: the scenario's
 };
 
 struct Candidate {

@@ -16,10 +16,14 @@ namespace ragged::tune {
 namespace {
 
 nlohmann::json candidate_json(const Candidate& c) {
-  return {{"strategy", static_cast<int>(c.strategy)}, {"shard_group", c.shard_group},
-          {"micro_batch", c.micro_batch},             {"grad_accum", c.grad_accum},
-          {"checkpointing", static_cast<int>(c.checkpointing)}, {"prefetch", c.prefetch},
-          {"reshard", c.reshard},                     {"granularity", c.granularity}};
+  return {{"strategy", static_cast<int>(c.strategy)},
+          {"shard_group", c.shard_group},
+          {"micro_batch", c.micro_batch},
+          {"grad_accum", c.grad_accum},
+          {"checkpointing", static_cast<int>(c.checkpointing)},
+          {"prefetch", c.prefetch},
+          {"reshard", c.reshard},
+          {"granularity", c.granularity}};
 }
 
 Candidate candidate_from_json(const nlohmann::json& j) {
@@ -53,7 +57,8 @@ std::vector<Candidate> likeliest_to_fit_first(std::vector<Candidate> candidates)
 
 }  // namespace
 
-Tuner::Tuner(scenarios::LoadedScenario base, TuneOptions options) : base_(std::move(base)), options_(std::move(options)) {
+Tuner::Tuner(scenarios::LoadedScenario base, TuneOptions options)
+    : base_(std::move(base)), options_(std::move(options)) {
   check_constraints(options_.constraints);
   if (options_.cache_dir) cache_.emplace(*options_.cache_dir);
 }
@@ -133,10 +138,18 @@ SearchResult Tuner::search(TaskRunner& runner, int64_t gpus, const SearchProgres
     OutcomeCounts& n = out.counts;
     n.cached += e.cached ? 1 : 0;
     switch (e.outcome) {
-      case Outcome::kSimulated: ++n.simulated; break;
-      case Outcome::kInvalid: ++n.invalid; break;
-      case Outcome::kFailed: ++n.failed; break;
-      case Outcome::kPruned: ++(e.prune_reason == PruneReason::kPersistentState ? n.pruned_state : n.pruned_activations); break;
+      case Outcome::kSimulated:
+        ++n.simulated;
+        break;
+      case Outcome::kInvalid:
+        ++n.invalid;
+        break;
+      case Outcome::kFailed:
+        ++n.failed;
+        break;
+      case Outcome::kPruned:
+        ++(e.prune_reason == PruneReason::kPersistentState ? n.pruned_state : n.pruned_activations);
+        break;
     }
   }
   out.counts.fitting = out.ranking.ranked.size();
@@ -151,8 +164,8 @@ bool Tuner::fits_at(TaskRunner& runner, int64_t gpus, const SearchProgress& prog
   } catch (const InputError&) {
     return false;  // nothing can be formed on this many GPUs
   }
-  const int64_t budget =
-      memory_budget(scenarios::hbm_capacity_bytes(base_at(gpus).scenario.cluster().gpu()), options_.constraints.headroom);
+  const int64_t budget = memory_budget(scenarios::hbm_capacity_bytes(base_at(gpus).scenario.cluster().gpu()),
+                                       options_.constraints.headroom);
   MapOptions map_options;
   map_options.progress = progress;
   map_options.stop = [budget](const std::string& result) {

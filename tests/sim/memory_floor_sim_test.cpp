@@ -30,8 +30,8 @@ TEST(MemoryFloor, NeverAboveTheSimulatedPeak) {
                               "activation_checkpointing: SELECTIVE gradient_accumulation_steps: 2 prefetch_depth: 2",
                               "activation_checkpointing: FULL reshard_after_forward: false shard_group_size: 4",
                               "optimizer { muon {} } shard_group_size: 2"}) {
-      const std::string text = std::string(kTinyLlama) + "training { strategy: " + strategy + " sequence_length: 1024 " +
-                               knobs + " }\n";
+      const std::string text =
+          std::string(kTinyLlama) + "training { strategy: " + strategy + " sequence_length: 1024 " + knobs + " }\n";
       const planner::ResolvedScenario resolved = planner::resolve_scenario(
           scenarios::parse_scenario(text, scenarios::ScenarioFormat::kText, "floor.textproto", "."));
       const planner::Plan plan = planner::plan_scenario(resolved);

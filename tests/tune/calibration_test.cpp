@@ -21,8 +21,14 @@ namespace {
 // The configuration a scenario trains, as a candidate.
 Candidate published_candidate(const scenarios::Scenario& s) {
   const scenarios::Training& t = s.training();
-  return {t.strategy(), t.shard_group_size(), t.micro_batch_size(), t.gradient_accumulation_steps(),
-          t.activation_checkpointing(), t.prefetch_depth(), t.reshard_after_forward(), ""};
+  return {t.strategy(),
+          t.shard_group_size(),
+          t.micro_batch_size(),
+          t.gradient_accumulation_steps(),
+          t.activation_checkpointing(),
+          t.prefetch_depth(),
+          t.reshard_after_forward(),
+          ""};
 }
 
 TEST(Calibration, TunersPickIsAtLeastAsFastAsThePublishedConfiguration) {
@@ -31,8 +37,9 @@ TEST(Calibration, TunersPickIsAtLeastAsFastAsThePublishedConfiguration) {
   for (const validation::Run& run : set.runs) {
     if (run.set() != validation::CALIBRATION) continue;
     ++rows;
-    const scenarios::LoadedScenario base = run.has_shipped_scenario() ? scenarios::load_scenario(run.shipped_scenario())
-                                                                      : scenarios::load_scenario_file(set.scenario_path(run));
+    const scenarios::LoadedScenario base = run.has_shipped_scenario()
+                                               ? scenarios::load_scenario(run.shipped_scenario())
+                                               : scenarios::load_scenario_file(set.scenario_path(run));
     const Candidate published = published_candidate(base.scenario);
     TuneOptions options;
     options.constraints.strategies = {published.strategy, scenarios::RAGGED, scenarios::MEGATRON};
@@ -55,8 +62,9 @@ TEST(Calibration, TunersPickIsAtLeastAsFastAsThePublishedConfiguration) {
       continue;
     }
     const Evaluation& best = r.evaluations[r.best()];
-    const auto rank = std::find(r.ranking.ranked.begin(), r.ranking.ranked.end(),
-                                static_cast<size_t>(it - r.candidates.begin())) - r.ranking.ranked.begin() + 1;
+    const auto rank =
+        std::find(r.ranking.ranked.begin(), r.ranking.ranked.end(), static_cast<size_t>(it - r.candidates.begin())) -
+        r.ranking.ranked.begin() + 1;
     std::printf("%s: published %s: %.0f tokens/s/GPU (rank %ld of %zu); pick %s: %.0f tokens/s/GPU\n", run.id().c_str(),
                 describe(published, gpus).c_str(), mine.tokens_per_s_per_gpu, static_cast<long>(rank),
                 r.ranking.ranked.size(), describe(r.candidates[r.best()], gpus).c_str(), best.tokens_per_s_per_gpu);

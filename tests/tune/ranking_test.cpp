@@ -20,13 +20,13 @@ TEST(Ranking, OnlyWhatFitsFastestFirstTiesToTheSmallerPeakThenTheEarlier) {
   Evaluation pruned;
   pruned.outcome = Outcome::kPruned;
   const std::vector<Evaluation> all = {
-      simulated(100, 50),       // 0
-      simulated(300, 120),      // 1: over the budget of 100
-      simulated(200, 90),       // 2
-      pruned,                   // 3
-      simulated(200, 60),       // 4: ties 2, smaller peak
-      simulated(250, 80, true), // 5: out of memory
-      simulated(200, 60),       // 6: ties 4 exactly
+      simulated(100, 50),        // 0
+      simulated(300, 120),       // 1: over the budget of 100
+      simulated(200, 90),        // 2
+      pruned,                    // 3
+      simulated(200, 60),        // 4: ties 2, smaller peak
+      simulated(250, 80, true),  // 5: out of memory
+      simulated(200, 60),        // 6: ties 4 exactly
   };
   const Ranking r = rank(all, 100);
   EXPECT_EQ(r.ranked, (std::vector<size_t>{4, 6, 2, 0}));

@@ -133,7 +133,8 @@ TEST(CandidateScenario, WritesEveryKnob) {
   const scenarios::Training r = candidate_scenario(small_scenario(), rows, 1024).scenario.training();
   EXPECT_EQ(r.granularity().default_spec().kind(), scenarios::ROWS);
   EXPECT_EQ(r.granularity().default_spec().rows(), 16);
-  EXPECT_EQ(describe(c, 8), "zero3, shard group 4 x 2 replicas, micro-batch 1 x 2, full checkpointing, prefetch 2, no reshard");
+  EXPECT_EQ(describe(c, 8),
+            "zero3, shard group 4 x 2 replicas, micro-batch 1 x 2, full checkpointing, prefetch 2, no reshard");
 }
 
 }  // namespace

@@ -134,6 +134,7 @@ void default_training(Training* training, int64_t cluster_gpus) {
   if (precision->reduce() == DTYPE_UNSPECIFIED) precision->set_reduce(FP32);
   if (precision->master() == DTYPE_UNSPECIFIED) precision->set_master(FP32);
   if (training->activation_checkpointing() == CHECKPOINTING_UNSPECIFIED) training->set_activation_checkpointing(NONE);
+  if (!training->has_checkpoint_every()) training->set_checkpoint_every(1);
   default_optimizer(training->mutable_optimizer());
   default_granularity(training);
   if (!training->has_prefetch_depth()) training->set_prefetch_depth(1);

@@ -145,6 +145,12 @@ void check_training(const Training& t, int64_t gpus, Checker& c) {
                        "lower one of them", t.micro_batch_size(), t.sequence_length(), format_integer(tokens),
                        format_integer(limits::kMaxMicroBatchTokens)));
   }
+  if (t.checkpoint_every() > 1 && t.activation_checkpointing() != FULL) {
+    c.fail("training.checkpoint_every",
+           fmt::format("checkpoint_every {} picks the blocks that full checkpointing recomputes, but "
+                       "activation_checkpointing is not FULL: set activation_checkpointing: FULL, or remove "
+                       "checkpoint_every", t.checkpoint_every()));
+  }
   if (t.precision().param() == FP16 && t.precision().master() != FP32) {
     c.fail("training.precision.master", "fp16 parameters need fp32 master weights: set master: FP32");
   }

@@ -71,6 +71,10 @@ void check_gpu_runnable(const planner::ResolvedScenario& resolved, const RunOpti
   if (t.precision().master() != scenarios::FP32) {
     throw InputError("training.precision.master: the GPU backend keeps fp32 master weights; set master: FP32");
   }
+  if (t.checkpoint_every() > 1) {
+    throw InputError(fmt::format("training.checkpoint_every: {}: the GPU workload checkpoints every block or none; "
+                                 "simulate it, or remove checkpoint_every to run", t.checkpoint_every()));
+  }
   const ElementType param = element_type(t.precision().param(), "training.precision.param");
   const ElementType reduce = element_type(t.precision().reduce(), "training.precision.reduce");
   if (param == ElementType::f32 && reduce == ElementType::bf16) {

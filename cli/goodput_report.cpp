@@ -37,8 +37,9 @@ std::string interval_line(const planner::GoodputEstimate& e) {
 GoodputReport goodput_report(const planner::ResolvedScenario& resolved, const SimulationReport& simulation) {
   const traces::Summary& s = simulation.result.trace.summary();
   GoodputReport r;
-  r.label = simulation.label;
-  r.gpus = simulation.result.trace.metadata().world_size();
+  const traces::Metadata& meta = simulation.result.trace.metadata();
+  r.gpus = meta.world_size();
+  r.label = fmt::format("{}, {}, {} GPUs", meta.scenario_name(), meta.strategy(), format_integer(r.gpus));
   r.tokens_per_s_per_gpu = s.tokens_per_s_per_gpu();
   r.settings = planner::goodput_settings(resolved.scenario().goodput());
   r.estimate = planner::estimate_goodput(resolved, s.step_time_s(), s.tokens_per_s_per_gpu());

@@ -15,7 +15,7 @@
 namespace ragged::cli {
 
 struct GoodputReport {
-  std::string label;  // scenario, strategy, GPUs
+  std::string label;  // "scenario, strategy, N GPUs"
   int64_t gpus = 0;
   double tokens_per_s_per_gpu = 0;  // the healthy step's
   planner::GoodputSettings settings;

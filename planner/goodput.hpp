@@ -45,7 +45,7 @@ struct GoodputEstimate {
 
 // sqrt(2 δ M) (Young 1974): the optimum of the first-order loss δ/τ + τ/(2M).
 double young_interval(double pause_s, double mtbf_s);
-// Daly 2006, eq. 37: sqrt(2δM) [1 + sqrt(δ/(2M))/3 + δ/(18M)] - δ for δ < 2M, else M.
+// Daly 2006: sqrt(2δM) [1 + sqrt(δ/(2M))/3 + δ/(18M)] - δ for δ < 2M, else M.
 double daly_interval(double pause_s, double mtbf_s);
 // Daly's training share τ / (M e^(R/M) (e^((τ+δ)/M) - 1)); τ / (τ+δ) without interruptions.
 double daly_goodput(double interval_s, double pause_s, double restart_s, double mtbf_s);

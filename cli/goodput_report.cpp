@@ -11,8 +11,11 @@ namespace {
 
 std::string percent(double fraction) { return fmt::format("{:.1f}%", 100 * fraction); }
 
-std::string rate(double bytes_per_s) { return fmt::format("{:g} {}", bytes_per_s >= 1e12 ? bytes_per_s / 1e12 : bytes_per_s / 1e9,
-                                                         bytes_per_s >= 1e12 ? "TB/s" : "GB/s"); }
+// Storage bandwidths in the decimal units their fields use.
+std::string rate(double bytes_per_s) {
+  if (bytes_per_s >= 1e12) return fmt::format("{:g} TB/s", bytes_per_s / 1e12);
+  return fmt::format("{:g} GB/s", bytes_per_s / 1e9);
+}
 
 std::string checkpoint_line(const GoodputReport& r) {
   const planner::CheckpointCost& c = r.estimate.checkpoint;
@@ -25,11 +28,15 @@ std::string checkpoint_line(const GoodputReport& r) {
                      format_bytes(static_cast<double>(c.bytes_per_gpu)), format_duration(c.write_s), binds, pause);
 }
 
-std::string interval_line(const planner::GoodputEstimate& e) {
+std::string interval_line(const GoodputReport& r) {
+  const planner::GoodputEstimate& e = r.estimate;
   if (e.interval_steps == 0) return "none: no interruptions expected, no checkpoint needed";
-  return fmt::format("every {} step{} = {} of training (Daly's optimum {}, Young's {})", format_integer(e.interval_steps),
-                     e.interval_steps == 1 ? "" : "s", format_duration(e.interval_s), format_duration(e.daly_interval_s),
-                     format_duration(e.young_interval_s));
+  const std::string optimum = std::isinf(e.daly_interval_s)
+                                  ? "no interruptions: no optimum"
+                                  : fmt::format("Daly's optimum {}, Young's {}", format_duration(e.daly_interval_s),
+                                                format_duration(e.young_interval_s));
+  return fmt::format("every {} step{} = {} of training ({}{})", format_integer(e.interval_steps), e.interval_steps == 1 ? "" : "s",
+                     format_duration(e.interval_s), r.settings.checkpoint_interval_s > 0 ? "as asked; " : "", optimum);
 }
 
 }  // namespace
@@ -50,12 +57,16 @@ void print_goodput(const GoodputReport& r, std::ostream& out) {
   const planner::GoodputEstimate& e = r.estimate;
   out << fmt::format("{}: goodput under interruptions (docs/SIMULATOR.md section 9)\n", r.label);
   out << fmt::format("  goodput            {} of the wall time trains\n", percent(e.goodput));
-  out << fmt::format("  interruptions      {:.3g} per GPU-hour: one every {} on {} GPUs (the job's MTBF)\n",
-                     r.settings.interruptions_per_gpu_hour, format_duration(e.job_mtbf_s), format_integer(r.gpus));
+  const std::string mtbf = std::isinf(e.job_mtbf_s) ? "none expected"
+                                                     : fmt::format("one every {} on {} GPUs (the job's MTBF)",
+                                                                   format_duration(e.job_mtbf_s), format_integer(r.gpus));
+  out << fmt::format("  interruptions      {:.3g} per GPU-hour: {}\n", r.settings.interruptions_per_gpu_hour, mtbf);
   out << fmt::format("  checkpoint         {}\n", checkpoint_line(r));
-  out << fmt::format("  interval           {}\n", interval_line(e));
-  out << fmt::format("  per interruption   {} relaunch + {} checkpoint load + {} of work redone on average\n",
-                     format_duration(r.settings.relaunch_s), format_duration(e.checkpoint.load_s), format_duration(e.lost_work_s));
+  out << fmt::format("  interval           {}\n", interval_line(r));
+  if (!std::isinf(e.job_mtbf_s)) {
+    out << fmt::format("  per interruption   {} relaunch + {} checkpoint load + {} of work redone on average\n",
+                       format_duration(r.settings.relaunch_s), format_duration(e.checkpoint.load_s), format_duration(e.lost_work_s));
+  }
   out << fmt::format("  tokens/s per GPU   {} effective, of {} on a healthy cluster\n",
                      format_integer(std::llround(e.effective_tokens_per_s_per_gpu)), format_integer(std::llround(r.tokens_per_s_per_gpu)));
   if (r.settings.train_tokens > 0) {

@@ -82,6 +82,15 @@ TEST(CliGoodput, AnOverrideImpliesGoodput) {
   EXPECT_NE(result.out.find("goodput under interruptions"), std::string::npos) << result.out;
 }
 
+TEST(CliGoodput, WithoutInterruptionsNothingIsCheckpointed) {
+  const CliResult result = run_cli({"simulate", "tiny-llama-4xcpu", "--interruptions-per-gpu-hour", "0"});
+  ASSERT_EQ(result.code, 0) << result.err;
+  for (const char* needle : {"100.0% of the wall time trains", "none expected", "no checkpoint needed"}) {
+    EXPECT_NE(result.out.find(needle), std::string::npos) << needle << "\n" << result.out;
+  }
+  EXPECT_EQ(result.out.find("per interruption"), std::string::npos) << result.out;
+}
+
 TEST(CliGoodput, BadValuesAreOneLineErrors) {
   expect_one_line_error(run_cli({"simulate", "tiny-llama-4xcpu", "--restart-minutes", "-1"}), "--restart-minutes");
   expect_one_line_error(run_cli({"simulate", "tiny-llama-4xcpu", "--interruptions-per-gpu-hour", "nan"}),

@@ -52,4 +52,9 @@ inline constexpr int64_t kMaxNewtonSchulzSteps = 100;
 inline constexpr int64_t kMaxRunSteps = 1000000;
 inline constexpr double kMaxModelScale = 1 << 20;
 
+// Goodput (scenario.goodput, ragged simulate --goodput).
+inline constexpr double kMaxRestartMinutes = 7 * 24 * 60;              // a week
+inline constexpr double kMaxCheckpointIntervalMinutes = 365 * 24 * 60;  // a year
+inline constexpr double kMaxTrainTokens = 1e18;                         // largest published run: 36T (Qwen3)
+
 }  // namespace ragged::limits

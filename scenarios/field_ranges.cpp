@@ -97,6 +97,13 @@ const std::vector<FieldRange> kRanges = {
     closed("Run.warmup_steps", 0, lim::kMaxRunSteps, "unmeasured steps first"),
     closed("Run.model_scale", 1, lim::kMaxModelScale, "width divisor; 1 runs the model at full width"),
     closed("Run.layers", 1, lim::kMaxLayers, "blocks run"),
+    closed("Goodput.interruptions_per_gpu_hour", 0, 1, "per GPU-hour; Llama 3: 1.97e-5"),
+    closed("Goodput.storage_gbytes_per_s_per_node", lim::kMinGbytesPerS, lim::kMaxGbytesPerS, "GB/s into one node's storage"),
+    closed("Goodput.storage_aggregate_tbytes_per_s", lim::kMinGbytesPerS / 1000, lim::kMaxGbytesPerS, "TB/s for the whole cluster"),
+    closed("Goodput.host_copy_gbytes_per_s", lim::kMinGbytesPerS, lim::kMaxGbytesPerS, "GB/s from one GPU to host memory"),
+    closed("Goodput.restart_minutes", 0, lim::kMaxRestartMinutes, "minutes; at most a week"),
+    closed("Goodput.checkpoint_interval_minutes", 0, lim::kMaxCheckpointIntervalMinutes, "minutes; 0: Daly's optimum"),
+    closed("Goodput.train_tokens", 0, lim::kMaxTrainTokens, "tokens; 0: days to train not asked"),
 };
 
 std::string number_text(double value, bool integral) {

@@ -1,6 +1,7 @@
 #pragma once
-// Predicted against measured per op kind (traces::compare_traces, ops joined
-// by Program op id), the kinds whose times differ most first.
+// Predicted against measured op by op (traces::compare_traces joins the
+// two traces' events by Program op id), the ops whose times differ most
+// first: which op of which unit on which stream a prediction gets wrong.
 
 #include <QAbstractTableModel>
 
@@ -8,15 +9,11 @@
 
 namespace ragged::gui {
 
-// The comparison's kinds, largest |predicted - measured| first.
-std::vector<traces::KindComparison> worst_kinds_first(const traces::TraceComparison& comparison);
-
 class OpErrorModel : public QAbstractTableModel {
   Q_OBJECT
 
  public:
-  enum Column { kKind, kOps, kPredicted, kMeasured, kDifference, kError, kColumns };
-  static constexpr int kValueRole = Qt::UserRole + 1;
+  enum Column { kOpId, kName, kKind, kStream, kUnit, kPredicted, kMeasured, kDifference, kError, kColumns };
 
   using QAbstractTableModel::QAbstractTableModel;
 
@@ -27,10 +24,10 @@ class OpErrorModel : public QAbstractTableModel {
 
   void set_comparison(const traces::TraceComparison& comparison);
   void clear();
-  const std::vector<traces::KindComparison>& rows() const { return rows_; }
+  const std::vector<traces::OpComparison>& rows() const { return rows_; }
 
  private:
-  std::vector<traces::KindComparison> rows_;
+  std::vector<traces::OpComparison> rows_;
 };
 
 }  // namespace ragged::gui

@@ -13,6 +13,19 @@ size_t Timeline::bar_count() const {
   return n;
 }
 
+int64_t memory_value(const MemoryPoint& point, MemoryQuantity quantity) {
+  return quantity == MemoryQuantity::kStateAndBuffers ? point.state_and_buffers : point.reserved;
+}
+
+std::string memory_axis_label(MemoryQuantity quantity) {
+  return quantity == MemoryQuantity::kStateAndBuffers ? "state + param/grad buffers"
+                                                      : "allocator: reserved,\nallocated (dotted)";
+}
+
+int64_t Timeline::peak(MemoryQuantity quantity) const {
+  return quantity == MemoryQuantity::kStateAndBuffers ? peak_state_and_buffers : peak_reserved;
+}
+
 int first_step(const traces::Trace& trace) {
   int step = -1;
   for (const traces::Event& e : trace.events()) step = step < 0 ? e.step() : std::min(step, e.step());
@@ -45,8 +58,9 @@ Timeline build_timeline(const traces::Trace& trace, int rank, int step) {
   }
   for (const traces::MemorySample& m : trace.memory()) {
     if (m.rank() != t.rank || (step >= 0 && (m.time_ns() < t.begin_ns || m.time_ns() > t.end_ns))) continue;
-    t.memory.push_back({m.time_ns(), m.allocated_bytes(), m.reserved_bytes()});
+    t.memory.push_back({m.time_ns(), m.allocated_bytes(), m.reserved_bytes(), m.state_and_buffers_bytes()});
     t.peak_reserved = std::max(t.peak_reserved, m.reserved_bytes());
+    t.peak_state_and_buffers = std::max(t.peak_state_and_buffers, m.state_and_buffers_bytes());
     if (step < 0) t.end_ns = std::max(t.end_ns, m.time_ns());
   }
   std::stable_sort(t.memory.begin(), t.memory.end(), [](const auto& a, const auto& b) { return a.time_ns < b.time_ns; });
@@ -76,16 +90,18 @@ std::vector<TimelineBar> visible_bars(const TimelineLane& lane, int64_t from_ns,
   return out;
 }
 
-std::vector<MemoryPoint> visible_memory(const Timeline& timeline, int64_t from_ns, int64_t to_ns, double ns_per_pixel) {
+std::vector<MemoryPoint> visible_memory(const std::vector<MemoryPoint>& m, int64_t from_ns, int64_t to_ns,
+                                        double ns_per_pixel, MemoryQuantity quantity) {
   std::vector<MemoryPoint> out;
-  const auto& m = timeline.memory;
   auto first = std::lower_bound(m.begin(), m.end(), from_ns, [](const MemoryPoint& p, int64_t t) { return p.time_ns < t; });
   if (first != m.begin()) --first;  // the level in force at from_ns
   const double pixel = std::max(1.0, ns_per_pixel);
   auto bucket = [&](int64_t t) { return t < from_ns ? -1 : static_cast<int64_t>(static_cast<double>(t - from_ns) / pixel); };
   for (auto it = first; it != m.end() && it->time_ns < to_ns; ++it) {
     if (!out.empty() && bucket(out.back().time_ns) == bucket(it->time_ns)) {
-      if (it->reserved >= out.back().reserved) out.back() = {out.back().time_ns, it->allocated, it->reserved};
+      if (memory_value(*it, quantity) >= memory_value(out.back(), quantity)) {
+        out.back() = {out.back().time_ns, it->allocated, it->reserved, it->state_and_buffers};
+      }
       continue;
     }
     out.push_back(*it);

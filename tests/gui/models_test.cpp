@@ -7,6 +7,8 @@
 #include <QtTest>
 
 #include "common/errors.hpp"
+#include "gui/models/error_cells.hpp"
+#include "gui/models/kind_error_model.hpp"
 #include "gui/models/memory_breakdown_model.hpp"
 #include "gui/models/op_error_model.hpp"
 #include "gui/models/plan_summary.hpp"
@@ -150,16 +152,44 @@ class ModelsTest : public QObject {
     QCOMPARE(units.rowCount(), 0);
   }
 
-  void op_error_model_lists_the_worst_kinds_first() {
+  void kind_error_model_lists_the_worst_kinds_first() {
     traces::TraceComparison c;
     c.kinds = {{traces::COMPUTE_FWD, 10, 1.0, 1.1}, {traces::ALL_GATHER, 5, 0.5, 1.5}, {traces::CAST, 2, 0.1, 0.1}};
-    OpErrorModel model;
+    KindErrorModel model;
     QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
     model.set_comparison(c);
     QCOMPARE(model.rowCount(), 3);
-    QCOMPARE(model.data(model.index(0, OpErrorModel::kKind)).toString(), QString("all_gather"));
-    QCOMPARE(model.data(model.index(2, OpErrorModel::kKind)).toString(), QString("cast"));
-    QCOMPARE(model.data(model.index(0, OpErrorModel::kError)).toString(), QString("-66.7%"));
+    QCOMPARE(model.data(model.index(0, KindErrorModel::kKind)).toString(), QString("all_gather"));
+    QCOMPARE(model.data(model.index(2, KindErrorModel::kKind)).toString(), QString("cast"));
+    QCOMPARE(model.data(model.index(0, KindErrorModel::kError)).toString(), QString("-66.7%"));
+    QCOMPARE(model.data(model.index(0, KindErrorModel::kDifference), kValueRole).toDouble(), -1.0);
+    QCOMPARE(model.headerData(KindErrorModel::kMeasured, Qt::Horizontal).toString(), QString("measured"));
+    model.clear();
+    QCOMPARE(model.rowCount(), 0);
+  }
+
+  void op_error_model_lists_the_worst_ops_first() {
+    traces::TraceComparison c;
+    c.ops = {{3, traces::COMPUTE_FWD, traces::COMPUTE, 0, "layers.0 forward", 1.0e-3, 1.2e-3},
+             {7, traces::ALL_GATHER, traces::ALL_GATHER_STREAM, 1, "layers.1 all_gather", 0.5e-3, 2.5e-3},
+             {9, traces::OPTIMIZER, traces::COMPUTE, -1, "adamw", 0.3e-3, 0},
+             {12, traces::REDUCE_SCATTER, traces::REDUCE_SCATTER_STREAM, 1, "layers.1 reduce_scatter", 4e-3, 3.5e-3}};
+    OpErrorModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.set_comparison(c);
+    QCOMPARE(model.rowCount(), 4);
+    // |difference|: 2 ms (op 7), 0.5 ms (op 12), 0.3 ms (op 9), 0.2 ms (op 3).
+    const QList<qulonglong> order = {7, 12, 9, 3};
+    for (int row = 0; row < 4; ++row) {
+      QCOMPARE(model.data(model.index(row, OpErrorModel::kOpId), kValueRole).toULongLong(), order[row]);
+    }
+    QCOMPARE(model.data(model.index(0, OpErrorModel::kName)).toString(), QString("layers.1 all_gather"));
+    QCOMPARE(model.data(model.index(0, OpErrorModel::kStream)).toString(), QString("all_gather"));
+    QCOMPARE(model.data(model.index(0, OpErrorModel::kError)).toString(), QString("-80.0%"));
+    QCOMPARE(model.data(model.index(1, OpErrorModel::kError)).toString(), QString("+14.3%"));
+    QCOMPARE(model.data(model.index(2, OpErrorModel::kUnit)).toString(), QString("-"));  // the optimizer: no unit
+    QCOMPARE(model.data(model.index(2, OpErrorModel::kError)).toString(), QString("-"));  // nothing measured
+    QCOMPARE(model.data(model.index(0, OpErrorModel::kDifference)).toString(), QString("-2 ms"));
     model.clear();
     QCOMPARE(model.rowCount(), 0);
   }

@@ -203,17 +203,40 @@ class SessionTest : public QObject {
     QSignalSpy compared(compare, &CompareTab::compared);
     compare->open_files(p, m);
     QVERIFY(compared.wait(20000));
-    const auto& kinds = compare->errors_model()->rows();
+    const auto& kinds = compare->kinds_model()->rows();
     QVERIFY(kinds.size() >= 4);
     QVERIFY(kinds[0].kind == traces::ALL_GATHER || kinds[0].kind == traces::COMPUTE_FWD);  // the slowed kinds first
     for (const auto& k : kinds) {
       if (k.kind == traces::ALL_GATHER) QCOMPARE_LT(std::abs(k.relative_error() + 0.5), 0.01);
       if (k.kind == traces::COMPUTE_BWD) QCOMPARE_LT(std::abs(k.relative_error()), 1e-9);
     }
+    // Op by op: every op of the step joined, the slowed ones first, the rest exact.
+    const auto& ops = compare->ops_model()->rows();
+    int64_t joined = 0;
+    for (const auto& k : kinds) joined += k.ops;
+    QCOMPARE(static_cast<int64_t>(ops.size()), joined);
+    QVERIFY(ops.front().kind == traces::ALL_GATHER || ops.front().kind == traces::COMPUTE_FWD);
+    QVERIFY(std::abs(ops.front().difference_s()) > 0);
+    QCOMPARE(ops.back().difference_s(), 0.0);
+    for (size_t i = 1; i < ops.size(); ++i) QVERIFY(std::abs(ops[i - 1].difference_s()) >= std::abs(ops[i].difference_s()));
     QVERIFY(compare->summary_text().contains(QStringLiteral("step time")));
+    // Both memory curves count the same thing: state and parameter/gradient buffers.
+    QCOMPARE(compare->predicted_view()->memory_quantity(), MemoryQuantity::kStateAndBuffers);
+    QCOMPARE(compare->measured_view()->memory_quantity(), MemoryQuantity::kStateAndBuffers);
+
+    // A trace from before that count: no overlay of unlike quantities, and the summary says why.
+    traces::Trace old = measured;
+    for (auto& sample : *old.mutable_memory()) sample.set_state_and_buffers_bytes(0);
+    const QString o = dir.filePath(QStringLiteral("old.pb"));
+    traces::write_trace(old, o.toStdString());
+    compare->open_files(p, o);
+    QVERIFY(compared.wait(20000));
+    QCOMPARE(compare->predicted_view()->memory_quantity(), MemoryQuantity::kAllocator);
+    QVERIFY(compare->summary_text().contains(QStringLiteral("not overlaid")));
 
     compare->open_files(m, p);  // swapped: compare_traces' InputError in the dialog
     QTRY_VERIFY_WITH_TIMEOUT(window.last_error().contains(QStringLiteral("not a predicted one")), 20000);
+    QCOMPARE(compare->ops_model()->rowCount(), 0);  // nothing of the earlier comparison stays
   }
 };
 

@@ -98,17 +98,21 @@ CompareTab::CompareTab(QWidget* parent) : QWidget(parent) {
   connect(predicted_view_, &TimelineView::range_changed, measured_view_, &TimelineView::set_range);
   connect(measured_view_, &TimelineView::range_changed, predicted_view_, &TimelineView::set_range);
 
-  auto* top = new QSplitter(Qt::Horizontal, this);
-  top->addWidget(summary_);
-  top->addWidget(titled(QStringLiteral("per op kind, worst first"), kinds_table_, this));
-  top->addWidget(titled(QStringLiteral("per op (joined by Program op id), worst first"), ops_table_, this));
-  top->setStretchFactor(0, 2);
-  top->setStretchFactor(1, 2);
-  top->setStretchFactor(2, 4);
+  auto* tables = new QSplitter(Qt::Horizontal, this);
+  tables->addWidget(titled(QStringLiteral("per op kind, worst first"), kinds_table_, this));
+  tables->addWidget(titled(QStringLiteral("per op (joined by Program op id), worst first"), ops_table_, this));
+  tables->setStretchFactor(0, 2);
+  tables->setStretchFactor(1, 3);
+  auto* top = new QWidget(this);
+  auto* top_layout = new QVBoxLayout(top);
+  top_layout->setContentsMargins(0, 0, 0, 0);
+  top_layout->addWidget(summary_);
+  top_layout->addWidget(tables, 1);
   auto* splitter = new QSplitter(Qt::Vertical, this);
   splitter->addWidget(top);
   splitter->addWidget(predicted_view_);
   splitter->addWidget(measured_view_);
+  splitter->setSizes({330, 300, 300});
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(controls);
   layout->addWidget(splitter, 1);
@@ -157,6 +161,8 @@ void CompareTab::show_comparison(const std::shared_ptr<const traces::Trace>& p,
                                  Timeline tp, Timeline tm) {
   kinds_.set_comparison(c);
   ops_.set_comparison(c);
+  kinds_table_->resizeColumnsToContents();
+  ops_table_->resizeColumnsToContents();
   // Memory overlays like with like: the state and buffers both executors
   // count. Traces written before that count have none to overlay.
   const bool overlay = tp.peak_state_and_buffers > 0 && tm.peak_state_and_buffers > 0;

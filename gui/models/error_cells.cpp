@@ -34,7 +34,8 @@ QVariant error_cell(ErrorCell cell, double predicted_s, double measured_s, int r
     case ErrorCell::kMeasured: return QString::fromStdString(format_seconds(measured_s));
     case ErrorCell::kDifference:
       return (difference < 0 ? QStringLiteral("-") : QStringLiteral("+")) + QString::fromStdString(format_seconds(std::abs(difference)));
-    case ErrorCell::kError: return measured_s > 0 ? QStringLiteral("%1%").arg(100 * error, 0, 'f', 1) : QStringLiteral("-");
+    case ErrorCell::kError:  // signed, as `ragged compare` prints it
+      return measured_s > 0 ? QStringLiteral("%1%2%").arg(error >= 0 ? "+" : "").arg(100 * error, 0, 'f', 1) : QStringLiteral("-");
   }
   return {};
 }

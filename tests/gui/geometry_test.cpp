@@ -150,11 +150,19 @@ class GeometryTest : public QObject {
       QVERIFY(hit != nullptr);
       QCOMPARE(hit->event, first.event);
     }
-    const auto memory = visible_memory(t, t.begin_ns, t.end_ns + 1, ns_per_px);
-    QVERIFY(memory.size() <= static_cast<size_t>(width_px) + 2);
-    int64_t peak = 0;
-    for (const auto& m : memory) peak = std::max(peak, m.reserved);
-    QCOMPARE(peak, t.peak_reserved);  // decimation keeps the peak
+    for (MemoryQuantity quantity : {MemoryQuantity::kAllocator, MemoryQuantity::kStateAndBuffers}) {
+      const auto memory = visible_memory(t.memory, t.begin_ns, t.end_ns + 1, ns_per_px, quantity);
+      QVERIFY(memory.size() <= static_cast<size_t>(width_px) + 2);
+      int64_t peak = 0;
+      for (const auto& m : memory) peak = std::max(peak, memory_value(m, quantity));
+      QCOMPARE(peak, t.peak(quantity));  // decimation keeps the peak
+    }
+    // The curves: the allocator's reserved bytes, and the state and buffers
+    // the executor counts, whose peak is the summary's.
+    QCOMPARE(t.peak(MemoryQuantity::kAllocator), trace.summary().peak_reserved_bytes());
+    QCOMPARE(t.peak(MemoryQuantity::kStateAndBuffers), trace.summary().peak_state_and_buffers_bytes());
+    QVERIFY(t.peak_state_and_buffers < t.peak_reserved);  // no activations, workspaces or cache in it
+    QVERIFY(memory_axis_label(MemoryQuantity::kStateAndBuffers) != memory_axis_label(MemoryQuantity::kAllocator));
   }
 
   void sweep_series_and_oom_ranges() {

@@ -178,6 +178,7 @@ bool ExploreTab::open_scenario(const QString& name_or_path) {
     Q_EMIT error(QString::fromUtf8(e.what()));
     return false;
   }
+  drop_results();
   current_ = base_;
   valid_ = true;
   const int shipped = scenario_box_->findText(name_or_path);
@@ -196,6 +197,7 @@ bool ExploreTab::open_model(const QString& model) {
     Q_EMIT error(QString::fromUtf8(e.what()));
     return false;
   }
+  drop_results();
   current_ = base_;
   valid_ = true;
   settings_.set_settings(settings_of(base_.scenario));
@@ -209,12 +211,19 @@ void ExploreTab::set_gpus_and_strategy(int64_t gpus, scenarios::Strategy strateg
   settings_.set_value(ScenarioSettingsModel::kGpus, QString::number(gpus));
 }
 
-void ExploreTab::settings_edited() {
-  // Whatever runs now belongs to the old settings: drop it.
+void ExploreTab::drop_results() {
+  // Whatever ran or runs belongs to the old settings: drop it, and what it showed.
   jobs_.start({});
   results_.reset_rows({});
   selected_row_ = -1;
+  units_.set_trace(nullptr);
+  plan_.reset();
+  plan_label_->setText(QString());
   refresh_charts();
+}
+
+void ExploreTab::settings_edited() {
+  drop_results();
   try {
     current_ = apply_settings(base_, settings_.settings());
     valid_ = true;

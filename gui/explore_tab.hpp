@@ -45,6 +45,8 @@ class ExploreTab : public QWidget {
 
   ScenarioSettingsModel* settings_model() { return &settings_; }
   SimulationResultsModel* results_model() { return &results_; }
+  UnitBreakdownModel* units_model() { return &units_; }
+  MemoryBreakdownModel* memory_model() { return &memory_; }
   SimulationJobs* jobs() { return &jobs_; }
   LatestTask* plan_task() { return &planning_; }
   // The scenario with the window's settings; nullptr while they are invalid.
@@ -61,6 +63,7 @@ class ExploreTab : public QWidget {
 
  private:
   void build_ui();
+  void drop_results();
   void settings_edited();
   void replan();
   void refresh_charts();

@@ -78,6 +78,10 @@ class GeometryTest : public QObject {
     QCOMPARE(bars.padding_elements(), 0);
     QCOMPARE(piece_at(bars, 1, 5)->tensor, 1);
     QVERIFY(piece_at(bars, 2, 0) == nullptr);
+    // Hovering a's piece on rank 1: its name, its interval of the buffer, rank 1's local units.
+    const std::string a = describe_piece(bars, bars.pieces[1]);
+    QCOMPARE(a, std::string("a\ninterval [0, 10) of the 2 x 8 buffer\nlocal units of rank 1: elements [8, 10) of the "
+                            "tensor (2), granule 1\nragged, rank 1, shard [0, 2)"));
   }
 
   void rank_major_layout_pads_each_chunk() {
@@ -93,6 +97,9 @@ class GeometryTest : public QObject {
     const LayoutPiece* pad = piece_at(bars, 1, 4);
     QCOMPARE(pad->tensor, -1);
     QCOMPARE(piece_at(bars, 1, 0)->tensor_begin, 5);
+    QCOMPARE(describe_piece(bars, *pad), std::string("padding: 1 element\nzero3, rank 1, shard [4, 5)"));
+    QVERIFY(describe_piece(bars, *piece_at(bars, 1, 6)).find("a chunk of 3 elements at offset 5 of every rank's shard") !=
+            std::string::npos);
   }
 
   void gpt_oss_experts_at_256_gpus_ragged_against_fsdp2() {
@@ -177,6 +184,12 @@ class GeometryTest : public QObject {
     QCOMPARE(series[0].strategy, std::string("ragged"));
     QCOMPARE(series[0].points.size(), size_t{4});
     QCOMPARE(series[1].points[1].row, 3);
+    // A click's x picks the nearest swept count on the log axis: 40 GPUs is nearer 32 than 64.
+    QCOMPARE(nearest_point(series, "fsdp2", 40)->gpus, 32);
+    QCOMPARE(nearest_point(series, "fsdp2", 50)->gpus, 64);
+    QCOMPARE(nearest_point(series, "ragged", 1)->gpus, 8);
+    QCOMPARE(nearest_point(series, "fsdp2", 40)->row, 5);
+    QVERIFY(nearest_point(series, "zero3", 40) == nullptr);
     const auto ranges = oom_ranges(series);
     QCOMPARE(ranges.size(), size_t{2});
     QCOMPARE(ranges[0].from, 8);

@@ -99,10 +99,14 @@ class ModelsTest : public QObject {
     QCOMPARE(model.data(model.index(ScenarioSettingsModel::kNodes, 1)).toString(), QString("8"));
     QVERIFY(!model.setData(model.index(ScenarioSettingsModel::kGpus, 1), "-3"));
     QVERIFY(!model.setData(model.index(ScenarioSettingsModel::kStrategy, 1), "fsdp9"));
-    QVERIFY(!model.setData(model.index(ScenarioSettingsModel::kNodes, 1), "2"));  // derived, read-only
+    QVERIFY(model.setData(model.index(ScenarioSettingsModel::kNodes, 1), "2"));  // nodes of 8 GPUs
+    QCOMPARE(model.settings().gpus, 16);
+    QVERIFY(!model.setData(model.index(ScenarioSettingsModel::kNodes, 1), "0"));
+    QVERIFY(!model.setData(model.index(ScenarioSettingsModel::kGpus, 1), "99999999999"));  // beyond the scenario's int32
+    QCOMPARE(model.settings().gpus, 16);
     QVERIFY(model.setData(model.index(ScenarioSettingsModel::kStrategy, 1), "zero3"));
     QCOMPARE(model.settings().strategy, scenarios::ZERO3);
-    QCOMPARE(changed.count(), 2);
+    QCOMPARE(changed.count(), 3);
     const QStringList strategies = model.data(model.index(ScenarioSettingsModel::kStrategy, 1),
                                               ScenarioSettingsModel::kChoicesRole).toStringList();
     QCOMPARE(strategies.size(), 6);

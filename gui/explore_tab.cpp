@@ -173,37 +173,36 @@ void ExploreTab::build_ui() {
 
 bool ExploreTab::open_scenario(const QString& name_or_path) {
   try {
-    base_ = scenarios::load_scenario(name_or_path.toStdString());
+    open_loaded(scenarios::load_scenario(name_or_path.toStdString()));
   } catch (const std::exception& e) {
     Q_EMIT error(QString::fromUtf8(e.what()));
     return false;
   }
-  drop_results();
-  current_ = base_;
-  valid_ = true;
-  const int shipped = scenario_box_->findText(name_or_path);
-  if (shipped >= 0) scenario_box_->setCurrentIndex(shipped);
-  settings_.set_settings(settings_of(base_.scenario));
-  error_label_->hide();
-  replan();
   return true;
 }
 
 bool ExploreTab::open_model(const QString& model) {
   const ScenarioSettings& s = settings_.settings();
   try {
-    base_ = scenario_for_model(model.toStdString(), s.gpu_preset.empty() ? "h100" : s.gpu_preset, s.gpus > 0 ? s.gpus : 8);
+    open_loaded(scenario_for_model(model.toStdString(), s.gpu_preset.empty() ? "h100" : s.gpu_preset, s.gpus > 0 ? s.gpus : 8));
   } catch (const std::exception& e) {
     Q_EMIT error(QString::fromUtf8(e.what()));
     return false;
   }
+  return true;
+}
+
+void ExploreTab::open_loaded(scenarios::LoadedScenario loaded) {
   drop_results();
+  base_ = std::move(loaded);
   current_ = base_;
   valid_ = true;
+  const QString origin = QString::fromStdString(base_.origin);
+  const int shipped = scenario_box_->findText(origin.startsWith(QStringLiteral("builtin:")) ? origin.mid(8) : origin);
+  if (shipped >= 0) scenario_box_->setCurrentIndex(shipped);
   settings_.set_settings(settings_of(base_.scenario));
   error_label_->hide();
   replan();
-  return true;
 }
 
 void ExploreTab::set_gpus_and_strategy(int64_t gpus, scenarios::Strategy strategy) {

@@ -39,6 +39,8 @@ class ExploreTab : public QWidget {
   bool open_scenario(const QString& name_or_path);
   // A catalog model or a config.json on the current GPU preset and count.
   bool open_model(const QString& model);
+  // A scenario already read (and checked): it becomes the one the settings edit.
+  void open_loaded(scenarios::LoadedScenario loaded);
   void set_gpus_and_strategy(int64_t gpus, scenarios::Strategy strategy);
   void run_all();
   void cancel();

@@ -184,7 +184,10 @@ bool ExploreTab::open_scenario(const QString& name_or_path) {
 bool ExploreTab::open_model(const QString& model) {
   const ScenarioSettings& s = settings_.settings();
   try {
-    open_loaded(scenario_for_model(model.toStdString(), s.gpu_preset.empty() ? "h100" : s.gpu_preset, s.gpus > 0 ? s.gpus : 8));
+    scenarios::LoadedScenario loaded =
+        scenario_for_model(model.toStdString(), s.gpu_preset.empty() ? "h100" : s.gpu_preset, s.gpus > 0 ? s.gpus : 8);
+    planner::resolve_scenario(loaded);  // a config.json that does not read is an error of opening it
+    open_loaded(std::move(loaded));
   } catch (const std::exception& e) {
     Q_EMIT error(QString::fromUtf8(e.what()));
     return false;

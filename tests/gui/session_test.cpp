@@ -1,10 +1,15 @@
-// A scripted session through the widgets: open a scenario, change the GPU
-// count in the settings table, simulate, cancel, bad input shown as errors,
-// save and export, compare two traces, the window's state kept.
+// A scripted session through the widgets: open a scenario or a config.json,
+// change the GPU and node counts in the settings table, simulate, cancel,
+// bad input shown as the CLI's errors, save and export, shortcuts, compare
+// two traces or run both, the window's state kept.
 
 #include <QAbstractButton>
+#include <QAction>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QLineEdit>
+#include <QProcess>
+#include <QProgressBar>
 #include <QPushButton>
 #include <QSettings>
 #include <QSignalSpy>
@@ -66,6 +71,16 @@ void type_setting(ExploreTab* explore, int row, const QString& text) {
   QCoreApplication::processEvents();  // the delegate commits on the next turn of the loop
 }
 
+// What `ragged ARGS` says on stderr, less its "ragged: error: " prefix.
+QString cli_error(const QStringList& args) {
+  QProcess cli;
+  cli.start(QStringLiteral(RAGGED_BINARY_DIR "/ragged"), args);
+  if (!cli.waitForFinished(30000) || cli.exitCode() != 2) return QStringLiteral("ragged did not exit with 2");
+  const QString err = QString::fromLocal8Bit(cli.readAllStandardError()).trimmed();
+  const QString prefix = QStringLiteral("ragged: error: ");
+  return err.startsWith(prefix) ? err.mid(prefix.size()) : err;
+}
+
 }  // namespace
 
 class SessionTest : public QObject {
@@ -86,9 +101,13 @@ class SessionTest : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(explore->resolved() != nullptr, 20000);
     QTRY_VERIFY_WITH_TIMEOUT(all_finished(explore->results_model()), 30000);  // simulated on opening
 
+    QVERIFY(explore->units_model()->rowCount() > 0);  // the breakdown of a simulated strategy
     type_setting(explore, ScenarioSettingsModel::kGpus, QStringLiteral("64"));
     QCOMPARE(explore->settings_model()->settings().gpus, 64);
-    QVERIFY(explore->results_model()->rows().empty());  // the 8-GPU results are stale: gone
+    // The 8-GPU results are stale: gone, with every chart drawn from them.
+    QVERIFY(explore->results_model()->rows().empty());
+    QCOMPARE(explore->units_model()->rowCount(), 0);
+    QVERIFY(!explore->plan_text().contains(QStringLiteral("on 8 GPUs")));
     QTRY_VERIFY_WITH_TIMEOUT(explore->plan_text().contains(QStringLiteral("on 64 GPUs")), 20000);
     QTRY_VERIFY_WITH_TIMEOUT(all_finished(explore->results_model()), 30000);
     const auto& rows = explore->results_model()->rows();
@@ -98,6 +117,11 @@ class SessionTest : public QObject {
       QCOMPARE(row.outcome.state, RunState::kDone);
       QCOMPARE(row.outcome.trace->metadata().world_size(), 64);
     }
+
+    // Nodes set the GPUs (nodes of 8 here).
+    type_setting(explore, ScenarioSettingsModel::kNodes, QStringLiteral("2"));
+    QCOMPARE(explore->settings_model()->settings().gpus, 16);
+    QTRY_VERIFY_WITH_TIMEOUT(explore->plan_text().contains(QStringLiteral("on 16 GPUs")), 20000);
 
     // Large enough that Cancel lands while they run.
     type_setting(explore, ScenarioSettingsModel::kGpus, QStringLiteral("10240"));
@@ -125,6 +149,14 @@ class SessionTest : public QObject {
     file.close();
     QVERIFY(!explore->open_scenario(broken));
     QVERIFY(window.last_error().startsWith(broken + QStringLiteral(":")));  // file:line:col, as the CLI says it
+    QCOMPARE(window.last_error(), cli_error({QStringLiteral("scenario"), QStringLiteral("validate"), broken}));
+    const QString broken_json = dir.filePath(QStringLiteral("broken.json"));
+    QFile json(broken_json);
+    QVERIFY(json.open(QIODevice::WriteOnly));
+    json.write("{\"name\": \"b\", \"training\": {\"micro_batch_size\": \"x\"}}");
+    json.close();
+    QVERIFY(!explore->open_scenario(broken_json));
+    QCOMPARE(window.last_error(), cli_error({QStringLiteral("plan"), broken_json}));
     type_setting(explore, ScenarioSettingsModel::kGpus, QStringLiteral("12"));
     QVERIFY(explore->settings_error().contains(QStringLiteral("multiple of 8")));
     QVERIFY(explore->current() == nullptr);
@@ -155,11 +187,24 @@ class SessionTest : public QObject {
       QVERIFY(QFileInfo(dir.filePath(QStringLiteral("explore.png"))).size() > 1000);
       QVERIFY(QFileInfo(dir.filePath(QStringLiteral("explore-5.svg"))).size() > 1000);  // one file per chart
       QVERIFY(!window.export_current(dir.filePath(QStringLiteral("explore.bmp"))).isEmpty());
+      // Every other tab's views export too, as PNG and SVG.
+      for (int tab : {MainWindow::kLayout, MainWindow::kTimeline, MainWindow::kSweep, MainWindow::kCompare}) {
+        window.tabs()->setCurrentIndex(tab);
+        for (const QString& suffix : {QStringLiteral("png"), QStringLiteral("svg")}) {
+          const QString file = dir.filePath(QStringLiteral("tab%1.%2").arg(tab).arg(suffix));
+          QCOMPARE(window.export_current(file), QString());
+          QVERIFY(QFileInfo(file).size() > 500);
+        }
+      }
       window.tabs()->setCurrentIndex(MainWindow::kSweep);
       window.close();
     }
     MainWindow again;
     QCOMPARE(again.tabs()->currentIndex(), static_cast<int>(MainWindow::kSweep));
+    // The scenario comes back as it was left: 32 GPUs under fsdp2.
+    QVERIFY(again.reopen_last_scenario());
+    QCOMPARE(again.explore()->settings_model()->settings().gpus, 32);
+    QCOMPARE(again.explore()->settings_model()->settings().strategy, scenarios::FSDP2);
   }
 
   void sweep_then_open_a_point_in_explore() {
@@ -180,6 +225,85 @@ class SessionTest : public QObject {
     QCOMPARE(window.tabs()->currentIndex(), static_cast<int>(MainWindow::kExplore));
     QCOMPARE(window.explore()->settings_model()->settings().gpus, 512);
     QCOMPARE(window.explore()->settings_model()->settings().strategy, scenarios::FSDP2);
+  }
+
+  void a_config_json_opens_in_explore() {
+    MainWindow window;
+    window.show();
+    ExploreTab* explore = window.explore();
+    QVERIFY(explore->open_scenario(QStringLiteral("llama3-8b-8xh100")));
+    const QString config = QStringLiteral(RAGGED_SOURCE_DIR "/tests/models/data/llama/config.json");
+    QVERIFY(explore->open_model(config));
+    QCOMPARE(explore->settings_model()->settings().model, config.toStdString());
+    QCOMPARE(explore->settings_model()->settings().gpus, 8);  // the cluster it was on
+    QTRY_VERIFY_WITH_TIMEOUT(explore->plan_text().contains(QStringLiteral("on 8 GPUs")), 20000);
+    QTRY_VERIFY_WITH_TIMEOUT(all_finished(explore->results_model()), 60000);
+    for (const auto& row : explore->results_model()->rows()) QCOMPARE(row.outcome.state, RunState::kDone);
+    QVERIFY(!explore->open_model(QStringLiteral("/no/such/config.json")));
+    QVERIFY(window.last_error().contains(QStringLiteral("/no/such/config.json")));
+  }
+
+  void shortcuts_run_cancel_and_switch_tabs() {
+    MainWindow window;
+    window.show();
+    QVERIFY(QTest::qWaitForWindowActive(&window));
+    QStringList shortcuts;
+    for (const QAction* action : window.findChildren<QAction*>()) shortcuts << action->shortcut().toString();
+    for (const QKeySequence& key : {QKeySequence(QKeySequence::Open), QKeySequence(QKeySequence::Save),
+                                   QKeySequence(QStringLiteral("Ctrl+R")), QKeySequence(Qt::Key_Escape),
+                                   QKeySequence(QStringLiteral("Ctrl+E")), QKeySequence(QStringLiteral("Ctrl+T"))}) {
+      QVERIFY2(shortcuts.contains(key.toString()), qPrintable(key.toString()));
+    }
+    ExploreTab* explore = window.explore();
+    window.tabs()->setCurrentIndex(MainWindow::kExplore);  // on Sweep, Ctrl+R sweeps
+    for (auto* box : explore->findChildren<QCheckBox*>()) box->setChecked(false);  // no run on opening
+    QVERIFY(explore->open_scenario(QStringLiteral("llama3-70b-10240xh100")));
+    QTRY_VERIFY_WITH_TIMEOUT(explore->resolved() != nullptr, 20000);
+    QVERIFY(explore->results_model()->rows().empty());
+    QTest::keyClick(&window, Qt::Key_R, Qt::ControlModifier);  // run
+    QCOMPARE(explore->results_model()->rows().size(), size_t{6});
+    QVERIFY(explore->jobs()->busy());
+    QTest::keyClick(&window, Qt::Key_Escape);  // cancel
+    QTRY_VERIFY_WITH_TIMEOUT(all_finished(explore->results_model()), 30000);
+    int cancelled = 0;
+    for (const auto& row : explore->results_model()->rows()) cancelled += row.outcome.state == RunState::kCancelled;
+    QVERIFY(cancelled > 0);
+    QTest::keyClick(&window, Qt::Key_3, Qt::ControlModifier);
+    QCOMPARE(window.tabs()->currentIndex(), static_cast<int>(MainWindow::kTimeline));
+    QTest::keyClick(&window, Qt::Key_5, Qt::ControlModifier);
+    QCOMPARE(window.tabs()->currentIndex(), static_cast<int>(MainWindow::kCompare));
+  }
+
+  // `ragged simulate` then `mpirun -np 4 ragged run --device cpu` as child
+  // processes, with progress; then the same cancelled while mpirun runs.
+  void compare_runs_both_and_cancels() {
+    qputenv("RAGGED_CLI", RAGGED_BINARY_DIR "/ragged");
+    MainWindow window;
+    window.show();
+    CompareTab* compare = window.compare();
+    auto* progress = compare->findChild<QProgressBar*>();
+    QSignalSpy finished(compare, &CompareTab::run_finished);
+    QSignalSpy compared(compare, &CompareTab::compared);
+    compare->run_both(QStringLiteral("tiny-llama-4xcpu"));
+    QVERIFY(compare->running());
+    QVERIFY(finished.wait(120000));
+    QVERIFY2(finished.at(0).at(0).toBool(), qPrintable(window.last_error()));
+    QCOMPARE(progress->value(), progress->maximum());
+    QTRY_COMPARE_WITH_TIMEOUT(compared.count(), 1, 20000);
+    QVERIFY(compare->summary_text().contains(QStringLiteral("tiny-llama-4xcpu")));
+    QVERIFY(compare->ops_model()->rowCount() > 0);
+    QCOMPARE(compare->measured_view()->memory_quantity(), MemoryQuantity::kStateAndBuffers);
+
+    compare->run_both(QStringLiteral("tiny-llama-4xcpu"));
+    QTRY_VERIFY_WITH_TIMEOUT(compare->summary_text().contains(QStringLiteral("mpirun")), 30000);
+    QCOMPARE(progress->value(), 1);
+    compare->cancel_run();
+    QVERIFY(finished.wait(30000));
+    QCOMPARE(finished.last().at(0).toBool(), false);
+    QVERIFY(!compare->running());
+    QCOMPARE(compare->summary_text(), QStringLiteral("cancelled"));
+    QVERIFY(window.last_error().isEmpty());  // a cancel is no error
+    QCOMPARE(compared.count(), 1);
   }
 
   void compare_two_traces() {

@@ -40,6 +40,7 @@ QChartView* new_chart_view(QWidget* parent) {
 ExploreTab::ExploreTab(QWidget* parent) : QWidget(parent) {
   build_ui();
   connect(&settings_, &ScenarioSettingsModel::settings_changed, this, &ExploreTab::settings_edited);
+  connect(&settings_, &ScenarioSettingsModel::edit_refused, this, &ExploreTab::notice);
   connect(&jobs_, &SimulationJobs::job_started, this, [this](int row) {
     results_.set_started(row);
     update_progress();

@@ -60,6 +60,7 @@ class ExploreTab : public QWidget {
 
  Q_SIGNALS:
   void error(const QString& message);  // a problem worth a dialog (opening a file)
+  void notice(const QString& message);  // worth a line in the status bar (an edit refused)
   void scenario_resolved();            // resolved() changed
   void trace_selected(std::shared_ptr<const traces::Trace> trace, const QString& label);
 

@@ -39,6 +39,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   resize(1500, 900);
 
   connect(explore_, &ExploreTab::error, this, &MainWindow::show_error);
+  connect(explore_, &ExploreTab::notice, this, [this](const QString& message) { statusBar()->showMessage(message, 10000); });
   connect(timeline_, &TimelineTab::error, this, &MainWindow::show_error);
   connect(compare_, &CompareTab::error, this, &MainWindow::show_error);
   connect(explore_, &ExploreTab::scenario_resolved, this, [this] {

@@ -167,7 +167,11 @@ bool ScenarioSettingsModel::setData(const QModelIndex& index, const QVariant& va
 
 bool ScenarioSettingsModel::set_value(Row row, const QString& value) {
   ScenarioSettings next = settings_;
-  if (!parse_into(row, value, next)) return false;
+  if (!parse_into(row, value, next)) {
+    Q_EMIT edit_refused(QStringLiteral("%1: '%2' is not a value it takes (%3)")
+                            .arg(QString::fromLatin1(kRowInfo[row].name), value.trimmed(), QString::fromLatin1(kRowInfo[row].help)));
+    return false;
+  }
   if (next == settings_) return true;
   settings_ = next;
   Q_EMIT dataChanged(index(0, kValue), index(kRows - 1, kValue));  // nodes and GPUs follow each other

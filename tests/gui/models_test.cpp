@@ -97,7 +97,10 @@ class ModelsTest : public QObject {
     QVERIFY(model.setData(model.index(ScenarioSettingsModel::kGpus, 1), "64"));
     QCOMPARE(model.settings().gpus, 64);
     QCOMPARE(model.data(model.index(ScenarioSettingsModel::kNodes, 1)).toString(), QString("8"));
+    QSignalSpy refused(&model, &ScenarioSettingsModel::edit_refused);
     QVERIFY(!model.setData(model.index(ScenarioSettingsModel::kGpus, 1), "-3"));
+    QCOMPARE(refused.count(), 1);
+    QVERIFY(refused.at(0).at(0).toString().startsWith(QStringLiteral("GPUs: '-3'")));
     QVERIFY(!model.setData(model.index(ScenarioSettingsModel::kStrategy, 1), "fsdp9"));
     QVERIFY(model.setData(model.index(ScenarioSettingsModel::kNodes, 1), "2"));  // nodes of 8 GPUs
     QCOMPARE(model.settings().gpus, 16);

@@ -13,6 +13,7 @@
 #include <QPushButton>
 #include <QSettings>
 #include <QSignalSpy>
+#include <QStatusBar>
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -157,6 +158,9 @@ class SessionTest : public QObject {
     json.close();
     QVERIFY(!explore->open_scenario(broken_json));
     QCOMPARE(window.last_error(), cli_error({QStringLiteral("plan"), broken_json}));
+    type_setting(explore, ScenarioSettingsModel::kGpus, QStringLiteral("many"));  // refused, and said so
+    QCOMPARE(explore->settings_model()->settings().gpus, 8);
+    QVERIFY(window.statusBar()->currentMessage().startsWith(QStringLiteral("GPUs: 'many'")));
     type_setting(explore, ScenarioSettingsModel::kGpus, QStringLiteral("12"));
     QVERIFY(explore->settings_error().contains(QStringLiteral("multiple of 8")));
     QVERIFY(explore->current() == nullptr);

@@ -108,9 +108,12 @@ void TimelineView::paintEvent(QPaintEvent*) {
     return;
   }
   p.drawText(QRectF(4, 2, width() - 8, kTop - 4), Qt::AlignLeft | Qt::AlignVCenter,
-             QStringLiteral("%1   rank %2   %3 to %4")
+             QStringLiteral("%1   %2   %3 to %4")
                  .arg(title_)
-                 .arg(timeline_.rank)
+                 .arg(timeline_.rank == kEveryRank ? QStringLiteral("every rank (%1), memory of rank %2")
+                                                         .arg(timeline_.ranks.size())
+                                                         .arg(timeline_.memory_rank)
+                                                   : QStringLiteral("rank %1").arg(timeline_.rank))
                  .arg(QString::fromStdString(format_seconds(static_cast<double>(from_ns_ - timeline_.begin_ns) * 1e-9)),
                       QString::fromStdString(format_seconds(static_cast<double>(to_ns_ - timeline_.begin_ns) * 1e-9))));
   const QRectF plot = plot_rect();
@@ -204,6 +207,14 @@ QString TimelineView::describe_at(QPoint point) const {
           .arg(bar.ops)
           .arg(QString::fromStdString(format_seconds(static_cast<double>(bar.end_ns - bar.start_ns) * 1e-9)),
                QString::fromStdString(e.name()), qs(traces::op_kind_name(e.kind())));
+    }
+    if (bar.ranks > 1) {
+      return QStringLiteral("%1 on %2 ranks\nfrom the first start to the last end: %3\nlongest, rank %4: %5")
+          .arg(QString::fromStdString(e.name()))
+          .arg(bar.ranks)
+          .arg(QString::fromStdString(format_seconds(static_cast<double>(bar.end_ns - bar.start_ns) * 1e-9)))
+          .arg(e.rank())
+          .arg(QString::fromStdString(format_seconds(static_cast<double>(bar.op_ns) * 1e-9)));
     }
     return QStringLiteral("%1\n%2 on %3, op %4, unit %5\n%6, starts at %7%8")
         .arg(QString::fromStdString(e.name()), qs(traces::op_kind_name(e.kind())), qs(traces::stream_name(e.stream())))

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 #include "traces/trace_names.hpp"
 
@@ -37,27 +38,61 @@ Timeline build_timeline(const traces::Trace& trace, int rank, int step) {
   t.step = step;
   t.ranks.assign(trace.metadata().traced_ranks().begin(), trace.metadata().traced_ranks().end());
   if (t.ranks.empty() && trace.events_size() > 0) t.ranks.push_back(trace.events(0).rank());
-  t.rank = rank >= 0 ? rank : (t.ranks.empty() ? 0 : t.ranks.front());
+  const bool every = rank == kEveryRank && t.ranks.size() > 1;
+  t.rank = every ? kEveryRank : rank >= 0 ? rank : (t.ranks.empty() ? 0 : t.ranks.front());
   std::map<int, TimelineLane> lanes;
+  std::map<std::tuple<int, uint64_t, int>, size_t> bar_of;  // every rank: (stream, op, step) -> its bar
   bool any = false;
   for (int i = 0; i < trace.events_size(); ++i) {
     const traces::Event& e = trace.events(i);
-    if (e.rank() != t.rank || (step >= 0 && e.step() != step)) continue;
+    if ((!every && e.rank() != t.rank) || (step >= 0 && e.step() != step)) continue;
     t.begin_ns = any ? std::min(t.begin_ns, e.start_ns()) : e.start_ns();
     t.end_ns = any ? std::max(t.end_ns, e.end_ns()) : e.end_ns();
     any = true;
     if (e.kind() == traces::ALLOC || e.kind() == traces::FREE) continue;
     TimelineLane& lane = lanes[e.stream()];
     lane.stream = e.stream();
-    lane.bars.push_back({e.start_ns(), e.end_ns(), e.kind(), 1, i, e.end_ns() - e.start_ns()});
+    const TimelineBar bar{e.start_ns(), e.end_ns(), e.kind(), 1, i, e.end_ns() - e.start_ns(), 1};
+    if (!every) {
+      lane.bars.push_back(bar);
+      continue;
+    }
+    // One bar per op: from its first start to its last end over the ranks, its longest event named.
+    auto [it, added] = bar_of.emplace(std::tuple{e.stream(), e.op_id(), e.step()}, lane.bars.size());
+    if (added) {
+      lane.bars.push_back(bar);
+      continue;
+    }
+    TimelineBar& into = lane.bars[it->second];
+    into.start_ns = std::min(into.start_ns, bar.start_ns);
+    into.end_ns = std::max(into.end_ns, bar.end_ns);
+    ++into.ranks;
+    if (bar.op_ns > into.op_ns) {
+      into.event = i;
+      into.op_ns = bar.op_ns;
+    }
   }
   for (auto& [stream, lane] : lanes) {
     lane.name = std::string(traces::stream_name(lane.stream));
     std::stable_sort(lane.bars.begin(), lane.bars.end(), [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
     t.lanes.push_back(std::move(lane));
   }
+  auto in_span = [&](const traces::MemorySample& m) {
+    return step < 0 || (m.time_ns() >= t.begin_ns && m.time_ns() <= t.end_ns);
+  };
+  // Every rank: the memory of the rank whose reserved bytes peak highest.
+  t.memory_rank = t.rank;
+  if (every) {
+    int64_t highest = -1;
+    for (const traces::MemorySample& m : trace.memory()) {
+      if (in_span(m) && m.reserved_bytes() > highest) {
+        highest = m.reserved_bytes();
+        t.memory_rank = m.rank();
+      }
+    }
+  }
   for (const traces::MemorySample& m : trace.memory()) {
-    if (m.rank() != t.rank || (step >= 0 && (m.time_ns() < t.begin_ns || m.time_ns() > t.end_ns))) continue;
+    if (m.rank() != t.memory_rank || !in_span(m)) continue;
     t.memory.push_back({m.time_ns(), m.allocated_bytes(), m.reserved_bytes(), m.state_and_buffers_bytes()});
     t.peak_reserved = std::max(t.peak_reserved, m.reserved_bytes());
     t.peak_state_and_buffers = std::max(t.peak_state_and_buffers, m.state_and_buffers_bytes());

@@ -20,6 +20,7 @@ struct TimelineBar {
   int ops = 1;         // ops merged into this bar
   int event = -1;      // index into Trace::events of its (longest) op
   int64_t op_ns = 0;   // that op's duration
+  int ranks = 1;       // every rank: the ranks whose events of this op the bar spans
 };
 
 struct TimelineLane {
@@ -49,8 +50,13 @@ int64_t memory_value(const MemoryPoint& point, MemoryQuantity quantity);
 // The axis label: what the curve counts.
 std::string memory_axis_label(MemoryQuantity quantity);
 
+// build_timeline's rank for a multi-rank trace seen whole: each op one bar
+// from its first start to its last end over the ranks.
+inline constexpr int kEveryRank = -2;
+
 struct Timeline {
-  int rank = 0;
+  int rank = 0;            // kEveryRank: every traced rank
+  int memory_rank = 0;     // whose memory curve is drawn (every rank: the highest reserved peak)
   int step = -1;  // -1: every step
   std::vector<int> ranks;  // the trace's traced ranks (the drill-down choices)
   int64_t begin_ns = 0;
@@ -65,9 +71,10 @@ struct Timeline {
   size_t bar_count() const;
 };
 
-// The timeline of `rank` (-1: the first traced rank) and `step` (-1: every
-// step; a step keeps the memory samples within its events' span). Alloc and
-// free events (instants) stay out of the lanes; they show in the memory curve.
+// The timeline of `rank` (-1: the first traced rank; kEveryRank: all of a
+// multi-rank trace's ranks, aggregated) and `step` (-1: every step; a step
+// keeps the memory samples within its events' span). Alloc and free events
+// (instants) stay out of the lanes; they show in the memory curve.
 Timeline build_timeline(const traces::Trace& trace, int rank = -1, int step = -1);
 
 // The first step the events of a trace carry (a measured trace's first measured step).

@@ -172,6 +172,53 @@ class GeometryTest : public QObject {
     QVERIFY(memory_axis_label(MemoryQuantity::kStateAndBuffers) != memory_axis_label(MemoryQuantity::kAllocator));
   }
 
+  void a_multi_rank_trace_aggregates_its_ranks_and_drills_into_one() {
+    traces::Trace trace = sim::simulate_in_child(planner::resolve_scenario(scenarios::load_scenario("tiny-llama-4xcpu")), {}).trace;
+    // Rank 1 runs every op 1 us later and twice as long, and holds 1 MiB more.
+    const int events = trace.events_size();
+    const int rank0 = trace.metadata().traced_ranks(0);
+    for (int i = 0; i < events; ++i) {
+      traces::Event* e = trace.add_events();
+      *e = trace.events(i);
+      e->set_rank(rank0 + 1);
+      e->set_start_ns(e->start_ns() + 1000);
+      e->set_end_ns(e->start_ns() + 2 * (trace.events(i).end_ns() - trace.events(i).start_ns()));
+    }
+    const int samples = trace.memory_size();
+    for (int i = 0; i < samples; ++i) {
+      traces::MemorySample* m = trace.add_memory();
+      *m = trace.memory(i);
+      m->set_rank(rank0 + 1);
+      m->set_reserved_bytes(m->reserved_bytes() + (1 << 20));
+    }
+    trace.mutable_metadata()->add_traced_ranks(rank0 + 1);
+
+    const Timeline one = build_timeline(trace, rank0);
+    const Timeline every = build_timeline(trace, kEveryRank);
+    QCOMPARE(every.rank, kEveryRank);
+    QCOMPARE(every.memory_rank, rank0 + 1);  // the higher reserved peak
+    QCOMPARE(every.peak_reserved, one.peak_reserved + (1 << 20));
+    QCOMPARE(every.lanes.size(), one.lanes.size());
+    for (size_t l = 0; l < one.lanes.size(); ++l) {
+      QCOMPARE(every.lanes[l].bars.size(), one.lanes[l].bars.size());  // one bar per op, not per rank
+      for (const TimelineBar& bar : every.lanes[l].bars) {
+        QCOMPARE(bar.ranks, 2);
+        const traces::Event& longest = trace.events(bar.event);
+        QCOMPARE(longest.rank(), rank0 + 1);  // twice as long there
+        QCOMPARE(bar.end_ns, longest.end_ns());
+        QCOMPARE(bar.start_ns, longest.start_ns() - 1000);  // rank 0's start
+      }
+    }
+    const Timeline drilled = build_timeline(trace, rank0 + 1);
+    QCOMPARE(drilled.rank, rank0 + 1);
+    QCOMPARE(drilled.bar_count(), one.bar_count());
+    QCOMPARE(drilled.lanes[0].bars[0].ranks, 1);
+    // A single-rank trace asked for every rank is just its rank.
+    trace.mutable_metadata()->clear_traced_ranks();
+    trace.mutable_metadata()->add_traced_ranks(rank0);
+    QCOMPARE(build_timeline(trace, kEveryRank).rank, rank0);
+  }
+
   void sweep_series_and_oom_ranges() {
     QCOMPARE(sweep_gpu_counts().size(), size_t{12});
     QCOMPARE(sweep_gpu_counts().back(), 16384);

@@ -101,6 +101,31 @@ class ViewsTest : public QObject {
     QVERIFY(view->drawn_bars() <= view->timeline().bar_count());
   }
 
+  void timeline_opens_every_rank_and_drills_into_one() {
+    traces::Trace trace = sim::simulate_in_child(resolved("tiny-llama-4xcpu"), {}).trace;
+    const int events = trace.events_size();
+    for (int i = 0; i < events; ++i) {
+      traces::Event* e = trace.add_events();
+      *e = trace.events(i);
+      e->set_rank(1);
+      e->set_end_ns(e->end_ns() + 500);
+    }
+    trace.mutable_metadata()->add_traced_ranks(1);
+    TimelineTab tab;
+    tab.resize(1200, 600);
+    tab.show();
+    tab.show_trace(std::make_shared<const traces::Trace>(trace), QStringLiteral("two ranks"));
+    auto* ranks = tab.findChild<QComboBox*>();
+    QCOMPARE(ranks->count(), 3);
+    QCOMPARE(ranks->itemText(0), QStringLiteral("every rank (2)"));
+    QCOMPARE(tab.view()->timeline().rank, kEveryRank);
+    const QPoint on_bar = point_on_a_bar(*tab.view(), 0, 110, tab.view()->width() - 122);
+    QVERIFY(tab.view()->describe_at(on_bar).contains(QStringLiteral("on 2 ranks")));
+    ranks->setCurrentIndex(2);
+    Q_EMIT ranks->activated(2);
+    QCOMPARE(tab.view()->timeline().rank, 1);
+  }
+
   void layout_hover_names_tensor_interval_and_local_units() {
     LayoutView view;
     view.resize(1200, 700);

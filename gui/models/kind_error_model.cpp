@@ -5,9 +5,6 @@
 
 namespace ragged::gui {
 
-int KindErrorModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : static_cast<int>(rows_.size()); }
-int KindErrorModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : kColumns; }
-
 QVariant KindErrorModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal || role != Qt::DisplayRole || section < 0 || section >= kColumns) return {};
   if (section >= kPredicted) return error_cell_title(static_cast<ErrorCell>(section - kPredicted));
@@ -16,7 +13,7 @@ QVariant KindErrorModel::headerData(int section, Qt::Orientation orientation, in
 
 QVariant KindErrorModel::data(const QModelIndex& index, int role) const {
   if (!index.isValid() || !checkIndex(index)) return {};
-  const traces::KindComparison& k = rows_[static_cast<size_t>(index.row())];
+  const traces::KindComparison& k = row(index);
   if (index.column() >= kPredicted) {
     return error_cell(static_cast<ErrorCell>(index.column() - kPredicted), k.predicted_s, k.measured_s, role);
   }
@@ -28,18 +25,6 @@ QVariant KindErrorModel::data(const QModelIndex& index, int role) const {
   if (role != Qt::DisplayRole) return {};
   const std::string_view name = traces::op_kind_name(k.kind);
   return QString::fromUtf8(name.data(), static_cast<qsizetype>(name.size()));
-}
-
-void KindErrorModel::set_comparison(const traces::TraceComparison& comparison) {
-  beginResetModel();
-  rows_ = traces::worst_kinds_first(comparison.kinds);
-  endResetModel();
-}
-
-void KindErrorModel::clear() {
-  beginResetModel();
-  rows_.clear();
-  endResetModel();
 }
 
 }  // namespace ragged::gui

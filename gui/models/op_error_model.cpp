@@ -10,9 +10,6 @@ QString text(std::string_view s) { return QString::fromUtf8(s.data(), static_cas
 
 }  // namespace
 
-int OpErrorModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : static_cast<int>(rows_.size()); }
-int OpErrorModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : kColumns; }
-
 QVariant OpErrorModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal || role != Qt::DisplayRole || section < 0 || section >= kColumns) return {};
   if (section >= kPredicted) return error_cell_title(static_cast<ErrorCell>(section - kPredicted));
@@ -22,7 +19,7 @@ QVariant OpErrorModel::headerData(int section, Qt::Orientation orientation, int 
 
 QVariant OpErrorModel::data(const QModelIndex& index, int role) const {
   if (!index.isValid() || !checkIndex(index)) return {};
-  const traces::OpComparison& op = rows_[static_cast<size_t>(index.row())];
+  const traces::OpComparison& op = row(index);
   if (index.column() >= kPredicted) {
     return error_cell(static_cast<ErrorCell>(index.column() - kPredicted), op.predicted_s, op.measured_s, role);
   }
@@ -44,18 +41,6 @@ QVariant OpErrorModel::data(const QModelIndex& index, int role) const {
     case kUnit: return op.unit < 0 ? QStringLiteral("-") : QString::number(op.unit);
     default: return {};
   }
-}
-
-void OpErrorModel::set_comparison(const traces::TraceComparison& comparison) {
-  beginResetModel();
-  rows_ = traces::worst_ops_first(comparison.ops);
-  endResetModel();
-}
-
-void OpErrorModel::clear() {
-  beginResetModel();
-  rows_.clear();
-  endResetModel();
 }
 
 }  // namespace ragged::gui

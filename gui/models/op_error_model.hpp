@@ -3,31 +3,22 @@
 // two traces' events by Program op id), the ops whose times differ most
 // first: which op of which unit on which stream a prediction gets wrong.
 
-#include <QAbstractTableModel>
-
-#include "traces/trace_compare.hpp"
+#include "gui/models/comparison_table_model.hpp"
 
 namespace ragged::gui {
 
-class OpErrorModel : public QAbstractTableModel {
+struct OpErrorColumns {
+  enum Column { kOpId, kName, kKind, kStream, kUnit, kPredicted, kMeasured, kDifference, kError, kColumns };
+};
+
+class OpErrorModel : public ComparisonTableModel<traces::OpComparison, OpErrorColumns::kColumns>,
+                     public OpErrorColumns {
   Q_OBJECT
 
  public:
-  enum Column { kOpId, kName, kKind, kStream, kUnit, kPredicted, kMeasured, kDifference, kError, kColumns };
-
-  using QAbstractTableModel::QAbstractTableModel;
-
-  int rowCount(const QModelIndex& parent = {}) const override;
-  int columnCount(const QModelIndex& parent = {}) const override;
+  using ComparisonTableModel::ComparisonTableModel;
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
   QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
-
-  void set_comparison(const traces::TraceComparison& comparison);
-  void clear();
-  const std::vector<traces::OpComparison>& rows() const { return rows_; }
-
- private:
-  std::vector<traces::OpComparison> rows_;
 };
 
 }  // namespace ragged::gui

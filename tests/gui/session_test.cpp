@@ -72,6 +72,14 @@ void type_setting(ExploreTab* explore, int row, const QString& text) {
   QCoreApplication::processEvents();  // the delegate commits on the next turn of the loop
 }
 
+// `text` as the file `name` of `dir`; its path.
+QString write_file(const QTemporaryDir& dir, const QString& name, const char* text) {
+  const QString path = dir.filePath(name);
+  QFile file(path);
+  if (file.open(QIODevice::WriteOnly)) file.write(text);
+  return path;
+}
+
 // What `ragged ARGS` says on stderr, less its "ragged: error: " prefix.
 QString cli_error(const QStringList& args) {
   QProcess cli;
@@ -143,19 +151,12 @@ class SessionTest : public QObject {
     QVERIFY(!explore->open_scenario(QStringLiteral("/no/such/scenario.textproto")));
     QVERIFY(window.last_error().contains(QStringLiteral("/no/such/scenario.textproto")));
     QTemporaryDir dir;
-    const QString broken = dir.filePath(QStringLiteral("broken.textproto"));
-    QFile file(broken);
-    QVERIFY(file.open(QIODevice::WriteOnly));
-    file.write("name: \"broken\"\ntraining { micro_batch_size: -3 }\n");
-    file.close();
+    const QString broken = write_file(dir, QStringLiteral("broken.textproto"), "name: \"broken\"\ntraining { micro_batch_size: -3 }\n");
     QVERIFY(!explore->open_scenario(broken));
     QVERIFY(window.last_error().startsWith(broken + QStringLiteral(":")));  // file:line:col, as the CLI says it
     QCOMPARE(window.last_error(), cli_error({QStringLiteral("scenario"), QStringLiteral("validate"), broken}));
-    const QString broken_json = dir.filePath(QStringLiteral("broken.json"));
-    QFile json(broken_json);
-    QVERIFY(json.open(QIODevice::WriteOnly));
-    json.write("{\"name\": \"b\", \"training\": {\"micro_batch_size\": \"x\"}}");
-    json.close();
+    const QString broken_json =
+        write_file(dir, QStringLiteral("broken.json"), "{\"name\": \"b\", \"training\": {\"micro_batch_size\": \"x\"}}");
     QVERIFY(!explore->open_scenario(broken_json));
     QCOMPARE(window.last_error(), cli_error({QStringLiteral("plan"), broken_json}));
     type_setting(explore, ScenarioSettingsModel::kGpus, QStringLiteral("many"));  // refused, and said so

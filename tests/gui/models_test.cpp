@@ -59,6 +59,38 @@ class ModelsTest : public QObject {
     QCOMPARE(hsdp.scenario.training().replicate_group_size(), 4);
   }
 
+  // Each knob of the table lands in the scenario field the CLI reads.
+  void every_knob_is_written_into_the_scenario() {
+    const auto loaded = scenarios::load_scenario("llama3-8b-8xh100");
+    ScenarioSettings s = settings_of(loaded.scenario);
+    s.gpu_preset = "h800";
+    s.gpus = 32;
+    s.gpus_per_node = 4;
+    s.nics_per_node = 4;
+    s.nic_gbits_per_s = 200;
+    s.granularity = "rows:8";
+    s.sequence_length = 2048;
+    s.prefetch_depth = 2;
+    s.optimizer = "muon";
+    const scenarios::Scenario out = apply_settings(loaded, s).scenario;
+    QCOMPARE(out.cluster().gpu().preset(), std::string("h800"));
+    QCOMPARE(out.cluster().gpus_per_node(), 4);
+    QCOMPARE(out.cluster().nodes(), 8);
+    QCOMPARE(out.cluster().nics().per_node(), 4);
+    QCOMPARE(out.cluster().nics().bandwidth_gbits_per_s(), 200.0);
+    QCOMPARE(out.training().granularity().default_spec().kind(), scenarios::ROWS);
+    QCOMPARE(out.training().granularity().default_spec().rows(), 8);
+    QCOMPARE(out.training().sequence_length(), 2048);
+    QCOMPARE(out.training().prefetch_depth(), 2);
+    QVERIFY(out.training().optimizer().has_muon());
+    ScenarioSettings expected = s;
+    expected.shard_group = 32;  // sharded over every GPU before, so still
+    QVERIFY(settings_of(out) == expected);  // read back, the same settings
+    ScenarioSettings adam8bit = settings_of(loaded.scenario);
+    adam8bit.optimizer = "adam8bit";  // brings its block granularity
+    QCOMPARE(apply_settings(loaded, adam8bit).scenario.training().granularity().default_spec().kind(), scenarios::BLOCK);
+  }
+
   void bad_settings_are_input_errors_with_the_cli_wording() {
     const auto loaded = scenarios::load_scenario("llama3-8b-8xh100");
     ScenarioSettings s = settings_of(loaded.scenario);

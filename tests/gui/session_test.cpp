@@ -186,6 +186,8 @@ class SessionTest : public QObject {
         QCOMPARE(scenarios::total_gpus(loaded.scenario), 32);
         QCOMPARE(loaded.scenario.training().strategy(), scenarios::FSDP2);
       }
+      QVERIFY(explore->open_scenario(json));  // and so does the window
+      QCOMPARE(explore->settings_model()->settings().gpus, 32);
       QTRY_VERIFY_WITH_TIMEOUT(all_finished(explore->results_model()), 30000);
       QVERIFY(window.export_current(dir.filePath(QStringLiteral("explore.png"))).isEmpty());
       QVERIFY(window.export_current(dir.filePath(QStringLiteral("explore.svg"))).isEmpty());
@@ -348,7 +350,13 @@ class SessionTest : public QObject {
     QVERIFY(std::abs(ops.front().difference_s()) > 0);
     QCOMPARE(ops.back().difference_s(), 0.0);
     for (size_t i = 1; i < ops.size(); ++i) QVERIFY(std::abs(ops[i - 1].difference_s()) >= std::abs(ops[i].difference_s()));
-    QVERIFY(compare->summary_text().contains(QStringLiteral("step time")));
+    for (const char* figure : {"step time", "peak memory", "exposed communication", "MFU"}) {
+      QVERIFY(compare->summary_text().contains(QString::fromLatin1(figure)));
+    }
+    // Timelines aligned: one time span from each trace's start.
+    QCOMPARE(compare->predicted_view()->to_ns() - compare->predicted_view()->from_ns(),
+             compare->measured_view()->to_ns() - compare->measured_view()->from_ns());
+    QCOMPARE(compare->predicted_view()->from_ns(), compare->predicted_view()->timeline().begin_ns);
     // Both memory curves count the same thing: state and parameter/gradient buffers.
     QCOMPARE(compare->predicted_view()->memory_quantity(), MemoryQuantity::kStateAndBuffers);
     QCOMPARE(compare->measured_view()->memory_quantity(), MemoryQuantity::kStateAndBuffers);

@@ -183,7 +183,9 @@ void CompareTab::show_comparison(const std::shared_ptr<const traces::Trace>& p,
           .arg(percent(error_of(c.predicted_mfu, c.measured_mfu)))
           .arg(c.joined_ops)
           .arg(c.unmatched_ops)
-          .arg(overlay ? QString()
+          .arg(overlay ? QStringLiteral("<br>memory curves: state + buffers on each trace's own timeline; the "
+                                        "prediction's streams run ahead of issue order there, to a peak of %1")
+                             .arg(bytes(c.predicted_concurrent_bytes))
                        : QStringLiteral("<br>memory curves not overlaid: a trace without the state and buffers count "
                                         "(written by an older ragged)")));
   std::vector<MemoryPoint> measured_memory = tm.memory;

@@ -44,8 +44,8 @@ void Executor::spawn(sg4::Host* host) {
   share_.create();
   share_.on_collective_scale([this](double factor) { network_.scale_representative_links(factor); });
   if (host_costs_.any()) sg4::Actor::create("host", host, [this] { run_host(); });
-  memory_.push_back({0.0, allocator_.allocated(), allocator_.reserved()});
   state_and_buffers_ = peak_state_and_buffers_ = program_.persistent.total();
+  memory_.push_back({0.0, allocator_.allocated(), allocator_.reserved(), state_and_buffers_});
   for (Stream stream : {Stream::kCompute, Stream::kAllGather, Stream::kReduceScatter, Stream::kAllReduce}) {
     bool used = std::any_of(program_.ops.begin(), program_.ops.end(), [&](const Op& op) { return op.stream == stream; });
     if (!used) continue;
@@ -145,7 +145,7 @@ void Executor::on_memory(const Op& op) {
   } else {
     allocator_.release(op.buffer);
   }
-  memory_.push_back({sg4::Engine::get_clock(), allocator_.allocated(), allocator_.reserved()});
+  memory_.push_back({sg4::Engine::get_clock(), allocator_.allocated(), allocator_.reserved(), state_and_buffers_});
 }
 
 // The caching allocator released its cache to retry a request

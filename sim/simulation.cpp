@@ -8,6 +8,7 @@
 #include "common/errors.hpp"
 #include "planner/optimizer_program.hpp"
 #include "planner/program_builder.hpp"
+#include "planner/scenario_plan.hpp"
 #include "scenarios/scenario_loader.hpp"
 #include "scenarios/scenario_rules.hpp"
 #include "sim/program_run.hpp"
@@ -77,11 +78,7 @@ SimulationResult simulate(const planner::ResolvedScenario& resolved, const Simul
   const scenarios::Scenario& scenario = resolved.scenario();
   const scenarios::Training& training = scenario.training();
 
-  planner::PlanOptions plan_options;
-  plan_options.param_dtype = training.precision().param() == scenarios::FP32 ? models::DType::kF32 : models::DType::kBF16;
-  auto strategy = planner::make_strategy(training.strategy());
-  const planner::Plan plan =
-      planner::plan_model(resolved.model, resolved.granularity, training.shard_group_size(), *strategy, plan_options);
+  const planner::Plan plan = planner::plan_scenario(resolved);
   const planner::ProgramInputs inputs = planner::program_inputs(resolved, plan);
   const int rank = representative_rank(inputs);
   const planner::Program program = planner::build_program(inputs, rank);

@@ -44,26 +44,32 @@ double gpu_send_rate(const std::vector<Flow>& unit_flows, const ClusterSpec& clu
 
 }  // namespace
 
-CollectiveEngine::CollectiveEngine(const ClusterSpec& cluster, SimulationMode mode, int64_t shard_ranks, int64_t replicate_ranks)
+CollectiveEngine::CollectiveEngine(const ClusterSpec& cluster, SimulationMode mode, int64_t shard_ranks,
+                                   int64_t replicate_ranks, const std::vector<int64_t>& gpu_nodes)
     : cluster_(cluster),
       mode_(mode),
       shard_ranks_(shard_ranks),
       replicate_ranks_(replicate_ranks),
-      platform_(cluster, ::ragged::sim::simulated_nodes(cluster, flow_mode(mode))) {}
+      nvlink_nodes_(mode == SimulationMode::kSymmetric ? NodeList(std::vector<int64_t>{0})
+                    : mode == SimulationMode::kFull
+                        ? NodeList(nvlink_representatives({ring_set(Group::kShard), ring_set(Group::kReplicate)}, cluster, gpu_nodes))
+                        : std::nullopt),
+      platform_(cluster, ::ragged::sim::simulated_nodes(cluster, flow_mode(mode)), nvlink_nodes_) {}
+
+RingSet CollectiveEngine::ring_set(Group group) const {
+  if (group == Group::kReplicate) return {replicate_ranks_, shard_ranks_, cluster_.gpus() / replicate_ranks_};
+  return {shard_ranks_, 1, cluster_.gpus() / shard_ranks_};
+}
 
 const CollectiveEngine::Shape& CollectiveEngine::shape(OpKind kind, Group group) {
   const auto key = std::make_pair(static_cast<int>(kind), static_cast<int>(group));
   auto it = shapes_.find(key);
   if (it != shapes_.end()) return it->second;
   Shape s;
-  if (group == Group::kReplicate) {
-    s.rings = {replicate_ranks_, shard_ranks_, cluster_.gpus() / replicate_ranks_};
-  } else {
-    s.rings = {shard_ranks_, 1, cluster_.gpus() / shard_ranks_};
-  }
+  s.rings = ring_set(group);
   s.latency = {s.rings.members, nodes_spanned(s.rings, cluster_), kind == OpKind::kAllReduce};
-  s.unit_flows = kind == OpKind::kAllToAll ? all_to_all_flows(s.rings, 1.0, cluster_, flow_mode(mode_))
-                                           : ring_flows(s.rings, 1.0, cluster_, flow_mode(mode_));
+  s.unit_flows = kind == OpKind::kAllToAll ? all_to_all_flows(s.rings, 1.0, cluster_, flow_mode(mode_), nvlink_nodes_)
+                                           : ring_flows(s.rings, 1.0, cluster_, flow_mode(mode_), nvlink_nodes_);
   s.gpu_send_rate = gpu_send_rate(s.unit_flows, cluster_);
   return shapes_.emplace(key, std::move(s)).first->second;
 }

@@ -19,14 +19,17 @@
 namespace ragged::sim {
 
 enum class SimulationMode {
-  kFull,       // every node, collapsed rings
+  kFull,       // every node's network, NVLink of the nodes that differ, collapsed rings
   kSymmetric,  // node 0 and a reduced network, collapsed rings
-  kSteps,      // every node, every ring step (validation at small scale)
+  kSteps,      // every node and NVLink, every ring step (validation at small scale)
 };
 
 class CollectiveEngine {
  public:
-  CollectiveEngine(const ClusterSpec& cluster, SimulationMode mode, int64_t shard_ranks, int64_t replicate_ranks);
+  // `gpu_nodes`: nodes whose GPUs must exist on the platform (those of the
+  // simulated ranks; node 0 always does).
+  CollectiveEngine(const ClusterSpec& cluster, SimulationMode mode, int64_t shard_ranks, int64_t replicate_ranks,
+                   const std::vector<int64_t>& gpu_nodes = {});
 
   // Runs op (a collective) to completion in simulated time; returns seconds.
   // With `gpu`, the collective holds NCCL's CTAs on the representative GPU
@@ -59,6 +62,7 @@ class CollectiveEngine {
     std::vector<Flow> unit_flows;  // flows for one byte per hop (or per group for all-to-all)
     double gpu_send_rate = 0;      // bytes/s the representative GPU sends when the collective runs alone
   };
+  RingSet ring_set(planner::Group group) const;
   const Shape& shape(planner::OpKind kind, planner::Group group);
   double run_phases(const planner::Op& op, GpuShare* gpu, int held, double traffic);
   double launch_and_wait(const std::vector<Flow>& flows, double scale, GpuShare* gpu, int held, double traffic);
@@ -67,6 +71,7 @@ class CollectiveEngine {
   SimulationMode mode_;
   int64_t shard_ranks_;
   int64_t replicate_ranks_;
+  NodeList nvlink_nodes_;  // nodes whose NVLink flows run (collective_flows.hpp)
   Platform platform_;
   std::map<std::pair<int, int>, Shape> shapes_;
   int64_t flows_started_ = 0;

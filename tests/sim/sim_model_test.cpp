@@ -532,14 +532,19 @@ TEST(SimModel, CollapsedRingAgreesWithStepLevelRing) {
     const char* what;
     OpKind kind;
     Group group;
-    int64_t nodes, shard, replicas;
+    int64_t nodes, shard, replicas, bytes;
   };
-  for (const Case& c : {Case{"all-gather over 8 GPUs", OpKind::kAllGather, Group::kShard, 1, 8, 1},
-                        Case{"all-gather over 16 GPUs", OpKind::kAllGather, Group::kShard, 2, 16, 1},
-                        Case{"reduce-scatter over 32 GPUs", OpKind::kReduceScatter, Group::kShard, 4, 32, 1},
-                        Case{"all-gather, 4 groups of 8", OpKind::kAllGather, Group::kShard, 4, 8, 4},
-                        Case{"HSDP all-reduce, 16 rings of 2", OpKind::kAllReduce, Group::kReplicate, 4, 16, 2}}) {
-    auto p = collective_program(c.kind, c.group, 1'000'000'000, c.shard, c.replicas);
+  for (const Case& c : {Case{"all-gather over 8 GPUs", OpKind::kAllGather, Group::kShard, 1, 8, 1, 1'000'000'000},
+                        Case{"all-gather over 16 GPUs", OpKind::kAllGather, Group::kShard, 2, 16, 1, 1'000'000'000},
+                        Case{"reduce-scatter over 32 GPUs", OpKind::kReduceScatter, Group::kShard, 4, 32, 1, 1'000'000'000},
+                        Case{"all-gather, 4 groups of 8", OpKind::kAllGather, Group::kShard, 4, 8, 4, 1'000'000'000},
+                        Case{"HSDP all-reduce, 16 rings of 2", OpKind::kAllReduce, Group::kReplicate, 4, 16, 2, 1'000'000'000},
+                        // Groups of 12 straddle nodes: the full mode runs the NVLink of
+                        // nodes 0 and 1 (two patterns), the step-level ring every node's.
+                        // 12 x 88 MB: every step's flows carry whole bytes.
+                        Case{"all-gather, 2 groups of 12 on 3 nodes", OpKind::kAllGather, Group::kShard, 3, 12, 2,
+                             1'056'000'000}}) {
+    auto p = collective_program(c.kind, c.group, c.bytes, c.shard, c.replicas);
     double collapsed = run(p, h100_cluster(c.nodes), SimulationMode::kFull)["step"];
     double steps = run(p, h100_cluster(c.nodes), SimulationMode::kSteps)["step"];
     report(std::string(c.what) + ", collapsed", "steps", steps, "collapsed", collapsed);

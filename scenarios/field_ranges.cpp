@@ -96,6 +96,14 @@ const std::vector<FieldRange> kRanges = {
     closed("Run.warmup_steps", 0, lim::kMaxRunSteps, "unmeasured steps first"),
     closed("Run.model_scale", 1, lim::kMaxModelScale, "width divisor; 1 runs the model at full width"),
     closed("Run.layers", 1, lim::kMaxLayers, "blocks run"),
+    closed("WhatIf.spine_oversubscription", 1, lim::kMaxOversubscription, "1 is non-blocking"),
+    closed("SlowGpus.count", 0, lim::kMaxGpus, "GPUs chosen at random"),
+    closed("SlowGpus.ranks", 0, lim::kMaxGpus - 1, "a global rank"),
+    closed("SlowGpus.fraction", lim::kMinSlowFraction, 1, "of the compute rate"),
+    closed("SlowLinks.count", 0, lim::kMaxGpus, "nodes chosen at random"),
+    closed("SlowLinks.nodes", 0, lim::kMaxGpus - 1, "a node index"),
+    closed("SlowLinks.fraction", lim::kMinSlowFraction, 1, "of the NICs' bandwidth"),
+    closed("ComputeJitter.relative_stddev", 0, 1, "standard deviation of a factor of mean 1"),
 };
 
 std::string number_text(double value, bool integral) {

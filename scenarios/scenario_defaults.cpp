@@ -151,6 +151,26 @@ void default_run(Run* run) {
   if (!run->has_model_scale()) run->set_model_scale(1.0);
 }
 
+// Only the what-if blocks that are written get defaults: a scenario without
+// one stays without.
+void default_whatif(WhatIf* whatif) {
+  if (whatif->has_slow_gpus()) {
+    SlowGpus* slow = whatif->mutable_slow_gpus();
+    if (!slow->has_fraction()) slow->set_fraction(0.5);
+    if (!slow->has_seed()) slow->set_seed(1);
+  }
+  if (whatif->has_slow_links()) {
+    SlowLinks* slow = whatif->mutable_slow_links();
+    if (!slow->has_fraction()) slow->set_fraction(0.5);
+    if (!slow->has_seed()) slow->set_seed(1);
+  }
+  if (whatif->has_jitter()) {
+    ComputeJitter* jitter = whatif->mutable_jitter();
+    if (jitter->distribution() == JITTER_DISTRIBUTION_UNSPECIFIED) jitter->set_distribution(NORMAL);
+    if (!jitter->has_seed()) jitter->set_seed(1);
+  }
+}
+
 }  // namespace
 
 Scenario with_defaults(const Scenario& written) {
@@ -158,6 +178,7 @@ Scenario with_defaults(const Scenario& written) {
   default_cluster(scenario.mutable_cluster());
   default_training(scenario.mutable_training(), total_gpus(scenario));
   default_run(scenario.mutable_run());
+  if (scenario.has_whatif()) default_whatif(scenario.mutable_whatif());
   return scenario;
 }
 

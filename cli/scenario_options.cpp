@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include "common/errors.hpp"
+#include "common/input_limits.hpp"
+#include "common/units.hpp"
 #include "scenarios/scenario_rules.hpp"
 
 namespace ragged::cli {
@@ -54,7 +56,48 @@ void ScenarioOptions::add_optimizer_to(CLI::App* command) {
   command->add_option("--optimizer", optimizer, "Optimizer: adamw, adam8bit, muon or shampoo (defaults for its settings)");
 }
 
+void ScenarioOptions::add_whatif_to(CLI::App* command) {
+  command
+      ->add_option("--slow-gpus", slow_gpus,
+                   "N:F: N GPUs (chosen by whatif.slow_gpus.seed) at fraction F of their compute rate "
+                   "(whatif.slow_gpus); simulates every node and the healthy cluster beside it")
+      ->check(count_and_fraction(kMaxCount, limits::kMinSlowFraction));
+  command
+      ->add_option("--slow-links", slow_links,
+                   "N:F: N nodes' NICs (chosen by whatif.slow_links.seed) at fraction F of their bandwidth "
+                   "(whatif.slow_links); simulates every node and the healthy cluster beside it")
+      ->check(count_and_fraction(kMaxCount, limits::kMinSlowFraction));
+}
+
 namespace {
+
+// --slow-gpus and --slow-links into the whatif block: a count chosen by the
+// block's seed (the scenario's, or the default), replacing any list.
+void set_whatif(scenarios::LoadedScenario& loaded, const std::string& slow_gpus, const std::string& slow_links) {
+  scenarios::WhatIf* whatif = loaded.written.mutable_whatif();
+  const int64_t gpus = scenarios::total_gpus(loaded.scenario), nodes = loaded.scenario.cluster().nodes();
+  if (!slow_gpus.empty()) {
+    const CountAndFraction slow = parse_count_and_fraction(slow_gpus);
+    if (slow.count > gpus) {
+      throw InputError(fmt::format("--slow-gpus {}: {} GPUs, but the cluster has {}; give at most {}", slow_gpus,
+                                   format_integer(slow.count), format_integer(gpus), format_integer(gpus)));
+    }
+    whatif->mutable_slow_gpus()->clear_ranks();
+    whatif->mutable_slow_gpus()->set_count(static_cast<int32_t>(slow.count));
+    whatif->mutable_slow_gpus()->set_fraction(slow.fraction);
+  }
+  if (!slow_links.empty()) {
+    const CountAndFraction slow = parse_count_and_fraction(slow_links);
+    if (slow.count > nodes) {
+      throw InputError(fmt::format("--slow-links {}: {} nodes, but the cluster has {}; give at most {}", slow_links,
+                                   format_integer(slow.count), format_integer(nodes), format_integer(nodes)));
+    }
+    whatif->mutable_slow_links()->clear_nodes();
+    whatif->mutable_slow_links()->set_count(static_cast<int32_t>(slow.count));
+    whatif->mutable_slow_links()->set_fraction(slow.fraction);
+  }
+  loaded = scenarios::rebuild(std::move(loaded));
+}
 
 void set_optimizer(scenarios::LoadedScenario& loaded, const std::string& name) {
   scenarios::Optimizer* o = loaded.written.mutable_training()->mutable_optimizer();
@@ -97,6 +140,7 @@ std::vector<planner::ResolvedScenario> ScenarioOptions::resolve() const {
     loaded.written.mutable_model()->set_layers(static_cast<int32_t>(layers));
     loaded = scenarios::rebuild(std::move(loaded));
   }
+  if (!slow_gpus.empty() || !slow_links.empty()) set_whatif(loaded, slow_gpus, slow_links);
   if (shard_group > 0) {
     const int64_t total = scenarios::total_gpus(loaded.scenario);
     if (total % shard_group != 0) {

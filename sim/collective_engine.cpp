@@ -131,23 +131,33 @@ double CollectiveEngine::launch_and_wait(const std::vector<Flow>& flows, double 
                                          double traffic) {
   for (const auto& [gpu, held] : holders) gpu->set_collective_traffic(held, traffic);
   std::vector<sg4::CommPtr> comms;
-  std::vector<Endpoint> sources;
+  std::vector<const Flow*> started;
   comms.reserve(flows.size());
-  sources.reserve(flows.size());
+  started.reserve(flows.size());
   for (const Flow& f : flows) {
     const auto bytes = static_cast<uint64_t>(f.bytes * scale);
     if (bytes == 0) continue;
     comms.push_back(sg4::Comm::sendto_async(platform_.host(f.src), platform_.host(f.dst), bytes));
-    sources.push_back(f.src);
+    started.push_back(&f);
   }
   flows_started_ += static_cast<int64_t>(comms.size());
   const double start = sg4::Engine::get_clock();
   double last = -1;
+  for (const auto& c : comms) {
+    c->wait();
+    last = std::max(last, c->get_finish_time());
+  }
+  // The flow that ended last, and of its two ends the slower NICs (among
+  // flows ending together, the one touching the slowest NICs).
+  double slowest = 2;
   for (size_t i = 0; i < comms.size(); ++i) {
-    comms[i]->wait();
-    if (comms[i]->get_finish_time() > last) {
-      last = comms[i]->get_finish_time();
-      last_flow_ = sources[i];
+    if (comms[i]->get_finish_time() < last) continue;
+    for (const Endpoint& e : {started[i]->src, started[i]->dst}) {
+      const double rate = e.local < 0 ? participants_.health.nic_rate(e.node) : 1.0;
+      if (rate < slowest) {
+        slowest = rate;
+        bottleneck_ = e;
+      }
     }
   }
   for (const auto& [gpu, held] : holders) gpu->set_collective_traffic(held, 0.0);
@@ -176,13 +186,13 @@ double CollectiveEngine::run(const planner::Op& op, GpuShare* gpu, int rank) {
   const int held = gpu != nullptr ? gpu->begin_collective(d.ctas) : -1;
   if (participants_.gpus.size() == 1) {
     run_phases(op, gpu != nullptr ? Holders{{gpu, held}} : Holders{}, d.hbm_bytes_per_s);
-    records_.push_back({op.id, op.kind, {arrival}, arrival, sg4::Engine::get_clock(), last_flow_});
+    records_.push_back({op.id, op.kind, {arrival}, arrival, sg4::Engine::get_clock(), bottleneck_});
   } else {
     Meeting& m = meet(op, gpu, held, rank);
     if (!m.done) {  // the last to arrive runs the flows for everyone
       const double start = sg4::Engine::get_clock();
       run_phases(op, m.holders, d.hbm_bytes_per_s);
-      records_.push_back({op.id, op.kind, m.arrivals, start, sg4::Engine::get_clock(), last_flow_});
+      records_.push_back({op.id, op.kind, m.arrivals, start, sg4::Engine::get_clock(), bottleneck_});
       std::unique_lock lock(*mutex_);
       m.done = true;
       changed_->notify_all();

@@ -18,6 +18,7 @@
 #include "sim/gpu_share.hpp"
 #include "sim/nccl_latency.hpp"
 #include "sim/platform.hpp"
+#include "sim/straggler_report.hpp"
 
 namespace ragged::sim {
 
@@ -31,17 +32,6 @@ enum class SimulationMode {
 struct Participants {
   std::vector<int64_t> gpus = {0};  // each simulated rank's global GPU index
   ClusterHealth health;             // NIC rates of the nodes (GPU rates are the executors')
-};
-
-// What one collective did: when each simulated rank reached it, when its
-// flows started (the last arrival) and ended, and which flow ended last.
-struct CollectiveRecord {
-  uint32_t op = 0;
-  planner::OpKind kind = planner::OpKind::kAllGather;
-  std::vector<double> arrivals;  // per simulated rank
-  double start = 0;
-  double end = 0;
-  Endpoint last_flow;            // the source of the flow that ended last (its link was the bottleneck)
 };
 
 class CollectiveEngine {
@@ -115,7 +105,7 @@ class CollectiveEngine {
   std::vector<double> link_scale_;  // per simulated rank
   std::map<uint32_t, Meeting> meetings_;
   std::vector<CollectiveRecord> records_;
-  Endpoint last_flow_;
+  Endpoint bottleneck_;  // of the last flows launched
   simgrid::s4u::MutexPtr mutex_;
   simgrid::s4u::ConditionVariablePtr changed_;
 };

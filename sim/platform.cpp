@@ -54,10 +54,14 @@ Platform::Platform(const ClusterSpec& c, int64_t nodes, const NodeList& gpu_node
     auto* port = zone->create_host(name + "-net", 1e15)->seal();
     auto* nic = zone->create_split_duplex_link(name + "-nics", node_bw)->set_latency(c.nic_latency_s)->seal();
     zone->add_route(port->get_netpoint(), nullptr, nullptr, nullptr, {{nic, sg4::LinkInRoute::Direction::UP}}, true);
+    // The node's gateway to the fabric is a router behind the NICs: a route
+    // from a gateway starts at it, so with the port as gateway the network
+    // flows (port to port) would never cross the NICs' link.
+    auto* gateway = zone->create_router(name + "-gw");
     zone->seal();
     ports_[id] = port;
     port_links_[id] = nic;
-    return std::pair<NetPoint*, NetPoint*>{zone->get_netpoint(), port->get_netpoint()};
+    return std::pair<NetPoint*, NetPoint*>{zone->get_netpoint(), gateway};
   };
 
   // Leaf uplinks: per_leaf / oversubscription spines of the node bandwidth each.

@@ -35,13 +35,6 @@ struct ProgramRunOptions {
   ClusterHealth health;
 };
 
-// One simulated rank's step.
-struct RankRun {
-  SimulatedRank rank;
-  double step_seconds = 0;     // when its last op ended
-  double exposed_seconds = 0;  // its compute stream waiting on other streams
-};
-
 struct ProgramRun {
   std::vector<OpTiming> timings;  // of the first simulated rank
   std::vector<MemorySample> memory;

@@ -127,7 +127,7 @@ inline ComputeModel h100() { return ComputeModel::defaults("h100", 989.4e12, 3.3
 // and the step time. `host`: the CPU issue path's costs (none by default).
 inline nlohmann::json run(const planner::Program& program, const ClusterSpec& cluster, SimulationMode mode,
                           HostCosts host = HostCosts::none(), const std::vector<SimulatedRank>& ranks = {SimulatedRank{}},
-                          const ClusterHealth& health = {}) {
+                          const ClusterHealth& health = {}, bool share_gpu = true) {
   std::string out = run_in_child([&] {
     ProgramRunOptions options;
     options.cluster = cluster;
@@ -135,12 +135,14 @@ inline nlohmann::json run(const planner::Program& program, const ClusterSpec& cl
     options.host = host;
     options.ranks = ranks;
     options.health = health;
+    options.share_gpu = share_gpu;
     ProgramRun r = run_program(program, h100(), options);
     nlohmann::json j;
     j["step"] = r.step_seconds;
     j["exposed"] = r.exposed_seconds;
     j["nodes"] = r.simulated_nodes;
     for (const RankRun& rank : r.ranks) j["rank_steps"].push_back(rank.step_seconds);
+    j["waited"] = analyse_stragglers(r.ranks, r.collectives, health).ranks.front().waited_seconds;
     for (const CollectiveRecord& c : r.collectives) {
       j["collectives"].push_back({{"start", c.start}, {"end", c.end}, {"bottleneck_node", c.bottleneck.node},
                                   {"bottleneck_local", c.bottleneck.local}});

@@ -38,8 +38,9 @@ std::string what_changed(const scenarios::Scenario& scenario) {
   }
   if (w.has_slow_links()) {
     const auto slow = health.slow_nodes();
-    parts.push_back(fmt::format("{} node{}' NICs at {} (node{} {})", slow.size(), slow.size() == 1 ? "" : "s",
-                                percent(w.slow_links().fraction()), slow.size() == 1 ? "" : "s", listed(slow)));
+    parts.push_back(fmt::format("{} {} NICs at {} of their bandwidth (node{} {})", slow.size(),
+                                slow.size() == 1 ? "node's" : "nodes'", percent(w.slow_links().fraction()),
+                                slow.size() == 1 ? "" : "s", listed(slow)));
   }
   if (w.jitter().relative_stddev() > 0) {
     parts.push_back(fmt::format("compute jitter {} sd ({})", percent(w.jitter().relative_stddev()),
@@ -70,7 +71,7 @@ void print_whatif(const scenarios::Scenario& scenario, const sim::SimulationResu
     out << fmt::format("  critical rank      {}: no simulated rank waited for another\n", where(critical.run.rank.rank, gpn));
   }
   const sim::BottleneckLink& link = r.bottleneck;
-  out << fmt::format("  it waited on       {} of exposed communication; the slowest flow of {} of {} collectives left {}{}\n",
+  out << fmt::format("  it waited on       {} of exposed communication; the slowest flow of {} of {} collectives crossed {}{}\n",
                      format_seconds(critical.run.exposed_seconds), link.collectives, r.collectives,
                      sim::describe_link(link.endpoint), link.rate < 1 ? fmt::format(" (at {})", percent(link.rate)) : "");
   if (r.critical != 0) {

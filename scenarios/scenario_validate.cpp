@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cstring>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -194,7 +195,8 @@ void check_choice(const Slow& slow, const google::protobuf::RepeatedField<int32_
     if (indices[i] >= limit) {
       c.fail(at, fmt::format("{} is {}; the cluster's {} are numbered 0 to {}", list, indices[i], what, format_integer(limit - 1)));
     } else if (std::count(seen.begin(), seen.end(), indices[i]) > 1) {
-      c.fail(at, fmt::format("{} {} is listed twice; list each once", what, indices[i]));
+      c.fail(at, fmt::format("{} {} is listed twice; list each once", std::string(list).substr(0, std::strlen(list) - 1),
+                             indices[i]));
       return;
     }
   }

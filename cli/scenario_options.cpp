@@ -71,30 +71,30 @@ void ScenarioOptions::add_whatif_to(CLI::App* command) {
 
 namespace {
 
-// --slow-gpus and --slow-links into the whatif block: a count chosen by the
-// block's seed (the scenario's, or the default), replacing any list.
+// N:F of --slow-gpus or --slow-links into its whatif block: a count drawn
+// by the block's seed (the scenario's, or the default), replacing any list.
+template <class Slow>
+void set_slow(Slow* slow, void (Slow::*clear_list)(), const char* option, const std::string& text, const char* what,
+              int64_t limit) {
+  const CountAndFraction value = parse_count_and_fraction(text);
+  if (value.count > limit) {
+    throw InputError(fmt::format("{} {}: {} {}, but the cluster has {}; give at most {}", option, text,
+                                 format_integer(value.count), what, format_integer(limit), format_integer(limit)));
+  }
+  (slow->*clear_list)();
+  slow->set_count(static_cast<int32_t>(value.count));
+  slow->set_fraction(value.fraction);
+}
+
 void set_whatif(scenarios::LoadedScenario& loaded, const std::string& slow_gpus, const std::string& slow_links) {
   scenarios::WhatIf* whatif = loaded.written.mutable_whatif();
-  const int64_t gpus = scenarios::total_gpus(loaded.scenario), nodes = loaded.scenario.cluster().nodes();
   if (!slow_gpus.empty()) {
-    const CountAndFraction slow = parse_count_and_fraction(slow_gpus);
-    if (slow.count > gpus) {
-      throw InputError(fmt::format("--slow-gpus {}: {} GPUs, but the cluster has {}; give at most {}", slow_gpus,
-                                   format_integer(slow.count), format_integer(gpus), format_integer(gpus)));
-    }
-    whatif->mutable_slow_gpus()->clear_ranks();
-    whatif->mutable_slow_gpus()->set_count(static_cast<int32_t>(slow.count));
-    whatif->mutable_slow_gpus()->set_fraction(slow.fraction);
+    set_slow(whatif->mutable_slow_gpus(), &scenarios::SlowGpus::clear_ranks, "--slow-gpus", slow_gpus, "GPUs",
+             scenarios::total_gpus(loaded.scenario));
   }
   if (!slow_links.empty()) {
-    const CountAndFraction slow = parse_count_and_fraction(slow_links);
-    if (slow.count > nodes) {
-      throw InputError(fmt::format("--slow-links {}: {} nodes, but the cluster has {}; give at most {}", slow_links,
-                                   format_integer(slow.count), format_integer(nodes), format_integer(nodes)));
-    }
-    whatif->mutable_slow_links()->clear_nodes();
-    whatif->mutable_slow_links()->set_count(static_cast<int32_t>(slow.count));
-    whatif->mutable_slow_links()->set_fraction(slow.fraction);
+    set_slow(whatif->mutable_slow_links(), &scenarios::SlowLinks::clear_nodes, "--slow-links", slow_links, "nodes",
+             loaded.scenario.cluster().nodes());
   }
   loaded = scenarios::rebuild(std::move(loaded));
 }

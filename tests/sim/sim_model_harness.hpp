@@ -106,6 +106,13 @@ inline double k_loop(double k) { return k / (k + 256.0); }
 
 // --- harness -----------------------------------------------------------------
 
+// One n x n x n GEMM as a compute op's work.
+inline planner::ComputeWork cube_gemm(int64_t n) {
+  planner::ComputeWork work;
+  work.gemms.push_back({n, n, n, 1});
+  return work;
+}
+
 inline ClusterSpec h100_cluster(int64_t nodes, int64_t per_leaf = 4, double oversubscription = 1) {
   ClusterSpec c;
   c.nodes = nodes;

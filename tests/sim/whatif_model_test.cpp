@@ -49,11 +49,9 @@ TEST(WhatIfModel, SlowGpuDelaysTheCollectiveForEveryone) {
   planner::Program p;
   p.shard_ranks = 16;
   planner::ProgramWriter w(&p);
-  planner::ComputeWork work;
-  work.gemms.push_back({8192, 8192, 8192, 1});
-  const uint32_t a = w.compute(OpKind::kComputeFwd, 0, 0, "a", work, {});
+  const uint32_t a = w.compute(OpKind::kComputeFwd, 0, 0, "a", cube_gemm(8192), {});
   const uint32_t ag = w.collective(OpKind::kAllGather, Stream::kAllGather, Group::kShard, 1, 0, "all-gather", 1'000'000'000, -1, {a});
-  w.compute(OpKind::kComputeFwd, 1, 0, "b", work, {ag});
+  w.compute(OpKind::kComputeFwd, 1, 0, "b", cube_gemm(8192), {ag});
   scenarios::WhatIf whatif;
   whatif.mutable_slow_gpus()->add_ranks(9);
   whatif.mutable_slow_gpus()->set_fraction(0.5);
@@ -83,12 +81,10 @@ planner::Program pipeline(int64_t gather_bytes, int64_t gemm) {
   planner::Program p;
   p.shard_ranks = 32;
   planner::ProgramWriter w(&p);
-  planner::ComputeWork work;
-  work.gemms.push_back({gemm, gemm, gemm, 1});
   for (int unit = 0; unit < 4; ++unit) {
     const uint32_t ag = w.collective(OpKind::kAllGather, Stream::kAllGather, Group::kShard, unit, 0, "all-gather",
                                      gather_bytes, -1, {});
-    w.compute(OpKind::kComputeFwd, unit, 0, "compute", work, {ag});
+    w.compute(OpKind::kComputeFwd, unit, 0, "compute", cube_gemm(gemm), {ag});
   }
   return p;
 }

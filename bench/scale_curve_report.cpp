@@ -9,6 +9,7 @@
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -94,8 +95,9 @@ int main(int argc, char** argv) {
       "itself grew). Scenario `llama3-70b-10240xh100` (ragged layout, full activation checkpointing, 8,192 tokens "
       "per GPU, H100 nodes of 8 on a non-blocking fat tree) with `--gpus N`, a uniform cluster. Full mode runs "
       "every node's network flows and folds NVLink onto the nodes whose NVLink flows differ (node 0 here); "
-      "symmetric mode runs node 0 and a two-leaf network (docs/SIMULATOR.md section 3).\n\n",
-      bench::cpu_name());
+      "symmetric mode runs node 0 and a two-leaf network (docs/SIMULATOR.md section 3). The machine is shared: "
+      "its load average was {} when the run started ({} cores), so CPU time is the steadier figure.\n\n",
+      bench::cpu_name(), bench::load_average(), std::thread::hardware_concurrency());
   md << "| GPUs | full: wall | CPU | peak RSS | added | flows | symmetric: wall | peak RSS | step, full | step, "
         "symmetric | full vs symmetric |\n";
   md << "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";

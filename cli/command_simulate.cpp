@@ -96,7 +96,7 @@ SimulationReport simulate_one(const planner::ResolvedScenario& resolved, const S
   sim::ChildUsage usage;
   sim::SimulationResult result = sim::simulate_in_child(resolved, sim_options, {}, &usage);
   if (sim_options.progress) std::fprintf(stderr, "\r\033[K");
-  return {label, std::move(result), usage.max_rss_bytes, usage.added_rss_bytes()};
+  return {label, std::move(result), usage.max_rss_bytes, usage.added_rss_bytes(), resolved.scenario()};
 }
 
 void run(const SimulateOptions& options, Context& context) {
@@ -149,6 +149,7 @@ void add_simulate_command(CLI::App& app, Context& context) {
   auto options = std::make_shared<SimulateOptions>();
   auto* cmd = app.add_subcommand("simulate", "Predict step time, throughput, MFU and memory with the SimGrid simulator");
   options->scenario.add_to(cmd, true);
+  options->scenario.add_whatif_to(cmd);
   cmd->add_option("--trace", options->trace_path, "Write the predicted trace (.pb, .json or .textproto)");
   cmd->add_option("--chrome-trace", options->chrome_path, "Write a Chrome trace JSON that Perfetto opens");
   cmd->add_option("--sweep", options->sweep, "Scaling table over GPU counts: gpus=64,256,1024");

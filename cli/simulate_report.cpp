@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "cli/table.hpp"
+#include "cli/whatif_report.hpp"
 #include "common/errors.hpp"
 #include "common/units.hpp"
 #include "traces/unit_breakdown.hpp"
@@ -44,11 +45,16 @@ void print_simulation(const SimulationReport& r, std::ostream& out) {
                      format_seconds(s.comm_s()));
   out << fmt::format("  peak memory        {} GiB reserved, {} GiB allocated, of {} GiB: {}\n", gib(s.peak_reserved_bytes()),
                      gib(s.peak_allocated_bytes()), gib(s.hbm_capacity_bytes()), memory_verdict_detail(s));
-  out << fmt::format("  simulation         {} mode, {} simulated node{}, {} flows, rank {}, {:.2f} s wall, {} of memory\n\n",
+  out << fmt::format("  simulation         {} mode, {} simulated node{}, {} flows, rank {}, {:.2f} s wall, {} of memory\n",
                      sim::mode_name(stats.mode), stats.simulated_nodes, stats.simulated_nodes == 1 ? "" : "s",
                      format_integer(stats.flows), stats.representative_rank, stats.wall_seconds,
                      format_bytes(static_cast<double>(r.sim_memory_bytes)));
+  if (stats.forced_full) {
+    out << "  note               the what-if makes nodes differ: full mode instead of the symmetric mode asked for\n";
+  }
+  if (sim::has_whatif(r.scenario)) print_whatif(r.scenario, r.result, out);
 
+  out << '\n';
   // Per unit (ms per micro-batch summed over the step); identical blocks averaged.
   Table table;
   table.column("unit", Table::Align::kLeft);
@@ -129,6 +135,8 @@ nlohmann::json simulation_to_json(const SimulationReport& r) {
       {"max_rss_bytes", r.max_rss_bytes},
       {"sim_memory_bytes", r.sim_memory_bytes},
       {"units", std::move(units)},
+      {"forced_full", r.result.stats.forced_full},
+      {"whatif", r.result.stats.whatif.ranks.empty() ? nlohmann::json(nullptr) : sim::straggler_to_json(r.result.stats.whatif)},
   };
 }
 

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <string>
 
 namespace ragged::cli {
 
@@ -14,6 +15,16 @@ CLI::Validator whole_number(int64_t min, int64_t max);
 
 // A finite number from `min` to `max`.
 CLI::Validator number_between(double min, double max);
+
+// "N:F": a whole number N from 1 to `max_count` and a fraction F from
+// `min_fraction` to 1 (--slow-gpus, --slow-links).
+CLI::Validator count_and_fraction(int64_t max_count, double min_fraction);
+struct CountAndFraction {
+  int64_t count = 0;
+  double fraction = 1;
+};
+// Parses text that count_and_fraction accepted.
+CountAndFraction parse_count_and_fraction(const std::string& text);
 
 // The largest count a command-line option takes (GPUs, steps, layers): the
 // scenario's own limits apply after it.

@@ -39,6 +39,9 @@ inline constexpr double kMinPowerFraction = 0.25;               // power limit /
 inline constexpr double kMaxLatencyUs = 1e6;                    // one second per hop
 inline constexpr double kMaxOversubscription = 1024;
 inline constexpr int64_t kMaxSwitchRadix = 65536;
+// What-ifs: a slow GPU or NIC keeps at least a thousandth of its rate (a
+// step stays within 1,000 x the healthy one's).
+inline constexpr double kMinSlowFraction = 1e-3;
 
 // Training.
 inline constexpr int64_t kMaxMicroBatch = 65536;

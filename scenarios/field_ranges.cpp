@@ -104,6 +104,14 @@ const std::vector<FieldRange> kRanges = {
     closed("Goodput.restart_minutes", 0, lim::kMaxRestartMinutes, "minutes; at most a week"),
     closed("Goodput.checkpoint_interval_minutes", 0, lim::kMaxCheckpointIntervalMinutes, "minutes; 0: Daly's optimum"),
     closed("Goodput.train_tokens", 0, lim::kMaxTrainTokens, "tokens; 0: days to train not asked"),
+    closed("WhatIf.spine_oversubscription", 1, lim::kMaxOversubscription, "1 is non-blocking"),
+    closed("SlowGpus.count", 0, lim::kMaxGpus, "GPUs chosen at random"),
+    closed("SlowGpus.ranks", 0, lim::kMaxGpus - 1, "a global rank"),
+    closed("SlowGpus.fraction", lim::kMinSlowFraction, 1, "of the compute rate"),
+    closed("SlowLinks.count", 0, lim::kMaxGpus, "nodes chosen at random"),
+    closed("SlowLinks.nodes", 0, lim::kMaxGpus - 1, "a node index"),
+    closed("SlowLinks.fraction", lim::kMinSlowFraction, 1, "of the NICs' bandwidth"),
+    closed("ComputeJitter.relative_stddev", 0, 1, "standard deviation of a factor of mean 1"),
 };
 
 std::string number_text(double value, bool integral) {

@@ -168,6 +168,26 @@ void default_goodput(Goodput* goodput) {
   if (!goodput->has_restart_minutes()) goodput->set_restart_minutes(10);
 }
 
+// Only the what-if blocks that are written get defaults: a scenario without
+// one stays without.
+void default_whatif(WhatIf* whatif) {
+  if (whatif->has_slow_gpus()) {
+    SlowGpus* slow = whatif->mutable_slow_gpus();
+    if (!slow->has_fraction()) slow->set_fraction(0.5);
+    if (!slow->has_seed()) slow->set_seed(1);
+  }
+  if (whatif->has_slow_links()) {
+    SlowLinks* slow = whatif->mutable_slow_links();
+    if (!slow->has_fraction()) slow->set_fraction(0.5);
+    if (!slow->has_seed()) slow->set_seed(1);
+  }
+  if (whatif->has_jitter()) {
+    ComputeJitter* jitter = whatif->mutable_jitter();
+    if (jitter->distribution() == JITTER_DISTRIBUTION_UNSPECIFIED) jitter->set_distribution(NORMAL);
+    if (!jitter->has_seed()) jitter->set_seed(1);
+  }
+}
+
 }  // namespace
 
 Scenario with_defaults(const Scenario& written) {
@@ -176,6 +196,7 @@ Scenario with_defaults(const Scenario& written) {
   default_training(scenario.mutable_training(), total_gpus(scenario));
   default_run(scenario.mutable_run());
   default_goodput(scenario.mutable_goodput());
+  if (scenario.has_whatif()) default_whatif(scenario.mutable_whatif());
   return scenario;
 }
 

@@ -12,7 +12,9 @@ std::string serialize_result(const SimulationResult& result) {
                           {"simulated_nodes", result.stats.simulated_nodes},
                           {"flows", result.stats.flows},
                           {"rank", result.stats.representative_rank},
-                          {"wall_seconds", result.stats.wall_seconds}};
+                          {"wall_seconds", result.stats.wall_seconds},
+                          {"forced_full", result.stats.forced_full}};
+  if (!result.stats.whatif.ranks.empty()) stats["whatif"] = straggler_to_json(result.stats.whatif);
   std::string trace = result.trace.SerializeAsString();
   return fmt::format("{}\n", trace.size()) + trace + stats.dump();
 }
@@ -31,11 +33,15 @@ SimulationResult parse_result(const std::string& bytes) {
   result.stats.flows = stats["flows"];
   result.stats.representative_rank = stats["rank"];
   result.stats.wall_seconds = stats["wall_seconds"];
+  result.stats.forced_full = stats["forced_full"];
+  if (stats.contains("whatif")) result.stats.whatif = straggler_from_json(stats["whatif"]);
   return result;
 }
 
-SimulationResult simulate_in_child(const planner::ResolvedScenario& resolved, const SimulationOptions& options,
-                                   const ChildControl& control, ChildUsage* usage) {
+namespace {
+
+SimulationResult simulate_one_in_child(const planner::ResolvedScenario& resolved, const SimulationOptions& options,
+                                       const ChildControl& control, ChildUsage* usage) {
   ChildControl with_progress = control;
   if (!with_progress.progress) with_progress.progress = options.progress;
   const std::string bytes = run_in_child(
@@ -49,6 +55,22 @@ SimulationResult simulate_in_child(const planner::ResolvedScenario& resolved, co
       },
       with_progress, usage);
   return parse_result(bytes);
+}
+
+}  // namespace
+
+SimulationResult simulate_in_child(const planner::ResolvedScenario& resolved, const SimulationOptions& options,
+                                   const ChildControl& control, ChildUsage* usage) {
+  SimulationResult result = simulate_one_in_child(resolved, options, control, usage);
+  if (!has_whatif(resolved.scenario())) return result;
+  // The healthy cluster, simulated as asked (its own progress is not shown).
+  SimulationOptions healthy_options = options;
+  healthy_options.progress = {};
+  ChildControl healthy_control = control;
+  healthy_control.progress = {};
+  const SimulationResult healthy = simulate_one_in_child(without_whatif(resolved), healthy_options, healthy_control, nullptr);
+  result.stats.whatif.healthy_step_seconds = healthy.trace.summary().step_time_s();
+  return result;
 }
 
 }  // namespace ragged::sim

@@ -17,7 +17,9 @@ SimulationResult parse_result(const std::string& bytes);
 // simulate() in a child process. options.progress, if set, is called in the
 // parent (through `control`'s channel, on the calling thread); a cancelled
 // control kills the child and throws Cancelled. InputError in the child comes
-// back as InputError, anything else as InternalError.
+// back as InputError, anything else as InternalError. A scenario with a
+// what-if (has_whatif) is simulated twice, the second time without it, in
+// its own child: stats.whatif.healthy_step_seconds.
 SimulationResult simulate_in_child(const planner::ResolvedScenario& resolved, const SimulationOptions& options,
                                    const ChildControl& control = {}, ChildUsage* usage = nullptr);
 

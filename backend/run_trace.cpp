@@ -61,6 +61,7 @@ traces::Trace measured_trace(const planner::ResolvedScenario& resolved, const pl
       sample->set_time_ns(ns(offset + m.time));
       sample->set_allocated_bytes(m.allocated);
       sample->set_reserved_bytes(step.reserved_bytes);
+      sample->set_state_and_buffers_bytes(m.allocated);  // the executors hold only state and these buffers
     }
     // Durations from the nanosecond events, so that compute + exposed is the
     // step exactly on this basis too.

@@ -10,4 +10,5 @@ list(APPEND RAGGED_BACKEND_SRCS
   ${CMAKE_CURRENT_LIST_DIR}/watchdog_mpi.cpp
   ${CMAKE_CURRENT_LIST_DIR}/progress.cpp
   ${CMAKE_CURRENT_LIST_DIR}/collective_wait.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/collective_watcher.cpp
   ${CMAKE_CURRENT_LIST_DIR}/collective_check.cpp)

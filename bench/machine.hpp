@@ -15,4 +15,13 @@ inline std::string cpu_name() {
   return "unknown CPU";
 }
 
+// The 1-minute load average (/proc/loadavg): on a shared machine wall time
+// exceeds CPU time when it is above the core count.
+inline std::string load_average() {
+  std::ifstream in("/proc/loadavg");
+  std::string one_minute;
+  in >> one_minute;
+  return one_minute.empty() ? "unknown" : one_minute;
+}
+
 }  // namespace ragged::bench

@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "cli/goodput_options.hpp"
+#include "cli/goodput_report.hpp"
 #include "cli/scenario_options.hpp"
 #include "cli/simulate_report.hpp"
 #include "cli/validators.hpp"
@@ -26,6 +28,7 @@ struct SimulateOptions {
   std::string sweep;
   std::string mode = "auto";
   std::string calibration;
+  GoodputOptions goodput;
   bool no_gpu_sharing = false;
   bool no_host_path = false;
   bool json = false;
@@ -60,7 +63,7 @@ SimulationReport simulate_one(const planner::ResolvedScenario& resolved, const S
   sim::ChildUsage usage;
   sim::SimulationResult result = sim::simulate_in_child(resolved, sim_options, {}, &usage);
   bar->finish();
-  return {label, std::move(result), usage.max_rss_bytes, usage.added_rss_bytes()};
+  return {label, std::move(result), usage.max_rss_bytes, usage.added_rss_bytes(), resolved.scenario()};
 }
 
 void run(const SimulateOptions& options, Context& context) {
@@ -75,17 +78,25 @@ void run(const SimulateOptions& options, Context& context) {
   } else {
     configs = options.scenario.resolve();
   }
+  options.goodput.apply(configs);
   if ((!options.trace_path.empty() || !options.chrome_path.empty()) && configs.size() != 1) {
     throw InputError("--trace and --chrome-trace write one simulation: drop --strategy all / --sweep, or pick one");
   }
   std::vector<SimulationReport> reports;
-  for (const auto& config : configs) reports.push_back(simulate_one(config, options));
+  std::vector<GoodputReport> goodputs;
+  for (const auto& config : configs) {
+    reports.push_back(simulate_one(config, options));
+    if (options.goodput.requested()) goodputs.push_back(goodput_report(config, reports.back()));
+  }
   if (!options.trace_path.empty()) traces::write_trace(reports.front().result.trace, options.trace_path);
   if (!options.chrome_path.empty()) traces::write_chrome_trace(reports.front().result.trace, options.chrome_path);
 
   if (options.json) {
     nlohmann::json out = nlohmann::json::array();
-    for (const auto& r : reports) out.push_back(simulation_to_json(r));
+    for (size_t i = 0; i < reports.size(); ++i) {
+      out.push_back(simulation_to_json(reports[i]));
+      if (!goodputs.empty()) out.back()["goodput"] = goodput_to_json(goodputs[i]);
+    }
     context.out << (reports.size() == 1 ? out.front() : out).dump(2) << '\n';
   } else if (sweeping) {
     print_sweep(reports, context.out);
@@ -93,6 +104,9 @@ void run(const SimulateOptions& options, Context& context) {
     print_simulation_comparison(reports, context.out);
   } else {
     print_simulation(reports.front(), context.out);
+  }
+  if (!options.json) {
+    for (const auto& g : goodputs) print_goodput(g, context.out << '\n');
   }
 }
 
@@ -102,6 +116,7 @@ void add_simulate_command(CLI::App& app, Context& context) {
   auto options = std::make_shared<SimulateOptions>();
   auto* cmd = app.add_subcommand("simulate", "Predict step time, throughput, MFU and memory with the SimGrid simulator");
   options->scenario.add_to(cmd, true);
+  options->scenario.add_whatif_to(cmd);
   cmd->add_option("--trace", options->trace_path, "Write the predicted trace (.pb, .json or .textproto)");
   cmd->add_option("--chrome-trace", options->chrome_path, "Write a Chrome trace JSON that Perfetto opens");
   cmd->add_option("--sweep", options->sweep, "Scaling table over GPU counts: gpus=64,256,1024");
@@ -112,6 +127,7 @@ void add_simulate_command(CLI::App& app, Context& context) {
                "Leave out NCCL's kernels taking SMs and HBM bandwidth from concurrent work (docs/SIMULATOR.md 6b)");
   cmd->add_flag("--no-host-path", options->no_host_path,
                 "Leave out the CPU thread that issues the ops (docs/SIMULATOR.md, the CPU issue path)");
+  options->goodput.add_to(cmd);
   cmd->add_flag("--json", options->json, "Print JSON (an array for several simulations)");
   cmd->callback([&context, options] { run(*options, context); });
 }

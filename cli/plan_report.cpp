@@ -5,6 +5,7 @@
 #include "cli/table.hpp"
 #include "common/units.hpp"
 #include "planner/program_builder.hpp"
+#include "planner/scenario_plan.hpp"
 #include "scenarios/scenario_rules.hpp"
 
 namespace ragged::cli {
@@ -72,12 +73,7 @@ std::string run_label(const PlanReport& r, size_t first, size_t count) {
 
 PlanReport make_plan_report(planner::ResolvedScenario resolved) {
   PlanReport report{std::move(resolved), {}, {}, {}, {}};
-  const auto& training = report.resolved.scenario().training();
-  planner::PlanOptions options;
-  options.param_dtype = training.precision().param() == scenarios::FP32 ? models::DType::kF32 : models::DType::kBF16;
-  auto strategy = planner::make_strategy(training.strategy());
-  report.plan = planner::plan_model(report.resolved.model, report.resolved.granularity, training.shard_group_size(),
-                                    *strategy, options);
+  report.plan = planner::plan_scenario(report.resolved);
   report.program = planner::build_program(planner::program_inputs(report.resolved, report.plan));
   report.memory = planner::memory_breakdown(report.program);
   report.bytes = step_bytes(report.program);
@@ -97,9 +93,7 @@ void print_padding_hint(const PlanReport& r, std::ostream& out) {
                      "shards force S to a multiple of their granules. This padding is unavoidable at {} ranks with "
                      "this granularity.\n",
                      percent(bound), format_count(static_cast<double>(largest_granule)), r.plan.ranks);
-  planner::PlanOptions options;
-  options.param_dtype = r.resolved.scenario().training().precision().param() == scenarios::FP32 ? models::DType::kF32
-                                                                                                 : models::DType::kBF16;
+  const planner::PlanOptions options = planner::plan_options_for(r.resolved.scenario().training());
   std::string suggestions;
   for (int64_t group = r.plan.ranks / 2; group >= 1 && r.plan.ranks % group == 0; group /= 2) {
     double at = planner::lower_bound_padding_ratio(r.resolved.model, r.resolved.granularity, group, options);

@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include "common/errors.hpp"
+#include "common/input_limits.hpp"
+#include "common/units.hpp"
 #include "scenarios/scenario_rules.hpp"
 
 namespace ragged::cli {
@@ -58,7 +60,48 @@ void ScenarioOptions::add_optimizer_to(CLI::App* command) {
   command->add_option("--optimizer", optimizer, "Optimizer: adamw, adam8bit, muon or shampoo (defaults for its settings)");
 }
 
+void ScenarioOptions::add_whatif_to(CLI::App* command) {
+  command
+      ->add_option("--slow-gpus", slow_gpus,
+                   "N:F: N GPUs (chosen by whatif.slow_gpus.seed) at fraction F of their compute rate "
+                   "(whatif.slow_gpus); simulates every node and the healthy cluster beside it")
+      ->check(count_and_fraction(kMaxCount, limits::kMinSlowFraction));
+  command
+      ->add_option("--slow-links", slow_links,
+                   "N:F: N nodes' NICs (chosen by whatif.slow_links.seed) at fraction F of their bandwidth "
+                   "(whatif.slow_links); simulates every node and the healthy cluster beside it")
+      ->check(count_and_fraction(kMaxCount, limits::kMinSlowFraction));
+}
+
 namespace {
+
+// N:F of --slow-gpus or --slow-links into its whatif block: a count drawn
+// by the block's seed (the scenario's, or the default), replacing any list.
+template <class Slow>
+void set_slow(Slow* slow, void (Slow::*clear_list)(), const char* option, const std::string& text, const char* what,
+              int64_t limit) {
+  const CountAndFraction value = parse_count_and_fraction(text);
+  if (value.count > limit) {
+    throw InputError(fmt::format("{} {}: {} {}, but the cluster has {}; give at most {}", option, text,
+                                 format_integer(value.count), what, format_integer(limit), format_integer(limit)));
+  }
+  (slow->*clear_list)();
+  slow->set_count(static_cast<int32_t>(value.count));
+  slow->set_fraction(value.fraction);
+}
+
+void set_whatif(scenarios::LoadedScenario& loaded, const std::string& slow_gpus, const std::string& slow_links) {
+  scenarios::WhatIf* whatif = loaded.written.mutable_whatif();
+  if (!slow_gpus.empty()) {
+    set_slow(whatif->mutable_slow_gpus(), &scenarios::SlowGpus::clear_ranks, "--slow-gpus", slow_gpus, "GPUs",
+             scenarios::total_gpus(loaded.scenario));
+  }
+  if (!slow_links.empty()) {
+    set_slow(whatif->mutable_slow_links(), &scenarios::SlowLinks::clear_nodes, "--slow-links", slow_links, "nodes",
+             loaded.scenario.cluster().nodes());
+  }
+  loaded = scenarios::rebuild(std::move(loaded));
+}
 
 void set_optimizer(scenarios::LoadedScenario& loaded, const std::string& name) {
   scenarios::Optimizer* o = loaded.written.mutable_training()->mutable_optimizer();
@@ -101,6 +144,7 @@ scenarios::LoadedScenario ScenarioOptions::load() const {
     loaded.written.mutable_model()->set_layers(static_cast<int32_t>(layers));
     loaded = scenarios::rebuild(std::move(loaded));
   }
+  if (!slow_gpus.empty() || !slow_links.empty()) set_whatif(loaded, slow_gpus, slow_links);
   if (shard_group > 0) {
     const int64_t total = scenarios::total_gpus(loaded.scenario);
     if (total % shard_group != 0) {

@@ -25,6 +25,8 @@ struct ScenarioOptions {
   std::string attention;    // --attention: math | flash2 | flash3 (training.attention)
   std::string loss;         // --loss: fp32-logits | fused | chunked (training.loss)
   bool expandable_segments = false;  // --expandable-segments (training.allocator.expandable_segments)
+  std::string slow_gpus;    // --slow-gpus N:F (whatif.slow_gpus: count, fraction)
+  std::string slow_links;   // --slow-links N:F (whatif.slow_links: count, fraction)
 
   void add_to(CLI::App* command, bool allow_all_strategies);
   // Only where the scenario comes from and what changes its model and
@@ -34,6 +36,8 @@ struct ScenarioOptions {
   void add_source_to(CLI::App* command);
   // Also offer --optimizer.
   void add_optimizer_to(CLI::App* command);
+  // Also offer --slow-gpus and --slow-links.
+  void add_whatif_to(CLI::App* command);
 
   // The scenario with every option applied but --strategy.
   scenarios::LoadedScenario load() const;

@@ -2,13 +2,13 @@
 
 #include <google/protobuf/text_format.h>
 
-#include <map>
-
 #include <fmt/format.h>
 
 #include "cli/table.hpp"
+#include "cli/whatif_report.hpp"
 #include "common/errors.hpp"
 #include "common/units.hpp"
+#include "traces/unit_breakdown.hpp"
 
 namespace ragged::cli {
 namespace {
@@ -29,28 +29,6 @@ std::string memory_verdict_detail(const traces::Summary& s) {
                      format_seconds(s.alloc_retry_s()));
 }
 
-// Busy seconds per unit and op kind on the representative rank.
-struct UnitTimes {
-  std::map<traces::OpKind, double> by_kind;
-};
-
-std::map<int, UnitTimes> unit_times(const traces::Trace& trace) {
-  std::map<int, UnitTimes> out;
-  for (const auto& e : trace.events()) {
-    out[e.unit()].by_kind[e.kind()] += static_cast<double>(e.end_ns() - e.start_ns()) * 1e-9;
-  }
-  return out;
-}
-
-double kind_seconds(const UnitTimes& t, std::initializer_list<traces::OpKind> kinds) {
-  double total = 0;
-  for (auto k : kinds) {
-    auto it = t.by_kind.find(k);
-    if (it != t.by_kind.end()) total += it->second;
-  }
-  return total;
-}
-
 }  // namespace
 
 void print_simulation(const SimulationReport& r, std::ostream& out) {
@@ -67,47 +45,25 @@ void print_simulation(const SimulationReport& r, std::ostream& out) {
                      format_seconds(s.comm_s()));
   out << fmt::format("  peak memory        {} GiB reserved, {} GiB allocated, of {} GiB: {}\n", gib(s.peak_reserved_bytes()),
                      gib(s.peak_allocated_bytes()), gib(s.hbm_capacity_bytes()), memory_verdict_detail(s));
-  out << fmt::format("  simulation         {} mode, {} simulated node{}, {} flows, rank {}, {:.2f} s wall, {} of memory\n\n",
+  out << fmt::format("  simulation         {} mode, {} simulated node{}, {} flows, rank {}, {:.2f} s wall, {} of memory\n",
                      sim::mode_name(stats.mode), stats.simulated_nodes, stats.simulated_nodes == 1 ? "" : "s",
                      format_integer(stats.flows), stats.representative_rank, stats.wall_seconds,
                      format_bytes(static_cast<double>(r.sim_memory_bytes)));
+  if (stats.forced_full) {
+    out << "  note               the what-if makes nodes differ: full mode instead of the symmetric mode asked for\n";
+  }
+  if (sim::has_whatif(r.scenario)) print_whatif(r.scenario, r.result, out);
 
+  out << '\n';
   // Per unit (ms per micro-batch summed over the step); identical blocks averaged.
-  using K = traces::OpKind;
   Table table;
-  table.column("unit", Table::Align::kLeft).column("forward").column("backward").column("recompute");
-  table.column("all-gather").column("reduce-scatter").column("copies+casts").column("optimizer");
-  std::map<int, UnitTimes> times = unit_times(r.result.trace);
-  std::map<int, std::string> names;
-  for (const auto& e : r.result.trace.events()) {
-    if (e.kind() == traces::COMPUTE_FWD && !names.count(e.unit())) names[e.unit()] = e.name().substr(0, e.name().find(' '));
+  table.column("unit", Table::Align::kLeft);
+  for (int p = 0; p < traces::kUnitPhases; ++p) table.column(std::string(traces::unit_phase_name(static_cast<traces::UnitPhase>(p))));
+  for (const traces::UnitTimes& t : traces::with_blocks_averaged(traces::unit_times(r.result.trace))) {
+    std::vector<std::string> cells = {t.name};
+    for (double seconds : t.seconds) cells.push_back(ms(seconds));
+    table.row(cells);
   }
-  auto row = [&](const std::string& label, const UnitTimes& t, double divide) {
-    table.row({label, ms(kind_seconds(t, {K::COMPUTE_FWD}) / divide), ms(kind_seconds(t, {K::COMPUTE_BWD}) / divide),
-               ms(kind_seconds(t, {K::RECOMPUTE}) / divide), ms(kind_seconds(t, {K::ALL_GATHER}) / divide),
-               ms(kind_seconds(t, {K::REDUCE_SCATTER, K::ALL_REDUCE}) / divide),
-               ms(kind_seconds(t, {K::COPY_IN, K::COPY_OUT, K::CAST, K::GRAD_ACCUMULATE}) / divide),
-               ms(kind_seconds(t, {K::OPTIMIZER, K::ALL_TO_ALL}) / divide)});
-  };
-  // Transformer blocks print as one averaged row where they stand.
-  UnitTimes blocks;
-  int block_count = 0;
-  auto flush_blocks = [&] {
-    if (block_count > 0) row(fmt::format("layers (mean of {})", block_count), blocks, block_count);
-    block_count = 0;
-  };
-  for (const auto& [unit, t] : times) {
-    if (unit < 0) continue;
-    const std::string& name = names[unit];
-    if (name.rfind("layers.", 0) == 0) {
-      for (const auto& [k, v] : t.by_kind) blocks.by_kind[k] += v;
-      ++block_count;
-      continue;
-    }
-    flush_blocks();
-    row(name, t, 1);
-  }
-  flush_blocks();
   out << "  time per unit and step (ms):\n";
   table.print(out, "  ");
 }
@@ -149,9 +105,9 @@ nlohmann::json simulation_to_json(const SimulationReport& r) {
   const traces::Summary& s = summary(r);
   const auto& meta = r.result.trace.metadata();
   nlohmann::json units = nlohmann::json::array();
-  for (const auto& [unit, t] : unit_times(r.result.trace)) {
+  for (const auto& [unit, by_kind] : traces::kind_seconds_by_unit(r.result.trace)) {
     nlohmann::json kinds = nlohmann::json::object();
-    for (const auto& [k, v] : t.by_kind) kinds[traces::OpKind_Name(k)] = v;
+    for (const auto& [k, v] : by_kind) kinds[traces::OpKind_Name(k)] = v;
     units.push_back({{"unit", unit}, {"seconds_by_kind", kinds}});
   }
   return {
@@ -179,6 +135,8 @@ nlohmann::json simulation_to_json(const SimulationReport& r) {
       {"max_rss_bytes", r.max_rss_bytes},
       {"sim_memory_bytes", r.sim_memory_bytes},
       {"units", std::move(units)},
+      {"forced_full", r.result.stats.forced_full},
+      {"whatif", r.result.stats.whatif.ranks.empty() ? nlohmann::json(nullptr) : sim::straggler_to_json(r.result.stats.whatif)},
   };
 }
 

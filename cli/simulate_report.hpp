@@ -17,6 +17,7 @@ struct SimulationReport {
   sim::SimulationResult result;
   int64_t max_rss_bytes = 0;  // peak of the simulation's process
   int64_t sim_memory_bytes = 0;  // what the simulation added to the memory it started with
+  scenarios::Scenario scenario;  // as simulated (its what-if block)
 };
 
 void print_simulation(const SimulationReport& report, std::ostream& out);

@@ -91,4 +91,30 @@ double parse_token_count(const std::string& text, const std::string& option) {
   return value * scale;
 }
 
+CLI::Validator count_and_fraction(int64_t max_count, double min_fraction) {
+  const std::string form = fmt::format("N:F, N a whole number from 1 to {} and F a fraction from {:g} to 1 (e.g. 1:0.5)",
+                                       format_integer(max_count), min_fraction);
+  const CLI::Validator count = whole_number(1, max_count);
+  const CLI::Validator fraction = number_between(min_fraction, 1);
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        const size_t colon = text.find(':');
+        if (colon == std::string::npos) return fmt::format("'{}' is not N:F: give {}", shortened(text), form);
+        std::string n = text.substr(0, colon), f = text.substr(colon + 1);
+        if (std::string why = count(n); !why.empty()) return fmt::format("N: {}", why);
+        if (std::string why = fraction(f); !why.empty()) return fmt::format("F: {}", why);
+        return "";
+      },
+      "N:F");
+}
+
+CountAndFraction parse_count_and_fraction(const std::string& text) {
+  const size_t colon = text.find(':');
+  CountAndFraction out;
+  const char* begin = text.data() + (text.front() == '+' ? 1 : 0);
+  std::from_chars(begin, text.data() + colon, out.count);
+  std::from_chars(text.data() + colon + 1, text.data() + text.size(), out.fraction);
+  return out;
+}
+
 }  // namespace ragged::cli

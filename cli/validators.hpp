@@ -28,6 +28,16 @@ std::vector<int64_t> parse_count_list(const std::string& text, const std::string
 // when it is not one or is not positive.
 double parse_token_count(const std::string& text, const std::string& option);
 
+// "N:F": a whole number N from 1 to `max_count` and a fraction F from
+// `min_fraction` to 1 (--slow-gpus, --slow-links).
+CLI::Validator count_and_fraction(int64_t max_count, double min_fraction);
+struct CountAndFraction {
+  int64_t count = 0;
+  double fraction = 1;
+};
+// Parses text that count_and_fraction accepted.
+CountAndFraction parse_count_and_fraction(const std::string& text);
+
 // The largest count a command-line option takes (GPUs, steps, layers): the
 // scenario's own limits apply after it.
 inline constexpr int64_t kMaxCount = 2147483647;

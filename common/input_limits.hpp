@@ -39,6 +39,9 @@ inline constexpr double kMinPowerFraction = 0.25;               // power limit /
 inline constexpr double kMaxLatencyUs = 1e6;                    // one second per hop
 inline constexpr double kMaxOversubscription = 1024;
 inline constexpr int64_t kMaxSwitchRadix = 65536;
+// What-ifs: a slow GPU or NIC keeps at least a thousandth of its rate (a
+// step stays within 1,000 x the healthy one's).
+inline constexpr double kMinSlowFraction = 1e-3;
 
 // Training.
 inline constexpr int64_t kMaxMicroBatch = 65536;
@@ -51,5 +54,10 @@ inline constexpr int64_t kMaxOptimizerBlock = 65536;               // 8-bit Adam
 inline constexpr int64_t kMaxNewtonSchulzSteps = 100;
 inline constexpr int64_t kMaxRunSteps = 1000000;
 inline constexpr double kMaxModelScale = 1 << 20;
+
+// Goodput (scenario.goodput, ragged simulate --goodput).
+inline constexpr double kMaxRestartMinutes = 7 * 24 * 60;              // a week
+inline constexpr double kMaxCheckpointIntervalMinutes = 365 * 24 * 60;  // a year
+inline constexpr double kMaxTrainTokens = 1e18;                         // largest published run: 36T (Qwen3)
 
 }  // namespace ragged::limits

@@ -45,6 +45,15 @@ std::string format_seconds(double seconds) {
   return fmt::format("{:.3g} ns", seconds * 1e9);
 }
 
+std::string format_duration(double seconds) {
+  const double magnitude = std::fabs(seconds);
+  if (std::isinf(seconds)) return "never";
+  if (magnitude < 60) return format_seconds(seconds);
+  if (magnitude < 3600) return fmt::format("{:.3g} min", seconds / 60);
+  if (magnitude < 86400) return fmt::format("{:.3g} h", seconds / 3600);
+  return fmt::format("{:.3g} days", seconds / 86400);
+}
+
 std::string format_integer(int64_t value) {
   std::string digits = std::to_string(value < 0 ? -value : value);
   std::string out;

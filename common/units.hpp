@@ -16,6 +16,7 @@ std::string format_bytes(double bytes);        // "1.50 GiB", "512 B"
 std::string format_count(double count);        // "8.03B", "14.3M", "512"
 std::string format_flops(double flops);        // "1.23 TFLOP"
 std::string format_seconds(double seconds);    // "12.3 ms", "4.56 s"
+std::string format_duration(double seconds);   // format_seconds below a minute, then "3.9 min", "3.09 h", "2.15 days"
 std::string format_integer(int64_t value);     // "8,030,261,248"
 
 }  // namespace ragged

@@ -221,7 +221,9 @@ QChart* sweep_chart(const std::vector<SweepSeries>& series, SweepMetric metric, 
     line->setName(text(s.strategy));
     line->setColor(strategy_color(s.strategy));
     line->setPointsVisible(true);
+    line->setProperty(kStrategyProperty, text(s.strategy));
     auto* oom = new QScatterSeries();
+    oom->setProperty(kStrategyProperty, text(s.strategy));
     oom->setName(text(s.strategy + " OOM"));
     oom->setMarkerShape(QScatterSeries::MarkerShapeRectangle);
     oom->setColor(Qt::red);

@@ -26,7 +26,9 @@ QChart* memory_breakdown_chart(const std::vector<MemoryPart>& parts, int64_t hbm
 
 // Throughput (tokens/s per GPU) or peak memory (GiB, HBM line) against the
 // GPU count on a log axis, a line per strategy; GPU ranges where every
-// strategy is out of memory are shaded.
+// strategy is out of memory are shaded. A strategy's line and OOM markers
+// carry its name in the kStrategyProperty property (what a click opens).
+inline constexpr const char* kStrategyProperty = "strategy";
 enum class SweepMetric { kThroughput, kPeakMemory };
 QChart* sweep_chart(const std::vector<SweepSeries>& series, SweepMetric metric, int64_t hbm_bytes);
 

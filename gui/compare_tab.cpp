@@ -31,6 +31,26 @@ QString seconds(double s) { return QString::fromStdString(format_seconds(s)); }
 QString bytes(int64_t b) { return QString::fromStdString(format_bytes(static_cast<double>(b))); }
 double error_of(double predicted, double measured) { return measured != 0 ? (predicted - measured) / measured : 0; }
 
+QTableView* new_error_table(QAbstractItemModel* model, QWidget* parent) {
+  auto* table = new QTableView(parent);
+  table->setModel(model);
+  table->verticalHeader()->hide();
+  table->horizontalHeader()->setStretchLastSection(true);
+  table->verticalHeader()->setDefaultSectionSize(22);
+  table->setSelectionBehavior(QAbstractItemView::SelectRows);
+  return table;
+}
+
+// `widget` under a one-line caption.
+QWidget* titled(const QString& title, QWidget* widget, QWidget* parent) {
+  auto* box = new QWidget(parent);
+  auto* layout = new QVBoxLayout(box);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addWidget(new QLabel(title, box));
+  layout->addWidget(widget, 1);
+  return box;
+}
+
 }  // namespace
 
 QString ragged_cli_path() {
@@ -71,25 +91,28 @@ CompareTab::CompareTab(QWidget* parent) : QWidget(parent) {
                         this);
   summary_->setWordWrap(true);
   summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  table_ = new QTableView(this);
-  table_->setModel(&errors_);
-  table_->verticalHeader()->hide();
-  table_->horizontalHeader()->setStretchLastSection(true);
-  table_->verticalHeader()->setDefaultSectionSize(22);
+  kinds_table_ = new_error_table(&kinds_, this);
+  ops_table_ = new_error_table(&ops_, this);
   predicted_view_ = new TimelineView(this);
   measured_view_ = new TimelineView(this);
   connect(predicted_view_, &TimelineView::range_changed, measured_view_, &TimelineView::set_range);
   connect(measured_view_, &TimelineView::range_changed, predicted_view_, &TimelineView::set_range);
 
+  auto* tables = new QSplitter(Qt::Horizontal, this);
+  tables->addWidget(titled(QStringLiteral("per op kind, worst first"), kinds_table_, this));
+  tables->addWidget(titled(QStringLiteral("per op (joined by Program op id), worst first"), ops_table_, this));
+  tables->setStretchFactor(0, 2);
+  tables->setStretchFactor(1, 3);
   auto* top = new QWidget(this);
-  auto* top_layout = new QHBoxLayout(top);
+  auto* top_layout = new QVBoxLayout(top);
   top_layout->setContentsMargins(0, 0, 0, 0);
-  top_layout->addWidget(summary_, 2);
-  top_layout->addWidget(table_, 3);
+  top_layout->addWidget(summary_);
+  top_layout->addWidget(tables, 1);
   auto* splitter = new QSplitter(Qt::Vertical, this);
   splitter->addWidget(top);
   splitter->addWidget(predicted_view_);
   splitter->addWidget(measured_view_);
+  splitter->setSizes({330, 300, 300});
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(controls);
   layout->addWidget(splitter, 1);
@@ -116,48 +139,72 @@ void CompareTab::open_files(const QString& predicted, const QString& measured) {
       const traces::TraceComparison c = traces::compare_traces(*p, *m);
       Timeline tp = build_timeline(*p), tm = build_timeline(*m, -1, first_step(*m));
       return [this, p, m, c, tp = std::move(tp), tm = std::move(tm)]() mutable {
-        errors_.set_comparison(c);
-        summary_->setText(
-            QStringLiteral("<b>%1</b>, %2, predicted against the mean of %3 measured steps<br>"
-                           "step time: %4 predicted, %5 measured, <b>%6</b><br>"
-                           "peak memory (state + parameter and gradient buffers): %7 against %8, <b>%9</b><br>"
-                           "exposed communication: %10 against %11, %12<br>"
-                           "MFU: %13% against %14%, %15<br>"
-                           "ops joined by Program op id: %16 (%17 in one trace only)")
-                .arg(QString::fromStdString(p->metadata().scenario_name()), QString::fromStdString(p->metadata().strategy()))
-                .arg(c.measured_steps)
-                .arg(seconds(c.predicted_step_s), seconds(c.measured_step_s), percent(c.step_error()),
-                     bytes(c.predicted_peak_bytes), bytes(c.measured_peak_bytes), percent(c.memory_error()),
-                     seconds(c.predicted_exposed_s), seconds(c.measured_exposed_s),
-                     percent(error_of(c.predicted_exposed_s, c.measured_exposed_s)))
-                .arg(100 * c.predicted_mfu, 0, 'f', 1)
-                .arg(100 * c.measured_mfu, 0, 'f', 1)
-                .arg(percent(error_of(c.predicted_mfu, c.measured_mfu)))
-                .arg(c.joined_ops)
-                .arg(c.unmatched_ops));
-        std::vector<MemoryPoint> measured_memory = tm.memory;
-        // The measured curve over the predicted one, shifted to start together.
-        for (auto& point : measured_memory) point.time_ns += tp.begin_ns - tm.begin_ns;
-        predicted_view_->set_timeline(p, std::move(tp));
-        predicted_view_->set_title(QStringLiteral("predicted"));
-        predicted_view_->set_overlay_memory(std::move(measured_memory), QStringLiteral("measured"));
-        measured_view_->set_timeline(m, std::move(tm));
-        measured_view_->set_title(QStringLiteral("measured, step %1 (of %2)").arg(measured_view_->timeline().step).arg(c.measured_steps));
-        // One time scale for both: the longer of the two.
-        const int64_t span = std::max(predicted_view_->timeline().end_ns - predicted_view_->timeline().begin_ns,
-                                      measured_view_->timeline().end_ns - measured_view_->timeline().begin_ns);
-        predicted_view_->set_range(predicted_view_->timeline().begin_ns, predicted_view_->timeline().begin_ns + span);
-        measured_view_->set_range(measured_view_->timeline().begin_ns, measured_view_->timeline().begin_ns + span);
-        Q_EMIT compared();
+        show_comparison(p, m, c, std::move(tp), std::move(tm));
       };
     } catch (const std::exception& e) {
       const QString message = QString::fromUtf8(e.what());
       return [this, message] {
+        // Nothing of an earlier comparison stays beside this error.
+        kinds_.clear();
+        ops_.clear();
+        predicted_view_->set_timeline(nullptr, {});
+        measured_view_->set_timeline(nullptr, {});
         summary_->setText(message);
         Q_EMIT error(message);
       };
     }
   });
+}
+
+void CompareTab::show_comparison(const std::shared_ptr<const traces::Trace>& p,
+                                 const std::shared_ptr<const traces::Trace>& m, const traces::TraceComparison& c,
+                                 Timeline tp, Timeline tm) {
+  kinds_.set_comparison(c);
+  ops_.set_comparison(c);
+  kinds_table_->resizeColumnsToContents();
+  ops_table_->resizeColumnsToContents();
+  // Memory overlays like with like: the state and buffers both executors
+  // count. Traces written before that count have none to overlay.
+  const bool overlay = tp.peak_state_and_buffers > 0 && tm.peak_state_and_buffers > 0;
+  summary_->setText(
+      QStringLiteral("<b>%1</b>, %2, predicted against the mean of %3 measured steps<br>"
+                     "step time: %4 predicted, %5 measured, <b>%6</b><br>"
+                     "peak memory (state + parameter and gradient buffers): %7 against %8, <b>%9</b><br>"
+                     "exposed communication: %10 against %11, %12<br>"
+                     "MFU: %13% against %14%, %15<br>"
+                     "ops joined by Program op id: %16 (%17 in one trace only)%18")
+          .arg(QString::fromStdString(p->metadata().scenario_name()), QString::fromStdString(p->metadata().strategy()))
+          .arg(c.measured_steps)
+          .arg(seconds(c.predicted_step_s), seconds(c.measured_step_s), percent(c.step_error()), bytes(c.predicted_peak_bytes),
+               bytes(c.measured_peak_bytes), percent(c.memory_error()), seconds(c.predicted_exposed_s),
+               seconds(c.measured_exposed_s), percent(error_of(c.predicted_exposed_s, c.measured_exposed_s)))
+          .arg(100 * c.predicted_mfu, 0, 'f', 1)
+          .arg(100 * c.measured_mfu, 0, 'f', 1)
+          .arg(percent(error_of(c.predicted_mfu, c.measured_mfu)))
+          .arg(c.joined_ops)
+          .arg(c.unmatched_ops)
+          .arg(overlay ? QStringLiteral("<br>memory curves: state + buffers on each trace's own timeline; the "
+                                        "prediction's streams run ahead of issue order there, to a peak of %1")
+                             .arg(bytes(c.predicted_concurrent_bytes))
+                       : QStringLiteral("<br>memory curves not overlaid: a trace without the state and buffers count "
+                                        "(written by an older ragged)")));
+  std::vector<MemoryPoint> measured_memory = tm.memory;
+  // The measured curve over the predicted one, shifted to start together.
+  for (auto& point : measured_memory) point.time_ns += tp.begin_ns - tm.begin_ns;
+  const MemoryQuantity quantity = overlay ? MemoryQuantity::kStateAndBuffers : MemoryQuantity::kAllocator;
+  predicted_view_->set_timeline(p, std::move(tp));
+  predicted_view_->set_title(QStringLiteral("predicted"));
+  predicted_view_->set_memory_quantity(quantity);
+  if (overlay) predicted_view_->set_overlay_memory(std::move(measured_memory), QStringLiteral("measured"));
+  measured_view_->set_timeline(m, std::move(tm));
+  measured_view_->set_memory_quantity(quantity);
+  measured_view_->set_title(QStringLiteral("measured, step %1 (of %2)").arg(measured_view_->timeline().step).arg(c.measured_steps));
+  // One time scale for both: the longer of the two.
+  const int64_t span = std::max(predicted_view_->timeline().end_ns - predicted_view_->timeline().begin_ns,
+                                measured_view_->timeline().end_ns - measured_view_->timeline().begin_ns);
+  predicted_view_->set_range(predicted_view_->timeline().begin_ns, predicted_view_->timeline().begin_ns + span);
+  measured_view_->set_range(measured_view_->timeline().begin_ns, measured_view_->timeline().begin_ns + span);
+  Q_EMIT compared();
 }
 
 void CompareTab::run_both(const QString& scenario) {
@@ -231,6 +278,8 @@ void CompareTab::cancel_run() {
 
 QString CompareTab::summary_text() const { return summary_->text(); }
 
-QList<QWidget*> CompareTab::exportable_views() const { return {predicted_view_, measured_view_, table_}; }
+QList<QWidget*> CompareTab::exportable_views() const {
+  return {predicted_view_, measured_view_, kinds_table_, ops_table_};
+}
 
 }  // namespace ragged::gui

@@ -2,9 +2,10 @@
 // Compare: a predicted and a measured trace (files, or both produced here:
 // `ragged simulate` and a local `mpirun ragged run --device cpu` of a tiny
 // scenario as child processes, with progress and Cancel). Timelines
-// aligned, memory curves overlaid, step time / peak memory / exposed
-// communication / MFU errors, and the per-op-kind table joined by Program
-// op id (traces::compare_traces), worst first.
+// aligned, memory curves of one quantity (state + parameter and gradient
+// buffers) overlaid, step time / peak memory / exposed communication / MFU
+// errors, and the ops joined by Program op id (traces::compare_traces) in
+// two tables, per op and per op kind, worst first.
 
 #include <QProcess>
 #include <QTemporaryDir>
@@ -13,6 +14,7 @@
 #include <memory>
 
 #include "gui/models/latest_task.hpp"
+#include "gui/models/kind_error_model.hpp"
 #include "gui/models/op_error_model.hpp"
 #include "gui/timeline_view.hpp"
 
@@ -35,7 +37,10 @@ class CompareTab : public QWidget {
   void run_both(const QString& scenario);
   void cancel_run();
   bool running() const { return process_.state() != QProcess::NotRunning; }
-  OpErrorModel* errors_model() { return &errors_; }
+  KindErrorModel* kinds_model() { return &kinds_; }
+  OpErrorModel* ops_model() { return &ops_; }
+  const TimelineView* predicted_view() const { return predicted_view_; }
+  const TimelineView* measured_view() const { return measured_view_; }
   LatestTask* task() { return &task_; }
   QString summary_text() const;
   QList<QWidget*> exportable_views() const;
@@ -49,7 +54,12 @@ class CompareTab : public QWidget {
   void start_stage();
   void stage_finished(int exit_code, QProcess::ExitStatus status);
 
-  OpErrorModel errors_;
+  void show_comparison(const std::shared_ptr<const traces::Trace>& predicted,
+                       const std::shared_ptr<const traces::Trace>& measured, const traces::TraceComparison& c,
+                       Timeline predicted_timeline, Timeline measured_timeline);
+
+  KindErrorModel kinds_;
+  OpErrorModel ops_;
   LatestTask task_;
   QProcess process_;
   std::unique_ptr<QTemporaryDir> run_dir_;
@@ -62,7 +72,8 @@ class CompareTab : public QWidget {
   QPushButton* cancel_button_ = nullptr;
   QProgressBar* progress_ = nullptr;
   QLabel* summary_ = nullptr;
-  QTableView* table_ = nullptr;
+  QTableView* kinds_table_ = nullptr;
+  QTableView* ops_table_ = nullptr;
   TimelineView* predicted_view_ = nullptr;
   TimelineView* measured_view_ = nullptr;
 };

@@ -40,6 +40,7 @@ QChartView* new_chart_view(QWidget* parent) {
 ExploreTab::ExploreTab(QWidget* parent) : QWidget(parent) {
   build_ui();
   connect(&settings_, &ScenarioSettingsModel::settings_changed, this, &ExploreTab::settings_edited);
+  connect(&settings_, &ScenarioSettingsModel::edit_refused, this, &ExploreTab::notice);
   connect(&jobs_, &SimulationJobs::job_started, this, [this](int row) {
     results_.set_started(row);
     update_progress();
@@ -173,35 +174,39 @@ void ExploreTab::build_ui() {
 
 bool ExploreTab::open_scenario(const QString& name_or_path) {
   try {
-    base_ = scenarios::load_scenario(name_or_path.toStdString());
+    open_loaded(scenarios::load_scenario(name_or_path.toStdString()));
   } catch (const std::exception& e) {
     Q_EMIT error(QString::fromUtf8(e.what()));
     return false;
   }
-  current_ = base_;
-  valid_ = true;
-  const int shipped = scenario_box_->findText(name_or_path);
-  if (shipped >= 0) scenario_box_->setCurrentIndex(shipped);
-  settings_.set_settings(settings_of(base_.scenario));
-  error_label_->hide();
-  replan();
   return true;
 }
 
 bool ExploreTab::open_model(const QString& model) {
   const ScenarioSettings& s = settings_.settings();
   try {
-    base_ = scenario_for_model(model.toStdString(), s.gpu_preset.empty() ? "h100" : s.gpu_preset, s.gpus > 0 ? s.gpus : 8);
+    scenarios::LoadedScenario loaded =
+        scenario_for_model(model.toStdString(), s.gpu_preset.empty() ? "h100" : s.gpu_preset, s.gpus > 0 ? s.gpus : 8);
+    planner::resolve_scenario(loaded);  // a config.json that does not read is an error of opening it
+    open_loaded(std::move(loaded));
   } catch (const std::exception& e) {
     Q_EMIT error(QString::fromUtf8(e.what()));
     return false;
   }
+  return true;
+}
+
+void ExploreTab::open_loaded(scenarios::LoadedScenario loaded) {
+  drop_results();
+  base_ = std::move(loaded);
   current_ = base_;
   valid_ = true;
+  const QString origin = QString::fromStdString(base_.origin);
+  const int shipped = scenario_box_->findText(origin.startsWith(QStringLiteral("builtin:")) ? origin.mid(8) : origin);
+  if (shipped >= 0) scenario_box_->setCurrentIndex(shipped);
   settings_.set_settings(settings_of(base_.scenario));
   error_label_->hide();
   replan();
-  return true;
 }
 
 void ExploreTab::set_gpus_and_strategy(int64_t gpus, scenarios::Strategy strategy) {
@@ -209,12 +214,19 @@ void ExploreTab::set_gpus_and_strategy(int64_t gpus, scenarios::Strategy strateg
   settings_.set_value(ScenarioSettingsModel::kGpus, QString::number(gpus));
 }
 
-void ExploreTab::settings_edited() {
-  // Whatever runs now belongs to the old settings: drop it.
+void ExploreTab::drop_results() {
+  // Whatever ran or runs belongs to the old settings: drop it, and what it showed.
   jobs_.start({});
   results_.reset_rows({});
   selected_row_ = -1;
+  units_.set_trace(nullptr);
+  plan_.reset();
+  plan_label_->setText(QString());
   refresh_charts();
+}
+
+void ExploreTab::settings_edited() {
+  drop_results();
   try {
     current_ = apply_settings(base_, settings_.settings());
     valid_ = true;

@@ -39,12 +39,16 @@ class ExploreTab : public QWidget {
   bool open_scenario(const QString& name_or_path);
   // A catalog model or a config.json on the current GPU preset and count.
   bool open_model(const QString& model);
+  // A scenario already read (and checked): it becomes the one the settings edit.
+  void open_loaded(scenarios::LoadedScenario loaded);
   void set_gpus_and_strategy(int64_t gpus, scenarios::Strategy strategy);
   void run_all();
   void cancel();
 
   ScenarioSettingsModel* settings_model() { return &settings_; }
   SimulationResultsModel* results_model() { return &results_; }
+  UnitBreakdownModel* units_model() { return &units_; }
+  MemoryBreakdownModel* memory_model() { return &memory_; }
   SimulationJobs* jobs() { return &jobs_; }
   LatestTask* plan_task() { return &planning_; }
   // The scenario with the window's settings; nullptr while they are invalid.
@@ -56,11 +60,13 @@ class ExploreTab : public QWidget {
 
  Q_SIGNALS:
   void error(const QString& message);  // a problem worth a dialog (opening a file)
+  void notice(const QString& message);  // worth a line in the status bar (an edit refused)
   void scenario_resolved();            // resolved() changed
   void trace_selected(std::shared_ptr<const traces::Trace> trace, const QString& label);
 
  private:
   void build_ui();
+  void drop_results();
   void settings_edited();
   void replan();
   void refresh_charts();

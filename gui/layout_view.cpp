@@ -94,19 +94,7 @@ QString LayoutView::describe_at(QPoint point) const {
     const auto element = static_cast<int64_t>((point.x() - area.left()) / area.width() * static_cast<double>(bars.shard_size));
     const LayoutPiece* piece = piece_at(bars, rank, element);
     if (piece == nullptr) return {};
-    const QString where = QStringLiteral("%1, rank %2, shard [%3, %4)")
-                              .arg(QString::fromStdString(bars.strategy))
-                              .arg(rank)
-                              .arg(piece->begin)
-                              .arg(piece->end);
-    if (piece->tensor < 0) return QStringLiteral("padding: %1 elements\n%2").arg(piece->length()).arg(where);
-    return QStringLiteral("%1\nlocal units: elements [%2, %3) of the tensor (%4), granule %5\n%6")
-        .arg(QString::fromStdString(bars.tensor_names[static_cast<size_t>(piece->tensor)]))
-        .arg(piece->tensor_begin)
-        .arg(piece->tensor_begin + piece->length())
-        .arg(QString::fromStdString(format_count(static_cast<double>(piece->length()))))
-        .arg(bars.tensor_granules[static_cast<size_t>(piece->tensor)])
-        .arg(where);
+    return QString::fromStdString(describe_piece(bars, *piece));
   }
   return {};
 }

@@ -6,7 +6,6 @@
 
 #include <QApplication>
 #include <QCommandLineParser>
-#include <QSettings>
 #include <QTabWidget>
 
 #include <cstdio>
@@ -71,11 +70,8 @@ int main(int argc, char** argv) {
   }
   window.show();
   // The scenario named, else the one open when the window last closed, else the default.
-  QString scenario = positional.isEmpty() ? QSettings().value(QStringLiteral("scenario/origin")).toString() : positional.front();
-  if (scenario.startsWith(QStringLiteral("builtin:"))) scenario = scenario.mid(8);
-  if (scenario.isEmpty() || !window.explore()->open_scenario(scenario)) {
-    window.explore()->open_scenario(QString::fromLatin1(ragged::scenarios::kDefaultScenario));
-  }
+  const bool opened = positional.isEmpty() ? window.reopen_last_scenario() : window.explore()->open_scenario(positional.front());
+  if (!opened) window.explore()->open_scenario(QString::fromLatin1(ragged::scenarios::kDefaultScenario));
   if (parser.isSet(trace)) {
     window.tabs()->setCurrentWidget(window.timeline());
     if (parser.isSet(timed)) {

@@ -17,6 +17,7 @@
 #include "gui/models/scenario_file.hpp"
 #include "gui/sweep_tab.hpp"
 #include "gui/timeline_tab.hpp"
+#include "scenarios/scenario_loader.hpp"
 #include "scenarios/scenario_rules.hpp"
 
 namespace ragged::gui {
@@ -38,6 +39,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   resize(1500, 900);
 
   connect(explore_, &ExploreTab::error, this, &MainWindow::show_error);
+  connect(explore_, &ExploreTab::notice, this, [this](const QString& message) { statusBar()->showMessage(message, 10000); });
   connect(timeline_, &TimelineTab::error, this, &MainWindow::show_error);
   connect(compare_, &CompareTab::error, this, &MainWindow::show_error);
   connect(explore_, &ExploreTab::scenario_resolved, this, [this] {
@@ -156,6 +158,22 @@ void MainWindow::restore_state() {
   tabs_->setCurrentIndex(settings.value(QStringLiteral("window/tab"), 0).toInt());
 }
 
+bool MainWindow::reopen_last_scenario() {
+  QSettings settings;
+  const QString text = settings.value(QStringLiteral("scenario/text")).toString();
+  const QString origin = settings.value(QStringLiteral("scenario/origin")).toString();
+  if (text.isEmpty()) return false;
+  try {
+    explore_->open_loaded(scenarios::parse_scenario(text.toStdString(), scenarios::ScenarioFormat::kText,
+                                                    origin.toStdString(),
+                                                    settings.value(QStringLiteral("scenario/base_dir")).toString().toStdString()));
+  } catch (const std::exception& e) {
+    statusBar()->showMessage(QStringLiteral("the last session's scenario no longer reads: %1").arg(QString::fromUtf8(e.what())), 10000);
+    return false;
+  }
+  return true;
+}
+
 void MainWindow::closeEvent(QCloseEvent* event) {
   QSettings settings;
   settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
@@ -163,6 +181,8 @@ void MainWindow::closeEvent(QCloseEvent* event) {
   settings.setValue(QStringLiteral("window/tab"), tabs_->currentIndex());
   if (const scenarios::LoadedScenario* current = explore_->current()) {
     settings.setValue(QStringLiteral("scenario/origin"), QString::fromStdString(current->origin));
+    settings.setValue(QStringLiteral("scenario/base_dir"), QString::fromStdString(current->base_dir.string()));
+    settings.setValue(QStringLiteral("scenario/text"), QString::fromStdString(scenarios::to_text(current->written)));
   }
   QMainWindow::closeEvent(event);
 }

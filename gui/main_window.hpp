@@ -2,7 +2,7 @@
 // The dashboard's window: the Explore, Layout, Timeline, Sweep and Compare
 // tabs, menus with shortcuts (open, save, run, cancel, export), errors in a
 // dialog (the CLI's one-line messages, never a crash), and the window's
-// state kept between sessions (QSettings).
+// state and scenario kept between sessions (QSettings).
 
 #include <QMainWindow>
 
@@ -38,6 +38,9 @@ class MainWindow : public QMainWindow {
   // The charts and views of the current tab, saved as PNG or SVG.
   QString export_current(const QString& path);
   bool save_scenario_to(const QString& path);
+  // The scenario open when the window last closed, edits included (QSettings);
+  // false when there was none or it no longer reads (the status bar says why).
+  bool reopen_last_scenario();
 
  protected:
   void closeEvent(QCloseEvent* event) override;

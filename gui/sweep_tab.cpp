@@ -3,13 +3,11 @@
 #include <QChartView>
 #include <QHBoxLayout>
 #include <QLabel>
-#include <QLineSeries>
+#include <QXYSeries>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QTimer>
 #include <QVBoxLayout>
-
-#include <cmath>
 
 #include "gui/chart_builders.hpp"
 #include "gui/models/sweep_series.hpp"
@@ -105,22 +103,14 @@ void SweepTab::refresh_charts() {
   for (auto [view, metric] : {std::pair{throughput_view_, SweepMetric::kThroughput}, std::pair{memory_view_, SweepMetric::kPeakMemory}}) {
     QChart* old = view->chart();
     QChart* chart = sweep_chart(series, metric, hbm);
+    // A click on a strategy's line or on one of its OOM markers opens the swept point nearest it.
     for (QAbstractSeries* s : chart->series()) {
-      auto* line = qobject_cast<QLineSeries*>(s);
-      if (line == nullptr || s->metaObject()->className() != QStringLiteral("QLineSeries")) continue;
-      const std::string strategy = line->name().toStdString();
-      connect(line, &QLineSeries::clicked, this, [this, strategy, series](const QPointF& at) {
-        // The swept GPU count nearest the click on the log axis.
-        for (const SweepSeries& s2 : series) {
-          if (s2.strategy != strategy || s2.points.empty()) continue;
-          const SweepPoint* best = &s2.points.front();
-          for (const SweepPoint& p : s2.points) {
-            if (std::abs(std::log2(static_cast<double>(p.gpus)) - std::log2(at.x())) <
-                std::abs(std::log2(static_cast<double>(best->gpus)) - std::log2(at.x()))) {
-              best = &p;
-            }
-          }
-          Q_EMIT open_configuration(best->gpus, QString::fromStdString(strategy));
+      auto* xy = qobject_cast<QXYSeries*>(s);
+      const QString strategy = s->property(kStrategyProperty).toString();
+      if (xy == nullptr || strategy.isEmpty()) continue;
+      connect(xy, &QXYSeries::clicked, this, [this, strategy, series](const QPointF& at) {
+        if (const SweepPoint* p = nearest_point(series, strategy.toStdString(), at.x())) {
+          Q_EMIT open_configuration(p->gpus, strategy);
         }
       });
     }

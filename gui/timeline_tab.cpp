@@ -42,7 +42,7 @@ void TimelineTab::open_file(const QString& path) {
     const auto start = std::chrono::steady_clock::now();
     try {
       auto trace = std::make_shared<const traces::Trace>(traces::read_trace(file));
-      Timeline timeline = build_timeline(*trace);
+      Timeline timeline = build_timeline(*trace, kEveryRank);
       const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
       return [this, trace, timeline = std::move(timeline), path, ms, start]() mutable {
         trace_ = trace;
@@ -51,18 +51,18 @@ void TimelineTab::open_file(const QString& path) {
         view_->grab();  // the first frame, drawn whether or not the window is exposed yet, counts in the opening time
         last_open_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
         const auto& meta = trace->metadata();
-        status_->setText(QStringLiteral("%1 (%2, %3 GPUs): %4 events of rank %5, read and laid out in %6 ms, first "
+        status_->setText(QStringLiteral("%1 (%2, %3 GPUs): %4 events, %5 drawn, read and laid out in %6 ms, first "
                                         "frame (%7 bars) %8 ms after opening")
                              .arg(path, QString::fromStdString(std::string(traces::source_name(meta.source()))))
                              .arg(meta.world_size())
                              .arg(trace->events_size())
-                             .arg(view_->timeline().rank)
+                             .arg(view_->timeline().rank == kEveryRank ? QStringLiteral("every rank")
+                                                                       : QStringLiteral("rank %1").arg(view_->timeline().rank))
                              .arg(ms, 0, 'f', 1)
                              .arg(view_->drawn_bars())
                              .arg(last_open_ms_, 0, 'f', 1));
         Q_EMIT opened(status_->text());
-        rank_box_->clear();
-        for (int r : view_->timeline().ranks) rank_box_->addItem(QString::number(r), r);
+        fill_rank_box();
       };
     } catch (const std::exception& e) {
       const QString message = QString::fromUtf8(e.what());
@@ -78,10 +78,16 @@ void TimelineTab::show_trace(std::shared_ptr<const traces::Trace> trace, const Q
   trace_ = std::move(trace);
   label_ = label;
   view_->set_title(label);
-  show_rank(-1);
-  rank_box_->clear();
-  for (int r : view_->timeline().ranks) rank_box_->addItem(QString::number(r), r);
+  show_rank(kEveryRank);
+  fill_rank_box();
   status_->setText(QStringLiteral("%1: %2 events").arg(label).arg(trace_->events_size()));
+}
+
+void TimelineTab::fill_rank_box() {
+  rank_box_->clear();
+  const std::vector<int>& ranks = view_->timeline().ranks;
+  if (ranks.size() > 1) rank_box_->addItem(QStringLiteral("every rank (%1)").arg(ranks.size()), kEveryRank);
+  for (int r : ranks) rank_box_->addItem(QString::number(r), r);
 }
 
 void TimelineTab::show_rank(int rank) {

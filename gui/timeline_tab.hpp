@@ -1,7 +1,8 @@
 #pragma once
 // Timeline: one rank of a predicted or measured trace (a file, or the
 // simulation selected in Explore) as a Gantt chart over its streams with
-// the memory curve below; a rank chooser drills into multi-rank traces.
+// the memory curve below; a multi-rank trace opens with its ranks
+// aggregated (each op one bar over its ranks) and a chooser drills into one.
 // Traces are read and laid out in the background; the time it took shows.
 
 #include <QWidget>
@@ -34,6 +35,7 @@ class TimelineTab : public QWidget {
 
  private:
   void show_rank(int rank);
+  void fill_rank_box();  // "every rank" first when there are several, then each
 
   LatestTask task_;
   std::shared_ptr<const traces::Trace> trace_;

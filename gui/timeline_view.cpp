@@ -60,6 +60,11 @@ void TimelineView::set_overlay_memory(std::vector<MemoryPoint> memory, const QSt
   update();
 }
 
+void TimelineView::set_memory_quantity(MemoryQuantity quantity) {
+  quantity_ = quantity;
+  update();
+}
+
 void TimelineView::show_all() {
   from_ns_ = timeline_.begin_ns;
   to_ns_ = std::max(timeline_.end_ns, timeline_.begin_ns + 1);
@@ -103,9 +108,12 @@ void TimelineView::paintEvent(QPaintEvent*) {
     return;
   }
   p.drawText(QRectF(4, 2, width() - 8, kTop - 4), Qt::AlignLeft | Qt::AlignVCenter,
-             QStringLiteral("%1   rank %2   %3 to %4")
+             QStringLiteral("%1   %2   %3 to %4")
                  .arg(title_)
-                 .arg(timeline_.rank)
+                 .arg(timeline_.rank == kEveryRank ? QStringLiteral("every rank (%1), memory of rank %2")
+                                                         .arg(timeline_.ranks.size())
+                                                         .arg(timeline_.memory_rank)
+                                                   : QStringLiteral("rank %1").arg(timeline_.rank))
                  .arg(QString::fromStdString(format_seconds(static_cast<double>(from_ns_ - timeline_.begin_ns) * 1e-9)),
                       QString::fromStdString(format_seconds(static_cast<double>(to_ns_ - timeline_.begin_ns) * 1e-9))));
   const QRectF plot = plot_rect();
@@ -141,16 +149,16 @@ void TimelineView::paintEvent(QPaintEvent*) {
   const QRectF mem = memory_rect();
   p.setPen(palette().color(QPalette::Mid));
   p.drawRect(mem);
-  int64_t top = timeline_.peak_reserved;
-  for (const auto& m : overlay_) top = std::max(top, m.reserved);
+  int64_t top = timeline_.peak(quantity_);
+  for (const auto& m : overlay_) top = std::max(top, memory_value(m, quantity_));
   if (top <= 0) return;
-  auto curve = [&](const std::vector<MemoryPoint>& points, bool allocated) {
+  auto curve = [&](const std::vector<MemoryPoint>& points, auto value) {
     QPainterPath path;
     bool first = true;
     double last_y = mem.bottom();
     for (const MemoryPoint& m : points) {
       const double x = std::clamp(x_of(m.time_ns), mem.left(), mem.right());
-      const double y = mem.bottom() - mem.height() * static_cast<double>(allocated ? m.allocated : m.reserved) / static_cast<double>(top);
+      const double y = mem.bottom() - mem.height() * static_cast<double>(value(m)) / static_cast<double>(top);
       if (first) path.moveTo(x, y);
       else {
         path.lineTo(x, last_y);  // a step: the level holds until the next sample
@@ -162,21 +170,25 @@ void TimelineView::paintEvent(QPaintEvent*) {
     if (!first) path.lineTo(mem.right(), last_y);
     return path;
   };
-  const auto memory = visible_memory(timeline_, from_ns_, to_ns_, ns_per_pixel());
+  auto plotted = [this](const MemoryPoint& m) { return memory_value(m, quantity_); };
+  const auto memory = visible_memory(timeline_.memory, from_ns_, to_ns_, ns_per_pixel(), quantity_);
   p.setClipRect(mem);
   p.setPen(QPen(QColor(0x4c72b0), 1.5));
-  p.drawPath(curve(memory, false));
-  p.setPen(QPen(QColor(0x4c72b0), 1, Qt::DotLine));
-  p.drawPath(curve(memory, true));
+  p.drawPath(curve(memory, plotted));
+  if (quantity_ == MemoryQuantity::kAllocator) {
+    p.setPen(QPen(QColor(0x4c72b0), 1, Qt::DotLine));
+    p.drawPath(curve(memory, [](const MemoryPoint& m) { return m.allocated; }));
+  }
   if (!overlay_.empty()) {
     p.setPen(QPen(QColor(0xc44e52), 1.5));
-    p.drawPath(curve(overlay_, false));
+    p.drawPath(curve(visible_memory(overlay_, from_ns_, to_ns_, ns_per_pixel(), quantity_), plotted));
   }
   p.setClipping(false);
   p.setPen(palette().color(QPalette::Text));
-  p.drawText(QRectF(4, mem.top(), kLeft - 8, mem.height()), Qt::AlignRight | Qt::AlignVCenter,
-             QStringLiteral("memory\npeak %1%2")
-                 .arg(QString::fromStdString(format_bytes(static_cast<double>(top))),
+  p.drawText(QRectF(4, mem.top(), kLeft - 8, mem.height()), Qt::AlignRight | Qt::AlignVCenter | Qt::TextWordWrap,
+             QStringLiteral("%1\npeak %2%3")
+                 .arg(QString::fromStdString(memory_axis_label(quantity_)),
+                      QString::fromStdString(format_bytes(static_cast<double>(top))),
                       overlay_.empty() ? QString() : QStringLiteral("\nred: ") + overlay_label_));
 }
 
@@ -195,6 +207,14 @@ QString TimelineView::describe_at(QPoint point) const {
           .arg(bar.ops)
           .arg(QString::fromStdString(format_seconds(static_cast<double>(bar.end_ns - bar.start_ns) * 1e-9)),
                QString::fromStdString(e.name()), qs(traces::op_kind_name(e.kind())));
+    }
+    if (bar.ranks > 1) {
+      return QStringLiteral("%1 on %2 ranks\nfrom the first start to the last end: %3\nlongest, rank %4: %5")
+          .arg(QString::fromStdString(e.name()))
+          .arg(bar.ranks)
+          .arg(QString::fromStdString(format_seconds(static_cast<double>(bar.end_ns - bar.start_ns) * 1e-9)))
+          .arg(e.rank())
+          .arg(QString::fromStdString(format_seconds(static_cast<double>(bar.op_ns) * 1e-9)));
     }
     return QStringLiteral("%1\n%2 on %3, op %4, unit %5\n%6, starts at %7%8")
         .arg(QString::fromStdString(e.name()), qs(traces::op_kind_name(e.kind())), qs(traces::stream_name(e.stream())))

@@ -3,7 +3,7 @@
 // same time axis. The wheel zooms around the cursor, dragging pans, a
 // double click shows the whole step; hovering a bar names its op (or how
 // many ops an aggregated bar holds). Two views can share their range
-// (Compare), and a second memory curve can be overlaid.
+// (Compare), and a second memory curve of the same quantity can be overlaid.
 
 #include <QWidget>
 
@@ -22,6 +22,9 @@ class TimelineView : public QWidget {
   // The trace must outlive the view's use of it (the view keeps a reference).
   void set_timeline(std::shared_ptr<const traces::Trace> trace, Timeline timeline);
   void set_overlay_memory(std::vector<MemoryPoint> memory, const QString& label);
+  // What the memory curves plot (the overlay too); the axis names it.
+  void set_memory_quantity(MemoryQuantity quantity);
+  MemoryQuantity memory_quantity() const { return quantity_; }
   void set_title(const QString& title) { title_ = title; update(); }
   void set_range(int64_t from_ns, int64_t to_ns);  // emits nothing
   void show_all();
@@ -56,6 +59,7 @@ class TimelineView : public QWidget {
   std::shared_ptr<const traces::Trace> trace_;
   Timeline timeline_;
   std::vector<MemoryPoint> overlay_;
+  MemoryQuantity quantity_ = MemoryQuantity::kAllocator;
   QString overlay_label_, title_;
   int64_t from_ns_ = 0, to_ns_ = 1;
   mutable size_t drawn_bars_ = 0;

@@ -38,11 +38,14 @@ class Builder {
     r_ = dtype_bytes(t.precision().reduce());
     o_ = dtype_bytes(t.precision().master());
     mode_ = checkpointing_mode(t.activation_checkpointing());
+    checkpoint_every_ = std::max(1, t.checkpoint_every());
     batch_ = MicroBatch{t.micro_batch_size(), t.sequence_length(), t.compiled(), in.model->kernels};
     reshard_ = t.reshard_after_forward();
     window_ = std::max(1, t.prefetch_depth() + 1);
     if (traits_.max_unsharded_units > 0) window_ = std::min(window_, traits_.max_unsharded_units);
     units_ = static_cast<int>(in.plan->units.size());
+    int blocks = 0;
+    for (int u = 0; u < units_; ++u) block_ordinal_.push_back(spec(u).kind == models::UnitKind::kBlock ? blocks++ : -1);
     queue_elements_ = traits_.reduce_queue_elements(mean_block_params());
   }
 
@@ -304,13 +307,24 @@ class Builder {
     return buffer;
   }
 
+  // Unit u's checkpointing: with checkpoint_every n > 1, TorchTitan's
+  // "selective layer" AC checkpoints the n-th, 2n-th, ... block (its wrapper
+  // counts blocks from 1) and keeps every activation of the others.
+  models::Checkpointing mode_of(int u) const {
+    if (mode_ != models::Checkpointing::kFull || checkpoint_every_ <= 1) return mode_;
+    const int ordinal = block_ordinal_[static_cast<size_t>(u)];
+    if (ordinal < 0) return mode_;
+    return (ordinal + 1) % checkpoint_every_ == 0 ? models::Checkpointing::kFull : models::Checkpointing::kNone;
+  }
+
   // What unit u keeps from its forward to its backward: its saved tensors
   // and, without checkpointing, the math backend's probabilities.
   int activation_buffer(int u, int mb) {
     const models::UnitSpec& s = spec(u);
-    const double probabilities = mode_ == models::Checkpointing::kNone ? scores(s) : 0.0;
+    const models::Checkpointing mode = mode_of(u);
+    const double probabilities = mode == models::Checkpointing::kNone ? scores(s) : 0.0;
     const std::string name = fmt::format("{} activations mb{}", s.name, mb);
-    const int64_t saved = for_batch(s.activations.saved(mode_));
+    const int64_t saved = for_batch(s.activations.saved(mode));
     int act = pieces_buffer(name, BufferKind::kActivations, u, {saved, for_batch(probabilities)});
     if (act < 0) act = w_.buffer(name, BufferKind::kActivations, u, 0);
     return act;
@@ -325,7 +339,7 @@ class Builder {
     for (double piece : s.activations.forward_pieces) pieces.push_back(for_batch(piece));
     if (s.activations.scores_per_key > 0) {
       pieces.push_back(for_batch(scores(s)));
-      if (mode_ != models::Checkpointing::kNone) pieces.push_back(for_batch(scores(s)));
+      if (mode_of(u) != models::Checkpointing::kNone) pieces.push_back(for_batch(scores(s)));
     }
     return pieces_buffer(s.name + " forward workspace", BufferKind::kWorkspace, u, pieces);
   }
@@ -336,13 +350,14 @@ class Builder {
   int backward_workspace(int u) {
     const models::UnitSpec& s = spec(u);
     const models::ActivationBytes& a = s.activations;
-    const double recomputed = s.kind == models::UnitKind::kBlock ? std::max(0.0, a.saved_none - a.saved(mode_)) : 0.0;
+    const models::Checkpointing mode = mode_of(u);
+    const double recomputed = s.kind == models::UnitKind::kBlock ? std::max(0.0, a.saved_none - a.saved(mode)) : 0.0;
     std::vector<int64_t> pieces = {for_batch(recomputed + (a.working_pieces.empty() ? a.working : 0.0))};
     for (double piece : a.working_pieces) pieces.push_back(for_batch(piece));
     if (a.scores_per_key > 0) {
       const int64_t one = for_batch(scores(s));
       pieces.insert(pieces.end(), {one, one});
-      if (mode_ != models::Checkpointing::kNone) pieces.push_back(one);
+      if (mode != models::Checkpointing::kNone) pieces.push_back(one);
     }
     const std::string name = s.name + " backward workspace";
     const int workspace = pieces_buffer(name, BufferKind::kWorkspace, u, pieces);
@@ -403,7 +418,7 @@ class Builder {
       compute_alloc(workspace);
       std::vector<uint32_t> deps = {ready};
       if (u == units_ - 1 && in_.model->arch.tie_embeddings) deps.push_back(embedding_ready(mb));
-      ComputeWork again = recompute_work(s, batch_, mode_);
+      ComputeWork again = recompute_work(s, batch_, mode_of(u));
       int64_t first_compute = -1;
       if (total_flops(again) > 0 || again.elementwise_bytes > 0) {
         deps.push_back(w_.compute(OpKind::kRecompute, u, mb, s.name + " recompute", std::move(again), {ready}));
@@ -537,6 +552,8 @@ class Builder {
   StrategyTraits traits_;
   int64_t p_ = 2, r_ = 4, o_ = 4;
   models::Checkpointing mode_ = models::Checkpointing::kNone;
+  int checkpoint_every_ = 1;  // with kFull: only every n-th block is checkpointed
+  std::vector<int> block_ordinal_;  // per unit: its place among the blocks, -1 for other units
   int tied_grads_ = -1;  // the embedding's gradient buffer, allocated at a tied head's backward
   int head_grads_ = -1;  // the head's gradients, allocated in its forward by a chunked loss
   MicroBatch batch_;

@@ -134,6 +134,7 @@ void default_training(Training* training, int64_t cluster_gpus) {
   if (precision->reduce() == DTYPE_UNSPECIFIED) precision->set_reduce(FP32);
   if (precision->master() == DTYPE_UNSPECIFIED) precision->set_master(FP32);
   if (training->activation_checkpointing() == CHECKPOINTING_UNSPECIFIED) training->set_activation_checkpointing(NONE);
+  if (!training->has_checkpoint_every()) training->set_checkpoint_every(1);
   default_optimizer(training->mutable_optimizer());
   default_granularity(training);
   if (!training->has_prefetch_depth()) training->set_prefetch_depth(1);
@@ -151,6 +152,42 @@ void default_run(Run* run) {
   if (!run->has_model_scale()) run->set_model_scale(1.0);
 }
 
+// Sources in docs/SIMULATOR.md section 9.
+void default_goodput(Goodput* goodput) {
+  // Llama 3 (arXiv 2407.21783, section 3.3.4): 419 unexpected interruptions
+  // in 54 days on 16,384 GPUs.
+  if (!goodput->has_interruptions_per_gpu_hour()) goodput->set_interruptions_per_gpu_hour(419.0 / (54.0 * 24.0 * 16384.0));
+  // NVIDIA DGX SuperPOD H100 reference architecture: over 40 GB/s from the storage fabric into one node.
+  if (!goodput->has_storage_gbytes_per_s_per_node()) goodput->set_storage_gbytes_per_s_per_node(40);
+  // Llama 3's Tectonic: 2 TB/s sustained (7 TB/s peak).
+  if (!goodput->has_storage_aggregate_tbytes_per_s()) goodput->set_storage_aggregate_tbytes_per_s(2);
+  if (!goodput->has_async_checkpoint()) goodput->set_async_checkpoint(false);
+  // H100 SXM datasheet: PCIe Gen5, 128 GB/s both directions.
+  if (!goodput->has_host_copy_gbytes_per_s()) goodput->set_host_copy_gbytes_per_s(64);
+  // PyTorch's NCCL timeout (kProcessGroupNCCLDefaultTimeout, ProcessGroupNCCL.hpp).
+  if (!goodput->has_restart_minutes()) goodput->set_restart_minutes(10);
+}
+
+// Only the what-if blocks that are written get defaults: a scenario without
+// one stays without.
+void default_whatif(WhatIf* whatif) {
+  if (whatif->has_slow_gpus()) {
+    SlowGpus* slow = whatif->mutable_slow_gpus();
+    if (!slow->has_fraction()) slow->set_fraction(0.5);
+    if (!slow->has_seed()) slow->set_seed(1);
+  }
+  if (whatif->has_slow_links()) {
+    SlowLinks* slow = whatif->mutable_slow_links();
+    if (!slow->has_fraction()) slow->set_fraction(0.5);
+    if (!slow->has_seed()) slow->set_seed(1);
+  }
+  if (whatif->has_jitter()) {
+    ComputeJitter* jitter = whatif->mutable_jitter();
+    if (jitter->distribution() == JITTER_DISTRIBUTION_UNSPECIFIED) jitter->set_distribution(NORMAL);
+    if (!jitter->has_seed()) jitter->set_seed(1);
+  }
+}
+
 }  // namespace
 
 Scenario with_defaults(const Scenario& written) {
@@ -158,6 +195,8 @@ Scenario with_defaults(const Scenario& written) {
   default_cluster(scenario.mutable_cluster());
   default_training(scenario.mutable_training(), total_gpus(scenario));
   default_run(scenario.mutable_run());
+  default_goodput(scenario.mutable_goodput());
+  if (scenario.has_whatif()) default_whatif(scenario.mutable_whatif());
   return scenario;
 }
 

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cstring>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -145,6 +146,12 @@ void check_training(const Training& t, int64_t gpus, Checker& c) {
                        "lower one of them", t.micro_batch_size(), t.sequence_length(), format_integer(tokens),
                        format_integer(limits::kMaxMicroBatchTokens)));
   }
+  if (t.checkpoint_every() > 1 && t.activation_checkpointing() != FULL) {
+    c.fail("training.checkpoint_every",
+           fmt::format("checkpoint_every {} picks the blocks that full checkpointing recomputes, but "
+                       "activation_checkpointing is not FULL: set activation_checkpointing: FULL, or remove "
+                       "checkpoint_every", t.checkpoint_every()));
+  }
   if (t.precision().param() == FP16 && t.precision().master() != FP32) {
     c.fail("training.precision.master", "fp16 parameters need fp32 master weights: set master: FP32");
   }
@@ -172,6 +179,44 @@ void check_training(const Training& t, int64_t gpus, Checker& c) {
   }
 }
 
+// `count` chosen at random or the listed `indices`, each below `limit`, once.
+template <class Slow>
+void check_choice(const Slow& slow, const google::protobuf::RepeatedField<int32_t>& indices, const std::string& path,
+                  const char* list, const char* what, int64_t limit, Checker& c) {
+  if (slow.count() > 0 && !indices.empty()) {
+    c.fail(path + ".count", fmt::format("count and {} are both set; give one: a count chosen by seed, or the {}", list, what));
+    return;
+  }
+  if (slow.count() == 0 && indices.empty()) {
+    c.fail(path, fmt::format("no {} named: set count (chosen by seed) or {}", what, list));
+    return;
+  }
+  if (slow.count() > limit) {
+    c.fail(path + ".count", fmt::format("count is {}; the cluster has {} {}", slow.count(), format_integer(limit), what));
+  }
+  std::vector<int32_t> seen(indices.begin(), indices.end());
+  std::sort(seen.begin(), seen.end());
+  for (int i = 0; i < indices.size(); ++i) {
+    const std::string at = fmt::format("{}.{}[{}]", path, list, i);
+    if (indices[i] >= limit) {
+      c.fail(at, fmt::format("{} is {}; the cluster's {} are numbered 0 to {}", list, indices[i], what, format_integer(limit - 1)));
+    } else if (std::count(seen.begin(), seen.end(), indices[i]) > 1) {
+      c.fail(at, fmt::format("{} {} is listed twice; list each once", std::string(list).substr(0, std::strlen(list) - 1),
+                             indices[i]));
+      return;
+    }
+  }
+}
+
+void check_whatif(const WhatIf& w, int64_t gpus, int64_t nodes, Checker& c) {
+  if (w.has_slow_gpus()) check_choice(w.slow_gpus(), w.slow_gpus().ranks(), "whatif.slow_gpus", "ranks", "GPUs", gpus, c);
+  if (w.has_slow_links()) check_choice(w.slow_links(), w.slow_links().nodes(), "whatif.slow_links", "nodes", "nodes", nodes, c);
+  if (w.has_jitter() && w.jitter().distribution() != NORMAL && w.jitter().distribution() != LOGNORMAL) {
+    c.fail("whatif.jitter.distribution", fmt::format("distribution is {}; use NORMAL or LOGNORMAL (or leave it unset "
+                                                     "for NORMAL)", static_cast<int>(w.jitter().distribution())));
+  }
+}
+
 }  // namespace
 
 // Range problems first (field_ranges.cpp), then the rules between fields,
@@ -185,6 +230,9 @@ std::vector<FieldIssue> validate_scenario(const Scenario& scenario) {
     check_training(scenario.training(), total_gpus(scenario), c);
   }
   check_kernels(scenario.training(), scenario.cluster().gpu(), c);
+  if (scenario.has_whatif() && scenario.cluster().gpus_per_node() >= 1 && scenario.cluster().nodes() >= 1) {
+    check_whatif(scenario.whatif(), total_gpus(scenario), scenario.cluster().nodes(), c);
+  }
   for (FieldIssue& issue : c.take()) {
     const bool reported = std::any_of(issues.begin(), issues.end(), [&](const FieldIssue& i) { return i.path == issue.path; });
     if (!reported) issues.push_back(std::move(issue));

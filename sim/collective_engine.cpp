@@ -1,5 +1,8 @@
 #include "sim/collective_engine.hpp"
 
+#include <algorithm>
+#include <mutex>
+
 #include <simgrid/s4u.hpp>
 
 #include "common/errors.hpp"
@@ -42,28 +45,62 @@ double gpu_send_rate(const std::vector<Flow>& unit_flows, const ClusterSpec& clu
   return (nvlink + port / static_cast<double>(cluster.gpus_per_node)) / time;
 }
 
+std::vector<int64_t> nodes_of(const std::vector<int64_t>& gpus, int64_t gpus_per_node) {
+  std::vector<int64_t> nodes;
+  for (int64_t gpu : gpus) nodes.push_back(gpu / gpus_per_node);
+  std::sort(nodes.begin(), nodes.end());
+  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  return nodes;
+}
+
 }  // namespace
 
-CollectiveEngine::CollectiveEngine(const ClusterSpec& cluster, SimulationMode mode, int64_t shard_ranks, int64_t replicate_ranks)
+CollectiveEngine::CollectiveEngine(const ClusterSpec& cluster, SimulationMode mode, int64_t shard_ranks,
+                                   int64_t replicate_ranks, Participants participants)
     : cluster_(cluster),
       mode_(mode),
       shard_ranks_(shard_ranks),
       replicate_ranks_(replicate_ranks),
-      platform_(cluster, ::ragged::sim::simulated_nodes(cluster, flow_mode(mode))) {}
+      participants_(std::move(participants)),
+      nvlink_nodes_(mode == SimulationMode::kSymmetric ? NodeList(std::vector<int64_t>{0})
+                    : mode == SimulationMode::kFull
+                        ? NodeList(nvlink_representatives({ring_set(Group::kShard), ring_set(Group::kReplicate)}, cluster,
+                                                          nodes_of(participants_.gpus, cluster.gpus_per_node)))
+                        : std::nullopt),
+      platform_(cluster, ::ragged::sim::simulated_nodes(cluster, flow_mode(mode)), nvlink_nodes_),
+      link_scale_(participants_.gpus.size(), 1.0) {
+  RAGGED_ASSERT(!participants_.gpus.empty(), "at least one simulated rank");
+  RAGGED_ASSERT(mode != SimulationMode::kSymmetric || (participants_.gpus == std::vector<int64_t>{0} &&
+                                                       !participants_.health.breaks_symmetry()),
+                "the symmetric mode simulates a uniform cluster from rank 0");
+  for (int64_t node : participants_.health.slow_nodes()) {
+    platform_.port_link(node)->set_bandwidth(cluster_.node_network_bytes_per_s() * participants_.health.nic_rate(node));
+  }
+  if (participants_.gpus.size() > 1) {
+    mutex_ = sg4::Mutex::create();
+    changed_ = sg4::ConditionVariable::create();
+  }
+}
+
+sg4::Host* CollectiveEngine::platform_host(int rank) const {
+  const int64_t gpu = participants_.gpus[static_cast<size_t>(rank)];
+  return platform_.gpu(gpu / cluster_.gpus_per_node, static_cast<int>(gpu % cluster_.gpus_per_node));
+}
+
+RingSet CollectiveEngine::ring_set(Group group) const {
+  if (group == Group::kReplicate) return {replicate_ranks_, shard_ranks_, cluster_.gpus() / replicate_ranks_};
+  return {shard_ranks_, 1, cluster_.gpus() / shard_ranks_};
+}
 
 const CollectiveEngine::Shape& CollectiveEngine::shape(OpKind kind, Group group) {
   const auto key = std::make_pair(static_cast<int>(kind), static_cast<int>(group));
   auto it = shapes_.find(key);
   if (it != shapes_.end()) return it->second;
   Shape s;
-  if (group == Group::kReplicate) {
-    s.rings = {replicate_ranks_, shard_ranks_, cluster_.gpus() / replicate_ranks_};
-  } else {
-    s.rings = {shard_ranks_, 1, cluster_.gpus() / shard_ranks_};
-  }
+  s.rings = ring_set(group);
   s.latency = {s.rings.members, nodes_spanned(s.rings, cluster_), kind == OpKind::kAllReduce};
-  s.unit_flows = kind == OpKind::kAllToAll ? all_to_all_flows(s.rings, 1.0, cluster_, flow_mode(mode_))
-                                           : ring_flows(s.rings, 1.0, cluster_, flow_mode(mode_));
+  s.unit_flows = kind == OpKind::kAllToAll ? all_to_all_flows(s.rings, 1.0, cluster_, flow_mode(mode_), nvlink_nodes_)
+                                           : ring_flows(s.rings, 1.0, cluster_, flow_mode(mode_), nvlink_nodes_);
   s.gpu_send_rate = gpu_send_rate(s.unit_flows, cluster_);
   return shapes_.emplace(key, std::move(s)).first->second;
 }
@@ -77,45 +114,102 @@ CollectiveDemand CollectiveEngine::demand(const planner::Op& op) {
   return d;
 }
 
-void CollectiveEngine::scale_representative_links(double factor) {
-  platform_.gpu_link(0, 0)->set_bandwidth(cluster_.effective_nvlink_bytes_per_s() * factor);
-  platform_.port_link(0)->set_bandwidth(cluster_.node_network_bytes_per_s() * factor);
+void CollectiveEngine::scale_rank_links(int rank, double factor) {
+  link_scale_[static_cast<size_t>(rank)] = factor;
+  const int64_t gpu = participants_.gpus[static_cast<size_t>(rank)];
+  const int64_t node = gpu / cluster_.gpus_per_node;
+  platform_.gpu_link(node, static_cast<int>(gpu % cluster_.gpus_per_node))
+      ->set_bandwidth(cluster_.effective_nvlink_bytes_per_s() * factor);
+  double port = factor;
+  for (size_t r = 0; r < participants_.gpus.size(); ++r) {
+    if (participants_.gpus[r] / cluster_.gpus_per_node == node) port = std::min(port, link_scale_[r]);
+  }
+  platform_.port_link(node)->set_bandwidth(cluster_.node_network_bytes_per_s() * participants_.health.nic_rate(node) * port);
 }
 
-double CollectiveEngine::launch_and_wait(const std::vector<Flow>& flows, double scale, GpuShare* gpu, int held,
+double CollectiveEngine::launch_and_wait(const std::vector<Flow>& flows, double scale, const Holders& holders,
                                          double traffic) {
-  if (gpu != nullptr) gpu->set_collective_traffic(held, traffic);
+  for (const auto& [gpu, held] : holders) gpu->set_collective_traffic(held, traffic);
   std::vector<sg4::CommPtr> comms;
+  std::vector<const Flow*> started;
   comms.reserve(flows.size());
+  started.reserve(flows.size());
   for (const Flow& f : flows) {
     const auto bytes = static_cast<uint64_t>(f.bytes * scale);
     if (bytes == 0) continue;
     comms.push_back(sg4::Comm::sendto_async(platform_.host(f.src), platform_.host(f.dst), bytes));
+    started.push_back(&f);
   }
   flows_started_ += static_cast<int64_t>(comms.size());
   const double start = sg4::Engine::get_clock();
-  for (auto& c : comms) c->wait();
-  if (gpu != nullptr) gpu->set_collective_traffic(held, 0.0);
+  double last = -1;
+  for (const auto& c : comms) {
+    c->wait();
+    last = std::max(last, c->get_finish_time());
+  }
+  // The flow that ended last, and of its two ends the slower NICs (among
+  // flows ending together, the one touching the slowest NICs).
+  double slowest = 2;
+  for (size_t i = 0; i < comms.size(); ++i) {
+    if (comms[i]->get_finish_time() < last) continue;
+    for (const Endpoint& e : {started[i]->src, started[i]->dst}) {
+      const double rate = e.local < 0 ? participants_.health.nic_rate(e.node) : 1.0;
+      if (rate < slowest) {
+        slowest = rate;
+        bottleneck_ = e;
+      }
+    }
+  }
+  for (const auto& [gpu, held] : holders) gpu->set_collective_traffic(held, 0.0);
   return sg4::Engine::get_clock() - start;
 }
 
-double CollectiveEngine::run(const planner::Op& op, GpuShare* gpu) {
-  const Shape& s = shape(op.kind, op.group);
-  if (s.rings.members <= 1 || op.bytes <= 0) return 0;
-  const CollectiveDemand d = demand(op);
-  const int held = gpu != nullptr ? gpu->begin_collective(d.ctas) : -1;
-  const double seconds = run_phases(op, gpu, held, d.hbm_bytes_per_s);
-  if (gpu != nullptr) gpu->end_collective(held);
-  return seconds;
+// Registers simulated rank `rank` at op's meeting and, unless it is the last
+// to arrive, waits there until the collective has ended.
+CollectiveEngine::Meeting& CollectiveEngine::meet(const planner::Op& op, GpuShare* gpu, int held, int rank) {
+  Meeting& m = meetings_[op.id];
+  if (m.arrivals.empty()) m.arrivals.assign(participants_.gpus.size(), 0.0);
+  m.arrivals[static_cast<size_t>(rank)] = sg4::Engine::get_clock();
+  if (gpu != nullptr) m.holders.emplace_back(gpu, held);
+  if (++m.arrived < participants_.gpus.size()) {
+    std::unique_lock lock(*mutex_);
+    changed_->wait(lock, [&m] { return m.done; });
+  }
+  return m;
 }
 
-double CollectiveEngine::run_phases(const planner::Op& op, GpuShare* gpu, int held, double traffic) {
+double CollectiveEngine::run(const planner::Op& op, GpuShare* gpu, int rank) {
+  const Shape& s = shape(op.kind, op.group);
+  if (s.rings.members <= 1 || op.bytes <= 0) return 0;
+  const double arrival = sg4::Engine::get_clock();
+  const CollectiveDemand d = demand(op);
+  const int held = gpu != nullptr ? gpu->begin_collective(d.ctas) : -1;
+  if (participants_.gpus.size() == 1) {
+    run_phases(op, gpu != nullptr ? Holders{{gpu, held}} : Holders{}, d.hbm_bytes_per_s);
+    records_.push_back({op.id, op.kind, {arrival}, arrival, sg4::Engine::get_clock(), bottleneck_});
+  } else {
+    Meeting& m = meet(op, gpu, held, rank);
+    if (!m.done) {  // the last to arrive runs the flows for everyone
+      const double start = sg4::Engine::get_clock();
+      run_phases(op, m.holders, d.hbm_bytes_per_s);
+      records_.push_back({op.id, op.kind, m.arrivals, start, sg4::Engine::get_clock(), bottleneck_});
+      std::unique_lock lock(*mutex_);
+      m.done = true;
+      changed_->notify_all();
+    }
+    if (++m.left == participants_.gpus.size()) meetings_.erase(op.id);
+  }
+  if (gpu != nullptr) gpu->end_collective(held);
+  return sg4::Engine::get_clock() - arrival;
+}
+
+double CollectiveEngine::run_phases(const planner::Op& op, const Holders& holders, double traffic) {
   const double start = sg4::Engine::get_clock();
   const Shape& s = shape(op.kind, op.group);
   const int64_t n = s.rings.members;
   const double buffer = static_cast<double>(op.bytes);
   if (op.kind == OpKind::kAllToAll) {
-    const double bandwidth = launch_and_wait(s.unit_flows, buffer, gpu, held, traffic);
+    const double bandwidth = launch_and_wait(s.unit_flows, buffer, holders, traffic);
     const double total = best_collective_time(s.latency, bandwidth).seconds;
     sg4::this_actor::sleep_for(std::max(0.0, total - bandwidth));
     return sg4::Engine::get_clock() - start;
@@ -130,12 +224,12 @@ double CollectiveEngine::run_phases(const planner::Op& op, GpuShare* gpu, int he
     const double step_latency = (ring_latency_seconds(Protocol::kSimple, s.latency) - base) / static_cast<double>(steps);
     sg4::this_actor::sleep_for(base);
     for (int64_t step = 0; step < steps; ++step) {
-      launch_and_wait(s.unit_flows, per_hop / static_cast<double>(steps), gpu, held, traffic);
+      launch_and_wait(s.unit_flows, per_hop / static_cast<double>(steps), holders, traffic);
       sg4::this_actor::sleep_for(std::max(0.0, step_latency));
     }
     return sg4::Engine::get_clock() - start;
   }
-  const double bandwidth = launch_and_wait(s.unit_flows, per_hop, gpu, held, traffic);
+  const double bandwidth = launch_and_wait(s.unit_flows, per_hop, holders, traffic);
   const CollectiveTime t = best_collective_time(s.latency, bandwidth);
   sg4::this_actor::sleep_for(std::max(0.0, t.seconds - bandwidth));
   return sg4::Engine::get_clock() - start;

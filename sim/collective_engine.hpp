@@ -3,35 +3,49 @@
 // a stream actor, it starts the flows of one collective (collective_flows.hpp),
 // waits for all of them, then adds NCCL's latency for the protocol NCCL would
 // pick (nccl_latency.hpp). Flow shapes are computed once per kind and group
-// and scaled by each collective's bytes.
+// and scaled by each collective's bytes. Where several ranks' Programs run
+// (a cluster that is not uniform, cluster_health.hpp), each collective is a
+// meeting: its flows start when the last of them arrives.
 
 #include <cstdint>
 #include <map>
 #include <vector>
 
 #include "planner/program.hpp"
+#include "sim/cluster_health.hpp"
 #include "sim/cluster_spec.hpp"
 #include "sim/collective_flows.hpp"
 #include "sim/gpu_share.hpp"
 #include "sim/nccl_latency.hpp"
 #include "sim/platform.hpp"
+#include "sim/straggler_report.hpp"
 
 namespace ragged::sim {
 
 enum class SimulationMode {
-  kFull,       // every node, collapsed rings
+  kFull,       // every node's network, NVLink of the nodes that differ, collapsed rings
   kSymmetric,  // node 0 and a reduced network, collapsed rings
-  kSteps,      // every node, every ring step (validation at small scale)
+  kSteps,      // every node and NVLink, every ring step (validation at small scale)
+};
+
+// The ranks whose Programs run, on the cluster `health` describes.
+struct Participants {
+  std::vector<int64_t> gpus = {0};  // each simulated rank's global GPU index
+  ClusterHealth health;             // NIC rates of the nodes (GPU rates are the executors')
 };
 
 class CollectiveEngine {
  public:
-  CollectiveEngine(const ClusterSpec& cluster, SimulationMode mode, int64_t shard_ranks, int64_t replicate_ranks);
+  CollectiveEngine(const ClusterSpec& cluster, SimulationMode mode, int64_t shard_ranks, int64_t replicate_ranks,
+                   Participants participants = {});
 
-  // Runs op (a collective) to completion in simulated time; returns seconds.
-  // With `gpu`, the collective holds NCCL's CTAs on the representative GPU
-  // while it runs and makes its HBM traffic while its bytes move.
-  double run(const planner::Op& op, GpuShare* gpu = nullptr);
+  // Runs op (a collective) to completion in simulated time for simulated
+  // rank `rank`; returns seconds. With several simulated ranks the flows
+  // start when the last of them reaches the collective (a ring moves nothing
+  // until every member has joined) and every rank waits for the end. With
+  // `gpu`, the collective holds NCCL's CTAs on that rank's GPU from its
+  // arrival to the end and makes its HBM traffic while its bytes move.
+  double run(const planner::Op& op, GpuShare* gpu = nullptr, int rank = 0);
 
   // The CTAs NCCL runs a ring with inside one node and across nodes (0: the
   // collectives take nothing from concurrent work).
@@ -39,18 +53,20 @@ class CollectiveEngine {
     ctas_intra_node_ = intra_node;
     ctas_inter_node_ = inter_node;
   }
-  // What op (a collective) takes from the representative GPU while it runs:
-  // NCCL's CTAs, and HBM traffic of (hbm_traffic_per_byte) times the bytes
-  // that GPU sends per second when the collective runs alone.
+  // What op (a collective) takes from a GPU while it runs: NCCL's CTAs, and
+  // HBM traffic of (hbm_traffic_per_byte) times the bytes that GPU sends per
+  // second when the collective runs alone.
   CollectiveDemand demand(const planner::Op& op);
-  // Scales the rates of the representative GPU's NVLink and of its node's
-  // network port to `factor` of their own (HBM contention, gpu_share.hpp).
-  void scale_representative_links(double factor);
+  // Scales the rates of simulated rank `rank`'s NVLink and of its node's
+  // network port to `factor` of their own (HBM contention, gpu_share.hpp);
+  // a port shared by several simulated ranks takes the smallest factor.
+  void scale_rank_links(int rank, double factor);
 
   int64_t flows_started() const { return flows_started_; }
   int64_t simulated_nodes() const { return platform_.nodes(); }
-  // The host the representative rank's stream actors run on.
-  simgrid::s4u::Host* platform_host() const { return platform_.gpu(0, 0); }
+  // The host simulated rank `rank`'s stream actors run on.
+  simgrid::s4u::Host* platform_host(int rank = 0) const;
+  const std::vector<CollectiveRecord>& records() const { return records_; }
 
  private:
   struct Shape {
@@ -59,19 +75,39 @@ class CollectiveEngine {
     std::vector<Flow> unit_flows;  // flows for one byte per hop (or per group for all-to-all)
     double gpu_send_rate = 0;      // bytes/s the representative GPU sends when the collective runs alone
   };
+  // The GPUs taking part in a running collective: (share, its collective id).
+  using Holders = std::vector<std::pair<GpuShare*, int>>;
+  // Simulated ranks that reached a collective whose flows have not ended.
+  struct Meeting {
+    Holders holders;
+    std::vector<double> arrivals;
+    size_t arrived = 0;
+    size_t left = 0;
+    bool done = false;
+  };
+  RingSet ring_set(planner::Group group) const;
   const Shape& shape(planner::OpKind kind, planner::Group group);
-  double run_phases(const planner::Op& op, GpuShare* gpu, int held, double traffic);
-  double launch_and_wait(const std::vector<Flow>& flows, double scale, GpuShare* gpu, int held, double traffic);
+  double run_phases(const planner::Op& op, const Holders& holders, double traffic);
+  double launch_and_wait(const std::vector<Flow>& flows, double scale, const Holders& holders, double traffic);
+  Meeting& meet(const planner::Op& op, GpuShare* gpu, int held, int rank);
 
   ClusterSpec cluster_;
   SimulationMode mode_;
   int64_t shard_ranks_;
   int64_t replicate_ranks_;
+  Participants participants_;
+  NodeList nvlink_nodes_;  // nodes whose NVLink flows run (collective_flows.hpp)
   Platform platform_;
   std::map<std::pair<int, int>, Shape> shapes_;
   int64_t flows_started_ = 0;
   int ctas_intra_node_ = 0;
   int ctas_inter_node_ = 0;
+  std::vector<double> link_scale_;  // per simulated rank
+  std::map<uint32_t, Meeting> meetings_;
+  std::vector<CollectiveRecord> records_;
+  Endpoint bottleneck_;  // of the last flows launched
+  simgrid::s4u::MutexPtr mutex_;
+  simgrid::s4u::ConditionVariablePtr changed_;
 };
 
 }  // namespace ragged::sim

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 #include <utility>
 
 #include "common/errors.hpp"
@@ -99,6 +100,18 @@ std::vector<int64_t> groups_touching(const RingSet& r, int64_t limit_rank) {
   return groups;
 }
 
+// Full mode: whether a node's NVLink flows are simulated.
+class NvlinkFilter {
+ public:
+  explicit NvlinkFilter(const NodeList& nodes) : nodes_(nodes) {}
+  bool operator()(int64_t node) const {
+    return !nodes_ || std::binary_search(nodes_->begin(), nodes_->end(), node);
+  }
+
+ private:
+  const NodeList& nodes_;
+};
+
 }  // namespace
 
 int64_t simulated_nodes(const ClusterSpec& cluster, FlowMode mode) {
@@ -110,14 +123,15 @@ int64_t nodes_spanned(const RingSet& rings, const ClusterSpec& cluster) {
   return static_cast<int64_t>(node_runs(rings, 0, cluster.gpus_per_node).size());
 }
 
-std::vector<Flow> ring_flows(const RingSet& r, double bytes, const ClusterSpec& c, FlowMode mode) {
+std::vector<Flow> ring_flows(const RingSet& r, double bytes, const ClusterSpec& c, FlowMode mode, const NodeList& nvlink_nodes) {
   RAGGED_ASSERT(r.members * r.groups == c.gpus(), "a ring set tiles every rank of the cluster");
   FlowSet flows;
   if (r.members <= 1) return {};
   const int64_t sim = simulated_nodes(c, mode);
   if (mode == FlowMode::kFull) {
+    const NvlinkFilter keep_nvlink(nvlink_nodes);
     for (int64_t g = 0; g < r.groups; ++g) {
-      add_group(r, g, bytes, c, sim, flows, [](int64_t) { return true; }, [](int64_t) { return true; });
+      add_group(r, g, bytes, c, sim, flows, keep_nvlink, [](int64_t) { return true; });
     }
     return flows.take();
   }
@@ -130,18 +144,20 @@ std::vector<Flow> ring_flows(const RingSet& r, double bytes, const ClusterSpec& 
   return flows.take();
 }
 
-std::vector<Flow> all_to_all_flows(const RingSet& r, double bytes_per_group, const ClusterSpec& c, FlowMode mode) {
+std::vector<Flow> all_to_all_flows(const RingSet& r, double bytes_per_group, const ClusterSpec& c, FlowMode mode,
+                                   const NodeList& nvlink_nodes) {
   FlowSet flows;
   if (r.members <= 1) return {};
   const int64_t sim = simulated_nodes(c, mode);
   const double per_member = bytes_per_group / static_cast<double>(r.members);
   const double m = static_cast<double>(r.members);
+  const NvlinkFilter keep_nvlink(nvlink_nodes);
   auto emit = [&](int64_t g, bool symmetric) {
     std::vector<NodeRun> runs = node_runs(r, g, c.gpus_per_node);
     for (size_t t = 0; t < runs.size(); ++t) {
       const NodeRun& run = runs[t];
       const double k = static_cast<double>(run.locals.size());
-      if (!symmetric || run.node == 0) {
+      if (symmetric ? run.node == 0 : keep_nvlink(run.node)) {
         for (size_t i = 0; i < run.locals.size() && run.locals.size() > 1; ++i) {
           flows.add({run.node, run.locals[i]}, {run.node, run.locals[(i + 1) % run.locals.size()]}, per_member * (k - 1) / m);
         }
@@ -158,6 +174,35 @@ std::vector<Flow> all_to_all_flows(const RingSet& r, double bytes_per_group, con
     for (int64_t g : groups_touching(r, sim * c.gpus_per_node)) emit(g, true);
   }
   return flows.take();
+}
+
+std::vector<int64_t> nvlink_representatives(const std::vector<RingSet>& ring_sets, const ClusterSpec& c,
+                                            const std::vector<int64_t>& required) {
+  // Each node's NVLink flows over every ring set, ring and all-to-all: (set,
+  // shape, source, destination, bytes), in a fixed order (FlowSet sorts).
+  using Entry = std::tuple<size_t, int, int, int, double>;
+  std::vector<std::vector<Entry>> pattern(static_cast<size_t>(c.nodes));
+  for (size_t i = 0; i < ring_sets.size(); ++i) {
+    const RingSet& r = ring_sets[i];
+    for (int shape = 0; shape < 2; ++shape) {
+      const std::vector<Flow> flows = shape == 0 ? ring_flows(r, 1.0, c, FlowMode::kFull)
+                                                 : all_to_all_flows(r, static_cast<double>(r.members), c, FlowMode::kFull);
+      for (const Flow& f : flows) {
+        if (f.src.local >= 0) pattern[static_cast<size_t>(f.src.node)].emplace_back(i, shape, f.src.local, f.dst.local, f.bytes);
+      }
+    }
+  }
+  std::vector<int64_t> nodes = required;
+  nodes.push_back(0);
+  std::sort(nodes.begin(), nodes.end());
+  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  std::map<std::vector<Entry>, int64_t> seen;
+  for (int64_t n : nodes) seen.emplace(pattern[static_cast<size_t>(n)], n);
+  for (int64_t n = 0; n < c.nodes; ++n) {
+    if (seen.emplace(pattern[static_cast<size_t>(n)], n).second) nodes.push_back(n);
+  }
+  std::sort(nodes.begin(), nodes.end());
+  return nodes;
 }
 
 }  // namespace ragged::sim

@@ -13,13 +13,18 @@
 // spread over its NICs (modelled as one network port per node).
 //
 // Two modes:
-//  - full: every node and every group of the collective;
+//  - full: every node's network flows, for every group of the collective;
+//    NVLink flows only on the nodes asked for (`nvlink_nodes`). A node's
+//    NVLink links carry only its own flows, so a node whose NVLink flows are
+//    those of a simulated node behaves exactly like it and is folded onto it
+//    (nvlink_representatives below);
 //  - symmetric: all nodes behave alike, so only node 0's NVLink flows and the
 //    network flows of a reduced cluster of at most two leaves are simulated,
 //    hops leaving the reduced cluster folded back onto the same leaf offsets,
 //    which keeps every simulated link's load equal to the full cluster's.
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "sim/cluster_spec.hpp"
@@ -53,14 +58,28 @@ struct RingSet {
 // Nodes the network part of the simulation needs.
 int64_t simulated_nodes(const ClusterSpec& cluster, FlowMode mode);
 
+// The nodes whose NVLink flows a full-mode simulation runs, sorted; nullopt
+// (or nothing given): every node. Symmetric mode runs node 0's only.
+using NodeList = std::optional<std::vector<int64_t>>;
+
 // Flows of a ring set in which each hop carries `bytes_per_hop`.
-std::vector<Flow> ring_flows(const RingSet& rings, double bytes_per_hop, const ClusterSpec& cluster, FlowMode mode);
+std::vector<Flow> ring_flows(const RingSet& rings, double bytes_per_hop, const ClusterSpec& cluster, FlowMode mode,
+                             const NodeList& nvlink_nodes = std::nullopt);
 
 // Flows of an all-to-all inside each group moving `bytes_per_group` in total
 // (each member sends bytes/members spread evenly over the others): NVLink to
 // the next local member and the network to the next node, with the loads an
 // even spread puts on those links.
-std::vector<Flow> all_to_all_flows(const RingSet& groups, double bytes_per_group, const ClusterSpec& cluster, FlowMode mode);
+std::vector<Flow> all_to_all_flows(const RingSet& groups, double bytes_per_group, const ClusterSpec& cluster, FlowMode mode,
+                                   const NodeList& nvlink_nodes = std::nullopt);
+
+// The nodes a full-mode simulation must run NVLink flows on so that every
+// node is represented: `required` (sorted, e.g. the nodes of the simulated
+// ranks), then the first node of each distinct pattern of NVLink flows over
+// `ring_sets` (ring and all-to-all alike) not yet covered. Node 0 is always
+// in. On a uniform cluster with node-aligned groups: node 0 alone.
+std::vector<int64_t> nvlink_representatives(const std::vector<RingSet>& ring_sets, const ClusterSpec& cluster,
+                                            const std::vector<int64_t>& required);
 
 // Nodes one group of the ring set spans.
 int64_t nodes_spanned(const RingSet& rings, const ClusterSpec& cluster);

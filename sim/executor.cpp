@@ -25,12 +25,13 @@ bool is_gathered(BufferKind kind) { return kind == BufferKind::kUnshardedParams 
 }  // namespace
 
 Executor::Executor(const planner::Program& program, const ComputeModel& compute, CollectiveEngine& network,
-                   CachingAllocator& allocator, FreePolicy free_policy, Mechanisms mechanisms)
+                   CachingAllocator& allocator, FreePolicy free_policy, Mechanisms mechanisms, int rank)
     : program_(program),
       compute_(compute),
       network_(network),
       allocator_(allocator),
       free_policy_(free_policy),
+      rank_(rank),
       host_costs_(mechanisms.host),
       share_(mechanisms.gpu),
       timings_(program.ops.size()),
@@ -42,10 +43,10 @@ void Executor::spawn(sg4::Host* host) {
   mutex_ = sg4::Mutex::create();
   changed_ = sg4::ConditionVariable::create();
   share_.create();
-  share_.on_collective_scale([this](double factor) { network_.scale_representative_links(factor); });
+  share_.on_collective_scale([this](double factor) { network_.scale_rank_links(rank_, factor); });
   if (host_costs_.any()) sg4::Actor::create("host", host, [this] { run_host(); });
-  memory_.push_back({0.0, allocator_.allocated(), allocator_.reserved()});
   state_and_buffers_ = peak_state_and_buffers_ = program_.persistent.total();
+  memory_.push_back({0.0, allocator_.allocated(), allocator_.reserved(), state_and_buffers_});
   for (Stream stream : {Stream::kCompute, Stream::kAllGather, Stream::kReduceScatter, Stream::kAllReduce}) {
     bool used = std::any_of(program_.ops.begin(), program_.ops.end(), [&](const Op& op) { return op.stream == stream; });
     if (!used) continue;
@@ -119,7 +120,7 @@ void Executor::execute(const Op& op) {
     return;
   }
   if (is_collective(op.kind)) {
-    network_.run(op, &share_);
+    network_.run(op, &share_, rank_);
     return;
   }
   const OpCost cost = compute_.cost(op);
@@ -145,7 +146,7 @@ void Executor::on_memory(const Op& op) {
   } else {
     allocator_.release(op.buffer);
   }
-  memory_.push_back({sg4::Engine::get_clock(), allocator_.allocated(), allocator_.reserved()});
+  memory_.push_back({sg4::Engine::get_clock(), allocator_.allocated(), allocator_.reserved(), state_and_buffers_});
 }
 
 // The caching allocator released its cache to retry a request

@@ -9,7 +9,9 @@
 // collectives running on the same GPU (gpu_share.hpp); collectives run as
 // flows through the network (CollectiveEngine); alloc and free drive the
 // memory model. Every rank of a data-parallel group runs the same Program,
-// so the representative rank's timeline is the step's.
+// so the representative rank's timeline is the step's; on a cluster that is
+// not uniform one executor runs per simulated rank, meeting the others at
+// every collective (CollectiveEngine::run).
 
 #include <cstdint>
 #include <functional>
@@ -49,8 +51,9 @@ struct Mechanisms {
 
 class Executor {
  public:
+  // `rank`: which of the network's simulated ranks this executor is.
   Executor(const planner::Program& program, const ComputeModel& compute, CollectiveEngine& network,
-           CachingAllocator& allocator, FreePolicy free_policy, Mechanisms mechanisms = {});
+           CachingAllocator& allocator, FreePolicy free_policy, Mechanisms mechanisms = {}, int rank = 0);
 
   // Creates the stream actors on `host`; run the engine afterwards.
   void spawn(simgrid::s4u::Host* host);
@@ -85,6 +88,7 @@ class Executor {
   CollectiveEngine& network_;
   CachingAllocator& allocator_;
   FreePolicy free_policy_;
+  int rank_;
   HostCosts host_costs_;
   GpuShare share_;
   std::vector<OpTiming> timings_;

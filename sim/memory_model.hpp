@@ -21,6 +21,7 @@ struct MemorySample {
   double time_s = 0;
   int64_t allocated = 0;
   int64_t reserved = 0;
+  int64_t state_and_buffers = 0;  // the executor's count: persistent state + parameter and gradient buffers
 };
 
 // The allocator's constants, defaulting to c10/cuda/CUDACachingAllocator.cpp

@@ -1,5 +1,6 @@
 #include "sim/platform.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include <xbt/log.h>
@@ -26,7 +27,7 @@ void configure_engine() {
 #endif
 }
 
-Platform::Platform(const ClusterSpec& c, int64_t nodes) {
+Platform::Platform(const ClusterSpec& c, int64_t nodes, const NodeList& gpu_nodes) {
   RAGGED_ASSERT(nodes >= 1 && nodes <= c.nodes, "simulated nodes must be between 1 and the cluster's");
   const int64_t per_leaf = std::max<int64_t>(1, std::min(c.nodes_per_leaf, nodes));
   const int64_t leaves = (nodes + per_leaf - 1) / per_leaf;
@@ -40,7 +41,8 @@ Platform::Platform(const ClusterSpec& c, int64_t nodes) {
     const std::string name = "node" + std::to_string(id);
     auto* zone = sg4::create_star_zone(name);
     zone->set_parent(parent);
-    for (int g = 0; g < c.gpus_per_node; ++g) {
+    const bool has_gpus = !gpu_nodes || std::binary_search(gpu_nodes->begin(), gpu_nodes->end(), static_cast<int64_t>(id));
+    for (int g = 0; has_gpus && g < c.gpus_per_node; ++g) {
       auto* gpu = zone->create_host(name + "-gpu" + std::to_string(g), 1e15)->seal();
       auto* link = zone->create_split_duplex_link(name + "-nvlink" + std::to_string(g), c.effective_nvlink_bytes_per_s())
                        ->set_latency(c.nvlink_latency_s)
@@ -52,10 +54,14 @@ Platform::Platform(const ClusterSpec& c, int64_t nodes) {
     auto* port = zone->create_host(name + "-net", 1e15)->seal();
     auto* nic = zone->create_split_duplex_link(name + "-nics", node_bw)->set_latency(c.nic_latency_s)->seal();
     zone->add_route(port->get_netpoint(), nullptr, nullptr, nullptr, {{nic, sg4::LinkInRoute::Direction::UP}}, true);
+    // The node's gateway to the fabric is a router behind the NICs: a route
+    // from a gateway starts at it, so with the port as gateway the network
+    // flows (port to port) would never cross the NICs' link.
+    auto* gateway = zone->create_router(name + "-gw");
     zone->seal();
     ports_[id] = port;
     port_links_[id] = nic;
-    return std::pair<NetPoint*, NetPoint*>{zone->get_netpoint(), port->get_netpoint()};
+    return std::pair<NetPoint*, NetPoint*>{zone->get_netpoint(), gateway};
   };
 
   // Leaf uplinks: per_leaf / oversubscription spines of the node bandwidth each.
@@ -72,8 +78,18 @@ Platform::Platform(const ClusterSpec& c, int64_t nodes) {
   port_links_.resize(static_cast<size_t>(nodes));
 }
 
-sg4::Host* Platform::host(const Endpoint& e) const {
-  return e.local < 0 ? ports_[static_cast<size_t>(e.node)] : gpus_[static_cast<size_t>(e.node)][static_cast<size_t>(e.local)];
+sg4::Host* Platform::host(const Endpoint& e) const { return e.local < 0 ? ports_[static_cast<size_t>(e.node)] : gpu(e.node, e.local); }
+
+sg4::Host* Platform::gpu(int64_t node, int local) const {
+  const auto& hosts = gpus_[static_cast<size_t>(node)];
+  RAGGED_ASSERT(static_cast<size_t>(local) < hosts.size(), "a GPU of a node whose NVLink is not simulated");
+  return hosts[static_cast<size_t>(local)];
+}
+
+sg4::Link* Platform::gpu_link(int64_t node, int local) const {
+  const auto& links = gpu_links_[static_cast<size_t>(node)];
+  RAGGED_ASSERT(static_cast<size_t>(local) < links.size(), "a GPU of a node whose NVLink is not simulated");
+  return links[static_cast<size_t>(local)];
 }
 
 }  // namespace ragged::sim

@@ -1,7 +1,8 @@
 #pragma once
 // The SimGrid platform of a cluster, behind our own builder (SimGrid 4
 // renames these APIs). Each node is a star zone: one host per GPU with a
-// split-duplex NVLink/NVSwitch link, and one network-port host whose link
+// split-duplex NVLink/NVSwitch link (only on the nodes whose NVLink flows are
+// simulated, collective_flows.hpp), and one network-port host whose link
 // carries the node's NICs together. Nodes are the leaves of a fat tree whose
 // links have the node's network bandwidth; the leaf's uplinks are divided by
 // the oversubscription. CM02 with the settings of
@@ -23,14 +24,14 @@ void configure_engine();
 class Platform {
  public:
   // Builds `nodes` nodes of `cluster` (all of them, or a reduced set) in the
-  // current engine.
-  Platform(const ClusterSpec& cluster, int64_t nodes);
+  // current engine, with GPUs on `gpu_nodes` (sorted; nullopt: every node).
+  Platform(const ClusterSpec& cluster, int64_t nodes, const NodeList& gpu_nodes = std::nullopt);
 
   simgrid::s4u::Host* host(const Endpoint& endpoint) const;
-  simgrid::s4u::Host* gpu(int64_t node, int local) const { return gpus_[node][local]; }
+  simgrid::s4u::Host* gpu(int64_t node, int local) const;
   int64_t nodes() const { return static_cast<int64_t>(gpus_.size()); }
   // A GPU's NVLink link and a node's network port (both directions).
-  simgrid::s4u::Link* gpu_link(int64_t node, int local) const { return gpu_links_[node][local]; }
+  simgrid::s4u::Link* gpu_link(int64_t node, int local) const;
   simgrid::s4u::Link* port_link(int64_t node) const { return port_links_[node]; }
 
  private:

@@ -1,6 +1,11 @@
 #include "sim/program_run.hpp"
 
+#include <algorithm>
+#include <memory>
+
 #include <simgrid/s4u.hpp>
+
+#include "common/errors.hpp"
 
 namespace ragged::sim {
 
@@ -21,18 +26,21 @@ void allocate_persistent(const planner::PersistentMemory& m, CachingAllocator& a
 }  // namespace
 
 ProgramRun run_program(const planner::Program& program, const ComputeModel& compute, const ProgramRunOptions& options) {
+  RAGGED_ASSERT(!options.ranks.empty(), "at least one simulated rank");
   AllocatorOptions allocator_options;
   allocator_options.capacity = options.capacity;
   allocator_options.expandable_segments = options.expandable_segments;
-  CachingAllocator allocator(allocator_options);
-  allocate_persistent(program.persistent, allocator);
 
   int argc = 1;
   char name[] = "ragged";
   char* argv[] = {name, nullptr};
   sg4::Engine engine(&argc, argv);
   configure_engine();
-  CollectiveEngine network(options.cluster, options.mode, program.shard_ranks, program.replicate_ranks);
+  Participants participants;
+  participants.gpus.clear();
+  for (const SimulatedRank& r : options.ranks) participants.gpus.push_back(r.rank);
+  participants.health = options.health;
+  CollectiveEngine network(options.cluster, options.mode, program.shard_ranks, program.replicate_ranks, participants);
   Mechanisms mechanisms;
   mechanisms.host = options.host;
   if (options.share_gpu && compute.spec().sms > 0) {
@@ -40,16 +48,35 @@ ProgramRun run_program(const planner::Program& program, const ComputeModel& comp
     mechanisms.gpu = {gpu.sms, compute.memory_bytes_per_s()};
     network.set_nccl_ctas(gpu.nccl_ctas_intra_node, gpu.nccl_ctas_inter_node);
   }
-  Executor executor(program, compute, network, allocator, options.free_policy, mechanisms);
-  if (options.progress) executor.on_progress(options.progress);
-  executor.spawn(network.platform_host());
+  // One compute model, allocator and executor per simulated rank: a slow
+  // GPU's SM clock is a fraction of the healthy one (memory-bound work keeps
+  // its rate).
+  std::vector<ComputeModel> models;
+  std::vector<std::unique_ptr<CachingAllocator>> allocators;
+  std::vector<std::unique_ptr<Executor>> executors;
+  models.reserve(options.ranks.size());
+  for (size_t r = 0; r < options.ranks.size(); ++r) {
+    const double rate = options.ranks[r].compute_rate;
+    models.push_back(rate == 1.0 ? compute : compute.with_clock_factor(compute.spec().clock_factor * rate));
+    allocators.push_back(std::make_unique<CachingAllocator>(allocator_options));
+    allocate_persistent(program.persistent, *allocators.back());
+    executors.push_back(std::make_unique<Executor>(program, models.back(), network, *allocators.back(),
+                                                   options.free_policy, mechanisms, static_cast<int>(r)));
+  }
+  if (options.progress) executors.front()->on_progress(options.progress);
+  for (size_t r = 0; r < executors.size(); ++r) executors[r]->spawn(network.platform_host(static_cast<int>(r)));
   engine.run();
 
+  const Executor& executor = *executors.front();
+  const CachingAllocator& allocator = *allocators.front();
   ProgramRun run;
   run.timings = executor.timings();
   run.memory = executor.memory();
-  run.step_seconds = executor.step_seconds();
   run.exposed_seconds = executor.exposed_seconds();
+  for (size_t r = 0; r < executors.size(); ++r) {
+    run.ranks.push_back({options.ranks[r], executors[r]->step_seconds(), executors[r]->exposed_seconds()});
+    run.step_seconds = std::max(run.step_seconds, executors[r]->step_seconds());
+  }
   run.peak_allocated = allocator.peak_allocated();
   run.peak_reserved = allocator.peak_reserved();
   run.peak_state_and_buffers = executor.peak_state_and_buffers();
@@ -61,6 +88,7 @@ ProgramRun run_program(const planner::Program& program, const ComputeModel& comp
   run.allocator_flush_seconds = executor.flush_seconds();
   run.flows = network.flows_started();
   run.simulated_nodes = network.simulated_nodes();
+  run.collectives = network.records();
   return run;
 }
 

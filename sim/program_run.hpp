@@ -1,6 +1,7 @@
 #pragma once
 // Runs one Program on a simulated cluster: the SimGrid engine, the platform,
-// the stream actors and the allocator, once per process. simulate() builds on
+// the stream actors and the allocator, once per process; on a cluster that is
+// not uniform, one executor (and allocator) per simulated rank. simulate() builds on
 // it; tests drive it directly with hand-made Programs.
 
 #include <cstdint>
@@ -28,12 +29,16 @@ struct ProgramRunOptions {
   // costs; none by default: hand-built Programs carry no host work).
   bool share_gpu = true;
   HostCosts host;
+  // The ranks whose Programs run (the first one's timeline is reported) and
+  // the cluster's health; the default: rank 0 on a uniform cluster.
+  std::vector<SimulatedRank> ranks = {SimulatedRank{}};
+  ClusterHealth health;
 };
 
 struct ProgramRun {
-  std::vector<OpTiming> timings;
+  std::vector<OpTiming> timings;  // of the first simulated rank
   std::vector<MemorySample> memory;
-  double step_seconds = 0;
+  double step_seconds = 0;  // the last simulated rank's end
   double exposed_seconds = 0;
   int64_t peak_allocated = 0;
   int64_t peak_reserved = 0;
@@ -43,6 +48,8 @@ struct ProgramRun {
   double allocator_flush_seconds = 0;   // compute-stream time spent in them
   int64_t flows = 0;
   int64_t simulated_nodes = 0;
+  std::vector<RankRun> ranks;                 // every simulated rank, the reported one first
+  std::vector<CollectiveRecord> collectives;  // in the order they ended
 };
 
 ProgramRun run_program(const planner::Program& program, const ComputeModel& compute, const ProgramRunOptions& options);

@@ -17,14 +17,22 @@ namespace ragged::sim {
 
 namespace {
 
-SimulationMode resolve_mode(ModeChoice choice, const ClusterSpec& cluster) {
+// A cluster whose nodes differ needs every node: full mode, or the
+// step-level rings when asked for.
+SimulationMode resolve_mode(ModeChoice choice, const ClusterSpec& cluster, const ClusterHealth& health) {
   switch (choice) {
     case ModeChoice::kFull: return SimulationMode::kFull;
-    case ModeChoice::kSymmetric: return SimulationMode::kSymmetric;
+    case ModeChoice::kSymmetric: return health.breaks_symmetry() ? SimulationMode::kFull : SimulationMode::kSymmetric;
     case ModeChoice::kSteps: return SimulationMode::kSteps;
     case ModeChoice::kAuto: break;
   }
-  return cluster.nodes <= kFullModeMaxNodes ? SimulationMode::kFull : SimulationMode::kSymmetric;
+  return cluster.nodes <= kFullModeMaxNodes || health.breaks_symmetry() ? SimulationMode::kFull : SimulationMode::kSymmetric;
+}
+
+ClusterSpec cluster_spec(const scenarios::Scenario& scenario) {
+  ClusterSpec cluster = ClusterSpec::from_scenario(scenario.cluster());
+  if (scenario.whatif().has_spine_oversubscription()) cluster.oversubscription = scenario.whatif().spine_oversubscription();
+  return cluster;
 }
 
 // A calibration measured on the device already includes its clocks; the
@@ -60,6 +68,19 @@ std::string mode_name(SimulationMode mode) {
   return "?";
 }
 
+bool has_whatif(const scenarios::Scenario& scenario) {
+  if (!scenario.has_whatif()) return false;
+  const scenarios::WhatIf& w = scenario.whatif();
+  return w.has_slow_gpus() || w.has_slow_links() || w.jitter().relative_stddev() > 0 || w.has_spine_oversubscription();
+}
+
+planner::ResolvedScenario without_whatif(const planner::ResolvedScenario& resolved) {
+  planner::ResolvedScenario healthy = resolved;
+  healthy.loaded.scenario.clear_whatif();
+  healthy.loaded.written.clear_whatif();
+  return healthy;
+}
+
 SimulationResult simulate(const planner::ResolvedScenario& resolved, const SimulationOptions& options) {
   const auto wall_start = std::chrono::steady_clock::now();
   const scenarios::Scenario& scenario = resolved.scenario();
@@ -71,8 +92,12 @@ SimulationResult simulate(const planner::ResolvedScenario& resolved, const Simul
   const planner::Program program = planner::build_program(inputs, rank);
 
   ProgramRunOptions run_options;
-  run_options.cluster = ClusterSpec::from_scenario(scenario.cluster());
-  run_options.mode = resolve_mode(options.mode, run_options.cluster);
+  run_options.cluster = cluster_spec(scenario);
+  if (scenario.has_whatif()) {
+    run_options.health = ClusterHealth(scenario.whatif(), scenarios::total_gpus(scenario), scenario.cluster().nodes());
+  }
+  run_options.mode = resolve_mode(options.mode, run_options.cluster, run_options.health);
+  run_options.ranks = simulated_ranks(run_options.health, scenarios::total_gpus(scenario));
   run_options.free_policy.defer_gathered_frees =
       training.strategy() == scenarios::FSDP1 || training.strategy() == scenarios::FSDP2;
   run_options.capacity = scenarios::hbm_capacity_bytes(scenario.cluster().gpu());
@@ -95,6 +120,8 @@ SimulationResult simulate(const planner::ResolvedScenario& resolved, const Simul
 
   SimulationResult result;
   result.stats.mode = run_options.mode;
+  result.stats.forced_full = options.mode == ModeChoice::kSymmetric && run_options.mode != SimulationMode::kSymmetric;
+  if (has_whatif(scenario)) result.stats.whatif = analyse_stragglers(run.ranks, run.collectives, run_options.health);
   result.stats.simulated_nodes = run.simulated_nodes;
   result.stats.flows = run.flows;
   result.stats.representative_rank = rank;

@@ -12,6 +12,7 @@
 
 #include "planner/resolved_scenario.hpp"
 #include "sim/collective_engine.hpp"
+#include "sim/straggler_report.hpp"
 #include "traces/trace.pb.h"
 
 namespace ragged::sim {
@@ -32,10 +33,13 @@ inline constexpr int64_t kFullModeMaxNodes = 64;
 
 struct SimulationStats {
   SimulationMode mode = SimulationMode::kFull;
+  bool forced_full = false;  // the symmetric mode was asked for, the what-if needs every node
   int64_t simulated_nodes = 0;
   int64_t flows = 0;
   int representative_rank = 0;
   double wall_seconds = 0;
+  // With a what-if (scenario.whatif): who set the pace. Empty ranks: none.
+  StragglerReport whatif;
 };
 
 struct SimulationResult {
@@ -44,6 +48,13 @@ struct SimulationResult {
 };
 
 SimulationResult simulate(const planner::ResolvedScenario& resolved, const SimulationOptions& options);
+
+// Whether the scenario's what-if block changes anything (a slow GPU or link,
+// jitter, a spine oversubscription): then its step is compared with the
+// healthy cluster's (simulation_child.hpp).
+bool has_whatif(const scenarios::Scenario& scenario);
+// The same scenario without its what-if block.
+planner::ResolvedScenario without_whatif(const planner::ResolvedScenario& resolved);
 
 // Parses "auto", "full", "symmetric", "steps"; throws InputError otherwise.
 ModeChoice parse_mode(const std::string& text);

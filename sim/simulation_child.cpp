@@ -14,7 +14,9 @@ std::string with_stats(const std::string& first, const SimulationStats& s) {
                           {"simulated_nodes", s.simulated_nodes},
                           {"flows", s.flows},
                           {"rank", s.representative_rank},
-                          {"wall_seconds", s.wall_seconds}};
+                          {"wall_seconds", s.wall_seconds},
+                          {"forced_full", s.forced_full}};
+  if (!s.whatif.ranks.empty()) stats["whatif"] = straggler_to_json(s.whatif);
   return fmt::format("{}\n", first.size()) + first + stats.dump();
 }
 
@@ -31,6 +33,8 @@ std::string split_stats(const std::string& bytes, SimulationStats& out) {
   out.flows = stats["flows"];
   out.representative_rank = stats["rank"];
   out.wall_seconds = stats["wall_seconds"];
+  out.forced_full = stats["forced_full"];
+  if (stats.contains("whatif")) out.whatif = straggler_from_json(stats["whatif"]);
   return bytes.substr(newline + 1, size);
 }
 
@@ -46,8 +50,10 @@ SimulationResult parse_result(const std::string& bytes) {
   return result;
 }
 
-SimulationResult simulate_in_child(const planner::ResolvedScenario& resolved, const SimulationOptions& options,
-                                   const ChildControl& control, ChildUsage* usage) {
+namespace {
+
+SimulationResult simulate_one_in_child(const planner::ResolvedScenario& resolved, const SimulationOptions& options,
+                                       const ChildControl& control, ChildUsage* usage) {
   ChildControl with_progress = control;
   if (!with_progress.progress) with_progress.progress = options.progress;
   const std::string bytes = run_in_child(
@@ -61,6 +67,22 @@ SimulationResult simulate_in_child(const planner::ResolvedScenario& resolved, co
       },
       with_progress, usage);
   return parse_result(bytes);
+}
+
+}  // namespace
+
+SimulationResult simulate_in_child(const planner::ResolvedScenario& resolved, const SimulationOptions& options,
+                                   const ChildControl& control, ChildUsage* usage) {
+  SimulationResult result = simulate_one_in_child(resolved, options, control, usage);
+  if (!has_whatif(resolved.scenario())) return result;
+  // The healthy cluster, simulated as asked (its own progress is not shown).
+  SimulationOptions healthy_options = options;
+  healthy_options.progress = {};
+  ChildControl healthy_control = control;
+  healthy_control.progress = {};
+  const SimulationResult healthy = simulate_one_in_child(without_whatif(resolved), healthy_options, healthy_control, nullptr);
+  result.stats.whatif.healthy_step_seconds = healthy.trace.summary().step_time_s();
+  return result;
 }
 
 SimulationSummary simulate_summary_in_child(const planner::ResolvedScenario& resolved, const SimulationOptions& options) {

@@ -60,6 +60,7 @@ traces::Trace build_trace(const TraceInputs& in) {
     s->set_time_ns(to_ns(m.time_s));
     s->set_allocated_bytes(m.allocated);
     s->set_reserved_bytes(m.reserved);
+    s->set_state_and_buffers_bytes(m.state_and_buffers);
   }
 
   traces::SummaryInputs summary;

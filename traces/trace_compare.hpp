@@ -2,23 +2,17 @@
 // Predicted against measured, like with like: step time, exposed
 // communication and MFU (the measured ones means over the measured steps),
 // peak memory of the state and parameter/gradient buffers, and busy time per
-// op kind (each op's mean over the measured steps). Both traces carry Program op ids, so their events join op by op; a
+// op and per op kind (each op's mean over the measured steps). Both traces
+// carry Program op ids, so their events join op by op (traces/op_join); a
 // difference points at one op kind, one unit, one stream.
 
 #include <string>
 #include <vector>
 
+#include "traces/op_join.hpp"
 #include "traces/trace.pb.h"
 
 namespace ragged::traces {
-
-struct KindComparison {
-  OpKind kind = OP_KIND_UNSPECIFIED;
-  int64_t ops = 0;  // ops of this kind present in both traces
-  double predicted_s = 0;
-  double measured_s = 0;
-  double relative_error() const { return measured_s > 0 ? (predicted_s - measured_s) / measured_s : 0; }
-};
 
 struct TraceComparison {
   double predicted_step_s = 0;
@@ -51,7 +45,8 @@ struct TraceComparison {
   double measured_mfu = 0;
   int64_t joined_ops = 0;     // events matched by op id (on the first traced rank of each)
   int64_t unmatched_ops = 0;  // in one trace only
-  std::vector<KindComparison> kinds;
+  std::vector<OpComparison> ops;      // the joined ops, in op id order
+  std::vector<KindComparison> kinds;  // the same per op kind, in kind order
 
   double step_error() const { return measured_step_s > 0 ? (predicted_step_s - measured_step_s) / measured_step_s : 0; }
   double memory_error() const;

@@ -111,6 +111,7 @@ void check_memory(Problems& problems, const RankSet& ranks, const MemorySample& 
   problems.non_negative(path + ".time_ns", sample.time_ns());
   problems.non_negative(path + ".allocated_bytes", sample.allocated_bytes());
   problems.non_negative(path + ".reserved_bytes", sample.reserved_bytes());
+  problems.non_negative(path + ".state_and_buffers_bytes", sample.state_and_buffers_bytes());
   if (sample.allocated_bytes() > sample.reserved_bytes()) {
     problems.add(fmt::format("{}.allocated_bytes ({}) exceeds reserved_bytes ({})", path,
                              sample.allocated_bytes(), sample.reserved_bytes()));

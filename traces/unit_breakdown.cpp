@@ -38,41 +38,72 @@ bool phase_of(OpKind kind, UnitPhase* phase) {
   }
 }
 
+namespace {
+
+// Each phase the sum of its kinds, in kind order, divided by `divide`.
+std::array<double, kUnitPhases> phases_of(const KindSeconds& kinds, double divide) {
+  std::array<double, kUnitPhases> seconds{};
+  for (const auto& [kind, s] : kinds) {
+    UnitPhase phase;
+    if (phase_of(kind, &phase)) seconds[static_cast<size_t>(phase)] += s;
+  }
+  for (double& s : seconds) s /= divide;
+  return seconds;
+}
+
+}  // namespace
+
 double UnitTimes::total() const {
   double sum = 0;
   for (double s : seconds) sum += s;
   return sum;
 }
 
-std::vector<UnitTimes> unit_times(const Trace& trace, int rank) {
-  std::map<int, UnitTimes> rows;
+std::map<int, KindSeconds> kind_seconds_by_unit(const Trace& trace, int rank) {
+  std::map<int, KindSeconds> out;
   for (const Event& e : trace.events()) {
-    if (e.unit() < 0 || (rank != kAllRanks && e.rank() != rank)) continue;
-    UnitTimes& row = rows[e.unit()];
-    row.unit = e.unit();
-    if (row.name.empty() && e.kind() == COMPUTE_FWD) row.name = e.name().substr(0, e.name().find(' '));
-    UnitPhase phase;
-    if (phase_of(e.kind(), &phase)) row.seconds[static_cast<size_t>(phase)] += static_cast<double>(e.end_ns() - e.start_ns()) * 1e-9;
+    if (rank != kAllRanks && e.rank() != rank) continue;
+    out[e.unit()][e.kind()] += static_cast<double>(e.end_ns() - e.start_ns()) * 1e-9;
   }
   const double steps = std::max(1, step_count(trace));
+  for (auto& [unit, kinds] : out) {
+    for (auto& [kind, s] : kinds) s /= steps;
+  }
+  return out;
+}
+
+std::vector<UnitTimes> unit_times(const Trace& trace, int rank) {
+  std::map<int, std::string> names;
+  for (const Event& e : trace.events()) {
+    if (e.kind() == COMPUTE_FWD && (rank == kAllRanks || e.rank() == rank) && !names.count(e.unit())) {
+      names[e.unit()] = e.name().substr(0, e.name().find(' '));
+    }
+  }
   std::vector<UnitTimes> out;
-  for (auto& [unit, row] : rows) {
-    if (row.name.empty()) row.name = fmt::format("unit {}", unit);
-    for (double& s : row.seconds) s /= steps;
+  for (auto& [unit, kinds] : kind_seconds_by_unit(trace, rank)) {
+    if (unit < 0) continue;
+    UnitTimes row;
+    row.unit = unit;
+    row.name = names.count(unit) ? names[unit] : fmt::format("unit {}", unit);
+    row.seconds = phases_of(kinds, 1);
+    row.kinds = std::move(kinds);
     out.push_back(std::move(row));
   }
   return out;
 }
 
+// The blocks' kinds are summed before their phases, and the mean taken
+// last, so the rows `ragged simulate` prints stay what they were.
 std::vector<UnitTimes> with_blocks_averaged(const std::vector<UnitTimes>& rows) {
   std::vector<UnitTimes> out;
   UnitTimes blocks;
   int count = 0;
   auto flush = [&] {
     if (count == 0) return;
-    for (double& s : blocks.seconds) s /= count;
+    blocks.seconds = phases_of(blocks.kinds, count);
+    for (auto& [kind, s] : blocks.kinds) s /= count;
     blocks.units = count;
-    blocks.name = count == 1 ? blocks.name : fmt::format("layers (mean of {})", count);
+    blocks.name = fmt::format("layers (mean of {})", count);
     out.push_back(blocks);
     count = 0;
   };
@@ -84,7 +115,7 @@ std::vector<UnitTimes> with_blocks_averaged(const std::vector<UnitTimes>& rows) 
     }
     if (count == 0) blocks = row;
     else {
-      for (size_t i = 0; i < blocks.seconds.size(); ++i) blocks.seconds[i] += row.seconds[i];
+      for (const auto& [kind, s] : row.kinds) blocks.kinds[kind] += s;
     }
     ++count;
   }

@@ -4,6 +4,7 @@
 // per-unit table of `ragged simulate` and the dashboard's breakdown chart.
 
 #include <array>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,11 +20,20 @@ std::string_view unit_phase_name(UnitPhase phase);  // "forward", "all-gather", 
 // The phase an op kind counts in; false for alloc, free and waits.
 bool phase_of(OpKind kind, UnitPhase* phase);
 
+// Busy seconds per op kind (sums of event durations; every kind present,
+// alloc and free included).
+using KindSeconds = std::map<OpKind, double>;
+
+// Per unit of the events of `rank` (-1: the ops of no unit, the optimizer
+// over every unit), per step (the trace's steps averaged).
+std::map<int, KindSeconds> kind_seconds_by_unit(const Trace& trace, int rank = kAllRanks);
+
 struct UnitTimes {
   int unit = 0;       // the first unit of the row
   std::string name;   // "embed", "layers.3", or "layers (mean of 80)"
   int units = 1;      // units averaged into the row
   std::array<double, kUnitPhases> seconds{};  // per step
+  KindSeconds kinds;  // per step, what the phases add up
 
   double total() const;
 };
@@ -32,7 +42,8 @@ struct UnitTimes {
 // trace's steps averaged). Events of no unit (-1) are left out.
 std::vector<UnitTimes> unit_times(const Trace& trace, int rank = kAllRanks);
 
-// Consecutive transformer blocks ("layers.*") as one row of their mean.
+// Consecutive transformer blocks ("layers.*") as one row of their mean,
+// named "layers (mean of N)".
 std::vector<UnitTimes> with_blocks_averaged(const std::vector<UnitTimes>& rows);
 
 }  // namespace ragged::traces

@@ -28,12 +28,16 @@ StreamKind stream_kind(planner::Stream stream) {
   return StreamKind::compute;
 }
 
+bool is_collective(OpKind kind) {
+  return kind == OpKind::kAllGather || kind == OpKind::kReduceScatter || kind == OpKind::kAllReduce;
+}
+
 }  // namespace
 
 CudaExecutor::CudaExecutor(const planner::Program& program, const planner::ArenaPlan& arena, std::byte* step_memory,
                            const std::vector<UnitShard>& shards, std::vector<DeviceUnit>& units,
                            DeviceCollectives& collectives, GpuWorkload& workload, CudaDevice& device,
-                           CudaExecutorConfig config)
+                           CudaExecutorConfig config, CollectiveWatcher* watcher)
     : program_(program),
       arena_(arena),
       step_memory_(step_memory),
@@ -43,6 +47,7 @@ CudaExecutor::CudaExecutor(const planner::Program& program, const planner::Arena
       workload_(workload),
       device_(device),
       config_(config),
+      watcher_(watcher),
       alloc_op_(program.buffers.size(), -1),
       free_op_(program.buffers.size(), -1),
       live_(program.buffers.size(), false),
@@ -260,11 +265,20 @@ MeasuredStep CudaExecutor::run_step(int64_t step) {
     Progress::instance().at_op(step, op.id);
     issue(op, step);
     finished_[op.id]->record(stream_of(op));
+    if (watcher_ != nullptr && is_collective(op.kind)) {
+      // Any answer but "not ready" ends the watch: an error surfaces in the
+      // synchronisation below, named by CUDA_CHECK.
+      watcher_->watch(Progress::instance().describe(step, op.id),
+                      [event = finished_[op.id]->get()] { return cudaEventQuery(event) != cudaErrorNotReady; });
+    }
     if (op.kind == OpKind::kAlloc || op.kind == OpKind::kFree) {
       memory.emplace_back(op.id, live_bytes_);
       peak_live = std::max(peak_live, live_bytes_);
       peak_state_buffers = std::max(peak_state_buffers, live_state_buffers_);
     }
+  }
+  if (watcher_ != nullptr && !watcher_->drain()) {
+    throw InternalError(fmt::format("step {}: a collective did not complete (see the line above)", step));
   }
   device_.synchronize();
   out.times.resize(program_.ops.size());

@@ -20,6 +20,7 @@
 #include <memory>
 #include <vector>
 
+#include "backend/collective_watcher.hpp"
 #include "backend/cuda/cuda_device.hpp"
 #include "backend/cuda/device_collectives.hpp"
 #include "backend/cuda/device_units.hpp"
@@ -46,10 +47,12 @@ struct CudaExecutorConfig {
 
 class CudaExecutor {
  public:
-  // `step_memory` holds arena.bytes for the step's buffers.
+  // `step_memory` holds arena.bytes for the step's buffers. `watcher`
+  // (nullable: one rank, or no timeout) follows every collective issued.
   CudaExecutor(const planner::Program& program, const planner::ArenaPlan& arena, std::byte* step_memory,
                const std::vector<UnitShard>& shards, std::vector<DeviceUnit>& units, DeviceCollectives& collectives,
-               GpuWorkload& workload, CudaDevice& device, CudaExecutorConfig config);
+               GpuWorkload& workload, CudaDevice& device, CudaExecutorConfig config,
+               CollectiveWatcher* watcher = nullptr);
   ~CudaExecutor();
   CudaExecutor(const CudaExecutor&) = delete;
   CudaExecutor& operator=(const CudaExecutor&) = delete;
@@ -78,6 +81,7 @@ class CudaExecutor {
   GpuWorkload& workload_;
   CudaDevice& device_;
   CudaExecutorConfig config_;
+  CollectiveWatcher* watcher_;
 
   std::vector<std::unique_ptr<CudaEvent>> started_, finished_;  // per op
   CudaEvent step_start_;

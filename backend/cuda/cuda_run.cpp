@@ -2,6 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "backend/collective_watcher.hpp"
 #include "backend/cuda/cuda_check.hpp"
 #include "backend/cuda/cuda_device.hpp"
 #include "backend/cuda/cuda_executor.hpp"
@@ -11,6 +16,7 @@
 #include "backend/host_optimizer.hpp"
 #include "backend/run_support.hpp"
 #include "backend/run_trace.hpp"
+#include "backend/watchdog.hpp"
 #include "backend/workload.hpp"
 #include "common/errors.hpp"
 #include "planner/arena_plan.hpp"
@@ -64,6 +70,10 @@ void check_gpu_runnable(const planner::ResolvedScenario& resolved, const RunOpti
   }
   if (t.precision().master() != scenarios::FP32) {
     throw InputError("training.precision.master: the GPU backend keeps fp32 master weights; set master: FP32");
+  }
+  if (t.checkpoint_every() > 1) {
+    throw InputError(fmt::format("training.checkpoint_every: {}: the GPU workload checkpoints every block or none; "
+                                 "simulate it, or remove checkpoint_every to run", t.checkpoint_every()));
   }
   const ElementType param = element_type(t.precision().param(), "training.precision.param");
   const ElementType reduce = element_type(t.precision().reduce(), "training.precision.reduce");
@@ -124,7 +134,14 @@ RunResult run_on_gpu(const planner::ResolvedScenario& resolved, const RunOptions
   const int ordinal = default_device_ordinal();
   check_device_fits(ordinal, arena_bytes);
   CudaDevice device(ordinal, static_cast<std::size_t>(arena_bytes));
-  DeviceCollectives collectives(training.shard_group_size());
+  // A lost peer: one line, then the job ends (MPI_Abort) with kExitLostRank.
+  const DeviceCollectives::LostHandler on_lost = [&comm](const std::string& line) {
+    if (comm.size() < 2) return;  // no peer to lose: the call throws the line
+    std::fputs(fmt::format("ragged: error: {}\n", line).c_str(), stderr);
+    std::fflush(stderr);
+    comm.abort(kExitLostRank);
+  };
+  DeviceCollectives collectives(training.shard_group_size(), options.collective_timeout_s, on_lost);
   if (collectives.rank() != comm.rank() || collectives.size() != comm.size() || collectives.shard_rank() != shard_rank) {
     throw InternalError(fmt::format("NCCL sees rank {} of {}, the launch rank {} of {}", collectives.rank(),
                                     collectives.size(), comm.rank(), comm.size()));
@@ -133,7 +150,16 @@ RunResult run_on_gpu(const planner::ResolvedScenario& resolved, const RunOptions
   std::vector<DeviceUnit> units = make_device_units(shards, training.optimizer(), device.arena(), compute);
   std::byte* step_memory = device.arena().allocate_array<std::byte>(arena.bytes);
   GpuWorkload workload(resolved.model, workload_config, device.cublas(), compute, device.arena());
-  CudaExecutor executor(program, arena, step_memory, shards, units, collectives, workload, device, config);
+  const std::unique_ptr<Watchdog> watchdog = groups.world->start_watchdog(options.collective_timeout_s);
+  std::unique_ptr<CollectiveWatcher> watcher;
+  if (comm.size() > 1 && options.collective_timeout_s > 0) {
+    watcher = std::make_unique<CollectiveWatcher>(
+        CollectiveWatcher::Communicators{[&collectives](std::string* error) { return collectives.status(error); },
+                                         [&collectives] { collectives.abort(); }},
+        options.collective_timeout_s, comm.rank(), on_lost);
+  }
+  CudaExecutor executor(program, arena, step_memory, shards, units, collectives, workload, device, config,
+                        watcher.get());
 
   try {
     RunResult result;

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <utility>
+
 #include "backend/cuda/cuda_check.hpp"
 #include "backend/cuda/nccl_communicator.hpp"
 #include "common/errors.hpp"
@@ -20,47 +22,102 @@ void* advance(void* base, int64_t elements, ElementType type) {
 
 }  // namespace
 
-DeviceCollectives::DeviceCollectives(int64_t shard_ranks) {
-  const NcclWorld world = init_nccl_world();
+DeviceCollectives::DeviceCollectives(int64_t shard_ranks, double timeout_s, LostHandler on_lost)
+    : timeout_s_(timeout_s), on_lost_(std::move(on_lost)) {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  const NcclWorld world = init_nccl_world(&config);
   world_ = world.comm;
   rank_ = world.rank;
   size_ = world.size;
   try {
+    settle(world_, ncclInProgress, "ncclCommInitRankConfig", __FILE__, __LINE__);
     if (shard_ranks < 1 || size_ % shard_ranks != 0) {
       throw InputError(fmt::format("training.shard_group_size: {} does not divide the {} NCCL ranks", shard_ranks, size_));
     }
     shard_size_ = static_cast<int>(shard_ranks);
     shard_rank_ = rank_ % shard_size_;
-    // key = rank: every communicator numbers its ranks in world order.
+    // key = rank: every communicator numbers its ranks in world order. A
+    // split inherits the world's non-blocking configuration.
     const int shard_group = rank_ / shard_size_, replica_group = shard_rank_;
-    NCCL_CHECK(ncclCommSplit(world_, shard_group, rank_, &per_stream_[index_of(planner::Stream::kAllGather)], nullptr));
-    NCCL_CHECK(
-        ncclCommSplit(world_, shard_group, rank_, &per_stream_[index_of(planner::Stream::kReduceScatter)], nullptr));
-    NCCL_CHECK(
-        ncclCommSplit(world_, replica_group, rank_, &per_stream_[index_of(planner::Stream::kAllReduce)], nullptr));
+    const auto split = [&](planner::Stream stream, int color) {
+      ncclComm_t& part = per_stream_[index_of(stream)];
+      settle(world_, ncclCommSplit(world_, color, rank_, &part, nullptr), "ncclCommSplit", __FILE__, __LINE__);
+      settle(part, ncclInProgress, "ncclCommSplit", __FILE__, __LINE__);
+    };
+    split(planner::Stream::kAllGather, shard_group);
+    split(planner::Stream::kReduceScatter, shard_group);
+    split(planner::Stream::kAllReduce, replica_group);
   } catch (...) {
-    for (ncclComm_t& c : per_stream_) {
-      if (c != nullptr) ncclCommDestroy(c);
-    }
-    ncclCommDestroy(world_);
+    release();
     throw;
   }
 }
 
-DeviceCollectives::~DeviceCollectives() {
-  for (ncclComm_t c : per_stream_) {
+DeviceCollectives::~DeviceCollectives() { release(); }
+
+void DeviceCollectives::release() noexcept {
+  const std::lock_guard lock(mutex_);
+  for (ncclComm_t& c : per_stream_) {
     if (c != nullptr) ncclCommDestroy(c);  // no throwing from a destructor
+    c = nullptr;
   }
   if (world_ != nullptr) ncclCommDestroy(world_);
+  world_ = nullptr;
 }
 
 void DeviceCollectives::abort() noexcept {
+  const std::lock_guard lock(mutex_);
+  aborted_ = true;
   for (ncclComm_t& c : per_stream_) {
     if (c != nullptr) ncclCommAbort(c);
     c = nullptr;
   }
   if (world_ != nullptr) ncclCommAbort(world_);
   world_ = nullptr;
+}
+
+ncclResult_t DeviceCollectives::async_state(ncclComm_t comm) const {
+  const std::lock_guard lock(mutex_);
+  if (aborted_ || comm == nullptr) return ncclInvalidUsage;
+  ncclResult_t state = ncclSuccess;
+  const ncclResult_t asked = ncclCommGetAsyncError(comm, &state);
+  return asked == ncclSuccess ? state : asked;
+}
+
+CommStatus DeviceCollectives::status(std::string* error) const {
+  std::array<ncclComm_t, 4> comms{};
+  {
+    const std::lock_guard lock(mutex_);
+    if (aborted_) {
+      *error = "the NCCL communicators were aborted";
+      return CommStatus::kFailed;
+    }
+    comms = per_stream_;
+    comms[0] = world_;  // index 0 is the compute stream, which has no communicator
+  }
+  for (ncclComm_t c : comms) {
+    if (c == nullptr) continue;
+    const ncclResult_t state = async_state(c);
+    if (state != ncclSuccess && state != ncclInProgress) {
+      *error = ncclGetErrorString(state);
+      return CommStatus::kFailed;
+    }
+  }
+  return CommStatus::kInProgress;
+}
+
+void DeviceCollectives::settle(ncclComm_t comm, ncclResult_t result, const char* call, const char* file, int line) {
+  if (result != ncclSuccess && result != ncclInProgress) throw_nccl_error(call, file, line, static_cast<int>(result));
+  const CollectiveProbe probe{[&] { return async_state(comm) == ncclSuccess; },
+                              [this](std::string* error) { return status(error); }, [this] { abort(); }};
+  const WaitResult waited = wait_for_collective(probe, timeout_s_, system_wait_clock());
+  if (waited.outcome == WaitOutcome::kCompleted) return;
+  std::string name(call);
+  name = "NCCL's " + name.substr(0, name.find('('));
+  const std::string message = lost_collective_message(waited, rank_, name, timeout_s_);
+  if (on_lost_) on_lost_(message);
+  throw InternalError(message);
 }
 
 ncclComm_t DeviceCollectives::comm(planner::Stream on) const {
@@ -73,23 +130,31 @@ void DeviceCollectives::all_gather_in_place(void* buffer, int64_t count, Element
                                             cudaStream_t stream) {
   RAGGED_ASSERT(count >= 0, "all_gather_in_place: negative count");
   if (count == 0) return;
-  NCCL_CHECK(ncclAllGather(advance(buffer, shard_rank_ * count, type), buffer, static_cast<size_t>(count), nccl_type(type),
-                           comm(on), stream));
+  const ncclComm_t c = comm(on);
+  settle(c,
+         ncclAllGather(advance(buffer, shard_rank_ * count, type), buffer, static_cast<size_t>(count), nccl_type(type),
+                       c, stream),
+         "ncclAllGather", __FILE__, __LINE__);
 }
 
 void DeviceCollectives::reduce_scatter_in_place(void* buffer, int64_t count, ElementType type, planner::Stream on,
                                                 cudaStream_t stream) {
   RAGGED_ASSERT(count >= 0, "reduce_scatter_in_place: negative count");
   if (count == 0) return;
-  NCCL_CHECK(ncclReduceScatter(buffer, advance(buffer, shard_rank_ * count, type), static_cast<size_t>(count),
-                               nccl_type(type), ncclSum, comm(on), stream));
+  const ncclComm_t c = comm(on);
+  settle(c,
+         ncclReduceScatter(buffer, advance(buffer, shard_rank_ * count, type), static_cast<size_t>(count),
+                           nccl_type(type), ncclSum, c, stream),
+         "ncclReduceScatter", __FILE__, __LINE__);
 }
 
 void DeviceCollectives::all_reduce_in_place(void* buffer, int64_t count, ElementType type, planner::Stream on,
                                             cudaStream_t stream) {
   RAGGED_ASSERT(count >= 0, "all_reduce_in_place: negative count");
   if (count == 0) return;
-  NCCL_CHECK(ncclAllReduce(buffer, buffer, static_cast<size_t>(count), nccl_type(type), ncclSum, comm(on), stream));
+  const ncclComm_t c = comm(on);
+  settle(c, ncclAllReduce(buffer, buffer, static_cast<size_t>(count), nccl_type(type), ncclSum, c, stream),
+         "ncclAllReduce", __FILE__, __LINE__);
 }
 
 }  // namespace ragged::backend::gpu

@@ -10,13 +10,23 @@
 // all-gather and reduce-scatter communicators span the rank's shard group
 // (consecutive ranks, as backend/rank_groups.hpp numbers them) and the
 // all-reduce one its replicas.
+//
+// The communicators are non-blocking (ncclConfig_t::blocking = 0), so that
+// no NCCL call can hold the host while a peer is lost: a call that returns
+// ncclInProgress is waited for with the collective watchdog's loop
+// (collective_wait.hpp) for at most the timeout, and status() and abort()
+// let the watchdog thread (collective_watcher.hpp) poll and end them.
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
 #include <array>
 #include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
 
+#include "backend/collective_wait.hpp"
 #include "backend/cuda/gpu_workload.hpp"
 #include "planner/program.hpp"
 
@@ -24,17 +34,26 @@ namespace ragged::backend::gpu {
 
 class DeviceCollectives {
  public:
+  // Receives the line naming a call that a lost peer held past the timeout
+  // (after abort()); ends the job in real runs. If it returns, the call throws.
+  using LostHandler = std::function<void(const std::string& line)>;
+
   // Joins the NCCL world (init_nccl_world) on the current device, in shard
-  // groups of `shard_ranks` (the world when it is the world's size).
-  explicit DeviceCollectives(int64_t shard_ranks);
+  // groups of `shard_ranks` (the world when it is the world's size). A call
+  // waits at most `timeout_s` for NCCL (0: as long as it takes).
+  DeviceCollectives(int64_t shard_ranks, double timeout_s, LostHandler on_lost);
   ~DeviceCollectives();
   DeviceCollectives(const DeviceCollectives&) = delete;
   DeviceCollectives& operator=(const DeviceCollectives&) = delete;
 
   // Ends every NCCL operation of this rank at once (ncclCommAbort), so that a
   // rank failing alone does not leave its device waiting on peers while it
-  // unwinds; the communicators are gone afterwards.
+  // unwinds; the communicators are gone afterwards. Safe from another thread.
   void abort() noexcept;
+  // What ncclCommGetAsyncError says of every communicator: kFailed (naming
+  // NCCL's error) if one failed or they were aborted, kInProgress otherwise.
+  // Safe from another thread.
+  CommStatus status(std::string* error) const;
 
   int rank() const { return rank_; }  // in the world
   int size() const { return size_; }
@@ -51,7 +70,17 @@ class DeviceCollectives {
 
  private:
   ncclComm_t comm(planner::Stream on) const;
+  // Waits until `comm` finished the call that returned `result` (a
+  // non-blocking communicator's ncclInProgress); throws NCCL's error.
+  void settle(ncclComm_t comm, ncclResult_t result, const char* call, const char* file, int line);
+  void release() noexcept;
+  // ncclCommGetAsyncError of `comm`, or ncclInvalidUsage once aborted.
+  ncclResult_t async_state(ncclComm_t comm) const;
 
+  double timeout_s_ = 0;
+  LostHandler on_lost_;
+  mutable std::mutex mutex_;  // abort() against the watchdog thread's status()
+  bool aborted_ = false;
   ncclComm_t world_ = nullptr;
   std::array<ncclComm_t, 4> per_stream_{};  // indexed by planner::Stream
   int rank_ = 0;

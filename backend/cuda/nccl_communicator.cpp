@@ -231,7 +231,7 @@ class NcclCommunicator final : public Communicator {
 
 }  // namespace
 
-NcclWorld init_nccl_world() {
+NcclWorld init_nccl_world(ncclConfig_t* config) {
   NcclWorld world;
   ncclUniqueId id{};
   if (launched_by_mpi()) {
@@ -250,7 +250,12 @@ NcclWorld init_nccl_world() {
   } else {
     NCCL_CHECK(ncclGetUniqueId(&id));
   }
-  NCCL_CHECK(ncclCommInitRank(&world.comm, world.size, id, world.rank));
+  if (config == nullptr) {
+    NCCL_CHECK(ncclCommInitRank(&world.comm, world.size, id, world.rank));
+  } else {
+    const ncclResult_t started = ncclCommInitRankConfig(&world.comm, world.size, id, world.rank, config);
+    if (started != ncclInProgress) NCCL_CHECK(started);
+  }
   return world;
 }
 

@@ -21,14 +21,17 @@ namespace ragged::backend::gpu {
 
 // This process's place in the NCCL world and a communicator over it: MPI's
 // world under an MPI launch (rank 0 makes the unique id, MPI broadcasts it),
-// else this process alone. The caller destroys `comm`.
+// else this process alone. The caller destroys `comm`. With a `config`
+// (ncclCommInitRankConfig) that makes the communicator non-blocking, it may
+// return while NCCL still sets it up (ncclCommGetAsyncError says
+// ncclInProgress): the caller waits for it.
 struct NcclWorld {
   ncclComm_t comm = nullptr;
   int rank = 0;
   int size = 1;
   bool under_mpi = false;
 };
-NcclWorld init_nccl_world();
+NcclWorld init_nccl_world(ncclConfig_t* config = nullptr);
 
 // Throws InputError when an MPI launch meets a build without MPI, and
 // InternalError (file:line and NCCL's reason) when NCCL fails to start.

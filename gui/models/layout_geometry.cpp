@@ -2,7 +2,10 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "common/errors.hpp"
+#include "common/units.hpp"
 
 namespace ragged::gui {
 namespace {
@@ -46,6 +49,8 @@ LayoutBars layout_bars(const std::string& strategy, const planner::UnitProblem& 
   bars.shard_size = layout.shard_size;
   bars.ranks = layout.ranks;
   bars.drawn_ranks = static_cast<int>(std::min<int64_t>(layout.ranks, max_ranks));
+  bars.contiguous = layout.placement == planner::Placement::kContiguous;
+  bars.slots = layout.slots;
   bars.tensor_names = tensor_names;
   bars.tensor_names.resize(problem.tensors.size());
   for (const auto& t : problem.tensors) bars.tensor_granules.push_back(t.granule);
@@ -75,6 +80,22 @@ const LayoutPiece* piece_at(const LayoutBars& bars, int rank, int64_t element) {
     if (element >= it->begin && element < it->end) return &*it;
   }
   return nullptr;
+}
+
+std::string describe_piece(const LayoutBars& bars, const LayoutPiece& piece) {
+  const std::string where = fmt::format("{}, rank {}, shard [{}, {})", bars.strategy, piece.rank, piece.begin, piece.end);
+  if (piece.tensor < 0) {
+    return fmt::format("padding: {} element{}\n{}", piece.length(), piece.length() == 1 ? "" : "s", where);
+  }
+  const auto t = static_cast<size_t>(piece.tensor);
+  const planner::TensorSlot& slot = bars.slots[t];
+  const std::string interval =
+      bars.contiguous ? fmt::format("interval [{}, {}) of the {} x {} buffer", slot.offset, slot.offset + slot.length,
+                                    bars.ranks, bars.shard_size)
+                      : fmt::format("a chunk of {} elements at offset {} of every rank's shard", slot.length, slot.offset);
+  return fmt::format("{}\n{}\nlocal units of rank {}: elements [{}, {}) of the tensor ({}), granule {}\n{}",
+                     bars.tensor_names[t], interval, piece.rank, piece.tensor_begin, piece.tensor_begin + piece.length(),
+                     format_count(static_cast<double>(piece.length())), bars.tensor_granules[t], where);
 }
 
 std::vector<int64_t> granule_marks(const LayoutBars& bars, const LayoutPiece& piece, double elements_per_pixel,

@@ -30,8 +30,10 @@ struct LayoutBars {
   int64_t shard_size = 0;  // S
   int64_t ranks = 0;       // m (all of them, even when fewer are drawn)
   int drawn_ranks = 0;     // bars built: the first min(ranks, max_ranks)
+  bool contiguous = true;  // tensors are intervals of the m*S buffer (else rank-major chunks)
   std::vector<std::string> tensor_names;
   std::vector<int64_t> tensor_granules;
+  std::vector<planner::TensorSlot> slots;  // per tensor: [l_t, l_t + e_t), or a chunk's offset and length
   std::vector<LayoutPiece> pieces;  // by rank, then by begin; they tile [0, S) of every drawn rank
 
   int64_t padding_elements() const;  // over the drawn ranks
@@ -43,6 +45,11 @@ LayoutBars layout_bars(const std::string& strategy, const planner::UnitProblem& 
 
 // The piece under `element` of `rank`'s shard, nullptr outside.
 const LayoutPiece* piece_at(const LayoutBars& bars, int rank, int64_t element);
+
+// What hovering `piece` shows: the tensor, its interval of the m*S buffer
+// (a rank-major chunk: its offset in every shard), the rank's local units of
+// it and the granule; or how much padding.
+std::string describe_piece(const LayoutBars& bars, const LayoutPiece& piece);
 
 // Granule (row, block) boundaries inside a tensor piece, in shard
 // coordinates, only where they are at least `min_pixels` apart at

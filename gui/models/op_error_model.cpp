@@ -1,71 +1,46 @@
 #include "gui/models/op_error_model.hpp"
 
-#include <algorithm>
-#include <cmath>
-
-#include "common/units.hpp"
+#include "gui/models/error_cells.hpp"
 #include "traces/trace_names.hpp"
 
 namespace ragged::gui {
+namespace {
 
-std::vector<traces::KindComparison> worst_kinds_first(const traces::TraceComparison& comparison) {
-  std::vector<traces::KindComparison> kinds = comparison.kinds;
-  std::stable_sort(kinds.begin(), kinds.end(), [](const auto& a, const auto& b) {
-    return std::abs(a.predicted_s - a.measured_s) > std::abs(b.predicted_s - b.measured_s);
-  });
-  return kinds;
-}
+QString text(std::string_view s) { return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size())); }
 
-int OpErrorModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : static_cast<int>(rows_.size()); }
-int OpErrorModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : kColumns; }
+}  // namespace
 
 QVariant OpErrorModel::headerData(int section, Qt::Orientation orientation, int role) const {
-  if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
-  static const char* names[kColumns] = {"op kind", "ops", "predicted", "measured", "difference", "error"};
-  return section >= 0 && section < kColumns ? QVariant(QString::fromLatin1(names[section])) : QVariant();
+  if (orientation != Qt::Horizontal || role != Qt::DisplayRole || section < 0 || section >= kColumns) return {};
+  if (section >= kPredicted) return error_cell_title(static_cast<ErrorCell>(section - kPredicted));
+  static const char* names[kPredicted] = {"op id", "op", "kind", "stream", "unit"};
+  return QString::fromLatin1(names[section]);
 }
 
 QVariant OpErrorModel::data(const QModelIndex& index, int role) const {
   if (!index.isValid() || !checkIndex(index)) return {};
-  const traces::KindComparison& k = rows_[static_cast<size_t>(index.row())];
+  const traces::OpComparison& op = row(index);
+  if (index.column() >= kPredicted) {
+    return error_cell(static_cast<ErrorCell>(index.column() - kPredicted), op.predicted_s, op.measured_s, role);
+  }
   if (role == kValueRole) {
-    switch (index.column()) {
-      case kOps: return QVariant::fromValue<qlonglong>(k.ops);
-      case kPredicted: return k.predicted_s;
-      case kMeasured: return k.measured_s;
-      case kDifference: return k.predicted_s - k.measured_s;
-      case kError: return k.relative_error();
-      default: return {};
-    }
+    if (index.column() == kOpId) return QVariant::fromValue<qulonglong>(op.op_id);
+    if (index.column() == kUnit) return op.unit;
+    return {};
   }
   if (role == Qt::TextAlignmentRole) {
-    return index.column() == kKind ? int(Qt::AlignLeft | Qt::AlignVCenter) : int(Qt::AlignRight | Qt::AlignVCenter);
+    const bool number = index.column() == kOpId || index.column() == kUnit;
+    return int((number ? Qt::AlignRight : Qt::AlignLeft) | Qt::AlignVCenter);
   }
   if (role != Qt::DisplayRole) return {};
   switch (index.column()) {
-    case kKind: return QString::fromUtf8(traces::op_kind_name(k.kind).data(), static_cast<qsizetype>(traces::op_kind_name(k.kind).size()));
-    case kOps: return QString::number(k.ops);
-    case kPredicted: return QString::fromStdString(format_seconds(k.predicted_s));
-    case kMeasured: return QString::fromStdString(format_seconds(k.measured_s));
-    case kDifference: {
-      const double d = k.predicted_s - k.measured_s;
-      return (d < 0 ? QStringLiteral("-") : QStringLiteral("+")) + QString::fromStdString(format_seconds(std::abs(d)));
-    }
-    case kError: return QStringLiteral("%1%").arg(100 * k.relative_error(), 0, 'f', 1);
+    case kOpId: return QString::number(op.op_id);
+    case kName: return QString::fromStdString(op.name);
+    case kKind: return text(traces::op_kind_name(op.kind));
+    case kStream: return text(traces::stream_name(op.stream));
+    case kUnit: return op.unit < 0 ? QStringLiteral("-") : QString::number(op.unit);
     default: return {};
   }
-}
-
-void OpErrorModel::set_comparison(const traces::TraceComparison& comparison) {
-  beginResetModel();
-  rows_ = worst_kinds_first(comparison);
-  endResetModel();
-}
-
-void OpErrorModel::clear() {
-  beginResetModel();
-  rows_.clear();
-  endResetModel();
 }
 
 }  // namespace ragged::gui

@@ -1,36 +1,24 @@
 #pragma once
-// Predicted against measured per op kind (traces::compare_traces, ops joined
-// by Program op id), the kinds whose times differ most first.
+// Predicted against measured op by op (traces::compare_traces joins the
+// two traces' events by Program op id), the ops whose times differ most
+// first: which op of which unit on which stream a prediction gets wrong.
 
-#include <QAbstractTableModel>
-
-#include "traces/trace_compare.hpp"
+#include "gui/models/comparison_table_model.hpp"
 
 namespace ragged::gui {
 
-// The comparison's kinds, largest |predicted - measured| first.
-std::vector<traces::KindComparison> worst_kinds_first(const traces::TraceComparison& comparison);
+struct OpErrorColumns {
+  enum Column { kOpId, kName, kKind, kStream, kUnit, kPredicted, kMeasured, kDifference, kError, kColumns };
+};
 
-class OpErrorModel : public QAbstractTableModel {
+class OpErrorModel : public ComparisonTableModel<traces::OpComparison, OpErrorColumns::kColumns>,
+                     public OpErrorColumns {
   Q_OBJECT
 
  public:
-  enum Column { kKind, kOps, kPredicted, kMeasured, kDifference, kError, kColumns };
-  static constexpr int kValueRole = Qt::UserRole + 1;
-
-  using QAbstractTableModel::QAbstractTableModel;
-
-  int rowCount(const QModelIndex& parent = {}) const override;
-  int columnCount(const QModelIndex& parent = {}) const override;
+  using ComparisonTableModel::ComparisonTableModel;
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
   QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
-
-  void set_comparison(const traces::TraceComparison& comparison);
-  void clear();
-  const std::vector<traces::KindComparison>& rows() const { return rows_; }
-
- private:
-  std::vector<traces::KindComparison> rows_;
 };
 
 }  // namespace ragged::gui

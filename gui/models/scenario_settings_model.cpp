@@ -1,6 +1,8 @@
 #include "gui/models/scenario_settings_model.hpp"
 
+#include <cstdint>
 #include <exception>
+#include <limits>
 
 #include "scenarios/scenario_rules.hpp"
 
@@ -17,7 +19,7 @@ constexpr RowInfo kRowInfo[ScenarioSettingsModel::kRows] = {
     {"GPU", "GPU preset (peak FLOP/s, HBM, NVLink)"},
     {"GPUs", "Total GPUs"},
     {"GPUs per node", "GPUs in one NVLink island"},
-    {"nodes", "GPUs / GPUs per node"},
+    {"nodes", "Nodes of GPUs per node: sets the GPUs to nodes x GPUs per node"},
     {"NICs per node", "Network interfaces per node"},
     {"NIC Gbit/s", "Bandwidth of one NIC, per direction"},
     {"strategy", "Layout strategy"},
@@ -36,10 +38,12 @@ QStringList to_list(const std::vector<std::string>& names) {
   return out;
 }
 
+// A whole number the scenario's int32 fields hold; their own ranges are
+// checked when the settings are applied, with the CLI's words.
 bool positive(const QString& text, int64_t& out) {
   bool ok = false;
   const qlonglong v = text.trimmed().toLongLong(&ok);
-  if (!ok || v < 1) return false;
+  if (!ok || v < 1 || v > std::numeric_limits<int32_t>::max()) return false;
   out = v;
   return true;
 }
@@ -57,7 +61,7 @@ QVariant ScenarioSettingsModel::headerData(int section, Qt::Orientation orientat
 Qt::ItemFlags ScenarioSettingsModel::flags(const QModelIndex& index) const {
   if (!index.isValid() || !checkIndex(index)) return Qt::NoItemFlags;
   Qt::ItemFlags f = Qt::ItemIsEnabled | Qt::ItemIsSelectable;
-  if (index.column() == kValue && index.row() != kNodes) f |= Qt::ItemIsEditable;
+  if (index.column() == kValue) f |= Qt::ItemIsEditable;
   return f;
 }
 
@@ -114,6 +118,12 @@ bool ScenarioSettingsModel::parse_into(int row, const QString& value, ScenarioSe
       case kGpuPreset: s.gpu_preset = text; return !text.empty();
       case kGpus: return positive(value, s.gpus);
       case kGpusPerNode: return positive(value, s.gpus_per_node);
+      case kNodes: {
+        int64_t nodes = 0;
+        if (!positive(value, nodes)) return false;
+        s.gpus = nodes * s.gpus_per_node;
+        return true;
+      }
       case kNicsPerNode: return positive(value, s.nics_per_node);
       case kNicBandwidth: {
         bool ok = false;
@@ -157,10 +167,14 @@ bool ScenarioSettingsModel::setData(const QModelIndex& index, const QVariant& va
 
 bool ScenarioSettingsModel::set_value(Row row, const QString& value) {
   ScenarioSettings next = settings_;
-  if (row == kNodes || !parse_into(row, value, next)) return false;
+  if (!parse_into(row, value, next)) {
+    Q_EMIT edit_refused(QStringLiteral("%1: '%2' is not a value it takes (%3)")
+                            .arg(QString::fromLatin1(kRowInfo[row].name), value.trimmed(), QString::fromLatin1(kRowInfo[row].help)));
+    return false;
+  }
   if (next == settings_) return true;
   settings_ = next;
-  Q_EMIT dataChanged(index(0, kValue), index(kRows - 1, kValue));  // nodes follow GPUs
+  Q_EMIT dataChanged(index(0, kValue), index(kRows - 1, kValue));  // nodes and GPUs follow each other
   Q_EMIT settings_changed();
   return true;
 }

@@ -1,8 +1,8 @@
 #pragma once
 // The Explore tab's settings as an editable two-column table (setting,
 // value). Choices for the value editor (models, presets, strategies, ...)
-// come through kChoicesRole; an edit that does not parse is refused. Every
-// accepted edit emits settings_changed.
+// come through kChoicesRole; an edit that does not parse is refused and
+// says so (edit_refused). Every accepted edit emits settings_changed.
 
 #include <QAbstractTableModel>
 #include <QStringList>
@@ -39,6 +39,7 @@ class ScenarioSettingsModel : public QAbstractTableModel {
 
  Q_SIGNALS:
   void settings_changed();
+  void edit_refused(const QString& message);  // the setting, the value and what it takes
 
  private:
   QString value_text(int row) const;

@@ -1,6 +1,7 @@
 #include "gui/models/sweep_series.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 namespace ragged::gui {
@@ -26,6 +27,19 @@ std::vector<SweepSeries> sweep_series(const std::vector<SimulationRow>& rows) {
     std::stable_sort(series.points.begin(), series.points.end(), [](const auto& a, const auto& b) { return a.gpus < b.gpus; });
   }
   return out;
+}
+
+const SweepPoint* nearest_point(const std::vector<SweepSeries>& series, const std::string& strategy, double gpus) {
+  const double at = std::log2(std::max(gpus, 1.0));
+  const SweepPoint* best = nullptr;
+  for (const SweepSeries& s : series) {
+    if (s.strategy != strategy) continue;
+    for (const SweepPoint& p : s.points) {
+      const double off = std::abs(std::log2(static_cast<double>(p.gpus)) - at);
+      if (best == nullptr || off < std::abs(std::log2(static_cast<double>(best->gpus)) - at)) best = &p;
+    }
+  }
+  return best;
 }
 
 std::vector<GpuRange> oom_ranges(const std::vector<SweepSeries>& series) {

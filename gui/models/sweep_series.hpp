@@ -29,6 +29,10 @@ struct SweepSeries {
 
 std::vector<SweepSeries> sweep_series(const std::vector<SimulationRow>& rows);
 
+// The point of `strategy` nearest `gpus` on the log axis (a click at that
+// x); nullptr when the strategy has no finished point.
+const SweepPoint* nearest_point(const std::vector<SweepSeries>& series, const std::string& strategy, double gpus);
+
 struct GpuRange {
   int64_t from = 0;
   int64_t to = 0;

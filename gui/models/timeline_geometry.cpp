@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 #include "traces/trace_names.hpp"
 
@@ -11,6 +12,19 @@ size_t Timeline::bar_count() const {
   size_t n = 0;
   for (const auto& lane : lanes) n += lane.bars.size();
   return n;
+}
+
+int64_t memory_value(const MemoryPoint& point, MemoryQuantity quantity) {
+  return quantity == MemoryQuantity::kStateAndBuffers ? point.state_and_buffers : point.reserved;
+}
+
+std::string memory_axis_label(MemoryQuantity quantity) {
+  return quantity == MemoryQuantity::kStateAndBuffers ? "state + param/grad buffers"
+                                                      : "allocator: reserved,\nallocated (dotted)";
+}
+
+int64_t Timeline::peak(MemoryQuantity quantity) const {
+  return quantity == MemoryQuantity::kStateAndBuffers ? peak_state_and_buffers : peak_reserved;
 }
 
 int first_step(const traces::Trace& trace) {
@@ -24,29 +38,64 @@ Timeline build_timeline(const traces::Trace& trace, int rank, int step) {
   t.step = step;
   t.ranks.assign(trace.metadata().traced_ranks().begin(), trace.metadata().traced_ranks().end());
   if (t.ranks.empty() && trace.events_size() > 0) t.ranks.push_back(trace.events(0).rank());
-  t.rank = rank >= 0 ? rank : (t.ranks.empty() ? 0 : t.ranks.front());
+  const bool every = rank == kEveryRank && t.ranks.size() > 1;
+  t.rank = every ? kEveryRank : rank >= 0 ? rank : (t.ranks.empty() ? 0 : t.ranks.front());
   std::map<int, TimelineLane> lanes;
+  std::map<std::tuple<int, uint64_t, int>, size_t> bar_of;  // every rank: (stream, op, step) -> its bar
   bool any = false;
   for (int i = 0; i < trace.events_size(); ++i) {
     const traces::Event& e = trace.events(i);
-    if (e.rank() != t.rank || (step >= 0 && e.step() != step)) continue;
+    if ((!every && e.rank() != t.rank) || (step >= 0 && e.step() != step)) continue;
     t.begin_ns = any ? std::min(t.begin_ns, e.start_ns()) : e.start_ns();
     t.end_ns = any ? std::max(t.end_ns, e.end_ns()) : e.end_ns();
     any = true;
     if (e.kind() == traces::ALLOC || e.kind() == traces::FREE) continue;
     TimelineLane& lane = lanes[e.stream()];
     lane.stream = e.stream();
-    lane.bars.push_back({e.start_ns(), e.end_ns(), e.kind(), 1, i, e.end_ns() - e.start_ns()});
+    const TimelineBar bar{e.start_ns(), e.end_ns(), e.kind(), 1, i, e.end_ns() - e.start_ns(), 1};
+    if (!every) {
+      lane.bars.push_back(bar);
+      continue;
+    }
+    // One bar per op: from its first start to its last end over the ranks, its longest event named.
+    auto [it, added] = bar_of.emplace(std::tuple{e.stream(), e.op_id(), e.step()}, lane.bars.size());
+    if (added) {
+      lane.bars.push_back(bar);
+      continue;
+    }
+    TimelineBar& into = lane.bars[it->second];
+    into.start_ns = std::min(into.start_ns, bar.start_ns);
+    into.end_ns = std::max(into.end_ns, bar.end_ns);
+    ++into.ranks;
+    if (bar.op_ns > into.op_ns) {
+      into.event = i;
+      into.op_ns = bar.op_ns;
+    }
   }
   for (auto& [stream, lane] : lanes) {
     lane.name = std::string(traces::stream_name(lane.stream));
     std::stable_sort(lane.bars.begin(), lane.bars.end(), [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
     t.lanes.push_back(std::move(lane));
   }
+  auto in_span = [&](const traces::MemorySample& m) {
+    return step < 0 || (m.time_ns() >= t.begin_ns && m.time_ns() <= t.end_ns);
+  };
+  // Every rank: the memory of the rank whose reserved bytes peak highest.
+  t.memory_rank = t.rank;
+  if (every) {
+    int64_t highest = -1;
+    for (const traces::MemorySample& m : trace.memory()) {
+      if (in_span(m) && m.reserved_bytes() > highest) {
+        highest = m.reserved_bytes();
+        t.memory_rank = m.rank();
+      }
+    }
+  }
   for (const traces::MemorySample& m : trace.memory()) {
-    if (m.rank() != t.rank || (step >= 0 && (m.time_ns() < t.begin_ns || m.time_ns() > t.end_ns))) continue;
-    t.memory.push_back({m.time_ns(), m.allocated_bytes(), m.reserved_bytes()});
+    if (m.rank() != t.memory_rank || !in_span(m)) continue;
+    t.memory.push_back({m.time_ns(), m.allocated_bytes(), m.reserved_bytes(), m.state_and_buffers_bytes()});
     t.peak_reserved = std::max(t.peak_reserved, m.reserved_bytes());
+    t.peak_state_and_buffers = std::max(t.peak_state_and_buffers, m.state_and_buffers_bytes());
     if (step < 0) t.end_ns = std::max(t.end_ns, m.time_ns());
   }
   std::stable_sort(t.memory.begin(), t.memory.end(), [](const auto& a, const auto& b) { return a.time_ns < b.time_ns; });
@@ -76,16 +125,18 @@ std::vector<TimelineBar> visible_bars(const TimelineLane& lane, int64_t from_ns,
   return out;
 }
 
-std::vector<MemoryPoint> visible_memory(const Timeline& timeline, int64_t from_ns, int64_t to_ns, double ns_per_pixel) {
+std::vector<MemoryPoint> visible_memory(const std::vector<MemoryPoint>& m, int64_t from_ns, int64_t to_ns,
+                                        double ns_per_pixel, MemoryQuantity quantity) {
   std::vector<MemoryPoint> out;
-  const auto& m = timeline.memory;
   auto first = std::lower_bound(m.begin(), m.end(), from_ns, [](const MemoryPoint& p, int64_t t) { return p.time_ns < t; });
   if (first != m.begin()) --first;  // the level in force at from_ns
   const double pixel = std::max(1.0, ns_per_pixel);
   auto bucket = [&](int64_t t) { return t < from_ns ? -1 : static_cast<int64_t>(static_cast<double>(t - from_ns) / pixel); };
   for (auto it = first; it != m.end() && it->time_ns < to_ns; ++it) {
     if (!out.empty() && bucket(out.back().time_ns) == bucket(it->time_ns)) {
-      if (it->reserved >= out.back().reserved) out.back() = {out.back().time_ns, it->allocated, it->reserved};
+      if (memory_value(*it, quantity) >= memory_value(out.back(), quantity)) {
+        out.back() = {out.back().time_ns, it->allocated, it->reserved, it->state_and_buffers};
+      }
       continue;
     }
     out.push_back(*it);

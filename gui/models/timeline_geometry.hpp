@@ -20,6 +20,7 @@ struct TimelineBar {
   int ops = 1;         // ops merged into this bar
   int event = -1;      // index into Trace::events of its (longest) op
   int64_t op_ns = 0;   // that op's duration
+  int ranks = 1;       // every rank: the ranks whose events of this op the bar spans
 };
 
 struct TimelineLane {
@@ -32,10 +33,30 @@ struct MemoryPoint {
   int64_t time_ns = 0;
   int64_t allocated = 0;
   int64_t reserved = 0;
+  int64_t state_and_buffers = 0;
 };
 
+// What a memory curve shows. The caching allocator's figures are the
+// simulator's (a measured run reports its arena as reserved); the state and
+// parameter/gradient buffers are counted alike by both executors, so a
+// predicted and a measured curve compare only on that one.
+enum class MemoryQuantity {
+  kAllocator,        // reserved (the curve) and allocated
+  kStateAndBuffers,  // persistent state + parameter and gradient buffers
+};
+
+// The value a curve of `quantity` plots for `point` (reserved for kAllocator).
+int64_t memory_value(const MemoryPoint& point, MemoryQuantity quantity);
+// The axis label: what the curve counts.
+std::string memory_axis_label(MemoryQuantity quantity);
+
+// build_timeline's rank for a multi-rank trace seen whole: each op one bar
+// from its first start to its last end over the ranks.
+inline constexpr int kEveryRank = -2;
+
 struct Timeline {
-  int rank = 0;
+  int rank = 0;            // kEveryRank: every traced rank
+  int memory_rank = 0;     // whose memory curve is drawn (every rank: the highest reserved peak)
   int step = -1;  // -1: every step
   std::vector<int> ranks;  // the trace's traced ranks (the drill-down choices)
   int64_t begin_ns = 0;
@@ -43,13 +64,17 @@ struct Timeline {
   std::vector<TimelineLane> lanes;  // in stream order, only streams with events
   std::vector<MemoryPoint> memory;  // by time
   int64_t peak_reserved = 0;
+  int64_t peak_state_and_buffers = 0;  // 0: the trace predates the count
+
+  int64_t peak(MemoryQuantity quantity) const;
 
   size_t bar_count() const;
 };
 
-// The timeline of `rank` (-1: the first traced rank) and `step` (-1: every
-// step; a step keeps the memory samples within its events' span). Alloc and
-// free events (instants) stay out of the lanes; they show in the memory curve.
+// The timeline of `rank` (-1: the first traced rank; kEveryRank: all of a
+// multi-rank trace's ranks, aggregated) and `step` (-1: every step; a step
+// keeps the memory samples within its events' span). Alloc and free events
+// (instants) stay out of the lanes; they show in the memory curve.
 Timeline build_timeline(const traces::Trace& trace, int rank = -1, int step = -1);
 
 // The first step the events of a trace carry (a measured trace's first measured step).
@@ -60,8 +85,9 @@ int first_step(const traces::Trace& trace);
 std::vector<TimelineBar> visible_bars(const TimelineLane& lane, int64_t from_ns, int64_t to_ns, double ns_per_pixel);
 
 // The memory curve in [from_ns, to_ns) with at most one point per pixel
-// (each pixel keeps its highest reserved sample), plus the sample before.
-std::vector<MemoryPoint> visible_memory(const Timeline& timeline, int64_t from_ns, int64_t to_ns, double ns_per_pixel);
+// (each pixel keeps its highest sample of `quantity`), plus the sample before.
+std::vector<MemoryPoint> visible_memory(const std::vector<MemoryPoint>& memory, int64_t from_ns, int64_t to_ns,
+                                        double ns_per_pixel, MemoryQuantity quantity = MemoryQuantity::kAllocator);
 
 // The bar of `lane` under `time_ns` (within half a pixel), nullptr if none.
 const TimelineBar* bar_at(const TimelineLane& lane, int64_t time_ns, double ns_per_pixel);

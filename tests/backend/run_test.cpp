@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -46,6 +47,15 @@ TEST(BackendRun, EveryProgramOpIsTimed) {
   RunResult r = run(one_rank("tiny-llama-4xcpu"), options, *comm);
   for (const auto& e : r.trace.events()) EXPECT_GE(e.end_ns(), e.start_ns()) << e.name();
   EXPECT_EQ(r.trace.summary().tokens_per_step(), 2 * 128);
+  // The memory curve counts state and buffers, the quantity the summary's peak
+  // and the prediction's curve count.
+  ASSERT_GT(r.trace.memory_size(), 0);
+  int64_t peak = 0;
+  for (const auto& m : r.trace.memory()) {
+    EXPECT_EQ(m.state_and_buffers_bytes(), m.allocated_bytes());
+    peak = std::max(peak, m.state_and_buffers_bytes());
+  }
+  EXPECT_EQ(peak, r.trace.summary().peak_state_and_buffers_bytes());
 }
 
 // Shampoo with blocks that cut tiny-moe's 128-wide matrices (48 + 48 + 32)

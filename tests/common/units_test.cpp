@@ -1,5 +1,7 @@
 #include "common/units.hpp"
 
+#include <limits>
+
 #include <gtest/gtest.h>
 
 namespace ragged {
@@ -22,6 +24,11 @@ TEST(Units, Seconds) {
   EXPECT_EQ(format_seconds(2.5), "2.5 s");
   EXPECT_EQ(format_seconds(0.0123), "12.3 ms");
   EXPECT_EQ(format_seconds(4.2e-6), "4.2 us");
+  EXPECT_EQ(format_duration(2.5), "2.5 s");
+  EXPECT_EQ(format_duration(234), "3.9 min");
+  EXPECT_EQ(format_duration(11135), "3.09 h");
+  EXPECT_EQ(format_duration(6.1e6), "70.6 days");
+  EXPECT_EQ(format_duration(std::numeric_limits<double>::infinity()), "never");
 }
 
 TEST(Units, Integers) {

@@ -78,6 +78,10 @@ class GeometryTest : public QObject {
     QCOMPARE(bars.padding_elements(), 0);
     QCOMPARE(piece_at(bars, 1, 5)->tensor, 1);
     QVERIFY(piece_at(bars, 2, 0) == nullptr);
+    // Hovering a's piece on rank 1: its name, its interval of the buffer, rank 1's local units.
+    const std::string a = describe_piece(bars, bars.pieces[1]);
+    QCOMPARE(a, std::string("a\ninterval [0, 10) of the 2 x 8 buffer\nlocal units of rank 1: elements [8, 10) of the "
+                            "tensor (2), granule 1\nragged, rank 1, shard [0, 2)"));
   }
 
   void rank_major_layout_pads_each_chunk() {
@@ -93,6 +97,9 @@ class GeometryTest : public QObject {
     const LayoutPiece* pad = piece_at(bars, 1, 4);
     QCOMPARE(pad->tensor, -1);
     QCOMPARE(piece_at(bars, 1, 0)->tensor_begin, 5);
+    QCOMPARE(describe_piece(bars, *pad), std::string("padding: 1 element\nzero3, rank 1, shard [4, 5)"));
+    QVERIFY(describe_piece(bars, *piece_at(bars, 1, 6)).find("a chunk of 3 elements at offset 5 of every rank's shard") !=
+            std::string::npos);
   }
 
   void gpt_oss_experts_at_256_gpus_ragged_against_fsdp2() {
@@ -150,11 +157,66 @@ class GeometryTest : public QObject {
       QVERIFY(hit != nullptr);
       QCOMPARE(hit->event, first.event);
     }
-    const auto memory = visible_memory(t, t.begin_ns, t.end_ns + 1, ns_per_px);
-    QVERIFY(memory.size() <= static_cast<size_t>(width_px) + 2);
-    int64_t peak = 0;
-    for (const auto& m : memory) peak = std::max(peak, m.reserved);
-    QCOMPARE(peak, t.peak_reserved);  // decimation keeps the peak
+    for (MemoryQuantity quantity : {MemoryQuantity::kAllocator, MemoryQuantity::kStateAndBuffers}) {
+      const auto memory = visible_memory(t.memory, t.begin_ns, t.end_ns + 1, ns_per_px, quantity);
+      QVERIFY(memory.size() <= static_cast<size_t>(width_px) + 2);
+      int64_t peak = 0;
+      for (const auto& m : memory) peak = std::max(peak, memory_value(m, quantity));
+      QCOMPARE(peak, t.peak(quantity));  // decimation keeps the peak
+    }
+    // The curves: the allocator's reserved bytes, and the state and buffers
+    // the executor counts, whose peak is the summary's.
+    QCOMPARE(t.peak(MemoryQuantity::kAllocator), trace.summary().peak_reserved_bytes());
+    QCOMPARE(t.peak(MemoryQuantity::kStateAndBuffers), trace.summary().peak_state_and_buffers_bytes());
+    QVERIFY(t.peak_state_and_buffers < t.peak_reserved);  // no activations, workspaces or cache in it
+    QVERIFY(memory_axis_label(MemoryQuantity::kStateAndBuffers) != memory_axis_label(MemoryQuantity::kAllocator));
+  }
+
+  void a_multi_rank_trace_aggregates_its_ranks_and_drills_into_one() {
+    traces::Trace trace = sim::simulate_in_child(planner::resolve_scenario(scenarios::load_scenario("tiny-llama-4xcpu")), {}).trace;
+    // Rank 1 runs every op 1 us later and twice as long, and holds 1 MiB more.
+    const int events = trace.events_size();
+    const int rank0 = trace.metadata().traced_ranks(0);
+    for (int i = 0; i < events; ++i) {
+      traces::Event* e = trace.add_events();
+      *e = trace.events(i);
+      e->set_rank(rank0 + 1);
+      e->set_start_ns(e->start_ns() + 1000);
+      e->set_end_ns(e->start_ns() + 2 * (trace.events(i).end_ns() - trace.events(i).start_ns()));
+    }
+    const int samples = trace.memory_size();
+    for (int i = 0; i < samples; ++i) {
+      traces::MemorySample* m = trace.add_memory();
+      *m = trace.memory(i);
+      m->set_rank(rank0 + 1);
+      m->set_reserved_bytes(m->reserved_bytes() + (1 << 20));
+    }
+    trace.mutable_metadata()->add_traced_ranks(rank0 + 1);
+
+    const Timeline one = build_timeline(trace, rank0);
+    const Timeline every = build_timeline(trace, kEveryRank);
+    QCOMPARE(every.rank, kEveryRank);
+    QCOMPARE(every.memory_rank, rank0 + 1);  // the higher reserved peak
+    QCOMPARE(every.peak_reserved, one.peak_reserved + (1 << 20));
+    QCOMPARE(every.lanes.size(), one.lanes.size());
+    for (size_t l = 0; l < one.lanes.size(); ++l) {
+      QCOMPARE(every.lanes[l].bars.size(), one.lanes[l].bars.size());  // one bar per op, not per rank
+      for (const TimelineBar& bar : every.lanes[l].bars) {
+        QCOMPARE(bar.ranks, 2);
+        const traces::Event& longest = trace.events(bar.event);
+        QCOMPARE(longest.rank(), rank0 + 1);  // twice as long there
+        QCOMPARE(bar.end_ns, longest.end_ns());
+        QCOMPARE(bar.start_ns, longest.start_ns() - 1000);  // rank 0's start
+      }
+    }
+    const Timeline drilled = build_timeline(trace, rank0 + 1);
+    QCOMPARE(drilled.rank, rank0 + 1);
+    QCOMPARE(drilled.bar_count(), one.bar_count());
+    QCOMPARE(drilled.lanes[0].bars[0].ranks, 1);
+    // A single-rank trace asked for every rank is just its rank.
+    trace.mutable_metadata()->clear_traced_ranks();
+    trace.mutable_metadata()->add_traced_ranks(rank0);
+    QCOMPARE(build_timeline(trace, kEveryRank).rank, rank0);
   }
 
   void sweep_series_and_oom_ranges() {
@@ -169,6 +231,12 @@ class GeometryTest : public QObject {
     QCOMPARE(series[0].strategy, std::string("ragged"));
     QCOMPARE(series[0].points.size(), size_t{4});
     QCOMPARE(series[1].points[1].row, 3);
+    // A click's x picks the nearest swept count on the log axis: 40 GPUs is nearer 32 than 64.
+    QCOMPARE(nearest_point(series, "fsdp2", 40)->gpus, 32);
+    QCOMPARE(nearest_point(series, "fsdp2", 50)->gpus, 64);
+    QCOMPARE(nearest_point(series, "ragged", 1)->gpus, 8);
+    QCOMPARE(nearest_point(series, "fsdp2", 40)->row, 5);
+    QVERIFY(nearest_point(series, "zero3", 40) == nullptr);
     const auto ranges = oom_ranges(series);
     QCOMPARE(ranges.size(), size_t{2});
     QCOMPARE(ranges[0].from, 8);

@@ -7,6 +7,8 @@
 #include <QtTest>
 
 #include "common/errors.hpp"
+#include "gui/models/error_cells.hpp"
+#include "gui/models/kind_error_model.hpp"
 #include "gui/models/memory_breakdown_model.hpp"
 #include "gui/models/op_error_model.hpp"
 #include "gui/models/plan_summary.hpp"
@@ -57,6 +59,38 @@ class ModelsTest : public QObject {
     QCOMPARE(hsdp.scenario.training().replicate_group_size(), 4);
   }
 
+  // Each knob of the table lands in the scenario field the CLI reads.
+  void every_knob_is_written_into_the_scenario() {
+    const auto loaded = scenarios::load_scenario("llama3-8b-8xh100");
+    ScenarioSettings s = settings_of(loaded.scenario);
+    s.gpu_preset = "h800";
+    s.gpus = 32;
+    s.gpus_per_node = 4;
+    s.nics_per_node = 4;
+    s.nic_gbits_per_s = 200;
+    s.granularity = "rows:8";
+    s.sequence_length = 2048;
+    s.prefetch_depth = 2;
+    s.optimizer = "muon";
+    const scenarios::Scenario out = apply_settings(loaded, s).scenario;
+    QCOMPARE(out.cluster().gpu().preset(), std::string("h800"));
+    QCOMPARE(out.cluster().gpus_per_node(), 4);
+    QCOMPARE(out.cluster().nodes(), 8);
+    QCOMPARE(out.cluster().nics().per_node(), 4);
+    QCOMPARE(out.cluster().nics().bandwidth_gbits_per_s(), 200.0);
+    QCOMPARE(out.training().granularity().default_spec().kind(), scenarios::ROWS);
+    QCOMPARE(out.training().granularity().default_spec().rows(), 8);
+    QCOMPARE(out.training().sequence_length(), 2048);
+    QCOMPARE(out.training().prefetch_depth(), 2);
+    QVERIFY(out.training().optimizer().has_muon());
+    ScenarioSettings expected = s;
+    expected.shard_group = 32;  // sharded over every GPU before, so still
+    QVERIFY(settings_of(out) == expected);  // read back, the same settings
+    ScenarioSettings adam8bit = settings_of(loaded.scenario);
+    adam8bit.optimizer = "adam8bit";  // brings its block granularity
+    QCOMPARE(apply_settings(loaded, adam8bit).scenario.training().granularity().default_spec().kind(), scenarios::BLOCK);
+  }
+
   void bad_settings_are_input_errors_with_the_cli_wording() {
     const auto loaded = scenarios::load_scenario("llama3-8b-8xh100");
     ScenarioSettings s = settings_of(loaded.scenario);
@@ -95,12 +129,19 @@ class ModelsTest : public QObject {
     QVERIFY(model.setData(model.index(ScenarioSettingsModel::kGpus, 1), "64"));
     QCOMPARE(model.settings().gpus, 64);
     QCOMPARE(model.data(model.index(ScenarioSettingsModel::kNodes, 1)).toString(), QString("8"));
+    QSignalSpy refused(&model, &ScenarioSettingsModel::edit_refused);
     QVERIFY(!model.setData(model.index(ScenarioSettingsModel::kGpus, 1), "-3"));
+    QCOMPARE(refused.count(), 1);
+    QVERIFY(refused.at(0).at(0).toString().startsWith(QStringLiteral("GPUs: '-3'")));
     QVERIFY(!model.setData(model.index(ScenarioSettingsModel::kStrategy, 1), "fsdp9"));
-    QVERIFY(!model.setData(model.index(ScenarioSettingsModel::kNodes, 1), "2"));  // derived, read-only
+    QVERIFY(model.setData(model.index(ScenarioSettingsModel::kNodes, 1), "2"));  // nodes of 8 GPUs
+    QCOMPARE(model.settings().gpus, 16);
+    QVERIFY(!model.setData(model.index(ScenarioSettingsModel::kNodes, 1), "0"));
+    QVERIFY(!model.setData(model.index(ScenarioSettingsModel::kGpus, 1), "99999999999"));  // beyond the scenario's int32
+    QCOMPARE(model.settings().gpus, 16);
     QVERIFY(model.setData(model.index(ScenarioSettingsModel::kStrategy, 1), "zero3"));
     QCOMPARE(model.settings().strategy, scenarios::ZERO3);
-    QCOMPARE(changed.count(), 2);
+    QCOMPARE(changed.count(), 3);
     const QStringList strategies = model.data(model.index(ScenarioSettingsModel::kStrategy, 1),
                                               ScenarioSettingsModel::kChoicesRole).toStringList();
     QCOMPARE(strategies.size(), 6);
@@ -150,16 +191,44 @@ class ModelsTest : public QObject {
     QCOMPARE(units.rowCount(), 0);
   }
 
-  void op_error_model_lists_the_worst_kinds_first() {
+  void kind_error_model_lists_the_worst_kinds_first() {
     traces::TraceComparison c;
     c.kinds = {{traces::COMPUTE_FWD, 10, 1.0, 1.1}, {traces::ALL_GATHER, 5, 0.5, 1.5}, {traces::CAST, 2, 0.1, 0.1}};
-    OpErrorModel model;
+    KindErrorModel model;
     QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
     model.set_comparison(c);
     QCOMPARE(model.rowCount(), 3);
-    QCOMPARE(model.data(model.index(0, OpErrorModel::kKind)).toString(), QString("all_gather"));
-    QCOMPARE(model.data(model.index(2, OpErrorModel::kKind)).toString(), QString("cast"));
-    QCOMPARE(model.data(model.index(0, OpErrorModel::kError)).toString(), QString("-66.7%"));
+    QCOMPARE(model.data(model.index(0, KindErrorModel::kKind)).toString(), QString("all_gather"));
+    QCOMPARE(model.data(model.index(2, KindErrorModel::kKind)).toString(), QString("cast"));
+    QCOMPARE(model.data(model.index(0, KindErrorModel::kError)).toString(), QString("-66.7%"));
+    QCOMPARE(model.data(model.index(0, KindErrorModel::kDifference), kValueRole).toDouble(), -1.0);
+    QCOMPARE(model.headerData(KindErrorModel::kMeasured, Qt::Horizontal).toString(), QString("measured"));
+    model.clear();
+    QCOMPARE(model.rowCount(), 0);
+  }
+
+  void op_error_model_lists_the_worst_ops_first() {
+    traces::TraceComparison c;
+    c.ops = {{3, traces::COMPUTE_FWD, traces::COMPUTE, 0, "layers.0 forward", 1.0e-3, 1.2e-3},
+             {7, traces::ALL_GATHER, traces::ALL_GATHER_STREAM, 1, "layers.1 all_gather", 0.5e-3, 2.5e-3},
+             {9, traces::OPTIMIZER, traces::COMPUTE, -1, "adamw", 0.3e-3, 0},
+             {12, traces::REDUCE_SCATTER, traces::REDUCE_SCATTER_STREAM, 1, "layers.1 reduce_scatter", 4e-3, 3.5e-3}};
+    OpErrorModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.set_comparison(c);
+    QCOMPARE(model.rowCount(), 4);
+    // |difference|: 2 ms (op 7), 0.5 ms (op 12), 0.3 ms (op 9), 0.2 ms (op 3).
+    const QList<qulonglong> order = {7, 12, 9, 3};
+    for (int row = 0; row < 4; ++row) {
+      QCOMPARE(model.data(model.index(row, OpErrorModel::kOpId), kValueRole).toULongLong(), order[row]);
+    }
+    QCOMPARE(model.data(model.index(0, OpErrorModel::kName)).toString(), QString("layers.1 all_gather"));
+    QCOMPARE(model.data(model.index(0, OpErrorModel::kStream)).toString(), QString("all_gather"));
+    QCOMPARE(model.data(model.index(0, OpErrorModel::kError)).toString(), QString("-80.0%"));
+    QCOMPARE(model.data(model.index(1, OpErrorModel::kError)).toString(), QString("+14.3%"));
+    QCOMPARE(model.data(model.index(2, OpErrorModel::kUnit)).toString(), QString("-"));  // the optimizer: no unit
+    QCOMPARE(model.data(model.index(2, OpErrorModel::kError)).toString(), QString("-"));  // nothing measured
+    QCOMPARE(model.data(model.index(0, OpErrorModel::kDifference)).toString(), QString("-2 ms"));
     model.clear();
     QCOMPARE(model.rowCount(), 0);
   }

@@ -1,13 +1,19 @@
-// A scripted session through the widgets: open a scenario, change the GPU
-// count in the settings table, simulate, cancel, bad input shown as errors,
-// save and export, compare two traces, the window's state kept.
+// A scripted session through the widgets: open a scenario or a config.json,
+// change the GPU and node counts in the settings table, simulate, cancel,
+// bad input shown as the CLI's errors, save and export, shortcuts, compare
+// two traces or run both, the window's state kept.
 
 #include <QAbstractButton>
+#include <QAction>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QLineEdit>
+#include <QProcess>
+#include <QProgressBar>
 #include <QPushButton>
 #include <QSettings>
 #include <QSignalSpy>
+#include <QStatusBar>
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -66,6 +72,24 @@ void type_setting(ExploreTab* explore, int row, const QString& text) {
   QCoreApplication::processEvents();  // the delegate commits on the next turn of the loop
 }
 
+// `text` as the file `name` of `dir`; its path.
+QString write_file(const QTemporaryDir& dir, const QString& name, const char* text) {
+  const QString path = dir.filePath(name);
+  QFile file(path);
+  if (file.open(QIODevice::WriteOnly)) file.write(text);
+  return path;
+}
+
+// What `ragged ARGS` says on stderr, less its "ragged: error: " prefix.
+QString cli_error(const QStringList& args) {
+  QProcess cli;
+  cli.start(QStringLiteral(RAGGED_BINARY_DIR "/ragged"), args);
+  if (!cli.waitForFinished(30000) || cli.exitCode() != 2) return QStringLiteral("ragged did not exit with 2");
+  const QString err = QString::fromLocal8Bit(cli.readAllStandardError()).trimmed();
+  const QString prefix = QStringLiteral("ragged: error: ");
+  return err.startsWith(prefix) ? err.mid(prefix.size()) : err;
+}
+
 }  // namespace
 
 class SessionTest : public QObject {
@@ -86,9 +110,13 @@ class SessionTest : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(explore->resolved() != nullptr, 20000);
     QTRY_VERIFY_WITH_TIMEOUT(all_finished(explore->results_model()), 30000);  // simulated on opening
 
+    QVERIFY(explore->units_model()->rowCount() > 0);  // the breakdown of a simulated strategy
     type_setting(explore, ScenarioSettingsModel::kGpus, QStringLiteral("64"));
     QCOMPARE(explore->settings_model()->settings().gpus, 64);
-    QVERIFY(explore->results_model()->rows().empty());  // the 8-GPU results are stale: gone
+    // The 8-GPU results are stale: gone, with every chart drawn from them.
+    QVERIFY(explore->results_model()->rows().empty());
+    QCOMPARE(explore->units_model()->rowCount(), 0);
+    QVERIFY(!explore->plan_text().contains(QStringLiteral("on 8 GPUs")));
     QTRY_VERIFY_WITH_TIMEOUT(explore->plan_text().contains(QStringLiteral("on 64 GPUs")), 20000);
     QTRY_VERIFY_WITH_TIMEOUT(all_finished(explore->results_model()), 30000);
     const auto& rows = explore->results_model()->rows();
@@ -98,6 +126,11 @@ class SessionTest : public QObject {
       QCOMPARE(row.outcome.state, RunState::kDone);
       QCOMPARE(row.outcome.trace->metadata().world_size(), 64);
     }
+
+    // Nodes set the GPUs (nodes of 8 here).
+    type_setting(explore, ScenarioSettingsModel::kNodes, QStringLiteral("2"));
+    QCOMPARE(explore->settings_model()->settings().gpus, 16);
+    QTRY_VERIFY_WITH_TIMEOUT(explore->plan_text().contains(QStringLiteral("on 16 GPUs")), 20000);
 
     // Large enough that Cancel lands while they run.
     type_setting(explore, ScenarioSettingsModel::kGpus, QStringLiteral("10240"));
@@ -118,13 +151,17 @@ class SessionTest : public QObject {
     QVERIFY(!explore->open_scenario(QStringLiteral("/no/such/scenario.textproto")));
     QVERIFY(window.last_error().contains(QStringLiteral("/no/such/scenario.textproto")));
     QTemporaryDir dir;
-    const QString broken = dir.filePath(QStringLiteral("broken.textproto"));
-    QFile file(broken);
-    QVERIFY(file.open(QIODevice::WriteOnly));
-    file.write("name: \"broken\"\ntraining { micro_batch_size: -3 }\n");
-    file.close();
+    const QString broken = write_file(dir, QStringLiteral("broken.textproto"), "name: \"broken\"\ntraining { micro_batch_size: -3 }\n");
     QVERIFY(!explore->open_scenario(broken));
     QVERIFY(window.last_error().startsWith(broken + QStringLiteral(":")));  // file:line:col, as the CLI says it
+    QCOMPARE(window.last_error(), cli_error({QStringLiteral("scenario"), QStringLiteral("validate"), broken}));
+    const QString broken_json =
+        write_file(dir, QStringLiteral("broken.json"), "{\"name\": \"b\", \"training\": {\"micro_batch_size\": \"x\"}}");
+    QVERIFY(!explore->open_scenario(broken_json));
+    QCOMPARE(window.last_error(), cli_error({QStringLiteral("plan"), broken_json}));
+    type_setting(explore, ScenarioSettingsModel::kGpus, QStringLiteral("many"));  // refused, and said so
+    QCOMPARE(explore->settings_model()->settings().gpus, 8);
+    QVERIFY(window.statusBar()->currentMessage().startsWith(QStringLiteral("GPUs: 'many'")));
     type_setting(explore, ScenarioSettingsModel::kGpus, QStringLiteral("12"));
     QVERIFY(explore->settings_error().contains(QStringLiteral("multiple of 8")));
     QVERIFY(explore->current() == nullptr);
@@ -149,17 +186,32 @@ class SessionTest : public QObject {
         QCOMPARE(scenarios::total_gpus(loaded.scenario), 32);
         QCOMPARE(loaded.scenario.training().strategy(), scenarios::FSDP2);
       }
+      QVERIFY(explore->open_scenario(json));  // and so does the window
+      QCOMPARE(explore->settings_model()->settings().gpus, 32);
       QTRY_VERIFY_WITH_TIMEOUT(all_finished(explore->results_model()), 30000);
       QVERIFY(window.export_current(dir.filePath(QStringLiteral("explore.png"))).isEmpty());
       QVERIFY(window.export_current(dir.filePath(QStringLiteral("explore.svg"))).isEmpty());
       QVERIFY(QFileInfo(dir.filePath(QStringLiteral("explore.png"))).size() > 1000);
       QVERIFY(QFileInfo(dir.filePath(QStringLiteral("explore-5.svg"))).size() > 1000);  // one file per chart
       QVERIFY(!window.export_current(dir.filePath(QStringLiteral("explore.bmp"))).isEmpty());
+      // Every other tab's views export too, as PNG and SVG.
+      for (int tab : {MainWindow::kLayout, MainWindow::kTimeline, MainWindow::kSweep, MainWindow::kCompare}) {
+        window.tabs()->setCurrentIndex(tab);
+        for (const QString& suffix : {QStringLiteral("png"), QStringLiteral("svg")}) {
+          const QString file = dir.filePath(QStringLiteral("tab%1.%2").arg(tab).arg(suffix));
+          QCOMPARE(window.export_current(file), QString());
+          QVERIFY(QFileInfo(file).size() > 500);
+        }
+      }
       window.tabs()->setCurrentIndex(MainWindow::kSweep);
       window.close();
     }
     MainWindow again;
     QCOMPARE(again.tabs()->currentIndex(), static_cast<int>(MainWindow::kSweep));
+    // The scenario comes back as it was left: 32 GPUs under fsdp2.
+    QVERIFY(again.reopen_last_scenario());
+    QCOMPARE(again.explore()->settings_model()->settings().gpus, 32);
+    QCOMPARE(again.explore()->settings_model()->settings().strategy, scenarios::FSDP2);
   }
 
   void sweep_then_open_a_point_in_explore() {
@@ -180,6 +232,85 @@ class SessionTest : public QObject {
     QCOMPARE(window.tabs()->currentIndex(), static_cast<int>(MainWindow::kExplore));
     QCOMPARE(window.explore()->settings_model()->settings().gpus, 512);
     QCOMPARE(window.explore()->settings_model()->settings().strategy, scenarios::FSDP2);
+  }
+
+  void a_config_json_opens_in_explore() {
+    MainWindow window;
+    window.show();
+    ExploreTab* explore = window.explore();
+    QVERIFY(explore->open_scenario(QStringLiteral("llama3-8b-8xh100")));
+    const QString config = QStringLiteral(RAGGED_SOURCE_DIR "/tests/models/data/llama/config.json");
+    QVERIFY(explore->open_model(config));
+    QCOMPARE(explore->settings_model()->settings().model, config.toStdString());
+    QCOMPARE(explore->settings_model()->settings().gpus, 8);  // the cluster it was on
+    QTRY_VERIFY_WITH_TIMEOUT(explore->plan_text().contains(QStringLiteral("on 8 GPUs")), 20000);
+    QTRY_VERIFY_WITH_TIMEOUT(all_finished(explore->results_model()), 60000);
+    for (const auto& row : explore->results_model()->rows()) QCOMPARE(row.outcome.state, RunState::kDone);
+    QVERIFY(!explore->open_model(QStringLiteral("/no/such/config.json")));
+    QVERIFY(window.last_error().contains(QStringLiteral("/no/such/config.json")));
+  }
+
+  void shortcuts_run_cancel_and_switch_tabs() {
+    MainWindow window;
+    window.show();
+    QVERIFY(QTest::qWaitForWindowActive(&window));
+    QStringList shortcuts;
+    for (const QAction* action : window.findChildren<QAction*>()) shortcuts << action->shortcut().toString();
+    for (const QKeySequence& key : {QKeySequence(QKeySequence::Open), QKeySequence(QKeySequence::Save),
+                                   QKeySequence(QStringLiteral("Ctrl+R")), QKeySequence(Qt::Key_Escape),
+                                   QKeySequence(QStringLiteral("Ctrl+E")), QKeySequence(QStringLiteral("Ctrl+T"))}) {
+      QVERIFY2(shortcuts.contains(key.toString()), qPrintable(key.toString()));
+    }
+    ExploreTab* explore = window.explore();
+    window.tabs()->setCurrentIndex(MainWindow::kExplore);  // on Sweep, Ctrl+R sweeps
+    for (auto* box : explore->findChildren<QCheckBox*>()) box->setChecked(false);  // no run on opening
+    QVERIFY(explore->open_scenario(QStringLiteral("llama3-70b-10240xh100")));
+    QTRY_VERIFY_WITH_TIMEOUT(explore->resolved() != nullptr, 20000);
+    QVERIFY(explore->results_model()->rows().empty());
+    QTest::keyClick(&window, Qt::Key_R, Qt::ControlModifier);  // run
+    QCOMPARE(explore->results_model()->rows().size(), size_t{6});
+    QVERIFY(explore->jobs()->busy());
+    QTest::keyClick(&window, Qt::Key_Escape);  // cancel
+    QTRY_VERIFY_WITH_TIMEOUT(all_finished(explore->results_model()), 30000);
+    int cancelled = 0;
+    for (const auto& row : explore->results_model()->rows()) cancelled += row.outcome.state == RunState::kCancelled;
+    QVERIFY(cancelled > 0);
+    QTest::keyClick(&window, Qt::Key_3, Qt::ControlModifier);
+    QCOMPARE(window.tabs()->currentIndex(), static_cast<int>(MainWindow::kTimeline));
+    QTest::keyClick(&window, Qt::Key_5, Qt::ControlModifier);
+    QCOMPARE(window.tabs()->currentIndex(), static_cast<int>(MainWindow::kCompare));
+  }
+
+  // `ragged simulate` then `mpirun -np 4 ragged run --device cpu` as child
+  // processes, with progress; then the same cancelled while mpirun runs.
+  void compare_runs_both_and_cancels() {
+    qputenv("RAGGED_CLI", RAGGED_BINARY_DIR "/ragged");
+    MainWindow window;
+    window.show();
+    CompareTab* compare = window.compare();
+    auto* progress = compare->findChild<QProgressBar*>();
+    QSignalSpy finished(compare, &CompareTab::run_finished);
+    QSignalSpy compared(compare, &CompareTab::compared);
+    compare->run_both(QStringLiteral("tiny-llama-4xcpu"));
+    QVERIFY(compare->running());
+    QVERIFY(finished.wait(120000));
+    QVERIFY2(finished.at(0).at(0).toBool(), qPrintable(window.last_error()));
+    QCOMPARE(progress->value(), progress->maximum());
+    QTRY_COMPARE_WITH_TIMEOUT(compared.count(), 1, 20000);
+    QVERIFY(compare->summary_text().contains(QStringLiteral("tiny-llama-4xcpu")));
+    QVERIFY(compare->ops_model()->rowCount() > 0);
+    QCOMPARE(compare->measured_view()->memory_quantity(), MemoryQuantity::kStateAndBuffers);
+
+    compare->run_both(QStringLiteral("tiny-llama-4xcpu"));
+    QTRY_VERIFY_WITH_TIMEOUT(compare->summary_text().contains(QStringLiteral("mpirun")), 30000);
+    QCOMPARE(progress->value(), 1);
+    compare->cancel_run();
+    QVERIFY(finished.wait(30000));
+    QCOMPARE(finished.last().at(0).toBool(), false);
+    QVERIFY(!compare->running());
+    QCOMPARE(compare->summary_text(), QStringLiteral("cancelled"));
+    QVERIFY(window.last_error().isEmpty());  // a cancel is no error
+    QCOMPARE(compared.count(), 1);
   }
 
   void compare_two_traces() {
@@ -203,17 +334,46 @@ class SessionTest : public QObject {
     QSignalSpy compared(compare, &CompareTab::compared);
     compare->open_files(p, m);
     QVERIFY(compared.wait(20000));
-    const auto& kinds = compare->errors_model()->rows();
+    const auto& kinds = compare->kinds_model()->rows();
     QVERIFY(kinds.size() >= 4);
     QVERIFY(kinds[0].kind == traces::ALL_GATHER || kinds[0].kind == traces::COMPUTE_FWD);  // the slowed kinds first
     for (const auto& k : kinds) {
       if (k.kind == traces::ALL_GATHER) QCOMPARE_LT(std::abs(k.relative_error() + 0.5), 0.01);
       if (k.kind == traces::COMPUTE_BWD) QCOMPARE_LT(std::abs(k.relative_error()), 1e-9);
     }
-    QVERIFY(compare->summary_text().contains(QStringLiteral("step time")));
+    // Op by op: every op of the step joined, the slowed ones first, the rest exact.
+    const auto& ops = compare->ops_model()->rows();
+    int64_t joined = 0;
+    for (const auto& k : kinds) joined += k.ops;
+    QCOMPARE(static_cast<int64_t>(ops.size()), joined);
+    QVERIFY(ops.front().kind == traces::ALL_GATHER || ops.front().kind == traces::COMPUTE_FWD);
+    QVERIFY(std::abs(ops.front().difference_s()) > 0);
+    QCOMPARE(ops.back().difference_s(), 0.0);
+    for (size_t i = 1; i < ops.size(); ++i) QVERIFY(std::abs(ops[i - 1].difference_s()) >= std::abs(ops[i].difference_s()));
+    for (const char* figure : {"step time", "peak memory", "exposed communication", "MFU"}) {
+      QVERIFY(compare->summary_text().contains(QString::fromLatin1(figure)));
+    }
+    // Timelines aligned: one time span from each trace's start.
+    QCOMPARE(compare->predicted_view()->to_ns() - compare->predicted_view()->from_ns(),
+             compare->measured_view()->to_ns() - compare->measured_view()->from_ns());
+    QCOMPARE(compare->predicted_view()->from_ns(), compare->predicted_view()->timeline().begin_ns);
+    // Both memory curves count the same thing: state and parameter/gradient buffers.
+    QCOMPARE(compare->predicted_view()->memory_quantity(), MemoryQuantity::kStateAndBuffers);
+    QCOMPARE(compare->measured_view()->memory_quantity(), MemoryQuantity::kStateAndBuffers);
+
+    // A trace from before that count: no overlay of unlike quantities, and the summary says why.
+    traces::Trace old = measured;
+    for (auto& sample : *old.mutable_memory()) sample.set_state_and_buffers_bytes(0);
+    const QString o = dir.filePath(QStringLiteral("old.pb"));
+    traces::write_trace(old, o.toStdString());
+    compare->open_files(p, o);
+    QVERIFY(compared.wait(20000));
+    QCOMPARE(compare->predicted_view()->memory_quantity(), MemoryQuantity::kAllocator);
+    QVERIFY(compare->summary_text().contains(QStringLiteral("not overlaid")));
 
     compare->open_files(m, p);  // swapped: compare_traces' InputError in the dialog
     QTRY_VERIFY_WITH_TIMEOUT(window.last_error().contains(QStringLiteral("not a predicted one")), 20000);
+    QCOMPARE(compare->ops_model()->rowCount(), 0);  // nothing of the earlier comparison stays
   }
 };
 

@@ -43,6 +43,24 @@ TEST(ScenarioDefaults, TrainingDefaults) {
   EXPECT_FALSE(t.allocator().expandable_segments());
 }
 
+// docs/SIMULATOR.md section 9: Llama 3's interruption rate and storage cap,
+// synchronous checkpoints, PyTorch's NCCL timeout as the relaunch.
+TEST(ScenarioDefaults, GoodputDefaults) {
+  const Goodput g = minimal().scenario.goodput();
+  EXPECT_NEAR(g.interruptions_per_gpu_hour(), 1.9733e-5, 1e-9);  // 419 / (54 x 24 x 16,384)
+  EXPECT_DOUBLE_EQ(g.storage_gbytes_per_s_per_node(), 40);
+  EXPECT_DOUBLE_EQ(g.storage_aggregate_tbytes_per_s(), 2);
+  EXPECT_FALSE(g.async_checkpoint());
+  EXPECT_DOUBLE_EQ(g.host_copy_gbytes_per_s(), 64);
+  EXPECT_DOUBLE_EQ(g.restart_minutes(), 10);
+  EXPECT_DOUBLE_EQ(g.checkpoint_interval_minutes(), 0);
+  EXPECT_DOUBLE_EQ(g.train_tokens(), 0);
+  const std::string text = testing::minimal_scenario() + "goodput { interruptions_per_gpu_hour: 0 restart_minutes: 3 }\n";
+  const Goodput written = parse_scenario(text, ScenarioFormat::kText, "t", ".").scenario.goodput();
+  EXPECT_DOUBLE_EQ(written.interruptions_per_gpu_hour(), 0) << "a written zero is kept";
+  EXPECT_DOUBLE_EQ(written.restart_minutes(), 3);
+}
+
 TEST(ScenarioDefaults, WrittenValuesOverridePreset) {
   std::string text = testing::minimal_scenario();
   text.replace(text.find("preset: \"h100\""), 14, "preset: \"h100\" hbm_capacity_gib: 64");

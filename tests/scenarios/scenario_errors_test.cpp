@@ -105,6 +105,18 @@ TEST(ScenarioErrors, FlashAttention3NeedsAHopperGpu) {
   EXPECT_EQ(parse_error(replace(minimal_scenario(), "strategy: FSDP2", "attention: MATH loss: CHUNKED")), "");
 }
 
+TEST(ScenarioErrors, CheckpointEveryNeedsFullCheckpointingAndAPositiveCount) {
+  const std::string selective = parse_error(
+      replace(minimal_scenario(), "strategy: FSDP2", "activation_checkpointing: SELECTIVE checkpoint_every: 2"));
+  EXPECT_CONTAINS(selective, "training.checkpoint_every: checkpoint_every 2 picks the blocks that full checkpointing "
+                             "recomputes, but activation_checkpointing is not FULL: set activation_checkpointing: FULL");
+  const std::string zero =
+      parse_error(replace(minimal_scenario(), "strategy: FSDP2", "activation_checkpointing: FULL checkpoint_every: 0"));
+  EXPECT_CONTAINS(zero, "training.checkpoint_every: checkpoint_every is 0");
+  EXPECT_EQ(parse_error(replace(minimal_scenario(), "strategy: FSDP2", "activation_checkpointing: FULL checkpoint_every: 2")),
+            "");
+}
+
 TEST(ScenarioErrors, KernelValuesOutOfRangeNameTheField) {
   const std::string attention = parse_error(replace(minimal_scenario(), "strategy: FSDP2", "attention: 7"));
   EXPECT_CONTAINS(attention, "training.attention: attention is 7; use MATH, FLASH_ATTENTION_2 or FLASH_ATTENTION_3");

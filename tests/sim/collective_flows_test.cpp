@@ -89,6 +89,39 @@ TEST(CollectiveFlows, SymmetricModeIsMuchSmaller) {
   EXPECT_EQ(sym.size(), 8u + 64u);
 }
 
+TEST(CollectiveFlows, FullModeRunsEveryNetworkFlowAndTheNvlinkOfTheNodesAsked) {
+  ClusterSpec c = cluster(1280, 32);
+  const std::vector<int64_t> nodes = {0, 700};
+  auto flows = ring_flows({10240, 1, 1}, 1.0, c, FlowMode::kFull, nodes);
+  EXPECT_EQ(flows.size(), 1280u + 2u * 8u);
+  Loads every = loads(ring_flows({10240, 1, 1}, 1.0, c, FlowMode::kFull));
+  Loads some = loads(flows);
+  for (int64_t node = 0; node < 1280; ++node) EXPECT_DOUBLE_EQ((some.out[{node, -1}]), (every.out[{node, -1}]));
+  for (int64_t node : nodes) {
+    for (int g = 0; g < 8; ++g) EXPECT_DOUBLE_EQ((some.out[{node, g}]), (every.out[{node, g}]));
+  }
+  EXPECT_EQ(some.out.count({1, 0}), 0u);
+}
+
+TEST(CollectiveFlows, NvlinkRepresentativesCoverEveryPattern) {
+  // Node-aligned groups: every node's NVLink flows are node 0's.
+  ClusterSpec big = cluster(1280, 32);
+  EXPECT_EQ(nvlink_representatives({{10240, 1, 1}, {1, 10240, 10240}}, big, {}), (std::vector<int64_t>{0}));
+  EXPECT_EQ(nvlink_representatives({{2048, 1, 5}, {5, 2048, 2048}}, big, {37}), (std::vector<int64_t>{0, 37}));
+  // Groups of 12 on nodes of 8 straddle nodes: nodes 0, 3, ... hold 8 members
+  // of one group, nodes 1, 4, ... 4 of two groups, nodes 2, 5, ... 8 of the
+  // second; a group's share of NVLink depends on its run, so two patterns.
+  ClusterSpec c = cluster(6, 6);
+  const std::vector<int64_t> reps = nvlink_representatives({{12, 1, 4}, {1, 12, 48}}, c, {});
+  EXPECT_EQ(reps, (std::vector<int64_t>{0, 1}));
+  // Every node's NVLink loads are those of a representative's.
+  Loads every = loads(ring_flows({12, 1, 4}, 1.0, c, FlowMode::kFull));
+  for (int64_t node = 0; node < 6; ++node) {
+    const int64_t rep = node % 3 == 1 ? 1 : 0;
+    for (int g = 0; g < 8; ++g) EXPECT_DOUBLE_EQ((every.out[{node, g}]), (every.out[{rep, g}])) << node << "/" << g;
+  }
+}
+
 TEST(CollectiveFlows, AllToAllLoadsFollowAnEvenSpread) {
   auto flows = all_to_all_flows({16, 1, 1}, 16.0, cluster(2), FlowMode::kFull);
   Loads l = loads(flows);

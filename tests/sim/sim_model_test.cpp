@@ -9,173 +9,12 @@
 // carries both values to ten significant digits and their relative difference
 // (`build/tests/sim/test_sim --gtest_filter='SimModel.*'`).
 
-#include <algorithm>
-#include <cmath>
-#include <cstdio>
-#include <string>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
-
-#include "planner/program_writer.hpp"
-#include "sim/child_process.hpp"
-#include "sim/host_model.hpp"
-#include "sim/program_run.hpp"
+#include "sim_model_harness.hpp"
 
 namespace ragged::sim {
 namespace {
 
-using planner::Group;
-using planner::OpKind;
-using planner::Stream;
-
-// Relative tolerance where the expectation is exact (floating-point rounding only).
-constexpr double kExact = 1e-9;
-
-// --- documented constants (docs/SIMULATOR.md) --------------------------------
-
-// Section 2: link rates are line rate times NCCL's achieved share for large
-// messages: 0.80 of H100 NVLink (450 GB/s per GPU per direction), 0.94 of a
-// 400 Gb/s NIC (50 GB/s); 8 NICs per node.
-constexpr double kNvlink = 450e9 * 0.80;
-constexpr double kNodeNetwork = 8 * 50e9 * 0.94;
-
-// Section 5: NCCL's tuner (src/graph/tuning.cc) for rings on Hopper: base
-// latency, per NVLink step, per network step (plus the 1 us network overhead,
-// x3 for Simple), and the share of Simple's bandwidth the protocol reaches.
-struct NcclProtocol {
-  const char* name;
-  double base_us, nvlink_step_us, network_step_us, bandwidth_share;
-};
-constexpr NcclProtocol kNcclProtocols[] = {
-    {"Simple", 8.4, 3.4, 14.0 + 3 * 1.0, 1.0},
-    {"LL128", 14.0, 1.9, 4.0 + 1.0, 0.92},
-    {"LL", 6.6, 0.6, 2.7 + 1.0, 0.5},
-};
-
-// Section 6, default tables, H100: GEMM rates measured at square shapes
-// (TFLOP/s of torch.mm bf16, source [1]), clamped beyond 10240^3; 4 us launch
-// per kernel (assumption [6]).
-constexpr double kH100Gemm1024 = 176.62e12;
-constexpr double kH100Gemm4096 = 788.72e12;
-constexpr double kH100Gemm8192 = 797.51e12;
-constexpr double kH100Gemm10240 = 719.72e12;
-constexpr double kLaunch = 4e-6;
-// Streaming kernels reach 0.75 of the H100's 3.35 TB/s (source [5]).
-constexpr double kHbm = 3.35e12 * 0.75;
-
-// Section 6b: the H100 has 132 SMs; NCCL runs a ring with 24 CTAs inside a
-// node and 16 across nodes, one SM each. A ring moves HBM traffic of 2x
-// (all-gather) or 3x (reduce-scatter) the bytes a GPU sends.
-constexpr double kH100Sms = 132;
-constexpr double kCtasIntraNode = 24;
-constexpr double kCtasInterNode = 16;
-constexpr double kAllGatherHbmPerByte = 2;
-constexpr double kReduceScatterHbmPerByte = 3;
-
-// "The CPU issue path": one eager torch op costs the host 2 x 1024^3 FLOPs
-// at the 1024^3 GEMM rate (12.16 us).
-constexpr double kFrameworkOp = 2.0 * 1024 * 1024 * 1024 / kH100Gemm1024;
-
-// Section 8, allocator pressure: each driver call of a release of the cache
-// (cudaFree of a cached segment, cudaMalloc of the new one), an assumption.
-constexpr double kDriverCall = 50e-6;
-
-struct Expected {
-  double seconds;
-  const char* protocol;
-};
-
-// A ring collective whose flows take `bandwidth_s` at Simple's rates, over
-// `steps` ring steps of which `network_steps` cross nodes, under the protocol
-// NCCL picks: the one with the smallest latency + bandwidth time.
-Expected nccl_ring(double bandwidth_s, int64_t steps, int64_t network_steps) {
-  Expected best{INFINITY, ""};
-  for (const NcclProtocol& p : kNcclProtocols) {
-    const double latency =
-        (p.base_us + static_cast<double>(steps - network_steps) * p.nvlink_step_us +
-         static_cast<double>(network_steps) * p.network_step_us) * 1e-6;
-    const double t = latency + bandwidth_s / p.bandwidth_share;
-    if (t < best.seconds) best = {t, p.name};
-  }
-  return best;
-}
-
-// A compute-bound GEMM at a table point (or beyond the table's last point).
-double gemm_seconds(double m, double n, double k, double rate) { return 2 * m * n * k / rate + kLaunch; }
-// The share of a K loop past its pipeline fill (256 elements of k, docs/SIMULATOR.md section 6).
-double k_loop(double k) { return k / (k + 256.0); }
-
-// --- harness -----------------------------------------------------------------
-
-ClusterSpec h100_cluster(int64_t nodes, int64_t per_leaf = 4, double oversubscription = 1) {
-  ClusterSpec c;
-  c.nodes = nodes;
-  c.gpus_per_node = 8;
-  c.nvlink_bytes_per_s = 450e9;
-  c.nvlink_latency_s = 0;
-  c.nics_per_node = 8;
-  c.nic_bytes_per_s = 50e9;
-  c.nic_latency_s = 0;
-  c.nodes_per_leaf = std::min(per_leaf, nodes);
-  c.oversubscription = oversubscription;
-  c.hop_latency_s = 0;
-  return c;
-}
-
-ComputeModel h100() { return ComputeModel::defaults("h100", 989.4e12, 3.35e12); }
-
-// Runs `program` in a child and returns each op's duration, start and end,
-// and the step time. `host`: the CPU issue path's costs (none by default).
-nlohmann::json run(const planner::Program& program, const ClusterSpec& cluster, SimulationMode mode,
-                   HostCosts host = HostCosts::none()) {
-  std::string out = run_in_child([&] {
-    ProgramRunOptions options;
-    options.cluster = cluster;
-    options.mode = mode;
-    options.host = host;
-    ProgramRun r = run_program(program, h100(), options);
-    nlohmann::json j;
-    j["step"] = r.step_seconds;
-    j["exposed"] = r.exposed_seconds;
-    j["nodes"] = r.simulated_nodes;
-    for (const auto& t : r.timings) {
-      j["ops"].push_back(t.end - t.start);
-      j["starts"].push_back(t.start);
-      j["ends"].push_back(t.end);
-    }
-    return j.dump();
-  });
-  return nlohmann::json::parse(out);
-}
-
-planner::Program collective_program(OpKind kind, Group group, int64_t bytes, int64_t shard, int64_t replicas) {
-  planner::Program p;
-  p.shard_ranks = shard;
-  p.replicate_ranks = replicas;
-  planner::ProgramWriter w(&p);
-  Stream stream = kind == OpKind::kAllReduce ? Stream::kAllReduce : Stream::kAllGather;
-  w.collective(kind, stream, group, 0, 0, "collective", bytes, -1, {});
-  return p;
-}
-
-double relative(double value, double reference) { return (value - reference) / reference; }
-
-// One line per comparison: both values to ten significant digits and the
-// relative difference of `simulated` from `expected`.
-void report(const std::string& what, const char* expected_as, double expected, const char* simulated_as,
-            double simulated) {
-  std::printf("%-50s %-9s %12.9f ms  %-9s %12.9f ms  (%+.1e)\n", what.c_str(), expected_as, expected * 1e3,
-              simulated_as, simulated * 1e3, relative(simulated, expected));
-  std::fflush(stdout);
-}
-void report(const std::string& what, double analytic, double simulated) {
-  report(what, "analytic", analytic, "simulated", simulated);
-}
-
-void expect_relative(double value, double reference, double tolerance) {
-  EXPECT_NEAR(value, reference, tolerance * std::abs(reference)) << "relative difference " << relative(value, reference);
-}
+using namespace model_test;
 
 // --- against the analytic expectation ---------------------------------------
 
@@ -532,14 +371,19 @@ TEST(SimModel, CollapsedRingAgreesWithStepLevelRing) {
     const char* what;
     OpKind kind;
     Group group;
-    int64_t nodes, shard, replicas;
+    int64_t nodes, shard, replicas, bytes;
   };
-  for (const Case& c : {Case{"all-gather over 8 GPUs", OpKind::kAllGather, Group::kShard, 1, 8, 1},
-                        Case{"all-gather over 16 GPUs", OpKind::kAllGather, Group::kShard, 2, 16, 1},
-                        Case{"reduce-scatter over 32 GPUs", OpKind::kReduceScatter, Group::kShard, 4, 32, 1},
-                        Case{"all-gather, 4 groups of 8", OpKind::kAllGather, Group::kShard, 4, 8, 4},
-                        Case{"HSDP all-reduce, 16 rings of 2", OpKind::kAllReduce, Group::kReplicate, 4, 16, 2}}) {
-    auto p = collective_program(c.kind, c.group, 1'000'000'000, c.shard, c.replicas);
+  for (const Case& c : {Case{"all-gather over 8 GPUs", OpKind::kAllGather, Group::kShard, 1, 8, 1, 1'000'000'000},
+                        Case{"all-gather over 16 GPUs", OpKind::kAllGather, Group::kShard, 2, 16, 1, 1'000'000'000},
+                        Case{"reduce-scatter over 32 GPUs", OpKind::kReduceScatter, Group::kShard, 4, 32, 1, 1'000'000'000},
+                        Case{"all-gather, 4 groups of 8", OpKind::kAllGather, Group::kShard, 4, 8, 4, 1'000'000'000},
+                        Case{"HSDP all-reduce, 16 rings of 2", OpKind::kAllReduce, Group::kReplicate, 4, 16, 2, 1'000'000'000},
+                        // Groups of 12 straddle nodes: the full mode runs the NVLink of
+                        // nodes 0 and 1 (two patterns), the step-level ring every node's.
+                        // 12 x 88 MB: every step's flows carry whole bytes.
+                        Case{"all-gather, 2 groups of 12 on 3 nodes", OpKind::kAllGather, Group::kShard, 3, 12, 2,
+                             1'056'000'000}}) {
+    auto p = collective_program(c.kind, c.group, c.bytes, c.shard, c.replicas);
     double collapsed = run(p, h100_cluster(c.nodes), SimulationMode::kFull)["step"];
     double steps = run(p, h100_cluster(c.nodes), SimulationMode::kSteps)["step"];
     report(std::string(c.what) + ", collapsed", "steps", steps, "collapsed", collapsed);

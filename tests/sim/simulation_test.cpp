@@ -53,6 +53,14 @@ TEST(Simulation, SymmetricStepAgreesWithFullStepAt1024Gpus) {
                      simulate_summary("llama3-70b-1024xh800", 0, ModeChoice::kSymmetric));
 }
 
+// The scale scenario (Llama-3-70B on H100, 3-level fat tree) cut to 1,024
+// GPUs: full mode runs every node's network and folds NVLink onto node 0;
+// the bar is 1%, the modes agree to rounding.
+TEST(Simulation, FullModeAgreesWithSymmetricOnTheScaleScenario) {
+  expect_modes_agree("llama3-70b on 1,024 H100", simulate_summary("llama3-70b-10240xh100", 1024, ModeChoice::kFull),
+                     simulate_summary("llama3-70b-10240xh100", 1024, ModeChoice::kSymmetric));
+}
+
 // HSDP (shard groups of 256, 4 replicas): the all-reduce rings across the
 // replicas cross leaves and are folded by the symmetric mode.
 TEST(Simulation, HsdpAgreesAcrossModes) {

@@ -79,6 +79,8 @@ const BreakCase kCases[] = {
      "events[5].unit (-2) is below -1 (the value for no unit)"},
     {"MemoryAllocatedOverReserved", [](Trace& t) { t.mutable_memory(2)->set_allocated_bytes(7 << 20); },
      "memory[2].allocated_bytes (7340032) exceeds reserved_bytes (6291456)"},
+    {"MemoryNegativeStateAndBuffers", [](Trace& t) { t.mutable_memory(3)->set_state_and_buffers_bytes(-4); },
+     "memory[3].state_and_buffers_bytes (-4) is negative"},
     {"MemoryNegativeTime", [](Trace& t) { t.mutable_memory(1)->set_time_ns(-1); },
      "memory[1].time_ns (-1) is negative"},
     {"MemoryRankNotTraced",

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "planner/resolved_scenario.hpp"
+#include "sim/straggler_report.hpp"
 #include "traces/trace.pb.h"
 
 namespace ragged::gui {
@@ -20,6 +21,8 @@ std::string run_state_name(RunState state);  // "queued", "running", "done", "fa
 struct SimulationOutcome {
   RunState state = RunState::kQueued;
   std::shared_ptr<const traces::Trace> trace;  // kDone only
+  // kDone with a what-if (sim::has_whatif): who set the pace, and the healthy step.
+  std::shared_ptr<const sim::StragglerReport> whatif;
   std::string error;                           // kFailed: the error's one line
   double wall_seconds = 0;
 };

@@ -21,10 +21,10 @@ std::string run_state_name(RunState state);  // "queued", "running", "done", "fa
 struct SimulationOutcome {
   RunState state = RunState::kQueued;
   std::shared_ptr<const traces::Trace> trace;  // kDone only
-  // kDone with a what-if (sim::has_whatif): who set the pace, and the healthy step.
-  std::shared_ptr<const sim::StragglerReport> whatif;
   std::string error;                           // kFailed: the error's one line
   double wall_seconds = 0;
+  // kDone with a what-if (sim::has_whatif): who set the pace, and the healthy step.
+  std::shared_ptr<const sim::StragglerReport> whatif;
 };
 
 // simulate_in_child with `cancelled` polled every 20 ms and `progress`

@@ -38,6 +38,15 @@ void type_count(WhatIfTab* tab, const char* name, int value) {
   QCOMPARE(box->value(), value);
 }
 
+// The window on llama3-8b-8xh100, the What-if tab looked at: simulated on a healthy cluster.
+void show_whatif(MainWindow& window) {
+  window.show();
+  QVERIFY(window.explore()->open_scenario(QStringLiteral("llama3-8b-8xh100")));
+  QTRY_VERIFY_WITH_TIMEOUT(window.explore()->resolved() != nullptr, 20000);
+  window.tabs()->setCurrentIndex(MainWindow::kWhatIf);
+  QTRY_VERIFY_WITH_TIMEOUT(window.whatif()->figures_model()->has_figures(), 60000);
+}
+
 // `ragged simulate PATH --goodput --json`'s "goodput" object.
 QJsonObject cli_goodput(const QString& path) {
   QProcess cli;
@@ -65,15 +74,11 @@ class WhatIfSessionTest : public QObject {
 
   void a_slow_gpu_slows_the_step_and_goodput_matches_the_cli() {
     MainWindow window;
-    window.show();
-    QVERIFY(window.explore()->open_scenario(QStringLiteral("llama3-8b-8xh100")));
-    QTRY_VERIFY_WITH_TIMEOUT(window.explore()->resolved() != nullptr, 20000);
-    window.tabs()->setCurrentIndex(MainWindow::kWhatIf);
+    show_whatif(window);
+    if (QTest::currentTestFailed()) return;
     WhatIfTab* tab = window.whatif();
     WhatIfFiguresModel* figures = tab->figures_model();
-
     // Looked at: the healthy cluster is simulated, with nothing to compare.
-    QTRY_VERIFY_WITH_TIMEOUT(figures->has_figures(), 60000);
     QCOMPARE(figures->value(WhatIfFigure::kHealthyStep), 0.0);
     QVERIFY(figures->value(WhatIfFigure::kStep) > 0);
 
@@ -112,13 +117,10 @@ class WhatIfSessionTest : public QObject {
 
   void goodput_knobs_days_to_train_counts_and_cancel() {
     MainWindow window;
-    window.show();
-    QVERIFY(window.explore()->open_scenario(QStringLiteral("llama3-8b-8xh100")));
-    QTRY_VERIFY_WITH_TIMEOUT(window.explore()->resolved() != nullptr, 20000);
-    window.tabs()->setCurrentIndex(MainWindow::kWhatIf);
+    show_whatif(window);
+    if (QTest::currentTestFailed()) return;
     WhatIfTab* tab = window.whatif();
     WhatIfFiguresModel* figures = tab->figures_model();
-    QTRY_VERIFY_WITH_TIMEOUT(figures->has_figures(), 60000);
     const double base_goodput = figures->value(WhatIfFigure::kGoodput);
 
     // A thousand times Llama 3's rate, and the tokens of a run: less goodput, and days to train.

@@ -233,6 +233,7 @@ void WhatIfTab::settings_edited() {
   jobs_.start({});
   preparing_.run([] { return std::function<void()>(); });  // a plan or figures on their way are stale too
   running_.reset();
+  requested_ = false;
   figures_.clear();
   progress_->setValue(0);
   cancel_button_->setEnabled(false);
@@ -255,6 +256,8 @@ void WhatIfTab::run() {
   debounce_->stop();
   if (!valid_) return;
   jobs_.start({});
+  running_.reset();
+  requested_ = true;
   figures_.clear();
   state_label_->setText(QStringLiteral("planning…"));
   cancel_button_->setEnabled(true);
@@ -276,6 +279,12 @@ void WhatIfTab::run() {
 void WhatIfTab::cancel() {
   debounce_->stop();
   jobs_.cancel();
+  // Still planning: the job it would start is cancelled too.
+  if (preparing_.busy() && !running_) {
+    preparing_.run([] { return std::function<void()>(); });
+    state_label_->setText(QStringLiteral("cancelled"));
+    cancel_button_->setEnabled(false);
+  }
 }
 
 void WhatIfTab::show_error(const QString& message) {
@@ -290,7 +299,7 @@ QList<QWidget*> WhatIfTab::exportable_views() const { return {figures_view_}; }
 void WhatIfTab::showEvent(QShowEvent* event) {
   QWidget::showEvent(event);
   // Simulated when first looked at, not on every edit made in Explore.
-  if (valid_ && !jobs_.busy() && !figures_.has_figures() && !preparing_.busy()) debounce_->start();
+  if (valid_ && !requested_) debounce_->start();
 }
 
 }  // namespace ragged::gui

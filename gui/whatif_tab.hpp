@@ -66,6 +66,7 @@ class WhatIfTab : public QWidget {
   std::shared_ptr<const planner::ResolvedScenario> running_;  // what the current job simulates
   scenarios::LoadedScenario current_;
   bool valid_ = false;
+  bool requested_ = false;  // run() was called for the current settings
 
   QSpinBox* slow_gpus_ = nullptr;
   QDoubleSpinBox* slow_gpu_fraction_ = nullptr;

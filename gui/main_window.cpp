@@ -17,6 +17,7 @@
 #include "gui/models/scenario_file.hpp"
 #include "gui/sweep_tab.hpp"
 #include "gui/timeline_tab.hpp"
+#include "gui/whatif_tab.hpp"
 #include "scenarios/scenario_loader.hpp"
 #include "scenarios/scenario_rules.hpp"
 
@@ -30,11 +31,13 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   timeline_ = new TimelineTab(tabs_);
   sweep_ = new SweepTab(tabs_);
   compare_ = new CompareTab(tabs_);
+  whatif_ = new WhatIfTab(tabs_);
   tabs_->addTab(explore_, QStringLiteral("Explore"));
   tabs_->addTab(layout_, QStringLiteral("Layout"));
   tabs_->addTab(timeline_, QStringLiteral("Timeline"));
   tabs_->addTab(sweep_, QStringLiteral("Sweep"));
   tabs_->addTab(compare_, QStringLiteral("Compare"));
+  tabs_->addTab(whatif_, QStringLiteral("What-if"));
   setCentralWidget(tabs_);
   resize(1500, 900);
 
@@ -45,6 +48,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(explore_, &ExploreTab::scenario_resolved, this, [this] {
     layout_->set_scenario(explore_->resolved());
     sweep_->set_scenario(explore_->resolved());
+    whatif_->set_scenario(explore_->resolved());
     statusBar()->showMessage(explore_->plan_text());
   });
   connect(explore_, &ExploreTab::trace_selected, timeline_, &TimelineTab::show_trace);
@@ -93,12 +97,14 @@ void MainWindow::build_menus() {
   QMenu* run = menuBar()->addMenu(QStringLiteral("&Run"));
   run->addAction(QStringLiteral("&Simulate every strategy"), QKeySequence(QStringLiteral("Ctrl+R")), this, [this] {
     if (tabs_->currentWidget() == sweep_) sweep_->run_default();
+    else if (tabs_->currentWidget() == whatif_) whatif_->run();
     else explore_->run_all();
   });
   run->addAction(QStringLiteral("&Cancel"), QKeySequence(Qt::Key_Escape), this, [this] {
     explore_->cancel();
     sweep_->cancel();
     compare_->cancel_run();
+    whatif_->cancel();
   });
   QMenu* view = menuBar()->addMenu(QStringLiteral("&View"));
   for (int i = 0; i < kTabs; ++i) {
@@ -123,6 +129,7 @@ QString MainWindow::export_current(const QString& path) {
   else if (tabs_->currentWidget() == sweep_) views = sweep_->exportable_views();
   else if (tabs_->currentWidget() == compare_) views = compare_->exportable_views();
   else if (tabs_->currentWidget() == layout_) views = {layout_->view()};
+  else if (tabs_->currentWidget() == whatif_) views = whatif_->exportable_views();
   else views = {timeline_->view()};
   // One file per view: name.png, name-2.png, ...
   const QFileInfo info(path);

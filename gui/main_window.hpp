@@ -1,6 +1,6 @@
 #pragma once
-// The dashboard's window: the Explore, Layout, Timeline, Sweep and Compare
-// tabs, menus with shortcuts (open, save, run, cancel, export), errors in a
+// The dashboard's window: the Explore, Layout, Timeline, Sweep, Compare and
+// What-if tabs, menus with shortcuts (open, save, run, cancel, export), errors in a
 // dialog (the CLI's one-line messages, never a crash), and the window's
 // state and scenario kept between sessions (QSettings).
 
@@ -16,12 +16,13 @@ class ExploreTab;
 class LayoutTab;
 class SweepTab;
 class TimelineTab;
+class WhatIfTab;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
 
  public:
-  enum Tab { kExplore, kLayout, kTimeline, kSweep, kCompare, kTabs };
+  enum Tab { kExplore, kLayout, kTimeline, kSweep, kCompare, kWhatIf, kTabs };
 
   explicit MainWindow(QWidget* parent = nullptr);
 
@@ -30,6 +31,7 @@ class MainWindow : public QMainWindow {
   TimelineTab* timeline() { return timeline_; }
   SweepTab* sweep() { return sweep_; }
   CompareTab* compare() { return compare_; }
+  WhatIfTab* whatif() { return whatif_; }
   QTabWidget* tabs() { return tabs_; }
 
   // Shows `message` in a (non-blocking) dialog; the last one is kept for tests.
@@ -55,6 +57,7 @@ class MainWindow : public QMainWindow {
   TimelineTab* timeline_ = nullptr;
   SweepTab* sweep_ = nullptr;
   CompareTab* compare_ = nullptr;
+  WhatIfTab* whatif_ = nullptr;
   QMessageBox* error_box_ = nullptr;
   QString last_error_;
 };

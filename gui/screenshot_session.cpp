@@ -15,6 +15,7 @@
 #include "gui/models/sweep_series.hpp"
 #include "gui/sweep_tab.hpp"
 #include "gui/timeline_tab.hpp"
+#include "gui/whatif_tab.hpp"
 
 namespace ragged::gui {
 namespace {
@@ -70,7 +71,18 @@ QStringList take_screenshots(MainWindow& window, const ScreenshotOptions& option
   }
   if (!compared) return fail(window.last_error());
   wait_until([&] { return !window.layout_tab()->task()->busy(); }, clock, options.timeout_ms);
-  static const char* names[MainWindow::kTabs] = {"explore", "layout", "timeline", "sweep", "compare"};
+  // What-if: one GPU of the scenario at half speed, beside the healthy cluster.
+  WhatIfTab* whatif = window.whatif();
+  WhatIfSettings slow = whatif->settings();
+  slow.slow_gpus = 1;
+  whatif->set_settings(slow);
+  whatif->run();
+  if (!wait_until([&] { return whatif->figures_model()->has_figures() || !whatif->error_text().isEmpty(); }, clock,
+                  options.timeout_ms)) {
+    return fail(QStringLiteral("the what-if timed out"));
+  }
+  if (!whatif->error_text().isEmpty()) return fail(whatif->error_text());
+  static const char* names[MainWindow::kTabs] = {"explore", "layout", "timeline", "sweep", "compare", "whatif"};
   for (int i = 0; i < MainWindow::kTabs; ++i) {
     window.tabs()->setCurrentIndex(i);
     QEventLoop loop;

@@ -29,6 +29,9 @@ SimulationOutcome run_simulation(const planner::ResolvedScenario& resolved, cons
   try {
     sim::SimulationResult result = sim::simulate_in_child(resolved, {}, control);
     outcome.trace = std::make_shared<const traces::Trace>(std::move(result.trace));
+    if (sim::has_whatif(resolved.scenario())) {
+      outcome.whatif = std::make_shared<const sim::StragglerReport>(std::move(result.stats.whatif));
+    }
     outcome.state = RunState::kDone;
   } catch (const sim::Cancelled&) {
     outcome.state = RunState::kCancelled;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "planner/resolved_scenario.hpp"
+#include "sim/straggler_report.hpp"
 #include "traces/trace.pb.h"
 
 namespace ragged::gui {
@@ -22,6 +23,8 @@ struct SimulationOutcome {
   std::shared_ptr<const traces::Trace> trace;  // kDone only
   std::string error;                           // kFailed: the error's one line
   double wall_seconds = 0;
+  // kDone with a what-if (sim::has_whatif): who set the pace, and the healthy step.
+  std::shared_ptr<const sim::StragglerReport> whatif;
 };
 
 // simulate_in_child with `cancelled` polled every 20 ms and `progress`

@@ -56,7 +56,7 @@ traces::Summary summary(double tokens, int64_t peak, bool oom) {
 SimulationRow row(int64_t gpus, const char* strategy, bool oom) {
   auto trace = std::make_shared<traces::Trace>();
   *trace->mutable_summary() = summary(1000.0 / static_cast<double>(gpus), oom ? 100 : 50, oom);
-  return {gpus, strategy, 1, {RunState::kDone, trace, "", 0}};
+  return {gpus, strategy, 1, {RunState::kDone, trace, "", 0, {}}};
 }
 
 }  // namespace

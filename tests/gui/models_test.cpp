@@ -165,8 +165,8 @@ class ModelsTest : public QObject {
     results.reset_rows({{8, "ragged", 0, {}}, {8, "fsdp2", 0, {}}});
     results.set_progress(0, 0.5);
     QCOMPARE(results.data(results.index(0, SimulationResultsModel::kState)).toString(), QString("running 50%"));
-    results.set_outcome(0, {RunState::kDone, trace, "", 0.1});
-    results.set_outcome(1, {RunState::kFailed, nullptr, "boom", 0});
+    results.set_outcome(0, {RunState::kDone, trace, "", 0.1, {}});
+    results.set_outcome(1, {RunState::kFailed, nullptr, "boom", 0, {}});
     QCOMPARE(results.finished_rows(), 2);
     QCOMPARE(results.data(results.index(0, SimulationResultsModel::kTokensPerGpu), SimulationResultsModel::kValueRole)
                  .toDouble(),

@@ -1,5 +1,7 @@
 #include "planner/program_builder.hpp"
 
+#include "planner/checkpointing_plan.hpp"
+
 #include <algorithm>
 #include <deque>
 
@@ -37,15 +39,12 @@ class Builder {
     p_ = dtype_bytes(t.precision().param());
     r_ = dtype_bytes(t.precision().reduce());
     o_ = dtype_bytes(t.precision().master());
-    mode_ = checkpointing_mode(t.activation_checkpointing());
-    checkpoint_every_ = std::max(1, t.checkpoint_every());
+    unit_mode_ = unit_checkpointing(*in.model, *in.plan, t);
     batch_ = MicroBatch{t.micro_batch_size(), t.sequence_length(), t.compiled(), in.model->kernels};
     reshard_ = t.reshard_after_forward();
     window_ = std::max(1, t.prefetch_depth() + 1);
     if (traits_.max_unsharded_units > 0) window_ = std::min(window_, traits_.max_unsharded_units);
     units_ = static_cast<int>(in.plan->units.size());
-    int blocks = 0;
-    for (int u = 0; u < units_; ++u) block_ordinal_.push_back(spec(u).kind == models::UnitKind::kBlock ? blocks++ : -1);
     queue_elements_ = traits_.reduce_queue_elements(mean_block_params());
   }
 
@@ -307,15 +306,8 @@ class Builder {
     return buffer;
   }
 
-  // Unit u's checkpointing: with checkpoint_every n > 1, TorchTitan's
-  // "selective layer" AC checkpoints the n-th, 2n-th, ... block (its wrapper
-  // counts blocks from 1) and keeps every activation of the others.
-  models::Checkpointing mode_of(int u) const {
-    if (mode_ != models::Checkpointing::kFull || checkpoint_every_ <= 1) return mode_;
-    const int ordinal = block_ordinal_[static_cast<size_t>(u)];
-    if (ordinal < 0) return mode_;
-    return (ordinal + 1) % checkpoint_every_ == 0 ? models::Checkpointing::kFull : models::Checkpointing::kNone;
-  }
+  models::Checkpointing mode_of(int u) const { return unit_mode_[static_cast<size_t>(u)]; }
+
 
   // What unit u keeps from its forward to its backward: its saved tensors
   // and, without checkpointing, the math backend's probabilities.
@@ -551,9 +543,7 @@ class Builder {
   int rank_;
   StrategyTraits traits_;
   int64_t p_ = 2, r_ = 4, o_ = 4;
-  models::Checkpointing mode_ = models::Checkpointing::kNone;
-  int checkpoint_every_ = 1;  // with kFull: only every n-th block is checkpointed
-  std::vector<int> block_ordinal_;  // per unit: its place among the blocks, -1 for other units
+  std::vector<models::Checkpointing> unit_mode_;  // per unit (planner/checkpointing_plan.hpp)
   int tied_grads_ = -1;  // the embedding's gradient buffer, allocated at a tied head's backward
   int head_grads_ = -1;  // the head's gradients, allocated in its forward by a chunked loss
   MicroBatch batch_;
@@ -597,14 +587,6 @@ int representative_rank(const ProgramInputs& inputs) {
   std::vector<double> load(static_cast<size_t>(inputs.plan->ranks), 0.0);
   for (const auto& m : owned_matrices(context)) load[static_cast<size_t>(m.owner)] += m.flops;
   return static_cast<int>(std::max_element(load.begin(), load.end()) - load.begin());
-}
-
-models::Checkpointing checkpointing_mode(scenarios::Checkpointing mode) {
-  switch (mode) {
-    case scenarios::FULL: return models::Checkpointing::kFull;
-    case scenarios::SELECTIVE: return models::Checkpointing::kSelective;
-    default: return models::Checkpointing::kNone;
-  }
 }
 
 }  // namespace ragged::planner

@@ -9,6 +9,7 @@
 // how far the backward runs ahead of the reduce-scatters.
 
 #include "models/model_spec.hpp"
+#include "planner/checkpointing_plan.hpp"
 #include "planner/plan.hpp"
 #include "planner/program.hpp"
 #include "planner/resolved_scenario.hpp"
@@ -24,9 +25,6 @@ struct ProgramInputs {
 };
 
 ProgramInputs program_inputs(const ResolvedScenario& resolved, const Plan& plan);
-
-// The model's checkpointing mode for the scenario's training.activation_checkpointing.
-models::Checkpointing checkpointing_mode(scenarios::Checkpointing mode);
 
 Program build_program(const ProgramInputs& inputs, int rank = 0);
 

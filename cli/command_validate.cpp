@@ -16,16 +16,22 @@ void add_validate_command(CLI::App& app, Context& context) {
   auto directory = std::make_shared<std::string>();
   auto filter = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
+  auto sets = std::make_shared<std::vector<std::string>>();
   auto* cmd = app.add_subcommand("validate", "Predict every published run of a validation set and compare (error, OOM, memory)");
   cmd->add_option("dir", *directory,
                   "Validation folder holding runs.textproto (default: the repository's validation/ folder, " +
                       validation::default_validation_dir().string() + ")");
   cmd->add_option("--filter", *filter, "Only the runs whose id contains this text");
+  cmd->add_option("--set", *sets,
+                  "FIELD=VALUE set on every row's scenario (repeatable), to try a hypothesis on the whole set, "
+                  "e.g. --set training.prefetch_depth=0");
   cmd->add_flag("--json", *json, "Print JSON: every row (source, published, predicted, errors) and the summaries");
-  cmd->callback([&context, directory, filter, json] {
+  cmd->callback([&context, directory, filter, json, sets] {
     const auto set = validation::load_validation_set(directory->empty() ? validation::default_validation_dir() : std::filesystem::path(*directory));
     validation::RunOptions options;
     options.filter = *filter;
+    for (const std::string& spec : *sets) options.overrides.push_back(scenarios::parse_override(spec));
+    scenarios::check_overrides(options.overrides);
     if (::isatty(STDERR_FILENO)) {
       options.progress = [](size_t done, size_t total, const validation::RowResult& row) {
         std::fprintf(stderr, "\r\033[K[%zu/%zu] %s", done, total, row.run.id().c_str());
@@ -35,9 +41,9 @@ void add_validate_command(CLI::App& app, Context& context) {
     }
     const auto rows = validation::run_validation(set, options);
     if (*json) {
-      context.out << validation_to_json(set, rows).dump(2) << '\n';
+      context.out << validation_to_json(set, rows, options.overrides).dump(2) << '\n';
     } else {
-      print_validation(set, rows, context.out);
+      print_validation(set, rows, context.out, options.overrides);
     }
   });
 }

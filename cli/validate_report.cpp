@@ -133,8 +133,11 @@ nlohmann::json summary_json(const validation::SetSummary& s) {
 
 }  // namespace
 
-void print_validation(const validation::ValidationSet& set, const std::vector<RowResult>& rows, std::ostream& out) {
-  out << fmt::format("{}: {} runs\n\n", set.origin, rows.size());
+void print_validation(const validation::ValidationSet& set, const std::vector<RowResult>& rows, std::ostream& out,
+                      const std::vector<scenarios::FieldOverride>& overrides) {
+  out << fmt::format("{}: {} runs", set.origin, rows.size());
+  for (const scenarios::FieldOverride& o : overrides) out << fmt::format(" --set {}={}", o.path, o.value);
+  out << "\n\n";
   for (validation::Set s : kSets) print_rows(rows, s, out);
   bool any_failed = false;
   for (const RowResult& row : rows) {
@@ -156,8 +159,13 @@ void print_validation(const validation::ValidationSet& set, const std::vector<Ro
   print_summary(rows, out);
 }
 
-nlohmann::json validation_to_json(const validation::ValidationSet& set, const std::vector<RowResult>& rows) {
+nlohmann::json validation_to_json(const validation::ValidationSet& set, const std::vector<RowResult>& rows,
+                                  const std::vector<scenarios::FieldOverride>& overrides) {
   nlohmann::json out = {{"manifest", set.origin}, {"rows", nlohmann::json::array()}, {"summary", nlohmann::json::object()}};
+  if (!overrides.empty()) {
+    out["overrides"] = nlohmann::json::array();
+    for (const scenarios::FieldOverride& o : overrides) out["overrides"].push_back(o.path + "=" + o.value);
+  }
   for (const RowResult& row : rows) out["rows"].push_back(row_json(row));
   for (validation::Set s : kSets) out["summary"][validation::set_name(s)] = summary_json(validation::summarize(rows, s));
   return out;

@@ -22,13 +22,14 @@ std::string lower(std::string text) {
 
 // Reads and resolves a row's scenario; a problem names the row, then the
 // scenario file's own location and field.
-planner::ResolvedScenario resolve_row(const ValidationSet& set, size_t index) {
+planner::ResolvedScenario resolve_row(const ValidationSet& set, size_t index,
+                                      const std::vector<scenarios::FieldOverride>& overrides) {
   const Run& run = set.runs[index];
   const bool shipped = run.scenario_source_case() == Run::kShippedScenario;
   try {
     scenarios::LoadedScenario loaded = shipped ? scenarios::load_scenario(run.shipped_scenario())
                                                : scenarios::load_scenario_file(set.scenario_path(run));
-    return planner::resolve_scenario(std::move(loaded));
+    return planner::resolve_scenario(scenarios::with_overrides(loaded, overrides));
   } catch (const InputError& e) {
     throw InputError(fmt::format("{} (run '{}'): {}", set.where(index, shipped ? "shipped_scenario" : "scenario"),
                                  run.id(), e.what()));
@@ -69,7 +70,7 @@ std::vector<RowResult> run_validation(const ValidationSet& set, const RunOptions
   // Every scenario first: bad input ends the run before any simulation.
   std::vector<std::optional<planner::ResolvedScenario>> resolved(chosen.size());
   for (size_t k = 0; k < chosen.size(); ++k) {
-    if (set.runs[chosen[k]].excluded().empty()) resolved[k] = resolve_row(set, chosen[k]);
+    if (set.runs[chosen[k]].excluded().empty()) resolved[k] = resolve_row(set, chosen[k], options.overrides);
   }
 
   std::vector<RowResult> rows;

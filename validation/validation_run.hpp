@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "planner/resolved_scenario.hpp"
+#include "scenarios/scenario_override.hpp"
 #include "validation/validation_set.hpp"
 #include "validation/validation_summary.hpp"
 
@@ -19,6 +20,9 @@ namespace ragged::validation {
 
 struct RunOptions {
   std::string filter;  // only the runs whose id contains this text; "" = all
+  // Set on every row's scenario before it is resolved (`--set`): a hypothesis
+  // tried on the whole set, e.g. training.prefetch_depth=0.
+  std::vector<scenarios::FieldOverride> overrides;
   // Called after each row (simulated, failed or excluded): rows done, rows in all.
   std::function<void(size_t done, size_t total, const RowResult& row)> progress;
   // How a row is predicted; empty: sim::simulate in a child process. Any

@@ -106,5 +106,24 @@ TEST(ValidationRun, FilterKeepsMatchingIdsAndRejectsNone) {
   EXPECT_THROW(run_validation(set, options), InputError);
 }
 
+TEST(ValidationRun, OverridesReachEveryRowsScenario) {
+  ScratchFolder folder("overrides");
+  folder.write("scenarios/s.textproto", testing::small_scenario());
+  folder.write(kManifestName, run_entry("alpha") + run_entry("beta"));
+  const ValidationSet set = load_validation_set(folder.path());
+  RunOptions options;
+  std::vector<int> prefetch;
+  options.simulate = [&](const planner::ResolvedScenario& resolved) {
+    prefetch.push_back(resolved.scenario().training().prefetch_depth());
+    return Prediction{};
+  };
+  options.overrides = {scenarios::parse_override("training.prefetch_depth=3")};
+  const auto rows = run_validation(set, options);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(prefetch, (std::vector<int>{3, 3}));
+  options.overrides = {scenarios::parse_override("training.prefetch_depth=99")};
+  EXPECT_THROW(run_validation(set, options), InputError);
+}
+
 }  // namespace
 }  // namespace ragged::validation

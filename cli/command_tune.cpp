@@ -106,19 +106,18 @@ tune::RankBy rank_by_of(const TuneCommandOptions& o) {
   return o.rank_by == "goodput" || o.goodput.settings_given() ? tune::RankBy::kGoodput : tune::RankBy::kThroughput;
 }
 
-// The base scenario: on the one --gpus count; else on one node for --model
-// (whose nodes every count then steps on), or the scenario's own count.
+// The base scenario on the first --gpus count; without one, on one node for
+// --model, or on the scenario's own count. Every count of a list must be
+// whole nodes of the base's (--gpus-per-node, else the scenario's, else 8).
 scenarios::LoadedScenario base_of(const TuneCommandOptions& o, const std::vector<int64_t>& counts) {
   ScenarioOptions source = o.scenario;
-  if (counts.size() == 1) {
-    source.gpus = counts.front();
-  } else if (!o.scenario.model.empty()) {
-    source.gpus = o.scenario.cluster.model_node_size();
-  }
-  scenarios::LoadedScenario base = source.load();
+  if (!o.scenario.model.empty()) source.gpus = o.scenario.cluster.model_node_size();
   if (counts.size() > 1) {
-    for (int64_t gpus : counts) check_whole_nodes(gpus, base.scenario.cluster().gpus_per_node());
+    const int64_t per_node = source.load().scenario.cluster().gpus_per_node();
+    for (int64_t gpus : counts) check_whole_nodes(gpus, per_node);
   }
+  if (!counts.empty()) source.gpus = counts.front();
+  scenarios::LoadedScenario base = source.load();
   o.goodput.apply(base);
   return base;
 }

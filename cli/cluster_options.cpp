@@ -53,20 +53,23 @@ void check_whole_nodes(int64_t gpus, int64_t per_node, bool gpus_given) {
 }
 
 void ClusterOptions::add_to(CLI::App* command) {
-  command->add_option("--gpu", gpu,
-                      "GPU preset (cluster.gpu.preset): h100, h100-sxm-95g, h200, h800, a100-80g, ...; replaces a "
-                      "scenario's GPU (default with --model: h100)")
+  command
+      ->add_option("--gpu", gpu,
+                   "GPU preset (cluster.gpu.preset): h100, h100-sxm-95g, h200, h800, a100-80g, ...; replaces a "
+                   "scenario's GPU (default with --model: h100)")
       ->check(gpu_preset_check());
   command
       ->add_option("--gpus-per-node", gpus_per_node,
                    "GPUs in one node (cluster.gpus_per_node; default with --model: 8); on a scenario the GPU count "
                    "stays and the nodes follow")
       ->check(field_check("Cluster", "gpus_per_node", true));
-  command->add_option("--nics-per-node", nics_per_node, "NICs in one node (cluster.nics.per_node; default: one per GPU)")
+  command
+      ->add_option("--nics-per-node", nics_per_node, "NICs in one node (cluster.nics.per_node; default: one per GPU)")
       ->check(field_check("Nics", "per_node", true));
   command
-      ->add_option("--nic-gbps", nic_gbps, "Bandwidth of one NIC, Gbit/s per direction "
-                                           "(cluster.nics.bandwidth_gbits_per_s; default 400)")
+      ->add_option("--nic-gbps", nic_gbps,
+                   "Bandwidth of one NIC, Gbit/s per direction "
+                   "(cluster.nics.bandwidth_gbits_per_s; default 400)")
       ->check(field_check("Nics", "bandwidth_gbits_per_s", false));
 }
 

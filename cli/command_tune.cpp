@@ -99,9 +99,10 @@ tune::Constraints constraints_of(const TuneCommandOptions& o) {
 // --rank-by, where a goodput setting implies goodput.
 tune::RankBy rank_by_of(const TuneCommandOptions& o) {
   if (o.goodput.settings_given() && o.rank_by == "throughput") {
-    throw InputError("--rank-by throughput: the goodput settings given (--interruptions-per-gpu-hour, --storage-*, "
-                     "--restart-minutes, --checkpoint-interval-minutes, --async-checkpoint) rank by goodput; drop them "
-                     "or --rank-by throughput");
+    throw InputError(
+        "--rank-by throughput: the goodput settings given (--interruptions-per-gpu-hour, --storage-*, "
+        "--restart-minutes, --checkpoint-interval-minutes, --async-checkpoint) rank by goodput; drop them "
+        "or --rank-by throughput");
   }
   return o.rank_by == "goodput" || o.goodput.settings_given() ? tune::RankBy::kGoodput : tune::RankBy::kThroughput;
 }
@@ -232,7 +233,8 @@ void add_tune_command(CLI::App& app, Context& context) {
   auto* cmd = app.add_subcommand("tune", "Find the fastest configuration that fits, and how many GPUs it needs");
   o->scenario.add_source_to(cmd);
   o->scenario.add_optimizer_to(cmd);
-  cmd->add_option("--gpus", o->gpus, "GPU count (default: the scenario's), or a list N1,N2,... for the best per count");
+  cmd->add_option("--gpus", o->gpus,
+                  "GPU count (default: the scenario's), or a list N1,N2,... of whole nodes for the best per count");
   cmd->add_flag("--min-gpus", o->min_gpus,
                 "The fewest GPUs (whole nodes; up to --gpus, else the scenario's GPUs, else 16,384 with --model) on "
                 "which the model trains, and its best configuration there");
@@ -270,8 +272,9 @@ void add_tune_command(CLI::App& app, Context& context) {
                   "options below; docs/SIMULATOR.md section 9)")
       ->check(CLI::IsMember({"throughput", "goodput"}));
   o->goodput.add_settings_to(cmd, "--rank-by goodput");
-  cmd->add_option("--train-tokens", o->train_tokens,
-                  "Tokens to train, e.g. 15T: time to train on the winner (at its effective rate with --rank-by goodput)");
+  cmd->add_option(
+      "--train-tokens", o->train_tokens,
+      "Tokens to train, e.g. 15T: time to train on the winner (at its effective rate with --rank-by goodput)");
   cmd->add_option("--gpu-hour-price", o->gpu_hour_price, "Price of one GPU-hour: the cost of --train-tokens")
       ->check(number_between(0, 1e9));
   cmd->add_option("--top", o->top, "Rows of the ranking to print")

@@ -23,25 +23,27 @@ void GoodputOptions::add_to(CLI::App* command) {
                     "Add the goodput under interruptions: the job's MTBF, checkpoint size and time, the Young/Daly "
                     "interval, the share of wall time that trains, effective tokens/s (docs/SIMULATOR.md section 9)");
   add_settings_to(command, "--goodput");
-  add_field_option(command, "--train-tokens", train_tokens, "train_tokens", "Tokens of the whole run: prints the days to train",
-                   "--goodput");
+  add_field_option(command, "--train-tokens", train_tokens, "train_tokens",
+                   "Tokens of the whole run: prints the days to train", "--goodput");
 }
 
 void GoodputOptions::add_settings_to(CLI::App* command, const std::string& implies) {
   add_field_option(command, "--interruptions-per-gpu-hour", interruptions_per_gpu_hour, "interruptions_per_gpu_hour",
                    "Interruptions per GPU-hour (the scenario's; default Llama 3's 1.97e-5)", implies);
   add_field_option(command, "--storage-gbytes-per-s-per-node", storage_gbytes_per_s_per_node,
-                   "storage_gbytes_per_s_per_node", "Checkpoint storage bandwidth of one node, GB/s (the scenario's; default 40)",
-                   implies);
+                   "storage_gbytes_per_s_per_node",
+                   "Checkpoint storage bandwidth of one node, GB/s (the scenario's; default 40)", implies);
   add_field_option(command, "--storage-aggregate-tbytes-per-s", storage_aggregate_tbytes_per_s,
-                   "storage_aggregate_tbytes_per_s", "Checkpoint storage bandwidth of the whole cluster, TB/s (the scenario's; default 2)",
-                   implies);
+                   "storage_aggregate_tbytes_per_s",
+                   "Checkpoint storage bandwidth of the whole cluster, TB/s (the scenario's; default 2)", implies);
   add_field_option(command, "--restart-minutes", restart_minutes, "restart_minutes",
-                   "Failure detection and job relaunch, before the checkpoint load (the scenario's; default 10)", implies);
+                   "Failure detection and job relaunch, before the checkpoint load (the scenario's; default 10)",
+                   implies);
   add_field_option(command, "--checkpoint-interval-minutes", checkpoint_interval_minutes, "checkpoint_interval_minutes",
                    "Training time between checkpoints (default: Daly's optimum)", implies);
-  command->add_flag("--async-checkpoint", async_checkpoint,
-                    "Snapshot to host memory and write in the background (goodput.async_checkpoint; implies " + implies + ")");
+  command->add_flag(
+      "--async-checkpoint", async_checkpoint,
+      "Snapshot to host memory and write in the background (goodput.async_checkpoint; implies " + implies + ")");
 }
 
 bool GoodputOptions::settings_given() const {

@@ -119,8 +119,9 @@ void set_kernels(scenarios::LoadedScenario& loaded, const std::string& attention
 
 scenarios::LoadedScenario ScenarioOptions::load() const {
   if (!model.empty() && !scenario.empty()) throw InputError("give either a scenario or --model, not both");
-  scenarios::LoadedScenario loaded = model.empty() ? scenarios::load_scenario(scenario.empty() ? scenarios::kDefaultScenario : scenario)
-                                                   : cluster.model_scenario(model, gpus);
+  scenarios::LoadedScenario loaded =
+      model.empty() ? scenarios::load_scenario(scenario.empty() ? scenarios::kDefaultScenario : scenario)
+                    : cluster.model_scenario(model, gpus);
   if (model.empty()) {
     cluster.apply(loaded, gpus > 0 ? gpus : scenarios::total_gpus(loaded.scenario), gpus > 0);
     // Below one node the node shrinks (with_total_gpus), unless its size was given.

@@ -119,11 +119,7 @@ void print_ranking(const tune::SearchResult& r, const ReportOptions& options, st
   if (granularity) table.column("granularity", Table::Align::kLeft);
   table.column("tokens/s/GPU");
   if (r.by_goodput()) table.column("goodput").column("effective");
-  table.column("step time")
-      .column("MFU")
-      .column("peak GiB")
-      .column("free GiB")
-      .column("exposed comm");
+  table.column("step time").column("MFU").column("peak GiB").column("free GiB").column("exposed comm");
   const size_t shown = std::min(options.top, r.ranking.ranked.size());
   for (size_t k = 0; k < shown; ++k) {
     const size_t i = r.ranking.ranked[k];
@@ -139,9 +135,9 @@ void print_ranking(const tune::SearchResult& r, const ReportOptions& options, st
     if (granularity) row.push_back(c.granularity.empty() ? "-" : c.granularity);
     row.push_back(rate(e.tokens_per_s_per_gpu));
     if (r.by_goodput()) row.insert(row.end(), {goodput_percent(r, i), rate(r.ranked_rate(i))});
-    for (std::string cell : {format_seconds(e.step_time_s),
-                             fmt::format("{:.1f}%", 100 * e.mfu), gib(e.peak_reserved_bytes),
-                             gib(e.capacity_bytes - e.peak_reserved_bytes), format_seconds(e.exposed_comm_s)}) {
+    for (std::string cell :
+         {format_seconds(e.step_time_s), fmt::format("{:.1f}%", 100 * e.mfu), gib(e.peak_reserved_bytes),
+          gib(e.capacity_bytes - e.peak_reserved_bytes), format_seconds(e.exposed_comm_s)}) {
       row.push_back(std::move(cell));
     }
     table.row(std::move(row));
@@ -214,13 +210,13 @@ void print_search(const tune::Tuner& tuner, const tune::SearchResult& r, const R
   print_ranking(r, options, out);
   print_pareto(r, out);
   const tune::Evaluation& best = r.evaluations[r.best()];
-  out << fmt::format("\nbest: {}\n  {} tokens/s per GPU{}, step {}, MFU {:.1f}%, peak {} of {} GiB\n",
-                     tune::describe(r.candidates[r.best()], r.gpus), rate(best.tokens_per_s_per_gpu),
-                     r.by_goodput() ? fmt::format(" ({} effective at {} goodput)", rate(r.ranked_rate(r.best())),
-                                                  goodput_percent(r, r.best()))
-                                    : "",
-                     format_seconds(best.step_time_s), 100 * best.mfu, gib(best.peak_reserved_bytes),
-                     gib(best.capacity_bytes));
+  out << fmt::format(
+      "\nbest: {}\n  {} tokens/s per GPU{}, step {}, MFU {:.1f}%, peak {} of {} GiB\n",
+      tune::describe(r.candidates[r.best()], r.gpus), rate(best.tokens_per_s_per_gpu),
+      r.by_goodput()
+          ? fmt::format(" ({} effective at {} goodput)", rate(r.ranked_rate(r.best())), goodput_percent(r, r.best()))
+          : "",
+      format_seconds(best.step_time_s), 100 * best.mfu, gib(best.peak_reserved_bytes), gib(best.capacity_bytes));
   if (options.train_tokens) out << "  time to train: " << training_text(r, options) << '\n';
   if (r.by_goodput()) {
     print_goodput(goodput_report_of(tuner, r, r.best(), fmt::format("best on {} GPUs", format_integer(r.gpus))),
@@ -264,10 +260,11 @@ void print_gpu_counts(const tune::Tuner& tuner, const std::vector<tune::GpuCount
     const tune::Evaluation& e = r.evaluations[r.best()];
     cells.push_back(rate(e.tokens_per_s_per_gpu));
     if (by_goodput) cells.insert(cells.end(), {goodput_percent(r, r.best()), rate(r.ranked_rate(r.best()))});
-    cells.insert(cells.end(), {format_seconds(e.step_time_s), fmt::format("{:.1f}%", 100 * e.mfu),
-                               gib(e.peak_reserved_bytes)});
+    cells.insert(cells.end(),
+                 {format_seconds(e.step_time_s), fmt::format("{:.1f}%", 100 * e.mfu), gib(e.peak_reserved_bytes)});
     if (options.train_tokens) {
-      const auto t = tune::training_time(*options.train_tokens, r.ranked_rate(r.best()), r.gpus, options.gpu_hour_price);
+      const auto t =
+          tune::training_time(*options.train_tokens, r.ranked_rate(r.best()), r.gpus, options.gpu_hour_price);
       cells.insert(cells.end(), {long_duration(t.seconds), format_integer(static_cast<int64_t>(t.gpu_hours + 0.5))});
       if (t.cost) cells.push_back(format_integer(static_cast<int64_t>(*t.cost + 0.5)));
     }

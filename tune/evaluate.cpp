@@ -44,8 +44,8 @@ Evaluation floors(const planner::ResolvedScenario& resolved) {
   e.static_peak_bytes = breakdown.peak_total();
   e.capacity_bytes = scenarios::hbm_capacity_bytes(resolved.scenario().cluster().gpu());
   // Rank 0's, as `ragged simulate --goodput` counts it.
-  e.checkpoint_bytes_per_gpu = rank == 0 ? planner::checkpoint_bytes_per_gpu(breakdown.persistent)
-                                         : planner::checkpoint_bytes_per_gpu(resolved);
+  e.checkpoint_bytes_per_gpu =
+      rank == 0 ? planner::checkpoint_bytes_per_gpu(breakdown.persistent) : planner::checkpoint_bytes_per_gpu(resolved);
   return e;
 }
 

@@ -116,9 +116,9 @@ TEST_F(CliTune, MinGpusNamesTheCountAndSearchesThere) {
 }
 
 // Interruptions often and storage slow enough that goodput is far from 100%.
-const std::vector<std::string> kHarshGoodput = {"--interruptions-per-gpu-hour", "0.2", "--restart-minutes", "1",
-                                                "--storage-gbytes-per-s-per-node", "0.01",
-                                                "--storage-aggregate-tbytes-per-s", "0.001"};
+const std::vector<std::string> kHarshGoodput = {
+    "--interruptions-per-gpu-hour",     "0.2",  "--restart-minutes", "1", "--storage-gbytes-per-s-per-node", "0.01",
+    "--storage-aggregate-tbytes-per-s", "0.001"};
 
 std::vector<std::string> with_harsh_goodput(std::vector<std::string> more) {
   more.insert(more.end(), kHarshGoodput.begin(), kHarshGoodput.end());
@@ -139,9 +139,9 @@ TEST_F(CliTune, RankByGoodputMatchesSimulateGoodput) {
   ASSERT_EQ(simulated.code, 0) << simulated.err;
   const nlohmann::json expected = nlohmann::json::parse(simulated.out)["goodput"];
   const nlohmann::json& got = winner["goodput"];
-  for (const char* key : {"goodput", "effective_tokens_per_s_per_gpu", "tokens_per_s_per_gpu", "job_mtbf_s",
-                          "checkpoint_bytes_per_gpu", "checkpoint_write_s", "checkpoint_load_s", "restart_s",
-                          "interval_s", "interval_steps", "daly_interval_s"}) {
+  for (const char* key :
+       {"goodput", "effective_tokens_per_s_per_gpu", "tokens_per_s_per_gpu", "job_mtbf_s", "checkpoint_bytes_per_gpu",
+        "checkpoint_write_s", "checkpoint_load_s", "restart_s", "interval_s", "interval_steps", "daly_interval_s"}) {
     const double a = got[key].get<double>(), b = expected[key].get<double>();
     std::printf("%s: tune %.12g, simulate --goodput %.12g\n", key, a, b);
     EXPECT_NEAR(a, b, 1e-9 * std::max(1.0, std::abs(b))) << key;
@@ -161,8 +161,9 @@ TEST_F(CliTune, RankByGoodputReportAndTimeToTrain) {
   // A goodput setting alone ranks by goodput.
   const auto text = run_cli(with_harsh_goodput({"--top", "3", "--train-tokens", "1B"}));
   ASSERT_EQ(text.code, 0) << text.err;
-  for (const char* needle : {"by effective = tokens/s/GPU x goodput", "goodput  effective", "effective tokens/s/GPU",
-                             "effective at", "best on 8 GPUs: goodput under interruptions", "of the wall time trains"}) {
+  for (const char* needle :
+       {"by effective = tokens/s/GPU x goodput", "goodput  effective", "effective tokens/s/GPU", "effective at",
+        "best on 8 GPUs: goodput under interruptions", "of the wall time trains"}) {
     EXPECT_NE(text.out.find(needle), std::string::npos) << needle << "\n" << text.out;
   }
   const auto json = run_cli(with_harsh_goodput({"--json", "--train-tokens", "1B"}));
@@ -191,9 +192,10 @@ TEST_F(CliTune, ModelOnAnotherGpuAndNodeSize) {
   EXPECT_FALSE(search["best"].is_null());
 
   // Counts step on --gpus-per-node: 4,12 are whole nodes of 4, not of 8.
-  const auto listed = run_cli({"tune", "--model", "llama3-8b", "--gpu", "a100-80g", "--gpus-per-node", "4", "--gpus",
-                               "4,12", "--layers", "2", "--strategies", "fsdp2", "--checkpointing", "full", "--reshard",
-                               "true", "--prefetch", "1", "--no-cache", "--jobs", "2", "--json"});
+  const auto listed = run_cli({"tune",  "--model",         "llama3-8b", "--gpu",     "a100-80g", "--gpus-per-node",
+                               "4",     "--gpus",          "4,12",      "--layers",  "2",        "--strategies",
+                               "fsdp2", "--checkpointing", "full",      "--reshard", "true",     "--prefetch",
+                               "1",     "--no-cache",      "--jobs",    "2",         "--json"});
   ASSERT_EQ(listed.code, 0) << listed.err;
   const nlohmann::json rows = nlohmann::json::parse(listed.out)["gpu_counts"];
   ASSERT_EQ(rows.size(), 2u);
@@ -204,9 +206,9 @@ TEST_F(CliTune, ModelOnAnotherGpuAndNodeSize) {
                         "--gpus 12: not a whole number of nodes of --gpus-per-node 8");
 
   // --min-gpus tries whole nodes of 2.
-  const auto smallest = run_cli({"tune", "--model", "llama3-8b", "--gpus-per-node", "2", "--min-gpus", "--gpus", "8",
-                                 "--strategies", "fsdp2", "--checkpointing", "full", "--no-cache", "--jobs", "2",
-                                 "--json"});
+  const auto smallest =
+      run_cli({"tune", "--model", "llama3-8b", "--gpus-per-node", "2", "--min-gpus", "--gpus", "8", "--strategies",
+               "fsdp2", "--checkpointing", "full", "--no-cache", "--jobs", "2", "--json"});
   ASSERT_EQ(smallest.code, 0) << smallest.err;
   const nlohmann::json found = nlohmann::json::parse(smallest.out);
   ASSERT_FALSE(found["min_gpus"].is_null());

@@ -88,9 +88,11 @@ TEST(GoodputRanking, FiguresEqualWhatSimulateGoodputComputes) {
   const Tuner tuner(base, by_goodput());
   const SearchResult r = search(base, by_goodput());
   ASSERT_TRUE(r.any_fits());
-  const planner::ResolvedScenario resolved = planner::resolve_scenario(tuner.scenario_of(r.gpus, r.candidates[r.best()]));
+  const planner::ResolvedScenario resolved =
+      planner::resolve_scenario(tuner.scenario_of(r.gpus, r.candidates[r.best()]));
   const traces::Summary s = sim::simulate_summary_in_child(resolved).summary;
-  const planner::GoodputEstimate expected = planner::estimate_goodput(resolved, s.step_time_s(), s.tokens_per_s_per_gpu());
+  const planner::GoodputEstimate expected =
+      planner::estimate_goodput(resolved, s.step_time_s(), s.tokens_per_s_per_gpu());
   const planner::GoodputEstimate& got = *r.goodput[r.best()];
   std::printf("goodput: simulate %.12f, tune %.12f; effective %.6f and %.6f tokens/s/GPU\n", expected.goodput,
               got.goodput, expected.effective_tokens_per_s_per_gpu, got.effective_tokens_per_s_per_gpu);
@@ -134,11 +136,12 @@ TEST(GoodputRanking, HighInterruptionRateMovesTheWinnerToTheShorterCheckpointLoa
   const size_t hsdp = fast.best(), fsdp = good.best();
   for (size_t i : {hsdp, fsdp}) {
     const planner::GoodputEstimate& g = *good.goodput[i];
-    std::printf("%s: %.0f tokens/s/GPU, step %.4f s, checkpoint %lld bytes per GPU, restart %.1f s, goodput %.4f, "
-                "effective %.0f\n",
-                describe(good.candidates[i], good.gpus).c_str(), good.evaluations[i].tokens_per_s_per_gpu,
-                good.evaluations[i].step_time_s, static_cast<long long>(g.checkpoint.bytes_per_gpu), g.restart_s,
-                g.goodput, g.effective_tokens_per_s_per_gpu);
+    std::printf(
+        "%s: %.0f tokens/s/GPU, step %.4f s, checkpoint %lld bytes per GPU, restart %.1f s, goodput %.4f, "
+        "effective %.0f\n",
+        describe(good.candidates[i], good.gpus).c_str(), good.evaluations[i].tokens_per_s_per_gpu,
+        good.evaluations[i].step_time_s, static_cast<long long>(g.checkpoint.bytes_per_gpu), g.restart_s, g.goodput,
+        g.effective_tokens_per_s_per_gpu);
   }
   ASSERT_EQ(fast.candidates[hsdp].shard_group, 4) << "the case needs HSDP to win on throughput";
   EXPECT_EQ(good.candidates[fsdp].shard_group, 8);
@@ -149,7 +152,8 @@ TEST(GoodputRanking, HighInterruptionRateMovesTheWinnerToTheShorterCheckpointLoa
   // of the bytes per GPU, about 2 (half the shard group; padding aside).
   const planner::CheckpointCost &h = good.goodput[hsdp]->checkpoint, &f = good.goodput[fsdp]->checkpoint;
   const double bytes_ratio = static_cast<double>(h.bytes_per_gpu) / static_cast<double>(f.bytes_per_gpu);
-  std::printf("checkpoint load: analytic ratio %.6f (bytes per GPU), computed %.6f\n", bytes_ratio, h.load_s / f.load_s);
+  std::printf("checkpoint load: analytic ratio %.6f (bytes per GPU), computed %.6f\n", bytes_ratio,
+              h.load_s / f.load_s);
   EXPECT_NEAR(h.load_s / f.load_s, bytes_ratio, 1e-9);
   EXPECT_NEAR(bytes_ratio, 2.0, 0.05);
   EXPECT_GT(good.ranked_rate(fsdp), good.ranked_rate(hsdp));

@@ -1,7 +1,9 @@
 // ragged tune: the fastest configuration that fits (strategy, shard group,
 // micro-batch x accumulation, checkpointing, prefetch, resharding,
 // granularity) for a scenario's model and cluster; --gpus N1,N2,... the best
-// per GPU count; --min-gpus the fewest GPUs that train it at all. Candidates
+// per GPU count; --min-gpus the fewest GPUs that train it at all;
+// --rank-by goodput ranks by the throughput left under interruptions
+// (the goodput settings `simulate --goodput` takes). Candidates
 // run on --jobs threads, each simulation in its own child process; under
 // `mpirun -np N` rank 0 hands them out to every rank's threads and prints.
 
@@ -14,6 +16,7 @@
 #include "backend/communicator.hpp"
 #include "backend/task_farm_mpi.hpp"
 #include "cli/commands.hpp"
+#include "cli/goodput_options.hpp"
 #include "cli/scenario_options.hpp"
 #include "cli/tune_report.hpp"
 #include "cli/validators.hpp"
@@ -29,6 +32,8 @@ namespace {
 
 struct TuneCommandOptions {
   ScenarioOptions scenario;
+  GoodputOptions goodput;
+  std::string rank_by;
   std::string gpus;
   bool min_gpus = false;
   std::string global_batch_tokens;
@@ -91,6 +96,33 @@ tune::Constraints constraints_of(const TuneCommandOptions& o) {
   return c;
 }
 
+// --rank-by, where a goodput setting implies goodput.
+tune::RankBy rank_by_of(const TuneCommandOptions& o) {
+  if (o.goodput.settings_given() && o.rank_by == "throughput") {
+    throw InputError(
+        "--rank-by throughput: the goodput settings given (--interruptions-per-gpu-hour, --storage-*, "
+        "--restart-minutes, --checkpoint-interval-minutes, --async-checkpoint) rank by goodput; drop them "
+        "or --rank-by throughput");
+  }
+  return o.rank_by == "goodput" || o.goodput.settings_given() ? tune::RankBy::kGoodput : tune::RankBy::kThroughput;
+}
+
+// The base scenario on the first --gpus count; without one, on one node for
+// --model, or on the scenario's own count. Every count of a list must be
+// whole nodes of the base's (--gpus-per-node, else the scenario's, else 8).
+scenarios::LoadedScenario base_of(const TuneCommandOptions& o, const std::vector<int64_t>& counts) {
+  ScenarioOptions source = o.scenario;
+  if (!o.scenario.model.empty()) source.gpus = o.scenario.cluster.model_node_size();
+  if (counts.size() > 1) {
+    const int64_t per_node = source.load().scenario.cluster().gpus_per_node();
+    for (int64_t gpus : counts) check_whole_nodes(gpus, per_node);
+  }
+  if (!counts.empty()) source.gpus = counts.front();
+  scenarios::LoadedScenario base = source.load();
+  o.goodput.apply(base);
+  return base;
+}
+
 // Threads per rank: the hardware's, shared among the ranks of one host.
 int jobs_for(const TuneCommandOptions& o) {
   if (o.jobs > 0) return static_cast<int>(o.jobs);
@@ -124,14 +156,10 @@ void run(const TuneCommandOptions& o, Context& context) {
   if (!o.train_tokens.empty()) report.train_tokens = parse_token_count(o.train_tokens, "--train-tokens");
   if (o.gpu_hour_price > 0) report.gpu_hour_price = o.gpu_hour_price;
 
-  ScenarioOptions source = o.scenario;
-  if (!counts.empty())
-    source.gpus = counts.front();
-  else if (!o.scenario.model.empty())
-    source.gpus = 8;  // --model alone: one node to start from
-  const scenarios::LoadedScenario base = source.load();
+  const scenarios::LoadedScenario base = base_of(o, counts);
   tune::TuneOptions options;
   options.constraints = constraints_of(o);
+  options.rank_by = rank_by_of(o);
   if (!o.no_cache)
     options.cache_dir = o.cache_dir.empty() ? tune::ResultCache::default_dir() : std::filesystem::path(o.cache_dir);
   const tune::Tuner tuner(base, options);
@@ -205,7 +233,8 @@ void add_tune_command(CLI::App& app, Context& context) {
   auto* cmd = app.add_subcommand("tune", "Find the fastest configuration that fits, and how many GPUs it needs");
   o->scenario.add_source_to(cmd);
   o->scenario.add_optimizer_to(cmd);
-  cmd->add_option("--gpus", o->gpus, "GPU count (default: the scenario's), or a list N1,N2,... for the best per count");
+  cmd->add_option("--gpus", o->gpus,
+                  "GPU count (default: the scenario's), or a list N1,N2,... of whole nodes for the best per count");
   cmd->add_flag("--min-gpus", o->min_gpus,
                 "The fewest GPUs (whole nodes; up to --gpus, else the scenario's GPUs, else 16,384 with --model) on "
                 "which the model trains, and its best configuration there");
@@ -237,7 +266,15 @@ void add_tune_command(CLI::App& app, Context& context) {
   cmd->add_option("--granularities", o->granularities,
                   "Granularities for ragged and vescale-paper, e.g. element,rows:16 (default: the scenario's)")
       ->delimiter(',');
-  cmd->add_option("--train-tokens", o->train_tokens, "Tokens to train, e.g. 15T: time to train on the winner");
+  cmd->add_option("--rank-by", o->rank_by,
+                  "Rank by throughput (tokens/s per GPU, the default) or goodput (that times the share of wall time "
+                  "that trains under interruptions, checkpoints and restarts: the scenario's goodput block and the "
+                  "options below; docs/SIMULATOR.md section 9)")
+      ->check(CLI::IsMember({"throughput", "goodput"}));
+  o->goodput.add_settings_to(cmd, "--rank-by goodput");
+  cmd->add_option(
+      "--train-tokens", o->train_tokens,
+      "Tokens to train, e.g. 15T: time to train on the winner (at its effective rate with --rank-by goodput)");
   cmd->add_option("--gpu-hour-price", o->gpu_hour_price, "Price of one GPU-hour: the cost of --train-tokens")
       ->check(number_between(0, 1e9));
   cmd->add_option("--top", o->top, "Rows of the ranking to print")

@@ -2,9 +2,11 @@
 // `ragged simulate --goodput` and its overrides of the scenario's goodput
 // block (--interruptions-per-gpu-hour, --storage-*, --async-checkpoint,
 // --restart-minutes, --checkpoint-interval-minutes, --train-tokens). Any
-// override implies --goodput.
+// override implies --goodput. `ragged tune --rank-by goodput` takes the same
+// settings (add_settings_to; its --train-tokens is its own).
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -24,8 +26,14 @@ struct GoodputOptions {
   std::optional<double> train_tokens;
 
   void add_to(CLI::App* command);
+  // The settings alone (not --goodput, not --train-tokens); their help says
+  // each one implies `implies`.
+  void add_settings_to(CLI::App* command, const std::string& implies);
+  bool settings_given() const;  // any setting but --train-tokens
   bool requested() const;
-  // Writes the overrides into every scenario's goodput block.
+  // Writes the overrides into the scenario's goodput block (written and defaulted).
+  void apply(scenarios::LoadedScenario& loaded) const;
+  // ... into every scenario's.
   void apply(std::vector<planner::ResolvedScenario>& configs) const;
 };
 

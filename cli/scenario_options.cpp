@@ -9,23 +9,6 @@
 #include "scenarios/scenario_rules.hpp"
 
 namespace ragged::cli {
-namespace {
-
-// A scenario for --model M --gpus N: H100 nodes of 8, the defaults otherwise.
-scenarios::LoadedScenario model_only(const std::string& model, int64_t gpus) {
-  if (gpus < 1) throw InputError("--model needs --gpus N (the number of GPUs to shard over)");
-  const int64_t per_node = std::min<int64_t>(8, gpus);
-  if (gpus % per_node != 0) throw InputError(fmt::format("--gpus {}: use a multiple of 8 above 8 GPUs", gpus));
-  bool is_file = model.ends_with(".json") || model.find('/') != std::string::npos;
-  std::string text = fmt::format(
-      "name: \"{}-{}xh100\"\nmodel {{ {}: \"{}\" }}\n"
-      "cluster {{ gpu {{ preset: \"h100\" }} gpus_per_node: {} nodes: {} }}\n",
-      is_file ? "model" : model, gpus, is_file ? "hf_config" : "catalog", model, per_node, gpus / per_node);
-  return scenarios::parse_scenario(text, scenarios::ScenarioFormat::kText, "--model", ".");
-}
-
-}  // namespace
-
 void ScenarioOptions::add_to(CLI::App* command, bool allow_all_strategies) {
   add_source_to(command);
   command->add_option("--gpus", gpus, "Number of GPUs (overrides the scenario's cluster size)")->check(whole_number(1, kMaxCount));
@@ -43,6 +26,7 @@ void ScenarioOptions::add_source_to(CLI::App* command) {
   command->add_option("scenario", scenario, "Scenario file (.textproto/.json) or shipped name; default: " +
                                                 std::string(scenarios::kDefaultScenario));
   command->add_option("--model", model, "Plan a catalog model or config.json instead of a scenario (needs --gpus)");
+  cluster.add_to(command);
   command->add_option("--layers", layers,
                       "Keep the model's first N transformer blocks, same widths (model.layers): a scaled-down model "
                       "for runs on a few GPUs")
@@ -135,9 +119,16 @@ void set_kernels(scenarios::LoadedScenario& loaded, const std::string& attention
 
 scenarios::LoadedScenario ScenarioOptions::load() const {
   if (!model.empty() && !scenario.empty()) throw InputError("give either a scenario or --model, not both");
-  scenarios::LoadedScenario loaded = model.empty() ? scenarios::load_scenario(scenario.empty() ? scenarios::kDefaultScenario : scenario)
-                                                   : model_only(model, gpus);
-  if (gpus > 0 && model.empty()) loaded = scenarios::with_total_gpus(loaded, gpus);
+  scenarios::LoadedScenario loaded =
+      model.empty() ? scenarios::load_scenario(scenario.empty() ? scenarios::kDefaultScenario : scenario)
+                    : cluster.model_scenario(model, gpus);
+  if (model.empty()) {
+    cluster.apply(loaded, gpus > 0 ? gpus : scenarios::total_gpus(loaded.scenario), gpus > 0);
+    // Below one node the node shrinks (with_total_gpus), unless its size was given.
+    const int64_t per_node = cluster.node_size(loaded.scenario);
+    if (gpus > 0 && (gpus > per_node || cluster.gpus_per_node > 0)) check_whole_nodes(gpus, per_node);
+    if (gpus > 0) loaded = scenarios::with_total_gpus(loaded, gpus);
+  }
   if (!optimizer.empty()) set_optimizer(loaded, optimizer);
   if (!attention.empty() || !loss.empty() || expandable_segments) set_kernels(loaded, attention, loss, expandable_segments);
   if (layers > 0) {

@@ -1,7 +1,8 @@
 #pragma once
-// The scenario arguments shared by plan, simulate and run: a scenario file or
-// shipped name (default: the built-in default scenario), or --model with
-// --gpus for a quick look, plus overrides (--gpus, --shard-group, --strategy, --granularity).
+// The scenario arguments shared by plan, simulate, run and tune: a scenario
+// file or shipped name (default: the built-in default scenario), or --model
+// with --gpus for a quick look, the cluster options (cluster_options.hpp),
+// plus overrides (--gpus, --shard-group, --strategy, --granularity).
 
 #include <optional>
 #include <string>
@@ -9,6 +10,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/cluster_options.hpp"
 #include "planner/resolved_scenario.hpp"
 
 namespace ragged::cli {
@@ -27,12 +29,13 @@ struct ScenarioOptions {
   bool expandable_segments = false;  // --expandable-segments (training.allocator.expandable_segments)
   std::string slow_gpus;    // --slow-gpus N:F (whatif.slow_gpus: count, fraction)
   std::string slow_links;   // --slow-links N:F (whatif.slow_links: count, fraction)
+  ClusterOptions cluster;   // --gpu, --gpus-per-node, --nics-per-node, --nic-gbps
 
   void add_to(CLI::App* command, bool allow_all_strategies);
-  // Only where the scenario comes from and what changes its model and
-  // kernels (the scenario, --model, --layers, --attention, --loss,
-  // --expandable-segments): for commands that choose GPUs, groups and
-  // strategies themselves (tune).
+  // Only where the scenario comes from and what changes its model, cluster
+  // and kernels (the scenario, --model, the cluster options, --layers,
+  // --attention, --loss, --expandable-segments): for commands that choose
+  // GPU counts, groups and strategies themselves (tune).
   void add_source_to(CLI::App* command);
   // Also offer --optimizer.
   void add_optimizer_to(CLI::App* command);

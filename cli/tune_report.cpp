@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/goodput_report.hpp"
 #include "cli/table.hpp"
 #include "common/units.hpp"
 #include "scenarios/scenario_rules.hpp"
@@ -61,15 +62,31 @@ bool any_granularity(const tune::SearchResult& r) {
 }
 
 std::string training_text(const tune::SearchResult& r, const ReportOptions& options) {
-  const tune::Evaluation& best = r.evaluations[r.best()];
   const tune::TrainingTime t =
-      tune::training_time(*options.train_tokens, best.tokens_per_s_per_gpu, r.gpus, options.gpu_hour_price);
+      tune::training_time(*options.train_tokens, r.ranked_rate(r.best()), r.gpus, options.gpu_hour_price);
   return fmt::format("{} tokens in {} on {} GPUs, {} GPU-hours{}", format_count(*options.train_tokens),
                      long_duration(t.seconds), format_integer(r.gpus),
                      format_integer(static_cast<int64_t>(t.gpu_hours + 0.5)),
                      t.cost ? fmt::format(", {} at {:g} per GPU-hour",
                                           format_integer(static_cast<int64_t>(*t.cost + 0.5)), *options.gpu_hour_price)
                             : "");
+}
+
+// Candidate i's goodput as `ragged simulate --goodput` reports it.
+GoodputReport goodput_report_of(const tune::Tuner& tuner, const tune::SearchResult& r, size_t i,
+                                const std::string& label) {
+  GoodputReport g;
+  g.label = label;
+  g.gpus = r.gpus;
+  g.tokens_per_s_per_gpu = r.evaluations[i].tokens_per_s_per_gpu;
+  g.settings = planner::goodput_settings(tuner.base().scenario.goodput());
+  g.estimate = *r.goodput[i];
+  return g;
+}
+
+// Two decimals: on a few GPUs goodput is within a tenth of 100%.
+std::string goodput_percent(const tune::SearchResult& r, size_t i) {
+  return fmt::format("{:.2f}%", 100 * r.goodput[i]->goodput);
 }
 
 void print_counts(const tune::SearchResult& r, const ReportOptions& options, std::ostream& out) {
@@ -100,12 +117,9 @@ void print_ranking(const tune::SearchResult& r, const ReportOptions& options, st
   table.column("#").column("strategy", Table::Align::kLeft).column("shard group").column("micro-batch");
   table.column("checkpointing", Table::Align::kLeft).column("prefetch").column("reshard", Table::Align::kLeft);
   if (granularity) table.column("granularity", Table::Align::kLeft);
-  table.column("tokens/s/GPU")
-      .column("step time")
-      .column("MFU")
-      .column("peak GiB")
-      .column("free GiB")
-      .column("exposed comm");
+  table.column("tokens/s/GPU");
+  if (r.by_goodput()) table.column("goodput").column("effective");
+  table.column("step time").column("MFU").column("peak GiB").column("free GiB").column("exposed comm");
   const size_t shown = std::min(options.top, r.ranking.ranked.size());
   for (size_t k = 0; k < shown; ++k) {
     const size_t i = r.ranking.ranked[k];
@@ -119,14 +133,17 @@ void print_ranking(const tune::SearchResult& r, const ReportOptions& options, st
                                     std::to_string(c.prefetch),
                                     c.reshard ? "yes" : "no"};
     if (granularity) row.push_back(c.granularity.empty() ? "-" : c.granularity);
-    for (std::string cell : {rate(e.tokens_per_s_per_gpu), format_seconds(e.step_time_s),
-                             fmt::format("{:.1f}%", 100 * e.mfu), gib(e.peak_reserved_bytes),
-                             gib(e.capacity_bytes - e.peak_reserved_bytes), format_seconds(e.exposed_comm_s)}) {
+    row.push_back(rate(e.tokens_per_s_per_gpu));
+    if (r.by_goodput()) row.insert(row.end(), {goodput_percent(r, i), rate(r.ranked_rate(i))});
+    for (std::string cell :
+         {format_seconds(e.step_time_s), fmt::format("{:.1f}%", 100 * e.mfu), gib(e.peak_reserved_bytes),
+          gib(e.capacity_bytes - e.peak_reserved_bytes), format_seconds(e.exposed_comm_s)}) {
       row.push_back(std::move(cell));
     }
     table.row(std::move(row));
   }
-  out << fmt::format("\n  ranking (predicted; micro-batch is sequences x accumulation steps{}):\n",
+  out << fmt::format("\n  ranking (predicted{}; micro-batch is sequences x accumulation steps{}):\n",
+                     r.by_goodput() ? ", by effective = tokens/s/GPU x goodput" : "",
                      shown < r.ranking.ranked.size()
                          ? fmt::format("; {} of {} that fit, --top N for more", shown, r.ranking.ranked.size())
                          : "");
@@ -135,12 +152,15 @@ void print_ranking(const tune::SearchResult& r, const ReportOptions& options, st
 
 void print_pareto(const tune::SearchResult& r, std::ostream& out) {
   Table table;
-  table.column("peak GiB").column("tokens/s/GPU").column("configuration", Table::Align::kLeft);
+  table.column("peak GiB")
+      .column(r.by_goodput() ? "effective tokens/s/GPU" : "tokens/s/GPU")
+      .column("configuration", Table::Align::kLeft);
   for (size_t i : r.ranking.pareto) {
-    table.row({gib(r.evaluations[i].peak_reserved_bytes), precise_rate(r.evaluations[i].tokens_per_s_per_gpu),
+    table.row({gib(r.evaluations[i].peak_reserved_bytes), precise_rate(r.ranked_rate(i)),
                tune::describe(r.candidates[i], r.gpus)});
   }
-  out << "\n  throughput-memory Pareto front (no other fitting candidate is both faster and smaller):\n";
+  out << fmt::format("\n  {}throughput-memory Pareto front (no other fitting candidate is both faster and smaller):\n",
+                     r.by_goodput() ? "effective " : "");
   table.print(out, "  ");
 }
 
@@ -190,25 +210,36 @@ void print_search(const tune::Tuner& tuner, const tune::SearchResult& r, const R
   print_ranking(r, options, out);
   print_pareto(r, out);
   const tune::Evaluation& best = r.evaluations[r.best()];
-  out << fmt::format("\nbest: {}\n  {} tokens/s per GPU, step {}, MFU {:.1f}%, peak {} of {} GiB\n",
-                     tune::describe(r.candidates[r.best()], r.gpus), rate(best.tokens_per_s_per_gpu),
-                     format_seconds(best.step_time_s), 100 * best.mfu, gib(best.peak_reserved_bytes),
-                     gib(best.capacity_bytes));
+  out << fmt::format(
+      "\nbest: {}\n  {} tokens/s per GPU{}, step {}, MFU {:.1f}%, peak {} of {} GiB\n",
+      tune::describe(r.candidates[r.best()], r.gpus), rate(best.tokens_per_s_per_gpu),
+      r.by_goodput()
+          ? fmt::format(" ({} effective at {} goodput)", rate(r.ranked_rate(r.best())), goodput_percent(r, r.best()))
+          : "",
+      format_seconds(best.step_time_s), 100 * best.mfu, gib(best.peak_reserved_bytes), gib(best.capacity_bytes));
   if (options.train_tokens) out << "  time to train: " << training_text(r, options) << '\n';
+  if (r.by_goodput()) {
+    print_goodput(goodput_report_of(tuner, r, r.best(), fmt::format("best on {} GPUs", format_integer(r.gpus))),
+                  out << '\n');
+  }
 }
 
 void print_gpu_counts(const tune::Tuner& tuner, const std::vector<tune::GpuCountRow>& rows,
                       const ReportOptions& options, std::ostream& out) {
   Table table;
-  table.column("GPUs").column("candidates").column("pruned").column("fit").column("tokens/s/GPU").column("step time");
-  table.column("MFU").column("peak GiB");
+  const bool by_goodput = tuner.options().rank_by == tune::RankBy::kGoodput;
+  table.column("GPUs").column("candidates").column("pruned").column("fit").column("tokens/s/GPU");
+  if (by_goodput) table.column("goodput").column("effective");
+  table.column("step time").column("MFU").column("peak GiB");
   if (options.train_tokens) table.column("time to train").column("GPU-hours");
   if (options.gpu_hour_price) table.column("cost");
   table.column("best configuration", Table::Align::kLeft);
   for (const auto& row : rows) {
     std::vector<std::string> cells = {format_integer(row.gpus)};
+    // The cells of a row with no figures: from "candidates" or "tokens/s/GPU" to "peak GiB".
+    auto dashes = [&](size_t n) { cells.insert(cells.end(), n + (by_goodput ? 2 : 0), std::string("-")); };
     if (!row.result) {
-      cells.insert(cells.end(), {"-", "-", "-", "-", "-", "-", "-"});
+      dashes(7);
       if (options.train_tokens) cells.insert(cells.end(), {"-", "-"});
       if (options.gpu_hour_price) cells.push_back("-");
       cells.push_back("skipped: " + row.skipped);
@@ -219,7 +250,7 @@ void print_gpu_counts(const tune::Tuner& tuner, const std::vector<tune::GpuCount
     cells.insert(cells.end(), {std::to_string(r.candidates.size()), std::to_string(r.counts.pruned()),
                                std::to_string(r.counts.fitting)});
     if (!r.any_fits()) {
-      cells.insert(cells.end(), {"-", "-", "-", "-"});
+      dashes(4);
       if (options.train_tokens) cells.insert(cells.end(), {"-", "-"});
       if (options.gpu_hour_price) cells.push_back("-");
       cells.push_back("nothing fits");
@@ -227,10 +258,13 @@ void print_gpu_counts(const tune::Tuner& tuner, const std::vector<tune::GpuCount
       continue;
     }
     const tune::Evaluation& e = r.evaluations[r.best()];
-    cells.insert(cells.end(), {rate(e.tokens_per_s_per_gpu), format_seconds(e.step_time_s),
-                               fmt::format("{:.1f}%", 100 * e.mfu), gib(e.peak_reserved_bytes)});
+    cells.push_back(rate(e.tokens_per_s_per_gpu));
+    if (by_goodput) cells.insert(cells.end(), {goodput_percent(r, r.best()), rate(r.ranked_rate(r.best()))});
+    cells.insert(cells.end(),
+                 {format_seconds(e.step_time_s), fmt::format("{:.1f}%", 100 * e.mfu), gib(e.peak_reserved_bytes)});
     if (options.train_tokens) {
-      const auto t = tune::training_time(*options.train_tokens, e.tokens_per_s_per_gpu, r.gpus, options.gpu_hour_price);
+      const auto t =
+          tune::training_time(*options.train_tokens, r.ranked_rate(r.best()), r.gpus, options.gpu_hour_price);
       cells.insert(cells.end(), {long_duration(t.seconds), format_integer(static_cast<int64_t>(t.gpu_hours + 0.5))});
       if (t.cost) cells.push_back(format_integer(static_cast<int64_t>(*t.cost + 0.5)));
     }
@@ -238,8 +272,11 @@ void print_gpu_counts(const tune::Tuner& tuner, const std::vector<tune::GpuCount
     table.row(std::move(cells));
   }
   out << fmt::format(
-      "{}: the best configuration per GPU count (predicted{})\n", tuner.base().scenario.name(),
-      tuner.options().constraints.global_batch_tokens ? ", fixed global batch" : ", the scenario's batch per GPU");
+      "{}: the best configuration per GPU count (predicted{}{})\n", tuner.base().scenario.name(),
+      tuner.options().constraints.global_batch_tokens ? ", fixed global batch" : ", the scenario's batch per GPU",
+      by_goodput ? fmt::format("; by effective tokens/s/GPU under {:.3g} interruptions per GPU-hour",
+                               planner::goodput_settings(tuner.base().scenario.goodput()).interruptions_per_gpu_hour)
+                 : "");
   table.print(out, "  ");
 }
 
@@ -271,6 +308,9 @@ nlohmann::json search_to_json(const tune::Tuner& tuner, const tune::SearchResult
     evaluation.erase("cached");
     candidates.push_back(
         {{"configuration", candidate_to_json(r.candidates[i])}, {"evaluation", std::move(evaluation)}});
+    if (r.by_goodput() && r.goodput[i]) {
+      candidates.back()["goodput"] = goodput_to_json(goodput_report_of(tuner, r, i, ""));
+    }
   }
   const tune::OutcomeCounts& n = r.counts;
   nlohmann::json out = {
@@ -281,6 +321,7 @@ nlohmann::json search_to_json(const tune::Tuner& tuner, const tune::SearchResult
       {"per_gpu_sequences", r.batch.per_gpu_sequences},
       {"headroom", tuner.options().constraints.headroom},
       {"budget_bytes", r.budget_bytes},
+      {"rank_by", r.by_goodput() ? "goodput" : "throughput"},
       {"counts",
        {{"candidates", r.candidates.size()},
         {"pruned_state", n.pruned_state},
@@ -304,8 +345,8 @@ nlohmann::json search_to_json(const tune::Tuner& tuner, const tune::SearchResult
                    {"configuration", candidate_to_json(r.candidates[r.best()])},
                    {"description", tune::describe(r.candidates[r.best()], r.gpus)}};
     if (options.train_tokens) {
-      const auto t = tune::training_time(*options.train_tokens, r.evaluations[r.best()].tokens_per_s_per_gpu, r.gpus,
-                                         options.gpu_hour_price);
+      const auto t =
+          tune::training_time(*options.train_tokens, r.ranked_rate(r.best()), r.gpus, options.gpu_hour_price);
       out["training"] = {{"tokens", *options.train_tokens},
                          {"seconds", t.seconds},
                          {"gpu_hours", t.gpu_hours},

@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "common/errors.hpp"
+#include "planner/checkpoint_cost.hpp"
 #include "planner/memory_breakdown.hpp"
 #include "planner/program_builder.hpp"
 #include "planner/scenario_plan.hpp"
@@ -33,13 +34,18 @@ void add_simulation(Evaluation& e, const sim::SimulationSummary& simulated) {
 Evaluation floors(const planner::ResolvedScenario& resolved) {
   const planner::Plan plan = planner::plan_scenario(resolved);
   const planner::ProgramInputs inputs = planner::program_inputs(resolved, plan);
-  const planner::Program program = planner::build_program(inputs, planner::representative_rank(inputs));
+  const int rank = planner::representative_rank(inputs);
+  const planner::Program program = planner::build_program(inputs, rank);
   const planner::MemoryFloor floor = planner::memory_floor(program);
+  const planner::MemoryBreakdown breakdown = planner::memory_breakdown(program);
   Evaluation e;
   e.persistent_bytes = floor.persistent;
   e.floor_bytes = floor.total();
-  e.static_peak_bytes = planner::memory_breakdown(program).peak_total();
+  e.static_peak_bytes = breakdown.peak_total();
   e.capacity_bytes = scenarios::hbm_capacity_bytes(resolved.scenario().cluster().gpu());
+  // Rank 0's, as `ragged simulate --goodput` counts it.
+  e.checkpoint_bytes_per_gpu =
+      rank == 0 ? planner::checkpoint_bytes_per_gpu(breakdown.persistent) : planner::checkpoint_bytes_per_gpu(resolved);
   return e;
 }
 
@@ -50,6 +56,7 @@ Evaluation verdict(const Evaluation& known, double headroom) {
   e.floor_bytes = known.floor_bytes;
   e.static_peak_bytes = known.static_peak_bytes;
   e.capacity_bytes = known.capacity_bytes;
+  e.checkpoint_bytes_per_gpu = known.checkpoint_bytes_per_gpu;
   e.cached = known.cached;
   const int64_t budget = memory_budget(e.capacity_bytes, headroom);
   e.outcome = e.floor_bytes > budget ? Outcome::kPruned : Outcome::kSimulated;

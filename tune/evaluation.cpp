@@ -44,6 +44,7 @@ nlohmann::json to_json(const Evaluation& e) {
           {"floor_bytes", e.floor_bytes},
           {"static_peak_bytes", e.static_peak_bytes},
           {"capacity_bytes", e.capacity_bytes},
+          {"checkpoint_bytes_per_gpu", e.checkpoint_bytes_per_gpu},
           {"step_time_s", e.step_time_s},
           {"tokens_per_s_per_gpu", e.tokens_per_s_per_gpu},
           {"mfu", e.mfu},
@@ -80,6 +81,7 @@ Evaluation evaluation_from_json(const nlohmann::json& j) {
   e.floor_bytes = j.at("floor_bytes");
   e.static_peak_bytes = j.at("static_peak_bytes");
   e.capacity_bytes = j.at("capacity_bytes");
+  e.checkpoint_bytes_per_gpu = j.at("checkpoint_bytes_per_gpu");
   e.step_time_s = j.at("step_time_s");
   e.tokens_per_s_per_gpu = j.at("tokens_per_s_per_gpu");
   e.mfu = j.at("mfu");

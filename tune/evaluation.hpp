@@ -34,6 +34,7 @@ struct Evaluation {
   int64_t floor_bytes = 0;        // planner::memory_floor: no execution peaks lower
   int64_t static_peak_bytes = 0;  // planner::memory_breakdown's estimate, for the report
   int64_t capacity_bytes = 0;
+  int64_t checkpoint_bytes_per_gpu = 0;  // planner::checkpoint_bytes_per_gpu: what the goodput saves and loads
 
   // From the simulator:
   double step_time_s = 0;

@@ -2,16 +2,26 @@
 
 #include <algorithm>
 
+#include "common/errors.hpp"
+
 namespace ragged::tune {
 
 Ranking rank(const std::vector<Evaluation>& evaluations, int64_t budget_bytes) {
+  std::vector<double> rates;
+  rates.reserve(evaluations.size());
+  for (const Evaluation& e : evaluations) rates.push_back(e.tokens_per_s_per_gpu);
+  return rank(evaluations, budget_bytes, rates);
+}
+
+Ranking rank(const std::vector<Evaluation>& evaluations, int64_t budget_bytes, const std::vector<double>& rates) {
+  RAGGED_ASSERT(rates.size() == evaluations.size(), "one rate per evaluation");
   Ranking out;
   for (size_t i = 0; i < evaluations.size(); ++i) {
     if (evaluations[i].fits(budget_bytes)) out.ranked.push_back(i);
   }
   auto faster = [&](size_t a, size_t b) {
     const Evaluation &x = evaluations[a], &y = evaluations[b];
-    if (x.tokens_per_s_per_gpu != y.tokens_per_s_per_gpu) return x.tokens_per_s_per_gpu > y.tokens_per_s_per_gpu;
+    if (rates[a] != rates[b]) return rates[a] > rates[b];
     if (x.peak_reserved_bytes != y.peak_reserved_bytes) return x.peak_reserved_bytes < y.peak_reserved_bytes;
     return a < b;
   };
@@ -24,8 +34,7 @@ Ranking rank(const std::vector<Evaluation>& evaluations, int64_t budget_bytes) {
     return faster(a, b);
   });
   for (size_t i : by_memory) {
-    if (out.pareto.empty() ||
-        evaluations[i].tokens_per_s_per_gpu > evaluations[out.pareto.back()].tokens_per_s_per_gpu) {
+    if (out.pareto.empty() || rates[i] > rates[out.pareto.back()]) {
       out.pareto.push_back(i);
     }
   }

@@ -1,6 +1,7 @@
 #pragma once
 // Orders what a search found: the candidates that fit, fastest first (by
-// predicted tokens/s per GPU; ties to the smaller peak, then to the earlier
+// predicted tokens/s per GPU, or by another rate per candidate such as the
+// goodput-adjusted one; ties to the smaller peak, then to the earlier
 // candidate, so the order never depends on who simulated what), the
 // throughput-memory Pareto front among them, and what training on the
 // winner takes.
@@ -16,12 +17,15 @@ namespace ragged::tune {
 
 struct Ranking {
   std::vector<size_t> ranked;  // indices of the fitting evaluations, best first
-  // The fitting candidates no other beats on both throughput and peak
+  // The fitting candidates no other beats on both the rate and peak
   // memory, by peak memory ascending (each faster than all before it).
   std::vector<size_t> pareto;
 };
 
+// By each evaluation's tokens_per_s_per_gpu.
 Ranking rank(const std::vector<Evaluation>& evaluations, int64_t budget_bytes);
+// By `rates[i]` for evaluation i (one per evaluation; read for those that fit).
+Ranking rank(const std::vector<Evaluation>& evaluations, int64_t budget_bytes, const std::vector<double>& rates);
 
 struct TrainingTime {
   double seconds = 0;

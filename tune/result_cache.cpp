@@ -78,8 +78,12 @@ void ResultCache::store(const std::string& key, const Evaluation& evaluation) co
 }
 
 std::string cache_key(const scenarios::LoadedScenario& scenario) {
+  // The goodput block changes no figure cached here: goodput is computed
+  // from them after the search (tune/candidate_goodput.hpp).
+  scenarios::Scenario simulated = scenario.scenario;
+  simulated.clear_goodput();
   std::string key = "ragged tune 1\n" + binary_identity() + "\nsimulation: auto mode, gpu sharing, host path\n" +
-                    scenarios::to_text(scenario.scenario);
+                    scenarios::to_text(simulated);
   if (scenario.scenario.model().has_hf_config()) {
     key += "\nconfig.json:\n" + read_file(scenario.base_dir / scenario.scenario.model().hf_config());
   }

@@ -3,7 +3,8 @@
 // simulates only what it has not seen. One JSON file per scenario,
 // <dir>/<16 hex digits>.json, the digits a 64-bit FNV-1a hash of the key;
 // the file holds the whole key, so a collision reads as a miss. The key is
-// the defaulted scenario as text, the contents of a config.json it names,
+// the defaulted scenario as text (but its goodput block, which changes
+// nothing simulated), the contents of a config.json it names,
 // the simulation settings and the identity of the running binary (its size
 // and modification time): a rebuilt simulator never reads an older one's
 // figures. Default folder: $XDG_CACHE_HOME/ragged/tune, else

@@ -9,6 +9,7 @@
 
 #include "common/errors.hpp"
 #include "scenarios/scenario_rules.hpp"
+#include "tune/candidate_goodput.hpp"
 #include "tune/candidate_scenario.hpp"
 #include "tune/evaluate.hpp"
 
@@ -57,6 +58,10 @@ std::vector<Candidate> likeliest_to_fit_first(std::vector<Candidate> candidates)
 
 }  // namespace
 
+double SearchResult::ranked_rate(size_t i) const {
+  return by_goodput() && goodput[i] ? goodput[i]->effective_tokens_per_s_per_gpu : evaluations[i].tokens_per_s_per_gpu;
+}
+
 Tuner::Tuner(scenarios::LoadedScenario base, TuneOptions options)
     : base_(std::move(base)), options_(std::move(options)) {
   check_constraints(options_.constraints);
@@ -71,10 +76,11 @@ scenarios::LoadedScenario Tuner::base_at(int64_t gpus) const {
   if (gpus == scenarios::total_gpus(base_.scenario)) return base_;
   scenarios::LoadedScenario at = scenarios::with_total_gpus(base_, gpus);
   // A scenario made for --model is named "<model>-<GPUs>x<preset>": keep the count in it true.
+  const std::string& preset = base_.scenario.cluster().gpu().preset();
+  const std::string suffix = fmt::format("-{}x{}", scenarios::total_gpus(base_.scenario), preset);
   const std::string& name = base_.scenario.name();
-  const size_t dash = name.rfind('-'), x = name.rfind('x');
-  if (base_.origin == "--model" && dash != std::string::npos && x != std::string::npos && x > dash) {
-    at.written.set_name(fmt::format("{}-{}x{}", name.substr(0, dash), gpus, name.substr(x + 1)));
+  if (base_.origin == "--model" && name.ends_with(suffix)) {
+    at.written.set_name(fmt::format("{}-{}x{}", name.substr(0, name.size() - suffix.size()), gpus, preset));
     at = scenarios::rebuild(std::move(at));
   }
   return at;
@@ -133,7 +139,17 @@ SearchResult Tuner::search(TaskRunner& runner, int64_t gpus, const SearchProgres
   MapOptions map_options;
   map_options.progress = progress;
   out.evaluations = evaluate_all(runner, gpus, out.candidates, map_options);
-  out.ranking = rank(out.evaluations, out.budget_bytes);
+  if (options_.rank_by == RankBy::kGoodput) {
+    out.goodput.resize(out.candidates.size());
+    for (size_t i = 0; i < out.candidates.size(); ++i) {
+      if (out.evaluations[i].fits(out.budget_bytes)) {
+        out.goodput[i] = candidate_goodput(scenario_of(gpus, out.candidates[i]).scenario, out.evaluations[i]);
+      }
+    }
+  }
+  std::vector<double> rates;
+  for (size_t i = 0; i < out.candidates.size(); ++i) rates.push_back(out.ranked_rate(i));
+  out.ranking = rank(out.evaluations, out.budget_bytes, rates);
   for (const Evaluation& e : out.evaluations) {
     OutcomeCounts& n = out.counts;
     n.cached += e.cached ? 1 : 0;

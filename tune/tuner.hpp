@@ -2,7 +2,9 @@
 // The search on one GPU count: every candidate of the space (search_space)
 // evaluated (evaluate: pruned, or simulated in a child process) by a
 // TaskRunner's workers (threads, or MPI ranks and their threads), then
-// ranked. A task is a self-contained JSON string (GPU count and
+// ranked: by tokens/s per GPU, or by the goodput-adjusted (effective) rate
+// under interruptions, computed after the search from its figures
+// (candidate_goodput). A task is a self-contained JSON string (GPU count and
 // candidate), so any worker on any rank runs it from the same base
 // scenario and constraints, and the answer is the same whoever ran what.
 
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "common/task_pool.hpp"
+#include "planner/goodput.hpp"
 #include "scenarios/scenario_loader.hpp"
 #include "tune/evaluation.hpp"
 #include "tune/ranking.hpp"
@@ -22,9 +25,16 @@
 
 namespace ragged::tune {
 
+// What the ranking orders by.
+enum class RankBy {
+  kThroughput,  // predicted tokens/s per GPU on a healthy cluster
+  kGoodput,     // that times the goodput under the scenario's goodput block
+};
+
 struct TuneOptions {
   Constraints constraints;
   std::optional<std::filesystem::path> cache_dir;  // nullopt: no cache
+  RankBy rank_by = RankBy::kThroughput;
 };
 
 struct OutcomeCounts {
@@ -45,12 +55,18 @@ struct SearchResult {
   int64_t budget_bytes = 0;
   std::vector<Candidate> candidates;
   std::vector<Evaluation> evaluations;  // one per candidate
+  // Ranking by goodput: one per candidate, set for those that fit; else empty.
+  std::vector<std::optional<planner::GoodputEstimate>> goodput;
   Ranking ranking;
   OutcomeCounts counts;
   double wall_seconds = 0;
 
   bool any_fits() const { return !ranking.ranked.empty(); }
   size_t best() const { return ranking.ranked.front(); }  // only when any_fits()
+  bool by_goodput() const { return !goodput.empty(); }
+  // The rate candidate i is ranked by: its effective tokens/s per GPU when
+  // ranking by goodput, else its tokens/s per GPU.
+  double ranked_rate(size_t i) const;
 };
 
 using SearchProgress = std::function<void(size_t done, size_t total)>;

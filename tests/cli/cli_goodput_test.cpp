@@ -15,6 +15,7 @@ namespace ragged::cli {
 namespace {
 
 using testing::CliResult;
+using testing::expect_one_line_error;
 using testing::run_cli;
 
 nlohmann::json goodput_json(const std::vector<std::string>& extra) {
@@ -23,13 +24,6 @@ nlohmann::json goodput_json(const std::vector<std::string>& extra) {
   const CliResult result = run_cli(args);
   EXPECT_EQ(result.code, 0) << result.err;
   return nlohmann::json::parse(result.out);
-}
-
-void expect_one_line_error(const CliResult& result, const std::string& needle) {
-  EXPECT_EQ(result.code, 2) << result.err;
-  EXPECT_EQ(result.err.rfind("ragged: error: ", 0), 0u) << result.err;
-  EXPECT_NE(result.err.find(needle), std::string::npos) << result.err;
-  EXPECT_EQ(result.err.find('\n'), result.err.size() - 1) << result.err;
 }
 
 TEST(CliGoodput, ReportNamesEveryFigure) {

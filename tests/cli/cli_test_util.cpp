@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <sstream>
 
+#include <gtest/gtest.h>
+
 #include "cli/cli.hpp"
 #include "common/file_io.hpp"
 
@@ -37,6 +39,14 @@ CliResult run_binary(const std::string& args) {
   result.err = read_file(err_file);
   fs::remove(err_file);
   return result;
+}
+
+void expect_one_line_error(const CliResult& result, const std::string& needle) {
+  EXPECT_EQ(result.code, 2) << result.err;
+  EXPECT_TRUE(result.out.empty()) << result.out;
+  EXPECT_EQ(result.err.rfind("ragged: error: ", 0), 0u) << result.err;
+  EXPECT_NE(result.err.find(needle), std::string::npos) << result.err;
+  EXPECT_EQ(result.err.find('\n'), result.err.size() - 1) << result.err;
 }
 
 }  // namespace ragged::cli::testing

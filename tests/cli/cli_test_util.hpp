@@ -18,4 +18,8 @@ CliResult run_cli(const std::vector<std::string>& args);
 // The built `ragged` executable through the shell; stdout and stderr captured.
 CliResult run_binary(const std::string& args);
 
+// Bad input as the CLI reports it: exit code 2, nothing on stdout, one line
+// "ragged: error: ..." on stderr containing `needle` (gtest expectations).
+void expect_one_line_error(const CliResult& result, const std::string& needle);
+
 }  // namespace ragged::cli::testing

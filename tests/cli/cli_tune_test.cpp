@@ -1,11 +1,14 @@
 // ragged tune end to end on the tuner's small scenario: the report, the
 // JSON, the winner written as a scenario that `ragged simulate` reproduces,
-// time to train and cost, the progress bar, and bad constraints (one line,
-// exit 2).
+// time to train and cost, the progress bar, ranking by goodput, --model with
+// cluster options, and bad constraints (one line, exit 2).
 
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <filesystem>
 
 #include <gtest/gtest.h>
@@ -17,6 +20,7 @@ namespace ragged::cli {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::expect_one_line_error;
 using testing::run_binary;
 using testing::run_cli;
 
@@ -111,6 +115,107 @@ TEST_F(CliTune, MinGpusNamesTheCountAndSearchesThere) {
   EXPECT_EQ(text.out.rfind("fewest GPUs: ", 0), 0u) << text.out;
 }
 
+// Interruptions often and storage slow enough that goodput is far from 100%.
+const std::vector<std::string> kHarshGoodput = {
+    "--interruptions-per-gpu-hour",     "0.2",  "--restart-minutes", "1", "--storage-gbytes-per-s-per-node", "0.01",
+    "--storage-aggregate-tbytes-per-s", "0.001"};
+
+std::vector<std::string> with_harsh_goodput(std::vector<std::string> more) {
+  more.insert(more.end(), kHarshGoodput.begin(), kHarshGoodput.end());
+  return tune_args(more);
+}
+
+// The winner's goodput is what `ragged simulate <winner> --goodput` says,
+// and no fitting candidate has a higher effective rate.
+TEST_F(CliTune, RankByGoodputMatchesSimulateGoodput) {
+  const std::string best = (dir_ / "best.textproto").string();
+  const auto tuned = run_cli(with_harsh_goodput({"--rank-by", "goodput", "--json", "--write", best}));
+  ASSERT_EQ(tuned.code, 0) << tuned.err;
+  const nlohmann::json search = nlohmann::json::parse(tuned.out);
+  EXPECT_EQ(search["rank_by"], "goodput");
+  ASSERT_FALSE(search["best"].is_null());
+  const nlohmann::json& winner = search["candidates"][search["best"]["index"].get<size_t>()];
+  const auto simulated = run_cli({"simulate", best, "--goodput", "--json"});
+  ASSERT_EQ(simulated.code, 0) << simulated.err;
+  const nlohmann::json expected = nlohmann::json::parse(simulated.out)["goodput"];
+  const nlohmann::json& got = winner["goodput"];
+  for (const char* key :
+       {"goodput", "effective_tokens_per_s_per_gpu", "tokens_per_s_per_gpu", "job_mtbf_s", "checkpoint_bytes_per_gpu",
+        "checkpoint_write_s", "checkpoint_load_s", "restart_s", "interval_s", "interval_steps", "daly_interval_s"}) {
+    const double a = got[key].get<double>(), b = expected[key].get<double>();
+    std::printf("%s: tune %.12g, simulate --goodput %.12g\n", key, a, b);
+    EXPECT_NEAR(a, b, 1e-9 * std::max(1.0, std::abs(b))) << key;
+  }
+  EXPECT_LT(got["goodput"].get<double>(), 0.99);  // not vacuous: goodput matters here
+  for (const auto& c : search["candidates"]) {
+    if (!c["evaluation"]["fits"].get<bool>()) {
+      EXPECT_FALSE(c.contains("goodput"));
+      continue;
+    }
+    EXPECT_LE(c["goodput"]["effective_tokens_per_s_per_gpu"].get<double>(),
+              got["effective_tokens_per_s_per_gpu"].get<double>());
+  }
+}
+
+TEST_F(CliTune, RankByGoodputReportAndTimeToTrain) {
+  // A goodput setting alone ranks by goodput.
+  const auto text = run_cli(with_harsh_goodput({"--top", "3", "--train-tokens", "1B"}));
+  ASSERT_EQ(text.code, 0) << text.err;
+  for (const char* needle :
+       {"by effective = tokens/s/GPU x goodput", "goodput  effective", "effective tokens/s/GPU", "effective at",
+        "best on 8 GPUs: goodput under interruptions", "of the wall time trains"}) {
+    EXPECT_NE(text.out.find(needle), std::string::npos) << needle << "\n" << text.out;
+  }
+  const auto json = run_cli(with_harsh_goodput({"--json", "--train-tokens", "1B"}));
+  ASSERT_EQ(json.code, 0) << json.err;
+  const nlohmann::json search = nlohmann::json::parse(json.out);
+  const double effective =
+      search["candidates"][search["best"]["index"].get<size_t>()]["goodput"]["effective_tokens_per_s_per_gpu"];
+  EXPECT_NEAR(search["training"]["seconds"].get<double>(), 1e9 / (effective * 8), 1e-9 * 1e9 / (effective * 8));
+
+  const auto counts = run_cli(with_harsh_goodput({"--gpus", "4,8", "--checkpointing", "full"}));
+  ASSERT_EQ(counts.code, 0) << counts.err;
+  EXPECT_NE(counts.out.find("by effective tokens/s/GPU under 0.2 interruptions per GPU-hour"), std::string::npos)
+      << counts.out;
+  EXPECT_NE(counts.out.find("goodput  effective"), std::string::npos) << counts.out;
+}
+
+// --model with cluster options: a cluster of A100 nodes, named after them.
+TEST_F(CliTune, ModelOnAnotherGpuAndNodeSize) {
+  const auto result = run_cli({"tune", "--model", "llama3-8b", "--gpu", "a100-80g", "--gpus", "16", "--strategies",
+                               "fsdp2", "--checkpointing", "full", "--reshard", "true", "--prefetch", "1", "--no-cache",
+                               "--jobs", "2", "--json"});
+  ASSERT_EQ(result.code, 0) << result.err;
+  const nlohmann::json search = nlohmann::json::parse(result.out);
+  EXPECT_EQ(search["scenario"], "llama3-8b-16xa100-80g");
+  EXPECT_EQ(search["gpus"], 16);
+  EXPECT_FALSE(search["best"].is_null());
+
+  // Counts step on --gpus-per-node: 4,12 are whole nodes of 4, not of 8.
+  const auto listed = run_cli({"tune",  "--model",         "llama3-8b", "--gpu",     "a100-80g", "--gpus-per-node",
+                               "4",     "--gpus",          "4,12",      "--layers",  "2",        "--strategies",
+                               "fsdp2", "--checkpointing", "full",      "--reshard", "true",     "--prefetch",
+                               "1",     "--no-cache",      "--jobs",    "2",         "--json"});
+  ASSERT_EQ(listed.code, 0) << listed.err;
+  const nlohmann::json rows = nlohmann::json::parse(listed.out)["gpu_counts"];
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1]["search"]["scenario"], "llama3-8b-4xa100-80g");
+  EXPECT_EQ(rows[1]["gpus"], 12);
+  EXPECT_FALSE(rows[1]["search"]["best"].is_null());
+  expect_one_line_error(run_cli({"tune", "--model", "llama3-8b", "--gpus", "8,12"}),
+                        "--gpus 12: not a whole number of nodes of --gpus-per-node 8");
+
+  // --min-gpus tries whole nodes of 2.
+  const auto smallest =
+      run_cli({"tune", "--model", "llama3-8b", "--gpus-per-node", "2", "--min-gpus", "--gpus", "8", "--strategies",
+               "fsdp2", "--checkpointing", "full", "--no-cache", "--jobs", "2", "--json"});
+  ASSERT_EQ(smallest.code, 0) << smallest.err;
+  const nlohmann::json found = nlohmann::json::parse(smallest.out);
+  ASSERT_FALSE(found["min_gpus"].is_null());
+  for (const auto& probe : found["probes"]) EXPECT_EQ(probe["gpus"].get<int64_t>() % 2, 0);
+  EXPECT_EQ(found["min_gpus"].get<int64_t>() % 2, 0);
+}
+
 TEST_F(CliTune, ProgressBarWithTimeLeftOnStderr) {
   ::setenv("RAGGED_PROGRESS", "1", 1);  // stderr is a file here: force the bar
   const auto result = run_binary("tune " + kScenario + " --strategies fsdp2 --checkpointing full --no-cache --jobs 1");
@@ -135,6 +240,10 @@ TEST_F(CliTune, BadConstraintsAreOneLineAndExitTwo) {
       {{"--gpu-hour-price", "2"}, "needs --train-tokens"},
       {{"--train-tokens", "lots"}, "positive token count"},
       {{"--gpus", "4,8", "--write", "x.textproto"}, "one GPU count"},
+      {{"--gpus", "4,6"}, "--gpus 6: not a whole number of nodes of --gpus-per-node 4"},
+      {{"--rank-by", "speed"}, "--rank-by"},
+      {{"--rank-by", "throughput", "--restart-minutes", "5"}, "drop them or --rank-by throughput"},
+      {{"--interruptions-per-gpu-hour", "2"}, "--interruptions-per-gpu-hour: 2 is out of range"},
   };
   for (const auto& [args, needle] : cases) {
     const auto result = run_cli(tune_args(args));

@@ -10,15 +10,8 @@ namespace ragged::cli {
 namespace {
 
 using testing::CliResult;
+using testing::expect_one_line_error;
 using testing::run_cli;
-
-void expect_one_line_error(const CliResult& result, const std::string& needle) {
-  EXPECT_EQ(result.code, 2) << result.err;
-  EXPECT_TRUE(result.out.empty()) << result.out;
-  EXPECT_EQ(result.err.rfind("ragged: error: ", 0), 0u) << result.err;
-  EXPECT_NE(result.err.find(needle), std::string::npos) << result.err;
-  EXPECT_EQ(result.err.find('\n'), result.err.size() - 1) << result.err;
-}
 
 TEST(CliWhatIf, BadValuesAreOneLineErrors) {
   expect_one_line_error(run_cli({"simulate", "--slow-gpus", "3"}), "--slow-gpus: '3' is not N:F");

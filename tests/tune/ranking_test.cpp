@@ -42,6 +42,15 @@ TEST(Ranking, ParetoFrontKeepsEveryTradeOff) {
   EXPECT_EQ(r.ranked.front(), 4u);
 }
 
+// Given rates (the goodput-adjusted ones) order the ranking and the front
+// instead of the evaluations' own tokens/s.
+TEST(Ranking, ByTheRatesGiven) {
+  const std::vector<Evaluation> all = {simulated(100, 10), simulated(90, 20), simulated(80, 30), simulated(300, 200)};
+  const Ranking r = rank(all, 100, {50, 70, 60, 1000});
+  EXPECT_EQ(r.ranked, (std::vector<size_t>{1, 2, 0}));  // 3 does not fit, whatever its rate
+  EXPECT_EQ(r.pareto, (std::vector<size_t>{0, 1}));     // 2 is larger than 1 and slower by its rate
+}
+
 TEST(Ranking, NothingFits) {
   const Ranking r = rank({simulated(10, 200)}, 100);
   EXPECT_TRUE(r.ranked.empty());

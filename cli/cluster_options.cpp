@@ -1,0 +1,115 @@
+#include "cli/cluster_options.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "cli/validators.hpp"
+#include "common/errors.hpp"
+#include "scenarios/field_ranges.hpp"
+#include "scenarios/gpu_presets.hpp"
+
+namespace ragged::cli {
+namespace {
+
+// An HGX board: the node --model builds unless told otherwise.
+constexpr int64_t kModelGpusPerNode = 8;
+
+// The scenario field's own range (scenarios/field_ranges.cpp) as a CLI check.
+CLI::Validator field_check(const char* message, const char* field, bool whole) {
+  const std::optional<scenarios::FieldRange> range = scenarios::field_range(message, field);
+  return whole ? whole_number(static_cast<int64_t>(range->min), static_cast<int64_t>(range->max))
+               : number_between(range->min, range->max);
+}
+
+// A preset name, checked where it is typed: the loader's message lists them.
+CLI::Validator gpu_preset_check() {
+  return CLI::Validator(
+      [](std::string& name) -> std::string {
+        try {
+          scenarios::find_gpu_preset(name);
+          return "";
+        } catch (const InputError& error) {
+          return error.what();
+        }
+      },
+      "PRESET");
+}
+
+void set_nics(const ClusterOptions& o, scenarios::Cluster* cluster) {
+  if (o.nics_per_node > 0) cluster->mutable_nics()->set_per_node(static_cast<int32_t>(o.nics_per_node));
+  if (o.nic_gbps > 0) cluster->mutable_nics()->set_bandwidth_gbits_per_s(o.nic_gbps);
+}
+
+}  // namespace
+
+void check_whole_nodes(int64_t gpus, int64_t per_node, bool gpus_given) {
+  if (gpus % per_node == 0) return;
+  const int64_t below = gpus / per_node * per_node;
+  throw InputError(fmt::format(
+      "{}: not a whole number of nodes of --gpus-per-node {}; give --gpus {}{}, or a --gpus-per-node that divides {}",
+      gpus_given ? fmt::format("--gpus {}", gpus) : fmt::format("the scenario's {} GPUs", gpus), per_node,
+      below > 0 ? fmt::format("{} or ", below) : "", below + per_node, gpus));
+}
+
+void ClusterOptions::add_to(CLI::App* command) {
+  command
+      ->add_option("--gpu", gpu,
+                   "GPU preset (cluster.gpu.preset): h100, h100-sxm-95g, h200, h800, a100-80g, ...; replaces a "
+                   "scenario's GPU (default with --model: h100)")
+      ->check(gpu_preset_check());
+  command
+      ->add_option("--gpus-per-node", gpus_per_node,
+                   "GPUs in one node (cluster.gpus_per_node; default with --model: 8); on a scenario the GPU count "
+                   "stays and the nodes follow")
+      ->check(field_check("Cluster", "gpus_per_node", true));
+  command
+      ->add_option("--nics-per-node", nics_per_node, "NICs in one node (cluster.nics.per_node; default: one per GPU)")
+      ->check(field_check("Nics", "per_node", true));
+  command
+      ->add_option("--nic-gbps", nic_gbps,
+                   "Bandwidth of one NIC, Gbit/s per direction "
+                   "(cluster.nics.bandwidth_gbits_per_s; default 400)")
+      ->check(field_check("Nics", "bandwidth_gbits_per_s", false));
+}
+
+int64_t ClusterOptions::model_node_size() const { return gpus_per_node > 0 ? gpus_per_node : kModelGpusPerNode; }
+
+scenarios::LoadedScenario ClusterOptions::model_scenario(const std::string& model, int64_t gpus) const {
+  if (gpus < 1) throw InputError("--model needs --gpus N (the number of GPUs to shard over)");
+  const int64_t per_node = gpus_per_node > 0 ? gpus_per_node : std::min(kModelGpusPerNode, gpus);
+  check_whole_nodes(gpus, per_node);
+  const std::string preset = gpu.empty() ? "h100" : gpu;
+  const bool is_file = model.ends_with(".json") || model.find('/') != std::string::npos;
+  const std::string text = fmt::format(
+      "name: \"{}-{}x{}\"\nmodel {{ {}: \"{}\" }}\n"
+      "cluster {{ gpu {{ preset: \"{}\" }} gpus_per_node: {} nodes: {} }}\n",
+      is_file ? "model" : model, gpus, preset, is_file ? "hf_config" : "catalog", model, preset, per_node,
+      gpus / per_node);
+  scenarios::LoadedScenario loaded = scenarios::parse_scenario(text, scenarios::ScenarioFormat::kText, "--model", ".");
+  if (nics_per_node == 0 && nic_gbps == 0) return loaded;
+  set_nics(*this, loaded.written.mutable_cluster());
+  return scenarios::rebuild(std::move(loaded));
+}
+
+void ClusterOptions::apply(scenarios::LoadedScenario& loaded, int64_t gpus, bool gpus_given) const {
+  if (!any()) return;
+  scenarios::Cluster* cluster = loaded.written.mutable_cluster();
+  if (!gpu.empty()) {
+    cluster->clear_gpu();
+    cluster->mutable_gpu()->set_preset(gpu);
+  }
+  if (gpus_per_node > 0) {
+    check_whole_nodes(gpus, gpus_per_node, gpus_given);
+    cluster->set_gpus_per_node(static_cast<int32_t>(gpus_per_node));
+    cluster->set_nodes(static_cast<int32_t>(gpus / gpus_per_node));
+  }
+  set_nics(*this, cluster);
+  loaded = scenarios::rebuild(std::move(loaded));
+}
+
+int64_t ClusterOptions::node_size(const scenarios::Scenario& scenario) const {
+  return gpus_per_node > 0 ? gpus_per_node : scenario.cluster().gpus_per_node();
+}
+
+}  // namespace ragged::cli

@@ -6,6 +6,7 @@
 #include "common/errors.hpp"
 #include "common/input_limits.hpp"
 #include "common/units.hpp"
+#include "scenarios/scenario_override.hpp"
 #include "scenarios/scenario_rules.hpp"
 
 namespace ragged::cli {
@@ -38,6 +39,9 @@ void ScenarioOptions::add_source_to(CLI::App* command) {
                       "chunked (Liger's fused linear cross-entropy)");
   command->add_flag("--expandable-segments", expandable_segments,
                     "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (training.allocator.expandable_segments)");
+  command->add_option("--set", sets,
+                      "FIELD=VALUE: set any scenario field (dotted path, text-format value), after the other "
+                      "options; repeatable, e.g. --set training.prefetch_depth=0");
 }
 
 void ScenarioOptions::add_optimizer_to(CLI::App* command) {
@@ -150,6 +154,12 @@ scenarios::LoadedScenario ScenarioOptions::load() const {
     planner::set_uniform_granularity(planner::GranularitySpec::parse(granularity),
                                      loaded.written.mutable_training()->mutable_granularity());
     loaded = scenarios::rebuild(std::move(loaded));
+  }
+  if (!sets.empty()) {
+    std::vector<scenarios::FieldOverride> overrides;
+    for (const std::string& spec : sets) overrides.push_back(scenarios::parse_override(spec));
+    scenarios::check_overrides(overrides);
+    loaded = scenarios::with_overrides(loaded, overrides);
   }
   return loaded;
 }

@@ -30,6 +30,7 @@ struct ScenarioOptions {
   std::string slow_gpus;    // --slow-gpus N:F (whatif.slow_gpus: count, fraction)
   std::string slow_links;   // --slow-links N:F (whatif.slow_links: count, fraction)
   ClusterOptions cluster;   // --gpu, --gpus-per-node, --nics-per-node, --nic-gbps
+  std::vector<std::string> sets;  // --set FIELD=VALUE, applied last (scenarios/scenario_override)
 
   void add_to(CLI::App* command, bool allow_all_strategies);
   // Only where the scenario comes from and what changes its model, cluster

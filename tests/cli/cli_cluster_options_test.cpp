@@ -88,5 +88,23 @@ TEST(CliClusterOptions, BadValuesAreOneLineAndExitTwo) {
   }
 }
 
+// --set FIELD=VALUE, shared by the scenario commands: applied after the other
+// options (so it wins), checked like the file's own fields.
+TEST(CliSetOption, SetsAnyFieldAfterTheOtherOptions) {
+  const scenarios::Scenario s = resolved({"llama3-8b-8xh100", "--set", "training.prefetch_depth=0", "--set",
+                                          "training.micro_batch_size=1", "--gpu", "a100-80g", "--set",
+                                          "cluster.gpu.power_limit_watts=300"});
+  EXPECT_EQ(s.training().prefetch_depth(), 0);
+  EXPECT_EQ(s.training().micro_batch_size(), 1);
+  EXPECT_EQ(s.cluster().gpu().preset(), "a100-80g");
+  EXPECT_DOUBLE_EQ(s.cluster().gpu().power_limit_watts(), 300);
+  for (const char* c : {"plan", "simulate"}) {
+    expect_one_line_error(run_cli({c, "llama3-8b-8xh100", "--set", "training.prefech=0"}),
+                          "--set training.prefech: 'prefech' is not a field of Training; did you mean 'prefetch_depth'?");
+    expect_one_line_error(run_cli({c, "llama3-8b-8xh100", "--set", "training.micro_batch_size=0"}),
+                          "training.micro_batch_size: micro_batch_size is 0");
+  }
+}
+
 }  // namespace
 }  // namespace ragged::cli

@@ -30,8 +30,7 @@ void add_validate_command(CLI::App& app, Context& context) {
     const auto set = validation::load_validation_set(directory->empty() ? validation::default_validation_dir() : std::filesystem::path(*directory));
     validation::RunOptions options;
     options.filter = *filter;
-    for (const std::string& spec : *sets) options.overrides.push_back(scenarios::parse_override(spec));
-    scenarios::check_overrides(options.overrides);
+    options.overrides = scenarios::parse_overrides(*sets);
     if (::isatty(STDERR_FILENO)) {
       options.progress = [](size_t done, size_t total, const validation::RowResult& row) {
         std::fprintf(stderr, "\r\033[K[%zu/%zu] %s", done, total, row.run.id().c_str());

@@ -155,12 +155,7 @@ scenarios::LoadedScenario ScenarioOptions::load() const {
                                      loaded.written.mutable_training()->mutable_granularity());
     loaded = scenarios::rebuild(std::move(loaded));
   }
-  if (!sets.empty()) {
-    std::vector<scenarios::FieldOverride> overrides;
-    for (const std::string& spec : sets) overrides.push_back(scenarios::parse_override(spec));
-    scenarios::check_overrides(overrides);
-    loaded = scenarios::with_overrides(loaded, overrides);
-  }
+  if (!sets.empty()) loaded = scenarios::with_overrides(loaded, scenarios::parse_overrides(sets));
   return loaded;
 }
 

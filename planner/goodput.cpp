@@ -92,14 +92,19 @@ GoodputEstimate estimate_goodput(const GoodputInputs& in) {
   return e;
 }
 
-GoodputEstimate estimate_goodput(const ResolvedScenario& resolved, double step_time_s, double tokens_per_s_per_gpu) {
+GoodputEstimate estimate_goodput(const scenarios::Scenario& scenario, double checkpoint_bytes_per_gpu,
+                                 double step_time_s, double tokens_per_s_per_gpu) {
   GoodputInputs inputs;
-  inputs.cluster = cluster_shape(resolved.scenario());
-  inputs.checkpoint_bytes_per_gpu = checkpoint_bytes_per_gpu(resolved);
+  inputs.cluster = cluster_shape(scenario);
+  inputs.checkpoint_bytes_per_gpu = checkpoint_bytes_per_gpu;
   inputs.step_time_s = step_time_s;
   inputs.tokens_per_s_per_gpu = tokens_per_s_per_gpu;
-  inputs.settings = goodput_settings(resolved.scenario().goodput());
+  inputs.settings = goodput_settings(scenario.goodput());
   return estimate_goodput(inputs);
+}
+
+GoodputEstimate estimate_goodput(const ResolvedScenario& resolved, double step_time_s, double tokens_per_s_per_gpu) {
+  return estimate_goodput(resolved.scenario(), checkpoint_bytes_per_gpu(resolved), step_time_s, tokens_per_s_per_gpu);
 }
 
 }  // namespace ragged::planner

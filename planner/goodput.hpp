@@ -53,7 +53,10 @@ double daly_goodput(double interval_s, double pause_s, double restart_s, double 
 GoodputEstimate estimate_goodput(const GoodputInputs& inputs);
 
 // A scenario's goodput around its (simulated) healthy step: scenario.goodput's
-// settings, its cluster and its rank 0's checkpoint bytes.
+// settings and its cluster, with `checkpoint_bytes_per_gpu` already counted.
+GoodputEstimate estimate_goodput(const scenarios::Scenario& scenario, double checkpoint_bytes_per_gpu,
+                                 double step_time_s, double tokens_per_s_per_gpu);
+// The same with its rank 0's checkpoint bytes.
 GoodputEstimate estimate_goodput(const ResolvedScenario& resolved, double step_time_s, double tokens_per_s_per_gpu);
 
 }  // namespace ragged::planner

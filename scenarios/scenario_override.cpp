@@ -3,18 +3,19 @@
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/text_format.h>
 
+#include <utility>
+
 #include <fmt/format.h>
 
 #include "common/edit_distance.hpp"
 #include "common/errors.hpp"
-#include "scenarios/scenario_rules.hpp"
 
 namespace ragged::scenarios {
 namespace {
 
 namespace pb = google::protobuf;
 
-// The field whose name starts with `name`, else the one nearest by edit distance.
+// A field sharing the first four letters of `name`, else the one nearest by edit distance.
 std::string closest_field(const pb::Descriptor& type, std::string_view name) {
   std::string best;
   size_t best_distance = std::string_view::npos;
@@ -95,16 +96,20 @@ void check_overrides(const std::vector<FieldOverride>& overrides) {
   apply_overrides(probe, overrides);
 }
 
+std::vector<FieldOverride> parse_overrides(const std::vector<std::string>& specs) {
+  std::vector<FieldOverride> overrides;
+  for (const std::string& spec : specs) overrides.push_back(parse_override(spec));
+  check_overrides(overrides);
+  return overrides;
+}
+
 LoadedScenario with_overrides(const LoadedScenario& loaded, const std::vector<FieldOverride>& overrides) {
   if (overrides.empty()) return loaded;
   LoadedScenario out = loaded;
   apply_overrides(out.written, overrides);
   for (const FieldOverride& o : overrides) out.origin += fmt::format(" --set {}={}", o.path, o.value);
   out.locations = {};  // the file's lines no longer describe every field
-  out.scenario = with_defaults(out.written);
-  const auto issues = validate_scenario(out.scenario);
-  if (!issues.empty()) throw_field_error(out, issues.front().path, issues.front().message);
-  return out;
+  return rebuild(std::move(out));
 }
 
 }  // namespace ragged::scenarios

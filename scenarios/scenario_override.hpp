@@ -27,6 +27,9 @@ FieldOverride parse_override(std::string_view spec);
 // read as the field's type throws InputError naming the override.
 void apply_overrides(Scenario& scenario, const std::vector<FieldOverride>& overrides);
 
+// Every "PATH=VALUE" parsed and checked (parse_override, check_overrides).
+std::vector<FieldOverride> parse_overrides(const std::vector<std::string>& specs);
+
 // Throws what apply_overrides would for every override (unknown field, bad
 // value) before any scenario is read, so the error names only the override.
 void check_overrides(const std::vector<FieldOverride>& overrides);

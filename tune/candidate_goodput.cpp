@@ -6,13 +6,8 @@ namespace ragged::tune {
 
 planner::GoodputEstimate candidate_goodput(const scenarios::Scenario& scenario, const Evaluation& evaluation) {
   RAGGED_ASSERT(evaluation.outcome == Outcome::kSimulated, "goodput needs a simulated step");
-  planner::GoodputInputs inputs;
-  inputs.cluster = planner::cluster_shape(scenario);
-  inputs.checkpoint_bytes_per_gpu = evaluation.checkpoint_bytes_per_gpu;
-  inputs.step_time_s = evaluation.step_time_s;
-  inputs.tokens_per_s_per_gpu = evaluation.tokens_per_s_per_gpu;
-  inputs.settings = planner::goodput_settings(scenario.goodput());
-  return planner::estimate_goodput(inputs);
+  return planner::estimate_goodput(scenario, evaluation.checkpoint_bytes_per_gpu, evaluation.step_time_s,
+                                   evaluation.tokens_per_s_per_gpu);
 }
 
 }  // namespace ragged::tune

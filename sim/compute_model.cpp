@@ -9,6 +9,7 @@
 
 #include "common/errors.hpp"
 #include "common/file_io.hpp"
+#include "sim/attention_shape.hpp"
 
 namespace ragged::sim {
 namespace {
@@ -265,7 +266,10 @@ double ComputeModel::attention_work_seconds(const planner::AttentionWork& attent
   const double efficiency = attention.flash3 ? (backward ? spec_.flash3_backward_efficiency : spec_.flash3_forward_efficiency)
                                              : (backward ? spec_.attention_backward_efficiency : spec_.attention_forward_efficiency);
   RAGGED_ASSERT(efficiency > 0, "FlashAttention-3 needs a Hopper compute table (checked with the scenario)");
-  return attention.flops / (spec_.peak_flops * efficiency * spec_.clock_factor);
+  // The efficiencies hold at head dim 128 and sequence 8k; other shapes run
+  // at their measured share of that rate (sim/attention_shape.hpp).
+  const double shape = flash_attention_shape_factor(attention);
+  return attention.flops / (spec_.peak_flops * efficiency * shape * spec_.clock_factor);
 }
 
 double ComputeModel::attention_seconds(const planner::AttentionWork& attention, bool backward) const {

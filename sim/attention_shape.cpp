@@ -1,0 +1,54 @@
+#include "sim/attention_shape.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+namespace ragged::sim {
+namespace {
+
+// Causal forward TFLOP/s on an H100 80GB SXM5, FlashAttention-3 paper (Shah
+// et al. 2024, arXiv 2407.08608), charts "Attention forward speed, head dim 64
+// / 128 (H100 80GB SXM5)", causal panels; batch x sequence = 16k tokens,
+// hidden 2048. The 8k, head-dim-128 entries are the ones the GPU tables'
+// efficiencies come from (sim/gpu_tables.cpp), so the factor there is 1.
+constexpr std::array<double, 6> kSeqLens = {512, 1024, 2048, 4096, 8192, 16384};
+struct Curve {
+  std::array<double, 6> head_dim_64;
+  std::array<double, 6> head_dim_128;
+};
+constexpr Curve kFlash2 = {{180, 229, 262, 284, 295, 299}, {191, 260, 298, 319, 333, 335}};
+constexpr Curve kFlash3 = {{197, 265, 371, 420, 460, 473}, {292, 423, 521, 579, 602, 616}};
+
+// Linear in log(sequence) between the two measured lengths around seq_len.
+double at_seq(const std::array<double, 6>& rates, double seq_len) {
+  if (seq_len <= kSeqLens.front()) return rates.front();
+  if (seq_len >= kSeqLens.back()) return rates.back();
+  size_t hi = 1;
+  while (kSeqLens[hi] < seq_len) ++hi;
+  const double t = std::log(seq_len / kSeqLens[hi - 1]) / std::log(kSeqLens[hi] / kSeqLens[hi - 1]);
+  return rates[hi - 1] + t * (rates[hi] - rates[hi - 1]);
+}
+
+double rate(const Curve& curve, double head_dim, double seq_len) {
+  const double narrow = at_seq(curve.head_dim_64, seq_len);
+  const double wide = at_seq(curve.head_dim_128, seq_len);
+  const double t = std::clamp(std::log2(head_dim / 64.0), 0.0, 1.0);
+  return narrow + t * (wide - narrow);
+}
+
+}  // namespace
+
+double flash_attention_shape_factor(int64_t head_dim, int64_t seq_len, bool flash3) {
+  if (head_dim <= 0 || seq_len <= 0) return 1.0;
+  const Curve& curve = flash3 ? kFlash3 : kFlash2;
+  return rate(curve, static_cast<double>(head_dim), static_cast<double>(seq_len)) /
+         rate(curve, kAttentionReferenceHeadDim, kAttentionReferenceSeqLen);
+}
+
+double flash_attention_shape_factor(const planner::AttentionWork& attention) {
+  const int64_t keys = attention.window > 0 ? std::min(attention.window, attention.seq_len) : attention.seq_len;
+  return flash_attention_shape_factor(attention.qk_head_dim, keys, attention.flash3);
+}
+
+}  // namespace ragged::sim

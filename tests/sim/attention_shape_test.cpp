@@ -1,0 +1,79 @@
+#include "sim/attention_shape.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "sim/compute_model.hpp"
+
+namespace ragged::sim {
+namespace {
+
+using planner::AttentionWork;
+
+// Causal forward TFLOP/s of FlashAttention-2 and -3 on H100 as the
+// FlashAttention-3 paper charts them (docs/SIMULATOR.md section 6,
+// "Attention shape"), written out here so the expectations do not read the
+// model's table back.
+constexpr double kFa2Hd128At2k = 298, kFa2Hd128At4k = 319, kFa2Hd128At8k = 333, kFa2Hd128At16k = 335;
+constexpr double kFa2Hd64At2k = 262, kFa2Hd128At512 = 191;
+constexpr double kFa3Hd128At2k = 521, kFa3Hd128At8k = 602;
+
+constexpr double kExact = 1e-12;
+
+TEST(AttentionShape, TheReferenceShapeRunsAtTheTablesEfficiency) {
+  EXPECT_DOUBLE_EQ(flash_attention_shape_factor(128, 8192, false), 1.0);
+  EXPECT_DOUBLE_EQ(flash_attention_shape_factor(128, 8192, true), 1.0);
+}
+
+TEST(AttentionShape, MeasuredLengthsAndHeadDimsTakeTheirMeasuredShare) {
+  std::printf("FA2 head dim 128 at 2k: expected %.4f, model %.4f\n", kFa2Hd128At2k / kFa2Hd128At8k,
+              flash_attention_shape_factor(128, 2048, false));
+  EXPECT_NEAR(flash_attention_shape_factor(128, 2048, false), kFa2Hd128At2k / kFa2Hd128At8k, kExact);
+  EXPECT_NEAR(flash_attention_shape_factor(64, 2048, false), kFa2Hd64At2k / kFa2Hd128At8k, kExact);
+  EXPECT_NEAR(flash_attention_shape_factor(128, 16384, false), kFa2Hd128At16k / kFa2Hd128At8k, kExact);
+  EXPECT_NEAR(flash_attention_shape_factor(128, 2048, true), kFa3Hd128At2k / kFa3Hd128At8k, kExact);
+}
+
+TEST(AttentionShape, BetweenLengthsLinearInLogSequenceAndClampedOutside) {
+  // 2896 is 2^11.5: halfway between 2k and 4k in log(sequence).
+  const double halfway = (kFa2Hd128At2k + kFa2Hd128At4k) / 2 / kFa2Hd128At8k;
+  EXPECT_NEAR(flash_attention_shape_factor(128, 2896, false), halfway, 1e-4);
+  EXPECT_NEAR(flash_attention_shape_factor(128, 128, false), kFa2Hd128At512 / kFa2Hd128At8k, kExact);
+  EXPECT_NEAR(flash_attention_shape_factor(128, 131072, false), kFa2Hd128At16k / kFa2Hd128At8k, kExact);
+  // Head dims clamp to the measured 64..128 (DeepSeek's 192 runs as 128).
+  EXPECT_DOUBLE_EQ(flash_attention_shape_factor(192, 2048, false), flash_attention_shape_factor(128, 2048, false));
+  EXPECT_DOUBLE_EQ(flash_attention_shape_factor(32, 2048, false), flash_attention_shape_factor(64, 2048, false));
+  const double between = flash_attention_shape_factor(96, 2048, false);
+  EXPECT_GT(between, flash_attention_shape_factor(64, 2048, false));
+  EXPECT_LT(between, flash_attention_shape_factor(128, 2048, false));
+}
+
+TEST(AttentionShape, SlidingWindowsRunAtTheirWindowsLength) {
+  AttentionWork windowed;
+  windowed.seq_len = 8192, windowed.window = 2048, windowed.qk_head_dim = 128;
+  EXPECT_NEAR(flash_attention_shape_factor(windowed), kFa2Hd128At2k / kFa2Hd128At8k, kExact);
+  windowed.window = 0;
+  EXPECT_DOUBLE_EQ(flash_attention_shape_factor(windowed), 1.0);
+}
+
+// What the compute model makes of it: the same executed FLOPs at 2k take
+// 333/298 of the time they take at 8k, forward and backward.
+TEST(AttentionShape, ComputeModelTimesShortSequencesSlower) {
+  const ComputeModel model = ComputeModel::defaults("h100", 989.4e12, 3.35e12);
+  const double launch = model.spec().launch_seconds;
+  AttentionWork at8k, at2k;
+  at8k.flops = at2k.flops = 1e12;
+  at8k.qk_head_dim = at2k.qk_head_dim = 128;
+  at8k.seq_len = 8192, at2k.seq_len = 2048;
+  for (const bool backward : {false, true}) {
+    const double ratio =
+        (model.attention_seconds(at2k, backward) - launch) / (model.attention_seconds(at8k, backward) - launch);
+    std::printf("%s 2k/8k time: expected %.4f, model %.4f\n", backward ? "backward" : "forward",
+                kFa2Hd128At8k / kFa2Hd128At2k, ratio);
+    EXPECT_NEAR(ratio, kFa2Hd128At8k / kFa2Hd128At2k, 1e-9);
+  }
+}
+
+}  // namespace
+}  // namespace ragged::sim

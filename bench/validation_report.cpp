@@ -379,7 +379,14 @@ void far_off_section(std::ostringstream& md, const validation::ValidationSet& se
       "MPT-1B row by about 5% where it is 57% off (the by-row table of docs/results/validation-sensitivity.md). "
       "What is left is compute: "
       "kernels of that software stack that did not reach Hopper's rates (llm-foundry's Triton attention of 2023, its eager "
-      "element-wise kernels), which no sourced rate yet describes; the attention kernel is in each row's notes.\n",
+      "element-wise kernels), which no sourced rate yet describes; the attention kernel is in each row's notes. The same "
+      "table points at the attention: its MFU counts attention FLOPs without the causal half, so it would rise with the "
+      "sequence if attention ran near the GEMMs' rate, yet MPT-30B on 8 H100 falls from 38.8% at 1k to 38.1%, 35.9% and "
+      "29.9% at 2k, 4k and 8k; a time per token of the form a + b x sequence through those four rows puts that attention "
+      "at about 90 TFLOP/s executed (FA2 reaches 260-333 in the FlashAttention-3 paper's charts) and the rest at about "
+      "555 TFLOP/s per 8 x parameters FLOPs. That is a diagnosis from validation rows, not a rate the simulator may take: "
+      "llm-foundry's `attn_impl: triton` ran a pre-MLIR Triton fork (`triton-pre-mlir`, llm-foundry issue #246) whose "
+      "Hopper rate no benchmark publishes.\n",
       range(is_h100, error_of, signed_pct), range(is_a100, error_of, signed_pct), join(calibration_errors),
       range(is_h100, mfu, plain_pct), range(is_h100, busy, ratio));
   md << fmt::format(

@@ -376,7 +376,7 @@ void far_off_section(std::ostringstream& md, const validation::ValidationSet& se
       "but the overlap is not where their gap is: llm-foundry's H100 table publishes the same MFU at every GPU count "
       "(MPT-1B at 2k: 41.8%, 42.4%, 41.5%, 40.9% on 8, 16, 32, 64 GPUs; MPT-13B: 39.8%, 39.6%, 40.0%, 39.9%), "
       "where exposed collectives would cost more once they cross nodes, and exposing every all-gather moves the 512-GPU "
-      "MPT-1B row by about 5% where it is 57% off (the by-row table of docs/results/validation-sensitivity.md). "
+      "MPT-1B row by about 5% where it is more than 50% off (the by-row table of docs/results/validation-sensitivity.md). "
       "What is left is compute: "
       "kernels of that software stack that did not reach Hopper's rates (llm-foundry's Triton attention of 2023, its eager "
       "element-wise kernels), which no sourced rate yet describes; the attention kernel is in each row's notes. The same "

@@ -7,18 +7,21 @@
 namespace ragged::sim {
 namespace {
 
-// Causal forward TFLOP/s on an H100 80GB SXM5, FlashAttention-3 paper (Shah
-// et al. 2024, arXiv 2407.08608), charts "Attention forward speed, head dim 64
-// / 128 (H100 80GB SXM5)", causal panels; batch x sequence = 16k tokens,
-// hidden 2048. The 8k, head-dim-128 entries are the ones the GPU tables'
+// TFLOP/s on an H100 80GB SXM5, FlashAttention-3 paper (Shah et al. 2024,
+// arXiv 2407.08608), charts "Attention forward / backward speed, head dim 64 /
+// 128 (H100 80GB SXM5)": the forward's causal panels, the backward's (the
+// paper charts it without mask only); batch x sequence = 16k tokens, hidden
+// 2048. The 8k, head-dim-128 entries are the ones the GPU tables'
 // efficiencies come from (sim/gpu_tables.cpp), so the factor there is 1.
 constexpr std::array<double, 6> kSeqLens = {512, 1024, 2048, 4096, 8192, 16384};
 struct Curve {
   std::array<double, 6> head_dim_64;
   std::array<double, 6> head_dim_128;
 };
-constexpr Curve kFlash2 = {{180, 229, 262, 284, 295, 299}, {191, 260, 298, 319, 333, 335}};
-constexpr Curve kFlash3 = {{197, 265, 371, 420, 460, 473}, {292, 423, 521, 579, 602, 616}};
+constexpr Curve kFlash2Forward = {{180, 229, 262, 284, 295, 299}, {191, 260, 298, 319, 333, 335}};
+constexpr Curve kFlash2Backward = {{198, 238, 264, 279, 287, 291}, {214, 260, 291, 310, 318, 322}};
+constexpr Curve kFlash3Forward = {{197, 265, 371, 420, 460, 473}, {292, 423, 521, 579, 602, 616}};
+constexpr Curve kFlash3Backward = {{272, 363, 422, 453, 472, 474}, {316, 424, 501, 542, 559, 561}};
 
 // Linear in log(sequence) between the two measured lengths around seq_len.
 double at_seq(const std::array<double, 6>& rates, double seq_len) {
@@ -39,16 +42,16 @@ double rate(const Curve& curve, double head_dim, double seq_len) {
 
 }  // namespace
 
-double flash_attention_shape_factor(int64_t head_dim, int64_t seq_len, bool flash3) {
+double flash_attention_shape_factor(int64_t head_dim, int64_t seq_len, bool flash3, bool backward) {
   if (head_dim <= 0 || seq_len <= 0) return 1.0;
-  const Curve& curve = flash3 ? kFlash3 : kFlash2;
+  const Curve& curve = flash3 ? (backward ? kFlash3Backward : kFlash3Forward) : (backward ? kFlash2Backward : kFlash2Forward);
   return rate(curve, static_cast<double>(head_dim), static_cast<double>(seq_len)) /
          rate(curve, kAttentionReferenceHeadDim, kAttentionReferenceSeqLen);
 }
 
-double flash_attention_shape_factor(const planner::AttentionWork& attention) {
+double flash_attention_shape_factor(const planner::AttentionWork& attention, bool backward) {
   const int64_t keys = attention.window > 0 ? std::min(attention.window, attention.seq_len) : attention.seq_len;
-  return flash_attention_shape_factor(attention.qk_head_dim, keys, attention.flash3);
+  return flash_attention_shape_factor(attention.qk_head_dim, keys, attention.flash3, backward);
 }
 
 }  // namespace ragged::sim

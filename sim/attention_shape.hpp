@@ -16,13 +16,14 @@ namespace ragged::sim {
 constexpr int64_t kAttentionReferenceHeadDim = 128;
 constexpr int64_t kAttentionReferenceSeqLen = 8192;
 
-// The rate of causal FlashAttention at (head_dim, seq_len) over its rate at
-// the reference shape: log-linear between the measured sequence lengths (512
-// to 16k) and head dims (64 and 128), clamped outside them.
-double flash_attention_shape_factor(int64_t head_dim, int64_t seq_len, bool flash3);
+// The rate of FlashAttention's forward (causal) or backward at (head_dim,
+// seq_len) over its rate at the reference shape: log-linear between the
+// measured sequence lengths (512 to 16k) and head dims (64 and 128), clamped
+// outside them.
+double flash_attention_shape_factor(int64_t head_dim, int64_t seq_len, bool flash3, bool backward);
 
 // The same for one op's attention: the query/key head dim, and the keys each
 // query attends to (the window where one is set, else the sequence).
-double flash_attention_shape_factor(const planner::AttentionWork& attention);
+double flash_attention_shape_factor(const planner::AttentionWork& attention, bool backward);
 
 }  // namespace ragged::sim

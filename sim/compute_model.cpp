@@ -268,7 +268,7 @@ double ComputeModel::attention_work_seconds(const planner::AttentionWork& attent
   RAGGED_ASSERT(efficiency > 0, "FlashAttention-3 needs a Hopper compute table (checked with the scenario)");
   // The efficiencies hold at head dim 128 and sequence 8k; other shapes run
   // at their measured share of that rate (sim/attention_shape.hpp).
-  const double shape = flash_attention_shape_factor(attention);
+  const double shape = flash_attention_shape_factor(attention, backward);
   return attention.flops / (spec_.peak_flops * efficiency * shape * spec_.clock_factor);
 }
 

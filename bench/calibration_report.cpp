@@ -111,8 +111,8 @@ int main(int argc, char** argv) {
     Prediction r = predict(p.scenario, eager ? std::function<void(scenarios::Scenario*)>(none) : compiled);
     const double tok_err = std::fabs(r.tokens_per_s - p.tokens_per_s) / p.tokens_per_s;
     const double mem_err = std::fabs(r.reserved_gib - p.memory_gib) / p.memory_gib;
-    std::string bar = eager ? ((tok_err <= 0.15 && mem_err <= 0.10) ? "met (15% / 10%)" : "NOT met (15% / 10%)")
-                            : "out-of-sample check";
+    // Issue 9's bar for calibration points, the same for all four.
+    std::string bar = (tok_err <= 0.05 && mem_err <= 0.10) ? "met (5% / 10%)" : "NOT met (5% / 10%)";
     md << fmt::format("| {} | {} | {} | {} | {} | {:.1f} | {:.1f} ({:.1f}) | {} | {} |\n", p.scenario, p.variant,
                       whole(p.tokens_per_s), whole(r.tokens_per_s), error(r.tokens_per_s, p.tokens_per_s), p.memory_gib, r.reserved_gib,
                       r.allocated_gib, error(r.reserved_gib, p.memory_gib), bar);
@@ -181,13 +181,19 @@ int main(int argc, char** argv) {
   the end of the head's backward no longer holds its bf16 gradients, its
   fp32 reduce-scatter input and the next layer's gathered parameters
   together: the peak moves to the head's backward.
-- **torch.compile points (not part of the bar):** with `compiled: true` the
-  simulator assumes the element-wise ops reach the fused byte counts, one
-  kernel each; the published compile speedup is smaller (+6.6% at 8 GPUs)
-  than the predicted one, so compiled runs are over-predicted by 14-19%, and
-  compile's memory savings are not modelled. The eager kernel factors are
-  counted from the reference implementation; the fused counts are an ideal
-  compile does not reach.
+- **torch.compile points (calibration rows of `ragged validate` too):** with
+  `compiled: true` the simulator assumes the element-wise ops reach the fused
+  byte counts, one kernel each. The published compile gain is smaller than
+  the modelled eager overhead (8 GPUs: 163 ms a step in the paper, 386 ms in
+  torchtitan's docs/performance.md for the same configuration, against 509 ms
+  modelled), and the compiled runs are over-predicted by 14-19% while their
+  memory is within 3%. Read together, the two pairs say the step without
+  eager overhead (GEMMs, attention, fused element-wise, collectives) is
+  predicted about 12% too fast on this GPU, and the eager points agree only
+  because an over-estimated eager overhead cancels it. Candidates, none
+  sourced yet: fused counts that Inductor does not reach, and Hopper's
+  sustained clock under its power limit (the DVFS law below is an
+  assumption, and the GEMM table is a short benchmark).
 - **Assumptions that move the numbers:** the fixed share of board power in
   the DVFS law (20%; 0% or 30% move the 8-GPU prediction by about +-3%) and
   the HBM efficiency of 0.75 (a cudaMemcpy measurement; PyTorch's

@@ -241,6 +241,12 @@ GemmRate ComputeModel::gemm_rate(double flops) const {
 
 double gemm_k_loop_efficiency(double k) { return k / (k + kGemmPipelineFillK); }
 
+double ComputeModel::fastest_gemm_rate() const {
+  double fastest = 0;
+  for (const GemmPoint& point : spec_.gemm) fastest = std::max(fastest, point.flops_per_s);
+  return fastest;
+}
+
 double ComputeModel::gemm_work_seconds(const planner::Gemm& gemm) const {
   if (gemm.m <= 0 || gemm.n <= 0 || gemm.k <= 0 || gemm.count <= 0) return 0;
   const double one = gemm_flops_of_one(gemm);
@@ -249,9 +255,13 @@ double ComputeModel::gemm_work_seconds(const planner::Gemm& gemm) const {
   // The copies run as one batched launch, each at the rate of its own shape:
   // the table's rate for its FLOPs, corrected for the difference between its
   // depth and the depth of the shapes the table measured there.
+  // The depth correction extrapolates beyond the measured shapes, so it may
+  // slow a shallow GEMM down but never lift a deep one above the fastest
+  // rate the table measured.
   const GemmRate table = gemm_rate(one);
   const double depth = gemm_k_loop_efficiency(k) / gemm_k_loop_efficiency(table.k);
-  const double compute = copies * one / (table.flops_per_s * depth * spec_.clock_factor);
+  const double rate = std::min(table.flops_per_s * depth, fastest_gemm_rate());
+  const double compute = copies * one / (rate * spec_.clock_factor);
   const double traffic = copies * (m * k + k * n + m * n) * kBf16Bytes;
   return std::max(compute, memory_seconds(traffic));
 }

@@ -116,6 +116,7 @@ class ComputeModel {
 
  private:
   GemmRate gemm_rate(double flops) const;
+  double fastest_gemm_rate() const;
   // A GEMM's time without its launch.
   double gemm_work_seconds(const planner::Gemm& gemm) const;
   double attention_work_seconds(const planner::AttentionWork& attention, bool backward) const;

@@ -39,8 +39,8 @@ TEST(CliValidate, EveryRowOfTheRepositorySetSimulatesAndBothSummariesArePrinted)
   EXPECT_GE(v.at("throughput_rows").get<int>(), 30);
   EXPECT_EQ(v.at("failed").get<int>(), 0);
   EXPECT_EQ(v.at("simulated").get<int>(), v.at("rows").get<int>());
-  EXPECT_EQ(c.at("rows").get<int>(), 2);
-  EXPECT_EQ(c.at("throughput_rows").get<int>(), 2);
+  EXPECT_EQ(c.at("rows").get<int>(), 4);
+  EXPECT_EQ(c.at("throughput_rows").get<int>(), 4);
   for (const char* key : {"mean_abs_error", "max_abs_error", "false_ooms", "missed_ooms", "memory_within_tolerance"}) {
     EXPECT_TRUE(v.contains(key)) << key;
     EXPECT_TRUE(c.contains(key)) << key;

@@ -87,6 +87,23 @@ TEST(ComputeGemm, RatesAreLinearInLogFlopsBetweenPointsAndClampedOutside) {
   EXPECT_NEAR(rate_at(model, {1000, 1000, 100000, 1}), 9e12 * k_loop(1e5) / k_loop(1e6), kExact * 9e12);
 }
 
+TEST(ComputeGemm, ADeepGemmNeverRunsAboveTheFastestMeasuredRate) {
+  // Two square points; a GEMM of the 2000^3 point's FLOPs 1e6 deep would be
+  // lifted by its K loop to 8e12 * k_loop(1e6) / k_loop(2000) = 9.02e12,
+  // above anything measured: it runs at the fastest point, 8e12.
+  const ComputeModel model(
+      GpuComputeSpec{"test", 1e14, 1e30, {{1000, 1000, 1000, 5e12}, {2000, 2000, 2000, 8e12}}, 0.5, 0.4, 0.8, 0, "test"});
+  const Gemm deep{80, 100, 1000000, 1};
+  const double lifted = 8e12 * k_loop(1e6) / k_loop(2000);
+  std::printf("deep GEMM: K-loop lifted %.3e, fastest measured 8.000e+12, model %.3e FLOP/s\n", lifted,
+              rate_at(model, deep));
+  EXPECT_GT(lifted, 8e12);
+  EXPECT_NEAR(rate_at(model, deep), 8e12, kExact * 8e12);
+  // A shallow GEMM is still slowed by its K loop.
+  const Gemm shallow{8000, 8000, 125, 1};
+  EXPECT_NEAR(rate_at(model, shallow), 8e12 * k_loop(125) / k_loop(2000), kExact * 8e12);
+}
+
 TEST(ComputeGemm, EqualFlopPointsMergeIntoTheirMeanRate) {
   GpuComputeSpec spec = rate_only_spec();
   spec.gemm.push_back({100, 10000, 100, 5e12});  // same FLOPs as {100, 100, 10000}, 100 deep

@@ -229,21 +229,33 @@ void rows_section(std::ostringstream& md, const std::vector<RowResult>& rows, va
 std::map<std::string, double> previous_predictions(const std::string& report) {
   std::map<std::string, double> out;
   std::istringstream in(report);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("| ", 0) != 0) continue;
+  auto trim = [](std::string v) {
+    v.erase(std::remove_if(v.begin(), v.end(), [](char c) { return c == ' ' || c == ','; }), v.end());
+    return v;
+  };
+  // The column of "predicted" in the current table, read off its header row
+  // (npos: a table without one, or a line outside a table).
+  constexpr size_t kNone = std::string::npos;
+  size_t predicted_column = kNone;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("|", 0) != 0) {
+      predicted_column = kNone;
+      continue;
+    }
+    if (line.rfind("|-", 0) == 0) continue;  // the header's separator row
     std::vector<std::string> cells;
     std::istringstream row(line.substr(1));
-    for (std::string cell; std::getline(row, cell, '|');) cells.push_back(cell);
-    if (cells.size() < 13) continue;
-    auto trim = [](std::string v) {
-      v.erase(std::remove_if(v.begin(), v.end(), [](char c) { return c == ' ' || c == ','; }), v.end());
-      return v;
-    };
-    const std::string id = trim(cells[0]), predicted = trim(cells[7]);
+    for (std::string cell; std::getline(row, cell, '|');) cells.push_back(trim(cell));
+    if (!cells.empty() && cells[0] == "id") {
+      const auto it = std::find(cells.begin(), cells.end(), "predicted");
+      predicted_column = it == cells.end() ? kNone : static_cast<size_t>(it - cells.begin());
+      continue;
+    }
+    if (predicted_column >= cells.size()) continue;
+    const std::string& predicted = cells[predicted_column];
     char* end = nullptr;
     const double value = std::strtod(predicted.c_str(), &end);
-    if (!predicted.empty() && end && *end == '\0' && value > 0) out[id] = value;
+    if (!predicted.empty() && end && *end == '\0' && value > 0) out[cells[0]] = value;
   }
   return out;
 }

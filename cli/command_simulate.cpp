@@ -14,6 +14,7 @@
 #include "common/errors.hpp"
 #include "common/progress_bar.hpp"
 #include "scenarios/scenario_rules.hpp"
+#include "sim/compute_breakdown.hpp"
 #include "sim/simulation_child.hpp"
 #include "traces/chrome_trace.hpp"
 #include "traces/trace_io.hpp"
@@ -31,6 +32,7 @@ struct SimulateOptions {
   GoodputOptions goodput;
   bool no_gpu_sharing = false;
   bool no_host_path = false;
+  bool breakdown = false;
   bool json = false;
 };
 
@@ -50,12 +52,17 @@ std::string label_of(const planner::ResolvedScenario& r) {
                      t.micro_batch_size(), t.sequence_length(), t.gradient_accumulation_steps());
 }
 
-SimulationReport simulate_one(const planner::ResolvedScenario& resolved, const SimulateOptions& options) {
+sim::SimulationOptions sim_options_of(const SimulateOptions& options) {
   sim::SimulationOptions sim_options;
   sim_options.mode = sim::parse_mode(options.mode);
   if (!options.calibration.empty()) sim_options.calibration = options.calibration;
   sim_options.share_gpu = !options.no_gpu_sharing;
   sim_options.host_issue = !options.no_host_path;
+  return sim_options;
+}
+
+SimulationReport simulate_one(const planner::ResolvedScenario& resolved, const SimulateOptions& options) {
+  sim::SimulationOptions sim_options = sim_options_of(options);
   const std::string label = label_of(resolved);
   auto bar = std::make_shared<ProgressBar>(resolved.scenario().name() + " " +
                                            scenarios::strategy_name(resolved.scenario().training().strategy()));
@@ -79,8 +86,9 @@ void run(const SimulateOptions& options, Context& context) {
     configs = options.scenario.resolve();
   }
   options.goodput.apply(configs);
-  if ((!options.trace_path.empty() || !options.chrome_path.empty()) && configs.size() != 1) {
-    throw InputError("--trace and --chrome-trace write one simulation: drop --strategy all / --sweep, or pick one");
+  if ((!options.trace_path.empty() || !options.chrome_path.empty() || options.breakdown) && configs.size() != 1) {
+    throw InputError(
+        "--trace, --chrome-trace and --breakdown describe one simulation: drop --strategy all / --sweep, or pick one");
   }
   std::vector<SimulationReport> reports;
   std::vector<GoodputReport> goodputs;
@@ -88,6 +96,8 @@ void run(const SimulateOptions& options, Context& context) {
     reports.push_back(simulate_one(config, options));
     if (options.goodput.requested()) goodputs.push_back(goodput_report(config, reports.back()));
   }
+  std::vector<sim::UnitComputeParts> breakdown;
+  if (options.breakdown) breakdown = sim::compute_breakdown(configs.front(), sim_options_of(options));
   if (!options.trace_path.empty()) traces::write_trace(reports.front().result.trace, options.trace_path);
   if (!options.chrome_path.empty()) traces::write_chrome_trace(reports.front().result.trace, options.chrome_path);
 
@@ -97,6 +107,7 @@ void run(const SimulateOptions& options, Context& context) {
       out.push_back(simulation_to_json(reports[i]));
       if (!goodputs.empty()) out.back()["goodput"] = goodput_to_json(goodputs[i]);
     }
+    if (options.breakdown) out.front()["compute_breakdown"] = compute_breakdown_to_json(breakdown);
     context.out << (reports.size() == 1 ? out.front() : out).dump(2) << '\n';
   } else if (sweeping) {
     print_sweep(reports, context.out);
@@ -104,6 +115,7 @@ void run(const SimulateOptions& options, Context& context) {
     print_simulation_comparison(reports, context.out);
   } else {
     print_simulation(reports.front(), context.out);
+    if (options.breakdown) print_compute_breakdown(breakdown, context.out);
   }
   if (!options.json) {
     for (const auto& g : goodputs) print_goodput(g, context.out << '\n');
@@ -127,6 +139,9 @@ void add_simulate_command(CLI::App& app, Context& context) {
                "Leave out NCCL's kernels taking SMs and HBM bandwidth from concurrent work (docs/SIMULATOR.md 6b)");
   cmd->add_flag("--no-host-path", options->no_host_path,
                 "Leave out the CPU thread that issues the ops (docs/SIMULATOR.md, the CPU issue path)");
+  cmd->add_flag("--breakdown", options->breakdown,
+                "Where each unit's compute time goes: GEMMs, attention, element-wise traffic and launches, with "
+                "their rates (before sharing the GPU with collectives)");
   options->goodput.add_to(cmd);
   cmd->add_flag("--json", options->json, "Print JSON (an array for several simulations)");
   cmd->callback([&context, options] { run(*options, context); });

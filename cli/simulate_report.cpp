@@ -140,4 +140,51 @@ nlohmann::json simulation_to_json(const SimulationReport& r) {
   };
 }
 
+namespace {
+
+double total_seconds(const sim::ComputeParts& p) { return p.gemm + p.attention + p.other + p.memory + p.launches; }
+
+std::string tflops(double flops, double seconds) {
+  return seconds > 0 && flops > 0 ? fmt::format("{:.0f}", flops / seconds / 1e12) : "-";
+}
+
+}  // namespace
+
+void print_compute_breakdown(const std::vector<sim::UnitComputeParts>& rows, std::ostream& out) {
+  Table table;
+  table.column("unit", Table::Align::kLeft).column("pass", Table::Align::kLeft);
+  table.column("GEMMs").column("TFLOP/s").column("attention").column("TFLOP/s").column("element-wise").column("GB");
+  table.column("other").column("launches").column("kernels").column("total");
+  for (const sim::UnitComputeParts& row : rows) {
+    const sim::ComputeParts& p = row.parts;
+    table.row({row.unit, row.pass, ms(p.gemm), tflops(p.gemm_flops, p.gemm), ms(p.attention),
+               tflops(p.attention_flops, p.attention), ms(p.memory), fmt::format("{:.1f}", p.memory_bytes / 1e9),
+               ms(p.other), ms(p.launches), format_integer(p.kernels / row.units), ms(total_seconds(p))});
+  }
+  out << "\n  compute per unit and step, by what runs it (ms; rates are executed FLOPs over the time; alone on the "
+         "GPU, before collectives share it):\n";
+  table.print(out, "  ");
+}
+
+nlohmann::json compute_breakdown_to_json(const std::vector<sim::UnitComputeParts>& rows) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const sim::UnitComputeParts& row : rows) {
+    const sim::ComputeParts& p = row.parts;
+    out.push_back({{"unit", row.unit},
+                   {"pass", row.pass},
+                   {"units", row.units},
+                   {"gemm_s", p.gemm},
+                   {"gemm_flops", p.gemm_flops},
+                   {"attention_s", p.attention},
+                   {"attention_flops", p.attention_flops},
+                   {"elementwise_s", p.memory},
+                   {"elementwise_bytes", p.memory_bytes},
+                   {"other_s", p.other},
+                   {"launch_s", p.launches},
+                   {"kernels", p.kernels / row.units},
+                   {"total_s", total_seconds(p)}});
+  }
+  return out;
+}
+
 }  // namespace ragged::cli

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/compute_breakdown.hpp"
 #include "sim/simulation.hpp"
 
 namespace ragged::cli {
@@ -24,5 +25,8 @@ void print_simulation(const SimulationReport& report, std::ostream& out);
 void print_simulation_comparison(const std::vector<SimulationReport>& reports, std::ostream& out);
 void print_sweep(const std::vector<SimulationReport>& reports, std::ostream& out);
 nlohmann::json simulation_to_json(const SimulationReport& report);
+// `--breakdown`: each unit's compute time by what runs it, with the rates.
+void print_compute_breakdown(const std::vector<sim::UnitComputeParts>& rows, std::ostream& out);
+nlohmann::json compute_breakdown_to_json(const std::vector<sim::UnitComputeParts>& rows);
 
 }  // namespace ragged::cli

@@ -293,8 +293,17 @@ double ComputeModel::memory_seconds(double bytes) const {
 }
 
 OpCost ComputeModel::cost(const planner::Op& op) const {
-  using planner::OpKind;
+  const ComputeParts p = parts(op);
   OpCost c;
+  c.fixed = p.launches;
+  c.sm = p.gemm + p.attention + p.other;
+  c.memory = p.memory;
+  return c;
+}
+
+ComputeParts ComputeModel::parts(const planner::Op& op) const {
+  using planner::OpKind;
+  ComputeParts p;
   switch (op.kind) {
     case OpKind::kComputeFwd:
     case OpKind::kComputeBwd:
@@ -303,38 +312,43 @@ OpCost ComputeModel::cost(const planner::Op& op) const {
       int64_t launches = 0;
       for (const planner::Gemm& gemm : op.work.gemms) {
         const double work = gemm_work_seconds(gemm);
-        c.sm += work;
+        p.gemm += work;
+        p.gemm_flops += gemm.flops();
         launches += work > 0 ? 1 : 0;
       }
-      const double attention = attention_work_seconds(op.work.attention, op.kind == OpKind::kComputeBwd);
-      c.sm += attention;
-      launches += attention > 0 ? 1 : 0;
-      if (op.work.other_flops > 0) c.sm += op.work.other_flops / (spec_.peak_flops * kOtherFlopsEfficiency);
-      c.memory = memory_seconds(op.work.elementwise_bytes);
+      p.attention = attention_work_seconds(op.work.attention, op.kind == OpKind::kComputeBwd);
+      p.attention_flops = p.attention > 0 ? op.work.attention.flops : 0;
+      launches += p.attention > 0 ? 1 : 0;
+      if (op.work.other_flops > 0) p.other = op.work.other_flops / (spec_.peak_flops * kOtherFlopsEfficiency);
+      p.memory = memory_seconds(op.work.elementwise_bytes);
+      p.memory_bytes = op.work.elementwise_bytes;
       // Every element-wise kernel is a launch of its own; an op that only
       // moves bytes (an optimizer's momentum or update) is at least one.
       int64_t elementwise = op.work.elementwise_kernels;
       if (op.work.elementwise_bytes > 0) elementwise = std::max<int64_t>({elementwise, op.host.framework_ops - launches, 1});
-      c.fixed = static_cast<double>(launches + elementwise) * spec_.launch_seconds;
-      return c;
+      p.kernels = launches + elementwise;
+      p.launches = static_cast<double>(p.kernels) * spec_.launch_seconds;
+      return p;
     }
     case OpKind::kCast:
     case OpKind::kCopyIn:
     case OpKind::kCopyOut:
     case OpKind::kGradAccumulate:
       // One launch per kernel it runs (a cast per parameter runs several).
-      c.memory = memory_seconds(static_cast<double>(op.bytes));
-      c.fixed = static_cast<double>(std::max<int64_t>(1, op.host.framework_ops)) * spec_.launch_seconds;
-      return c;
+      p.memory = memory_seconds(static_cast<double>(op.bytes));
+      p.memory_bytes = static_cast<double>(op.bytes);
+      p.kernels = std::max<int64_t>(1, op.host.framework_ops);
+      p.launches = static_cast<double>(p.kernels) * spec_.launch_seconds;
+      return p;
     case OpKind::kAlloc:
     case OpKind::kFree:
     case OpKind::kAllGather:
     case OpKind::kReduceScatter:
     case OpKind::kAllReduce:
     case OpKind::kAllToAll:
-      return c;
+      return p;
   }
-  return c;
+  return p;
 }
 
 }  // namespace ragged::sim

@@ -72,6 +72,20 @@ struct OpCost {
   double seconds() const { return fixed + sm + memory; }
 };
 
+// An op's time by what runs it, with the work behind each part: what
+// `ragged simulate --breakdown` prints. cost() is its sum by resource.
+struct ComputeParts {
+  double gemm = 0;               // GEMM kernels' work
+  double gemm_flops = 0;
+  double attention = 0;          // the attention core's work
+  double attention_flops = 0;
+  double other = 0;              // non-GEMM math
+  double memory = 0;             // element-wise traffic, copies and casts at the HBM rate
+  double memory_bytes = 0;
+  double launches = 0;           // every kernel's launch
+  int64_t kernels = 0;
+};
+
 // The sustained SM clock under a power limit, relative to the clock at the
 // TDP: dynamic power goes as f * V^2 and V follows f in the DVFS range, so
 // it goes as f^3; a fixed share of the TDP (memory, leakage, fans) does not
@@ -101,6 +115,7 @@ class ComputeModel {
   // memory-bound kinds use op.bytes; collectives and alloc/free are 0 here).
   double seconds(const planner::Op& op) const { return cost(op).seconds(); }
   OpCost cost(const planner::Op& op) const;
+  ComputeParts parts(const planner::Op& op) const;
   double gemm_seconds(const planner::Gemm& gemm) const;
   double attention_seconds(const planner::AttentionWork& attention, bool backward) const;
   double memory_seconds(double bytes) const;

@@ -35,9 +35,12 @@ ClusterSpec cluster_spec(const scenarios::Scenario& scenario) {
   return cluster;
 }
 
+
+}  // namespace
+
 // A calibration measured on the device already includes its clocks; the
 // default tables are at the TDP, so a lower power limit slows them.
-ComputeModel compute_model(const scenarios::Gpu& gpu, const SimulationOptions& options) {
+ComputeModel compute_model_of(const scenarios::Gpu& gpu, const SimulationOptions& options) {
   if (options.calibration) {
     // A calibration without SM and CTA counts takes the preset's.
     ComputeModel calibrated = ComputeModel::from_calibration(*options.calibration, gpu.preset());
@@ -48,8 +51,6 @@ ComputeModel compute_model(const scenarios::Gpu& gpu, const SimulationOptions& o
   return ComputeModel::defaults(gpu.preset(), scenarios::peak_bf16_flops(gpu), gpu.hbm_bandwidth_gbytes_per_s() * 1e9)
       .with_clock_factor(power_limited_clock(gpu.tdp_watts(), gpu.power_limit_watts()));
 }
-
-}  // namespace
 
 ModeChoice parse_mode(const std::string& text) {
   if (text == "auto") return ModeChoice::kAuto;
@@ -108,7 +109,7 @@ SimulationResult simulate(const planner::ResolvedScenario& resolved, const Simul
   // backend issues from C++ and its time is the compute model's already.
   const bool gpu_rank = scenario.cluster().gpu().preset() != "cpu";
   run_options.host = options.host_issue && gpu_rank ? HostCosts::pytorch_eager() : HostCosts::none();
-  const ComputeModel compute = compute_model(scenario.cluster().gpu(), options);
+  const ComputeModel compute = compute_model_of(scenario.cluster().gpu(), options);
   if (resolved.model.kernels.attention == models::AttentionKernel::kFlash3 &&
       !(compute.spec().flash3_forward_efficiency > 0 && compute.spec().flash3_backward_efficiency > 0)) {
     throw InputError(fmt::format("training.attention is FLASH_ATTENTION_3 but the compute model '{}' has no "

@@ -12,6 +12,7 @@
 
 #include "planner/resolved_scenario.hpp"
 #include "sim/collective_engine.hpp"
+#include "sim/compute_model.hpp"
 #include "sim/straggler_report.hpp"
 #include "traces/trace.pb.h"
 
@@ -48,6 +49,10 @@ struct SimulationResult {
 };
 
 SimulationResult simulate(const planner::ResolvedScenario& resolved, const SimulationOptions& options);
+
+// The compute model a simulation of this GPU runs: the calibration file's, or
+// the GPU class's default table at the preset's power limit.
+ComputeModel compute_model_of(const scenarios::Gpu& gpu, const SimulationOptions& options);
 
 // Whether the scenario's what-if block changes anything (a slow GPU or link,
 // jitter, a spine oversubscription): then its step is compared with the

@@ -1,3 +1,4 @@
+#include <cstdio>
 #include <filesystem>
 #include <map>
 
@@ -132,6 +133,38 @@ TEST(CliSimulate, TheFalseOomOfIssue9Fits) {
   EXPECT_EQ(fa3.code, 2);
   EXPECT_NE(fa3.err.find("training.attention: FLASH_ATTENTION_3 runs only on Hopper GPUs"), std::string::npos) << fa3.err;
   fs::remove_all(dir);
+}
+
+// --breakdown splits each unit's compute by what runs it; without NCCL
+// sharing the GPU, its totals are the durations the simulator gave the ops.
+TEST(CliSimulate, BreakdownAddsUpToTheSimulatedComputeOfEachUnit) {
+  auto result = run_cli({"simulate", "tiny-llama-4xcpu", "--breakdown", "--no-gpu-sharing", "--json"});
+  ASSERT_EQ(result.code, 0) << result.err;
+  const auto run = nlohmann::json::parse(result.out);
+  const auto& rows = run.at("compute_breakdown");
+  ASSERT_FALSE(rows.empty());
+  std::map<std::string, double> layer_totals;
+  for (const auto& row : rows) {
+    const double parts = row.at("gemm_s").get<double>() + row.at("attention_s").get<double>() +
+                         row.at("elementwise_s").get<double>() + row.at("other_s").get<double>() +
+                         row.at("launch_s").get<double>();
+    EXPECT_NEAR(parts, row.at("total_s").get<double>(), 1e-12) << row.dump();
+    if (row.at("unit").get<std::string>().rfind("layers", 0) == 0) layer_totals[row.at("pass")] = row.at("total_s");
+  }
+  // Unit 1 is the first block; every block of the tiny model is the same.
+  const auto& simulated = run.at("units").at(1).at("seconds_by_kind");
+  std::printf("layer forward: breakdown %.9f s, simulated %.9f s; backward %.9f s, %.9f s\n", layer_totals["forward"],
+              simulated.at("COMPUTE_FWD").get<double>(), layer_totals["backward"],
+              simulated.at("COMPUTE_BWD").get<double>());
+  EXPECT_NEAR(layer_totals["forward"], simulated.at("COMPUTE_FWD").get<double>(), 1e-8);
+  EXPECT_NEAR(layer_totals["backward"], simulated.at("COMPUTE_BWD").get<double>(), 1e-8);
+
+  auto text = run_cli({"simulate", "tiny-llama-4xcpu", "--breakdown"});
+  ASSERT_EQ(text.code, 0) << text.err;
+  for (const char* needle : {"compute per unit and step, by what runs it", "GEMMs", "attention", "element-wise"}) {
+    EXPECT_NE(text.out.find(needle), std::string::npos) << needle << "\n" << text.out;
+  }
+  EXPECT_EQ(run_cli({"simulate", "tiny-llama-4xcpu", "--strategy", "all", "--breakdown"}).code, 2);
 }
 
 TEST(CliSimulate, BadInput) {

@@ -104,6 +104,28 @@ TEST(ComputeGemm, ADeepGemmNeverRunsAboveTheFastestMeasuredRate) {
   EXPECT_NEAR(rate_at(model, shallow), 8e12 * k_loop(125) / k_loop(2000), kExact * 8e12);
 }
 
+TEST(ComputeParts, AddUpToTheOpsCostByResource) {
+  const ComputeModel model = ComputeModel::defaults("h100", 989.4e12, 3.35e12);
+  ComputeWork work;
+  work.gemms = {{8192, 4096, 4096, 1}, {8192, 14336, 4096, 1}};
+  work.attention = {2, 4096, 32, 128, 128, 0, 1e12, false};
+  work.elementwise_bytes = 3e9;
+  work.other_flops = 1e10;
+  work.elementwise_kernels = 7;
+  const Op op = op_of(OpKind::kComputeFwd, work);
+  const ComputeParts p = model.parts(op);
+  const OpCost c = model.cost(op);
+  EXPECT_DOUBLE_EQ(p.gemm + p.attention + p.other, c.sm);
+  EXPECT_DOUBLE_EQ(p.memory, c.memory);
+  EXPECT_DOUBLE_EQ(p.launches, c.fixed);
+  EXPECT_DOUBLE_EQ(p.gemm_flops, work.gemms[0].flops() + work.gemms[1].flops());
+  EXPECT_DOUBLE_EQ(p.attention_flops, 1e12);
+  EXPECT_DOUBLE_EQ(p.memory_bytes, 3e9);
+  EXPECT_EQ(p.kernels, 2 + 1 + 7);  // two GEMMs, the attention core, the element-wise kernels
+  EXPECT_NEAR(p.gemm, model.gemm_seconds(work.gemms[0]) + model.gemm_seconds(work.gemms[1]) - 2 * model.spec().launch_seconds,
+              1e-15);
+}
+
 TEST(ComputeGemm, EqualFlopPointsMergeIntoTheirMeanRate) {
   GpuComputeSpec spec = rate_only_spec();
   spec.gemm.push_back({100, 10000, 100, 5e12});  // same FLOPs as {100, 100, 10000}, 100 deep

@@ -159,7 +159,7 @@ void print_compute_breakdown(const std::vector<sim::UnitComputeParts>& rows, std
     const sim::ComputeParts& p = row.parts;
     table.row({row.unit, row.pass, ms(p.gemm), tflops(p.gemm_flops, p.gemm), ms(p.attention),
                tflops(p.attention_flops, p.attention), ms(p.memory), fmt::format("{:.1f}", p.memory_bytes / 1e9),
-               ms(p.other), ms(p.launches), format_integer(p.kernels / row.units), ms(total_seconds(p))});
+               ms(p.other), ms(p.launches), format_integer(p.kernels), ms(total_seconds(p))});
   }
   out << "\n  compute per unit and step, by what runs it (ms; rates are executed FLOPs over the time; alone on the "
          "GPU, before collectives share it):\n";
@@ -181,7 +181,7 @@ nlohmann::json compute_breakdown_to_json(const std::vector<sim::UnitComputeParts
                    {"elementwise_bytes", p.memory_bytes},
                    {"other_s", p.other},
                    {"launch_s", p.launches},
-                   {"kernels", p.kernels / row.units},
+                   {"kernels", p.kernels},
                    {"total_s", total_seconds(p)}});
   }
   return out;

@@ -3,10 +3,9 @@
 #include <array>
 #include <map>
 
-#include <fmt/format.h>
-
 #include "planner/program_builder.hpp"
 #include "planner/scenario_plan.hpp"
+#include "traces/unit_breakdown.hpp"
 
 namespace ragged::sim {
 namespace {
@@ -40,8 +39,6 @@ struct UnitPasses {
   std::map<planner::OpKind, ComputeParts> passes;
 };
 
-bool is_block(const std::string& name) { return name.rfind("layers.", 0) == 0; }
-
 }  // namespace
 
 std::vector<UnitComputeParts> compute_breakdown(const planner::ResolvedScenario& resolved,
@@ -74,16 +71,17 @@ std::vector<UnitComputeParts> compute_breakdown(const planner::ResolvedScenario&
         add(row.parts, it->second, 1.0 / static_cast<double>(group.size()));
         any = true;
       }
+      row.parts.kernels /= static_cast<int64_t>(group.size());
       if (any) rows.push_back(row);
     }
   };
   auto flush_blocks = [&] {
     if (blocks.empty()) return;
-    emit(blocks.size() == 1 ? blocks.front()->name : fmt::format("layers (mean of {})", blocks.size()), blocks);
+    emit(blocks.size() == 1 ? blocks.front()->name : traces::averaged_blocks_name(blocks.size()), blocks);
     blocks.clear();
   };
   for (const auto& [index, unit] : units) {
-    if (is_block(unit.name)) {
+    if (traces::is_block_unit(unit.name)) {
       blocks.push_back(&unit);
       continue;
     }

@@ -18,7 +18,7 @@ struct UnitComputeParts {
   std::string unit;  // "embed", "head", or "layers (mean of 32)"
   std::string pass;  // "forward", "backward" or "recompute"
   int units = 1;     // units averaged into the row
-  ComputeParts parts;  // per step: every micro-batch's op summed, averaged over the units
+  ComputeParts parts;  // per step: every micro-batch's op summed, averaged over the units (kernels too)
 };
 
 // Rows in unit order, each unit's passes in forward, recompute, backward

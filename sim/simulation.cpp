@@ -35,7 +35,6 @@ ClusterSpec cluster_spec(const scenarios::Scenario& scenario) {
   return cluster;
 }
 
-
 }  // namespace
 
 // A calibration measured on the device already includes its clocks; the

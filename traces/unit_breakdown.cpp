@@ -92,6 +92,10 @@ std::vector<UnitTimes> unit_times(const Trace& trace, int rank) {
   return out;
 }
 
+bool is_block_unit(std::string_view name) { return name.rfind("layers.", 0) == 0; }
+
+std::string averaged_blocks_name(size_t count) { return fmt::format("layers (mean of {})", count); }
+
 // The blocks' kinds are summed before their phases, and the mean taken
 // last, so the rows `ragged simulate` prints stay what they were.
 std::vector<UnitTimes> with_blocks_averaged(const std::vector<UnitTimes>& rows) {
@@ -103,12 +107,12 @@ std::vector<UnitTimes> with_blocks_averaged(const std::vector<UnitTimes>& rows) 
     blocks.seconds = phases_of(blocks.kinds, count);
     for (auto& [kind, s] : blocks.kinds) s /= count;
     blocks.units = count;
-    blocks.name = fmt::format("layers (mean of {})", count);
+    blocks.name = averaged_blocks_name(static_cast<size_t>(count));
     out.push_back(blocks);
     count = 0;
   };
   for (const UnitTimes& row : rows) {
-    if (row.name.rfind("layers.", 0) != 0) {
+    if (!is_block_unit(row.name)) {
       flush();
       out.push_back(row);
       continue;

@@ -42,6 +42,11 @@ struct UnitTimes {
 // trace's steps averaged). Events of no unit (-1) are left out.
 std::vector<UnitTimes> unit_times(const Trace& trace, int rank = kAllRanks);
 
+// Transformer blocks ("layers.N") are the units averaged into one row,
+// named "layers (mean of N)" by how many it averages.
+bool is_block_unit(std::string_view name);
+std::string averaged_blocks_name(size_t count);
+
 // Consecutive transformer blocks ("layers.*") as one row of their mean,
 // named "layers (mean of N)".
 std::vector<UnitTimes> with_blocks_averaged(const std::vector<UnitTimes>& rows);

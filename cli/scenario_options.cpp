@@ -33,7 +33,8 @@ void ScenarioOptions::add_source_to(CLI::App* command) {
                       "for runs on a few GPUs")
       ->check(whole_number(1, kMaxCount));
   command->add_option("--attention", attention,
-                      "Attention kernel (training.attention): math (scores in HBM), flash2 or flash3 (Hopper)");
+                      "Attention kernel (training.attention): math (scores in HBM), flash2, flash3 (Hopper) or triton "
+                      "(flash-attn's Triton FlashAttention, llm-foundry's attn_impl: triton)");
   command->add_option("--loss", loss,
                       "Loss kernel (training.loss): fp32-logits (TorchTitan), fused (flash-attn's, llm-foundry) or "
                       "chunked (Liger's fused linear cross-entropy)");
@@ -110,7 +111,10 @@ void set_kernels(scenarios::LoadedScenario& loaded, const std::string& attention
   if (attention == "math") t->set_attention(scenarios::MATH);
   else if (attention == "flash2") t->set_attention(scenarios::FLASH_ATTENTION_2);
   else if (attention == "flash3") t->set_attention(scenarios::FLASH_ATTENTION_3);
-  else if (!attention.empty()) throw InputError(fmt::format("--attention {}: use math, flash2 or flash3", attention));
+  else if (attention == "triton") t->set_attention(scenarios::TRITON_FLASH_ATTENTION);
+  else if (!attention.empty()) {
+    throw InputError(fmt::format("--attention {}: use math, flash2, flash3 or triton", attention));
+  }
   if (loss == "fp32-logits") t->set_loss(scenarios::FP32_LOGITS);
   else if (loss == "fused") t->set_loss(scenarios::FUSED);
   else if (loss == "chunked") t->set_loss(scenarios::CHUNKED);

@@ -33,6 +33,7 @@ std::string_view attention_kernel_name(AttentionKernel kernel) {
     case AttentionKernel::kFlash2: return "flash-attention-2";
     case AttentionKernel::kFlash3: return "flash-attention-3";
     case AttentionKernel::kMath: return "math";
+    case AttentionKernel::kTritonFlash: return "triton-flash-attention";
   }
   RAGGED_ASSERT(false, "unknown AttentionKernel");
 }

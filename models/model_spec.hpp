@@ -44,6 +44,7 @@ enum class AttentionKernel {
   kFlash2,  // FlashAttention-2 (PyTorch SDPA's flash backend): O(S) state, one fp32 log-sum-exp per row
   kFlash3,  // FlashAttention-3 (Hopper): the same state, faster
   kMath,    // SDPA's math backend: the B x heads x S x S scores and probabilities in HBM
+  kTritonFlash,  // flash-attn's Triton FlashAttention (llm-foundry's attn_impl: triton): FA2's state, FA1's speed
 };
 enum class LossKernel {
   kFp32Logits,  // cross_entropy(logits.float()): fp32 copy and log-softmax of the full logits (TorchTitan)

@@ -89,6 +89,7 @@ struct AttentionWork {
   int64_t window = 0;  // 0: full causal
   double flops = 0;    // executed FLOPs of this op (forward, or the backward's 2.5x)
   bool flash3 = false; // FlashAttention-3 (Hopper) instead of FlashAttention-2
+  bool triton_flash = false;  // flash-attn's Triton FlashAttention: FlashAttention-2's work at FlashAttention-1's speed
 };
 
 // What a compute, recompute or optimizer op does, for cost models and the

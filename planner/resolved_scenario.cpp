@@ -120,6 +120,7 @@ models::KernelChoices kernel_choices(const scenarios::Training& training) {
   switch (training.attention()) {
     case scenarios::MATH: kernels.attention = models::AttentionKernel::kMath; break;
     case scenarios::FLASH_ATTENTION_3: kernels.attention = models::AttentionKernel::kFlash3; break;
+    case scenarios::TRITON_FLASH_ATTENTION: kernels.attention = models::AttentionKernel::kTritonFlash; break;
     default: kernels.attention = models::AttentionKernel::kFlash2; break;
   }
   switch (training.loss()) {

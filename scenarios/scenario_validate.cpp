@@ -109,9 +109,11 @@ void check_granularity_spec(const GranularitySpec& spec, const std::string& path
 // FlashAttention-3 uses Hopper's TMA and warpgroup MMA (Shah et al. 2024):
 // it needs a Hopper preset, or a GPU given by its numbers.
 void check_kernels(const Training& t, const Gpu& gpu, Checker& c) {
-  if (t.attention() != MATH && t.attention() != FLASH_ATTENTION_2 && t.attention() != FLASH_ATTENTION_3) {
-    c.fail("training.attention", fmt::format("attention is {}; use MATH, FLASH_ATTENTION_2 or FLASH_ATTENTION_3 "
-                                             "(or leave it unset for FLASH_ATTENTION_2)", static_cast<int>(t.attention())));
+  if (t.attention() != MATH && t.attention() != FLASH_ATTENTION_2 && t.attention() != FLASH_ATTENTION_3 &&
+      t.attention() != TRITON_FLASH_ATTENTION) {
+    c.fail("training.attention", fmt::format("attention is {}; use MATH, FLASH_ATTENTION_2, FLASH_ATTENTION_3 or "
+                                             "TRITON_FLASH_ATTENTION (or leave it unset for FLASH_ATTENTION_2)",
+                                             static_cast<int>(t.attention())));
   }
   if (t.loss() != FP32_LOGITS && t.loss() != FUSED && t.loss() != CHUNKED) {
     c.fail("training.loss", fmt::format("loss is {}; use FP32_LOGITS, FUSED or CHUNKED (or leave it unset for "

@@ -271,10 +271,20 @@ double ComputeModel::gemm_seconds(const planner::Gemm& gemm) const {
   return work > 0 ? work + spec_.launch_seconds : 0;
 }
 
+// flash-attn's Triton FlashAttention (flash_attn_triton.py, llm-foundry's
+// attn_impl: triton) runs at FlashAttention-1's speed: "Overall Triton
+// forward + backward is slightly slower than CUDA forward + backward" (its
+// docstring, written in 2022 against the CUDA FlashAttention-1), and
+// FlashAttention-2 yields "around 2x speedup compared to FlashAttention" (Dao
+// 2023, abstract). So half of FlashAttention-2's rate at the same shape, both
+// directions, on every GPU (derived; "slightly slower" taken as equal).
+constexpr double kTritonFlashShareOfFlash2 = 0.5;
+
 double ComputeModel::attention_work_seconds(const planner::AttentionWork& attention, bool backward) const {
   if (attention.flops <= 0) return 0;
-  const double efficiency = attention.flash3 ? (backward ? spec_.flash3_backward_efficiency : spec_.flash3_forward_efficiency)
-                                             : (backward ? spec_.attention_backward_efficiency : spec_.attention_forward_efficiency);
+  double efficiency = attention.flash3 ? (backward ? spec_.flash3_backward_efficiency : spec_.flash3_forward_efficiency)
+                                       : (backward ? spec_.attention_backward_efficiency : spec_.attention_forward_efficiency);
+  if (attention.triton_flash) efficiency *= kTritonFlashShareOfFlash2;
   RAGGED_ASSERT(efficiency > 0, "FlashAttention-3 needs a Hopper compute table (checked with the scenario)");
   // The efficiencies hold at head dim 128 and sequence 8k; other shapes run
   // at their measured share of that rate (sim/attention_shape.hpp).

@@ -132,6 +132,15 @@ TEST(CliSimulate, TheFalseOomOfIssue9Fits) {
   auto fa3 = run_cli({"simulate", file.string(), "--attention", "flash3"});
   EXPECT_EQ(fa3.code, 2);
   EXPECT_NE(fa3.err.find("training.attention: FLASH_ATTENTION_3 runs only on Hopper GPUs"), std::string::npos) << fa3.err;
+  // The Triton FlashAttention runs anywhere, at half FlashAttention-2's rate: the step is longer, memory the same.
+  auto triton = run_cli({"simulate", file.string(), "--attention", "triton", "--json"});
+  ASSERT_EQ(triton.code, 0) << triton.err;
+  const auto triton_run = nlohmann::json::parse(triton.out);
+  EXPECT_GT(triton_run["step_time_s"].get<double>(), runs["fp32-logits"]["step_time_s"].get<double>());
+  EXPECT_EQ(triton_run["peak_allocated_bytes"].get<int64_t>(), runs["fp32-logits"]["peak_allocated_bytes"].get<int64_t>());
+  auto unknown = run_cli({"simulate", file.string(), "--attention", "flash1"});
+  EXPECT_EQ(unknown.code, 2);
+  EXPECT_NE(unknown.err.find("--attention flash1: use math, flash2, flash3 or triton"), std::string::npos) << unknown.err;
   fs::remove_all(dir);
 }
 

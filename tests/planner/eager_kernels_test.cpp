@@ -77,6 +77,21 @@ TEST(KernelWork, FlashAttention3MarksTheAttention) {
   EXPECT_DOUBLE_EQ(work.attention.flops, forward_work(fa3.units[1], MicroBatch{2, 4096, false}).attention.flops);
 }
 
+// The Triton FlashAttention does FlashAttention-2's work (same FLOPs, same
+// state), only slower: the op carries the mark, not more FLOPs.
+TEST(KernelWork, TritonFlashAttentionMarksTheAttention) {
+  const models::ArchConfig arch = models::find_catalog_entry("llama3-8b").arch;
+  const models::ModelSpec triton =
+      models::build_model(arch, {models::AttentionKernel::kTritonFlash, models::LossKernel::kFused});
+  const models::ModelSpec flash2 = models::build_model(arch, {models::AttentionKernel::kFlash2, models::LossKernel::kFused});
+  const ComputeWork work = forward_work(triton.units[1], MicroBatch{2, 4096, false, triton.kernels});
+  EXPECT_TRUE(work.attention.triton_flash);
+  EXPECT_FALSE(work.attention.flash3);
+  EXPECT_DOUBLE_EQ(work.attention.flops, forward_work(flash2.units[1], MicroBatch{2, 4096, false}).attention.flops);
+  EXPECT_EQ(triton.units[1].activations.saved_none, flash2.units[1].activations.saved_none);
+  EXPECT_EQ(triton.units[1].activations.working, flash2.units[1].activations.working);
+}
+
 // Liger's chunked loss runs the logits GEMM's gradient GEMMs in the forward.
 TEST(KernelWork, ChunkedLossMovesTheHeadGradientGemmsToTheForward) {
   const models::ArchConfig arch = models::find_catalog_entry("llama3-8b").arch;

@@ -119,7 +119,11 @@ TEST(ScenarioErrors, CheckpointEveryNeedsFullCheckpointingAndAPositiveCount) {
 
 TEST(ScenarioErrors, KernelValuesOutOfRangeNameTheField) {
   const std::string attention = parse_error(replace(minimal_scenario(), "strategy: FSDP2", "attention: 7"));
-  EXPECT_CONTAINS(attention, "training.attention: attention is 7; use MATH, FLASH_ATTENTION_2 or FLASH_ATTENTION_3");
+  EXPECT_CONTAINS(attention, "training.attention: attention is 7; use MATH, FLASH_ATTENTION_2, FLASH_ATTENTION_3 or "
+                             "TRITON_FLASH_ATTENTION");
+  EXPECT_EQ(parse_error(replace(replace(minimal_scenario(), "\"h100\"", "\"a100-80g\""), "strategy: FSDP2",
+                                "attention: TRITON_FLASH_ATTENTION")),
+            "");
   const std::string loss = parse_error(replace(minimal_scenario(), "strategy: FSDP2", "loss: 9"));
   EXPECT_CONTAINS(loss, "training.loss: loss is 9; use FP32_LOGITS, FUSED or CHUNKED");
   const std::string name = parse_error(replace(minimal_scenario(), "strategy: FSDP2", "loss: FUSSED"));

@@ -177,6 +177,31 @@ TEST(ComputeAttention, ForwardAndBackwardUseTheirEfficiencies) {
   EXPECT_EQ(model.attention_seconds(AttentionWork{}, false), 0.0);
 }
 
+// flash-attn's Triton FlashAttention (llm-foundry's attn_impl: triton) runs
+// at FlashAttention-1's speed, half of FlashAttention-2's rate at the same
+// shape: its work takes twice as long, both directions, on any GPU.
+TEST(ComputeAttention, TritonFlashAttentionRunsAtHalfFlashAttention2sRate) {
+  for (const char* gpu : {"h100", "a100-80g"}) {
+    const GpuComputeSpec& table = *find_gpu_table(gpu);
+    const ComputeModel model = ComputeModel::defaults(gpu, table.peak_flops, table.hbm_bytes_per_s);
+    AttentionWork flash2;
+    flash2.flops = 1e12;
+    flash2.seq_len = 2048;
+    flash2.qk_head_dim = 128;
+    AttentionWork triton = flash2;
+    triton.triton_flash = true;
+    const double launch = model.spec().launch_seconds;
+    for (bool backward : {false, true}) {
+      const double flash2_work = model.attention_seconds(flash2, backward) - launch;
+      const double expected = 2 * flash2_work + launch;
+      std::printf("%s %s: FA2 %.3f ms, Triton analytic 2 x FA2 + launch = %.3f ms, model %.3f ms\n", gpu,
+                  backward ? "backward" : "forward", 1e3 * flash2_work, 1e3 * expected,
+                  1e3 * model.attention_seconds(triton, backward));
+      EXPECT_NEAR(model.attention_seconds(triton, backward), expected, 1e-12 * expected);
+    }
+  }
+}
+
 // A 1 GB cast (and every other memory-bound kind) streams at the measured
 // fraction of HBM bandwidth; collectives and alloc/free cost nothing here.
 TEST(ComputeMemory, OneGigabyteCastOnH100) {

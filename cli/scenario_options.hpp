@@ -24,7 +24,7 @@ struct ScenarioOptions {
   std::string strategy;     // --strategy: one name, "all", or "" to keep the scenario's
   std::string granularity;  // --granularity: element | rows:K | block:RxC | matrix
   std::string optimizer;    // --optimizer: adamw | adam8bit | muon | shampoo
-  std::string attention;    // --attention: math | flash2 | flash3 (training.attention)
+  std::string attention;    // --attention: math | flash2 | flash3 | triton (training.attention)
   std::string loss;         // --loss: fp32-logits | fused | chunked (training.loss)
   bool expandable_segments = false;  // --expandable-segments (training.allocator.expandable_segments)
   std::string slow_gpus;    // --slow-gpus N:F (whatif.slow_gpus: count, fraction)

@@ -30,8 +30,7 @@ AttentionWork attention(const models::UnitSpec& unit, const MicroBatch& batch, d
   a.v_head_dim = shape.v_head_dim;
   a.window = shape.window;
   a.flops = flops_factor * shape.forward_flops_per_token(batch.seq_len) * static_cast<double>(batch.tokens());
-  a.flash3 = batch.kernels.attention == models::AttentionKernel::kFlash3;
-  a.triton_flash = batch.kernels.attention == models::AttentionKernel::kTritonFlash;
+  a.kernel = batch.kernels.attention;
   return a;
 }
 

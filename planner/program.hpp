@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "models/model_spec.hpp"
+
 namespace ragged::planner {
 
 // The same vocabulary as traces/trace.proto's OpKind.
@@ -88,8 +90,9 @@ struct AttentionWork {
   int64_t v_head_dim = 0;
   int64_t window = 0;  // 0: full causal
   double flops = 0;    // executed FLOPs of this op (forward, or the backward's 2.5x)
-  bool flash3 = false; // FlashAttention-3 (Hopper) instead of FlashAttention-2
-  bool triton_flash = false;  // flash-attn's Triton FlashAttention: FlashAttention-2's work at FlashAttention-1's speed
+  // The kernel that runs it: FlashAttention-2, -3 (Hopper) or flash-attn's
+  // Triton FlashAttention (FlashAttention-2's work at FlashAttention-1's speed).
+  models::AttentionKernel kernel = models::AttentionKernel::kFlash2;
 };
 
 // What a compute, recompute or optimizer op does, for cost models and the

@@ -51,7 +51,8 @@ double flash_attention_shape_factor(int64_t head_dim, int64_t seq_len, bool flas
 
 double flash_attention_shape_factor(const planner::AttentionWork& attention, bool backward) {
   const int64_t keys = attention.window > 0 ? std::min(attention.window, attention.seq_len) : attention.seq_len;
-  return flash_attention_shape_factor(attention.qk_head_dim, keys, attention.flash3, backward);
+  return flash_attention_shape_factor(attention.qk_head_dim, keys, attention.kernel == models::AttentionKernel::kFlash3,
+                                      backward);
 }
 
 }  // namespace ragged::sim

@@ -282,9 +282,12 @@ constexpr double kTritonFlashShareOfFlash2 = 0.5;
 
 double ComputeModel::attention_work_seconds(const planner::AttentionWork& attention, bool backward) const {
   if (attention.flops <= 0) return 0;
-  double efficiency = attention.flash3 ? (backward ? spec_.flash3_backward_efficiency : spec_.flash3_forward_efficiency)
-                                       : (backward ? spec_.attention_backward_efficiency : spec_.attention_forward_efficiency);
-  if (attention.triton_flash) efficiency *= kTritonFlashShareOfFlash2;
+  double efficiency = backward ? spec_.attention_backward_efficiency : spec_.attention_forward_efficiency;
+  if (attention.kernel == models::AttentionKernel::kFlash3) {
+    efficiency = backward ? spec_.flash3_backward_efficiency : spec_.flash3_forward_efficiency;
+  } else if (attention.kernel == models::AttentionKernel::kTritonFlash) {
+    efficiency *= kTritonFlashShareOfFlash2;
+  }
   RAGGED_ASSERT(efficiency > 0, "FlashAttention-3 needs a Hopper compute table (checked with the scenario)");
   // The efficiencies hold at head dim 128 and sequence 8k; other shapes run
   // at their measured share of that rate (sim/attention_shape.hpp).

@@ -73,7 +73,7 @@ TEST(KernelWork, FlashAttention3MarksTheAttention) {
   const models::ArchConfig arch = models::find_catalog_entry("llama3-8b").arch;
   const models::ModelSpec fa3 = models::build_model(arch, {models::AttentionKernel::kFlash3, models::LossKernel::kFp32Logits});
   const ComputeWork work = forward_work(fa3.units[1], MicroBatch{2, 4096, false, fa3.kernels});
-  EXPECT_TRUE(work.attention.flash3);
+  EXPECT_EQ(work.attention.kernel, models::AttentionKernel::kFlash3);
   EXPECT_DOUBLE_EQ(work.attention.flops, forward_work(fa3.units[1], MicroBatch{2, 4096, false}).attention.flops);
 }
 
@@ -85,8 +85,7 @@ TEST(KernelWork, TritonFlashAttentionMarksTheAttention) {
       models::build_model(arch, {models::AttentionKernel::kTritonFlash, models::LossKernel::kFused});
   const models::ModelSpec flash2 = models::build_model(arch, {models::AttentionKernel::kFlash2, models::LossKernel::kFused});
   const ComputeWork work = forward_work(triton.units[1], MicroBatch{2, 4096, false, triton.kernels});
-  EXPECT_TRUE(work.attention.triton_flash);
-  EXPECT_FALSE(work.attention.flash3);
+  EXPECT_EQ(work.attention.kernel, models::AttentionKernel::kTritonFlash);
   EXPECT_DOUBLE_EQ(work.attention.flops, forward_work(flash2.units[1], MicroBatch{2, 4096, false}).attention.flops);
   EXPECT_EQ(triton.units[1].activations.saved_none, flash2.units[1].activations.saved_none);
   EXPECT_EQ(triton.units[1].activations.working, flash2.units[1].activations.working);

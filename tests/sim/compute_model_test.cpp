@@ -108,7 +108,7 @@ TEST(ComputeParts, AddUpToTheOpsCostByResource) {
   const ComputeModel model = ComputeModel::defaults("h100", 989.4e12, 3.35e12);
   ComputeWork work;
   work.gemms = {{8192, 4096, 4096, 1}, {8192, 14336, 4096, 1}};
-  work.attention = {2, 4096, 32, 128, 128, 0, 1e12, false};
+  work.attention = {2, 4096, 32, 128, 128, 0, 1e12, models::AttentionKernel::kFlash2};
   work.elementwise_bytes = 3e9;
   work.other_flops = 1e10;
   work.elementwise_kernels = 7;
@@ -189,7 +189,7 @@ TEST(ComputeAttention, TritonFlashAttentionRunsAtHalfFlashAttention2sRate) {
     flash2.seq_len = 2048;
     flash2.qk_head_dim = 128;
     AttentionWork triton = flash2;
-    triton.triton_flash = true;
+    triton.kernel = models::AttentionKernel::kTritonFlash;
     const double launch = model.spec().launch_seconds;
     for (bool backward : {false, true}) {
       const double flash2_work = model.attention_seconds(flash2, backward) - launch;

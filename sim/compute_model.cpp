@@ -261,7 +261,7 @@ double ComputeModel::gemm_work_seconds(const planner::Gemm& gemm) const {
   const GemmRate table = gemm_rate(one);
   const double depth = gemm_k_loop_efficiency(k) / gemm_k_loop_efficiency(table.k);
   const double rate = std::min(table.flops_per_s * depth, fastest_gemm_rate());
-  const double compute = copies * one / (rate * spec_.clock_factor);
+  const double compute = copies * one / (rate * spec_.clock_factor * spec_.sustained_clock);
   const double traffic = copies * (m * k + k * n + m * n) * kBf16Bytes;
   return std::max(compute, memory_seconds(traffic));
 }
@@ -292,7 +292,7 @@ double ComputeModel::attention_work_seconds(const planner::AttentionWork& attent
   // The efficiencies hold at head dim 128 and sequence 8k; other shapes run
   // at their measured share of that rate (sim/attention_shape.hpp).
   const double shape = flash_attention_shape_factor(attention, backward);
-  return attention.flops / (spec_.peak_flops * efficiency * shape * spec_.clock_factor);
+  return attention.flops / (spec_.peak_flops * efficiency * shape * spec_.clock_factor * spec_.sustained_clock);
 }
 
 double ComputeModel::attention_seconds(const planner::AttentionWork& attention, bool backward) const {

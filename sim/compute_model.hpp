@@ -50,6 +50,11 @@ struct GpuComputeSpec {
   // Sustained SM clock relative to the tables' (1: no power limit below the
   // TDP). Scales compute-bound rates (GEMMs, attention), not memory-bound ones.
   double clock_factor = 1.0;
+  // Tensor-core clock of a GPU a training loop keeps busy for seconds,
+  // relative to the short microbenchmark bursts its GEMM and attention
+  // rates come from (docs/SIMULATOR.md section 7, "Sustained clock"): the
+  // Hopper tables' is calibrated; 1 elsewhere, and for calibration files.
+  double sustained_clock = 1.0;
   double flash3_forward_efficiency = 0;      // as attention_*_efficiency for FlashAttention-3; 0 where it
   double flash3_backward_efficiency = 0;     // does not run (not Hopper, or a calibration file)
   // What NCCL's kernels take from concurrent work (docs/SIMULATOR.md section

@@ -74,22 +74,29 @@ void add_math_backward(const models::UnitSpec& unit, const MicroBatch& batch, Co
   work.elementwise_kernels += 1;  // the softmax backward
 }
 
+// Whether the unit's element-wise ops run fused (compiled) for the batch.
+bool fused(const models::UnitSpec& unit, const MicroBatch& batch) {
+  return batch.fused_elementwise && (!batch.fused_blocks_only || unit.kind == models::UnitKind::kBlock);
+}
+
 // Element-wise traffic of a unit's forward or backward for the batch, eager or fused.
 double elementwise_bytes(const models::UnitSpec& unit, const MicroBatch& batch, bool backward) {
+  const bool fuse = fused(unit, batch);
   double per_token = 0;
   for (const models::ElementwiseOp& op : unit.compute.elementwise) {
     const EagerFactors eager = eager_traffic_factors(op.name);
     const double bytes = backward ? op.backward_bytes() : op.bytes_per_token;
-    per_token += bytes * (batch.fused_elementwise ? 1.0 : (backward ? eager.backward : eager.forward));
+    per_token += bytes * (fuse ? 1.0 : (backward ? eager.backward : eager.forward));
   }
   return per_token * static_cast<double>(batch.tokens());
 }
 
 // The kernels of a unit's forward element-wise ops, eager or fused.
 int64_t elementwise_kernels(const models::UnitSpec& unit, const MicroBatch& batch) {
+  const bool fuse = fused(unit, batch);
   int64_t kernels = 0;
   for (const models::ElementwiseOp& op : unit.compute.elementwise) {
-    kernels += batch.fused_elementwise ? 1 : eager_kernel_count(op.name);
+    kernels += fuse ? 1 : eager_kernel_count(op.name);
   }
   return kernels;
 }

@@ -14,6 +14,9 @@ struct MicroBatch {
   int64_t seq_len = 1;
   bool fused_elementwise = true;  // false: eager kernels (eager_kernels.hpp)
   models::KernelChoices kernels = {};  // the attention and loss kernels (the model's)
+  // With fused_elementwise: only transformer blocks are fused (torchtitan
+  // compiles each block); the embed and head units run eagerly.
+  bool fused_blocks_only = false;
   int64_t tokens() const { return sequences * seq_len; }
 };
 

@@ -40,7 +40,8 @@ class Builder {
     r_ = dtype_bytes(t.precision().reduce());
     o_ = dtype_bytes(t.precision().master());
     unit_mode_ = unit_checkpointing(*in.model, *in.plan, t);
-    batch_ = MicroBatch{t.micro_batch_size(), t.sequence_length(), t.compiled(), in.model->kernels};
+    batch_ = MicroBatch{t.micro_batch_size(), t.sequence_length(), t.compiled(), in.model->kernels,
+                        t.compile_scope() == scenarios::TRANSFORMER_BLOCKS};
     reshard_ = t.reshard_after_forward();
     window_ = std::max(1, t.prefetch_depth() + 1);
     if (traits_.max_unsharded_units > 0) window_ = std::min(window_, traits_.max_unsharded_units);

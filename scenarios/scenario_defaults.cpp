@@ -140,6 +140,7 @@ void default_training(Training* training, int64_t cluster_gpus) {
   if (!training->has_prefetch_depth()) training->set_prefetch_depth(1);
   if (!training->has_reshard_after_forward()) training->set_reshard_after_forward(true);
   if (!training->has_compiled()) training->set_compiled(false);
+  if (training->compile_scope() == COMPILE_SCOPE_UNSPECIFIED) training->set_compile_scope(WHOLE_MODEL);
   if (training->attention() == ATTENTION_KERNEL_UNSPECIFIED) training->set_attention(FLASH_ATTENTION_2);
   if (training->loss() == LOSS_KERNEL_UNSPECIFIED) training->set_loss(FP32_LOGITS);
   if (!training->allocator().has_expandable_segments()) training->mutable_allocator()->set_expandable_segments(false);

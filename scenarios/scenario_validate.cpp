@@ -119,6 +119,13 @@ void check_kernels(const Training& t, const Gpu& gpu, Checker& c) {
     c.fail("training.loss", fmt::format("loss is {}; use FP32_LOGITS, FUSED or CHUNKED (or leave it unset for "
                                         "FP32_LOGITS)", static_cast<int>(t.loss())));
   }
+  if (t.compile_scope() != WHOLE_MODEL && t.compile_scope() != TRANSFORMER_BLOCKS) {
+    c.fail("training.compile_scope", fmt::format("compile_scope is {}; use WHOLE_MODEL or TRANSFORMER_BLOCKS (or leave "
+                                                 "it unset for WHOLE_MODEL)", static_cast<int>(t.compile_scope())));
+  } else if (t.compile_scope() == TRANSFORMER_BLOCKS && !t.compiled()) {
+    c.fail("training.compile_scope", "compile_scope TRANSFORMER_BLOCKS says what torch.compile covers, but compiled is "
+                                     "not true: set compiled: true, or remove compile_scope");
+  }
   if (t.attention() != FLASH_ATTENTION_3 || gpu.preset().empty()) return;
   for (const GpuPreset& preset : gpu_presets()) {
     if (preset.name != gpu.preset() || preset.hopper) continue;

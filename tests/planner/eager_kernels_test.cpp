@@ -40,6 +40,34 @@ TEST(EagerKernels, EagerWorkMovesMoreBytesThanFused) {
   EXPECT_DOUBLE_EQ(total_flops(forward_work(block, eager)), total_flops(forward_work(block, fused)));
 }
 
+// torchtitan compiles each transformer block, not the model: with
+// fused_blocks_only the blocks' element-wise ops run fused and the head's
+// (final RMSNorm, fp32 cross-entropy) at their eager traffic and kernels.
+TEST(EagerKernels, CompilingTheBlocksOnlyLeavesTheHeadEager) {
+  const models::ModelSpec model = models::catalog_model("llama3-8b");
+  const models::UnitSpec& block = model.units[1];
+  const models::UnitSpec& head = model.units.back();
+  ASSERT_EQ(head.kind, models::UnitKind::kHead);
+  MicroBatch whole{2, 8192, true}, blocks{2, 8192, true}, eager{2, 8192, false};
+  blocks.fused_blocks_only = true;
+  EXPECT_DOUBLE_EQ(forward_work(block, blocks).elementwise_bytes, forward_work(block, whole).elementwise_bytes);
+  EXPECT_EQ(backward_work(block, blocks).elementwise_kernels, backward_work(block, whole).elementwise_kernels);
+  for (bool backward : {false, true}) {
+    double expected = 0;
+    for (const auto& op : head.compute.elementwise) {
+      const EagerFactors f = eager_traffic_factors(op.name);
+      expected += backward ? op.backward_bytes() * f.backward : op.bytes_per_token * f.forward;
+    }
+    const ComputeWork work = backward ? backward_work(head, blocks) : forward_work(head, blocks);
+    EXPECT_DOUBLE_EQ(work.elementwise_bytes, expected * 16384) << (backward ? "backward" : "forward");
+    EXPECT_DOUBLE_EQ(work.elementwise_bytes,
+                     (backward ? backward_work(head, eager) : forward_work(head, eager)).elementwise_bytes);
+    EXPECT_GT(work.elementwise_bytes,
+              2 * (backward ? backward_work(head, whole) : forward_work(head, whole)).elementwise_bytes);
+  }
+  EXPECT_EQ(forward_work(head, blocks).elementwise_kernels, forward_work(head, eager).elementwise_kernels);
+}
+
 // The math attention backend: two batched GEMMs of the full s x s square
 // forward (4 s^2 d FLOPs per sequence and head), four backward, a mask add
 // and a softmax over the scores (5 passes eager, 2 fused) and a softmax

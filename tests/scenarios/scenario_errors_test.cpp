@@ -117,6 +117,16 @@ TEST(ScenarioErrors, CheckpointEveryNeedsFullCheckpointingAndAPositiveCount) {
             "");
 }
 
+TEST(ScenarioErrors, CompileScopeNeedsCompiledAndAKnownValue) {
+  const std::string eager = parse_error(replace(minimal_scenario(), "strategy: FSDP2", "compile_scope: TRANSFORMER_BLOCKS"));
+  EXPECT_CONTAINS(eager, "training.compile_scope: compile_scope TRANSFORMER_BLOCKS says what torch.compile covers, but "
+                         "compiled is not true: set compiled: true, or remove compile_scope");
+  const std::string unknown = parse_error(replace(minimal_scenario(), "strategy: FSDP2", "compiled: true compile_scope: 9"));
+  EXPECT_CONTAINS(unknown, "training.compile_scope: compile_scope is 9; use WHOLE_MODEL or TRANSFORMER_BLOCKS");
+  EXPECT_EQ(parse_error(replace(minimal_scenario(), "strategy: FSDP2", "compiled: true compile_scope: TRANSFORMER_BLOCKS")), "");
+  EXPECT_EQ(parse_error(replace(minimal_scenario(), "strategy: FSDP2", "compiled: true")), "");
+}
+
 TEST(ScenarioErrors, KernelValuesOutOfRangeNameTheField) {
   const std::string attention = parse_error(replace(minimal_scenario(), "strategy: FSDP2", "attention: 7"));
   EXPECT_CONTAINS(attention, "training.attention: attention is 7; use MATH, FLASH_ATTENTION_2, FLASH_ATTENTION_3 or "

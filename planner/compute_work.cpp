@@ -51,6 +51,11 @@ MathAttention math_shape(const models::UnitSpec& unit, const MicroBatch& batch) 
           element * static_cast<double>(batch.seq_len) * static_cast<double>(batch.seq_len)};
 }
 
+// Whether the unit's element-wise ops run fused (compiled) for the batch.
+bool fused(const models::UnitSpec& unit, const MicroBatch& batch) {
+  return batch.fused_elementwise && (!batch.fused_blocks_only || unit.kind == models::UnitKind::kBlock);
+}
+
 // Forward: the two batched GEMMs; the mask add reads the scores and the mask
 // and writes the scores (3 passes), the softmax reads and writes (2). Fused
 // (torch.compile): one pass reads the scores and writes the probabilities.
@@ -58,8 +63,9 @@ void add_math_forward(const models::UnitSpec& unit, const MicroBatch& batch, Com
   const MathAttention m = math_shape(unit, batch);
   work.gemms.push_back({m.s, m.s, m.qk, m.count});  // QK^T
   work.gemms.push_back({m.s, m.v, m.s, m.count});   // PV
-  work.elementwise_bytes += (batch.fused_elementwise ? 2.0 : 5.0) * m.score_bytes * static_cast<double>(m.count);
-  work.elementwise_kernels += batch.fused_elementwise ? 1 : 2;  // the mask add and the softmax
+  const bool fuse = fused(unit, batch);
+  work.elementwise_bytes += (fuse ? 2.0 : 5.0) * m.score_bytes * static_cast<double>(m.count);
+  work.elementwise_kernels += fuse ? 1 : 2;  // the mask add and the softmax
 }
 
 // Backward: dP = dO V^T, dV = P^T dO, the softmax backward (reads dP and P,
@@ -72,11 +78,6 @@ void add_math_backward(const models::UnitSpec& unit, const MicroBatch& batch, Co
   work.gemms.push_back({m.s, m.qk, m.s, m.count});  // dK
   work.elementwise_bytes += 3.0 * m.score_bytes * static_cast<double>(m.count);
   work.elementwise_kernels += 1;  // the softmax backward
-}
-
-// Whether the unit's element-wise ops run fused (compiled) for the batch.
-bool fused(const models::UnitSpec& unit, const MicroBatch& batch) {
-  return batch.fused_elementwise && (!batch.fused_blocks_only || unit.kind == models::UnitKind::kBlock);
 }
 
 // Element-wise traffic of a unit's forward or backward for the batch, eager or fused.

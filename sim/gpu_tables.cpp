@@ -69,6 +69,11 @@ constexpr double kGpuLaunchSeconds = 4e-6;
 // of sustained clocks under BF16 GEMM load was found; the mechanism's
 // independent observations are in docs/SIMULATOR.md section 7.
 constexpr double kHopperSustainedClock = 0.87;
+// The clock an A100 sustains at its power limit under HPL's tensor-core
+// DGEMM, 1305 of its 1410 MHz boost: the clock NVIDIA computed its A100
+// systems' HPL Rpeak at (G. Lockwood, "peak FLOPS", Rpeak). Stated, not
+// fitted; taken to hold under BF16 GEMM load too (an assumption).
+constexpr double kA100SustainedClock = 1305.0 / 1410.0;
 
 // Streaming multiprocessors (NVIDIA H100 and A100 datasheets / architecture
 // whitepapers: 132 SMs on the H100 SXM5, and on the H800 and H200, which
@@ -164,7 +169,7 @@ std::vector<GpuComputeSpec> build_tables() {
                               scaled_h100_curve(a100_over_h100()), kA100AttentionForward,
                               kA100AttentionBackward, kGpuMemoryEfficiency, kGpuLaunchSeconds,
                               "H100 curve scaled to A100's best square torch.mm; FlashAttention-2 paper; H100 memcpy efficiency",
-                              kA100Contention}));
+                              kA100Contention, 0, 0, kA100SustainedClock}));
   // A nominal host rank: BLAS at 50-70% of peak, half the stream bandwidth,
   // a function call per kernel (assumptions, like the preset's peaks).
   tables.push_back(make_spec({"cpu", preset_peak_tflops("cpu") * 1e12, preset_hbm_bytes_per_s("cpu"),

@@ -298,6 +298,27 @@ TEST(ComputeDefaults, AnOverriddenPeakScalesGemmRates) {
   EXPECT_DOUBLE_EQ(doubled.spec().peak_flops, 2 * kH100Peak);
 }
 
+// A100's GEMMs and attention run at the clock NVIDIA states an A100 sustains
+// at its power limit under HPL, 1305 of 1410 MHz (docs/SIMULATOR.md section
+// 7); its memory-bound kernels keep the streaming rate.
+TEST(ComputeDefaults, A100TensorCoresRunAtTheHplSustainedClock) {
+  constexpr double kA100Peak = 312e12, kA100Hbm = 2.039e12, kClock = 1305.0 / 1410.0;
+  const ComputeModel a100 = ComputeModel::defaults("a100-80g", kA100Peak, kA100Hbm);
+  const Gemm big{8192, 8192, 8192, 1};
+  // 8192^3: the best measured square, 264.53 TFLOP/s (docs/SIMULATOR.md section 6, source [2]).
+  const double rate = 264.53e12 * kClock;
+  std::printf("A100 8192^3 GEMM: analytic %.4f ms at %.1f TFLOP/s, model %.4f ms\n",
+              1e3 * (big.flops() / rate + kLaunch), rate / 1e12, 1e3 * a100.gemm_seconds(big));
+  EXPECT_NEAR(a100.gemm_seconds(big), big.flops() / rate + kLaunch, 1e-3 * big.flops() / rate);
+  AttentionWork attention;
+  attention.flops = 1e12;
+  attention.seq_len = 8192;
+  attention.qk_head_dim = 128;
+  const double forward = attention.flops / (kA100Peak * 0.73 * (333.0 / 370.0) * kClock);
+  EXPECT_NEAR(a100.attention_seconds(attention, false), forward + kLaunch, 1e-9 * forward);
+  EXPECT_NEAR(a100.memory_seconds(1e9), 1e9 / (kA100Hbm * kH100MemoryEfficiency), 1e-15);
+}
+
 TEST(ComputeDefaults, UnknownPresetsUseTheH100TableScaledToTheirPeak) {
   const ComputeModel other = ComputeModel::defaults("b200", 2250e12, 8e12);
   const Gemm big{8192, 8192, 8192, 1};

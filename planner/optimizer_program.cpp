@@ -31,11 +31,40 @@ void for_each_block(int64_t rows, int64_t cols, int64_t block, F f) {
   }
 }
 
-// Bytes each shard element moves through memory in one update (read + write).
-double update_bytes_per_element(const scenarios::Optimizer& o, int64_t master) {
-  if (o.has_adam8bit()) return 2 * master + master + 2 * 2 + 0.01;  // master rw, grad r, 8-bit m/v rw, block scales
-  if (o.has_muon()) return 2 * master + master + 2 * master + 2;     // master rw, grad r, momentum rw, update r
-  return 2 * master + master + 4 * master;                           // AdamW: master rw, grad r, m and v rw
+// The update's kernels as the training stack runs them: bytes each shard
+// element moves through memory (read + write; gradients and moments in the
+// master dtype, m bytes) and the torch ops issued, once per update or once
+// per tensor.
+struct UpdateKernels {
+  double bytes_per_element = 0;
+  int64_t ops = 0;
+  bool per_tensor = false;
+};
+
+UpdateKernels update_kernels(const scenarios::Optimizer& o, int64_t master) {
+  const double m = static_cast<double>(master);
+  // 8-bit Adam: master rw, grad r, 8-bit m/v rw, block scales. Muon: master
+  // rw, grad r, momentum rw, update r. Each as nine foreach ops.
+  if (o.has_adam8bit()) return {2 * m + m + 2 * 2 + 0.01, 9, false};
+  if (o.has_muon()) return {2 * m + m + 2 * m + 2, 9, false};
+  if (o.has_shampoo()) return {7 * m, 9, false};  // AdamW on the rest, as foreach ops
+  switch (o.adamw().implementation()) {
+    // torch/optim/adamw.py _multi_tensor_adamw: the step count (+1, on the
+    // CPU), then over the list _foreach_mul_ (decay, rw), _foreach_lerp_ (m:
+    // r r w), _foreach_mul_ (v: rw), _foreach_addcmul_ (v: r r w),
+    // _foreach_sqrt (r w), _foreach_div_ (rw), _foreach_add_ (eps, rw),
+    // _foreach_addcdiv_ (p: r r r w): 20 m, 9 ops.
+    case scenarios::FOREACH: return {20 * m, 9, false};
+    // Composer's DecoupledAdamW.adamw (composer/optim/decoupled_weight_decay.py),
+    // per parameter: p.mul_ (rw), exp_avg.mul_ (rw) .add_(grad) (r r w),
+    // exp_avg_sq.mul_ (rw) .addcmul_(grad, grad) (r r w), sqrt (r w), / (r w),
+    // .add_(eps) (r w), p.addcdiv_(exp_avg, denom) (r r r w): 22 m, 9 ops.
+    case scenarios::PER_PARAMETER: return {22 * m, 9, true};
+    // FUSED_KERNEL (torch/optim/adamw.py _fused_adamw, Ragged's GPU backend):
+    // the step count (+1) and one kernel reading the parameter, gradient, m
+    // and v and writing p, m and v: 7 m, 2 ops.
+    default: return {7 * m, 2, false};
+  }
 }
 
 }  // namespace
@@ -105,12 +134,10 @@ std::vector<OwnedMatrix> owned_matrices(const OptimizerContext& c) {
   return matrices;
 }
 
-// Foreach ops of one optimizer update (host path; see add_optimizer_ops).
-constexpr int64_t kForeachUpdateOps = 9;
-
 void add_optimizer_ops(ProgramWriter& w, const OptimizerContext& c, const std::vector<uint32_t>& grads_ready) {
-  const double per_element = update_bytes_per_element(c.optimizer, c.master_bytes) +
-                             (c.refresh_compute_shard ? static_cast<double>(c.master_bytes + c.param_bytes) : 0.0);
+  const UpdateKernels kernels = update_kernels(c.optimizer, c.master_bytes);
+  const double per_element =
+      kernels.bytes_per_element + (c.refresh_compute_shard ? static_cast<double>(c.master_bytes + c.param_bytes) : 0.0);
   std::vector<OwnedMatrix> matrices = owned_matrices(c);
   const int units = static_cast<int>(c.plan->units.size());
   for (int u = units - 1; u >= 0; --u) {  // gradients finish last-unit first
@@ -157,12 +184,12 @@ void add_optimizer_ops(ProgramWriter& w, const OptimizerContext& c, const std::v
     uint32_t update = w.traffic(OpKind::kOptimizer, Stream::kCompute, u, -1, name + " update",
                                 static_cast<int64_t>(per_element * static_cast<double>(shard)), {last});
     w.program().ops[update].phase = OptimizerPhase::kUpdate;
-    // The update runs as torch.optim's foreach ops over the unit's tensors:
-    // _multi_tensor_adam issues nine (step += 1, the decoupled decay, lerp_,
-    // mul_, addcmul_, sqrt, div_, add_, addcdiv_; torch/optim/adam.py).
+    // Its ops run over the unit's tensors: as lists (foreach, fused) or one
+    // tensor at a time.
+    const int64_t tensors = c.flat_shards ? 1 : static_cast<int64_t>(unit.layout.slots.size());
     HostWork& host = w.program().ops[update].host;
-    host.framework_ops = kForeachUpdateOps;
-    host.list_tensors = kForeachUpdateOps * static_cast<int64_t>(unit.layout.slots.size());
+    host.framework_ops = kernels.per_tensor ? kernels.ops * tensors : kernels.ops;
+    host.list_tensors = kernels.per_tensor ? 0 : kernels.ops * tensors;
   }
 }
 

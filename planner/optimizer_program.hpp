@@ -24,6 +24,7 @@ struct OptimizerContext {
   int64_t param_bytes = 2;   // p
   int64_t master_bytes = 4;  // o
   bool refresh_compute_shard = false;  // ZeRO-3 / Megatron: cast master -> persistent parameter-dtype shard
+  bool flat_shards = false;            // the update sees one flat tensor per unit (FSDP1, ZeRO-3)
 };
 
 // One matrix an owner-based optimizer (Muon, Shampoo) processes whole.

@@ -521,6 +521,7 @@ class Builder {
     c.param_bytes = p_;
     c.master_bytes = o_;
     c.refresh_compute_shard = !traits_.cast_before_gather;
+    c.flat_shards = traits_.optimizer_over_flat_shards;
     return c;
   }
 

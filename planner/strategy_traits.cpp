@@ -36,7 +36,9 @@ namespace ragged::planner {
 // - FSDP1 (torch/distributed/fsdp/_flat_param.py, _runtime_utils.py,
 //   _limiter_utils.py): unshard sets a view per original parameter
 //   (_use_unsharded_views, timed per parameter in pytorch PR #96958); with
-//   the default use_orig_params=False reshard frees the flat parameter only;
+//   the default use_orig_params=False reshard frees the flat parameter only,
+//   and the module's parameters, which the optimizer updates, are the flat
+//   parameters;
 //   _limit_all_gathers calls event.synchronize() on the oldest free event
 //   before an all-gather when two are in flight.
 // - FSDP2 (_fully_shard/_fsdp_param.py, _fsdp_collectives.py):
@@ -51,7 +53,9 @@ namespace ragged::planner {
 //   unit's compute only once its all-gather is done; each gathered parameter
 //   gets its own copy and status, release partitions each parameter;
 //   gradients are copied into the IPG bucket one parameter at a time; before
-//   a bucket's reduce the CPU synchronizes the oldest of param_reduce_events.
+//   a bucket's reduce the CPU synchronizes the oldest of param_reduce_events;
+//   the optimizer steps the flat fp32 partition of each sub-group
+//   (fp32_partitioned_groups_flat).
 // - Megatron-FSDP (megatron_fsdp/param_and_grad_buffer.py): the all-gather
 //   sets each parameter's item of the bucket; each gradient is copied into
 //   the bucket by its own copy_ (NVIDIA/Megatron-LM PR #6487 replaces that
@@ -69,6 +73,7 @@ StrategyTraits strategy_traits(scenarios::Strategy strategy) {
       traits.one_communicator = true;
       traits.views_per_parameter = true;
       traits.gather_window_blocks_host = true;
+      traits.optimizer_over_flat_shards = true;
       break;
     case scenarios::FSDP2:
       traits.one_communicator = true;
@@ -94,6 +99,7 @@ StrategyTraits strategy_traits(scenarios::Strategy strategy) {
       traits.copy_out_per_parameter = true;
       traits.fetch_blocks_host = true;
       traits.reduce_queue_blocks_host = true;
+      traits.optimizer_over_flat_shards = true;
       break;
     case scenarios::MEGATRON:
       traits.cast_before_gather = false;

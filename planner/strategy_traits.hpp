@@ -51,6 +51,11 @@ struct StrategyTraits {
   // reduce-scatter stream.
   bool reduce_copy_in_on_compute = false;
 
+  // The optimizer updates one flat tensor per unit (FSDP1's flat parameter
+  // with use_orig_params=False, ZeRO-3's flat fp32 partition), not each
+  // parameter's shard.
+  bool optimizer_over_flat_shards = false;
+
   // The host path (docs/SIMULATOR.md, "The CPU issue path"): the Python work
   // of the strategy's hooks per parameter, and the waits that block the CPU
   // thread rather than a stream. Sources in strategy_traits.cpp.

@@ -174,6 +174,20 @@ void check_training(const Training& t, int64_t gpus, Checker& c) {
   }
 
   const Optimizer& o = t.optimizer();
+  if (o.has_adamw() && !AdamWImplementation_IsValid(o.adamw().implementation())) {
+    c.fail("training.optimizer.adamw.implementation",
+           fmt::format("implementation is {}; use FUSED_KERNEL, FOREACH or PER_PARAMETER (or leave it unset for "
+                       "FUSED_KERNEL)", static_cast<int>(o.adamw().implementation())));
+  }
+  // The AdamW inside 8-bit Adam, Muon and Shampoo gives their hyperparameters only.
+  const auto nested_implementation = [&](const AdamW& a, const char* path) {
+    if (a.implementation() != FUSED_KERNEL) {
+      c.fail(path, "the kernels of an update are chosen for plain adamw only; remove implementation here");
+    }
+  };
+  if (o.has_adam8bit()) nested_implementation(o.adam8bit().adam(), "training.optimizer.adam8bit.adam.implementation");
+  if (o.has_muon()) nested_implementation(o.muon().adamw(), "training.optimizer.muon.adamw.implementation");
+  if (o.has_shampoo()) nested_implementation(o.shampoo().adamw(), "training.optimizer.shampoo.adamw.implementation");
   // Tiles below 1 are refused by their range (field_ranges.cpp); no division by them here.
   if (o.has_adam8bit() && o.adam8bit().block_rows() >= 1 && o.adam8bit().block_cols() >= 1) {
     const Adam8bit& a = o.adam8bit();

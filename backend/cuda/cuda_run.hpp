@@ -12,7 +12,8 @@
 namespace ragged::backend::gpu {
 
 // InputError, naming the field and the fix, for what the GPU backend does
-// not run: Muon and Shampoo, fused-expert/MLA/tied models
+// not run: Muon and Shampoo, an AdamW implementation other than its fused
+// kernel, fused-expert/MLA/tied models
 // (check_gpu_supported), strategies with persistent compute shards (ZeRO-3,
 // Megatron-FSDP), a master dtype other than fp32, --check-reference without
 // fp32 parameters, and no GPU at all.

@@ -168,6 +168,12 @@ TEST_F(CliRun, CudaRefusesWhatItDoesNotRunAndSaysWhere) {
   auto muon = run_cli({"run", "tiny-llama-4xcpu", "--gpus", "1", "--device", "cuda", "--optimizer", "muon"});
   EXPECT_EQ(muon.code, 2);
   EXPECT_NE(muon.err.find("training.optimizer"), std::string::npos) << muon.err;
+  auto foreach = run_cli({"run", "tiny-llama-4xcpu", "--gpus", "1", "--device", "cuda", "--set",
+                          "training.optimizer.adamw.implementation=FOREACH"});
+  EXPECT_EQ(foreach.code, 2);
+  EXPECT_NE(foreach.err.find("training.optimizer.adamw.implementation: FOREACH describes another stack's update"),
+            std::string::npos)
+      << foreach.err;
   auto verify = run_cli({"run", "tiny-llama-4xcpu", "--gpus", "1", "--device", "cuda", "--verify-collectives"});
   EXPECT_EQ(verify.code, 2);
   EXPECT_NE(verify.err.find("--device cpu"), std::string::npos) << verify.err;

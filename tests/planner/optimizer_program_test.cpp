@@ -24,6 +24,7 @@ using program_test::graph_problems;
 using program_test::joined;
 using program_test::ops_of;
 using program_test::ProgramSetup;
+using program_test::strategy_field;
 
 std::vector<double> loads_of(const std::vector<double>& costs, const std::vector<int>& owners, int ranks) {
   std::vector<double> loads(static_cast<size_t>(ranks), 0.0);
@@ -119,6 +120,39 @@ TEST(OptimizerProgram, AdamWUpdatesEachShardOnceWithTwoMasterStates) {
       EXPECT_GT(update->bytes, 0);
     }
     EXPECT_EQ(seen, std::vector<int>(static_cast<size_t>(setup.units()), 1));
+  }
+}
+
+// The update's traffic and ops follow the stack's AdamW kernels, counted from
+// their source (planner/optimizer_program.cpp): torch's foreach ops, 20 fp32
+// words per element in nine ops over the tensor list; one fused kernel, 7 words
+// (read p, g, m, v; write p, m, v) in two ops; Composer's per-parameter loop,
+// 22 words in nine ops per tensor. FSDP1 hands the optimizer one flat
+// parameter per unit; ragged the unit's parameters.
+TEST(OptimizerProgram, AdamWImplementationSetsTheUpdatesTrafficAndOps) {
+  struct Case {
+    const char* implementation;
+    int64_t words;
+    int64_t ops;
+    bool per_tensor;
+  };
+  for (const Case& k : {Case{"FOREACH", 20, 9, false}, Case{"FUSED_KERNEL", 7, 2, false},
+                        Case{"PER_PARAMETER", 22, 9, true}}) {
+    for (scenarios::Strategy strategy : {scenarios::RAGGED, scenarios::FSDP1}) {
+      ProgramSetup setup(strategy_field(strategy) + "optimizer { adamw { implementation: " + k.implementation + " } }");
+      const Program program = setup.build();
+      std::vector<const Op*> updates = ops_of(program, OpKind::kOptimizer);
+      ASSERT_EQ(updates.size(), static_cast<size_t>(setup.units()));
+      for (const Op* update : updates) {
+        const int64_t tensors =
+            strategy == scenarios::FSDP1 ? 1 : static_cast<int64_t>(setup.plan().units[update->unit].layout.slots.size());
+        const std::string where = std::string(k.implementation) + " " + scenarios::Strategy_Name(strategy) + " unit " +
+                                  std::to_string(update->unit);
+        EXPECT_EQ(update->bytes, k.words * 4 * setup.shard(update->unit)) << where;
+        EXPECT_EQ(update->host.framework_ops, k.per_tensor ? k.ops * tensors : k.ops) << where;
+        EXPECT_EQ(update->host.list_tensors, k.per_tensor ? 0 : k.ops * tensors) << where;
+      }
+    }
   }
 }
 

@@ -127,6 +127,21 @@ TEST(ScenarioErrors, CompileScopeNeedsCompiledAndAKnownValue) {
   EXPECT_EQ(parse_error(replace(minimal_scenario(), "strategy: FSDP2", "compiled: true")), "");
 }
 
+TEST(ScenarioErrors, AdamWImplementationIsAKnownValueOnPlainAdamWOnly) {
+  const auto with = [](const std::string& optimizer) {
+    return parse_error(replace(minimal_scenario(), "strategy: FSDP2", "optimizer { " + optimizer + " }"));
+  };
+  EXPECT_CONTAINS(with("adamw { implementation: 7 }"),
+                  "training.optimizer.adamw.implementation: implementation is 7; use FUSED_KERNEL, FOREACH or "
+                  "PER_PARAMETER");
+  EXPECT_CONTAINS(with("muon { adamw { implementation: FOREACH } }"),
+                  "training.optimizer.muon.adamw.implementation: the kernels of an update are chosen for plain adamw "
+                  "only; remove implementation here");
+  for (const char* ok : {"FOREACH", "FUSED_KERNEL", "PER_PARAMETER"}) {
+    EXPECT_EQ(with(std::string("adamw { implementation: ") + ok + " }"), "") << ok;
+  }
+}
+
 TEST(ScenarioErrors, KernelValuesOutOfRangeNameTheField) {
   const std::string attention = parse_error(replace(minimal_scenario(), "strategy: FSDP2", "attention: 7"));
   EXPECT_CONTAINS(attention, "training.attention: attention is 7; use MATH, FLASH_ATTENTION_2, FLASH_ATTENTION_3 or "

@@ -11,11 +11,20 @@
 
 #include "backend/workload_internal.hpp"
 #include "common/errors.hpp"
+#include "scenarios/scenario.pb.h"
 
 namespace ragged::backend {
 
 using detail::Buf;
 using models::UnitKind;
+
+void check_update_kernel(const scenarios::Training& training) {
+  if (!training.optimizer().has_adamw() || training.optimizer().adamw().implementation() == scenarios::FUSED_KERNEL) return;
+  throw InputError(fmt::format("training.optimizer.adamw.implementation: {} describes another stack's update; `ragged "
+                               "run` updates with one fused AdamW kernel: simulate it, or run with --set "
+                               "training.optimizer.adamw.implementation=FUSED_KERNEL",
+                               scenarios::AdamWImplementation_Name(training.optimizer().adamw().implementation())));
+}
 
 void check_workload_supported(const models::ModelSpec& model) {
   const models::ArchConfig& a = model.arch;

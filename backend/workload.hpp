@@ -13,6 +13,10 @@
 
 #include "models/model_spec.hpp"
 
+namespace ragged::scenarios {
+class Training;
+}  // namespace ragged::scenarios
+
 namespace ragged::backend {
 
 // Token ids and next-token labels of `sequences` sequences, a pure function
@@ -47,6 +51,11 @@ using Tensors = std::vector<float*>;
 // separate q/k/v, a gated MLP, attention then MLP, one [vocab, hidden] token
 // table), so a GPT-2 style model is refused rather than trained as another.
 void check_workload_supported(const models::ModelSpec& model);
+
+// InputError unless the scenario's AdamW runs as one fused update, as both
+// backends run it (training.optimizer.adamw.implementation: the others are
+// other stacks' kernels, which `ragged simulate` models).
+void check_update_kernel(const scenarios::Training& training);
 
 // True when the head multiplies by the embedding table (tied embeddings).
 bool head_reads_embedding(const models::ModelSpec& model);

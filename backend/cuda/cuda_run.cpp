@@ -62,11 +62,7 @@ void check_gpu_runnable(const planner::ResolvedScenario& resolved, const RunOpti
     throw InputError(
         "training.optimizer: the GPU backend runs AdamW and 8-bit Adam; Muon and Shampoo run on --device cpu");
   }
-  if (t.optimizer().has_adamw() && t.optimizer().adamw().implementation() != scenarios::FUSED_KERNEL) {
-    throw InputError(fmt::format("training.optimizer.adamw.implementation: {} describes another stack's update; the "
-                                 "GPU backend runs one fused AdamW kernel: simulate it, or remove implementation to run",
-                                 scenarios::AdamWImplementation_Name(t.optimizer().adamw().implementation())));
-  }
+  check_update_kernel(t);
   const planner::StrategyTraits traits = planner::strategy_traits(t.strategy());
   if (!traits.cast_before_gather || traits.grad_shard_in_param_dtype) {
     throw InputError(fmt::format("training.strategy: {} keeps persistent low-precision shards, which the GPU backend "

@@ -153,6 +153,14 @@ TEST_F(CliRun, BadRequests) {
   EXPECT_EQ(run_cli({"run", "tiny-llama-4xcpu", "--gpus", "1", "--device", "tpu"}).code, 2);
   EXPECT_EQ(run_cli({"run", "tiny-llama-4xcpu", "--gpus", "1", "--optimizer", "sgd"}).code, 2);
   EXPECT_EQ(run_cli({"run", "llama3-8b-8xh100", "--gpus", "1"}).code, 2);  // bf16 on the host
+  // Another stack's AdamW kernels are simulated, not run.
+  auto per_parameter = run_cli({"run", "tiny-llama-4xcpu", "--gpus", "1", "--set",
+                                "training.optimizer.adamw.implementation=PER_PARAMETER"});
+  EXPECT_EQ(per_parameter.code, 2);
+  EXPECT_NE(per_parameter.err.find("training.optimizer.adamw.implementation: PER_PARAMETER describes another stack's "
+                                   "update; `ragged run` updates with one fused AdamW kernel"),
+            std::string::npos)
+      << per_parameter.err;
   auto uneven = run_cli({"run", "tiny-llama-4xcpu", "--shard-group", "3"});  // 4 GPUs in groups of 3
   EXPECT_EQ(uneven.code, 2);
   EXPECT_NE(uneven.err.find("--shard-group 3: it must divide the 4 GPUs"), std::string::npos) << uneven.err;
@@ -173,6 +181,8 @@ TEST_F(CliRun, CudaRefusesWhatItDoesNotRunAndSaysWhere) {
   EXPECT_EQ(foreach.code, 2);
   EXPECT_NE(foreach.err.find("training.optimizer.adamw.implementation: FOREACH describes another stack's update"),
             std::string::npos)
+      << foreach.err;
+  EXPECT_NE(foreach.err.find("--set training.optimizer.adamw.implementation=FUSED_KERNEL"), std::string::npos)
       << foreach.err;
   auto verify = run_cli({"run", "tiny-llama-4xcpu", "--gpus", "1", "--device", "cuda", "--verify-collectives"});
   EXPECT_EQ(verify.code, 2);

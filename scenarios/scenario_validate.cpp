@@ -24,6 +24,11 @@ class Checker {
     }
   }
 
+  // An enum field holding a number its message does not name.
+  void unknown_value(const std::string& path, int value, const std::string& choices, const std::string& unset) {
+    fail(path, fmt::format("{} is {}; use {} (or leave it unset for {})", leaf(path), value, choices, unset));
+  }
+
   std::vector<FieldIssue> take() { return std::move(issues_); }
 
  private:
@@ -111,17 +116,14 @@ void check_granularity_spec(const GranularitySpec& spec, const std::string& path
 void check_kernels(const Training& t, const Gpu& gpu, Checker& c) {
   if (t.attention() != MATH && t.attention() != FLASH_ATTENTION_2 && t.attention() != FLASH_ATTENTION_3 &&
       t.attention() != TRITON_FLASH_ATTENTION) {
-    c.fail("training.attention", fmt::format("attention is {}; use MATH, FLASH_ATTENTION_2, FLASH_ATTENTION_3 or "
-                                             "TRITON_FLASH_ATTENTION (or leave it unset for FLASH_ATTENTION_2)",
-                                             static_cast<int>(t.attention())));
+    c.unknown_value("training.attention", t.attention(),
+                    "MATH, FLASH_ATTENTION_2, FLASH_ATTENTION_3 or TRITON_FLASH_ATTENTION", "FLASH_ATTENTION_2");
   }
   if (t.loss() != FP32_LOGITS && t.loss() != FUSED && t.loss() != CHUNKED) {
-    c.fail("training.loss", fmt::format("loss is {}; use FP32_LOGITS, FUSED or CHUNKED (or leave it unset for "
-                                        "FP32_LOGITS)", static_cast<int>(t.loss())));
+    c.unknown_value("training.loss", t.loss(), "FP32_LOGITS, FUSED or CHUNKED", "FP32_LOGITS");
   }
   if (t.compile_scope() != WHOLE_MODEL && t.compile_scope() != TRANSFORMER_BLOCKS) {
-    c.fail("training.compile_scope", fmt::format("compile_scope is {}; use WHOLE_MODEL or TRANSFORMER_BLOCKS (or leave "
-                                                 "it unset for WHOLE_MODEL)", static_cast<int>(t.compile_scope())));
+    c.unknown_value("training.compile_scope", t.compile_scope(), "WHOLE_MODEL or TRANSFORMER_BLOCKS", "WHOLE_MODEL");
   } else if (t.compile_scope() == TRANSFORMER_BLOCKS && !t.compiled()) {
     c.fail("training.compile_scope", "compile_scope TRANSFORMER_BLOCKS says what torch.compile covers, but compiled is "
                                      "not true: set compiled: true, or remove compile_scope");
@@ -175,9 +177,8 @@ void check_training(const Training& t, int64_t gpus, Checker& c) {
 
   const Optimizer& o = t.optimizer();
   if (o.has_adamw() && !AdamWImplementation_IsValid(o.adamw().implementation())) {
-    c.fail("training.optimizer.adamw.implementation",
-           fmt::format("implementation is {}; use FUSED_KERNEL, FOREACH or PER_PARAMETER (or leave it unset for "
-                       "FUSED_KERNEL)", static_cast<int>(o.adamw().implementation())));
+    c.unknown_value("training.optimizer.adamw.implementation", o.adamw().implementation(),
+                    "FUSED_KERNEL, FOREACH or PER_PARAMETER", "FUSED_KERNEL");
   }
   // The AdamW inside 8-bit Adam, Muon and Shampoo gives their hyperparameters only.
   const auto nested_implementation = [&](const AdamW& a, const char* path) {
@@ -235,8 +236,7 @@ void check_whatif(const WhatIf& w, int64_t gpus, int64_t nodes, Checker& c) {
   if (w.has_slow_gpus()) check_choice(w.slow_gpus(), w.slow_gpus().ranks(), "whatif.slow_gpus", "ranks", "GPUs", gpus, c);
   if (w.has_slow_links()) check_choice(w.slow_links(), w.slow_links().nodes(), "whatif.slow_links", "nodes", "nodes", nodes, c);
   if (w.has_jitter() && w.jitter().distribution() != NORMAL && w.jitter().distribution() != LOGNORMAL) {
-    c.fail("whatif.jitter.distribution", fmt::format("distribution is {}; use NORMAL or LOGNORMAL (or leave it unset "
-                                                     "for NORMAL)", static_cast<int>(w.jitter().distribution())));
+    c.unknown_value("whatif.jitter.distribution", w.jitter().distribution(), "NORMAL or LOGNORMAL", "NORMAL");
   }
 }
 

@@ -181,9 +181,12 @@ CollectiveEngine::Meeting& CollectiveEngine::meet(const planner::Op& op, GpuShar
 double CollectiveEngine::run(const planner::Op& op, GpuShare* gpu, int rank) {
   const Shape& s = shape(op.kind, op.group);
   if (s.rings.members <= 1 || op.bytes <= 0) return 0;
-  const double arrival = sg4::Engine::get_clock();
+  const double issued = sg4::Engine::get_clock();
   const CollectiveDemand d = demand(op);
+  // NCCL's kernel arrives when its CTAs are resident: after any persistent
+  // kernel that holds the SMs (section 6b).
   const int held = gpu != nullptr ? gpu->begin_collective(d.ctas) : -1;
+  const double arrival = sg4::Engine::get_clock();
   if (participants_.gpus.size() == 1) {
     run_phases(op, gpu != nullptr ? Holders{{gpu, held}} : Holders{}, d.hbm_bytes_per_s);
     records_.push_back({op.id, op.kind, {arrival}, arrival, sg4::Engine::get_clock(), bottleneck_});
@@ -200,7 +203,7 @@ double CollectiveEngine::run(const planner::Op& op, GpuShare* gpu, int rank) {
     if (++m.left == participants_.gpus.size()) meetings_.erase(op.id);
   }
   if (gpu != nullptr) gpu->end_collective(held);
-  return sg4::Engine::get_clock() - arrival;
+  return sg4::Engine::get_clock() - issued;
 }
 
 double CollectiveEngine::run_phases(const planner::Op& op, const Holders& holders, double traffic) {

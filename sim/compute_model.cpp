@@ -59,6 +59,13 @@ class CalibrationFields {
     return value.get<double>();
   }
 
+  bool boolean(const json& object, std::string_view key, const std::string& path) const {
+    constexpr std::string_view kWhat = "true or false";
+    const json& value = field(object, key, path, kWhat);
+    if (!value.is_boolean()) fail(fmt::format("field '{}' must be {} (got {})", path, kWhat, value.dump()));
+    return value.get<bool>();
+  }
+
   int64_t positive_int(const json& object, std::string_view key, const std::string& path) const {
     constexpr std::string_view kWhat = "a positive integer";
     const json& value = field(object, key, path, kWhat);
@@ -182,13 +189,13 @@ ComputeModel ComputeModel::from_calibration(const std::filesystem::path& path, c
   spec.memory_efficiency = f.fraction(root, "memory_efficiency", "memory_efficiency");
   spec.launch_seconds = f.positive(root, "launch_seconds", "launch_seconds");
   spec.source = f.text(root, "source", "source");
+  const GpuComputeSpec* table = find_gpu_table(preset);
+  if (table == nullptr) table = find_gpu_table("h100");
   if (root.contains("attention")) {
     const json& attention = f.object(root, "attention", "attention");
     spec.attention_forward_efficiency = f.fraction(attention, "forward_efficiency", "attention.forward_efficiency");
     spec.attention_backward_efficiency = f.fraction(attention, "backward_efficiency", "attention.backward_efficiency");
   } else {
-    const GpuComputeSpec* table = find_gpu_table(preset);
-    if (table == nullptr) table = find_gpu_table("h100");
     spec.attention_forward_efficiency = table->attention_forward_efficiency;
     spec.attention_backward_efficiency = table->attention_backward_efficiency;
     spec.source += fmt::format("; attention not in the file: the simulator's {} defaults", table->name);
@@ -202,6 +209,10 @@ ComputeModel ComputeModel::from_calibration(const std::filesystem::path& path, c
   if (root.contains("nccl_ctas_inter_node")) {
     spec.nccl_ctas_inter_node = static_cast<int>(f.positive_int(root, "nccl_ctas_inter_node", "nccl_ctas_inter_node"));
   }
+  // Optional: whether the device's GEMM kernels are persistent (absent: the
+  // preset's GPU class).
+  spec.persistent_gemms =
+      root.contains("persistent_gemms") ? f.boolean(root, "persistent_gemms", "persistent_gemms") : table->persistent_gemms;
   return ComputeModel(std::move(spec));
 }
 
@@ -222,6 +233,7 @@ ComputeModel ComputeModel::with_contention(const GpuComputeSpec& gpu) const {
   spec.sms = gpu.sms;
   spec.nccl_ctas_intra_node = gpu.nccl_ctas_intra_node;
   spec.nccl_ctas_inter_node = gpu.nccl_ctas_inter_node;
+  spec.persistent_gemms = gpu.persistent_gemms;
   return ComputeModel(std::move(spec));
 }
 
@@ -305,12 +317,25 @@ double ComputeModel::memory_seconds(double bytes) const {
   return bytes / memory_bytes_per_s();
 }
 
+double OpCost::seconds() const {
+  double s = fixed + sm + memory;
+  for (double kernel : persistent) s += kernel;
+  return s;
+}
+
 OpCost ComputeModel::cost(const planner::Op& op) const {
   const ComputeParts p = parts(op);
   OpCost c;
   c.fixed = p.launches;
   c.sm = p.gemm + p.attention + p.other;
   c.memory = p.memory;
+  if (spec_.persistent_gemms && spec_.sms > 0 && p.gemm > 0) {
+    c.sm = p.attention + p.other;
+    for (const planner::Gemm& gemm : op.work.gemms) {
+      const double work = gemm_work_seconds(gemm);
+      if (work > 0) c.persistent.push_back(work);
+    }
+  }
   return c;
 }
 

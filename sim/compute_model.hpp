@@ -64,17 +64,25 @@ struct GpuComputeSpec {
   int sms = 0;
   int nccl_ctas_intra_node = 0;
   int nccl_ctas_inter_node = 0;
+  // The GPU's GEMM kernels are persistent: one CTA per SM, each looping over
+  // its share of the output tiles (cuBLAS on Hopper). Beside a collective
+  // that holds SMs, the CTAs that find none wait a whole CTA's work
+  // (docs/SIMULATOR.md section 6b). Only with sms > 0.
+  bool persistent_gemms = false;
 };
 
 // One op's time on its GPU, split by the resource that bounds it: a fixed
 // part (kernel launches), a part bound by the SMs (GEMMs, attention, other
 // math) and a part bound by HBM bandwidth (element-wise traffic, copies,
-// casts). seconds = fixed + sm + memory when the op runs alone.
+// casts). The GEMMs of a GPU whose GEMM kernels are persistent are kept
+// apart, one entry per kernel, since each runs in waves of CTAs of its own.
+// seconds = fixed + sm + persistent + memory when the op runs alone.
 struct OpCost {
   double fixed = 0;
   double sm = 0;
+  std::vector<double> persistent;  // each persistent GEMM kernel's work
   double memory = 0;
-  double seconds() const { return fixed + sm + memory; }
+  double seconds() const;
 };
 
 // An op's time by what runs it, with the work behind each part: what

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <mutex>
+#include <utility>
+#include <vector>
 
 namespace ragged::sim {
 
@@ -19,12 +21,16 @@ double GpuShare::hbm_scale() const {
   return demand > resources_.hbm_bytes_per_s ? resources_.hbm_bytes_per_s / demand : 1.0;
 }
 
-double GpuShare::rate(Kind kind) const {
-  if (kind == Kind::kMemory) return hbm_scale();
+int GpuShare::collective_ctas() const {
   int held = 0;
   for (const auto& [id, c] : collectives_) held += c.ctas;
+  return held;
+}
+
+double GpuShare::rate(Kind kind) const {
+  if (kind == Kind::kMemory) return hbm_scale();
   // NCCL never holds every SM; keep one for the compute kernel.
-  const int free = std::max(1, resources_.sms - held);
+  const int free = std::max(1, resources_.sms - collective_ctas());
   return static_cast<double>(free) / static_cast<double>(resources_.sms) / static_cast<double>(std::max(1, sm_kernels_));
 }
 
@@ -57,9 +63,63 @@ void GpuShare::run(Kind kind, double seconds) {
   changed();
 }
 
+void GpuShare::run_persistent(double seconds) {
+  if (seconds <= 0) return;
+  if (resources_.sms <= 0) {
+    sg4::this_actor::sleep_for(seconds);
+    return;
+  }
+  // Wave ends within this of each other are one instant (the engine's clock
+  // is a double; kernels last microseconds or more).
+  constexpr double kSameInstant = 1e-12;
+  std::unique_lock lock(*mutex_);
+  sm_kernels_ += 1;
+  int waiting = resources_.sms;            // CTAs not started yet
+  std::vector<std::pair<double, int>> waves;  // end time and CTAs of each started group
+  while (true) {
+    const double now = sg4::Engine::get_clock();
+    bool moved = false;
+    for (auto it = waves.begin(); it != waves.end();) {
+      if (it->first <= now + kSameInstant) {
+        persistent_ctas_ -= it->second;
+        it = waves.erase(it);
+        moved = true;
+      } else {
+        ++it;
+      }
+    }
+    const int free = resources_.sms - collective_ctas() - persistent_ctas_ - pending_ctas_;
+    // With nothing of its own running, it takes at least one SM: the
+    // collectives never hold them all.
+    const int start = std::min(waiting, waves.empty() ? std::max(1, free) : std::max(0, free));
+    if (start > 0) {
+      waves.emplace_back(now + seconds, start);
+      waiting -= start;
+      persistent_ctas_ += start;
+      moved = true;
+    }
+    // Only a change wakes the others (two persistent kernels must not wake
+    // each other forever at one instant).
+    if (moved) changed();
+    if (waves.empty()) break;
+    double next = waves.front().first;
+    for (const auto& wave : waves) next = std::min(next, wave.first);
+    changed_->wait_for(lock, next - now);
+  }
+  sm_kernels_ -= 1;
+  changed();
+}
+
 int GpuShare::begin_collective(int ctas) {
   if (resources_.sms <= 0 && resources_.hbm_bytes_per_s <= 0) return -1;
   std::unique_lock lock(*mutex_);
+  if (resources_.sms > 0 && persistent_ctas_ > 0) {
+    pending_ctas_ += ctas;
+    changed_->wait(lock, [&] {
+      return persistent_ctas_ == 0 || resources_.sms - collective_ctas() - persistent_ctas_ >= ctas;
+    });
+    pending_ctas_ -= ctas;
+  }
   const int id = next_id_++;
   collectives_[id] = {ctas, 0.0};
   changed();

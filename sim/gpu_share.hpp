@@ -5,6 +5,12 @@
 // holds NCCL's CTAs, one SM each, and makes HBM traffic at its nominal rate.
 //  - SM-bound work runs at (SMs - CTAs of the running collectives) / SMs of
 //    its rate alone;
+//  - a persistent kernel (a Hopper GEMM) launches one CTA per SM, each with
+//    1/SMs of its work: its CTAs start on the SMs free at its start, the rest
+//    when SMs free up (a collective ends, or its own first CTAs finish), so
+//    beside a collective it takes up to twice its time alone. Its CTAs hold
+//    their SMs: a collective issued meanwhile waits for them (NCCL's CTAs
+//    never share an SM), and a waiting collective gets freed SMs first;
 //  - HBM is shared in proportion to demand: memory-bound kernels demand the
 //    whole bandwidth B, collectives their traffic d; while the demands D
 //    exceed B every consumer gets s = B / D of its demand, so memory-bound
@@ -45,10 +51,13 @@ class GpuShare {
   // Blocking, in a stream actor: `seconds` of work at its rate alone.
   void run_sm_bound(double seconds) { run(Kind::kSm, seconds); }
   void run_memory_bound(double seconds) { run(Kind::kMemory, seconds); }
+  // Blocking: a persistent kernel that takes `seconds` alone on every SM.
+  void run_persistent(double seconds);
 
   // A collective holds its CTAs from begin to end; its HBM traffic counts
   // only while its bytes move (set_collective_traffic), not during the
-  // latency the collapsed ring adds at its end.
+  // latency the collapsed ring adds at its end. begin_collective blocks
+  // until its CTAs find SMs that persistent kernels do not hold.
   int begin_collective(int ctas);
   void set_collective_traffic(int id, double hbm_bytes_per_s);
   void end_collective(int id);
@@ -59,12 +68,15 @@ class GpuShare {
   void run(Kind kind, double seconds);
   double rate(Kind kind) const;
   double hbm_scale() const;
+  int collective_ctas() const;
   void changed();
 
   GpuResources resources_;
   std::function<void(double)> scale_callback_;
   int sm_kernels_ = 0;
   int memory_kernels_ = 0;
+  int persistent_ctas_ = 0;  // SMs the running CTAs of persistent kernels hold
+  int pending_ctas_ = 0;     // CTAs of collectives waiting for SMs
   std::map<int, CollectiveDemand> collectives_;
   int next_id_ = 0;
   double applied_scale_ = 1.0;

@@ -68,7 +68,7 @@ constexpr double kGpuLaunchSeconds = 4e-6;
 // blocks). No Hopper measurement
 // of sustained clocks under BF16 GEMM load was found; the mechanism's
 // independent observations are in docs/SIMULATOR.md section 7.
-constexpr double kHopperSustainedClock = 0.88;
+constexpr double kHopperSustainedClock = 0.91;
 // The clock an A100 sustains at its power limit under HPL's tensor-core
 // DGEMM, 1305 of its 1410 MHz boost: the clock NVIDIA computed its A100
 // systems' HPL Rpeak at (G. Lockwood, "peak FLOPS", Rpeak). Stated, not
@@ -89,14 +89,22 @@ constexpr double kA100SustainedClock = 1305.0 / 1410.0;
 // - across nodes with 8 NICs: 16 ring channels (an H100 ring over 3 nodes of
 //   8 GPUs and 8 NICs, "Channel 00/16", NCCL issue #1453); taken for every
 //   GPU class (an assumption for A100 and H800).
+// - persistent GEMMs: cuBLAS's Hopper matmuls in FSDP training launch one
+//   CTA per SM (132) and loop over tiles; beside an NCCL kernel they run in
+//   two waves and take about twice as long (pytorch/pytorch issue #143988,
+//   PR #144974: "This wave quantization can double the latency of the
+//   matmul kernels"). The A100's kernels launch a CTA per tile, several per
+//   SM, in many waves (the same PR: earlier generations hid the per-tile
+//   latency with several CTAs per SM).
 struct Contention {
   int sms;
   int ctas_intra_node;
   int ctas_inter_node;
+  bool persistent_gemms;
 };
-constexpr Contention kHopperContention = {132, 24, 16};
-constexpr Contention kH800Contention = {132, 16, 16};
-constexpr Contention kA100Contention = {108, 24, 16};
+constexpr Contention kHopperContention = {132, 24, 16, true};
+constexpr Contention kH800Contention = {132, 16, 16, true};
+constexpr Contention kA100Contention = {108, 24, 16, false};
 
 struct TableInput {
   std::string_view name;
@@ -108,7 +116,7 @@ struct TableInput {
   double memory_efficiency;
   double launch_seconds;
   std::string_view source;
-  Contention contention = {0, 0, 0};
+  Contention contention = {0, 0, 0, false};
   double flash3_forward = 0;  // 0: FlashAttention-3 does not run here
   double flash3_backward = 0;
   double sustained_clock = 1.0;
@@ -133,6 +141,7 @@ GpuComputeSpec make_spec(const TableInput& in) {
   spec.sms = in.contention.sms;
   spec.nccl_ctas_intra_node = in.contention.ctas_intra_node;
   spec.nccl_ctas_inter_node = in.contention.ctas_inter_node;
+  spec.persistent_gemms = in.contention.persistent_gemms;
   return spec;
 }
 

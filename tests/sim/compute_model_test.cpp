@@ -33,7 +33,7 @@ using planner::OpKind;
 constexpr double kH100Peak = 989.4e12;
 constexpr double kH100Hbm = 3.35e12;
 // Every tensor-core rate at Hopper's calibrated sustained clock (docs/SIMULATOR.md section 7).
-constexpr double kH100SustainedClock = 0.88;
+constexpr double kH100SustainedClock = 0.91;
 constexpr double kH100Gemm2048 = 676.59e12 * kH100SustainedClock;
 constexpr double kH100Gemm4096 = 788.72e12 * kH100SustainedClock;
 constexpr double kH100AttentionForward = 333.0 / 989.4 * kH100SustainedClock;
@@ -117,7 +117,9 @@ TEST(ComputeParts, AddUpToTheOpsCostByResource) {
   const Op op = op_of(OpKind::kComputeFwd, work);
   const ComputeParts p = model.parts(op);
   const OpCost c = model.cost(op);
-  EXPECT_DOUBLE_EQ(p.gemm + p.attention + p.other, c.sm);
+  double persistent = 0;
+  for (double kernel : c.persistent) persistent += kernel;
+  EXPECT_DOUBLE_EQ(p.gemm + p.attention + p.other, c.sm + persistent);
   EXPECT_DOUBLE_EQ(p.memory, c.memory);
   EXPECT_DOUBLE_EQ(p.launches, c.fixed);
   EXPECT_DOUBLE_EQ(p.gemm_flops, work.gemms[0].flops() + work.gemms[1].flops());
@@ -260,7 +262,9 @@ TEST(ComputeOp, CostSplitsLaunchesSmBoundAndHbmBoundWork) {
   const OpCost c = model.cost(op_of(OpKind::kComputeFwd, work));
   const double sm = 2.0 * 4096 * 4096 * 4096 / kH100Gemm4096 + 3 * 2.0 * 2048 * 2048 * 2048 / kH100Gemm2048 +
                     3e11 / (kH100Peak * kH100AttentionForward);
-  EXPECT_NEAR(c.sm, sm, kExact * sm);
+  double persistent = 0;  // Hopper's GEMMs are persistent kernels of their own
+  for (double kernel : c.persistent) persistent += kernel;
+  EXPECT_NEAR(c.sm + persistent, sm, kExact * sm);
   EXPECT_DOUBLE_EQ(c.memory, 2e8 / (kH100Hbm * kH100MemoryEfficiency));
   EXPECT_DOUBLE_EQ(c.fixed, (2 + 1 + 5) * kLaunch);  // two GEMM launches, the attention's, five element-wise
   EXPECT_DOUBLE_EQ(c.seconds(), model.seconds(op_of(OpKind::kComputeFwd, work)));
@@ -285,6 +289,31 @@ TEST(ComputeDefaults, GpuClassesCarryTheirSmsAndNcclCtas) {
   EXPECT_EQ(find_gpu_table("a100-80g")->sms, 108);
   EXPECT_EQ(find_gpu_table("a100-80g")->nccl_ctas_intra_node, 24);
   EXPECT_EQ(find_gpu_table("cpu")->sms, 0);  // no sharing on a CPU rank
+  // cuBLAS's Hopper GEMMs are persistent (one CTA per SM), the A100's not.
+  for (const char* hopper : {"h100", "h100-sxm-95g", "h200", "h800"}) {
+    EXPECT_TRUE(find_gpu_table(hopper)->persistent_gemms) << hopper;
+  }
+  EXPECT_FALSE(find_gpu_table("a100-80g")->persistent_gemms);
+  EXPECT_FALSE(find_gpu_table("cpu")->persistent_gemms);
+}
+
+TEST(ComputeOp, PersistentGemmsAreKernelsOfTheirOwn) {
+  // On Hopper each GEMM is one persistent kernel (the executor runs it in
+  // waves of CTAs); attention and other math stay SM-bound work.
+  const ComputeModel model = ComputeModel::defaults("h100", kH100Peak, kH100Hbm);
+  ComputeWork work;
+  work.gemms = {{4096, 4096, 4096, 1}, {2048, 2048, 2048, 3}};
+  work.attention.flops = 3e11;
+  const OpCost c = model.cost(op_of(OpKind::kComputeFwd, work));
+  ASSERT_EQ(c.persistent.size(), 2u);
+  EXPECT_NEAR(c.persistent[0], 2.0 * 4096 * 4096 * 4096 / kH100Gemm4096, kExact * c.persistent[0]);
+  EXPECT_NEAR(c.persistent[1], 3 * 2.0 * 2048 * 2048 * 2048 / kH100Gemm2048, kExact * c.persistent[1]);
+  const double attention = 3e11 / (kH100Peak * kH100AttentionForward);
+  EXPECT_NEAR(c.sm, attention, kExact * attention);
+  // The A100's GEMMs are SM-bound work like the rest.
+  const OpCost a100 = ComputeModel::defaults("a100-80g", 312e12, 2.039e12).cost(op_of(OpKind::kComputeFwd, work));
+  EXPECT_TRUE(a100.persistent.empty());
+  EXPECT_GT(a100.sm, 0.0);
 }
 
 TEST(ComputeDefaults, AnOverriddenPeakScalesGemmRates) {
@@ -418,6 +447,11 @@ TEST_F(ComputeCalibration, RoundTripKeepsTheMeasuredRates) {
   const GpuComputeSpec with = ComputeModel::from_calibration(write(doc.dump())).spec();
   EXPECT_EQ(std::vector<int>({with.sms, with.nccl_ctas_intra_node, with.nccl_ctas_inter_node}),
             std::vector<int>({132, 32, 16}));
+  // Persistent GEMMs: the preset's GPU class unless the file says.
+  EXPECT_TRUE(s.persistent_gemms);
+  EXPECT_FALSE(ComputeModel::from_calibration(write(valid().dump()), "a100-80g").spec().persistent_gemms);
+  doc["persistent_gemms"] = false;
+  EXPECT_FALSE(ComputeModel::from_calibration(write(doc.dump())).spec().persistent_gemms);
 }
 
 TEST_F(ComputeCalibration, EveryBadFieldNamesTheFileAndTheField) {
@@ -440,7 +474,7 @@ TEST_F(ComputeCalibration, EveryBadFieldNamesTheFileAndTheField) {
       {"/attention/backward_efficiency", 1.5, "attention.backward_efficiency"},
       {"/memory_efficiency", null, "memory_efficiency"}, {"/launch_seconds", 0, "launch_seconds"},
       {"/source", null, "source"}, {"/sms", 0, "sms"}, {"/nccl_ctas_intra_node", -2, "nccl_ctas_intra_node"},
-      {"/nccl_ctas_inter_node", 2.5, "nccl_ctas_inter_node"},
+      {"/nccl_ctas_inter_node", 2.5, "nccl_ctas_inter_node"}, {"/persistent_gemms", 1, "persistent_gemms"},
   };
   for (const Case& c : cases) {
     nlohmann::json doc = valid();

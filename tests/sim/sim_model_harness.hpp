@@ -56,7 +56,7 @@ constexpr NcclProtocol kNcclProtocols[] = {
 // per kernel (assumption [6]).
 // Hopper's calibrated sustained clock (docs/SIMULATOR.md section 7) scales
 // every tensor-core rate of the table.
-constexpr double kH100SustainedClock = 0.88;
+constexpr double kH100SustainedClock = 0.91;
 constexpr double kH100Gemm1024 = 176.62e12 * kH100SustainedClock;
 constexpr double kH100Gemm4096 = 788.72e12 * kH100SustainedClock;
 constexpr double kH100Gemm8192 = 797.51e12 * kH100SustainedClock;
@@ -71,6 +71,8 @@ constexpr double kHbm = 3.35e12 * 0.75;
 constexpr double kH100Sms = 132;
 constexpr double kCtasIntraNode = 24;
 constexpr double kCtasInterNode = 16;
+// The A100 has 108 SMs and also runs a ring with 24 CTAs inside a node.
+constexpr double kA100Sms = 108;
 constexpr double kAllGatherHbmPerByte = 2;
 constexpr double kReduceScatterHbmPerByte = 3;
 
@@ -132,12 +134,19 @@ inline ClusterSpec h100_cluster(int64_t nodes, int64_t per_leaf = 4, double over
 }
 
 inline ComputeModel h100() { return ComputeModel::defaults("h100", 989.4e12, 3.35e12); }
+inline ComputeModel a100() { return ComputeModel::defaults("a100-80g", 312e12, 2.039e12); }
+
+// Section 6, A100: the H100 curve scaled so that its best square (8192^3,
+// 797.51 TFLOP/s) becomes the A100's best measured square (264.53), at the
+// A100's HPL sustained clock (section 7: 1305 of 1410 MHz).
+constexpr double kA100Gemm10240 = 719.72e12 * (264.53 / 797.51) * (1305.0 / 1410.0);
 
 // Runs `program` in a child and returns each op's duration, start and end,
 // and the step time. `host`: the CPU issue path's costs (none by default).
 inline nlohmann::json run(const planner::Program& program, const ClusterSpec& cluster, SimulationMode mode,
                           HostCosts host = HostCosts::none(), const std::vector<SimulatedRank>& ranks = {SimulatedRank{}},
-                          const ClusterHealth& health = {}, bool share_gpu = true) {
+                          const ClusterHealth& health = {}, bool share_gpu = true,
+                          const ComputeModel& compute = h100()) {
   std::string out = run_in_child([&] {
     ProgramRunOptions options;
     options.cluster = cluster;
@@ -146,7 +155,7 @@ inline nlohmann::json run(const planner::Program& program, const ClusterSpec& cl
     options.ranks = ranks;
     options.health = health;
     options.share_gpu = share_gpu;
-    ProgramRun r = run_program(program, h100(), options);
+    ProgramRun r = run_program(program, compute, options);
     nlohmann::json j;
     j["step"] = r.step_seconds;
     j["exposed"] = r.exposed_seconds;

@@ -92,54 +92,112 @@ TEST(SimModel, ComputeOnlyStepIsTheSumOfItsOps) {
   expect_relative(simulated, analytic, kExact);
 }
 
-TEST(SimModel, OverlappedGemmLosesNcclsSms) {
-  // A GEMM beside an all-gather that starts with it: after its launch, the
-  // GEMM runs on 132 - 24 SMs while the all-gather runs (108/132 of its
-  // rate), then on all of them. The all-gather takes nothing else from the
-  // GEMM, and the GEMM nothing from it.
+// One GEMM of 16384 x 16384 x 8192 on the compute stream and a 500 MB
+// all-gather on its own stream, both issued at the start.
+planner::Program gemm_beside_all_gather(int64_t shard_ranks) {
   planner::Program p;
-  p.shard_ranks = 8;
+  p.shard_ranks = shard_ranks;
   planner::ProgramWriter w(&p);
   planner::ComputeWork work;
   work.gemms.push_back({16384, 16384, 8192, 1});
   w.compute(OpKind::kComputeFwd, 0, 0, "compute", work, {});
   w.collective(OpKind::kAllGather, Stream::kAllGather, Group::kShard, 1, 0, "all-gather", 500'000'000, -1, {});
-  nlohmann::json r = run(p, h100_cluster(1), SimulationMode::kFull);
-  // 4.4e12 FLOPs lie beyond the table's last point (10240^3): its rate holds.
+  return p;
+}
+
+TEST(SimModel, PersistentGemmBesideACollectiveRunsInTwoWaves) {
+  // Hopper: the GEMM launches one CTA per SM (132), each with 1/132 of its
+  // work. The all-gather took 24 SMs at t = 0, so after its launch the GEMM
+  // starts 108 CTAs; the other 24 start when the all-gather ends and run a
+  // whole CTA's work (the GEMM's time alone) from there. The all-gather
+  // takes nothing else from the GEMM.
+  nlohmann::json r = run(gemm_beside_all_gather(8), h100_cluster(1), SimulationMode::kFull);
   // Beyond the table's last point (10240^3): its rate, taken from 10240 to 8192 deep.
   const double alone = gemm_seconds(16384, 16384, 8192, kH100Gemm10240 * k_loop(8192) / k_loop(10240)) - kLaunch;
   const Expected comm = nccl_ring((7.0 / 8.0) * 500e6 / kNvlink, 7, 0);
-  const double shared = (kH100Sms - kCtasIntraNode) / kH100Sms;
-  const double overlapped = comm.seconds - kLaunch;  // the GEMM's work beside the all-gather
-  const double compute = kLaunch + overlapped + (alone - overlapped * shared);
-  report("SMs: the all-gather, 500 MB on 8 GPUs", comm.seconds, r["ops"][1].get<double>());
-  report("SMs: the GEMM beside it (108 of 132 SMs)", compute, r["ops"][0].get<double>());
-  report("SMs: step = the GEMM", compute, r["step"].get<double>());
+  const double second_wave = std::min(comm.seconds, kLaunch + alone);  // 24 SMs free up
+  const double compute = second_wave + alone;
+  report("persistent: the all-gather, 500 MB on 8 GPUs", comm.seconds, r["ops"][1].get<double>());
+  report("persistent: the GEMM beside it (24 CTAs late)", compute, r["ops"][0].get<double>());
+  report("persistent: step = the GEMM", compute, r["step"].get<double>());
+  std::printf("%-50s %.3f x its time alone\n", "persistent: the GEMM", (compute - kLaunch) / alone);
   expect_relative(r["ops"][1].get<double>(), comm.seconds, kExact);
   expect_relative(r["ops"][0].get<double>(), compute, kExact);
   expect_relative(r["step"].get<double>(), compute, kExact);
   EXPECT_DOUBLE_EQ(r["exposed"].get<double>(), 0.0);
 }
 
-TEST(SimModel, OverlappedGemmLosesFewerSmsToAnInterNodeRing) {
-  // The same across 4 nodes: the ring runs 16 CTAs.
+TEST(SimModel, PersistentGemmBesideALongCollectiveTakesTwiceItsTime) {
+  // A GEMM shorter than the all-gather beside it: its late 24 CTAs start
+  // when its first 108 finish, so it takes twice its time alone.
   planner::Program p;
-  p.shard_ranks = 32;
+  p.shard_ranks = 8;
+  planner::ProgramWriter w(&p);
+  w.compute(OpKind::kComputeFwd, 0, 0, "compute", cube_gemm(4096), {});
+  w.collective(OpKind::kAllGather, Stream::kAllGather, Group::kShard, 1, 0, "all-gather", 2'000'000'000, -1, {});
+  nlohmann::json r = run(p, h100_cluster(1), SimulationMode::kFull);
+  const double alone = gemm_seconds(4096, 4096, 4096, kH100Gemm4096) - kLaunch;
+  const Expected comm = nccl_ring((7.0 / 8.0) * 2e9 / kNvlink, 7, 0);
+  ASSERT_GT(comm.seconds, kLaunch + 2 * alone);  // the all-gather outlasts both waves
+  report("persistent: a 4096^3 GEMM beside a 2 GB all-gather", kLaunch + 2 * alone, r["ops"][0].get<double>());
+  report("persistent: the all-gather", comm.seconds, r["ops"][1].get<double>());
+  expect_relative(r["ops"][0].get<double>(), kLaunch + 2 * alone, kExact);
+  expect_relative(r["ops"][1].get<double>(), comm.seconds, kExact);
+}
+
+TEST(SimModel, CollectiveIssuedDuringAPersistentGemmWaitsForItsSms) {
+  // The GEMM holds every SM from its launch; an all-gather issued after a
+  // 100 MB cast on its own stream finds no SM (NCCL's CTAs never share
+  // one) and starts when the GEMM ends; the GEMM runs at its rate alone.
+  planner::Program p;
+  p.shard_ranks = 8;
   planner::ProgramWriter w(&p);
   planner::ComputeWork work;
   work.gemms.push_back({16384, 16384, 8192, 1});
   w.compute(OpKind::kComputeFwd, 0, 0, "compute", work, {});
+  w.traffic(OpKind::kCast, Stream::kAllGather, 1, 0, "cast", 100'000'000, {});
   w.collective(OpKind::kAllGather, Stream::kAllGather, Group::kShard, 1, 0, "all-gather", 500'000'000, -1, {});
-  nlohmann::json r = run(p, h100_cluster(4), SimulationMode::kFull);
-  // Beyond the table's last point (10240^3): its rate, taken from 10240 to 8192 deep.
-  const double alone = gemm_seconds(16384, 16384, 8192, kH100Gemm10240 * k_loop(8192) / k_loop(10240)) - kLaunch;
-  const double per_hop = 500e6 * 31.0 / 32.0;
-  const Expected comm = nccl_ring(per_hop / kNodeNetwork, 31, 3);
-  const double shared = (kH100Sms - kCtasInterNode) / kH100Sms;
+  nlohmann::json r = run(p, h100_cluster(1), SimulationMode::kFull);
+  const double gemm = gemm_seconds(16384, 16384, 8192, kH100Gemm10240 * k_loop(8192) / k_loop(10240));
+  const double cast = kLaunch + 1e8 / kHbm;
+  const Expected comm = nccl_ring((7.0 / 8.0) * 500e6 / kNvlink, 7, 0);
+  ASSERT_LT(cast, gemm);
+  report("persistent: the GEMM, alone on its SMs", gemm, r["ops"][0].get<double>());
+  report("persistent: the all-gather starts at the GEMM's end", gemm, r["starts"][2].get<double>() +
+                                                                          r["ops"][2].get<double>() - comm.seconds);
+  report("persistent: step = GEMM + all-gather", gemm + comm.seconds, r["step"].get<double>());
+  expect_relative(r["ops"][0].get<double>(), gemm, kExact);
+  expect_relative(r["step"].get<double>(), gemm + comm.seconds, kExact);
+}
+
+TEST(SimModel, OverlappedGemmLosesNcclsSmsOnAnA100) {
+  // The A100's GEMMs launch a CTA per tile, in many waves: after its launch
+  // the GEMM runs on 108 - 24 SMs while the all-gather runs (84/108 of its
+  // rate), then on all of them.
+  nlohmann::json r =
+      run(gemm_beside_all_gather(8), h100_cluster(1), SimulationMode::kFull, HostCosts::none(), {SimulatedRank{}}, {},
+          true, a100());
+  const double alone = gemm_seconds(16384, 16384, 8192, kA100Gemm10240 * k_loop(8192) / k_loop(10240)) - kLaunch;
+  const Expected comm = nccl_ring((7.0 / 8.0) * 500e6 / kNvlink, 7, 0);
+  const double shared = (kA100Sms - kCtasIntraNode) / kA100Sms;
+  const double overlapped = comm.seconds - kLaunch;  // the GEMM's work beside the all-gather
+  const double compute = kLaunch + overlapped + (alone - overlapped * shared);
+  report("SMs (A100): the GEMM beside the all-gather (84 of 108)", compute, r["ops"][0].get<double>());
+  expect_relative(r["ops"][0].get<double>(), compute, kExact);
+}
+
+TEST(SimModel, OverlappedGemmLosesFewerSmsToAnInterNodeRingOnAnA100) {
+  // The same across 4 nodes: the ring runs 16 CTAs.
+  nlohmann::json r =
+      run(gemm_beside_all_gather(32), h100_cluster(4), SimulationMode::kFull, HostCosts::none(), {SimulatedRank{}}, {},
+          true, a100());
+  const double alone = gemm_seconds(16384, 16384, 8192, kA100Gemm10240 * k_loop(8192) / k_loop(10240)) - kLaunch;
+  const Expected comm = nccl_ring(500e6 * 31.0 / 32.0 / kNodeNetwork, 31, 3);
+  const double shared = (kA100Sms - kCtasInterNode) / kA100Sms;
   const double overlapped = comm.seconds - kLaunch;
   const double compute = kLaunch + overlapped + (alone - overlapped * shared);
-  report("SMs: the all-gather, 500 MB on 32 GPUs", comm.seconds, r["ops"][1].get<double>());
-  report("SMs: the GEMM beside it (116 of 132 SMs)", compute, r["ops"][0].get<double>());
+  report("SMs (A100): the all-gather, 500 MB on 32 GPUs", comm.seconds, r["ops"][1].get<double>());
+  report("SMs (A100): the GEMM beside it (92 of 108 SMs)", compute, r["ops"][0].get<double>());
   expect_relative(r["ops"][1].get<double>(), comm.seconds, kExact);
   expect_relative(r["ops"][0].get<double>(), compute, kExact);
 }

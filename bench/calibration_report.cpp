@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
         "`../shared/reference/vescale.md`): H100 SXM 96 GB HBM2e at the default 500 W limit, FSDP2, bf16 with fp32 "
         "reduce, selective (op-level) activation checkpointing, local batch 2 x 8192. The shipped scenarios "
         "`llama3-8b-8xh100` and `llama3-8b-128xh100` describe those runs. One constant is fitted to them: Hopper's "
-        "sustained clock (0.88 of the microbenchmarks' clocks), the two-digit value that brings the 8-GPU "
+        "sustained clock (0.91 of the microbenchmarks' clocks), the two-digit value that brings the 8-GPU "
         "torch.compile point closest to the published figure; every other input is sourced or derived (docs/SIMULATOR.md lists each and its source).\n\n";
   md << "## Predictions\n\n";
   md << "| scenario | variant | published tokens/s/GPU | predicted | error | published memory GiB | predicted reserved "
@@ -155,8 +155,12 @@ int main(int argc, char** argv) {
   nodes) hold 18% (12%) of the H100's 132 SMs, and its HBM traffic (twice
   the bytes it sends for an all-gather, three times for a reduce-scatter)
   slows the element-wise kernels beside it, which slow the collective in
-  turn. Llama-3-8B's collectives run during about 8% of its step, so the
-  step is 1.7% slower at 8 GPUs and 1.3% at 128 (fewer CTAs across nodes).
+  turn. cuBLAS's Hopper GEMMs are persistent (one CTA per SM): one launched
+  beside a collective runs its last CTAs after the collective ends or after
+  its first CTAs, up to twice its time, and a collective issued during a
+  GEMM waits for its end. Llama-3-8B's collectives run during about 8% of
+  its step, so the step is 4.0% slower at 8 GPUs and 5.0% at 128 (longer
+  collectives across nodes).
   The CPU issue path moves neither point: FSDP2's framework ops, per-parameter
   hooks and foreach lists take about 82 ms of CPU time a step against a
   GPU step near 3 s, and FSDP2 never blocks the CPU, so it always runs ahead.
@@ -185,8 +189,8 @@ int main(int argc, char** argv) {
   rates are microbenchmark bursts (about 5 ms each); a training loop holds
   the clock lower at the power limit (docs/SIMULATOR.md section 7, with
   independent observations of the mechanism on B200 and A100). No Hopper
-  figure was found, so the share is fitted: 0.88 makes the 8-GPU
-  torch.compile point +0.1% (0.87: -0.8%), the calibration run with the
+  figure was found, so the share is fitted: 0.91 makes the 8-GPU
+  torch.compile point +0.2% (0.90: -0.6%), the calibration run with the
   fewest modelled costs besides GEMMs and attention. Its optimizer is
   torch's foreach AdamW, as TorchTitan's of 2024 (`optimizer.fused` false:
   80 bytes an fp32 element against the fused kernel's 28, 1% of the 8-GPU
@@ -194,8 +198,8 @@ int main(int argc, char** argv) {
   scenarios compile the transformer blocks only (`compile_scope:
   TRANSFORMER_BLOCKS`, torchtitan's `apply_compile`): the final norm and
   the fp32 loss stay eager. The 128-GPU compiled point then comes out at
-  +5.2% and the 128-GPU eager point at +0.8%, but the 8-GPU eager point at
-  -10.6%: the modelled eager element-wise overhead of the blocks (477 ms a
+  +5.2% and the 128-GPU eager point at -0.4%, but the 8-GPU eager point at
+  -10.5%: the modelled eager element-wise overhead of the blocks (477 ms a
   step: RMSNorm, rotary and SwiGLU as separate upcasting kernels, counted
   from TorchTitan's code) is larger than the measured compile gain
   (163 ms a step at 8 GPUs and 375 ms at 128 in the paper; 386 ms at 8 in

@@ -324,22 +324,18 @@ double OpCost::seconds() const {
 }
 
 OpCost ComputeModel::cost(const planner::Op& op) const {
-  const ComputeParts p = parts(op);
+  const bool persistent = spec_.persistent_gemms && spec_.sms > 0;
   OpCost c;
+  const ComputeParts p = parts_of(op, persistent ? &c.persistent : nullptr);
   c.fixed = p.launches;
-  c.sm = p.gemm + p.attention + p.other;
+  c.sm = persistent ? p.attention + p.other : p.gemm + p.attention + p.other;
   c.memory = p.memory;
-  if (spec_.persistent_gemms && spec_.sms > 0 && p.gemm > 0) {
-    c.sm = p.attention + p.other;
-    for (const planner::Gemm& gemm : op.work.gemms) {
-      const double work = gemm_work_seconds(gemm);
-      if (work > 0) c.persistent.push_back(work);
-    }
-  }
   return c;
 }
 
-ComputeParts ComputeModel::parts(const planner::Op& op) const {
+ComputeParts ComputeModel::parts(const planner::Op& op) const { return parts_of(op, nullptr); }
+
+ComputeParts ComputeModel::parts_of(const planner::Op& op, std::vector<double>* gemm_kernels) const {
   using planner::OpKind;
   ComputeParts p;
   switch (op.kind) {
@@ -353,6 +349,7 @@ ComputeParts ComputeModel::parts(const planner::Op& op) const {
         p.gemm += work;
         p.gemm_flops += gemm.flops();
         launches += work > 0 ? 1 : 0;
+        if (gemm_kernels != nullptr && work > 0) gemm_kernels->push_back(work);
       }
       p.attention = attention_work_seconds(op.work.attention, op.kind == OpKind::kComputeBwd);
       p.attention_flops = p.attention > 0 ? op.work.attention.flops : 0;

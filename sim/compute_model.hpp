@@ -147,6 +147,8 @@ class ComputeModel {
   double fastest_gemm_rate() const;
   // A GEMM's time without its launch.
   double gemm_work_seconds(const planner::Gemm& gemm) const;
+  // parts(), and each GEMM kernel's work into `gemm_kernels` when given.
+  ComputeParts parts_of(const planner::Op& op, std::vector<double>* gemm_kernels) const;
   double attention_work_seconds(const planner::AttentionWork& attention, bool backward) const;
 
   GpuComputeSpec spec_;

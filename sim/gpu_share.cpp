@@ -27,6 +27,8 @@ int GpuShare::collective_ctas() const {
   return held;
 }
 
+int GpuShare::unheld_sms() const { return resources_.sms - collective_ctas() - persistent_ctas_; }
+
 double GpuShare::rate(Kind kind) const {
   if (kind == Kind::kMemory) return hbm_scale();
   // NCCL never holds every SM; keep one for the compute kernel.
@@ -88,7 +90,7 @@ void GpuShare::run_persistent(double seconds) {
         ++it;
       }
     }
-    const int free = resources_.sms - collective_ctas() - persistent_ctas_ - pending_ctas_;
+    const int free = unheld_sms() - pending_ctas_;
     // With nothing of its own running, it takes at least one SM: the
     // collectives never hold them all.
     const int start = std::min(waiting, waves.empty() ? std::max(1, free) : std::max(0, free));
@@ -116,7 +118,7 @@ int GpuShare::begin_collective(int ctas) {
   if (resources_.sms > 0 && persistent_ctas_ > 0) {
     pending_ctas_ += ctas;
     changed_->wait(lock, [&] {
-      return persistent_ctas_ == 0 || resources_.sms - collective_ctas() - persistent_ctas_ >= ctas;
+      return persistent_ctas_ == 0 || unheld_sms() >= ctas;
     });
     pending_ctas_ -= ctas;
   }

@@ -69,6 +69,7 @@ class GpuShare {
   double rate(Kind kind) const;
   double hbm_scale() const;
   int collective_ctas() const;
+  int unheld_sms() const;  // SMs neither collectives nor persistent kernels hold
   void changed();
 
   GpuResources resources_;

@@ -142,11 +142,12 @@ void print_plan(const PlanReport& r, std::ostream& out) {
                      format_bytes(static_cast<double>(b.copies)));
   const auto& m = r.memory;
   out << fmt::format("  memory per rank (GiB): master {} + compute shard {} + gradients {} + optimizer {} + small params {}"
-                     " | in flight: unsharded params {} + gradients {} + activations {} + workspace {} = {} of {}\n",
+                     " | in flight: unsharded params {} + gradients {} + activations {} + workspace {} = {}"
+                     " of the allocator's {}\n",
                      gib(m.persistent.master_params), gib(m.persistent.compute_params), gib(m.persistent.gradients),
                      gib(m.persistent.optimizer_states), gib(m.persistent.gathered_small_params), gib(m.unsharded_params),
                      gib(m.gradients_in_flight), gib(m.activations), gib(m.workspace), gib(m.peak_total()),
-                     gib(hbm_bytes(r.resolved)));
+                     gib(scenarios::allocator_capacity_bytes(r.resolved.scenario())));
   print_padding_hint(r, out);
   if (!r.plan.honours_granularity()) {
     out << "  note: this strategy cuts through granules (quantization blocks or matrices straddle ranks)\n";
@@ -216,7 +217,8 @@ nlohmann::json plan_to_json(const PlanReport& r) {
                         {"gathered_small_params", m.persistent.gathered_small_params},
                         {"unsharded_params", m.unsharded_params}, {"gradients_in_flight", m.gradients_in_flight},
                         {"activations", m.activations}, {"workspace", m.workspace}, {"peak", m.peak_total()},
-                        {"hbm_capacity", hbm_bytes(r.resolved)}}},
+                        {"hbm_capacity", hbm_bytes(r.resolved)},
+                        {"allocator_capacity", scenarios::allocator_capacity_bytes(r.resolved.scenario())}}},
       {"units", std::move(units)},
   };
 }

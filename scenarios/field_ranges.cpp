@@ -54,6 +54,7 @@ const std::vector<FieldRange> kRanges = {
     closed("Gpu.peak_bf16_tflops", lim::kMinTflops, lim::kMaxTflops, "dense bf16 TFLOP/s"),
     closed("Gpu.peak_fp32_tflops", lim::kMinTflops, lim::kMaxTflops, "fp32 TFLOP/s"),
     closed("Gpu.hbm_capacity_gib", lim::kMinHbmGib, lim::kMaxHbmGib, "GiB per GPU"),
+    closed("Allocator.outside_gib", 0, lim::kMaxHbmGib, "GiB per GPU outside PyTorch's allocator"),
     closed("Gpu.hbm_bandwidth_gbytes_per_s", lim::kMinGbytesPerS, lim::kMaxGbytesPerS, "GB/s"),
     closed("Gpu.tdp_watts", 1, lim::kMaxWatts, "watts"),
     closed("Gpu.power_limit_watts", 1, lim::kMaxWatts, "watts"),

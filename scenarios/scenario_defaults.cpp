@@ -114,7 +114,27 @@ void default_granularity(Training* training) {
   }
 }
 
-void default_training(Training* training, int64_t cluster_gpus) {
+// Memory a training process holds outside PyTorch's caching allocator, as
+// measured with PyTorch on the GPU: the CUDA context with lazy module loading
+// ("around 400MB", pytorch/pytorch issue #109888) and one NCCL communicator per
+// process group a rank runs collectives in, 688 MiB for a group of more than two
+// GPUs and 544 MiB for two (4 x A100 with NVLink, NVIDIA/nccl issue #964).
+constexpr double kCudaContextMiB = 400;
+constexpr double kNcclCommunicatorMiB = 688;
+constexpr double kNcclPairCommunicatorMiB = 544;
+
+double communicator_mib(int64_t ranks) {
+  if (ranks <= 1) return 0;
+  return ranks == 2 ? kNcclPairCommunicatorMiB : kNcclCommunicatorMiB;
+}
+
+double default_outside_allocator_gib(const Training& training) {
+  const double mib = kCudaContextMiB + communicator_mib(training.shard_group_size()) +
+                     communicator_mib(training.replicate_group_size());
+  return mib / 1024;
+}
+
+void default_training(Training* training, int64_t cluster_gpus, const Gpu& gpu) {
   // A cluster outside its range is refused on its own fields: the groups
   // derived from it are then left valid, so that one mistake is one problem.
   const int64_t gpus = cluster_gpus >= 1 && cluster_gpus <= limits::kMaxGpus ? cluster_gpus : 1;
@@ -144,6 +164,11 @@ void default_training(Training* training, int64_t cluster_gpus) {
   if (training->attention() == ATTENTION_KERNEL_UNSPECIFIED) training->set_attention(FLASH_ATTENTION_2);
   if (training->loss() == LOSS_KERNEL_UNSPECIFIED) training->set_loss(FP32_LOGITS);
   if (!training->allocator().has_expandable_segments()) training->mutable_allocator()->set_expandable_segments(false);
+  if (!training->allocator().has_outside_gib()) {
+    // A host rank has no CUDA context and no NCCL communicator.
+    const bool host = gpu.preset() == "cpu";
+    training->mutable_allocator()->set_outside_gib(host ? 0 : default_outside_allocator_gib(*training));
+  }
 }
 
 void default_run(Run* run) {
@@ -194,7 +219,7 @@ void default_whatif(WhatIf* whatif) {
 Scenario with_defaults(const Scenario& written) {
   Scenario scenario = written;
   default_cluster(scenario.mutable_cluster());
-  default_training(scenario.mutable_training(), total_gpus(scenario));
+  default_training(scenario.mutable_training(), total_gpus(scenario), scenario.cluster().gpu());
   default_run(scenario.mutable_run());
   default_goodput(scenario.mutable_goodput());
   if (scenario.has_whatif()) default_whatif(scenario.mutable_whatif());
@@ -209,6 +234,12 @@ double peak_bf16_flops(const Gpu& gpu) { return gpu.peak_bf16_tflops() * 1e12; }
 
 int64_t hbm_capacity_bytes(const Gpu& gpu) {
   return checked_count(gpu.hbm_capacity_gib() * kGiB, "cluster.gpu.hbm_capacity_gib");
+}
+
+int64_t allocator_capacity_bytes(const Scenario& scenario) {
+  const Gpu& gpu = scenario.cluster().gpu();
+  const double gib = gpu.hbm_capacity_gib() - scenario.training().allocator().outside_gib();
+  return checked_count(std::max(0.0, gib) * kGiB, "training.allocator.outside_gib");
 }
 
 int64_t global_batch_sequences(const Scenario& scenario) {

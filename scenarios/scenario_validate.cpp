@@ -113,6 +113,19 @@ void check_granularity_spec(const GranularitySpec& spec, const std::string& path
 
 // FlashAttention-3 uses Hopper's TMA and warpgroup MMA (Shah et al. 2024):
 // it needs a Hopper preset, or a GPU given by its numbers.
+// The memory outside the allocator must leave it some: a context and NCCL
+// buffers as large as the GPU make every run an OOM for a reason no report shows.
+void check_allocator(const Training& t, const Gpu& gpu, Checker& c) {
+  if (!gpu.has_hbm_capacity_gib() || !t.allocator().has_outside_gib()) return;
+  if (t.allocator().outside_gib() >= gpu.hbm_capacity_gib()) {
+    c.fail("training.allocator.outside_gib",
+           fmt::format("{} GiB outside PyTorch's allocator (CUDA context and NCCL buffers) leaves nothing of the "
+                       "GPU's {} GiB (cluster.gpu.hbm_capacity_gib): set it below that, or leave it unset for the "
+                       "measured default (about 1 GiB)",
+                       t.allocator().outside_gib(), gpu.hbm_capacity_gib()));
+  }
+}
+
 void check_kernels(const Training& t, const Gpu& gpu, Checker& c) {
   if (t.attention() != MATH && t.attention() != FLASH_ATTENTION_2 && t.attention() != FLASH_ATTENTION_3 &&
       t.attention() != TRITON_FLASH_ATTENTION) {
@@ -253,6 +266,7 @@ std::vector<FieldIssue> validate_scenario(const Scenario& scenario) {
     check_training(scenario.training(), total_gpus(scenario), c);
   }
   check_kernels(scenario.training(), scenario.cluster().gpu(), c);
+  check_allocator(scenario.training(), scenario.cluster().gpu(), c);
   if (scenario.has_whatif() && scenario.cluster().gpus_per_node() >= 1 && scenario.cluster().nodes() >= 1) {
     check_whatif(scenario.whatif(), total_gpus(scenario), scenario.cluster().nodes(), c);
   }

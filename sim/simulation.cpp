@@ -100,7 +100,7 @@ SimulationResult simulate(const planner::ResolvedScenario& resolved, const Simul
   run_options.ranks = simulated_ranks(run_options.health, scenarios::total_gpus(scenario));
   run_options.free_policy.defer_gathered_frees =
       training.strategy() == scenarios::FSDP1 || training.strategy() == scenarios::FSDP2;
-  run_options.capacity = scenarios::hbm_capacity_bytes(scenario.cluster().gpu());
+  run_options.capacity = scenarios::allocator_capacity_bytes(scenario);
   run_options.expandable_segments = training.allocator().expandable_segments();
   run_options.progress = options.progress;
   run_options.share_gpu = options.share_gpu;

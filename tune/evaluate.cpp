@@ -42,7 +42,7 @@ Evaluation floors(const planner::ResolvedScenario& resolved) {
   e.persistent_bytes = floor.persistent;
   e.floor_bytes = floor.total();
   e.static_peak_bytes = breakdown.peak_total();
-  e.capacity_bytes = scenarios::hbm_capacity_bytes(resolved.scenario().cluster().gpu());
+  e.capacity_bytes = scenarios::allocator_capacity_bytes(resolved.scenario());
   // Rank 0's, as `ragged simulate --goodput` counts it.
   e.checkpoint_bytes_per_gpu =
       rank == 0 ? planner::checkpoint_bytes_per_gpu(breakdown.persistent) : planner::checkpoint_bytes_per_gpu(resolved);

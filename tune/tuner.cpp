@@ -135,7 +135,7 @@ SearchResult Tuner::search(TaskRunner& runner, int64_t gpus, const SearchProgres
   out.batch = batch_shape(base.scenario, options_.constraints);
   out.candidates = enumerate_candidates(base, options_.constraints);
   out.budget_bytes =
-      memory_budget(scenarios::hbm_capacity_bytes(base.scenario.cluster().gpu()), options_.constraints.headroom);
+      memory_budget(scenarios::allocator_capacity_bytes(base.scenario), options_.constraints.headroom);
   MapOptions map_options;
   map_options.progress = progress;
   out.evaluations = evaluate_all(runner, gpus, out.candidates, map_options);
@@ -180,7 +180,7 @@ bool Tuner::fits_at(TaskRunner& runner, int64_t gpus, const SearchProgress& prog
   } catch (const InputError&) {
     return false;  // nothing can be formed on this many GPUs
   }
-  const int64_t budget = memory_budget(scenarios::hbm_capacity_bytes(base_at(gpus).scenario.cluster().gpu()),
+  const int64_t budget = memory_budget(scenarios::allocator_capacity_bytes(base_at(gpus).scenario),
                                        options_.constraints.headroom);
   MapOptions map_options;
   map_options.progress = progress;

@@ -108,6 +108,34 @@ TEST(ScenarioDefaults, WithTotalGpusRescalesNodesAndGroups) {
   EXPECT_THROW(with_total_gpus(loaded, 0), InputError);
 }
 
+// The memory outside PyTorch's allocator: the CUDA context (400 MiB) and one
+// NCCL communicator per group a rank runs collectives in (688 MiB, 544 for a
+// group of two); the allocator gets the rest of the GPU.
+TEST(ScenarioDefaults, OutsideAllocatorMemoryCountsTheContextAndEachCommunicator) {
+  auto outside = [](const std::string& training) {
+    const std::string text = testing::minimal_scenario();
+    const std::string with = text.substr(0, text.find("training {")) + "training {\n" + training + "}\n";
+    return parse_scenario(with, ScenarioFormat::kText, "t", ".").scenario;
+  };
+  const Scenario fsdp = outside("  strategy: FSDP2\n");
+  EXPECT_DOUBLE_EQ(fsdp.training().allocator().outside_gib(), (400.0 + 688.0) / 1024);
+  EXPECT_EQ(allocator_capacity_bytes(fsdp), static_cast<int64_t>((79.6 - (400.0 + 688.0) / 1024) * (1LL << 30)));
+  const Scenario hsdp_pairs = outside("  strategy: FSDP2\n  shard_group_size: 8\n");  // 2 replicas
+  EXPECT_DOUBLE_EQ(hsdp_pairs.training().allocator().outside_gib(), (400.0 + 688.0 + 544.0) / 1024);
+  const Scenario written = outside("  strategy: FSDP2\n  allocator { outside_gib: 2.5 }\n");
+  EXPECT_DOUBLE_EQ(written.training().allocator().outside_gib(), 2.5);
+  EXPECT_EQ(allocator_capacity_bytes(written), static_cast<int64_t>((79.6 - 2.5) * (1LL << 30)));
+}
+
+TEST(ScenarioDefaults, OneGpuHoldsOnlyTheContext) {
+  const std::string text = testing::minimal_scenario();
+  std::string one = text;
+  one.replace(one.find("gpus_per_node: 8"), 16, "gpus_per_node: 1");
+  one.replace(one.find("nodes: 2"), 8, "nodes: 1");
+  const Scenario s = parse_scenario(one, ScenarioFormat::kText, "t", ".").scenario;
+  EXPECT_DOUBLE_EQ(s.training().allocator().outside_gib(), 400.0 / 1024);
+}
+
 TEST(ScenarioDefaults, StrategyNamesRoundTrip) {
   for (Strategy s : all_strategies()) EXPECT_EQ(parse_strategy(strategy_name(s)), s);
   EXPECT_THROW(parse_strategy("fsdp3"), InputError);

@@ -62,6 +62,17 @@ TEST(ScenarioErrors, BadEnumValue) {
   EXPECT_CONTAINS(error, "FSDP3");
 }
 
+TEST(ScenarioErrors, OutsideAllocatorMemoryMustLeaveTheAllocatorSome) {
+  std::string error = parse_error(
+      replace(minimal_scenario(), "strategy: FSDP2", "strategy: FSDP2\n  allocator { outside_gib: 80 }"));
+  EXPECT_CONTAINS(error, "training.allocator.outside_gib:");
+  EXPECT_CONTAINS(error, "leaves nothing of the GPU's 79.6 GiB");
+  EXPECT_CONTAINS(error, "set it below that");
+  const std::string negative =
+      parse_error(replace(minimal_scenario(), "strategy: FSDP2", "strategy: FSDP2\n  allocator { outside_gib: -1 }"));
+  EXPECT_CONTAINS(negative, "training.allocator.outside_gib:");
+}
+
 TEST(ScenarioErrors, ShardGroupMustDivideGpus) {
   std::string error = parse_error(replace(minimal_scenario(), "strategy: FSDP2", "strategy: FSDP2\n  shard_group_size: 3"));
   EXPECT_CONTAINS(error, ":9:3: training.shard_group_size:");

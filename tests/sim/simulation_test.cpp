@@ -90,5 +90,30 @@ TEST(Simulation, LargeGroupsPayRingLatency) {
   EXPECT_GT(large, small);
 }
 
+// The allocator gets the GPU's memory less what the CUDA context and NCCL hold
+// (training.allocator.outside_gib): a step whose allocated peak fits the GPU
+// but not what is left of it is an OOM.
+TEST(Simulation, MemoryOutsideTheAllocatorCountsTowardsOom) {
+  constexpr double kGiB = 1LL << 30;
+  const traces::Summary roomy = simulate_summary("llama3-8b-8xh100", 0, ModeChoice::kAuto).summary;
+  auto simulate_with = [&](double outside_gib) {
+    scenarios::LoadedScenario loaded = scenarios::load_scenario("llama3-8b-8xh100");
+    scenarios::Gpu* gpu = loaded.scenario.mutable_cluster()->mutable_gpu();
+    gpu->set_hbm_capacity_gib(static_cast<double>(roomy.peak_reserved_bytes()) / kGiB + 0.5);
+    loaded.scenario.mutable_training()->mutable_allocator()->set_outside_gib(outside_gib);
+    return simulate_summary_in_child(planner::resolve_scenario(loaded), SimulationOptions{}).summary;
+  };
+  const double gap_gib = static_cast<double>(roomy.peak_reserved_bytes() - roomy.peak_allocated_bytes()) / kGiB;
+  const traces::Summary nothing_outside = simulate_with(0);
+  const traces::Summary context_and_nccl = simulate_with(gap_gib + 1.0);  // the allocator: allocated peak - 0.5 GiB
+  std::printf("peak allocated %.2f GiB, reserved %.2f GiB; GPU of reserved + 0.5 GiB: oom %d with nothing outside, "
+              "%d with %.2f GiB outside\n",
+              static_cast<double>(roomy.peak_allocated_bytes()) / kGiB, static_cast<double>(roomy.peak_reserved_bytes()) / kGiB,
+              nothing_outside.oom(), context_and_nccl.oom(), gap_gib + 1.0);
+  std::fflush(stdout);
+  EXPECT_FALSE(nothing_outside.oom());
+  EXPECT_TRUE(context_and_nccl.oom());
+}
+
 }  // namespace
 }  // namespace ragged::sim

@@ -243,7 +243,9 @@ void add_tune_command(CLI::App& app, Context& context) {
       "Tokens per optimizer step over all GPUs, e.g. 4M (default: the scenario's tokens per GPU x the GPUs)");
   cmd->add_option("--seq-len", o->sequence_length, "Sequence length (default: the scenario's)")
       ->check(whole_number(1, kMaxCount));
-  cmd->add_option("--headroom", o->headroom_percent, "Percent of HBM left free (NCCL, CUDA context, fragmentation)")
+  cmd->add_option("--headroom", o->headroom_percent,
+                  "Percent of the allocator's memory (HBM less the CUDA context and NCCL) left free, against "
+                  "fragmentation and run-to-run variation")
       ->capture_default_str();
   cmd->add_option("--max-grad-accum", o->max_grad_accum, "Most gradient accumulation steps allowed")
       ->capture_default_str()

@@ -45,10 +45,11 @@ void print_simulation(const SimulationReport& r, std::ostream& out) {
   out << fmt::format("  busy               compute {}, communication {}\n", format_seconds(s.compute_s()),
                      format_seconds(s.comm_s()));
   const int64_t allocator_capacity = scenarios::allocator_capacity_bytes(r.scenario);
-  out << fmt::format("  peak memory        {} GiB reserved, {} GiB allocated, of {} GiB ({} less {} for the CUDA context and "
-                     "NCCL): {}\n",
-                     gib(s.peak_reserved_bytes()), gib(s.peak_allocated_bytes()), gib(allocator_capacity),
-                     gib(s.hbm_capacity_bytes()), gib(s.hbm_capacity_bytes() - allocator_capacity), memory_verdict_detail(s));
+  out << fmt::format(
+      "  peak memory        {} GiB reserved, {} GiB allocated, of {} GiB ({} less {} for the CUDA context and "
+      "NCCL): {}\n",
+      gib(s.peak_reserved_bytes()), gib(s.peak_allocated_bytes()), gib(allocator_capacity), gib(s.hbm_capacity_bytes()),
+      gib(s.hbm_capacity_bytes() - allocator_capacity), memory_verdict_detail(s));
   out << fmt::format("  simulation         {} mode, {} simulated node{}, {} flows, rank {}, {:.2f} s wall, {} of memory\n",
                      sim::mode_name(stats.mode), stats.simulated_nodes, stats.simulated_nodes == 1 ? "" : "s",
                      format_integer(stats.flows), stats.representative_rank, stats.wall_seconds,

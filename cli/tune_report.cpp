@@ -192,9 +192,9 @@ void print_search(const tune::Tuner& tuner, const tune::SearchResult& r, const R
   const scenarios::Scenario& s = tuner.base_at(r.gpus).scenario;
   const int64_t capacity = scenarios::allocator_capacity_bytes(s);
   out << fmt::format(
-      "{}: {} on {} x {}, global batch {} x {} tokens ({} per GPU), memory budget {} GiB ({:g}% of the allocator's {} GiB)\n",
-      s.name(),
-      model_text(s.model()), format_integer(r.gpus), s.cluster().gpu().preset(),
+      "{}: {} on {} x {}, global batch {} x {} tokens ({} per GPU), memory budget {} GiB ({:g}% of the allocator's "
+      "{} GiB)\n",
+      s.name(), model_text(s.model()), format_integer(r.gpus), s.cluster().gpu().preset(),
       format_integer(r.batch.global_sequences), format_integer(r.batch.sequence_length), r.batch.per_gpu_sequences,
       gib(r.budget_bytes), 100 * (1 - tuner.options().constraints.headroom), gib(capacity));
   print_counts(r, options, out);

@@ -52,9 +52,12 @@ struct Evaluation {
 
   bool cached = false;  // read from the result cache (this run's, not the answer)
 
-  // Simulated without running out of memory and with a peak within `budget_bytes`.
+  // Simulated without running out of memory and with a peak within `budget_bytes`,
+  // reached without the allocator releasing its cache: a release means the step
+  // reached the allocator's capacity, and the reserved peak it leaves behind
+  // understates what the step asked for, so the headroom was not kept.
   bool fits(int64_t budget_bytes) const {
-    return outcome == Outcome::kSimulated && !oom && peak_reserved_bytes <= budget_bytes;
+    return outcome == Outcome::kSimulated && !oom && alloc_retries == 0 && peak_reserved_bytes <= budget_bytes;
   }
 };
 

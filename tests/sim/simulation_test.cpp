@@ -108,7 +108,8 @@ TEST(Simulation, MemoryOutsideTheAllocatorCountsTowardsOom) {
   const traces::Summary context_and_nccl = simulate_with(gap_gib + 1.0);  // the allocator: allocated peak - 0.5 GiB
   std::printf("peak allocated %.2f GiB, reserved %.2f GiB; GPU of reserved + 0.5 GiB: oom %d with nothing outside, "
               "%d with %.2f GiB outside\n",
-              static_cast<double>(roomy.peak_allocated_bytes()) / kGiB, static_cast<double>(roomy.peak_reserved_bytes()) / kGiB,
+              static_cast<double>(roomy.peak_allocated_bytes()) / kGiB,
+              static_cast<double>(roomy.peak_reserved_bytes()) / kGiB,
               nothing_outside.oom(), context_and_nccl.oom(), gap_gib + 1.0);
   std::fflush(stdout);
   EXPECT_FALSE(nothing_outside.oom());

@@ -34,6 +34,17 @@ TEST(Ranking, OnlyWhatFitsFastestFirstTiesToTheSmallerPeakThenTheEarlier) {
   EXPECT_EQ(r.pareto, (std::vector<size_t>{0, 4}));
 }
 
+// A step that reached the allocator's capacity released its cache: the reserved
+// peak left behind is under the budget, but the headroom was not kept.
+TEST(Ranking, AStepThatReleasedTheAllocatorsCacheDoesNotFit) {
+  Evaluation calm = simulated(200, 60);
+  Evaluation pressed = simulated(300, 60);
+  pressed.alloc_retries = 1;
+  EXPECT_TRUE(calm.fits(100));
+  EXPECT_FALSE(pressed.fits(100));
+  EXPECT_EQ(rank({calm, pressed}, 100).ranked, (std::vector<size_t>{0}));
+}
+
 TEST(Ranking, ParetoFrontKeepsEveryTradeOff) {
   const std::vector<Evaluation> all = {simulated(10, 10), simulated(30, 30), simulated(20, 20), simulated(25, 40),
                                        simulated(40, 50)};

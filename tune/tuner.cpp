@@ -86,6 +86,10 @@ scenarios::LoadedScenario Tuner::base_at(int64_t gpus) const {
   return at;
 }
 
+int64_t Tuner::budget_of(const scenarios::Scenario& base) const {
+  return memory_budget(scenarios::allocator_capacity_bytes(base), options_.constraints.headroom);
+}
+
 scenarios::LoadedScenario Tuner::scenario_of(int64_t gpus, const Candidate& candidate) const {
   return candidate_scenario(base_at(gpus), candidate, sequence_length());
 }
@@ -134,8 +138,7 @@ SearchResult Tuner::search(TaskRunner& runner, int64_t gpus, const SearchProgres
   out.gpus = gpus;
   out.batch = batch_shape(base.scenario, options_.constraints);
   out.candidates = enumerate_candidates(base, options_.constraints);
-  out.budget_bytes =
-      memory_budget(scenarios::allocator_capacity_bytes(base.scenario), options_.constraints.headroom);
+  out.budget_bytes = budget_of(base.scenario);
   MapOptions map_options;
   map_options.progress = progress;
   out.evaluations = evaluate_all(runner, gpus, out.candidates, map_options);
@@ -175,13 +178,14 @@ SearchResult Tuner::search(TaskRunner& runner, int64_t gpus, const SearchProgres
 
 bool Tuner::fits_at(TaskRunner& runner, int64_t gpus, const SearchProgress& progress) const {
   std::vector<Candidate> candidates;
+  int64_t budget = 0;
   try {
-    candidates = likeliest_to_fit_first(enumerate_candidates(base_at(gpus), options_.constraints));
+    const scenarios::LoadedScenario base = base_at(gpus);
+    candidates = likeliest_to_fit_first(enumerate_candidates(base, options_.constraints));
+    budget = budget_of(base.scenario);
   } catch (const InputError&) {
     return false;  // nothing can be formed on this many GPUs
   }
-  const int64_t budget = memory_budget(scenarios::allocator_capacity_bytes(base_at(gpus).scenario),
-                                       options_.constraints.headroom);
   MapOptions map_options;
   map_options.progress = progress;
   map_options.stop = [budget](const std::string& result) {

@@ -97,6 +97,8 @@ class Tuner {
 
  private:
   std::string task_of(int64_t gpus, const Candidate& candidate) const;
+  // The reserved-memory budget of a search: the allocator's capacity less the headroom.
+  int64_t budget_of(const scenarios::Scenario& base) const;
   std::vector<Evaluation> evaluate_all(TaskRunner& runner, int64_t gpus, const std::vector<Candidate>& candidates,
                                        const MapOptions& map_options) const;
 

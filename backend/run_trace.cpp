@@ -78,6 +78,7 @@ traces::Trace measured_trace(const planner::ResolvedScenario& resolved, const pl
   summary.model_flops_per_step = program.model_flops_per_step;
   summary.peak_flops = scenarios::peak_bf16_flops(s.cluster().gpu());
   summary.hbm_capacity_bytes = scenarios::hbm_capacity_bytes(s.cluster().gpu());
+  summary.allocator_capacity_bytes = scenarios::allocator_capacity_bytes(s);
   *trace.mutable_summary() = traces::make_summary(summary);
   return trace;
 }

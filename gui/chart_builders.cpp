@@ -15,6 +15,7 @@
 #include <algorithm>
 
 #include "common/units.hpp"
+#include "traces/metrics.hpp"
 
 namespace ragged::gui {
 namespace {
@@ -56,7 +57,7 @@ QChart* strategy_chart(const std::vector<SimulationRow>& rows, StrategyMetric me
   auto* series = new QHorizontalBarSeries();
   QStringList categories;
   auto* set = new QBarSet(QString::fromLatin1(titles[static_cast<int>(metric)]));
-  double top = 0, hbm = 0;
+  double top = 0, capacity = 0, hbm = 0;
   // The first strategy on top.
   for (auto it = rows.rbegin(); it != rows.rend(); ++it) {
     const traces::Summary* s = it->summary();
@@ -64,7 +65,10 @@ QChart* strategy_chart(const std::vector<SimulationRow>& rows, StrategyMetric me
     const double v = s != nullptr ? metric_value(*s, metric) : 0;
     *set << v;
     top = std::max(top, v);
-    if (s != nullptr) hbm = static_cast<double>(s->hbm_capacity_bytes()) / kGiB;
+    if (s != nullptr) {
+      capacity = static_cast<double>(traces::allocator_capacity_of(*s)) / kGiB;
+      hbm = static_cast<double>(s->hbm_capacity_bytes()) / kGiB;
+    }
   }
   set->setColor(metric == StrategyMetric::kPeakMemory ? QColor(0x8172b2) : QColor(0x4c72b0));
   series->append(set);
@@ -80,12 +84,12 @@ QChart* strategy_chart(const std::vector<SimulationRow>& rows, StrategyMetric me
   chart->addAxis(x, Qt::AlignBottom);
   series->attachAxis(x);
   series->attachAxis(y);
-  if (metric == StrategyMetric::kPeakMemory && hbm > 0) {
+  if (metric == StrategyMetric::kPeakMemory && capacity > 0) {
     const double n = std::max<double>(1, static_cast<double>(rows.size()));
     auto* line = new QLineSeries();
-    line->setName(QStringLiteral("HBM %1 GiB").arg(hbm, 0, 'f', 1));
-    line->append(hbm, -0.5);
-    line->append(hbm, n - 0.5);
+    line->setName(QStringLiteral("allocator %1 GiB (HBM %2)").arg(capacity, 0, 'f', 1).arg(hbm, 0, 'f', 1));
+    line->append(capacity, -0.5);
+    line->append(capacity, n - 0.5);
     line->setPen(QPen(Qt::red, 2, Qt::DashLine));
     auto* hidden_y = new QValueAxis();
     hidden_y->setRange(-0.5, n - 0.5);
@@ -95,8 +99,8 @@ QChart* strategy_chart(const std::vector<SimulationRow>& rows, StrategyMetric me
     line->attachAxis(x);
     line->attachAxis(hidden_y);
     chart->legend()->setVisible(true);
-    top = std::max(top, hbm);
-    chart->setTitle(chart->title() + QStringLiteral(": red is the HBM"));
+    top = std::max(top, capacity);
+    chart->setTitle(chart->title() + QStringLiteral(": red is the allocator's capacity"));
   }
   x->setRange(0, top > 0 ? top * 1.1 : 1);
   x->applyNiceNumbers();
@@ -130,11 +134,12 @@ QChart* unit_breakdown_chart(const std::vector<traces::UnitTimes>& rows) {
   return chart;
 }
 
-QChart* memory_breakdown_chart(const std::vector<MemoryPart>& parts, int64_t hbm_bytes) {
+QChart* memory_breakdown_chart(const std::vector<MemoryPart>& parts, int64_t capacity_bytes, int64_t hbm_bytes) {
   int64_t total = 0;
   for (const auto& p : parts) total += p.bytes;
-  QChart* chart = new_chart(QStringLiteral("memory of one rank: %1 of %2 HBM")
+  QChart* chart = new_chart(QStringLiteral("memory of one rank: %1 of the allocator's %2 (HBM %3)")
                                 .arg(text(format_bytes(static_cast<double>(total))),
+                                     text(format_bytes(static_cast<double>(capacity_bytes))),
                                      text(format_bytes(static_cast<double>(hbm_bytes)))));
   auto* series = new QHorizontalBarSeries();
   auto* set = new QBarSet(QStringLiteral("GiB"));
@@ -163,7 +168,7 @@ QChart* memory_breakdown_chart(const std::vector<MemoryPart>& parts, int64_t hbm
   return chart;
 }
 
-QChart* sweep_chart(const std::vector<SweepSeries>& series, SweepMetric metric, int64_t hbm_bytes) {
+QChart* sweep_chart(const std::vector<SweepSeries>& series, SweepMetric metric, int64_t capacity_bytes) {
   const bool memory = metric == SweepMetric::kPeakMemory;
   QChart* chart = new_chart(memory ? QStringLiteral("peak memory per GPU (GiB) against GPUs")
                                    : QStringLiteral("tokens/s per GPU against GPUs"));
@@ -172,7 +177,7 @@ QChart* sweep_chart(const std::vector<SweepSeries>& series, SweepMetric metric, 
   x->setLabelFormat(QStringLiteral("%d"));
   x->setRange(6, 20000);
   x->setTitleText(QStringLiteral("GPUs"));
-  double top = memory ? static_cast<double>(hbm_bytes) / kGiB : 0;
+  double top = memory ? static_cast<double>(capacity_bytes) / kGiB : 0;
   double bottom = top > 0 ? top : 1e30;
   for (const SweepSeries& s : series) {
     for (const SweepPoint& p : s.points) {
@@ -245,15 +250,15 @@ QChart* sweep_chart(const std::vector<SweepSeries>& series, SweepMetric metric, 
       delete oom;
     }
   }
-  if (memory && hbm_bytes > 0) {
-    auto* hbm = new QLineSeries();
-    hbm->setName(QStringLiteral("HBM (above: OOM)"));
-    hbm->setPen(QPen(Qt::red, 2, Qt::DashLine));
-    hbm->append(6, static_cast<double>(hbm_bytes) / kGiB);
-    hbm->append(20000, static_cast<double>(hbm_bytes) / kGiB);
-    chart->addSeries(hbm);
-    hbm->attachAxis(x);
-    hbm->attachAxis(y);
+  if (memory && capacity_bytes > 0) {
+    auto* capacity = new QLineSeries();
+    capacity->setName(QStringLiteral("allocator's capacity (above: OOM)"));
+    capacity->setPen(QPen(Qt::red, 2, Qt::DashLine));
+    capacity->append(6, static_cast<double>(capacity_bytes) / kGiB);
+    capacity->append(20000, static_cast<double>(capacity_bytes) / kGiB);
+    chart->addSeries(capacity);
+    capacity->attachAxis(x);
+    capacity->attachAxis(y);
   }
   return chart;
 }

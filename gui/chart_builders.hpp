@@ -22,7 +22,8 @@ QChart* strategy_chart(const std::vector<SimulationRow>& rows, StrategyMetric me
 QChart* unit_breakdown_chart(const std::vector<traces::UnitTimes>& rows);
 
 // A horizontal bar per part, GiB, with the HBM capacity in the title.
-QChart* memory_breakdown_chart(const std::vector<MemoryPart>& parts, int64_t hbm_bytes);
+// capacity_bytes: what the allocator may reserve (the HBM less the CUDA context and NCCL).
+QChart* memory_breakdown_chart(const std::vector<MemoryPart>& parts, int64_t capacity_bytes, int64_t hbm_bytes);
 
 // Throughput (tokens/s per GPU) or peak memory (GiB, HBM line) against the
 // GPU count on a log axis, a line per strategy; GPU ranges where every
@@ -30,7 +31,7 @@ QChart* memory_breakdown_chart(const std::vector<MemoryPart>& parts, int64_t hbm
 // carry its name in the kStrategyProperty property (what a click opens).
 inline constexpr const char* kStrategyProperty = "strategy";
 enum class SweepMetric { kThroughput, kPeakMemory };
-QChart* sweep_chart(const std::vector<SweepSeries>& series, SweepMetric metric, int64_t hbm_bytes);
+QChart* sweep_chart(const std::vector<SweepSeries>& series, SweepMetric metric, int64_t capacity_bytes);
 
 // The colour of a strategy, the same in every chart.
 QColor strategy_color(const std::string& strategy);

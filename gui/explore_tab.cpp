@@ -335,12 +335,12 @@ void ExploreTab::refresh_charts() {
       if (r.strategy == plan_->strategy && r.summary() != nullptr) predicted = r.summary();
     }
     memory_.set_parts(memory_parts(plan_->memory, predicted));
-    QChart* chart = memory_breakdown_chart(memory_.parts(), plan_->hbm_bytes);
+    QChart* chart = memory_breakdown_chart(memory_.parts(), plan_->allocator_bytes, plan_->hbm_bytes);
     chart->setTitle(chart->title() + QStringLiteral(" (") + QString::fromStdString(plan_->strategy) + QStringLiteral(")"));
     replace_chart(breakdown_view_, chart);
   } else {
     memory_.set_parts({});
-    replace_chart(breakdown_view_, memory_breakdown_chart({}, 0));
+    replace_chart(breakdown_view_, memory_breakdown_chart({}, 0, 0));
   }
 }
 

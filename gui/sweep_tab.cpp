@@ -99,10 +99,10 @@ void SweepTab::run(const std::vector<int64_t>& gpu_counts) {
 
 void SweepTab::refresh_charts() {
   const auto series = sweep_series(results_.rows());
-  const int64_t hbm = sweep_hbm_bytes(results_.rows());
+  const int64_t capacity = sweep_capacity_bytes(results_.rows());
   for (auto [view, metric] : {std::pair{throughput_view_, SweepMetric::kThroughput}, std::pair{memory_view_, SweepMetric::kPeakMemory}}) {
     QChart* old = view->chart();
-    QChart* chart = sweep_chart(series, metric, hbm);
+    QChart* chart = sweep_chart(series, metric, capacity);
     // A click on a strategy's line or on one of its OOM markers opens the swept point nearest it.
     for (QAbstractSeries* s : chart->series()) {
       auto* xy = qobject_cast<QXYSeries*>(s);

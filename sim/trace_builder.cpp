@@ -69,6 +69,7 @@ traces::Trace build_trace(const TraceInputs& in) {
   summary.model_flops_per_step = program.model_flops_per_step;
   summary.peak_flops = scenarios::peak_bf16_flops(scenario.cluster().gpu());
   summary.hbm_capacity_bytes = scenarios::hbm_capacity_bytes(scenario.cluster().gpu());
+  summary.allocator_capacity_bytes = scenarios::allocator_capacity_bytes(scenario);
   summary.peak_allocated_bytes = in.run->peak_allocated;
   summary.peak_reserved_bytes = in.run->peak_reserved;
   summary.peak_state_and_buffers_bytes = in.run->peak_state_and_buffers;

@@ -44,6 +44,7 @@ Summary make_summary(const SummaryInputs& in) {
   s.set_tokens_per_s_per_gpu(tokens_per_s_per_gpu(in.tokens_per_step, s.step_time_s()));
   s.set_mfu(mfu(in.model_flops_per_step, s.step_time_s(), in.peak_flops));
   s.set_hbm_capacity_bytes(in.hbm_capacity_bytes);
+  s.set_allocator_capacity_bytes(in.allocator_capacity_bytes);
   s.set_peak_allocated_bytes(in.peak_allocated_bytes);
   s.set_peak_reserved_bytes(in.peak_reserved_bytes);
   s.set_peak_state_and_buffers_bytes(in.peak_state_and_buffers_bytes);
@@ -74,6 +75,10 @@ Spread step_time_spread(const Summary& summary) {
   for (const StepFigures& f : summary.per_step()) squares += (f.step_time_s() - out.mean) * (f.step_time_s() - out.mean);
   out.stddev = std::sqrt(squares / n);
   return out;
+}
+
+int64_t allocator_capacity_of(const Summary& summary) {
+  return summary.allocator_capacity_bytes() > 0 ? summary.allocator_capacity_bytes() : summary.hbm_capacity_bytes();
 }
 
 }  // namespace ragged::traces

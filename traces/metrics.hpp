@@ -30,6 +30,7 @@ struct SummaryInputs {
   double model_flops_per_step = 0;   // per GPU
   double peak_flops = 0;             // the GPU's dense bf16 peak, FLOP/s
   int64_t hbm_capacity_bytes = 0;
+  int64_t allocator_capacity_bytes = 0;  // hbm less the CUDA context and NCCL
   int64_t peak_allocated_bytes = 0;
   int64_t peak_reserved_bytes = 0;
   int64_t peak_state_and_buffers_bytes = 0;
@@ -52,5 +53,9 @@ struct Spread {
   double stddev = 0;  // population standard deviation
 };
 Spread step_time_spread(const Summary& summary);
+
+// The capacity a summary's memory verdict was judged against: its
+// allocator_capacity_bytes, or the HBM for a trace written before that field.
+int64_t allocator_capacity_of(const Summary& summary);
 
 }  // namespace ragged::traces

@@ -129,6 +129,12 @@ void check_summary(Problems& problems, const Summary& summary) {
   problems.non_negative("summary.peak_reserved_bytes", summary.peak_reserved_bytes());
   problems.non_negative("summary.tokens_per_step", summary.tokens_per_step());
   problems.non_negative("summary.hbm_capacity_bytes", summary.hbm_capacity_bytes());
+  problems.non_negative("summary.allocator_capacity_bytes", summary.allocator_capacity_bytes());
+  if (summary.allocator_capacity_bytes() > summary.hbm_capacity_bytes()) {
+    problems.add(fmt::format("summary.allocator_capacity_bytes ({}) exceeds summary.hbm_capacity_bytes ({}): the "
+                             "allocator's capacity is the HBM less the CUDA context and NCCL",
+                             summary.allocator_capacity_bytes(), summary.hbm_capacity_bytes()));
+  }
 }
 
 }  // namespace

@@ -29,18 +29,19 @@ PlanSummary summarize_plan(const planner::ResolvedScenario& resolved) {
   }
   s.memory = planner::memory_breakdown(program);
   s.hbm_bytes = scenarios::hbm_capacity_bytes(scenario.cluster().gpu());
+  s.allocator_bytes = scenarios::allocator_capacity_bytes(scenario);
   s.plan_seconds = plan.plan_seconds;
   return s;
 }
 
 std::string plan_summary_line(const PlanSummary& s) {
   return fmt::format("{} on {} GPUs (shard group {}), {}: padding {:.3f}% (bound {:.3f}%), S {}, copies {}/step, "
-                     "static memory {} of {}{}",
+                     "static memory {} of the allocator's {} (HBM {}){}",
                      s.model, s.gpus, s.shard_ranks, s.strategy, 100 * s.padding_ratio, 100 * s.lower_bound_padding_ratio,
                      format_count(static_cast<double>(s.max_shard_elements)),
                      format_count(static_cast<double>(s.copy_elements_per_step)),
-                     format_bytes(static_cast<double>(s.memory.peak_total())), format_bytes(static_cast<double>(s.hbm_bytes)),
-                     s.fits() ? "" : " (does not fit)");
+                     format_bytes(static_cast<double>(s.memory.peak_total())), format_bytes(static_cast<double>(s.allocator_bytes)),
+                     format_bytes(static_cast<double>(s.hbm_bytes)), s.fits() ? "" : " (does not fit)");
 }
 
 }  // namespace ragged::gui

@@ -24,14 +24,16 @@ struct PlanSummary {
   int64_t copy_elements_per_step = 0;    // copy-in/out around the collectives, every unit once
   planner::MemoryBreakdown memory;       // one rank, static (the Program's peak)
   int64_t hbm_bytes = 0;
+  int64_t allocator_bytes = 0;  // the HBM less the CUDA context and NCCL: what the verdict is judged against
   double plan_seconds = 0;
 
-  bool fits() const { return memory.peak_total() <= hbm_bytes; }
+  bool fits() const { return memory.peak_total() <= allocator_bytes; }
 };
 
 PlanSummary summarize_plan(const planner::ResolvedScenario& resolved);
 
-// One line for the status bar: "padding 0.01% (bound 0.00%), S 12.3M, static 41.2 GiB of 79.6 GiB".
+// One line for the status bar: "padding 0.01% (bound 0.00%), S 12.3M, static memory 41.2 GiB of the
+// allocator's 78.5 GiB (HBM 79.6 GiB)".
 std::string plan_summary_line(const PlanSummary& summary);
 
 }  // namespace ragged::gui

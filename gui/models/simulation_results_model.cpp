@@ -1,6 +1,7 @@
 #include "gui/models/simulation_results_model.hpp"
 
 #include "common/units.hpp"
+#include "traces/metrics.hpp"
 
 namespace ragged::gui {
 namespace {
@@ -24,7 +25,7 @@ int SimulationResultsModel::columnCount(const QModelIndex& parent) const { retur
 QVariant SimulationResultsModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
   static const char* names[kColumns] = {"GPUs",         "strategy", "state",       "step time", "tokens/s/GPU",
-                                        "MFU",          "exposed comm", "peak memory", "HBM",   "memory"};
+                                        "MFU",          "exposed comm", "peak memory", "capacity", "memory"};
   return section >= 0 && section < kColumns ? QVariant(QString::fromLatin1(names[section])) : QVariant();
 }
 
@@ -33,6 +34,10 @@ QVariant SimulationResultsModel::data(const QModelIndex& index, int role) const 
   const SimulationRow& row = rows_[static_cast<size_t>(index.row())];
   const traces::Summary* s = row.summary();
   if (role == Qt::ToolTipRole && row.outcome.state == RunState::kFailed) return text(row.outcome.error);
+  if (role == Qt::ToolTipRole && index.column() == kCapacity && s != nullptr) {
+    return QStringLiteral("what the caching allocator may reserve: the HBM (%1) less the CUDA context and NCCL")
+        .arg(text(format_bytes(static_cast<double>(s->hbm_capacity_bytes()))));
+  }
   if (role == Qt::TextAlignmentRole) {
     return index.column() == kStrategy || index.column() == kState ? QVariant(int(Qt::AlignLeft | Qt::AlignVCenter))
                                                                    : QVariant(int(Qt::AlignRight | Qt::AlignVCenter));
@@ -50,7 +55,7 @@ QVariant SimulationResultsModel::data(const QModelIndex& index, int role) const 
       case kMfu: return s->mfu();
       case kExposed: return s->exposed_comm_s();
       case kPeakMemory: return QVariant::fromValue<qlonglong>(s->peak_reserved_bytes());
-      case kHbm: return QVariant::fromValue<qlonglong>(s->hbm_capacity_bytes());
+      case kCapacity: return QVariant::fromValue<qlonglong>(traces::allocator_capacity_of(*s));
       case kFits: return !s->oom();
       default: return {};
     }
@@ -69,7 +74,7 @@ QVariant SimulationResultsModel::data(const QModelIndex& index, int role) const 
     case kMfu: return QStringLiteral("%1%").arg(100 * s->mfu(), 0, 'f', 1);
     case kExposed: return text(format_seconds(s->exposed_comm_s()));
     case kPeakMemory: return text(format_bytes(static_cast<double>(s->peak_reserved_bytes())));
-    case kHbm: return text(format_bytes(static_cast<double>(s->hbm_capacity_bytes())));
+    case kCapacity: return text(format_bytes(static_cast<double>(traces::allocator_capacity_of(*s))));
     case kFits: return s->oom() ? QStringLiteral("OOM") : QStringLiteral("fits");
     default: return {};
   }

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <map>
 
+#include "traces/metrics.hpp"
+
 namespace ragged::gui {
 
 std::vector<int64_t> sweep_gpu_counts(int64_t from, int64_t to) {
@@ -60,9 +62,9 @@ std::vector<GpuRange> oom_ranges(const std::vector<SweepSeries>& series) {
   return ranges;
 }
 
-int64_t sweep_hbm_bytes(const std::vector<SimulationRow>& rows) {
+int64_t sweep_capacity_bytes(const std::vector<SimulationRow>& rows) {
   for (const SimulationRow& r : rows) {
-    if (const traces::Summary* s = r.summary()) return s->hbm_capacity_bytes();
+    if (const traces::Summary* s = r.summary()) return traces::allocator_capacity_of(*s);
   }
   return 0;
 }

@@ -42,6 +42,6 @@ struct GpuRange {
 std::vector<GpuRange> oom_ranges(const std::vector<SweepSeries>& series);
 
 // The HBM capacity of the swept GPU (0 when nothing finished).
-int64_t sweep_hbm_bytes(const std::vector<SimulationRow>& rows);
+int64_t sweep_capacity_bytes(const std::vector<SimulationRow>& rows);
 
 }  // namespace ragged::gui

@@ -242,7 +242,15 @@ class GeometryTest : public QObject {
     QCOMPARE(ranges[0].from, 8);
     QCOMPARE(ranges[0].to, 8);
     QCOMPARE(ranges[1].from, 64);
-    QCOMPARE(sweep_hbm_bytes(rows), 80);
+    // A trace written before the allocator's capacity was recorded: the HBM.
+    QCOMPARE(sweep_capacity_bytes(rows), 80);
+    for (SimulationRow& r : rows) {
+      if (r.outcome.trace == nullptr) continue;  // the queued row
+      auto trace = std::make_shared<traces::Trace>(*r.outcome.trace);
+      trace->mutable_summary()->set_allocator_capacity_bytes(78);
+      r.outcome.trace = trace;
+    }
+    QCOMPARE(sweep_capacity_bytes(rows), 78);
   }
 };
 

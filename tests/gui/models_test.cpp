@@ -158,6 +158,26 @@ class ModelsTest : public QObject {
     QVERIFY(plan_summary_line(s).find("padding") != std::string::npos);
   }
 
+  // The Explore tab's verdict is judged against what the allocator may reserve, as the simulator's is: a
+  // static peak that fits the HBM but not the HBM less the CUDA context and NCCL does not fit.
+  void plan_summary_judges_against_the_allocators_capacity() {
+    const planner::ResolvedScenario r = resolved("llama3-8b-8xh100");
+    const PlanSummary base = summarize_plan(r);
+    QCOMPARE(base.allocator_bytes, scenarios::allocator_capacity_bytes(r.scenario()));
+    QVERIFY(base.allocator_bytes < base.hbm_bytes);
+    const double peak_gib = static_cast<double>(base.memory.peak_total()) / (1LL << 30);
+    scenarios::LoadedScenario tight = scenarios::load_scenario("llama3-8b-8xh100");
+    tight.scenario.mutable_cluster()->mutable_gpu()->set_hbm_capacity_gib(peak_gib + 0.5);
+    tight.scenario.mutable_training()->mutable_allocator()->set_outside_gib(1.0);
+    const PlanSummary s = summarize_plan(planner::resolve_scenario(tight));
+    QVERIFY(s.memory.peak_total() < s.hbm_bytes);
+    QVERIFY(s.memory.peak_total() > s.allocator_bytes);
+    QVERIFY(!s.fits());
+    const std::string line = plan_summary_line(s);
+    QVERIFY2(line.find("of the allocator's") != std::string::npos && line.find("(does not fit)") != std::string::npos,
+             line.c_str());
+  }
+
   void results_breakdown_and_memory_models_hold_a_simulation() {
     const auto trace = std::make_shared<const traces::Trace>(simulated("llama3-8b-8xh100"));
     SimulationResultsModel results;

@@ -114,6 +114,10 @@ TEST(Simulation, MemoryOutsideTheAllocatorCountsTowardsOom) {
   std::fflush(stdout);
   EXPECT_FALSE(nothing_outside.oom());
   EXPECT_TRUE(context_and_nccl.oom());
+  // The summary carries the capacity the verdict was judged against, for the dashboard to draw.
+  EXPECT_EQ(nothing_outside.allocator_capacity_bytes(), nothing_outside.hbm_capacity_bytes());
+  EXPECT_EQ(context_and_nccl.hbm_capacity_bytes() - context_and_nccl.allocator_capacity_bytes(),
+            static_cast<int64_t>((gap_gib + 1.0) * kGiB));
 }
 
 }  // namespace

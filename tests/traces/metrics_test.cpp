@@ -69,5 +69,18 @@ TEST(Metrics, SummaryIsTheMeanOverStepsWithItsSpread) {
   EXPECT_DOUBLE_EQ(spread.stddev, std::sqrt(14.0 / 4.0));
 }
 
+TEST(Metrics, AllocatorCapacityFallsBackToTheHbmForOlderTraces) {
+  SummaryInputs in;
+  in.hbm_capacity_bytes = 80LL << 30;
+  in.allocator_capacity_bytes = 79LL << 30;
+  const Summary written = make_summary(in);
+  EXPECT_EQ(written.allocator_capacity_bytes(), 79LL << 30);
+  EXPECT_EQ(allocator_capacity_of(written), 79LL << 30);
+  // A trace written before the field had none: its verdict was judged against the whole HBM.
+  Summary older = written;
+  older.clear_allocator_capacity_bytes();
+  EXPECT_EQ(allocator_capacity_of(older), 80LL << 30);
+}
+
 }  // namespace
 }  // namespace ragged::traces

@@ -99,6 +99,9 @@ const BreakCase kCases[] = {
      "summary.comm_s (inf) is not a finite number"},
     {"SummaryNegativeBytes", [](Trace& t) { t.mutable_summary()->set_peak_reserved_bytes(-1); },
      "summary.peak_reserved_bytes (-1) is negative"},
+    {"AllocatorCapacityOverHbm", [](Trace& t) { t.mutable_summary()->set_allocator_capacity_bytes(81LL << 30); },
+     "summary.allocator_capacity_bytes (86973087744) exceeds summary.hbm_capacity_bytes (85899345920): the "
+     "allocator's capacity is the HBM less the CUDA context and NCCL"},
 };
 
 // Names the case in test output instead of dumping its bytes.

@@ -52,15 +52,16 @@ constexpr NcclProtocol kNcclProtocols[] = {
 };
 
 // Section 6, default tables, H100: GEMM rates measured at square shapes
-// (TFLOP/s of torch.mm bf16, source [1]), clamped beyond 10240^3; 4 us launch
-// per kernel (assumption [6]).
+// (TFLOP/s of torch.mm bf16, source [1]), their running maximum (10240^3's
+// measured 719.72 becomes 8192^3's 797.51), clamped beyond 10240^3; 4 us
+// launch per kernel (assumption [6]).
 // Hopper's calibrated sustained clock (docs/SIMULATOR.md section 7) scales
 // every tensor-core rate of the table.
-constexpr double kH100SustainedClock = 0.91;
+constexpr double kH100SustainedClock = 0.86;
 constexpr double kH100Gemm1024 = 176.62e12 * kH100SustainedClock;
 constexpr double kH100Gemm4096 = 788.72e12 * kH100SustainedClock;
 constexpr double kH100Gemm8192 = 797.51e12 * kH100SustainedClock;
-constexpr double kH100Gemm10240 = 719.72e12 * kH100SustainedClock;
+constexpr double kH100Gemm10240 = 797.51e12 * kH100SustainedClock;
 constexpr double kLaunch = 4e-6;
 // Streaming kernels reach 0.75 of the H100's 3.35 TB/s (source [5]).
 constexpr double kHbm = 3.35e12 * 0.75;
@@ -138,8 +139,9 @@ inline ComputeModel a100() { return ComputeModel::defaults("a100-80g", 312e12, 2
 
 // Section 6, A100: the H100 curve scaled so that its best square (8192^3,
 // 797.51 TFLOP/s) becomes the A100's best measured square (264.53), at the
-// A100's HPL sustained clock (section 7: 1305 of 1410 MHz).
-constexpr double kA100Gemm10240 = 719.72e12 * (264.53 / 797.51) * (1305.0 / 1410.0);
+// A100's HPL sustained clock (section 7: 1305 of 1410 MHz); beyond 8192^3 the
+// running maximum holds 8192^3's rate.
+constexpr double kA100Gemm10240 = 797.51e12 * (264.53 / 797.51) * (1305.0 / 1410.0);
 
 // Runs `program` in a child and returns each op's duration, start and end,
 // and the step time. `host`: the CPU issue path's costs (none by default).

@@ -40,8 +40,9 @@ std::string plan_summary_line(const PlanSummary& s) {
                      s.model, s.gpus, s.shard_ranks, s.strategy, 100 * s.padding_ratio, 100 * s.lower_bound_padding_ratio,
                      format_count(static_cast<double>(s.max_shard_elements)),
                      format_count(static_cast<double>(s.copy_elements_per_step)),
-                     format_bytes(static_cast<double>(s.memory.peak_total())), format_bytes(static_cast<double>(s.allocator_bytes)),
-                     format_bytes(static_cast<double>(s.hbm_bytes)), s.fits() ? "" : " (does not fit)");
+                     format_bytes(static_cast<double>(s.memory.peak_total())),
+                     format_bytes(static_cast<double>(s.allocator_bytes)), format_bytes(static_cast<double>(s.hbm_bytes)),
+                     s.fits() ? "" : " (does not fit)");
 }
 
 }  // namespace ragged::gui

@@ -25,7 +25,9 @@ class SimulationResultsModel : public QAbstractTableModel {
   Q_OBJECT
 
  public:
-  enum Column { kGpus, kStrategy, kState, kStepTime, kTokensPerGpu, kMfu, kExposed, kPeakMemory, kCapacity, kFits, kColumns };
+  enum Column {
+    kGpus, kStrategy, kState, kStepTime, kTokensPerGpu, kMfu, kExposed, kPeakMemory, kCapacity, kFits, kColumns
+  };
   static constexpr int kValueRole = Qt::UserRole + 1;  // the number behind a cell (seconds, bytes, ratio)
 
   using QAbstractTableModel::QAbstractTableModel;

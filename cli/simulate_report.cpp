@@ -8,7 +8,7 @@
 #include "cli/whatif_report.hpp"
 #include "common/errors.hpp"
 #include "common/units.hpp"
-#include "scenarios/scenario_rules.hpp"
+#include "traces/metrics.hpp"
 #include "traces/unit_breakdown.hpp"
 
 namespace ragged::cli {
@@ -44,7 +44,7 @@ void print_simulation(const SimulationReport& r, std::ostream& out) {
                      s.step_time_s() > 0 ? 100 * s.exposed_comm_s() / s.step_time_s() : 0.0);
   out << fmt::format("  busy               compute {}, communication {}\n", format_seconds(s.compute_s()),
                      format_seconds(s.comm_s()));
-  const int64_t allocator_capacity = scenarios::allocator_capacity_bytes(r.scenario);
+  const int64_t allocator_capacity = traces::allocator_capacity_of(s);
   out << fmt::format(
       "  peak memory        {} GiB reserved, {} GiB allocated, of {} GiB ({} less {} for the CUDA context and "
       "NCCL): {}\n",

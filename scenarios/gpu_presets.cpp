@@ -7,6 +7,16 @@
 
 namespace ragged::scenarios {
 
+// kDefaultClockSpread (gpu_presets.hpp): Sinha et al., "Not All GPUs Are
+// Created Equal" (SC'22, arXiv 2208.11035) measured over 90% of the GPUs of
+// four HPC clusters and found, for compute-bound kernels on one SKU, about 8%
+// average performance variation, from power management over manufacturing
+// variability. Read as the range a large fleet spans without its outliers
+// (box-plot whiskers, about +-2.7 standard deviations of a normal spread),
+// 8% / 5.4 = 1.5%. The reading and its transfer to A100 and H100 (the paper
+// measured V100 and MI60 clusters) are **assumptions** (docs/SIMULATOR.md
+// section 7 gives the sensitivity).
+
 // Sources: NVIDIA H100/H200/A100 datasheets (dense bf16 tensor peak, FP32,
 // HBM bandwidth, NVLink 4 at 900 GB/s bidirectional = 450 per direction, H800
 // NVLink at 400 GB/s bidirectional); capacities as PyTorch reports them

@@ -22,6 +22,10 @@ struct GpuPreset {
   bool hopper = false;           // SM 9.0: runs FlashAttention-3 (training.attention)
 };
 
+// The spread of the sustained SM clock across GPUs of one SKU
+// (cluster.gpu.clock_spread; source and derivation in gpu_presets.cpp).
+inline constexpr double kDefaultClockSpread = 0.015;
+
 const std::vector<GpuPreset>& gpu_presets();
 // Throws InputError listing the presets when `name` is unknown.
 const GpuPreset& find_gpu_preset(std::string_view name);

@@ -30,6 +30,7 @@ void default_cluster(Cluster* cluster) {
     if (!link->has_latency_us()) link->set_latency_us(preset->intra_node_latency_us);
   }
   if (!gpu->has_power_limit_watts() && gpu->has_tdp_watts()) gpu->set_power_limit_watts(gpu->tdp_watts());
+  if (!gpu->has_clock_spread()) gpu->set_clock_spread(gpu->preset() == "cpu" ? 0.0 : kDefaultClockSpread);
   if (!gpu->has_peak_fp32_tflops() && gpu->has_peak_bf16_tflops()) {
     gpu->set_peak_fp32_tflops(gpu->peak_bf16_tflops() / 14.8);  // Hopper's bf16:fp32 ratio
   }

@@ -46,7 +46,7 @@ std::vector<UnitComputeParts> compute_breakdown(const planner::ResolvedScenario&
   const planner::Plan plan = planner::plan_scenario(resolved);
   const planner::ProgramInputs inputs = planner::program_inputs(resolved, plan);
   const planner::Program program = planner::build_program(inputs, planner::representative_rank(inputs));
-  const ComputeModel model = compute_model_of(resolved.scenario().cluster().gpu(), options);
+  const ComputeModel model = compute_model_of(resolved.scenario(), options);
 
   std::map<int, UnitPasses> units;
   for (const planner::Op& op : program.ops) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <numbers>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -220,6 +221,29 @@ double power_limited_clock(double tdp_watts, double power_limit_watts) {
   if (tdp_watts <= 0 || power_limit_watts <= 0 || power_limit_watts >= tdp_watts) return 1.0;
   const double fixed = 0.2 * tdp_watts;
   return std::cbrt(std::max(0.0, power_limit_watts - fixed) / (tdp_watts - fixed));
+}
+
+double expected_max_standard_normal(int64_t n) {
+  if (n <= 1) return 0;
+  // Simpson's rule over [-9, 9]: the integrand is below 1e-17 outside it for
+  // every n up to the largest cluster (Phi(-9)^(n-1) and n phi(9) vanish).
+  constexpr int kIntervals = 4000;
+  constexpr double kLow = -9.0;
+  constexpr double kHigh = 9.0;
+  const double h = (kHigh - kLow) / kIntervals;
+  const double others = static_cast<double>(n - 1);
+  auto integrand = [&](double x) {
+    const double pdf = std::exp(-0.5 * x * x) / std::sqrt(2.0 * std::numbers::pi);
+    const double cdf = 0.5 * std::erfc(-x / std::numbers::sqrt2);
+    return cdf > 0 ? x * static_cast<double>(n) * pdf * std::exp(others * std::log(cdf)) : 0.0;
+  };
+  double sum = integrand(kLow) + integrand(kHigh);
+  for (int i = 1; i < kIntervals; ++i) sum += integrand(kLow + i * h) * (i % 2 == 1 ? 4.0 : 2.0);
+  return sum * h / 3.0;
+}
+
+double slowest_gpu_clock(double spread, int64_t gpus) {
+  return std::max(0.1, 1.0 - spread * expected_max_standard_normal(gpus));
 }
 
 ComputeModel ComputeModel::with_clock_factor(double factor) const {

@@ -106,6 +106,18 @@ struct ComputeParts {
 // (an assumption, docs/SIMULATOR.md). 1 when no limit below the TDP is set.
 double power_limited_clock(double tdp_watts, double power_limit_watts);
 
+// The expected largest of n independent standard normal draws (0 for n <= 1;
+// 0.564 for 2, 1.424 for 8, 3.04 for 512), by numerical integration of
+// n x phi(x) Phi(x)^(n-1).
+double expected_max_standard_normal(int64_t n);
+
+// The clock the slowest of `gpus` GPUs runs at, relative to the fleet's mean,
+// when their sustained SM clocks spread normally with relative standard
+// deviation `spread`: 1 - spread x expected_max_standard_normal(gpus), at
+// least 0.1. Synchronous training meets at every collective, so every rank
+// runs at this pace (docs/SIMULATOR.md section 7).
+double slowest_gpu_clock(double spread, int64_t gpus);
+
 // The documented default table of a preset (sim/gpu_tables.cpp) at the
 // preset's datasheet peaks; nullptr for a name without a table.
 const GpuComputeSpec* find_gpu_table(std::string_view preset);

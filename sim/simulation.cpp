@@ -38,17 +38,22 @@ ClusterSpec cluster_spec(const scenarios::Scenario& scenario) {
 }  // namespace
 
 // A calibration measured on the device already includes its clocks; the
-// default tables are at the TDP, so a lower power limit slows them.
-ComputeModel compute_model_of(const scenarios::Gpu& gpu, const SimulationOptions& options) {
+// default tables are at the TDP, so a lower power limit slows them. Either
+// is one GPU's: the cluster runs at the pace of its slowest.
+ComputeModel compute_model_of(const scenarios::Scenario& scenario, const SimulationOptions& options) {
+  const scenarios::Gpu& gpu = scenario.cluster().gpu();
+  const double slowest = slowest_gpu_clock(gpu.clock_spread(), scenarios::total_gpus(scenario));
   if (options.calibration) {
     // A calibration without SM and CTA counts takes the preset's.
     ComputeModel calibrated = ComputeModel::from_calibration(*options.calibration, gpu.preset());
-    if (calibrated.spec().sms > 0) return calibrated;
-    const GpuComputeSpec* table = find_gpu_table(gpu.preset());
-    return calibrated.with_contention(table != nullptr ? *table : *find_gpu_table("h100"));
+    if (calibrated.spec().sms == 0) {
+      const GpuComputeSpec* table = find_gpu_table(gpu.preset());
+      calibrated = calibrated.with_contention(table != nullptr ? *table : *find_gpu_table("h100"));
+    }
+    return calibrated.with_clock_factor(calibrated.spec().clock_factor * slowest);
   }
   return ComputeModel::defaults(gpu.preset(), scenarios::peak_bf16_flops(gpu), gpu.hbm_bandwidth_gbytes_per_s() * 1e9)
-      .with_clock_factor(power_limited_clock(gpu.tdp_watts(), gpu.power_limit_watts()));
+      .with_clock_factor(power_limited_clock(gpu.tdp_watts(), gpu.power_limit_watts()) * slowest);
 }
 
 ModeChoice parse_mode(const std::string& text) {
@@ -108,7 +113,7 @@ SimulationResult simulate(const planner::ResolvedScenario& resolved, const Simul
   // backend issues from C++ and its time is the compute model's already.
   const bool gpu_rank = scenario.cluster().gpu().preset() != "cpu";
   run_options.host = options.host_issue && gpu_rank ? HostCosts::pytorch_eager() : HostCosts::none();
-  const ComputeModel compute = compute_model_of(scenario.cluster().gpu(), options);
+  const ComputeModel compute = compute_model_of(scenario, options);
   if (resolved.model.kernels.attention == models::AttentionKernel::kFlash3 &&
       !(compute.spec().flash3_forward_efficiency > 0 && compute.spec().flash3_backward_efficiency > 0)) {
     throw InputError(fmt::format("training.attention is FLASH_ATTENTION_3 but the compute model '{}' has no "

@@ -50,9 +50,10 @@ struct SimulationResult {
 
 SimulationResult simulate(const planner::ResolvedScenario& resolved, const SimulationOptions& options);
 
-// The compute model a simulation of this GPU runs: the calibration file's, or
-// the GPU class's default table at the preset's power limit.
-ComputeModel compute_model_of(const scenarios::Gpu& gpu, const SimulationOptions& options);
+// The compute model a simulation of the scenario's GPUs runs: the calibration
+// file's, or the GPU class's default table at the preset's power limit; both
+// at the clock of the slowest of the cluster's GPUs (cluster.gpu.clock_spread).
+ComputeModel compute_model_of(const scenarios::Scenario& scenario, const SimulationOptions& options);
 
 // Whether the scenario's what-if block changes anything (a slow GPU or link,
 // jitter, a spine oversubscription): then its step is compared with the

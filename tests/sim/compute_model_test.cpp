@@ -4,6 +4,9 @@
 
 #include <cmath>
 #include <cstdio>
+#include <numbers>
+#include <utility>
+#include <vector>
 #include <filesystem>
 #include <string>
 
@@ -33,7 +36,7 @@ using planner::OpKind;
 constexpr double kH100Peak = 989.4e12;
 constexpr double kH100Hbm = 3.35e12;
 // Every tensor-core rate at Hopper's calibrated sustained clock (docs/SIMULATOR.md section 7).
-constexpr double kH100SustainedClock = 0.86;
+constexpr double kH100SustainedClock = 0.88;
 constexpr double kH100Gemm2048 = 676.59e12 * kH100SustainedClock;
 constexpr double kH100Gemm4096 = 788.72e12 * kH100SustainedClock;
 constexpr double kH100AttentionForward = 333.0 / 989.4 * kH100SustainedClock;
@@ -587,6 +590,41 @@ TEST(ComputePowerLimit, SlowsComputeBoundWorkOnly) {
   const double forward = 1e12 / (kH100Peak * kH100AttentionForward * 0.8);
   EXPECT_NEAR(capped.attention_seconds(attention, false), forward + kLaunch, kExact * forward);
   EXPECT_DOUBLE_EQ(capped.memory_seconds(1e9), full.memory_seconds(1e9));
+}
+
+}  // namespace
+}  // namespace ragged::sim
+
+namespace ragged::sim {
+namespace {
+
+// Expected maxima of n standard normals: closed forms for 2 and 3 (1/sqrt(pi),
+// 3 / (2 sqrt(pi))), Harter's tables (1961) for 5, 10, 100 and 1,000.
+TEST(ComputeClockSpread, ExpectedMaximumOfNormalsMatchesItsClosedFormsAndTables) {
+  const std::vector<std::pair<int64_t, double>> known = {
+      {2, 1.0 / std::sqrt(std::numbers::pi)}, {3, 1.5 / std::sqrt(std::numbers::pi)},
+      {5, 1.162964}, {10, 1.538753}, {100, 2.507594}, {1000, 3.241436}};
+  EXPECT_EQ(expected_max_standard_normal(1), 0.0);
+  for (const auto& [n, expected] : known) {
+    const double computed = expected_max_standard_normal(n);
+    std::printf("expected max of %5lld normals   analytic %.6f  computed %.6f  (%+.1e)\n", static_cast<long long>(n),
+                expected, computed, computed - expected);
+    EXPECT_NEAR(computed, expected, 2e-6) << n;
+  }
+}
+
+TEST(ComputeClockSpread, TheSlowestOfMoreGpusIsSlower) {
+  EXPECT_EQ(slowest_gpu_clock(0.0, 16384), 1.0);  // identical GPUs
+  EXPECT_EQ(slowest_gpu_clock(0.015, 1), 1.0);     // one GPU waits for nobody
+  double previous = 1.0;
+  for (int64_t gpus : {2, 8, 128, 512, 16384}) {
+    const double clock = slowest_gpu_clock(0.015, gpus);
+    EXPECT_LT(clock, previous) << gpus;
+    EXPECT_NEAR(clock, 1.0 - 0.015 * expected_max_standard_normal(gpus), kExact) << gpus;
+    previous = clock;
+  }
+  // 0.3 x 6.0 (the maximum of 2^30 draws) would stop the clock: floored at 0.1.
+  EXPECT_EQ(slowest_gpu_clock(0.3, int64_t{1} << 30), 0.1);
 }
 
 }  // namespace

@@ -1,13 +1,17 @@
 // End-to-end simulations of shipped scenarios (one child process each).
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
 #include "planner/resolved_scenario.hpp"
 #include "scenarios/scenario_loader.hpp"
+#include "sim/compute_breakdown.hpp"
 #include "sim/simulation_child.hpp"
 
 namespace ragged::sim {
@@ -118,6 +122,40 @@ TEST(Simulation, MemoryOutsideTheAllocatorCountsTowardsOom) {
   EXPECT_EQ(nothing_outside.allocator_capacity_bytes(), nothing_outside.hbm_capacity_bytes());
   EXPECT_EQ(context_and_nccl.hbm_capacity_bytes() - context_and_nccl.allocator_capacity_bytes(),
             static_cast<int64_t>((gap_gib + 1.0) * kGiB));
+}
+
+// Synchronous training meets at every collective, so every rank computes at
+// the pace of the slowest of the cluster's GPUs (cluster.gpu.clock_spread,
+// docs/SIMULATOR.md section 7): compute-bound kernels slow by its clock,
+// memory-bound ones keep their rate.
+TEST(Simulation, TheSlowestGpuSetsTheComputePace) {
+  constexpr double kSpread = 0.015;
+  auto breakdown_at = [](int64_t gpus, double spread) {
+    scenarios::LoadedScenario loaded = scenarios::with_total_gpus(scenarios::load_scenario("llama3-8b-8xh100"), gpus);
+    loaded.scenario.mutable_cluster()->mutable_gpu()->set_clock_spread(spread);
+    const planner::ResolvedScenario resolved = planner::resolve_scenario(loaded);
+    const double clock = compute_model_of(resolved.scenario(), SimulationOptions{}).spec().clock_factor;
+    const std::vector<UnitComputeParts> rows = compute_breakdown(resolved, SimulationOptions{});
+    const auto block = std::find_if(rows.begin(), rows.end(), [](const UnitComputeParts& row) {
+      return row.unit.starts_with("layers") && row.pass == "forward";
+    });
+    EXPECT_NE(block, rows.end());
+    return std::make_pair(clock, block == rows.end() ? ComputeParts{} : block->parts);
+  };
+  const auto [identical_clock, identical] = breakdown_at(512, 0.0);
+  EXPECT_DOUBLE_EQ(identical_clock, power_limited_clock(700, 500));
+  for (int64_t gpus : {8, 512}) {
+    const auto [clock, parts] = breakdown_at(gpus, kSpread);
+    const double analytic = 1.0 - kSpread * expected_max_standard_normal(gpus);
+    std::printf("slowest of %3lld H100s: clock %.6f analytic, %.6f in the model; block forward GEMMs %.4f ms, "
+                "%.4f ms with identical GPUs\n",
+                static_cast<long long>(gpus), analytic, clock / identical_clock, 1e3 * parts.gemm, 1e3 * identical.gemm);
+    std::fflush(stdout);
+    EXPECT_NEAR(clock / identical_clock, analytic, 1e-12);
+    EXPECT_NEAR(parts.gemm * analytic, identical.gemm, 1e-9 * identical.gemm);
+    EXPECT_NEAR(parts.attention * analytic, identical.attention, 1e-9 * identical.attention);
+    EXPECT_DOUBLE_EQ(parts.memory, identical.memory);
+  }
 }
 
 }  // namespace

@@ -1,7 +1,10 @@
+#include <string>
+
 #include <gtest/gtest.h>
 
 #include "common/errors.hpp"
 #include "scenario_test_util.hpp"
+#include "scenarios/gpu_presets.hpp"
 #include "scenarios/scenario_rules.hpp"
 
 namespace ragged::scenarios {
@@ -65,6 +68,28 @@ TEST(ScenarioDefaults, WrittenValuesOverridePreset) {
   std::string text = testing::minimal_scenario();
   text.replace(text.find("preset: \"h100\""), 14, "preset: \"h100\" hbm_capacity_gib: 64");
   EXPECT_DOUBLE_EQ(parse_scenario(text, ScenarioFormat::kText, "t", ".").scenario.cluster().gpu().hbm_capacity_gib(), 64);
+}
+
+// GPUs of one SKU spread 1.5% in sustained clock (gpu_presets.cpp); a CPU
+// rank is nominal, and a written spread is kept, 0 included.
+TEST(ScenarioDefaults, GpuClockSpreadDefaultsByPreset) {
+  EXPECT_DOUBLE_EQ(minimal().scenario.cluster().gpu().clock_spread(), kDefaultClockSpread);
+  std::string cpu = testing::minimal_scenario();
+  cpu.replace(cpu.find("preset: \"h100\""), 14, "preset: \"cpu\"");
+  EXPECT_DOUBLE_EQ(parse_scenario(cpu, ScenarioFormat::kText, "t", ".").scenario.cluster().gpu().clock_spread(), 0);
+  std::string identical = testing::minimal_scenario();
+  identical.replace(identical.find("preset: \"h100\""), 14, "preset: \"h100\" clock_spread: 0");
+  EXPECT_DOUBLE_EQ(
+      parse_scenario(identical, ScenarioFormat::kText, "t", ".").scenario.cluster().gpu().clock_spread(), 0);
+  std::string wide = testing::minimal_scenario();
+  wide.replace(wide.find("preset: \"h100\""), 14, "preset: \"h100\" clock_spread: 0.5");
+  try {
+    parse_scenario(wide, ScenarioFormat::kText, "t", ".");
+    ADD_FAILURE() << "a 50% clock spread was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("cluster.gpu.clock_spread: clock_spread is 0.5"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(ScenarioDefaults, EightBitAdamDefaultsToItsBlockGranularity) {

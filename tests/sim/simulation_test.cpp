@@ -149,7 +149,8 @@ TEST(Simulation, TheSlowestGpuSetsTheComputePace) {
     const double analytic = 1.0 - kSpread * expected_max_standard_normal(gpus);
     std::printf("slowest of %3lld H100s: clock %.6f analytic, %.6f in the model; block forward GEMMs %.4f ms, "
                 "%.4f ms with identical GPUs\n",
-                static_cast<long long>(gpus), analytic, clock / identical_clock, 1e3 * parts.gemm, 1e3 * identical.gemm);
+                static_cast<long long>(gpus), analytic, clock / identical_clock, 1e3 * parts.gemm,
+                1e3 * identical.gemm);
     std::fflush(stdout);
     EXPECT_NEAR(clock / identical_clock, analytic, 1e-12);
     EXPECT_NEAR(parts.gemm * analytic, identical.gemm, 1e-9 * identical.gemm);

@@ -167,7 +167,7 @@ void print_compute_breakdown(const std::vector<sim::UnitComputeParts>& rows, std
                ms(p.other), ms(p.launches), format_integer(p.kernels), ms(total_seconds(p))});
   }
   out << "\n  compute per unit and step, by what runs it (ms; rates are executed FLOPs over the time; alone on the "
-         "GPU, before collectives share it):\n";
+         "GPU, before collectives share it, at the clock of the cluster's slowest GPU):\n";
   table.print(out, "  ");
 }
 

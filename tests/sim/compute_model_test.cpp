@@ -4,9 +4,6 @@
 
 #include <cmath>
 #include <cstdio>
-#include <numbers>
-#include <utility>
-#include <vector>
 #include <filesystem>
 #include <string>
 
@@ -17,6 +14,7 @@
 #include "common/errors.hpp"
 #include "common/file_io.hpp"
 #include "planner/compute_work.hpp"
+#include "tests/sim/h100_compute_constants.hpp"
 
 namespace ragged::sim {
 namespace {
@@ -27,25 +25,8 @@ using planner::Gemm;
 using planner::Op;
 using planner::OpKind;
 
-// The H100 preset's numbers as docs/SIMULATOR.md section 6 gives them, so
-// that the expectations below do not read them back from the model: peak and
-// HBM from the datasheet; GEMM rates at two table points (torch.mm bf16,
-// source [1]); FlashAttention-2 forward 333 of 989.4 TFLOP/s causal, backward
-// 318 non-causal times 333/370 (source [3]); memcpy at 0.75 of HBM (source
-// [5]); a 4 us launch (assumption [6]).
-constexpr double kH100Peak = 989.4e12;
-constexpr double kH100Hbm = 3.35e12;
-// Every tensor-core rate at Hopper's calibrated sustained clock (docs/SIMULATOR.md section 7).
-constexpr double kH100SustainedClock = 0.88;
-constexpr double kH100Gemm2048 = 676.59e12 * kH100SustainedClock;
-constexpr double kH100Gemm4096 = 788.72e12 * kH100SustainedClock;
-constexpr double kH100AttentionForward = 333.0 / 989.4 * kH100SustainedClock;
-constexpr double kH100AttentionBackward = 318.0 / 989.4 * (333.0 / 370.0) * kH100SustainedClock;
-constexpr double kH100MemoryEfficiency = 0.75;
-constexpr double kLaunch = 4e-6;
+using namespace h100_constants;  // docs/SIMULATOR.md section 6's H100 numbers
 
-// Relative tolerance where the expectation is exact (floating-point rounding only).
-constexpr double kExact = 1e-9;
 
 // A spec whose GEMMs are always compute-bound (HBM at 1e30 B/s) and
 // launch-free, so that a GEMM's time is exactly FLOPs / rate. Unsorted on purpose.
@@ -563,68 +544,6 @@ TEST(ComputeModelLlama, Llama3_8bLayerForwardOnH100) {
   // within the measured 72-81% band of the microbenchmarks, at the sustained clock
   EXPECT_LT(gemm_model, at_peak / (0.70 * kH100SustainedClock));
   EXPECT_DOUBLE_EQ(model.seconds(op_of(OpKind::kComputeFwd, work)), gemm_model + attention);
-}
-
-}  // namespace
-}  // namespace ragged::sim
-
-namespace ragged::sim {
-namespace {
-
-TEST(ComputePowerLimit, ClockFollowsTheCubeOfTheDynamicPower) {
-  EXPECT_DOUBLE_EQ(power_limited_clock(700, 700), 1.0);
-  EXPECT_DOUBLE_EQ(power_limited_clock(700, 0), 1.0);  // no limit given
-  // 500 W of 700 W with 140 W fixed: (360 / 560)^(1/3).
-  EXPECT_NEAR(power_limited_clock(700, 500), std::cbrt(360.0 / 560.0), kExact);
-  EXPECT_LT(power_limited_clock(700, 400), power_limited_clock(700, 500));
-}
-
-TEST(ComputePowerLimit, SlowsComputeBoundWorkOnly) {
-  const ComputeModel full = ComputeModel::defaults("h100", 989.4e12, 3.35e12);
-  const ComputeModel capped = full.with_clock_factor(0.8);
-  const planner::Gemm big{8192, 8192, 8192, 1};
-  const double gemm = big.flops() / (797.51e12 * kH100SustainedClock * 0.8);
-  EXPECT_NEAR(capped.gemm_seconds(big), gemm + kLaunch, kExact * gemm);
-  planner::AttentionWork attention;
-  attention.flops = 1e12;
-  const double forward = 1e12 / (kH100Peak * kH100AttentionForward * 0.8);
-  EXPECT_NEAR(capped.attention_seconds(attention, false), forward + kLaunch, kExact * forward);
-  EXPECT_DOUBLE_EQ(capped.memory_seconds(1e9), full.memory_seconds(1e9));
-}
-
-}  // namespace
-}  // namespace ragged::sim
-
-namespace ragged::sim {
-namespace {
-
-// Expected maxima of n standard normals: closed forms for 2 and 3 (1/sqrt(pi),
-// 3 / (2 sqrt(pi))), Harter's tables (1961) for 5, 10, 100 and 1,000.
-TEST(ComputeClockSpread, ExpectedMaximumOfNormalsMatchesItsClosedFormsAndTables) {
-  const std::vector<std::pair<int64_t, double>> known = {
-      {2, 1.0 / std::sqrt(std::numbers::pi)}, {3, 1.5 / std::sqrt(std::numbers::pi)},
-      {5, 1.162964}, {10, 1.538753}, {100, 2.507594}, {1000, 3.241436}};
-  EXPECT_EQ(expected_max_standard_normal(1), 0.0);
-  for (const auto& [n, expected] : known) {
-    const double computed = expected_max_standard_normal(n);
-    std::printf("expected max of %5lld normals   analytic %.6f  computed %.6f  (%+.1e)\n", static_cast<long long>(n),
-                expected, computed, computed - expected);
-    EXPECT_NEAR(computed, expected, 2e-6) << n;
-  }
-}
-
-TEST(ComputeClockSpread, TheSlowestOfMoreGpusIsSlower) {
-  EXPECT_EQ(slowest_gpu_clock(0.0, 16384), 1.0);  // identical GPUs
-  EXPECT_EQ(slowest_gpu_clock(0.015, 1), 1.0);     // one GPU waits for nobody
-  double previous = 1.0;
-  for (int64_t gpus : {2, 8, 128, 512, 16384}) {
-    const double clock = slowest_gpu_clock(0.015, gpus);
-    EXPECT_LT(clock, previous) << gpus;
-    EXPECT_NEAR(clock, 1.0 - 0.015 * expected_max_standard_normal(gpus), kExact) << gpus;
-    previous = clock;
-  }
-  // 0.3 x 6.0 (the maximum of 2^30 draws) would stop the clock: floored at 0.1.
-  EXPECT_EQ(slowest_gpu_clock(0.3, int64_t{1} << 30), 0.1);
 }
 
 }  // namespace

@@ -34,7 +34,7 @@ const std::vector<GpuPreset>& gpu_presets() {
       {"h200", "NVIDIA H200 SXM 141 GB", 989.4, 66.9, 140.4, 4800, 450, 1.0, 700, 700, true},
       {"h800", "NVIDIA H800 SXM5 80 GB", 989.4, 66.9, 79.6, 3350, 200, 1.0, 700, 700, true},
       {"a100-80g", "NVIDIA A100 SXM4 80 GB", 312.0, 19.5, 79.2, 2039, 300, 1.5, 400, 400},
-      {"cpu", "host CPU rank (nominal)", 0.2, 0.2, 16.0, 20, 10, 5.0, 0, 0},
+      {"cpu", "host CPU rank (nominal)", 0.2, 0.2, 16.0, 20, 10, 5.0, 0, 0, false, 0.0},
   };
   return presets;
 }

@@ -8,6 +8,10 @@
 
 namespace ragged::scenarios {
 
+// The spread of the sustained SM clock across GPUs of one SKU
+// (cluster.gpu.clock_spread; source and derivation in gpu_presets.cpp).
+inline constexpr double kDefaultClockSpread = 0.015;
+
 struct GpuPreset {
   std::string name;
   std::string description;
@@ -20,11 +24,8 @@ struct GpuPreset {
   double tdp_watts = 0;
   double power_limit_watts = 0;  // as shipped or as the cluster runs it
   bool hopper = false;           // SM 9.0: runs FlashAttention-3 (training.attention)
+  double clock_spread = kDefaultClockSpread;  // 0 for the nominal cpu rank
 };
-
-// The spread of the sustained SM clock across GPUs of one SKU
-// (cluster.gpu.clock_spread; source and derivation in gpu_presets.cpp).
-inline constexpr double kDefaultClockSpread = 0.015;
 
 const std::vector<GpuPreset>& gpu_presets();
 // Throws InputError listing the presets when `name` is unknown.

@@ -25,12 +25,13 @@ void default_cluster(Cluster* cluster) {
     if (!gpu->has_hbm_bandwidth_gbytes_per_s()) gpu->set_hbm_bandwidth_gbytes_per_s(preset->hbm_bandwidth_gbytes_per_s);
     if (!gpu->has_tdp_watts() && preset->tdp_watts > 0) gpu->set_tdp_watts(preset->tdp_watts);
     if (!gpu->has_power_limit_watts() && preset->power_limit_watts > 0) gpu->set_power_limit_watts(preset->power_limit_watts);
+    if (!gpu->has_clock_spread()) gpu->set_clock_spread(preset->clock_spread);
     Link* link = cluster->mutable_intra_node();
     if (!link->has_bandwidth_gbytes_per_s()) link->set_bandwidth_gbytes_per_s(preset->intra_node_gbytes_per_s);
     if (!link->has_latency_us()) link->set_latency_us(preset->intra_node_latency_us);
   }
   if (!gpu->has_power_limit_watts() && gpu->has_tdp_watts()) gpu->set_power_limit_watts(gpu->tdp_watts());
-  if (!gpu->has_clock_spread()) gpu->set_clock_spread(gpu->preset() == "cpu" ? 0.0 : kDefaultClockSpread);
+  if (!gpu->has_clock_spread()) gpu->set_clock_spread(kDefaultClockSpread);  // a GPU given by its numbers
   if (!gpu->has_peak_fp32_tflops() && gpu->has_peak_bf16_tflops()) {
     gpu->set_peak_fp32_tflops(gpu->peak_bf16_tflops() / 14.8);  // Hopper's bf16:fp32 ratio
   }

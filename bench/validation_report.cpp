@@ -28,6 +28,7 @@
 #include "scenarios/scenario_loader.hpp"
 #include "sim/child_process.hpp"
 #include "sim/simulation.hpp"
+#include "traces/metrics.hpp"
 #include "traces/trace.pb.h"
 #include "validation/validation_run.hpp"
 
@@ -140,6 +141,13 @@ void group_table(std::ostringstream& md, const std::string& title, const std::ve
   md << "\n";
 }
 
+// "a, b, c", or "none".
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out.empty() ? std::string("none") : out;
+}
+
 void summary_section(std::ostringstream& md, const std::vector<RowResult>& rows) {
   const validation::SetSummary v = validation::summarize(rows, validation::VALIDATION);
   const validation::SetSummary c = validation::summarize(rows, validation::CALIBRATION);
@@ -169,6 +177,17 @@ void summary_section(std::ostringstream& md, const std::vector<RowResult>& rows)
                                                     verdict(v.memory_within_tolerance == v.memory_rows))
                                       : std::string("no validation source publishes memory (only the calibration points do)"));
   md << fmt::format("- calibration points within 5%: {} (max {})\n\n", verdict(calibration_within), abs_pct(c.max_abs_error));
+  std::vector<std::string> tight;
+  for (const RowResult& row : rows) {
+    if (!validation::fits_tightly(row)) continue;
+    const double error = validation::throughput_error(row).value_or(0);
+    tight.push_back(fmt::format("`{}` ({:+.1f}%)", row.run.id(), 100 * error));
+  }
+  md << fmt::format(
+      "Predicted to fit tightly (with less room than the simulator's {:.1f}% peak-memory error on its calibration "
+      "runs, where the real run may thrash the caching allocator or run out of memory; `ragged simulate` says "
+      "so): {}.\n\n",
+      100 * traces::kPeakMemoryPredictionError, join(tight));
 }
 
 void coverage_section(std::ostringstream& md, const std::vector<RowResult>& rows) {
@@ -214,6 +233,7 @@ void rows_section(std::ostringstream& md, const std::vector<RowResult>& rows, va
     const auto agreement = validation::oom_agreement(row);
     std::string oom = agreement == validation::OomAgreement::kAgree ? (row.predicted.oom ? "agree (OOM)" : "agree")
                                                                      : "**" + validation::oom_agreement_name(agreement) + "**";
+    if (validation::fits_tightly(row)) oom += " (fits tightly)";
     md << fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} | {} | {:.1f}% | {:.2f} |\n", row.run.id(), row.model,
                       row.gpus, gpu_label(row), row.strategy, row.checkpointing, published ? tokens(*published) : "OOM",
                       tokens(row.predicted.tokens_per_s_per_gpu), error ? pct(*error) : "-",
@@ -371,11 +391,6 @@ void far_off_section(std::ostringstream& md, const validation::ValidationSet& se
     if (row.run.set() == validation::CALIBRATION && has_error(row)) calibration_errors.push_back(pct(error_of(row)));
     if (validation::oom_agreement(row) == validation::OomAgreement::kFalseOom) false_ooms.push_back("`" + row.run.id() + "`");
   }
-  auto join = [](const std::vector<std::string>& items) {
-    std::string out;
-    for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
-    return out.empty() ? std::string("none") : out;
-  };
   md << "\n### Hypotheses (labelled; not tested, and nothing was changed to fit these rows)\n\n";
   md << fmt::format(
       "- **Hypothesis: H100 rows of the 2023-24 software stacks (llm-foundry, IBM/PyTorch blog) are predicted too fast** "

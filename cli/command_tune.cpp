@@ -24,6 +24,7 @@
 #include "common/file_io.hpp"
 #include "common/progress_bar.hpp"
 #include "scenarios/scenario_rules.hpp"
+#include "traces/metrics.hpp"
 #include "tune/candidate_scenario.hpp"
 #include "tune/gpu_search.hpp"
 
@@ -38,7 +39,7 @@ struct TuneCommandOptions {
   bool min_gpus = false;
   std::string global_batch_tokens;
   int64_t sequence_length = 0;
-  double headroom_percent = 5;
+  double headroom_percent = 100 * traces::kPeakMemoryPredictionError;
   int64_t max_grad_accum = 64;
   std::vector<std::string> strategies;
   bool strategies_given = false;
@@ -245,7 +246,8 @@ void add_tune_command(CLI::App& app, Context& context) {
       ->check(whole_number(1, kMaxCount));
   cmd->add_option("--headroom", o->headroom_percent,
                   "Percent of the allocator's memory (HBM less the CUDA context and NCCL) left free, against "
-                  "fragmentation and run-to-run variation")
+                  "fragmentation and run-to-run variation (default: the simulator's peak-memory error on its "
+                  "calibration runs)")
       ->capture_default_str();
   cmd->add_option("--max-grad-accum", o->max_grad_accum, "Most gradient accumulation steps allowed")
       ->capture_default_str()

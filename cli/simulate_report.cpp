@@ -19,7 +19,10 @@ const traces::Summary& summary(const SimulationReport& r) { return r.result.trac
 std::string gib(int64_t bytes) { return fmt::format("{:.2f}", static_cast<double>(bytes) / kGiB); }
 std::string ms(double seconds) { return fmt::format("{:.1f}", seconds * 1e3); }
 
-std::string memory_verdict(const traces::Summary& s) { return s.oom() ? "OOM" : "fits"; }
+std::string memory_verdict(const traces::Summary& s) {
+  if (s.oom()) return "OOM";
+  return traces::fits_tightly(s) ? "fits, tightly" : "fits";
+}
 
 // The verdict with the caching allocator's releases of its cache, when it
 // needed any: what a peak near capacity costs instead of an OOM.
@@ -50,6 +53,14 @@ void print_simulation(const SimulationReport& r, std::ostream& out) {
       "NCCL): {}\n",
       gib(s.peak_reserved_bytes()), gib(s.peak_allocated_bytes()), gib(allocator_capacity), gib(s.hbm_capacity_bytes()),
       gib(s.hbm_capacity_bytes() - allocator_capacity), memory_verdict_detail(s));
+  if (traces::fits_tightly(s)) {
+    const int64_t free = allocator_capacity - s.peak_reserved_bytes();
+    out << fmt::format(
+        "  memory margin      {} GiB free ({:.1f}%), less than this simulator's peak-memory error on its calibration "
+        "runs ({:.1f}%): the real run may thrash the caching allocator or run out of memory; leave more room\n",
+        gib(free), 100.0 * static_cast<double>(free) / static_cast<double>(allocator_capacity),
+        100 * traces::kPeakMemoryPredictionError);
+  }
   out << fmt::format("  simulation         {} mode, {} simulated node{}, {} flows, rank {}, {:.2f} s wall, {} of memory\n",
                      sim::mode_name(stats.mode), stats.simulated_nodes, stats.simulated_nodes == 1 ? "" : "s",
                      format_integer(stats.flows), stats.representative_rank, stats.wall_seconds,
@@ -131,6 +142,8 @@ nlohmann::json simulation_to_json(const SimulationReport& r) {
       {"peak_allocated_bytes", s.peak_allocated_bytes()},
       {"hbm_capacity_bytes", s.hbm_capacity_bytes()},
       {"oom", s.oom()},
+      {"fits_tightly", traces::fits_tightly(s)},
+      {"allocator_capacity_bytes", traces::allocator_capacity_of(s)},
       {"alloc_retries", s.alloc_retries()},
       {"alloc_retry_s", s.alloc_retry_s()},
       {"mode", sim::mode_name(r.result.stats.mode)},

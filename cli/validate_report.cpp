@@ -28,7 +28,10 @@ std::string published_text(const RowResult& row) {
 
 std::string oom_text(const RowResult& row) {
   const auto agreement = validation::oom_agreement(row);
-  if (agreement == validation::OomAgreement::kAgree) return row.predicted.oom ? "agree (OOM)" : "agree (fits)";
+  if (agreement == validation::OomAgreement::kAgree) {
+    if (row.predicted.oom) return "agree (OOM)";
+    return validation::fits_tightly(row) ? "agree (fits, tightly)" : "agree (fits)";
+  }
   return validation::oom_agreement_name(agreement);
 }
 
@@ -61,7 +64,7 @@ void print_summary(const std::vector<RowResult>& rows, std::ostream& out) {
   Table table;
   table.column("set", Table::Align::kLeft).column("rows").column("simulated").column("failed").column("excluded");
   table.column("mean |error|").column("max |error|").column("worst row", Table::Align::kLeft);
-  table.column("OOM agree").column("false OOM").column("missed OOM").column("memory within 10%");
+  table.column("OOM agree").column("false OOM").column("missed OOM").column("tight fits").column("memory within 10%");
   for (validation::Set set : kSets) {
     const validation::SetSummary s = validation::summarize(rows, set);
     if (s.rows + s.excluded == 0) continue;
@@ -70,6 +73,7 @@ void print_summary(const std::vector<RowResult>& rows, std::ostream& out) {
                std::to_string(s.excluded), any ? fmt::format("{:.1f}%", 100 * s.mean_abs_error) : "-",
                any ? fmt::format("{:.1f}%", 100 * s.max_abs_error) : "-", any ? s.max_error_id : "-",
                fmt::format("{}/{}", s.oom_agree, s.oom_rows), std::to_string(s.false_ooms), std::to_string(s.missed_ooms),
+               std::to_string(s.tight_fits),
                s.memory_rows > 0 ? fmt::format("{}/{}", s.memory_within_tolerance, s.memory_rows) : "-"});
   }
   out << "summary (error = predicted / published - 1 of tokens/s per GPU, over the simulated rows with a published "
@@ -114,7 +118,9 @@ nlohmann::json row_json(const RowResult& row) {
   out["predicted"] = {{"tokens_per_s_per_gpu", q.tokens_per_s_per_gpu}, {"step_time_s", q.step_time_s}, {"mfu", q.mfu},
                       {"compute_s", q.compute_s}, {"comm_s", q.comm_s}, {"exposed_comm_s", q.exposed_comm_s},
                       {"peak_reserved_bytes", q.peak_reserved_bytes}, {"peak_allocated_bytes", q.peak_allocated_bytes},
-                      {"hbm_capacity_bytes", q.capacity_bytes}, {"oom", q.oom}, {"simulation_mode", q.mode},
+                      {"hbm_capacity_bytes", q.capacity_bytes},
+                      {"allocator_capacity_bytes", q.allocator_capacity_bytes},
+                      {"oom", q.oom}, {"fits_tightly", validation::fits_tightly(row)}, {"simulation_mode", q.mode},
                       {"simulation_wall_s", q.wall_seconds}};
   out["error"] = optional_number(validation::throughput_error(row));
   out["memory_error"] = optional_number(validation::memory_error(row));
@@ -127,6 +133,7 @@ nlohmann::json summary_json(const validation::SetSummary& s) {
           {"throughput_rows", s.throughput_rows}, {"mean_abs_error", s.mean_abs_error},
           {"max_abs_error", s.max_abs_error}, {"max_error_id", s.max_error_id}, {"oom_rows", s.oom_rows},
           {"oom_agree", s.oom_agree}, {"false_ooms", s.false_ooms}, {"missed_ooms", s.missed_ooms},
+          {"tight_fits", s.tight_fits},
           {"memory_rows", s.memory_rows}, {"memory_within_tolerance", s.memory_within_tolerance},
           {"memory_tolerance", validation::kMemoryTolerance}, {"mean_abs_memory_error", s.mean_abs_memory_error}};
 }

@@ -81,4 +81,14 @@ int64_t allocator_capacity_of(const Summary& summary) {
   return summary.allocator_capacity_bytes() > 0 ? summary.allocator_capacity_bytes() : summary.hbm_capacity_bytes();
 }
 
+bool fits_tightly(int64_t peak_reserved_bytes, int64_t allocator_capacity_bytes, bool oom) {
+  if (oom || allocator_capacity_bytes <= 0) return false;
+  return static_cast<double>(peak_reserved_bytes) / (1 - kPeakMemoryPredictionError) >
+         static_cast<double>(allocator_capacity_bytes);
+}
+
+bool fits_tightly(const Summary& predicted) {
+  return fits_tightly(predicted.peak_reserved_bytes(), allocator_capacity_of(predicted), predicted.oom());
+}
+
 }  // namespace ragged::traces

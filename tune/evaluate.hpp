@@ -9,13 +9,14 @@
 // fails is kFailed, with the message.
 
 #include "scenarios/scenario_loader.hpp"
+#include "traces/metrics.hpp"
 #include "tune/evaluation.hpp"
 #include "tune/result_cache.hpp"
 
 namespace ragged::tune {
 
 struct EvaluateOptions {
-  double headroom = 0.05;
+  double headroom = traces::kPeakMemoryPredictionError;
   const ResultCache* cache = nullptr;  // none: always plan and simulate
 };
 

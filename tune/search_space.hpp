@@ -12,13 +12,17 @@
 #include <vector>
 
 #include "scenarios/scenario_loader.hpp"
+#include "traces/metrics.hpp"
 
 namespace ragged::tune {
 
 struct Constraints {
   std::optional<int64_t> global_batch_tokens;  // default: the scenario's tokens per GPU times the GPUs
   std::optional<int64_t> sequence_length;      // default: the scenario's
-  double headroom = 0.05;                      // fraction of HBM left free, in [0, 1)
+  // Fraction of the allocator's capacity left free, in [0, 1): by default the
+  // simulator's own peak-memory error, so a candidate that fits is never one
+  // `ragged simulate` calls a tight fit.
+  double headroom = traces::kPeakMemoryPredictionError;
   int64_t max_grad_accum = 64;
   std::vector<scenarios::Strategy> strategies;          // empty: all six
   std::vector<int64_t> shard_groups;                    // empty: a node's GPUs times powers of two, and all GPUs

@@ -10,6 +10,7 @@
 #include "scenarios/scenario_loader.hpp"
 #include "scenarios/scenario_rules.hpp"
 #include "sim/simulation_child.hpp"
+#include "traces/metrics.hpp"
 #include "traces/trace.pb.h"
 
 namespace ragged::validation {
@@ -50,6 +51,7 @@ Prediction prediction_of(const sim::SimulationSummary& simulated) {
   p.peak_reserved_bytes = s.peak_reserved_bytes();
   p.peak_allocated_bytes = s.peak_allocated_bytes();
   p.capacity_bytes = s.hbm_capacity_bytes();
+  p.allocator_capacity_bytes = traces::allocator_capacity_of(s);
   p.oom = s.oom();
   return p;
 }

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "common/units.hpp"
+#include "traces/metrics.hpp"
 #include "validation/validation_set.hpp"
 
 namespace ragged::validation {
@@ -26,6 +27,12 @@ OomAgreement oom_agreement(const RowResult& row) {
   if (ran && row.predicted.oom) return OomAgreement::kFalseOom;
   if (!ran && !row.predicted.oom) return OomAgreement::kMissedOom;
   return OomAgreement::kAgree;
+}
+
+bool fits_tightly(const RowResult& row) {
+  if (row.status != RowStatus::kSimulated) return false;
+  const Prediction& p = row.predicted;
+  return traces::fits_tightly(p.peak_reserved_bytes, p.allocator_capacity_bytes, p.oom);
 }
 
 std::string oom_agreement_name(OomAgreement agreement) {
@@ -78,6 +85,7 @@ SetSummary summarize(const std::vector<RowResult>& rows, Set set) {
       case OomAgreement::kMissedOom: ++s.missed_ooms; break;
       case OomAgreement::kNotApplicable: break;
     }
+    if (fits_tightly(row)) ++s.tight_fits;
     if (auto error = memory_error(row)) {
       ++s.memory_rows;
       memory_error_sum += std::fabs(*error);

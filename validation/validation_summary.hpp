@@ -33,7 +33,8 @@ struct Prediction {
   double exposed_comm_s = 0;  // step - compute busy: the compute stream waiting on collectives
   int64_t peak_reserved_bytes = 0;
   int64_t peak_allocated_bytes = 0;
-  int64_t capacity_bytes = 0;
+  int64_t capacity_bytes = 0;            // the GPU's memory
+  int64_t allocator_capacity_bytes = 0;  // what the caching allocator may reserve of it
   bool oom = false;
   std::string mode;          // simulation mode (full, symmetric)
   double wall_seconds = 0;   // simulator wall time
@@ -59,6 +60,9 @@ struct RowResult {
 std::optional<double> throughput_error(const RowResult& row);  // nullopt: not simulated or no published throughput
 std::optional<double> memory_error(const RowResult& row);      // nullopt: not simulated or no published memory
 OomAgreement oom_agreement(const RowResult& row);              // kNotApplicable unless simulated
+// Simulated and predicted to fit with less room than the simulator's own
+// peak-memory error (traces::fits_tightly).
+bool fits_tightly(const RowResult& row);
 std::string oom_agreement_name(OomAgreement agreement);        // "agree", "false OOM", "missed OOM", "-"
 std::string status_name(RowStatus status);                     // "simulated", "failed", "excluded"
 
@@ -76,6 +80,7 @@ struct SetSummary {
   int oom_agree = 0;
   int false_ooms = 0;
   int missed_ooms = 0;
+  int tight_fits = 0;            // simulated rows predicted to fit, tightly (fits_tightly)
   int memory_rows = 0;           // simulated rows with a published peak memory
   int memory_within_tolerance = 0;
   double mean_abs_memory_error = 0;

@@ -18,6 +18,7 @@
 #include "gui/models/unit_breakdown_model.hpp"
 #include "scenarios/scenario_rules.hpp"
 #include "sim/simulation_child.hpp"
+#include "traces/metrics.hpp"
 
 using namespace ragged;
 using namespace ragged::gui;
@@ -192,6 +193,12 @@ class ModelsTest : public QObject {
                  .toDouble(),
              trace->summary().tokens_per_s_per_gpu());
     QVERIFY(results.data(results.index(1, SimulationResultsModel::kState)).toString().contains("boom"));
+    QCOMPARE(results.data(results.index(0, SimulationResultsModel::kFits)).toString(), QString("fits"));
+    // The same step with its peak 1 GiB under the allocator's capacity: within the simulator's memory error.
+    auto tight = std::make_shared<traces::Trace>(*trace);
+    tight->mutable_summary()->set_peak_reserved_bytes(traces::allocator_capacity_of(trace->summary()) - (1LL << 30));
+    results.set_outcome(1, {RunState::kDone, tight, "", 0.1, {}});
+    QCOMPARE(results.data(results.index(1, SimulationResultsModel::kFits)).toString(), QString("fits, tightly"));
 
     UnitBreakdownModel units;
     QAbstractItemModelTester t2(&units, QAbstractItemModelTester::FailureReportingMode::QtTest);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 
 #include "traces/metrics.hpp"
 
@@ -80,6 +81,26 @@ TEST(Metrics, AllocatorCapacityFallsBackToTheHbmForOlderTraces) {
   Summary older = written;
   older.clear_allocator_capacity_bytes();
   EXPECT_EQ(allocator_capacity_of(older), 80LL << 30);
+}
+
+TEST(Metrics, AFitIsTightWhenThePeakPlusThePredictionsMemoryErrorPassesTheCapacity) {
+  const int64_t capacity = 80LL << 30;
+  const auto peak = [&](double share) { return static_cast<int64_t>(share * static_cast<double>(capacity)); };
+  // The boundary: a peak of (1 - error) x capacity, under-predicted by the error, is exactly the capacity.
+  const double boundary = 1 - kPeakMemoryPredictionError;
+  std::printf("tight above %.1f%% of the allocator's capacity\n", 100 * boundary);
+  EXPECT_FALSE(fits_tightly(peak(boundary - 0.001), capacity, false));
+  EXPECT_TRUE(fits_tightly(peak(boundary + 0.001), capacity, false));
+  EXPECT_TRUE(fits_tightly(capacity, capacity, false));
+  // An OOM is an OOM, not a tight fit; no capacity, no verdict.
+  EXPECT_FALSE(fits_tightly(peak(0.99), capacity, true));
+  EXPECT_FALSE(fits_tightly(peak(0.99), 0, false));
+  // The summary's overload judges against the allocator's capacity, not the HBM.
+  SummaryInputs in;
+  in.hbm_capacity_bytes = capacity;
+  in.allocator_capacity_bytes = capacity - (4LL << 30);
+  in.peak_reserved_bytes = peak(boundary - 0.01);  // loose against the HBM, over the allocator's capacity
+  EXPECT_TRUE(fits_tightly(make_summary(in)));
 }
 
 }  // namespace

@@ -88,6 +88,20 @@ TEST(ValidationSummary, ValidationSet) {
   EXPECT_NEAR(s.mean_abs_memory_error, (0.08 + 0.125) / 2, 1e-9);
 }
 
+// A fit is tight when the predicted peak / (1 - 5.5%) passes the allocator's
+// capacity: 54 GiB of 56 is (54 / 0.945 = 57.1 GiB), 45 of 56 is not (47.6).
+TEST(ValidationSummary, TightFitsAreCountedApartFromTheOomAgreement) {
+  std::vector<RowResult> r = rows();
+  for (RowResult& row : r) row.predicted.allocator_capacity_bytes = static_cast<int64_t>(56 * kGiB);
+  EXPECT_TRUE(fits_tightly(r[7]));
+  EXPECT_FALSE(fits_tightly(r[8]));
+  EXPECT_FALSE(fits_tightly(r[2]));  // an OOM is not a fit
+  EXPECT_FALSE(fits_tightly(r[5]));  // a failed row has no prediction
+  const SetSummary s = summarize(r, VALIDATION);
+  EXPECT_EQ(s.tight_fits, 1);
+  EXPECT_EQ(s.oom_agree, 5);  // a tight fit still agrees with a run that ran
+}
+
 TEST(ValidationSummary, CalibrationSetApart) {
   const SetSummary s = summarize(rows(), CALIBRATION);
   EXPECT_EQ(s.rows, 1);

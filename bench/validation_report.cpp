@@ -233,7 +233,7 @@ void rows_section(std::ostringstream& md, const std::vector<RowResult>& rows, va
     const auto agreement = validation::oom_agreement(row);
     std::string oom = agreement == validation::OomAgreement::kAgree ? (row.predicted.oom ? "agree (OOM)" : "agree")
                                                                      : "**" + validation::oom_agreement_name(agreement) + "**";
-    if (validation::fits_tightly(row)) oom += " (fits tightly)";
+    if (validation::fits_tightly(row)) oom += " (fits, tightly)";
     md << fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} | {} | {:.1f}% | {:.2f} |\n", row.run.id(), row.model,
                       row.gpus, gpu_label(row), row.strategy, row.checkpointing, published ? tokens(*published) : "OOM",
                       tokens(row.predicted.tokens_per_s_per_gpu), error ? pct(*error) : "-",

@@ -19,10 +19,7 @@ const traces::Summary& summary(const SimulationReport& r) { return r.result.trac
 std::string gib(int64_t bytes) { return fmt::format("{:.2f}", static_cast<double>(bytes) / kGiB); }
 std::string ms(double seconds) { return fmt::format("{:.1f}", seconds * 1e3); }
 
-std::string memory_verdict(const traces::Summary& s) {
-  if (s.oom()) return "OOM";
-  return traces::fits_tightly(s) ? "fits, tightly" : "fits";
-}
+using traces::memory_verdict;
 
 // The verdict with the caching allocator's releases of its cache, when it
 // needed any: what a peak near capacity costs instead of an OOM.

@@ -21,12 +21,13 @@ QChart* strategy_chart(const std::vector<SimulationRow>& rows, StrategyMetric me
 // A stacked bar per unit row, one segment per phase (ms per step).
 QChart* unit_breakdown_chart(const std::vector<traces::UnitTimes>& rows);
 
-// A horizontal bar per part, GiB, with the HBM capacity in the title.
+// A horizontal bar per part, GiB, with the allocator's capacity and the HBM in the title.
 // capacity_bytes: what the allocator may reserve (the HBM less the CUDA context and NCCL).
 QChart* memory_breakdown_chart(const std::vector<MemoryPart>& parts, int64_t capacity_bytes, int64_t hbm_bytes);
 
-// Throughput (tokens/s per GPU) or peak memory (GiB, HBM line) against the
-// GPU count on a log axis, a line per strategy; GPU ranges where every
+// Throughput (tokens/s per GPU) or peak memory (GiB, the allocator's
+// capacity as a line) against the GPU count on a log axis, a line per
+// strategy; GPU ranges where every
 // strategy is out of memory are shaded. A strategy's line and OOM markers
 // carry its name in the kStrategyProperty property (what a click opens).
 inline constexpr const char* kStrategyProperty = "strategy";

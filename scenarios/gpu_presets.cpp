@@ -34,17 +34,27 @@ const std::vector<GpuPreset>& gpu_presets() {
       {"h200", "NVIDIA H200 SXM 141 GB", 989.4, 66.9, 140.4, 4800, 450, 1.0, 700, 700, true},
       {"h800", "NVIDIA H800 SXM5 80 GB", 989.4, 66.9, 79.6, 3350, 200, 1.0, 700, 700, true},
       {"a100-80g", "NVIDIA A100 SXM4 80 GB", 312.0, 19.5, 79.2, 2039, 300, 1.5, 400, 400},
-      {"cpu", "host CPU rank (nominal)", 0.2, 0.2, 16.0, 20, 10, 5.0, 0, 0, false, 0.0},
+      {"cpu", "host CPU rank (nominal)", 0.2, 0.2, 16.0, 20, 10, 5.0, 0, 0, false, 0.0, true},
   };
   return presets;
 }
 
-const GpuPreset& find_gpu_preset(std::string_view name) {
-  std::vector<std::string> names;
+const GpuPreset* gpu_preset_or_null(std::string_view name) {
   for (const GpuPreset& preset : gpu_presets()) {
-    if (preset.name == name) return preset;
-    names.push_back(preset.name);
+    if (preset.name == name) return &preset;
   }
+  return nullptr;
+}
+
+bool is_host_rank(const std::string& preset) {
+  const GpuPreset* found = gpu_preset_or_null(preset);
+  return found != nullptr && found->host_rank;
+}
+
+const GpuPreset& find_gpu_preset(std::string_view name) {
+  if (const GpuPreset* preset = gpu_preset_or_null(name)) return *preset;
+  std::vector<std::string> names;
+  for (const GpuPreset& preset : gpu_presets()) names.push_back(preset.name);
   throw InputError(fmt::format("unknown GPU preset '{}': use one of {}", name, fmt::join(names, ", ")));
 }
 

@@ -25,9 +25,16 @@ struct GpuPreset {
   double power_limit_watts = 0;  // as shipped or as the cluster runs it
   bool hopper = false;           // SM 9.0: runs FlashAttention-3 (training.attention)
   double clock_spread = kDefaultClockSpread;  // 0 for the nominal cpu rank
+  // A nominal host CPU rank: no CUDA context, no NCCL communicator, no eager
+  // PyTorch issuing its kernels.
+  bool host_rank = false;
 };
 
 const std::vector<GpuPreset>& gpu_presets();
+// nullptr when `name` is not a preset (a GPU given by its numbers).
+const GpuPreset* gpu_preset_or_null(std::string_view name);
+// Whether `preset` names the nominal host rank (GpuPreset::host_rank).
+bool is_host_rank(const std::string& preset);
 // Throws InputError listing the presets when `name` is unknown.
 const GpuPreset& find_gpu_preset(std::string_view name);
 

@@ -9,16 +9,9 @@
 namespace ragged::scenarios {
 namespace {
 
-const GpuPreset* preset_or_null(const std::string& name) {
-  for (const GpuPreset& preset : gpu_presets()) {
-    if (preset.name == name) return &preset;
-  }
-  return nullptr;
-}
-
 void default_cluster(Cluster* cluster) {
   Gpu* gpu = cluster->mutable_gpu();
-  if (const GpuPreset* preset = preset_or_null(gpu->preset())) {
+  if (const GpuPreset* preset = gpu_preset_or_null(gpu->preset())) {
     if (!gpu->has_peak_bf16_tflops()) gpu->set_peak_bf16_tflops(preset->peak_bf16_tflops);
     if (!gpu->has_peak_fp32_tflops()) gpu->set_peak_fp32_tflops(preset->peak_fp32_tflops);
     if (!gpu->has_hbm_capacity_gib()) gpu->set_hbm_capacity_gib(preset->hbm_capacity_gib);
@@ -168,8 +161,8 @@ void default_training(Training* training, int64_t cluster_gpus, const Gpu& gpu) 
   if (!training->allocator().has_expandable_segments()) training->mutable_allocator()->set_expandable_segments(false);
   if (!training->allocator().has_outside_gib()) {
     // A host rank has no CUDA context and no NCCL communicator.
-    const bool host = gpu.preset() == "cpu";
-    training->mutable_allocator()->set_outside_gib(host ? 0 : default_outside_allocator_gib(*training));
+    const double outside = is_host_rank(gpu.preset()) ? 0 : default_outside_allocator_gib(*training);
+    training->mutable_allocator()->set_outside_gib(outside);
   }
 }
 

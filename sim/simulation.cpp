@@ -8,6 +8,7 @@
 #include "common/errors.hpp"
 #include "planner/program_builder.hpp"
 #include "planner/scenario_plan.hpp"
+#include "scenarios/gpu_presets.hpp"
 #include "scenarios/scenario_loader.hpp"
 #include "scenarios/scenario_rules.hpp"
 #include "sim/program_run.hpp"
@@ -111,7 +112,7 @@ SimulationResult simulate(const planner::ResolvedScenario& resolved, const Simul
   run_options.share_gpu = options.share_gpu;
   // Eager PyTorch's CPU thread issues a GPU rank's ops; a CPU rank's host
   // backend issues from C++ and its time is the compute model's already.
-  const bool gpu_rank = scenario.cluster().gpu().preset() != "cpu";
+  const bool gpu_rank = !scenarios::is_host_rank(scenario.cluster().gpu().preset());
   run_options.host = options.host_issue && gpu_rank ? HostCosts::pytorch_eager() : HostCosts::none();
   const ComputeModel compute = compute_model_of(scenario, options);
   if (resolved.model.kernels.attention == models::AttentionKernel::kFlash3 &&

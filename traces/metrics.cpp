@@ -91,4 +91,9 @@ bool fits_tightly(const Summary& predicted) {
   return fits_tightly(predicted.peak_reserved_bytes(), allocator_capacity_of(predicted), predicted.oom());
 }
 
+std::string memory_verdict(const Summary& predicted) {
+  if (predicted.oom()) return "OOM";
+  return fits_tightly(predicted) ? "fits, tightly" : "fits";
+}
+
 }  // namespace ragged::traces

@@ -5,6 +5,7 @@
 // exposed communication from its events.
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "traces/trace.pb.h"
@@ -71,5 +72,8 @@ inline constexpr double kPeakMemoryPredictionError = 0.055;
 // cache and retries, each a device synchronisation) or run out of memory.
 bool fits_tightly(int64_t peak_reserved_bytes, int64_t allocator_capacity_bytes, bool oom);
 bool fits_tightly(const Summary& predicted);
+// A prediction's memory verdict, as every report words it: "OOM", "fits,
+// tightly" or "fits".
+std::string memory_verdict(const Summary& predicted);
 
 }  // namespace ragged::traces

@@ -75,9 +75,7 @@ QVariant SimulationResultsModel::data(const QModelIndex& index, int role) const 
     case kExposed: return text(format_seconds(s->exposed_comm_s()));
     case kPeakMemory: return text(format_bytes(static_cast<double>(s->peak_reserved_bytes())));
     case kCapacity: return text(format_bytes(static_cast<double>(traces::allocator_capacity_of(*s))));
-    case kFits:
-      if (s->oom()) return QStringLiteral("OOM");
-      return traces::fits_tightly(*s) ? QStringLiteral("fits, tightly") : QStringLiteral("fits");
+    case kFits: return text(traces::memory_verdict(*s));
     default: return {};
   }
 }

@@ -41,7 +41,8 @@ struct GpuRange {
 // Consecutive swept GPU counts at which every strategy simulated runs out of memory.
 std::vector<GpuRange> oom_ranges(const std::vector<SweepSeries>& series);
 
-// The HBM capacity of the swept GPU (0 when nothing finished).
+// What the caching allocator may reserve on the swept GPU (the HBM less the
+// CUDA context and NCCL; 0 when nothing finished).
 int64_t sweep_capacity_bytes(const std::vector<SimulationRow>& rows);
 
 }  // namespace ragged::gui

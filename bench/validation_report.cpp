@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "bench/validation_memory_section.hpp"
 #include "common/file_io.hpp"
 #include "common/units.hpp"
 #include "planner/resolved_scenario.hpp"
@@ -63,6 +64,7 @@ std::string source_label(const RowResult& row) {
   if (t.find("llm-foundry") != std::string::npos) return "MosaicML llm-foundry";
   if (t.find("Maximizing") != std::string::npos) return "IBM/PyTorch FSDP blog";
   if (t.find("Accelerate") != std::string::npos) return "Hugging Face Accelerate blog";
+  if (t.find("ATorch") != std::string::npos) return "ATorch (dlrover) Llama2 example";
   if (t.find("TorchTitan:") != std::string::npos) return "TorchTitan paper";
   if (t.find("torchtitan") != std::string::npos) return "torchtitan docs";
   return t;
@@ -237,8 +239,8 @@ void rows_section(std::ostringstream& md, const std::vector<RowResult>& rows, va
     md << fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} | {} | {:.1f}% | {:.2f} |\n", row.run.id(), row.model,
                       row.gpus, gpu_label(row), row.strategy, row.checkpointing, published ? tokens(*published) : "OOM",
                       tokens(row.predicted.tokens_per_s_per_gpu), error ? pct(*error) : "-",
-                      p.has_peak_memory_gib() ? fmt::format("{:.1f}", p.peak_memory_gib()) : "-",
-                      gib(row.predicted.peak_reserved_bytes), oom, 100 * row.predicted.mfu,
+                      validation::published_memory_text(p), gib(validation::predicted_memory_bytes(row)), oom,
+                      100 * row.predicted.mfu,
                       row.predicted.compute_s > 0 ? row.predicted.comm_s / row.predicted.compute_s : 0.0);
   }
   md << "\n";
@@ -508,12 +510,13 @@ int main(int argc, char** argv) {
           "published. Nothing in the simulator was fitted to a validation row; the calibration points (TorchTitan's "
           "Llama-3-8B on 8 and 128 H100, eager and torch.compile, `docs/results/calibration.md`) are reported apart.\n\n"
           "Definitions: error = predicted / published - 1 of tokens/s per GPU; memory error compares the predicted peak "
-          "reserved memory with the published peak; a false OOM is a configuration published as running that the "
-          "simulator predicts out of memory (a missed OOM the reverse). Every source here publishes tokens/s per GPU "
-          "directly (llm-foundry's `Throughput (T/s/GPU)`, the blogs' tokens/sec/GPU, torchtitan's WPS), so no FLOP "
-          "convention enters the comparison: a source that gives only TFLOP/s would be converted to tokens/s with the FLOPs "
-          "per token of its own convention (`published.tflops` in the schema), rather than our prediction converted to its "
-          "convention, because the simulator predicts time and tokens per step are convention-free.\n\n";
+          "reserved memory with the published peak (the predicted peak allocated memory where a source publishes "
+          "`torch.cuda.max_memory_allocated`, marked `alloc`); a false OOM is a configuration published as running "
+          "that the simulator predicts out of memory (a missed OOM the reverse). The sources publish tokens/s per GPU "
+          "(llm-foundry's `Throughput (T/s/GPU)`, the blogs' tokens/sec/GPU, torchtitan's WPS) except ATorch, whose "
+          "TFLOP/s per GPU are converted to tokens/s with the FLOPs per token of its own convention "
+          "(`published.tflops`, stated in each row), rather than our prediction converted to its convention, because "
+          "the simulator predicts time and tokens per step are convention-free.\n\n";
     summary_section(md, rows);
     coverage_section(md, rows);
     md << "## Errors by group (validation rows)\n\n";
@@ -526,14 +529,15 @@ int main(int argc, char** argv) {
     rows_section(md, rows, validation::CALIBRATION);
     if (!previous.empty()) moved_section(md, rows, previous_report, changes_text);
     far_off_section(md, set, rows);
+    bench::memory_section(md, set, rows);
     sources_section(md, rows);
     excluded_section(md, rows);
     md << R"(## What is left
 
-- No validation source publishes peak memory for its runs (only the
-  calibration points do), so the memory bar is untested outside calibration;
-  torchtitan's later tables (Llama 3.1 on H100, with memory) are float8,
-  FSDP+CP or the calibration configuration itself.
+- One validation source publishes memory: ATorch's Llama-2-7B rows give
+  peak allocated memory, and the model is far under it ("Memory against
+  published memory" above); torchtitan's later tables (Llama 3.1 on H100, with memory) are
+  float8, FSDP+CP or the calibration configuration itself.
 - ZeRO-3 has one point (Hugging Face's 4-GPU Granite-7B run, whose sequence
   length and checkpointing are inferred); a DeepSpeed source at scale with
   exact configurations is still to find.

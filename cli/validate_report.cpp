@@ -49,12 +49,13 @@ void print_rows(const std::vector<RowResult>& rows, validation::Set set, std::os
     const auto& published = row.run.published();
     table.row({row.run.id(), row.model, std::to_string(row.gpus), row.strategy, row.checkpointing, published_text(row),
                simulated ? tokens(row.predicted.tokens_per_s_per_gpu) : "failed", percent(validation::throughput_error(row)),
-               published.has_peak_memory_gib() ? fmt::format("{:.1f}", published.peak_memory_gib()) : "-",
-               simulated ? gib(row.predicted.peak_reserved_bytes) : "-", percent(validation::memory_error(row)),
+               validation::published_memory_text(published),
+               simulated ? gib(validation::predicted_memory_bytes(row)) : "-", percent(validation::memory_error(row)),
                simulated ? oom_text(row) : "-"});
   }
   if (count == 0) return;
-  out << fmt::format("{} set: tokens/s per GPU, published against predicted; memory: peak reserved GiB\n",
+  out << fmt::format("{} set: tokens/s per GPU, published against predicted; memory: peak reserved GiB "
+                     "(alloc: peak allocated, where the source gives that)\n",
                      validation::set_name(set));
   table.print(out, "  ");
   out << '\n';
@@ -88,7 +89,10 @@ nlohmann::json row_json(const RowResult& row) {
   const auto& p = run.published();
   nlohmann::json published = {{"tokens_per_s_per_gpu", optional_number(validation::published_tokens_per_s(p))},
                               {"ran", validation::published_ran(p)},
-                              {"peak_memory_gib", p.has_peak_memory_gib() ? nlohmann::json(p.peak_memory_gib()) : nlohmann::json()}};
+                              {"peak_memory_gib",
+                               p.has_peak_memory_gib() ? nlohmann::json(p.peak_memory_gib()) : nlohmann::json()},
+                              {"peak_allocated_gib",
+                               p.has_peak_allocated_gib() ? nlohmann::json(p.peak_allocated_gib()) : nlohmann::json()}};
   if (p.has_tflops()) {
     published["tflops"] = {{"per_gpu", p.tflops().per_gpu()}, {"flops_per_token", p.tflops().flops_per_token()},
                            {"convention", p.tflops().convention()}};

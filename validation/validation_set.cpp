@@ -125,6 +125,13 @@ class RunChecker {
     if (p.has_peak_memory_gib() && !(p.peak_memory_gib() > 0)) {
       fail("published.peak_memory_gib", fmt::format("must be positive (got {})", p.peak_memory_gib()));
     }
+    if (p.has_peak_allocated_gib() && !(p.peak_allocated_gib() > 0)) {
+      fail("published.peak_allocated_gib", fmt::format("must be positive (got {})", p.peak_allocated_gib()));
+    }
+    if (p.has_peak_memory_gib() && p.has_peak_allocated_gib()) {
+      fail("published.peak_allocated_gib",
+           "give one memory figure: peak_memory_gib (reserved) or peak_allocated_gib (allocated), not both");
+    }
   }
 
   const ValidationSet& set_;

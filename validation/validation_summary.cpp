@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "common/units.hpp"
 #include "traces/metrics.hpp"
 #include "validation/validation_set.hpp"
@@ -15,10 +17,27 @@ std::optional<double> throughput_error(const RowResult& row) {
   return row.predicted.tokens_per_s_per_gpu / *published - 1;
 }
 
+std::optional<PublishedMemory> published_memory(const Published& published) {
+  if (published.has_peak_memory_gib()) return PublishedMemory{published.peak_memory_gib(), false};
+  if (published.has_peak_allocated_gib()) return PublishedMemory{published.peak_allocated_gib(), true};
+  return std::nullopt;
+}
+
+int64_t predicted_memory_bytes(const RowResult& row) {
+  const std::optional<PublishedMemory> published = published_memory(row.run.published());
+  return published && published->allocated ? row.predicted.peak_allocated_bytes : row.predicted.peak_reserved_bytes;
+}
+
+std::string published_memory_text(const Published& published) {
+  const std::optional<PublishedMemory> memory = published_memory(published);
+  if (!memory) return "-";
+  return fmt::format("{:.1f}{}", memory->gib, memory->allocated ? " alloc" : "");
+}
+
 std::optional<double> memory_error(const RowResult& row) {
-  if (row.status != RowStatus::kSimulated || !row.run.published().has_peak_memory_gib()) return std::nullopt;
-  const double predicted_gib = static_cast<double>(row.predicted.peak_reserved_bytes) / kGiB;
-  return predicted_gib / row.run.published().peak_memory_gib() - 1;
+  const std::optional<PublishedMemory> published = published_memory(row.run.published());
+  if (row.status != RowStatus::kSimulated || !published) return std::nullopt;
+  return static_cast<double>(predicted_memory_bytes(row)) / kGiB / published->gib - 1;
 }
 
 OomAgreement oom_agreement(const RowResult& row) {

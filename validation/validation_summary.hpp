@@ -6,7 +6,9 @@
 //
 // Definitions (docs/results/validation.md repeats them):
 // - error = predicted / published - 1, of tokens/s per GPU;
-// - memory error = predicted peak reserved / published peak - 1 (GiB = 2^30 B);
+// - memory error = predicted peak reserved / published peak - 1 (GiB = 2^30 B),
+//   or predicted peak allocated / published allocated - 1 for a source that
+//   gives allocated memory (torch.cuda.max_memory_allocated) instead;
 // - a false OOM: published as running, predicted out of memory; a missed OOM:
 //   published out of memory, predicted to fit;
 // - a row's throughput error counts whether or not the prediction says OOM
@@ -56,6 +58,17 @@ struct RowResult {
   std::string checkpointing;
   Prediction predicted;
 };
+
+// The memory figure a source gives: reserved (peak_memory_gib) or allocated.
+struct PublishedMemory {
+  double gib = 0;
+  bool allocated = false;
+};
+std::optional<PublishedMemory> published_memory(const Published& published);
+// The predicted peak that compares with the published one: allocated when the
+// source gives allocated memory, else reserved.
+int64_t predicted_memory_bytes(const RowResult& row);
+std::string published_memory_text(const Published& published);  // "38.7", "38.7 alloc" or "-"
 
 std::optional<double> throughput_error(const RowResult& row);  // nullopt: not simulated or no published throughput
 std::optional<double> memory_error(const RowResult& row);      // nullopt: not simulated or no published memory

@@ -106,6 +106,18 @@ TEST_F(ValidationSetTest, NumbersMustBePositive) {
   EXPECT_CONTAINS(error(run_entry("a", "scenario: \"scenarios/s.textproto\"",
                                   "published { tokens_per_s_per_gpu: 3 peak_memory_gib: 0 }")),
                   "runs[0].published.peak_memory_gib: must be positive");
+  EXPECT_CONTAINS(error(run_entry("a", "scenario: \"scenarios/s.textproto\"",
+                                  "published { tokens_per_s_per_gpu: 3 peak_allocated_gib: -1 }")),
+                  "runs[0].published.peak_allocated_gib: must be positive (got -1)");
+}
+
+TEST_F(ValidationSetTest, OneMemoryFigureReservedOrAllocated) {
+  EXPECT_CONTAINS(error(run_entry("a", "scenario: \"scenarios/s.textproto\"",
+                                  "published { tokens_per_s_per_gpu: 3 peak_memory_gib: 5 peak_allocated_gib: 4 }")),
+                  "runs[0].published.peak_allocated_gib: give one memory figure");
+  EXPECT_EQ(error(run_entry("a", "scenario: \"scenarios/s.textproto\"",
+                            "published { tokens_per_s_per_gpu: 3 peak_allocated_gib: 4 }")),
+            "");
 }
 
 TEST_F(ValidationSetTest, TflopsNeedTheSourcesFlopsPerTokenAndConvention) {

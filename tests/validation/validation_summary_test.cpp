@@ -51,6 +51,22 @@ std::vector<RowResult> rows() {
   return out;
 }
 
+// A source that publishes allocated memory is compared with the predicted
+// peak allocated, not reserved.
+TEST(ValidationSummary, AllocatedMemoryIsComparedWithPredictedAllocated) {
+  RowResult row = make_row({"k", VALIDATION, 100, 100});
+  row.run.mutable_published()->set_peak_allocated_gib(40);
+  row.predicted.peak_reserved_bytes = static_cast<int64_t>(50 * kGiB);
+  row.predicted.peak_allocated_bytes = static_cast<int64_t>(30 * kGiB);
+  EXPECT_EQ(predicted_memory_bytes(row), row.predicted.peak_allocated_bytes);
+  EXPECT_NEAR(*memory_error(row), -0.25, 1e-9);
+  EXPECT_EQ(published_memory_text(row.run.published()), "40.0 alloc");
+  const RowResult reserved = rows()[7];
+  EXPECT_EQ(predicted_memory_bytes(reserved), reserved.predicted.peak_reserved_bytes);
+  EXPECT_EQ(published_memory_text(reserved.run.published()), "50.0");
+  EXPECT_EQ(published_memory_text(rows()[0].run.published()), "-");
+}
+
 TEST(ValidationSummary, RowErrors) {
   const auto r = rows();
   EXPECT_NEAR(*throughput_error(r[0]), 0.10, 1e-12);

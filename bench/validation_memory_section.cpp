@@ -1,0 +1,106 @@
+#include "bench/validation_memory_section.hpp"
+
+#include <map>
+#include <string>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "common/units.hpp"
+#include "planner/resolved_scenario.hpp"
+#include "scenarios/scenario_loader.hpp"
+
+namespace ragged::bench {
+namespace {
+
+using validation::RowResult;
+
+// Least squares of y = intercept + slope / gpus.
+struct InverseFit {
+  double intercept = 0;
+  double slope = 0;
+};
+
+InverseFit fit_inverse(const std::vector<std::pair<double, double>>& points) {
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  const double n = static_cast<double>(points.size());
+  for (const auto& [gpus, y] : points) {
+    const double x = 1 / gpus;
+    sx += x;
+    sy += y;
+    sxx += x * x;
+    sxy += x * y;
+  }
+  const double slope = (n * sxy - sx * sy) / (n * sxx - sx * sx);
+  return {(sy - slope * sx) / n, slope};
+}
+
+int64_t model_params(const validation::ValidationSet& set, const validation::Run& run) {
+  scenarios::LoadedScenario loaded = run.scenario_source_case() == validation::Run::kShippedScenario
+                                         ? scenarios::load_scenario(run.shipped_scenario())
+                                         : scenarios::load_scenario_file(set.scenario_path(run));
+  return planner::resolve_scenario(std::move(loaded)).model.params();
+}
+
+}  // namespace
+
+void memory_section(std::ostringstream& md, const validation::ValidationSet& set, const std::vector<RowResult>& rows) {
+  md << "## Memory against published memory (validation rows)\n\n";
+  // (source title, model, GPU, checkpointing) -> (GPUs, published GiB, predicted GiB, row)
+  std::map<std::tuple<std::string, std::string, std::string, std::string>,
+           std::vector<std::tuple<double, double, double, const RowResult*>>>
+      groups;
+  md << "| id | GPUs | published GiB | predicted GiB | error |\n|---|---:|---:|---:|---:|\n";
+  int count = 0;
+  for (const RowResult& row : rows) {
+    const auto memory = validation::published_memory(row.run.published());
+    const auto error = validation::memory_error(row);
+    if (row.run.set() != validation::VALIDATION || !memory || !error) continue;
+    ++count;
+    const double predicted = static_cast<double>(validation::predicted_memory_bytes(row)) / kGiB;
+    md << fmt::format("| {} | {} | {} | {:.2f}{} | {:+.1f}% |\n", row.run.id(), row.gpus,
+                      validation::published_memory_text(row.run.published()), predicted,
+                      memory->allocated ? " alloc" : "", 100 * *error);
+    groups[{row.run.source().title(), row.model, row.gpu, row.checkpointing}].emplace_back(
+        static_cast<double>(row.gpus), memory->gib, predicted, &row);
+  }
+  if (count == 0) {
+    md << "| (no validation row publishes memory) | | | | |\n\n";
+    return;
+  }
+  md << "\nWhere a source publishes one configuration at three or more GPU counts, memory = intercept + slope / GPUs "
+        "(least squares) splits it into the sharded state, per parameter (FSDP with fp32 master weights, fp32 "
+        "gradients and AdamW's two fp32 moments: 16 bytes), and what every rank holds whatever the count (activations, "
+        "the loss's tensors, the gathered units in flight):\n\n"
+        "| source | model | GPU counts | published: sharded bytes per parameter | intercept GiB | predicted: "
+        "sharded bytes per parameter | intercept GiB |\n|---|---|---|---:|---:|---:|---:|\n";
+  for (const auto& [key, points] : groups) {
+    if (points.size() < 3) continue;
+    std::vector<std::pair<double, double>> published, predicted;
+    std::string counts;
+    for (const auto& [gpus, pub, pred, row] : points) {
+      published.emplace_back(gpus, pub);
+      predicted.emplace_back(gpus, pred);
+      counts += fmt::format("{}{}", counts.empty() ? "" : ", ", gpus);
+    }
+    const double params = static_cast<double>(model_params(set, std::get<3>(points.front())->run));
+    const InverseFit p = fit_inverse(published), q = fit_inverse(predicted);
+    md << fmt::format("| {} | {} | {} | {:.1f} | {:.2f} | {:.1f} | {:.2f} |\n", std::get<0>(key), std::get<1>(key),
+                      counts, p.slope * kGiB / params, p.intercept, q.slope * kGiB / params, q.intercept);
+  }
+  md << "\n- **Hypothesis (sharded state): a published slope near 12 bytes per parameter** is the state without the "
+        "sharded gradients: PyTorch 2's `optimizer.zero_grad()` sets them to None every step, so they exist only from "
+        "each unit's reduce-scatter to the optimizer step, and a peak reached before the backward's reductions (the "
+        "loss, the first recomputed blocks) does not hold them; the simulator keeps the sharded gradients as "
+        "persistent state (16 bytes). Modelling their lifetime lowers the predicted peak, so it does not close the "
+        "gap below.\n"
+        "- **Hypothesis (per-rank memory): the intercept gap is not in the model's tensors.** Activations under full "
+        "checkpointing, the loss's fp32 logits and the gathered units come to the predicted intercept; what the source "
+        "holds beyond it is not identified yet. Candidates to check in the source's code: memory held from "
+        "initialisation (its figure is `max_memory_allocated` never reset), the Hugging Face loss path (the returned "
+        "fp32 logits and their shifted copy), and the attention replacement's layout copies. Until it is explained the "
+        "simulator's memory is unconfirmed outside its calibration points, and a prediction this far under a published "
+        "figure is the planner's worst failure (a missed OOM): treat a tight prediction with suspicion.\n\n";
+}
+
+}  // namespace ragged::bench

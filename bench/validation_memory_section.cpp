@@ -1,6 +1,7 @@
 #include "bench/validation_memory_section.hpp"
 
 #include <map>
+#include <set>
 #include <string>
 #include <tuple>
 
@@ -74,8 +75,12 @@ void memory_section(std::ostringstream& md, const validation::ValidationSet& set
         "the loss's tensors, the gathered units in flight):\n\n"
         "| source | model | GPU counts | published: sharded bytes per parameter | intercept GiB | predicted: "
         "sharded bytes per parameter | intercept GiB |\n|---|---|---|---:|---:|---:|---:|\n";
+  int fits = 0;
   for (const auto& [key, points] : groups) {
-    if (points.size() < 3) continue;
+    std::set<double> distinct;
+    for (const auto& point : points) distinct.insert(std::get<0>(point));
+    if (distinct.size() < 3) continue;  // the fit needs three GPU counts
+    ++fits;
     std::vector<std::pair<double, double>> published, predicted;
     std::string counts;
     for (const auto& [gpus, pub, pred, row] : points) {
@@ -87,6 +92,10 @@ void memory_section(std::ostringstream& md, const validation::ValidationSet& set
     const InverseFit p = fit_inverse(published), q = fit_inverse(predicted);
     md << fmt::format("| {} | {} | {} | {:.1f} | {:.2f} | {:.1f} | {:.2f} |\n", std::get<0>(key), std::get<1>(key),
                       counts, p.slope * kGiB / params, p.intercept, q.slope * kGiB / params, q.intercept);
+  }
+  if (fits == 0) {
+    md << "| (no source publishes memory at three GPU counts) | | | | | | |\n\n";
+    return;
   }
   md << "\n- **Hypothesis (sharded state): a published slope near 12 bytes per parameter** is the state without the "
         "sharded gradients: PyTorch 2's `optimizer.zero_grad()` sets them to None every step, so they exist only from "

@@ -8,8 +8,7 @@
 #include <fmt/format.h>
 
 #include "common/units.hpp"
-#include "planner/resolved_scenario.hpp"
-#include "scenarios/scenario_loader.hpp"
+#include "validation/validation_run.hpp"
 
 namespace ragged::bench {
 namespace {
@@ -34,13 +33,6 @@ InverseFit fit_inverse(const std::vector<std::pair<double, double>>& points) {
   }
   const double slope = (n * sxy - sx * sy) / (n * sxx - sx * sx);
   return {(sy - slope * sx) / n, slope};
-}
-
-int64_t model_params(const validation::ValidationSet& set, const validation::Run& run) {
-  scenarios::LoadedScenario loaded = run.scenario_source_case() == validation::Run::kShippedScenario
-                                         ? scenarios::load_scenario(run.shipped_scenario())
-                                         : scenarios::load_scenario_file(set.scenario_path(run));
-  return planner::resolve_scenario(std::move(loaded)).model.params();
 }
 
 }  // namespace
@@ -88,7 +80,8 @@ void memory_section(std::ostringstream& md, const validation::ValidationSet& set
       predicted.emplace_back(gpus, pred);
       counts += fmt::format("{}{}", counts.empty() ? "" : ", ", gpus);
     }
-    const double params = static_cast<double>(model_params(set, std::get<3>(points.front())->run));
+    const std::string& id = std::get<3>(points.front())->run.id();
+    const double params = static_cast<double>(validation::resolve_row(set, set.index_of(id)).model.params());
     const InverseFit p = fit_inverse(published), q = fit_inverse(predicted);
     md << fmt::format("| {} | {} | {} | {:.1f} | {:.2f} | {:.1f} | {:.2f} |\n", std::get<0>(key), std::get<1>(key),
                       counts, p.slope * kGiB / params, p.intercept, q.slope * kGiB / params, q.intercept);

@@ -26,7 +26,6 @@
 #include "common/file_io.hpp"
 #include "common/units.hpp"
 #include "planner/resolved_scenario.hpp"
-#include "scenarios/scenario_loader.hpp"
 #include "sim/child_process.hpp"
 #include "sim/simulation.hpp"
 #include "traces/metrics.hpp"
@@ -110,13 +109,6 @@ TraceLook look_at_trace(const planner::ResolvedScenario& resolved) {
   TraceLook look{j["head_share"], j["comm_over_compute"], {}};
   for (const auto& a : j["largest"]) look.largest.push_back({a[0].get<std::string>(), a[1].get<double>()});
   return look;
-}
-
-planner::ResolvedScenario resolve(const validation::ValidationSet& set, const validation::Run& run) {
-  scenarios::LoadedScenario loaded = run.scenario_source_case() == validation::Run::kShippedScenario
-                                         ? scenarios::load_scenario(run.shipped_scenario())
-                                         : scenarios::load_scenario_file(set.scenario_path(run));
-  return planner::resolve_scenario(std::move(loaded));
 }
 
 // Rows, mean |error|, max |error| and mean signed error of the rows a key groups.
@@ -352,9 +344,7 @@ void far_off_section(std::ostringstream& md, const validation::ValidationSet& se
   md << "| id | error | OOM | predicted MFU | head share of the step | comm / compute busy | largest allocations (GiB) |\n"
         "|---|---:|---|---:|---:|---:|---|\n";
   for (const RowResult* row : far) {
-    size_t index = 0;
-    while (set.runs[index].id() != row->run.id()) ++index;
-    const TraceLook look = look_at_trace(resolve(set, set.runs[index]));
+    const TraceLook look = look_at_trace(validation::resolve_row(set, set.index_of(row->run.id())));
     std::string largest;
     for (const auto& [name, size] : look.largest) largest += fmt::format("{}{} {:.1f}", largest.empty() ? "" : "; ", name, size);
     const auto error = validation::throughput_error(*row);

@@ -21,22 +21,6 @@ std::string lower(std::string text) {
   return text;
 }
 
-// Reads and resolves a row's scenario; a problem names the row, then the
-// scenario file's own location and field.
-planner::ResolvedScenario resolve_row(const ValidationSet& set, size_t index,
-                                      const std::vector<scenarios::FieldOverride>& overrides) {
-  const Run& run = set.runs[index];
-  const bool shipped = run.scenario_source_case() == Run::kShippedScenario;
-  try {
-    scenarios::LoadedScenario loaded = shipped ? scenarios::load_scenario(run.shipped_scenario())
-                                               : scenarios::load_scenario_file(set.scenario_path(run));
-    return planner::resolve_scenario(scenarios::with_overrides(loaded, overrides));
-  } catch (const InputError& e) {
-    throw InputError(fmt::format("{} (run '{}'): {}", set.where(index, shipped ? "shipped_scenario" : "scenario"),
-                                 run.id(), e.what()));
-  }
-}
-
 Prediction prediction_of(const sim::SimulationSummary& simulated) {
   const traces::Summary& s = simulated.summary;
   Prediction p;
@@ -60,6 +44,20 @@ Prediction prediction_of(const sim::SimulationSummary& simulated) {
 
 Prediction simulate_row(const planner::ResolvedScenario& resolved) {
   return prediction_of(sim::simulate_summary_in_child(resolved));
+}
+
+planner::ResolvedScenario resolve_row(const ValidationSet& set, size_t index,
+                                      const std::vector<scenarios::FieldOverride>& overrides) {
+  const Run& run = set.runs[index];
+  const bool shipped = run.scenario_source_case() == Run::kShippedScenario;
+  try {
+    scenarios::LoadedScenario loaded = shipped ? scenarios::load_scenario(run.shipped_scenario())
+                                               : scenarios::load_scenario_file(set.scenario_path(run));
+    return planner::resolve_scenario(scenarios::with_overrides(loaded, overrides));
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{} (run '{}'): {}", set.where(index, shipped ? "shipped_scenario" : "scenario"),
+                                 run.id(), e.what()));
+  }
 }
 
 std::vector<RowResult> run_validation(const ValidationSet& set, const RunOptions& options) {

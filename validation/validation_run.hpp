@@ -30,6 +30,12 @@ struct RunOptions {
   std::function<Prediction(const planner::ResolvedScenario&)> simulate;
 };
 
+// Reads and resolves run `index`'s scenario with `overrides` set; a problem
+// is an InputError that names the row, then the scenario file's own location
+// and field.
+planner::ResolvedScenario resolve_row(const ValidationSet& set, size_t index,
+                                      const std::vector<scenarios::FieldOverride>& overrides = {});
+
 // The default `simulate`: the SimGrid simulator in a child process.
 Prediction simulate_row(const planner::ResolvedScenario& resolved);
 

@@ -148,6 +148,14 @@ std::string ValidationSet::where(size_t run, std::string_view field) const {
   return fmt::format("{}: {}", at, path);
 }
 
+size_t ValidationSet::index_of(std::string_view id) const {
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (runs[i].id() == id) return i;
+  }
+  RAGGED_ASSERT(false, "no run of the set has this id");
+  return runs.size();
+}
+
 std::filesystem::path ValidationSet::scenario_path(const Run& run) const {
   if (run.scenario_source_case() != Run::kScenario) return {};
   std::filesystem::path path = run.scenario();

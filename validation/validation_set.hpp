@@ -28,6 +28,8 @@ struct ValidationSet {
   std::string where(size_t run, std::string_view field) const;
   // The scenario file of a run (empty for a shipped scenario or an excluded run).
   std::filesystem::path scenario_path(const Run& run) const;
+  // The index of the run with this id; an id the set does not hold is a programmer error.
+  size_t index_of(std::string_view id) const;
 };
 
 // Reads <directory>/runs.textproto.

@@ -27,6 +27,8 @@ TEST_F(ValidationSetTest, ValidFolderReads) {
   EXPECT_EQ(set.runs[1].id(), "b");
   EXPECT_EQ(set.scenario_path(set.runs[0]), folder_.path() / "scenarios/s.textproto");
   EXPECT_EQ(set.origin, manifest_path());
+  EXPECT_EQ(set.index_of("b"), 1u);
+  EXPECT_THROW(set.index_of("c"), InternalError);
 }
 
 TEST_F(ValidationSetTest, UnknownFieldNamesLineColumnAndTheFieldsOfRun) {

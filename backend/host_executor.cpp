@@ -38,6 +38,12 @@ HostExecutor::HostExecutor(const planner::Program& program, std::vector<UnitShar
                                [this](const planner::Buffer& b) { return elements_of(b) * static_cast<int64_t>(sizeof(float)); });
   arena_memory_.resize(static_cast<size_t>(arena_.bytes) / sizeof(float));
   live_.assign(program.buffers.size(), false);
+  // Gradient shards the Program frees each step live only between their alloc and free.
+  for (const planner::Buffer& b : program.buffers) {
+    if (b.kind != BufferKind::kGradShards) continue;
+    grad_shards_bytes_ += grad_shard_bytes(b);
+    std::vector<float>().swap(shards_[static_cast<size_t>(b.unit)].grad());
+  }
 }
 
 float* HostExecutor::data(int buffer) {
@@ -53,14 +59,27 @@ int64_t HostExecutor::elements_of(const planner::Buffer& b) const {
     case BufferKind::kReduceInput: return gathered;
     case BufferKind::kParamCopies: return s.unsharded_elements();
     case BufferKind::kUnshardedGrads: return s.contiguous() ? gathered : s.unsharded_elements();
-    default: return 0;  // activations and workspaces live inside the workload
+    default: return 0;  // activations and workspaces live inside the workload, gradient shards in UnitShard
   }
+}
+
+// A unit's gradient shard the Program frees each step (kGradShards): the
+// accumulator in UnitShard is allocated from the unit's first reduction of
+// the step to the free after the optimizer, as PyTorch's zero_grad leaves it.
+int64_t HostExecutor::grad_shard_bytes(const planner::Buffer& b) const {
+  if (b.kind != BufferKind::kGradShards) return 0;
+  return shards_[static_cast<size_t>(b.unit)].shard_size() * static_cast<int64_t>(sizeof(float));
 }
 
 void HostExecutor::allocate(const Op& op) {
   const planner::Buffer& b = program_.buffers[static_cast<size_t>(op.buffer)];
   const int64_t elements = elements_of(b);
   live_[static_cast<size_t>(op.buffer)] = true;
+  if (b.kind == BufferKind::kGradShards) {
+    UnitShard& s = shards_[static_cast<size_t>(b.unit)];
+    s.grad().assign(static_cast<size_t>(s.shard_size()), 0.0f);
+    live_bytes_ += grad_shard_bytes(b);
+  }
   if (elements > 0) std::fill_n(data(op.buffer), elements, 0.0f);
   live_bytes_ += elements * static_cast<int64_t>(sizeof(float));
   if (b.kind == BufferKind::kUnshardedGrads) grads_[static_cast<size_t>(b.unit)] = op.buffer;
@@ -91,11 +110,14 @@ void HostExecutor::execute(const Op& op, int64_t step, MeasuredStep& out) {
   UnitShard* s = u >= 0 ? &shards_[static_cast<size_t>(u)] : nullptr;
   switch (op.kind) {
     case OpKind::kAlloc: allocate(op); break;
-    case OpKind::kFree:
+    case OpKind::kFree: {
+      const planner::Buffer& b = program_.buffers[static_cast<size_t>(op.buffer)];
       live_[static_cast<size_t>(op.buffer)] = false;
-      live_bytes_ -= elements_of(program_.buffers[static_cast<size_t>(op.buffer)]) * static_cast<int64_t>(sizeof(float));
+      live_bytes_ -= elements_of(b) * static_cast<int64_t>(sizeof(float)) + grad_shard_bytes(b);
+      if (b.kind == BufferKind::kGradShards) std::vector<float>().swap(shards_[static_cast<size_t>(b.unit)].grad());
       slot_filled_.erase(op.buffer);
       break;
+    }
     case OpKind::kCast:
     case OpKind::kCopyIn: {
       const BufferKind kind = program_.buffers[static_cast<size_t>(op.buffer)].kind;
@@ -218,7 +240,7 @@ MeasuredStep HostExecutor::run_step(int64_t step) {
     }
   }
   out.seconds = now();
-  out.reserved_bytes = persistent_bytes_ + arena_.bytes;
+  out.reserved_bytes = persistent_bytes_ + arena_.bytes + grad_shards_bytes_;
   // The arena holds parameter and gradient buffers only: the workload keeps
   // activations and workspaces itself.
   out.peak_state_and_buffers_bytes = out.peak_bytes;

@@ -49,6 +49,7 @@ class HostExecutor {
   std::vector<const float*> params_of(int unit);
   float* data(int buffer);
   int64_t elements_of(const planner::Buffer& buffer) const;
+  int64_t grad_shard_bytes(const planner::Buffer& buffer) const;
 
   const planner::Program& program_;
   std::vector<UnitShard>& shards_;
@@ -70,6 +71,7 @@ class HostExecutor {
   std::vector<float> tied_grad_;
   bool tied_ = false;
   int64_t live_bytes_ = 0;
+  int64_t grad_shards_bytes_ = 0;  // the Program's per-step gradient shards, held outside the arena
   double losses_ = 0;
   int loss_count_ = 0;
 };

@@ -142,11 +142,12 @@ void print_plan(const PlanReport& r, std::ostream& out) {
                      format_bytes(static_cast<double>(b.copies)));
   const auto& m = r.memory;
   out << fmt::format("  memory per rank (GiB): master {} + compute shard {} + gradients {} + optimizer {} + small params {}"
-                     " | in flight: unsharded params {} + gradients {} + activations {} + workspace {} = {}"
-                     " of the allocator's {}\n",
+                     " | in flight: unsharded params {} + gradients {} + gradient shards {} + activations {}"
+                     " + workspace {} + model outputs {} = {} of the allocator's {}\n",
                      gib(m.persistent.master_params), gib(m.persistent.compute_params), gib(m.persistent.gradients),
                      gib(m.persistent.optimizer_states), gib(m.persistent.gathered_small_params), gib(m.unsharded_params),
-                     gib(m.gradients_in_flight), gib(m.activations), gib(m.workspace), gib(m.peak_total()),
+                     gib(m.gradients_in_flight), gib(m.grad_shards), gib(m.activations), gib(m.workspace),
+                     gib(m.model_outputs), gib(m.peak_total()),
                      gib(scenarios::allocator_capacity_bytes(r.resolved.scenario())));
   print_padding_hint(r, out);
   if (!r.plan.honours_granularity()) {
@@ -216,7 +217,8 @@ nlohmann::json plan_to_json(const PlanReport& r) {
                         {"gradients", m.persistent.gradients}, {"optimizer_states", m.persistent.optimizer_states},
                         {"gathered_small_params", m.persistent.gathered_small_params},
                         {"unsharded_params", m.unsharded_params}, {"gradients_in_flight", m.gradients_in_flight},
-                        {"activations", m.activations}, {"workspace", m.workspace}, {"peak", m.peak_total()},
+                        {"grad_shards", m.grad_shards}, {"activations", m.activations}, {"workspace", m.workspace},
+                        {"model_outputs", m.model_outputs}, {"peak", m.peak_total()},
                         {"hbm_capacity", hbm_bytes(r.resolved)},
                         {"allocator_capacity", scenarios::allocator_capacity_bytes(r.resolved.scenario())}}},
       {"units", std::move(units)},

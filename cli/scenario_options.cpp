@@ -36,8 +36,9 @@ void ScenarioOptions::add_source_to(CLI::App* command) {
                       "Attention kernel (training.attention): math (scores in HBM), flash2, flash3 (Hopper) or triton "
                       "(flash-attn's Triton FlashAttention, llm-foundry's attn_impl: triton)");
   command->add_option("--loss", loss,
-                      "Loss kernel (training.loss): fp32-logits (TorchTitan), fused (flash-attn's, llm-foundry) or "
-                      "chunked (Liger's fused linear cross-entropy)");
+                      "Loss kernel (training.loss): fp32-logits (TorchTitan), fused (flash-attn's, llm-foundry), "
+                      "chunked (Liger's fused linear cross-entropy) or shifted-fp32-logits (Hugging Face's causal-LM "
+                      "loss)");
   command->add_flag("--expandable-segments", expandable_segments,
                     "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (training.allocator.expandable_segments)");
   command->add_option("--set", sets,
@@ -118,7 +119,10 @@ void set_kernels(scenarios::LoadedScenario& loaded, const std::string& attention
   if (loss == "fp32-logits") t->set_loss(scenarios::FP32_LOGITS);
   else if (loss == "fused") t->set_loss(scenarios::FUSED);
   else if (loss == "chunked") t->set_loss(scenarios::CHUNKED);
-  else if (!loss.empty()) throw InputError(fmt::format("--loss {}: use fp32-logits, fused or chunked", loss));
+  else if (loss == "shifted-fp32-logits") t->set_loss(scenarios::SHIFTED_FP32_LOGITS);
+  else if (!loss.empty()) {
+    throw InputError(fmt::format("--loss {}: use fp32-logits, fused, chunked or shifted-fp32-logits", loss));
+  }
   if (expandable_segments) t->mutable_allocator()->set_expandable_segments(true);
   loaded = scenarios::rebuild(std::move(loaded));
 }

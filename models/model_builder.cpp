@@ -111,6 +111,17 @@ double selective_saved(const UnitSpec& unit, const ArchConfig& arch) {
   return saved;
 }
 
+// The keys and values one token adds to a layer's cache, as Hugging Face
+// returns them: GQA's kv heads before repeat_kv; MLA's per-head keys (nope
+// and rope parts) and values.
+double returned_kv_bytes(const ArchConfig& arch) {
+  const double per_token = arch.attention == AttentionKind::kMla
+                               ? static_cast<double>(arch.heads * (arch.qk_nope_head_dim + arch.qk_rope_head_dim +
+                                                                   arch.v_head_dim))
+                               : static_cast<double>(2 * arch.kv_heads * arch.head_dim);
+  return per_token * bytes_of(arch);
+}
+
 UnitSpec build_block(const ArchConfig& arch, const CheckpointNames& names, int64_t layer, const KernelChoices& kernels) {
   const std::string index = std::to_string(layer);
   UnitSpec unit{"layers." + index, UnitKind::kBlock, {}, {}, {}};
@@ -153,6 +164,7 @@ UnitSpec build_block(const ArchConfig& arch, const CheckpointNames& names, int64
   // compute dtype (PyTorch's _scaled_dot_product_attention_math: matmul,
   // in-place mask add, softmax, matmul); FlashAttention keeps none.
   if (kernels.attention == AttentionKernel::kMath) act.scores_per_key = static_cast<double>(arch.heads) * b;
+  act.returned_kv = returned_kv_bytes(arch);
   return unit;
 }
 
@@ -187,12 +199,27 @@ UnitSpec build_head(const ArchConfig& arch, const CheckpointNames& names, LossKe
       // logits' gradient (eager_kernels.cpp counts the eager kernels).
       out.add_elementwise("cross_entropy", vocab * (b + 4.0), vocab * (4.0 + b));
       saved += 4.0 * vocab;
-      act.forward_pieces = {b * vocab};
-      if (b < 4.0) act.forward_pieces.push_back(4.0 * vocab);
+      if (b < 4.0) act.forward_pieces = {b * vocab};
+      act.loss_logits = 4.0 * vocab;
       act.working_pieces = {4.0 * vocab, 4.0 * vocab};
       act.working = 8.0 * vocab;
       break;
     }
+    case LossKernel::kShiftedFp32Logits:
+      // Hugging Face (transformers 4.31, LlamaForCausalLM.forward):
+      // logits.float() (the compute-dtype logits are dropped by the
+      // reassignment), logits[..., :-1, :].contiguous() (an fp32 copy, freed
+      // when the loss returns), then CrossEntropyLoss as above. The backward
+      // also zero-fills a full fp32 gradient for the slice; it replaces
+      // log_softmax's gradient, so two fp32 pieces at once, as above. Fused
+      // traffic as above; the eager factors count the copy and the slice.
+      out.add_elementwise("shifted_cross_entropy", vocab * (b + 4.0), vocab * (4.0 + b));
+      saved += 4.0 * vocab;
+      act.forward_pieces = {4.0 * vocab};
+      act.loss_logits = 4.0 * vocab;
+      act.working_pieces = {4.0 * vocab, 4.0 * vocab};
+      act.working = 8.0 * vocab;
+      break;
     case LossKernel::kFused:
       // flash-attn's CrossEntropyLoss (llm-foundry's default): the forward
       // reads the logits once (online softmax) and keeps them with one fp32

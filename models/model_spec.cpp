@@ -43,6 +43,7 @@ std::string_view loss_kernel_name(LossKernel kernel) {
     case LossKernel::kFp32Logits: return "fp32-logits";
     case LossKernel::kFused: return "fused";
     case LossKernel::kChunked: return "chunked";
+    case LossKernel::kShiftedFp32Logits: return "shifted-fp32-logits";
   }
   RAGGED_ASSERT(false, "unknown LossKernel");
 }

@@ -50,6 +50,9 @@ enum class LossKernel {
   kFp32Logits,  // cross_entropy(logits.float()): fp32 copy and log-softmax of the full logits (TorchTitan)
   kFused,       // one fused kernel over the compute-dtype logits (flash-attn's CrossEntropyLoss; llm-foundry)
   kChunked,     // fused linear + cross-entropy over token chunks (Liger): the logits never exist whole
+  // Hugging Face transformers' causal-LM loss (LlamaForCausalLM before 4.46):
+  // logits.float(), a contiguous copy of the shifted logits, CrossEntropyLoss.
+  kShiftedFp32Logits,
 };
 struct KernelChoices {
   AttentionKernel attention = AttentionKernel::kFlash2;
@@ -122,6 +125,12 @@ struct ActivationBytes {
   double working = 0;          // transient peak of the unit's backward (MLP intermediates, the loss's gradients), freed after
   std::vector<double> working_pieces = {};  // the tensors `working` is made of, when it is several (they sum to it)
   std::vector<double> forward_pieces = {};  // tensors the forward makes and frees beyond what it keeps (the loss's logits copies)
+  // The loss's fp32 logits: freed once the loss is computed, unless the model
+  // returns them (scenario training.outputs.logits). 0: the loss makes none.
+  double loss_logits = 0;
+  // A block's keys and values, which a model returning its cache keeps
+  // (training.outputs.kv_cache: Hugging Face's past_key_values).
+  double returned_kv = 0;
   // Math attention: bytes per token per key of one B x heads x S x S tensor
   // (heads x dtype); 0 with FlashAttention. Kept once (the probabilities)
   // without checkpointing; the pre-softmax scores are forward transients and

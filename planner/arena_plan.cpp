@@ -187,6 +187,10 @@ void find_reuses(const std::vector<Lifetime>& life, ArenaPlan& plan) {
 
 }  // namespace
 
+int64_t bytes_beside_unit_state(const Buffer& buffer) {
+  return buffer.kind == BufferKind::kGradShards ? 0 : buffer.bytes;
+}
+
 ArenaPlan plan_arena(const Program& program, int64_t alignment, const BufferBytes& bytes_of) {
   RAGGED_ASSERT(alignment > 0 && (alignment & (alignment - 1)) == 0, "arena alignment must be a power of two");
   const std::vector<Lifetime> life = lifetimes(program);

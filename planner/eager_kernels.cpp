@@ -19,6 +19,10 @@ namespace ragged::planner {
 //    4+4+4, the cast back 4+2 = 22 against 6 (read the log-softmax, write
 //    the logits' gradient): 22/6. The fused and chunked losses are one
 //    kernel each way already.
+//  - Hugging Face's shifted cross-entropy (logits.float(), the shifted
+//    .contiguous() copy, CrossEntropyLoss): forward 2+4, 4+4, 4+4 = 22
+//    against 6: 22/6; backward as above plus the slice's zero-filled
+//    gradient and the copy into it, 4 + 4+4: 34/6.
 // Residual adds, the embedding lookup, MoE routing, a LayerNorm
 // (torch.nn.functional.layer_norm: read x, write y; models/ names its ops
 // "..._layer_norm") and an element-wise MLP activation (F.gelu, F.relu) are
@@ -33,6 +37,7 @@ EagerFactors eager_traffic_factors(std::string_view name) {
   if (name == "rotary") return both(5.0);
   if (name == "swiglu") return both(10.0 / 6.0);
   if (name == "cross_entropy") return {14.0 / 6.0, 22.0 / 6.0};
+  if (name == "shifted_cross_entropy") return {22.0 / 6.0, 34.0 / 6.0};
   return both(1.0);
 }
 
@@ -44,7 +49,8 @@ double eager_traffic_factor(std::string_view name) { return eager_traffic_factor
 //    * weight = 8;
 //  - rotary on q and on k: .float(), the complex multiply, type_as = 3 each, 6;
 //  - SwiGLU: silu, multiply = 2;
-//  - cross-entropy: logits.float(), log_softmax, nll_loss = 3;
+//  - cross-entropy: logits.float(), log_softmax, nll_loss = 3; the shifted
+//    one adds the contiguous copy = 4;
 //  - a position embedding: the table lookup and the add = 2;
 //  - everything else (residual adds, the token lookup, LayerNorm, GELU,
 //    MoE routing and permutation, taken as single kernels like their
@@ -58,6 +64,7 @@ int64_t eager_kernel_count(std::string_view name) {
   if (name == "rotary") return 6;
   if (name == "swiglu") return 2;
   if (name == "cross_entropy") return 3;
+  if (name == "shifted_cross_entropy") return 4;
   if (name == "position_embedding") return 2;
   return 1;
 }

@@ -13,7 +13,7 @@ namespace {
 // The peak of the transient buffers when the ops run in `order`, split by kind.
 MemoryBreakdown peak_in(const Program& program, const std::vector<uint32_t>& order) {
   MemoryBreakdown out;
-  std::array<int64_t, 7> live{};  // by BufferKind
+  std::array<int64_t, kBufferKinds> live{};  // by BufferKind
   int64_t total = 0;
   for (uint32_t id : order) {
     const Op& op = program.ops[id];
@@ -30,6 +30,8 @@ MemoryBreakdown peak_in(const Program& program, const std::vector<uint32_t>& ord
                                 live[static_cast<size_t>(BufferKind::kReduceInput)];
       out.activations = live[static_cast<size_t>(BufferKind::kActivations)];
       out.workspace = live[static_cast<size_t>(BufferKind::kWorkspace)] + live[static_cast<size_t>(BufferKind::kOptimizer)];
+      out.grad_shards = live[static_cast<size_t>(BufferKind::kGradShards)];
+      out.model_outputs = live[static_cast<size_t>(BufferKind::kModelOutputs)];
     }
   }
   return out;

@@ -23,6 +23,8 @@ struct MemoryBreakdown {
   int64_t gradients_in_flight = 0;  // unsharded gradients and reduce-scatter inputs
   int64_t activations = 0;
   int64_t workspace = 0;   // recomputation, backward working memory, optimizer buffers
+  int64_t grad_shards = 0;    // sharded gradients produced so far, when the loop frees them each step
+  int64_t model_outputs = 0;  // what the model returned and the loop holds (training.outputs)
   int64_t peak_transient = 0;
   int64_t issue_order_peak = 0;  // the transient peak in issue order alone (<= peak_transient)
 

@@ -51,7 +51,15 @@ enum class BufferKind {
   kActivations,      // what a unit's forward keeps for its backward
   kWorkspace,        // transient working memory of a compute op
   kOptimizer,        // transient buffers of the optimizer (Muon's gathered matrix)
+  // A unit's sharded gradients from its first reduction of the step to the
+  // training loop's zero_grad (StrategyTraits::grad_shards_freed_each_step);
+  // other strategies keep them in PersistentMemory::gradients.
+  kGradShards,
+  // What the model returns and the training loop holds (scenario
+  // training.outputs: Hugging Face's returned logits and key/value caches).
+  kModelOutputs,
 };
+inline constexpr int kBufferKinds = 9;
 
 // Parameters and gradients the Program moves (gathered, copied, produced by
 // backward, reduced): with the persistent state, what every executor holds
@@ -59,7 +67,7 @@ enum class BufferKind {
 // (Summary.peak_state_and_buffers_bytes).
 inline bool is_parameter_or_gradient_buffer(BufferKind kind) {
   return kind == BufferKind::kUnshardedParams || kind == BufferKind::kParamCopies ||
-         kind == BufferKind::kUnshardedGrads || kind == BufferKind::kReduceInput;
+         kind == BufferKind::kUnshardedGrads || kind == BufferKind::kReduceInput || kind == BufferKind::kGradShards;
 }
 
 struct Buffer {
@@ -149,7 +157,7 @@ struct Op {
 struct PersistentMemory {
   int64_t master_params = 0;   // sharded master weights
   int64_t compute_params = 0;  // a persistent low-precision shard (ZeRO-3, Megatron-FSDP)
-  int64_t gradients = 0;       // the sharded gradient accumulator
+  int64_t gradients = 0;       // the sharded gradient accumulator (0 when freed each step: BufferKind::kGradShards)
   int64_t optimizer_states = 0;
   int64_t gathered_small_params = 0;  // ZeRO-3's persistent small parameters, unsharded
 

@@ -9,9 +9,11 @@
 
 #include "common/errors.hpp"
 #include "planner/compute_work.hpp"
+#include "planner/loop_buffers.hpp"
 #include "planner/optimizer_program.hpp"
 #include "planner/program_writer.hpp"
 #include "planner/strategy_traits.hpp"
+#include "planner/unit_buffers.hpp"
 
 namespace ragged::planner {
 namespace {
@@ -32,7 +34,8 @@ int64_t dtype_bytes(scenarios::DType dtype) {
 // window - 1 units ahead of compute (the prefetch).
 class Builder {
  public:
-  Builder(const ProgramInputs& in, int rank) : in_(in), w_(&program_), rank_(rank) {
+  Builder(const ProgramInputs& in, int rank)
+      : in_(in), w_(&program_), rank_(rank), loop_(&w_, *in.training, in.plan->units.size()) {
     const scenarios::Training& t = *in.training;
     traits_ = strategy_traits(t.strategy());
     if (traits_.one_communicator) w_.serialise_shard_collectives();
@@ -60,6 +63,7 @@ class Builder {
     program_.model_flops_per_step =
         in_.model->model_flops_per_token(batch_.seq_len) * static_cast<double>(program_.tokens_per_step);
     plan_gathers();
+    loop_.previous_step_outputs(outputs_bytes());
     std::vector<uint32_t> grads_ready(units_, 0);
     for (int mb = 0; mb < program_.micro_batches; ++mb) {
       forward(mb);
@@ -67,6 +71,7 @@ class Builder {
     }
     OptimizerContext optimizer = optimizer_context();
     add_optimizer_ops(w_, optimizer, grads_ready);
+    loop_.step_end();
     fill_persistent(optimizer);
     return std::move(program_);
   }
@@ -219,8 +224,6 @@ class Builder {
     if (traits_.reshard_per_parameter) host(gathers_[k].freed).param_reshards = tensors(gathers_[k].unit, true);
   }
 
-  int64_t tokens() const { return batch_.tokens(); }
-
   // One allocation per tensor, each padded to its rank-major chunks; ZeRO-3's
   // persistent parameters are not gathered, so they have no copy.
   std::vector<int64_t> per_tensor_pieces(int u, int64_t element_bytes, bool skip_persistent) const {
@@ -288,9 +291,14 @@ class Builder {
   }
 
   // Bytes of `per_token` for this micro-batch.
-  int64_t for_batch(double per_token) const { return static_cast<int64_t>(per_token * static_cast<double>(tokens())); }
-  // Per token, one B x heads x S x S tensor of the math attention backend (0 with FlashAttention).
-  double scores(const models::UnitSpec& s) const { return s.activations.scores_per_key * static_cast<double>(batch_.seq_len); }
+  int64_t for_batch(double per_token) const {
+    return static_cast<int64_t>(per_token * static_cast<double>(batch_.tokens()));
+  }
+  std::vector<int64_t> for_batch(const std::vector<double>& per_token) const {
+    std::vector<int64_t> bytes;
+    for (double piece : per_token) bytes.push_back(for_batch(piece));
+    return bytes;
+  }
 
   // A buffer of the given pieces (one allocation each), or none when they are all empty.
   int pieces_buffer(const std::string& name, BufferKind kind, int u, const std::vector<int64_t>& pieces) {
@@ -309,51 +317,23 @@ class Builder {
 
   models::Checkpointing mode_of(int u) const { return unit_mode_[static_cast<size_t>(u)]; }
 
-
-  // What unit u keeps from its forward to its backward: its saved tensors
-  // and, without checkpointing, the math backend's probabilities.
+  // Unit u's buffers of what it keeps, its forward's transients (-1: none)
+  // and its backward's working memory (planner/unit_buffers.hpp).
   int activation_buffer(int u, int mb) {
-    const models::UnitSpec& s = spec(u);
-    const models::Checkpointing mode = mode_of(u);
-    const double probabilities = mode == models::Checkpointing::kNone ? scores(s) : 0.0;
-    const std::string name = fmt::format("{} activations mb{}", s.name, mb);
-    const int64_t saved = for_batch(s.activations.saved(mode));
-    int act = pieces_buffer(name, BufferKind::kActivations, u, {saved, for_batch(probabilities)});
-    if (act < 0) act = w_.buffer(name, BufferKind::kActivations, u, 0);
-    return act;
+    const std::string name = fmt::format("{} activations mb{}", spec(u).name, mb);
+    const int act = pieces_buffer(name, BufferKind::kActivations, u,
+                                  for_batch(activation_pieces(spec(u), mode_of(u), batch_.seq_len)));
+    return act >= 0 ? act : w_.buffer(name, BufferKind::kActivations, u, 0);
   }
-
-  // What unit u's forward makes and frees: the loss's logits copies, the
-  // math backend's pre-softmax scores (and its probabilities when they are
-  // not kept). -1 when nothing.
   int forward_workspace(int u) {
-    const models::UnitSpec& s = spec(u);
-    std::vector<int64_t> pieces;
-    for (double piece : s.activations.forward_pieces) pieces.push_back(for_batch(piece));
-    if (s.activations.scores_per_key > 0) {
-      pieces.push_back(for_batch(scores(s)));
-      if (mode_of(u) != models::Checkpointing::kNone) pieces.push_back(for_batch(scores(s)));
-    }
-    return pieces_buffer(s.name + " forward workspace", BufferKind::kWorkspace, u, pieces);
+    return pieces_buffer(spec(u).name + " forward workspace", BufferKind::kWorkspace, u,
+                         for_batch(forward_workspace_pieces(spec(u), mode_of(u), batch_.seq_len,
+                                                            loop_.outputs().logits())));
   }
-
-  // What unit u's backward holds besides its activations: what checkpointing
-  // recomputes, the unit's working tensors, and the math backend's two score
-  // gradients (and its recomputed probabilities).
   int backward_workspace(int u) {
-    const models::UnitSpec& s = spec(u);
-    const models::ActivationBytes& a = s.activations;
-    const models::Checkpointing mode = mode_of(u);
-    const double recomputed = s.kind == models::UnitKind::kBlock ? std::max(0.0, a.saved_none - a.saved(mode)) : 0.0;
-    std::vector<int64_t> pieces = {for_batch(recomputed + (a.working_pieces.empty() ? a.working : 0.0))};
-    for (double piece : a.working_pieces) pieces.push_back(for_batch(piece));
-    if (a.scores_per_key > 0) {
-      const int64_t one = for_batch(scores(s));
-      pieces.insert(pieces.end(), {one, one});
-      if (mode != models::Checkpointing::kNone) pieces.push_back(one);
-    }
-    const std::string name = s.name + " backward workspace";
-    const int workspace = pieces_buffer(name, BufferKind::kWorkspace, u, pieces);
+    const std::string name = spec(u).name + " backward workspace";
+    const int workspace = pieces_buffer(name, BufferKind::kWorkspace, u,
+                                        for_batch(backward_workspace_pieces(spec(u), mode_of(u), batch_.seq_len)));
     return workspace >= 0 ? workspace : w_.buffer(name, BufferKind::kWorkspace, u, 0);
   }
 
@@ -373,6 +353,10 @@ class Builder {
       if (u == units_ - 1 && chunked_loss()) head_grads_ = head_gradients();
       const int workspace = forward_workspace(u);
       if (workspace >= 0) w_.alloc(workspace, Stream::kCompute, {});
+      if (mode_of(u) != models::Checkpointing::kNone) return_kv(u, false);
+      if (u == units_ - 1 && loop_.outputs().logits()) {
+        loop_.add_output(u, spec(u).name + " returned logits", for_batch(spec(u).activations.loss_logits));
+      }
       std::vector<uint32_t> deps = {ready};
       if (u == units_ - 1 && in_.model->arch.tie_embeddings) deps.push_back(embedding_ready(mb));
       uint32_t fwd = w_.compute(OpKind::kComputeFwd, u, mb, spec(u).name + " forward", forward_work(spec(u), batch_), deps);
@@ -381,7 +365,26 @@ class Builder {
       gathers_[k].computed = fwd;
       gathers_[k].is_computed = true;
       if (!kept_gathered(u)) release_params(k, fwd);
+      if (u == units_ - 1) loop_.loss_computed(fwd);
     }
+  }
+
+  // Unit u's keys and values for a model returning its cache (a block
+  // without checkpointing: from its backward, LoopBuffers::add_output).
+  void return_kv(int u, bool after_backward) {
+    if (!loop_.outputs().kv_cache()) return;
+    loop_.add_output(u, spec(u).name + " returned keys and values", for_batch(spec(u).activations.returned_kv),
+                     after_backward);
+  }
+
+  // One micro-batch's outputs: every block's keys and values, the logits.
+  int64_t outputs_bytes() const {
+    double per_token = 0;
+    for (int u = 0; u < units_; ++u) {
+      if (loop_.outputs().kv_cache()) per_token += spec(u).activations.returned_kv;
+      if (u == units_ - 1 && loop_.outputs().logits()) per_token += spec(u).activations.loss_logits;
+    }
+    return for_batch(per_token);
   }
 
   // The head's unsharded gradients; with tied embeddings first the shared
@@ -434,6 +437,7 @@ class Builder {
       if (regather) block_host_on_fetch(first_compute >= 0 ? static_cast<uint32_t>(first_compute) : bwd, gathers_[k]);
       w_.free(workspace, Stream::kCompute, {bwd});
       w_.free(activations_[static_cast<size_t>(mb * units_ + u)], Stream::kCompute, {bwd});
+      if (mode_of(u) == models::Checkpointing::kNone) return_kv(u, true);
       if (gathers_[k].emitted && !gathers_[k].is_freed) release_params(k, bwd);
       grads_ready[u] = reduce(u, mb, bwd, grads);
     }
@@ -491,6 +495,7 @@ class Builder {
                            shard(u) * r_, input, {last});
       accumulate_on = Stream::kAllReduce;
     }
+    last = loop_.grad_shard(u, name, shard(u) * grad_shard_bytes(), accumulate_on, last);
     // The reduced shard is read from the input's slot, so the input lives
     // until it is accumulated.
     last = w_.traffic(OpKind::kGradAccumulate, accumulate_on, u, mb, name + " accumulate grad shard",
@@ -534,7 +539,7 @@ class Builder {
     PersistentMemory& m = program_.persistent;
     m.master_params = shard_total * o_;
     m.compute_params = traits_.cast_before_gather ? 0 : shard_total * p_;
-    m.gradients = shard_total * grad_shard_bytes();
+    m.gradients = traits_.grad_shards_freed_each_step ? 0 : shard_total * grad_shard_bytes();
     m.optimizer_states = optimizer_state_bytes(optimizer);
     m.gathered_small_params = persistent_small * p_;
   }
@@ -543,6 +548,7 @@ class Builder {
   Program program_;
   ProgramWriter w_;
   int rank_;
+  LoopBuffers loop_;
   StrategyTraits traits_;
   int64_t p_ = 2, r_ = 4, o_ = 4;
   std::vector<models::Checkpointing> unit_mode_;  // per unit (planner/checkpointing_plan.hpp)

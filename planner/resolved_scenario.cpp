@@ -126,6 +126,7 @@ models::KernelChoices kernel_choices(const scenarios::Training& training) {
   switch (training.loss()) {
     case scenarios::FUSED: kernels.loss = models::LossKernel::kFused; break;
     case scenarios::CHUNKED: kernels.loss = models::LossKernel::kChunked; break;
+    case scenarios::SHIFTED_FP32_LOGITS: kernels.loss = models::LossKernel::kShiftedFp32Logits; break;
     default: kernels.loss = models::LossKernel::kFp32Logits; break;
   }
   return kernels;

@@ -19,7 +19,7 @@ double micro_batch_activation_bytes(const models::ModelSpec& model, int64_t seq_
   double per_token = 0;
   for (const models::UnitSpec& unit : model.units) {
     const models::ActivationBytes& a = unit.activations;
-    per_token += a.kept(models::Checkpointing::kNone, seq_len) + a.working +
+    per_token += a.kept(models::Checkpointing::kNone, seq_len) + a.working + a.loss_logits + a.returned_kv +
                  2 * a.scores_per_key * static_cast<double>(seq_len) +
                  std::accumulate(a.forward_pieces.begin(), a.forward_pieces.end(), 0.0);
   }

@@ -31,6 +31,18 @@ namespace ragged::planner {
 //   next; the next unit's backward starts once the previous reduction has
 //   finished.
 //
+// Sources of the sharded gradients' lifetime (grad_shards_freed_each_step):
+// - FSDP1: _runtime_utils.py, _post_backward_reshard/_reduce_grad: the
+//   reduce-scatter output new_sharded_grad is allocated on the post-backward
+//   stream and becomes flat_param.grad in _finalize_params.
+// - FSDP2: _fsdp_collectives.py, foreach_reduce: reduce_output is allocated
+//   on the reduce-scatter stream; each parameter's sharded grad is a view of
+//   it (a cast of it when the reduce dtype differs).
+// - Both: the loop's optimizer.zero_grad() sets them to None (torch 2.0's
+//   default set_to_none=True; torchtitan, ATorch's fsdp_llama2.py, Composer).
+// - ZeRO-3: stage3.py allocates grad_partitions_flat_buffer once;
+//   Megatron-FSDP keeps main_grad buffers (param_and_grad_buffer.py).
+//
 // Sources of the host path (the per-parameter Python work and the CPU
 // waits; docs/SIMULATOR.md, "The CPU issue path"):
 // - FSDP1 (torch/distributed/fsdp/_flat_param.py, _runtime_utils.py,
@@ -74,9 +86,11 @@ StrategyTraits strategy_traits(scenarios::Strategy strategy) {
       traits.views_per_parameter = true;
       traits.gather_window_blocks_host = true;
       traits.optimizer_over_flat_shards = true;
+      traits.grad_shards_freed_each_step = true;
       break;
     case scenarios::FSDP2:
       traits.one_communicator = true;
+      traits.grad_shards_freed_each_step = true;
       traits.reduce_queue_units = 0;
       traits.reduce_copy_in_on_compute = true;
       traits.views_per_parameter = true;

@@ -24,6 +24,13 @@ struct StrategyTraits {
   // The sharded gradient accumulator is in the parameter dtype (ZeRO-3's
   // grad_accum_dtype and Megatron's main_grads_dtype default to it), not fp32.
   bool grad_shard_in_param_dtype = false;
+  // The training loop frees the sharded gradients every step (PyTorch's
+  // optimizer.zero_grad(), set_to_none=True by default since PyTorch 2.0):
+  // each unit's shard is allocated by its first reduction of the step, on
+  // the stream that reduces it, and freed after the optimizer. Otherwise the
+  // shards are a persistent accumulator (ZeRO-3's grad_partitions_flat_buffer,
+  // Megatron-FSDP's main_grad buffer, a DBuffer). Sources in strategy_traits.cpp.
+  bool grad_shards_freed_each_step = false;
   // All-gathers and reduce-scatters go through one communicator, which runs
   // them in issue order (../shared/reference/baselines.md section 8: "NCCL
   // collectives on one communicator serialise"). Ragged gives each stream its

@@ -132,8 +132,13 @@ void check_kernels(const Training& t, const Gpu& gpu, Checker& c) {
     c.unknown_value("training.attention", t.attention(),
                     "MATH, FLASH_ATTENTION_2, FLASH_ATTENTION_3 or TRITON_FLASH_ATTENTION", "FLASH_ATTENTION_2");
   }
-  if (t.loss() != FP32_LOGITS && t.loss() != FUSED && t.loss() != CHUNKED) {
-    c.unknown_value("training.loss", t.loss(), "FP32_LOGITS, FUSED or CHUNKED", "FP32_LOGITS");
+  if (t.loss() != FP32_LOGITS && t.loss() != FUSED && t.loss() != CHUNKED && t.loss() != SHIFTED_FP32_LOGITS) {
+    c.unknown_value("training.loss", t.loss(), "FP32_LOGITS, FUSED, CHUNKED or SHIFTED_FP32_LOGITS", "FP32_LOGITS");
+  } else if (t.outputs().logits() && t.loss() != FP32_LOGITS && t.loss() != SHIFTED_FP32_LOGITS) {
+    c.fail("training.outputs.logits",
+           fmt::format("the {} loss makes no fp32 logits for the model to return: set outputs.logits false, or use "
+                       "loss FP32_LOGITS or SHIFTED_FP32_LOGITS",
+                       LossKernel_Name(t.loss())));
   }
   if (t.compile_scope() != WHOLE_MODEL && t.compile_scope() != TRANSFORMER_BLOCKS) {
     c.unknown_value("training.compile_scope", t.compile_scope(), "WHOLE_MODEL or TRANSFORMER_BLOCKS", "WHOLE_MODEL");

@@ -19,6 +19,7 @@
 #include "backend/watchdog.hpp"
 #include "backend/workload.hpp"
 #include "common/errors.hpp"
+#include "common/units.hpp"
 #include "planner/arena_plan.hpp"
 #include "planner/memory_breakdown.hpp"
 #include "planner/program_builder.hpp"
@@ -123,7 +124,7 @@ RunResult run_on_gpu(const planner::ResolvedScenario& resolved, const RunOptions
   const RankGroups groups = split_rank_groups(comm, training.shard_group_size());
   const int shard_rank = groups.shard->rank();
   const planner::Program program = planner::build_program(planner::program_inputs(resolved, plan), shard_rank);
-  const planner::ArenaPlan arena = planner::plan_arena(program);
+  const planner::ArenaPlan arena = planner::plan_arena(program, 256, planner::bytes_beside_unit_state);
   std::vector<UnitShard> shards = make_shards(resolved.model, plan, shard_rank, options.seed);
   const GpuWorkloadConfig workload_config{training.micro_batch_size(), training.sequence_length(), config.params,
                                           config.grads,
@@ -192,6 +193,14 @@ RunResult run_on_gpu(const planner::ResolvedScenario& resolved, const RunOptions
     }
     result.trace = measured_trace(resolved, program, measured, comm,
                                   fmt::format("{} (cuda), {}", device.info().name, describe(groups, "nccl")));
+    int64_t per_step_grads = 0;
+    for (const planner::Buffer& b : program.buffers) per_step_grads += b.bytes - planner::bytes_beside_unit_state(b);
+    if (per_step_grads > 0) {
+      result.trace.mutable_metadata()->add_executor_notes(fmt::format(
+          "the GPU backend keeps every gradient shard for the whole run; the Program allocates them ({}) at their "
+          "first reduction and frees them after the optimizer, as PyTorch's zero_grad does",
+          format_bytes(static_cast<double>(per_step_grads))));
+    }
     return result;
   } catch (...) {
     // Stop NCCL before the arena and communicators are torn down: peers may

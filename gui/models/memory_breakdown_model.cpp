@@ -15,8 +15,10 @@ std::vector<MemoryPart> memory_parts(const planner::MemoryBreakdown& m, const tr
       {"persistent small params", m.persistent.gathered_small_params},
       {"gathered params", m.unsharded_params},
       {"gradients in flight", m.gradients_in_flight},
+      {"gradient shards of the step", m.grad_shards},
       {"activations", m.activations},
       {"workspace", m.workspace},
+      {"model outputs held", m.model_outputs},
   };
   if (predicted != nullptr) {
     parts.push_back({"allocator overhead", std::max<int64_t>(0, predicted->peak_reserved_bytes() - m.peak_total())});

@@ -136,6 +136,25 @@ TEST(ActivationTest, LossKernelsChangeTheHead) {
   EXPECT_DOUBLE_EQ(chunked.units[1].activations.saved_none, catalog_model("llama3-8b").units[1].activations.saved_none);
 }
 
+// Hugging Face's causal-LM loss: logits.float() and a shifted contiguous
+// fp32 copy in the forward (the compute-dtype logits are dropped by the
+// reassignment); its backward holds two fp32 gradients at once, as
+// TorchTitan's. A block's returned keys and values: its kv heads, before
+// repeat_kv (Llama-3-8B: 8 x 128 each, bf16).
+TEST(ActivationTest, ShiftedLossAndReturnedKeysAndValues) {
+  const double b = 2, vocab = 128256;
+  const ArchConfig arch = find_catalog_entry("llama3-8b").arch;
+  const ModelSpec hf = build_model(arch, {AttentionKernel::kFlash2, LossKernel::kShiftedFp32Logits});
+  const ActivationBytes& head = hf.units.back().activations;
+  EXPECT_EQ(head.forward_pieces, (std::vector<double>{4 * vocab}));
+  EXPECT_DOUBLE_EQ(head.loss_logits, 4 * vocab);
+  EXPECT_EQ(head.working_pieces, (std::vector<double>{4 * vocab, 4 * vocab}));
+  EXPECT_EQ(hf.units.back().compute.elementwise.back().name, "shifted_cross_entropy");
+  EXPECT_DOUBLE_EQ(head.saved_none, catalog_model("llama3-8b").units.back().activations.saved_none);
+  EXPECT_DOUBLE_EQ(hf.units[1].activations.returned_kv, 2 * 8 * 128 * b);
+  EXPECT_DOUBLE_EQ(head.returned_kv, 0);
+}
+
 // The math attention backend keeps one B x heads x S x S probability tensor
 // without checkpointing (heads x bytes per token per key); with checkpointing
 // it is recomputed.
@@ -167,9 +186,11 @@ TEST(ActivationTest, Llama3_8bBlockAndHead) {
   const ActivationBytes& head = model.units.back().activations;
   EXPECT_DOUBLE_EQ(head.saved_none, b * 2 * h + 4 * vocab);  // the final norm's input and output, the fp32 log-softmax
   EXPECT_DOUBLE_EQ(head.saved_full, head.saved_none);
-  // TorchTitan's loss: the forward makes the logits and their fp32 copy; the
-  // backward holds nll_loss's and log_softmax's fp32 gradients at once.
-  EXPECT_EQ(head.forward_pieces, (std::vector<double>{b * vocab, 4 * vocab}));
+  // TorchTitan's loss: the forward makes the logits and their fp32 copy
+  // (the loss's logits, which a model may return); the backward holds
+  // nll_loss's and log_softmax's fp32 gradients at once.
+  EXPECT_EQ(head.forward_pieces, (std::vector<double>{b * vocab}));
+  EXPECT_DOUBLE_EQ(head.loss_logits, 4 * vocab);
   EXPECT_EQ(head.working_pieces, (std::vector<double>{4 * vocab, 4 * vocab}));
   EXPECT_DOUBLE_EQ(head.working, 8 * vocab);
   EXPECT_DOUBLE_EQ(block.scores_per_key, 0);  // FlashAttention keeps no scores

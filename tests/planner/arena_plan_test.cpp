@@ -191,12 +191,20 @@ TEST(ArenaPlan, ShippedScenariosLoseUnderOnePercent) {
     const ResolvedScenario resolved = resolve_scenario(scenarios::load_scenario(file.name));
     for (scenarios::Strategy strategy : {scenarios::RAGGED, scenarios::FSDP2}) {
       const Program program = program_test::shipped_program(resolved, strategy);
-      const ArenaPlan arena = plan_arena(program);
+      const ArenaPlan arena = plan_arena(program, 256, bytes_beside_unit_state);
       const std::string what = std::string(file.name) + " " + scenarios::Strategy_Name(strategy);
       EXPECT_LE(arena.overhead(), 0.01) << what << ": arena " << arena.bytes << " for a peak of " << arena.peak_live;
-      EXPECT_NEAR(static_cast<double>(arena.peak_live), static_cast<double>(memory_breakdown(program).peak_transient),
-                  256.0 * static_cast<double>(program.buffers.size()))
-          << what << ": the carved peak is the Program's, up to alignment";
+      // The carved peak is the Program's, up to alignment, less the gradient
+      // shards the GPU backend keeps with its units.
+      int64_t grad_shards = 0;
+      for (const Buffer& b : program.buffers) grad_shards += b.bytes - bytes_beside_unit_state(b);
+      const int64_t peak = memory_breakdown(program).peak_transient;
+      const int64_t alignment = 256 * static_cast<int64_t>(program.buffers.size());
+      EXPECT_LE(arena.peak_live, peak + alignment) << what;
+      EXPECT_GE(arena.peak_live, peak - grad_shards) << what;
+      if (grad_shards == 0) {
+        EXPECT_NEAR(static_cast<double>(arena.peak_live), static_cast<double>(peak), alignment) << what;
+      }
     }
   }
 }

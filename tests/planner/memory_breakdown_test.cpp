@@ -74,7 +74,8 @@ TEST(MemoryBreakdown, PeakIsTheLargerOfTwoOrdersSplitByBufferKind) {
       EXPECT_EQ(memory.issue_order_peak, replayed_peak(program));
       EXPECT_EQ(memory.peak_transient,
                 std::max(replayed_peak(program), replayed_peak(program, reductions_last_order(program))));
-      EXPECT_EQ(memory.unsharded_params + memory.gradients_in_flight + memory.activations + memory.workspace,
+      EXPECT_EQ(memory.unsharded_params + memory.gradients_in_flight + memory.grad_shards + memory.activations +
+                    memory.workspace + memory.model_outputs,
                 memory.peak_transient);
       EXPECT_GT(memory.unsharded_params, 0);
       EXPECT_EQ(memory.peak_total(), program.persistent.total() + memory.peak_transient);

@@ -62,9 +62,8 @@ void memory_section(std::ostringstream& md, const validation::ValidationSet& set
     return;
   }
   md << "\nWhere a source publishes one configuration at three or more GPU counts, memory = intercept + slope / GPUs "
-        "(least squares) splits it into the sharded state, per parameter (FSDP with fp32 master weights, fp32 "
-        "gradients and AdamW's two fp32 moments: 16 bytes), and what every rank holds whatever the count (activations, "
-        "the loss's tensors, the gathered units in flight):\n\n"
+        "(least squares) splits it into the sharded state, per parameter, and what every rank holds whatever the "
+        "count:\n\n"
         "| source | model | GPU counts | published: sharded bytes per parameter | intercept GiB | predicted: "
         "sharded bytes per parameter | intercept GiB |\n|---|---|---|---:|---:|---:|---:|\n";
   int fits = 0;
@@ -90,19 +89,14 @@ void memory_section(std::ostringstream& md, const validation::ValidationSet& set
     md << "| (no source publishes memory at three GPU counts) | | | | | | |\n\n";
     return;
   }
-  md << "\n- **Hypothesis (sharded state): a published slope near 12 bytes per parameter** is the state without the "
-        "sharded gradients: PyTorch 2's `optimizer.zero_grad()` sets them to None every step, so they exist only from "
-        "each unit's reduce-scatter to the optimizer step, and a peak reached before the backward's reductions (the "
-        "loss, the first recomputed blocks) does not hold them; the simulator keeps the sharded gradients as "
-        "persistent state (16 bytes). Modelling their lifetime lowers the predicted peak, so it does not close the "
-        "gap below.\n"
-        "- **Hypothesis (per-rank memory): the intercept gap is not in the model's tensors.** Activations under full "
-        "checkpointing, the loss's fp32 logits and the gathered units come to the predicted intercept; what the source "
-        "holds beyond it is not identified yet. Candidates to check in the source's code: memory held from "
-        "initialisation (its figure is `max_memory_allocated` never reset), the Hugging Face loss path (the returned "
-        "fp32 logits and their shifted copy), and the attention replacement's layout copies. Until it is explained the "
-        "simulator's memory is unconfirmed outside its calibration points, and a prediction this far under a published "
-        "figure is the planner's worst failure (a missed OOM): treat a tight prediction with suspicion.\n\n";
+  md << "\n- **Sharded state.** 12 bytes per parameter is fp32 master weights and AdamW's two moments without the "
+        "gradients: under PyTorch 2's `optimizer.zero_grad()` FSDP's sharded gradients exist only from each unit's "
+        "reduce-scatter to the optimizer, so a peak before the backward's reductions holds none (docs/SIMULATOR.md "
+        "section 8, \"Gradient shards and what the training loop keeps\"); 16 with a persistent accumulator.\n"
+        "- **Per rank.** Activations, the loss's tensors, the gathered units, and what the training loop keeps "
+        "(`training.outputs`: returned logits and key/value caches, held until the next forward). A published "
+        "intercept above the predicted one is memory the model does not hold: find it in the source's loop and "
+        "model code before trusting a tight prediction.\n\n";
 }
 
 }  // namespace ragged::bench

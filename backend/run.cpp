@@ -1,7 +1,5 @@
 #include "backend/run.hpp"
 
-#include <algorithm>
-
 #include <fmt/format.h>
 
 #include "backend/build_info.hpp"
@@ -63,9 +61,7 @@ RunResult run(const planner::ResolvedScenario& resolved, const RunOptions& optio
   std::vector<UnitShard> shards = make_shards(resolved.model, plan, shard.rank(), options.seed);
   // Master, two optimizer states and, unless the Program frees it each step
   // (BufferKind::kGradShards), the gradient accumulator: fp32 each.
-  const bool freed = std::any_of(program.buffers.begin(), program.buffers.end(),
-                                 [](const planner::Buffer& b) { return b.kind == planner::BufferKind::kGradShards; });
-  const int64_t kept = freed ? 3 : 4;
+  const int64_t kept = program.bytes_of(planner::BufferKind::kGradShards) > 0 ? 3 : 4;
   int64_t persistent_bytes = 0;
   for (const UnitShard& s : shards) persistent_bytes += s.shard_size() * 4 * kept;
   planner::OptimizerContext context;

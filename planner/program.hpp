@@ -177,6 +177,8 @@ struct Program {
   std::vector<Op> ops;
 
   size_t count(OpKind kind) const;
+  // The bytes of every buffer of `kind`, summed.
+  int64_t bytes_of(BufferKind kind) const;
   // The gathered buffer a copy-out reads: its all-gather's (InternalError
   // when the op does not depend on one).
   int gathered_buffer(const Op& copy_out) const;

@@ -39,6 +39,12 @@ size_t Program::count(OpKind kind) const {
   return static_cast<size_t>(std::count_if(ops.begin(), ops.end(), [&](const Op& op) { return op.kind == kind; }));
 }
 
+int64_t Program::bytes_of(BufferKind kind) const {
+  int64_t bytes = 0;
+  for (const Buffer& b : buffers) bytes += b.kind == kind ? b.bytes : 0;
+  return bytes;
+}
+
 int Program::gathered_buffer(const Op& copy_out) const {
   for (uint32_t d : copy_out.deps) {
     if (ops[d].kind == OpKind::kAllGather) return ops[d].buffer;

@@ -193,8 +193,7 @@ RunResult run_on_gpu(const planner::ResolvedScenario& resolved, const RunOptions
     }
     result.trace = measured_trace(resolved, program, measured, comm,
                                   fmt::format("{} (cuda), {}", device.info().name, describe(groups, "nccl")));
-    int64_t per_step_grads = 0;
-    for (const planner::Buffer& b : program.buffers) per_step_grads += b.bytes - planner::bytes_beside_unit_state(b);
+    const int64_t per_step_grads = program.bytes_of(planner::BufferKind::kGradShards);
     if (per_step_grads > 0) {
       result.trace.mutable_metadata()->add_executor_notes(fmt::format(
           "the GPU backend keeps every gradient shard for the whole run; the Program allocates them ({}) at their "

@@ -196,8 +196,7 @@ TEST(ArenaPlan, ShippedScenariosLoseUnderOnePercent) {
       EXPECT_LE(arena.overhead(), 0.01) << what << ": arena " << arena.bytes << " for a peak of " << arena.peak_live;
       // The carved peak is the Program's, up to alignment, less the gradient
       // shards the GPU backend keeps with its units.
-      int64_t grad_shards = 0;
-      for (const Buffer& b : program.buffers) grad_shards += b.bytes - bytes_beside_unit_state(b);
+      const int64_t grad_shards = program.bytes_of(BufferKind::kGradShards);
       const int64_t peak = memory_breakdown(program).peak_transient;
       const int64_t alignment = 256 * static_cast<int64_t>(program.buffers.size());
       EXPECT_LE(arena.peak_live, peak + alignment) << what;

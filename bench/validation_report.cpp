@@ -283,18 +283,23 @@ std::string section_of(const std::string& report, const std::string& heading) {
 }
 
 // Every row whose prediction moved by 0.1% or more since the previous report,
-// under the text of the model changes that moved it. When nothing moved (a
-// report regenerated without a model change) the previous report's section
-// stays, so the explanation of the last change is not lost.
+// under the text of the model changes that moved it, and the count of rows
+// added since. When nothing moved and nothing was added (a report regenerated
+// without a change) the previous report's section stays, so the explanation
+// of the last change is not lost.
 void moved_section(std::ostringstream& md, const std::vector<RowResult>& rows, const std::string& previous_report,
                    const std::string& changes) {
   constexpr std::string_view kHeading = "## What moved since the previous report\n";
   const std::map<std::string, double> before = previous_predictions(previous_report);
   std::ostringstream table;
-  int moved = 0, unchanged = 0;
+  int moved = 0, unchanged = 0, added = 0;
   for (const RowResult& row : rows) {
     const auto it = before.find(row.run.id());
-    if (!simulated(row) || it == before.end()) continue;
+    if (!simulated(row)) continue;
+    if (it == before.end()) {
+      ++added;
+      continue;
+    }
     const double now = row.predicted.tokens_per_s_per_gpu;
     const double change = now / it->second - 1;
     // The previous value is as printed (rounded): a row moved when its printed
@@ -310,7 +315,7 @@ void moved_section(std::ostringstream& md, const std::vector<RowResult>& rows, c
                          published ? pct(now / *published - 1) : "-");
   }
   const std::string kept = section_of(previous_report, std::string(kHeading));
-  if (moved == 0 && !kept.empty()) {
+  if (moved == 0 && added == 0 && !kept.empty()) {
     md << kept;
     return;
   }
@@ -318,8 +323,9 @@ void moved_section(std::ostringstream& md, const std::vector<RowResult>& rows, c
   md << "| id | GPU | AC | predicted before | now | change | error before | error now |\n"
         "|---|---|---|---:|---:|---:|---:|---:|\n"
      << table.str();
-  md << fmt::format("\n{} simulated rows kept their printed prediction or moved by less than 0.1% (not listed).\n\n",
-                    unchanged);
+  md << fmt::format("\n{} simulated rows kept their printed prediction or moved by less than 0.1% (not listed); {} rows "
+                    "are new since the previous report.\n\n",
+                    unchanged, added);
 }
 
 void far_off_section(std::ostringstream& md, const validation::ValidationSet& set, const std::vector<RowResult>& rows) {

@@ -323,8 +323,8 @@ void moved_section(std::ostringstream& md, const std::vector<RowResult>& rows, c
   md << "| id | GPU | AC | predicted before | now | change | error before | error now |\n"
         "|---|---|---|---:|---:|---:|---:|---:|\n"
      << table.str();
-  md << fmt::format("\n{} simulated rows kept their printed prediction or moved by less than 0.1% (not listed); {} rows "
-                    "are new since the previous report.\n\n",
+  md << fmt::format("\n{} simulated rows kept their printed prediction or moved by less than 0.1% (not listed); "
+                    "{} rows are new since the previous report.\n\n",
                     unchanged, added);
 }
 

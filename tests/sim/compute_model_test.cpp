@@ -165,10 +165,12 @@ TEST(ComputeAttention, ForwardAndBackwardUseTheirEfficiencies) {
   EXPECT_EQ(model.attention_seconds(AttentionWork{}, false), 0.0);
 }
 
-// flash-attn's Triton FlashAttention (llm-foundry's attn_impl: triton) runs
-// at FlashAttention-1's speed, half of FlashAttention-2's rate at the same
-// shape: its work takes twice as long, both directions, on any GPU.
-TEST(ComputeAttention, TritonFlashAttentionRunsAtHalfFlashAttention2sRate) {
+// flash-attn's Triton FlashAttention (llm-foundry's attn_impl: triton)
+// against FlashAttention-2 at the same shape (Dao 2023, section 4.1, A100):
+// FlashAttention-2 is 1.3-1.5x faster in the forward (1.4x taken) and 2x in
+// the backward, so the Triton kernel's work takes 1.4x and 2x as long, on
+// any GPU.
+TEST(ComputeAttention, TritonFlashAttentionRunsAtFlashAttention2sMeasuredShares) {
   for (const char* gpu : {"h100", "a100-80g"}) {
     const GpuComputeSpec& table = *find_gpu_table(gpu);
     const ComputeModel model = ComputeModel::defaults(gpu, table.peak_flops, table.hbm_bytes_per_s);
@@ -180,10 +182,11 @@ TEST(ComputeAttention, TritonFlashAttentionRunsAtHalfFlashAttention2sRate) {
     triton.kernel = models::AttentionKernel::kTritonFlash;
     const double launch = model.spec().launch_seconds;
     for (bool backward : {false, true}) {
+      const double slower = backward ? 2.0 : 1.4;
       const double flash2_work = model.attention_seconds(flash2, backward) - launch;
-      const double expected = 2 * flash2_work + launch;
-      std::printf("%s %s: FA2 %.3f ms, Triton analytic 2 x FA2 + launch = %.3f ms, model %.3f ms\n", gpu,
-                  backward ? "backward" : "forward", 1e3 * flash2_work, 1e3 * expected,
+      const double expected = slower * flash2_work + launch;
+      std::printf("%s %s: FA2 %.3f ms, Triton analytic %.1f x FA2 + launch = %.3f ms, model %.3f ms\n", gpu,
+                  backward ? "backward" : "forward", 1e3 * flash2_work, slower, 1e3 * expected,
                   1e3 * model.attention_seconds(triton, backward));
       EXPECT_NEAR(model.attention_seconds(triton, backward), expected, 1e-12 * expected);
     }

@@ -184,6 +184,7 @@ void HostExecutor::execute(const Op& op, int64_t step, MeasuredStep& out) {
       groups_.replicas->all_reduce_in_place(reduced.data(), static_cast<int64_t>(reduced.size()));
       break;
     }
+    case OpKind::kTrainMetrics: break;  // the host workload keeps its loss; it computes no other metric
     case OpKind::kGradAccumulate: {
       // The step's gradient is the mean over every rank's micro-batches.
       const float scale = 1.0f / static_cast<float>(groups_.world->size() * program_.micro_batches);

@@ -46,6 +46,9 @@ inline constexpr double kMinSlowFraction = 1e-3;
 // Training.
 inline constexpr int64_t kMaxMicroBatch = 65536;
 inline constexpr int64_t kMaxSequence = int64_t{1} << 24;
+// Full-vocabulary metric passes per micro-batch: more than any training loop
+// found runs (Composer with llm-foundry's MPT: 2); a bound on typos.
+inline constexpr int kMaxMetricCrossEntropies = 16;
 inline constexpr int64_t kMaxMicroBatchTokens = int64_t{1} << 26;  // micro_batch_size x sequence_length
 inline constexpr int64_t kMaxAccumulation = 4096;
 inline constexpr int64_t kMaxUnitPasses = int64_t{1} << 17;        // accumulation x FSDP units: the Program's size

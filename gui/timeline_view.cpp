@@ -36,6 +36,7 @@ QColor op_kind_color(traces::OpKind kind) {
     case traces::COPY_OUT:
     case traces::CAST: return QColor(0xccb974);
     case traces::GRAD_ACCUMULATE: return QColor(0x64b5cd);
+    case traces::TRAIN_METRICS: return QColor(0x7fa6d9);
     default: return QColor(0x8c8c8c);
   }
 }

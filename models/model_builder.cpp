@@ -201,6 +201,7 @@ UnitSpec build_head(const ArchConfig& arch, const CheckpointNames& names, LossKe
       saved += 4.0 * vocab;
       if (b < 4.0) act.forward_pieces = {b * vocab};
       act.loss_logits = 4.0 * vocab;
+      act.returned_logits = act.loss_logits;
       act.working_pieces = {4.0 * vocab, 4.0 * vocab};
       act.working = 8.0 * vocab;
       break;
@@ -217,6 +218,7 @@ UnitSpec build_head(const ArchConfig& arch, const CheckpointNames& names, LossKe
       saved += 4.0 * vocab;
       act.forward_pieces = {4.0 * vocab};
       act.loss_logits = 4.0 * vocab;
+      act.returned_logits = act.loss_logits;
       act.working_pieces = {4.0 * vocab, 4.0 * vocab};
       act.working = 8.0 * vocab;
       break;
@@ -227,6 +229,7 @@ UnitSpec build_head(const ArchConfig& arch, const CheckpointNames& names, LossKe
       // gradient (a new tensor: inplace_backward is off by default).
       out.add_elementwise("fused_cross_entropy", vocab * b, 2.0 * vocab * b);
       saved += vocab * b + 4.0;
+      act.returned_logits = vocab * b;
       act.working = vocab * b;
       break;
     case LossKernel::kChunked:

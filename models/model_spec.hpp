@@ -128,6 +128,11 @@ struct ActivationBytes {
   // The loss's fp32 logits: freed once the loss is computed, unless the model
   // returns them (scenario training.outputs.logits). 0: the loss makes none.
   double loss_logits = 0;
+  // The logits the model returns when the loop asks for them (scenario
+  // training.outputs.logits): the fp32 copy above, or the compute-dtype
+  // logits a fused loss reads (kept by it to the head's backward). 0: the
+  // loss never makes them whole.
+  double returned_logits = 0;
   // A block's keys and values, which a model returning its cache keeps
   // (training.outputs.kv_cache: Hugging Face's past_key_values).
   double returned_kv = 0;

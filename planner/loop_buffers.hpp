@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "models/model_spec.hpp"
 #include "planner/program_writer.hpp"
 #include "scenarios/scenario.pb.h"
 
@@ -16,7 +17,7 @@ namespace ragged::planner {
 
 class LoopBuffers {
  public:
-  LoopBuffers(ProgramWriter* writer, const scenarios::Training& training, size_t units);
+  LoopBuffers(ProgramWriter* writer, const scenarios::Training& training, size_t units, const models::ModelSpec& model);
 
   const scenarios::ModelOutputs& outputs() const { return outputs_; }
 
@@ -33,10 +34,17 @@ class LoopBuffers {
   // (a block without checkpointing holds it among its activations until
   // then), and only when the loop holds the outputs that long.
   void add_output(int u, const std::string& name, int64_t bytes, bool after_backward = false);
+  // The logits the head returns (outputs.logits): the fp32 copy from the
+  // head's forward (`after_backward` false); the fused loss's, among the
+  // head's activations to its backward, from there (true).
+  void return_logits(int head, int64_t tokens, bool after_backward);
   // Once the loss is computed (after the head's forward) the loop drops this
   // micro-batch's outputs or, holding them until the next forward returns,
   // the previous forward's.
   void loss_computed(uint32_t head_forward);
+  // The loop's metrics over micro-batch `mb`'s returned logits after its
+  // backward (outputs.metric_cross_entropies), one op on the head unit.
+  void train_metrics(int head, int mb, int64_t tokens);
   // The loop's zero_grad after the optimizer, and the outputs it holds into
   // the next step (previous_step_outputs stands for them there): once every
   // stream is done.
@@ -46,6 +54,9 @@ class LoopBuffers {
   ProgramWriter* w_;
   scenarios::ModelOutputs outputs_;
   bool grad_shards_freed_ = false;
+  int64_t vocab_ = 0;
+  double returned_logits_ = 0;  // the head's, bytes per token
+  bool fused_loss_ = false;
   std::vector<int> grad_shards_;  // per unit: its kGradShards buffer once allocated, else -1
   std::vector<int> batch_;        // the current micro-batch's kModelOutputs buffers
   std::vector<int> held_;         // the previous forward's, while the loop holds them

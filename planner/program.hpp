@@ -29,6 +29,10 @@ enum class OpKind {
   kRecompute,
   kOptimizer,
   kGradAccumulate,
+  // The training loop's metrics over a micro-batch's returned logits after
+  // its backward (training.outputs.metric_cross_entropies): forward math on
+  // the head's output, no gradient.
+  kTrainMetrics,
 };
 
 enum class Stream { kCompute, kAllGather, kReduceScatter, kAllReduce };

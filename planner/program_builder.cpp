@@ -18,14 +18,7 @@
 namespace ragged::planner {
 namespace {
 
-int64_t dtype_bytes(scenarios::DType dtype) {
-  switch (dtype) {
-    case scenarios::FP32: return 4;
-    case scenarios::FP16:
-    case scenarios::BF16: return 2;
-    default: return 2;
-  }
-}
+int64_t dtype_bytes(scenarios::DType dtype) { return dtype == scenarios::FP32 ? 4 : 2; }
 
 // Builds one step: forward and backward of every micro-batch, then the
 // optimizer. All-gathers are issued in the order their units compute; the
@@ -35,7 +28,7 @@ int64_t dtype_bytes(scenarios::DType dtype) {
 class Builder {
  public:
   Builder(const ProgramInputs& in, int rank)
-      : in_(in), w_(&program_), rank_(rank), loop_(&w_, *in.training, in.plan->units.size()) {
+      : in_(in), w_(&program_), rank_(rank), loop_(&w_, *in.training, in.plan->units.size(), *in.model) {
     const scenarios::Training& t = *in.training;
     traits_ = strategy_traits(t.strategy());
     if (traits_.one_communicator) w_.serialise_shard_collectives();
@@ -354,9 +347,7 @@ class Builder {
       const int workspace = forward_workspace(u);
       if (workspace >= 0) w_.alloc(workspace, Stream::kCompute, {});
       if (mode_of(u) != models::Checkpointing::kNone) return_kv(u, false);
-      if (u == units_ - 1 && loop_.outputs().logits()) {
-        loop_.add_output(u, spec(u).name + " returned logits", for_batch(spec(u).activations.loss_logits));
-      }
+      if (u == units_ - 1) loop_.return_logits(u, batch_.tokens(), false);
       std::vector<uint32_t> deps = {ready};
       if (u == units_ - 1 && in_.model->arch.tie_embeddings) deps.push_back(embedding_ready(mb));
       uint32_t fwd = w_.compute(OpKind::kComputeFwd, u, mb, spec(u).name + " forward", forward_work(spec(u), batch_), deps);
@@ -382,7 +373,7 @@ class Builder {
     double per_token = 0;
     for (int u = 0; u < units_; ++u) {
       if (loop_.outputs().kv_cache()) per_token += spec(u).activations.returned_kv;
-      if (u == units_ - 1 && loop_.outputs().logits()) per_token += spec(u).activations.loss_logits;
+      if (u == units_ - 1 && loop_.outputs().logits()) per_token += spec(u).activations.returned_logits;
     }
     return for_batch(per_token);
   }
@@ -438,9 +429,11 @@ class Builder {
       w_.free(workspace, Stream::kCompute, {bwd});
       w_.free(activations_[static_cast<size_t>(mb * units_ + u)], Stream::kCompute, {bwd});
       if (mode_of(u) == models::Checkpointing::kNone) return_kv(u, true);
+      if (u == units_ - 1) loop_.return_logits(u, batch_.tokens(), true);
       if (gathers_[k].emitted && !gathers_[k].is_freed) release_params(k, bwd);
       grads_ready[u] = reduce(u, mb, bwd, grads);
     }
+    loop_.train_metrics(units_ - 1, mb, batch_.tokens());
   }
 
   // Unit u's unsharded gradient buffer, allocated now on the compute stream.

@@ -21,6 +21,7 @@ std::string_view op_kind_name(OpKind kind) {
     case OpKind::kRecompute: return "recompute";
     case OpKind::kOptimizer: return "optimizer";
     case OpKind::kGradAccumulate: return "grad_accumulate";
+    case OpKind::kTrainMetrics: return "train_metrics";
   }
   return "unknown";
 }

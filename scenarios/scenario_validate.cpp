@@ -126,6 +126,14 @@ void check_allocator(const Training& t, const Gpu& gpu, Checker& c) {
   }
 }
 
+void check_metrics(const ModelOutputs& outputs, Checker& c) {
+  if (outputs.metric_cross_entropies() > 0 && (!outputs.logits() || !outputs.held_until_next_forward())) {
+    c.fail("training.outputs.metric_cross_entropies",
+           "the metrics read the returned logits after the backward: set outputs.logits and "
+           "outputs.held_until_next_forward true (Composer keeps state.outputs), or set it to 0");
+  }
+}
+
 void check_kernels(const Training& t, const Gpu& gpu, Checker& c) {
   if (t.attention() != MATH && t.attention() != FLASH_ATTENTION_2 && t.attention() != FLASH_ATTENTION_3 &&
       t.attention() != TRITON_FLASH_ATTENTION) {
@@ -134,12 +142,11 @@ void check_kernels(const Training& t, const Gpu& gpu, Checker& c) {
   }
   if (t.loss() != FP32_LOGITS && t.loss() != FUSED && t.loss() != CHUNKED && t.loss() != SHIFTED_FP32_LOGITS) {
     c.unknown_value("training.loss", t.loss(), "FP32_LOGITS, FUSED, CHUNKED or SHIFTED_FP32_LOGITS", "FP32_LOGITS");
-  } else if (t.outputs().logits() && t.loss() != FP32_LOGITS && t.loss() != SHIFTED_FP32_LOGITS) {
-    c.fail("training.outputs.logits",
-           fmt::format("the {} loss makes no fp32 logits for the model to return: set outputs.logits false, or use "
-                       "loss FP32_LOGITS or SHIFTED_FP32_LOGITS",
-                       LossKernel_Name(t.loss())));
+  } else if (t.outputs().logits() && t.loss() == CHUNKED) {
+    c.fail("training.outputs.logits", "the CHUNKED loss never makes the whole logits for the model to return: set "
+                                      "outputs.logits false, or use another loss");
   }
+  check_metrics(t.outputs(), c);
   if (t.compile_scope() != WHOLE_MODEL && t.compile_scope() != TRANSFORMER_BLOCKS) {
     c.unknown_value("training.compile_scope", t.compile_scope(), "WHOLE_MODEL or TRANSFORMER_BLOCKS", "WHOLE_MODEL");
   } else if (t.compile_scope() == TRANSFORMER_BLOCKS && !t.compiled()) {

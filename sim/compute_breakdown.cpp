@@ -1,5 +1,6 @@
 #include "sim/compute_breakdown.hpp"
 
+#include <algorithm>
 #include <array>
 #include <map>
 
@@ -10,13 +11,14 @@
 namespace ragged::sim {
 namespace {
 
-constexpr std::array<planner::OpKind, 3> kPasses = {planner::OpKind::kComputeFwd, planner::OpKind::kRecompute,
-                                                    planner::OpKind::kComputeBwd};
+constexpr std::array<planner::OpKind, 4> kPasses = {planner::OpKind::kComputeFwd, planner::OpKind::kRecompute,
+                                                    planner::OpKind::kComputeBwd, planner::OpKind::kTrainMetrics};
 
 std::string pass_name(planner::OpKind kind) {
   switch (kind) {
     case planner::OpKind::kComputeFwd: return "forward";
     case planner::OpKind::kRecompute: return "recompute";
+    case planner::OpKind::kTrainMetrics: return "metrics";
     default: return "backward";
   }
 }
@@ -50,8 +52,7 @@ std::vector<UnitComputeParts> compute_breakdown(const planner::ResolvedScenario&
 
   std::map<int, UnitPasses> units;
   for (const planner::Op& op : program.ops) {
-    if (op.unit < 0 || (op.kind != planner::OpKind::kComputeFwd && op.kind != planner::OpKind::kRecompute &&
-                        op.kind != planner::OpKind::kComputeBwd)) {
+    if (op.unit < 0 || std::find(kPasses.begin(), kPasses.end(), op.kind) == kPasses.end()) {
       continue;
     }
     UnitPasses& unit = units[op.unit];

@@ -367,6 +367,7 @@ ComputeParts ComputeModel::parts_of(const planner::Op& op, std::vector<double>* 
     case OpKind::kComputeFwd:
     case OpKind::kComputeBwd:
     case OpKind::kRecompute:
+    case OpKind::kTrainMetrics:
     case OpKind::kOptimizer: {
       int64_t launches = 0;
       for (const planner::Gemm& gemm : op.work.gemms) {

@@ -22,7 +22,8 @@ std::string_view unit_phase_name(UnitPhase phase) {
 
 bool phase_of(OpKind kind, UnitPhase* phase) {
   switch (kind) {
-    case COMPUTE_FWD: *phase = UnitPhase::kForward; return true;
+    case COMPUTE_FWD:
+    case TRAIN_METRICS: *phase = UnitPhase::kForward; return true;  // the head's forward math, no gradient
     case COMPUTE_BWD: *phase = UnitPhase::kBackward; return true;
     case RECOMPUTE: *phase = UnitPhase::kRecompute; return true;
     case ALL_GATHER: *phase = UnitPhase::kAllGather; return true;

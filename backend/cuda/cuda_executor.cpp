@@ -217,6 +217,9 @@ void CudaExecutor::issue(const Op& op, int64_t step) {
     case OpKind::kReduceScatter:
       collectives_.reduce_scatter_in_place(data(op.buffer), shards_[ui].shard_size(), config_.reduce, op.stream, stream);
       break;
+    case OpKind::kTrainMetrics:
+      RAGGED_ASSERT(false, "the GPU workload computes no train metrics (cuda_run.cpp refuses them): " + op.name);
+      break;
     case OpKind::kGradAccumulate: {
       // The step's gradient is the mean over every rank's micro-batches.
       const UnitShard& s = shards_[ui];

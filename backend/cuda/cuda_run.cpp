@@ -73,6 +73,11 @@ void check_gpu_runnable(const planner::ResolvedScenario& resolved, const RunOpti
   if (t.precision().master() != scenarios::FP32) {
     throw InputError("training.precision.master: the GPU backend keeps fp32 master weights; set master: FP32");
   }
+  if (t.outputs().metric_cross_entropies() > 0) {
+    throw InputError(fmt::format("training.outputs.metric_cross_entropies: {}: the GPU workload computes no train "
+                                 "metrics; simulate it, or set it to 0 to run",
+                                 t.outputs().metric_cross_entropies()));
+  }
   if (t.checkpoint_every() > 1) {
     throw InputError(fmt::format("training.checkpoint_every: {}: the GPU workload checkpoints every block or none; "
                                  "simulate it, or remove checkpoint_every to run", t.checkpoint_every()));

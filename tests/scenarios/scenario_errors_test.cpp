@@ -128,6 +128,27 @@ TEST(ScenarioErrors, CheckpointEveryNeedsFullCheckpointingAndAPositiveCount) {
             "");
 }
 
+TEST(ScenarioErrors, ReturnedLogitsAndTheLoopsMetricsNeedLogitsToRead) {
+  const std::string chunked =
+      parse_error(replace(minimal_scenario(), "strategy: FSDP2", "loss: CHUNKED outputs { logits: true }"));
+  EXPECT_CONTAINS(chunked, "training.outputs.logits: the CHUNKED loss never makes the whole logits for the model to "
+                           "return: set outputs.logits false, or use another loss");
+  const std::string unheld = parse_error(
+      replace(minimal_scenario(), "strategy: FSDP2", "loss: FUSED outputs { logits: true metric_cross_entropies: 2 }"));
+  EXPECT_CONTAINS(unheld, "training.outputs.metric_cross_entropies: the metrics read the returned logits after the "
+                          "backward: set outputs.logits and outputs.held_until_next_forward true (Composer keeps "
+                          "state.outputs), or set it to 0");
+  const std::string many = parse_error(replace(
+      minimal_scenario(), "strategy: FSDP2",
+      "loss: FUSED outputs { logits: true held_until_next_forward: true metric_cross_entropies: 17 }"));
+  EXPECT_CONTAINS(many, "training.outputs.metric_cross_entropies: metric_cross_entropies is 17");
+  EXPECT_EQ(parse_error(replace(minimal_scenario(), "strategy: FSDP2",
+                                "loss: FUSED outputs { logits: true held_until_next_forward: true "
+                                "metric_cross_entropies: 2 }")),
+            "");
+  EXPECT_EQ(parse_error(replace(minimal_scenario(), "strategy: FSDP2", "loss: FUSED outputs { logits: true }")), "");
+}
+
 TEST(ScenarioErrors, CompileScopeNeedsCompiledAndAKnownValue) {
   const std::string eager = parse_error(replace(minimal_scenario(), "strategy: FSDP2", "compile_scope: TRANSFORMER_BLOCKS"));
   EXPECT_CONTAINS(eager, "training.compile_scope: compile_scope TRANSFORMER_BLOCKS says what torch.compile covers, but "

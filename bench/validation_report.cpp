@@ -347,97 +347,85 @@ void far_off_section(std::ostringstream& md, const validation::ValidationSet& se
   std::sort(far.begin(), far.end(), [](const RowResult* a, const RowResult* b) {
     return std::fabs(validation::throughput_error(*a).value_or(9)) > std::fabs(validation::throughput_error(*b).value_or(9));
   });
-  md << "| id | error | OOM | predicted MFU | head share of the step | comm / compute busy | largest allocations (GiB) |\n"
-        "|---|---:|---|---:|---:|---:|---|\n";
+  // The same model, sequence, GPU and checkpointing on other GPU counts.
+  auto siblings = [&](const RowResult& row) {
+    std::vector<const RowResult*> out;
+    for (const RowResult& other : rows) {
+      if (&other == &row || other.run.set() != validation::VALIDATION || !validation::throughput_error(other) ||
+          other.model != row.model || other.gpu != row.gpu || other.gpu_memory_gib != row.gpu_memory_gib ||
+          other.checkpointing != row.checkpointing || other.sequence != row.sequence || other.gpus == row.gpus) {
+        continue;
+      }
+      out.push_back(&other);
+    }
+    return out;
+  };
+  md << "| id | error | OOM | predicted MFU | head share of the step | comm / compute busy | largest allocations (GiB) "
+        "| same model on other GPU counts |\n|---|---:|---|---:|---:|---:|---|---|\n";
+  std::vector<std::string> contradicted;
   for (const RowResult* row : far) {
     const TraceLook look = look_at_trace(validation::resolve_row(set, set.index_of(row->run.id())));
-    std::string largest;
+    std::string largest, others;
     for (const auto& [name, size] : look.largest) largest += fmt::format("{}{} {:.1f}", largest.empty() ? "" : "; ", name, size);
+    bool all_close = true;
+    const std::vector<const RowResult*> near = siblings(*row);
+    for (const RowResult* other : near) {
+      const double e = *validation::throughput_error(*other);
+      others += fmt::format("{}{} GPUs {}", others.empty() ? "" : ", ", other->gpus, pct(e));
+      all_close = all_close && std::fabs(e) <= kFarOff;
+    }
+    if (!near.empty() && all_close) contradicted.push_back(fmt::format("`{}`", row->run.id()));
     const auto error = validation::throughput_error(*row);
-    md << fmt::format("| {} | {} | {} | {:.1f}% | {:.1f}% | {:.2f} | {} |\n", row->run.id(), error ? pct(*error) : "-",
-                      validation::oom_agreement_name(validation::oom_agreement(*row)), 100 * row->predicted.mfu,
-                      100 * look.head_share, look.comm_over_compute, largest);
+    md << fmt::format("| {} | {} | {} | {:.1f}% | {:.1f}% | {:.2f} | {} | {} |\n", row->run.id(),
+                      error ? pct(*error) : "-", validation::oom_agreement_name(validation::oom_agreement(*row)),
+                      100 * row->predicted.mfu, 100 * look.head_share, look.comm_over_compute, largest,
+                      others.empty() ? "-" : others);
   }
   // Figures the hypotheses quote, from this run.
-  using Format = std::function<std::string(double)>;
-  const Format signed_pct = pct;
-  const Format plain_pct = [](double v) { return fmt::format("{:.0f}%", 100 * v); };
-  const Format ratio = [](double v) { return fmt::format("{:.2f}", v); };
-  auto range = [&](const std::function<bool(const RowResult&)>& keep, const std::function<double(const RowResult&)>& value,
-                   const Format& format) {
-    double lo = 1e300, hi = -1e300;
-    for (const RowResult& row : rows) {
-      if (row.run.set() != validation::VALIDATION || !simulated(row) || !keep(row)) continue;
-      lo = std::min(lo, value(row));
-      hi = std::max(hi, value(row));
-    }
-    return lo > hi ? std::string("-") : fmt::format("{} to {}", format(lo), format(hi));
-  };
   auto error_of = [](const RowResult& r) { return validation::throughput_error(r).value_or(0); };
-  auto has_error = [](const RowResult& r) { return validation::throughput_error(r).has_value(); };
-  auto is_h100 = [&](const RowResult& r) { return has_error(r) && r.gpu == "h100"; };
-  auto is_a100 = [&](const RowResult& r) { return has_error(r) && r.gpu.rfind("a100", 0) == 0; };
-  auto busy = [](const RowResult& r) { return r.predicted.compute_s > 0 ? r.predicted.comm_s / r.predicted.compute_s : 0.0; };
-  auto mfu = [](const RowResult& r) { return r.predicted.mfu; };
+  auto summary_of = [&](const std::function<bool(const RowResult&)>& keep) {
+    double lo = 1e300, hi = -1e300, sum = 0;
+    int n = 0;
+    for (const RowResult& row : rows) {
+      if (row.run.set() != validation::VALIDATION || !validation::throughput_error(row) || !keep(row)) continue;
+      lo = std::min(lo, error_of(row));
+      hi = std::max(hi, error_of(row));
+      sum += std::fabs(error_of(row));
+      ++n;
+    }
+    return n == 0 ? std::string("no rows")
+                  : fmt::format("{} rows, {} to {}, mean |error| {:.1f}%", n, pct(lo), pct(hi), 100 * sum / n);
+  };
   auto fill = [](const RowResult& r) {
     return static_cast<double>(r.predicted.peak_reserved_bytes) / static_cast<double>(r.predicted.capacity_bytes);
   };
-  auto no_ac = [&](const RowResult& r) { return is_a100(r) && r.checkpointing == "none"; };
-  auto with_ac = [&](const RowResult& r) { return is_a100(r) && r.checkpointing != "none"; };
-  std::vector<std::string> calibration_errors, false_ooms;
-  for (const RowResult& row : rows) {
-    if (row.run.set() == validation::CALIBRATION && has_error(row)) calibration_errors.push_back(pct(error_of(row)));
-    if (validation::oom_agreement(row) == validation::OomAgreement::kFalseOom) false_ooms.push_back("`" + row.run.id() + "`");
-  }
+  auto tight = [](const RowResult& r) { return validation::fits_tightly(r); };
+  constexpr int64_t kLong = 16384;
+  auto triton = [&](const RowResult& r) { return r.attention == "triton_flash_attention" && r.sequence >= kLong; };
   md << "\n### Hypotheses (labelled; not tested, and nothing was changed to fit these rows)\n\n";
   md << fmt::format(
-      "- **Hypothesis: H100 rows of the 2023-24 software stacks (llm-foundry, IBM/PyTorch blog) are predicted too fast** "
-      "(errors {} on H100 80GB, against {} on A100 for the same model families and frameworks, and {} for TorchTitan's "
-      "2024 H100 runs, the calibration points: eager at 8 and 128 GPUs, then torch.compile at 8 and 128). The compiled "
-      "calibration points leave out eager element-wise overhead, and they are over-predicted as well: the rest of the "
-      "step (GEMMs, attention, collectives) is predicted too fast on a 500 W Hopper too, so the gap is not only in these "
-      "sources' software; the eager calibration points agree only because the modelled eager overhead exceeds the "
-      "compile gain TorchTitan measured. The simulator's H100 GEMM rates are PyTorch 2.7 measurements at the 700 W "
-      "board limit (docs/SIMULATOR.md, section 6): its predicted MFUs for these rows are {}, "
-      "where the sources publish 30-46% MFU (llm-foundry's MFU column, the blog's 0.32-0.37). These rows keep the "
-      "collectives busy {} times as long as the compute stream, and exposing every all-gather "
-      "(`ragged validate --set training.prefetch_depth=0`, docs/results/validation-sensitivity.md) brings them closest, "
-      "but the overlap is not where their gap is: llm-foundry's H100 table publishes the same MFU at every GPU count "
-      "(MPT-1B at 2k: 41.8%, 42.4%, 41.5%, 40.9% on 8, 16, 32, 64 GPUs; MPT-13B: 39.8%, 39.6%, 40.0%, 39.9%), "
-      "where exposed collectives would cost more once they cross nodes, and exposing every all-gather moves the 512-GPU "
-      "MPT-1B row by about 5% where it is more than 50% off (the by-row table of docs/results/validation-sensitivity.md). "
-      "What is left is compute: "
-      "kernels of that software stack that did not reach Hopper's rates (llm-foundry's Triton attention of 2023, its eager "
-      "element-wise kernels), which no sourced rate yet describes; the attention kernel is in each row's notes. The same "
-      "table points at the attention: its MFU counts attention FLOPs without the causal half, so it would rise with the "
-      "sequence if attention ran near the GEMMs' rate, yet MPT-30B on 8 H100 falls from 38.8% at 1k to 38.1%, 35.9% and "
-      "29.9% at 2k, 4k and 8k; a time per token of the form a + b x sequence through those four rows puts that attention "
-      "at about 90 TFLOP/s executed (FA2 reaches 260-333 in the FlashAttention-3 paper's charts) and the rest at about "
-      "555 TFLOP/s per 8 x parameters FLOPs. That is a diagnosis from validation rows, not a rate the simulator may take: "
-      "llm-foundry's `attn_impl: triton` ran a pre-MLIR Triton fork (`triton-pre-mlir`, llm-foundry issue #246) whose "
-      "Hopper rate no benchmark publishes.\n",
-      range(is_h100, error_of, signed_pct), range(is_a100, error_of, signed_pct), join(calibration_errors),
-      range(is_h100, mfu, plain_pct), range(is_h100, busy, ratio));
+      "- **Hypothesis: runs at their memory limit are slower than predicted.** Rows predicted to fit tightly: {}; rows "
+      "not flagged but predicted at 90% of capacity or more: {}; every other row: {}. Near capacity PyTorch's caching "
+      "allocator releases its cache and retries, each release a device synchronisation (fms-fsdp issue #63 names it a "
+      "throughput cliff); the simulator predicts a retry only when its coarse pieces (a block's recompute is one) "
+      "overflow, so it sees the cliff late (docs/SIMULATOR.md section 8, \"Tight fits\").\n",
+      summary_of(tight), summary_of([&](const RowResult& r) { return !tight(r) && fill(r) >= 0.9; }),
+      summary_of([&](const RowResult& r) { return !tight(r) && fill(r) < 0.9; }));
   md << fmt::format(
-      "- **Hypothesis: runs without activation checkpointing at the largest micro-batch that fits are slower than "
-      "predicted** (on A100, where the H100 effect above does not mix in: errors {} without checkpointing, {} with it). "
-      "llm-foundry's own HFU column gives 45-64% for its "
-      "rows without checkpointing and 65-77% for those with it, while the simulator predicts about the same hardware "
-      "utilisation for both. Candidates: the caching allocator near capacity (cudaMalloc retries and cache flushes, which "
-      "fms-fsdp issue #63 names as a throughput cliff; these rows' predicted peak reserved memory is {} of capacity) and the loss on "
-      "fp32 logits, whose share of the step the head column of the table above shows (largest for the small models).\n",
-      range(no_ac, error_of, signed_pct), range(with_ac, error_of, signed_pct), range(no_ac, fill, plain_pct));
+      "- **Hypothesis: flash-attn's Triton FlashAttention is relatively faster on Hopper than the A100 measurement the "
+      "simulator takes.** Rows running it at sequences of {} tokens or more: H100 {}; A100 {}. Its rate is "
+      "FlashAttention-2's times the shares the FlashAttention-2 paper measured on an A100 (section 4.1), taken to hold "
+      "on Hopper; llm-foundry's `attn_impl: triton` ran a pre-MLIR Triton fork (`triton-pre-mlir`, llm-foundry issue "
+      "#246) whose Hopper rate no benchmark publishes.\n",
+      tokens(kLong), summary_of([&](const RowResult& r) { return triton(r) && r.gpu == "h100"; }),
+      summary_of([&](const RowResult& r) { return triton(r) && r.gpu.rfind("a100", 0) == 0; }));
   md << fmt::format(
-      "- **Hypothesis: the false OOMs ({}) come from the memory model of the loss, the allocator and selective "
-      "checkpointing.** For the small MPT models at large micro-batches the largest allocations (table above) are the "
-      "head's backward workspace and activations (fp32 logits of micro-batch x sequence x vocabulary and their gradient), "
-      "kept at full size, and reserved exceeds allocated by the cached segments of the previous micro-batch's head; "
-      "llm-foundry's loss frees or chunks them earlier. The loss memory model and the caching-allocator model are being "
-      "reworked (loss chunking, allocator). torchtitan's Llama-2-70B at batch 1 with op-level selective checkpointing "
-      "(published: it runs) holds mostly its activations in the prediction (`ragged inspect` gives the bytes per token "
-      "and layer under the selective policy), which points at the selective-checkpointing activation model keeping more than "
-      "torchtitan's policy of that revision did.\n\n",
-      join(false_ooms));
+      "- **Hypothesis: far-off rows whose neighbours on other GPU counts agree with the prediction are outliers of "
+      "their source's measurement, or of what changes with the GPU count**: {} (every row of the same model, sequence, "
+      "GPU and checkpointing on another GPU count is within {:.0f}%, the last column above). What changes is each GPU's "
+      "shard: fewer GPUs hold more of the model, closer to the memory limit (the first hypothesis). Nothing is changed "
+      "for these rows; they stay in the summary.\n\n",
+      contradicted.empty() ? std::string("none") : join(contradicted), 100 * kFarOff);
 }
 
 void sources_section(std::ostringstream& md, const std::vector<RowResult>& rows) {
@@ -531,9 +519,9 @@ int main(int argc, char** argv) {
     md << R"(## What is left
 
 - One validation source publishes memory: ATorch's Llama-2-7B rows give
-  peak allocated memory, and the model is far under it ("Memory against
-  published memory" above); torchtitan's later tables (Llama 3.1 on H100, with memory) are
-  float8, FSDP+CP or the calibration configuration itself.
+  peak allocated memory ("Memory against published memory" above);
+  torchtitan's later tables (Llama 3.1 on H100, with memory) are float8,
+  FSDP+CP or the calibration configuration itself.
 - ZeRO-3 has one point (Hugging Face's 4-GPU Granite-7B run, whose sequence
   length and checkpointing are inferred); a DeepSpeed source at scale with
   exact configurations is still to find.

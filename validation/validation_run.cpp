@@ -85,6 +85,8 @@ std::vector<RowResult> run_validation(const ValidationSet& set, const RunOptions
       row.gpu_memory_gib = scenario.cluster().gpu().hbm_capacity_gib();
       row.strategy = scenarios::strategy_name(scenario.training().strategy());
       row.checkpointing = lower(scenarios::Checkpointing_Name(scenario.training().activation_checkpointing()));
+      row.sequence = scenario.training().sequence_length();
+      row.attention = lower(scenarios::AttentionKernel_Name(scenario.training().attention()));
       try {
         row.predicted = options.simulate ? options.simulate(*resolved[k]) : simulate_row(*resolved[k]);
         row.status = RowStatus::kSimulated;

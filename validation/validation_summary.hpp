@@ -56,6 +56,8 @@ struct RowResult {
   double gpu_memory_gib = 0;  // its capacity as the scenario gives it
   std::string strategy;
   std::string checkpointing;
+  int64_t sequence = 0;  // tokens per sequence
+  std::string attention;  // the attention kernel ("triton_flash_attention", ...)
   Prediction predicted;
 };
 

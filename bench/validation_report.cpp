@@ -509,6 +509,9 @@ int main(int argc, char** argv) {
     group_table(md, "strategy", rows, [](const RowResult& r) { return r.strategy; });
     group_table(md, "activation checkpointing", rows, [](const RowResult& r) { return r.checkpointing; });
     group_table(md, "GPUs", rows, gpu_range);
+    // Right-aligned so that the table sorts by length.
+    group_table(md, "sequence (tokens)", rows,
+                [](const RowResult& r) { return fmt::format("{:>6}", format_integer(r.sequence)); });
     rows_section(md, rows, validation::VALIDATION);
     rows_section(md, rows, validation::CALIBRATION);
     if (!previous.empty()) moved_section(md, rows, previous_report, changes_text);

@@ -184,7 +184,9 @@ void HostExecutor::execute(const Op& op, int64_t step, MeasuredStep& out) {
       groups_.replicas->all_reduce_in_place(reduced.data(), static_cast<int64_t>(reduced.size()));
       break;
     }
-    case OpKind::kTrainMetrics: break;  // the host workload keeps its loss; it computes no other metric
+    case OpKind::kTrainMetrics:
+      RAGGED_ASSERT(false, "the host workload computes no train metrics (check_loop_metrics refuses them): " + op.name);
+      break;
     case OpKind::kGradAccumulate: {
       // The step's gradient is the mean over every rank's micro-batches.
       const float scale = 1.0f / static_cast<float>(groups_.world->size() * program_.micro_batches);

@@ -47,6 +47,7 @@ int64_t self_test_groups(const RankGroups& groups, int64_t count, uint64_t tag) 
 RunResult run(const planner::ResolvedScenario& resolved, const RunOptions& options, Communicator& comm) {
   check_workload_supported(resolved.model);
   check_update_kernel(resolved.scenario().training());
+  check_loop_metrics(resolved.scenario().training());
   check_host_runnable(resolved, options);
   check_launch(resolved, comm);
   check_injection(resolved.model, options.inject_nan);

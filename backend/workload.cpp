@@ -26,6 +26,14 @@ void check_update_kernel(const scenarios::Training& training) {
                                scenarios::AdamWImplementation_Name(training.optimizer().adamw().implementation())));
 }
 
+void check_loop_metrics(const scenarios::Training& training) {
+  if (training.outputs().metric_cross_entropies() <= 0) return;
+  throw InputError(fmt::format("training.outputs.metric_cross_entropies: {}: `ragged run` computes the loss only, no "
+                               "metrics over the logits; simulate it, or run with --set "
+                               "training.outputs.metric_cross_entropies=0",
+                               training.outputs().metric_cross_entropies()));
+}
+
 void check_workload_supported(const models::ModelSpec& model) {
   const models::ArchConfig& a = model.arch;
   std::vector<std::string> parts;

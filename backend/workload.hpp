@@ -57,6 +57,11 @@ void check_workload_supported(const models::ModelSpec& model);
 // other stacks' kernels, which `ragged simulate` models).
 void check_update_kernel(const scenarios::Training& training);
 
+// InputError when the scenario's training loop computes metrics over the
+// logits (training.outputs.metric_cross_entropies): the workloads compute
+// the loss only, so the backends would run a Program they skip part of.
+void check_loop_metrics(const scenarios::Training& training);
+
 // True when the head multiplies by the embedding table (tied embeddings).
 bool head_reads_embedding(const models::ModelSpec& model);
 // Pointers forward/backward of `unit` expect: its tensors, plus the embedding

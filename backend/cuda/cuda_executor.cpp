@@ -218,7 +218,7 @@ void CudaExecutor::issue(const Op& op, int64_t step) {
       collectives_.reduce_scatter_in_place(data(op.buffer), shards_[ui].shard_size(), config_.reduce, op.stream, stream);
       break;
     case OpKind::kTrainMetrics:
-      RAGGED_ASSERT(false, "the GPU workload computes no train metrics (cuda_run.cpp refuses them): " + op.name);
+      RAGGED_ASSERT(false, "the GPU workload computes no train metrics (check_loop_metrics refuses them): " + op.name);
       break;
     case OpKind::kGradAccumulate: {
       // The step's gradient is the mean over every rank's micro-batches.

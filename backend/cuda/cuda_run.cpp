@@ -64,6 +64,7 @@ void check_gpu_runnable(const planner::ResolvedScenario& resolved, const RunOpti
         "training.optimizer: the GPU backend runs AdamW and 8-bit Adam; Muon and Shampoo run on --device cpu");
   }
   check_update_kernel(t);
+  check_loop_metrics(t);
   const planner::StrategyTraits traits = planner::strategy_traits(t.strategy());
   if (!traits.cast_before_gather || traits.grad_shard_in_param_dtype) {
     throw InputError(fmt::format("training.strategy: {} keeps persistent low-precision shards, which the GPU backend "
@@ -72,11 +73,6 @@ void check_gpu_runnable(const planner::ResolvedScenario& resolved, const RunOpti
   }
   if (t.precision().master() != scenarios::FP32) {
     throw InputError("training.precision.master: the GPU backend keeps fp32 master weights; set master: FP32");
-  }
-  if (t.outputs().metric_cross_entropies() > 0) {
-    throw InputError(fmt::format("training.outputs.metric_cross_entropies: {}: the GPU workload computes no train "
-                                 "metrics; simulate it, or set it to 0 to run",
-                                 t.outputs().metric_cross_entropies()));
   }
   if (t.checkpoint_every() > 1) {
     throw InputError(fmt::format("training.checkpoint_every: {}: the GPU workload checkpoints every block or none; "

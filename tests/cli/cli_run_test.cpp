@@ -161,6 +161,19 @@ TEST_F(CliRun, BadRequests) {
                                    "update; `ragged run` updates with one fused AdamW kernel"),
             std::string::npos)
       << per_parameter.err;
+  // A training loop's metrics over the logits are simulated, not run, on either device.
+  for (const char* device : {"cpu", "cuda"}) {
+    auto metrics = run_cli({"run", "tiny-llama-4xcpu", "--gpus", "1", "--device", device, "--set",
+                            "training.outputs.logits=true", "--set", "training.outputs.held_until_next_forward=true",
+                            "--set", "training.outputs.metric_cross_entropies=2"});
+    EXPECT_EQ(metrics.code, 2) << device;
+#ifndef RAGGED_HAVE_CUDA
+    if (std::string(device) == "cuda") continue;  // this build refuses --device cuda first
+#endif
+    EXPECT_NE(metrics.err.find("training.outputs.metric_cross_entropies: 2: `ragged run` computes the loss only"),
+              std::string::npos)
+        << device << ": " << metrics.err;
+  }
   auto uneven = run_cli({"run", "tiny-llama-4xcpu", "--shard-group", "3"});  // 4 GPUs in groups of 3
   EXPECT_EQ(uneven.code, 2);
   EXPECT_NE(uneven.err.find("--shard-group 3: it must divide the 4 GPUs"), std::string::npos) << uneven.err;

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <optional>
 #include <iostream>
 #include <map>
 #include <regex>
@@ -111,22 +112,40 @@ TraceLook look_at_trace(const planner::ResolvedScenario& resolved) {
   return look;
 }
 
+// The throughput errors of a set of validation rows.
+struct ErrorStats {
+  int n = 0;
+  double sum_abs = 0, sum = 0, max_abs = 0, lo = 0, hi = 0;
+  void add(double error) {
+    lo = n == 0 ? error : std::min(lo, error);
+    hi = n == 0 ? error : std::max(hi, error);
+    ++n;
+    sum_abs += std::fabs(error);
+    sum += error;
+    max_abs = std::max(max_abs, std::fabs(error));
+  }
+};
+
+// A row the error figures count: a validation row with a published throughput.
+std::optional<double> counted_error(const RowResult& row) {
+  return row.run.set() == validation::VALIDATION ? validation::throughput_error(row) : std::nullopt;
+}
+
+// The errors of the counted rows `keep` accepts.
+ErrorStats error_stats(const std::vector<RowResult>& rows, const std::function<bool(const RowResult&)>& keep) {
+  ErrorStats stats;
+  for (const RowResult& row : rows) {
+    if (auto error = counted_error(row); error && keep(row)) stats.add(*error);
+  }
+  return stats;
+}
+
 // Rows, mean |error|, max |error| and mean signed error of the rows a key groups.
 void group_table(std::ostringstream& md, const std::string& title, const std::vector<RowResult>& rows,
                  const std::function<std::string(const RowResult&)>& key) {
-  struct Stats {
-    int n = 0;
-    double sum_abs = 0, sum = 0, max_abs = 0;
-  };
-  std::map<std::string, Stats> groups;
+  std::map<std::string, ErrorStats> groups;
   for (const RowResult& row : rows) {
-    auto error = validation::throughput_error(row);
-    if (row.run.set() != validation::VALIDATION || !error) continue;
-    Stats& s = groups[key(row)];
-    ++s.n;
-    s.sum_abs += std::fabs(*error);
-    s.sum += *error;
-    s.max_abs = std::max(s.max_abs, std::fabs(*error));
+    if (auto error = counted_error(row)) groups[key(row)].add(*error);
   }
   md << fmt::format("| {} | rows | mean \\|error\\| | max \\|error\\| | mean signed error |\n|---|---:|---:|---:|---:|\n", title);
   for (const auto& [name, s] : groups) {
@@ -351,9 +370,9 @@ void far_off_section(std::ostringstream& md, const validation::ValidationSet& se
   auto siblings = [&](const RowResult& row) {
     std::vector<const RowResult*> out;
     for (const RowResult& other : rows) {
-      if (&other == &row || other.run.set() != validation::VALIDATION || !validation::throughput_error(other) ||
-          other.model != row.model || other.gpu != row.gpu || other.gpu_memory_gib != row.gpu_memory_gib ||
-          other.checkpointing != row.checkpointing || other.sequence != row.sequence || other.gpus == row.gpus) {
+      if (&other == &row || !counted_error(other) || other.model != row.model || other.gpu != row.gpu ||
+          other.gpu_memory_gib != row.gpu_memory_gib || other.checkpointing != row.checkpointing ||
+          other.sequence != row.sequence || other.gpus == row.gpus) {
         continue;
       }
       out.push_back(&other);
@@ -370,7 +389,7 @@ void far_off_section(std::ostringstream& md, const validation::ValidationSet& se
     bool all_close = true;
     const std::vector<const RowResult*> near = siblings(*row);
     for (const RowResult* other : near) {
-      const double e = *validation::throughput_error(*other);
+      const double e = *counted_error(*other);
       others += fmt::format("{}{} GPUs {}", others.empty() ? "" : ", ", other->gpus, pct(e));
       all_close = all_close && std::fabs(e) <= kFarOff;
     }
@@ -382,19 +401,10 @@ void far_off_section(std::ostringstream& md, const validation::ValidationSet& se
                       others.empty() ? "-" : others);
   }
   // Figures the hypotheses quote, from this run.
-  auto error_of = [](const RowResult& r) { return validation::throughput_error(r).value_or(0); };
   auto summary_of = [&](const std::function<bool(const RowResult&)>& keep) {
-    double lo = 1e300, hi = -1e300, sum = 0;
-    int n = 0;
-    for (const RowResult& row : rows) {
-      if (row.run.set() != validation::VALIDATION || !validation::throughput_error(row) || !keep(row)) continue;
-      lo = std::min(lo, error_of(row));
-      hi = std::max(hi, error_of(row));
-      sum += std::fabs(error_of(row));
-      ++n;
-    }
-    return n == 0 ? std::string("no rows")
-                  : fmt::format("{} rows, {} to {}, mean |error| {:.1f}%", n, pct(lo), pct(hi), 100 * sum / n);
+    const ErrorStats e = error_stats(rows, keep);
+    if (e.n == 0) return std::string("no rows");
+    return fmt::format("{} rows, {} to {}, mean |error| {:.1f}%", e.n, pct(e.lo), pct(e.hi), 100 * e.sum_abs / e.n);
   };
   auto fill = [](const RowResult& r) {
     return static_cast<double>(r.predicted.peak_reserved_bytes) / static_cast<double>(r.predicted.capacity_bytes);
@@ -422,8 +432,8 @@ void far_off_section(std::ostringstream& md, const validation::ValidationSet& se
   md << fmt::format(
       "- **Hypothesis: far-off rows whose neighbours on other GPU counts agree with the prediction are outliers of "
       "their source's measurement, or of what changes with the GPU count**: {} (every row of the same model, sequence, "
-      "GPU and checkpointing on another GPU count is within {:.0f}%, the last column above). What changes is each GPU's "
-      "shard: fewer GPUs hold more of the model, closer to the memory limit (the first hypothesis). Nothing is changed "
+      "GPU and checkpointing on another GPU count is within {:.0f}%, the last column above). What changes is each "
+      "GPU's shard: fewer GPUs hold more of the model, closer to the memory limit (the first hypothesis). Nothing is changed "
       "for these rows; they stay in the summary.\n\n",
       contradicted.empty() ? std::string("none") : join(contradicted), 100 * kFarOff);
 }

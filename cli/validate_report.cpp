@@ -14,6 +14,8 @@ using validation::RowResult;
 using validation::RowStatus;
 
 const validation::Set kSets[] = {validation::CALIBRATION, validation::VALIDATION};
+// Rows whose measurements lie closer than this are left to --json.
+constexpr double kSpreadShown = 0.05;
 
 std::string tokens(double value) {
   return value >= 100 ? format_integer(std::llround(value)) : fmt::format("{:.1f}", value);
@@ -61,6 +63,33 @@ void print_rows(const std::vector<RowResult>& rows, validation::Set set, std::os
   out << '\n';
 }
 
+// Rows their source published more than once: each other measurement, what
+// differs in it, and the prediction's error against it.
+void print_remeasured(const std::vector<RowResult>& rows, std::ostream& out) {
+  bool any = false;
+  for (const RowResult& row : rows) {
+    const auto spread = validation::published_spread(row.run);
+    if (row.status != RowStatus::kSimulated || !spread || *spread <= kSpreadShown) continue;
+    if (!any) {
+      out << fmt::format("measured again by their source, {:.0f}% apart or more (the summary uses the published figure "
+                         "above; * = the source states a difference; --json lists every row measured again):\n",
+                         100 * kSpreadShown);
+    }
+    any = true;
+    const std::vector<double> errors = validation::remeasured_errors(row);
+    std::string others;
+    for (int i = 0; i < row.run.remeasured_size(); ++i) {
+      const validation::Remeasurement& r = row.run.remeasured(i);
+      others += fmt::format("{}{}{} ({})", others.empty() ? "" : ", ", tokens(r.tokens_per_s_per_gpu()),
+                            r.differs().empty() ? "" : "*", percent(errors[static_cast<size_t>(i)]));
+    }
+    out << fmt::format("  {}: published {} ({}); also {}{}\n", row.run.id(), published_text(row),
+                       percent(validation::throughput_error(row)), others,
+                       validation::within_published_range(row) ? "; predicted within their range" : "");
+  }
+  if (any) out << '\n';
+}
+
 void print_summary(const std::vector<RowResult>& rows, std::ostream& out) {
   Table table;
   table.column("set", Table::Align::kLeft).column("rows").column("simulated").column("failed").column("excluded");
@@ -80,6 +109,14 @@ void print_summary(const std::vector<RowResult>& rows, std::ostream& out) {
   out << "summary (error = predicted / published - 1 of tokens/s per GPU, over the simulated rows with a published "
          "throughput)\n";
   table.print(out, "  ");
+  for (validation::Set set : kSets) {
+    const validation::SetSummary s = validation::summarize(rows, set);
+    if (s.remeasured_rows == 0) continue;
+    out << fmt::format("  {}: {} rows measured more than once by their source, the measurements {:.1f}% apart at most "
+                       "({}); {} predicted within the range of their measurements\n",
+                       validation::set_name(set), s.remeasured_rows, 100 * s.max_published_spread, s.max_spread_id,
+                       s.within_published_range);
+  }
 }
 
 nlohmann::json optional_number(std::optional<double> value) { return value ? nlohmann::json(*value) : nlohmann::json(); }
@@ -129,6 +166,21 @@ nlohmann::json row_json(const RowResult& row) {
   out["error"] = optional_number(validation::throughput_error(row));
   out["memory_error"] = optional_number(validation::memory_error(row));
   out["oom_agreement"] = validation::oom_agreement_name(validation::oom_agreement(row));
+  if (!run.remeasured().empty()) {
+    const std::vector<double> errors = validation::remeasured_errors(row);
+    nlohmann::json list = nlohmann::json::array();
+    for (int i = 0; i < run.remeasured_size(); ++i) {
+      const validation::Remeasurement& r = run.remeasured(i);
+      list.push_back({{"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu()}, {"error", errors[static_cast<size_t>(i)]},
+                      {"differs", r.differs()},
+                      {"source", {{"title", r.source().title()}, {"url", r.source().url()},
+                                  {"commit", r.source().commit()}, {"table", r.source().table()},
+                                  {"row", r.source().row()}}}});
+    }
+    out["remeasured"] = list;
+    out["published_spread"] = optional_number(validation::published_spread(run));
+    out["within_published_range"] = validation::within_published_range(row);
+  }
   return out;
 }
 
@@ -139,7 +191,9 @@ nlohmann::json summary_json(const validation::SetSummary& s) {
           {"oom_agree", s.oom_agree}, {"false_ooms", s.false_ooms}, {"missed_ooms", s.missed_ooms},
           {"tight_fits", s.tight_fits},
           {"memory_rows", s.memory_rows}, {"memory_within_tolerance", s.memory_within_tolerance},
-          {"memory_tolerance", validation::kMemoryTolerance}, {"mean_abs_memory_error", s.mean_abs_memory_error}};
+          {"memory_tolerance", validation::kMemoryTolerance}, {"mean_abs_memory_error", s.mean_abs_memory_error},
+          {"remeasured_rows", s.remeasured_rows}, {"within_published_range", s.within_published_range},
+          {"max_published_spread", s.max_published_spread}, {"max_spread_id", s.max_spread_id}};
 }
 
 }  // namespace
@@ -167,6 +221,7 @@ void print_validation(const validation::ValidationSet& set, const std::vector<Ro
                        published_text(row), row.run.excluded());
   }
   if (any_excluded) out << '\n';
+  print_remeasured(rows, out);
   print_summary(rows, out);
 }
 

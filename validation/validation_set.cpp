@@ -43,6 +43,7 @@ class RunChecker {
     check_scenario();
     check_source();
     check_published();
+    check_remeasured();
   }
 
  private:
@@ -88,11 +89,30 @@ class RunChecker {
 
   void check_source() const {
     if (!run_.has_source()) fail("source", "missing: give source { title url table row } (and commit when known)");
-    const Source& s = run_.source();
-    if (s.title().empty()) fail("source.title", "missing: the paper, blog or repository file");
-    if (s.url().empty()) fail("source.url", "missing: the URL or arXiv id of the source");
-    if (s.table().empty()) fail("source.table", "missing: the table (or section) that holds the figure");
-    if (s.row().empty()) fail("source.row", "missing: how to find the row (its cells as printed)");
+    check_source_fields(run_.source(), "source");
+  }
+
+  void check_source_fields(const Source& s, const std::string& at) const {
+    if (s.title().empty()) fail(at + ".title", "missing: the paper, blog or repository file");
+    if (s.url().empty()) fail(at + ".url", "missing: the URL or arXiv id of the source");
+    if (s.table().empty()) fail(at + ".table", "missing: the table (or section) that holds the figure");
+    if (s.row().empty()) fail(at + ".row", "missing: how to find the row (its cells as printed)");
+  }
+
+  void check_remeasured() const {
+    for (int i = 0; i < run_.remeasured_size(); ++i) {
+      const Remeasurement& r = run_.remeasured(i);
+      const std::string at = fmt::format("remeasured[{}]", i);
+      if (!published_tokens_per_s(run_.published())) {
+        fail(at, "the run publishes no throughput to set this measurement beside; drop remeasured or give "
+                 "published { tokens_per_s_per_gpu: N }");
+      }
+      if (!r.has_source()) fail(at + ".source", "missing: give source { title url table row } of this measurement");
+      check_source_fields(r.source(), at + ".source");
+      if (!(r.tokens_per_s_per_gpu() > 0)) {
+        fail(at + ".tokens_per_s_per_gpu", fmt::format("must be positive (got {})", r.tokens_per_s_per_gpu()));
+      }
+    }
   }
 
   void check_published() const {

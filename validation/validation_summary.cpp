@@ -1,6 +1,8 @@
 #include "validation/validation_summary.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -15,6 +17,44 @@ std::optional<double> throughput_error(const RowResult& row) {
   const std::optional<double> published = published_tokens_per_s(row.run.published());
   if (!published) return std::nullopt;
   return row.predicted.tokens_per_s_per_gpu / *published - 1;
+}
+
+std::vector<double> remeasured_errors(const RowResult& row) {
+  std::vector<double> errors;
+  if (row.status != RowStatus::kSimulated) return errors;
+  for (const Remeasurement& r : row.run.remeasured()) {
+    errors.push_back(row.predicted.tokens_per_s_per_gpu / r.tokens_per_s_per_gpu() - 1);
+  }
+  return errors;
+}
+
+namespace {
+
+// The lowest and highest of the run's published throughputs.
+std::optional<std::pair<double, double>> published_range(const Run& run) {
+  const std::optional<double> published = published_tokens_per_s(run.published());
+  if (!published || run.remeasured().empty()) return std::nullopt;
+  double lo = *published, hi = *published;
+  for (const Remeasurement& r : run.remeasured()) {
+    lo = std::min(lo, r.tokens_per_s_per_gpu());
+    hi = std::max(hi, r.tokens_per_s_per_gpu());
+  }
+  return std::pair{lo, hi};
+}
+
+}  // namespace
+
+std::optional<double> published_spread(const Run& run) {
+  const auto range = published_range(run);
+  if (!range) return std::nullopt;
+  return range->second / range->first - 1;
+}
+
+bool within_published_range(const RowResult& row) {
+  const auto range = published_range(row.run);
+  if (row.status != RowStatus::kSimulated || !range) return false;
+  const double predicted = row.predicted.tokens_per_s_per_gpu;
+  return predicted >= range->first && predicted <= range->second;
 }
 
 std::optional<PublishedMemory> published_memory(const Published& published) {
@@ -105,6 +145,14 @@ SetSummary summarize(const std::vector<RowResult>& rows, Set set) {
       case OomAgreement::kNotApplicable: break;
     }
     if (fits_tightly(row)) ++s.tight_fits;
+    if (auto spread = published_spread(row.run)) {
+      ++s.remeasured_rows;
+      if (within_published_range(row)) ++s.within_published_range;
+      if (s.max_spread_id.empty() || *spread > s.max_published_spread) {
+        s.max_published_spread = *spread;
+        s.max_spread_id = row.run.id();
+      }
+    }
     if (auto error = memory_error(row)) {
       ++s.memory_rows;
       memory_error_sum += std::fabs(*error);

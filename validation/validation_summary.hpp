@@ -73,6 +73,15 @@ int64_t predicted_memory_bytes(const RowResult& row);
 std::string published_memory_text(const Published& published);  // "38.7", "38.7 alloc" or "-"
 
 std::optional<double> throughput_error(const RowResult& row);  // nullopt: not simulated or no published throughput
+// Predicted / each of the run's other published measurements - 1, in file
+// order (empty unless simulated).
+std::vector<double> remeasured_errors(const RowResult& row);
+// The spread of what the source published for the run: max / min - 1 over its
+// figure and its other measurements; nullopt without other measurements.
+std::optional<double> published_spread(const Run& run);
+// Simulated, measured more than once, and predicted within the range of the
+// source's measurements (inclusive).
+bool within_published_range(const RowResult& row);
 std::optional<double> memory_error(const RowResult& row);      // nullopt: not simulated or no published memory
 OomAgreement oom_agreement(const RowResult& row);              // kNotApplicable unless simulated
 // Simulated and predicted to fit with less room than the simulator's own
@@ -99,6 +108,10 @@ struct SetSummary {
   int memory_rows = 0;           // simulated rows with a published peak memory
   int memory_within_tolerance = 0;
   double mean_abs_memory_error = 0;
+  int remeasured_rows = 0;          // simulated rows their source measured more than once
+  int within_published_range = 0;   // of those, predicted within the range of the measurements
+  double max_published_spread = 0;  // the largest published_spread among them
+  std::string max_spread_id;
 };
 
 SetSummary summarize(const std::vector<RowResult>& rows, Set set);

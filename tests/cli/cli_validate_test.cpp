@@ -21,7 +21,7 @@ TEST(CliValidate, EveryRowOfTheRepositorySetSimulatesAndBothSummariesArePrinted)
   CliResult r = run_binary("validate --json");
   ASSERT_EQ(r.code, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
-  int simulated = 0, excluded = 0;
+  int simulated = 0, excluded = 0, remeasured = 0;
   for (const auto& row : j.at("rows")) {
     const std::string status = row.at("status");
     EXPECT_NE(status, "failed") << row.at("id") << ": " << row.value("failure", "");
@@ -31,9 +31,18 @@ TEST(CliValidate, EveryRowOfTheRepositorySetSimulatesAndBothSummariesArePrinted)
       EXPECT_GT(row.at("predicted").at("tokens_per_s_per_gpu").get<double>(), 0) << row.at("id");
       EXPECT_FALSE(row.at("source").at("url").get<std::string>().empty());
     }
+    // Another measurement the source published: its error against the same prediction.
+    for (const auto& other : row.value("remeasured", nlohmann::json::array())) {
+      ++remeasured;
+      const double tokens = other.at("tokens_per_s_per_gpu");
+      EXPECT_NEAR(other.at("error").get<double>(),
+                  row.at("predicted").at("tokens_per_s_per_gpu").get<double>() / tokens - 1, 1e-12) << row.at("id");
+      EXPECT_FALSE(other.at("source").at("url").get<std::string>().empty()) << row.at("id");
+    }
   }
   EXPECT_GE(simulated, 32);
   EXPECT_GE(excluded, 1);
+  EXPECT_GE(remeasured, 1);
   const auto& v = j.at("summary").at("validation");
   const auto& c = j.at("summary").at("calibration");
   EXPECT_GE(v.at("throughput_rows").get<int>(), 30);
@@ -55,6 +64,17 @@ TEST(CliValidate, TextReportHasTheRowsExclusionsAndSummary) {
   EXPECT_CONTAINS(r.out, "excluded from the summary:");
   EXPECT_CONTAINS(r.out, "summary (error = predicted / published - 1");
   EXPECT_CONTAINS(r.out, "agree (OOM)");  // torchtitan's published out-of-memory runs
+}
+
+// A row whose source measured its configuration again, far from the figure
+// the row takes: the text report lists the other measurement and its error.
+TEST(CliValidate, RowsMeasuredAgainListTheOtherMeasurements) {
+  CliResult r = run_cli({"validate", "--filter", "foundry-a100-80-760m-s512-8g"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "measured again by their source");
+  EXPECT_CONTAINS(r.out, "foundry-a100-80-760m-s512-8g: published 29,446");
+  EXPECT_CONTAINS(r.out, "also 36,719*");
+  EXPECT_CONTAINS(r.out, "1 rows measured more than once by their source");
 }
 
 TEST(CliValidate, AFolderWithoutRunsIsBadInput) {

@@ -131,6 +131,29 @@ TEST_F(ValidationSetTest, TflopsNeedTheSourcesFlopsPerTokenAndConvention) {
                   "runs[0].published.tflops.convention: missing");
 }
 
+// Another measurement of the run's configuration names its own source, a
+// positive throughput, and needs the run's published throughput beside it.
+TEST_F(ValidationSetTest, RemeasurementsNeedASourceAndAPositiveThroughput) {
+  const std::string scenario = "scenario: \"scenarios/s.textproto\"";
+  const std::string published = "published { tokens_per_s_per_gpu: 1000 }";
+  const std::string source = "source { title: \"T\" url: \"u\" table: \"t\" row: \"r\" } ";
+  EXPECT_EQ(error(run_entry("a", scenario, published,
+                            "  remeasured { " + source + "tokens_per_s_per_gpu: 900 differs: \"image\" }\n")),
+            "");
+  EXPECT_CONTAINS(error(run_entry("a", scenario, published, "  remeasured { " + source + "}\n")),
+                  ":7:3: runs[0].remeasured[0].tokens_per_s_per_gpu: must be positive (got 0)");
+  EXPECT_CONTAINS(error(run_entry("a", scenario, published,
+                                  "  remeasured { " + source + "tokens_per_s_per_gpu: 9 }\n"
+                                  "  remeasured { source { title: \"T\" url: \"u\" row: \"r\" } "
+                                  "tokens_per_s_per_gpu: 9 }\n")),
+                  "runs[0].remeasured[1].source.table: missing");
+  EXPECT_CONTAINS(error(run_entry("a", scenario, published, "  remeasured { tokens_per_s_per_gpu: 9 }\n")),
+                  "runs[0].remeasured[0].source: missing");
+  EXPECT_CONTAINS(error(run_entry("a", scenario, "published { ran: false }",
+                                  "  remeasured { " + source + "tokens_per_s_per_gpu: 9 }\n")),
+                  "runs[0].remeasured[0]: the run publishes no throughput");
+}
+
 TEST_F(ValidationSetTest, MissingFolderAndManifest) {
   try {
     load_validation_set(folder_.path() / "nope");

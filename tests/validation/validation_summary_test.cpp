@@ -118,6 +118,35 @@ TEST(ValidationSummary, TightFitsAreCountedApartFromTheOomAgreement) {
   EXPECT_EQ(s.oom_agree, 5);  // a tight fit still agrees with a run that ran
 }
 
+// A row its source measured again: the errors against each measurement, the
+// spread of the measurements (max / min - 1) and whether the prediction lies
+// between them; the summary's errors still use the published figure alone.
+TEST(ValidationSummary, RemeasuredRowsReportTheSpreadOfTheirMeasurements) {
+  std::vector<RowResult> r = rows();
+  auto remeasure = [](RowResult& row, double tokens) {
+    Remeasurement* m = row.run.add_remeasured();
+    m->set_tokens_per_s_per_gpu(tokens);
+  };
+  remeasure(r[0], 1250);  // a: published 1000, predicted 1100: between them
+  remeasure(r[1], 1900);  // b: published 2000, predicted 1700: below both
+  remeasure(r[1], 2100);
+  const std::vector<double> a = remeasured_errors(r[0]);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_NEAR(a[0], 1100.0 / 1250 - 1, 1e-12);
+  EXPECT_NEAR(*published_spread(r[0].run), 0.25, 1e-12);
+  EXPECT_NEAR(*published_spread(r[1].run), 2100.0 / 1900 - 1, 1e-12);
+  EXPECT_TRUE(within_published_range(r[0]));
+  EXPECT_FALSE(within_published_range(r[1]));
+  EXPECT_FALSE(published_spread(r[2].run).has_value());
+  EXPECT_TRUE(remeasured_errors(r[2]).empty());
+  const SetSummary s = summarize(r, VALIDATION);
+  EXPECT_EQ(s.remeasured_rows, 2);
+  EXPECT_EQ(s.within_published_range, 1);
+  EXPECT_NEAR(s.max_published_spread, 0.25, 1e-12);
+  EXPECT_EQ(s.max_spread_id, "a");
+  EXPECT_NEAR(s.mean_abs_error, 0.09, 1e-12);  // unchanged: the published figures alone
+}
+
 TEST(ValidationSummary, CalibrationSetApart) {
   const SetSummary s = summarize(rows(), CALIBRATION);
   EXPECT_EQ(s.rows, 1);

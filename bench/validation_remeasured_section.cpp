@@ -73,14 +73,11 @@ void remeasured_section(std::ostringstream& md, const std::vector<RowResult>& ro
       measured.size(), others, fmt::format("{:.1f}%", 100 * median), fmt::format("{:.1f}%", 100 * sorted.back()), apart,
       100 * kShownSpread, far_apart, 100 * far_off, within, measured.size(), 100 * mean_abs(against_published),
       100 * mean_abs(against_others));
+  std::string close_ids;
+  for (const std::string& id : far_but_remeasured_close) close_ids += (close_ids.empty() ? "" : ", ") + id;
   md << fmt::format("Far-off rows (|error| > {:.0f}%) that another measurement of the same configuration puts within "
                     "{:.0f}% of the prediction: {}.\n\n",
-                    100 * far_off, 100 * far_off,
-                    far_but_remeasured_close.empty() ? std::string("none") : [&] {
-                      std::string joined;
-                      for (const std::string& id : far_but_remeasured_close) joined += (joined.empty() ? "" : ", ") + id;
-                      return joined;
-                    }());
+                    100 * far_off, 100 * far_off, close_ids.empty() ? std::string("none") : close_ids);
   md << fmt::format("Rows whose measurements lie more than {:.0f}% apart (* the other measurement states a "
                     "difference):\n\n",
                     100 * kShownSpread);

@@ -2,6 +2,9 @@
 // produced and every row that is not excluded simulates (no accuracy
 // threshold here: the thresholds are the bar of docs/results/validation.md).
 
+#include <string>
+#include <vector>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -56,25 +59,25 @@ TEST(CliValidate, EveryRowOfTheRepositorySetSimulatesAndBothSummariesArePrinted)
   }
 }
 
-TEST(CliValidate, TextReportHasTheRowsExclusionsAndSummary) {
-  CliResult r = run_cli({"validate", "--filter", "torchtitan"});
+// `ragged validate --filter FILTER` succeeds and its text report holds every line of `expected`.
+void expect_text_report(const std::string& filter, const std::vector<std::string>& expected) {
+  CliResult r = run_cli({"validate", "--filter", filter});
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_CONTAINS(r.out, "calibration set:");
-  EXPECT_CONTAINS(r.out, "torchtitan-paper-llama3-8b-8xh100");
-  EXPECT_CONTAINS(r.out, "excluded from the summary:");
-  EXPECT_CONTAINS(r.out, "summary (error = predicted / published - 1");
-  EXPECT_CONTAINS(r.out, "agree (OOM)");  // torchtitan's published out-of-memory runs
+  for (const std::string& line : expected) EXPECT_CONTAINS(r.out, line);
+}
+
+TEST(CliValidate, TextReportHasTheRowsExclusionsAndSummary) {
+  expect_text_report("torchtitan", {"calibration set:", "torchtitan-paper-llama3-8b-8xh100",
+                                    "excluded from the summary:", "summary (error = predicted / published - 1",
+                                    "agree (OOM)"});  // torchtitan's published out-of-memory runs
 }
 
 // A row whose source measured its configuration again, far from the figure
 // the row takes: the text report lists the other measurement and its error.
 TEST(CliValidate, RowsMeasuredAgainListTheOtherMeasurements) {
-  CliResult r = run_cli({"validate", "--filter", "foundry-a100-80-760m-s512-8g"});
-  ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_CONTAINS(r.out, "measured again by their source");
-  EXPECT_CONTAINS(r.out, "foundry-a100-80-760m-s512-8g: published 29,446");
-  EXPECT_CONTAINS(r.out, "also 36,719*");
-  EXPECT_CONTAINS(r.out, "1 rows measured more than once by their source");
+  expect_text_report("foundry-a100-80-760m-s512-8g",
+                     {"measured again by their source", "foundry-a100-80-760m-s512-8g: published 29,446",
+                      "also 36,719*", "1 rows measured more than once by their source"});
 }
 
 TEST(CliValidate, AFolderWithoutRunsIsBadInput) {

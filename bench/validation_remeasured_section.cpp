@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "common/units.hpp"
+#include "bench/validation_format.hpp"
 #include "validation/validation_set.hpp"
 
 namespace ragged::bench {
@@ -15,9 +15,6 @@ namespace {
 using validation::RowResult;
 
 constexpr double kShownSpread = 0.05;  // rows whose measurements lie closer are counted, not listed
-
-std::string pct(double value) { return fmt::format("{:+.1f}%", 100 * value); }
-std::string tokens(double value) { return format_integer(std::llround(value)); }
 
 double mean_abs(const std::vector<double>& values) {
   double sum = 0;

@@ -23,6 +23,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "bench/validation_format.hpp"
 #include "bench/validation_memory_section.hpp"
 #include "bench/validation_remeasured_section.hpp"
 #include "common/file_io.hpp"
@@ -39,13 +40,13 @@ namespace {
 using namespace ragged;
 using validation::RowResult;
 using validation::RowStatus;
+using bench::pct;
+using bench::tokens;
 
 constexpr double kMeanBar = 0.05, kMaxBar = 0.15, kCalibrationBar = 0.05;
 constexpr double kFarOff = 0.15;  // rows beyond this |error| get a look at their trace
 
-std::string pct(double value) { return fmt::format("{:+.1f}%", 100 * value); }
 std::string abs_pct(double value) { return fmt::format("{:.1f}%", 100 * value); }
-std::string tokens(double value) { return value >= 100 ? format_integer(std::llround(value)) : fmt::format("{:.1f}", value); }
 std::string gib(int64_t bytes) { return fmt::format("{:.1f}", static_cast<double>(bytes) / kGiB); }
 
 std::string gpu_label(const RowResult& row) {

@@ -95,8 +95,9 @@ void print_summary(const std::vector<RowResult>& rows, std::ostream& out) {
   table.column("set", Table::Align::kLeft).column("rows").column("simulated").column("failed").column("excluded");
   table.column("mean |error|").column("max |error|").column("worst row", Table::Align::kLeft);
   table.column("OOM agree").column("false OOM").column("missed OOM").column("tight fits").column("memory within 10%");
+  std::vector<validation::SetSummary> summaries;
   for (validation::Set set : kSets) {
-    const validation::SetSummary s = validation::summarize(rows, set);
+    const validation::SetSummary& s = summaries.emplace_back(validation::summarize(rows, set));
     if (s.rows + s.excluded == 0) continue;
     const bool any = s.throughput_rows > 0;
     table.row({validation::set_name(set), std::to_string(s.rows), std::to_string(s.simulated), std::to_string(s.failed),
@@ -109,12 +110,11 @@ void print_summary(const std::vector<RowResult>& rows, std::ostream& out) {
   out << "summary (error = predicted / published - 1 of tokens/s per GPU, over the simulated rows with a published "
          "throughput)\n";
   table.print(out, "  ");
-  for (validation::Set set : kSets) {
-    const validation::SetSummary s = validation::summarize(rows, set);
+  for (const validation::SetSummary& s : summaries) {
     if (s.remeasured_rows == 0) continue;
     out << fmt::format("  {}: {} rows measured more than once by their source, the measurements {:.1f}% apart at most "
                        "({}); {} predicted within the range of their measurements\n",
-                       validation::set_name(set), s.remeasured_rows, 100 * s.max_published_spread, s.max_spread_id,
+                       validation::set_name(s.set), s.remeasured_rows, 100 * s.max_published_spread, s.max_spread_id,
                        s.within_published_range);
   }
 }

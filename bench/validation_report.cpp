@@ -527,7 +527,9 @@ int main(int argc, char** argv) {
     // Where the sequence-length trend lies, per GPU generation: attention's
     // share of the step grows with the sequence.
     group_table(md, "GPU, sequence (tokens)", rows, [](const RowResult& r) {
-      const char* band = r.sequence <= 4096 ? "short (up to 4,096)" : r.sequence <= 8192 ? "medium (8,192)" : "long (16,384 up)";
+      const char* band = r.sequence <= 4096   ? "short (up to 4,096)"
+                         : r.sequence <= 8192 ? "medium (8,192)"
+                                              : "long (16,384 up)";
       return fmt::format("{}, {}", gpu_label(r), band);
     });
     rows_section(md, rows, validation::VALIDATION);

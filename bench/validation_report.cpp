@@ -564,6 +564,20 @@ int main(int argc, char** argv) {
   30B rows are too slow against the cited runs and within a few percent of
   the same team's runs under older PyTorch images ("Rows their source
   measured more than once").
+- Small micro-batches cost more than the model says. llm-foundry's
+  micro-batch sweep (larger_mb_1.md, commit beb8dee; 2,048 tokens, no
+  checkpointing, accumulation 2, A100) against `ragged simulate` of the
+  scenarios `foundry-a100-80-7b-s2048-8g`, `foundry-a100-80-13b-s2048-8g`
+  and `foundry-a100-40-3b-s2048-8g` with `--set training.micro_batch_size=N
+  --set training.gradient_accumulation_steps=2`: MPT-7B on 8 A100-80GB at
+  micro-batch 1, 2, 4, 6 runs 3,366, 4,044, 4,513, 4,715 tokens/s per GPU,
+  predicted 4,006, 4,455, 4,708, 4,786 (+19.0%, +10.2%, +4.3%, +1.5%);
+  MPT-13B at 1 and 2: 1,867 and 2,228, predicted 2,167 and 2,401 (+16.1%,
+  +7.8%); MPT-3B on 8 A100-40GB at 1: 7,076, predicted 8,798 (+24.3%). At
+  micro-batch 1 the step is longer than predicted by 57 ms (3B), 97 ms (7B)
+  and 152 ms (13B) per micro-batch: a cost per micro-batch that grows with
+  the parameters (each micro-batch's all-gathers and reduce-scatter), not
+  yet found. These runs are not validation rows yet.
 - Rows the scenarios cannot express yet are excluded (block-level selective
   checkpointing); settings they cannot state are in each row's notes
   (attention kernel, Composer's mixed-precision mode, interconnect splits) for

@@ -16,6 +16,10 @@ class ValidationSetTest : public ::testing::Test {
  protected:
   ValidationSetTest() : folder_("set") { folder_.write("scenarios/s.textproto", testing::small_scenario()); }
   std::string error(const std::string& manifest) { return read_error(folder_, manifest); }
+  // The error of a one-run set ("a", the scratch scenario) whose published block is `published`.
+  std::string published_error(const std::string& published) {
+    return error(run_entry("a", "scenario: \"scenarios/s.textproto\"", published));
+  }
   std::string manifest_path() const { return (folder_.path() / kManifestName).string(); }
   ScratchFolder folder_;
 };
@@ -90,44 +94,35 @@ TEST_F(ValidationSetTest, SourceFieldsAreRequired) {
 }
 
 TEST_F(ValidationSetTest, PublishedNeedsAThroughputOrRanFalse) {
-  EXPECT_CONTAINS(error(run_entry("a", "scenario: \"scenarios/s.textproto\"", "published { peak_memory_gib: 3 }")),
-                  ":6:3: runs[0].published: no throughput");
-  EXPECT_CONTAINS(error(run_entry("a", "scenario: \"scenarios/s.textproto\"", "")), "runs[0].published: missing");
-  EXPECT_EQ(error(run_entry("a", "scenario: \"scenarios/s.textproto\"", "published { ran: false }")), "");
+  EXPECT_CONTAINS(published_error("published { peak_memory_gib: 3 }"), ":6:3: runs[0].published: no throughput");
+  EXPECT_CONTAINS(published_error(""), "runs[0].published: missing");
+  EXPECT_EQ(published_error("published { ran: false }"), "");
 }
 
 TEST_F(ValidationSetTest, RanFalseWithAThroughputContradicts) {
-  EXPECT_CONTAINS(error(run_entry("a", "scenario: \"scenarios/s.textproto\"",
-                                  "published { tokens_per_s_per_gpu: 5 ran: false }")),
+  EXPECT_CONTAINS(published_error("published { tokens_per_s_per_gpu: 5 ran: false }"),
                   ":6:39: runs[0].published.ran: false, but a throughput is given");
 }
 
 TEST_F(ValidationSetTest, NumbersMustBePositive) {
-  EXPECT_CONTAINS(error(run_entry("a", "scenario: \"scenarios/s.textproto\"", "published { tokens_per_s_per_gpu: -3 }")),
+  EXPECT_CONTAINS(published_error("published { tokens_per_s_per_gpu: -3 }"),
                   "runs[0].published.tokens_per_s_per_gpu: must be positive (got -3)");
-  EXPECT_CONTAINS(error(run_entry("a", "scenario: \"scenarios/s.textproto\"",
-                                  "published { tokens_per_s_per_gpu: 3 peak_memory_gib: 0 }")),
+  EXPECT_CONTAINS(published_error("published { tokens_per_s_per_gpu: 3 peak_memory_gib: 0 }"),
                   "runs[0].published.peak_memory_gib: must be positive");
-  EXPECT_CONTAINS(error(run_entry("a", "scenario: \"scenarios/s.textproto\"",
-                                  "published { tokens_per_s_per_gpu: 3 peak_allocated_gib: -1 }")),
+  EXPECT_CONTAINS(published_error("published { tokens_per_s_per_gpu: 3 peak_allocated_gib: -1 }"),
                   "runs[0].published.peak_allocated_gib: must be positive (got -1)");
 }
 
 TEST_F(ValidationSetTest, OneMemoryFigureReservedOrAllocated) {
-  EXPECT_CONTAINS(error(run_entry("a", "scenario: \"scenarios/s.textproto\"",
-                                  "published { tokens_per_s_per_gpu: 3 peak_memory_gib: 5 peak_allocated_gib: 4 }")),
+  EXPECT_CONTAINS(published_error("published { tokens_per_s_per_gpu: 3 peak_memory_gib: 5 peak_allocated_gib: 4 }"),
                   "runs[0].published.peak_allocated_gib: give one memory figure");
-  EXPECT_EQ(error(run_entry("a", "scenario: \"scenarios/s.textproto\"",
-                            "published { tokens_per_s_per_gpu: 3 peak_allocated_gib: 4 }")),
-            "");
+  EXPECT_EQ(published_error("published { tokens_per_s_per_gpu: 3 peak_allocated_gib: 4 }"), "");
 }
 
 TEST_F(ValidationSetTest, TflopsNeedTheSourcesFlopsPerTokenAndConvention) {
-  EXPECT_CONTAINS(error(run_entry("a", "scenario: \"scenarios/s.textproto\"",
-                                  "published { tflops { per_gpu: 150 convention: \"6N\" } }")),
+  EXPECT_CONTAINS(published_error("published { tflops { per_gpu: 150 convention: \"6N\" } }"),
                   "runs[0].published.tflops.flops_per_token: must be positive (got 0)");
-  EXPECT_CONTAINS(error(run_entry("a", "scenario: \"scenarios/s.textproto\"",
-                                  "published { tflops { per_gpu: 150 flops_per_token: 5e10 } }")),
+  EXPECT_CONTAINS(published_error("published { tflops { per_gpu: 150 flops_per_token: 5e10 } }"),
                   "runs[0].published.tflops.convention: missing");
 }
 

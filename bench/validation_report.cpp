@@ -45,6 +45,7 @@ using bench::tokens;
 
 constexpr double kMeanBar = 0.05, kMaxBar = 0.15, kCalibrationBar = 0.05;
 constexpr double kFarOff = 0.15;  // rows beyond this |error| get a look at their trace
+constexpr int64_t kLongSequence = 16384;  // the tokens from which a row counts as a long sequence
 
 std::string abs_pct(double value) { return fmt::format("{:.1f}%", 100 * value); }
 std::string gib(int64_t bytes) { return fmt::format("{:.1f}", static_cast<double>(bytes) / kGiB); }
@@ -412,8 +413,9 @@ void far_off_section(std::ostringstream& md, const validation::ValidationSet& se
     return static_cast<double>(r.predicted.peak_reserved_bytes) / static_cast<double>(r.predicted.capacity_bytes);
   };
   auto tight = [](const RowResult& r) { return validation::fits_tightly(r); };
-  constexpr int64_t kLong = 16384;
-  auto triton = [&](const RowResult& r) { return r.attention == "triton_flash_attention" && r.sequence >= kLong; };
+  auto triton = [&](const RowResult& r) {
+    return r.attention == "triton_flash_attention" && r.sequence >= kLongSequence;
+  };
   md << "\n### Hypotheses (labelled; not tested, and nothing was changed to fit these rows)\n\n";
   md << fmt::format(
       "- **Hypothesis: runs at their memory limit are slower than predicted.** Rows predicted to fit tightly: {}; rows "
@@ -429,7 +431,7 @@ void far_off_section(std::ostringstream& md, const validation::ValidationSet& se
       "FlashAttention-2's times the shares the FlashAttention-2 paper measured on an A100 (section 4.1), taken to hold "
       "on Hopper; llm-foundry's `attn_impl: triton` ran a pre-MLIR Triton fork (`triton-pre-mlir`, llm-foundry issue "
       "#246) whose Hopper rate no benchmark publishes.\n",
-      tokens(kLong), summary_of([&](const RowResult& r) { return triton(r) && r.gpu == "h100"; }),
+      tokens(kLongSequence), summary_of([&](const RowResult& r) { return triton(r) && r.gpu == "h100"; }),
       summary_of([&](const RowResult& r) { return triton(r) && r.gpu.rfind("a100", 0) == 0; }));
   md << fmt::format(
       "- **Hypothesis: far-off rows whose neighbours on other GPU counts agree with the prediction are outliers of "
@@ -527,9 +529,9 @@ int main(int argc, char** argv) {
     // Where the sequence-length trend lies, per GPU generation: attention's
     // share of the step grows with the sequence.
     group_table(md, "GPU, sequence (tokens)", rows, [](const RowResult& r) {
-      const char* band = r.sequence <= 4096   ? "short (up to 4,096)"
-                         : r.sequence <= 8192 ? "medium (8,192)"
-                                              : "long (16,384 up)";
+      const char* band = r.sequence <= 4096             ? "short (up to 4,096)"
+                         : r.sequence < kLongSequence ? "medium (8,192)"
+                                                      : "long (16,384 up)";
       return fmt::format("{}, {}", gpu_label(r), band);
     });
     rows_section(md, rows, validation::VALIDATION);
@@ -557,9 +559,8 @@ int main(int argc, char** argv) {
   model's to explain.
 - The error is not noise alone: the table by GPU and sequence above shows
   the H100 rows at 16k tokens and more predicted too slow on every row
-  (llm-foundry's Triton FlashAttention, whose rate the model takes from the
-  FlashAttention-2 paper's A100 measurements: no Hopper measurement of that
-  kernel was found), and the A100-80GB's long rows too slow where the heads
+  (the Triton FlashAttention hypothesis under "Far-off rows"), and the
+  A100-80GB's long rows too slow where the heads
   are 64 wide (MPT-125M and 350M). The A100-80GB table's checkpointed 7B to
   30B rows are too slow against the cited runs and within a few percent of
   the same team's runs under older PyTorch images ("Rows their source

@@ -3,7 +3,6 @@
 #include "planner/checkpointing_plan.hpp"
 
 #include <algorithm>
-#include <deque>
 
 #include <fmt/format.h>
 
@@ -12,6 +11,7 @@
 #include "planner/loop_buffers.hpp"
 #include "planner/optimizer_program.hpp"
 #include "planner/program_writer.hpp"
+#include "planner/reduce_queue.hpp"
 #include "planner/strategy_traits.hpp"
 #include "planner/unit_buffers.hpp"
 
@@ -28,9 +28,13 @@ int64_t dtype_bytes(scenarios::DType dtype) { return dtype == scenarios::FP32 ? 
 class Builder {
  public:
   Builder(const ProgramInputs& in, int rank)
-      : in_(in), w_(&program_), rank_(rank), loop_(&w_, *in.training, in.plan->units.size(), *in.model) {
+      : in_(in),
+        w_(&program_),
+        rank_(rank),
+        loop_(&w_, *in.training, in.plan->units.size(), *in.model),
+        traits_(strategy_traits(in.training->strategy())),
+        reduce_queue_(traits_, *in.model) {
     const scenarios::Training& t = *in.training;
-    traits_ = strategy_traits(t.strategy());
     if (traits_.one_communicator) w_.serialise_shard_collectives();
     p_ = dtype_bytes(t.precision().param());
     r_ = dtype_bytes(t.precision().reduce());
@@ -42,7 +46,6 @@ class Builder {
     window_ = std::max(1, t.prefetch_depth() + 1);
     if (traits_.max_unsharded_units > 0) window_ = std::min(window_, traits_.max_unsharded_units);
     units_ = static_cast<int>(in.plan->units.size());
-    queue_elements_ = traits_.reduce_queue_elements(mean_block_params());
   }
 
   Program build() {
@@ -239,42 +242,6 @@ class Builder {
 
   int64_t grad_shard_bytes() const { return traits_.grad_shard_in_param_dtype ? p_ : o_; }
 
-  // The mean parameters of the model's blocks (of all units without blocks).
-  int64_t mean_block_params() const {
-    int64_t sum = 0, blocks = 0, all = 0;
-    for (const models::UnitSpec& s : in_.model->units) {
-      all += s.params();
-      if (s.kind == models::UnitKind::kBlock) {
-        sum += s.params();
-        ++blocks;
-      }
-    }
-    if (blocks == 0) return in_.model->units.empty() ? 0 : all / static_cast<int64_t>(in_.model->units.size());
-    return sum / blocks;
-  }
-
-  // The strategy's backpressure (StrategyTraits::reduce_queue_units and
-  // reduce_queue_elements): before unit u's gradients are handed over, the
-  // oldest reductions in flight leave the queue until it has room; the
-  // compute stream waits for the last of them to end (the others ended
-  // before it: reductions end in order on one stream). Empty: no wait.
-  std::vector<uint32_t> make_room_in_reduce_queue() {
-    int64_t queued = 0;
-    for (const Reduction& r : reductions_) queued += r.elements;
-    std::vector<uint32_t> wait;
-    const auto full = [&] {
-      const int64_t n = static_cast<int64_t>(reductions_.size());
-      return (traits_.reduce_queue_units >= 0 && n > traits_.reduce_queue_units) ||
-             (queue_elements_ > 0 && queued > queue_elements_);
-    };
-    while (!reductions_.empty() && full()) {
-      wait = {reductions_.front().ended};
-      queued -= reductions_.front().elements;
-      reductions_.pop_front();
-    }
-    return wait;
-  }
-
   // Allocates on the compute stream; the first compute op after a hand-over
   // carries the backpressure wait (the next unit's work cannot start).
   uint32_t compute_alloc(int buffer) {
@@ -456,7 +423,7 @@ class Builder {
     const UnitLayout& layout = unit(u).layout;
     const std::string& name = spec(u).name;
     const int64_t gathered = reduced_elements(u);
-    std::vector<uint32_t> wait = make_room_in_reduce_queue();
+    std::vector<uint32_t> wait = reduce_queue_.make_room();
     // ZeRO-3 synchronizes on the oldest reductions on the CPU as well.
     const std::vector<uint32_t> host_wait = traits_.reduce_queue_blocks_host ? wait : std::vector<uint32_t>{};
     int input = grads;
@@ -494,7 +461,7 @@ class Builder {
     last = w_.traffic(OpKind::kGradAccumulate, accumulate_on, u, mb, name + " accumulate grad shard",
                       shard(u) * (r_ + 2 * grad_shard_bytes()), {last}, input);
     const uint32_t freed = w_.free(input, accumulate_on, {last});
-    reductions_.push_back({gathered, freed});
+    reduce_queue_.push(gathered, freed);
     return last;
   }
 
@@ -543,6 +510,7 @@ class Builder {
   int rank_;
   LoopBuffers loop_;
   StrategyTraits traits_;
+  ReduceQueue reduce_queue_;
   int64_t p_ = 2, r_ = 4, o_ = 4;
   std::vector<models::Checkpointing> unit_mode_;  // per unit (planner/checkpointing_plan.hpp)
   int tied_grads_ = -1;  // the embedding's gradient buffer, allocated at a tied head's backward
@@ -554,13 +522,7 @@ class Builder {
   std::vector<Gather> gathers_;
   int next_gather_ = 0;
   std::vector<int> activations_;  // [micro_batch * units + unit]
-  struct Reduction {
-    int64_t elements;  // what it reduces (the element capacities count these)
-    uint32_t ended;    // the free of its input: the reduction and its accumulation are done
-  };
-  std::deque<Reduction> reductions_;    // in flight as far as the compute stream knows, oldest first
   std::vector<uint32_t> compute_waits_;  // for the compute stream's next op
-  int64_t queue_elements_ = 0;
 };
 
 }  // namespace

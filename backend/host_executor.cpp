@@ -82,7 +82,11 @@ void HostExecutor::allocate(const Op& op) {
   }
   if (elements > 0) std::fill_n(data(op.buffer), elements, 0.0f);
   live_bytes_ += elements * static_cast<int64_t>(sizeof(float));
-  if (b.kind == BufferKind::kUnshardedGrads) grads_[static_cast<size_t>(b.unit)] = op.buffer;
+  if (b.kind == BufferKind::kUnshardedGrads) {
+    // A second gradient buffer of the unit is the cat's output (kCopyIn below).
+    int& grads = grads_[static_cast<size_t>(b.unit)];
+    if (grads < 0 || !live_[static_cast<size_t>(grads)]) grads = op.buffer;
+  }
 }
 
 // A unit's parameters for the workload; a tied head also reads the
@@ -127,6 +131,10 @@ void HostExecutor::execute(const Op& op, int64_t step, MeasuredStep& out) {
         const float* grads = data(grads_[static_cast<size_t>(u)]);
         if (s->contiguous()) std::copy_n(grads, s->shard_size() * s->ranks(), data(op.buffer));
         else s->pack(grads, data(op.buffer));
+      } else if (kind == BufferKind::kUnshardedGrads) {  // FSDP1: the per-parameter gradients concatenated
+        int& grads = grads_[static_cast<size_t>(u)];
+        std::copy_n(data(grads), elements_of(program_.buffers[static_cast<size_t>(op.buffer)]), data(op.buffer));
+        grads = op.buffer;
       }
       break;
     }
@@ -173,6 +181,7 @@ void HostExecutor::execute(const Op& op, int64_t step, MeasuredStep& out) {
       break;
     }
     case OpKind::kRecompute: break;  // the host workload keeps every activation
+    case OpKind::kScale: break;      // run at factor 1: the mean is taken at the accumulation
     case OpKind::kReduceScatter: {
       groups_.shard->reduce_scatter_in_place(data(op.buffer), s->shard_size());
       const float* slot = data(op.buffer) + s->rank() * s->shard_size();

@@ -34,7 +34,8 @@ QColor op_kind_color(traces::OpKind kind) {
     case traces::OPTIMIZER: return QColor(0xda8bc3);
     case traces::COPY_IN:
     case traces::COPY_OUT:
-    case traces::CAST: return QColor(0xccb974);
+    case traces::CAST:
+    case traces::SCALE: return QColor(0xccb974);
     case traces::GRAD_ACCUMULATE: return QColor(0x64b5cd);
     case traces::TRAIN_METRICS: return QColor(0x7fa6d9);
     default: return QColor(0x8c8c8c);

@@ -33,6 +33,10 @@ enum class OpKind {
   // its backward (training.outputs.metric_cross_entropies): forward math on
   // the head's output, no gradient.
   kTrainMetrics,
+  // An in-place element-wise scaling of a buffer: FSDP1's gradient pre- and
+  // post-divide around the reduce-scatter. Executors run the pass at factor
+  // 1 (they take the mean at the accumulation): its cost, not its math.
+  kScale,
 };
 
 enum class Stream { kCompute, kAllGather, kReduceScatter, kAllReduce };

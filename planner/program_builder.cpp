@@ -3,6 +3,8 @@
 #include "planner/checkpointing_plan.hpp"
 
 #include <algorithm>
+#include <tuple>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -220,14 +222,16 @@ class Builder {
     if (traits_.reshard_per_parameter) host(gathers_[k].freed).param_reshards = tensors(gathers_[k].unit, true);
   }
 
-  // One allocation per tensor, each padded to its rank-major chunks; ZeRO-3's
-  // persistent parameters are not gathered, so they have no copy.
+  // One allocation per tensor, each padded to its rank-major chunks (the
+  // tensor itself in a contiguous layout); ZeRO-3's persistent parameters
+  // are not gathered, so they have no copy.
   std::vector<int64_t> per_tensor_pieces(int u, int64_t element_bytes, bool skip_persistent) const {
     const UnitLayout& l = unit(u).layout;
+    const int64_t chunks = l.placement == Placement::kRankMajor ? l.ranks : 1;
     std::vector<int64_t> pieces;
     pieces.reserve(l.slots.size());
     for (const TensorSlot& slot : l.slots) {
-      if (!(skip_persistent && slot.persistent)) pieces.push_back(slot.length * l.ranks * element_bytes);
+      if (!(skip_persistent && slot.persistent)) pieces.push_back(slot.length * chunks * element_bytes);
     }
     return pieces;
   }
@@ -410,7 +414,7 @@ class Builder {
                                 reduced_elements(u) * grad_bytes);
     // Autograd allocates each parameter's gradient separately unless the
     // strategy gives gradients a flat buffer.
-    if (unit(u).layout.placement == Placement::kRankMajor) {
+    if (unit(u).layout.placement == Placement::kRankMajor || traits_.grads_concatenated) {
       program_.buffers[static_cast<size_t>(grads)].pieces = per_tensor_pieces(u, grad_bytes, false);
     }
     w_.alloc(grads, Stream::kCompute, {});
@@ -426,8 +430,9 @@ class Builder {
     std::vector<uint32_t> wait = reduce_queue_.make_room();
     // ZeRO-3 synchronizes on the oldest reductions on the CPU as well.
     const std::vector<uint32_t> host_wait = traits_.reduce_queue_blocks_host ? wait : std::vector<uint32_t>{};
-    int input = grads;
     uint32_t last = grads_done;
+    if (traits_.grads_concatenated) std::tie(grads, last) = concatenate_grads(u, mb, grads, last);
+    int input = grads;
     int64_t first_reduce_op = -1;  // the copy-in or cast that starts the reduction, if any
     if (layout.copies.reduce_scatter_in > 0 || (r_ != p_ && !traits_.grads_in_reduce_dtype)) {
       // Pack (rank-major strategies) or cast (zero-copy ones) into the reduce dtype.
@@ -446,6 +451,11 @@ class Builder {
       if (copy_on == Stream::kCompute) wait.clear();  // the copy-in waited
     }
     compute_waits_.insert(compute_waits_.end(), wait.begin(), wait.end());
+    const int64_t predivide = traits_.divides_gradients ? gradient_predivide_factor(data_parallel_ranks()) : 1;
+    if (predivide > 1) {
+      last = w_.traffic(OpKind::kScale, Stream::kReduceScatter, u, mb, name + " pre-divide grads", gathered * 2 * r_,
+                        {last}, input);
+    }
     last = w_.collective(OpKind::kReduceScatter, Stream::kReduceScatter, Group::kShard, u, mb, name + " reduce-scatter",
                          gathered * r_, input, {last});
     hand_over_on_host(first_reduce_op, last, u, host_wait);
@@ -454,6 +464,10 @@ class Builder {
       last = w_.collective(OpKind::kAllReduce, Stream::kAllReduce, Group::kReplicate, u, mb, name + " all-reduce (HSDP)",
                            shard(u) * r_, input, {last});
       accumulate_on = Stream::kAllReduce;
+    }
+    if (traits_.divides_gradients && data_parallel_ranks() > predivide) {
+      last = w_.traffic(OpKind::kScale, accumulate_on, u, mb, name + " post-divide grad shard", shard(u) * 2 * r_, {last},
+                        input);
     }
     last = loop_.grad_shard(u, name, shard(u) * grad_shard_bytes(), accumulate_on, last);
     // The reduced shard is read from the input's slot, so the input lives
@@ -464,6 +478,23 @@ class Builder {
     reduce_queue_.push(gathered, freed);
     return last;
   }
+
+  // FSDP1: the backward of the split that made unit u's parameters views of
+  // its flat parameter concatenates their gradients into a flat gradient on
+  // the compute stream; the per-parameter gradients go with it. Returns the
+  // flat buffer and the cat.
+  std::pair<int, uint32_t> concatenate_grads(int u, int mb, int grads, uint32_t grads_done) {
+    const int64_t bytes = program_.buffers[static_cast<size_t>(grads)].bytes;
+    const int flat = w_.buffer(spec(u).name + " flat grads", BufferKind::kUnshardedGrads, u, bytes);
+    w_.alloc(flat, Stream::kCompute, {grads_done});
+    const uint32_t cat = w_.traffic(OpKind::kCopyIn, Stream::kCompute, u, mb, spec(u).name + " cat grads", 2 * bytes,
+                                    {grads_done}, flat);
+    host(cat).list_tensors = tensors(u, false);
+    w_.free(grads, Stream::kCompute, {cat});
+    return {flat, cat};
+  }
+
+  int64_t data_parallel_ranks() const { return in_.plan->ranks * std::max<int64_t>(1, in_.replicate_ranks); }
 
   // The CPU's part of handing unit u's gradients over: per-parameter copies
   // into the bucket and views of the reduced shards, on the first op of the

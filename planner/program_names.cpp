@@ -22,6 +22,7 @@ std::string_view op_kind_name(OpKind kind) {
     case OpKind::kOptimizer: return "optimizer";
     case OpKind::kGradAccumulate: return "grad_accumulate";
     case OpKind::kTrainMetrics: return "train_metrics";
+    case OpKind::kScale: return "scale";
   }
   return "unknown";
 }

@@ -31,6 +31,21 @@ namespace ragged::planner {
 //   next; the next unit's backward starts once the previous reduction has
 //   finished.
 //
+// Sources of FSDP1's passes over the unsharded gradients (grads_concatenated,
+// divides_gradients; torch 2.0-2.5, the same in each):
+// - _flat_param.py, _get_unflat_views_unaligned: a unit's parameters are
+//   views made by torch.split of the FlatParameter (use_orig_params=False),
+//   so autograd's split_with_sizes_backward (torch/csrc/autograd/
+//   FunctionsManual.cpp) concatenates the parameters' gradients with at::cat
+//   into the flat gradient that AccumulateGrad hands to _post_backward_hook.
+// - _runtime_utils.py, _reduce_grad: _div_if_needed(padded_unsharded_grad,
+//   _gradient_predivide_factor) before reduce_scatter_tensor and
+//   _div_if_needed(new_sharded_grad, _gradient_postdivide_factor) after it,
+//   on the post-backward stream; the factors from
+//   DefaultState._get_gradient_predivide_factor (_init_utils.py). FSDP2
+//   reduces fp32 and bf16 with NCCL's average, no pass
+//   (_fsdp_collectives.py, _get_gradient_divide_factors).
+//
 // Sources of the sharded gradients' lifetime (grad_shards_freed_each_step):
 // - FSDP1: _runtime_utils.py, _post_backward_reshard/_reduce_grad: the
 //   reduce-scatter output new_sharded_grad is allocated on the post-backward
@@ -87,6 +102,8 @@ StrategyTraits strategy_traits(scenarios::Strategy strategy) {
       traits.gather_window_blocks_host = true;
       traits.optimizer_over_flat_shards = true;
       traits.grad_shards_freed_each_step = true;
+      traits.grads_concatenated = true;
+      traits.divides_gradients = true;
       break;
     case scenarios::FSDP2:
       traits.one_communicator = true;
@@ -132,6 +149,12 @@ StrategyTraits strategy_traits(scenarios::Strategy strategy) {
     default: break;
   }
   return traits;
+}
+
+int64_t gradient_predivide_factor(int64_t world_size) {
+  int64_t factor = 1;
+  while (world_size % factor == 0 && world_size / factor > factor) factor *= 2;
+  return factor;
 }
 
 int64_t StrategyTraits::reduce_queue_elements(int64_t mean_block_params) const {

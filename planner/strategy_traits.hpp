@@ -57,6 +57,16 @@ struct StrategyTraits {
   // gradients there (FSDP2's foreach_reduce); otherwise on the
   // reduce-scatter stream.
   bool reduce_copy_in_on_compute = false;
+  // Autograd gives each parameter's gradient a tensor of its own, and the
+  // backward of the split that made the parameters views of the flat
+  // parameter concatenates them into the flat gradient on the compute
+  // stream (FSDP1). Otherwise the backward writes into the unit's buffer
+  // (a DBuffer) or the strategy's copy-in gathers them (reduce_scatter_in).
+  bool grads_concatenated = false;
+  // The unsharded gradients are divided by gradient_predivide_factor() in
+  // place before the reduce-scatter and the reduced shard by the rest of the
+  // world size after it, each an element-wise pass (FSDP1's _div_if_needed).
+  bool divides_gradients = false;
 
   // The optimizer updates one flat tensor per unit (FSDP1's flat parameter
   // with use_orig_params=False, ZeRO-3's flat fp32 partition), not each
@@ -98,5 +108,11 @@ struct StrategyTraits {
 };
 
 StrategyTraits strategy_traits(scenarios::Strategy strategy);
+
+// FSDP1's pre-divide factor for a data-parallel world of `world_size` ranks:
+// the largest power of two f with f * f <= world_size reached by doubling
+// while f divides it (_get_gradient_predivide_factor); the post-divide is
+// world_size / f. 1 means no pass.
+int64_t gradient_predivide_factor(int64_t world_size);
 
 }  // namespace ragged::planner

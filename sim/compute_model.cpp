@@ -394,6 +394,7 @@ ComputeParts ComputeModel::parts_of(const planner::Op& op, std::vector<double>* 
     case OpKind::kCast:
     case OpKind::kCopyIn:
     case OpKind::kCopyOut:
+    case OpKind::kScale:
     case OpKind::kGradAccumulate:
       // One launch per kernel it runs (a cast per parameter runs several).
       p.memory = memory_seconds(static_cast<double>(op.bytes));

@@ -32,6 +32,7 @@ bool phase_of(OpKind kind, UnitPhase* phase) {
     case COPY_IN:
     case COPY_OUT:
     case CAST:
+    case SCALE:
     case GRAD_ACCUMULATE: *phase = UnitPhase::kCopies; return true;
     case OPTIMIZER:
     case ALL_TO_ALL: *phase = UnitPhase::kOptimizer; return true;

@@ -108,7 +108,9 @@ void CudaExecutor::allocate(const Op& op) {
   if (planner::is_parameter_or_gradient_buffer(buffer.kind)) live_state_buffers_ += arena_.sizes[b];
   const size_t u = static_cast<size_t>(buffer.unit);
   switch (buffer.kind) {
-    case BufferKind::kUnshardedGrads: grads_[u] = op.buffer; break;
+    case BufferKind::kUnshardedGrads:  // a second one of the unit is the cat's output (kCopyIn below)
+      if (grads_[u] < 0 || !live_[static_cast<size_t>(grads_[u])]) grads_[u] = op.buffer;
+      break;
     case BufferKind::kActivations: activations_[u] = op.buffer; break;
     case BufferKind::kWorkspace: workspace_[u] = op.buffer; break;
     default: break;
@@ -176,7 +178,17 @@ void CudaExecutor::issue(const Op& op, int64_t step) {
       } else if (kind == BufferKind::kReduceInput) {
         copy_pieces(data(op.buffer), config_.reduce, data(grads_[ui]), config_.grads, units_[ui].pack, units_[ui].pieces,
                     stream);
+      } else if (kind == BufferKind::kUnshardedGrads) {  // FSDP1: the per-parameter gradients concatenated
+        const size_t bytes = static_cast<size_t>(arena_.sizes[static_cast<size_t>(op.buffer)]);
+        CUDA_CHECK(cudaMemcpyAsync(data(op.buffer), data(grads_[ui]), bytes, cudaMemcpyDeviceToDevice, stream));
+        grads_[ui] = op.buffer;
       }
+      break;
+    }
+    case OpKind::kScale: {  // at factor 1, over the op's elements (read + write)
+      const BufferKind kind = program_.buffers[static_cast<size_t>(op.buffer)].kind;
+      const ElementType type = kind == BufferKind::kUnshardedGrads ? config_.grads : config_.reduce;
+      scale_in_place(data(op.buffer), type, 1.0f, op.bytes / (2 * element_bytes(type)), stream);
       break;
     }
     case OpKind::kAllGather:

@@ -58,6 +58,13 @@ __global__ void accumulate_kernel(float* acc, const void* src, bool src_bf16, fl
   }
 }
 
+__global__ void scale_kernel(void* x, bool bf16, float factor, int64_t n) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    store(x, bf16, i, __fmul_rn(load(x, bf16, i), factor));
+  }
+}
+
 }  // namespace
 
 void convert(void* dst, ElementType dst_type, const void* src, ElementType src_type, int64_t n, cudaStream_t stream) {
@@ -84,6 +91,12 @@ void copy_pieces(void* dst, ElementType dst_type, const void* src, ElementType s
 void accumulate_scaled(float* acc, const void* src, ElementType src_type, float scale, int64_t n, cudaStream_t stream) {
   if (n <= 0) return;
   accumulate_kernel<<<blocks_for(n), kThreads, 0, stream>>>(acc, src, src_type == ElementType::bf16, scale, n);
+  CUDA_CHECK_LAUNCH();
+}
+
+void scale_in_place(void* x, ElementType type, float factor, int64_t n, cudaStream_t stream) {
+  if (n <= 0) return;
+  scale_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, type == ElementType::bf16, factor, n);
   CUDA_CHECK_LAUNCH();
 }
 

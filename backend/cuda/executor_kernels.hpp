@@ -28,4 +28,8 @@ void copy_pieces(void* dst, ElementType dst_type, const void* src, ElementType s
 // the host executor accumulates a reduced gradient shard.
 void accumulate_scaled(float* acc, const void* src, ElementType src_type, float scale, int64_t n, cudaStream_t stream);
 
+// x[i] = x[i] * factor in place: the Program's scale ops (FSDP1's gradient
+// pre- and post-divide), which the executor runs at factor 1.
+void scale_in_place(void* x, ElementType type, float factor, int64_t n, cudaStream_t stream);
+
 }  // namespace ragged::backend::gpu

@@ -95,6 +95,10 @@ if(RAGGED_HAVE_MPI AND MPIEXEC_EXECUTABLE)
   ragged_add_run_check(4 tiny-moe-4xcpu fsdp2 rows:4 muon 2)
   ragged_add_run_check(6 tiny-llama-4xcpu ragged block:32x32 adam8bit 3)
   ragged_add_run_check(4 tiny-llama-4xcpu fsdp2 default adamw 1)
+  # FSDP1: the per-parameter gradients concatenated into the flat gradient,
+  # pre- and post-divided around the reduce-scatter (the divides at factor 1).
+  ragged_add_run_check(4 tiny-llama-4xcpu fsdp1 default adamw)
+  ragged_add_run_check(4 tiny-llama-4xcpu fsdp1 default adamw 2)
   # Shampoo: the gradient gathered to each matrix's owner, the owner's block
   # factors kept across steps, the update scattered back.
   ragged_add_run_check(4 tiny-llama-4xcpu ragged default shampoo)

@@ -4,10 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "planner/compute_work.hpp"
+#include "planner/strategy_traits.hpp"
 #include "tests/planner/program_test_util.hpp"
 
 namespace ragged::planner {
@@ -156,34 +159,78 @@ TEST(ProgramStrategy, PersistentComputeShardReplacesTheCastBeforeGathering) {
   EXPECT_EQ(fp32.build().count(OpKind::kCast), 0u);
 }
 
-TEST(ProgramStrategy, Fsdp1CastsGradientsToTheReduceDtypeAndRaggedDoesNot) {
+// FSDP1's post-backward over a unit's unsharded gradients (sources in
+// planner/strategy_traits.cpp): autograd's cat of the per-parameter
+// gradients into the flat gradient on the compute stream, then on the
+// post-backward stream the cast to the reduce dtype and the pre-divide, the
+// reduce-scatter, the post-divide of the reduced shard. Over 8 ranks the
+// factors are 4 and 2.
+TEST(ProgramStrategy, Fsdp1ConcatenatesCastsAndDividesGradientsAndRaggedDoesNot) {
   ProgramSetup fsdp1("strategy: FSDP1 precision { param: BF16 reduce: FP32 }");
   const Program program = fsdp1.build();
-  EXPECT_EQ(program.count(OpKind::kCopyIn) + program.count(OpKind::kCopyOut), 0u);
-  for (const Op* rs : ops_of(program, OpKind::kReduceScatter)) {
-    EXPECT_EQ(reduce_scatter_input_kind(program, *rs), OpKind::kCast) << rs->name;
-    const Op& cast = program.ops[rs->deps.front()];
+  EXPECT_EQ(program.count(OpKind::kCopyOut), 0u);
+  const std::vector<const Op*> reductions = ops_of(program, OpKind::kReduceScatter);
+  EXPECT_EQ(program.count(OpKind::kScale), 2 * reductions.size());  // a pre- and a post-divide each
+  for (const Op* rs : reductions) {
+    const int64_t gathered = 8 * fsdp1.shard(rs->unit);
+    const Op& predivide = program.ops[rs->deps.front()];
+    EXPECT_EQ(predivide.kind, OpKind::kScale) << predivide.name;
+    EXPECT_EQ(predivide.stream, Stream::kReduceScatter) << predivide.name;
+    EXPECT_EQ(predivide.bytes, gathered * 4 * 2) << predivide.name;  // fp32, in place
+    const Op& cast = program.ops[predivide.deps.front()];
+    EXPECT_EQ(cast.kind, OpKind::kCast) << cast.name;
     EXPECT_EQ(cast.stream, Stream::kReduceScatter) << cast.name;
-    EXPECT_EQ(cast.bytes, 8 * fsdp1.shard(rs->unit) * (2 + 4)) << cast.name;  // read bf16, write fp32
+    EXPECT_EQ(cast.bytes, gathered * (2 + 4)) << cast.name;  // read bf16, write fp32
+    const Op& cat = program.ops[cast.deps.front()];
+    EXPECT_EQ(cat.kind, OpKind::kCopyIn) << cat.name;
+    EXPECT_EQ(cat.stream, Stream::kCompute) << cat.name;
+    EXPECT_EQ(cat.bytes, gathered * 2 * 2) << cat.name;  // bf16 in, bf16 out
+    EXPECT_EQ(program.buffers[static_cast<size_t>(cat.buffer)].kind, BufferKind::kUnshardedGrads) << cat.name;
+    EXPECT_EQ(program.ops[cat.deps.front()].kind, OpKind::kComputeBwd) << cat.name;
     EXPECT_EQ(program.buffers[static_cast<size_t>(rs->buffer)].kind, BufferKind::kReduceInput) << rs->name;
+    const Op* postdivide = nullptr;
+    for (const Op& op : program.ops) {
+      if (op.kind == OpKind::kScale && !op.deps.empty() && op.deps.front() == rs->id) postdivide = &op;
+    }
+    ASSERT_NE(postdivide, nullptr) << rs->name;
+    EXPECT_EQ(postdivide->bytes, fsdp1.shard(rs->unit) * 4 * 2) << postdivide->name;
   }
-  // Its unsharded gradients are bf16 as autograd produces them.
+  // Autograd's per-parameter gradients are one allocation each, the flat
+  // gradient one; both bf16 as autograd produces them.
+  int per_parameter = 0, flat = 0;
   for (const Buffer& b : program.buffers) {
-    if (b.kind == BufferKind::kUnshardedGrads) {
-      EXPECT_EQ(b.bytes, 8 * fsdp1.shard(b.unit) * 2) << b.name;
+    if (b.kind != BufferKind::kUnshardedGrads) continue;
+    EXPECT_EQ(b.bytes, 8 * fsdp1.shard(b.unit) * 2) << b.name;
+    if (b.pieces.empty()) {
+      ++flat;
+    } else {
+      ++per_parameter;
+      EXPECT_EQ(std::accumulate(b.pieces.begin(), b.pieces.end(), int64_t{0}), b.bytes) << b.name;
     }
   }
+  EXPECT_EQ(per_parameter, flat);
+  EXPECT_EQ(flat, static_cast<int>(reductions.size()));
 
   ProgramSetup same("strategy: FSDP1 precision { param: BF16 reduce: BF16 }");
   const Program bf16 = same.build();
   for (const Op* rs : ops_of(bf16, OpKind::kReduceScatter)) {
-    EXPECT_EQ(reduce_scatter_input_kind(bf16, *rs), OpKind::kComputeBwd) << rs->name;
+    const Op& predivide = bf16.ops[rs->deps.front()];
+    EXPECT_EQ(predivide.kind, OpKind::kScale) << rs->name;  // on the flat gradient: no cast
+    EXPECT_EQ(bf16.ops[predivide.deps.front()].kind, OpKind::kCopyIn) << rs->name;
     EXPECT_EQ(rs->bytes, 8 * same.shard(rs->unit) * 2) << rs->name;
   }
+  EXPECT_EQ(ProgramSetup("strategy: FSDP2").build().count(OpKind::kScale), 0u);  // NCCL's average
 
   ProgramSetup ragged("strategy: RAGGED precision { param: BF16 reduce: FP32 }");
   const Program ragged_program = ragged.build();  // alive while the loop reads its ops
   for (const Op* rs : ops_of(ragged_program, OpKind::kReduceScatter)) EXPECT_EQ(rs->deps.size(), 1u) << rs->name;
+}
+
+// _get_gradient_predivide_factor: f doubles while it divides the world and
+// world / f > f; the post-divide is world / f (1.5 over 6 ranks).
+TEST(ProgramStrategy, Fsdp1PredivideFactorIsPyTorchs) {
+  const std::pair<int64_t, int64_t> cases[] = {{1, 1}, {2, 2}, {6, 4}, {8, 4}, {16, 4}, {64, 8}, {96, 16}, {128, 16}};
+  for (const auto& [world, factor] : cases) EXPECT_EQ(gradient_predivide_factor(world), factor) << world;
 }
 
 // ZeRO-3 keeps parameters of at most stage3_param_persistence_threshold

@@ -198,7 +198,7 @@ TEST(ComputeAttention, TritonFlashAttentionRunsAtFlashAttention2sMeasuredShares)
 TEST(ComputeMemory, OneGigabyteCastOnH100) {
   const ComputeModel model = ComputeModel::defaults("h100", kH100Peak, kH100Hbm);
   EXPECT_DOUBLE_EQ(model.memory_seconds(1e9), 1e9 / (3.35e12 * kH100MemoryEfficiency));
-  for (OpKind kind : {OpKind::kCast, OpKind::kCopyIn, OpKind::kCopyOut, OpKind::kGradAccumulate}) {
+  for (OpKind kind : {OpKind::kCast, OpKind::kCopyIn, OpKind::kCopyOut, OpKind::kScale, OpKind::kGradAccumulate}) {
     EXPECT_DOUBLE_EQ(model.seconds(op_of(kind, {}, 1'000'000'000)), 1e9 / (3.35e12 * kH100MemoryEfficiency) + kLaunch);
   }
   for (OpKind kind : {OpKind::kAlloc, OpKind::kFree, OpKind::kAllGather, OpKind::kReduceScatter,

@@ -27,6 +27,7 @@ TEST(TraceNames, OpKindNamesAreLowerSnakeCase) {
   EXPECT_EQ(op_kind_name(REDUCE_SCATTER), "reduce_scatter");
   EXPECT_EQ(op_kind_name(COMPUTE_FWD), "compute_fwd");
   EXPECT_EQ(op_kind_name(GRAD_ACCUMULATE), "grad_accumulate");
+  EXPECT_EQ(op_kind_name(SCALE), "scale");
   EXPECT_EQ(op_kind_name(OP_KIND_UNSPECIFIED), "unspecified");
   EXPECT_EQ(op_kind_name(static_cast<OpKind>(99)), "unknown");
   EXPECT_EQ(op_kind_name(static_cast<OpKind>(-3)), "unknown");

@@ -4,8 +4,9 @@
 // apart against the issue's bar, the coverage, errors by group, a look at the
 // predicted trace of every far-off row, the sources and the excluded rows,
 // and, given the previous report, every prediction that moved since with the
-// model changes that moved it (validation/CHANGES.md).
-// Usage: ragged-validation-report [--dir DIR] [--output FILE] [--previous FILE --changes FILE]
+// model changes that moved it (validation/CHANGES.md), and what is left to
+// explain (validation/LEFT.md, written by hand).
+// Usage: ragged-validation-report [--dir DIR] [--output FILE] [--previous FILE --changes FILE] [--left FILE]
 
 #include <algorithm>
 #include <cmath>
@@ -476,15 +477,17 @@ void excluded_section(std::ostringstream& md, const std::vector<RowResult>& rows
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string output, dir, previous, changes;
+  std::string output, dir, previous, changes, left;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--output" && i + 1 < argc) output = argv[++i];
     else if (arg == "--dir" && i + 1 < argc) dir = argv[++i];
     else if (arg == "--previous" && i + 1 < argc) previous = argv[++i];
     else if (arg == "--changes" && i + 1 < argc) changes = argv[++i];
+    else if (arg == "--left" && i + 1 < argc) left = argv[++i];
     else {
-      std::cerr << "usage: ragged-validation-report [--dir DIR] [--output FILE] [--previous FILE --changes FILE]\n";
+      std::cerr << "usage: ragged-validation-report [--dir DIR] [--output FILE] [--previous FILE --changes FILE] "
+                   "[--left FILE]\n";
       return 2;
     }
   }
@@ -496,6 +499,7 @@ int main(int argc, char** argv) {
     // Read before anything is written: --previous may name the output itself.
     const std::string previous_report = previous.empty() ? "" : read_file(previous);
     const std::string changes_text = changes.empty() ? "" : read_file(changes);
+    const std::string left_text = left.empty() ? "" : read_file(left);
     const validation::ValidationSet set =
         validation::load_validation_set(dir.empty() ? validation::default_validation_dir() : std::filesystem::path(dir));
     const std::vector<RowResult> rows = validation::run_validation(set);
@@ -542,48 +546,7 @@ int main(int argc, char** argv) {
     bench::memory_section(md, set, rows);
     sources_section(md, rows);
     excluded_section(md, rows);
-    md << R"(## What is left
-
-- One validation source publishes memory: ATorch's Llama-2-7B rows give
-  peak allocated memory ("Memory against published memory" above);
-  torchtitan's later tables (Llama 3.1 on H100, with memory) are float8,
-  FSDP+CP or the calibration configuration itself.
-- ZeRO-3 has one point (Hugging Face's 4-GPU Granite-7B run, whose sequence
-  length and checkpointing are inferred); a DeepSpeed source at scale with
-  exact configurations is still to find.
-- Single published runs are noisy: where llm-foundry printed one
-  configuration more than once, its figures can lie further apart than the
-  15% bar on the largest error ("Rows their source measured more than
-  once"); the far-off rows no re-measurement explains (MPT-30B at 8,192
-  tokens, MPT-70B on 64 A100-40GB, MPT-1B on 32 A100-40GB) stay the
-  model's to explain.
-- The error is not noise alone: the table by GPU and sequence above shows
-  the H100 rows at 16k tokens and more predicted too slow on every row
-  (the Triton FlashAttention hypothesis under "Far-off rows"), and the
-  A100-80GB's long rows too slow where the heads
-  are 64 wide (MPT-125M and 350M). The A100-80GB table's checkpointed 7B to
-  30B rows are too slow against the cited runs and within a few percent of
-  the same team's runs under older PyTorch images ("Rows their source
-  measured more than once").
-- Small micro-batches cost more than the model says. llm-foundry's
-  micro-batch sweep (larger_mb_1.md, commit beb8dee; 2,048 tokens, no
-  checkpointing, accumulation 2, A100) against `ragged simulate` of the
-  scenarios `foundry-a100-80-7b-s2048-8g`, `foundry-a100-80-13b-s2048-8g`
-  and `foundry-a100-40-3b-s2048-8g` with `--set training.micro_batch_size=N
-  --set training.gradient_accumulation_steps=2`: MPT-7B on 8 A100-80GB at
-  micro-batch 1, 2, 4, 6 runs 3,366, 4,044, 4,513, 4,715 tokens/s per GPU,
-  predicted 4,006, 4,455, 4,708, 4,786 (+19.0%, +10.2%, +4.3%, +1.5%);
-  MPT-13B at 1 and 2: 1,867 and 2,228, predicted 2,167 and 2,401 (+16.1%,
-  +7.8%); MPT-3B on 8 A100-40GB at 1: 7,076, predicted 8,798 (+24.3%). At
-  micro-batch 1 the step is longer than predicted by 57 ms (3B), 97 ms (7B)
-  and 152 ms (13B) per micro-batch: a cost per micro-batch that grows with
-  the parameters (each micro-batch's all-gathers and reduce-scatter), not
-  yet found. These runs are not validation rows yet.
-- Rows the scenarios cannot express yet are excluded (block-level selective
-  checkpointing); settings they cannot state are in each row's notes
-  (attention kernel, Composer's mixed-precision mode, interconnect splits) for
-  the software-stack settings being added.
-)";
+    if (!left_text.empty()) md << "## What is left\n\n" << left_text;
     if (output.empty()) {
       std::cout << md.str();
     } else {

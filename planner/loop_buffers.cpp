@@ -61,9 +61,9 @@ constexpr int64_t kOpsPerMetric = 7;
 constexpr int64_t kLabelShiftOps = 3;
 constexpr double kFp32Bytes = 4.0;
 
-void LoopBuffers::train_metrics(int head, int mb, int64_t tokens) {
+bool LoopBuffers::train_metrics(int head, int mb, int64_t tokens, std::vector<uint32_t> after) {
   const int metrics = outputs_.metric_cross_entropies();
-  if (metrics <= 0 || returned_logits_ <= 0 || vocab_ <= 0) return;
+  if (metrics <= 0 || returned_logits_ <= 0 || vocab_ <= 0) return false;
   const double elements = static_cast<double>(tokens) * static_cast<double>(vocab_);
   const double logits_bytes = returned_logits_ / static_cast<double>(vocab_);
   const bool cast = logits_bytes < kFp32Bytes;
@@ -75,9 +75,10 @@ void LoopBuffers::train_metrics(int head, int mb, int64_t tokens) {
   const auto fp32 = static_cast<int64_t>(elements * kFp32Bytes);
   const int workspace = w_->buffer("train metrics workspace", BufferKind::kWorkspace, head, (cast ? 2 : 1) * fp32);
   if (cast) w_->program().buffers[static_cast<size_t>(workspace)].pieces = {fp32, fp32};
-  w_->alloc(workspace, Stream::kCompute, {});
+  w_->alloc(workspace, Stream::kCompute, std::move(after));
   const uint32_t op = w_->compute(OpKind::kTrainMetrics, head, mb, "train metrics", std::move(work), {});
   w_->free(workspace, Stream::kCompute, {op});
+  return true;
 }
 
 void LoopBuffers::step_end() {

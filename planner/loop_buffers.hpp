@@ -43,8 +43,9 @@ class LoopBuffers {
   // the previous forward's.
   void loss_computed(uint32_t head_forward);
   // The loop's metrics over micro-batch `mb`'s returned logits after its
-  // backward (outputs.metric_cross_entropies), one op on the head unit.
-  void train_metrics(int head, int mb, int64_t tokens);
+  // backward (outputs.metric_cross_entropies), one op on the head unit,
+  // after the ops `after`. False when the loop computes none.
+  bool train_metrics(int head, int mb, int64_t tokens, std::vector<uint32_t> after = {});
   // The loop's zero_grad after the optimizer, and the outputs it holds into
   // the next step (previous_step_outputs stands for them there): once every
   // stream is done.

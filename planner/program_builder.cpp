@@ -10,6 +10,7 @@
 
 #include "common/errors.hpp"
 #include "planner/compute_work.hpp"
+#include "planner/gather_schedule.hpp"
 #include "planner/loop_buffers.hpp"
 #include "planner/optimizer_program.hpp"
 #include "planner/program_writer.hpp"
@@ -60,7 +61,7 @@ class Builder {
     program_.tokens_per_step = batch_.tokens() * program_.micro_batches;
     program_.model_flops_per_step =
         in_.model->model_flops_per_token(batch_.seq_len) * static_cast<double>(program_.tokens_per_step);
-    plan_gathers();
+    gathers_ = GatherSchedule(units_, program_.micro_batches, [this](int u) { return kept_gathered(u); });
     loop_.previous_step_outputs(outputs_bytes());
     std::vector<uint32_t> grads_ready(units_, 0);
     for (int mb = 0; mb < program_.micro_batches; ++mb) {
@@ -75,20 +76,6 @@ class Builder {
   }
 
  private:
-  struct Gather {
-    int unit;
-    int micro_batch;
-    bool backward;
-    int params_buffer = -1;  // what compute reads
-    uint32_t ready = 0;      // op after which the parameters are usable
-    uint32_t freed = 0;      // the free of the parameters
-    uint32_t computed = 0;   // the forward compute that used them (without resharding, the prefetch slot)
-    bool emitted = false;
-    bool is_freed = false;
-    bool is_computed = false;
-    bool params_buffer_is_copy = false;
-  };
-
   const UnitPlan& unit(int u) const { return in_.plan->units[u]; }
   const models::UnitSpec& spec(int u) const { return in_.model->units[unit(u).unit_index]; }
   int64_t shard(int u) const { return unit(u).layout.shard_size; }
@@ -107,29 +94,10 @@ class Builder {
     return !reshard_ || u == units_ - 1 || (u == 0 && in_.model->arch.tie_embeddings);
   }
 
-  // The sequence of all-gathers of the step, in compute order.
-  void plan_gathers() {
-    for (int mb = 0; mb < program_.micro_batches; ++mb) {
-      for (int u = 0; u < units_; ++u) gathers_.push_back({u, mb, false});
-      for (int u = units_ - 1; u >= 0; --u) {
-        if (!kept_gathered(u)) gathers_.push_back({u, mb, true});
-      }
-    }
-  }
-
-  int find_gather(int u, int mb, bool backward) const {
-    for (size_t k = 0; k < gathers_.size(); ++k) {
-      if (gathers_[k].unit == u && gathers_[k].micro_batch == mb && gathers_[k].backward == backward) return static_cast<int>(k);
-    }
-    return -1;
-  }
-
-  // The latest earlier gather of the same unit, or -1.
-  int previous_of_unit(int k) const {
-    for (int j = k - 1; j >= 0; --j) {
-      if (gathers_[j].unit == gathers_[k].unit) return j;
-    }
-    return -1;
+  // How far the backward of micro-batch mb may issue all-gathers: behind
+  // the root's fence, not into the next micro-batch.
+  int gather_limit(int mb) const {
+    return traits_.root_fences_micro_batches ? gathers_.last_of_micro_batch(mb) : gathers_.size();
   }
 
   // Issues every all-gather up to index `through` that may start. Gather k
@@ -138,7 +106,7 @@ class Builder {
   // window), the forward compute that used it; and (b) the free of the
   // previous gather of the same unit, so that no unit is held twice.
   void issue_gathers_through(int through) {
-    while (next_gather_ < static_cast<int>(gathers_.size()) && next_gather_ <= through) {
+    while (next_gather_ < gathers_.size() && next_gather_ <= through) {
       const int k = next_gather_;
       std::vector<uint32_t> deps;
       if (int slot = k - window_; slot >= 0) {
@@ -147,7 +115,7 @@ class Builder {
         else if (g.is_computed && kept_gathered(g.unit) && !g.backward) deps.push_back(g.computed);
         else return;
       }
-      if (int same = previous_of_unit(k); same >= 0) {
+      if (int same = gathers_.previous_of_unit(k); same >= 0) {
         if (!gathers_[same].is_freed) return;
         deps.push_back(gathers_[same].freed);
       }
@@ -165,6 +133,7 @@ class Builder {
     int out = w_.buffer(spec(u).name + " unsharded params", BufferKind::kUnshardedParams, u, gathered_bytes);
     // FSDP1's limiter blocks the CPU until the unit leaving the window is freed.
     std::vector<uint32_t> host_waits = traits_.gather_window_blocks_host ? slot_free : std::vector<uint32_t>{};
+    if (g.micro_batch == fenced_micro_batch_) slot_free.insert(slot_free.end(), fence_.begin(), fence_.end());
     uint32_t last = w_.alloc(out, Stream::kAllGather, std::move(slot_free));
     host(last).waits = std::move(host_waits);
     const int64_t params = tensors(u, true);
@@ -305,7 +274,7 @@ class Builder {
 
   void forward(int mb) {
     for (int u = 0; u < units_; ++u) {
-      int k = find_gather(u, mb, false);
+      int k = gathers_.find(u, mb, false);
       issue_gathers_through(k + window_ - 1);
       issue_gathers_through(k);
       RAGGED_ASSERT(gathers_[k].emitted, "an all-gather must be issued before its unit computes");
@@ -359,14 +328,14 @@ class Builder {
 
   // The tied head reads the embedding table: the embedding's forward gather
   // of this micro-batch (kept until the embedding's backward).
-  uint32_t embedding_ready(int mb) const { return gathers_[find_gather(0, mb, false)].ready; }
+  uint32_t embedding_ready(int mb) const { return gathers_[gathers_.find(0, mb, false)].ready; }
 
   void backward(int mb, std::vector<uint32_t>& grads_ready) {
     for (int u = units_ - 1; u >= 0; --u) {
       bool regather = !kept_gathered(u);
-      int k = find_gather(u, mb, regather);
+      int k = gathers_.find(u, mb, regather);
       if (regather) {
-        issue_gathers_through(k + window_ - 1);
+        issue_gathers_through(std::min(k + window_ - 1, gather_limit(mb)));
         issue_gathers_through(k);
       }
       RAGGED_ASSERT(gathers_[k].emitted, "an all-gather must be issued before its unit computes");
@@ -404,7 +373,24 @@ class Builder {
       if (gathers_[k].emitted && !gathers_[k].is_freed) release_params(k, bwd);
       grads_ready[u] = reduce(u, mb, bwd, grads);
     }
-    loop_.train_metrics(units_ - 1, mb, batch_.tokens());
+    std::vector<uint32_t> reduced;  // the root's end-of-backward wait: the last reduction, which ends after the others
+    if (traits_.root_fences_micro_batches) reduced = {grads_ready[0]};
+    if (!loop_.train_metrics(units_ - 1, mb, batch_.tokens(), reduced)) {
+      compute_waits_.insert(compute_waits_.end(), reduced.begin(), reduced.end());
+    }
+    if (traits_.root_fences_micro_batches) fence_next_micro_batch(mb + 1, grads_ready[0]);
+  }
+
+  // The next forward's all-gathers wait for the compute stream as it stands
+  // (the root's pre-forward), which has waited for the reductions.
+  void fence_next_micro_batch(int mb, uint32_t reduced) {
+    fenced_micro_batch_ = mb;
+    fence_ = {reduced};
+    for (auto op = program_.ops.rbegin(); op != program_.ops.rend(); ++op) {
+      if (op->stream != Stream::kCompute) continue;
+      fence_.push_back(op->id);
+      break;
+    }
   }
 
   // Unit u's unsharded gradient buffer, allocated now on the compute stream.
@@ -466,8 +452,8 @@ class Builder {
       accumulate_on = Stream::kAllReduce;
     }
     if (traits_.divides_gradients && data_parallel_ranks() > predivide) {
-      last = w_.traffic(OpKind::kScale, accumulate_on, u, mb, name + " post-divide grad shard", shard(u) * 2 * r_, {last},
-                        input);
+      last = w_.traffic(OpKind::kScale, accumulate_on, u, mb, name + " post-divide grad shard", shard(u) * 2 * r_,
+                        {last}, input);
     }
     last = loop_.grad_shard(u, name, shard(u) * grad_shard_bytes(), accumulate_on, last);
     // The reduced shard is read from the input's slot, so the input lives
@@ -550,10 +536,12 @@ class Builder {
   bool reshard_ = true;
   int window_ = 2;
   int units_ = 0;
-  std::vector<Gather> gathers_;
+  GatherSchedule gathers_{0, 0, [](int) { return true; }};
   int next_gather_ = 0;
   std::vector<int> activations_;  // [micro_batch * units + unit]
   std::vector<uint32_t> compute_waits_;  // for the compute stream's next op
+  int fenced_micro_batch_ = -1;           // whose all-gathers wait for fence_ (root_fences_micro_batches)
+  std::vector<uint32_t> fence_;
 };
 
 }  // namespace

@@ -46,6 +46,19 @@ namespace ragged::planner {
 //   reduces fp32 and bf16 with NCCL's average, no pass
 //   (_fsdp_collectives.py, _get_gradient_divide_factors).
 //
+// Sources of the micro-batch fence (root_fences_micro_batches):
+// - FSDP1: _runtime_utils.py, _post_backward_final_callback (queued by the
+//   root's pre-backward, run by autograd at the end of every backward):
+//   current_stream.wait_stream(root_state._post_backward_stream) (and the
+//   HSDP all-reduce stream); _root_pre_forward calls
+//   _wait_for_computation_stream, unshard_stream.wait_stream(computation
+//   stream).
+// - FSDP2: _fsdp_state.py, _root_post_backward_final_callback: with
+//   is_last_backward (the default) the current stream waits for the last
+//   reduce-scatter's event; _root_pre_forward: all_gather_copy_in_stream and
+//   all_gather_stream wait_stream(current_stream) ("Wait for optimizer
+//   before implicitly prefetched all-gathers").
+//
 // Sources of the sharded gradients' lifetime (grad_shards_freed_each_step):
 // - FSDP1: _runtime_utils.py, _post_backward_reshard/_reduce_grad: the
 //   reduce-scatter output new_sharded_grad is allocated on the post-backward
@@ -104,9 +117,11 @@ StrategyTraits strategy_traits(scenarios::Strategy strategy) {
       traits.grad_shards_freed_each_step = true;
       traits.grads_concatenated = true;
       traits.divides_gradients = true;
+      traits.root_fences_micro_batches = true;
       break;
     case scenarios::FSDP2:
       traits.one_communicator = true;
+      traits.root_fences_micro_batches = true;
       traits.grad_shards_freed_each_step = true;
       traits.reduce_queue_units = 0;
       traits.reduce_copy_in_on_compute = true;

@@ -67,6 +67,11 @@ struct StrategyTraits {
   // place before the reduce-scatter and the reduced shard by the rest of the
   // world size after it, each an element-wise pass (FSDP1's _div_if_needed).
   bool divides_gradients = false;
+  // The root's hooks fence each micro-batch: at the end of its backward the
+  // compute stream waits for every reduction issued, and the next forward's
+  // all-gathers wait for the compute stream, so none of them starts before
+  // the previous micro-batch's reductions have ended (FSDP1, FSDP2).
+  bool root_fences_micro_batches = false;
 
   // The optimizer updates one flat tensor per unit (FSDP1's flat parameter
   // with use_orig_params=False, ZeRO-3's flat fp32 partition), not each

@@ -4,9 +4,9 @@
 // logits under autocast (cast to fp32, log-softmax: 14 bytes an element
 // each) plus their small ops. On one GPU the step has no collective to hide
 // them behind, and without the CPU issue path no host time for them to
-// overlap, so it grows by their memory time and launches, less the last
-// micro-batch's reduce-scatters (one rank: their latency alone), which the
-// metrics now overlap instead of the step's end: within 1%. Written here from
+// overlap; FSDP1's root fence makes them wait for the micro-batch's
+// reductions and the next all-gathers wait for them, so the step grows by
+// their memory time and launches: within 1%, and not less. Written here from
 // the model's sizes and the A100 table's bandwidth, not from the Program.
 
 #include <gtest/gtest.h>
@@ -53,8 +53,8 @@ TEST(TrainMetrics, StepGrowsByTheMetricsMemoryTimeAndLaunches) {
               "%.2f TB/s + 17 launches) = %.3f ms (%+.2f%%)\n",
               1e3 * plain, 1e3 * with_metrics, 1e3 * grown, bytes / 1e9, 100 * a100.memory_efficiency,
               a100.hbm_bytes_per_s / 1e12, 1e3 * expected, 100 * (grown / expected - 1));
-  EXPECT_LE(grown, expected);
-  EXPECT_GE(grown, 0.99 * expected);
+  EXPECT_GE(grown, expected);
+  EXPECT_LE(grown, 1.01 * expected);
 }
 
 }  // namespace

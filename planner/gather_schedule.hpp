@@ -1,0 +1,48 @@
+#pragma once
+// The all-gathers of a step in the order their units compute, and what the
+// Program builder has issued of each: per micro-batch every unit's forward
+// gather, then the backward re-gathers of the units not kept gathered from
+// their forward to their backward.
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+namespace ragged::planner {
+
+struct Gather {
+  int unit = 0;
+  int micro_batch = 0;
+  bool backward = false;
+  int params_buffer = -1;  // what compute reads
+  uint32_t ready = 0;      // op after which the parameters are usable
+  uint32_t freed = 0;      // the free of the parameters
+  uint32_t computed = 0;   // the forward compute that used them (without resharding, the prefetch slot)
+  bool emitted = false;
+  bool is_freed = false;
+  bool is_computed = false;
+  bool params_buffer_is_copy = false;
+};
+
+class GatherSchedule {
+ public:
+  GatherSchedule(int units, int micro_batches, const std::function<bool(int unit)>& kept_gathered);
+
+  int size() const { return static_cast<int>(gathers_.size()); }
+  Gather& operator[](int k) { return gathers_[static_cast<size_t>(k)]; }
+  const Gather& operator[](int k) const { return gathers_[static_cast<size_t>(k)]; }
+
+  // The index of unit u's gather of micro-batch mb (its forward's or its
+  // backward's), or -1.
+  int find(int unit, int micro_batch, bool backward) const;
+  // The latest earlier gather of the same unit as gather k, or -1.
+  int previous_of_unit(int k) const;
+  // The index of micro-batch mb's last gather.
+  int last_of_micro_batch(int micro_batch) const { return last_of_[static_cast<size_t>(micro_batch)]; }
+
+ private:
+  std::vector<Gather> gathers_;
+  std::vector<int> last_of_;  // per micro-batch
+};
+
+}  // namespace ragged::planner

@@ -82,14 +82,9 @@ bool LoopBuffers::train_metrics(int head, int mb, int64_t tokens, std::vector<ui
 }
 
 void LoopBuffers::step_end() {
-  const std::vector<Op>& ops = w_->program().ops;
   std::vector<uint32_t> last_of_stream;
   for (Stream stream : {Stream::kCompute, Stream::kAllGather, Stream::kReduceScatter, Stream::kAllReduce}) {
-    for (auto op = ops.rbegin(); op != ops.rend(); ++op) {
-      if (op->stream != stream) continue;
-      last_of_stream.push_back(op->id);
-      break;
-    }
+    if (const auto last = w_->last_on(stream)) last_of_stream.push_back(*last);
   }
   for (int buffer : grad_shards_) {
     if (buffer >= 0) w_->free(buffer, Stream::kCompute, last_of_stream);

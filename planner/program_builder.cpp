@@ -386,11 +386,7 @@ class Builder {
   void fence_next_micro_batch(int mb, uint32_t reduced) {
     fenced_micro_batch_ = mb;
     fence_ = {reduced};
-    for (auto op = program_.ops.rbegin(); op != program_.ops.rend(); ++op) {
-      if (op->stream != Stream::kCompute) continue;
-      fence_.push_back(op->id);
-      break;
-    }
+    if (const auto last = w_.last_on(Stream::kCompute)) fence_.push_back(*last);
   }
 
   // Unit u's unsharded gradient buffer, allocated now on the compute stream.

@@ -10,6 +10,13 @@ uint32_t ProgramWriter::add(Op op) {
   return program_->ops.back().id;
 }
 
+std::optional<uint32_t> ProgramWriter::last_on(Stream stream) const {
+  for (auto op = program_->ops.rbegin(); op != program_->ops.rend(); ++op) {
+    if (op->stream == stream) return op->id;
+  }
+  return std::nullopt;
+}
+
 uint32_t ProgramWriter::compute(OpKind kind, int unit, int micro_batch, std::string name, ComputeWork work,
                                 std::vector<uint32_t> deps) {
   Op op;

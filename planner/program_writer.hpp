@@ -4,6 +4,7 @@
 // compute op's kernels, one for a copy, cast or collective, none for alloc
 // and free); the builder adds the strategy's per-parameter work.
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,8 @@ class ProgramWriter {
   uint32_t free(int buffer, Stream stream, std::vector<uint32_t> deps);
 
   Program& program() { return *program_; }
+  // The last op issued on `stream`, if any.
+  std::optional<uint32_t> last_on(Stream stream) const;
 
  private:
   uint32_t memory(OpKind kind, int buffer, Stream stream, std::vector<uint32_t> deps);

@@ -7,32 +7,29 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
-#include "planner/layout_strategy.hpp"
-#include "scenarios/scenario_loader.hpp"
 #include "tests/planner/program_test_util.hpp"
 
 namespace ragged::planner {
 namespace {
 
 using program_test::depends_on;
+using program_test::ProgramSetup;
+using program_test::strategy_field;
 
 // The tiny Llama with tied embeddings, two micro-batches and Composer's
 // train metrics: the metrics run on the compute stream after the backward,
 // after the last reduce-scatter is issued, which the fence orders.
 Program tied_program(scenarios::Strategy strategy) {
-  const std::string text =
+  const std::string tied_llama =
       "model { inline_spec { hidden_size: 256 num_layers: 4 vocab_size: 1024 intermediate_size: 704\n"
       "                      num_attention_heads: 8 num_key_value_heads: 4 tie_word_embeddings: true } }\n"
-      "cluster { gpu { preset: \"h100\" } gpus_per_node: 8 nodes: 1 }\n"
-      "training { strategy: " + scenarios::Strategy_Name(strategy) + " gradient_accumulation_steps: 2\n"
-      "           outputs { logits: true held_until_next_forward: true metric_cross_entropies: 2 } }\n";
-  const ResolvedScenario resolved = resolve_scenario(
-      scenarios::parse_scenario(text, scenarios::ScenarioFormat::kText, "fence.textproto", RAGGED_SOURCE_DIR));
-  const scenarios::Training& training = resolved.scenario().training();
-  const Plan plan = plan_model(resolved.model, resolved.granularity, training.shard_group_size(),
-                               *make_strategy(training.strategy()));
-  return build_program(program_inputs(resolved, plan), 0);
+      "cluster { gpu { preset: \"h100\" } gpus_per_node: 8 nodes: 1 }\n";
+  const ProgramSetup setup(strategy_field(strategy) + "gradient_accumulation_steps: 2 "
+                           "outputs { logits: true held_until_next_forward: true metric_cross_entropies: 2 }",
+                           tied_llama);
+  return setup.build();
 }
 
 struct Boundary {

@@ -37,13 +37,14 @@ inline constexpr scenarios::Strategy kAllStrategies[] = {scenarios::RAGGED, scen
                                                          scenarios::FSDP1,  scenarios::FSDP2,
                                                          scenarios::ZERO3,  scenarios::MEGATRON};
 
-// "training { <fields> }" appended to the tiny Llama, resolved and planned.
-// Not copyable: the ProgramInputs of build() point into it.
+// "training { <fields> }" appended to the tiny Llama (or another model and
+// cluster), resolved and planned. Not copyable: the ProgramInputs of build()
+// point into it.
 class ProgramSetup {
  public:
-  explicit ProgramSetup(const std::string& training_fields)
+  explicit ProgramSetup(const std::string& training_fields, const std::string& model_and_cluster = kTinyLlama)
       : resolved_(resolve_scenario(
-            scenarios::parse_scenario(std::string(kTinyLlama) + "training { " + training_fields + " }\n",
+            scenarios::parse_scenario(model_and_cluster + "training { " + training_fields + " }\n",
                                       scenarios::ScenarioFormat::kText, "program_test.textproto", RAGGED_SOURCE_DIR))),
         plan_(plan_model(resolved_.model, resolved_.granularity, training().shard_group_size(),
                          *make_strategy(training().strategy()))) {}

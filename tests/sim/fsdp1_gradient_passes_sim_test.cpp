@@ -22,7 +22,7 @@
 namespace ragged::sim {
 namespace {
 
-constexpr int64_t kHidden = 1024, kLayers = 4, kVocab = 32768, kIntermediate = 2816;
+constexpr int64_t kHidden = 1024, kLayers = 4, kIntermediate = 2816;
 
 planner::ResolvedScenario fsdp1_on_8_a100s() {
   const std::string text =
@@ -61,10 +61,7 @@ TEST(Fsdp1GradientPasses, EachPassStreamsItsBytesAndOnlySharingSlowsIt) {
     if (e.name().rfind("layers.", 0) != 0) continue;
     for (const Pass& pass : passes) {
       const std::string& name = e.name();
-      if (name.size() < std::string(pass.suffix).size() || name.compare(name.size() - std::string(pass.suffix).size(),
-                                                                       std::string::npos, pass.suffix) != 0) {
-        continue;
-      }
+      if (!name.ends_with(pass.suffix)) continue;
       const double expected = static_cast<double>(pass.bytes) / rate + a100.launch_seconds;
       const double simulated = seconds_of(e);
       std::printf("%-32s %9lld B: simulated %.1f us, alone %.1f us (%lld B at %.0f%% of %.2f TB/s + a launch)\n",

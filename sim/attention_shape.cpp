@@ -49,10 +49,42 @@ double flash_attention_shape_factor(int64_t head_dim, int64_t seq_len, bool flas
          rate(curve, kAttentionReferenceHeadDim, kAttentionReferenceSeqLen);
 }
 
+int64_t kernel_head_dim(models::AttentionKernel kernel, int64_t head_dim) {
+  if (head_dim <= 0) return head_dim;
+  switch (kernel) {
+    case models::AttentionKernel::kFlash2:
+      for (const int64_t width : {32, 64, 96, 128, 160, 192, 256}) {
+        if (head_dim <= width) return width;
+      }
+      return head_dim;
+    case models::AttentionKernel::kFlash3:
+      for (const int64_t width : {64, 96, 128, 192, 256}) {
+        if (head_dim <= width) return width;
+      }
+      return head_dim;
+    case models::AttentionKernel::kTritonFlash: {
+      if (head_dim > 128) return head_dim;  // the kernel asserts d <= 128
+      int64_t width = 16;
+      while (width < head_dim) width *= 2;
+      return width;
+    }
+    case models::AttentionKernel::kMath: return head_dim;
+  }
+  return head_dim;
+}
+
+double padded_head_work(const planner::AttentionWork& attention) {
+  const int64_t dims = attention.qk_head_dim + attention.v_head_dim;
+  if (dims <= 0) return 1.0;
+  const int64_t qk = kernel_head_dim(attention.kernel, attention.qk_head_dim);
+  const int64_t padded = qk + kernel_head_dim(attention.kernel, attention.v_head_dim);
+  return static_cast<double>(padded) / static_cast<double>(dims);
+}
+
 double flash_attention_shape_factor(const planner::AttentionWork& attention, bool backward) {
   const int64_t keys = attention.window > 0 ? std::min(attention.window, attention.seq_len) : attention.seq_len;
-  return flash_attention_shape_factor(attention.qk_head_dim, keys, attention.kernel == models::AttentionKernel::kFlash3,
-                                      backward);
+  return flash_attention_shape_factor(kernel_head_dim(attention.kernel, attention.qk_head_dim), keys,
+                                      attention.kernel == models::AttentionKernel::kFlash3, backward);
 }
 
 }  // namespace ragged::sim

@@ -22,8 +22,21 @@ constexpr int64_t kAttentionReferenceSeqLen = 8192;
 // outside them.
 double flash_attention_shape_factor(int64_t head_dim, int64_t seq_len, bool flash3, bool backward);
 
-// The same for one op's attention: the query/key head dim, and the keys each
-// query attends to (the window where one is set, else the sequence).
+// The head dimension a kernel computes at: each is compiled for a few widths
+// and runs a head in between padded to the next one. FlashAttention-2:
+// 32, 64, 96, 128, 160, 192, 256 (HEADDIM_SWITCH, csrc/flash_attn/src/
+// static_switch.h); FlashAttention-3: 64, 96, 128, 192, 256 (run_mha_fwd,
+// hopper/flash_api.cpp); flash-attn's Triton kernel: the next power of two,
+// at least 16 (BLOCK_HEADDIM, flash_attn/flash_attn_triton.py). Widths beyond
+// a kernel's largest are returned as they are.
+int64_t kernel_head_dim(models::AttentionKernel kernel, int64_t head_dim);
+
+// The work the kernel executes over the op's FLOPs: the query/key and value
+// head dims each padded to the kernel's width (1 where none is padded).
+double padded_head_work(const planner::AttentionWork& attention);
+
+// The same for one op's attention: the kernel's query/key head dim, and the
+// keys each query attends to (the window where one is set, else the sequence).
 double flash_attention_shape_factor(const planner::AttentionWork& attention, bool backward);
 
 }  // namespace ragged::sim

@@ -327,9 +327,11 @@ double ComputeModel::attention_work_seconds(const planner::AttentionWork& attent
   }
   RAGGED_ASSERT(efficiency > 0, "FlashAttention-3 needs a Hopper compute table (checked with the scenario)");
   // The efficiencies hold at head dim 128 and sequence 8k; other shapes run
-  // at their measured share of that rate (sim/attention_shape.hpp).
+  // at their measured share of that rate, a head between the kernel's
+  // compiled widths at the next width's rate and work (sim/attention_shape.hpp).
   const double shape = flash_attention_shape_factor(attention, backward);
-  return attention.flops / (spec_.peak_flops * efficiency * shape * spec_.clock_factor * spec_.sustained_clock);
+  const double work = attention.flops * padded_head_work(attention);
+  return work / (spec_.peak_flops * efficiency * shape * spec_.clock_factor * spec_.sustained_clock);
 }
 
 double ComputeModel::attention_seconds(const planner::AttentionWork& attention, bool backward) const {

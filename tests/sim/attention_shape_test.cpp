@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
+#include <string>
 
 #include "sim/compute_model.hpp"
 
@@ -79,6 +81,67 @@ TEST(AttentionShape, ComputeModelTimesShortSequencesSlower) {
         (model.attention_seconds(at2k, backward) - launch) / (model.attention_seconds(at8k, backward) - launch);
     const double expected = backward ? kFa2BwdHd128At8k / kFa2BwdHd128At2k : kFa2Hd128At8k / kFa2Hd128At2k;
     std::printf("%s 2k/8k time: expected %.4f, model %.4f\n", backward ? "backward" : "forward", expected, ratio);
+    EXPECT_NEAR(ratio, expected, 1e-9);
+  }
+}
+
+TEST(AttentionShape, KernelsRunAHeadBetweenTheirWidthsPadded) {
+  using models::AttentionKernel;
+  // FlashAttention-2's HEADDIM_SWITCH: 32, 64, 96, 128, 160, 192, 256.
+  EXPECT_EQ(kernel_head_dim(AttentionKernel::kFlash2, 40), 64);
+  EXPECT_EQ(kernel_head_dim(AttentionKernel::kFlash2, 80), 96);    // Pythia-2.8B, Phi-2
+  EXPECT_EQ(kernel_head_dim(AttentionKernel::kFlash2, 112), 128);  // a 7,168-wide model of 64 heads
+  EXPECT_EQ(kernel_head_dim(AttentionKernel::kFlash2, 128), 128);
+  EXPECT_EQ(kernel_head_dim(AttentionKernel::kFlash2, 200), 256);
+  EXPECT_EQ(kernel_head_dim(AttentionKernel::kFlash2, 320), 320);  // beyond the kernel: as it is
+  // FlashAttention-3: 64, 96, 128, 192, 256 (no 160).
+  EXPECT_EQ(kernel_head_dim(AttentionKernel::kFlash3, 40), 64);
+  EXPECT_EQ(kernel_head_dim(AttentionKernel::kFlash3, 160), 192);
+  EXPECT_EQ(kernel_head_dim(AttentionKernel::kFlash3, 192), 192);  // DeepSeek's query/key
+  // The Triton kernel: the next power of two, at least 16.
+  EXPECT_EQ(kernel_head_dim(AttentionKernel::kTritonFlash, 8), 16);
+  EXPECT_EQ(kernel_head_dim(AttentionKernel::kTritonFlash, 64), 64);
+  EXPECT_EQ(kernel_head_dim(AttentionKernel::kTritonFlash, 80), 128);
+  EXPECT_EQ(kernel_head_dim(AttentionKernel::kTritonFlash, 96), 128);
+  // The math backend's batched GEMMs run the head as it is.
+  EXPECT_EQ(kernel_head_dim(AttentionKernel::kMath, 80), 80);
+
+  AttentionWork work;
+  work.qk_head_dim = work.v_head_dim = 128;
+  EXPECT_DOUBLE_EQ(padded_head_work(work), 1.0);
+  work.qk_head_dim = 192;  // DeepSeek's MLA: both widths compiled
+  EXPECT_DOUBLE_EQ(padded_head_work(work), 1.0);
+  work.qk_head_dim = work.v_head_dim = 80;
+  EXPECT_DOUBLE_EQ(padded_head_work(work), 96.0 / 80.0);
+  work.kernel = AttentionKernel::kTritonFlash;
+  EXPECT_DOUBLE_EQ(padded_head_work(work), 128.0 / 80.0);
+}
+
+// A padded head costs what the kernel's width costs: the same FLOPs of head
+// dim 80 at 2k take (width / 80) x rate(128, 8k) / rate(width, 2k) of their
+// time at the reference shape, the rates read off the charts (a width between
+// the charted 64 and 128 linear in log2 of the head dim).
+TEST(AttentionShape, ComputeModelTimesAPaddedHeadAsItsKernelsWidth) {
+  const ComputeModel model = ComputeModel::defaults("a100-80g", 312e12, 2.039e12);
+  const double launch = model.spec().launch_seconds;
+  const double fa2_at_96 = kFa2Hd64At2k + std::log2(96.0 / 64.0) * (kFa2Hd128At2k - kFa2Hd64At2k);
+  struct Case {
+    models::AttentionKernel kernel;
+    double width, rate_at_width;
+  };
+  for (const Case& c : {Case{models::AttentionKernel::kFlash2, 96, fa2_at_96},
+                        Case{models::AttentionKernel::kTritonFlash, 128, kFa2Hd128At2k}}) {
+    AttentionWork padded, reference;
+    padded.kernel = reference.kernel = c.kernel;
+    padded.flops = reference.flops = 1e12;
+    padded.seq_len = 2048, reference.seq_len = 8192;
+    padded.qk_head_dim = padded.v_head_dim = 80;
+    reference.qk_head_dim = reference.v_head_dim = 128;
+    const double ratio =
+        (model.attention_seconds(padded, false) - launch) / (model.attention_seconds(reference, false) - launch);
+    const double expected = c.width / 80.0 * kFa2Hd128At8k / c.rate_at_width;
+    std::printf("%s, head dim 80 run at %.0f, 2k over 128 at 8k: expected %.6f, model %.6f\n",
+                std::string(models::attention_kernel_name(c.kernel)).c_str(), c.width, expected, ratio);
     EXPECT_NEAR(ratio, expected, 1e-9);
   }
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <initializer_list>
 
 namespace ragged::sim {
 namespace {
@@ -49,19 +50,24 @@ double flash_attention_shape_factor(int64_t head_dim, int64_t seq_len, bool flas
          rate(curve, kAttentionReferenceHeadDim, kAttentionReferenceSeqLen);
 }
 
+namespace {
+
+// The narrowest of a kernel's compiled widths that holds the head; the head
+// itself beyond the widest.
+int64_t compiled_width(int64_t head_dim, std::initializer_list<int64_t> widths) {
+  for (const int64_t width : widths) {
+    if (head_dim <= width) return width;
+  }
+  return head_dim;
+}
+
+}  // namespace
+
 int64_t kernel_head_dim(models::AttentionKernel kernel, int64_t head_dim) {
   if (head_dim <= 0) return head_dim;
   switch (kernel) {
-    case models::AttentionKernel::kFlash2:
-      for (const int64_t width : {32, 64, 96, 128, 160, 192, 256}) {
-        if (head_dim <= width) return width;
-      }
-      return head_dim;
-    case models::AttentionKernel::kFlash3:
-      for (const int64_t width : {64, 96, 128, 192, 256}) {
-        if (head_dim <= width) return width;
-      }
-      return head_dim;
+    case models::AttentionKernel::kFlash2: return compiled_width(head_dim, {32, 64, 96, 128, 160, 192, 256});
+    case models::AttentionKernel::kFlash3: return compiled_width(head_dim, {64, 96, 128, 192, 256});
     case models::AttentionKernel::kTritonFlash: {
       if (head_dim > 128) return head_dim;  // the kernel asserts d <= 128
       int64_t width = 16;

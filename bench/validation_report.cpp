@@ -71,6 +71,7 @@ std::string source_label(const RowResult& row) {
   if (t.find("ATorch") != std::string::npos) return "ATorch (dlrover) Llama2 example";
   if (t.find("TorchTitan:") != std::string::npos) return "TorchTitan paper";
   if (t.find("torchtitan") != std::string::npos) return "torchtitan docs";
+  if (t.find("DeepCompile") != std::string::npos) return "DeepCompile benchmark (DeepSpeed)";
   return t;
 }
 bool simulated(const RowResult& row) { return row.status == RowStatus::kSimulated; }
@@ -194,6 +195,11 @@ void summary_section(std::ostringstream& md, const std::vector<RowResult>& rows)
                                                     verdict(v.memory_within_tolerance == v.memory_rows))
                                       : std::string("no validation source publishes memory (only the calibration points do)"));
   md << fmt::format("- calibration points within 5%: {} (max {})\n\n", verdict(calibration_within), abs_pct(c.max_abs_error));
+  if (v.throughput_excluded > 0) {
+    md << fmt::format("{} simulated validation rows count in the memory and OOM figures but not in the throughput ones "
+                      "(their source does not state what the step time depends on; reasons under \"Rows compared on "
+                      "memory only\").\n\n", v.throughput_excluded);
+  }
   std::vector<std::string> tight;
   for (const RowResult& row : rows) {
     if (!validation::fits_tightly(row)) continue;
@@ -209,23 +215,32 @@ void summary_section(std::ostringstream& md, const std::vector<RowResult>& rows)
 
 void coverage_section(std::ostringstream& md, const std::vector<RowResult>& rows) {
   md << "## Coverage of the validation set\n\n";
-  std::map<std::string, std::map<std::string, int>> counts;
+  // Per value: the rows, and of them those compared on memory and OOM only.
+  std::map<std::string, std::map<std::string, std::pair<int, int>>> counts;
   int64_t fewest = 0, most = 0;
   for (const RowResult& row : rows) {
     if (row.run.set() != validation::VALIDATION || !simulated(row)) continue;
-    counts["source"][source_label(row)]++;
-    counts["GPU"][gpu_label(row)]++;
-    counts["strategy"][row.strategy]++;
-    counts["activation checkpointing"][row.checkpointing]++;
-    counts["GPUs"][gpu_range(row)]++;
-    counts["published"][validation::published_ran(row.run.published()) ? "throughput" : "out of memory"]++;
+    const int memory_only = validation::throughput_compared(row) ? 0 : 1;
+    for (const auto& [by, value] : {std::pair<std::string, std::string>{"source", source_label(row)},
+                                    {"GPU", gpu_label(row)},
+                                    {"strategy", row.strategy},
+                                    {"activation checkpointing", row.checkpointing},
+                                    {"GPUs", gpu_range(row)}}) {
+      counts[by][value].first++;
+      counts[by][value].second += memory_only;
+    }
+    counts["published"][validation::published_ran(row.run.published()) ? "throughput" : "out of memory"].first++;
     fewest = fewest == 0 ? row.gpus : std::min(fewest, row.gpus);
     most = std::max(most, row.gpus);
   }
-  md << "Simulated validation rows, counted by:\n\n| by | counts |\n|---|---|\n";
+  md << "Simulated validation rows, counted by (\"n on memory only\": of them, rows whose throughput is not "
+        "compared):\n\n| by | counts |\n|---|---|\n";
   for (const auto& [by, values] : counts) {
     std::string cells;
-    for (const auto& [value, n] : values) cells += fmt::format("{}{}: {}", cells.empty() ? "" : ", ", value, n);
+    for (const auto& [value, n] : values) {
+      cells += fmt::format("{}{}: {}{}", cells.empty() ? "" : ", ", value, n.first,
+                           n.second > 0 ? fmt::format(" ({} on memory only)", n.second) : "");
+    }
     md << fmt::format("| {} | {} |\n", by, cells);
   }
   md << fmt::format("\nGPU counts from {} to {}. The issue asks for >= 30 points from >= 3 independent sources, >= 2 GPU "
@@ -253,7 +268,8 @@ void rows_section(std::ostringstream& md, const std::vector<RowResult>& rows, va
     if (validation::fits_tightly(row)) oom += " (fits, tightly)";
     md << fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} | {} | {:.1f}% | {:.2f} |\n", row.run.id(), row.model,
                       row.gpus, gpu_label(row), row.strategy, row.checkpointing, published ? tokens(*published) : "OOM",
-                      tokens(row.predicted.tokens_per_s_per_gpu), error ? pct(*error) : "-",
+                      tokens(row.predicted.tokens_per_s_per_gpu),
+                      error ? pct(*error) : (validation::throughput_compared(row) ? "-" : "not compared"),
                       validation::published_memory_text(p), gib(validation::predicted_memory_bytes(row)), oom,
                       100 * row.predicted.mfu,
                       row.predicted.compute_s > 0 ? row.predicted.comm_s / row.predicted.compute_s : 0.0);
@@ -463,6 +479,21 @@ void sources_section(std::ostringstream& md, const std::vector<RowResult>& rows)
         "mixed-precision mode, interconnect assumptions), are in `validation/runs.textproto` (`row`, `notes`).\n\n";
 }
 
+void memory_only_section(std::ostringstream& md, const std::vector<RowResult>& rows) {
+  bool any = false;
+  for (const RowResult& row : rows) {
+    if (!simulated(row) || row.run.throughput_excluded().empty()) continue;
+    if (!any) md << "## Rows compared on memory only\n\n| id | set | published | predicted | reason |\n";
+    if (!any) md << "|---|---|---:|---:|---|\n";
+    any = true;
+    auto published = validation::published_tokens_per_s(row.run.published());
+    md << fmt::format("| {} | {} | {} | {} | {} |\n", row.run.id(), validation::set_name(row.run.set()),
+                      published ? tokens(*published) : "OOM", tokens(row.predicted.tokens_per_s_per_gpu),
+                      row.run.throughput_excluded());
+  }
+  if (any) md << "\n";
+}
+
 void excluded_section(std::ostringstream& md, const std::vector<RowResult>& rows) {
   md << "## Excluded rows\n\n| id | set | published | reason |\n|---|---|---:|---|\n";
   for (const RowResult& row : rows) {
@@ -545,6 +576,7 @@ int main(int argc, char** argv) {
     bench::remeasured_section(md, rows, kFarOff);
     bench::memory_section(md, set, rows);
     sources_section(md, rows);
+    memory_only_section(md, rows);
     excluded_section(md, rows);
     if (!left_text.empty()) md << "## What is left\n\n" << left_text;
     if (output.empty()) {

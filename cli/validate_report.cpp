@@ -69,7 +69,7 @@ void print_remeasured(const std::vector<RowResult>& rows, std::ostream& out) {
   bool any = false;
   for (const RowResult& row : rows) {
     const auto spread = validation::published_spread(row.run);
-    if (row.status != RowStatus::kSimulated || !spread || *spread <= kSpreadShown) continue;
+    if (!validation::throughput_compared(row) || !spread || *spread <= kSpreadShown) continue;
     if (!any) {
       out << fmt::format("measured again by their source, {:.0f}% apart or more (the summary uses the published figure "
                          "above; * = the source states a difference; --json lists every row measured again):\n",
@@ -110,6 +110,11 @@ void print_summary(const std::vector<RowResult>& rows, std::ostream& out) {
   out << "summary (error = predicted / published - 1 of tokens/s per GPU, over the simulated rows with a published "
          "throughput)\n";
   table.print(out, "  ");
+  for (const validation::SetSummary& s : summaries) {
+    if (s.throughput_excluded == 0) continue;
+    out << fmt::format("  {}: {} of the simulated rows compared on memory and OOM only, not in the throughput "
+                       "columns\n", validation::set_name(s.set), s.throughput_excluded);
+  }
   for (const validation::SetSummary& s : summaries) {
     if (s.remeasured_rows == 0) continue;
     out << fmt::format("  {}: {} rows measured more than once by their source, the measurements {:.1f}% apart at most "
@@ -164,6 +169,7 @@ nlohmann::json row_json(const RowResult& row) {
                       {"oom", q.oom}, {"fits_tightly", validation::fits_tightly(row)}, {"simulation_mode", q.mode},
                       {"simulation_wall_s", q.wall_seconds}};
   out["error"] = optional_number(validation::throughput_error(row));
+  if (!run.throughput_excluded().empty()) out["throughput_excluded"] = run.throughput_excluded();
   out["memory_error"] = optional_number(validation::memory_error(row));
   out["oom_agreement"] = validation::oom_agreement_name(validation::oom_agreement(row));
   if (!run.remeasured().empty()) {
@@ -186,7 +192,8 @@ nlohmann::json row_json(const RowResult& row) {
 
 nlohmann::json summary_json(const validation::SetSummary& s) {
   return {{"rows", s.rows}, {"simulated", s.simulated}, {"failed", s.failed}, {"excluded", s.excluded},
-          {"throughput_rows", s.throughput_rows}, {"mean_abs_error", s.mean_abs_error},
+          {"throughput_excluded", s.throughput_excluded}, {"throughput_rows", s.throughput_rows},
+          {"mean_abs_error", s.mean_abs_error},
           {"max_abs_error", s.max_abs_error}, {"max_error_id", s.max_error_id}, {"oom_rows", s.oom_rows},
           {"oom_agree", s.oom_agree}, {"false_ooms", s.false_ooms}, {"missed_ooms", s.missed_ooms},
           {"tight_fits", s.tight_fits},
@@ -221,6 +228,15 @@ void print_validation(const validation::ValidationSet& set, const std::vector<Ro
                        published_text(row), row.run.excluded());
   }
   if (any_excluded) out << '\n';
+  bool any_memory_only = false;
+  for (const RowResult& row : rows) {
+    if (row.status != RowStatus::kSimulated || row.run.throughput_excluded().empty()) continue;
+    if (!any_memory_only) out << "compared on memory and OOM only (throughput left out of the summary):\n";
+    any_memory_only = true;
+    out << fmt::format("  {} ({}, published {}, predicted {}): {}\n", row.run.id(), validation::set_name(row.run.set()),
+                       published_text(row), tokens(row.predicted.tokens_per_s_per_gpu), row.run.throughput_excluded());
+  }
+  if (any_memory_only) out << '\n';
   print_remeasured(rows, out);
   print_summary(rows, out);
 }

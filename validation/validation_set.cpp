@@ -8,6 +8,7 @@
 #include "common/file_io.hpp"
 #include "scenarios/scenario_loader.hpp"
 #include "scenarios/text_format.hpp"
+#include "validation/validation_summary.hpp"
 
 #ifndef RAGGED_VALIDATION_DIR
 #error "RAGGED_VALIDATION_DIR: the build defines it as the source tree's validation/ folder"
@@ -44,6 +45,7 @@ class RunChecker {
     check_source();
     check_published();
     check_remeasured();
+    check_throughput_excluded();
   }
 
  private:
@@ -112,6 +114,17 @@ class RunChecker {
       if (!(r.tokens_per_s_per_gpu() > 0)) {
         fail(at + ".tokens_per_s_per_gpu", fmt::format("must be positive (got {})", r.tokens_per_s_per_gpu()));
       }
+    }
+  }
+
+  void check_throughput_excluded() const {
+    if (run_.throughput_excluded().empty()) return;
+    if (!run_.excluded().empty()) {
+      fail("throughput_excluded", "given with excluded: an excluded run is left out of every statistic; keep one");
+    }
+    if (!published_memory(run_.published()) && published_ran(run_.published())) {
+      fail("throughput_excluded", "the run publishes no memory and ran, so nothing of it would be compared: give "
+                                  "published { peak_memory_gib | peak_allocated_gib } or write excluded: \"...\"");
     }
   }
 

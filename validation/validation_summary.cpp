@@ -12,8 +12,12 @@
 
 namespace ragged::validation {
 
+bool throughput_compared(const RowResult& row) {
+  return row.status == RowStatus::kSimulated && row.run.throughput_excluded().empty();
+}
+
 std::optional<double> throughput_error(const RowResult& row) {
-  if (row.status != RowStatus::kSimulated) return std::nullopt;
+  if (!throughput_compared(row)) return std::nullopt;
   const std::optional<double> published = published_tokens_per_s(row.run.published());
   if (!published) return std::nullopt;
   return row.predicted.tokens_per_s_per_gpu / *published - 1;
@@ -21,7 +25,7 @@ std::optional<double> throughput_error(const RowResult& row) {
 
 std::vector<double> remeasured_errors(const RowResult& row) {
   std::vector<double> errors;
-  if (row.status != RowStatus::kSimulated) return errors;
+  if (!throughput_compared(row)) return errors;
   for (const Remeasurement& r : row.run.remeasured()) {
     errors.push_back(row.predicted.tokens_per_s_per_gpu / r.tokens_per_s_per_gpu() - 1);
   }
@@ -52,7 +56,7 @@ std::optional<double> published_spread(const Run& run) {
 
 bool within_published_range(const RowResult& row) {
   const auto range = published_range(row.run);
-  if (row.status != RowStatus::kSimulated || !range) return false;
+  if (!throughput_compared(row) || !range) return false;
   const double predicted = row.predicted.tokens_per_s_per_gpu;
   return predicted >= range->first && predicted <= range->second;
 }
@@ -129,6 +133,7 @@ SetSummary summarize(const std::vector<RowResult>& rows, Set set) {
       continue;
     }
     ++s.simulated;
+    if (!row.run.throughput_excluded().empty()) ++s.throughput_excluded;
     if (auto error = throughput_error(row)) {
       ++s.throughput_rows;
       error_sum += std::fabs(*error);
@@ -145,7 +150,7 @@ SetSummary summarize(const std::vector<RowResult>& rows, Set set) {
       case OomAgreement::kNotApplicable: break;
     }
     if (fits_tightly(row)) ++s.tight_fits;
-    if (auto spread = published_spread(row.run)) {
+    if (auto spread = published_spread(row.run); spread && throughput_compared(row)) {
       ++s.remeasured_rows;
       if (within_published_range(row)) ++s.within_published_range;
       if (s.max_spread_id.empty() || *spread > s.max_published_spread) {

@@ -13,7 +13,9 @@
 //   published out of memory, predicted to fit;
 // - a row's throughput error counts whether or not the prediction says OOM
 //   (the simulator still times the step); excluded rows and rows that failed to
-//   simulate count in no statistic, and failures are counted apart.
+//   simulate count in no statistic, and failures are counted apart; a row
+//   whose run says throughput_excluded counts in the memory and OOM statistics
+//   only.
 
 #include <cstdint>
 #include <optional>
@@ -72,14 +74,17 @@ std::optional<PublishedMemory> published_memory(const Published& published);
 int64_t predicted_memory_bytes(const RowResult& row);
 std::string published_memory_text(const Published& published);  // "38.7", "38.7 alloc" or "-"
 
-std::optional<double> throughput_error(const RowResult& row);  // nullopt: not simulated or no published throughput
+// Simulated, and its throughput compared (the run does not say throughput_excluded).
+bool throughput_compared(const RowResult& row);
+// nullopt: not compared (see above) or no published throughput.
+std::optional<double> throughput_error(const RowResult& row);
 // Predicted / each of the run's other published measurements - 1, in file
-// order (empty unless simulated).
+// order (empty unless its throughput is compared).
 std::vector<double> remeasured_errors(const RowResult& row);
 // The spread of what the source published for the run: max / min - 1 over its
 // figure and its other measurements; nullopt without other measurements.
 std::optional<double> published_spread(const Run& run);
-// Simulated, measured more than once, and predicted within the range of the
+// Compared, measured more than once, and predicted within the range of the
 // source's measurements (inclusive).
 bool within_published_range(const RowResult& row);
 std::optional<double> memory_error(const RowResult& row);      // nullopt: not simulated or no published memory
@@ -96,7 +101,8 @@ struct SetSummary {
   int simulated = 0;
   int failed = 0;
   int excluded = 0;
-  int throughput_rows = 0;       // simulated rows with a published throughput
+  int throughput_excluded = 0;   // simulated rows compared on memory and OOM only (Run.throughput_excluded)
+  int throughput_rows = 0;       // simulated rows with a published throughput that is compared
   double mean_abs_error = 0;     // over throughput_rows; 0 when none
   double max_abs_error = 0;
   std::string max_error_id;      // the row of max_abs_error

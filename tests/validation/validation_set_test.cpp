@@ -84,6 +84,20 @@ TEST_F(ValidationSetTest, NoScenarioNeedsAnExclusion) {
   EXPECT_EQ(error(run_entry("a", "", "published { tokens_per_s_per_gpu: 1 }", "  excluded: \"not expressible\"\n")), "");
 }
 
+// A run compared on memory alone must publish memory (or an OOM) and is not
+// also excluded.
+TEST_F(ValidationSetTest, ThroughputExclusionKeepsSomethingToCompare) {
+  const std::string scenario = "scenario: \"scenarios/s.textproto\"";
+  const std::string reason = "  throughput_excluded: \"GPU not stated\"\n";
+  EXPECT_EQ(error(run_entry("a", scenario, "published { tokens_per_s_per_gpu: 1 peak_allocated_gib: 4 }", reason)), "");
+  EXPECT_EQ(error(run_entry("a", scenario, "published { ran: false }", reason)), "");
+  EXPECT_CONTAINS(error(run_entry("a", scenario, "published { tokens_per_s_per_gpu: 1 }", reason)),
+                  "runs[0].throughput_excluded: the run publishes no memory and ran");
+  EXPECT_CONTAINS(error(run_entry("a", scenario, "published { tokens_per_s_per_gpu: 1 peak_memory_gib: 4 }",
+                                  reason + "  excluded: \"not expressible\"\n")),
+                  "runs[0].throughput_excluded: given with excluded");
+}
+
 TEST_F(ValidationSetTest, SourceFieldsAreRequired) {
   std::string text = run_entry("a");
   text.replace(text.find("url: \"https://example.org\" "), 27, "");

@@ -147,6 +147,35 @@ TEST(ValidationSummary, RemeasuredRowsReportTheSpreadOfTheirMeasurements) {
   EXPECT_NEAR(s.mean_abs_error, 0.09, 1e-12);  // unchanged: the published figures alone
 }
 
+// A run whose throughput is left out (its source does not state the GPU)
+// still counts in the memory and OOM figures, and in no throughput one.
+TEST(ValidationSummary, ThroughputExcludedRowsCountOnMemoryAndOomOnly) {
+  std::vector<RowResult> r = rows();
+  r.push_back(make_row({"k", VALIDATION, 100, 250, false, 40, 46}));  // +150%, memory +15%
+  r.push_back(make_row({"l", VALIDATION, 0, 90, false}));              // published OOM, predicted to fit
+  for (size_t i = r.size() - 2; i < r.size(); ++i) r[i].run.set_throughput_excluded("GPU not stated");
+  Remeasurement* again = r[r.size() - 2].run.add_remeasured();
+  again->set_tokens_per_s_per_gpu(240);
+  EXPECT_FALSE(throughput_compared(r[r.size() - 2]));
+  EXPECT_TRUE(throughput_compared(r[0]));
+  EXPECT_FALSE(throughput_error(r[r.size() - 2]).has_value());
+  EXPECT_TRUE(remeasured_errors(r[r.size() - 2]).empty());
+  EXPECT_FALSE(within_published_range(r[r.size() - 2]));
+  EXPECT_NEAR(*memory_error(r[r.size() - 2]), 0.15, 1e-9);
+  const SetSummary s = summarize(r, VALIDATION);
+  EXPECT_EQ(s.rows, 10);
+  EXPECT_EQ(s.simulated, 9);
+  EXPECT_EQ(s.throughput_excluded, 2);
+  EXPECT_EQ(s.throughput_rows, 5);              // unchanged: a, b, c, h, i
+  EXPECT_NEAR(s.mean_abs_error, 0.09, 1e-12);   // unchanged
+  EXPECT_NEAR(s.max_abs_error, 0.15, 1e-12);    // b, not k's +150%
+  EXPECT_EQ(s.remeasured_rows, 0);
+  EXPECT_EQ(s.oom_rows, 9);
+  EXPECT_EQ(s.missed_ooms, 2);                  // e and l
+  EXPECT_EQ(s.memory_rows, 3);                  // h, i and k
+  EXPECT_EQ(s.memory_within_tolerance, 1);
+}
+
 TEST(ValidationSummary, CalibrationSetApart) {
   const SetSummary s = summarize(rows(), CALIBRATION);
   EXPECT_EQ(s.rows, 1);

@@ -3,7 +3,6 @@
 #include "planner/checkpointing_plan.hpp"
 
 #include <algorithm>
-#include <tuple>
 #include <utility>
 
 #include <fmt/format.h>
@@ -11,10 +10,10 @@
 #include "common/errors.hpp"
 #include "planner/compute_work.hpp"
 #include "planner/gather_schedule.hpp"
+#include "planner/gradient_reduction.hpp"
 #include "planner/loop_buffers.hpp"
 #include "planner/optimizer_program.hpp"
 #include "planner/program_writer.hpp"
-#include "planner/reduce_queue.hpp"
 #include "planner/strategy_traits.hpp"
 #include "planner/unit_buffers.hpp"
 
@@ -36,12 +35,13 @@ class Builder {
         rank_(rank),
         loop_(&w_, *in.training, in.plan->units.size(), *in.model),
         traits_(strategy_traits(in.training->strategy())),
-        reduce_queue_(traits_, *in.model) {
+        p_(dtype_bytes(in.training->precision().param())),
+        r_(dtype_bytes(in.training->precision().reduce())),
+        o_(dtype_bytes(in.training->precision().master())),
+        grads_(&w_, &loop_, *in.plan, *in.model, traits_, in.replicate_ranks, ElementBytes{p_, r_, o_},
+               &compute_waits_) {
     const scenarios::Training& t = *in.training;
     if (traits_.one_communicator) w_.serialise_shard_collectives();
-    p_ = dtype_bytes(t.precision().param());
-    r_ = dtype_bytes(t.precision().reduce());
-    o_ = dtype_bytes(t.precision().master());
     unit_mode_ = unit_checkpointing(*in.model, *in.plan, t);
     batch_ = MicroBatch{t.micro_batch_size(), t.sequence_length(), t.compiled(), in.model->kernels,
                         t.compile_scope() == scenarios::TRANSFORMER_BLOCKS};
@@ -85,7 +85,6 @@ class Builder {
     const UnitLayout& l = unit(u).layout;
     return l.padded_elements() - l.ranks * l.persistent_shard_elements;
   }
-  int64_t reduced_elements(int u) const { return unit(u).layout.padded_elements(); }
 
   // Units that stay gathered from their forward to their backward: the last
   // one (backward starts with it) and, with tied embeddings, the embedding,
@@ -191,29 +190,11 @@ class Builder {
     if (traits_.reshard_per_parameter) host(gathers_[k].freed).param_reshards = tensors(gathers_[k].unit, true);
   }
 
-  // One allocation per tensor, each padded to its rank-major chunks (the
-  // tensor itself in a contiguous layout); ZeRO-3's persistent parameters
-  // are not gathered, so they have no copy.
   std::vector<int64_t> per_tensor_pieces(int u, int64_t element_bytes, bool skip_persistent) const {
-    const UnitLayout& l = unit(u).layout;
-    const int64_t chunks = l.placement == Placement::kRankMajor ? l.ranks : 1;
-    std::vector<int64_t> pieces;
-    pieces.reserve(l.slots.size());
-    for (const TensorSlot& slot : l.slots) {
-      if (!(skip_persistent && slot.persistent)) pieces.push_back(slot.length * chunks * element_bytes);
-    }
-    return pieces;
+    return planner::per_tensor_pieces(unit(u).layout, element_bytes, skip_persistent);
   }
-  // Parameters (tensors) of unit u; without ZeRO-3's persistent ones when
-  // `gathered_only` (they are not fetched).
-  int64_t tensors(int u, bool gathered_only) const {
-    int64_t n = 0;
-    for (const TensorSlot& slot : unit(u).layout.slots) n += gathered_only && slot.persistent ? 0 : 1;
-    return n;
-  }
+  int64_t tensors(int u, bool gathered_only) const { return tensor_count(unit(u).layout, gathered_only); }
   HostWork& host(uint32_t op) { return program_.ops[op].host; }
-
-  int64_t grad_shard_bytes() const { return traits_.grad_shard_in_param_dtype ? p_ : o_; }
 
   // Allocates on the compute stream; the first compute op after a hand-over
   // carries the backpressure wait (the next unit's work cannot start).
@@ -322,8 +303,8 @@ class Builder {
   // table's gradient (the embedding's buffer), which lives from here to the
   // embedding's reduce-scatter.
   int head_gradients() {
-    if (in_.model->arch.tie_embeddings) tied_grads_ = unsharded_grads(0);
-    return unsharded_grads(units_ - 1);
+    if (in_.model->arch.tie_embeddings) tied_grads_ = grads_.unsharded_grads(0);
+    return grads_.unsharded_grads(units_ - 1);
   }
 
   // The tied head reads the embedding table: the embedding's forward gather
@@ -362,7 +343,7 @@ class Builder {
       } else if (u == units_ - 1) {
         grads = head_gradients();
       } else {
-        grads = tied && u == 0 ? tied_grads_ : unsharded_grads(u);
+        grads = tied && u == 0 ? tied_grads_ : grads_.unsharded_grads(u);
       }
       uint32_t bwd = w_.compute(OpKind::kComputeBwd, u, mb, s.name + " backward", backward_work(s, batch_), deps);
       if (regather) block_host_on_fetch(first_compute >= 0 ? static_cast<uint32_t>(first_compute) : bwd, gathers_[k]);
@@ -371,7 +352,7 @@ class Builder {
       if (mode_of(u) == models::Checkpointing::kNone) return_kv(u, true);
       if (u == units_ - 1) loop_.return_logits(u, batch_.tokens(), true);
       if (gathers_[k].emitted && !gathers_[k].is_freed) release_params(k, bwd);
-      grads_ready[u] = reduce(u, mb, bwd, grads);
+      grads_ready[u] = grads_.reduce(u, mb, bwd, grads);
     }
     std::vector<uint32_t> reduced;  // the root's end-of-backward wait: the last reduction, which ends after the others
     if (traits_.root_fences_micro_batches) reduced = {grads_ready[0]};
@@ -387,107 +368,6 @@ class Builder {
     fenced_micro_batch_ = mb;
     fence_ = {reduced};
     if (const auto last = w_.last_on(Stream::kCompute)) fence_.push_back(*last);
-  }
-
-  // Unit u's unsharded gradient buffer, allocated now on the compute stream.
-  int unsharded_grads(int u) {
-    const int64_t grad_bytes = traits_.grads_in_reduce_dtype ? r_ : p_;
-    const int grads = w_.buffer(spec(u).name + " unsharded grads", BufferKind::kUnshardedGrads, u,
-                                reduced_elements(u) * grad_bytes);
-    // Autograd allocates each parameter's gradient separately unless the
-    // strategy gives gradients a flat buffer.
-    if (unit(u).layout.placement == Placement::kRankMajor || traits_.grads_concatenated) {
-      program_.buffers[static_cast<size_t>(grads)].pieces = per_tensor_pieces(u, grad_bytes, false);
-    }
-    w_.alloc(grads, Stream::kCompute, {});
-    return grads;
-  }
-
-  // Gradients of unit u to its reduced, accumulated shard, after the
-  // strategy's backpressure wait.
-  uint32_t reduce(int u, int mb, uint32_t grads_done, int grads) {
-    const UnitLayout& layout = unit(u).layout;
-    const std::string& name = spec(u).name;
-    const int64_t gathered = reduced_elements(u);
-    std::vector<uint32_t> wait = reduce_queue_.make_room();
-    // ZeRO-3 synchronizes on the oldest reductions on the CPU as well.
-    const std::vector<uint32_t> host_wait = traits_.reduce_queue_blocks_host ? wait : std::vector<uint32_t>{};
-    uint32_t last = grads_done;
-    if (traits_.grads_concatenated) std::tie(grads, last) = concatenate_grads(u, mb, grads, last);
-    int input = grads;
-    int64_t first_reduce_op = -1;  // the copy-in or cast that starts the reduction, if any
-    if (layout.copies.reduce_scatter_in > 0 || (r_ != p_ && !traits_.grads_in_reduce_dtype)) {
-      // Pack (rank-major strategies) or cast (zero-copy ones) into the reduce dtype.
-      const Stream copy_on = traits_.reduce_copy_in_on_compute ? Stream::kCompute : Stream::kReduceScatter;
-      std::vector<uint32_t> deps = {last};
-      if (copy_on == Stream::kCompute) deps.insert(deps.end(), wait.begin(), wait.end());
-      input = w_.buffer(name + " reduce-scatter input", BufferKind::kReduceInput, u, gathered * r_);
-      w_.alloc(input, copy_on, std::move(deps));
-      const bool pack = layout.copies.reduce_scatter_in > 0;
-      const int64_t elements = pack ? layout.copies.reduce_scatter_in : gathered;
-      last = w_.traffic(pack ? OpKind::kCopyIn : OpKind::kCast, copy_on, u, mb,
-                        name + (pack ? " reduce-scatter copy-in" : " cast grads"), elements * (p_ + r_), {last}, input);
-      first_reduce_op = last;
-      if (pack) host(last).list_tensors = tensors(u, false);
-      w_.free(grads, copy_on, {last});
-      if (copy_on == Stream::kCompute) wait.clear();  // the copy-in waited
-    }
-    compute_waits_.insert(compute_waits_.end(), wait.begin(), wait.end());
-    const int64_t predivide = traits_.divides_gradients ? gradient_predivide_factor(data_parallel_ranks()) : 1;
-    if (predivide > 1) {
-      last = w_.traffic(OpKind::kScale, Stream::kReduceScatter, u, mb, name + " pre-divide grads", gathered * 2 * r_,
-                        {last}, input);
-    }
-    last = w_.collective(OpKind::kReduceScatter, Stream::kReduceScatter, Group::kShard, u, mb, name + " reduce-scatter",
-                         gathered * r_, input, {last});
-    hand_over_on_host(first_reduce_op, last, u, host_wait);
-    Stream accumulate_on = Stream::kReduceScatter;
-    if (in_.replicate_ranks > 1) {
-      last = w_.collective(OpKind::kAllReduce, Stream::kAllReduce, Group::kReplicate, u, mb, name + " all-reduce (HSDP)",
-                           shard(u) * r_, input, {last});
-      accumulate_on = Stream::kAllReduce;
-    }
-    if (traits_.divides_gradients && data_parallel_ranks() > predivide) {
-      last = w_.traffic(OpKind::kScale, accumulate_on, u, mb, name + " post-divide grad shard", shard(u) * 2 * r_,
-                        {last}, input);
-    }
-    last = loop_.grad_shard(u, name, shard(u) * grad_shard_bytes(), accumulate_on, last);
-    // The reduced shard is read from the input's slot, so the input lives
-    // until it is accumulated.
-    last = w_.traffic(OpKind::kGradAccumulate, accumulate_on, u, mb, name + " accumulate grad shard",
-                      shard(u) * (r_ + 2 * grad_shard_bytes()), {last}, input);
-    const uint32_t freed = w_.free(input, accumulate_on, {last});
-    reduce_queue_.push(gathered, freed);
-    return last;
-  }
-
-  // FSDP1: the backward of the split that made unit u's parameters views of
-  // its flat parameter concatenates their gradients into a flat gradient on
-  // the compute stream; the per-parameter gradients go with it. Returns the
-  // flat buffer and the cat.
-  std::pair<int, uint32_t> concatenate_grads(int u, int mb, int grads, uint32_t grads_done) {
-    const int64_t bytes = program_.buffers[static_cast<size_t>(grads)].bytes;
-    const int flat = w_.buffer(spec(u).name + " flat grads", BufferKind::kUnshardedGrads, u, bytes);
-    w_.alloc(flat, Stream::kCompute, {grads_done});
-    const uint32_t cat = w_.traffic(OpKind::kCopyIn, Stream::kCompute, u, mb, spec(u).name + " cat grads", 2 * bytes,
-                                    {grads_done}, flat);
-    host(cat).list_tensors = tensors(u, false);
-    w_.free(grads, Stream::kCompute, {cat});
-    return {flat, cat};
-  }
-
-  int64_t data_parallel_ranks() const { return in_.plan->ranks * std::max<int64_t>(1, in_.replicate_ranks); }
-
-  // The CPU's part of handing unit u's gradients over: per-parameter copies
-  // into the bucket and views of the reduced shards, on the first op of the
-  // reduction (its copy-in or cast, else the reduce-scatter), which also
-  // carries the strategy's host wait.
-  void hand_over_on_host(int64_t first_reduce_op, uint32_t reduce_scatter, int u, const std::vector<uint32_t>& waits) {
-    HostWork& h = host(first_reduce_op >= 0 ? static_cast<uint32_t>(first_reduce_op) : reduce_scatter);
-    const int64_t params = tensors(u, false);
-    if (traits_.grad_copy_per_parameter) h.framework_ops += params;
-    if (traits_.grad_views_per_parameter) h.param_views += params;
-    h.waits.insert(h.waits.end(), waits.begin(), waits.end());
   }
 
   OptimizerContext optimizer_context() const {
@@ -512,7 +392,7 @@ class Builder {
     PersistentMemory& m = program_.persistent;
     m.master_params = shard_total * o_;
     m.compute_params = traits_.cast_before_gather ? 0 : shard_total * p_;
-    m.gradients = traits_.grad_shards_freed_each_step ? 0 : shard_total * grad_shard_bytes();
+    m.gradients = traits_.grad_shards_freed_each_step ? 0 : shard_total * grads_.grad_shard_bytes();
     m.optimizer_states = optimizer_state_bytes(optimizer);
     m.gathered_small_params = persistent_small * p_;
   }
@@ -523,8 +403,9 @@ class Builder {
   int rank_;
   LoopBuffers loop_;
   StrategyTraits traits_;
-  ReduceQueue reduce_queue_;
   int64_t p_ = 2, r_ = 4, o_ = 4;
+  std::vector<uint32_t> compute_waits_;  // for the compute stream's next op
+  GradientReduction grads_;
   std::vector<models::Checkpointing> unit_mode_;  // per unit (planner/checkpointing_plan.hpp)
   int tied_grads_ = -1;  // the embedding's gradient buffer, allocated at a tied head's backward
   int head_grads_ = -1;  // the head's gradients, allocated in its forward by a chunked loss
@@ -535,7 +416,6 @@ class Builder {
   GatherSchedule gathers_{0, 0, [](int) { return true; }};
   int next_gather_ = 0;
   std::vector<int> activations_;  // [micro_batch * units + unit]
-  std::vector<uint32_t> compute_waits_;  // for the compute stream's next op
   int fenced_micro_batch_ = -1;           // whose all-gathers wait for fence_ (root_fences_micro_batches)
   std::vector<uint32_t> fence_;
 };

@@ -54,4 +54,12 @@ struct UnitLayout {
   int64_t padded_elements() const { return shard_size * ranks; }
 };
 
+// One allocation per tensor, each padded to its rank-major chunks (the tensor
+// itself in a contiguous layout); ZeRO-3's persistent parameters are left out
+// when `skip_persistent` (they are not gathered, so they have no copy).
+std::vector<int64_t> per_tensor_pieces(const UnitLayout& layout, int64_t element_bytes, bool skip_persistent);
+// The unit's parameters (tensors); without ZeRO-3's persistent ones when
+// `gathered_only` (they are not fetched).
+int64_t tensor_count(const UnitLayout& layout, bool gathered_only);
+
 }  // namespace ragged::planner

@@ -1,0 +1,21 @@
+#include "planner/unit_layout.hpp"
+
+namespace ragged::planner {
+
+std::vector<int64_t> per_tensor_pieces(const UnitLayout& layout, int64_t element_bytes, bool skip_persistent) {
+  const int64_t chunks = layout.placement == Placement::kRankMajor ? layout.ranks : 1;
+  std::vector<int64_t> pieces;
+  pieces.reserve(layout.slots.size());
+  for (const TensorSlot& slot : layout.slots) {
+    if (!(skip_persistent && slot.persistent)) pieces.push_back(slot.length * chunks * element_bytes);
+  }
+  return pieces;
+}
+
+int64_t tensor_count(const UnitLayout& layout, bool gathered_only) {
+  int64_t n = 0;
+  for (const TensorSlot& slot : layout.slots) n += gathered_only && slot.persistent ? 0 : 1;
+  return n;
+}
+
+}  // namespace ragged::planner

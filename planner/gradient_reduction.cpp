@@ -1,6 +1,5 @@
 #include "planner/gradient_reduction.hpp"
 
-#include <algorithm>
 #include <tuple>
 
 namespace ragged::planner {

@@ -6,7 +6,9 @@
 // post-division, the reduce-scatter, HSDP's all-reduce, the accumulation),
 // behind the strategy's backpressure (planner/reduce_queue.hpp).
 
+#include <algorithm>
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 

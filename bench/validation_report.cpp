@@ -220,7 +220,7 @@ void coverage_section(std::ostringstream& md, const std::vector<RowResult>& rows
   int64_t fewest = 0, most = 0;
   for (const RowResult& row : rows) {
     if (row.run.set() != validation::VALIDATION || !simulated(row)) continue;
-    const int memory_only = validation::throughput_compared(row) ? 0 : 1;
+    const int memory_only = validation::memory_only(row) ? 1 : 0;
     for (const auto& [by, value] : {std::pair<std::string, std::string>{"source", source_label(row)},
                                     {"GPU", gpu_label(row)},
                                     {"strategy", row.strategy},
@@ -482,9 +482,11 @@ void sources_section(std::ostringstream& md, const std::vector<RowResult>& rows)
 void memory_only_section(std::ostringstream& md, const std::vector<RowResult>& rows) {
   bool any = false;
   for (const RowResult& row : rows) {
-    if (!simulated(row) || row.run.throughput_excluded().empty()) continue;
-    if (!any) md << "## Rows compared on memory only\n\n| id | set | published | predicted | reason |\n";
-    if (!any) md << "|---|---|---:|---:|---|\n";
+    if (!validation::memory_only(row)) continue;
+    if (!any) {
+      md << "## Rows compared on memory only\n\n| id | set | published | predicted | reason |\n"
+            "|---|---|---:|---:|---|\n";
+    }
     any = true;
     auto published = validation::published_tokens_per_s(row.run.published());
     md << fmt::format("| {} | {} | {} | {} | {} |\n", row.run.id(), validation::set_name(row.run.set()),

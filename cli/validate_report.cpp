@@ -230,7 +230,7 @@ void print_validation(const validation::ValidationSet& set, const std::vector<Ro
   if (any_excluded) out << '\n';
   bool any_memory_only = false;
   for (const RowResult& row : rows) {
-    if (row.status != RowStatus::kSimulated || row.run.throughput_excluded().empty()) continue;
+    if (!validation::memory_only(row)) continue;
     if (!any_memory_only) out << "compared on memory and OOM only (throughput left out of the summary):\n";
     any_memory_only = true;
     out << fmt::format("  {} ({}, published {}, predicted {}): {}\n", row.run.id(), validation::set_name(row.run.set()),

@@ -16,6 +16,10 @@ bool throughput_compared(const RowResult& row) {
   return row.status == RowStatus::kSimulated && row.run.throughput_excluded().empty();
 }
 
+bool memory_only(const RowResult& row) {
+  return row.status == RowStatus::kSimulated && !row.run.throughput_excluded().empty();
+}
+
 std::optional<double> throughput_error(const RowResult& row) {
   if (!throughput_compared(row)) return std::nullopt;
   const std::optional<double> published = published_tokens_per_s(row.run.published());
@@ -133,7 +137,7 @@ SetSummary summarize(const std::vector<RowResult>& rows, Set set) {
       continue;
     }
     ++s.simulated;
-    if (!row.run.throughput_excluded().empty()) ++s.throughput_excluded;
+    if (memory_only(row)) ++s.throughput_excluded;
     if (auto error = throughput_error(row)) {
       ++s.throughput_rows;
       error_sum += std::fabs(*error);

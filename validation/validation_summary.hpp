@@ -76,6 +76,8 @@ std::string published_memory_text(const Published& published);  // "38.7", "38.7
 
 // Simulated, and its throughput compared (the run does not say throughput_excluded).
 bool throughput_compared(const RowResult& row);
+// Simulated, and compared on memory and OOM only (the run says throughput_excluded).
+bool memory_only(const RowResult& row);
 // nullopt: not compared (see above) or no published throughput.
 std::optional<double> throughput_error(const RowResult& row);
 // Predicted / each of the run's other published measurements - 1, in file

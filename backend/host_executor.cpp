@@ -33,6 +33,8 @@ HostExecutor::HostExecutor(const planner::Program& program, std::vector<UnitShar
       per_tensor_(shards.size(), false),
       grads_(shards.size(), -1),
       reduced_(shards.size()),
+      fetched_(shards.size()),
+      persistent_(shards.size()),
       tied_(tied_embeddings) {
   arena_ = planner::plan_arena(program, static_cast<int64_t>(sizeof(float)),
                                [this](const planner::Buffer& b) { return elements_of(b) * static_cast<int64_t>(sizeof(float)); });
@@ -89,13 +91,18 @@ void HostExecutor::allocate(const Op& op) {
   }
 }
 
+std::vector<const float*> HostExecutor::own_params(int unit) {
+  const size_t i = static_cast<size_t>(unit);
+  if (shards_[i].gathered_by_tensor()) return fetched_[i];
+  return shards_[i].params_in(data(params_[i]), per_tensor_[i]);
+}
+
 // A unit's parameters for the workload; a tied head also reads the
 // embedding table, which stays gathered until the embedding's backward.
 std::vector<const float*> HostExecutor::params_of(int unit) {
-  const size_t i = static_cast<size_t>(unit);
-  std::vector<const float*> params = shards_[i].params_in(data(params_[i]), per_tensor_[i]);
+  std::vector<const float*> params = own_params(unit);
   if (tied_ && unit + 1 == static_cast<int>(shards_.size())) {
-    params.push_back(shards_.front().params_in(data(params_.front()), per_tensor_.front()).front());
+    params.push_back(own_params(0).front());
   }
   return params;
 }
@@ -105,13 +112,61 @@ std::vector<const float*> HostExecutor::params_of(int unit) {
 void HostExecutor::fill_own_slot(int buffer, int unit) {
   if (slot_filled_[buffer]) return;
   UnitShard& s = shards_[static_cast<size_t>(unit)];
-  std::copy(s.master().begin(), s.master().end(), data(buffer) + s.rank() * s.shard_size());
+  const std::vector<int>& group = program_.buffers[static_cast<size_t>(buffer)].tensors;
+  if (group.empty()) std::copy(s.master().begin(), s.master().end(), data(buffer) + s.rank() * s.shard_size());
+  else s.fill_group_slot(group, data(buffer));
   slot_filled_[buffer] = true;
+}
+
+// A buffer of a ZeRO-3 fetch group: gathered in place; a single tensor is
+// then read where it landed, a set once copied out (kCopyOut).
+void HostExecutor::gather_group(int buffer, int unit) {
+  const UnitShard& s = shards_[static_cast<size_t>(unit)];
+  const std::vector<int>& group = program_.buffers[static_cast<size_t>(buffer)].tensors;
+  groups_.shard->all_gather_in_place(data(buffer), s.group_shard_elements(group));
+  if (group.size() == 1) fetched_[static_cast<size_t>(unit)][static_cast<size_t>(group.front())] = data(buffer);
+}
+
+void HostExecutor::copy_out_group(int gathered, int copies, int unit) {
+  const UnitShard& s = shards_[static_cast<size_t>(unit)];
+  const std::vector<int>& group = program_.buffers[static_cast<size_t>(copies)].tensors;
+  s.copy_out_group(group, data(gathered), data(copies));
+  const std::vector<int64_t> offsets = s.group_piece_offsets(group);
+  for (size_t i = 0; i < group.size(); ++i) {
+    fetched_[static_cast<size_t>(unit)][static_cast<size_t>(group[i])] = data(copies) + offsets[i];
+  }
+}
+
+// ZeRO-3 keeps its small parameters gathered between uses (the Program
+// counts them in persistent memory): each step gathers them from the updated
+// shards before the first op, one tensor at a time, in the same order on
+// every rank.
+void HostExecutor::gather_persistent() {
+  for (size_t u = 0; u < shards_.size(); ++u) {
+    const UnitShard& s = shards_[u];
+    if (!s.gathered_by_tensor()) continue;
+    fetched_[u].assign(s.spec().tensors.size(), nullptr);
+    persistent_[u].clear();
+    for (int t : s.persistent_tensors()) {
+      const std::vector<int> group = {t};
+      std::vector<float>& gathered = persistent_[u].emplace_back(
+          static_cast<size_t>(s.ranks() * s.group_shard_elements(group)), 0.0f);
+      s.fill_group_slot(group, gathered.data());
+      groups_.shard->all_gather_in_place(gathered.data(), s.group_shard_elements(group));
+      fetched_[u][static_cast<size_t>(t)] = gathered.data();
+    }
+  }
 }
 
 void HostExecutor::execute(const Op& op, int64_t step, MeasuredStep& out) {
   const int u = op.unit;
   UnitShard* s = u >= 0 ? &shards_[static_cast<size_t>(u)] : nullptr;
+  // A ZeRO-3 unit whose tensors are all kept gathered has nothing to fetch.
+  const bool gathers = op.kind == OpKind::kAllGather || op.kind == OpKind::kCopyIn || op.kind == OpKind::kCast;
+  if (gathers && s && s->gathered_by_tensor()) {
+    const planner::Buffer& b = program_.buffers[static_cast<size_t>(op.buffer)];
+    if (b.kind == BufferKind::kUnshardedParams && b.tensors.empty()) return;
+  }
   switch (op.kind) {
     case OpKind::kAlloc: allocate(op); break;
     case OpKind::kFree: {
@@ -140,12 +195,20 @@ void HostExecutor::execute(const Op& op, int64_t step, MeasuredStep& out) {
     }
     case OpKind::kAllGather:
       fill_own_slot(op.buffer, u);
+      if (!program_.buffers[static_cast<size_t>(op.buffer)].tensors.empty()) {
+        gather_group(op.buffer, u);
+        break;
+      }
       groups_.shard->all_gather_in_place(data(op.buffer), s->shard_size());
       params_[static_cast<size_t>(u)] = op.buffer;
       per_tensor_[static_cast<size_t>(u)] = false;
       break;
     case OpKind::kCopyOut: {
       const int gathered = program_.gathered_buffer(op);
+      if (!program_.buffers[static_cast<size_t>(op.buffer)].tensors.empty()) {
+        copy_out_group(gathered, op.buffer, u);
+        break;
+      }
       s->copy_out(data(gathered), data(op.buffer));
       params_[static_cast<size_t>(u)] = op.buffer;
       per_tensor_[static_cast<size_t>(u)] = true;
@@ -233,6 +296,7 @@ MeasuredStep HostExecutor::run_step(int64_t step) {
   auto now = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() - unmeasured;
   };
+  gather_persistent();
   for (const Op& op : program_.ops) {
     // The gradient is final here and gone after the update: look for NaN
     // now, off the step's clock, so the check costs the measurement nothing.

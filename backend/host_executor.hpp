@@ -46,7 +46,11 @@ class HostExecutor {
   void execute(const planner::Op& op, int64_t step, MeasuredStep& out);
   void allocate(const planner::Op& op);
   void fill_own_slot(int buffer, int unit);
+  void gather_group(int buffer, int unit);
+  void copy_out_group(int gathered, int copies, int unit);
+  void gather_persistent();
   std::vector<const float*> params_of(int unit);
+  std::vector<const float*> own_params(int unit);  // params_of without a tied head's table
   float* data(int buffer);
   int64_t elements_of(const planner::Buffer& buffer) const;
   int64_t grad_shard_bytes(const planner::Buffer& buffer) const;
@@ -66,6 +70,10 @@ class HostExecutor {
   std::vector<bool> per_tensor_;   // per unit: that buffer is a per-tensor concatenation
   std::vector<int> grads_;         // per unit: its unsharded gradient buffer
   std::vector<std::vector<float>> reduced_;  // per unit: the reduce-scatter result, until accumulated
+  // Per unit fetched by ZeRO-3's groups: each tensor's parameters, and the
+  // small ones it keeps gathered.
+  std::vector<std::vector<const float*>> fetched_;
+  std::vector<std::vector<std::vector<float>>> persistent_;
   // Tied embeddings: the head's gradient of the shared table, held until the
   // embedding's own gradient buffer exists (its backward comes last).
   std::vector<float> tied_grad_;

@@ -10,6 +10,7 @@ namespace ragged::backend {
 UnitShard::UnitShard(const models::UnitSpec& spec, const planner::UnitPlan& plan, int rank, int64_t first_tensor_id)
     : spec_(&spec),
       map_(plan.problem, plan.layout),
+      layout_(plan.layout),
       rank_(rank),
       first_tensor_id_(first_tensor_id),
       views_(map_.shard_views(rank)),
@@ -84,6 +85,48 @@ void UnitShard::pack(const float* per_tensor, float* gathered) const {
       std::copy_n(src + piece.dst_offset, piece.elements, gathered + piece.src_offset);
     }
   }
+}
+
+int64_t UnitShard::group_shard_elements(const std::vector<int>& group) const {
+  int64_t elements = 0;
+  for (int t : group) elements += layout_.slots[static_cast<size_t>(t)].length;
+  return elements;
+}
+
+void UnitShard::fill_group_slot(const std::vector<int>& group, float* gathered) const {
+  float* slot = gathered + rank_ * group_shard_elements(group);
+  for (int t : group) {
+    const planner::TensorSlot& s = layout_.slots[static_cast<size_t>(t)];
+    slot = std::copy_n(master_.begin() + s.offset, s.length, slot);
+  }
+}
+
+std::vector<int64_t> UnitShard::group_piece_offsets(const std::vector<int>& group) const {
+  std::vector<int64_t> offsets;
+  int64_t offset = 0;
+  for (int t : group) {
+    offsets.push_back(offset);
+    offset += ranks() * layout_.slots[static_cast<size_t>(t)].length;
+  }
+  return offsets;
+}
+
+void UnitShard::copy_out_group(const std::vector<int>& group, const float* gathered, float* pieces) const {
+  const int64_t group_shard = group_shard_elements(group);
+  int64_t in_slot = 0;
+  for (int t : group) {
+    const int64_t chunk = layout_.slots[static_cast<size_t>(t)].length;
+    for (int64_t r = 0; r < ranks(); ++r) pieces = std::copy_n(gathered + r * group_shard + in_slot, chunk, pieces);
+    in_slot += chunk;
+  }
+}
+
+std::vector<int> UnitShard::persistent_tensors() const {
+  std::vector<int> tensors;
+  for (size_t t = 0; t < layout_.slots.size(); ++t) {
+    if (layout_.slots[t].persistent) tensors.push_back(static_cast<int>(t));
+  }
+  return tensors;
 }
 
 }  // namespace ragged::backend

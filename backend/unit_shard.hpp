@@ -25,6 +25,7 @@ class UnitShard {
   int rank() const { return rank_; }
   bool contiguous() const { return map_.placement() == planner::Placement::kContiguous; }
   const planner::DBufferMap& map() const { return map_; }
+  const planner::UnitLayout& layout() const { return layout_; }
   const std::vector<planner::ShardView>& views() const { return views_; }
   const models::UnitSpec& spec() const { return *spec_; }
   int64_t tensor_id(int tensor) const { return first_tensor_id_ + tensor; }
@@ -51,11 +52,28 @@ class UnitShard {
   void copy_out(const float* gathered, float* per_tensor) const;
   void pack(const float* per_tensor, float* gathered) const;
 
+  // ZeRO-3's fetch groups (UnitLayout::fetch_groups; also a persistent
+  // tensor, gathered alone): a group's gathered buffer is [m][S_g], each
+  // rank's slot its chunks of the group's tensors one after another.
+  int64_t group_shard_elements(const std::vector<int>& group) const;
+  // This rank's chunks of the group's tensors into its slot of `gathered`.
+  void fill_group_slot(const std::vector<int>& group, float* gathered) const;
+  // Where each tensor of the group starts in per-tensor storage of padded
+  // pieces ([m][chunk] each, in group order); of one tensor, in `gathered` itself.
+  std::vector<int64_t> group_piece_offsets(const std::vector<int>& group) const;
+  void copy_out_group(const std::vector<int>& group, const float* gathered, float* pieces) const;
+  // The tensors ZeRO-3 keeps gathered (TensorSlot::persistent).
+  std::vector<int> persistent_tensors() const;
+  // ZeRO-3's units: every tensor is fetched by a group or kept gathered, so
+  // its parameters are read tensor by tensor, never from a whole-unit buffer.
+  bool gathered_by_tensor() const { return !layout_.fetch_groups.empty() || !persistent_tensors().empty(); }
+
  private:
   int64_t gathered_offset(int tensor, bool per_tensor) const;
 
   const models::UnitSpec* spec_;
   planner::DBufferMap map_;
+  planner::UnitLayout layout_;
   int rank_;
   int64_t first_tensor_id_;
   std::vector<planner::ShardView> views_;

@@ -4,12 +4,20 @@ namespace ragged::planner {
 
 GatherSchedule::GatherSchedule(int units, int micro_batches, const std::function<bool(int unit)>& kept_gathered) {
   for (int mb = 0; mb < micro_batches; ++mb) {
-    for (int u = 0; u < units; ++u) gathers_.push_back({u, mb, false});
+    for (int u = 0; u < units; ++u) add(u, mb, false);
     for (int u = units - 1; u >= 0; --u) {
-      if (!kept_gathered(u)) gathers_.push_back({u, mb, true});
+      if (!kept_gathered(u)) add(u, mb, true);
     }
     last_of_.push_back(size() - 1);
   }
+}
+
+void GatherSchedule::add(int unit, int micro_batch, bool backward) {
+  Gather g;
+  g.unit = unit;
+  g.micro_batch = micro_batch;
+  g.backward = backward;
+  gathers_.push_back(std::move(g));
 }
 
 int GatherSchedule::find(int unit, int micro_batch, bool backward) const {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <utility>
 #include <vector>
 
 namespace ragged::planner {
@@ -14,14 +15,15 @@ struct Gather {
   int unit = 0;
   int micro_batch = 0;
   bool backward = false;
-  int params_buffer = -1;  // what compute reads
+  std::vector<int> params_buffers;  // what compute reads (ZeRO-3: one per fetch group)
+  // Gathered buffers still to be copied out of, with their all-gathers.
+  std::vector<std::pair<int, uint32_t>> copy_sources;
   uint32_t ready = 0;      // op after which the parameters are usable
   uint32_t freed = 0;      // the free of the parameters
   uint32_t computed = 0;   // the forward compute that used them (without resharding, the prefetch slot)
   bool emitted = false;
   bool is_freed = false;
   bool is_computed = false;
-  bool params_buffer_is_copy = false;
 };
 
 class GatherSchedule {
@@ -41,6 +43,8 @@ class GatherSchedule {
   int last_of_micro_batch(int micro_batch) const { return last_of_[static_cast<size_t>(micro_batch)]; }
 
  private:
+  void add(int unit, int micro_batch, bool backward);
+
   std::vector<Gather> gathers_;
   std::vector<int> last_of_;  // per micro-batch
 };

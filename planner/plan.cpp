@@ -1,6 +1,7 @@
 #include "planner/plan.hpp"
 
 #include <chrono>
+#include <string_view>
 #include <unordered_map>
 
 #include "common/errors.hpp"
@@ -57,8 +58,13 @@ UnitProblem unit_problem(const models::UnitSpec& unit, const GranularityPolicy& 
   RAGGED_ASSERT(problem.collective_align % problem.tensor_align == 0,
                 "the tensor alignment must divide the collective alignment");
   problem.tensors.reserve(unit.tensors.size());
+  std::string_view previous_module;
   for (const models::TensorSpec& t : unit.tensors) {
     PlanTensor p;
+    // "self_attn.q_proj.weight" and "self_attn.q_proj.bias" are one module's.
+    const std::string_view module = std::string_view(t.name).substr(0, t.name.rfind('.'));
+    p.starts_module = problem.tensors.empty() || module != previous_module;
+    previous_module = module;
     p.elements = t.numel();
     p.granule = policy.granule_elements(t);
     p.dim0 = t.shape.empty() ? 1 : t.shape.front();

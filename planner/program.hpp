@@ -86,6 +86,11 @@ struct Buffer {
   // Separate allocations making up the buffer (per-parameter storage of
   // FSDP2 and ZeRO-3); empty when it is one allocation.
   std::vector<int64_t> pieces;
+  // The unit's tensors a buffer of one ZeRO-3 fetch group holds, in order
+  // (UnitLayout::fetch_groups): one gathered into its own storage, or the
+  // flat buffer of a set and the copies made out of it. Empty: every
+  // tensor of the unit (the persistent ones of ZeRO-3 aside).
+  std::vector<int> tensors;
 };
 
 // One GEMM: [m x k] @ [k x n], `count` independent copies.

@@ -3,9 +3,11 @@
 #include "planner/checkpointing_plan.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "common/errors.hpp"
 #include "planner/compute_work.hpp"
@@ -125,56 +127,103 @@ class Builder {
 
   void emit_gather(int k, std::vector<uint32_t> slot_free) {
     Gather& g = gathers_[k];
-    const int u = g.unit;
-    const UnitLayout& layout = unit(u).layout;
-    const std::string label = fmt::format("{} {}", spec(u).name, g.backward ? "(bwd)" : "(fwd)");
-    const int64_t gathered_bytes = gathered_elements(u) * p_;
-    int out = w_.buffer(spec(u).name + " unsharded params", BufferKind::kUnshardedParams, u, gathered_bytes);
+    const UnitLayout& layout = unit(g.unit).layout;
     // FSDP1's limiter blocks the CPU until the unit leaving the window is freed.
     std::vector<uint32_t> host_waits = traits_.gather_window_blocks_host ? slot_free : std::vector<uint32_t>{};
     if (g.micro_batch == fenced_micro_batch_) slot_free.insert(slot_free.end(), fence_.begin(), fence_.end());
-    uint32_t last = w_.alloc(out, Stream::kAllGather, std::move(slot_free));
-    host(last).waits = std::move(host_waits);
-    const int64_t params = tensors(u, true);
-    if (traits_.cast_before_gather && p_ != o_) {
-      last = w_.traffic(OpKind::kCast, Stream::kAllGather, u, g.micro_batch, label + " cast shard", shard(u) * (o_ + p_), {last},
-                        out);
-      if (traits_.cast_per_parameter) host(last).framework_ops = params;
+    // ZeRO-3 fetches a unit group by group (planner/zero3_fetch.hpp), one
+    // collective each; the others gather the unit at once.
+    std::vector<std::vector<int>> groups = layout.fetch_groups;
+    if (groups.empty()) groups.emplace_back();
+    std::optional<uint32_t> last;
+    for (const std::vector<int>& group : groups) {
+      const auto [alloc, gathered] = gather_group(g, group, last ? std::vector<uint32_t>{*last} : slot_free);
+      if (!last) host(alloc).waits = host_waits;
+      last = gathered;
     }
-    if (layout.copies.all_gather_in > 0) {
-      last = w_.traffic(OpKind::kCopyIn, Stream::kAllGather, u, g.micro_batch, label + " all-gather copy-in",
-                        layout.copies.all_gather_in * 2 * p_, {last}, out);
-      host(last).list_tensors = params;
-    }
-    last = w_.collective(OpKind::kAllGather, Stream::kAllGather, Group::kShard, u, g.micro_batch, label + " all-gather",
-                         gathered_bytes, out, {last});
-    // Without a copy-out the parameters' views are set up at the gather.
-    if (traits_.views_per_parameter && layout.copies.all_gather_out == 0) host(last).param_views = params;
-    g.params_buffer = out;
-    g.ready = last;
+    g.ready = *last;
     g.emitted = true;
   }
 
+  // One collective of gather g: the unit's (`group` empty) or a ZeRO-3 fetch
+  // group's, with the strategy's cast and copy-in before it. Returns its
+  // buffer's alloc and the all-gather.
+  std::pair<uint32_t, uint32_t> gather_group(Gather& g, const std::vector<int>& group, std::vector<uint32_t> deps) {
+    const int u = g.unit;
+    const UnitLayout& layout = unit(u).layout;
+    const bool whole = group.empty();
+    const std::string what = whole ? "" : fmt::format(" [{}]", fmt::join(group, ","));
+    const std::string label = fmt::format("{} {}", spec(u).name, g.backward ? "(bwd)" : "(fwd)");
+    int64_t shard_elements = whole ? shard(u) : 0;
+    for (int t : group) shard_elements += layout.slots[static_cast<size_t>(t)].length;
+    const int64_t gathered_bytes = whole ? gathered_elements(u) * p_ : layout.ranks * shard_elements * p_;
+    const bool copied = whole ? layout.copies.all_gather_out > 0 : group.size() > 1;
+    const int64_t copy_in = whole ? layout.copies.all_gather_in : (copied ? shard_elements : 0);
+    const int64_t params = whole ? tensors(u, true) : static_cast<int64_t>(group.size());
+    int out = w_.buffer(spec(u).name + " unsharded params" + what, BufferKind::kUnshardedParams, u, gathered_bytes);
+    program_.buffers[static_cast<size_t>(out)].tensors = group;
+    const uint32_t alloc = w_.alloc(out, Stream::kAllGather, std::move(deps));
+    uint32_t last = alloc;
+    if (traits_.cast_before_gather && p_ != o_) {
+      last = w_.traffic(OpKind::kCast, Stream::kAllGather, u, g.micro_batch, label + " cast shard",
+                        shard_elements * (o_ + p_), {last}, out);
+      if (traits_.cast_per_parameter) host(last).framework_ops = params;
+    }
+    if (copy_in > 0) {
+      last = w_.traffic(OpKind::kCopyIn, Stream::kAllGather, u, g.micro_batch, label + " all-gather copy-in" + what,
+                        copy_in * 2 * p_, {last}, out);
+      host(last).list_tensors = params;
+    }
+    last = w_.collective(OpKind::kAllGather, Stream::kAllGather, Group::kShard, u, g.micro_batch,
+                         label + " all-gather" + what, gathered_bytes, out, {last});
+    // Without a copy-out the parameters' views are set up at the gather.
+    if (traits_.views_per_parameter && !copied) host(last).param_views = params;
+    if (copied) g.copy_sources.emplace_back(out, last);
+    else g.params_buffers.push_back(out);
+    return {alloc, last};
+  }
+
   // Waits for unit u's parameters on the compute stream; copies them out of
-  // a rank-major gathered buffer first.
+  // each rank-major gathered buffer first.
   uint32_t params_ready(Gather& g) {
+    const std::vector<std::pair<int, uint32_t>> sources = std::move(g.copy_sources);
+    g.copy_sources.clear();
+    for (const auto& [source, gathered] : sources) g.ready = copy_out(g, source, gathered);
+    return g.ready;
+  }
+
+  // The copy-out of gathered buffer `source` (a unit, or a ZeRO-3 prefetch
+  // set; its all-gather `gathered`) into per-tensor storage, which then holds
+  // the parameters; after everything gathered so far (g.ready).
+  uint32_t copy_out(Gather& g, int source, uint32_t gathered) {
     const UnitLayout& layout = unit(g.unit).layout;
-    if (layout.copies.all_gather_out == 0 || g.params_buffer_is_copy) return g.ready;
+    const std::vector<int> group = program_.buffers[static_cast<size_t>(source)].tensors;
+    const bool whole = group.empty();
+    const std::string what = whole ? "" : fmt::format(" [{}]", fmt::join(group, ","));
     const std::string label = fmt::format("{} {}", spec(g.unit).name, g.backward ? "(bwd)" : "(fwd)");
-    int copies = w_.buffer(spec(g.unit).name + " parameter copies", BufferKind::kParamCopies, g.unit, gathered_elements(g.unit) * p_);
-    program_.buffers[static_cast<size_t>(copies)].pieces = per_tensor_pieces(g.unit, p_, true);
+    std::vector<int64_t> pieces;
+    if (whole) pieces = per_tensor_pieces(g.unit, p_, true);
+    for (int t : group) pieces.push_back(layout.ranks * layout.slots[static_cast<size_t>(t)].length * p_);
+    int64_t bytes = 0;
+    for (int64_t piece : pieces) bytes += piece;
+    const int64_t copied = whole ? layout.copies.all_gather_out : bytes / p_;
+    const int64_t params = whole ? tensors(g.unit, true) : static_cast<int64_t>(group.size());
+    int copies = w_.buffer(spec(g.unit).name + " parameter copies" + what, BufferKind::kParamCopies, g.unit,
+                           whole ? gathered_elements(g.unit) * p_ : bytes);
+    program_.buffers[static_cast<size_t>(copies)].pieces = std::move(pieces);
+    program_.buffers[static_cast<size_t>(copies)].tensors = group;
     compute_alloc(copies);
-    uint32_t out = w_.traffic(OpKind::kCopyOut, Stream::kCompute, g.unit, g.micro_batch, label + " all-gather copy-out",
-                              layout.copies.all_gather_out * 2 * p_, {g.ready}, copies);
-    const int64_t params = tensors(g.unit, true);
+    uint32_t out = w_.traffic(OpKind::kCopyOut, Stream::kCompute, g.unit, g.micro_batch,
+                              label + " all-gather copy-out" + what, copied * 2 * p_,
+                              gathered == g.ready ? std::vector<uint32_t>{gathered}
+                                                  : std::vector<uint32_t>{gathered, g.ready},
+                              copies);
     host(out).list_tensors = params;
     if (traits_.copy_out_per_parameter) host(out).framework_ops = params;
     if (traits_.views_per_parameter) host(out).param_views = params;
     if (traits_.fetch_blocks_host) host(out).waits = {g.ready};
-    w_.free(g.params_buffer, Stream::kCompute, {out});
-    g.params_buffer = copies;
-    g.params_buffer_is_copy = true;
-    g.ready = out;
+    w_.free(source, Stream::kCompute, {out});
+    g.params_buffers.push_back(copies);
     return out;
   }
 
@@ -185,9 +234,14 @@ class Builder {
   }
 
   void release_params(int k, uint32_t after) {
-    gathers_[k].freed = w_.free(gathers_[k].params_buffer, Stream::kCompute, {after});
-    gathers_[k].is_freed = true;
-    if (traits_.reshard_per_parameter) host(gathers_[k].freed).param_reshards = tensors(gathers_[k].unit, true);
+    Gather& g = gathers_[k];
+    for (int buffer : g.params_buffers) {
+      g.freed = w_.free(buffer, Stream::kCompute, {after});
+      const std::vector<int>& group = program_.buffers[static_cast<size_t>(buffer)].tensors;
+      const int64_t params = group.empty() ? tensors(g.unit, true) : static_cast<int64_t>(group.size());
+      if (traits_.reshard_per_parameter) host(g.freed).param_reshards = params;
+    }
+    g.is_freed = true;
   }
 
   std::vector<int64_t> per_tensor_pieces(int u, int64_t element_bytes, bool skip_persistent) const {

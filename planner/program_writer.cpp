@@ -73,7 +73,12 @@ uint32_t ProgramWriter::collective(OpKind kind, Stream stream, Group group, int 
 }
 
 int ProgramWriter::buffer(std::string name, BufferKind kind, int unit, int64_t bytes) {
-  program_->buffers.push_back({std::move(name), kind, unit, bytes, {}});
+  Buffer b;
+  b.name = std::move(name);
+  b.kind = kind;
+  b.unit = unit;
+  b.bytes = bytes;
+  program_->buffers.push_back(std::move(b));
   return static_cast<int>(program_->buffers.size()) - 1;
 }
 

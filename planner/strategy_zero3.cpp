@@ -7,12 +7,10 @@
 
 #include "planner/baseline_util.hpp"
 #include "planner/layout_strategy.hpp"
+#include "planner/zero3_fetch.hpp"
 
 namespace ragged::planner {
 namespace {
-
-// zero/config.py: stage3_param_persistence_threshold (elements).
-constexpr int64_t kPersistenceThreshold = 100'000;
 
 class Zero3Strategy final : public LayoutStrategy {
  public:
@@ -33,7 +31,7 @@ UnitLayout Zero3Strategy::plan_unit(const UnitProblem& problem) const {
     layout.slots.push_back({shard, chunk});
     shard += chunk;
     // Small parameters stay gathered between uses.
-    if (t.elements <= kPersistenceThreshold) {
+    if (zero3_persistent(t)) {
       layout.persistent_elements += t.elements;
       layout.persistent_shard_elements += chunk;
       layout.slots.back().persistent = true;
@@ -44,11 +42,12 @@ UnitLayout Zero3Strategy::plan_unit(const UnitProblem& problem) const {
   layout.honours_granularity = baseline::chunks_honour_granularity(problem, layout);
 
   // partition_parameters.py: a single-parameter fetch gathers straight into
-  // the parameter's padded storage (zero copy); otherwise torch.cat of the
-  // shards into this rank's slot (S) and of the per-rank slices out (m*S).
-  if (problem.tensors.size() > 1) {
-    layout.copies.all_gather_in = shard;
-    layout.copies.all_gather_out = m * shard;
+  // the parameter's padded storage (zero copy); a set of several, torch.cat
+  // of their shards into this rank's slot and of the per-rank slices out.
+  layout.fetch_groups = zero3_fetch_groups(problem);
+  for (int t : tensors_gathered_coalesced(layout)) {
+    layout.copies.all_gather_in += layout.slots[static_cast<size_t>(t)].length;
+    layout.copies.all_gather_out += m * layout.slots[static_cast<size_t>(t)].length;
   }
   // stage3.py + coalesced_collectives.py: grads copied into the IPG bucket,
   // then a rank-interleaved torch.cat (two m*S copies); the reduced partition

@@ -1,5 +1,7 @@
 #include "planner/unit_layout.hpp"
 
+#include <algorithm>
+
 namespace ragged::planner {
 
 std::vector<int64_t> per_tensor_pieces(const UnitLayout& layout, int64_t element_bytes, bool skip_persistent) {
@@ -11,6 +13,22 @@ std::vector<int64_t> per_tensor_pieces(const UnitLayout& layout, int64_t element
   }
   return pieces;
 }
+
+namespace {
+
+std::vector<int> tensors_in_groups(const UnitLayout& layout, bool alone) {
+  std::vector<int> tensors;
+  for (const std::vector<int>& group : layout.fetch_groups) {
+    if ((group.size() == 1) == alone) tensors.insert(tensors.end(), group.begin(), group.end());
+  }
+  std::sort(tensors.begin(), tensors.end());
+  return tensors;
+}
+
+}  // namespace
+
+std::vector<int> tensors_gathered_alone(const UnitLayout& layout) { return tensors_in_groups(layout, true); }
+std::vector<int> tensors_gathered_coalesced(const UnitLayout& layout) { return tensors_in_groups(layout, false); }
 
 int64_t tensor_count(const UnitLayout& layout, bool gathered_only) {
   int64_t n = 0;

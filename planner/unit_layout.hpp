@@ -50,6 +50,12 @@ struct UnitLayout {
   int64_t persistent_elements = 0;     // ZeRO-3: small parameters kept gathered between uses
   int64_t persistent_shard_elements = 0;  // their chunks in each rank's shard (not all-gathered again)
   CopyElements copies;
+  // ZeRO-3: the gathered tensors by the collective that fetches them, in
+  // order (planner/zero3_fetch.hpp). A group of one tensor is gathered
+  // straight into its storage; the tensors of larger groups through a flat
+  // buffer and a copy-out (CopyElements counts those). Empty: one collective
+  // gathers the unit.
+  std::vector<std::vector<int>> fetch_groups;
 
   int64_t padded_elements() const { return shard_size * ranks; }
 };
@@ -58,6 +64,12 @@ struct UnitLayout {
 // itself in a contiguous layout); ZeRO-3's persistent parameters are left out
 // when `skip_persistent` (they are not gathered, so they have no copy).
 std::vector<int64_t> per_tensor_pieces(const UnitLayout& layout, int64_t element_bytes, bool skip_persistent);
+// The tensors ZeRO-3 gathers straight into their own storage, one
+// collective each (fetch groups of one tensor), and those it gathers through
+// a flat buffer, in slot order.
+std::vector<int> tensors_gathered_alone(const UnitLayout& layout);
+std::vector<int> tensors_gathered_coalesced(const UnitLayout& layout);
+
 // The unit's parameters (tensors); without ZeRO-3's persistent ones when
 // `gathered_only` (they are not fetched).
 int64_t tensor_count(const UnitLayout& layout, bool gathered_only);

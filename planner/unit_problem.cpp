@@ -14,7 +14,8 @@ std::string problem_signature(const UnitProblem& problem) {
   std::string signature = fmt::format("{}|{}|{}", problem.ranks, problem.collective_align, problem.tensor_align);
   signature.reserve(signature.size() + problem.tensors.size() * 24);
   for (const PlanTensor& t : problem.tensors) {
-    fmt::format_to(std::back_inserter(signature), ";{},{},{}", t.elements, t.granule, t.dim0);
+    fmt::format_to(std::back_inserter(signature), ";{},{},{}{}", t.elements, t.granule, t.dim0,
+                   t.starts_module ? "" : "+");
   }
   return signature;
 }

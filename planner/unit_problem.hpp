@@ -15,6 +15,9 @@ struct PlanTensor {
   int64_t granule = 1;   // g_t: shard boundaries inside the tensor fall on multiples of it from its start
   int64_t dim0 = 1;      // size of dim 0 (row-wise baselines shard over it)
   int64_t dim0_stride = 1;  // elements per dim-0 slice (elements / dim0)
+  // The first parameter of its module (a Linear's weight; its bias follows
+  // in the same module): ZeRO-3 fetches a module's parameters together.
+  bool starts_module = true;
 };
 
 struct UnitProblem {

@@ -56,7 +56,8 @@ CudaExecutor::CudaExecutor(const planner::Program& program, const planner::Arena
       grads_(shards.size(), -1),
       activations_(shards.size(), -1),
       workspace_(shards.size(), -1),
-      per_tensor_(shards.size(), false) {
+      per_tensor_(shards.size(), false),
+      fetched_(shards.size()) {
   RAGGED_ASSERT(units.size() == shards.size(), "one device unit per shard");
   for (const Op& op : program.ops) {
     started_.push_back(std::make_unique<CudaEvent>());
@@ -136,8 +137,87 @@ void CudaExecutor::fill_own_slot(int buffer, int unit, cudaStream_t stream) {
   slot_filled_[static_cast<size_t>(buffer)] = true;
 }
 
+// This rank's chunks of a ZeRO-3 fetch group's tensors, cast, one after
+// another into its slot of the group's gathered buffer (UnitShard::fill_group_slot).
+void CudaExecutor::fill_group_slot(std::byte* gathered, int unit, const std::vector<int>& group, cudaStream_t stream) {
+  const UnitShard& s = shards_[static_cast<size_t>(unit)];
+  std::byte* slot = gathered + s.rank() * s.group_shard_elements(group) * param_bytes();
+  for (int t : group) {
+    const planner::TensorSlot& chunk = s.layout().slots[static_cast<size_t>(t)];
+    convert(slot, config_.params, units_[static_cast<size_t>(unit)].master + chunk.offset, ElementType::f32,
+            chunk.length, stream);
+    slot += chunk.length * param_bytes();
+  }
+}
+
+// ZeRO-3's ops on a fetch group's buffer (Buffer::tensors): the copy-in
+// fills this rank's slot, the all-gather runs in place (a single tensor is
+// then read where it landed), the copy-out lays each tensor of a set out as
+// its own [m][chunk] piece. A gather of a unit whose tensors are all kept
+// gathered has nothing to do. False: not such an op.
+bool CudaExecutor::gather_by_tensor(const Op& op, cudaStream_t stream) {
+  const UnitShard& s = shards_[static_cast<size_t>(op.unit)];
+  const planner::Buffer& buffer = program_.buffers[static_cast<size_t>(op.buffer)];
+  if (!s.gathered_by_tensor()) return false;
+  const std::vector<int>& group = buffer.tensors;
+  std::vector<const void*>& fetched = fetched_[static_cast<size_t>(op.unit)];
+  switch (op.kind) {
+    case OpKind::kCast:
+    case OpKind::kCopyIn:
+    case OpKind::kAllGather:
+      if (buffer.kind != BufferKind::kUnshardedParams) return false;
+      if (group.empty()) return true;
+      if (!slot_filled_[static_cast<size_t>(op.buffer)]) fill_group_slot(data(op.buffer), op.unit, group, stream);
+      slot_filled_[static_cast<size_t>(op.buffer)] = true;
+      if (op.kind != OpKind::kAllGather) return true;
+      collectives_.all_gather_in_place(data(op.buffer), s.group_shard_elements(group), config_.params, op.stream,
+                                       stream);
+      if (group.size() == 1) fetched[static_cast<size_t>(group.front())] = data(op.buffer);
+      return true;
+    case OpKind::kCopyOut: {
+      const std::byte* gathered = data(program_.gathered_buffer(op));
+      const int64_t row = s.group_shard_elements(group) * param_bytes();
+      const std::vector<int64_t> offsets = s.group_piece_offsets(group);
+      int64_t in_slot = 0;
+      for (size_t i = 0; i < group.size(); ++i) {
+        const int64_t chunk = s.layout().slots[static_cast<size_t>(group[i])].length * param_bytes();
+        std::byte* piece = data(op.buffer) + offsets[i] * param_bytes();
+        CUDA_CHECK(cudaMemcpy2DAsync(piece, static_cast<size_t>(chunk), gathered + in_slot, static_cast<size_t>(row),
+                                     static_cast<size_t>(chunk), static_cast<size_t>(s.ranks()),
+                                     cudaMemcpyDeviceToDevice, stream));
+        fetched[static_cast<size_t>(group[i])] = piece;
+        in_slot += chunk;
+      }
+      return true;
+    }
+    default: return false;
+  }
+}
+
+// ZeRO-3 keeps its small parameters gathered between uses (the Program
+// counts them in persistent memory): each step gathers them from the updated
+// master shards on the all-gather stream before any op, a tensor at a time.
+void CudaExecutor::gather_persistent() {
+  const cudaStream_t stream = device_.stream(StreamKind::all_gather);
+  for (size_t u = 0; u < shards_.size(); ++u) {
+    const UnitShard& s = shards_[u];
+    if (!s.gathered_by_tensor()) continue;
+    fetched_[u].assign(s.spec().tensors.size(), nullptr);
+    std::byte* next = units_[u].persistent;
+    for (int t : s.persistent_tensors()) {
+      const std::vector<int> group = {t};
+      fill_group_slot(next, static_cast<int>(u), group, stream);
+      collectives_.all_gather_in_place(next, s.group_shard_elements(group), config_.params,
+                                       planner::Stream::kAllGather, stream);
+      fetched_[u][static_cast<size_t>(t)] = next;
+      next += s.ranks() * s.group_shard_elements(group) * static_cast<int64_t>(sizeof(float));
+    }
+  }
+}
+
 std::vector<const void*> CudaExecutor::params_of(int unit) {
   const size_t u = static_cast<size_t>(unit);
+  if (shards_[u].gathered_by_tensor()) return fetched_[u];
   std::byte* base = data(params_[u]);
   std::vector<const void*> out;
   for (int64_t offset : shards_[u].tensor_offsets(per_tensor_[u])) out.push_back(base + offset * param_bytes());
@@ -158,6 +238,7 @@ void CudaExecutor::issue(const Op& op, int64_t step) {
   const int u = op.unit;
   const size_t ui = static_cast<size_t>(std::max(u, 0));
   const cudaStream_t stream = stream_of(op);
+  if (u >= 0 && op.buffer >= 0 && gather_by_tensor(op, stream)) return;
   switch (op.kind) {
     case OpKind::kAlloc: allocate(op); break;
     case OpKind::kFree:
@@ -272,6 +353,7 @@ MeasuredStep CudaExecutor::run_step(int64_t step) {
   for (StreamKind kind : {StreamKind::all_gather, StreamKind::reduce_scatter, StreamKind::all_reduce}) {
     step_start_.wait_on(device_.stream(kind));
   }
+  gather_persistent();
   std::vector<std::pair<uint32_t, int64_t>> memory;  // after each alloc and free: op, bytes held
   int64_t peak_live = 0, peak_state_buffers = 0;
   for (const Op& op : program_.ops) {

@@ -65,6 +65,9 @@ class CudaExecutor {
   void wait_for_dependencies(const planner::Op& op);
   void allocate(const planner::Op& op);
   void fill_own_slot(int buffer, int unit, cudaStream_t stream);
+  void fill_group_slot(std::byte* gathered, int unit, const std::vector<int>& group, cudaStream_t stream);
+  bool gather_by_tensor(const planner::Op& op, cudaStream_t stream);
+  void gather_persistent();
   std::vector<const void*> params_of(int unit);
   std::vector<void*> grads_of(int unit);
   std::byte* data(int buffer);
@@ -89,6 +92,8 @@ class CudaExecutor {
   std::vector<bool> live_, slot_filled_;     // per buffer
   std::vector<int> params_, grads_, activations_, workspace_;  // per unit: the buffer in use
   std::vector<bool> per_tensor_;                               // per unit: params_ holds per-tensor copies
+  // Per unit ZeRO-3 fetches by group (UnitShard::gathered_by_tensor): each tensor's parameters.
+  std::vector<std::vector<const void*>> fetched_;
   int64_t live_bytes_ = 0;
   int64_t live_state_buffers_ = 0;  // of live_bytes_, the parameter and gradient buffers
 };

@@ -45,6 +45,13 @@ void make_adam8bit_state(DeviceUnit& d, const UnitShard& s, const std::vector<Ad
   d.tile_count = tiles;
 }
 
+// ZeRO-3's small parameters, each gathered whole ([m][chunk]).
+int64_t persistent_gathered_elements(const UnitShard& s) {
+  int64_t elements = 0;
+  for (int t : s.persistent_tensors()) elements += s.ranks() * s.group_shard_elements({t});
+  return elements;
+}
+
 }  // namespace
 
 int64_t device_units_bytes(const std::vector<UnitShard>& shards, const scenarios::Optimizer& optimizer) {
@@ -52,6 +59,7 @@ int64_t device_units_bytes(const std::vector<UnitShard>& shards, const scenarios
   for (const UnitShard& s : shards) {
     const int64_t n = s.shard_size();
     total += 2 * array_bytes<float>(n);  // master and gradient
+    if (const int64_t kept = persistent_gathered_elements(s); kept > 0) total += array_bytes<float>(kept);
     if (optimizer.has_adam8bit()) {
       const Adam8bitLayout layout = adam8bit_layout(s, optimizer);
       const auto tiles = static_cast<int64_t>(layout.tiles.size());
@@ -84,6 +92,9 @@ std::vector<DeviceUnit> make_device_units(const std::vector<UnitShard>& shards, 
     d.grad = arena.allocate_array<float>(n);
     d.m = arena.allocate_array<float>(moments);
     d.v = arena.allocate_array<float>(moments);
+    if (const int64_t kept = persistent_gathered_elements(s); kept > 0) {
+      d.persistent = reinterpret_cast<std::byte*>(arena.allocate_array<float>(kept));
+    }
     CUDA_CHECK(cudaMemcpyAsync(d.master, s.master().data(), bytes, cudaMemcpyHostToDevice, stream));
     CUDA_CHECK(cudaMemsetAsync(d.grad, 0, bytes, stream));
     for (float* zero : {d.m, d.v}) {

@@ -9,6 +9,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -28,6 +29,10 @@ struct DeviceUnit {
   float* grad = nullptr;
   float* m = nullptr;  // shard_size elements, or the packed AdamW ranges with 8-bit Adam
   float* v = nullptr;
+  // ZeRO-3's small parameters, kept gathered ([m][chunk] per tensor, in
+  // slot order, four bytes an element whatever the parameter dtype); null
+  // when the unit has none.
+  std::byte* persistent = nullptr;
   // 8-bit Adam: its state, the device tile table and, host side, the AdamW ranges.
   bool adam8bit = false;
   Adam8bitState adam8bit_state;

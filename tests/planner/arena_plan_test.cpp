@@ -228,7 +228,7 @@ TEST(ArenaPlan, ExecutorSizesReplaceTheProgramsAndZeroTakesNoMemory) {
 
 TEST(ArenaPlan, BrokenLifetimesAreInternalErrors) {
   Program program;
-  program.buffers.push_back({"b", BufferKind::kWorkspace, -1, 100, {}});
+  program.buffers.push_back({"b", BufferKind::kWorkspace, -1, 100, {}, {}});
   Op alloc;
   alloc.kind = OpKind::kAlloc;
   alloc.buffer = 0;

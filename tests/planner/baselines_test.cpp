@@ -129,8 +129,34 @@ TEST(Zero3, ChunksEveryTensorByElements) {
   EXPECT_EQ(slots_of(l), (std::vector<std::pair<int64_t, int64_t>>{{0, 3}, {3, 2}}));
   EXPECT_EQ(l.persistent_elements, 17);
   EXPECT_TRUE(l.honours_granularity);
-  EXPECT_EQ(copies_of(l), (std::vector<int64_t>{5, 20, 40, 5}));
+  // Both are small enough to stay gathered: nothing is fetched or copied.
+  EXPECT_TRUE(l.fetch_groups.empty());
+  EXPECT_EQ(copies_of(l), (std::vector<int64_t>{0, 0, 40, 5}));
   EXPECT_FALSE(plan_valid(*zero3, unit({vec(10), vec(7)}, 4, 8)).aligned_shards);
+}
+
+// DeepSpeed's fetches of a Llama-3-70B block (partitioned_param_coordinator.py):
+// q_proj alone at its hook, then prefetch sets of >= 5e7 elements, the one
+// crossing it included: {k, v, o}, then each MLP matrix alone. The norms
+// (8,192 elements) stay gathered. Only the set is copied out.
+TEST(Zero3, FetchesTheFirstModuleThenPrefetchSets) {
+  auto zero3 = make_zero3_strategy();
+  const int64_t h = 8192, kv = 1024, f = 28672;
+  UnitLayout l = plan_valid(*zero3, unit({vec(h), matrix(h, h, 1), matrix(kv, h, 1), matrix(kv, h, 1),
+                                          matrix(h, h, 1), vec(h), matrix(f, h, 1), matrix(f, h, 1), matrix(h, f, 1)},
+                                         32));
+  EXPECT_EQ(l.fetch_groups, (std::vector<std::vector<int>>{{1}, {2, 3, 4}, {6}, {7}, {8}}));
+  const int64_t set = l.slots[2].length + l.slots[3].length + l.slots[4].length;
+  EXPECT_EQ(l.copies.all_gather_in, set);
+  EXPECT_EQ(l.copies.all_gather_out, 32 * set);
+  // Smaller matrices coalesce more: 4,096-wide Llama-2-7B projections (16.8M)
+  // make {k, v, o} and {gate, up} sets; down_proj is left alone at the end.
+  const int64_t g = 4096, m = 11008;
+  UnitLayout small = plan_valid(*zero3, unit({vec(g), matrix(g, g, 1), matrix(g, g, 1), matrix(g, g, 1),
+                                              matrix(g, g, 1), vec(g), matrix(m, g, 1), matrix(m, g, 1),
+                                              matrix(g, m, 1)},
+                                             4));
+  EXPECT_EQ(small.fetch_groups, (std::vector<std::vector<int>>{{1}, {2, 3, 4}, {6, 7}, {8}}));
 }
 
 TEST(Zero3, SingleTensorFetchIsZeroCopy) {
@@ -314,7 +340,11 @@ void check_rules(std::string_view name, const UnitProblem& p, const UnitLayout& 
     EXPECT_EQ(copies_of(l), (std::vector<int64_t>{shard, m * shard, m * shard, shard}));
   } else if (name == "zero3") {
     for (int64_t i = 0; i < n; ++i) EXPECT_LE(m * l.slots[i].length - p.tensors[i].elements, m - 1);
-    const int64_t gather = n > 1 ? shard : 0;
+    // Only the prefetch sets (fetch groups of several tensors) are copied.
+    int64_t gather = 0;
+    for (const std::vector<int>& group : l.fetch_groups) {
+      for (int t : group) gather += group.size() > 1 ? l.slots[static_cast<size_t>(t)].length : 0;
+    }
     EXPECT_EQ(copies_of(l), (std::vector<int64_t>{gather, m * gather, 2 * m * shard, shard}));
   } else {
     const int64_t c = row_lcm(p);

@@ -153,8 +153,15 @@ TEST(ProgramBuilder, OpCountsFollowUnitsMicroBatchesAndResharding) {
           EXPECT_EQ(program.count(OpKind::kComputeBwd), U * K);
           EXPECT_EQ(program.count(OpKind::kReduceScatter), U * K);
           EXPECT_EQ(program.count(OpKind::kGradAccumulate), U * K);
-          // The last unit's forward gather serves its backward as well.
-          EXPECT_EQ(program.count(OpKind::kAllGather), reshard ? (2 * U - 1) * K : U * K);
+          // The last unit's forward gather serves its backward as well;
+          // ZeRO-3 gathers each of a unit's fetch groups by a collective of its own.
+          std::vector<size_t> per_gather(U, 1);
+          for (size_t u = 0; u < U; ++u) {
+            per_gather[u] = std::max<size_t>(1, setup.plan().units[u].layout.fetch_groups.size());
+          }
+          size_t gathers = 0;
+          for (size_t u = 0; u < U; ++u) gathers += per_gather[u] * (reshard && u + 1 < U ? 2 : 1);
+          EXPECT_EQ(program.count(OpKind::kAllGather), gathers * K);
           EXPECT_EQ(program.count(OpKind::kAllReduce), shard_group < 8 ? U * K : 0u);
           EXPECT_EQ(program.count(OpKind::kRecompute), 0u);
           EXPECT_EQ(program.count(OpKind::kAllToAll), 0u);

@@ -29,6 +29,13 @@ int64_t gathered_tensors(const ProgramSetup& setup, int unit) {
   return n;
 }
 
+// The parameters a buffer of gathered parameters holds: a ZeRO-3 fetch
+// group's, else the unit's.
+int64_t buffer_tensors(const ProgramSetup& setup, const Program& p, const Op& op) {
+  const std::vector<int>& group = p.buffers[static_cast<size_t>(op.buffer)].tensors;
+  return group.empty() ? gathered_tensors(setup, op.unit) : static_cast<int64_t>(group.size());
+}
+
 int64_t sum_over(const Program& p, int64_t HostWork::*field) {
   int64_t total = 0;
   for (const Op& op : p.ops) total += op.host.*field;
@@ -78,7 +85,7 @@ TEST(ProgramHost, PerParameterWorkFollowsTheStrategy) {
     // copy-out when there is one, else on the all-gather.
     int64_t expected_views = 0, expected_reshards = 0;
     for (const Op* ag : ops_of(p, OpKind::kAllGather)) {
-      if (traits.views_per_parameter) expected_views += gathered_tensors(setup, ag->unit);
+      if (traits.views_per_parameter) expected_views += buffer_tensors(setup, p, *ag);
     }
     // Resharding restores each parameter's sharded view when the unit's
     // parameters are freed after its compute (not the gathered buffer a
@@ -87,7 +94,7 @@ TEST(ProgramHost, PerParameterWorkFollowsTheStrategy) {
       const BufferKind kind = op.buffer >= 0 ? p.buffers[static_cast<size_t>(op.buffer)].kind : BufferKind::kWorkspace;
       const bool parameters = kind == BufferKind::kParamCopies || kind == BufferKind::kUnshardedParams;
       if (op.kind == OpKind::kFree && parameters && !op.deps.empty() && p.ops[op.deps[0]].kind != OpKind::kCopyOut) {
-        expected_reshards += gathered_tensors(setup, op.unit);
+        expected_reshards += buffer_tensors(setup, p, op);
       }
     }
     int64_t grad_views = 0;
@@ -146,7 +153,7 @@ TEST(ProgramHost, Zero3WaitsForEachUnitsGatherBeforeItsCompute) {
     ASSERT_EQ(copy_out->host.waits.size(), 1u) << copy_out->name;
     EXPECT_EQ(p.ops[copy_out->host.waits[0]].kind, OpKind::kAllGather) << copy_out->name;
     EXPECT_EQ(p.ops[copy_out->host.waits[0]].unit, copy_out->unit) << copy_out->name;
-    EXPECT_EQ(copy_out->host.framework_ops, gathered_tensors(setup, copy_out->unit)) << copy_out->name;  // a cat each
+    EXPECT_EQ(copy_out->host.framework_ops, buffer_tensors(setup, p, *copy_out)) << copy_out->name;  // a cat each
   }
 }
 

@@ -137,8 +137,22 @@ class LiveBuffers {
   // Gathered parameter sets alive: all-gather outputs plus parameter copies.
   // Exact whenever no unit is between its copy-out's alloc and the free of
   // its all-gather output (e.g. right after an all-gather output's alloc).
+  // Gathered parameters of the unit alive, counted once per gather: a
+  // ZeRO-3 gather holds a buffer per fetch group (Buffer::tensors), counted
+  // by its first group's (the one holding the unit's first fetched tensor).
   int gathered_sets(int unit) const {
-    return count(BufferKind::kUnshardedParams, unit) + count(BufferKind::kParamCopies, unit);
+    int first = -1;
+    for (const Buffer& b : program_.buffers) {
+      if (b.unit == unit && !b.tensors.empty() && (first < 0 || b.tensors.front() < first)) first = b.tensors.front();
+    }
+    int n = 0;
+    for (size_t b = 0; b < state_.size(); ++b) {
+      const Buffer& buffer = program_.buffers[b];
+      const bool params = buffer.kind == BufferKind::kUnshardedParams || buffer.kind == BufferKind::kParamCopies;
+      const bool first_group = buffer.tensors.empty() || buffer.tensors.front() == first;
+      if (params && buffer.unit == unit && state_[b] == 1 && first_group) ++n;
+    }
+    return n;
   }
 
  private:

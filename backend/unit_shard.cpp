@@ -21,6 +21,7 @@ UnitShard::UnitShard(const models::UnitSpec& spec, const planner::UnitPlan& plan
     unsharded_offsets_.push_back(offset);
     offset += t.numel();
   }
+  gathered_by_tensor_ = !layout_.fetch_groups.empty() || !persistent_tensors().empty();
 }
 
 void UnitShard::initialise(uint64_t seed) {
@@ -88,9 +89,7 @@ void UnitShard::pack(const float* per_tensor, float* gathered) const {
 }
 
 int64_t UnitShard::group_shard_elements(const std::vector<int>& group) const {
-  int64_t elements = 0;
-  for (int t : group) elements += layout_.slots[static_cast<size_t>(t)].length;
-  return elements;
+  return planner::group_shard_elements(layout_, group);
 }
 
 void UnitShard::fill_group_slot(const std::vector<int>& group, float* gathered) const {

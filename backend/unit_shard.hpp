@@ -66,7 +66,7 @@ class UnitShard {
   std::vector<int> persistent_tensors() const;
   // ZeRO-3's units: every tensor is fetched by a group or kept gathered, so
   // its parameters are read tensor by tensor, never from a whole-unit buffer.
-  bool gathered_by_tensor() const { return !layout_.fetch_groups.empty() || !persistent_tensors().empty(); }
+  bool gathered_by_tensor() const { return gathered_by_tensor_; }
 
  private:
   int64_t gathered_offset(int tensor, bool per_tensor) const;
@@ -74,6 +74,7 @@ class UnitShard {
   const models::UnitSpec* spec_;
   planner::DBufferMap map_;
   planner::UnitLayout layout_;
+  bool gathered_by_tensor_ = false;
   int rank_;
   int64_t first_tensor_id_;
   std::vector<planner::ShardView> views_;

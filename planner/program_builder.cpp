@@ -152,14 +152,13 @@ class Builder {
     const int u = g.unit;
     const UnitLayout& layout = unit(u).layout;
     const bool whole = group.empty();
-    const std::string what = whole ? "" : fmt::format(" [{}]", fmt::join(group, ","));
-    const std::string label = fmt::format("{} {}", spec(u).name, g.backward ? "(bwd)" : "(fwd)");
-    int64_t shard_elements = whole ? shard(u) : 0;
-    for (int t : group) shard_elements += layout.slots[static_cast<size_t>(t)].length;
+    const std::string what = group_suffix(group);
+    const std::string label = gather_label(g);
+    const int64_t shard_elements = whole ? shard(u) : group_shard_elements(layout, group);
     const int64_t gathered_bytes = whole ? gathered_elements(u) * p_ : layout.ranks * shard_elements * p_;
     const bool copied = whole ? layout.copies.all_gather_out > 0 : group.size() > 1;
     const int64_t copy_in = whole ? layout.copies.all_gather_in : (copied ? shard_elements : 0);
-    const int64_t params = whole ? tensors(u, true) : static_cast<int64_t>(group.size());
+    const int64_t params = group_params(u, group);
     int out = w_.buffer(spec(u).name + " unsharded params" + what, BufferKind::kUnshardedParams, u, gathered_bytes);
     program_.buffers[static_cast<size_t>(out)].tensors = group;
     const uint32_t alloc = w_.alloc(out, Stream::kAllGather, std::move(deps));
@@ -183,6 +182,18 @@ class Builder {
     return {alloc, last};
   }
 
+  std::string gather_label(const Gather& g) const {
+    return fmt::format("{} {}", spec(g.unit).name, g.backward ? "(bwd)" : "(fwd)");
+  }
+  // Names a ZeRO-3 fetch group's ops and buffers by its tensors (" [2,3,4]").
+  static std::string group_suffix(const std::vector<int>& group) {
+    return group.empty() ? "" : fmt::format(" [{}]", fmt::join(group, ","));
+  }
+  // The parameters a gathered buffer holds: a fetch group's, else the unit's.
+  int64_t group_params(int u, const std::vector<int>& group) const {
+    return group.empty() ? tensors(u, true) : static_cast<int64_t>(group.size());
+  }
+
   // Waits for unit u's parameters on the compute stream; copies them out of
   // each rank-major gathered buffer first.
   uint32_t params_ready(Gather& g) {
@@ -199,15 +210,15 @@ class Builder {
     const UnitLayout& layout = unit(g.unit).layout;
     const std::vector<int> group = program_.buffers[static_cast<size_t>(source)].tensors;
     const bool whole = group.empty();
-    const std::string what = whole ? "" : fmt::format(" [{}]", fmt::join(group, ","));
-    const std::string label = fmt::format("{} {}", spec(g.unit).name, g.backward ? "(bwd)" : "(fwd)");
+    const std::string what = group_suffix(group);
+    const std::string label = gather_label(g);
     std::vector<int64_t> pieces;
     if (whole) pieces = per_tensor_pieces(g.unit, p_, true);
     for (int t : group) pieces.push_back(layout.ranks * layout.slots[static_cast<size_t>(t)].length * p_);
     int64_t bytes = 0;
     for (int64_t piece : pieces) bytes += piece;
     const int64_t copied = whole ? layout.copies.all_gather_out : bytes / p_;
-    const int64_t params = whole ? tensors(g.unit, true) : static_cast<int64_t>(group.size());
+    const int64_t params = group_params(g.unit, group);
     int copies = w_.buffer(spec(g.unit).name + " parameter copies" + what, BufferKind::kParamCopies, g.unit,
                            whole ? gathered_elements(g.unit) * p_ : bytes);
     program_.buffers[static_cast<size_t>(copies)].pieces = std::move(pieces);
@@ -237,8 +248,7 @@ class Builder {
     Gather& g = gathers_[k];
     for (int buffer : g.params_buffers) {
       g.freed = w_.free(buffer, Stream::kCompute, {after});
-      const std::vector<int>& group = program_.buffers[static_cast<size_t>(buffer)].tensors;
-      const int64_t params = group.empty() ? tensors(g.unit, true) : static_cast<int64_t>(group.size());
+      const int64_t params = group_params(g.unit, program_.buffers[static_cast<size_t>(buffer)].tensors);
       if (traits_.reshard_per_parameter) host(g.freed).param_reshards = params;
     }
     g.is_freed = true;

@@ -45,10 +45,8 @@ UnitLayout Zero3Strategy::plan_unit(const UnitProblem& problem) const {
   // the parameter's padded storage (zero copy); a set of several, torch.cat
   // of their shards into this rank's slot and of the per-rank slices out.
   layout.fetch_groups = zero3_fetch_groups(problem);
-  for (int t : tensors_gathered_coalesced(layout)) {
-    layout.copies.all_gather_in += layout.slots[static_cast<size_t>(t)].length;
-    layout.copies.all_gather_out += m * layout.slots[static_cast<size_t>(t)].length;
-  }
+  layout.copies.all_gather_in = group_shard_elements(layout, tensors_gathered_coalesced(layout));
+  layout.copies.all_gather_out = m * layout.copies.all_gather_in;
   // stage3.py + coalesced_collectives.py: grads copied into the IPG bucket,
   // then a rank-interleaved torch.cat (two m*S copies); the reduced partition
   // is copied into grad_partitions_flat_buffer (S).

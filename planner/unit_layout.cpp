@@ -30,6 +30,12 @@ std::vector<int> tensors_in_groups(const UnitLayout& layout, bool alone) {
 std::vector<int> tensors_gathered_alone(const UnitLayout& layout) { return tensors_in_groups(layout, true); }
 std::vector<int> tensors_gathered_coalesced(const UnitLayout& layout) { return tensors_in_groups(layout, false); }
 
+int64_t group_shard_elements(const UnitLayout& layout, const std::vector<int>& tensors) {
+  int64_t elements = 0;
+  for (int t : tensors) elements += layout.slots[static_cast<size_t>(t)].length;
+  return elements;
+}
+
 int64_t tensor_count(const UnitLayout& layout, bool gathered_only) {
   int64_t n = 0;
   for (const TensorSlot& slot : layout.slots) n += gathered_only && slot.persistent ? 0 : 1;

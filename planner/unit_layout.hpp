@@ -69,6 +69,8 @@ std::vector<int64_t> per_tensor_pieces(const UnitLayout& layout, int64_t element
 // a flat buffer, in slot order.
 std::vector<int> tensors_gathered_alone(const UnitLayout& layout);
 std::vector<int> tensors_gathered_coalesced(const UnitLayout& layout);
+// The elements of the given tensors in each rank's shard (their chunks).
+int64_t group_shard_elements(const UnitLayout& layout, const std::vector<int>& tensors);
 
 // The unit's parameters (tensors); without ZeRO-3's persistent ones when
 // `gathered_only` (they are not fetched).

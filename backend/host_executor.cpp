@@ -229,6 +229,10 @@ void HostExecutor::execute(const Op& op, int64_t step, MeasuredStep& out) {
       break;
     }
     case OpKind::kComputeBwd: {
+      if (op.loss_only) {
+        workload_.loss_backward(u);
+        break;
+      }
       const size_t i = static_cast<size_t>(u);
       std::vector<float*> grads = s->grads_in(data(grads_[i]), !s->contiguous());
       const bool head = u + 1 == static_cast<int>(shards_.size());

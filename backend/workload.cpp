@@ -189,6 +189,14 @@ void HostWorkload::forward(int unit, const ConstTensors& params) {
   s.forwarded[u] = true;
 }
 
+void HostWorkload::loss_backward(int unit) {
+  State& s = *state_;
+  const auto u = static_cast<size_t>(unit);
+  RAGGED_ASSERT(u + 1 == s.forwarded.size() && s.forwarded[u],
+                "host workload: the loss backward follows the head's forward");
+  detail::head_loss_backward(s.head_cache, s.batch.labels.data(), s.dims.tokens, s.vocab);
+}
+
 void HostWorkload::backward(int unit, const ConstTensors& params, const Tensors& grads) {
   State& s = *state_;
   const models::UnitSpec& spec = s.unit_checked(unit, params.size());

@@ -79,6 +79,10 @@ class HostWorkload {
   void set_batch(const Batch& batch);
   // Forward of unit u (in order 0..U-1): reads the activation unit u-1 left.
   void forward(int unit, const ConstTensors& params);
+  // The head's loss backward alone (the Program's loss_only op): the logits'
+  // gradient, which the head's backward then reads; it runs it itself when
+  // this was not called.
+  void loss_backward(int unit);
   // Backward of unit u (in order U-1..0): adds this micro-batch's gradients
   // to `grads` and passes the activation gradient on.
   void backward(int unit, const ConstTensors& params, const Tensors& grads);

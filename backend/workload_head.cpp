@@ -61,24 +61,30 @@ double head_forward(Ctx& ctx, const float* norm, const float* weight, const Dims
     for (int64_t v = 0; v < vocab; ++v) row[v] = static_cast<float>(row[v] * inv_sum);
   }
   cache.loss = t == 0 ? 0.0 : total / static_cast<double>(t);
+  cache.has_gradient = false;
   return cache.loss;
 }
 
-void head_backward(Ctx& ctx, const float* norm, const float* weight, float* dnorm, float* dweight, const Dims& dims,
-                   int64_t vocab, const float* x, const int32_t* labels, const HeadCache& cache, float* dx) {
-  const int64_t t = dims.tokens;
-  const int64_t h = dims.hidden;
-  Buf dlogits(cache.probs.size());
-  const float inv_t = t == 0 ? 0.0f : static_cast<float>(1.0 / static_cast<double>(t));
-  for (int64_t r = 0; r < t; ++r) {
+void head_loss_backward(HeadCache& cache, const int32_t* labels, int64_t tokens, int64_t vocab) {
+  if (cache.has_gradient) return;
+  const float inv_t = tokens == 0 ? 0.0f : static_cast<float>(1.0 / static_cast<double>(tokens));
+  for (int64_t r = 0; r < tokens; ++r) {
     for (int64_t v = 0; v < vocab; ++v) {
-      const float p = cache.probs[static_cast<size_t>(r * vocab + v)];
-      dlogits[static_cast<size_t>(r * vocab + v)] = (p - (v == labels[r] ? 1.0f : 0.0f)) * inv_t;
+      float& p = cache.probs[static_cast<size_t>(r * vocab + v)];
+      p = (p - (v == labels[r] ? 1.0f : 0.0f)) * inv_t;
     }
   }
+  cache.has_gradient = true;
+}
+
+void head_backward(Ctx& ctx, const float* norm, const float* weight, float* dnorm, float* dweight, const Dims& dims,
+                   int64_t vocab, const float* x, const int32_t* labels, HeadCache& cache, float* dx) {
+  const int64_t t = dims.tokens;
+  const int64_t h = dims.hidden;
+  head_loss_backward(cache, labels, t, vocab);
   Buf dn(static_cast<size_t>(t * h));
-  linear_backward(ctx, Linear{weight, nullptr, dweight, nullptr, vocab, h, false}, cache.n.data(), dlogits.data(), t,
-                  dn.data(), 0.0f);
+  linear_backward(ctx, Linear{weight, nullptr, dweight, nullptr, vocab, h, false}, cache.n.data(), cache.probs.data(),
+                  t, dn.data(), 0.0f);
   add_column_dots(dnorm, dn.data(), x, t, h);
   scale_columns(dn.data(), norm, t, h, dx);
 }

@@ -216,13 +216,16 @@ void embed_backward(const int32_t* tokens, int64_t tokens_count, int64_t hidden,
 struct HeadCache {
   Buf n, probs;
   double loss = 0;
+  bool has_gradient = false;  // probs hold d loss / d logits (head_loss_backward ran)
 };
 
 // Returns the mean cross-entropy; `weight` is lm_head or the tied table.
 double head_forward(Ctx& ctx, const float* norm, const float* weight, const Dims& dims, int64_t vocab, const float* x,
                     const int32_t* labels, HeadCache& cache);
 // dx overwritten; dweight (lm_head's or the table's gradient) and dnorm += this pass.
+// The loss's backward: probs become d loss / d logits, in place (once per forward).
+void head_loss_backward(HeadCache& cache, const int32_t* labels, int64_t tokens, int64_t vocab);
 void head_backward(Ctx& ctx, const float* norm, const float* weight, float* dnorm, float* dweight, const Dims& dims,
-                   int64_t vocab, const float* x, const int32_t* labels, const HeadCache& cache, float* dx);
+                   int64_t vocab, const float* x, const int32_t* labels, HeadCache& cache, float* dx);
 
 }  // namespace ragged::backend::detail

@@ -204,6 +204,7 @@ UnitSpec build_head(const ArchConfig& arch, const CheckpointNames& names, LossKe
       act.returned_logits = act.loss_logits;
       act.working_pieces = {4.0 * vocab, 4.0 * vocab};
       act.working = 8.0 * vocab;
+      act.logits_gradient = b * vocab;
       break;
     }
     case LossKernel::kShiftedFp32Logits:
@@ -221,6 +222,7 @@ UnitSpec build_head(const ArchConfig& arch, const CheckpointNames& names, LossKe
       act.returned_logits = act.loss_logits;
       act.working_pieces = {4.0 * vocab, 4.0 * vocab};
       act.working = 8.0 * vocab;
+      act.logits_gradient = b * vocab;
       break;
     case LossKernel::kFused:
       // flash-attn's CrossEntropyLoss (llm-foundry's default): the forward
@@ -231,6 +233,7 @@ UnitSpec build_head(const ArchConfig& arch, const CheckpointNames& names, LossKe
       saved += vocab * b + 4.0;
       act.returned_logits = vocab * b;
       act.working = vocab * b;
+      act.logits_gradient = vocab * b;
       break;
     case LossKernel::kChunked:
       // Liger's fused linear cross-entropy: per chunk of tokens, the logits
@@ -242,6 +245,10 @@ UnitSpec build_head(const ArchConfig& arch, const CheckpointNames& names, LossKe
       act.forward_pieces = {static_cast<double>(width) * b};
       act.working = 0;
       break;
+  }
+  if (act.logits_gradient > 0) {
+    unit.compute.elementwise.back().loss = true;
+    act.head_input_gradient = static_cast<double>(width) * b;
   }
   act.saved_none = act.saved_selective = act.saved_full = saved;
   return unit;

@@ -95,6 +95,8 @@ struct ElementwiseOp {
   std::string name;
   double bytes_per_token = 0;
   double backward_bytes_per_token = -1;  // < 0: 2 * bytes_per_token
+  // The loss: its backward runs ahead of the head's GEMMs (ActivationBytes::logits_gradient).
+  bool loss = false;
 
   double backward_bytes() const { return backward_bytes_per_token < 0 ? 2.0 * bytes_per_token : backward_bytes_per_token; }
 };
@@ -123,6 +125,15 @@ struct ActivationBytes {
   bool selective_recomputes_gemms = true;
   double saved_full = 0;       // only the unit's input is kept; everything else recomputed in backward
   double working = 0;          // transient peak of the unit's backward (MLP intermediates, the loss's gradients), freed after
+  // The head: the logits' gradient in their dtype, the last of the loss's
+  // backward (part of `working`), which the head's GEMM backward then reads
+  // beside the weight gradient it writes, the loss's fp32 gradients freed by
+  // then (autograd's order). 0: no loss backward of its own (chunked loss,
+  // other units).
+  double logits_gradient = 0;
+  // The head's GEMM backward: the logits GEMM's input gradient (tokens x
+  // width), which the final norm's backward reads.
+  double head_input_gradient = 0;
   std::vector<double> working_pieces = {};  // the tensors `working` is made of, when it is several (they sum to it)
   std::vector<double> forward_pieces = {};  // tensors the forward makes and frees beyond what it keeps (the loss's logits copies)
   // The loss's fp32 logits: freed once the loss is computed, unless the model

@@ -123,6 +123,9 @@ void place(const std::vector<Lifetime>& life, const Coexistence& coexist, const 
       [&](size_t a, size_t b) {
         return breadth[a] != breadth[b] ? breadth[a] > breadth[b] : plan.sizes[a] > plan.sizes[b];
       },
+      [&](size_t a, size_t b) {
+        return breadth[a] != breadth[b] ? breadth[a] > breadth[b] : duration(a) > duration(b);
+      },
   };
   std::vector<int64_t> best_offsets;
   int64_t best_bytes = -1;

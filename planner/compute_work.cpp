@@ -80,11 +80,18 @@ void add_math_backward(const models::UnitSpec& unit, const MicroBatch& batch, Co
   work.elementwise_kernels += 1;  // the softmax backward
 }
 
+// Which of a unit's element-wise ops a pass takes: all, or the head's
+// backward split at its loss (ElementwiseOp::loss).
+enum class Ops { kAll, kLoss, kNotLoss };
+
+bool selected(const models::ElementwiseOp& op, Ops ops) { return ops == Ops::kAll || op.loss == (ops == Ops::kLoss); }
+
 // Element-wise traffic of a unit's forward or backward for the batch, eager or fused.
-double elementwise_bytes(const models::UnitSpec& unit, const MicroBatch& batch, bool backward) {
+double elementwise_bytes(const models::UnitSpec& unit, const MicroBatch& batch, bool backward, Ops ops = Ops::kAll) {
   const bool fuse = fused(unit, batch);
   double per_token = 0;
   for (const models::ElementwiseOp& op : unit.compute.elementwise) {
+    if (!selected(op, ops)) continue;
     const EagerFactors eager = eager_traffic_factors(op.name);
     const double bytes = backward ? op.backward_bytes() : op.bytes_per_token;
     per_token += bytes * (fuse ? 1.0 : (backward ? eager.backward : eager.forward));
@@ -93,13 +100,29 @@ double elementwise_bytes(const models::UnitSpec& unit, const MicroBatch& batch, 
 }
 
 // The kernels of a unit's forward element-wise ops, eager or fused.
-int64_t elementwise_kernels(const models::UnitSpec& unit, const MicroBatch& batch) {
+int64_t elementwise_kernels(const models::UnitSpec& unit, const MicroBatch& batch, Ops ops = Ops::kAll) {
   const bool fuse = fused(unit, batch);
   int64_t kernels = 0;
   for (const models::ElementwiseOp& op : unit.compute.elementwise) {
-    kernels += fuse ? 1 : eager_kernel_count(op.name);
+    if (selected(op, ops)) kernels += fuse ? 1 : eager_kernel_count(op.name);
   }
   return kernels;
+}
+
+ComputeWork backward_work(const models::UnitSpec& unit, const MicroBatch& batch, Ops ops) {
+  ComputeWork work;
+  work.elementwise_bytes = elementwise_bytes(unit, batch, true, ops);
+  work.elementwise_kernels = 2 * elementwise_kernels(unit, batch, ops);
+  if (ops == Ops::kLoss) return work;
+  for (const models::GemmShape& g : unit.compute.gemms) {
+    if (chunked_logits(g, batch)) continue;
+    const int64_t m = gemm_rows(g, batch);
+    work.gemms.push_back({m, g.k, g.n, g.count});  // dX = dY @ W: [m x n] @ [n x k]
+    work.gemms.push_back({g.n, g.k, m, g.count});  // dW = dY^T @ X: [n x m] @ [m x k]
+  }
+  work.attention = attention(unit, batch, 2.5);
+  if (math_attention(unit, batch)) add_math_backward(unit, batch, work);
+  return work;
 }
 
 }  // namespace
@@ -128,18 +151,15 @@ ComputeWork forward_work(const models::UnitSpec& unit, const MicroBatch& batch) 
 }
 
 ComputeWork backward_work(const models::UnitSpec& unit, const MicroBatch& batch) {
-  ComputeWork work;
-  for (const models::GemmShape& g : unit.compute.gemms) {
-    if (chunked_logits(g, batch)) continue;
-    const int64_t m = gemm_rows(g, batch);
-    work.gemms.push_back({m, g.k, g.n, g.count});  // dX = dY @ W: [m x n] @ [n x k]
-    work.gemms.push_back({g.n, g.k, m, g.count});  // dW = dY^T @ X: [n x m] @ [m x k]
-  }
-  work.attention = attention(unit, batch, 2.5);
-  work.elementwise_bytes = elementwise_bytes(unit, batch, true);
-  work.elementwise_kernels = 2 * elementwise_kernels(unit, batch);
-  if (math_attention(unit, batch)) add_math_backward(unit, batch, work);
-  return work;
+  return backward_work(unit, batch, Ops::kAll);
+}
+
+ComputeWork loss_backward_work(const models::UnitSpec& unit, const MicroBatch& batch) {
+  return backward_work(unit, batch, Ops::kLoss);
+}
+
+ComputeWork backward_work_after_loss(const models::UnitSpec& unit, const MicroBatch& batch) {
+  return backward_work(unit, batch, Ops::kNotLoss);
 }
 
 ComputeWork recompute_work(const models::UnitSpec& unit, const MicroBatch& batch, models::Checkpointing mode) {

@@ -29,6 +29,11 @@ ComputeWork forward_work(const models::UnitSpec& unit, const MicroBatch& batch);
 // backend's four GEMMs and softmax backward, the element-wise ops' backward
 // traffic (gradients read and written).
 ComputeWork backward_work(const models::UnitSpec& unit, const MicroBatch& batch);
+// The same backward in two parts, as the head runs it when its loss has a
+// backward of its own (ActivationBytes::logits_gradient): the loss's
+// element-wise backward alone, then everything else (they sum to the whole).
+ComputeWork loss_backward_work(const models::UnitSpec& unit, const MicroBatch& batch);
+ComputeWork backward_work_after_loss(const models::UnitSpec& unit, const MicroBatch& batch);
 // What activation checkpointing recomputes before a unit's backward: the
 // whole forward (full); for selective, TorchTitan's op-level policy: every
 // element-wise op and every other matmul (and the math backend's attention,

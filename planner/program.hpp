@@ -156,7 +156,11 @@ struct Op {
   int unit = -1;         // -1: not tied to one unit
   int micro_batch = -1;  // -1: once per step
   std::string name;      // "layers.3 all_gather (fwd)"
-  int buffer = -1;       // index into Program::buffers: allocated, freed, or written
+  // Index into Program::buffers: allocated, freed, or written; the head's
+  // loss backward and GEMM backward: the logits' gradient, written by the
+  // first (loss_only) and read by the second.
+  int buffer = -1;
+  bool loss_only = false;  // kComputeBwd of the head: its loss's backward alone, ahead of its GEMMs
   Group group = Group::kNone;
   int64_t bytes = 0;     // collectives: the whole buffer (nccl-tests' S); copies/casts: bytes read + written
   double flops = 0;      // compute ops: executed FLOPs

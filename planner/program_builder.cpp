@@ -371,6 +371,27 @@ class Builder {
     return grads_.unsharded_grads(units_ - 1);
   }
 
+  // The head's loss backward ahead of its GEMMs, in autograd's order: the
+  // loss's fp32 gradients are freed before the weight gradient is made, the
+  // logits' gradient is kept for the GEMMs (planner/unit_buffers.hpp). Adds
+  // the op to `deps`; returns the logits' gradient buffer.
+  int loss_backward(int u, int mb, std::vector<uint32_t>& deps) {
+    const models::UnitSpec& s = spec(u);
+    const int workspace = pieces_buffer(s.name + " loss workspace", BufferKind::kWorkspace, u,
+                                        for_batch(loss_workspace_pieces(s)));
+    const int gradient = w_.buffer(s.name + " logits gradient", BufferKind::kWorkspace, u,
+                                   for_batch(s.activations.logits_gradient));
+    if (workspace >= 0) compute_alloc(workspace);
+    compute_alloc(gradient);
+    const uint32_t loss = w_.compute(OpKind::kComputeBwd, u, mb, s.name + " loss backward",
+                                     loss_backward_work(s, batch_), deps);
+    program_.ops[loss].buffer = gradient;
+    program_.ops[loss].loss_only = true;
+    if (workspace >= 0) w_.free(workspace, Stream::kCompute, {loss});
+    deps.push_back(loss);
+    return gradient;
+  }
+
   // The tied head reads the embedding table: the embedding's forward gather
   // of this micro-batch (kept until the embedding's backward).
   uint32_t embedding_ready(int mb) const { return gathers_[gathers_.find(0, mb, false)].ready; }
@@ -386,10 +407,11 @@ class Builder {
       RAGGED_ASSERT(gathers_[k].emitted, "an all-gather must be issued before its unit computes");
       uint32_t ready = regather ? params_ready(gathers_[k]) : gathers_[k].ready;
       const models::UnitSpec& s = spec(u);
-      int workspace = backward_workspace(u);
-      compute_alloc(workspace);
       std::vector<uint32_t> deps = {ready};
       if (u == units_ - 1 && in_.model->arch.tie_embeddings) deps.push_back(embedding_ready(mb));
+      const int logits_gradient = splits_loss_backward(s) ? loss_backward(u, mb, deps) : -1;
+      int workspace = backward_workspace(u);
+      compute_alloc(workspace);
       ComputeWork again = recompute_work(s, batch_, mode_of(u));
       int64_t first_compute = -1;
       if (total_flops(again) > 0 || again.elementwise_bytes > 0) {
@@ -409,7 +431,12 @@ class Builder {
       } else {
         grads = tied && u == 0 ? tied_grads_ : grads_.unsharded_grads(u);
       }
-      uint32_t bwd = w_.compute(OpKind::kComputeBwd, u, mb, s.name + " backward", backward_work(s, batch_), deps);
+      ComputeWork work = logits_gradient >= 0 ? backward_work_after_loss(s, batch_) : backward_work(s, batch_);
+      uint32_t bwd = w_.compute(OpKind::kComputeBwd, u, mb, s.name + " backward", std::move(work), deps);
+      if (logits_gradient >= 0) {
+        program_.ops[bwd].buffer = logits_gradient;
+        w_.free(logits_gradient, Stream::kCompute, {bwd});
+      }
       if (regather) block_host_on_fetch(first_compute >= 0 ? static_cast<uint32_t>(first_compute) : bwd, gathers_[k]);
       w_.free(workspace, Stream::kCompute, {bwd});
       w_.free(activations_[static_cast<size_t>(mb * units_ + u)], Stream::kCompute, {bwd});

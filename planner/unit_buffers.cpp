@@ -29,9 +29,26 @@ std::vector<double> forward_workspace_pieces(const models::UnitSpec& unit, model
   return pieces;
 }
 
+bool splits_loss_backward(const models::UnitSpec& unit) { return unit.activations.logits_gradient > 0; }
+
+std::vector<double> loss_workspace_pieces(const models::UnitSpec& unit) {
+  const models::ActivationBytes& a = unit.activations;
+  std::vector<double> pieces = a.working_pieces.empty() ? std::vector<double>{a.working} : a.working_pieces;
+  // The logits' gradient is made last: it takes the place of the last piece's bytes.
+  double gradient = a.logits_gradient;
+  for (auto piece = pieces.rbegin(); piece != pieces.rend() && gradient > 0; ++piece) {
+    const double taken = std::min(*piece, gradient);
+    *piece -= taken;
+    gradient -= taken;
+  }
+  std::erase_if(pieces, [](double piece) { return piece <= 0; });
+  return pieces;
+}
+
 std::vector<double> backward_workspace_pieces(const models::UnitSpec& unit, models::Checkpointing mode,
                                               int64_t seq_len) {
   const models::ActivationBytes& a = unit.activations;
+  if (splits_loss_backward(unit)) return {a.head_input_gradient};
   const double recomputed = unit.kind == models::UnitKind::kBlock ? std::max(0.0, a.saved_none - a.saved(mode)) : 0.0;
   std::vector<double> pieces = {recomputed + (a.working_pieces.empty() ? a.working : 0.0)};
   pieces.insert(pieces.end(), a.working_pieces.begin(), a.working_pieces.end());

@@ -24,5 +24,13 @@ std::vector<double> forward_workspace_pieces(const models::UnitSpec& unit, model
 // gradients (and its recomputed probabilities).
 std::vector<double> backward_workspace_pieces(const models::UnitSpec& unit, models::Checkpointing mode,
                                               int64_t seq_len);
+// The head whose loss has a backward of its own (ActivationBytes::
+// logits_gradient > 0) splits that: the loss's working tensors less the
+// logits' gradient, freed when the loss's backward ends; the logits'
+// gradient, kept through the head's GEMM backward; and that backward's own
+// working tensor, the logits GEMM's input gradient. Their sum over the loss's
+// backward is `working`, as one op held it.
+bool splits_loss_backward(const models::UnitSpec& unit);
+std::vector<double> loss_workspace_pieces(const models::UnitSpec& unit);
 
 }  // namespace ragged::planner

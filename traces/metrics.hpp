@@ -60,11 +60,12 @@ Spread step_time_spread(const Summary& summary);
 int64_t allocator_capacity_of(const Summary& summary);
 
 // The largest |error| of the simulator's predicted peak reserved memory on its
-// calibration runs (docs/results/calibration.md: TorchTitan's Llama-3-8B, eager,
-// 8 H100s: 77.4 GiB predicted against the published 81.9, -5.5%; the test
+// calibration runs, rounded up to 0.5% (docs/results/calibration.md:
+// TorchTitan's Llama-3-8B, eager, 128 H100s: 59.9 GiB predicted against the
+// published 67.0, -10.6%; the test
 // TightFit.MarginIsTheCalibrationSetsLargestMemoryError keeps it so). Every
 // under-prediction there is of this size or less.
-inline constexpr double kPeakMemoryPredictionError = 0.055;
+inline constexpr double kPeakMemoryPredictionError = 0.11;
 
 // A prediction that fits, but whose peak reserved memory, were it
 // under-predicted by kPeakMemoryPredictionError, would pass the allocator's

@@ -303,6 +303,10 @@ void CudaExecutor::issue(const Op& op, int64_t step) {
       break;
     }
     case OpKind::kComputeBwd: {
+      if (op.loss_only) {
+        workload_.loss_backward(u, data(op.buffer), arena_.sizes[static_cast<size_t>(op.buffer)]);
+        break;
+      }
       const int ws = workspace_[ui];
       workload_.backward(u, params_of(u), grads_of(u), data_or_null(ws), arena_.sizes[static_cast<size_t>(ws)]);
       break;

@@ -80,6 +80,8 @@ struct GpuWorkload::State {
   int grad = 0;   // the stream buffer holding the gradient of unit grad_unit's output
   int grad_unit = -1;
   int head_forwards = 0;
+  // The logits' gradient loss_backward() wrote for the head's backward (null: not yet).
+  void* head_dlogits = nullptr;
 
   State(const models::ModelSpec& spec, const GpuWorkloadConfig& c, cublasHandle_t cublas, cudaStream_t stream)
       : model(spec), config(c), gemms(cublas, stream, c), tokens(c.sequences * c.seq_len) {}
@@ -232,6 +234,25 @@ void GpuWorkload::recompute(int unit, const std::vector<const void*>& params, vo
   run.rebuilt = true;
 }
 
+void GpuWorkload::loss_backward(int unit, void* gradient, int64_t capacity) {
+  State& s = *state_;
+  const models::UnitSpec& spec = s.model.units.at(static_cast<size_t>(unit));
+  RAGGED_ASSERT(spec.kind == UnitKind::kHead && s.runs[static_cast<size_t>(unit)].forwarded,
+                fmt::format("GPU workload: loss backward of {}, not a head after its forward", spec.name));
+  if (capacity < s.head.dlogits_bytes) {
+    throw InputError(fmt::format("GPU workload: the loss backward of {} needs {} bytes for the logits' gradient; "
+                                 "got {}", spec.name, s.head.dlogits_bytes, capacity));
+  }
+  const detail::HeadCache cache = s.head_cache(s.runs[static_cast<size_t>(unit)].saved);
+  with_types(s.config, [&](auto storage, auto) {
+    using S = decltype(storage);
+    // fp32: the gradient overwrites the probabilities; bf16: it goes to `gradient`.
+    S* dlogits = s.head.dlogits_bytes == 0 ? reinterpret_cast<S*>(cache.probs) : static_cast<S*>(gradient);
+    detail::head_loss_backward<S>(s.head, cache, dlogits, s.buffer<int32_t>(detail::kLabels), s.stream());
+    s.head_dlogits = dlogits;
+  });
+}
+
 void GpuWorkload::backward(int unit, const std::vector<const void*>& params, const std::vector<void*>& grads,
                            void* workspace, int64_t capacity) {
   State& s = *state_;
@@ -253,12 +274,18 @@ void GpuWorkload::backward(int unit, const std::vector<const void*>& params, con
     using S = decltype(storage);
     using G = decltype(gradient);
     switch (spec.kind) {
-      case UnitKind::kHead:
-        need(s.head.scratch_bytes());
+      case UnitKind::kHead: {
+        // Without an earlier loss_backward() the logits' gradient goes first in scratch.
+        const int64_t dlogits_bytes = s.head_dlogits != nullptr ? 0 : s.head.dlogits_bytes;
+        need(dlogits_bytes + s.head.dnorm_bytes);
+        if (s.head_dlogits == nullptr) loss_backward(unit, scratch, dlogits_bytes);
         s.grad = 0;
-        detail::head_backward<S, G>(s.gemms, s.head, params, grads, s.head_cache(run.saved), scratch,
-                                    s.buffer<int32_t>(detail::kLabels), s.residual<S>(s.grad));
+        detail::head_backward<S, G>(s.gemms, s.head, params, grads, s.head_cache(run.saved),
+                                    static_cast<const S*>(s.head_dlogits), scratch + dlogits_bytes,
+                                    s.residual<S>(s.grad));
+        s.head_dlogits = nullptr;
         break;
+      }
       case UnitKind::kBlock: {
         const BlockPlan& plan = s.blocks[static_cast<size_t>(unit) - 1];
         const int64_t rebuilt = plan.rebuilt_bytes(run.mode);

@@ -70,7 +70,8 @@ struct GpuUnitBytes {
   int64_t saved = 0;      // what forward keeps for backward when nothing is recomputed (input included)
   int64_t selective = 0;  // what it keeps under selective checkpointing
   int64_t input = 0;      // what it keeps under full checkpointing (the head: everything)
-  int64_t workspace = 0;  // backward's scratch
+  int64_t workspace = 0;  // backward's scratch (the head's: the logits' gradient first unless loss_backward wrote it)
+  int64_t loss_gradient = 0;  // the head: the logits' gradient loss_backward() writes (0: fp32, in place)
   int64_t recompute = 0;  // what recompute() rebuilds in the workspace under full checkpointing: saved - input
 
   // Kept by forward, and rebuilt by recompute(), under `mode`.
@@ -106,6 +107,11 @@ class GpuWorkload {
   // for the mode forward used, else InputError. Backward gets the same
   // workspace.
   void recompute(int unit, const std::vector<const void*>& params, void* workspace, int64_t capacity);
+  // The head's loss backward alone (the Program's loss_only op): the logits'
+  // gradient into `gradient` (at least gpu_unit_bytes(head).loss_gradient
+  // bytes, else InputError), which the head's backward then reads; that
+  // backward runs it itself, first in its workspace, when this was not called.
+  void loss_backward(int unit, void* gradient, int64_t capacity);
   // Backward of unit u (units in reverse order): WRITES (not adds) every
   // gradient of the unit's tensors in `grads` (one pointer per tensor, in the
   // unit's tensor order, dtype config.grads; the embedding's whole table,

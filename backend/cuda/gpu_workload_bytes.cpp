@@ -336,6 +336,7 @@ GpuUnitBytes gpu_unit_bytes(const models::ModelSpec& model, const GpuWorkloadCon
       const detail::HeadPlan p = detail::head_plan(model, config);
       out.saved = out.selective = out.input = p.saved_bytes();
       out.workspace = p.scratch_bytes();
+      out.loss_gradient = p.dlogits_bytes;
       break;
     }
   }

@@ -50,15 +50,18 @@ void head_forward(Gemms& gemms, const HeadPlan& plan, const Params& params, cons
   softmax_cross_entropy(cache.probs, labels, row_losses, plan.tokens, plan.vocab, gemms.stream());
 }
 
+template <typename S>
+void head_loss_backward(const HeadPlan& plan, const HeadCache& cache, S* dlogits, const int32_t* labels,
+                        cudaStream_t stream) {
+  cross_entropy_backward(dlogits, cache.probs, labels, plan.tokens, plan.vocab, stream);
+}
+
 template <typename S, typename G>
 void head_backward(Gemms& gemms, const HeadPlan& plan, const Params& params, const Grads& grads, const HeadCache& cache,
-                   std::byte* scratch, const int32_t* labels, S* dx) {
+                   const S* dlogits, std::byte* scratch, S* dx) {
   const int64_t t = plan.tokens, h = plan.hidden;
   const cudaStream_t stream = gemms.stream();
-  // fp32: the gradient overwrites the probabilities; bf16: it goes to scratch.
-  S* dlogits = plan.dlogits_bytes == 0 ? reinterpret_cast<S*>(cache.probs) : reinterpret_cast<S*>(scratch);
-  cross_entropy_backward(dlogits, cache.probs, labels, t, plan.vocab, stream);
-  S* dn = reinterpret_cast<S*>(scratch + plan.dlogits_bytes);
+  S* dn = reinterpret_cast<S*>(scratch);
   const auto weight = static_cast<size_t>(plan.weight);
   gemms.input_grad(dlogits, params[weight], dn, t, plan.vocab, h, 0.0f);
   gemms.weight_grad(dlogits, cache.norm, grads[weight], t, plan.vocab, h);
@@ -70,11 +73,13 @@ template void head_forward(Gemms&, const HeadPlan&, const Params&, const float*,
                            double*);
 template void head_forward(Gemms&, const HeadPlan&, const Params&, const uint16_t*, const HeadCache&, const int32_t*,
                            double*);
+template void head_loss_backward(const HeadPlan&, const HeadCache&, float*, const int32_t*, cudaStream_t);
+template void head_loss_backward(const HeadPlan&, const HeadCache&, uint16_t*, const int32_t*, cudaStream_t);
 template void head_backward<float, float>(Gemms&, const HeadPlan&, const Params&, const Grads&, const HeadCache&,
-                                          std::byte*, const int32_t*, float*);
+                                          const float*, std::byte*, float*);
 template void head_backward<uint16_t, float>(Gemms&, const HeadPlan&, const Params&, const Grads&, const HeadCache&,
-                                             std::byte*, const int32_t*, uint16_t*);
-template void head_backward<uint16_t, uint16_t>(Gemms&, const HeadPlan&, const Params&, const Grads&, const HeadCache&,
-                                                std::byte*, const int32_t*, uint16_t*);
+                                             const uint16_t*, std::byte*, uint16_t*);
+template void head_backward<uint16_t, uint16_t>(Gemms&, const HeadPlan&, const Params&, const Grads&,
+                                                const HeadCache&, const uint16_t*, std::byte*, uint16_t*);
 
 }  // namespace ragged::backend::gpu::detail

@@ -106,8 +106,15 @@ struct HeadCache {
 template <typename S>
 void head_forward(Gemms& gemms, const HeadPlan& plan, const Params& params, const S* x, const HeadCache& cache,
                   const int32_t* labels, double* row_losses);
+// The loss's backward: the logits' gradient into dlogits (fp32 storage: the
+// probabilities themselves, in place).
+template <typename S>
+void head_loss_backward(const HeadPlan& plan, const HeadCache& cache, S* dlogits, const int32_t* labels,
+                        cudaStream_t stream);
+// The GEMMs' and the norm's backward from the logits' gradient; scratch holds
+// plan.dnorm_bytes.
 template <typename S, typename G>
 void head_backward(Gemms& gemms, const HeadPlan& plan, const Params& params, const Grads& grads, const HeadCache& cache,
-                   std::byte* scratch, const int32_t* labels, S* dx);
+                   const S* dlogits, std::byte* scratch, S* dx);
 
 }  // namespace ragged::backend::gpu::detail

@@ -120,9 +120,10 @@ TEST(GpuWorkloadSupport, RefusesWhatOnlyTheHostRuns) {
   EXPECT_THROW(gpu_unit_bytes(arch_model(test_util::test_arch("gpt_oss_fused")), GpuWorkloadConfig{}, 1), InputError);
 }
 
-// What the Program gives a unit: its activation buffer and backward workspace.
+// What the Program gives a unit: its activation buffer, backward workspace
+// and (the head) the logits' gradient its loss backward writes.
 struct UnitBuffers {
-  int64_t activations = 0, workspace = 0;
+  int64_t activations = 0, workspace = 0, logits_gradient = 0;
 };
 
 std::vector<UnitBuffers> program_buffers(const planner::ResolvedScenario& resolved) {
@@ -135,9 +136,13 @@ std::vector<UnitBuffers> program_buffers(const planner::ResolvedScenario& resolv
   for (const planner::Buffer& buffer : program.buffers) {
     if (buffer.kind == planner::BufferKind::kActivations) {
       out.at(static_cast<size_t>(buffer.unit)).activations = buffer.bytes;
-    } else if (buffer.kind == planner::BufferKind::kWorkspace) {
+    } else if (buffer.kind == planner::BufferKind::kWorkspace && buffer.name.ends_with(" backward workspace")) {
       out.at(static_cast<size_t>(buffer.unit)).workspace = buffer.bytes;
     }
+  }
+  for (const planner::Op& op : program.ops) {
+    if (!op.loss_only) continue;
+    out.at(static_cast<size_t>(op.unit)).logits_gradient = program.buffers[static_cast<size_t>(op.buffer)].bytes;
   }
   return out;
 }
@@ -149,6 +154,11 @@ std::vector<UnitBuffers> model_buffers(const models::ModelSpec& model, Checkpoin
     const models::ActivationBytes& a = unit.activations;
     const double recomputed = unit.kind == models::UnitKind::kBlock ? a.saved_none - a.saved(mode) : 0.0;
     const auto t = static_cast<double>(tokens);
+    if (a.logits_gradient > 0) {  // the head's backward after its loss's (planner/unit_buffers.hpp)
+      out.push_back({static_cast<int64_t>(a.saved(mode) * t), static_cast<int64_t>(a.head_input_gradient * t),
+                     static_cast<int64_t>(a.logits_gradient * t)});
+      continue;
+    }
     out.push_back({static_cast<int64_t>(a.saved(mode) * t), static_cast<int64_t>((recomputed + a.working) * t)});
   }
   return out;
@@ -160,7 +170,10 @@ void expect_fits(const models::ModelSpec& model, const GpuWorkloadConfig& config
     const GpuUnitBytes need = gpu_unit_bytes(model, config, static_cast<int>(u));
     SCOPED_TRACE(model.units[u].name + " under " + std::string(models::checkpointing_name(mode)));
     EXPECT_LE(need.kept(mode), buffers[u].activations);
-    EXPECT_LE(need.rebuilt(mode) + need.workspace, buffers[u].workspace);
+    EXPECT_LE(need.loss_gradient, buffers[u].logits_gradient);
+    // After a loss backward of its own, the head's backward needs no room for the logits' gradient.
+    const int64_t scratch = need.workspace - (buffers[u].logits_gradient > 0 ? need.loss_gradient : 0);
+    EXPECT_LE(need.rebuilt(mode) + scratch, buffers[u].workspace);
   }
 }
 

@@ -115,13 +115,16 @@ TEST(CliSimulate, TheFalseOomOfIssue9Fits) {
   }
   EXPECT_LT(runs["fused"]["peak_allocated_bytes"].get<int64_t>(), runs["fp32-logits"]["peak_allocated_bytes"].get<int64_t>() * 6 / 10);
   EXPECT_LT(runs["chunked"]["peak_allocated_bytes"].get<int64_t>(), runs["fused"]["peak_allocated_bytes"].get<int64_t>());
+  // The loss's fp32 gradients are freed before the head's weight gradient is
+  // made (autograd's order), so the default allocator's cached blocks serve
+  // the rest of the step and reserve within 0.5% of what is allocated, as
+  // expandable segments do (their 20 MiB pages aside).
   auto expandable = run_cli({"simulate", file.string(), "--expandable-segments", "--json"});
   ASSERT_EQ(expandable.code, 0) << expandable.err;
-  EXPECT_LT(nlohmann::json::parse(expandable.out)["peak_memory_bytes"].get<int64_t>(),
-            runs["fp32-logits"]["peak_memory_bytes"].get<int64_t>());
-  // On a GPU of 72 GiB the cached logits copies of the first micro-batch are
-  // released when the second one's gradients need the room: it still fits,
-  // at the cost of a release and retry, and so close to capacity that the
+  const auto fp32_reserved = runs["fp32-logits"]["peak_memory_bytes"].get<int64_t>();
+  EXPECT_LT(fp32_reserved, runs["fp32-logits"]["peak_allocated_bytes"].get<int64_t>() * 1005 / 1000);
+  EXPECT_NEAR(nlohmann::json::parse(expandable.out)["peak_memory_bytes"].get<int64_t>(), fp32_reserved, 64 << 20);
+  // On a GPU of 72 GiB it still fits, so close to capacity that the
   // simulator's own peak-memory error could make it not fit: a tight fit.
   const fs::path small = dir / "llama-125m-72g.textproto";
   std::string text = read_file(file);
@@ -129,11 +132,11 @@ TEST(CliSimulate, TheFalseOomOfIssue9Fits) {
   write_file_atomically(small, text);
   auto tight = run_cli({"simulate", small.string()});
   ASSERT_EQ(tight.code, 0) << tight.err;
-  EXPECT_NE(tight.out.find("fits, tightly (1 release of the allocator's cache and retry"), std::string::npos)
-      << tight.out;
-  EXPECT_NE(tight.out.find("memory margin      1.38 GiB free (1.9%)"), std::string::npos) << tight.out;
-  // With full fp32 logits the step fits by 1.2%, a tight fit; the fused loss llm-foundry ran leaves half the GPU.
-  EXPECT_EQ(runs["fp32-logits"]["fits_tightly"], true);
+  EXPECT_NE(tight.out.find("fits, tightly"), std::string::npos) << tight.out;
+  EXPECT_NE(tight.out.find("memory margin      1.45 GiB free (2.0%)"), std::string::npos) << tight.out;
+  // With full fp32 logits the step fits with 8.6 GiB free (11.1%), just past
+  // the margin; the fused loss llm-foundry ran leaves half the GPU.
+  EXPECT_EQ(runs["fp32-logits"]["fits_tightly"], false);
   EXPECT_EQ(runs["fused"]["fits_tightly"], false);
   auto fa3 = run_cli({"simulate", file.string(), "--attention", "flash3"});
   EXPECT_EQ(fa3.code, 2);

@@ -16,7 +16,7 @@ namespace {
 using program_test::ProgramSetup;
 
 // The tiny Llama: hidden 256, 8 heads, vocab 1024, bf16; one sequence of 256 tokens.
-constexpr double kTokens = 256, kVocab = 1024, kHeads = 8, kBytes = 2;
+constexpr double kTokens = 256, kVocab = 1024, kHeads = 8, kBytes = 2, kHidden = 256;
 
 const Buffer& named(const Program& program, const std::string& name) {
   for (const Buffer& b : program.buffers) {
@@ -35,13 +35,55 @@ TEST(ProgramKernels, TheFp32LossMakesItsCopiesAndGradientsAsTensors) {
   ProgramSetup setup("sequence_length: 256");
   const Program program = setup.build();
   // Forward: the logits and their fp32 copy, freed after the loss;
-  // backward: nll_loss's and log_softmax's fp32 gradients.
+  // the loss's backward: nll_loss's and log_softmax's fp32 gradients, the
+  // second turning into the logits' gradient in bf16 (kept for the GEMMs);
+  // the GEMMs' backward: the logits GEMM's input gradient.
   EXPECT_EQ(pieces(named(program, "head forward workspace")),
             (std::vector<int64_t>{bytes(kBytes * kVocab), bytes(4 * kVocab)}));
-  EXPECT_EQ(pieces(named(program, "head backward workspace")),
-            (std::vector<int64_t>{bytes(4 * kVocab), bytes(4 * kVocab)}));
+  EXPECT_EQ(pieces(named(program, "head loss workspace")),
+            (std::vector<int64_t>{bytes(4 * kVocab), bytes((4 - kBytes) * kVocab)}));
+  EXPECT_EQ(pieces(named(program, "head logits gradient")), (std::vector<int64_t>{bytes(kBytes * kVocab)}));
+  EXPECT_EQ(pieces(named(program, "head backward workspace")), (std::vector<int64_t>{bytes(kBytes * kHidden)}));
   // Blocks have no forward workspace with FlashAttention.
   for (const Buffer& b : program.buffers) EXPECT_NE(b.name, "layers.0 forward workspace");
+}
+
+// The op that allocates (kAlloc) or frees (kFree) the buffer named `name`.
+uint32_t memory_op(const Program& program, OpKind kind, const std::string& name) {
+  for (const Op& op : program.ops) {
+    if (op.kind == kind && op.buffer >= 0 && program.buffers[static_cast<size_t>(op.buffer)].name == name) return op.id;
+  }
+  ADD_FAILURE() << "no " << op_kind_name(kind) << " of " << name;
+  return 0;
+}
+
+// Autograd's order in the head: the loss's backward frees its fp32 gradients
+// before the GEMMs' backward makes the weight gradient, so the two never
+// coexist; the logits' gradient passes from one op to the other.
+TEST(ProgramKernels, TheHeadsWeightGradientFollowsTheLossBackward) {
+  for (const std::string loss : {"FP32_LOGITS", "SHIFTED_FP32_LOGITS", "FUSED"}) {
+    SCOPED_TRACE(loss);
+    ProgramSetup setup("sequence_length: 256 loss: " + loss);
+    const Program program = setup.build();
+    const int head = setup.units() - 1;
+    const Op& gemms = program_test::only_op(program, OpKind::kComputeBwd, head, 0);
+    const Op* loss_op = nullptr;
+    for (const Op& op : program.ops) loss_op = op.loss_only && op.unit == head ? &op : loss_op;
+    ASSERT_NE(loss_op, nullptr);
+    EXPECT_EQ(loss_op->buffer, gemms.buffer);
+    EXPECT_EQ(program.buffers[static_cast<size_t>(gemms.buffer)].name, "head logits gradient");
+    EXPECT_TRUE(loss_op->work.gemms.empty());
+    EXPECT_GT(loss_op->work.elementwise_bytes, 0);
+    EXPECT_TRUE(program_test::depends_on(program, gemms.id, loss_op->id));
+    EXPECT_LT(memory_op(program, OpKind::kAlloc, "head logits gradient"), loss_op->id);
+    EXPECT_GT(memory_op(program, OpKind::kFree, "head logits gradient"), gemms.id);
+    EXPECT_LT(memory_op(program, OpKind::kAlloc, "head unsharded grads"), gemms.id);
+    EXPECT_GT(memory_op(program, OpKind::kAlloc, "head unsharded grads"), loss_op->id);
+    // The fused loss writes the logits' gradient alone: no other working tensor.
+    if (loss == "FUSED") continue;
+    EXPECT_LT(memory_op(program, OpKind::kFree, "head loss workspace"),
+              memory_op(program, OpKind::kAlloc, "head unsharded grads"));
+  }
 }
 
 TEST(ProgramKernels, MathAttentionKeepsTheProbabilitiesUnlessCheckpointed) {

@@ -196,7 +196,7 @@ inline std::vector<std::string> graph_problems(const Program& program) {
     if (compute && op.unit >= 0) {
       if (live.gathered_sets(op.unit) == 0) fail(op, "computes without the unit's gathered parameters");
       if (live.count(BufferKind::kActivations, op.unit) == 0) fail(op, "computes without the unit's activations");
-      if (op.kind == OpKind::kComputeBwd && live.count(BufferKind::kUnshardedGrads, op.unit) == 0) {
+      if (op.kind == OpKind::kComputeBwd && !op.loss_only && live.count(BufferKind::kUnshardedGrads, op.unit) == 0) {
         fail(op, "backward without the unit's gradient buffer");
       }
     }
@@ -224,12 +224,13 @@ inline double gemm_flops(const ComputeWork& work) {
   return total;
 }
 
-// The op of `kind` for (unit, micro_batch); fails the test unless there is exactly one.
+// The op of `kind` for (unit, micro_batch); fails the test unless there is
+// exactly one. The head's backward is its GEMMs' (its loss's, loss_only, aside).
 inline const Op& only_op(const Program& program, OpKind kind, int unit, int micro_batch) {
   const Op* found = nullptr;
   int n = 0;
   for (const Op& op : program.ops) {
-    if (op.kind == kind && op.unit == unit && op.micro_batch == micro_batch) {
+    if (op.kind == kind && op.unit == unit && op.micro_batch == micro_batch && !op.loss_only) {
       found = &op;
       ++n;
     }

@@ -26,6 +26,8 @@ struct UnitWriter {
   void add_gemm(std::string_view name, int64_t n, int64_t k, double token_fraction = 1.0, int64_t count = 1);
   // backward_bytes_per_token < 0: twice the forward's.
   void add_elementwise(std::string_view name, double bytes_per_token, double backward_bytes_per_token = -1);
+  // The same for a loss whose backward runs ahead of the head's GEMMs (ElementwiseOp::loss).
+  void add_loss(std::string_view name, double bytes_per_token, double backward_bytes_per_token);
   // A linear layer from k to n features: its weight ([n, k], or [k, n] when
   // `conv1d` as GPT-2's Conv1D stores it), its bias, and its GEMM named after it.
   void add_linear(std::string_view name, int64_t n, int64_t k, TensorRole role, bool bias, bool conv1d = false);

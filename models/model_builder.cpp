@@ -23,6 +23,10 @@ void UnitWriter::add_elementwise(std::string_view name, double bytes_per_token, 
   unit.compute.elementwise.push_back(ElementwiseOp{std::string(name), bytes_per_token, backward_bytes_per_token});
 }
 
+void UnitWriter::add_loss(std::string_view name, double bytes_per_token, double backward_bytes_per_token) {
+  unit.compute.elementwise.push_back(ElementwiseOp{std::string(name), bytes_per_token, backward_bytes_per_token, true});
+}
+
 void UnitWriter::add_linear(std::string_view name, int64_t n, int64_t k, TensorRole role, bool bias, bool conv1d) {
   const std::string base(name);
   add_tensor(base + ".weight", conv1d ? std::vector<int64_t>{k, n} : std::vector<int64_t>{n, k}, role);
@@ -197,7 +201,7 @@ UnitSpec build_head(const ArchConfig& arch, const CheckpointNames& names, LossKe
       // log_softmax's, then the cast back to the logits' dtype. Fused
       // traffic: read the logits, write the log-softmax; read it, write the
       // logits' gradient (eager_kernels.cpp counts the eager kernels).
-      out.add_elementwise("cross_entropy", vocab * (b + 4.0), vocab * (4.0 + b));
+      out.add_loss("cross_entropy", vocab * (b + 4.0), vocab * (4.0 + b));
       saved += 4.0 * vocab;
       if (b < 4.0) act.forward_pieces = {b * vocab};
       act.loss_logits = 4.0 * vocab;
@@ -215,7 +219,7 @@ UnitSpec build_head(const ArchConfig& arch, const CheckpointNames& names, LossKe
       // also zero-fills a full fp32 gradient for the slice; it replaces
       // log_softmax's gradient, so two fp32 pieces at once, as above. Fused
       // traffic as above; the eager factors count the copy and the slice.
-      out.add_elementwise("shifted_cross_entropy", vocab * (b + 4.0), vocab * (4.0 + b));
+      out.add_loss("shifted_cross_entropy", vocab * (b + 4.0), vocab * (4.0 + b));
       saved += 4.0 * vocab;
       act.forward_pieces = {4.0 * vocab};
       act.loss_logits = 4.0 * vocab;
@@ -229,7 +233,7 @@ UnitSpec build_head(const ArchConfig& arch, const CheckpointNames& names, LossKe
       // reads the logits once (online softmax) and keeps them with one fp32
       // log-sum-exp per token; the backward reads them and writes their
       // gradient (a new tensor: inplace_backward is off by default).
-      out.add_elementwise("fused_cross_entropy", vocab * b, 2.0 * vocab * b);
+      out.add_loss("fused_cross_entropy", vocab * b, 2.0 * vocab * b);
       saved += vocab * b + 4.0;
       act.returned_logits = vocab * b;
       act.working = vocab * b;
@@ -246,10 +250,7 @@ UnitSpec build_head(const ArchConfig& arch, const CheckpointNames& names, LossKe
       act.working = 0;
       break;
   }
-  if (act.logits_gradient > 0) {
-    unit.compute.elementwise.back().loss = true;
-    act.head_input_gradient = static_cast<double>(width) * b;
-  }
+  if (act.logits_gradient > 0) act.head_input_gradient = static_cast<double>(width) * b;
   act.saved_none = act.saved_selective = act.saved_full = saved;
   return unit;
 }

@@ -172,19 +172,28 @@ int main(int argc, char** argv) {
   power-capped GPUs; clocks under a power cap differ from GPU to GPU) and
   network effects beyond bandwidth and NCCL's latency (congestion, adaptive
   routing, the inter-node all-gather's real protocol mix).
-- **Memory:** predicted reserved memory is 4-6% above the published peaks.
-  The activation model of selective checkpointing keeps every GEMM output but
-  the recomputed ones and the fp32 loss buffers at their full size; TorchTitan
-  frees some of them earlier than the model's per-unit granularity allows.
+- **Memory:** the peak lies in the head's loss backward, where the fp32
+  log-softmax and its gradients (docs/SIMULATOR.md section 8, "The head's
+  backward in autograd's order") sit beside every block's saved activations
+  and the root group's gathered embedding and head (section 7, "FSDP's root
+  group"). TorchTitan's eager runs hold 4.9 GiB more than its compiled runs
+  at both sizes (81.9 against 77.0 GiB, 67.0 against 62.1); the model
+  predicts the same memory for both (eager element-wise kernels change its
+  traffic and launches, not its tensors), so the eager points are the
+  further below. What eager keeps beyond compiled is not modelled: the
+  recomputed block's element-wise intermediates that compiled blocks fuse
+  away, and the caching allocator's holes from eager's many tensor sizes
+  (section 8, "Modelled and not modelled").
 - **FSDP2's post-backward (docs/SIMULATOR.md section 4b):** the
   reduce-scatter copy-in (`chunk_cat` into the fp32 input) runs on the
   compute stream after a wait for the previous reduce-scatter, as
   `foreach_reduce` does. This costs the compute stream 0.73 ms per layer
-  (218M gradients read in bf16 and written in fp32 at 1.8 TB/s), and the
-  gradients are freed before the compute stream moves to the next layer, so
-  the end of the head's backward no longer holds its bf16 gradients, its
-  fp32 reduce-scatter input and the next layer's gathered parameters
-  together: the peak moves to the head's backward.
+  (218M gradients read in bf16 and written in fp32 at 1.8 TB/s), and a
+  block's gradients are freed before the compute stream moves to the next
+  block (the root group's, the head's included, at the end of the
+  backward), so no block's backward holds its bf16 gradients, its fp32
+  reduce-scatter input and the next block's gathered parameters together:
+  the peak is in the head's backward.
 - **Hopper's sustained clock and the eager points:** the GEMM and attention
   rates are microbenchmark bursts (about 5 ms each); a training loop holds
   the clock lower at the power limit (docs/SIMULATOR.md section 7, with

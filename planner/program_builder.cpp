@@ -89,11 +89,12 @@ class Builder {
   }
 
   // Units that stay gathered from their forward to their backward: the last
-  // one (backward starts with it) and, with tied embeddings, the embedding,
-  // whose table the head's GEMM reads (the root unit of FSDP).
+  // one (backward starts with it) and the embedding when the head's GEMM
+  // reads its table (tied embeddings) or it is in FSDP's root group.
   bool kept_gathered(int u) const {
-    return !reshard_ || u == units_ - 1 || (u == 0 && in_.model->arch.tie_embeddings);
+    return !reshard_ || u == units_ - 1 || (u == 0 && (in_.model->arch.tie_embeddings || root_group()));
   }
+  bool root_group() const { return traits_.root_group_outside_blocks; }
 
   // How far the backward of micro-batch mb may issue all-gathers: behind
   // the root's fence, not into the next micro-batch.
@@ -109,6 +110,10 @@ class Builder {
   void issue_gathers_through(int through) {
     while (next_gather_ < gathers_.size() && next_gather_ <= through) {
       const int k = next_gather_;
+      if (gathers_[k].emitted) {  // the root's head, gathered with the embedding
+        ++next_gather_;
+        continue;
+      }
       std::vector<uint32_t> deps;
       if (int slot = k - window_; slot >= 0) {
         const Gather& g = gathers_[slot];
@@ -122,14 +127,34 @@ class Builder {
       }
       emit_gather(k, std::move(deps));
       ++next_gather_;
+      if (root_group() && gathers_[k].unit == 0 && !gathers_[k].backward) gather_root_head(gathers_[k].micro_batch);
     }
+  }
+
+  // The root group's all-gather brings the head in with the embedding, at
+  // the start of the forward; it holds no prefetch slot until the head's
+  // forward (as the kept head did before).
+  void gather_root_head(int mb) {
+    const int k = gathers_.find(units_ - 1, mb, false);
+    if (k < 0 || gathers_[k].emitted) return;
+    std::vector<uint32_t> deps;
+    if (int same = gathers_.previous_of_unit(k); same >= 0) {
+      RAGGED_ASSERT(gathers_[same].is_freed, "the root's head is freed in the backward before the next gather");
+      deps.push_back(gathers_[same].freed);
+    }
+    emit_gather(k, std::move(deps));
   }
 
   void emit_gather(int k, std::vector<uint32_t> slot_free) {
     Gather& g = gathers_[k];
     const UnitLayout& layout = unit(g.unit).layout;
-    // FSDP1's limiter blocks the CPU until the unit leaving the window is freed.
-    std::vector<uint32_t> host_waits = traits_.gather_window_blocks_host ? slot_free : std::vector<uint32_t>{};
+    // FSDP1's limiter blocks the CPU until the unit leaving the window is
+    // freed; it synchronizes on free events only, which a unit the root keeps
+    // gathered has not recorded.
+    std::vector<uint32_t> host_waits;
+    for (uint32_t dep : slot_free) {
+      if (traits_.gather_window_blocks_host && program_.ops[dep].kind == OpKind::kFree) host_waits.push_back(dep);
+    }
     if (g.micro_batch == fenced_micro_batch_) slot_free.insert(slot_free.end(), fence_.begin(), fence_.end());
     // ZeRO-3 fetches a unit group by group (planner/zero3_fetch.hpp), one
     // collective each; the others gather the unit at once.
@@ -443,6 +468,15 @@ class Builder {
       if (mode_of(u) == models::Checkpointing::kNone) return_kv(u, true);
       if (u == units_ - 1) loop_.return_logits(u, batch_.tokens(), true);
       if (gathers_[k].emitted && !gathers_[k].is_freed) release_params(k, bwd);
+      // The root group reduces the head's gradients with the embedding's.
+      if (u == units_ - 1 && root_group() && units_ > 1) {
+        root_head_grads_ = grads;
+        continue;
+      }
+      if (u == 0 && root_head_grads_ >= 0) {
+        grads_ready[units_ - 1] = grads_.reduce(units_ - 1, mb, bwd, root_head_grads_);
+        root_head_grads_ = -1;
+      }
       grads_ready[u] = grads_.reduce(u, mb, bwd, grads);
     }
     std::vector<uint32_t> reduced;  // the root's end-of-backward wait: the last reduction, which ends after the others
@@ -500,6 +534,7 @@ class Builder {
   std::vector<models::Checkpointing> unit_mode_;  // per unit (planner/checkpointing_plan.hpp)
   int tied_grads_ = -1;  // the embedding's gradient buffer, allocated at a tied head's backward
   int head_grads_ = -1;  // the head's gradients, allocated in its forward by a chunked loss
+  int root_head_grads_ = -1;  // the head's gradients, reduced with the embedding's (root_group_outside_blocks)
   MicroBatch batch_;
   bool reshard_ = true;
   int window_ = 2;

@@ -59,6 +59,22 @@ namespace ragged::planner {
 //   all_gather_stream wait_stream(current_stream) ("Wait for optimizer
 //   before implicitly prefetched all-gathers").
 //
+// Sources of the root group (root_group_outside_blocks): the loops wrap each
+// block and then the model (torchtitan's apply_fsdp: fully_shard per block,
+// then fully_shard(model); Hugging Face Accelerate's, Composer's and ATorch's
+// transformer auto-wrap policies), so the root's group holds what no block
+// holds: the embedding, the final norm and the head.
+// - FSDP1: _runtime_utils.py, _post_forward_reshard: "Do not free the root's
+//   parameters in the post-forward for FULL_SHARD"; the flat parameter's
+//   post-backward hook runs on its AccumulateGrad, when its last gradient
+//   (the embedding's, the first op of the forward) is accumulated.
+// - FSDP2: _fsdp_state.py, _lazy_init: the root's post_forward_mesh_info =
+//   None ("do not reshard after forward since for training, the parameters
+//   would be freed and all-gathered immediately"); the root module's inputs
+//   need no gradient, so its group's post_backward (one reduce-scatter of
+//   every root parameter) runs in _root_post_backward_final_callback, at
+//   the end of the backward.
+//
 // Sources of the sharded gradients' lifetime (grad_shards_freed_each_step):
 // - FSDP1: _runtime_utils.py, _post_backward_reshard/_reduce_grad: the
 //   reduce-scatter output new_sharded_grad is allocated on the post-backward
@@ -118,10 +134,12 @@ StrategyTraits strategy_traits(scenarios::Strategy strategy) {
       traits.grads_concatenated = true;
       traits.divides_gradients = true;
       traits.root_fences_micro_batches = true;
+      traits.root_group_outside_blocks = true;
       break;
     case scenarios::FSDP2:
       traits.one_communicator = true;
       traits.root_fences_micro_batches = true;
+      traits.root_group_outside_blocks = true;
       traits.grad_shards_freed_each_step = true;
       traits.reduce_queue_units = 0;
       traits.reduce_copy_in_on_compute = true;

@@ -72,6 +72,13 @@ struct StrategyTraits {
   // all-gathers wait for the compute stream, so none of them starts before
   // the previous micro-batch's reductions have ended (FSDP1, FSDP2).
   bool root_fences_micro_batches = false;
+  // The units outside the blocks (embedding, final norm, head) are the root
+  // module's group: FSDP does not reshard it after the forward (its backward
+  // would gather it again at once), so the embedding stays gathered from its
+  // forward to its backward, and the group is reduced when its last gradient,
+  // the embedding's, is ready, so the head's unsharded gradients live through
+  // the whole backward (FSDP1, FSDP2; sources in strategy_traits.cpp).
+  bool root_group_outside_blocks = false;
 
   // The optimizer updates one flat tensor per unit (FSDP1's flat parameter
   // with use_orig_params=False, ZeRO-3's flat fp32 partition), not each

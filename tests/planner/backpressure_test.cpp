@@ -70,8 +70,10 @@ TEST(Backpressure, GradientsInFlightAreBoundedWhateverTheTiming) {
       // waits for the previous reduction)
       {scenarios::RAGGED, 2},
       {scenarios::VESCALE_PAPER, 2},
-      // post_backward waits for the previous reduce-scatter before the copy-in
-      {scenarios::FSDP2, 2},
+      // post_backward waits for the previous reduce-scatter before the
+      // copy-in; and the head's, which the root group reduces with the
+      // embedding's at the end of the backward
+      {scenarios::FSDP2, 3},
       // 2 x 5e8 elements outstanding: less than a 3.2B-element block, so
       // every earlier block's reduction has ended before the next hand-over;
       // the 0.58B-element head fits beside the first block
@@ -83,8 +85,8 @@ TEST(Backpressure, GradientsInFlightAreBoundedWhateverTheTiming) {
       // backward needs) after the reduce-scatter issued before it, but
       // nothing waits for the accumulations that free the inputs, and after
       // the last all-gather (the embedding's) nothing holds the last units'
-      // backward back
-      {scenarios::FSDP1, 4},
+      // backward back; and the root group's head, reduced at the end
+      {scenarios::FSDP1, 5},
   };
   for (scenarios::Strategy strategy : kAllStrategies) {
     const Program program = shipped_program("gpt-oss-120b-256xh800", strategy);
@@ -118,11 +120,19 @@ TEST(Backpressure, RaggedBackwardWaitsForTheReductionBeforeThePrevious) {
 
 // FSDP2's rule: foreach_reduce copies the gradients into the reduce-scatter
 // input on the compute stream, after waiting for the previous reduce-scatter.
+// The blocks reduce in backward order; the root group (the head, then the
+// embedding) at the end.
 TEST(Backpressure, Fsdp2CopiesInOnTheComputeStreamAfterThePreviousReduceScatter) {
   ProgramSetup setup("strategy: FSDP2");
   const Program program = setup.build();
+  const int head = setup.units() - 1;
+  std::vector<int> order;
+  for (int u = head - 1; u >= 1; --u) order.push_back(u);
+  order.push_back(head);
+  order.push_back(0);
   int checked = 0;
-  for (int u = setup.units() - 2; u >= 0; --u) {
+  for (size_t i = 1; i < order.size(); ++i) {
+    const int u = order[i];
     const Op& reduce = program_test::only_op(program, OpKind::kReduceScatter, u, 0);
     const Op* copy_in = nullptr;
     for (const Op& op : program.ops) {
@@ -131,7 +141,7 @@ TEST(Backpressure, Fsdp2CopiesInOnTheComputeStreamAfterThePreviousReduceScatter)
     }
     ASSERT_NE(copy_in, nullptr) << "unit " << u << ": no reduce-scatter copy-in on the compute stream";
     EXPECT_TRUE(depends_on(program, reduce.id, copy_in->id));
-    const uint32_t previous = program_test::only_op(program, OpKind::kReduceScatter, u + 1, 0).id;
+    const uint32_t previous = program_test::only_op(program, OpKind::kReduceScatter, order[i - 1], 0).id;
     EXPECT_TRUE(depends_on(program, copy_in->id, previous, true)) << "unit " << u;
     ++checked;
   }

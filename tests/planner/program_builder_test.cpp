@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "planner/compute_work.hpp"
+#include "planner/strategy_traits.hpp"
 #include "tests/planner/program_test_util.hpp"
 
 namespace ragged::planner {
@@ -25,12 +26,19 @@ using program_test::ProgramSetup;
 using program_test::only_op;
 using program_test::strategy_field;
 
-// The forward all-gathers of micro-batch 0 in issue order, one per unit.
+// The forward all-gathers of micro-batch 0, one per unit, by unit.
 std::vector<const Op*> forward_gathers(const Program& program, int units) {
-  std::vector<const Op*> gathers = ops_of(program, OpKind::kAllGather);
-  gathers.resize(static_cast<size_t>(units));
+  std::vector<const Op*> gathers(static_cast<size_t>(units), nullptr);
+  for (const Op* g : ops_of(program, OpKind::kAllGather)) {
+    const Op*& first = gathers[static_cast<size_t>(g->unit)];
+    if (g->micro_batch == 0 && first == nullptr) first = g;
+  }
   return gathers;
 }
+
+// FSDP's root group (embedding, final norm, head) stays gathered from its
+// forward to its backward, outside the prefetch window (program_root_test.cpp).
+bool root_group(scenarios::Strategy strategy) { return strategy_traits(strategy).root_group_outside_blocks; }
 
 // ------------------------------------------------------------ graph shape ----
 
@@ -154,14 +162,18 @@ TEST(ProgramBuilder, OpCountsFollowUnitsMicroBatchesAndResharding) {
           EXPECT_EQ(program.count(OpKind::kComputeBwd), U * K + K);  // with the head's loss backward
           EXPECT_EQ(program.count(OpKind::kReduceScatter), U * K);
           EXPECT_EQ(program.count(OpKind::kGradAccumulate), U * K);
-          // The last unit's forward gather serves its backward as well;
-          // ZeRO-3 gathers each of a unit's fetch groups by a collective of its own.
+          // The last unit's forward gather serves its backward as well, and
+          // so does the embedding's in FSDP's root group; ZeRO-3 gathers
+          // each of a unit's fetch groups by a collective of its own.
           std::vector<size_t> per_gather(U, 1);
           for (size_t u = 0; u < U; ++u) {
             per_gather[u] = std::max<size_t>(1, setup.plan().units[u].layout.fetch_groups.size());
           }
           size_t gathers = 0;
-          for (size_t u = 0; u < U; ++u) gathers += per_gather[u] * (reshard && u + 1 < U ? 2 : 1);
+          for (size_t u = 0; u < U; ++u) {
+            const bool kept = u + 1 == U || (u == 0 && root_group(strategy));
+            gathers += per_gather[u] * (reshard && !kept ? 2 : 1);
+          }
           EXPECT_EQ(program.count(OpKind::kAllGather), gathers * K);
           EXPECT_EQ(program.count(OpKind::kAllReduce), shard_group < 8 ? U * K : 0u);
           EXPECT_EQ(program.count(OpKind::kRecompute), 0u);
@@ -265,7 +277,9 @@ struct GatherResidency {
   std::vector<std::string> double_gathers;
 };
 
-GatherResidency gather_residency(const Program& program, int units) {
+// Counts the root group's units (embedding and head, held outside the
+// window) unless `blocks_only`.
+GatherResidency gather_residency(const Program& program, int units, bool blocks_only = false) {
   GatherResidency out;
   LiveBuffers live(program);
   for (const Op& op : program.ops) {
@@ -277,7 +291,7 @@ GatherResidency gather_residency(const Program& program, int units) {
     live.apply(op);
     if (!gather_alloc) continue;
     int sets = 0;
-    for (int u = 0; u < units; ++u) sets += live.gathered_sets(u);
+    for (int u = blocks_only ? 1 : 0; u < (blocks_only ? units - 1 : units); ++u) sets += live.gathered_sets(u);
     out.max_sets = std::max(out.max_sets, sets);
   }
   return out;
@@ -290,7 +304,7 @@ TEST(ProgramPrefetch, AtMostDepthPlusOneUnitsHoldGatheredParameters) {
                          "gradient_accumulation_steps: 2 prefetch_depth: " + std::to_string(depth));
       const Program program = setup.build();
       const int limit = strategy == scenarios::FSDP1 ? std::min(depth + 1, 2) : depth + 1;
-      GatherResidency residency = gather_residency(program, setup.units());
+      GatherResidency residency = gather_residency(program, setup.units(), root_group(strategy));
       EXPECT_LE(residency.max_sets, limit) << scenarios::Strategy_Name(strategy) << " depth " << depth;
       // The window is used, not just respected (six units, two micro-batches).
       EXPECT_EQ(residency.max_sets, limit) << scenarios::Strategy_Name(strategy) << " depth " << depth;
@@ -303,7 +317,8 @@ TEST(ProgramPrefetch, DepthZeroGathersTheNextUnitOnlyAfterThisOneComputed) {
     ProgramSetup setup(strategy_field(strategy) + "prefetch_depth: 0");
     const Program program = setup.build();
     std::vector<const Op*> gathers = forward_gathers(program, setup.units());
-    for (int u = 0; u + 1 < setup.units(); ++u) {
+    const int last = root_group(strategy) ? setup.units() - 2 : setup.units() - 1;  // the root's head: its own test
+    for (int u = 0; u < last; ++u) {
       ASSERT_EQ(gathers[static_cast<size_t>(u + 1)]->unit, u + 1);
       const Op& fwd = only_op(program, OpKind::kComputeFwd, u, 0);
       EXPECT_TRUE(depends_on(program, gathers[static_cast<size_t>(u + 1)]->id, fwd.id))
@@ -317,7 +332,8 @@ TEST(ProgramPrefetch, DepthOneOverlapsTheNextGatherWithThisUnitsCompute) {
     ProgramSetup setup(strategy_field(strategy) + "prefetch_depth: 1");
     const Program program = setup.build();
     std::vector<const Op*> gathers = forward_gathers(program, setup.units());
-    for (int u = 0; u + 1 < setup.units(); ++u) {
+    const int last = root_group(strategy) ? setup.units() - 2 : setup.units() - 1;
+    for (int u = 0; u < last; ++u) {
       const Op& next = *gathers[static_cast<size_t>(u + 1)];
       ASSERT_EQ(next.unit, u + 1);
       // Not even through stream order: the all-gather may run during unit u's forward.
@@ -361,7 +377,7 @@ TEST(ProgramPrefetch, BackwardRegatherWaitsForTheUnitsForward) {
       ProgramSetup setup(strategy_field(strategy) + "prefetch_depth: " + std::to_string(depth));
       const Program program = setup.build();
       std::vector<std::string> early;
-      for (int u = 0; u + 1 < setup.units(); ++u) {
+      for (int u = root_group(strategy) ? 1 : 0; u + 1 < setup.units(); ++u) {
         std::vector<const Op*> gathers;
         for (const Op* g : ops_of(program, OpKind::kAllGather)) {
           if (g->unit == u) gathers.push_back(g);

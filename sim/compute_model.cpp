@@ -353,16 +353,20 @@ double OpCost::seconds() const {
 OpCost ComputeModel::cost(const planner::Op& op) const {
   const bool persistent = spec_.persistent_gemms && spec_.sms > 0;
   OpCost c;
-  const ComputeParts p = parts_of(op, persistent ? &c.persistent : nullptr);
+  const ComputeParts p = parts_of(op, &c);
   c.fixed = p.launches;
   c.sm = persistent ? p.attention + p.other : p.gemm + p.attention + p.other;
   c.memory = p.memory;
+  if (p.attention > 0) c.sm_kernels.push_back(p.attention);
+  if (p.other > 0) c.sm_kernels.push_back(p.other);
+  const int64_t sm_kernels = static_cast<int64_t>(c.sm_kernels.size() + c.persistent.size());
+  c.memory_kernels = p.memory > 0 ? std::max<int64_t>(1, p.kernels - sm_kernels) : 0;
   return c;
 }
 
 ComputeParts ComputeModel::parts(const planner::Op& op) const { return parts_of(op, nullptr); }
 
-ComputeParts ComputeModel::parts_of(const planner::Op& op, std::vector<double>* gemm_kernels) const {
+ComputeParts ComputeModel::parts_of(const planner::Op& op, OpCost* kernels) const {
   using planner::OpKind;
   ComputeParts p;
   switch (op.kind) {
@@ -377,7 +381,9 @@ ComputeParts ComputeModel::parts_of(const planner::Op& op, std::vector<double>* 
         p.gemm += work;
         p.gemm_flops += gemm.flops();
         launches += work > 0 ? 1 : 0;
-        if (gemm_kernels != nullptr && work > 0) gemm_kernels->push_back(work);
+        if (kernels != nullptr && work > 0) {
+          (spec_.persistent_gemms && spec_.sms > 0 ? kernels->persistent : kernels->sm_kernels).push_back(work);
+        }
       }
       p.attention = attention_work_seconds(op.work.attention, op.kind == OpKind::kComputeBwd);
       p.attention_flops = p.attention > 0 ? op.work.attention.flops : 0;

@@ -75,13 +75,18 @@ struct GpuComputeSpec {
 // part (kernel launches), a part bound by the SMs (GEMMs, attention, other
 // math) and a part bound by HBM bandwidth (element-wise traffic, copies,
 // casts). The GEMMs of a GPU whose GEMM kernels are persistent are kept
-// apart, one entry per kernel, since each runs in waves of CTAs of its own.
+// apart, one entry per kernel, since each runs in waves of CTAs of its own;
+// the other SM-bound work is listed by kernel too, and the HBM-bound part
+// runs as `memory_kernels` equal kernels: a collective issued meanwhile waits
+// for the kernel then dispatching CTAs, not for the op (section 6b).
 // seconds = fixed + sm + persistent + memory when the op runs alone.
 struct OpCost {
   double fixed = 0;
   double sm = 0;
+  std::vector<double> sm_kernels;  // the SM-bound kernels' work, in issue order (sums to sm)
   std::vector<double> persistent;  // each persistent GEMM kernel's work
   double memory = 0;
+  int64_t memory_kernels = 0;  // the kernels the HBM-bound part runs as (>= 1 when memory > 0)
   double seconds() const;
 };
 
@@ -159,8 +164,9 @@ class ComputeModel {
   double fastest_gemm_rate() const;
   // A GEMM's time without its launch.
   double gemm_work_seconds(const planner::Gemm& gemm) const;
-  // parts(), and each GEMM kernel's work into `gemm_kernels` when given.
-  ComputeParts parts_of(const planner::Op& op, std::vector<double>* gemm_kernels) const;
+  // parts(), and each GEMM kernel's work into `kernels` (its persistent or
+  // its SM-bound list) when given.
+  ComputeParts parts_of(const planner::Op& op, OpCost* kernels) const;
   double attention_work_seconds(const planner::AttentionWork& attention, bool backward) const;
 
   GpuComputeSpec spec_;

@@ -126,8 +126,8 @@ void Executor::execute(const Op& op) {
   const OpCost cost = compute_.cost(op);
   if (cost.fixed > 0) sg4::this_actor::sleep_for(cost.fixed);
   for (double kernel : cost.persistent) share_.run_persistent(kernel);
-  share_.run_sm_bound(cost.sm);
-  share_.run_memory_bound(cost.memory);
+  for (double kernel : cost.sm_kernels) share_.run_sm_bound(kernel);
+  share_.run_memory_bound(cost.memory, cost.memory_kernels);
   finish_after_issue(op, cost.seconds());
 }
 

@@ -52,6 +52,9 @@ void GpuShare::run(Kind kind, double seconds) {
     return;
   }
   std::unique_lock lock(*mutex_);
+  // Without SM sharing nothing waits for its dispatch.
+  const int kernel = next_kernel_++;
+  if (resources_.sms > 0) dispatching_.insert(kernel);
   (kind == Kind::kSm ? sm_kernels_ : memory_kernels_) += 1;
   changed();
   double remaining = seconds;  // work left, in seconds at the rate alone
@@ -62,7 +65,13 @@ void GpuShare::run(Kind kind, double seconds) {
     remaining -= (sg4::Engine::get_clock() - start) * r;
   }
   (kind == Kind::kSm ? sm_kernels_ : memory_kernels_) -= 1;
+  dispatching_.erase(kernel);
   changed();
+}
+
+void GpuShare::run_memory_bound(double seconds, int64_t kernels) {
+  const int64_t n = std::max<int64_t>(1, kernels);
+  for (int64_t i = 0; i < n; ++i) run(Kind::kMemory, seconds / static_cast<double>(n));
 }
 
 void GpuShare::run_persistent(double seconds) {
@@ -76,6 +85,8 @@ void GpuShare::run_persistent(double seconds) {
   constexpr double kSameInstant = 1e-12;
   std::unique_lock lock(*mutex_);
   sm_kernels_ += 1;
+  const int kernel = next_kernel_++;
+  dispatching_.insert(kernel);
   int waiting = resources_.sms;            // CTAs not started yet
   std::vector<std::pair<double, int>> waves;  // end time and CTAs of each started group
   while (true) {
@@ -98,6 +109,7 @@ void GpuShare::run_persistent(double seconds) {
       waves.emplace_back(now + seconds, start);
       waiting -= start;
       persistent_ctas_ += start;
+      if (waiting == 0) dispatching_.erase(kernel);
       moved = true;
     }
     // Only a change wakes the others (two persistent kernels must not wake
@@ -115,10 +127,15 @@ void GpuShare::run_persistent(double seconds) {
 int GpuShare::begin_collective(int ctas) {
   if (resources_.sms <= 0 && resources_.hbm_bytes_per_s <= 0) return -1;
   std::unique_lock lock(*mutex_);
-  if (resources_.sms > 0 && persistent_ctas_ > 0) {
+  // The kernels that became ready before this one dispatch their CTAs first.
+  const std::set<int> ahead = dispatching_;
+  const auto dispatched = [&] {
+    return std::none_of(ahead.begin(), ahead.end(), [&](int k) { return dispatching_.contains(k); });
+  };
+  if (resources_.sms > 0 && (persistent_ctas_ > 0 || !ahead.empty())) {
     pending_ctas_ += ctas;
     changed_->wait(lock, [&] {
-      return persistent_ctas_ == 0 || unheld_sms() >= ctas;
+      return dispatched() && (persistent_ctas_ == 0 || unheld_sms() >= ctas);
     });
     pending_ctas_ -= ctas;
   }

@@ -11,6 +11,10 @@
 //    beside a collective it takes up to twice its time alone. Its CTAs hold
 //    their SMs: a collective issued meanwhile waits for them (NCCL's CTAs
 //    never share an SM), and a waiting collective gets freed SMs first;
+//  - the block scheduler dispatches kernels' CTAs in the order the kernels
+//    became ready: a collective issued while compute kernels are still
+//    dispatching CTAs waits until they have all been dispatched (a kernel of
+//    many waves: until it ends; a persistent one: until its last CTA starts);
 //  - HBM is shared in proportion to demand: memory-bound kernels demand the
 //    whole bandwidth B, collectives their traffic d; while the demands D
 //    exceed B every consumer gets s = B / D of its demand, so memory-bound
@@ -24,6 +28,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 
 #include <simgrid/s4u.hpp>
 
@@ -48,16 +53,18 @@ class GpuShare {
   // Creates the engine objects; call inside the engine before the actors run.
   void create();
 
-  // Blocking, in a stream actor: `seconds` of work at its rate alone.
+  // Blocking, in a stream actor: one kernel of `seconds` of work at its rate
+  // alone; the memory-bound one as `kernels` equal kernels in a row.
   void run_sm_bound(double seconds) { run(Kind::kSm, seconds); }
-  void run_memory_bound(double seconds) { run(Kind::kMemory, seconds); }
+  void run_memory_bound(double seconds, int64_t kernels = 1);
   // Blocking: a persistent kernel that takes `seconds` alone on every SM.
   void run_persistent(double seconds);
 
   // A collective holds its CTAs from begin to end; its HBM traffic counts
   // only while its bytes move (set_collective_traffic), not during the
   // latency the collapsed ring adds at its end. begin_collective blocks
-  // until its CTAs find SMs that persistent kernels do not hold.
+  // until the compute kernels dispatching at its call have dispatched every
+  // CTA and its CTAs find SMs that persistent kernels do not hold.
   int begin_collective(int ctas);
   void set_collective_traffic(int id, double hbm_bytes_per_s);
   void end_collective(int id);
@@ -78,6 +85,8 @@ class GpuShare {
   int memory_kernels_ = 0;
   int persistent_ctas_ = 0;  // SMs the running CTAs of persistent kernels hold
   int pending_ctas_ = 0;     // CTAs of collectives waiting for SMs
+  std::set<int> dispatching_;  // compute kernels with CTAs not dispatched yet
+  int next_kernel_ = 0;
   std::map<int, CollectiveDemand> collectives_;
   int next_id_ = 0;
   double applied_scale_ = 1.0;

@@ -65,6 +65,8 @@ constexpr double kH100Gemm10240 = 797.51e12 * kH100SustainedClock;
 constexpr double kLaunch = 4e-6;
 // Streaming kernels reach 0.75 of the H100's 3.35 TB/s (source [5]).
 constexpr double kHbm = 3.35e12 * 0.75;
+// The A100 80GB's 2.039 TB/s at the same share (section 6, an assumption).
+constexpr double kA100Hbm = 2.039e12 * 0.75;
 
 // Section 6b: the H100 has 132 SMs; NCCL runs a ring with 24 CTAs inside a
 // node and 16 across nodes, one SM each. A ring moves HBM traffic of 2x

@@ -186,6 +186,57 @@ TEST(SimModel, OverlappedGemmLosesNcclsSmsOnAnA100) {
   expect_relative(r["ops"][0].get<double>(), compute, kExact);
 }
 
+// The compute stream runs `gemms` GEMMs of 16384 x 16384 x 8192 in a row;
+// the all-gather stream a 100 MB cast, then a 500 MB all-gather.
+planner::Program all_gather_after_a_cast_beside_gemms(int gemms) {
+  planner::Program p;
+  p.shard_ranks = 8;
+  planner::ProgramWriter w(&p);
+  planner::ComputeWork work;
+  work.gemms.push_back({16384, 16384, 8192, 1});
+  for (int g = 0; g < gemms; ++g) w.compute(OpKind::kComputeFwd, 0, 0, "compute", work, {});
+  w.traffic(OpKind::kCast, Stream::kAllGather, 1, 0, "cast", 100'000'000, {});
+  w.collective(OpKind::kAllGather, Stream::kAllGather, Group::kShard, 1, 0, "all-gather", 500'000'000, -1, {});
+  return p;
+}
+
+TEST(SimModel, CollectiveIssuedDuringAWaveKernelWaitsForItsDispatchOnAnA100) {
+  // The block scheduler dispatches CTAs in the order kernels became ready:
+  // the all-gather, issued after the cast while the GEMM (many waves of
+  // CTAs) is still dispatching, starts when the GEMM ends; the GEMM runs at
+  // its rate alone.
+  nlohmann::json r = run(all_gather_after_a_cast_beside_gemms(1), h100_cluster(1), SimulationMode::kFull,
+                         HostCosts::none(), {SimulatedRank{}}, {}, true, a100());
+  const double gemm = gemm_seconds(16384, 16384, 8192, kA100Gemm10240 * k_loop(8192) / k_loop(10240));
+  const double cast = kLaunch + 1e8 / kA100Hbm;
+  const Expected comm = nccl_ring((7.0 / 8.0) * 500e6 / kNvlink, 7, 0);
+  ASSERT_LT(cast, gemm);
+  report("dispatch order (A100): the GEMM, alone on its SMs", gemm, r["ops"][0].get<double>());
+  report("dispatch order (A100): the all-gather starts at the GEMM's end", gemm,
+         r["starts"][2].get<double>() + r["ops"][2].get<double>() - comm.seconds);
+  report("dispatch order (A100): step = GEMM + all-gather", gemm + comm.seconds, r["step"].get<double>());
+  expect_relative(r["ops"][0].get<double>(), gemm, kExact);
+  expect_relative(r["step"].get<double>(), gemm + comm.seconds, kExact);
+}
+
+TEST(SimModel, AWaitingCollectiveGoesBeforeTheNextKernelOnAnA100) {
+  // The same with a second GEMM after the first: the all-gather waits for
+  // the first only, then holds 24 SMs while the second runs on 84 of 108.
+  nlohmann::json r = run(all_gather_after_a_cast_beside_gemms(2), h100_cluster(1), SimulationMode::kFull,
+                         HostCosts::none(), {SimulatedRank{}}, {}, true, a100());
+  const double gemm = gemm_seconds(16384, 16384, 8192, kA100Gemm10240 * k_loop(8192) / k_loop(10240));
+  const double alone = gemm - kLaunch;
+  const Expected comm = nccl_ring((7.0 / 8.0) * 500e6 / kNvlink, 7, 0);
+  const double shared = (kA100Sms - kCtasIntraNode) / kA100Sms;
+  const double overlapped = comm.seconds - kLaunch;  // the second GEMM's time beside the all-gather
+  const double second = kLaunch + overlapped + (alone - overlapped * shared);
+  report("dispatch order (A100): the all-gather starts at the first GEMM's end", gemm,
+         r["starts"][3].get<double>() + r["ops"][3].get<double>() - comm.seconds);
+  report("dispatch order (A100): the second GEMM beside it (84 of 108 SMs)", second, r["ops"][1].get<double>());
+  expect_relative(r["starts"][3].get<double>() + r["ops"][3].get<double>() - comm.seconds, gemm, kExact);
+  expect_relative(r["ops"][1].get<double>(), second, kExact);
+}
+
 TEST(SimModel, OverlappedGemmLosesFewerSmsToAnInterNodeRingOnAnA100) {
   // The same across 4 nodes: the ring runs 16 CTAs.
   nlohmann::json r =

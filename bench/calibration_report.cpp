@@ -199,7 +199,7 @@ int main(int argc, char** argv) {
   the clock lower at the power limit (docs/SIMULATOR.md section 7, with
   independent observations of the mechanism on B200 and A100). No Hopper
   figure was found, so the share is fitted: 0.88 makes the 8-GPU
-  torch.compile point -0.3% (0.87: -1.2%, 0.89: +0.6%), the calibration
+  torch.compile point -0.2% (0.87: -1.1%, 0.89: +0.7%), the calibration
   run with the fewest modelled costs besides GEMMs and attention. Every
   point runs at the pace of the slowest of its GPUs (docs/SIMULATOR.md
   section 7: a 1.5% clock spread between GPUs, Sinha et al. SC'22), 2.1%
@@ -212,19 +212,19 @@ int main(int argc, char** argv) {
   scenarios compile the transformer blocks only (`compile_scope:
   TRANSFORMER_BLOCKS`, torchtitan's `apply_compile`): the final norm and
   the fp32 loss stay eager. The 128-GPU compiled point then comes out at
-  +1.6% and the 128-GPU eager point at -2.0%, but the 8-GPU eager point at
-  -10.9%: the modelled eager element-wise overhead of the blocks (475 ms a
+  +1.8% and the 128-GPU eager point at -1.9%, but the 8-GPU eager point at
+  -10.8%: the modelled eager element-wise overhead of the blocks (475 ms a
   step: RMSNorm, rotary and SwiGLU as separate upcasting kernels, counted
   from TorchTitan's code) is larger than the measured compile gain
   (163 ms a step at 8 GPUs and 375 ms at 128 in the paper). The same team
   measured the same 8-GPU runs again with the software of December 2024
   (torchtitan `docs/performance.md`, Table 1: eager 5,762 tokens/s and
   82.4 GiB, compiled 6,667 and 77.0): a compile gain of 386 ms, and an
-  eager point 8% below the paper's, against which the model is -3.3%. That
+  eager point 8% below the paper's, against which the model is -3.2%. That
   measurement is a calibration configuration, so it stays out of the
   validation set (`validation/runs.textproto`, excluded). Without the
-  constant the 8-GPU eager point is -3.2% and the compiled points +10% to
-  +14%. The GEMM rates are the running maximum of the measured
+  constant the 8-GPU eager point is -3.1% and the compiled points +10% to
+  +15%. The GEMM rates are the running maximum of the measured
   squares (docs/SIMULATOR.md section 6): the 10240^3 burst's lower rate,
   a clock already falling, is what the constant carries for every size. Candidates for the rest: eager element-wise kernels
   streaming faster than the 0.75 cudaMemcpy share, fused counts that

@@ -64,7 +64,7 @@ constexpr double kGpuLaunchSeconds = 4e-6;
 // share of the clocks its microbenchmark rates above ran at (bursts of 30
 // calls): calibrated, the two-digit value that brings TorchTitan's 8-GPU
 // torch.compile point (../shared/reference/vescale.md, 6,674 tokens/s per
-// GPU) closest (-0.3%; 0.87 gives -1.2%, 0.89 +0.6%), with the slowest of
+// GPU) closest (-0.2%; 0.87 gives -1.1%, 0.89 +0.7%), with the slowest of
 // its 8 GPUs setting the pace (cluster.gpu.clock_spread), the calibration run
 // with the fewest modelled costs besides GEMMs and attention (one node,
 // compiled blocks). No Hopper measurement

@@ -351,7 +351,7 @@ double OpCost::seconds() const {
 }
 
 OpCost ComputeModel::cost(const planner::Op& op) const {
-  const bool persistent = spec_.persistent_gemms && spec_.sms > 0;
+  const bool persistent = persistent_gemms_run();
   OpCost c;
   const ComputeParts p = parts_of(op, &c);
   c.fixed = p.launches;
@@ -382,7 +382,7 @@ ComputeParts ComputeModel::parts_of(const planner::Op& op, OpCost* kernels) cons
         p.gemm_flops += gemm.flops();
         launches += work > 0 ? 1 : 0;
         if (kernels != nullptr && work > 0) {
-          (spec_.persistent_gemms && spec_.sms > 0 ? kernels->persistent : kernels->sm_kernels).push_back(work);
+          (persistent_gemms_run() ? kernels->persistent : kernels->sm_kernels).push_back(work);
         }
       }
       p.attention = attention_work_seconds(op.work.attention, op.kind == OpKind::kComputeBwd);

@@ -162,6 +162,8 @@ class ComputeModel {
  private:
   GemmRate gemm_rate(double flops) const;
   double fastest_gemm_rate() const;
+  // Whether the GEMMs run as persistent kernels here (section 6b: only with SM sharing).
+  bool persistent_gemms_run() const { return spec_.persistent_gemms && spec_.sms > 0; }
   // A GEMM's time without its launch.
   double gemm_work_seconds(const planner::Gemm& gemm) const;
   // parts(), and each GEMM kernel's work into `kernels` (its persistent or

@@ -145,19 +145,25 @@ TEST(SimModel, PersistentGemmBesideALongCollectiveTakesTwiceItsTime) {
   expect_relative(r["ops"][1].get<double>(), comm.seconds, kExact);
 }
 
-TEST(SimModel, CollectiveIssuedDuringAPersistentGemmWaitsForItsSms) {
-  // The GEMM holds every SM from its launch; an all-gather issued after a
-  // 100 MB cast on its own stream finds no SM (NCCL's CTAs never share
-  // one) and starts when the GEMM ends; the GEMM runs at its rate alone.
+// The compute stream runs `gemms` GEMMs of 16384 x 16384 x 8192 in a row;
+// the all-gather stream a 100 MB cast, then a 500 MB all-gather.
+planner::Program all_gather_after_a_cast_beside_gemms(int gemms) {
   planner::Program p;
   p.shard_ranks = 8;
   planner::ProgramWriter w(&p);
   planner::ComputeWork work;
   work.gemms.push_back({16384, 16384, 8192, 1});
-  w.compute(OpKind::kComputeFwd, 0, 0, "compute", work, {});
+  for (int g = 0; g < gemms; ++g) w.compute(OpKind::kComputeFwd, 0, 0, "compute", work, {});
   w.traffic(OpKind::kCast, Stream::kAllGather, 1, 0, "cast", 100'000'000, {});
   w.collective(OpKind::kAllGather, Stream::kAllGather, Group::kShard, 1, 0, "all-gather", 500'000'000, -1, {});
-  nlohmann::json r = run(p, h100_cluster(1), SimulationMode::kFull);
+  return p;
+}
+
+TEST(SimModel, CollectiveIssuedDuringAPersistentGemmWaitsForItsSms) {
+  // The GEMM holds every SM from its launch; an all-gather issued after a
+  // 100 MB cast on its own stream finds no SM (NCCL's CTAs never share
+  // one) and starts when the GEMM ends; the GEMM runs at its rate alone.
+  nlohmann::json r = run(all_gather_after_a_cast_beside_gemms(1), h100_cluster(1), SimulationMode::kFull);
   const double gemm = gemm_seconds(16384, 16384, 8192, kH100Gemm10240 * k_loop(8192) / k_loop(10240));
   const double cast = kLaunch + 1e8 / kHbm;
   const Expected comm = nccl_ring((7.0 / 8.0) * 500e6 / kNvlink, 7, 0);
@@ -184,20 +190,6 @@ TEST(SimModel, OverlappedGemmLosesNcclsSmsOnAnA100) {
   const double compute = kLaunch + overlapped + (alone - overlapped * shared);
   report("SMs (A100): the GEMM beside the all-gather (84 of 108)", compute, r["ops"][0].get<double>());
   expect_relative(r["ops"][0].get<double>(), compute, kExact);
-}
-
-// The compute stream runs `gemms` GEMMs of 16384 x 16384 x 8192 in a row;
-// the all-gather stream a 100 MB cast, then a 500 MB all-gather.
-planner::Program all_gather_after_a_cast_beside_gemms(int gemms) {
-  planner::Program p;
-  p.shard_ranks = 8;
-  planner::ProgramWriter w(&p);
-  planner::ComputeWork work;
-  work.gemms.push_back({16384, 16384, 8192, 1});
-  for (int g = 0; g < gemms; ++g) w.compute(OpKind::kComputeFwd, 0, 0, "compute", work, {});
-  w.traffic(OpKind::kCast, Stream::kAllGather, 1, 0, "cast", 100'000'000, {});
-  w.collective(OpKind::kAllGather, Stream::kAllGather, Group::kShard, 1, 0, "all-gather", 500'000'000, -1, {});
-  return p;
 }
 
 TEST(SimModel, CollectiveIssuedDuringAWaveKernelWaitsForItsDispatchOnAnA100) {

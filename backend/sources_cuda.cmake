@@ -39,6 +39,8 @@ add_library(ragged_backend_cuda STATIC
   ${_ragged_cuda_dir}/validate_cpu.cpp
   ${_ragged_cuda_dir}/validate_gpu_checks.cpp
   ${_ragged_cuda_dir}/validate_bench.cpp
+  ${_ragged_cuda_dir}/contention_bench.cpp
+  ${_ragged_cuda_dir}/contention_kernels.cu
   # The GPU workload (gpu_workload.hpp)
   ${_ragged_cuda_dir}/gpu_workload_bytes.cpp
   ${_ragged_cuda_dir}/gpu_workload.cpp

@@ -74,6 +74,9 @@ std::string calibration_json(const Calibration& c) {
   }
   root["memory_efficiency"] = c.memory_efficiency;
   root["launch_seconds"] = c.launch_seconds;
+  if (c.sms < 0) throw InternalError(fmt::format("calibration: field 'sms' must be positive or 0 (got {})", c.sms));
+  if (c.sms > 0) root["sms"] = c.sms;
+  if (c.persistent_gemms >= 0) root["persistent_gemms"] = c.persistent_gemms == 1;
   root["source"] = c.source;
   return root.dump(2) + "\n";
 }

@@ -26,6 +26,10 @@ struct Calibration {
   double attention_backward_efficiency = 0;
   double memory_efficiency = 0;  // in (0, 1]
   double launch_seconds = 0;
+  int sms = 0;  // 0: left out (the simulator takes the scenario preset's)
+  // Whether a GEMM beside held SMs ran as a persistent kernel (gpu-validate's
+  // section (e)); -1: not measured, left out (the preset's GPU class decides).
+  int persistent_gemms = -1;
   std::string source;
 };
 

@@ -6,7 +6,10 @@
 //   (b) bf16 GEMM throughput for square and LLM-like shapes (CUDA events,
 //       warm-up, median), as TFLOP/s and a fraction of the dense bf16 peak;
 //   (c) HBM copy bandwidth; (d) the launch overhead of dependent kernels;
-//   (e) the simulator's calibration file (--output) and a summary.
+//   (e) a GEMM while SMs are held as a collective holds them, and (f) the
+//       allocator's cudaMalloc / cudaFree by size, against the simulator's
+//       rule and assumption (contention_bench.hpp);
+//   (g) the simulator's calibration file (--output) and a summary.
 // Without a GPU it says why, runs its host self-checks only, and writes no
 // calibration (nor when a check fails). Exit status: 0 when every check
 // passes, 1 when one fails (or on an internal error), 2 on bad input.
@@ -24,6 +27,7 @@
 #include <vector>
 
 #include "backend/cuda/calibration.hpp"
+#include "backend/cuda/contention_bench.hpp"
 #include "backend/cuda/cuda_check.hpp"
 #include "backend/cuda/cuda_device.hpp"
 #include "backend/cuda/gpu_validate_report.hpp"
@@ -50,6 +54,7 @@ struct Options {
   int device = -1;
   double arena_gib = 0;
   std::vector<std::string> shapes;
+  std::vector<int> held_sms = {16, 24};  // NCCL's ring CTAs across nodes and in one node (docs/SIMULATOR.md 6b)
 };
 
 GemmShape parse_shape(const std::string& text) {
@@ -101,10 +106,69 @@ std::vector<CheckResult> run_and_print(std::ostream& out, std::vector<CheckResul
   return checks;
 }
 
+// (e) and (f): the GPU-sharing rule and the allocator assumption of the simulator, measured.
+std::vector<HeldSmsTiming> measure_contention(CudaDevice& device, const Options& options, const BenchOptions& bench,
+                                              std::ostream& out) {
+  out << "\n== (e) a GEMM while a collective's share of SMs is held (docs/SIMULATOR.md section 6b) ==\n";
+  const GemmShape shape = options.quick ? GemmShape{4096, 4096, 4096} : GemmShape{16384, 14336, 4096};
+  std::vector<HeldSmsTiming> timings;
+  for (int held : options.held_sms) {
+    const HeldSmsTiming& t =
+        timings.emplace_back(time_gemm_beside_held_sms(device, shape, held, options.seed + 7, bench));
+    out << fmt::format(
+        "gemm {}x{}x{} with {} of {} SMs held: {:.3f} ms alone, {:.3f} ms beside: {:.2f}x{}; the simulator's rule: "
+        "{:.2f}x as a persistent kernel, {:.2f}x as one of many waves\n",
+        shape.m, shape.n, shape.k, t.held_sms, t.sms, t.alone_seconds * 1e3, t.beside_seconds * 1e3, t.slowdown(),
+        t.occupant_outlasted ? "" : " (a lower bound: the GEMMs outran the occupant)",
+        persistent_kernel_slowdown(t.sms, t.held_sms), wave_kernel_slowdown(t.sms, t.held_sms));
+  }
+
+  out << "\n== (f) the caching allocator's driver calls (docs/SIMULATOR.md section 8) ==\n";
+  const std::vector<std::size_t> sizes = {std::size_t{2} << 20, std::size_t{20} << 20, std::size_t{128} << 20,
+                                          std::size_t{1} << 30, std::size_t{4} << 30,  std::size_t{16} << 30};
+  const std::vector<AllocatorCallTiming> calls = time_allocator_calls(sizes, options.quick ? 3 : 10);
+  std::vector<double> gib, mallocs, frees;
+  for (const AllocatorCallTiming& call : calls) {
+    out << fmt::format("{:>10}: cudaMalloc {:8.1f} us, cudaFree {:8.1f} us\n",
+                       format_bytes(static_cast<double>(call.bytes)), call.malloc_seconds * 1e6,
+                       call.free_seconds * 1e6);
+    gib.push_back(static_cast<double>(call.bytes) / kGiB);
+    mallocs.push_back(call.malloc_seconds);
+    frees.push_back(call.free_seconds);
+  }
+  if (calls.size() >= 2) {
+    const LineFit m = fit_line(gib, mallocs), f = fit_line(gib, frees);
+    out << fmt::format(
+        "least squares: cudaMalloc {:.1f} us + {:.1f} us per GiB, cudaFree {:.1f} us + {:.1f} us per GiB; the "
+        "simulator assumes 50 us a call whatever the size\n",
+        m.intercept * 1e6, m.slope * 1e6, f.intercept * 1e6, f.slope * 1e6);
+  }
+  return timings;
+}
+
+// What section (e) says of the GEMM kernels, when every measurement says the same (-1 otherwise).
+int persistent_gemms_measured(const std::vector<HeldSmsTiming>& timings, std::string& why) {
+  int verdict = -1;
+  for (const HeldSmsTiming& t : timings) {
+    const int persistent = nearer_persistent_rule(t.slowdown(), t.sms, t.held_sms) ? 1 : 0;
+    if (verdict >= 0 && verdict != persistent) {
+      why = "persistent_gemms left out: the held-SM measurements disagree";
+      return -1;
+    }
+    verdict = persistent;
+    why += fmt::format("{}{:.2f}x beside {} held SMs (persistent rule {:.2f}x, wave rule {:.2f}x)",
+                       why.empty() ? "persistent_gemms from section (e): " : ", ", t.slowdown(), t.held_sms,
+                       persistent_kernel_slowdown(t.sms, t.held_sms), wave_kernel_slowdown(t.sms, t.held_sms));
+  }
+  if (verdict < 0) why = "persistent_gemms not measured";
+  return verdict;
+}
+
 // The device's measurements as the simulator's calibration.
 Calibration make_calibration(const Options& options, const DeviceInfo& info, const std::vector<GemmReport>& gemms,
                              double peak_flops, const std::string& peak_source, const CopyBandwidth& copy,
-                             const LaunchOverhead& launch, std::ostream& out) {
+                             const LaunchOverhead& launch, const std::vector<HeldSmsTiming>& held,
+                             std::ostream& out) {
   Calibration c;
   c.device = info.name;
   c.peak_flops = peak_flops;
@@ -135,13 +199,17 @@ Calibration make_calibration(const Options& options, const DeviceInfo& info, con
     c.memory_efficiency = 1;
   }
   c.launch_seconds = launch.stream_seconds;
+  c.sms = info.multiprocessors;
+  std::string persistent_why;
+  c.persistent_gemms = persistent_gemms_measured(held, persistent_why);
   c.source = fmt::format(
       "ragged-gpu-validate {} on {}, {}: GEMMs bf16 x bf16 -> bf16 (cuBLAS, fp32 accumulation), kernel time = median "
       "of CUDA-event timings after warm-up; peak_flops {}; hbm_bytes_per_s from {}; memory_efficiency = the {} copy "
       "(bytes read + written) over it; launch_seconds = chains of empty kernels launched one by one (graph replay: "
-      "{:.2f} us); attention not measured, so left out (the simulator takes its defaults for the scenario's GPU)",
+      "{:.2f} us); sms = the device's; {}; attention not measured, so left out (the simulator takes its defaults "
+      "for the scenario's GPU)",
       kVersion, info.name, utc_now(), peak_source, hbm_source, kernel_faster ? "kernel" : "cudaMemcpy",
-      launch.graph_seconds * 1e6);
+      launch.graph_seconds * 1e6, persistent_why);
   return c;
 }
 
@@ -216,8 +284,11 @@ int run_gpu(const Options& options, std::ostream& out, std::vector<CheckResult> 
   out << fmt::format("arena high-water mark: {}\n",
                      format_bytes(static_cast<double>(device.arena().high_water_mark())));
 
-  const Calibration calibration = make_calibration(options, info, gemms, peak_flops, peak_source, copy, launch, out);
-  out << "\n== (e) summary ==\n";
+  const std::vector<HeldSmsTiming> held = measure_contention(device, options, bench, out);
+
+  const Calibration calibration =
+      make_calibration(options, info, gemms, peak_flops, peak_source, copy, launch, held, out);
+  out << "\n== (g) summary ==\n";
   print_check_table(out, checks);
   out << '\n';
   print_gemm_table(out, gemms);
@@ -259,6 +330,9 @@ int run(int argc, char** argv) {
   app.add_option("--arena-gib", options.arena_gib, "device arena in GiB (default 8, 2 with --quick)")
       ->check(CLI::PositiveNumber);
   app.add_option("--shape", options.shapes, "a GEMM shape MxNxK to time (repeatable; replaces the defaults)");
+  app.add_option("--held-sms", options.held_sms,
+                 "SMs to hold beside a GEMM in section (e) (repeatable; default 16 and 24, NCCL's ring CTAs)")
+      ->check(CLI::Range(1, 1024));
   app.add_flag("--quick", options.quick, "fewer shapes and repetitions (a smoke test)");
   app.add_flag("--cpu-only", options.cpu_only, "run only the host self-checks");
   app.add_flag("--print-device-slug", options.print_device_slug,

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <memory>
 
+#include "backend/cuda/bench_timing.hpp"
 #include "backend/cuda/cuda_check.hpp"
 #include "backend/cuda/cuda_device.hpp"
 #include "backend/cuda/kernels.hpp"
@@ -16,40 +17,6 @@
 #include "common/units.hpp"
 
 namespace ragged::backend::gpu {
-namespace {
-
-// Times `call(i)` for repetitions i = 0, 1, ...: one event pair around each
-// call, back to back on `stream`; returns the seconds of each call.
-template <typename Call>
-std::vector<double> time_calls(cudaStream_t stream, const BenchOptions& options, Call&& call) {
-  // Warm-up, timed as a whole to choose the number of repetitions.
-  CudaEvent start, end;
-  const int warmup = std::max(1, options.warmup);
-  start.record(stream);
-  for (int i = 0; i < warmup; ++i) call(i);
-  end.record(stream);
-  end.synchronize();
-  const double per_call = elapsed_seconds(start, end) / warmup;
-  const double low = options.min_repetitions, high = std::max(options.min_repetitions, options.max_repetitions);
-  const double wanted = per_call > 0 ? std::ceil(options.target_seconds / per_call) : high;
-  const int repetitions = static_cast<int>(std::clamp(wanted, low, high));
-
-  std::vector<std::unique_ptr<CudaEvent>> marks;
-  marks.reserve(static_cast<size_t>(repetitions) + 1);
-  for (int i = 0; i <= repetitions; ++i) marks.push_back(std::make_unique<CudaEvent>());
-  marks[0]->record(stream);
-  for (int i = 0; i < repetitions; ++i) {
-    call(warmup + i);
-    marks[static_cast<size_t>(i) + 1]->record(stream);
-  }
-  marks.back()->synchronize();
-  std::vector<double> seconds;
-  for (size_t i = 0; i + 1 < marks.size(); ++i) seconds.push_back(elapsed_seconds(*marks[i], *marks[i + 1]));
-  return seconds;
-}
-
-}  // namespace
-
 double median(std::vector<double> values) {
   RAGGED_ASSERT(!values.empty(), "the median of nothing");
   std::sort(values.begin(), values.end());

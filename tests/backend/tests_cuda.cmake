@@ -17,4 +17,5 @@ ragged_add_test(cuda
     ${CMAKE_CURRENT_LIST_DIR}/cuda_workload_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/cuda_layout_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/cuda_adam8bit_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/cuda_contention_test.cpp
   DEPS ragged::backend_cuda ragged::sim_models)

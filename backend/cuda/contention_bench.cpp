@@ -15,6 +15,7 @@
 #include "backend/cuda/cuda_device.hpp"
 #include "backend/cuda/kernels.hpp"
 #include "common/errors.hpp"
+#include "common/units.hpp"
 
 namespace ragged::backend::gpu {
 namespace {
@@ -61,6 +62,14 @@ HeldSmsTiming time_gemm_beside_held_sms(CudaDevice& device, const GemmShape& sha
   }
   DeviceArena& arena = device.arena();
   arena.reset();
+  const std::size_t bytes =
+      static_cast<std::size_t>(a_elements(shape) + b_elements(shape) + c_elements(shape)) * sizeof(uint16_t) +
+      4 * BumpAllocator::kDefaultAlignment;
+  if (bytes > arena.capacity()) {
+    throw InputError(fmt::format("GEMM {}x{}x{} beside held SMs needs {} of device memory; the arena has {}", shape.m,
+                                 shape.n, shape.k, format_bytes(static_cast<double>(bytes)),
+                                 format_bytes(static_cast<double>(arena.capacity()))));
+  }
   const cudaStream_t compute = device.stream(StreamKind::compute);
   const cudaStream_t side = device.stream(StreamKind::all_gather);  // where a run's collectives go
   uint16_t* a = arena.allocate_array<uint16_t>(a_elements(shape));

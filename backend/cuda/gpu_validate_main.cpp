@@ -113,8 +113,13 @@ std::vector<HeldSmsTiming> measure_contention(CudaDevice& device, const Options&
   const GemmShape shape = options.quick ? GemmShape{4096, 4096, 4096} : GemmShape{16384, 14336, 4096};
   std::vector<HeldSmsTiming> timings;
   for (int held : options.held_sms) {
-    const HeldSmsTiming& t =
-        timings.emplace_back(time_gemm_beside_held_sms(device, shape, held, options.seed + 7, bench));
+    try {
+      timings.push_back(time_gemm_beside_held_sms(device, shape, held, options.seed + 7, bench));
+    } catch (const InputError& e) {
+      out << fmt::format("{} SMs held: skipped: {}\n", held, e.what());
+      continue;
+    }
+    const HeldSmsTiming& t = timings.back();
     out << fmt::format(
         "gemm {}x{}x{} with {} of {} SMs held: {:.3f} ms alone, {:.3f} ms beside: {:.2f}x{}; the simulator's rule: "
         "{:.2f}x as a persistent kernel, {:.2f}x as one of many waves\n",

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "common/line_fit.hpp"
 #include "common/units.hpp"
 #include "validation/validation_run.hpp"
 
@@ -16,23 +17,13 @@ namespace {
 using validation::RowResult;
 
 // Least squares of y = intercept + slope / gpus.
-struct InverseFit {
-  double intercept = 0;
-  double slope = 0;
-};
-
-InverseFit fit_inverse(const std::vector<std::pair<double, double>>& points) {
-  double sx = 0, sy = 0, sxx = 0, sxy = 0;
-  const double n = static_cast<double>(points.size());
-  for (const auto& [gpus, y] : points) {
-    const double x = 1 / gpus;
-    sx += x;
-    sy += y;
-    sxx += x * x;
-    sxy += x * y;
+LineFit fit_inverse(const std::vector<std::pair<double, double>>& points) {
+  std::vector<double> x, y;
+  for (const auto& [gpus, value] : points) {
+    x.push_back(1 / gpus);
+    y.push_back(value);
   }
-  const double slope = (n * sxy - sx * sy) / (n * sxx - sx * sx);
-  return {(sy - slope * sx) / n, slope};
+  return fit_line(x, y);
 }
 
 }  // namespace
@@ -81,7 +72,7 @@ void memory_section(std::ostringstream& md, const validation::ValidationSet& set
     }
     const std::string& id = std::get<3>(points.front())->run.id();
     const double params = static_cast<double>(validation::resolve_row(set, set.index_of(id)).model.params());
-    const InverseFit p = fit_inverse(published), q = fit_inverse(predicted);
+    const LineFit p = fit_inverse(published), q = fit_inverse(predicted);
     md << fmt::format("| {} | {} | {} | {:.1f} | {:.2f} | {:.1f} | {:.2f} |\n", std::get<0>(key), std::get<1>(key),
                       counts, p.slope * kGiB / params, p.intercept, q.slope * kGiB / params, q.intercept);
   }

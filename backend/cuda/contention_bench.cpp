@@ -15,7 +15,6 @@
 #include "backend/cuda/cuda_device.hpp"
 #include "backend/cuda/kernels.hpp"
 #include "common/errors.hpp"
-#include "common/units.hpp"
 
 namespace ragged::backend::gpu {
 namespace {
@@ -62,14 +61,8 @@ HeldSmsTiming time_gemm_beside_held_sms(CudaDevice& device, const GemmShape& sha
   }
   DeviceArena& arena = device.arena();
   arena.reset();
-  const std::size_t bytes =
-      static_cast<std::size_t>(a_elements(shape) + b_elements(shape) + c_elements(shape)) * sizeof(uint16_t) +
-      4 * BumpAllocator::kDefaultAlignment;
-  if (bytes > arena.capacity()) {
-    throw InputError(fmt::format("GEMM {}x{}x{} beside held SMs needs {} of device memory; the arena has {}", shape.m,
-                                 shape.n, shape.k, format_bytes(static_cast<double>(bytes)),
-                                 format_bytes(static_cast<double>(arena.capacity()))));
-  }
+  // A, B and C, then the occupant's two flags.
+  require_arena_room(device, shape, gemm_set_bytes(shape) + BumpAllocator::kDefaultAlignment + 2 * sizeof(int));
   const cudaStream_t compute = device.stream(StreamKind::compute);
   const cudaStream_t side = device.stream(StreamKind::all_gather);  // where a run's collectives go
   uint16_t* a = arena.allocate_array<uint16_t>(a_elements(shape));
@@ -142,26 +135,6 @@ std::vector<AllocatorCallTiming> time_allocator_calls(const std::vector<std::siz
     timings.push_back({bytes, median(mallocs), median(frees)});
   }
   return timings;
-}
-
-LineFit fit_line(const std::vector<double>& x, const std::vector<double>& y) {
-  RAGGED_ASSERT(x.size() == y.size(), "fit_line needs as many y as x");
-  const auto n = static_cast<double>(x.size());
-  double mean_x = 0, mean_y = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    mean_x += x[i] / n;
-    mean_y += y[i] / n;
-  }
-  double sxx = 0, sxy = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    sxx += (x[i] - mean_x) * (x[i] - mean_x);
-    sxy += (x[i] - mean_x) * (y[i] - mean_y);
-  }
-  if (!(sxx > 0)) throw InternalError("fit_line: needs at least two distinct x");
-  LineFit fit;
-  fit.slope = sxy / sxx;
-  fit.intercept = mean_y - fit.slope * mean_x;
-  return fit;
 }
 
 }  // namespace ragged::backend::gpu

@@ -56,11 +56,4 @@ struct AllocatorCallTiming {
 // median of `repetitions`; sizes above 80% of the free memory are left out.
 std::vector<AllocatorCallTiming> time_allocator_calls(const std::vector<std::size_t>& sizes, int repetitions);
 
-// y = intercept + slope * x by least squares (at least two distinct x, else InternalError).
-struct LineFit {
-  double intercept = 0;
-  double slope = 0;
-};
-LineFit fit_line(const std::vector<double>& x, const std::vector<double>& y);
-
 }  // namespace ragged::backend::gpu

@@ -35,6 +35,7 @@
 #include "backend/cuda/validate_checks.hpp"
 #include "common/errors.hpp"
 #include "common/file_io.hpp"
+#include "common/line_fit.hpp"
 #include "common/units.hpp"
 #include "common/version.hpp"
 #include "scenarios/gpu_presets.hpp"

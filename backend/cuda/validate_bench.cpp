@@ -24,19 +24,27 @@ double median(std::vector<double> values) {
   return values.size() % 2 == 1 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
 }
 
+std::size_t gemm_set_bytes(const GemmShape& shape) {
+  return static_cast<std::size_t>(a_elements(shape) + b_elements(shape) + c_elements(shape)) * sizeof(uint16_t) +
+         3 * BumpAllocator::kDefaultAlignment;
+}
+
+void require_arena_room(CudaDevice& device, const GemmShape& shape, std::size_t bytes) {
+  const std::size_t capacity = device.arena().capacity();
+  if (bytes > capacity) {
+    throw InputError(fmt::format("GEMM {}x{}x{} needs {} of device memory; the arena has {}", shape.m, shape.n, shape.k,
+                                 format_bytes(static_cast<double>(bytes)),
+                                 format_bytes(static_cast<double>(capacity))));
+  }
+}
+
 GemmTiming time_gemm_bf16(CudaDevice& device, const GemmShape& shape, uint64_t seed, const BenchOptions& options) {
   DeviceArena& arena = device.arena();
   arena.reset();
   const cudaStream_t stream = device.stream(StreamKind::compute);
   const int64_t elements_a = a_elements(shape), elements_b = b_elements(shape), elements_c = c_elements(shape);
-  // One set is A, B and C with their alignment padding.
-  const std::size_t set_bytes = static_cast<std::size_t>(elements_a + elements_b + elements_c) * sizeof(uint16_t) +
-                                3 * BumpAllocator::kDefaultAlignment;
-  if (set_bytes > arena.capacity()) {
-    throw InputError(fmt::format("GEMM {}x{}x{} needs {} of device memory; the arena has {}", shape.m, shape.n, shape.k,
-                                 format_bytes(static_cast<double>(set_bytes)),
-                                 format_bytes(static_cast<double>(arena.capacity()))));
-  }
+  const std::size_t set_bytes = gemm_set_bytes(shape);
+  require_arena_room(device, shape, set_bytes);
   // Enough sets (4x L2 in all) that a call does not find its inputs in L2,
   // as many as the arena holds, at most 256 (small shapes).
   const double l2 = static_cast<double>(device.info().l2_bytes);

@@ -29,6 +29,11 @@ struct GemmTiming {
   double flops_per_s() const { return median_seconds > 0 ? gemm_flops(shape) / median_seconds : 0; }
 };
 
+// The arena bytes of one GEMM's A, B and C in bf16 with their alignment padding.
+std::size_t gemm_set_bytes(const GemmShape& shape);
+// InputError naming the GEMM when `bytes` for it do not fit the device's arena.
+void require_arena_room(CudaDevice& device, const GemmShape& shape, std::size_t bytes);
+
 // bf16 x bf16 -> bf16 GEMMs (fp32 accumulation) on random inputs. Uses the
 // arena (reset first); throws InputError when one input set does not fit.
 GemmTiming time_gemm_bf16(CudaDevice& device, const GemmShape& shape, uint64_t seed, const BenchOptions& options);

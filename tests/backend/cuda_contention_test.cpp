@@ -1,6 +1,6 @@
 // gpu-validate's contention measurements (backend/cuda/contention_bench.hpp):
-// the simulator's rules they are set against and the line fit on every
-// machine; on a GPU, that the occupant holds its SMs through the GEMMs and
+// the simulator's rules they are set against and the calibration file on
+// every machine; on a GPU, that the occupant holds its SMs through the GEMMs and
 // that the driver calls are timed.
 
 #include <gtest/gtest.h>
@@ -77,18 +77,6 @@ TEST(ContentionRules, TheMeasuredKernelKindAndSmsReachTheSimulator) {
   EXPECT_TRUE(read_back(c, "a100-80g").persistent_gemms);
   c.sms = -1;
   EXPECT_THROW(calibration_json(c), InternalError);
-}
-
-TEST(ContentionRules, LineFitRecoversALineAndRejectsOneX) {
-  const LineFit exact =
-      fit_line({0.002, 0.02, 1.0, 4.0}, {5e-5 + 0.002 * 4e-4, 5e-5 + 0.02 * 4e-4, 5e-5 + 4e-4, 5e-5 + 4.0 * 4e-4});
-  EXPECT_NEAR(exact.intercept, 5e-5, 1e-15);
-  EXPECT_NEAR(exact.slope, 4e-4, 1e-15);
-  // Noise symmetric about the line leaves it.
-  const LineFit noisy = fit_line({1, 1, 3, 3}, {1.9, 2.1, 3.9, 4.1});
-  EXPECT_NEAR(noisy.intercept, 1.0, 1e-12);
-  EXPECT_NEAR(noisy.slope, 1.0, 1e-12);
-  EXPECT_THROW(fit_line({2, 2}, {1, 3}), InternalError);
 }
 
 using ContentionGpuTest = test::CudaDeviceTest;

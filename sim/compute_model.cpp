@@ -60,6 +60,15 @@ class CalibrationFields {
     return value.get<double>();
   }
 
+  double non_negative(const json& object, std::string_view key, const std::string& path) const {
+    constexpr std::string_view kWhat = "a number >= 0";
+    const json& value = field(object, key, path, kWhat);
+    if (!value.is_number() || !(value.get<double>() >= 0) || !std::isfinite(value.get<double>())) {
+      fail(fmt::format("field '{}' must be {} (got {})", path, kWhat, value.dump()));
+    }
+    return value.get<double>();
+  }
+
   bool boolean(const json& object, std::string_view key, const std::string& path) const {
     constexpr std::string_view kWhat = "true or false";
     const json& value = field(object, key, path, kWhat);
@@ -214,6 +223,20 @@ ComputeModel ComputeModel::from_calibration(const std::filesystem::path& path, c
   // preset's GPU class).
   spec.persistent_gemms =
       root.contains("persistent_gemms") ? f.boolean(root, "persistent_gemms", "persistent_gemms") : table->persistent_gemms;
+  // Optional: the allocator's cudaMalloc and cudaFree, each a line in the
+  // call's size (absent: the simulator's assumption).
+  if (root.contains("allocator")) {
+    const json& allocator = f.object(root, "allocator", "allocator");
+    DriverCallCosts calls;
+    auto seconds = [&](std::string_view key) {
+      return f.non_negative(allocator, key, fmt::format("allocator.{}", key));
+    };
+    calls.malloc_seconds = seconds("malloc_seconds");
+    calls.malloc_seconds_per_gib = seconds("malloc_seconds_per_gib");
+    calls.free_seconds = seconds("free_seconds");
+    calls.free_seconds_per_gib = seconds("free_seconds_per_gib");
+    spec.driver_calls = calls;
+  }
   return ComputeModel(std::move(spec));
 }
 

@@ -6,11 +6,13 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "planner/program.hpp"
+#include "sim/memory_model.hpp"
 
 namespace ragged::sim {
 
@@ -69,6 +71,9 @@ struct GpuComputeSpec {
   // that holds SMs, the CTAs that find none wait a whole CTA's work
   // (docs/SIMULATOR.md section 6b). Only with sms > 0.
   bool persistent_gemms = false;
+  // The caching allocator's driver calls as a calibration file measured them
+  // (ragged-gpu-validate section (f)); absent: the assumption of section 8.
+  std::optional<DriverCallCosts> driver_calls = std::nullopt;
 };
 
 // One op's time on its GPU, split by the resource that bounds it: a fixed

@@ -162,7 +162,7 @@ void Executor::flush_and_retry(const Op& op) {
     changed_->wait(lock, [&] { return issued_done_ >= op.id; });
   }
   const AllocationCost& cost = allocator_.last_cost();
-  const double driver = static_cast<double>(cost.released_segments + cost.new_segments) * free_policy_.driver_call_seconds;
+  const double driver = free_policy_.driver_calls.seconds(cost);
   if (driver > 0) sg4::this_actor::sleep_for(driver);
   ++flushes_;
   flush_seconds_ += sg4::Engine::get_clock() - since;

@@ -38,9 +38,9 @@ struct FreePolicy {
   // compute stream returns to the allocator only when the all-gather stream
   // reaches its next allocation (the next unit's gather).
   bool defer_gathered_frees = false;
-  // One cudaFree or cudaMalloc (unmap or map of pages) while the allocator
-  // releases its cache and retries (docs/SIMULATOR.md section 8).
-  double driver_call_seconds = kAllocatorDriverCallSeconds;
+  // The cudaFree and cudaMalloc calls (unmaps and maps of pages) while the
+  // allocator releases its cache and retries (docs/SIMULATOR.md section 8).
+  DriverCallCosts driver_calls;
 };
 
 // The GPU's and the CPU's mechanisms the executor applies (zeros: none).

@@ -25,6 +25,14 @@ constexpr int64_t kExpandablePages = int64_t{1} << 20;
 
 }  // namespace
 
+double DriverCallCosts::seconds(const AllocationCost& cost) const {
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  return static_cast<double>(cost.new_segments) * malloc_seconds +
+         static_cast<double>(cost.new_bytes) / kGiB * malloc_seconds_per_gib +
+         static_cast<double>(cost.released_segments) * free_seconds +
+         static_cast<double>(cost.released_bytes) / kGiB * free_seconds_per_gib;
+}
+
 CachingAllocator::CachingAllocator(AllocatorOptions options) : options_(options) {
   RAGGED_ASSERT(options_.capacity >= 0, "allocator capacity must not be negative");
   RAGGED_ASSERT(options_.rounding > 0 && options_.small_block > 0 && options_.segment_rounding > 0 &&
@@ -156,6 +164,7 @@ int32_t CachingAllocator::new_segment(int64_t size, bool small, int stream) {
     }
   }
   ++last_cost_.new_segments;
+  last_cost_.new_bytes += size;
   return add_segment(size, small, stream, false);
 }
 
@@ -182,6 +191,7 @@ void CachingAllocator::release_whole_segments() {
     segments_.erase(block.segment);
     drop_block(key);
     ++last_cost_.released_segments;
+    last_cost_.released_bytes += block.size;
   }
   free_segments_.clear();
 }
@@ -274,6 +284,7 @@ int32_t CachingAllocator::map_run(int32_t candidate, int64_t size) {
       }
       blocks_[b].mapped = true;
       ++last_cost_.new_segments;
+      last_cost_.new_bytes += mapped;
     }
     run = run == kNone ? b : merge(run, b);
     if (blocks_[run].size >= size) break;
@@ -316,6 +327,7 @@ void CachingAllocator::unmap_free_pages() {
     blocks_[unmapped].mapped = false;
     reserved_ -= end - begin;
     ++last_cost_.released_segments;
+    last_cost_.released_bytes += end - begin;
     std::map<int64_t, int32_t>& holes = unmapped_[{block.stream, block.small}];
     const int32_t prev = blocks_[unmapped].prev;
     if (prev != kNone && !blocks_[prev].mapped) {

@@ -51,6 +51,8 @@ struct AllocatorOptions {
 // (University of Virginia, "CUDA support: memory allocation overhead"),
 // growing for larger sizes; the device synchronization that precedes the
 // calls, which the executor derives from the Program, usually costs more.
+// A calibration file measured by ragged-gpu-validate (section (f)) replaces
+// it with the device's own cost by size (DriverCallCosts).
 inline constexpr double kAllocatorDriverCallSeconds = 50e-6;
 
 // What one allocate() call asked of the driver beyond cached blocks.
@@ -58,7 +60,22 @@ struct AllocationCost {
   int64_t new_segments = 0;       // cudaMalloc calls (expandable: page ranges mapped)
   int64_t flushes = 0;            // releases of the cache followed by a retry (upstream num_alloc_retries)
   int64_t released_segments = 0;  // cudaFree calls of those releases (expandable: page ranges unmapped)
+  int64_t new_bytes = 0;          // bytes of those cudaMalloc calls (expandable: of the pages mapped)
+  int64_t released_bytes = 0;     // bytes of those cudaFree calls (expandable: of the pages unmapped)
   bool out_of_memory = false;     // a piece did not fit even after the release
+};
+
+// What the allocator's driver calls cost: a line in the bytes of each call,
+// for cudaMalloc and for cudaFree (expandable segments: a map and an unmap of
+// pages, taken at the same cost). By default the flat assumption above.
+struct DriverCallCosts {
+  double malloc_seconds = kAllocatorDriverCallSeconds;
+  double malloc_seconds_per_gib = 0;
+  double free_seconds = kAllocatorDriverCallSeconds;
+  double free_seconds_per_gib = 0;
+
+  // The calls `cost` counts, at these rates.
+  double seconds(const AllocationCost& cost) const;
 };
 
 // One block of a segment, as torch.cuda.memory_snapshot() lists it.

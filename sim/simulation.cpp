@@ -115,6 +115,7 @@ SimulationResult simulate(const planner::ResolvedScenario& resolved, const Simul
   const bool gpu_rank = !scenarios::is_host_rank(scenario.cluster().gpu().preset());
   run_options.host = options.host_issue && gpu_rank ? HostCosts::pytorch_eager() : HostCosts::none();
   const ComputeModel compute = compute_model_of(scenario, options);
+  if (compute.spec().driver_calls) run_options.free_policy.driver_calls = *compute.spec().driver_calls;
   if (resolved.model.kernels.attention == models::AttentionKernel::kFlash3 &&
       !(compute.spec().flash3_forward_efficiency > 0 && compute.spec().flash3_backward_efficiency > 0)) {
     throw InputError(fmt::format("training.attention is FLASH_ATTENTION_3 but the compute model '{}' has no "

@@ -9,6 +9,7 @@
 #include <cctype>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "common/errors.hpp"
 #include "scenarios/gpu_presets.hpp"
@@ -77,6 +78,18 @@ std::string calibration_json(const Calibration& c) {
   if (c.sms < 0) throw InternalError(fmt::format("calibration: field 'sms' must be positive or 0 (got {})", c.sms));
   if (c.sms > 0) root["sms"] = c.sms;
   if (c.persistent_gemms >= 0) root["persistent_gemms"] = c.persistent_gemms == 1;
+  const std::pair<const char*, double> allocator[] = {{"malloc_seconds", c.malloc_seconds},
+                                                      {"malloc_seconds_per_gib", c.malloc_seconds_per_gib},
+                                                      {"free_seconds", c.free_seconds},
+                                                      {"free_seconds_per_gib", c.free_seconds_per_gib}};
+  bool allocator_measured = false;
+  for (const auto& [name, seconds] : allocator) {
+    require(std::isfinite(seconds) && seconds >= 0, fmt::format("allocator.{}", name), seconds, "a number >= 0");
+    allocator_measured = allocator_measured || seconds > 0;
+  }
+  if (allocator_measured) {
+    for (const auto& [name, seconds] : allocator) root["allocator"][name] = seconds;
+  }
   root["source"] = c.source;
   return root.dump(2) + "\n";
 }

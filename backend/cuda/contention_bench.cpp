@@ -137,4 +137,23 @@ std::vector<AllocatorCallTiming> time_allocator_calls(const std::vector<std::siz
   return timings;
 }
 
+AllocatorCallLines fit_allocator_calls(const std::vector<AllocatorCallTiming>& calls) {
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  std::vector<double> gib, mallocs, frees;
+  for (const AllocatorCallTiming& call : calls) {
+    gib.push_back(static_cast<double>(call.bytes) / kGiB);
+    mallocs.push_back(call.malloc_seconds);
+    frees.push_back(call.free_seconds);
+  }
+  AllocatorCallLines lines;
+  lines.malloc_fitted = fit_line(gib, mallocs);
+  lines.free_fitted = fit_line(gib, frees);
+  auto at_least_zero = [](LineFit line) {
+    return LineFit{std::max(0.0, line.intercept), std::max(0.0, line.slope)};
+  };
+  lines.malloc_costs = at_least_zero(lines.malloc_fitted);
+  lines.free_costs = at_least_zero(lines.free_fitted);
+  return lines;
+}
+
 }  // namespace ragged::backend::gpu

@@ -16,6 +16,7 @@
 
 #include "backend/cuda/gemm.hpp"
 #include "backend/cuda/validate_bench.hpp"
+#include "common/line_fit.hpp"
 
 namespace ragged::backend::gpu {
 
@@ -55,5 +56,15 @@ struct AllocatorCallTiming {
 // with the device idle (a release's wait for the device is apart), the
 // median of `repetitions`; sizes above 80% of the free memory are left out.
 std::vector<AllocatorCallTiming> time_allocator_calls(const std::vector<std::size_t>& sizes, int repetitions);
+
+// Each call's cost as a least-squares line in GiB: `fitted` as measured,
+// `costs` as the simulator's calibration takes it (a negative intercept or
+// slope, which noise can give, as 0: no call costs less than nothing).
+// InternalError unless two sizes or more were timed.
+struct AllocatorCallLines {
+  LineFit malloc_fitted, free_fitted;
+  LineFit malloc_costs, free_costs;
+};
+AllocatorCallLines fit_allocator_calls(const std::vector<AllocatorCallTiming>& calls);
 
 }  // namespace ragged::backend::gpu

@@ -107,9 +107,15 @@ std::vector<CheckResult> run_and_print(std::ostream& out, std::vector<CheckResul
   return checks;
 }
 
+// What sections (e) and (f) measured.
+struct ContentionMeasurements {
+  std::vector<HeldSmsTiming> held;
+  std::optional<AllocatorCallLines> allocator;  // absent: fewer than two sizes fitted in memory
+};
+
 // (e) and (f): the GPU-sharing rule and the allocator assumption of the simulator, measured.
-std::vector<HeldSmsTiming> measure_contention(CudaDevice& device, const Options& options, const BenchOptions& bench,
-                                              std::ostream& out) {
+ContentionMeasurements measure_contention(CudaDevice& device, const Options& options, const BenchOptions& bench,
+                                          std::ostream& out) {
   out << "\n== (e) a GEMM while a collective's share of SMs is held (docs/SIMULATOR.md section 6b) ==\n";
   const GemmShape shape = options.quick ? GemmShape{4096, 4096, 4096} : GemmShape{16384, 14336, 4096};
   std::vector<HeldSmsTiming> timings;
@@ -133,23 +139,22 @@ std::vector<HeldSmsTiming> measure_contention(CudaDevice& device, const Options&
   const std::vector<std::size_t> sizes = {std::size_t{2} << 20, std::size_t{20} << 20, std::size_t{128} << 20,
                                           std::size_t{1} << 30, std::size_t{4} << 30,  std::size_t{16} << 30};
   const std::vector<AllocatorCallTiming> calls = time_allocator_calls(sizes, options.quick ? 3 : 10);
-  std::vector<double> gib, mallocs, frees;
   for (const AllocatorCallTiming& call : calls) {
     out << fmt::format("{:>10}: cudaMalloc {:8.1f} us, cudaFree {:8.1f} us\n",
                        format_bytes(static_cast<double>(call.bytes)), call.malloc_seconds * 1e6,
                        call.free_seconds * 1e6);
-    gib.push_back(static_cast<double>(call.bytes) / kGiB);
-    mallocs.push_back(call.malloc_seconds);
-    frees.push_back(call.free_seconds);
   }
+  ContentionMeasurements measured{std::move(timings), std::nullopt};
   if (calls.size() >= 2) {
-    const LineFit m = fit_line(gib, mallocs), f = fit_line(gib, frees);
+    measured.allocator = fit_allocator_calls(calls);
+    const LineFit& m = measured.allocator->malloc_fitted;
+    const LineFit& f = measured.allocator->free_fitted;
     out << fmt::format(
-        "least squares: cudaMalloc {:.1f} us + {:.1f} us per GiB, cudaFree {:.1f} us + {:.1f} us per GiB; the "
-        "simulator assumes 50 us a call whatever the size\n",
+        "least squares: cudaMalloc {:.1f} us + {:.1f} us per GiB, cudaFree {:.1f} us + {:.1f} us per GiB (the "
+        "calibration takes a negative term as 0); the simulator otherwise assumes 50 us a call whatever the size\n",
         m.intercept * 1e6, m.slope * 1e6, f.intercept * 1e6, f.slope * 1e6);
   }
-  return timings;
+  return measured;
 }
 
 // What section (e) says of the GEMM kernels, when every measurement says the same (-1 otherwise).
@@ -173,7 +178,7 @@ int persistent_gemms_measured(const std::vector<HeldSmsTiming>& timings, std::st
 // The device's measurements as the simulator's calibration.
 Calibration make_calibration(const Options& options, const DeviceInfo& info, const std::vector<GemmReport>& gemms,
                              double peak_flops, const std::string& peak_source, const CopyBandwidth& copy,
-                             const LaunchOverhead& launch, const std::vector<HeldSmsTiming>& held,
+                             const LaunchOverhead& launch, const ContentionMeasurements& contention,
                              std::ostream& out) {
   Calibration c;
   c.device = info.name;
@@ -207,15 +212,25 @@ Calibration make_calibration(const Options& options, const DeviceInfo& info, con
   c.launch_seconds = launch.stream_seconds;
   c.sms = info.multiprocessors;
   std::string persistent_why;
-  c.persistent_gemms = persistent_gemms_measured(held, persistent_why);
+  c.persistent_gemms = persistent_gemms_measured(contention.held, persistent_why);
+  std::string allocator_why = "allocator calls not measured (fewer than two sizes fitted)";
+  if (contention.allocator) {
+    c.malloc_seconds = contention.allocator->malloc_costs.intercept;
+    c.malloc_seconds_per_gib = contention.allocator->malloc_costs.slope;
+    c.free_seconds = contention.allocator->free_costs.intercept;
+    c.free_seconds_per_gib = contention.allocator->free_costs.slope;
+    allocator_why =
+        "allocator = section (f)'s least-squares lines of cudaMalloc and cudaFree in GiB, host wall time with the "
+        "device idle, a negative term taken as 0";
+  }
   c.source = fmt::format(
       "ragged-gpu-validate {} on {}, {}: GEMMs bf16 x bf16 -> bf16 (cuBLAS, fp32 accumulation), kernel time = median "
       "of CUDA-event timings after warm-up; peak_flops {}; hbm_bytes_per_s from {}; memory_efficiency = the {} copy "
       "(bytes read + written) over it; launch_seconds = chains of empty kernels launched one by one (graph replay: "
-      "{:.2f} us); sms = the device's; {}; attention not measured, so left out (the simulator takes its defaults "
-      "for the scenario's GPU)",
+      "{:.2f} us); sms = the device's; {}; {}; attention not measured, so left out (the simulator takes its "
+      "defaults for the scenario's GPU)",
       kVersion, info.name, utc_now(), peak_source, hbm_source, kernel_faster ? "kernel" : "cudaMemcpy",
-      launch.graph_seconds * 1e6, persistent_why);
+      launch.graph_seconds * 1e6, persistent_why, allocator_why);
   return c;
 }
 
@@ -290,10 +305,10 @@ int run_gpu(const Options& options, std::ostream& out, std::vector<CheckResult> 
   out << fmt::format("arena high-water mark: {}\n",
                      format_bytes(static_cast<double>(device.arena().high_water_mark())));
 
-  const std::vector<HeldSmsTiming> held = measure_contention(device, options, bench, out);
+  const ContentionMeasurements contention = measure_contention(device, options, bench, out);
 
   const Calibration calibration =
-      make_calibration(options, info, gemms, peak_flops, peak_source, copy, launch, held, out);
+      make_calibration(options, info, gemms, peak_flops, peak_source, copy, launch, contention, out);
   out << "\n== (g) summary ==\n";
   print_check_table(out, checks);
   out << '\n';

@@ -55,7 +55,8 @@ sim::GpuComputeSpec read_back(const backend::gpu::Calibration& c, const std::str
   return model.spec();
 }
 
-TEST(ContentionRules, TheMeasuredKernelKindAndSmsReachTheSimulator) {
+// The fields every calibration file has; the tests add what (e) and (f) measure.
+Calibration h100_calibration() {
   Calibration c;
   c.device = "NVIDIA H100 80GB HBM3";
   c.peak_flops = 989.4e12;
@@ -64,6 +65,11 @@ TEST(ContentionRules, TheMeasuredKernelKindAndSmsReachTheSimulator) {
   c.memory_efficiency = 0.8;
   c.launch_seconds = 4e-6;
   c.source = "test";
+  return c;
+}
+
+TEST(ContentionRules, TheMeasuredKernelKindAndSmsReachTheSimulator) {
+  Calibration c = h100_calibration();
   // Not measured: the preset's class decides (Hopper persistent, A100 not).
   EXPECT_TRUE(read_back(c, "h100").persistent_gemms);
   EXPECT_FALSE(read_back(c, "a100-80g").persistent_gemms);
@@ -76,6 +82,40 @@ TEST(ContentionRules, TheMeasuredKernelKindAndSmsReachTheSimulator) {
   c.persistent_gemms = 1;
   EXPECT_TRUE(read_back(c, "a100-80g").persistent_gemms);
   c.sms = -1;
+  EXPECT_THROW(calibration_json(c), InternalError);
+}
+
+// Section (f)'s timings as the calibration takes them: a line in GiB per
+// call, as fitted, and with a negative term (noise) taken as 0.
+TEST(ContentionRules, AllocatorCallsFitALineInGibAndNeverCostLessThanNothing) {
+  constexpr std::size_t kGiB = std::size_t{1} << 30;
+  const std::vector<AllocatorCallTiming> calls = {
+      {kGiB, 60e-6 + 1 * 300e-6, 90e-6 - 1 * 10e-6},
+      {4 * kGiB, 60e-6 + 4 * 300e-6, 90e-6 - 4 * 10e-6},
+      {16 * kGiB, 60e-6 + 16 * 300e-6, 90e-6 - 16 * 10e-6},
+  };
+  const AllocatorCallLines lines = fit_allocator_calls(calls);
+  EXPECT_NEAR(lines.malloc_fitted.intercept, 60e-6, 1e-12);
+  EXPECT_NEAR(lines.malloc_fitted.slope, 300e-6, 1e-12);
+  EXPECT_NEAR(lines.free_fitted.slope, -10e-6, 1e-12);
+  EXPECT_NEAR(lines.malloc_costs.slope, 300e-6, 1e-12);
+  EXPECT_NEAR(lines.free_costs.intercept, 90e-6, 1e-12);
+  EXPECT_EQ(lines.free_costs.slope, 0.0);
+  EXPECT_THROW(fit_allocator_calls({calls[0]}), InternalError);  // one size makes no line
+}
+
+TEST(ContentionRules, TheMeasuredAllocatorCallsReachTheSimulator) {
+  Calibration c = h100_calibration();
+  EXPECT_FALSE(read_back(c, "h100").driver_calls.has_value());  // not measured: left out
+  c.malloc_seconds = 60e-6, c.malloc_seconds_per_gib = 300e-6, c.free_seconds = 90e-6;
+  const sim::GpuComputeSpec spec = read_back(c, "h100");
+  ASSERT_TRUE(spec.driver_calls.has_value());
+  EXPECT_EQ(std::vector<double>({spec.driver_calls->malloc_seconds, spec.driver_calls->malloc_seconds_per_gib,
+                                 spec.driver_calls->free_seconds, spec.driver_calls->free_seconds_per_gib}),
+            std::vector<double>({60e-6, 300e-6, 90e-6, 0}));
+  c.free_seconds_per_gib = -1e-6;
+  EXPECT_THROW(calibration_json(c), InternalError);
+  c.free_seconds_per_gib = std::nan("");
   EXPECT_THROW(calibration_json(c), InternalError);
 }
 

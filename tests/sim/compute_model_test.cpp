@@ -410,7 +410,9 @@ class ComputeCalibration : public ::testing::Test {
                {"m": 4096, "n": 4096, "k": 4096, "seconds": 1.75e-4},
                {"m": 8192, "n": 8192, "k": 8192, "seconds": 1.38e-3}],
       "attention": {"forward_efficiency": 0.34, "backward_efficiency": 0.29},
-      "memory_efficiency": 0.82, "launch_seconds": 3e-6, "source": "ragged gpu-validate 2026-01-01"})");
+      "memory_efficiency": 0.82, "launch_seconds": 3e-6, "source": "ragged gpu-validate 2026-01-01",
+      "allocator": {"malloc_seconds": 8e-5, "malloc_seconds_per_gib": 2e-4, "free_seconds": 3e-5,
+                    "free_seconds_per_gib": 4e-4}})");
   }
 
   std::filesystem::path write(const std::string& text) {
@@ -460,6 +462,13 @@ TEST_F(ComputeCalibration, RoundTripKeepsTheMeasuredRates) {
   EXPECT_FALSE(ComputeModel::from_calibration(write(valid().dump()), "a100-80g").spec().persistent_gemms);
   doc["persistent_gemms"] = false;
   EXPECT_FALSE(ComputeModel::from_calibration(write(doc.dump())).spec().persistent_gemms);
+  // The allocator's calls as measured; without them the simulator keeps its assumption.
+  ASSERT_TRUE(s.driver_calls.has_value());
+  EXPECT_EQ(std::vector<double>({s.driver_calls->malloc_seconds, s.driver_calls->malloc_seconds_per_gib,
+                                 s.driver_calls->free_seconds, s.driver_calls->free_seconds_per_gib}),
+            std::vector<double>({8e-5, 2e-4, 3e-5, 4e-4}));
+  doc.erase("allocator");
+  EXPECT_FALSE(ComputeModel::from_calibration(write(doc.dump())).spec().driver_calls.has_value());
 }
 
 TEST_F(ComputeCalibration, EveryBadFieldNamesTheFileAndTheField) {
@@ -483,6 +492,10 @@ TEST_F(ComputeCalibration, EveryBadFieldNamesTheFileAndTheField) {
       {"/memory_efficiency", null, "memory_efficiency"}, {"/launch_seconds", 0, "launch_seconds"},
       {"/source", null, "source"}, {"/sms", 0, "sms"}, {"/nccl_ctas_intra_node", -2, "nccl_ctas_intra_node"},
       {"/nccl_ctas_inter_node", 2.5, "nccl_ctas_inter_node"}, {"/persistent_gemms", 1, "persistent_gemms"},
+      {"/allocator", 5, "allocator"}, {"/allocator/malloc_seconds", -1e-6, "allocator.malloc_seconds"},
+      {"/allocator/malloc_seconds_per_gib", null, "allocator.malloc_seconds_per_gib"},
+      {"/allocator/free_seconds", "50us", "allocator.free_seconds"},
+      {"/allocator/free_seconds_per_gib", null, "allocator.free_seconds_per_gib"},
   };
   for (const Case& c : cases) {
     nlohmann::json doc = valid();

@@ -321,21 +321,22 @@ TEST(SimModel, DependencyExposesCommunication) {
   expect_relative(r["step"].get<double>(), comm.seconds + compute, kExact);
 }
 
-TEST(SimModel, AllocatorReleaseWaitsForTheDeviceAndTheDriver) {
-  // 80 GiB of device memory. The compute stream frees a 40 GiB buffer (it
-  // stays cached), the all-gather stream allocates 10 GiB and gathers 500 MB
-  // into it; then the compute stream asks for 50 GiB: no cached block fits
-  // and 40 + 10 + 50 > 80, so the allocator releases the cached 40 GiB
-  // segment and retries. cudaFree waits for every kernel on the device: the
-  // allocation ends when the all-gather (issued before it) has, plus one
-  // cudaFree and one cudaMalloc; the GEMM after it starts there.
-  constexpr int64_t GiB = int64_t{1} << 30;
+// 80 GiB of device memory. The compute stream frees a 40 GiB buffer (it
+// stays cached), the all-gather stream allocates 10 GiB and gathers 500 MB
+// into it; then the compute stream asks for 50 GiB: no cached block fits
+// and 40 + 10 + 50 > 80, so the allocator releases the cached 40 GiB
+// segment and retries. cudaFree waits for every kernel on the device: the
+// allocation ends when the all-gather (issued before it) has, plus one
+// cudaFree (40 GiB) and one cudaMalloc (50 GiB); the GEMM after it starts there.
+constexpr int64_t kReleaseGiB = int64_t{1} << 30;
+
+nlohmann::json run_release(const DriverCallCosts& calls) {
   planner::Program p;
   p.shard_ranks = 8;
   planner::ProgramWriter w(&p);
-  const int a = w.buffer("a", planner::BufferKind::kActivations, 0, 40 * GiB);
-  const int b = w.buffer("b", planner::BufferKind::kUnshardedParams, 0, 10 * GiB);
-  const int c = w.buffer("c", planner::BufferKind::kActivations, 0, 50 * GiB);
+  const int a = w.buffer("a", planner::BufferKind::kActivations, 0, 40 * kReleaseGiB);
+  const int b = w.buffer("b", planner::BufferKind::kUnshardedParams, 0, 10 * kReleaseGiB);
+  const int c = w.buffer("c", planner::BufferKind::kActivations, 0, 50 * kReleaseGiB);
   w.free(a, Stream::kCompute, {w.alloc(a, Stream::kCompute, {})});
   const uint32_t gathered = w.alloc(b, Stream::kAllGather, {});
   w.collective(OpKind::kAllGather, Stream::kAllGather, Group::kShard, 0, 0, "all-gather", 500'000'000, b, {gathered});
@@ -343,10 +344,11 @@ TEST(SimModel, AllocatorReleaseWaitsForTheDeviceAndTheDriver) {
   planner::ComputeWork work;
   work.gemms.push_back({8192, 8192, 8192, 1});
   w.compute(OpKind::kComputeFwd, 0, 0, "gemm", work, {retried});
-  nlohmann::json r = nlohmann::json::parse(run_in_child([&] {
+  return nlohmann::json::parse(run_in_child([&] {
     ProgramRunOptions options;
     options.cluster = h100_cluster(1);
-    options.capacity = 80 * GiB;
+    options.capacity = 80 * kReleaseGiB;
+    options.free_policy.driver_calls = calls;
     ProgramRun run = run_program(p, h100(), options);
     nlohmann::json j;
     j["step"] = run.step_seconds;
@@ -356,16 +358,31 @@ TEST(SimModel, AllocatorReleaseWaitsForTheDeviceAndTheDriver) {
     j["reserved"] = run.peak_reserved;
     return j.dump();
   }));
+}
+
+void expect_release(const nlohmann::json& r, double driver, const std::string& what) {
   const Expected gather = nccl_ring((7.0 / 8.0) * 500e6 / kNvlink, 7, 0);
-  const double flush = gather.seconds + 2 * kDriverCall;
-  report("allocator release: device sync + cudaFree + cudaMalloc", flush, r["flush_s"].get<double>());
-  report("allocator release: step = release + GEMM", flush + gemm_seconds(8192, 8192, 8192, kH100Gemm8192),
+  const double flush = gather.seconds + driver;
+  report("allocator release: device sync + cudaFree + cudaMalloc" + what, flush, r["flush_s"].get<double>());
+  report("allocator release: step = release + GEMM" + what, flush + gemm_seconds(8192, 8192, 8192, kH100Gemm8192),
          r["step"].get<double>());
   EXPECT_EQ(r["flushes"].get<int64_t>(), 1);
   EXPECT_FALSE(r["oom"].get<bool>());
-  EXPECT_EQ(r["reserved"].get<int64_t>(), 60 * GiB);  // never above capacity: a slowdown, not an OOM
+  EXPECT_EQ(r["reserved"].get<int64_t>(), 60 * kReleaseGiB);  // never above capacity: a slowdown, not an OOM
   expect_relative(r["flush_s"].get<double>(), flush, kExact);
   expect_relative(r["step"].get<double>(), flush + gemm_seconds(8192, 8192, 8192, kH100Gemm8192), kExact);
+}
+
+TEST(SimModel, AllocatorReleaseWaitsForTheDeviceAndTheDriver) {
+  expect_release(run_release(DriverCallCosts{}), 2 * kDriverCall, "");
+}
+
+// A calibration file's measured calls (ragged-gpu-validate section (f)) cost
+// by size: cudaFree of the 40 GiB segment at 30 us + 400 us a GiB, cudaMalloc
+// of the 50 GiB one at 80 us + 200 us a GiB.
+TEST(SimModel, AllocatorReleaseCostsTheCalibratedCallsBySize) {
+  const DriverCallCosts calls{80e-6, 200e-6, 30e-6, 400e-6};
+  expect_release(run_release(calls), (30e-6 + 40 * 400e-6) + (80e-6 + 50 * 200e-6), " (calibrated by size)");
 }
 
 // --- the CPU issue path -------------------------------------------------------

@@ -7,8 +7,14 @@
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "common/file_io.hpp"
 #include "planner/resolved_scenario.hpp"
 #include "scenarios/scenario_loader.hpp"
 #include "sim/compute_breakdown.hpp"
@@ -157,6 +163,49 @@ TEST(Simulation, TheSlowestGpuSetsTheComputePace) {
     EXPECT_NEAR(parts.attention * analytic, identical.attention, 1e-9 * identical.attention);
     EXPECT_DOUBLE_EQ(parts.memory, identical.memory);
   }
+}
+
+// A calibration file's allocator calls (ragged-gpu-validate section (f))
+// replace the simulator's 50 us assumption: a GPU left too little room to
+// cache every segment releases and retries, and each retry ends in at least
+// one cudaMalloc, at the file's 10 ms.
+TEST(Simulation, ACalibratedAllocatorCostsEachRetry) {
+  constexpr double kGiB = 1LL << 30;
+  const traces::Summary roomy = simulate_summary("llama3-8b-8xh100", 0, ModeChoice::kAuto).summary;
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / fmt::format("ragged_sim_allocator_{}", ::getpid());
+  std::filesystem::create_directories(dir);
+  nlohmann::json calibration = nlohmann::json::parse(R"({
+    "device": "NVIDIA H100 80GB HBM3", "peak_flops": 9.894e14, "hbm_bytes_per_s": 3.35e12,
+    "gemm": [{"m": 4096, "n": 4096, "k": 4096, "seconds": 1.75e-4},
+             {"m": 8192, "n": 8192, "k": 8192, "seconds": 1.38e-3}],
+    "memory_efficiency": 0.82, "launch_seconds": 3e-6, "source": "test"})");
+  write_file_atomically(dir / "assumed.json", calibration.dump());
+  calibration["allocator"] = {
+      {"malloc_seconds", 0.01}, {"malloc_seconds_per_gib", 0}, {"free_seconds", 0.01}, {"free_seconds_per_gib", 0}};
+  write_file_atomically(dir / "measured.json", calibration.dump());
+  auto simulate_with = [&](const char* file) {
+    scenarios::LoadedScenario loaded = scenarios::load_scenario("llama3-8b-8xh100");
+    // Room for the allocated peak and half the cache the roomy run keeps: some releases, no OOM.
+    const double room = static_cast<double>(roomy.peak_allocated_bytes() + roomy.peak_reserved_bytes()) / 2 / kGiB;
+    loaded.scenario.mutable_cluster()->mutable_gpu()->set_hbm_capacity_gib(room);
+    loaded.scenario.mutable_training()->mutable_allocator()->set_outside_gib(0);
+    SimulationOptions options;
+    options.calibration = dir / file;
+    return simulate_summary_in_child(planner::resolve_scenario(loaded), options).summary;
+  };
+  const traces::Summary assumed = simulate_with("assumed.json");
+  const traces::Summary measured = simulate_with("measured.json");
+  std::filesystem::remove_all(dir);
+  std::printf("allocator releases: %lld taking %.4f s with the assumed calls, %lld taking %.4f s with 10 ms calls\n",
+              static_cast<long long>(assumed.alloc_retries()), assumed.alloc_retry_s(),
+              static_cast<long long>(measured.alloc_retries()), measured.alloc_retry_s());
+  std::fflush(stdout);
+  ASSERT_GT(assumed.alloc_retries(), 0);
+  ASSERT_GT(measured.alloc_retries(), 0);
+  EXPECT_FALSE(measured.oom());
+  EXPECT_LT(assumed.alloc_retry_s(), 0.01 * static_cast<double>(assumed.alloc_retries()));
+  EXPECT_GE(measured.alloc_retry_s(), 0.01 * static_cast<double>(measured.alloc_retries()));
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "common/errors.hpp"
+#include "common/units.hpp"
 
 namespace ragged::sim {
 namespace {
@@ -26,7 +27,6 @@ constexpr int64_t kExpandablePages = int64_t{1} << 20;
 }  // namespace
 
 double DriverCallCosts::seconds(const AllocationCost& cost) const {
-  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
   return static_cast<double>(cost.new_segments) * malloc_seconds +
          static_cast<double>(cost.new_bytes) / kGiB * malloc_seconds_per_gib +
          static_cast<double>(cost.released_segments) * free_seconds +

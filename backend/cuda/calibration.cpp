@@ -78,10 +78,10 @@ std::string calibration_json(const Calibration& c) {
   if (c.sms < 0) throw InternalError(fmt::format("calibration: field 'sms' must be positive or 0 (got {})", c.sms));
   if (c.sms > 0) root["sms"] = c.sms;
   if (c.persistent_gemms >= 0) root["persistent_gemms"] = c.persistent_gemms == 1;
-  const std::pair<const char*, double> allocator[] = {{"malloc_seconds", c.malloc_seconds},
-                                                      {"malloc_seconds_per_gib", c.malloc_seconds_per_gib},
-                                                      {"free_seconds", c.free_seconds},
-                                                      {"free_seconds_per_gib", c.free_seconds_per_gib}};
+  const std::pair<const char*, double> allocator[] = {{"malloc_seconds", c.malloc_calls.intercept},
+                                                      {"malloc_seconds_per_gib", c.malloc_calls.slope},
+                                                      {"free_seconds", c.free_calls.intercept},
+                                                      {"free_seconds_per_gib", c.free_calls.slope}};
   bool allocator_measured = false;
   for (const auto& [name, seconds] : allocator) {
     require(std::isfinite(seconds) && seconds >= 0, fmt::format("allocator.{}", name), seconds, "a number >= 0");

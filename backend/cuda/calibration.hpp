@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/line_fit.hpp"
+
 namespace ragged::backend::gpu {
 
 struct CalibrationGemm {
@@ -30,11 +32,10 @@ struct Calibration {
   // Whether a GEMM beside held SMs ran as a persistent kernel (gpu-validate's
   // section (e)); -1: not measured, left out (the preset's GPU class decides).
   int persistent_gemms = -1;
-  // The caching allocator's cudaMalloc and cudaFree, each seconds + seconds
-  // per GiB (gpu-validate's section (f)); all four 0: not measured, left out
-  // (the simulator keeps its assumption).
-  double malloc_seconds = 0, malloc_seconds_per_gib = 0;
-  double free_seconds = 0, free_seconds_per_gib = 0;
+  // The caching allocator's cudaMalloc and cudaFree, each seconds (intercept)
+  // + seconds per GiB (slope) (gpu-validate's section (f)); all four 0: not
+  // measured, left out (the simulator keeps its assumption).
+  LineFit malloc_calls, free_calls;
   std::string source;
 };
 

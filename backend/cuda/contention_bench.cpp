@@ -15,6 +15,7 @@
 #include "backend/cuda/cuda_device.hpp"
 #include "backend/cuda/kernels.hpp"
 #include "common/errors.hpp"
+#include "common/units.hpp"
 
 namespace ragged::backend::gpu {
 namespace {
@@ -138,7 +139,6 @@ std::vector<AllocatorCallTiming> time_allocator_calls(const std::vector<std::siz
 }
 
 AllocatorCallLines fit_allocator_calls(const std::vector<AllocatorCallTiming>& calls) {
-  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
   std::vector<double> gib, mallocs, frees;
   for (const AllocatorCallTiming& call : calls) {
     gib.push_back(static_cast<double>(call.bytes) / kGiB);

@@ -215,10 +215,8 @@ Calibration make_calibration(const Options& options, const DeviceInfo& info, con
   c.persistent_gemms = persistent_gemms_measured(contention.held, persistent_why);
   std::string allocator_why = "allocator calls not measured (fewer than two sizes fitted)";
   if (contention.allocator) {
-    c.malloc_seconds = contention.allocator->malloc_costs.intercept;
-    c.malloc_seconds_per_gib = contention.allocator->malloc_costs.slope;
-    c.free_seconds = contention.allocator->free_costs.intercept;
-    c.free_seconds_per_gib = contention.allocator->free_costs.slope;
+    c.malloc_calls = contention.allocator->malloc_costs;
+    c.free_calls = contention.allocator->free_costs;
     allocator_why =
         "allocator = section (f)'s least-squares lines of cudaMalloc and cudaFree in GiB, host wall time with the "
         "device idle, a negative term taken as 0";

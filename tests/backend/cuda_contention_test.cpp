@@ -107,15 +107,16 @@ TEST(ContentionRules, AllocatorCallsFitALineInGibAndNeverCostLessThanNothing) {
 TEST(ContentionRules, TheMeasuredAllocatorCallsReachTheSimulator) {
   Calibration c = h100_calibration();
   EXPECT_FALSE(read_back(c, "h100").driver_calls.has_value());  // not measured: left out
-  c.malloc_seconds = 60e-6, c.malloc_seconds_per_gib = 300e-6, c.free_seconds = 90e-6;
+  c.malloc_calls = {60e-6, 300e-6};
+  c.free_calls = {90e-6, 0};
   const sim::GpuComputeSpec spec = read_back(c, "h100");
   ASSERT_TRUE(spec.driver_calls.has_value());
   EXPECT_EQ(std::vector<double>({spec.driver_calls->malloc_seconds, spec.driver_calls->malloc_seconds_per_gib,
                                  spec.driver_calls->free_seconds, spec.driver_calls->free_seconds_per_gib}),
             std::vector<double>({60e-6, 300e-6, 90e-6, 0}));
-  c.free_seconds_per_gib = -1e-6;
+  c.free_calls.slope = -1e-6;
   EXPECT_THROW(calibration_json(c), InternalError);
-  c.free_seconds_per_gib = std::nan("");
+  c.free_calls.slope = std::nan("");
   EXPECT_THROW(calibration_json(c), InternalError);
 }
 

@@ -8,6 +8,7 @@
 #include "cli/model_report.hpp"
 #include "cli/table.hpp"
 #include "common/units.hpp"
+#include "planner/mesh.hpp"
 #include "planner/resolved_scenario.hpp"
 #include "scenarios/scenario_rules.hpp"
 
@@ -29,10 +30,12 @@ void print_validated(const planner::ResolvedScenario& resolved, std::ostream& ou
   out << fmt::format("{}: valid\n", resolved.loaded.origin);
   out << fmt::format("  name        {}\n", s.name());
   out << fmt::format("  model       {} ({} parameters)\n", resolved.model.name,
-                     format_count(static_cast<double>(resolved.model.params())));
+                     format_count(static_cast<double>(resolved.whole().params())));
   out << fmt::format("  cluster     {}\n", cluster_text(s));
+  const std::string mesh = planner::mesh_text(planner::mesh_of(t));
   out << fmt::format("  strategy    {}, shard group {} x {} replica{}\n", scenarios::strategy_name(t.strategy()),
                      t.shard_group_size(), t.replicate_group_size(), t.replicate_group_size() > 1 ? "s" : "");
+  if (!mesh.empty()) out << fmt::format("  mesh        {}\n", mesh);
   out << fmt::format("  batch       {} x {} tokens per GPU, {} accumulation step{}, global {} sequences\n",
                      t.micro_batch_size(), t.sequence_length(), t.gradient_accumulation_steps(),
                      t.gradient_accumulation_steps() > 1 ? "s" : "", scenarios::global_batch_sequences(s));

@@ -13,6 +13,7 @@
 #include "cli/validators.hpp"
 #include "common/errors.hpp"
 #include "common/progress_bar.hpp"
+#include "planner/mesh.hpp"
 #include "scenarios/scenario_rules.hpp"
 #include "sim/compute_breakdown.hpp"
 #include "sim/simulation_child.hpp"
@@ -46,9 +47,11 @@ std::vector<int64_t> parse_sweep(const std::string& text) {
 std::string label_of(const planner::ResolvedScenario& r) {
   const auto& s = r.scenario();
   const auto& t = s.training();
-  return fmt::format("{}: {} on {} x {}, {}, shard group {}{}, batch {} x {} x {}", s.name(), r.model.name,
+  const std::string mesh = planner::mesh_text(planner::mesh_of(t));
+  return fmt::format("{}: {} on {} x {}, {}, {}shard group {}{}, batch {} x {} x {}", s.name(), r.model.name,
                      scenarios::total_gpus(s), s.cluster().gpu().preset(), scenarios::strategy_name(t.strategy()),
-                     t.shard_group_size(), t.replicate_group_size() > 1 ? fmt::format(" x {} replicas", t.replicate_group_size()) : "",
+                     mesh.empty() ? "" : "mesh " + mesh + ", ", t.shard_group_size(),
+                     t.replicate_group_size() > 1 ? fmt::format(" x {} replicas", t.replicate_group_size()) : "",
                      t.micro_batch_size(), t.sequence_length(), t.gradient_accumulation_steps());
 }
 

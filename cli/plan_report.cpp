@@ -4,6 +4,7 @@
 
 #include "cli/table.hpp"
 #include "common/units.hpp"
+#include "planner/mesh.hpp"
 #include "planner/program_builder.hpp"
 #include "planner/scenario_plan.hpp"
 #include "scenarios/scenario_rules.hpp"
@@ -111,9 +112,17 @@ void print_padding_hint(const PlanReport& r, std::ostream& out) {
 
 void print_plan(const PlanReport& r, std::ostream& out) {
   const auto& s = r.resolved.scenario();
-  out << fmt::format("{} on {} GPUs (shard group {} x {} replica{}), strategy {}, granularity {}\n", r.resolved.model.name,
-                     scenarios::total_gpus(s), r.plan.ranks, s.training().replicate_group_size(),
-                     s.training().replicate_group_size() > 1 ? "s" : "", r.plan.strategy, granularity_text(r.resolved));
+  const std::string mesh = planner::mesh_text(planner::mesh_of(s.training()));
+  out << fmt::format("{} on {} GPUs ({}shard group {} x {} replica{}), strategy {}, granularity {}\n", r.resolved.model.name,
+                     scenarios::total_gpus(s), mesh.empty() ? "" : "mesh " + mesh + ", ", r.plan.ranks,
+                     s.training().replicate_group_size(), s.training().replicate_group_size() > 1 ? "s" : "",
+                     r.plan.strategy, granularity_text(r.resolved));
+  if (r.resolved.whole_model) {
+    out << fmt::format("  one rank holds {} of the model's {} parameters before FSDP shards them (tp {}, ep {})\n",
+                       format_count(static_cast<double>(r.resolved.model.params())),
+                       format_count(static_cast<double>(r.resolved.whole().params())), r.resolved.model.split.tp,
+                       r.resolved.model.split.ep);
+  }
   out << fmt::format("  planned {} units ({} distinct) in {:.2f} ms\n\n", r.plan.units.size(), r.plan.distinct_units,
                      r.plan.plan_seconds * 1e3);
   Table table;

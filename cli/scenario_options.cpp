@@ -17,6 +17,13 @@ void ScenarioOptions::add_to(CLI::App* command, bool allow_all_strategies) {
                       "GPUs per shard group; fewer than the GPUs makes HSDP: groups replicated, gradients all-reduced "
                       "across the replicas (default: the scenario's)")
       ->check(whole_number(1, kMaxCount));
+  command->add_option("--tp", tp, "Tensor-parallel ranks (training.mesh.tp): every block's matrices split Megatron-style")
+      ->check(whole_number(1, kMaxCount));
+  command->add_option("--cp", cp, "Context-parallel ranks (training.mesh.cp): each sequence split, ring attention")
+      ->check(whole_number(1, kMaxCount));
+  command->add_option("--ep", ep, "Expert-parallel ranks (training.mesh.ep), carved out of the FSDP group: each holds "
+                                  "1/ep of the routed experts")
+      ->check(whole_number(1, kMaxCount));
   command->add_option("--strategy", strategy,
                       std::string("Layout strategy: ragged, vescale-paper, fsdp1, fsdp2, zero3, megatron") +
                           (allow_all_strategies ? ", or all" : ""));
@@ -127,6 +134,29 @@ void set_kernels(scenarios::LoadedScenario& loaded, const std::string& attention
   loaded = scenarios::rebuild(std::move(loaded));
 }
 
+// --tp, --cp, --ep into training.mesh. A new tp or cp changes what is left
+// for FSDP: the written shard group gives way (the data-parallel sizes
+// follow), the replicas stay where they still divide the GPUs.
+void set_mesh(scenarios::LoadedScenario& loaded, int64_t tp, int64_t cp, int64_t ep) {
+  scenarios::Training* t = loaded.written.mutable_training();
+  scenarios::Mesh* mesh = t->mutable_mesh();
+  if (tp > 0) mesh->set_tp(static_cast<int32_t>(tp));
+  if (cp > 0) mesh->set_cp(static_cast<int32_t>(cp));
+  if (ep > 0) mesh->set_ep(static_cast<int32_t>(ep));
+  if (tp > 0 || cp > 0) {
+    t->clear_shard_group_size();
+    mesh->clear_dp_shard();
+    const int64_t gpus = scenarios::total_gpus(loaded.scenario);
+    const int64_t model_parallel = int64_t{std::max(1, mesh->tp())} * std::max(1, mesh->cp());
+    const int64_t replicas = t->has_replicate_group_size() ? t->replicate_group_size() : mesh->dp_replicate();
+    if (replicas < 1 || gpus % (model_parallel * replicas) != 0) {
+      t->clear_replicate_group_size();
+      mesh->clear_dp_replicate();
+    }
+  }
+  loaded = scenarios::rebuild(std::move(loaded));
+}
+
 }  // namespace
 
 scenarios::LoadedScenario ScenarioOptions::load() const {
@@ -148,14 +178,18 @@ scenarios::LoadedScenario ScenarioOptions::load() const {
     loaded = scenarios::rebuild(std::move(loaded));
   }
   if (!slow_gpus.empty() || !slow_links.empty()) set_whatif(loaded, slow_gpus, slow_links);
+  if (tp > 0 || cp > 0 || ep > 0) set_mesh(loaded, tp, cp, ep);
   if (shard_group > 0) {
-    const int64_t total = scenarios::total_gpus(loaded.scenario);
+    const int64_t total = scenarios::total_gpus(loaded.scenario) / std::max(1, loaded.scenario.training().mesh().tp());
     if (total % shard_group != 0) {
-      throw InputError(fmt::format("--shard-group {}: it must divide the {} GPUs", shard_group, total));
+      throw InputError(fmt::format("--shard-group {}: it must divide the {} GPUs{}", shard_group, total,
+                                   total != scenarios::total_gpus(loaded.scenario) ? " of one tp rank" : ""));
     }
     scenarios::Training* training = loaded.written.mutable_training();
     training->set_shard_group_size(static_cast<int32_t>(shard_group));
     training->clear_replicate_group_size();
+    training->mutable_mesh()->clear_dp_shard();
+    training->mutable_mesh()->clear_dp_replicate();
     loaded = scenarios::rebuild(std::move(loaded));
   }
   if (!granularity.empty()) {

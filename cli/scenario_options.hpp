@@ -2,7 +2,8 @@
 // The scenario arguments shared by plan, simulate, run and tune: a scenario
 // file or shipped name (default: the built-in default scenario), or --model
 // with --gpus for a quick look, the cluster options (cluster_options.hpp),
-// plus overrides (--gpus, --shard-group, --strategy, --granularity).
+// plus overrides (--gpus, --tp, --cp, --ep, --shard-group, --strategy,
+// --granularity).
 
 #include <optional>
 #include <string>
@@ -20,6 +21,9 @@ struct ScenarioOptions {
   std::string model;        // --model: catalog name or config.json
   int64_t gpus = 0;         // --gpus: 0 keeps the scenario's
   int64_t shard_group = 0;  // --shard-group: 0 keeps the scenario's (HSDP when smaller than the GPUs)
+  int64_t tp = 0;           // --tp: training.mesh.tp; 0 keeps the scenario's
+  int64_t cp = 0;           // --cp: training.mesh.cp
+  int64_t ep = 0;           // --ep: training.mesh.ep
   int64_t layers = 0;       // --layers: keep the model's first N blocks (model.layers); 0 keeps the scenario's
   std::string strategy;     // --strategy: one name, "all", or "" to keep the scenario's
   std::string granularity;  // --granularity: element | rows:K | block:RxC | matrix

@@ -24,6 +24,8 @@ struct UnitWriter {
 
   void add_tensor(std::string_view local_name, std::vector<int64_t> shape, TensorRole role);
   void add_gemm(std::string_view name, int64_t n, int64_t k, double token_fraction = 1.0, int64_t count = 1);
+  // One projection of `count` routed experts, each seeing `token_fraction` of the tokens.
+  void add_expert_gemm(std::string_view name, int64_t n, int64_t k, double token_fraction, int64_t count);
   // backward_bytes_per_token < 0: twice the forward's.
   void add_elementwise(std::string_view name, double bytes_per_token, double backward_bytes_per_token = -1);
   // The same for a loss whose backward runs ahead of the head's GEMMs (ElementwiseOp::loss).
@@ -71,6 +73,15 @@ struct PartActivations {
 
 PartActivations add_attention(const ArchConfig& arch, const CheckpointNames& names, int64_t layer, UnitWriter& out);
 PartActivations add_dense_mlp(const ArchConfig& arch, const CheckpointNames& names, UnitWriter& out);
-PartActivations add_moe_mlp(const ArchConfig& arch, UnitWriter& out);
+// A block's routed experts: the `local` of them one rank holds (all of them
+// without expert parallelism), written to `out` when they are a unit of
+// their own (UnitKind::kExperts), then with what they keep in `activations`.
+struct RoutedExperts {
+  int64_t local = 0;
+  UnitWriter* out = nullptr;  // nullptr: the block's own unit
+  PartActivations activations;
+};
+
+PartActivations add_moe_mlp(const ArchConfig& arch, UnitWriter& out, RoutedExperts& routed);
 
 }  // namespace ragged::models::detail

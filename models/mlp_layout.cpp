@@ -32,11 +32,14 @@ ExpertNames expert_names(const ArchConfig& arch) {
   return {"mlp.", {{{"gate_proj", false}, {"up_proj", false}, {"down_proj", true}}}};
 }
 
-void add_per_expert(const ArchConfig& arch, const ExpertNames& names, UnitWriter& out) {
+// The first `local` experts (rank 0 of the expert-parallel group; every
+// rank holds as many), each seeing top_k / local of the tokens the group
+// dispatches to it.
+void add_per_expert(const ArchConfig& arch, const ExpertNames& names, int64_t local, UnitWriter& out) {
   const int64_t h = arch.hidden;
   const int64_t f = arch.moe_intermediate;
   const std::string experts = names.block + "experts.";
-  for (int64_t e = 0; e < arch.experts; ++e) {
+  for (int64_t e = 0; e < local; ++e) {
     const std::string base = experts + std::to_string(e) + ".";
     for (const ExpertProjection& proj : names.projections) {
       const int64_t rows = proj.to_hidden ? h : f;
@@ -44,28 +47,28 @@ void add_per_expert(const ArchConfig& arch, const ExpertNames& names, UnitWriter
       if (arch.expert_bias) out.add_tensor(base + proj.name + ".bias", {rows}, TensorRole::kExpert);
     }
   }
-  const double share = static_cast<double>(arch.experts_per_token) / static_cast<double>(arch.experts);
+  const double share = static_cast<double>(arch.experts_per_token) / static_cast<double>(local);
   // GEMMs in execution order: the projections to the expert width, then back to hidden.
   for (bool to_hidden : {false, true}) {
     for (const ExpertProjection& proj : names.projections) {
       if (proj.to_hidden != to_hidden) continue;
-      out.add_gemm(experts + proj.name, to_hidden ? h : f, to_hidden ? f : h, share, arch.experts);
+      out.add_expert_gemm(experts + proj.name, to_hidden ? h : f, to_hidden ? f : h, share, local);
     }
   }
 }
 
 // GPT-OSS: one tensor per projection holding every expert, gate and up interleaved.
-void add_fused_experts(const ArchConfig& arch, UnitWriter& out) {
+void add_fused_experts(const ArchConfig& arch, int64_t local, UnitWriter& out) {
   const int64_t h = arch.hidden;
   const int64_t f = arch.moe_intermediate;
-  const int64_t n_experts = arch.experts;
+  const int64_t n_experts = local;
   out.add_tensor("mlp.experts.gate_up_proj", {n_experts, h, 2 * f}, TensorRole::kExpert);
   if (arch.expert_bias) out.add_tensor("mlp.experts.gate_up_proj_bias", {n_experts, 2 * f}, TensorRole::kExpert);
   out.add_tensor("mlp.experts.down_proj", {n_experts, f, h}, TensorRole::kExpert);
   if (arch.expert_bias) out.add_tensor("mlp.experts.down_proj_bias", {n_experts, h}, TensorRole::kExpert);
   const double share = static_cast<double>(arch.experts_per_token) / static_cast<double>(n_experts);
-  out.add_gemm("mlp.experts.gate_up_proj", 2 * f, h, share, n_experts);
-  out.add_gemm("mlp.experts.down_proj", h, f, share, n_experts);
+  out.add_expert_gemm("mlp.experts.gate_up_proj", 2 * f, h, share, n_experts);
+  out.add_expert_gemm("mlp.experts.down_proj", h, f, share, n_experts);
 }
 
 void add_router(const ArchConfig& arch, const std::string& block, UnitWriter& out) {
@@ -116,30 +119,39 @@ PartActivations add_dense_mlp(const ArchConfig& arch, const CheckpointNames& nam
   return PartActivations{3.0 * width * b, width * b, 3.0 * width * b};
 }
 
-PartActivations add_moe_mlp(const ArchConfig& arch, UnitWriter& out) {
+PartActivations add_moe_mlp(const ArchConfig& arch, UnitWriter& out, RoutedExperts& routed) {
   const ExpertNames names = expert_names(arch);
   const double b = static_cast<double>(dtype_bytes(arch.dtype));
+  UnitWriter& experts_out = routed.out != nullptr ? *routed.out : out;
   add_router(arch, names.block, out);
   if (arch.expert_storage == ExpertStorage::kFused) {
-    add_fused_experts(arch, out);
+    add_fused_experts(arch, routed.local, experts_out);
   } else {
-    add_per_expert(arch, names, out);
+    add_per_expert(arch, names, routed.local, experts_out);
   }
   if (arch.shared_experts > 0) add_shared_experts(arch, names.block, out);
 
   const double h = static_cast<double>(arch.hidden);
   const double f = static_cast<double>(arch.moe_intermediate);
   const double top_k = static_cast<double>(arch.experts_per_token);
-  const double active = top_k + static_cast<double>(arch.shared_experts);  // experts each token runs
-  out.add_elementwise("swiglu", active * 3.0 * f * b);
+  const double shared = static_cast<double>(arch.shared_experts);
+  const double active = top_k + shared;  // experts each token runs
   // Tokens are permuted into expert order and back (read + write, top_k copies each way).
-  out.add_elementwise("moe_permute", 2.0 * top_k * h * b * 2.0);
-
+  const double permute = 2.0 * top_k * h * b * 2.0;
   // Saved per routed copy: the permuted input and gate/up/product outputs; shared
   // experts keep gate/up/product; the router keeps fp32 logits.
-  const double saved = b * (top_k * (h + 3.0 * f) + static_cast<double>(arch.shared_experts) * 3.0 * f) +
-                       kRouterLogitBytes * static_cast<double>(arch.experts);
-  return PartActivations{saved, active * f * b, 3.0 * active * f * b};
+  const double router_saved = kRouterLogitBytes * static_cast<double>(arch.experts);
+  if (routed.out == nullptr) {
+    out.add_elementwise("swiglu", active * 3.0 * f * b);
+    out.add_elementwise("moe_permute", permute);
+    const double saved = b * (top_k * (h + 3.0 * f) + shared * 3.0 * f) + router_saved;
+    return PartActivations{saved, active * f * b, 3.0 * active * f * b};
+  }
+  experts_out.add_elementwise("swiglu", top_k * 3.0 * f * b);
+  experts_out.add_elementwise("moe_permute", permute);
+  routed.activations = PartActivations{b * top_k * (h + 3.0 * f), top_k * f * b, 3.0 * top_k * f * b};
+  if (arch.shared_experts > 0) out.add_elementwise("swiglu", shared * 3.0 * f * b);
+  return PartActivations{b * shared * 3.0 * f + router_saved, shared * f * b, 3.0 * shared * f * b};
 }
 
 }  // namespace ragged::models::detail

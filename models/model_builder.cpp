@@ -1,7 +1,12 @@
 // build_model: the embedding unit, one unit per transformer block, the head unit.
 
 #include <algorithm>
+#include <optional>
 #include <string>
+
+#include <fmt/format.h>
+
+#include "common/errors.hpp"
 
 #include "models/layer_parts.hpp"
 
@@ -17,6 +22,11 @@ void UnitWriter::add_tensor(std::string_view local_name, std::vector<int64_t> sh
 
 void UnitWriter::add_gemm(std::string_view name, int64_t n, int64_t k, double token_fraction, int64_t count) {
   unit.compute.gemms.push_back(GemmShape{std::string(name), n, k, token_fraction, count});
+}
+
+void UnitWriter::add_expert_gemm(std::string_view name, int64_t n, int64_t k, double token_fraction, int64_t count) {
+  add_gemm(name, n, k, token_fraction, count);
+  unit.compute.gemms.back().routed_experts = true;
 }
 
 void UnitWriter::add_elementwise(std::string_view name, double bytes_per_token, double backward_bytes_per_token) {
@@ -126,11 +136,32 @@ double returned_kv_bytes(const ArchConfig& arch) {
   return per_token * bytes_of(arch);
 }
 
-UnitSpec build_block(const ArchConfig& arch, const CheckpointNames& names, int64_t layer, const KernelChoices& kernels) {
+// The routed experts as a unit of their own: what they keep, all of it
+// recomputed under full checkpointing (their block's input is kept), their
+// element-wise results under selective (as a mixture-of-experts block's).
+void finish_experts_unit(const PartActivations& part, UnitSpec& unit) {
+  ActivationBytes& act = unit.activations;
+  act.saved_none = part.saved;
+  act.selective_recomputes_gemms = false;
+  act.saved_selective = part.saved - part.recomputable;
+  act.saved_full = 0;
+  act.working = part.working;
+}
+
+// Appends layer `layer`'s unit to `units`, and under expert parallelism its
+// routed experts' unit after it (`local_experts` of them).
+void build_block(const ArchConfig& arch, const CheckpointNames& names, int64_t layer, const KernelChoices& kernels,
+                 int64_t local_experts, bool experts_unit, std::vector<UnitSpec>& units) {
   const std::string index = std::to_string(layer);
-  UnitSpec unit{"layers." + index, UnitKind::kBlock, {}, {}, {}};
+  units.push_back(UnitSpec{"layers." + index, UnitKind::kBlock, {}, {}, {}});
+  const bool separate = experts_unit && arch.is_moe_layer(layer);
+  if (separate) units.push_back(UnitSpec{"layers." + index + ".experts", UnitKind::kExperts, {}, {}, {}});
+  UnitSpec& unit = units[units.size() - (separate ? 2 : 1)];
   unit.tensors.reserve(expected_block_tensors(arch, layer));
   UnitWriter out{unit, std::string(names.layer_prefix) + index + ".", arch.dtype};
+  std::optional<UnitWriter> experts;
+  if (separate) experts.emplace(UnitWriter{units.back(), out.prefix, arch.dtype});
+  detail::RoutedExperts routed{local_experts, experts ? &*experts : nullptr, {}};
   const double b = bytes_of(arch);
   const double h = static_cast<double>(arch.hidden);
 
@@ -144,7 +175,7 @@ UnitSpec build_block(const ArchConfig& arch, const CheckpointNames& names, int64
     out.add_norm(arch, names.mlp_norm, norm_op(arch, "post_attention_layernorm", "mlp_layer_norm"), arch.hidden);
   }
   const PartActivations mlp =
-      arch.is_moe_layer(layer) ? detail::add_moe_mlp(arch, out) : detail::add_dense_mlp(arch, names, out);
+      arch.is_moe_layer(layer) ? detail::add_moe_mlp(arch, out, routed) : detail::add_dense_mlp(arch, names, out);
   out.add_elementwise("mlp_residual", 3.0 * h * b);
 
   // Each norm keeps its input and output (a parallel block's norms share their
@@ -169,7 +200,7 @@ UnitSpec build_block(const ArchConfig& arch, const CheckpointNames& names, int64
   // in-place mask add, softmax, matmul); FlashAttention keeps none.
   if (kernels.attention == AttentionKernel::kMath) act.scores_per_key = static_cast<double>(arch.heads) * b;
   act.returned_kv = returned_kv_bytes(arch);
-  return unit;
+  if (separate) finish_experts_unit(routed.activations, units.back());
 }
 
 UnitSpec build_head(const ArchConfig& arch, const CheckpointNames& names, LossKernel loss) {
@@ -255,17 +286,72 @@ UnitSpec build_head(const ArchConfig& arch, const CheckpointNames& names, LossKe
   return unit;
 }
 
+// The units of `arch` with `local_experts` routed experts per MoE block,
+// in a unit of their own when `experts_unit`.
+ModelSpec build_units(const ArchConfig& arch, const KernelChoices& kernels, int64_t local_experts, bool experts_unit) {
+  ModelSpec spec{arch.name, arch, {}, kernels};
+  spec.units.reserve(static_cast<size_t>(arch.layers) * (experts_unit ? 2 : 1) + 2);
+  const detail::CheckpointNames names = detail::checkpoint_names(arch);
+  spec.units.push_back(build_embedding(arch, names));
+  for (int64_t layer = 0; layer < arch.layers; ++layer) {
+    build_block(arch, names, layer, kernels, local_experts, experts_unit, spec.units);
+  }
+  spec.units.push_back(build_head(arch, names, kernels.loss));
+  return spec;
+}
+
+void divide(std::vector<double>& values, double by) {
+  for (double& v : values) v /= by;
+}
+
+// Sequence parallelism: every element-wise op and every activation of a
+// unit, the hidden-wide ones too, on 1/tp of the tokens, so the rank's share
+// of them is the whole model's over tp (Korthikanti et al. 2022, section 4.2.2).
+void spread_over_sequence(const ModelSpec& whole, double tp, ModelSpec& local) {
+  RAGGED_ASSERT(whole.units.size() == local.units.size(), "the whole model and its rank's part have the same units");
+  for (size_t u = 0; u < local.units.size(); ++u) {
+    const UnitSpec& from = whole.units[u];
+    UnitSpec& to = local.units[u];
+    RAGGED_ASSERT(from.compute.elementwise.size() == to.compute.elementwise.size(), "the same element-wise ops");
+    for (size_t i = 0; i < to.compute.elementwise.size(); ++i) {
+      const ElementwiseOp& op = from.compute.elementwise[i];
+      to.compute.elementwise[i].bytes_per_token = op.bytes_per_token / tp;
+      to.compute.elementwise[i].backward_bytes_per_token = op.backward_bytes_per_token < 0 ? -1 : op.backward_bytes_per_token / tp;
+    }
+    ActivationBytes act = from.activations;
+    for (double* v : {&act.saved_none, &act.saved_selective, &act.saved_full, &act.working, &act.logits_gradient,
+                      &act.head_input_gradient, &act.loss_logits, &act.returned_logits, &act.returned_kv,
+                      &act.scores_per_key}) {
+      *v /= tp;
+    }
+    divide(act.working_pieces, tp);
+    divide(act.forward_pieces, tp);
+    to.activations = act;
+  }
+}
+
 }  // namespace
 
 ModelSpec build_model(const ArchConfig& arch, const KernelChoices& kernels) {
   validate_arch(arch, "");
-  ModelSpec spec{arch.name, arch, {}, kernels};
-  spec.units.reserve(static_cast<size_t>(arch.layers) + 2);
-  const detail::CheckpointNames names = detail::checkpoint_names(arch);
-  spec.units.push_back(build_embedding(arch, names));
-  for (int64_t layer = 0; layer < arch.layers; ++layer) spec.units.push_back(build_block(arch, names, layer, kernels));
-  spec.units.push_back(build_head(arch, names, kernels.loss));
-  return spec;
+  return build_units(arch, kernels, arch.experts, false);
+}
+
+ModelSpec build_model(const ArchConfig& arch, const KernelChoices& kernels, const ModelSplit& split) {
+  if (split.trivial()) return build_model(arch, kernels);
+  validate_arch(arch, "");
+  if (const std::vector<SplitProblem> problems = check_split(arch, split); !problems.empty()) {
+    throw InputError(fmt::format("mesh.{}: {}", problems.front().field, problems.front().message));
+  }
+  const int64_t local_experts = arch.experts / split.ep;
+  const bool experts_unit = split.ep > 1;
+  ModelSpec local = build_units(tensor_parallel_arch(arch, split.tp), kernels, local_experts, experts_unit);
+  local.name = arch.name;
+  local.split = split;
+  if (split.tp > 1 && split.sequence_parallel) {
+    spread_over_sequence(build_units(arch, kernels, local_experts, experts_unit), static_cast<double>(split.tp), local);
+  }
+  return local;
 }
 
 }  // namespace ragged::models

@@ -71,6 +71,7 @@ struct GemmShape {
   double token_fraction = 1.0;  // share of the tokens each copy sees (top_k / experts for routed experts)
   int64_t count = 1;
   bool logits = false;          // the head's vocabulary projection (a chunked loss runs its backward in the forward)
+  bool routed_experts = false;  // one projection of the routed experts (`count` of them, tokens dispatched to each)
 
   double forward_flops_per_token() const;  // 2*N*K*token_fraction*count
 };
@@ -159,7 +160,29 @@ struct ActivationBytes {
   double kept(Checkpointing mode, int64_t seq_len) const;
 };
 
-enum class UnitKind { kEmbedding, kBlock, kHead };
+// kExperts: the routed experts of the block before it, a unit of their own
+// when expert parallelism shards them over a group of their own (ModelSplit).
+enum class UnitKind { kEmbedding, kBlock, kExperts, kHead };
+
+// Whether a unit is (part of) a transformer block: checkpointed, recomputed
+// and compiled as one.
+inline bool is_block_part(UnitKind kind) { return kind == UnitKind::kBlock || kind == UnitKind::kExperts; }
+
+// How a device mesh cuts the model for one of its ranks (docs/MESH.md):
+// tensor parallelism over tp ranks, Megatron's column/row split (q/k/v, gate
+// and up by their output features, o and down by their input features, the
+// vocabulary of the embedding and the head; norms and routers replicated;
+// key/value heads replicated when tp exceeds them); expert parallelism over
+// ep ranks, each holding experts/ep routed experts (tensor-parallel like the
+// dense MLP) as a unit of their own; sequence parallelism spreading what the
+// block keeps and streams at the hidden width over the tp ranks too.
+struct ModelSplit {
+  int64_t tp = 1;
+  int64_t ep = 1;
+  bool sequence_parallel = true;
+  bool trivial() const { return tp == 1 && ep == 1; }
+  bool operator==(const ModelSplit&) const = default;
+};
 
 struct UnitSpec {
   std::string name;  // "embed", "layers.0", ..., "head"
@@ -174,9 +197,13 @@ struct UnitSpec {
 
 struct ModelSpec {
   std::string name;
+  // The architecture the units are built from: under a non-trivial split the
+  // tensor-parallel rank's (heads, widths and vocabulary over tp), with the
+  // whole model's name and routed-expert count.
   ArchConfig arch;
   std::vector<UnitSpec> units;
   KernelChoices kernels = {};
+  ModelSplit split = {};  // trivial: the whole model
 
   int64_t params() const;
   // Parameters one token passes through (MoE: routed experts counted top_k times out of E).
@@ -193,5 +220,23 @@ struct ModelSpec {
 // architecture, for the given kernels. Throws InputError if the architecture
 // is invalid (see validate_arch).
 ModelSpec build_model(const ArchConfig& arch, const KernelChoices& kernels = {});
+// One rank's part of the model under `split`; the whole model when the split
+// is trivial. Throws InputError when tp or ep does not divide what it splits
+// (check_split says which).
+ModelSpec build_model(const ArchConfig& arch, const KernelChoices& kernels, const ModelSplit& split);
+
+// What `split` cannot cut in `arch`, with the fix (empty when it can): one
+// line per problem, each naming the mesh field ("tp", "ep") it is about.
+struct SplitProblem {
+  std::string field;  // "tp" or "ep"
+  std::string message;
+};
+std::vector<SplitProblem> check_split(const ArchConfig& arch, const ModelSplit& split);
+
+// The architecture of one tensor-parallel rank: heads, key/value heads (one,
+// replicated, when tp exceeds them), MLP and expert widths and the
+// vocabulary (rounded up) over tp; hidden width, routed-expert count and
+// everything else as they are.
+ArchConfig tensor_parallel_arch(const ArchConfig& arch, int64_t tp);
 
 }  // namespace ragged::models

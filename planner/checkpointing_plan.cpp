@@ -20,7 +20,10 @@ std::vector<models::Checkpointing> unit_checkpointing(const models::ModelSpec& m
   if (mode != models::Checkpointing::kFull || every <= 1) return out;
   int blocks = 0;  // counted from 1, as the wrapper counts them
   for (size_t u = 0; u < plan.units.size(); ++u) {
-    if (model.units[plan.units[u].unit_index].kind != models::UnitKind::kBlock) continue;
+    const models::UnitKind kind = model.units[plan.units[u].unit_index].kind;
+    // A block's routed experts (a unit of their own under expert parallelism) are in its checkpointed region.
+    if (kind == models::UnitKind::kExperts && u > 0) out[u] = out[u - 1];
+    if (kind != models::UnitKind::kBlock) continue;
     if (++blocks % every != 0) out[u] = models::Checkpointing::kNone;
   }
   return out;

@@ -53,7 +53,7 @@ MathAttention math_shape(const models::UnitSpec& unit, const MicroBatch& batch) 
 
 // Whether the unit's element-wise ops run fused (compiled) for the batch.
 bool fused(const models::UnitSpec& unit, const MicroBatch& batch) {
-  return batch.fused_elementwise && (!batch.fused_blocks_only || unit.kind == models::UnitKind::kBlock);
+  return batch.fused_elementwise && (!batch.fused_blocks_only || models::is_block_part(unit.kind));
 }
 
 // Forward: the two batched GEMMs; the mask add reads the scores and the mask
@@ -163,7 +163,7 @@ ComputeWork backward_work_after_loss(const models::UnitSpec& unit, const MicroBa
 }
 
 ComputeWork recompute_work(const models::UnitSpec& unit, const MicroBatch& batch, models::Checkpointing mode) {
-  if (unit.kind != models::UnitKind::kBlock || mode == models::Checkpointing::kNone) return {};
+  if (!models::is_block_part(unit.kind) || mode == models::Checkpointing::kNone) return {};
   if (mode == models::Checkpointing::kFull) return forward_work(unit, batch);
   // Selective follows TorchTitan's op-level policy: matmul and attention
   // outputs are saved except every other matmul (the 2nd, 4th, ...), so

@@ -17,7 +17,10 @@ struct MicroBatch {
   // With fused_elementwise: only transformer blocks are fused (torchtitan
   // compiles each block); the embed and head units run eagerly.
   bool fused_blocks_only = false;
-  int64_t tokens() const { return sequences * seq_len; }
+  // Context parallelism: each rank holds seq_len / cp of every sequence's
+  // tokens and attends over the whole of it (seq_len is the context).
+  int64_t cp = 1;
+  int64_t tokens() const { return sequences * seq_len / cp; }
 };
 
 // The unit's forward: its GEMMs (a chunked loss adds the logits GEMM's

@@ -69,7 +69,7 @@ uint32_t GradientReduction::reduce(int u, int mb, uint32_t grads_done, int grads
     last = w_.traffic(OpKind::kScale, Stream::kReduceScatter, u, mb, unit_name + " pre-divide grads",
                       gathered * 2 * r, {last}, input);
   }
-  last = w_.collective(OpKind::kReduceScatter, Stream::kReduceScatter, Group::kShard, u, mb,
+  last = w_.collective(OpKind::kReduceScatter, Stream::kReduceScatter, plan_.units[static_cast<size_t>(u)].group, u, mb,
                        unit_name + " reduce-scatter", gathered * r, input, {last});
   hand_over_on_host(first_reduce_op, last, u, host_wait);
   Stream accumulate_on = Stream::kReduceScatter;

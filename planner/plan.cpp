@@ -74,16 +74,20 @@ UnitProblem unit_problem(const models::UnitSpec& unit, const GranularityPolicy& 
   return problem;
 }
 
+int64_t unit_ranks(const models::UnitSpec& unit, const models::ModelSpec& model, int64_t ranks) {
+  return unit.kind == models::UnitKind::kExperts ? ranks / model.split.ep : ranks;
+}
+
 double lower_bound_padding_ratio(const models::ModelSpec& model, const GranularityPolicy& policy, int64_t ranks,
                                  const PlanOptions& options) {
   std::unordered_map<std::string, int64_t> bound_of;  // signature -> lower-bound shard size
   int64_t params = 0, padded = 0;
   for (const models::UnitSpec& unit : model.units) {
-    UnitProblem problem = unit_problem(unit, policy, ranks, options);
+    UnitProblem problem = unit_problem(unit, policy, unit_ranks(unit, model, ranks), options);
     auto [it, inserted] = bound_of.emplace(problem_signature(problem), 0);
     if (inserted) it->second = lower_bound_shard_size(problem);
     params += problem.total_elements();
-    padded += it->second * ranks;
+    padded += it->second * problem.ranks;
   }
   return params ? static_cast<double>(padded - params) / static_cast<double>(params) : 0.0;
 }
@@ -91,6 +95,7 @@ double lower_bound_padding_ratio(const models::ModelSpec& model, const Granulari
 Plan plan_model(const models::ModelSpec& model, const GranularityPolicy& policy, int64_t ranks,
                 const LayoutStrategy& strategy, const PlanOptions& options) {
   if (ranks < 1) throw InputError("the shard group needs at least 1 rank");
+  RAGGED_ASSERT(ranks % model.split.ep == 0, "expert parallelism divides the shard group");
   const auto start = std::chrono::steady_clock::now();
   Plan plan;
   plan.strategy = std::string(strategy.name());
@@ -99,7 +104,8 @@ Plan plan_model(const models::ModelSpec& model, const GranularityPolicy& policy,
   for (size_t i = 0; i < model.units.size(); ++i) {
     UnitPlan unit;
     unit.unit_index = static_cast<int>(i);
-    unit.problem = unit_problem(model.units[i], policy, ranks, options);
+    if (model.units[i].kind == models::UnitKind::kExperts) unit.group = Group::kExpertShard;
+    unit.problem = unit_problem(model.units[i], policy, unit_ranks(model.units[i], model, ranks), options);
     auto [it, inserted] = planned.emplace(problem_signature(unit.problem), plan.units.size());
     if (inserted) {
       unit.layout = strategy.plan_unit(unit.problem);

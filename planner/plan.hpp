@@ -9,6 +9,7 @@
 
 #include "models/model_spec.hpp"
 #include "planner/granularity.hpp"
+#include "planner/group.hpp"
 #include "planner/layout_strategy.hpp"
 
 namespace ragged::planner {
@@ -21,6 +22,9 @@ struct PlanOptions {
 
 struct UnitPlan {
   int unit_index = 0;  // into ModelSpec::units
+  // The ranks the unit is sharded over: the shard group, or for the routed
+  // experts of an expert-parallel split the experts' own (Plan::ranks / ep).
+  Group group = Group::kShard;
   UnitProblem problem;
   UnitLayout layout;
 
@@ -31,7 +35,7 @@ struct UnitPlan {
 
 struct Plan {
   std::string strategy;
-  int64_t ranks = 1;  // the shard group size
+  int64_t ranks = 1;  // the shard group size (a unit of routed experts: ranks / the model's split.ep)
   std::vector<UnitPlan> units;
   double plan_seconds = 0;  // wall time of planning every unit
   int distinct_units = 0;   // units actually planned (the rest reuse a layout)
@@ -54,7 +58,12 @@ UnitProblem unit_problem(const models::UnitSpec& unit, const GranularityPolicy& 
 double lower_bound_padding_ratio(const models::ModelSpec& model, const GranularityPolicy& policy, int64_t ranks,
                                  const PlanOptions& options = {});
 
+// Plans every unit over `ranks` (the shard group), a unit of routed experts
+// over ranks / model.split.ep (UnitKind::kExperts).
 Plan plan_model(const models::ModelSpec& model, const GranularityPolicy& policy, int64_t ranks,
                 const LayoutStrategy& strategy, const PlanOptions& options = {});
+
+// The ranks a unit of `model` is sharded over when the shard group has `ranks`.
+int64_t unit_ranks(const models::UnitSpec& unit, const models::ModelSpec& model, int64_t ranks);
 
 }  // namespace ragged::planner

@@ -4,12 +4,15 @@
 // in issue order; ops on one stream run in that order; a dependency on an op
 // of another stream is an event wait. Every trace event carries the op id.
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "models/model_spec.hpp"
+#include "planner/group.hpp"
+#include "planner/mesh.hpp"
 
 namespace ragged::planner {
 
@@ -39,14 +42,10 @@ enum class OpKind {
   kScale,
 };
 
-enum class Stream { kCompute, kAllGather, kReduceScatter, kAllReduce };
-
-// Which ranks a collective runs over.
-enum class Group {
-  kNone,
-  kShard,      // the shard group (FSDP)
-  kReplicate,  // the replicas of one shard (HSDP all-reduce)
-};
+// The streams: the compute, FSDP's collectives, and one per mesh dimension
+// whose collectives sit between a unit's kernels (tp, cp, ep).
+enum class Stream { kCompute, kAllGather, kReduceScatter, kAllReduce, kTensorParallel, kContextParallel, kExpertParallel };
+inline constexpr size_t kStreams = 7;
 
 std::string_view op_kind_name(OpKind kind);  // "all_gather", "compute_fwd", ...
 std::string_view stream_name(Stream stream);  // "compute", "all_gather", ...
@@ -162,7 +161,9 @@ struct Op {
   int buffer = -1;
   bool loss_only = false;  // kComputeBwd of the head: its loss's backward alone, ahead of its GEMMs
   Group group = Group::kNone;
-  int64_t bytes = 0;     // collectives: the whole buffer (nccl-tests' S); copies/casts: bytes read + written
+  // Collectives: the whole buffer (nccl-tests' S), an all-to-all's the bytes
+  // its whole group sends; copies/casts: bytes read + written.
+  int64_t bytes = 0;
   double flops = 0;      // compute ops: executed FLOPs
   ComputeWork work;      // compute, recompute and optimizer ops
   std::vector<uint32_t> deps;  // ops (on any stream) that must finish first
@@ -186,6 +187,7 @@ struct Program {
   int rank = 0;
   int64_t shard_ranks = 1;      // shard group size
   int64_t replicate_ranks = 1;  // HSDP replicas
+  Mesh mesh;                    // where every group of the Program's collectives lies
   int micro_batches = 1;
   int64_t tokens_per_step = 0;  // this rank's tokens in one step
   double model_flops_per_step = 0;  // this rank's model FLOPs (docs/METRICS.md), for MFU

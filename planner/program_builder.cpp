@@ -14,6 +14,7 @@
 #include "planner/gather_schedule.hpp"
 #include "planner/gradient_reduction.hpp"
 #include "planner/loop_buffers.hpp"
+#include "planner/mesh_collectives.hpp"
 #include "planner/optimizer_program.hpp"
 #include "planner/program_writer.hpp"
 #include "planner/strategy_traits.hpp"
@@ -45,8 +46,9 @@ class Builder {
     const scenarios::Training& t = *in.training;
     if (traits_.one_communicator) w_.serialise_shard_collectives();
     unit_mode_ = unit_checkpointing(*in.model, *in.plan, t);
+    mesh_ = mesh_of(t);
     batch_ = MicroBatch{t.micro_batch_size(), t.sequence_length(), t.compiled(), in.model->kernels,
-                        t.compile_scope() == scenarios::TRANSFORMER_BLOCKS};
+                        t.compile_scope() == scenarios::TRANSFORMER_BLOCKS, mesh_.cp};
     reshard_ = t.reshard_after_forward();
     window_ = std::max(1, t.prefetch_depth() + 1);
     if (traits_.max_unsharded_units > 0) window_ = std::min(window_, traits_.max_unsharded_units);
@@ -59,10 +61,13 @@ class Builder {
     program_.rank = rank_;
     program_.shard_ranks = in_.plan->ranks;
     program_.replicate_ranks = in_.replicate_ranks;
+    program_.mesh = mesh_;
     program_.micro_batches = t.gradient_accumulation_steps();
-    program_.tokens_per_step = batch_.tokens() * program_.micro_batches;
+    // The tp ranks share their tokens: a GPU's share is 1/tp of them.
+    program_.tokens_per_step = batch_.tokens() * program_.micro_batches / mesh_.tp;
+    const models::ModelSpec& whole = in_.whole_model != nullptr ? *in_.whole_model : *in_.model;
     program_.model_flops_per_step =
-        in_.model->model_flops_per_token(batch_.seq_len) * static_cast<double>(program_.tokens_per_step);
+        whole.model_flops_per_token(batch_.seq_len) * static_cast<double>(program_.tokens_per_step);
     gathers_ = GatherSchedule(units_, program_.micro_batches, [this](int u) { return kept_gathered(u); });
     loop_.previous_step_outputs(outputs_bytes());
     std::vector<uint32_t> grads_ready(units_, 0);
@@ -198,7 +203,7 @@ class Builder {
                         copy_in * 2 * p_, {last}, out);
       host(last).list_tensors = params;
     }
-    last = w_.collective(OpKind::kAllGather, Stream::kAllGather, Group::kShard, u, g.micro_batch,
+    last = w_.collective(OpKind::kAllGather, Stream::kAllGather, unit(u).group, u, g.micro_batch,
                          label + " all-gather" + what, gathered_bytes, out, {last});
     // Without a copy-out the parameters' views are set up at the gather.
     if (traits_.views_per_parameter && !copied) host(last).param_views = params;
@@ -342,6 +347,39 @@ class Builder {
 
   bool chunked_loss() const { return in_.model->kernels.loss == models::LossKernel::kChunked; }
 
+  // The mesh's collectives of unit u's `pass` that come before its compute
+  // (planner/mesh_collectives.hpp): each waits for the compute stream as it
+  // stands, and, unless `pass` is a recompute (which reads the unit's saved
+  // input), for the previous unit's collectives after its compute; the
+  // compute that follows waits for all of them (their ids join `deps`).
+  void mesh_before(int u, int mb, Pass pass, std::vector<uint32_t>& deps) {
+    std::vector<uint32_t> input;
+    if (pass != Pass::kRecompute) {
+      input = std::move(mesh_waits_);
+      mesh_waits_.clear();
+      deps.insert(deps.end(), input.begin(), input.end());
+    }
+    if (mesh_.fsdp_only()) return;
+    if (const auto last = w_.last_on(Stream::kCompute)) input.push_back(*last);
+    for (const MeshCollective& c : mesh_collectives(spec(u), *in_.model, mesh_, batch_, p_, pass)) {
+      if (c.after_compute) continue;
+      deps.push_back(w_.collective(c.kind, mesh_stream(c.group), c.group, u, mb, mesh_label(u, c, pass), c.bytes, -1,
+                                   input));
+    }
+  }
+  // Those after it: they wait for the compute, the next compute for them.
+  void mesh_after(int u, int mb, Pass pass, uint32_t compute) {
+    if (mesh_.fsdp_only()) return;
+    for (const MeshCollective& c : mesh_collectives(spec(u), *in_.model, mesh_, batch_, p_, pass)) {
+      if (!c.after_compute) continue;
+      mesh_waits_.push_back(w_.collective(c.kind, mesh_stream(c.group), c.group, u, mb, mesh_label(u, c, pass), c.bytes,
+                                          -1, {compute}));
+    }
+  }
+  std::string mesh_label(int u, const MeshCollective& c, Pass pass) const {
+    return fmt::format("{} {} {}", spec(u).name, pass == Pass::kBackward ? "(bwd)" : "(fwd)", c.what);
+  }
+
   void forward(int mb) {
     for (int u = 0; u < units_; ++u) {
       int k = gathers_.find(u, mb, false);
@@ -360,7 +398,9 @@ class Builder {
       if (u == units_ - 1) loop_.return_logits(u, batch_.tokens(), false);
       std::vector<uint32_t> deps = {ready};
       if (u == units_ - 1 && in_.model->arch.tie_embeddings) deps.push_back(embedding_ready(mb));
+      mesh_before(u, mb, Pass::kForward, deps);
       uint32_t fwd = w_.compute(OpKind::kComputeFwd, u, mb, spec(u).name + " forward", forward_work(spec(u), batch_), deps);
+      mesh_after(u, mb, Pass::kForward, fwd);
       if (workspace >= 0) w_.free(workspace, Stream::kCompute, {fwd});
       block_host_on_fetch(fwd, gathers_[k]);
       gathers_[k].computed = fwd;
@@ -434,14 +474,24 @@ class Builder {
       const models::UnitSpec& s = spec(u);
       std::vector<uint32_t> deps = {ready};
       if (u == units_ - 1 && in_.model->arch.tie_embeddings) deps.push_back(embedding_ready(mb));
+      mesh_before(u, mb, Pass::kBackward, deps);
       const int logits_gradient = splits_loss_backward(s) ? loss_backward(u, mb, deps) : -1;
       int workspace = backward_workspace(u);
       compute_alloc(workspace);
       ComputeWork again = recompute_work(s, batch_, mode_of(u));
       int64_t first_compute = -1;
       if (total_flops(again) > 0 || again.elementwise_bytes > 0) {
-        deps.push_back(w_.compute(OpKind::kRecompute, u, mb, s.name + " recompute", std::move(again), {ready}));
+        // Full recomputation runs the forward again, its mesh collectives too.
+        const bool full = mode_of(u) == models::Checkpointing::kFull;
+        std::vector<uint32_t> again_deps = {ready};
+        if (full) mesh_before(u, mb, Pass::kRecompute, again_deps);
+        deps.push_back(w_.compute(OpKind::kRecompute, u, mb, s.name + " recompute", std::move(again), again_deps));
         first_compute = deps.back();
+        if (full) {
+          mesh_after(u, mb, Pass::kRecompute, deps.back());
+          deps.insert(deps.end(), mesh_waits_.begin(), mesh_waits_.end());
+          mesh_waits_.clear();
+        }
       }
       // A tied head adds the shared table's gradient to the embedding's, so
       // that buffer lives from the head's backward (a chunked loss: its
@@ -458,6 +508,7 @@ class Builder {
       }
       ComputeWork work = logits_gradient >= 0 ? backward_work_after_loss(s, batch_) : backward_work(s, batch_);
       uint32_t bwd = w_.compute(OpKind::kComputeBwd, u, mb, s.name + " backward", std::move(work), deps);
+      mesh_after(u, mb, Pass::kBackward, bwd);
       if (logits_gradient >= 0) {
         program_.ops[bwd].buffer = logits_gradient;
         w_.free(logits_gradient, Stream::kCompute, {bwd});
@@ -536,6 +587,8 @@ class Builder {
   int head_grads_ = -1;  // the head's gradients, allocated in its forward by a chunked loss
   int root_head_grads_ = -1;  // the head's gradients, reduced with the embedding's (root_group_outside_blocks)
   MicroBatch batch_;
+  Mesh mesh_;
+  std::vector<uint32_t> mesh_waits_;  // the last unit's mesh collectives after its compute, for the next compute
   bool reshard_ = true;
   int window_ = 2;
   int units_ = 0;
@@ -554,6 +607,7 @@ ProgramInputs program_inputs(const ResolvedScenario& resolved, const Plan& plan)
   inputs.plan = &plan;
   inputs.training = &resolved.scenario().training();
   inputs.replicate_ranks = resolved.scenario().training().replicate_group_size();
+  inputs.whole_model = &resolved.whole();
   return inputs;
 }
 

@@ -18,10 +18,12 @@
 namespace ragged::planner {
 
 struct ProgramInputs {
-  const models::ModelSpec* model = nullptr;
+  const models::ModelSpec* model = nullptr;  // what one rank of the mesh holds and runs
   const Plan* plan = nullptr;
   const scenarios::Training* training = nullptr;
   int64_t replicate_ranks = 1;
+  // The whole model, for the model FLOPs of MFU; nullptr: `model` is it.
+  const models::ModelSpec* whole_model = nullptr;
 };
 
 ProgramInputs program_inputs(const ResolvedScenario& resolved, const Plan& plan);

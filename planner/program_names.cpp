@@ -33,6 +33,22 @@ std::string_view stream_name(Stream stream) {
     case Stream::kAllGather: return "all_gather";
     case Stream::kReduceScatter: return "reduce_scatter";
     case Stream::kAllReduce: return "all_reduce";
+    case Stream::kTensorParallel: return "tensor_parallel";
+    case Stream::kContextParallel: return "context_parallel";
+    case Stream::kExpertParallel: return "expert_parallel";
+  }
+  return "unknown";
+}
+
+std::string_view group_name(Group group) {
+  switch (group) {
+    case Group::kNone: return "none";
+    case Group::kShard: return "shard";
+    case Group::kReplicate: return "replicate";
+    case Group::kTensor: return "tensor";
+    case Group::kContext: return "context";
+    case Group::kExpert: return "expert";
+    case Group::kExpertShard: return "expert_shard";
   }
   return "unknown";
 }

@@ -36,11 +36,14 @@ HappensBefore::HappensBefore(const Program& program)
 bool HappensBefore::before(uint32_t a, uint32_t b) const { return clock_[b][stream_[a]] >= position_[a]; }
 
 std::vector<uint32_t> reductions_last_order(const Program& program) {
-  constexpr std::array<Stream, 4> kPriority = {Stream::kAllGather, Stream::kCompute, Stream::kAllReduce,
-                                               Stream::kReduceScatter};
-  std::array<std::vector<uint32_t>, 4> queue;  // each stream's ops, in issue order
+  // The mesh's streams run with the compute they sit in.
+  constexpr std::array<Stream, kStreams> kPriority = {Stream::kAllGather,       Stream::kCompute,
+                                                      Stream::kTensorParallel,  Stream::kContextParallel,
+                                                      Stream::kExpertParallel,  Stream::kAllReduce,
+                                                      Stream::kReduceScatter};
+  std::array<std::vector<uint32_t>, kStreams> queue;  // each stream's ops, in issue order
   for (const Op& op : program.ops) queue[static_cast<size_t>(op.stream)].push_back(op.id);
-  std::array<size_t, 4> head{};
+  std::array<size_t, kStreams> head{};
   std::vector<bool> done(program.ops.size(), false);
   std::vector<uint32_t> order;
   order.reserve(program.ops.size());

@@ -35,7 +35,6 @@ class HappensBefore {
   bool before(uint32_t a, uint32_t b) const;
 
  private:
-  static constexpr size_t kStreams = 4;
   // Per op: its position on its stream, and for each stream the position of
   // the last op of that stream known to have finished when it starts (-1: none).
   std::vector<int64_t> position_;

@@ -8,6 +8,7 @@
 #include "common/errors.hpp"
 #include "models/catalog.hpp"
 #include "models/hf_config.hpp"
+#include "planner/mesh.hpp"
 #include "planner/step_size.hpp"
 
 namespace ragged::planner {
@@ -108,6 +109,31 @@ models::ModelSpec first_layers(const models::ModelSpec& model, int64_t layers) {
   return models::build_model(arch);
 }
 
+// One mesh rank's part of `whole` (training.mesh), every problem located at
+// the mesh field that causes it.
+models::ModelSpec split_model(const models::ModelSpec& whole, const models::ModelSplit& split) {
+  const std::vector<models::SplitProblem> problems = models::check_split(whole.arch, split);
+  if (!problems.empty()) throw FieldError("training.mesh." + problems.front().field, problems.front().message);
+  return models::build_model(whole.arch, whole.kernels, split);
+}
+
+// The granularity against the tensors one rank holds: under tensor
+// parallelism their tp-local shapes, which a block must still divide (as
+// veScale-FSDP requires of a DTensor's local shard).
+void check_granularity(const GranularityPolicy& granularity, const models::ModelSpec& model,
+                       const models::ModelSplit& split) {
+  if (split.tp == 1) {
+    granularity.check(model);
+    return;
+  }
+  try {
+    granularity.check(model);
+  } catch (const FieldError& e) {
+    throw FieldError(e.path(), fmt::format("{} (the tensor's shape on one of the tp {} ranks: set a block that divides "
+                                           "it, or a smaller training.mesh.tp)", e.what(), split.tp));
+  }
+}
+
 }  // namespace
 
 models::ModelSpec resolve_model(const scenarios::ModelSource& source, const std::filesystem::path& base_dir) {
@@ -138,10 +164,16 @@ ResolvedScenario resolve_scenario(scenarios::LoadedScenario loaded) {
     // The training stack's kernels change what units keep and compute.
     const models::KernelChoices kernels = kernel_choices(loaded.scenario.training());
     if (!(kernels == model.kernels)) model = models::build_model(model.arch, kernels);
+    std::optional<models::ModelSpec> whole;
+    const models::ModelSplit split = mesh_of(loaded.scenario.training()).model_split();
+    if (!split.trivial()) {
+      whole = std::move(model);
+      model = split_model(*whole, split);
+    }
     GranularityPolicy granularity = GranularityPolicy::from_proto(loaded.scenario.training().granularity());
-    granularity.check(model);
+    check_granularity(granularity, model, split);
     check_step_size(loaded.scenario, model);
-    return ResolvedScenario{std::move(loaded), std::move(model), std::move(granularity)};
+    return ResolvedScenario{std::move(loaded), std::move(model), std::move(granularity), std::move(whole)};
   } catch (const FieldError& e) {
     scenarios::throw_field_error(loaded, e.path(), e.what());
   }

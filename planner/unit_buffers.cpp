@@ -49,7 +49,7 @@ std::vector<double> backward_workspace_pieces(const models::UnitSpec& unit, mode
                                               int64_t seq_len) {
   const models::ActivationBytes& a = unit.activations;
   if (splits_loss_backward(unit)) return {a.head_input_gradient};
-  const double recomputed = unit.kind == models::UnitKind::kBlock ? std::max(0.0, a.saved_none - a.saved(mode)) : 0.0;
+  const double recomputed = models::is_block_part(unit.kind) ? std::max(0.0, a.saved_none - a.saved(mode)) : 0.0;
   std::vector<double> pieces = {recomputed + (a.working_pieces.empty() ? a.working : 0.0)};
   pieces.insert(pieces.end(), a.working_pieces.begin(), a.working_pieces.end());
   if (a.scores_per_key > 0) {

@@ -123,10 +123,45 @@ double communicator_mib(int64_t ranks) {
   return ranks == 2 ? kNcclPairCommunicatorMiB : kNcclCommunicatorMiB;
 }
 
+// A rank joins one communicator per mesh group it runs collectives in: the
+// shard group, the replicas, and with a mesh its tp, cp and ep groups and,
+// under ep, the experts' shard group (dp_shard x cp / ep).
 double default_outside_allocator_gib(const Training& training) {
-  const double mib = kCudaContextMiB + communicator_mib(training.shard_group_size()) +
-                     communicator_mib(training.replicate_group_size());
+  const Mesh& mesh = training.mesh();
+  double mib = kCudaContextMiB + communicator_mib(training.shard_group_size()) +
+               communicator_mib(training.replicate_group_size()) + communicator_mib(mesh.tp()) +
+               communicator_mib(mesh.cp()) + communicator_mib(mesh.ep());
+  if (mesh.ep() > 1) mib += communicator_mib(training.shard_group_size() / mesh.ep());
   return mib / 1024;
+}
+
+// The mesh and the FSDP groups it implies (scenario.proto, Mesh): the
+// written ones first, the shard group over what tp and the replicas leave.
+// Values out of range are refused later (field_ranges.cpp); here they only
+// must not divide by zero.
+void default_mesh(Training* training, int64_t gpus) {
+  Mesh* mesh = training->mutable_mesh();
+  if (!mesh->has_tp()) mesh->set_tp(1);
+  if (!mesh->has_cp()) mesh->set_cp(1);
+  if (!mesh->has_ep()) mesh->set_ep(1);
+  if (!mesh->has_sequence_parallel()) mesh->set_sequence_parallel(true);
+  const int64_t tp = std::max(1, mesh->tp());
+  const int64_t cp = std::max(1, mesh->cp());
+  if (!training->has_replicate_group_size() && mesh->has_dp_replicate()) {
+    training->set_replicate_group_size(mesh->dp_replicate());
+  }
+  if (!training->has_shard_group_size() && mesh->has_dp_shard()) {
+    training->set_shard_group_size(static_cast<int32_t>(std::min<int64_t>(limits::kMaxGpus, mesh->dp_shard() * cp)));
+  }
+  if (!training->has_shard_group_size()) {
+    const int64_t replicas = training->has_replicate_group_size() ? std::max(1, training->replicate_group_size()) : 1;
+    training->set_shard_group_size(static_cast<int32_t>(std::max<int64_t>(1, gpus / (replicas * tp))));
+  }
+  if (!training->has_replicate_group_size() && training->shard_group_size() > 0) {
+    training->set_replicate_group_size(static_cast<int32_t>(std::max<int64_t>(1, gpus / (training->shard_group_size() * tp))));
+  }
+  if (!mesh->has_dp_shard()) mesh->set_dp_shard(static_cast<int32_t>(std::max<int64_t>(1, training->shard_group_size() / cp)));
+  if (!mesh->has_dp_replicate()) mesh->set_dp_replicate(training->replicate_group_size());
 }
 
 void default_training(Training* training, int64_t cluster_gpus, const Gpu& gpu) {
@@ -134,13 +169,7 @@ void default_training(Training* training, int64_t cluster_gpus, const Gpu& gpu) 
   // derived from it are then left valid, so that one mistake is one problem.
   const int64_t gpus = cluster_gpus >= 1 && cluster_gpus <= limits::kMaxGpus ? cluster_gpus : 1;
   if (training->strategy() == STRATEGY_UNSPECIFIED) training->set_strategy(RAGGED);
-  if (!training->has_shard_group_size()) {
-    int64_t replicas = training->has_replicate_group_size() ? std::max(1, training->replicate_group_size()) : 1;
-    training->set_shard_group_size(static_cast<int32_t>(gpus / replicas));
-  }
-  if (!training->has_replicate_group_size() && training->shard_group_size() > 0) {
-    training->set_replicate_group_size(static_cast<int32_t>(gpus / training->shard_group_size()));
-  }
+  default_mesh(training, gpus);
   if (!training->has_micro_batch_size()) training->set_micro_batch_size(1);
   if (!training->has_sequence_length()) training->set_sequence_length(4096);
   if (!training->has_gradient_accumulation_steps()) training->set_gradient_accumulation_steps(1);
@@ -240,7 +269,9 @@ int64_t allocator_capacity_bytes(const Scenario& scenario) {
 int64_t global_batch_sequences(const Scenario& scenario) {
   const Training& t = scenario.training();
   const int64_t per_gpu = checked_mul(t.micro_batch_size(), t.gradient_accumulation_steps(), "training.gradient_accumulation_steps");
-  return checked_mul(total_gpus(scenario), per_gpu, "cluster.nodes");
+  // The tp ranks of a model copy share its sequences, the cp ranks each one.
+  const int64_t model_parallel = int64_t{std::max(1, t.mesh().tp())} * std::max(1, t.mesh().cp());
+  return checked_mul(total_gpus(scenario) / model_parallel, per_gpu, "cluster.nodes");
 }
 
 }  // namespace ragged::scenarios

@@ -145,6 +145,12 @@ LoadedScenario with_total_gpus(const LoadedScenario& loaded, int64_t gpus) {
   Training* training = changed.written.mutable_training();
   if (training->has_shard_group_size() && gpus % training->shard_group_size() != 0) training->clear_shard_group_size();
   if (training->has_shard_group_size() && training->has_replicate_group_size()) training->clear_replicate_group_size();
+  // The mesh keeps its tp, cp and ep; its data-parallel sizes follow the GPUs.
+  Mesh* mesh = training->mutable_mesh();
+  const int64_t model_parallel = int64_t{std::max(1, mesh->tp())} * std::max(1, mesh->cp());
+  if (mesh->has_dp_shard() && gpus % (model_parallel * std::max(1, mesh->dp_shard())) != 0) mesh->clear_dp_shard();
+  if (mesh->has_dp_replicate()) mesh->clear_dp_replicate();
+  if (training->mesh().ByteSizeLong() == 0) training->clear_mesh();
   return finish(std::move(changed));
 }
 

@@ -33,7 +33,9 @@ int64_t hbm_capacity_bytes(const Gpu& gpu);
 // What PyTorch's caching allocator can reserve: the GPU's memory less what the
 // CUDA context and NCCL hold (training.allocator.outside_gib).
 int64_t allocator_capacity_bytes(const Scenario& scenario);
-int64_t global_batch_sequences(const Scenario& scenario);  // per optimizer step, all replicas
+// Sequences per optimizer step over every data-parallel rank (the GPUs over
+// mesh.tp x mesh.cp, which share their sequences).
+int64_t global_batch_sequences(const Scenario& scenario);
 std::string strategy_name(Strategy strategy);               // "ragged", "fsdp2", ...
 // Parses "ragged", "vescale-paper", "fsdp1", "fsdp2", "zero3", "megatron"; throws InputError.
 Strategy parse_strategy(const std::string& name);

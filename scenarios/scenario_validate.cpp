@@ -166,15 +166,76 @@ void check_kernels(const Training& t, const Gpu& gpu, Checker& c) {
   }
 }
 
-void check_training(const Training& t, int64_t gpus, Checker& c) {
-  if (t.shard_group_size() < 1 || gpus % t.shard_group_size() != 0) {
-    c.fail("training.shard_group_size", fmt::format("shard_group_size is {}; it must divide the {} GPUs "
-                                                    "(leave it unset to shard over all of them)", t.shard_group_size(), gpus));
-  } else if (static_cast<int64_t>(t.shard_group_size()) * t.replicate_group_size() != gpus) {
-    c.fail("training.replicate_group_size", fmt::format("shard_group_size {} x replicate_group_size {} is not the {} GPUs "
-                                                        "of the cluster; set one of them and leave the other unset",
-                                                        t.shard_group_size(), t.replicate_group_size(), gpus));
+// The mesh (scenario.proto, Mesh) against the GPUs and the FSDP groups it
+// sets; what needs the model (heads, experts) is checked once it is built
+// (planner/mesh.cpp). Range problems are reported by field_ranges.cpp.
+void check_mesh(const Training& t, int64_t gpus, Checker& c) {
+  const Mesh& m = t.mesh();
+  if (m.tp() < 1 || m.cp() < 1 || m.ep() < 1 || m.dp_shard() < 1 || m.dp_replicate() < 1) return;
+  const int64_t tp = m.tp();
+  const int64_t model_ranks = gpus / tp;  // ranks with the same tp coordinate
+  if (gpus % tp != 0) {
+    c.fail("training.mesh.tp", fmt::format("tp is {}; it must divide the {} GPUs", tp, gpus));
+    return;
   }
+  if (t.shard_group_size() < 1 || model_ranks % t.shard_group_size() != 0) {
+    c.fail("training.shard_group_size",
+           fmt::format("shard_group_size is {}; it must divide the {} GPUs{} (leave it unset to shard over all of them)",
+                       t.shard_group_size(), model_ranks, tp > 1 ? fmt::format(" of one tp rank ({} / tp {})", gpus, tp) : ""));
+    return;
+  }
+  if (int64_t{t.shard_group_size()} * t.replicate_group_size() * tp != gpus) {
+    c.fail("training.replicate_group_size",
+           fmt::format("shard_group_size {} x replicate_group_size {}{} is not the {} GPUs of the cluster; set one of "
+                       "them and leave the other unset", t.shard_group_size(), t.replicate_group_size(),
+                       tp > 1 ? fmt::format(" x mesh.tp {}", tp) : "", gpus));
+    return;
+  }
+  if (t.shard_group_size() % m.cp() != 0) {
+    c.fail("training.mesh.cp", fmt::format("cp is {}; FSDP shards over dp_shard x cp, so cp must divide "
+                                           "shard_group_size {}", m.cp(), t.shard_group_size()));
+    return;
+  }
+  if (int64_t{m.dp_shard()} * m.cp() != t.shard_group_size()) {
+    c.fail("training.mesh.dp_shard", fmt::format("dp_shard {} x cp {} is {}, but shard_group_size is {}: FSDP shards "
+                                                 "over dp_shard x cp; set one of them and leave the other unset",
+                                                 m.dp_shard(), m.cp(), int64_t{m.dp_shard()} * m.cp(), t.shard_group_size()));
+  }
+  if (m.dp_replicate() != t.replicate_group_size()) {
+    c.fail("training.mesh.dp_replicate", fmt::format("dp_replicate is {}, but replicate_group_size is {}; they are "
+                                                     "the same replicas: set one of them", m.dp_replicate(),
+                                                     t.replicate_group_size()));
+  }
+  if (t.shard_group_size() % m.ep() != 0) {
+    c.fail("training.mesh.ep", fmt::format("ep is {}; expert parallelism is carved out of dp_shard x cp ({}), so ep "
+                                           "must divide it", m.ep(), t.shard_group_size()));
+  }
+  if ((tp > 1 || m.ep() > 1) && (t.optimizer().has_muon() || t.optimizer().has_shampoo())) {
+    c.fail(tp > 1 ? "training.mesh.tp" : "training.mesh.ep",
+           fmt::format("{} owns whole matrices, which tensor and expert parallelism split over ranks outside the "
+                       "shard group; that ownership is not modelled: use adamw or adam8bit, or tp and ep 1",
+                       t.optimizer().has_muon() ? "Muon" : "Shampoo"));
+  }
+  if (m.cp() > 1 && t.attention() == MATH) {
+    c.fail("training.mesh.cp", "context parallelism runs a flash attention kernel over chunks of the sequence; the "
+                               "MATH backend's scores are not split: use FLASH_ATTENTION_2 or 3");
+  }
+  const int64_t cp = m.cp();
+  if (cp > 1 && t.sequence_length() % (2 * cp) != 0) {
+    c.fail("training.mesh.cp", fmt::format("cp {} cuts each sequence into 2 x cp = {} chunks for causal load balance; "
+                                           "sequence_length {} is not a multiple of {}", cp, 2 * cp,
+                                           t.sequence_length(), 2 * cp));
+  } else if (tp > 1 && m.sequence_parallel() &&
+             (int64_t{t.micro_batch_size()} * t.sequence_length() / cp) % tp != 0) {
+    c.fail("training.mesh.sequence_parallel",
+           fmt::format("sequence parallelism splits a micro-batch's {} tokens per cp rank over tp {}, which does not "
+                       "divide them: pick a sequence_length or micro_batch_size that does, or set sequence_parallel: false",
+                       int64_t{t.micro_batch_size()} * t.sequence_length() / cp, tp));
+  }
+}
+
+void check_training(const Training& t, int64_t gpus, Checker& c) {
+  check_mesh(t, gpus, c);
   const int64_t tokens = int64_t{t.micro_batch_size()} * t.sequence_length();
   if (tokens > limits::kMaxMicroBatchTokens) {
     c.fail("training.micro_batch_size",

@@ -55,16 +55,15 @@ std::vector<int64_t> nodes_of(const std::vector<int64_t>& gpus, int64_t gpus_per
 
 }  // namespace
 
-CollectiveEngine::CollectiveEngine(const ClusterSpec& cluster, SimulationMode mode, int64_t shard_ranks,
-                                   int64_t replicate_ranks, Participants participants)
+CollectiveEngine::CollectiveEngine(const ClusterSpec& cluster, SimulationMode mode, const planner::Mesh& mesh,
+                                   Participants participants)
     : cluster_(cluster),
       mode_(mode),
-      shard_ranks_(shard_ranks),
-      replicate_ranks_(replicate_ranks),
+      mesh_(mesh),
       participants_(std::move(participants)),
       nvlink_nodes_(mode == SimulationMode::kSymmetric ? NodeList(std::vector<int64_t>{0})
                     : mode == SimulationMode::kFull
-                        ? NodeList(nvlink_representatives({ring_set(Group::kShard), ring_set(Group::kReplicate)}, cluster,
+                        ? NodeList(nvlink_representatives(ring_sets(), cluster,
                                                           nodes_of(participants_.gpus, cluster.gpus_per_node)))
                         : std::nullopt),
       platform_(cluster, ::ragged::sim::simulated_nodes(cluster, flow_mode(mode)), nvlink_nodes_),
@@ -88,8 +87,16 @@ sg4::Host* CollectiveEngine::platform_host(int rank) const {
 }
 
 RingSet CollectiveEngine::ring_set(Group group) const {
-  if (group == Group::kReplicate) return {replicate_ranks_, shard_ranks_, cluster_.gpus() / replicate_ranks_};
-  return {shard_ranks_, 1, cluster_.gpus() / shard_ranks_};
+  const planner::GroupSpan span = planner::group_span(mesh_, group);
+  return {span.members, span.stride, cluster_.gpus() / span.members};
+}
+
+std::vector<RingSet> CollectiveEngine::ring_sets() const {
+  std::vector<RingSet> sets = {ring_set(Group::kShard), ring_set(Group::kReplicate)};
+  for (Group group : {Group::kTensor, Group::kContext, Group::kExpert, Group::kExpertShard}) {
+    if (planner::group_span(mesh_, group).members > 1) sets.push_back(ring_set(group));
+  }
+  return sets;
 }
 
 const CollectiveEngine::Shape& CollectiveEngine::shape(OpKind kind, Group group) {

@@ -36,7 +36,8 @@ struct Participants {
 
 class CollectiveEngine {
  public:
-  CollectiveEngine(const ClusterSpec& cluster, SimulationMode mode, int64_t shard_ranks, int64_t replicate_ranks,
+  // `mesh` places every group of the Program's collectives (planner/mesh.hpp).
+  CollectiveEngine(const ClusterSpec& cluster, SimulationMode mode, const planner::Mesh& mesh,
                    Participants participants = {});
 
   // Runs op (a collective) to completion in simulated time for simulated
@@ -86,6 +87,7 @@ class CollectiveEngine {
     bool done = false;
   };
   RingSet ring_set(planner::Group group) const;
+  std::vector<RingSet> ring_sets() const;  // every group the mesh has
   const Shape& shape(planner::OpKind kind, planner::Group group);
   double run_phases(const planner::Op& op, const Holders& holders, double traffic);
   double launch_and_wait(const std::vector<Flow>& flows, double scale, const Holders& holders, double traffic);
@@ -93,8 +95,7 @@ class CollectiveEngine {
 
   ClusterSpec cluster_;
   SimulationMode mode_;
-  int64_t shard_ranks_;
-  int64_t replicate_ranks_;
+  planner::Mesh mesh_;
   Participants participants_;
   NodeList nvlink_nodes_;  // nodes whose NVLink flows run (collective_flows.hpp)
   Platform platform_;

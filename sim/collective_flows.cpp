@@ -163,8 +163,13 @@ std::vector<Flow> all_to_all_flows(const RingSet& r, double bytes_per_group, con
         }
       }
       if (runs.size() > 1 && (!symmetric || run.node < sim)) {
-        const int64_t next = runs[(t + 1) % runs.size()].node;
-        flows.add({run.node, -1}, {fold(run.node, next, sim, c.nodes_per_leaf), -1}, k * per_member * (m - k) / m);
+        // NCCL's all-to-all is a send and a receive per peer: the node's
+        // members send each other node's members their share.
+        for (size_t o = 0; o < runs.size(); ++o) {
+          if (o == t) continue;
+          const double peers = static_cast<double>(runs[o].locals.size());
+          flows.add({run.node, -1}, {fold(run.node, runs[o].node, sim, c.nodes_per_leaf), -1}, k * per_member * peers / m);
+        }
       }
     }
   };

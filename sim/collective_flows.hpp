@@ -67,9 +67,10 @@ std::vector<Flow> ring_flows(const RingSet& rings, double bytes_per_hop, const C
                              const NodeList& nvlink_nodes = std::nullopt);
 
 // Flows of an all-to-all inside each group moving `bytes_per_group` in total
-// (each member sends bytes/members spread evenly over the others): NVLink to
-// the next local member and the network to the next node, with the loads an
-// even spread puts on those links.
+// (each member sends bytes/members spread evenly over the members): NVLink to
+// the next local member with the load an even spread puts on it, and from
+// each node to every other node of the group its members' share for that
+// node's members (NCCL's send/receive per peer).
 std::vector<Flow> all_to_all_flows(const RingSet& groups, double bytes_per_group, const ClusterSpec& cluster, FlowMode mode,
                                    const NodeList& nvlink_nodes = std::nullopt);
 

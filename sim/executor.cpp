@@ -47,7 +47,8 @@ void Executor::spawn(sg4::Host* host) {
   if (host_costs_.any()) sg4::Actor::create("host", host, [this] { run_host(); });
   state_and_buffers_ = peak_state_and_buffers_ = program_.persistent.total();
   memory_.push_back({0.0, allocator_.allocated(), allocator_.reserved(), state_and_buffers_});
-  for (Stream stream : {Stream::kCompute, Stream::kAllGather, Stream::kReduceScatter, Stream::kAllReduce}) {
+  for (size_t s = 0; s < planner::kStreams; ++s) {
+    const auto stream = static_cast<Stream>(s);
     bool used = std::any_of(program_.ops.begin(), program_.ops.end(), [&](const Op& op) { return op.stream == stream; });
     if (!used) continue;
     sg4::Actor::create(std::string(planner::stream_name(stream)), host, [this, stream] { run_stream(stream); });

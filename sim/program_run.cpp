@@ -40,7 +40,13 @@ ProgramRun run_program(const planner::Program& program, const ComputeModel& comp
   participants.gpus.clear();
   for (const SimulatedRank& r : options.ranks) participants.gpus.push_back(r.rank);
   participants.health = options.health;
-  CollectiveEngine network(options.cluster, options.mode, program.shard_ranks, program.replicate_ranks, participants);
+  // A Program of FSDP alone names its groups by their sizes.
+  planner::Mesh mesh = program.mesh;
+  if (mesh.fsdp_only()) {
+    mesh.dp_shard = program.shard_ranks;
+    mesh.dp_replicate = program.replicate_ranks;
+  }
+  CollectiveEngine network(options.cluster, options.mode, mesh, participants);
   Mechanisms mechanisms;
   mechanisms.host = options.host;
   if (options.share_gpu && compute.spec().sms > 0) {

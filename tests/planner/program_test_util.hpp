@@ -89,7 +89,7 @@ inline std::vector<const Op*> ops_of(const Program& program, OpKind kind) {
 inline bool depends_on(const Program& program, uint32_t op, uint32_t on, bool stream_order = false) {
   std::vector<int64_t> previous_on_stream(program.ops.size(), -1);
   if (stream_order) {
-    std::vector<int64_t> last(static_cast<size_t>(Stream::kAllReduce) + 1, -1);  // per stream
+    std::vector<int64_t> last(kStreams, -1);  // per stream
     for (size_t i = 0; i < program.ops.size(); ++i) {
       const size_t s = static_cast<size_t>(program.ops[i].stream);
       previous_on_stream[i] = last[s];

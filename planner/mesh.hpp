@@ -1,0 +1,52 @@
+#pragma once
+// The device mesh of a scenario (scenario.proto, Mesh; docs/MESH.md):
+// dp_replicate x dp_shard x cp x tp ranks, ep carved out of dp_shard x cp for
+// the routed experts. Ranks are numbered tp innermost, then cp, dp_shard and
+// dp_replicate: rank = ((r * dp_shard + s) * cp + c) * tp + t. Every group of
+// a collective is then a strided run of ranks (GroupSpan), which is what the
+// simulator maps onto nodes and what an executor splits communicators by.
+
+#include <cstdint>
+#include <string>
+
+#include "models/model_spec.hpp"
+#include "planner/group.hpp"
+#include "scenarios/scenario.pb.h"
+
+namespace ragged::planner {
+
+struct Mesh {
+  int64_t dp_replicate = 1;
+  int64_t dp_shard = 1;
+  int64_t cp = 1;
+  int64_t tp = 1;
+  int64_t ep = 1;
+  bool sequence_parallel = true;
+
+  int64_t gpus() const { return dp_replicate * dp_shard * cp * tp; }
+  // FSDP's group for the dense parameters (training.shard_group_size).
+  int64_t shard_ranks() const { return dp_shard * cp; }
+  // FSDP's group for one expert-parallel rank's routed experts.
+  int64_t expert_shard_ranks() const { return dp_shard * cp / ep; }
+  // Only FSDP (and HSDP): no tensor, context or expert parallelism.
+  bool fsdp_only() const { return tp == 1 && cp == 1 && ep == 1; }
+  models::ModelSplit model_split() const { return {tp, ep, sequence_parallel}; }
+};
+
+// The mesh of a defaulted scenario's training block.
+Mesh mesh_of(const scenarios::Training& training);
+
+// The ranks of one group of a kind: a group's members are first + i * stride
+// (i < members); the groups of one kind tile every rank of the cluster.
+struct GroupSpan {
+  int64_t members = 1;
+  int64_t stride = 1;
+};
+
+GroupSpan group_span(const Mesh& mesh, Group group);
+
+// The mesh's groups with more than one member, for a reader: "tp 8 x cp 2 x
+// dp_shard 64 (ep 16)"; "" when FSDP runs alone.
+std::string mesh_text(const Mesh& mesh);
+
+}  // namespace ragged::planner

@@ -1,0 +1,108 @@
+#include "planner/mesh_collectives.hpp"
+
+#include <algorithm>
+
+#include "common/errors.hpp"
+
+namespace ragged::planner {
+namespace {
+
+// A unit's tensor-parallel regions in its forward: how often it gathers the
+// tokens' hidden states (entering column-parallel GEMMs) and how often it
+// reduces them (leaving row-parallel ones).
+struct Regions {
+  int gathers = 0;
+  int reductions = 0;
+};
+
+bool has_router(const models::UnitSpec& unit) {
+  return std::any_of(unit.tensors.begin(), unit.tensors.end(),
+                     [](const models::TensorSpec& t) { return t.role == models::TensorRole::kRouter; });
+}
+
+Regions tensor_parallel_regions(const models::UnitSpec& unit, const models::ModelSpec& model) {
+  switch (unit.kind) {
+    case models::UnitKind::kEmbedding: return {0, 1};  // the vocabulary-parallel lookup's partial sums
+    case models::UnitKind::kHead: return {1, 0};       // the head's input, for the vocabulary-parallel logits
+    case models::UnitKind::kExperts: return {0, 1};    // the combined output; their block gathered the input
+    case models::UnitKind::kBlock: break;
+  }
+  // A parallel block's attention and MLP read one gathered input and sum
+  // into one reduction; under expert parallelism the MoE output is reduced
+  // by the experts' unit.
+  if (model.arch.parallel_block) return {1, 1};
+  const bool experts_apart = has_router(unit) && model.split.ep > 1;
+  return {2, experts_apart ? 1 : 2};
+}
+
+void add(std::vector<MeshCollective>& out, OpKind kind, Group group, int64_t bytes, bool after, std::string what,
+         int times = 1) {
+  for (int i = 0; i < times; ++i) out.push_back({kind, group, bytes, after, what});
+}
+
+void add_tensor_parallel(const models::UnitSpec& unit, const models::ModelSpec& model, const Mesh& mesh,
+                         int64_t tokens, int64_t element_bytes, bool backward, std::vector<MeshCollective>& out) {
+  const Regions r = tensor_parallel_regions(unit, model);
+  const int64_t bytes = tokens * model.arch.hidden * element_bytes;
+  if (mesh.sequence_parallel) {
+    // Forward: gather before, reduce-scatter after; backward: the conjugates.
+    add(out, OpKind::kAllGather, Group::kTensor, bytes, false, "tp all-gather", backward ? r.reductions : r.gathers);
+    add(out, OpKind::kReduceScatter, Group::kTensor, bytes, true, "tp reduce-scatter", backward ? r.gathers : r.reductions);
+  } else {
+    add(out, OpKind::kAllReduce, Group::kTensor, bytes, true, "tp all-reduce", backward ? r.gathers : r.reductions);
+  }
+  if (unit.kind == models::UnitKind::kHead && !backward) {
+    add(out, OpKind::kAllReduce, Group::kTensor, tokens * 3 * 4, true, "tp loss all-reduce");
+  }
+}
+
+// Bytes of the keys and values of `tokens` tokens one rank holds.
+int64_t key_value_bytes(const models::UnitSpec& unit, const models::ModelSpec& model, int64_t tokens,
+                        int64_t element_bytes) {
+  const models::AttentionShape& a = *unit.compute.attention;
+  const int64_t width = model.arch.attention == models::AttentionKind::kMla
+                            ? a.heads * (a.qk_head_dim + a.v_head_dim)
+                            : 2 * model.arch.kv_heads * a.qk_head_dim;
+  return tokens * width * element_bytes;
+}
+
+}  // namespace
+
+Stream mesh_stream(Group group) {
+  switch (group) {
+    case Group::kTensor: return Stream::kTensorParallel;
+    case Group::kContext: return Stream::kContextParallel;
+    case Group::kExpert: return Stream::kExpertParallel;
+    default: break;
+  }
+  throw InternalError("mesh_stream: not a mesh group");
+}
+
+std::vector<MeshCollective> mesh_collectives(const models::UnitSpec& unit, const models::ModelSpec& model,
+                                             const Mesh& mesh, const MicroBatch& batch, int64_t element_bytes,
+                                             Pass pass) {
+  std::vector<MeshCollective> out;
+  const bool backward = pass == Pass::kBackward;
+  const int64_t tokens = batch.tokens();
+  if (mesh.tp > 1) add_tensor_parallel(unit, model, mesh, tokens, element_bytes, backward, out);
+  if (mesh.cp > 1 && unit.compute.attention) {
+    const int64_t kv = mesh.cp * key_value_bytes(unit, model, tokens, element_bytes);
+    add(out, OpKind::kAllGather, Group::kContext, kv, false, "cp key/value all-gather");
+    if (backward) add(out, OpKind::kReduceScatter, Group::kContext, kv, true, "cp key/value gradient reduce-scatter");
+  }
+  if (mesh.ep > 1 && unit.kind == models::UnitKind::kExperts) {
+    // An all-to-all's bytes are the whole group's (each rank sends its top-k
+    // copies of its tokens, spread over the ep ranks).
+    const int64_t routed = mesh.ep * tokens * model.arch.experts_per_token * model.arch.hidden * element_bytes;
+    add(out, OpKind::kAllToAll, Group::kExpert, routed, false, backward ? "ep combine (bwd)" : "ep dispatch");
+    add(out, OpKind::kAllToAll, Group::kExpert, routed, true, backward ? "ep dispatch (bwd)" : "ep combine");
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const MeshCollective& a, const MeshCollective& b) { return a.after_compute < b.after_compute; });
+  if (pass == Pass::kRecompute) {
+    for (MeshCollective& c : out) c.what += " (recompute)";
+  }
+  return out;
+}
+
+}  // namespace ragged::planner

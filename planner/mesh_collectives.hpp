@@ -1,0 +1,55 @@
+#pragma once
+// The collectives a device mesh adds around one unit's compute (docs/MESH.md;
+// sizes in nccl-tests' convention: the whole buffer S):
+//  - tensor parallelism with sequence parallelism (Korthikanti et al. 2022):
+//    an all-gather of the tokens' hidden states before each column-parallel
+//    region and a reduce-scatter after its row-parallel GEMM, on the tp
+//    group; in the backward their conjugates (a reduce-scatter where the
+//    forward gathered, an all-gather where it scattered). Without sequence
+//    parallelism an all-reduce after each row-parallel GEMM in the forward
+//    and after each column-parallel region's input gradient in the backward.
+//    The embedding is vocabulary-parallel (its output reduced), the head
+//    column-parallel with a vocabulary-parallel loss (three all-reduces of
+//    one fp32 value per token: the maximum, the sum of exponentials, the
+//    target's logit);
+//  - context parallelism: the keys and values of the cp ranks' chunks
+//    all-gathered before the attention (torchtitan's default allgather
+//    rotation), gathered again in the backward and their gradients
+//    reduce-scattered after it;
+//  - expert parallelism: the routed experts' token dispatch all-to-all
+//    before them and the combine after them, top-k copies of each token at
+//    the hidden width; in the backward the same two the other way.
+// Recomputation under full activation checkpointing repeats the forward's.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/model_spec.hpp"
+#include "planner/compute_work.hpp"
+#include "planner/mesh.hpp"
+#include "planner/program.hpp"
+
+namespace ragged::planner {
+
+enum class Pass { kForward, kBackward, kRecompute };
+
+struct MeshCollective {
+  OpKind kind = OpKind::kAllGather;
+  Group group = Group::kTensor;
+  int64_t bytes = 0;
+  bool after_compute = false;  // false: the compute waits for it; true: it waits for the compute
+  std::string what;            // "tp all-gather", "ep dispatch", ...
+};
+
+// The stream a mesh group's collectives run on.
+Stream mesh_stream(Group group);
+
+// Unit `unit`'s collectives for `pass` on one micro-batch of `batch`, with
+// activations of `element_bytes`; in the order they run (before the
+// compute, then after it).
+std::vector<MeshCollective> mesh_collectives(const models::UnitSpec& unit, const models::ModelSpec& model,
+                                             const Mesh& mesh, const MicroBatch& batch, int64_t element_bytes,
+                                             Pass pass);
+
+}  // namespace ragged::planner

@@ -1,0 +1,202 @@
+// The Program of one rank of a device mesh: the tensor-, context- and
+// expert-parallel collectives around each unit's compute, on their groups and
+// streams, with the bytes worked out by hand beside what the builder emits;
+// per-rank memory and tokens; where each group's ranks lie.
+
+#include <cstdio>
+#include <map>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "planner/mesh.hpp"
+#include "planner/mesh_collectives.hpp"
+#include "program_test_util.hpp"
+
+namespace ragged::planner {
+namespace {
+
+using program_test::ProgramSetup;
+
+// Bytes of the mesh collectives of one unit's ops, by (group, kind, pass).
+struct Key {
+  Group group;
+  OpKind kind;
+  std::string pass;
+  bool operator<(const Key& o) const {
+    return std::tie(group, kind, pass) < std::tie(o.group, o.kind, o.pass);
+  }
+};
+
+std::map<Key, std::pair<int, int64_t>> mesh_ops_of(const Program& p, int unit) {
+  std::map<Key, std::pair<int, int64_t>> out;
+  for (const Op& op : p.ops) {
+    if (op.unit != unit || op.micro_batch != 0) continue;
+    if (op.group != Group::kTensor && op.group != Group::kContext && op.group != Group::kExpert) continue;
+    const std::string pass = op.name.find("(recompute)") != std::string::npos ? "recompute"
+                             : op.name.find("(bwd)") != std::string::npos    ? "bwd"
+                                                                             : "fwd";
+    auto& [count, bytes] = out[{op.group, op.kind, pass}];
+    ++count;
+    bytes = op.bytes;
+    EXPECT_EQ(op.stream, mesh_stream(op.group)) << op.name;
+  }
+  return out;
+}
+
+// The tiny Llama (width 256, 8 heads of 32, 4 key/value heads, 4 blocks) on 8 GPUs.
+constexpr const char* kSequence = "micro_batch_size: 2 sequence_length: 512 ";
+
+TEST(MeshProgram, TensorParallelSequenceParallelBytesPerBlock) {
+  ProgramSetup s(std::string(kSequence) + "mesh { tp: 2 }");
+  const Program p = s.build();
+  // Each block: an all-gather before attention and before the MLP, a
+  // reduce-scatter after each, of the micro-batch's tokens at the hidden
+  // width in bf16; the backward the same four the other way.
+  const int64_t tokens = 2 * 512;
+  const int64_t expected = tokens * 256 * 2;
+  const auto ops = mesh_ops_of(p, 1);
+  std::printf("tp 2, per block and pass: 2 all-gathers + 2 reduce-scatters of %lld bytes (tokens x hidden x 2); "
+              "built %lld\n", static_cast<long long>(expected),
+              static_cast<long long>(ops.at({Group::kTensor, OpKind::kAllGather, "fwd"}).second));
+  for (const std::string pass : {"fwd", "bwd"}) {
+    EXPECT_EQ(ops.at({Group::kTensor, OpKind::kAllGather, pass}), std::make_pair(2, expected)) << pass;
+    EXPECT_EQ(ops.at({Group::kTensor, OpKind::kReduceScatter, pass}), std::make_pair(2, expected)) << pass;
+  }
+  EXPECT_EQ(ops.size(), 4u);
+  // The embedding's partial sums are reduced after its forward, the head's
+  // input gathered before it, with the vocabulary-parallel loss's three
+  // fp32 values per token all-reduced.
+  const auto head = mesh_ops_of(p, s.units() - 1);
+  EXPECT_EQ(head.at({Group::kTensor, OpKind::kAllReduce, "fwd"}), std::make_pair(1, tokens * 3 * 4));
+  EXPECT_EQ(mesh_ops_of(p, 0).at({Group::kTensor, OpKind::kReduceScatter, "fwd"}), std::make_pair(1, expected));
+}
+
+TEST(MeshProgram, TensorParallelWithoutSequenceParallelAllReduces) {
+  ProgramSetup s(std::string(kSequence) + "mesh { tp: 2 sequence_parallel: false }");
+  const auto ops = mesh_ops_of(s.build(), 1);
+  const int64_t expected = 2 * 512 * 256 * 2;
+  EXPECT_EQ(ops.at({Group::kTensor, OpKind::kAllReduce, "fwd"}), std::make_pair(2, expected));
+  EXPECT_EQ(ops.at({Group::kTensor, OpKind::kAllReduce, "bwd"}), std::make_pair(2, expected));
+  EXPECT_EQ(ops.size(), 2u);
+}
+
+TEST(MeshProgram, ContextParallelGathersKeysAndValues) {
+  ProgramSetup s(std::string(kSequence) + "mesh { cp: 2 }");
+  const Program p = s.build();
+  // Each cp rank holds 512 / 2 tokens of each of the 2 sequences; the
+  // all-gather brings every rank's keys and values (4 heads of 32, twice).
+  const int64_t local_tokens = 2 * 512 / 2;
+  const int64_t expected = 2 * local_tokens * 2 * 4 * 32 * 2;
+  const auto ops = mesh_ops_of(p, 1);
+  std::printf("cp 2, per block: key/value all-gather of %lld bytes (cp x tokens x 2 x kv heads x head dim x 2); "
+              "built %lld\n", static_cast<long long>(expected),
+              static_cast<long long>(ops.at({Group::kContext, OpKind::kAllGather, "fwd"}).second));
+  EXPECT_EQ(ops.at({Group::kContext, OpKind::kAllGather, "fwd"}), std::make_pair(1, expected));
+  EXPECT_EQ(ops.at({Group::kContext, OpKind::kAllGather, "bwd"}), std::make_pair(1, expected));
+  EXPECT_EQ(ops.at({Group::kContext, OpKind::kReduceScatter, "bwd"}), std::make_pair(1, expected));
+  // A GPU's share of the tokens, for tokens/s: the cp rank's.
+  EXPECT_EQ(p.tokens_per_step, local_tokens);
+}
+
+TEST(MeshProgram, FullRecomputationRepeatsTheForwardsCollectives) {
+  ProgramSetup s(std::string(kSequence) + "activation_checkpointing: FULL mesh { tp: 2 cp: 2 }");
+  const auto ops = mesh_ops_of(s.build(), 1);
+  EXPECT_EQ(ops.at({Group::kTensor, OpKind::kAllGather, "recompute"}).first, 2);
+  EXPECT_EQ(ops.at({Group::kTensor, OpKind::kReduceScatter, "recompute"}).first, 2);
+  EXPECT_EQ(ops.at({Group::kContext, OpKind::kAllGather, "recompute"}).first, 1);
+}
+
+TEST(MeshProgram, ComputeWaitsForTheCollectivesAroundIt) {
+  ProgramSetup s(std::string(kSequence) + "mesh { tp: 2 }");
+  const Program p = s.build();
+  for (const Op& op : p.ops) {
+    if (op.kind != OpKind::kComputeFwd || op.unit != 2 || op.micro_batch != 0) continue;
+    int gathers = 0;
+    for (uint32_t d : op.deps) gathers += p.ops[d].group == Group::kTensor && p.ops[d].kind == OpKind::kAllGather;
+    EXPECT_EQ(gathers, 2) << "the block's compute waits for its two all-gathers";
+    // And for the previous block's reduce-scatters.
+    bool previous = false;
+    for (uint32_t d : op.deps) previous = previous || (p.ops[d].unit == 1 && p.ops[d].kind == OpKind::kReduceScatter);
+    EXPECT_TRUE(previous);
+  }
+}
+
+TEST(MeshProgram, TensorParallelDividesThePersistentState) {
+  // The same shard group of 4 with and without tp 2 (8 GPUs either way).
+  ProgramSetup fsdp("shard_group_size: 4");
+  ProgramSetup tp("mesh { tp: 2 }");
+  ASSERT_EQ(tp.training().shard_group_size(), 4);
+  const int64_t one = fsdp.build().persistent.master_params;
+  const int64_t two = tp.build().persistent.master_params;
+  std::printf("master weights per rank: tp 1 %lld bytes, tp 2 %lld (about half: the norms stay whole)\n",
+              static_cast<long long>(one), static_cast<long long>(two));
+  EXPECT_LT(two, one * 0.52);
+  EXPECT_GT(two, one * 0.48);
+}
+
+constexpr const char* kTinyMoe =
+    "model { inline_spec { family: \"qwen3_moe\" hidden_size: 128 num_layers: 2 vocab_size: 512\n"
+    "                      intermediate_size: 256 num_attention_heads: 4 num_key_value_heads: 2 head_dim: 32\n"
+    "                      num_experts: 8 experts_per_token: 2 moe_intermediate_size: 64 } }\n"
+    "cluster { gpu { preset: \"h100\" } gpus_per_node: 8 nodes: 1 }\n";
+
+TEST(MeshProgram, ExpertParallelDispatchAndCombineBytes) {
+  ProgramSetup s(std::string(kSequence) + "mesh { ep: 4 }", kTinyMoe);
+  const Program p = s.build();
+  // embed, layers.0, layers.0.experts, layers.1, layers.1.experts, head.
+  ASSERT_EQ(s.units(), 6);
+  EXPECT_EQ(s.spec(2).name, "layers.0.experts");
+  EXPECT_EQ(s.plan().units[2].group, Group::kExpertShard);
+  EXPECT_EQ(s.plan().units[2].layout.ranks, 8 / 4);
+  // Each rank sends its tokens' top-2 copies at the hidden width; the group's
+  // all-to-all carries 4 ranks' worth, (ep - 1) / ep of it off each rank.
+  const int64_t per_rank = 2 * 512 * 2 * 128 * 2;
+  const auto ops = mesh_ops_of(p, 2);
+  std::printf("ep 4: each rank dispatches %lld bytes (tokens x top-k x hidden x 2), %lld leave it; group all-to-all "
+              "%lld\n", static_cast<long long>(per_rank), static_cast<long long>(per_rank * 3 / 4),
+              static_cast<long long>(ops.at({Group::kExpert, OpKind::kAllToAll, "fwd"}).second));
+  EXPECT_EQ(ops.at({Group::kExpert, OpKind::kAllToAll, "fwd"}), std::make_pair(2, 4 * per_rank));
+  EXPECT_EQ(ops.at({Group::kExpert, OpKind::kAllToAll, "bwd"}), std::make_pair(2, 4 * per_rank));
+  // The experts' FSDP collectives run over their own group.
+  for (const Op& op : p.ops) {
+    if (op.unit == 2 && (op.kind == OpKind::kAllGather || op.kind == OpKind::kReduceScatter)) {
+      EXPECT_EQ(op.group, Group::kExpertShard) << op.name;
+    }
+  }
+}
+
+TEST(MeshProgram, RaisingEpLowersTheFsdpAllGatherBytes) {
+  int64_t previous = -1;
+  for (int ep : {1, 2, 4, 8}) {
+    ProgramSetup s("mesh { ep: " + std::to_string(ep) + " }", kTinyMoe);
+    int64_t gathered = 0;
+    for (const Op& op : s.build().ops) {
+      if (op.kind == OpKind::kAllGather && (op.group == Group::kShard || op.group == Group::kExpertShard)) {
+        gathered += op.bytes;
+      }
+    }
+    std::printf("ep %d: FSDP all-gather bytes per step %lld\n", ep, static_cast<long long>(gathered));
+    if (previous >= 0) EXPECT_LT(gathered, previous);
+    previous = gathered;
+  }
+}
+
+TEST(Mesh, GroupsAreStridedRunsThatTileTheCluster) {
+  // dp_replicate 2 x dp_shard 4 x cp 2 x tp 2 = 32 ranks, ep 4 of dp_shard x cp.
+  const Mesh m{2, 4, 2, 2, 4, true};
+  EXPECT_EQ(m.gpus(), 32);
+  const std::map<Group, std::pair<int64_t, int64_t>> expected = {
+      {Group::kTensor, {2, 1}},      {Group::kContext, {2, 2}},       {Group::kShard, {8, 2}},
+      {Group::kExpert, {4, 2}},      {Group::kExpertShard, {2, 8}},   {Group::kReplicate, {2, 16}}};
+  for (const auto& [group, span] : expected) {
+    const GroupSpan g = group_span(m, group);
+    EXPECT_EQ(std::make_pair(g.members, g.stride), span) << group_name(group);
+    EXPECT_EQ(m.gpus() % g.members, 0) << group_name(group);
+  }
+  EXPECT_EQ(mesh_text(m), "tp 2 x cp 2 x dp_shard 4 x dp_replicate 2 (ep 4 of dp_shard x cp)");
+  EXPECT_EQ(mesh_text(Mesh{}), "");
+}
+
+}  // namespace
+}  // namespace ragged::planner

@@ -1,0 +1,113 @@
+// training.mesh: its defaults (FSDP over what tp and the replicas leave), the
+// groups it sets, and one located error line naming the fix for every
+// combination that cannot be laid out.
+
+#include <gtest/gtest.h>
+
+#include "scenario_test_util.hpp"
+#include "scenarios/scenario_rules.hpp"
+
+namespace ragged::scenarios {
+namespace {
+
+using testing::minimal_scenario;
+using testing::parse_error;
+
+#define EXPECT_CONTAINS(haystack, needle) EXPECT_NE((haystack).find(needle), std::string::npos) << (haystack)
+
+// The minimal scenario (16 H100s, llama3-8b) with `fields` added to its training block.
+std::string with_training(const std::string& fields) {
+  std::string text = minimal_scenario();
+  const std::string anchor = "  strategy: FSDP2\n";
+  return text.replace(text.find(anchor), anchor.size(), anchor + fields + "\n");
+}
+
+Training training_of(const std::string& fields) {
+  return parse_scenario(with_training(fields), ScenarioFormat::kText, "test.textproto", ".").scenario.training();
+}
+
+TEST(MeshScenario, DefaultIsFsdpOverEveryGpu) {
+  const Training t = training_of("");
+  EXPECT_EQ(t.mesh().tp(), 1);
+  EXPECT_EQ(t.mesh().cp(), 1);
+  EXPECT_EQ(t.mesh().ep(), 1);
+  EXPECT_EQ(t.mesh().dp_shard(), 16);
+  EXPECT_EQ(t.mesh().dp_replicate(), 1);
+  EXPECT_TRUE(t.mesh().sequence_parallel());
+  EXPECT_EQ(t.shard_group_size(), 16);
+}
+
+TEST(MeshScenario, TpAndCpLeaveTheRestToFsdp) {
+  const Training t = training_of("  mesh { tp: 4 cp: 2 }");
+  EXPECT_EQ(t.shard_group_size(), 4);  // dp_shard 2 x cp 2
+  EXPECT_EQ(t.mesh().dp_shard(), 2);
+  EXPECT_EQ(t.replicate_group_size(), 1);
+}
+
+TEST(MeshScenario, DpSizesSetTheFsdpGroups) {
+  const Training t = training_of("  mesh { tp: 2 dp_shard: 4 }");
+  EXPECT_EQ(t.shard_group_size(), 4);
+  EXPECT_EQ(t.replicate_group_size(), 2);
+  EXPECT_EQ(t.mesh().dp_replicate(), 2);
+}
+
+TEST(MeshScenario, GlobalBatchCountsDataParallelRanksOnly) {
+  const Scenario s = parse_scenario(with_training("  micro_batch_size: 2\n  mesh { tp: 4 cp: 2 }"), ScenarioFormat::kText,
+                                    "test.textproto", ".")
+                         .scenario;
+  EXPECT_EQ(global_batch_sequences(s), 16 / 8 * 2);
+}
+
+TEST(MeshScenario, TpMustDivideTheGpus) {
+  const std::string error = parse_error(with_training("  mesh { tp: 3 }"));
+  EXPECT_CONTAINS(error, "training.mesh.tp: tp is 3; it must divide the 16 GPUs");
+  EXPECT_CONTAINS(error, "test.textproto:9:");
+}
+
+TEST(MeshScenario, ConflictingShardGroupNamesBoth) {
+  const std::string error = parse_error(with_training("  shard_group_size: 8\n  mesh { tp: 2 dp_shard: 2 }"));
+  EXPECT_CONTAINS(error, "training.mesh.dp_shard: dp_shard 2 x cp 1 is 2, but shard_group_size is 8");
+}
+
+TEST(MeshScenario, ProductMustBeTheGpuCount) {
+  const std::string error = parse_error(with_training("  replicate_group_size: 4\n  mesh { tp: 2 dp_shard: 4 }"));
+  EXPECT_CONTAINS(error, "training.replicate_group_size: shard_group_size 4 x replicate_group_size 4 x mesh.tp 2 is "
+                         "not the 16 GPUs");
+}
+
+TEST(MeshScenario, EpIsCarvedOutOfTheShardGroup) {
+  const std::string error = parse_error(with_training("  mesh { tp: 2 ep: 16 }"));
+  EXPECT_CONTAINS(error, "training.mesh.ep: ep is 16; expert parallelism is carved out of dp_shard x cp (8)");
+}
+
+TEST(MeshScenario, CpNeedsTwoChunksPerRank) {
+  const std::string error = parse_error(with_training("  sequence_length: 1000\n  mesh { cp: 16 }"));
+  EXPECT_CONTAINS(error, "training.mesh.cp: cp 16 cuts each sequence into 2 x cp = 32 chunks");
+}
+
+TEST(MeshScenario, CpNeedsAFlashKernel) {
+  const std::string error = parse_error(with_training("  attention: MATH\n  mesh { cp: 2 }"));
+  EXPECT_CONTAINS(error, "training.mesh.cp: context parallelism runs a flash attention kernel");
+}
+
+TEST(MeshScenario, WholeMatrixOptimizersRefuseTensorParallelism) {
+  const std::string error = parse_error(with_training("  optimizer { muon {} }\n  mesh { tp: 2 }"));
+  EXPECT_CONTAINS(error, "training.mesh.tp: Muon owns whole matrices");
+}
+
+TEST(MeshScenario, ZeroTpIsARangeError) {
+  const std::string error = parse_error(with_training("  mesh { tp: 0 }"));
+  EXPECT_CONTAINS(error, "training.mesh.tp: tp is 0");
+}
+
+TEST(MeshScenario, MoreGpusKeepTheMeshAndRecutTheDataParallelSizes) {
+  const LoadedScenario loaded =
+      parse_scenario(with_training("  mesh { tp: 2 dp_shard: 4 }"), ScenarioFormat::kText, "test.textproto", ".");
+  const Training t = with_total_gpus(loaded, 64).scenario.training();
+  EXPECT_EQ(t.mesh().tp(), 2);
+  EXPECT_EQ(t.mesh().dp_shard(), 4);
+  EXPECT_EQ(t.mesh().dp_replicate(), 8);
+}
+
+}  // namespace
+}  // namespace ragged::scenarios

@@ -1,0 +1,79 @@
+// Model tests of the mesh's collectives on the topology (docs/SIMULATOR.md
+// section 11): each group's ranks where planner/mesh.hpp places them, the
+// simulated time beside the analytic expectation from the documented link
+// rates and NCCL's latencies (sim_model_harness.hpp).
+
+#include "sim_model_harness.hpp"
+
+#include "planner/mesh.hpp"
+
+namespace ragged::sim {
+namespace {
+
+using namespace model_test;
+
+planner::Program mesh_program(OpKind kind, Group group, int64_t bytes, const planner::Mesh& mesh) {
+  planner::Program p;
+  p.mesh = mesh;
+  p.shard_ranks = mesh.shard_ranks();
+  p.replicate_ranks = mesh.dp_replicate;
+  planner::ProgramWriter w(&p);
+  const Stream stream = group == Group::kTensor    ? Stream::kTensorParallel
+                        : group == Group::kContext ? Stream::kContextParallel
+                        : group == Group::kExpert  ? Stream::kExpertParallel
+                                                   : Stream::kAllGather;
+  w.collective(kind, stream, group, 0, 0, "collective", bytes, -1, {});
+  return p;
+}
+
+planner::Mesh mesh_of(int64_t dp_shard, int64_t cp, int64_t tp, int64_t ep) { return {1, dp_shard, cp, tp, ep, true}; }
+
+TEST(MeshSimModel, TensorParallelAllGatherStaysOnNvlink) {
+  // tp 8 on 2 nodes of 8: each tp group is one node's ring over NVLink.
+  const double S = 1e9;
+  const double simulated = run(mesh_program(OpKind::kAllGather, Group::kTensor, static_cast<int64_t>(S), mesh_of(2, 1, 8, 1)),
+                               h100_cluster(2), SimulationMode::kFull)["step"];
+  const Expected analytic = nccl_ring((7.0 / 8.0) * S / kNvlink, 7, 0);
+  report(std::string("tp 8 all-gather 1 GB, one node's NVLink (") + analytic.protocol + ")", analytic.seconds, simulated);
+  expect_relative(simulated, analytic.seconds, kExact);
+}
+
+TEST(MeshSimModel, ContextParallelAcrossNodesSharesTheNics) {
+  // tp 8 x cp 2 on 2 nodes: the 8 cp rings of 2 members each cross between
+  // the nodes; a ring of 2 moves S / 2 per hop, all 8 through one node's NICs.
+  const double S = 256e6;
+  const double simulated = run(mesh_program(OpKind::kAllGather, Group::kContext, static_cast<int64_t>(S), mesh_of(1, 2, 8, 1)),
+                               h100_cluster(2), SimulationMode::kFull)["step"];
+  const Expected analytic = nccl_ring(8 * (S / 2) / kNodeNetwork, 1, 1);
+  report(std::string("cp 2 all-gather 256 MB across 2 nodes (") + analytic.protocol + ")", analytic.seconds, simulated);
+  expect_relative(simulated, analytic.seconds, kExact);
+}
+
+TEST(MeshSimModel, ExpertAllToAllSendsEveryPeerItsShare) {
+  // ep 32 over 4 nodes: each member sends B / 32 spread over the 32; a node's
+  // 8 members send 24 / 32 of theirs to the other three nodes, a third to each.
+  const double B = 1e9;
+  const double per_member = B / 32;
+  const double port = 8 * per_member * 24.0 / 32.0;
+  const double simulated = run(mesh_program(OpKind::kAllToAll, Group::kExpert, static_cast<int64_t>(B), mesh_of(32, 1, 1, 32)),
+                               h100_cluster(4), SimulationMode::kFull)["step"];
+  const Expected analytic = nccl_ring(port / kNodeNetwork, 31, 3);
+  report(std::string("ep 32 all-to-all 1 GB over 4 nodes (") + analytic.protocol + ")", analytic.seconds, simulated);
+  expect_relative(simulated, analytic.seconds, kExact);
+}
+
+TEST(MeshSimModel, SymmetricModeAgreesWithFullModeOnAMesh) {
+  // 16 nodes in leaves of 4; tp 8, cp 2, dp_shard 8: the FSDP group's ring
+  // crosses leaves with stride 8.
+  const planner::Mesh mesh = mesh_of(8, 2, 8, 1);
+  for (Group group : {Group::kShard, Group::kContext}) {
+    const auto p = mesh_program(OpKind::kAllGather, group, 512'000'000, mesh);
+    const double full = run(p, h100_cluster(16), SimulationMode::kFull)["step"];
+    const double symmetric = run(p, h100_cluster(16), SimulationMode::kSymmetric)["step"];
+    report(std::string(planner::group_name(group)) + " all-gather, symmetric vs full", "full", full, "symmetric", symmetric);
+    expect_relative(symmetric, full, 1e-6);
+  }
+}
+
+}  // namespace
+}  // namespace ragged::sim

@@ -84,6 +84,13 @@ std::vector<MeshCollective> mesh_collectives(const models::UnitSpec& unit, const
   std::vector<MeshCollective> out;
   const bool backward = pass == Pass::kBackward;
   const int64_t tokens = batch.tokens();
+  if (pass == Pass::kSelectiveRecompute) {
+    if (mesh.tp == 1 || !mesh.sequence_parallel || !models::is_block_part(unit.kind)) return out;
+    const Regions r = tensor_parallel_regions(unit, model);
+    add(out, OpKind::kAllGather, Group::kTensor, tokens * model.arch.hidden * element_bytes, false,
+        "tp all-gather (recompute)", r.gathers);
+    return out;
+  }
   if (mesh.tp > 1) add_tensor_parallel(unit, model, mesh, tokens, element_bytes, backward, out);
   if (mesh.cp > 1 && unit.compute.attention) {
     const int64_t kv = mesh.cp * key_value_bytes(unit, model, tokens, element_bytes);

@@ -32,7 +32,12 @@
 
 namespace ragged::planner {
 
-enum class Pass { kForward, kBackward, kRecompute };
+// kRecompute: full checkpointing's recomputed forward (every collective of
+// the forward again); kSelectiveRecompute: TorchTitan's op-level policy, which
+// saves the outputs of mm, the attention and reduce_scatter_tensor but not of
+// the sequence-parallel all-gathers, so the matmuls it recomputes gather their
+// input again (torchtitan parallelize_llama.py, _save_list).
+enum class Pass { kForward, kBackward, kRecompute, kSelectiveRecompute };
 
 struct MeshCollective {
   OpKind kind = OpKind::kAllGather;

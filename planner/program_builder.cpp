@@ -354,7 +354,7 @@ class Builder {
   // compute that follows waits for all of them (their ids join `deps`).
   void mesh_before(int u, int mb, Pass pass, std::vector<uint32_t>& deps) {
     std::vector<uint32_t> input;
-    if (pass != Pass::kRecompute) {
+    if (pass != Pass::kRecompute && pass != Pass::kSelectiveRecompute) {
       input = std::move(mesh_waits_);
       mesh_waits_.clear();
       deps.insert(deps.end(), input.begin(), input.end());
@@ -481,17 +481,16 @@ class Builder {
       ComputeWork again = recompute_work(s, batch_, mode_of(u));
       int64_t first_compute = -1;
       if (total_flops(again) > 0 || again.elementwise_bytes > 0) {
-        // Full recomputation runs the forward again, its mesh collectives too.
-        const bool full = mode_of(u) == models::Checkpointing::kFull;
+        // Full recomputation runs the forward again, its mesh collectives too;
+        // selective, the all-gathers its recomputed matmuls read.
+        const Pass pass = mode_of(u) == models::Checkpointing::kFull ? Pass::kRecompute : Pass::kSelectiveRecompute;
         std::vector<uint32_t> again_deps = {ready};
-        if (full) mesh_before(u, mb, Pass::kRecompute, again_deps);
+        mesh_before(u, mb, pass, again_deps);
         deps.push_back(w_.compute(OpKind::kRecompute, u, mb, s.name + " recompute", std::move(again), again_deps));
         first_compute = deps.back();
-        if (full) {
-          mesh_after(u, mb, Pass::kRecompute, deps.back());
-          deps.insert(deps.end(), mesh_waits_.begin(), mesh_waits_.end());
-          mesh_waits_.clear();
-        }
+        mesh_after(u, mb, pass, deps.back());
+        deps.insert(deps.end(), mesh_waits_.begin(), mesh_waits_.end());
+        mesh_waits_.clear();
       }
       // A tied head adds the shared table's gradient to the embedding's, so
       // that buffer lives from the head's backward (a chunked loss: its

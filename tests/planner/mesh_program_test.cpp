@@ -107,6 +107,16 @@ TEST(MeshProgram, FullRecomputationRepeatsTheForwardsCollectives) {
   EXPECT_EQ(ops.at({Group::kContext, OpKind::kAllGather, "recompute"}).first, 1);
 }
 
+TEST(MeshProgram, SelectiveRecomputationGathersTheRecomputedMatmulsInputsAgain) {
+  // TorchTitan's op-level policy saves reduce_scatter_tensor's output, not the
+  // all-gathers': the two all-gathers of each block run again, nothing else.
+  ProgramSetup s(std::string(kSequence) + "activation_checkpointing: SELECTIVE mesh { tp: 2 cp: 2 }");
+  const auto ops = mesh_ops_of(s.build(), 1);
+  EXPECT_EQ(ops.at({Group::kTensor, OpKind::kAllGather, "recompute"}), std::make_pair(2, int64_t{2 * 512 / 2 * 256 * 2}));
+  EXPECT_EQ(ops.count({Group::kTensor, OpKind::kReduceScatter, "recompute"}), 0u);
+  EXPECT_EQ(ops.count({Group::kContext, OpKind::kAllGather, "recompute"}), 0u);
+}
+
 TEST(MeshProgram, ComputeWaitsForTheCollectivesAroundIt) {
   ProgramSetup s(std::string(kSequence) + "mesh { tp: 2 }");
   const Program p = s.build();

@@ -2,6 +2,8 @@
 
 #include <google/protobuf/text_format.h>
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "cli/table.hpp"
@@ -69,12 +71,16 @@ void print_simulation(const SimulationReport& r, std::ostream& out) {
 
   out << '\n';
   // Per unit (ms per micro-batch summed over the step); identical blocks averaged.
+  // The mesh's column only where tp, cp or ep ran collectives.
+  const std::vector<traces::UnitTimes> rows = traces::with_blocks_averaged(traces::unit_times(r.result.trace));
+  const bool mesh = std::any_of(rows.begin(), rows.end(), [](const traces::UnitTimes& t) { return !t.mesh_kinds.empty(); });
+  const int phases = mesh ? traces::kUnitPhases : static_cast<int>(traces::UnitPhase::kMesh);
   Table table;
   table.column("unit", Table::Align::kLeft);
-  for (int p = 0; p < traces::kUnitPhases; ++p) table.column(std::string(traces::unit_phase_name(static_cast<traces::UnitPhase>(p))));
-  for (const traces::UnitTimes& t : traces::with_blocks_averaged(traces::unit_times(r.result.trace))) {
+  for (int p = 0; p < phases; ++p) table.column(std::string(traces::unit_phase_name(static_cast<traces::UnitPhase>(p))));
+  for (const traces::UnitTimes& t : rows) {
     std::vector<std::string> cells = {t.name};
-    for (double seconds : t.seconds) cells.push_back(ms(seconds));
+    for (int p = 0; p < phases; ++p) cells.push_back(ms(t.seconds[static_cast<size_t>(p)]));
     table.row(cells);
   }
   out << "  time per unit and step (ms):\n";

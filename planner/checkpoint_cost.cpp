@@ -39,7 +39,9 @@ GoodputSettings goodput_settings(const scenarios::Goodput& goodput) {
 }
 
 ClusterShape cluster_shape(const scenarios::Scenario& scenario) {
-  return {scenarios::total_gpus(scenario), scenario.cluster().gpus_per_node(), scenario.training().shard_group_size()};
+  const scenarios::Training& t = scenario.training();
+  return {scenarios::total_gpus(scenario), scenario.cluster().gpus_per_node(),
+          int64_t{t.shard_group_size()} * std::max(1, t.mesh().tp())};
 }
 
 int64_t checkpoint_bytes_per_gpu(const PersistentMemory& persistent) {

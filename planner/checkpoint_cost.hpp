@@ -17,7 +17,9 @@ namespace ragged::planner {
 struct ClusterShape {
   int64_t gpus = 1;
   int64_t gpus_per_node = 1;
-  int64_t shard_group = 1;  // GPUs holding one copy of the state (all of them without HSDP)
+  // GPUs holding one copy of the state: the shard group times the mesh's tp
+  // (all of them without HSDP).
+  int64_t shard_group = 1;
 
   int64_t nodes() const { return gpus / gpus_per_node; }
   int64_t replicas() const { return gpus / shard_group; }

@@ -16,6 +16,7 @@ std::string_view unit_phase_name(UnitPhase phase) {
     case UnitPhase::kReduceScatter: return "reduce-scatter";
     case UnitPhase::kCopies: return "copies+casts";
     case UnitPhase::kOptimizer: return "optimizer";
+    case UnitPhase::kMesh: return "tp/cp/ep";
   }
   return "?";
 }
@@ -40,17 +41,40 @@ bool phase_of(OpKind kind, UnitPhase* phase) {
   }
 }
 
+bool on_mesh_stream(Stream stream) {
+  return stream == TENSOR_PARALLEL_STREAM || stream == CONTEXT_PARALLEL_STREAM || stream == EXPERT_PARALLEL_STREAM;
+}
+
 namespace {
 
 // Each phase the sum of its kinds, in kind order, divided by `divide`.
-std::array<double, kUnitPhases> phases_of(const KindSeconds& kinds, double divide) {
+std::array<double, kUnitPhases> phases_of(const KindSeconds& kinds, const KindSeconds& mesh_kinds, double divide) {
   std::array<double, kUnitPhases> seconds{};
   for (const auto& [kind, s] : kinds) {
     UnitPhase phase;
     if (phase_of(kind, &phase)) seconds[static_cast<size_t>(phase)] += s;
   }
+  for (const auto& [kind, s] : mesh_kinds) seconds[static_cast<size_t>(UnitPhase::kMesh)] += s;
   for (double& s : seconds) s /= divide;
   return seconds;
+}
+
+// Per unit, the busy seconds per kind of the events off and on the mesh's
+// streams, per step.
+std::map<int, std::pair<KindSeconds, KindSeconds>> split_seconds_by_unit(const Trace& trace, int rank) {
+  std::map<int, std::pair<KindSeconds, KindSeconds>> out;
+  for (const Event& e : trace.events()) {
+    if (rank != kAllRanks && e.rank() != rank) continue;
+    auto& [off, on] = out[e.unit()];
+    (on_mesh_stream(e.stream()) ? on : off)[e.kind()] += static_cast<double>(e.end_ns() - e.start_ns()) * 1e-9;
+  }
+  const double steps = std::max(1, step_count(trace));
+  for (auto& [unit, both] : out) {
+    for (KindSeconds* kinds : {&both.first, &both.second}) {
+      for (auto& [kind, s] : *kinds) s /= steps;
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -82,50 +106,70 @@ std::vector<UnitTimes> unit_times(const Trace& trace, int rank) {
     }
   }
   std::vector<UnitTimes> out;
-  for (auto& [unit, kinds] : kind_seconds_by_unit(trace, rank)) {
+  for (auto& [unit, both] : split_seconds_by_unit(trace, rank)) {
     if (unit < 0) continue;
     UnitTimes row;
     row.unit = unit;
     row.name = names.count(unit) ? names[unit] : fmt::format("unit {}", unit);
-    row.seconds = phases_of(kinds, 1);
-    row.kinds = std::move(kinds);
+    row.seconds = phases_of(both.first, both.second, 1);
+    row.kinds = std::move(both.first);
+    row.mesh_kinds = std::move(both.second);
     out.push_back(std::move(row));
   }
   return out;
 }
 
-bool is_block_unit(std::string_view name) { return name.rfind("layers.", 0) == 0; }
+bool is_block_unit(std::string_view name) {
+  return name.rfind("layers.", 0) == 0 && !is_experts_unit(name);
+}
+
+bool is_experts_unit(std::string_view name) {
+  constexpr std::string_view kSuffix = ".experts";
+  return name.rfind("layers.", 0) == 0 && name.size() > kSuffix.size() &&
+         name.substr(name.size() - kSuffix.size()) == kSuffix;
+}
 
 std::string averaged_blocks_name(size_t count) { return fmt::format("layers (mean of {})", count); }
+std::string averaged_experts_name(size_t count) { return fmt::format("experts (mean of {})", count); }
 
 // The blocks' kinds are summed before their phases, and the mean taken
-// last, so the rows `ragged simulate` prints stay what they were.
+// last, so the rows `ragged simulate` prints stay what they were. The
+// blocks' row stands where the first block was, the routed experts' (units
+// of their own under expert parallelism) after it.
 std::vector<UnitTimes> with_blocks_averaged(const std::vector<UnitTimes>& rows) {
   std::vector<UnitTimes> out;
-  UnitTimes blocks;
-  int count = 0;
-  auto flush = [&] {
-    if (count == 0) return;
-    blocks.seconds = phases_of(blocks.kinds, count);
-    for (auto& [kind, s] : blocks.kinds) s /= count;
-    blocks.units = count;
-    blocks.name = averaged_blocks_name(static_cast<size_t>(count));
-    out.push_back(blocks);
-    count = 0;
+  struct Average {
+    UnitTimes row;
+    int count = 0;
+    int64_t at = -1;  // its place in `out`
   };
+  Average blocks, experts;
   for (const UnitTimes& row : rows) {
-    if (!is_block_unit(row.name)) {
-      flush();
+    Average* into = is_block_unit(row.name) ? &blocks : is_experts_unit(row.name) ? &experts : nullptr;
+    if (into == nullptr) {
       out.push_back(row);
       continue;
     }
-    if (count == 0) blocks = row;
-    else {
-      for (const auto& [kind, s] : row.kinds) blocks.kinds[kind] += s;
+    if (into->count++ == 0) {
+      into->row = row;
+      into->at = static_cast<int64_t>(out.size());
+      out.emplace_back();
+      continue;
     }
-    ++count;
+    for (const auto& [kind, s] : row.kinds) into->row.kinds[kind] += s;
+    for (const auto& [kind, s] : row.mesh_kinds) into->row.mesh_kinds[kind] += s;
   }
-  flush();
+  for (Average* a : {&blocks, &experts}) {
+    if (a->count == 0) continue;
+    UnitTimes& row = a->row;
+    row.seconds = phases_of(row.kinds, row.mesh_kinds, a->count);
+    for (auto& [kind, s] : row.kinds) s /= a->count;
+    for (auto& [kind, s] : row.mesh_kinds) s /= a->count;
+    row.units = a->count;
+    const auto count = static_cast<size_t>(a->count);
+    row.name = a == &blocks ? averaged_blocks_name(count) : averaged_experts_name(count);
+    out[static_cast<size_t>(a->at)] = row;
+  }
   return out;
 }
 

@@ -163,9 +163,9 @@ TEST(Goodput, DaysToTrainFollowTheEffectiveRate) {
 TEST(Goodput, Llama3At16kGpusIsNearThePublishedNinetyPercent) {
   const ResolvedScenario resolved = resolve_scenario(scenarios::load_scenario("llama3-405b-16384xh100"));
   const int64_t bytes = checkpoint_bytes_per_gpu(resolved);
-  const double analytic = resolved.model.params() * 12.0 / 16384;  // fp32 master + two fp32 AdamW moments
+  const double analytic = resolved.whole().params() * 12.0 / 16384;  // fp32 master + two fp32 AdamW moments
   std::printf("checkpoint bytes per GPU: planned %lld, analytic 12 B x %.4g parameters / 16,384 = %.0f\n",
-              static_cast<long long>(bytes), static_cast<double>(resolved.model.params()), analytic);
+              static_cast<long long>(bytes), static_cast<double>(resolved.whole().params()), analytic);
   EXPECT_NEAR(static_cast<double>(bytes), analytic, 0.001 * analytic) << "the plan pads by under 0.1%";
   for (double step : {20.0, 47.8, 60.0}) {
     const GoodputEstimate e = estimate_goodput(resolved, step, 171);

@@ -74,8 +74,9 @@ TEST(ProgramBuilder, ShippedScenariosBuildWellFormedPrograms) {
     Plan plan = plan_model(resolved.model, resolved.granularity, t.shard_group_size(), *make_strategy(t.strategy()));
     const Program program = build_program(program_inputs(resolved, plan), static_cast<int>(plan.ranks) - 1);
     EXPECT_EQ(program.rank, plan.ranks - 1) << name;
-    EXPECT_EQ(program.tokens_per_step,
-              int64_t{t.micro_batch_size()} * t.sequence_length() * t.gradient_accumulation_steps())
+    // A GPU's share of the tokens: the tp ranks share theirs, the cp ranks split each sequence.
+    EXPECT_EQ(program.tokens_per_step, int64_t{t.micro_batch_size()} * t.sequence_length() *
+                                           t.gradient_accumulation_steps() / (t.mesh().tp() * t.mesh().cp()))
         << name;
     EXPECT_EQ(program.count(OpKind::kComputeFwd),
               plan.units.size() * static_cast<size_t>(t.gradient_accumulation_steps()))

@@ -1,6 +1,7 @@
 // What-ifs on whole steps of a shipped scenario (one child process each):
-// Llama-3-70B on 128 H100 (16 nodes), compute-bound at 8,192 tokens per GPU
-// and communication-bound at 1,024. The exact checks against hand-computed
+// Llama-3-70B on 128 H100 (16 nodes) under FSDP alone (the shipped
+// scenario's tensor parallelism taken out), compute-bound at 8,192 tokens per
+// GPU and communication-bound at 1,024. The exact checks against hand-computed
 // expectations are in whatif_model_test.cpp; these show the effects at scale
 // and check them against the mechanisms' bounds.
 
@@ -21,6 +22,7 @@ using Edit = std::function<void(scenarios::Scenario&)>;
 
 SimulationResult simulate_llama70b(int32_t sequence_length, const Edit& edit) {
   auto loaded = scenarios::with_total_gpus(scenarios::load_scenario("llama3-70b-10240xh100"), 128);
+  loaded.written.mutable_training()->clear_mesh();
   loaded.written.mutable_training()->set_sequence_length(sequence_length);
   edit(loaded.written);
   loaded = scenarios::rebuild(std::move(loaded));

@@ -135,7 +135,7 @@ void CollectiveEngine::scale_rank_links(int rank, double factor) {
 }
 
 double CollectiveEngine::launch_and_wait(const std::vector<Flow>& flows, double scale, const Holders& holders,
-                                         double traffic) {
+                                         double traffic, Endpoint* bottleneck) {
   for (const auto& [gpu, held] : holders) gpu->set_collective_traffic(held, traffic);
   std::vector<sg4::CommPtr> comms;
   std::vector<const Flow*> started;
@@ -163,12 +163,20 @@ double CollectiveEngine::launch_and_wait(const std::vector<Flow>& flows, double 
       const double rate = e.local < 0 ? participants_.health.nic_rate(e.node) : 1.0;
       if (rate < slowest) {
         slowest = rate;
-        bottleneck_ = e;
+        *bottleneck = e;
       }
     }
   }
   for (const auto& [gpu, held] : holders) gpu->set_collective_traffic(held, 0.0);
   return sg4::Engine::get_clock() - start;
+}
+
+size_t CollectiveEngine::group_mates(Group group, int rank) const {
+  const planner::GroupSpan span = planner::group_span(mesh_, group);
+  const auto instance = [&](int64_t gpu) { return gpu / (span.members * span.stride) * span.stride + gpu % span.stride; };
+  const int64_t mine = instance(participants_.gpus[static_cast<size_t>(rank)]);
+  return static_cast<size_t>(std::count_if(participants_.gpus.begin(), participants_.gpus.end(),
+                                           [&](int64_t gpu) { return instance(gpu) == mine; }));
 }
 
 // Registers simulated rank `rank` at op's meeting and, unless it is the last
@@ -194,15 +202,22 @@ double CollectiveEngine::run(const planner::Op& op, GpuShare* gpu, int rank) {
   // kernel that holds the SMs (section 6b).
   const int held = gpu != nullptr ? gpu->begin_collective(d.ctas) : -1;
   const double arrival = sg4::Engine::get_clock();
-  if (participants_.gpus.size() == 1) {
-    run_phases(op, gpu != nullptr ? Holders{{gpu, held}} : Holders{}, d.hbm_bytes_per_s);
-    records_.push_back({op.id, op.kind, {arrival}, arrival, sg4::Engine::get_clock(), bottleneck_});
+  // A rank alone in its group (a simulated rank whose tp or cp group holds
+  // no other) meets no one: the flows of its group's ring set run for it.
+  const size_t mates = group_mates(op.group, rank);
+  RAGGED_ASSERT(mates == 1 || mates == participants_.gpus.size(),
+                "the simulated ranks are each alone in a group or all in it");
+  if (mates == 1) {
+    Endpoint bottleneck;
+    run_phases(op, gpu != nullptr ? Holders{{gpu, held}} : Holders{}, d.hbm_bytes_per_s, &bottleneck);
+    records_.push_back({op.id, op.kind, {arrival}, arrival, sg4::Engine::get_clock(), bottleneck});
   } else {
     Meeting& m = meet(op, gpu, held, rank);
     if (!m.done) {  // the last to arrive runs the flows for everyone
       const double start = sg4::Engine::get_clock();
-      run_phases(op, m.holders, d.hbm_bytes_per_s);
-      records_.push_back({op.id, op.kind, m.arrivals, start, sg4::Engine::get_clock(), bottleneck_});
+      Endpoint bottleneck;
+      run_phases(op, m.holders, d.hbm_bytes_per_s, &bottleneck);
+      records_.push_back({op.id, op.kind, m.arrivals, start, sg4::Engine::get_clock(), bottleneck});
       std::unique_lock lock(*mutex_);
       m.done = true;
       changed_->notify_all();
@@ -213,13 +228,13 @@ double CollectiveEngine::run(const planner::Op& op, GpuShare* gpu, int rank) {
   return sg4::Engine::get_clock() - issued;
 }
 
-double CollectiveEngine::run_phases(const planner::Op& op, const Holders& holders, double traffic) {
+double CollectiveEngine::run_phases(const planner::Op& op, const Holders& holders, double traffic, Endpoint* bottleneck) {
   const double start = sg4::Engine::get_clock();
   const Shape& s = shape(op.kind, op.group);
   const int64_t n = s.rings.members;
   const double buffer = static_cast<double>(op.bytes);
   if (op.kind == OpKind::kAllToAll) {
-    const double bandwidth = launch_and_wait(s.unit_flows, buffer, holders, traffic);
+    const double bandwidth = launch_and_wait(s.unit_flows, buffer, holders, traffic, bottleneck);
     const double total = best_collective_time(s.latency, bandwidth).seconds;
     sg4::this_actor::sleep_for(std::max(0.0, total - bandwidth));
     return sg4::Engine::get_clock() - start;
@@ -234,12 +249,12 @@ double CollectiveEngine::run_phases(const planner::Op& op, const Holders& holder
     const double step_latency = (ring_latency_seconds(Protocol::kSimple, s.latency) - base) / static_cast<double>(steps);
     sg4::this_actor::sleep_for(base);
     for (int64_t step = 0; step < steps; ++step) {
-      launch_and_wait(s.unit_flows, per_hop / static_cast<double>(steps), holders, traffic);
+      launch_and_wait(s.unit_flows, per_hop / static_cast<double>(steps), holders, traffic, bottleneck);
       sg4::this_actor::sleep_for(std::max(0.0, step_latency));
     }
     return sg4::Engine::get_clock() - start;
   }
-  const double bandwidth = launch_and_wait(s.unit_flows, per_hop, holders, traffic);
+  const double bandwidth = launch_and_wait(s.unit_flows, per_hop, holders, traffic, bottleneck);
   const CollectiveTime t = best_collective_time(s.latency, bandwidth);
   sg4::this_actor::sleep_for(std::max(0.0, t.seconds - bandwidth));
   return sg4::Engine::get_clock() - start;

@@ -87,10 +87,16 @@ class CollectiveEngine {
     bool done = false;
   };
   RingSet ring_set(planner::Group group) const;
+  // The simulated ranks in simulated rank `rank`'s group of `group`, itself
+  // included. The what-ifs simulate every member of a group or one of them.
+  size_t group_mates(planner::Group group, int rank) const;
   std::vector<RingSet> ring_sets() const;  // every group the mesh has
   const Shape& shape(planner::OpKind kind, planner::Group group);
-  double run_phases(const planner::Op& op, const Holders& holders, double traffic);
-  double launch_and_wait(const std::vector<Flow>& flows, double scale, const Holders& holders, double traffic);
+  // Both return seconds and set `bottleneck` to the end of the flow that
+  // ended last with the slower NICs (each collective its own: several run at once).
+  double run_phases(const planner::Op& op, const Holders& holders, double traffic, Endpoint* bottleneck);
+  double launch_and_wait(const std::vector<Flow>& flows, double scale, const Holders& holders, double traffic,
+                         Endpoint* bottleneck);
   Meeting& meet(const planner::Op& op, GpuShare* gpu, int held, int rank);
 
   ClusterSpec cluster_;
@@ -106,7 +112,6 @@ class CollectiveEngine {
   std::vector<double> link_scale_;  // per simulated rank
   std::map<uint32_t, Meeting> meetings_;
   std::vector<CollectiveRecord> records_;
-  Endpoint bottleneck_;  // of the last flows launched
   simgrid::s4u::MutexPtr mutex_;
   simgrid::s4u::ConditionVariablePtr changed_;
 };

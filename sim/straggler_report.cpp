@@ -37,13 +37,19 @@ StragglerReport analyse_stragglers(const std::vector<RankRun>& ranks, const std:
                                    const ClusterHealth& health) {
   StragglerReport report;
   for (const RankRun& r : ranks) report.ranks.push_back({r, 0, 0, 0});
-  report.collectives = static_cast<int>(collectives.size());
   std::vector<Intervals> waited(ranks.size()), imposed(ranks.size());
   std::map<std::string, Intervals> waited_by_kind;
-  std::map<std::pair<int64_t, int>, int> last_flows;
+  // Per endpoint: the collectives whose slowest flow ended there, and their time.
+  std::map<std::pair<int64_t, int>, std::pair<int, double>> last_flows;
   for (const CollectiveRecord& c : collectives) {
-    ++last_flows[{c.bottleneck.node, c.bottleneck.local}];
-    if (c.arrivals.size() != ranks.size() || ranks.size() < 2) continue;
+    // A collective of a group only one simulated rank is in (its tp or cp
+    // group) is that rank's alone: the others neither met nor waited there.
+    if (c.arrivals.size() != ranks.size()) continue;
+    ++report.collectives;
+    auto& [count, seconds] = last_flows[{c.bottleneck.node, c.bottleneck.local}];
+    ++count;
+    seconds += c.end - c.start;
+    if (ranks.size() < 2) continue;
     const auto last = std::max_element(c.arrivals.begin(), c.arrivals.end());
     const double first = *std::min_element(c.arrivals.begin(), c.arrivals.end());
     if (*last <= first) continue;  // they arrived together: no one waited
@@ -63,8 +69,14 @@ StragglerReport analyse_stragglers(const std::vector<RankRun>& ranks, const std:
   for (const auto& [kind, spans] : waited_by_kind) {
     if (spans.covered() > 0) report.waited_by_kind[kind] = spans.covered();
   }
-  for (const auto& [endpoint, count] : last_flows) {
-    if (count > report.bottleneck.collectives) report.bottleneck = {{endpoint.first, endpoint.second}, 1.0, count};
+  // The link that bounded the most collective time (a mesh's many short tp
+  // collectives do not outvote FSDP's long ones).
+  double most = -1;
+  for (const auto& [endpoint, tally] : last_flows) {
+    if (tally.second > most) {
+      most = tally.second;
+      report.bottleneck = {{endpoint.first, endpoint.second}, 1.0, tally.first};
+    }
   }
   if (report.bottleneck.endpoint.local < 0) report.bottleneck.rate = health.nic_rate(report.bottleneck.endpoint.node);
   return report;

@@ -43,7 +43,8 @@ struct RankFigures {
   int last_arrivals = 0;       // collectives it reached last (and someone waited)
 };
 
-// The link that ended last in the most collectives.
+// The link whose flow ended last in the collectives that took the most time
+// (summed over them).
 struct BottleneckLink {
   Endpoint endpoint;
   double rate = 1.0;     // its fraction of the healthy bandwidth
@@ -55,7 +56,7 @@ struct StragglerReport {
   int critical = 0;                        // index in `ranks`: the rank the others waited for most
   std::map<std::string, double> waited_by_kind;  // the reported rank's waited_seconds, by op kind name
   BottleneckLink bottleneck;
-  int collectives = 0;
+  int collectives = 0;  // the simulated ranks met at (all of them at every one with a single simulated rank)
   double healthy_step_seconds = 0;         // the same scenario without its what-if (0: not simulated)
 };
 

@@ -23,7 +23,7 @@ struct WhatIfSummary {
   int last_arrivals = 0;             // collectives the critical rank reached last (someone waited)
   int collectives = 0;
   double exposed_seconds = 0;        // the critical rank's exposed communication
-  std::string bottleneck_link;       // describe_link of the link that ended last most often
+  std::string bottleneck_link;       // describe_link of the link that ended last in the most collective time
   double bottleneck_rate = 1;        // its fraction of the healthy bandwidth
   int bottleneck_collectives = 0;    // in how many collectives
 

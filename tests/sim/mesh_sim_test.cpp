@@ -75,5 +75,31 @@ TEST(MeshSimModel, SymmetricModeAgreesWithFullModeOnAMesh) {
   }
 }
 
+TEST(MeshSimModel, ASlowGpuHoldsUpItsOwnTensorGroupAndTheShardGroupsItIsIn) {
+  // tp 8 x dp_shard 2 on 2 nodes; rank 8 (node 1, tp rank 0) at half speed,
+  // simulated beside rank 0 (node 0, tp rank 0): they share a shard group,
+  // not a tp group. Each runs a GEMM, its tp all-gather, then the shard
+  // group's all-gather: rank 0's tp all-gather follows its own GEMM, the shard
+  // all-gather the slow rank's.
+  const planner::Mesh mesh = mesh_of(2, 1, 8, 1);
+  planner::Program p;
+  p.mesh = mesh;
+  p.shard_ranks = mesh.shard_ranks();
+  planner::ProgramWriter w(&p);
+  const uint32_t gemm = w.compute(OpKind::kComputeFwd, 0, 0, "gemm", cube_gemm(8192), {});
+  const uint32_t tp = w.collective(OpKind::kAllGather, Stream::kTensorParallel, Group::kTensor, 0, 0, "tp", 64'000'000, -1, {gemm});
+  w.collective(OpKind::kAllGather, Stream::kAllGather, Group::kShard, 0, 0, "shard", 64'000'000, -1, {tp});
+  const nlohmann::json r = run(p, h100_cluster(2), SimulationMode::kFull, HostCosts::none(),
+                               {SimulatedRank{0, 1.0}, SimulatedRank{8, 0.5}}, {}, false);
+  const double gemm_end = r["ends"][0], tp_start = r["starts"][1], shard_end = r["ends"][2];
+  report("rank 0's tp all-gather starts at its own GEMM's end", "GEMM end", gemm_end, "tp start", tp_start);
+  expect_relative(tp_start, gemm_end, kExact);
+  const double tp_end = r["ends"][1];
+  EXPECT_LT(tp_end, 1.5 * gemm_end) << "rank 0's tp group does not wait for rank 8";
+  // The slow rank's GEMM takes about twice as long: the shard all-gather
+  // (rank 0 arrives and waits in it) ends after it.
+  EXPECT_GT(shard_end, 1.9 * gemm_end);
+}
+
 }  // namespace
 }  // namespace ragged::sim

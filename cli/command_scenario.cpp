@@ -36,9 +36,11 @@ void print_validated(const planner::ResolvedScenario& resolved, std::ostream& ou
   out << fmt::format("  strategy    {}, shard group {} x {} replica{}\n", scenarios::strategy_name(t.strategy()),
                      t.shard_group_size(), t.replicate_group_size(), t.replicate_group_size() > 1 ? "s" : "");
   if (!mesh.empty()) out << fmt::format("  mesh        {}\n", mesh);
-  out << fmt::format("  batch       {} x {} tokens per GPU, {} accumulation step{}, global {} sequences\n",
-                     t.micro_batch_size(), t.sequence_length(), t.gradient_accumulation_steps(),
-                     t.gradient_accumulation_steps() > 1 ? "s" : "", scenarios::global_batch_sequences(s));
+  const bool shared = t.mesh().tp() * t.mesh().cp() > 1;  // the tp and cp ranks share a rank's sequences
+  out << fmt::format("  batch       {} x {} tokens per {}, {} accumulation step{}, global {} sequences\n",
+                     t.micro_batch_size(), t.sequence_length(), shared ? "data-parallel rank" : "GPU",
+                     t.gradient_accumulation_steps(), t.gradient_accumulation_steps() > 1 ? "s" : "",
+                     scenarios::global_batch_sequences(s));
   out << fmt::format("  granularity {}{}\n", resolved.granularity.default_spec.describe(),
                      resolved.granularity.overrides.empty() ? "" : fmt::format(" + {} override(s)", resolved.granularity.overrides.size()));
 }

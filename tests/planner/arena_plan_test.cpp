@@ -2,6 +2,7 @@
 // buffers disjoint, little lost to fragmentation, and the waits a
 // multi-stream executor needs before it reuses memory.
 
+#include <cstdio>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -185,12 +186,15 @@ TEST(ArenaPlan, ReusesMemoryAcrossUnits) {
 
 // Fragmentation stays within 1.5% of the issue-order peak on every shipped
 // scenario's rank 0 for the strategies the backends execute (the GPU
-// backend carves its arena by this plan). The largest loss: FSDP2 on
-// llama3-70b-10240xh100, 1.35% (0.41 GB of 30.2): its root group keeps the
-// head's 2.2 GB of gradients through the backward, across the blocks'
+// backend carves its arena by this plan). The largest loss today: FSDP2 on
+// llama3-70b-10240xh100 (TP 8), 0.73% (27 MB of 3.8 GB; printed). Under FSDP
+// alone that scenario lost 1.35% (0.41 GB of 30.2): its root group keeps
+// the head's 2.2 GB of gradients through the backward, across the blocks'
 // rotating buffers, and none of the greedy orders nests them below all of
-// those; every other scenario and strategy loses under 1%.
+// those.
 TEST(ArenaPlan, ShippedScenariosLoseUnderOneAndAHalfPercent) {
+  double worst = 0;
+  std::string worst_what;
   for (const EmbeddedFile& file : scenarios::shipped_scenarios()) {
     const ResolvedScenario resolved = resolve_scenario(scenarios::load_scenario(file.name));
     for (scenarios::Strategy strategy : {scenarios::RAGGED, scenarios::FSDP2}) {
@@ -198,6 +202,10 @@ TEST(ArenaPlan, ShippedScenariosLoseUnderOneAndAHalfPercent) {
       const ArenaPlan arena = plan_arena(program, 256, bytes_beside_unit_state);
       const std::string what = std::string(file.name) + " " + scenarios::Strategy_Name(strategy);
       EXPECT_LE(arena.overhead(), 0.015) << what << ": arena " << arena.bytes << " for a peak of " << arena.peak_live;
+      if (arena.overhead() > worst) {
+        worst = arena.overhead();
+        worst_what = what + " (" + std::to_string(arena.bytes - arena.peak_live) + " B of " + std::to_string(arena.bytes) + ")";
+      }
       // The carved peak is the Program's, up to alignment, less the gradient
       // shards the GPU backend keeps with its units.
       const int64_t grad_shards = program.bytes_of(BufferKind::kGradShards);
@@ -210,6 +218,7 @@ TEST(ArenaPlan, ShippedScenariosLoseUnderOneAndAHalfPercent) {
       }
     }
   }
+  std::printf("the largest loss: %s, %.2f%%\n", worst_what.c_str(), 100 * worst);
 }
 
 TEST(ArenaPlan, ExecutorSizesReplaceTheProgramsAndZeroTakesNoMemory) {

@@ -44,6 +44,7 @@ struct TuneCommandOptions {
   std::vector<std::string> strategies;
   bool strategies_given = false;
   std::string shard_groups;
+  std::string tps, cps, eps;
   std::string micro_batches;
   std::vector<std::string> checkpointing;
   std::string prefetch;
@@ -79,6 +80,9 @@ tune::Constraints constraints_of(const TuneCommandOptions& o) {
     c.strategies.push_back(scenarios::parse_strategy(s));
   }
   if (!o.shard_groups.empty()) c.shard_groups = parse_count_list(o.shard_groups, "--shard-groups", "shard group size");
+  if (!o.tps.empty()) c.tps = parse_count_list(o.tps, "--tps", "tensor-parallel size");
+  if (!o.cps.empty()) c.cps = parse_count_list(o.cps, "--cps", "context-parallel size");
+  if (!o.eps.empty()) c.eps = parse_count_list(o.eps, "--eps", "expert-parallel size");
   if (!o.micro_batches.empty()) c.micro_batches = parse_count_list(o.micro_batches, "--micro-batches", "micro-batch");
   for (const std::string& m : o.checkpointing) c.checkpointing.push_back(scenarios::parse_checkpointing(m));
   if (!o.prefetch.empty()) {
@@ -256,11 +260,18 @@ void add_tune_command(CLI::App& app, Context& context) {
       cmd->add_option("--strategies", o->strategies,
                       "Strategies to try: ragged, vescale-paper, fsdp1, fsdp2, zero3, megatron or all (default)")
           ->delimiter(',');
-  cmd->add_option(
-      "--shard-groups", o->shard_groups,
-      "Shard group sizes to try, e.g. 8,64,1024 (default: a node's GPUs times powers of two, and all GPUs)");
+  cmd->add_option("--shard-groups", o->shard_groups,
+                  "Shard group sizes (FSDP over dp_shard x cp) to try, e.g. 8,64,1024 (default: a node's share times "
+                  "powers of two, and every rank of a tp rank)");
+  cmd->add_option("--tps", o->tps,
+                  "Tensor-parallel sizes to try (training.mesh.tp; default: 1,2,4,8 that divide a node and the model)");
+  cmd->add_option("--cps", o->cps,
+                  "Context-parallel sizes to try (training.mesh.cp; default: 1, and 2 to 16 from 32,768 tokens)");
+  cmd->add_option("--eps", o->eps,
+                  "Expert-parallel sizes to try (training.mesh.ep; default: 1, and for a mixture of experts the powers "
+                  "of two dividing its experts)");
   cmd->add_option("--micro-batches", o->micro_batches,
-                  "Micro-batch sizes to try (default: every divisor of the per-GPU batch)");
+                  "Micro-batch sizes to try, sequences of a data-parallel rank (default: every divisor of its batch)");
   cmd->add_option("--checkpointing", o->checkpointing,
                   "Activation checkpointing to try: none, selective, full (default: all)")
       ->delimiter(',');

@@ -14,9 +14,19 @@ namespace {
 
 using planner::OpKind;
 
+bool is_mesh_group(planner::Group group) {
+  return group == planner::Group::kTensor || group == planner::Group::kContext || group == planner::Group::kExpert;
+}
+
 StepBytes step_bytes(const planner::Program& program) {
   StepBytes b;
   for (const planner::Op& op : program.ops) {
+    if (is_mesh_group(op.group)) {
+      // An all-to-all's bytes are its whole group's; a rank sends its share.
+      const int64_t members = planner::group_span(program.mesh, op.group).members;
+      b.mesh += op.kind == OpKind::kAllToAll ? op.bytes / std::max<int64_t>(1, members) : op.bytes;
+      continue;
+    }
     switch (op.kind) {
       case OpKind::kAllGather: b.all_gather += op.bytes; break;
       case OpKind::kReduceScatter: b.reduce_scatter += op.bytes; break;
@@ -49,24 +59,49 @@ int64_t hbm_bytes(const planner::ResolvedScenario& r) {
   return scenarios::hbm_capacity_bytes(r.scenario().cluster().gpu());
 }
 
-// Consecutive units with the same layout print as one row.
-std::vector<std::pair<size_t, size_t>> layout_runs(const PlanReport& r) {
-  std::vector<std::pair<size_t, size_t>> runs;
+bool is_experts(const PlanReport& r, size_t unit) {
+  return r.resolved.model.units[r.plan.units[unit].unit_index].kind == models::UnitKind::kExperts;
+}
+
+// Runs of units with the same layout, each a row: consecutive ones, the
+// routed experts' units (which alternate with their blocks under expert
+// parallelism) counted apart from the blocks, each run of them after the
+// run of blocks it starts in. Each run is its units' indices.
+std::vector<std::vector<size_t>> layout_runs(const PlanReport& r) {
+  std::vector<std::vector<size_t>> runs;
+  std::vector<size_t> open = {SIZE_MAX, SIZE_MAX};  // the run each kind (units, experts) extends
   for (size_t i = 0; i < r.plan.units.size(); ++i) {
-    const auto& u = r.plan.units[i];
-    bool same = !runs.empty() && r.plan.units[runs.back().first].problem.tensors.size() == u.problem.tensors.size() &&
-                problem_signature(r.plan.units[runs.back().first].problem) == problem_signature(u.problem);
-    if (same) ++runs.back().second;
-    else runs.emplace_back(i, 1);
+    const size_t kind = is_experts(r, i) ? 1 : 0;
+    size_t& run = open[kind];
+    const bool same = run != SIZE_MAX &&
+                      problem_signature(r.plan.units[runs[run].front()].problem) == problem_signature(r.plan.units[i].problem);
+    if (same) {
+      runs[run].push_back(i);
+      continue;
+    }
+    runs.push_back({i});
+    run = runs.size() - 1;
+    if (kind == 0) open[1] = SIZE_MAX;  // a new run of blocks ends the experts' run beside the last
   }
+  // Each experts' run after the block run holding the unit before its first.
+  std::stable_sort(runs.begin(), runs.end(), [&](const auto& a, const auto& b) {
+    auto key = [&](const std::vector<size_t>& run) { return is_experts(r, run.front()) ? run.front() - 1 : run.front(); };
+    return key(a) < key(b);
+  });
   return runs;
 }
 
-std::string run_label(const PlanReport& r, size_t first, size_t count) {
+std::string run_label(const PlanReport& r, const std::vector<size_t>& run) {
   const auto& units = r.resolved.model.units;
-  const std::string& a = units[r.plan.units[first].unit_index].name;
-  if (count == 1) return a;
-  const std::string& b = units[r.plan.units[first + count - 1].unit_index].name;
+  const std::string& a = units[r.plan.units[run.front()].unit_index].name;
+  if (run.size() == 1) return a;
+  const std::string& b = units[r.plan.units[run.back()].unit_index].name;
+  constexpr std::string_view kExperts = ".experts";
+  if (is_experts(r, run.front())) {
+    const std::string first = a.substr(0, a.size() - kExperts.size());
+    const std::string last = b.substr(0, b.size() - kExperts.size());
+    return first + "-" + last.substr(last.rfind('.') + 1) + std::string(kExperts);
+  }
   return a + "-" + b.substr(b.rfind('.') + 1);
 }
 
@@ -128,11 +163,11 @@ void print_plan(const PlanReport& r, std::ostream& out) {
   Table table;
   table.column("unit", Table::Align::kLeft).column("count").column("params/unit").column("shard S").column("padded/unit");
   table.column("padding").column("lower bound").column("gathered/unit").column("copies/collective").column("granules", Table::Align::kLeft);
-  for (auto [first, count] : layout_runs(r)) {
-    const auto& u = r.plan.units[first];
+  for (const std::vector<size_t>& run : layout_runs(r)) {
+    const auto& u = r.plan.units[run.front()];
     const auto& c = u.layout.copies;
     int64_t copies = c.all_gather_in + c.all_gather_out + c.reduce_scatter_in + c.reduce_scatter_out;
-    table.row({run_label(r, first, count), std::to_string(count), format_count(static_cast<double>(u.params())),
+    table.row({run_label(r, run), std::to_string(run.size()), format_count(static_cast<double>(u.params())),
                format_count(static_cast<double>(u.layout.shard_size)), format_count(static_cast<double>(u.padded())),
                percent(ratio(u.padded(), u.params())), percent(ratio(u.lower_bound_padded(), u.params())),
                format_count(static_cast<double>(u.padded())), format_count(static_cast<double>(copies)),
@@ -145,10 +180,12 @@ void print_plan(const PlanReport& r, std::ostream& out) {
   out << fmt::format("\n  gap to the lower bound: {:.3f} percentage points\n",
                      100.0 * (r.plan.padding_ratio() - r.plan.lower_bound_padding_ratio()));
   const StepBytes& b = r.bytes;
-  out << fmt::format("  per step per rank: all-gather {}, reduce-scatter {}, all-reduce {}, all-to-all {}, copies {}\n",
+  out << fmt::format("  per step per rank: all-gather {}, reduce-scatter {}, all-reduce {}, all-to-all {}, copies {}{}\n",
                      format_bytes(static_cast<double>(b.all_gather)), format_bytes(static_cast<double>(b.reduce_scatter)),
                      format_bytes(static_cast<double>(b.all_reduce)), format_bytes(static_cast<double>(b.all_to_all)),
-                     format_bytes(static_cast<double>(b.copies)));
+                     format_bytes(static_cast<double>(b.copies)),
+                     b.mesh > 0 ? fmt::format("; the mesh's tp/cp/ep collectives {}", format_bytes(static_cast<double>(b.mesh)))
+                                : "");
   const auto& m = r.memory;
   out << fmt::format("  memory per rank (GiB): master {} + compute shard {} + gradients {} + optimizer {} + small params {}"
                      " | in flight: unsharded params {} + gradients {} + gradient shards {} + activations {}"
@@ -221,7 +258,7 @@ nlohmann::json plan_to_json(const PlanReport& r) {
       {"plan_seconds", r.plan.plan_seconds},
       {"distinct_units", r.plan.distinct_units},
       {"bytes_per_step", {{"all_gather", b.all_gather}, {"reduce_scatter", b.reduce_scatter}, {"all_reduce", b.all_reduce},
-                          {"all_to_all", b.all_to_all}, {"copies", b.copies}}},
+                          {"all_to_all", b.all_to_all}, {"copies", b.copies}, {"mesh", b.mesh}}},
       {"memory_bytes", {{"master_params", m.persistent.master_params}, {"compute_params", m.persistent.compute_params},
                         {"gradients", m.persistent.gradients}, {"optimizer_states", m.persistent.optimizer_states},
                         {"gathered_small_params", m.persistent.gathered_small_params},

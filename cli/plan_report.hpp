@@ -21,6 +21,9 @@ struct StepBytes {
   int64_t all_reduce = 0;
   int64_t all_to_all = 0;
   int64_t copies = 0;  // copy-in, copy-out and casts (read + write)
+  // The mesh's tp, cp and ep collectives (the buffers; an all-to-all's
+  // share of its group); the others are FSDP's (and the optimizer's).
+  int64_t mesh = 0;
 };
 
 struct PlanReport {

@@ -134,29 +134,6 @@ void set_kernels(scenarios::LoadedScenario& loaded, const std::string& attention
   loaded = scenarios::rebuild(std::move(loaded));
 }
 
-// --tp, --cp, --ep into training.mesh. A new tp or cp changes what is left
-// for FSDP: the written shard group gives way (the data-parallel sizes
-// follow), the replicas stay where they still divide the GPUs.
-void set_mesh(scenarios::LoadedScenario& loaded, int64_t tp, int64_t cp, int64_t ep) {
-  scenarios::Training* t = loaded.written.mutable_training();
-  scenarios::Mesh* mesh = t->mutable_mesh();
-  if (tp > 0) mesh->set_tp(static_cast<int32_t>(tp));
-  if (cp > 0) mesh->set_cp(static_cast<int32_t>(cp));
-  if (ep > 0) mesh->set_ep(static_cast<int32_t>(ep));
-  if (tp > 0 || cp > 0) {
-    t->clear_shard_group_size();
-    mesh->clear_dp_shard();
-    const int64_t gpus = scenarios::total_gpus(loaded.scenario);
-    const int64_t model_parallel = int64_t{std::max(1, mesh->tp())} * std::max(1, mesh->cp());
-    const int64_t replicas = t->has_replicate_group_size() ? t->replicate_group_size() : mesh->dp_replicate();
-    if (replicas < 1 || gpus % (model_parallel * replicas) != 0) {
-      t->clear_replicate_group_size();
-      mesh->clear_dp_replicate();
-    }
-  }
-  loaded = scenarios::rebuild(std::move(loaded));
-}
-
 }  // namespace
 
 scenarios::LoadedScenario ScenarioOptions::load() const {
@@ -178,7 +155,7 @@ scenarios::LoadedScenario ScenarioOptions::load() const {
     loaded = scenarios::rebuild(std::move(loaded));
   }
   if (!slow_gpus.empty() || !slow_links.empty()) set_whatif(loaded, slow_gpus, slow_links);
-  if (tp > 0 || cp > 0 || ep > 0) set_mesh(loaded, tp, cp, ep);
+  if (tp > 0 || cp > 0 || ep > 0) loaded = scenarios::with_mesh(loaded, tp, cp, ep);
   if (shard_group > 0) {
     const int64_t total = scenarios::total_gpus(loaded.scenario) / std::max(1, loaded.scenario.training().mesh().tp());
     if (total % shard_group != 0) {

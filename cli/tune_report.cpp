@@ -50,8 +50,22 @@ std::string model_text(const scenarios::ModelSource& m) {
 }
 
 std::string group_text(const tune::Candidate& c, int64_t gpus) {
-  return gpus / c.shard_group > 1 ? fmt::format("{} x {}", c.shard_group, gpus / c.shard_group)
-                                  : std::to_string(c.shard_group);
+  const int64_t replicas = gpus / (c.shard_group * c.tp);
+  return replicas > 1 ? fmt::format("{} x {}", c.shard_group, replicas) : std::to_string(c.shard_group);
+}
+
+// A GPU's share of the batch: whole sequences, or tokens where the tp and
+// cp ranks share them.
+std::string per_gpu_text(const tune::BatchShape& b) {
+  if (b.global_sequences % b.gpus == 0) return format_integer(b.global_sequences / b.gpus);
+  return format_integer(static_cast<int64_t>(b.tokens_per_gpu() + 0.5)) + " tokens";
+}
+
+bool any_mesh(const tune::SearchResult& r) {
+  for (const auto& c : r.candidates) {
+    if (!tune::mesh_text(c).empty()) return true;
+  }
+  return false;
 }
 
 bool any_granularity(const tune::SearchResult& r) {
@@ -113,8 +127,11 @@ void print_counts(const tune::SearchResult& r, const ReportOptions& options, std
 
 void print_ranking(const tune::SearchResult& r, const ReportOptions& options, std::ostream& out) {
   const bool granularity = any_granularity(r);
+  const bool mesh = any_mesh(r);
   Table table;
-  table.column("#").column("strategy", Table::Align::kLeft).column("shard group").column("micro-batch");
+  table.column("#").column("strategy", Table::Align::kLeft);
+  if (mesh) table.column("mesh", Table::Align::kLeft);
+  table.column("shard group").column("micro-batch");
   table.column("checkpointing", Table::Align::kLeft).column("prefetch").column("reshard", Table::Align::kLeft);
   if (granularity) table.column("granularity", Table::Align::kLeft);
   table.column("tokens/s/GPU");
@@ -125,13 +142,13 @@ void print_ranking(const tune::SearchResult& r, const ReportOptions& options, st
     const size_t i = r.ranking.ranked[k];
     const tune::Candidate& c = r.candidates[i];
     const tune::Evaluation& e = r.evaluations[i];
-    std::vector<std::string> row = {std::to_string(k + 1),
-                                    scenarios::strategy_name(c.strategy),
-                                    group_text(c, r.gpus),
+    std::vector<std::string> row = {std::to_string(k + 1), scenarios::strategy_name(c.strategy)};
+    if (mesh) row.push_back(tune::mesh_text(c).empty() ? "-" : tune::mesh_text(c));
+    row.insert(row.end(), {group_text(c, r.gpus),
                                     fmt::format("{} x {}", c.micro_batch, c.grad_accum),
                                     scenarios::checkpointing_name(c.checkpointing),
                                     std::to_string(c.prefetch),
-                                    c.reshard ? "yes" : "no"};
+                                    c.reshard ? "yes" : "no"});
     if (granularity) row.push_back(c.granularity.empty() ? "-" : c.granularity);
     row.push_back(rate(e.tokens_per_s_per_gpu));
     if (r.by_goodput()) row.insert(row.end(), {goodput_percent(r, i), rate(r.ranked_rate(i))});
@@ -176,6 +193,9 @@ std::optional<size_t> smallest_peak(const tune::SearchResult& r) {
 
 nlohmann::json candidate_to_json(const tune::Candidate& c) {
   return {{"strategy", scenarios::strategy_name(c.strategy)},
+          {"tp", c.tp},
+          {"cp", c.cp},
+          {"ep", c.ep},
           {"shard_group", c.shard_group},
           {"micro_batch", c.micro_batch},
           {"grad_accum", c.grad_accum},
@@ -195,9 +215,13 @@ void print_search(const tune::Tuner& tuner, const tune::SearchResult& r, const R
       "{}: {} on {} x {}, global batch {} x {} tokens ({} per GPU), memory budget {} GiB ({:g}% of the allocator's "
       "{} GiB)\n",
       s.name(), model_text(s.model()), format_integer(r.gpus), s.cluster().gpu().preset(),
-      format_integer(r.batch.global_sequences), format_integer(r.batch.sequence_length), r.batch.per_gpu_sequences,
+      format_integer(r.batch.global_sequences), format_integer(r.batch.sequence_length), per_gpu_text(r.batch),
       gib(r.budget_bytes), 100 * (1 - tuner.options().constraints.headroom), gib(capacity));
   print_counts(r, options, out);
+  if (r.widened_to_tensor_parallelism) {
+    out << "  nothing fitted with FSDP alone: tensor parallelism of 2, 4 and 8 (those a node holds) searched too "
+           "(--tps to choose)\n";
+  }
   if (!r.any_fits()) {
     const auto closest = smallest_peak(r);
     out << fmt::format(
@@ -319,10 +343,11 @@ nlohmann::json search_to_json(const tune::Tuner& tuner, const tune::SearchResult
       {"gpus", r.gpus},
       {"sequence_length", r.batch.sequence_length},
       {"global_batch_sequences", r.batch.global_sequences},
-      {"per_gpu_sequences", r.batch.per_gpu_sequences},
+      {"tokens_per_gpu", r.batch.tokens_per_gpu()},
       {"headroom", tuner.options().constraints.headroom},
       {"budget_bytes", r.budget_bytes},
       {"rank_by", r.by_goodput() ? "goodput" : "throughput"},
+      {"widened_to_tensor_parallelism", r.widened_to_tensor_parallelism},
       {"counts",
        {{"candidates", r.candidates.size()},
         {"pruned_state", n.pruned_state},

@@ -14,6 +14,11 @@ scenarios::LoadedScenario candidate_scenario(const scenarios::LoadedScenario& ba
   scenarios::LoadedScenario out = base;
   scenarios::Training* t = out.written.mutable_training();
   t->set_strategy(c.strategy);
+  scenarios::Mesh* mesh = t->mutable_mesh();
+  mesh->Clear();
+  mesh->set_tp(static_cast<int32_t>(c.tp));
+  mesh->set_cp(static_cast<int32_t>(c.cp));
+  mesh->set_ep(static_cast<int32_t>(c.ep));
   t->set_shard_group_size(static_cast<int32_t>(c.shard_group));
   t->clear_replicate_group_size();  // the rest of the GPUs
   t->set_micro_batch_size(static_cast<int32_t>(c.micro_batch));
@@ -28,10 +33,19 @@ scenarios::LoadedScenario candidate_scenario(const scenarios::LoadedScenario& ba
   return scenarios::rebuild(std::move(out));
 }
 
+std::string mesh_text(const Candidate& c) {
+  std::string text;
+  for (const auto& [name, size] : {std::pair{"tp", c.tp}, std::pair{"cp", c.cp}, std::pair{"ep", c.ep}}) {
+    if (size > 1) text += fmt::format("{}{} {}", text.empty() ? "" : " x ", name, size);
+  }
+  return text;
+}
+
 std::string describe(const Candidate& c, int64_t gpus) {
-  const int64_t replicas = gpus / c.shard_group;
-  return fmt::format("{}, shard group {}{}, micro-batch {} x {}, {} checkpointing, prefetch {}, {}{}",
-                     scenarios::strategy_name(c.strategy), c.shard_group,
+  const int64_t replicas = gpus / (c.shard_group * c.tp);
+  const std::string mesh = mesh_text(c);
+  return fmt::format("{}, {}shard group {}{}, micro-batch {} x {}, {} checkpointing, prefetch {}, {}{}",
+                     scenarios::strategy_name(c.strategy), mesh.empty() ? "" : mesh + ", ", c.shard_group,
                      replicas > 1 ? fmt::format(" x {} replicas", replicas) : "", c.micro_batch, c.grad_accum,
                      c.checkpointing == scenarios::NONE ? "no" : scenarios::checkpointing_name(c.checkpointing),
                      c.prefetch, c.reshard ? "reshard" : "no reshard",

@@ -17,6 +17,9 @@ scenarios::LoadedScenario candidate_scenario(const scenarios::LoadedScenario& ba
                                              int64_t sequence_length);
 
 // "fsdp2, shard group 8 x 16 replicas, micro-batch 2 x 1, selective, prefetch 1, reshard"
+// The candidate's mesh, "tp 8 x ep 4"; "" for FSDP alone.
+std::string mesh_text(const Candidate& c);
+
 std::string describe(const Candidate& candidate, int64_t gpus);
 
 // The scenario as written plus the candidate's fields, named

@@ -8,10 +8,14 @@
 #include "common/errors.hpp"
 #include "common/input_limits.hpp"
 #include "planner/granularity.hpp"
+#include "planner/resolved_scenario.hpp"
 #include "scenarios/scenario_rules.hpp"
 
 namespace ragged::tune {
 namespace {
+
+// Tensor parallelism's default sizes: a node's NVLink holds them.
+const std::vector<int64_t> kTensorParallelSizes = {1, 2, 4, 8};
 
 template <typename T>
 std::vector<T> or_default(const std::vector<T>& given, std::vector<T> fallback) {
@@ -65,6 +69,13 @@ void check_constraints(const Constraints& c) {
   for (int64_t g : c.shard_groups) {
     if (g < 1) throw InputError(fmt::format("--shard-groups {}: a shard group holds at least one GPU", g));
   }
+  for (const auto& [dims, option] : {std::pair{&c.tps, "--tps"}, std::pair{&c.cps, "--cps"}, std::pair{&c.eps, "--eps"}}) {
+    for (int64_t d : *dims) {
+      if (d < 1 || d > limits::kMaxGpus) {
+        throw InputError(fmt::format("{} {}: a mesh dimension is 1 to {} ranks", option, d, limits::kMaxGpus));
+      }
+    }
+  }
   for (int p : c.prefetch_depths) {
     if (p < 0 || p > limits::kMaxPrefetch) {
       throw InputError(fmt::format("--prefetch {}: the prefetch depth is 0 to {} units", p, limits::kMaxPrefetch));
@@ -74,8 +85,8 @@ void check_constraints(const Constraints& c) {
 }
 
 BatchShape batch_shape(const scenarios::Scenario& base, const Constraints& c) {
-  const int64_t gpus = scenarios::total_gpus(base);
   BatchShape shape;
+  shape.gpus = scenarios::total_gpus(base);
   shape.sequence_length = c.sequence_length.value_or(base.training().sequence_length());
   const int64_t tokens =
       c.global_batch_tokens.value_or(scenarios::global_batch_sequences(base) * base.training().sequence_length());
@@ -86,43 +97,82 @@ BatchShape batch_shape(const scenarios::Scenario& base, const Constraints& c) {
                     tokens, shape.sequence_length, shape.sequence_length));
   }
   shape.global_sequences = tokens / shape.sequence_length;
-  if (shape.global_sequences % gpus != 0) {
-    throw InputError(
-        fmt::format("the global batch of {} sequences does not divide over {} GPUs, so no micro-batch "
-                    "fits it; give --global-batch-tokens a multiple of {} (GPUs x sequence length)",
-                    shape.global_sequences, gpus, gpus * shape.sequence_length));
-  }
-  shape.per_gpu_sequences = shape.global_sequences / gpus;
   return shape;
 }
 
+namespace {
+
+// The mesh dimensions allowed for `arch` on `base`: the user's, or the
+// defaults of Constraints, each checked against the model and the cluster.
+struct MeshChoices {
+  std::vector<int64_t> tps, cps, eps;
+};
+
+MeshChoices mesh_choices(const scenarios::Scenario& s, const models::ArchConfig& arch, int64_t sequence_length,
+                         const Constraints& c) {
+  const int64_t per_node = s.cluster().gpus_per_node();
+  MeshChoices m;
+  const bool defaults = c.tps == kTensorParallelSizes;
+  for (int64_t tp : or_default(c.tps, {1})) {
+    const bool in_node = !defaults || per_node % tp == 0;
+    if (in_node && models::check_split(arch, {tp, 1, true}).empty()) m.tps.push_back(tp);
+  }
+  std::vector<int64_t> cps = {1};
+  if (sequence_length >= 32768) cps.insert(cps.end(), {2, 4, 8, 16});
+  for (int64_t cp : or_default(c.cps, cps)) {
+    if (cp == 1 || sequence_length % (2 * cp) == 0) m.cps.push_back(cp);
+  }
+  std::vector<int64_t> eps = {1};
+  if (arch.is_moe()) {
+    for (int64_t ep = 2; ep <= arch.experts; ep *= 2) eps.push_back(ep);
+  }
+  for (int64_t ep : or_default(c.eps, eps)) {
+    if (models::check_split(arch, {1, ep, true}).empty()) m.eps.push_back(ep);
+  }
+  return m;
+}
+
+Constraints with_tensor_parallel_sizes(const Constraints& c, std::vector<int64_t> sizes) {
+  Constraints out = c;
+  out.tps = std::move(sizes);
+  return out;
+}
+
+// FSDP groups over the `ranks` of one tp rank: a node's share of them times
+// powers of two, and all of them.
+std::vector<int64_t> default_groups(int64_t ranks, int64_t per_node_share) {
+  return default_shard_groups(ranks, std::max<int64_t>(1, per_node_share));
+}
+
+}  // namespace
+
+Constraints with_tensor_parallel_defaults(const Constraints& constraints) {
+  Constraints wider = constraints;
+  if (wider.tps.empty()) wider.tps = kTensorParallelSizes;
+  return wider;
+}
+
 std::vector<Candidate> enumerate_candidates(const scenarios::LoadedScenario& base, const Constraints& c) {
+  if (c.tps.empty()) {
+    // FSDP alone first; the meshes where it cannot train the batch.
+    try {
+      return enumerate_candidates(base, with_tensor_parallel_sizes(c, {1}));
+    } catch (const InputError&) {
+      return enumerate_candidates(base, with_tensor_parallel_defaults(c));
+    }
+  }
   check_constraints(c);
   const scenarios::Scenario& s = base.scenario;
   const int64_t gpus = scenarios::total_gpus(s);
+  const int64_t per_node = s.cluster().gpus_per_node();
   const BatchShape batch = batch_shape(s, c);
-
-  std::vector<int64_t> groups;
-  for (int64_t g : or_default(c.shard_groups, default_shard_groups(gpus, s.cluster().gpus_per_node()))) {
-    if (gpus % g == 0) groups.push_back(g);
-  }
-  if (groups.empty()) {
-    throw InputError(
-        fmt::format("no shard group of --shard-groups {} divides the {} GPUs", fmt::join(c.shard_groups, ","), gpus));
-  }
-  std::vector<int64_t> micro;
-  for (int64_t m : or_default(c.micro_batches, divisors(batch.per_gpu_sequences))) {
-    const int64_t accumulation = batch.per_gpu_sequences % m == 0 ? batch.per_gpu_sequences / m : 0;
-    if (accumulation >= 1 && accumulation <= std::min(c.max_grad_accum, limits::kMaxAccumulation) &&
-        m <= limits::kMaxMicroBatch) {
-      micro.push_back(m);
-    }
-  }
-  if (micro.empty()) {
-    throw InputError(
-        fmt::format("no micro-batch divides the {} sequences per GPU (global batch {} over {} GPUs) with at "
-                    "most {} accumulation steps; allow other --micro-batches or a larger --max-grad-accum",
-                    batch.per_gpu_sequences, batch.global_sequences, gpus, c.max_grad_accum));
+  const models::ModelSpec model = planner::resolve_model(s.model(), base.base_dir);
+  const MeshChoices mesh = mesh_choices(s, model.arch, batch.sequence_length, c);
+  if (mesh.tps.empty() || mesh.cps.empty() || mesh.eps.empty()) {
+    throw InputError(fmt::format("no {} of {} can split {}: see `ragged inspect` for its heads, widths and experts",
+                                 mesh.tps.empty() ? "tp" : mesh.cps.empty() ? "cp" : "ep",
+                                 fmt::join(mesh.tps.empty() ? c.tps : mesh.cps.empty() ? c.cps : c.eps, ","),
+                                 model.name));
   }
   const auto strategies = or_default(c.strategies, scenarios::all_strategies());
   if (strategies.empty()) throw InputError("--strategies: allow at least one strategy");
@@ -132,22 +182,73 @@ std::vector<Candidate> enumerate_candidates(const scenarios::LoadedScenario& bas
   const std::vector<std::string> kept_granularity = {""};
 
   std::vector<Candidate> out;
-  for (scenarios::Strategy strategy : strategies) {
-    const auto& granularities =
-        is_ragged_strategy(strategy) ? or_default(c.granularities, kept_granularity) : kept_granularity;
-    for (int64_t group : groups) {
-      for (int64_t m : micro) {
-        for (scenarios::Checkpointing mode : modes) {
-          for (int prefetch : prefetches) {
-            for (bool reshard : reshards) {
-              for (const std::string& granularity : granularities) {
-                out.push_back({strategy, group, m, batch.per_gpu_sequences / m, mode, prefetch, reshard, granularity});
+  std::vector<std::string> refused;  // why a mesh left nothing, for the error when none is left
+  for (int64_t tp : mesh.tps) {
+    for (int64_t cp : mesh.cps) {
+      if (gpus % (tp * cp) != 0) continue;
+      const int64_t data_parallel = gpus / (tp * cp);  // ranks with their own sequences
+      if (batch.global_sequences % data_parallel != 0) {
+        refused.push_back(fmt::format("tp {} x cp {}: {} sequences over {} data-parallel ranks", tp, cp,
+                                      batch.global_sequences, data_parallel));
+        continue;
+      }
+      const int64_t per_rank = batch.global_sequences / data_parallel;
+      std::vector<int64_t> micro;
+      for (int64_t m : or_default(c.micro_batches, divisors(per_rank))) {
+        const int64_t accumulation = per_rank % m == 0 ? per_rank / m : 0;
+        const bool sequence_parallel_fits = tp == 1 || (m * batch.sequence_length / cp) % tp == 0;
+        if (accumulation >= 1 && accumulation <= std::min(c.max_grad_accum, limits::kMaxAccumulation) &&
+            m <= limits::kMaxMicroBatch && sequence_parallel_fits) {
+          micro.push_back(m);
+        }
+      }
+      if (micro.empty()) {
+        refused.push_back(fmt::format("tp {} x cp {}: no micro-batch divides {} sequences per data-parallel rank "
+                                      "with at most {} accumulation steps", tp, cp, per_rank, c.max_grad_accum));
+        continue;
+      }
+      const int64_t model_ranks = gpus / tp;  // the ranks of one tp rank
+      std::vector<int64_t> groups;
+      for (int64_t g : or_default(c.shard_groups, default_groups(model_ranks, per_node / tp))) {
+        if (model_ranks % g == 0 && g % cp == 0) groups.push_back(g);
+      }
+      if (groups.empty()) {
+        refused.push_back(fmt::format("tp {} x cp {}: no shard group{} divides the {} ranks of a tp rank into whole cp "
+                                      "groups", tp, cp,
+                                      c.shard_groups.empty() ? "" : fmt::format(" of --shard-groups {}", fmt::join(c.shard_groups, ",")),
+                                      model_ranks));
+        continue;
+      }
+      for (int64_t ep : mesh.eps) {
+        for (scenarios::Strategy strategy : strategies) {
+          const auto& granularities =
+              is_ragged_strategy(strategy) ? or_default(c.granularities, kept_granularity) : kept_granularity;
+          for (int64_t group : groups) {
+            if (group % ep != 0) continue;
+            for (int64_t m : micro) {
+              for (scenarios::Checkpointing mode : modes) {
+                for (int prefetch : prefetches) {
+                  for (bool reshard : reshards) {
+                    for (const std::string& granularity : granularities) {
+                      out.push_back(
+                          {strategy, group, m, per_rank / m, mode, prefetch, reshard, granularity, tp, cp, ep});
+                    }
+                  }
+                }
               }
             }
           }
         }
       }
     }
+  }
+  if (out.empty()) {
+    throw InputError(fmt::format("no configuration trains the global batch of {} sequences of {} tokens on {} GPUs: {}; "
+                                 "allow other --tps, --cps, --eps, --shard-groups or --micro-batches, or give "
+                                 "--global-batch-tokens a multiple of the data-parallel ranks times the sequence length",
+                                 batch.global_sequences, batch.sequence_length, gpus,
+                                 refused.empty() ? fmt::format("no shard group holds whole ep groups of --eps {}", fmt::join(mesh.eps, ","))
+                                                 : fmt::format("{}", fmt::join(refused, "; "))));
   }
   return out;
 }

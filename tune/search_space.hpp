@@ -1,10 +1,11 @@
 #pragma once
 // What `ragged tune` searches: the constraints a user gives and the
 // configurations they allow on one GPU count. A configuration (Candidate)
-// is the strategy, the shard group (FSDP over all GPUs, or HSDP groups
-// replicated), micro-batch x gradient accumulation for the global batch,
-// activation checkpointing, prefetch depth, reshard after forward and, for
-// the RaggedShard strategies, the sharding granularity.
+// is the strategy, the device mesh (tensor, context and expert parallelism,
+// docs/MESH.md), the shard group (FSDP over every data-parallel rank, or HSDP
+// groups replicated), micro-batch x gradient accumulation for the global
+// batch, activation checkpointing, prefetch depth, reshard after forward and,
+// for the RaggedShard strategies, the sharding granularity.
 
 #include <cstdint>
 #include <optional>
@@ -25,8 +26,16 @@ struct Constraints {
   double headroom = traces::kPeakMemoryPredictionError;
   int64_t max_grad_accum = 64;
   std::vector<scenarios::Strategy> strategies;          // empty: all six
-  std::vector<int64_t> shard_groups;                    // empty: a node's GPUs times powers of two, and all GPUs
-  std::vector<int64_t> micro_batches;                   // empty: every divisor of the per-GPU batch
+  // FSDP groups (dp_shard x cp); empty: a node's share of them times powers of
+  // two, and every rank of a tp rank.
+  std::vector<int64_t> shard_groups;
+  // Empty: 1 (FSDP alone), widened to 1, 2, 4 and 8 (those dividing a node and
+  // the model's heads and widths) where FSDP alone cannot train the global
+  // batch (enumerate_candidates) or fits nothing (Tuner::search).
+  std::vector<int64_t> tps;
+  std::vector<int64_t> cps;  // empty: 1, and from 32,768 tokens 2 to 16 that cut a sequence in 2 x cp chunks
+  std::vector<int64_t> eps;  // empty: 1, and for a mixture of experts the powers of two dividing its experts
+  std::vector<int64_t> micro_batches;                   // empty: every divisor of a data-parallel rank's batch
   std::vector<scenarios::Checkpointing> checkpointing;  // empty: none, selective, full
   std::vector<int> prefetch_depths;                     // empty: 1 and 2
   std::vector<bool> reshard_after_forward;              // empty: true and false
@@ -35,13 +44,16 @@ struct Constraints {
 
 struct Candidate {
   scenarios::Strategy strategy = scenarios::RAGGED;
-  int64_t shard_group = 1;
-  int64_t micro_batch = 1;
+  int64_t shard_group = 1;  // dp_shard x cp
+  int64_t micro_batch = 1;  // sequences of a data-parallel rank (its tp and cp ranks share them)
   int64_t grad_accum = 1;
   scenarios::Checkpointing checkpointing = scenarios::NONE;
   int prefetch = 1;
   bool reshard = true;
   std::string granularity;  // "" keeps the scenario's
+  int64_t tp = 1;  // the device mesh (training.mesh)
+  int64_t cp = 1;
+  int64_t ep = 1;
 
   bool operator==(const Candidate&) const = default;
 };
@@ -50,9 +62,11 @@ struct Candidate {
 struct BatchShape {
   int64_t sequence_length = 0;
   int64_t global_sequences = 0;
-  int64_t per_gpu_sequences = 0;
+  int64_t gpus = 1;
 
   int64_t global_tokens() const { return global_sequences * sequence_length; }
+  // A GPU's share of a step's tokens (the tp and cp ranks share theirs).
+  double tokens_per_gpu() const { return static_cast<double>(global_tokens()) / static_cast<double>(gpus); }
 };
 
 // Throws InputError for constraints no search could meet, whatever the GPU
@@ -60,14 +74,20 @@ struct BatchShape {
 void check_constraints(const Constraints& constraints);
 
 // The batch on `base`'s GPU count; InputError when it is not whole
-// sequences or does not divide over the GPUs.
+// sequences. (Whether it divides over a mesh's data-parallel ranks is each
+// mesh's question: enumerate_candidates.)
 BatchShape batch_shape(const scenarios::Scenario& base, const Constraints& constraints);
 
 // Every allowed configuration on `base`'s GPU count, in a fixed order (the
-// same on every MPI rank). InputError when none can be formed (no allowed
-// shard group divides the GPUs, no micro-batch divides the per-GPU batch
-// within the accumulation limit).
+// same on every MPI rank). A mesh is left out where it cannot be laid out (tp
+// or ep not dividing the model's heads, widths or experts, the GPUs, a node,
+// or the batch over its data-parallel ranks). InputError when none can be
+// formed, saying what stood in the way.
 std::vector<Candidate> enumerate_candidates(const scenarios::LoadedScenario& base, const Constraints& constraints);
+
+// The constraints with tensor parallelism's default sizes searched too
+// (1, 2, 4, 8) where none were given; unchanged otherwise.
+Constraints with_tensor_parallel_defaults(const Constraints& constraints);
 
 // Whether a strategy lays out RaggedShard buffers (granularity is a choice).
 bool is_ragged_strategy(scenarios::Strategy strategy);

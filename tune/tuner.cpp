@@ -18,6 +18,9 @@ namespace {
 
 nlohmann::json candidate_json(const Candidate& c) {
   return {{"strategy", static_cast<int>(c.strategy)},
+          {"tp", c.tp},
+          {"cp", c.cp},
+          {"ep", c.ep},
           {"shard_group", c.shard_group},
           {"micro_batch", c.micro_batch},
           {"grad_accum", c.grad_accum},
@@ -34,6 +37,9 @@ Candidate candidate_from_json(const nlohmann::json& j) {
                 "a task names a known strategy and checkpointing mode");
   c.strategy = static_cast<scenarios::Strategy>(strategy);
   c.checkpointing = static_cast<scenarios::Checkpointing>(checkpointing);
+  c.tp = j.at("tp");
+  c.cp = j.at("cp");
+  c.ep = j.at("ep");
   c.shard_group = j.at("shard_group");
   c.micro_batch = j.at("micro_batch");
   c.grad_accum = j.at("grad_accum");
@@ -43,15 +49,18 @@ Candidate candidate_from_json(const nlohmann::json& j) {
   return c;
 }
 
-// Likeliest to fit first: more checkpointing, smaller micro-batches,
-// larger shard groups, resharding, shallower prefetch.
+// Likeliest to fit first: more checkpointing, smaller micro-batches, more
+// tensor and context parallelism, larger shard groups, resharding,
+// shallower prefetch.
 std::vector<Candidate> likeliest_to_fit_first(std::vector<Candidate> candidates) {
   auto checkpointing_rank = [](scenarios::Checkpointing m) {
     return m == scenarios::FULL ? 0 : m == scenarios::SELECTIVE ? 1 : 2;
   };
   std::stable_sort(candidates.begin(), candidates.end(), [&](const Candidate& a, const Candidate& b) {
-    return std::make_tuple(checkpointing_rank(a.checkpointing), a.micro_batch, -a.shard_group, !a.reshard, a.prefetch) <
-           std::make_tuple(checkpointing_rank(b.checkpointing), b.micro_batch, -b.shard_group, !b.reshard, b.prefetch);
+    return std::make_tuple(checkpointing_rank(a.checkpointing), a.micro_batch, -a.tp * a.cp, -a.shard_group, !a.reshard,
+                           a.prefetch) <
+           std::make_tuple(checkpointing_rank(b.checkpointing), b.micro_batch, -b.tp * b.cp, -b.shard_group, !b.reshard,
+                           b.prefetch);
   });
   return candidates;
 }
@@ -132,12 +141,25 @@ std::vector<Evaluation> Tuner::evaluate_all(TaskRunner& runner, int64_t gpus, co
 }
 
 SearchResult Tuner::search(TaskRunner& runner, int64_t gpus, const SearchProgress& progress) const {
+  SearchResult out = search_with(runner, gpus, options_.constraints, progress);
+  if (out.any_fits() || !options_.constraints.tps.empty()) return out;
+  const Constraints wider = with_tensor_parallel_defaults(options_.constraints);
+  if (enumerate_candidates(base_at(gpus), wider) == out.candidates) return out;  // the batch already needed them
+  const double fsdp_alone_seconds = out.wall_seconds;
+  out = search_with(runner, gpus, wider, progress);
+  out.widened_to_tensor_parallelism = true;
+  out.wall_seconds += fsdp_alone_seconds;
+  return out;
+}
+
+SearchResult Tuner::search_with(TaskRunner& runner, int64_t gpus, const Constraints& constraints,
+                                const SearchProgress& progress) const {
   const auto start = std::chrono::steady_clock::now();
   const scenarios::LoadedScenario base = base_at(gpus);
   SearchResult out;
   out.gpus = gpus;
-  out.batch = batch_shape(base.scenario, options_.constraints);
-  out.candidates = enumerate_candidates(base, options_.constraints);
+  out.batch = batch_shape(base.scenario, constraints);
+  out.candidates = enumerate_candidates(base, constraints);
   out.budget_bytes = budget_of(base.scenario);
   MapOptions map_options;
   map_options.progress = progress;
@@ -181,7 +203,8 @@ bool Tuner::fits_at(TaskRunner& runner, int64_t gpus, const SearchProgress& prog
   int64_t budget = 0;
   try {
     const scenarios::LoadedScenario base = base_at(gpus);
-    candidates = likeliest_to_fit_first(enumerate_candidates(base, options_.constraints));
+    // Meshes too where none were asked for: the question is whether anything fits.
+    candidates = likeliest_to_fit_first(enumerate_candidates(base, with_tensor_parallel_defaults(options_.constraints)));
     budget = budget_of(base.scenario);
   } catch (const InputError&) {
     return false;  // nothing can be formed on this many GPUs

@@ -60,6 +60,9 @@ struct SearchResult {
   Ranking ranking;
   OutcomeCounts counts;
   double wall_seconds = 0;
+  // FSDP alone fitted nothing, so tensor parallelism's default sizes were
+  // searched too (Constraints::tps left to its default).
+  bool widened_to_tensor_parallelism = false;
 
   bool any_fits() const { return !ranking.ranked.empty(); }
   size_t best() const { return ranking.ranked.front(); }  // only when any_fits()
@@ -82,6 +85,9 @@ class Tuner {
   // Every candidate on `gpus` GPUs. InputError when the constraints allow
   // none there (the batch does not divide, no shard group divides).
   SearchResult search(TaskRunner& runner, int64_t gpus, const SearchProgress& progress = {}) const;
+  // The search under `constraints` alone (search widens to meshes itself).
+  SearchResult search_with(TaskRunner& runner, int64_t gpus, const Constraints& constraints,
+                           const SearchProgress& progress = {}) const;
   // Whether any candidate fits on `gpus`: the likeliest to fit first
   // (full checkpointing, small micro-batches, large shard groups), stopping
   // at the first that does. False when none can be formed there.

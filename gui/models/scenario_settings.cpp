@@ -86,6 +86,9 @@ ScenarioSettings settings_of(const scenarios::Scenario& scenario) {
   s.strategy = training.strategy();
   s.granularity = planner::GranularitySpec::from_proto(training.granularity().default_spec()).describe();
   s.shard_group = training.shard_group_size();
+  s.tp = training.mesh().tp();
+  s.cp = training.mesh().cp();
+  s.ep = training.mesh().ep();
   s.micro_batch = training.micro_batch_size();
   s.sequence_length = training.sequence_length();
   s.checkpointing = training.activation_checkpointing();
@@ -122,8 +125,10 @@ scenarios::LoadedScenario apply_settings(const scenarios::LoadedScenario& base, 
   if (settings.optimizer != before.optimizer) write_optimizer(t, settings.optimizer);
   if (settings.granularity != before.granularity) write_granularity(t, settings.granularity);
   if (settings.shard_group != before.shard_group) {
-    if (settings.shard_group < 1 || settings.gpus % settings.shard_group != 0) {
-      throw InputError(fmt::format("shard group {}: it must divide the {} GPUs", settings.shard_group, settings.gpus));
+    const int64_t model_ranks = settings.gpus / std::max<int64_t>(1, settings.tp);  // the ranks of one tp rank
+    if (settings.shard_group < 1 || model_ranks % settings.shard_group != 0) {
+      throw InputError(fmt::format("shard group {}: it must divide the {} GPUs{}", settings.shard_group, model_ranks,
+                                   settings.tp > 1 ? " of one tp rank" : ""));
     }
     t->set_shard_group_size(static_cast<int32_t>(settings.shard_group));
     t->clear_replicate_group_size();
@@ -135,12 +140,17 @@ scenarios::LoadedScenario apply_settings(const scenarios::LoadedScenario& base, 
     t->clear_replicate_group_size();
   }
   if (settings.micro_batch != before.micro_batch) t->set_micro_batch_size(static_cast<int32_t>(settings.micro_batch));
+  const bool mesh_changed = settings.tp != before.tp || settings.cp != before.cp || settings.ep != before.ep;
   if (settings.sequence_length != before.sequence_length) {
     t->set_sequence_length(static_cast<int32_t>(settings.sequence_length));
   }
   if (settings.checkpointing != before.checkpointing) t->set_activation_checkpointing(settings.checkpointing);
   if (settings.prefetch_depth != before.prefetch_depth) t->set_prefetch_depth(static_cast<int32_t>(settings.prefetch_depth));
-  return scenarios::rebuild(std::move(out));
+  if (!mesh_changed) return scenarios::rebuild(std::move(out));
+  // The mesh as the CLI's --tp/--cp/--ep writes it: a new tp or cp re-derives the shard group.
+  const bool split_changed = settings.tp != before.tp || settings.cp != before.cp;
+  return scenarios::with_mesh(scenarios::rebuild(std::move(out)), split_changed ? settings.tp : 0,
+                              split_changed ? settings.cp : 0, settings.ep != before.ep ? settings.ep : 0);
 }
 
 scenarios::LoadedScenario scenario_for_model(const std::string& model, const std::string& gpu_preset, int64_t gpus) {

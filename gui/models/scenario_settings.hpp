@@ -22,6 +22,9 @@ struct ScenarioSettings {
   scenarios::Strategy strategy = scenarios::RAGGED;
   std::string granularity = "element";  // the --granularity syntax
   int64_t shard_group = 0;              // GPUs per shard group; the rest replicate (HSDP)
+  int64_t tp = 1;                       // the device mesh (training.mesh, docs/MESH.md)
+  int64_t cp = 1;
+  int64_t ep = 1;
   int64_t micro_batch = 1;
   int64_t sequence_length = 4096;
   scenarios::Checkpointing checkpointing = scenarios::NONE;

@@ -24,8 +24,11 @@ constexpr RowInfo kRowInfo[ScenarioSettingsModel::kRows] = {
     {"NIC Gbit/s", "Bandwidth of one NIC, per direction"},
     {"strategy", "Layout strategy"},
     {"granularity", "element, rows:K, block:RxC or matrix"},
-    {"shard group", "GPUs one model copy is sharded over; fewer than the GPUs is HSDP"},
-    {"micro-batch", "Sequences per GPU per micro-step"},
+    {"shard group", "Ranks FSDP shards one model copy over (dp_shard x cp); fewer than a tp rank's is HSDP"},
+    {"tp", "Tensor-parallel ranks: every block's matrices split, inside a node"},
+    {"cp", "Context-parallel ranks: each sequence split, keys and values gathered"},
+    {"ep", "Expert-parallel ranks (mixtures of experts): each holds 1/ep of the routed experts"},
+    {"micro-batch", "Sequences per data-parallel rank per micro-step"},
     {"sequence length", "Tokens per sequence"},
     {"checkpointing", "Activation checkpointing"},
     {"prefetch", "Units all-gathered ahead of compute"},
@@ -78,6 +81,9 @@ QString ScenarioSettingsModel::value_text(int row) const {
     case kStrategy: return QString::fromStdString(scenarios::strategy_name(s.strategy));
     case kGranularity: return QString::fromStdString(s.granularity);
     case kShardGroup: return QString::number(s.shard_group);
+    case kTp: return QString::number(s.tp);
+    case kCp: return QString::number(s.cp);
+    case kEp: return QString::number(s.ep);
     case kMicroBatch: return QString::number(s.micro_batch);
     case kSequenceLength: return QString::number(s.sequence_length);
     case kCheckpointing: return QString::fromStdString(scenarios::checkpointing_name(s.checkpointing));
@@ -133,6 +139,9 @@ bool ScenarioSettingsModel::parse_into(int row, const QString& value, ScenarioSe
       case kStrategy: s.strategy = scenarios::parse_strategy(text); return true;
       case kGranularity: s.granularity = text; return !text.empty();
       case kShardGroup: return positive(value, s.shard_group);
+      case kTp: return positive(value, s.tp);
+      case kCp: return positive(value, s.cp);
+      case kEp: return positive(value, s.ep);
       case kMicroBatch: return positive(value, s.micro_batch);
       case kSequenceLength: return positive(value, s.sequence_length);
       case kCheckpointing: s.checkpointing = scenarios::parse_checkpointing(text); return true;

@@ -17,7 +17,7 @@ class ScenarioSettingsModel : public QAbstractTableModel {
  public:
   enum Row {
     kModel, kGpuPreset, kGpus, kGpusPerNode, kNodes, kNicsPerNode, kNicBandwidth, kStrategy, kGranularity,
-    kShardGroup, kMicroBatch, kSequenceLength, kCheckpointing, kPrefetch, kOptimizer, kRows
+    kShardGroup, kTp, kCp, kEp, kMicroBatch, kSequenceLength, kCheckpointing, kPrefetch, kOptimizer, kRows
   };
   enum Column { kName, kValue, kColumns };
   static constexpr int kChoicesRole = Qt::UserRole + 1;  // QStringList; empty: free text or a number

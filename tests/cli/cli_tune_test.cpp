@@ -28,7 +28,9 @@ const std::string kScenario = std::string(RAGGED_SOURCE_DIR) + "/tests/tune/data
 
 // The common arguments: a small space (96 candidates), no cache.
 std::vector<std::string> tune_args(std::vector<std::string> more) {
+  // FSDP alone unless the test asks for meshes: 96 candidates.
   std::vector<std::string> args = {"tune", kScenario, "--strategies", "ragged,fsdp2", "--no-cache", "--jobs", "2"};
+  if (std::find(more.begin(), more.end(), "--tps") == more.end()) args.insert(args.end(), {"--tps", "1"});
   args.insert(args.end(), more.begin(), more.end());
   return args;
 }
@@ -231,12 +233,13 @@ TEST_F(CliTune, BadConstraintsAreOneLineAndExitTwo) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--headroom", "100"}, "below 100%"},
       {{"--headroom", "-5"}, "at least 0%"},
-      {{"--global-batch-tokens", "3072"}, "does not divide over 8 GPUs"},
+      {{"--global-batch-tokens", "3072"}, "3 sequences over 8 data-parallel ranks"},
+      {{"--tps", "3"}, "no tp of 3 can split tiny-llama"},
       {{"--global-batch-tokens", "1000"}, "not a whole number of 1024-token sequences"},
       {{"--micro-batches", "3"}, "no micro-batch divides"},
       {{"--strategies", ""}, "allow at least one strategy"},
       {{"--strategies", "fsdp3"}, "fsdp3"},
-      {{"--shard-groups", "3"}, "divides the 8 GPUs"},
+      {{"--shard-groups", "3"}, "no shard group of --shard-groups 3 divides the 8 ranks"},
       {{"--gpu-hour-price", "2"}, "needs --train-tokens"},
       {{"--train-tokens", "lots"}, "positive token count"},
       {{"--gpus", "4,8", "--write", "x.textproto"}, "one GPU count"},

@@ -92,6 +92,27 @@ class ModelsTest : public QObject {
     QCOMPARE(apply_settings(loaded, adam8bit).scenario.training().granularity().default_spec().kind(), scenarios::BLOCK);
   }
 
+  // The mesh knobs write training.mesh as --tp/--cp/--ep do: the shard group
+  // follows what tp and cp leave.
+  void mesh_knobs_write_the_mesh() {
+    const auto loaded = scenarios::load_scenario("llama3-8b-8xh100");
+    ScenarioSettings s = settings_of(loaded.scenario);
+    QCOMPARE(s.tp, 1);
+    s.tp = 2;
+    const scenarios::Scenario tp = apply_settings(loaded, s).scenario;
+    QCOMPARE(tp.training().mesh().tp(), 2);
+    QCOMPARE(tp.training().shard_group_size(), 4);
+    QCOMPARE(settings_of(tp).shard_group, 4);
+    ScenarioSettings too_many = settings_of(loaded.scenario);
+    too_many.tp = 3;
+    QVERIFY_THROWS_EXCEPTION(InputError, apply_settings(loaded, too_many));
+    ScenarioSettingsModel model;
+    model.set_settings(settings_of(loaded.scenario));
+    QVERIFY(model.set_value(ScenarioSettingsModel::kCp, QStringLiteral("2")));
+    QCOMPARE(model.settings().cp, 2);
+    QVERIFY(!model.set_value(ScenarioSettingsModel::kEp, QStringLiteral("0")));
+  }
+
   void bad_settings_are_input_errors_with_the_cli_wording() {
     const auto loaded = scenarios::load_scenario("llama3-8b-8xh100");
     ScenarioSettings s = settings_of(loaded.scenario);

@@ -45,6 +45,7 @@ TEST(Calibration, TunersPickIsAtLeastAsFastAsThePublishedConfiguration) {
     options.constraints.strategies = {published.strategy, scenarios::RAGGED, scenarios::MEGATRON};
     options.constraints.shard_groups = {published.shard_group};
     options.constraints.prefetch_depths = {published.prefetch};
+    options.constraints.tps = {1};  // the published runs are FSDP alone
     const Tuner tuner(base, options);
     LocalTaskPool pool([&](const std::string& task) { return tuner.run_task(task); }, 2);
     const int64_t gpus = scenarios::total_gpus(base.scenario);

@@ -42,6 +42,7 @@ scenarios::LoadedScenario with_goodput(scenarios::LoadedScenario base, const Int
 TuneOptions by_goodput() {
   TuneOptions options;
   options.constraints.strategies = {scenarios::RAGGED, scenarios::FSDP2};
+  options.constraints.tps = {1};
   options.rank_by = RankBy::kGoodput;
   return options;
 }
@@ -121,6 +122,7 @@ TEST(GoodputRanking, HighInterruptionRateMovesTheWinnerToTheShorterCheckpointLoa
   base = with_goodput(std::move(base), {1, 0, 0.001, 1e-6});
   TuneOptions options = by_goodput();
   options.constraints.strategies = {scenarios::FSDP2};
+  options.constraints.tps = {1};
   options.constraints.shard_groups = {4, 8};
   options.constraints.micro_batches = {2};
   options.constraints.checkpointing = {scenarios::FULL};

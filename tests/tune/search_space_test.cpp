@@ -21,23 +21,72 @@ using testing::small_scenario;
 
 // 2 x 4 GPUs, 2 sequences per GPU: six strategies, shard groups 4 (HSDP)
 // and 8, micro-batches 1 and 2, three checkpointing modes, prefetch 1 and
-// 2, reshard or not.
+// 2, reshard or not; FSDP alone, which trains this batch.
 TEST(SearchSpace, DefaultSpaceIsTheProductOfItsChoices) {
   const std::vector<Candidate> all = enumerate_candidates(small_scenario(), {});
   EXPECT_EQ(all.size(), 6u * 2 * 2 * 3 * 2 * 2);
-  std::set<std::tuple<int, int64_t, int64_t, int, int, bool>> distinct;
+  for (const Candidate& c : all) EXPECT_EQ(c.tp, 1);
+}
+
+// With tensor parallelism's default sizes, three meshes (tp 1, 2 and 4: the
+// tiny model's 8 heads, 4 key/value heads and 704-wide MLP split, a node
+// holds 4; its 1,024-token sequences get no cp; no experts, no ep):
+// tp 1: 2 sequences per rank (micro-batch 1, 2), shard groups 4 (HSDP) and 8;
+// tp 2: 4 per data-parallel rank (1, 2, 4), groups 2 and 4 of its 4 ranks;
+// tp 4: 8 (1, 2, 4, 8), groups 1 and 2.
+TEST(SearchSpace, MeshSpaceIsTheProductOfItsChoices) {
+  const std::vector<Candidate> all = enumerate_candidates(small_scenario(), with_tensor_parallel_defaults({}));
+  EXPECT_EQ(all.size(), 6u * (2 * 2 + 2 * 3 + 2 * 4) * 3 * 2 * 2);
+  std::set<std::tuple<int, int64_t, int64_t, int64_t, int, int, bool>> distinct;
   for (const Candidate& c : all) {
-    EXPECT_EQ(c.micro_batch * c.grad_accum, 2);
-    EXPECT_TRUE(c.shard_group == 4 || c.shard_group == 8) << c.shard_group;
+    EXPECT_EQ(c.micro_batch * c.grad_accum * 8 / c.tp, 16) << "every candidate trains the global batch";
+    EXPECT_TRUE(c.tp == 1 || c.tp == 2 || c.tp == 4) << c.tp;
+    EXPECT_EQ(c.cp, 1);
+    EXPECT_EQ(c.ep, 1);
+    EXPECT_EQ(8 / c.tp % c.shard_group, 0) << c.shard_group;
     EXPECT_TRUE(c.granularity.empty());
-    distinct.insert({c.strategy, c.shard_group, c.micro_batch, c.checkpointing, c.prefetch, c.reshard});
+    distinct.insert({c.strategy, c.tp, c.shard_group, c.micro_batch, c.checkpointing, c.prefetch, c.reshard});
   }
   EXPECT_EQ(distinct.size(), all.size());
+}
+
+// A global batch smaller than one sequence per GPU needs ranks that share
+// sequences: only meshes whose data-parallel ranks divide it are searched.
+TEST(SearchSpace, AGlobalBatchBelowTheGpusIsTrainedByAMesh) {
+  Constraints c;
+  c.global_batch_tokens = 2 * 1024;  // 2 sequences on 8 GPUs
+  std::set<int64_t> tps;
+  for (const Candidate& candidate : enumerate_candidates(small_scenario(), c)) {
+    tps.insert(candidate.tp);
+    EXPECT_EQ(candidate.micro_batch * candidate.grad_accum * 8 / candidate.tp, 2);
+  }
+  EXPECT_EQ(tps, (std::set<int64_t>{4}));
+  c.tps = {1, 2};
+  try {
+    enumerate_candidates(small_scenario(), c);
+    ADD_FAILURE() << "no mesh of tp 1 or 2 trains 2 sequences on 8 GPUs";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("tp 2 x cp 1: 2 sequences over 4 data-parallel ranks"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(SearchSpace, MeshDimensionsTheModelCannotSplitAreLeftOut) {
+  Constraints c;
+  c.tps = {1, 3, 8};  // 8 heads: 3 does not divide them; 8 is larger than the 4 key/value heads but a multiple
+  c.strategies = {scenarios::RAGGED};
+  std::set<int64_t> tps;
+  for (const Candidate& candidate : enumerate_candidates(small_scenario(), c)) tps.insert(candidate.tp);
+  EXPECT_EQ(tps, (std::set<int64_t>{1, 8}));
+  c.tps = {1};
+  c.eps = {2};  // a dense model
+  EXPECT_THROW(enumerate_candidates(small_scenario(), c), InputError);
 }
 
 TEST(SearchSpace, GlobalBatchAndAccumulationLimitChooseTheMicroBatches) {
   Constraints c;
   c.strategies = {scenarios::FSDP2};
+  c.tps = {1};
   c.global_batch_tokens = 32 * 1024;  // 32 sequences: 4 per GPU
   std::set<int64_t> micro;
   for (const Candidate& candidate : enumerate_candidates(small_scenario(), c)) micro.insert(candidate.micro_batch);
@@ -51,7 +100,8 @@ TEST(SearchSpace, GlobalBatchAndAccumulationLimitChooseTheMicroBatches) {
   EXPECT_EQ(micro, (std::set<int64_t>{2, 4}));
   // A shorter sequence keeps the tokens: twice the sequences.
   c.sequence_length = 512;
-  EXPECT_EQ(batch_shape(small_scenario().scenario, c).per_gpu_sequences, 8);
+  EXPECT_EQ(batch_shape(small_scenario().scenario, c).global_sequences, 64);
+  EXPECT_EQ(batch_shape(small_scenario().scenario, c).tokens_per_gpu(), 4 * 1024);
 }
 
 TEST(SearchSpace, GranularitiesVaryOnlyForTheRaggedShardStrategies) {
@@ -73,6 +123,7 @@ TEST(SearchSpace, GranularitiesVaryOnlyForTheRaggedShardStrategies) {
 
 TEST(SearchSpace, ShardGroupsThatDoNotDivideTheGpusAreLeftOut) {
   Constraints c;
+  c.tps = {1};
   c.shard_groups = {2, 3, 8};
   std::set<int64_t> groups;
   for (const Candidate& candidate : enumerate_candidates(small_scenario(), c)) groups.insert(candidate.shard_group);
@@ -102,13 +153,17 @@ TEST(SearchSpace, BadConstraintsAreOneClearError) {
   EXPECT_NE(message(ragged_batch).find("not a whole number of 1024-token sequences"), std::string::npos);
   Constraints indivisible;
   indivisible.global_batch_tokens = 3 * 1024;
-  EXPECT_NE(message(indivisible).find("does not divide over 8 GPUs"), std::string::npos) << message(indivisible);
+  EXPECT_NE(message(indivisible).find("no configuration trains the global batch of 3 sequences"), std::string::npos)
+      << message(indivisible);
+  EXPECT_NE(message(indivisible).find("tp 1 x cp 1: 3 sequences over 8 data-parallel ranks"), std::string::npos);
   Constraints no_micro_batch;
+  no_micro_batch.tps = {1};
   no_micro_batch.micro_batches = {3};
   EXPECT_NE(message(no_micro_batch).find("no micro-batch divides"), std::string::npos);
   Constraints too_much_accumulation;
   too_much_accumulation.global_batch_tokens = 64 * 1024;  // 8 per GPU
   too_much_accumulation.micro_batches = {1};
+  too_much_accumulation.tps = {1};
   too_much_accumulation.max_grad_accum = 4;
   EXPECT_NE(message(too_much_accumulation).find("at most 4 accumulation steps"), std::string::npos);
   Constraints bad_granularity;
@@ -135,6 +190,15 @@ TEST(CandidateScenario, WritesEveryKnob) {
   EXPECT_EQ(r.granularity().default_spec().rows(), 16);
   EXPECT_EQ(describe(c, 8),
             "zero3, shard group 4 x 2 replicas, micro-batch 1 x 2, full checkpointing, prefetch 2, no reshard");
+  Candidate meshed = c;
+  meshed.tp = 2;
+  meshed.shard_group = 2;
+  const scenarios::Training m = candidate_scenario(small_scenario(), meshed, 512).scenario.training();
+  EXPECT_EQ(m.mesh().tp(), 2);
+  EXPECT_EQ(m.shard_group_size(), 2);
+  EXPECT_EQ(m.replicate_group_size(), 2);
+  EXPECT_EQ(describe(meshed, 8),
+            "zero3, tp 2, shard group 2 x 2 replicas, micro-batch 1 x 2, full checkpointing, prefetch 2, no reshard");
 }
 
 }  // namespace

@@ -23,10 +23,11 @@ namespace {
 using testing::small_scenario;
 using testing::TempDir;
 
-// Two strategies keep the search near a second: 96 candidates.
+// Two strategies and FSDP alone keep the search near a second: 96 candidates.
 TuneOptions small_options() {
   TuneOptions options;
   options.constraints.strategies = {scenarios::RAGGED, scenarios::FSDP2};
+  options.constraints.tps = {1};
   return options;
 }
 
@@ -156,9 +157,9 @@ TEST(GpuSearch, CountsTheBatchDoesNotDivideOverAreSkipped) {
   ASSERT_EQ(rows.size(), 3u);
   EXPECT_TRUE(rows[0].result.has_value());
   EXPECT_FALSE(rows[1].result.has_value());
-  EXPECT_NE(rows[1].skipped.find("does not divide over 12 GPUs"), std::string::npos) << rows[1].skipped;
+  EXPECT_NE(rows[1].skipped.find("16 sequences over 12 data-parallel ranks"), std::string::npos) << rows[1].skipped;
   EXPECT_TRUE(rows[2].result.has_value());
-  EXPECT_EQ(rows[2].result->batch.per_gpu_sequences, 1);
+  EXPECT_EQ(rows[2].result->batch.tokens_per_gpu(), 1024);
 }
 
 // The smallest count that fits, and one node fewer does not: one GPU per
@@ -182,6 +183,41 @@ TEST(GpuSearch, MinGpusFitsWhereOneNodeFewerDoesNot) {
   EXPECT_TRUE(found.result->any_fits());
   EXPECT_TRUE(tuner.fits_at(pool, gpus));
   EXPECT_FALSE(tuner.fits_at(pool, gpus - 1));
+}
+
+// Without --tps a search starts with FSDP alone; where nothing fits it
+// searches tensor parallelism's sizes too: here whole micro-batches of 2
+// sequences without checkpointing fit only split over tp ranks.
+TEST(Tuner, NothingFittingWithFsdpAloneWidensToTensorParallelism) {
+  TuneOptions options;
+  options.constraints.strategies = {scenarios::RAGGED};
+  options.constraints.checkpointing = {scenarios::NONE};
+  options.constraints.micro_batches = {2};
+  const SearchResult r = search_small(options, 2);
+  EXPECT_TRUE(r.widened_to_tensor_parallelism);
+  ASSERT_TRUE(r.any_fits());
+  EXPECT_GT(r.candidates[r.best()].tp, 1);
+  TuneOptions fsdp_alone = options;
+  fsdp_alone.constraints.tps = {1};
+  const SearchResult alone = search_small(fsdp_alone, 2);
+  EXPECT_FALSE(alone.any_fits());
+  EXPECT_FALSE(alone.widened_to_tensor_parallelism);
+}
+
+// `--global-batch-tokens` below a sequence per GPU: the answer is a mesh
+// whose data-parallel ranks divide the batch, simulated and fitting.
+TEST(Tuner, ASmallGlobalBatchIsAnsweredByAMesh) {
+  TuneOptions options;
+  options.constraints.strategies = {scenarios::RAGGED};
+  options.constraints.global_batch_tokens = 2 * 1024;  // 2 sequences on 8 GPUs
+  options.constraints.checkpointing = {scenarios::FULL};
+  options.constraints.prefetch_depths = {1};
+  const SearchResult r = search_small(options, 2);
+  ASSERT_TRUE(r.any_fits());
+  const Candidate& best = r.candidates[r.best()];
+  std::printf("best: %s, %.0f tokens/s per GPU\n", describe(best, 8).c_str(), r.evaluations[r.best()].tokens_per_s_per_gpu);
+  EXPECT_EQ(best.tp, 4);
+  EXPECT_EQ(best.micro_batch * best.grad_accum, 1) << "2 sequences over 2 data-parallel ranks";
 }
 
 }  // namespace

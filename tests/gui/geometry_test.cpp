@@ -2,6 +2,7 @@
 // every rank's shard, timeline bars that aggregate when zoomed out, sweep
 // series and the OOM ranges they shade.
 
+#include <algorithm>
 #include <QtTest>
 
 #include <numeric>
@@ -136,6 +137,9 @@ class GeometryTest : public QObject {
     const traces::Trace trace = sim::simulate_in_child(resolved, {}).trace;
     const Timeline t = build_timeline(trace);
     QVERIFY(t.lanes.size() >= 3);  // compute, all-gather, reduce-scatter
+    // Its tp 8 mesh: the tensor-parallel group's stream is a lane of its own.
+    QVERIFY(std::any_of(t.lanes.begin(), t.lanes.end(),
+                        [](const TimelineLane& lane) { return lane.name == "tensor_parallel"; }));
     QVERIFY(t.end_ns > t.begin_ns);
     QVERIFY(!t.memory.empty());
     const double width_px = 1000;

@@ -145,7 +145,7 @@ std::vector<Flow> ring_flows(const RingSet& r, double bytes, const ClusterSpec& 
 }
 
 std::vector<Flow> all_to_all_flows(const RingSet& r, double bytes_per_group, const ClusterSpec& c, FlowMode mode,
-                                   const NodeList& nvlink_nodes) {
+                                   const NodeList& nvlink_nodes, bool network) {
   FlowSet flows;
   if (r.members <= 1) return {};
   const int64_t sim = simulated_nodes(c, mode);
@@ -162,7 +162,7 @@ std::vector<Flow> all_to_all_flows(const RingSet& r, double bytes_per_group, con
           flows.add({run.node, run.locals[i]}, {run.node, run.locals[(i + 1) % run.locals.size()]}, per_member * (k - 1) / m);
         }
       }
-      if (runs.size() > 1 && (!symmetric || run.node < sim)) {
+      if (network && runs.size() > 1 && (!symmetric || run.node < sim)) {
         // NCCL's all-to-all is a send and a receive per peer: the node's
         // members send each other node's members their share.
         for (size_t o = 0; o < runs.size(); ++o) {
@@ -190,8 +190,10 @@ std::vector<int64_t> nvlink_representatives(const std::vector<RingSet>& ring_set
   for (size_t i = 0; i < ring_sets.size(); ++i) {
     const RingSet& r = ring_sets[i];
     for (int shape = 0; shape < 2; ++shape) {
-      const std::vector<Flow> flows = shape == 0 ? ring_flows(r, 1.0, c, FlowMode::kFull)
-                                                 : all_to_all_flows(r, static_cast<double>(r.members), c, FlowMode::kFull);
+      // NVLink flows only: an all-to-all's network flows are every pair of its nodes.
+      const std::vector<Flow> flows =
+          shape == 0 ? ring_flows(r, 1.0, c, FlowMode::kFull)
+                     : all_to_all_flows(r, static_cast<double>(r.members), c, FlowMode::kFull, std::nullopt, false);
       for (const Flow& f : flows) {
         if (f.src.local >= 0) pattern[static_cast<size_t>(f.src.node)].emplace_back(i, shape, f.src.local, f.dst.local, f.bytes);
       }

@@ -71,8 +71,9 @@ std::vector<Flow> ring_flows(const RingSet& rings, double bytes_per_hop, const C
 // the next local member with the load an even spread puts on it, and from
 // each node to every other node of the group its members' share for that
 // node's members (NCCL's send/receive per peer).
+// `network` false: the NVLink flows alone.
 std::vector<Flow> all_to_all_flows(const RingSet& groups, double bytes_per_group, const ClusterSpec& cluster, FlowMode mode,
-                                   const NodeList& nvlink_nodes = std::nullopt);
+                                   const NodeList& nvlink_nodes = std::nullopt, bool network = true);
 
 // The nodes a full-mode simulation must run NVLink flows on so that every
 // node is represented: `required` (sorted, e.g. the nodes of the simulated

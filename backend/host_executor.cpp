@@ -271,6 +271,10 @@ void HostExecutor::execute(const Op& op, int64_t step, MeasuredStep& out) {
       reduced.clear();
       break;
     }
+    case OpKind::kSend:
+    case OpKind::kRecv:
+      RAGGED_ASSERT(false, "the host executor runs no pipeline stages (check_launch refuses them): " + op.name);
+      break;
     case OpKind::kAllToAll:
       if (op.phase == OptimizerPhase::kGather) optimizer_.gather_to_owners(u);
       else optimizer_.scatter_from_owners(u);

@@ -17,10 +17,11 @@ namespace ragged::backend {
 void check_launch(const planner::ResolvedScenario& resolved, const Communicator& comm) {
   const scenarios::Scenario& s = resolved.scenario();
   const scenarios::Mesh& mesh = s.training().mesh();
-  if (mesh.tp() > 1 || mesh.cp() > 1 || mesh.ep() > 1) {
-    throw InputError(fmt::format("training.mesh: {} has tp {}, cp {}, ep {}; the executors run FSDP and HSDP only so far "
-                                 "(tensor, context and expert parallelism are simulated: ragged simulate); set them "
-                                 "to 1 for ragged run", s.name(), mesh.tp(), mesh.cp(), mesh.ep()));
+  if (mesh.tp() > 1 || mesh.cp() > 1 || mesh.ep() > 1 || mesh.pp() > 1) {
+    throw InputError(fmt::format("training.mesh: {} has tp {}, cp {}, ep {}, pp {}; the executors run FSDP and HSDP only "
+                                 "so far (tensor, context, expert and pipeline parallelism are simulated: ragged "
+                                 "simulate); set them to 1 for ragged run", s.name(), mesh.tp(), mesh.cp(), mesh.ep(),
+                                 mesh.pp()));
   }
   if (scenarios::total_gpus(s) != comm.size()) {
     throw InputError(fmt::format("{} has {} GPUs but {} process{} run: launch `mpirun -np {}` or pass --gpus {}",

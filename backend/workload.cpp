@@ -60,6 +60,11 @@ void check_workload_supported(const models::ModelSpec& model) {
                                  "(FP32_LOGITS) to run",
                                  models::loss_kernel_name(model.kernels.loss)));
   }
+  if (model.split.ep > 1) {
+    throw InputError(fmt::format("training.mesh.ep is {}: `ragged run` keeps every expert on every rank; `ragged plan` "
+                                 "and `ragged simulate` model expert parallelism. Set training.mesh.ep to 1 to run",
+                                 model.split.ep));
+  }
   if (parts.empty()) return;
   throw InputError(fmt::format(
       "model {} ({}): `ragged run` computes Llama-style and mixture-of-experts blocks (RMSNorm, separate q/k/v, a "
@@ -179,6 +184,9 @@ void HostWorkload::forward(int unit, const ConstTensors& params) {
       break;
     case UnitKind::kBlock:
       detail::block_forward(s.ctx, s.blocks[u], params, s.dims, s.acts[u - 1].data(), s.caches[u], s.acts[u].data());
+      break;
+    case UnitKind::kExperts:
+      RAGGED_ASSERT(false, "host workload: experts in units of their own (check_workload_supported refuses them)");
       break;
     case UnitKind::kHead:
       detail::head_forward(s.ctx, params[static_cast<size_t>(s.head.norm)],

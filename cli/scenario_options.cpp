@@ -24,6 +24,9 @@ void ScenarioOptions::add_to(CLI::App* command, bool allow_all_strategies) {
   command->add_option("--ep", ep, "Expert-parallel ranks (training.mesh.ep), carved out of the FSDP group: each holds "
                                   "1/ep of the routed experts")
       ->check(whole_number(1, kMaxCount));
+  command->add_option("--pp", pp, "Pipeline stages (training.mesh.pp): the layers split over pp ranks, run in "
+                                  "training.pipeline's schedule (default 1F1B)")
+      ->check(whole_number(1, kMaxCount));
   command->add_option("--strategy", strategy,
                       std::string("Layout strategy: ragged, vescale-paper, fsdp1, fsdp2, zero3, megatron") +
                           (allow_all_strategies ? ", or all" : ""));
@@ -155,12 +158,13 @@ scenarios::LoadedScenario ScenarioOptions::load() const {
     loaded = scenarios::rebuild(std::move(loaded));
   }
   if (!slow_gpus.empty() || !slow_links.empty()) set_whatif(loaded, slow_gpus, slow_links);
-  if (tp > 0 || cp > 0 || ep > 0) loaded = scenarios::with_mesh(loaded, tp, cp, ep);
+  if (tp > 0 || cp > 0 || ep > 0 || pp > 0) loaded = scenarios::with_mesh(loaded, tp, cp, ep, pp);
   if (shard_group > 0) {
-    const int64_t total = scenarios::total_gpus(loaded.scenario) / std::max(1, loaded.scenario.training().mesh().tp());
+    const scenarios::Mesh& mesh = loaded.scenario.training().mesh();
+    const int64_t total = scenarios::total_gpus(loaded.scenario) / (int64_t{std::max(1, mesh.tp())} * std::max(1, mesh.pp()));
     if (total % shard_group != 0) {
       throw InputError(fmt::format("--shard-group {}: it must divide the {} GPUs{}", shard_group, total,
-                                   total != scenarios::total_gpus(loaded.scenario) ? " of one tp rank" : ""));
+                                   total != scenarios::total_gpus(loaded.scenario) ? " of one stage's tp rank" : ""));
     }
     scenarios::Training* training = loaded.written.mutable_training();
     training->set_shard_group_size(static_cast<int32_t>(shard_group));

@@ -44,6 +44,10 @@ void print_simulation(const SimulationReport& r, std::ostream& out) {
   out << fmt::format("  MFU                {:.1f}%\n", 100 * s.mfu());
   out << fmt::format("  exposed comm       {} ({:.1f}% of the step)\n", format_seconds(s.exposed_comm_s()),
                      s.step_time_s() > 0 ? 100 * s.exposed_comm_s() / s.step_time_s() : 0.0);
+  if (s.pipeline_wait_s() > 0) {
+    out << fmt::format("  pipeline wait      {} ({:.1f}% of the step: the bubble and the transfers between stages)\n",
+                       format_seconds(s.pipeline_wait_s()), s.step_time_s() > 0 ? 100 * s.pipeline_wait_s() / s.step_time_s() : 0.0);
+  }
   out << fmt::format("  busy               compute {}, communication {}\n", format_seconds(s.compute_s()),
                      format_seconds(s.comm_s()));
   const int64_t allocator_capacity = traces::allocator_capacity_of(s);
@@ -60,12 +64,18 @@ void print_simulation(const SimulationReport& r, std::ostream& out) {
         gib(free), 100.0 * static_cast<double>(free) / static_cast<double>(allocator_capacity),
         100 * traces::kPeakMemoryPredictionError);
   }
-  out << fmt::format("  simulation         {} mode, {} simulated node{}, {} flows, rank {}, {:.2f} s wall, {} of memory\n",
+  const int stages = std::max(1, r.scenario.training().mesh().pp());
+  const std::string reported =
+      stages > 1 ? fmt::format("stage {} of {} (rank {}: the stage with the highest memory peak)", stats.reported_stage,
+                               stages, stats.representative_rank)
+                 : fmt::format("rank {}", stats.representative_rank);
+  out << fmt::format("  simulation         {} mode, {} simulated node{}, {} flows, {}, {:.2f} s wall, {} of memory\n",
                      sim::mode_name(stats.mode), stats.simulated_nodes, stats.simulated_nodes == 1 ? "" : "s",
-                     format_integer(stats.flows), stats.representative_rank, stats.wall_seconds,
+                     format_integer(stats.flows), reported, stats.wall_seconds,
                      format_bytes(static_cast<double>(r.sim_memory_bytes)));
   if (stats.forced_full) {
-    out << "  note               the what-if makes nodes differ: full mode instead of the symmetric mode asked for\n";
+    out << fmt::format("  note               {}: full mode instead of the symmetric mode asked for\n",
+                       stages > 1 ? "the pipeline's stages meet at every send" : "the what-if makes nodes differ");
   }
   if (sim::has_whatif(r.scenario)) print_whatif(r.scenario, r.result, out);
 
@@ -83,7 +93,8 @@ void print_simulation(const SimulationReport& r, std::ostream& out) {
     for (int p = 0; p < phases; ++p) cells.push_back(ms(t.seconds[static_cast<size_t>(p)]));
     table.row(cells);
   }
-  out << "  time per unit and step (ms):\n";
+  out << (stages > 1 ? fmt::format("  time per unit and step (ms), stage {}'s units:\n", stats.reported_stage)
+                     : std::string("  time per unit and step (ms):\n"));
   table.print(out, "  ");
 }
 

@@ -2,13 +2,42 @@
 
 namespace ragged::planner {
 
-GatherSchedule::GatherSchedule(int units, int micro_batches, const std::function<bool(int unit)>& kept_gathered) {
+namespace {
+
+std::vector<GatherPass> forward_then_backward(int units, int micro_batches) {
+  std::vector<GatherPass> passes;
   for (int mb = 0; mb < micro_batches; ++mb) {
-    for (int u = 0; u < units; ++u) add(u, mb, false);
-    for (int u = units - 1; u >= 0; --u) {
-      if (!kept_gathered(u)) add(u, mb, true);
+    GatherPass forward{{}, mb, false}, backward{{}, mb, true};
+    for (int u = 0; u < units; ++u) forward.units.push_back(u);
+    for (int u = units - 1; u >= 0; --u) backward.units.push_back(u);
+    passes.push_back(std::move(forward));
+    passes.push_back(std::move(backward));
+  }
+  return passes;
+}
+
+}  // namespace
+
+GatherSchedule::GatherSchedule(int units, int micro_batches, const std::function<bool(int unit)>& kept_gathered)
+    : GatherSchedule(forward_then_backward(units, micro_batches), kept_gathered, false) {}
+
+GatherSchedule::GatherSchedule(const std::vector<GatherPass>& passes, const std::function<bool(int unit)>& kept_gathered,
+                               bool once_per_step)
+    : once_per_step_(once_per_step) {
+  std::vector<bool> gathered;
+  for (const GatherPass& pass : passes) {
+    for (int u : pass.units) {
+      if (once_per_step) {
+        if (static_cast<size_t>(u) >= gathered.size()) gathered.resize(static_cast<size_t>(u) + 1, false);
+        if (gathered[static_cast<size_t>(u)]) continue;
+        gathered[static_cast<size_t>(u)] = true;
+        add(u, pass.micro_batch, false);
+      } else if (!pass.backward || !kept_gathered(u)) {
+        add(u, pass.micro_batch, pass.backward);
+      }
     }
-    last_of_.push_back(size() - 1);
+    if (static_cast<size_t>(pass.micro_batch) >= last_of_.size()) last_of_.resize(static_cast<size_t>(pass.micro_batch) + 1, -1);
+    last_of_[static_cast<size_t>(pass.micro_batch)] = size() - 1;
   }
 }
 
@@ -23,7 +52,8 @@ void GatherSchedule::add(int unit, int micro_batch, bool backward) {
 int GatherSchedule::find(int unit, int micro_batch, bool backward) const {
   for (int k = 0; k < size(); ++k) {
     const Gather& g = (*this)[k];
-    if (g.unit == unit && g.micro_batch == micro_batch && g.backward == backward) return k;
+    if (g.unit != unit) continue;
+    if (once_per_step_ || (g.micro_batch == micro_batch && g.backward == backward)) return k;
   }
   return -1;
 }

@@ -2,7 +2,9 @@
 // The all-gathers of a step in the order their units compute, and what the
 // Program builder has issued of each: per micro-batch every unit's forward
 // gather, then the backward re-gathers of the units not kept gathered from
-// their forward to their backward.
+// their forward to their backward. Under pipeline parallelism the passes
+// come in the schedule's order, and a stage keeps each unit gathered from
+// its first forward to its last backward (one gather a step).
 
 #include <cstdint>
 #include <functional>
@@ -26,9 +28,20 @@ struct Gather {
   bool is_computed = false;
 };
 
+// One forward or backward pass over `units` (in the order they compute) of a micro-batch.
+struct GatherPass {
+  std::vector<int> units;
+  int micro_batch = 0;
+  bool backward = false;
+};
+
 class GatherSchedule {
  public:
   GatherSchedule(int units, int micro_batches, const std::function<bool(int unit)>& kept_gathered);
+  // The passes in their order; `once_per_step`: one gather per unit, at its
+  // first forward, serving every micro-batch.
+  GatherSchedule(const std::vector<GatherPass>& passes, const std::function<bool(int unit)>& kept_gathered,
+                 bool once_per_step);
 
   int size() const { return static_cast<int>(gathers_.size()); }
   Gather& operator[](int k) { return gathers_[static_cast<size_t>(k)]; }
@@ -47,6 +60,7 @@ class GatherSchedule {
 
   std::vector<Gather> gathers_;
   std::vector<int> last_of_;  // per micro-batch
+  bool once_per_step_ = false;
 };
 
 }  // namespace ragged::planner

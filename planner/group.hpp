@@ -14,8 +14,9 @@ enum class Group {
   kContext,      // the cp ranks sharing one sequence
   kExpert,       // the ep ranks the routed experts are spread over
   kExpertShard,  // the ranks FSDP shards one rank's routed experts over (dp_shard x cp / ep)
+  kPipeline,     // the pp ranks of one stage's coordinates: a send or receive goes to a neighbour
 };
-inline constexpr size_t kGroups = 7;
+inline constexpr size_t kGroups = 8;
 std::string_view group_name(Group group);  // "shard", "tensor", ...
 
 }  // namespace ragged::planner

@@ -21,6 +21,7 @@ Mesh mesh_of(const scenarios::Training& training) {
   mesh.dp_shard = m.dp_shard() > 0 ? m.dp_shard() : std::max<int64_t>(1, training.shard_group_size() / mesh.cp);
   mesh.dp_replicate = m.dp_replicate() > 0 ? m.dp_replicate() : std::max(1, training.replicate_group_size());
   mesh.sequence_parallel = !m.has_sequence_parallel() || m.sequence_parallel();
+  mesh.pp = std::max(1, m.pp());
   return mesh;
 }
 
@@ -33,6 +34,7 @@ GroupSpan group_span(const Mesh& mesh, Group group) {
     case Group::kExpert: return {mesh.ep, mesh.tp};
     case Group::kExpertShard: return {mesh.expert_shard_ranks(), mesh.ep * mesh.tp};
     case Group::kReplicate: return {mesh.dp_replicate, mesh.shard_ranks() * mesh.tp};
+    case Group::kPipeline: return {mesh.pp, mesh.stage_ranks()};
   }
   throw InternalError("group_span: unknown group");
 }
@@ -44,6 +46,7 @@ std::string mesh_text(const Mesh& mesh) {
   if (mesh.cp > 1) parts.push_back(fmt::format("cp {}", mesh.cp));
   parts.push_back(fmt::format("dp_shard {}", mesh.dp_shard));
   if (mesh.dp_replicate > 1) parts.push_back(fmt::format("dp_replicate {}", mesh.dp_replicate));
+  if (mesh.pp > 1) parts.push_back(fmt::format("pp {}", mesh.pp));
   std::string text = fmt::format("{}", fmt::join(parts, " x "));
   if (mesh.ep > 1) text += fmt::format(" (ep {} of dp_shard x cp)", mesh.ep);
   return text;

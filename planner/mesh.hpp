@@ -1,8 +1,9 @@
 #pragma once
-// The device mesh of a scenario (scenario.proto, Mesh; docs/MESH.md):
+// The device mesh of a scenario (scenario.proto, Mesh; docs/MESH.md): pp x
 // dp_replicate x dp_shard x cp x tp ranks, ep carved out of dp_shard x cp for
-// the routed experts. Ranks are numbered tp innermost, then cp, dp_shard and
-// dp_replicate: rank = ((r * dp_shard + s) * cp + c) * tp + t. Every group of
+// the routed experts. Ranks are numbered tp innermost, then cp, dp_shard,
+// dp_replicate and pp: rank = (((p * dp_replicate + r) * dp_shard + s) * cp +
+// c) * tp + t. Every group of
 // a collective is then a strided run of ranks (GroupSpan), which is what the
 // simulator maps onto nodes and what an executor splits communicators by.
 
@@ -22,14 +23,17 @@ struct Mesh {
   int64_t tp = 1;
   int64_t ep = 1;
   bool sequence_parallel = true;
+  int64_t pp = 1;
 
-  int64_t gpus() const { return dp_replicate * dp_shard * cp * tp; }
+  int64_t gpus() const { return pp * dp_replicate * dp_shard * cp * tp; }
+  // The ranks of one pipeline stage.
+  int64_t stage_ranks() const { return dp_replicate * dp_shard * cp * tp; }
   // FSDP's group for the dense parameters (training.shard_group_size).
   int64_t shard_ranks() const { return dp_shard * cp; }
   // FSDP's group for one expert-parallel rank's routed experts.
   int64_t expert_shard_ranks() const { return dp_shard * cp / ep; }
-  // Only FSDP (and HSDP): no tensor, context or expert parallelism.
-  bool fsdp_only() const { return tp == 1 && cp == 1 && ep == 1; }
+  // Only FSDP (and HSDP): no tensor, context, expert or pipeline parallelism.
+  bool fsdp_only() const { return tp == 1 && cp == 1 && ep == 1 && pp == 1; }
   models::ModelSplit model_split() const { return {tp, ep, sequence_parallel}; }
 };
 

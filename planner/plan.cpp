@@ -93,7 +93,7 @@ double lower_bound_padding_ratio(const models::ModelSpec& model, const Granulari
 }
 
 Plan plan_model(const models::ModelSpec& model, const GranularityPolicy& policy, int64_t ranks,
-                const LayoutStrategy& strategy, const PlanOptions& options) {
+                const LayoutStrategy& strategy, const PlanOptions& options, const std::vector<int>& units) {
   if (ranks < 1) throw InputError("the shard group needs at least 1 rank");
   RAGGED_ASSERT(ranks % model.split.ep == 0, "expert parallelism divides the shard group");
   const auto start = std::chrono::steady_clock::now();
@@ -101,7 +101,12 @@ Plan plan_model(const models::ModelSpec& model, const GranularityPolicy& policy,
   plan.strategy = std::string(strategy.name());
   plan.ranks = ranks;
   std::unordered_map<std::string, size_t> planned;  // signature -> first unit with it
-  for (size_t i = 0; i < model.units.size(); ++i) {
+  std::vector<int> indices = units;
+  if (indices.empty()) {
+    for (size_t i = 0; i < model.units.size(); ++i) indices.push_back(static_cast<int>(i));
+  }
+  for (const int index : indices) {
+    const auto i = static_cast<size_t>(index);
     UnitPlan unit;
     unit.unit_index = static_cast<int>(i);
     if (model.units[i].kind == models::UnitKind::kExperts) unit.group = Group::kExpertShard;

@@ -59,9 +59,10 @@ double lower_bound_padding_ratio(const models::ModelSpec& model, const Granulari
                                  const PlanOptions& options = {});
 
 // Plans every unit over `ranks` (the shard group), a unit of routed experts
-// over ranks / model.split.ep (UnitKind::kExperts).
+// over ranks / model.split.ep (UnitKind::kExperts); with `units`, only those
+// of the model's units, in that order (a pipeline stage's).
 Plan plan_model(const models::ModelSpec& model, const GranularityPolicy& policy, int64_t ranks,
-                const LayoutStrategy& strategy, const PlanOptions& options = {});
+                const LayoutStrategy& strategy, const PlanOptions& options = {}, const std::vector<int>& units = {});
 
 // The ranks a unit of `model` is sharded over when the shard group has `ranks`.
 int64_t unit_ranks(const models::UnitSpec& unit, const models::ModelSpec& model, int64_t ranks);

@@ -40,12 +40,29 @@ enum class OpKind {
   // post-divide around the reduce-scatter. Executors run the pass at factor
   // 1 (they take the mean at the accumulation): its cost, not its math.
   kScale,
+  // A pipeline stage's activations (forward) or their gradients (backward)
+  // to or from a neighbouring stage (Op::peer), matched by Op::message.
+  kSend,
+  kRecv,
 };
 
 // The streams: the compute, FSDP's collectives, and one per mesh dimension
 // whose collectives sit between a unit's kernels (tp, cp, ep).
-enum class Stream { kCompute, kAllGather, kReduceScatter, kAllReduce, kTensorParallel, kContextParallel, kExpertParallel };
-inline constexpr size_t kStreams = 7;
+enum class Stream {
+  kCompute,
+  kAllGather,
+  kReduceScatter,
+  kAllReduce,
+  kTensorParallel,
+  kContextParallel,
+  kExpertParallel,
+  // Sends and receives between pipeline stages, each on its own stream so
+  // that a stage's send never waits behind its receive of what its
+  // neighbour sends after its own receive (NCCL's send and receive meet).
+  kPipelineSend,
+  kPipelineRecv,
+};
+inline constexpr size_t kStreams = 9;
 
 std::string_view op_kind_name(OpKind kind);  // "all_gather", "compute_fwd", ...
 std::string_view stream_name(Stream stream);  // "compute", "all_gather", ...
@@ -161,6 +178,8 @@ struct Op {
   int buffer = -1;
   bool loss_only = false;  // kComputeBwd of the head: its loss's backward alone, ahead of its GEMMs
   Group group = Group::kNone;
+  int peer = -1;           // kSend, kRecv: the other stage
+  int64_t message = -1;    // kSend, kRecv: the same on the send and its receive
   // Collectives: the whole buffer (nccl-tests' S), an all-to-all's the bytes
   // its whole group sends; copies/casts: bytes read + written.
   int64_t bytes = 0;
@@ -188,6 +207,8 @@ struct Program {
   int64_t shard_ranks = 1;      // shard group size
   int64_t replicate_ranks = 1;  // HSDP replicas
   Mesh mesh;                    // where every group of the Program's collectives lies
+  int stage = 0;                // the pipeline stage it runs (of `stages`)
+  int stages = 1;
   int micro_batches = 1;
   int64_t tokens_per_step = 0;  // this rank's tokens in one step
   double model_flops_per_step = 0;  // this rank's model FLOPs (docs/METRICS.md), for MFU

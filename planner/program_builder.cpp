@@ -15,6 +15,7 @@
 #include "planner/gradient_reduction.hpp"
 #include "planner/loop_buffers.hpp"
 #include "planner/mesh_collectives.hpp"
+#include "planner/pipeline_schedule.hpp"
 #include "planner/optimizer_program.hpp"
 #include "planner/program_writer.hpp"
 #include "planner/strategy_traits.hpp"
@@ -53,6 +54,7 @@ class Builder {
     window_ = std::max(1, t.prefetch_depth() + 1);
     if (traits_.max_unsharded_units > 0) window_ = std::min(window_, traits_.max_unsharded_units);
     units_ = static_cast<int>(in.plan->units.size());
+    if (pipelined()) prepare_pipeline();
   }
 
   Program build() {
@@ -63,17 +65,28 @@ class Builder {
     program_.replicate_ranks = in_.replicate_ranks;
     program_.mesh = mesh_;
     program_.micro_batches = t.gradient_accumulation_steps();
-    // The tp ranks share their tokens: a GPU's share is 1/tp of them.
-    program_.tokens_per_step = batch_.tokens() * program_.micro_batches / mesh_.tp;
+    // The tp ranks share their tokens and the pp stages pass them on: a
+    // GPU's share is 1/(tp x pp) of them.
+    program_.tokens_per_step = batch_.tokens() * program_.micro_batches / (mesh_.tp * mesh_.pp);
+    if (pipelined()) {
+      program_.stage = in_.pipeline->stage;
+      program_.stages = static_cast<int>(in_.pipeline->stages->stages);
+    }
     const models::ModelSpec& whole = in_.whole_model != nullptr ? *in_.whole_model : *in_.model;
     program_.model_flops_per_step =
         whole.model_flops_per_token(batch_.seq_len) * static_cast<double>(program_.tokens_per_step);
-    gathers_ = GatherSchedule(units_, program_.micro_batches, [this](int u) { return kept_gathered(u); });
+    const auto kept = [this](int u) { return kept_gathered(u); };
+    gathers_ = pipelined() ? GatherSchedule(gather_passes(), kept, true)
+                           : GatherSchedule(units_, program_.micro_batches, kept);
     loop_.previous_step_outputs(outputs_bytes());
     std::vector<uint32_t> grads_ready(units_, 0);
-    for (int mb = 0; mb < program_.micro_batches; ++mb) {
-      forward(mb);
-      backward(mb, grads_ready);
+    if (pipelined()) {
+      run_pipeline(grads_ready);
+    } else {
+      for (int mb = 0; mb < program_.micro_batches; ++mb) {
+        forward(mb);
+        backward(mb, grads_ready);
+      }
     }
     OptimizerContext optimizer = optimizer_context();
     add_optimizer_ops(w_, optimizer, grads_ready);
@@ -97,14 +110,120 @@ class Builder {
   // one (backward starts with it) and the embedding when the head's GEMM
   // reads its table (tied embeddings) or it is in FSDP's root group.
   bool kept_gathered(int u) const {
-    return !reshard_ || u == units_ - 1 || (u == 0 && (in_.model->arch.tie_embeddings || root_group()));
+    return pipelined() || !reshard_ || u == units_ - 1 || (u == 0 && (in_.model->arch.tie_embeddings || root_group()));
   }
-  bool root_group() const { return traits_.root_group_outside_blocks; }
+  // FSDP's root group (the embedding and the head) is the whole model's: a
+  // pipeline stage holds a part of it.
+  bool root_group() const { return traits_.root_group_outside_blocks && !pipelined(); }
+  bool is_head(int u) const { return spec(u).kind == models::UnitKind::kHead; }
+  bool is_embedding(int u) const { return spec(u).kind == models::UnitKind::kEmbedding; }
+  bool pipelined() const { return in_.pipeline != nullptr; }
+
+  // A pipeline stage (planner/pipeline_stages.hpp, pipeline_schedule.hpp):
+  // its chunks' units as this plan's indices, the schedule's actions, and
+  // for each unit the micro-batch of its last backward (where its
+  // parameters are released and its gradients reduced).
+  void prepare_pipeline() {
+    const StageOfPipeline& p = *in_.pipeline;
+    std::vector<int> local(in_.model->units.size(), -1);
+    for (int u = 0; u < units_; ++u) local[static_cast<size_t>(unit(u).unit_index)] = u;
+    for (int chunk : p.stages->chunks_of(p.stage)) {
+      std::vector<int>& units = chunk_units_.emplace_back();
+      for (int model_unit : p.stages->chunks[static_cast<size_t>(chunk)]) units.push_back(local[static_cast<size_t>(model_unit)]);
+    }
+    actions_ = stage_schedule(p.schedule, static_cast<int>(p.stages->stages), p.stage,
+                              in_.training->gradient_accumulation_steps(), static_cast<int>(p.stages->virtual_stages));
+    stage_grads_.assign(static_cast<size_t>(units_), -1);
+    last_backward_.assign(static_cast<size_t>(units_), -1);
+    for (const PipelineAction& a : actions_) {
+      if (a.pass == PipelineAction::Pass::kForward) continue;
+      for (int u : chunk_units_[static_cast<size_t>(a.chunk)]) last_backward_[static_cast<size_t>(u)] = a.micro_batch;
+    }
+  }
+
+  std::vector<GatherPass> gather_passes() const {
+    std::vector<GatherPass> passes;
+    for (const PipelineAction& a : actions_) {
+      std::vector<int> units = chunk_units_[static_cast<size_t>(a.chunk)];
+      const bool backward = a.pass != PipelineAction::Pass::kForward;
+      if (backward) std::reverse(units.begin(), units.end());
+      passes.push_back({std::move(units), a.micro_batch, backward});
+    }
+    return passes;
+  }
+
+  // The model chunk a local chunk is, and the last of the pipeline.
+  int model_chunk(int local) const {
+    return local * static_cast<int>(in_.pipeline->stages->stages) + in_.pipeline->stage;
+  }
+  int last_chunk() const { return static_cast<int>(in_.pipeline->stages->chunk_count()) - 1; }
+
+  // The stage's passes in the schedule's order: a forward receives its
+  // chunk's input from the previous chunk's stage and sends its output to
+  // the next; a backward receives the gradient of its output and sends the
+  // gradient of its input.
+  void run_pipeline(std::vector<uint32_t>& grads_ready) {
+    for (const PipelineAction& a : actions_) {
+      const std::vector<int>& units = chunk_units_[static_cast<size_t>(a.chunk)];
+      const int chunk = model_chunk(a.chunk);
+      if (a.pass == PipelineAction::Pass::kForward) {
+        if (chunk > 0) receive(a.micro_batch, chunk - 1, false);
+        for (int u : units) forward_unit(u, a.micro_batch);
+        if (chunk < last_chunk()) send(a.micro_batch, chunk, false);
+      } else {
+        if (chunk < last_chunk()) receive(a.micro_batch, chunk, true);
+        for (auto u = units.rbegin(); u != units.rend(); ++u) backward_unit(*u, a.micro_batch, grads_ready);
+        if (chunk > 0) send(a.micro_batch, chunk - 1, true);
+      }
+    }
+  }
+
+  // What passes between two chunks: a micro-batch's hidden states (spread
+  // over the tp ranks under sequence parallelism), or their gradients.
+  int64_t stage_boundary_bytes() const {
+    const int64_t spread = mesh_.sequence_parallel && mesh_.tp > 1 ? mesh_.tp : 1;
+    return batch_.tokens() * in_.model->arch.hidden * p_ / spread;
+  }
+  // The same on the send and its receive: micro-batch, the lower chunk, direction.
+  int64_t message(int mb, int lower_chunk, bool backward) const {
+    return (int64_t{mb} * (last_chunk() + 1) + lower_chunk) * 2 + (backward ? 1 : 0);
+  }
+  int stage_of(int chunk) const { return chunk % static_cast<int>(in_.pipeline->stages->stages); }
+
+  void receive(int mb, int lower_chunk, bool backward) {
+    const int from = stage_of(backward ? lower_chunk + 1 : lower_chunk);
+    const uint32_t id = w_.collective(OpKind::kRecv, Stream::kPipelineRecv, Group::kPipeline, -1, mb,
+                                      fmt::format("mb{} chunk {} {} from stage {}", mb, backward ? lower_chunk + 1 : lower_chunk,
+                                                  backward ? "gradient" : "activations", from),
+                                      stage_boundary_bytes(), -1, {});
+    program_.ops[id].peer = from;
+    program_.ops[id].message = message(mb, lower_chunk, backward);
+    stage_input_ = id;
+  }
+
+  void send(int mb, int lower_chunk, bool backward) {
+    const int to = stage_of(backward ? lower_chunk : lower_chunk + 1);
+    std::vector<uint32_t> deps = mesh_waits_;  // the chunk's last collectives make what is sent
+    if (const auto last = w_.last_on(Stream::kCompute)) deps.push_back(*last);
+    const uint32_t id = w_.collective(OpKind::kSend, Stream::kPipelineSend, Group::kPipeline, -1, mb,
+                                      fmt::format("mb{} chunk {} {} to stage {}", mb, backward ? lower_chunk + 1 : lower_chunk,
+                                                  backward ? "gradient" : "activations", to),
+                                      stage_boundary_bytes(), -1, std::move(deps));
+    program_.ops[id].peer = to;
+    program_.ops[id].message = message(mb, lower_chunk, backward);
+  }
+
+  // A received input is what the next compute reads.
+  void take_stage_input(std::vector<uint32_t>& deps) {
+    if (!stage_input_) return;
+    deps.push_back(*stage_input_);
+    stage_input_.reset();
+  }
 
   // How far the backward of micro-batch mb may issue all-gathers: behind
   // the root's fence, not into the next micro-batch.
   int gather_limit(int mb) const {
-    return traits_.root_fences_micro_batches ? gathers_.last_of_micro_batch(mb) : gathers_.size();
+    return traits_.root_fences_micro_batches && !pipelined() ? gathers_.last_of_micro_batch(mb) : gathers_.size();
   }
 
   // Issues every all-gather up to index `through` that may start. Gather k
@@ -381,7 +500,11 @@ class Builder {
   }
 
   void forward(int mb) {
-    for (int u = 0; u < units_; ++u) {
+    for (int u = 0; u < units_; ++u) forward_unit(u, mb);
+  }
+
+  void forward_unit(int u, int mb) {
+    {
       int k = gathers_.find(u, mb, false);
       issue_gathers_through(k + window_ - 1);
       issue_gathers_through(k);
@@ -391,13 +514,17 @@ class Builder {
       compute_alloc(act);
       activations_.push_back(act);
       // A chunked loss writes the head's weight gradient in its forward.
-      if (u == units_ - 1 && chunked_loss()) head_grads_ = head_gradients();
+      if (is_head(u) && chunked_loss()) {
+        if (!pipelined()) head_grads_ = head_gradients();
+        else if (stage_grads_[static_cast<size_t>(u)] < 0) stage_grads_[static_cast<size_t>(u)] = grads_.unsharded_grads(u);
+      }
       const int workspace = forward_workspace(u);
       if (workspace >= 0) w_.alloc(workspace, Stream::kCompute, {});
       if (mode_of(u) != models::Checkpointing::kNone) return_kv(u, false);
-      if (u == units_ - 1) loop_.return_logits(u, batch_.tokens(), false);
+      if (is_head(u)) loop_.return_logits(u, batch_.tokens(), false);
       std::vector<uint32_t> deps = {ready};
-      if (u == units_ - 1 && in_.model->arch.tie_embeddings) deps.push_back(embedding_ready(mb));
+      if (is_head(u) && in_.model->arch.tie_embeddings) deps.push_back(embedding_ready(mb));
+      take_stage_input(deps);
       mesh_before(u, mb, Pass::kForward, deps);
       uint32_t fwd = w_.compute(OpKind::kComputeFwd, u, mb, spec(u).name + " forward", forward_work(spec(u), batch_), deps);
       mesh_after(u, mb, Pass::kForward, fwd);
@@ -406,7 +533,7 @@ class Builder {
       gathers_[k].computed = fwd;
       gathers_[k].is_computed = true;
       if (!kept_gathered(u)) release_params(k, fwd);
-      if (u == units_ - 1) loop_.loss_computed(fwd);
+      if (is_head(u)) loop_.loss_computed(fwd);
     }
   }
 
@@ -462,7 +589,17 @@ class Builder {
   uint32_t embedding_ready(int mb) const { return gathers_[gathers_.find(0, mb, false)].ready; }
 
   void backward(int mb, std::vector<uint32_t>& grads_ready) {
-    for (int u = units_ - 1; u >= 0; --u) {
+    for (int u = units_ - 1; u >= 0; --u) backward_unit(u, mb, grads_ready);
+    std::vector<uint32_t> reduced;  // the root's end-of-backward wait: the last reduction, which ends after the others
+    if (traits_.root_fences_micro_batches) reduced = {grads_ready[0]};
+    if (!loop_.train_metrics(units_ - 1, mb, batch_.tokens(), reduced)) {
+      compute_waits_.insert(compute_waits_.end(), reduced.begin(), reduced.end());
+    }
+    if (traits_.root_fences_micro_batches) fence_next_micro_batch(mb + 1, grads_ready[0]);
+  }
+
+  void backward_unit(int u, int mb, std::vector<uint32_t>& grads_ready) {
+    {
       bool regather = !kept_gathered(u);
       int k = gathers_.find(u, mb, regather);
       if (regather) {
@@ -473,7 +610,8 @@ class Builder {
       uint32_t ready = regather ? params_ready(gathers_[k]) : gathers_[k].ready;
       const models::UnitSpec& s = spec(u);
       std::vector<uint32_t> deps = {ready};
-      if (u == units_ - 1 && in_.model->arch.tie_embeddings) deps.push_back(embedding_ready(mb));
+      if (is_head(u) && in_.model->arch.tie_embeddings) deps.push_back(embedding_ready(mb));
+      take_stage_input(deps);
       mesh_before(u, mb, Pass::kBackward, deps);
       const int logits_gradient = splits_loss_backward(s) ? loss_backward(u, mb, deps) : -1;
       int workspace = backward_workspace(u);
@@ -497,13 +635,20 @@ class Builder {
       // forward) to the embedding's reduce.
       const bool tied = in_.model->arch.tie_embeddings;
       int grads = -1;
-      if (u == units_ - 1 && head_grads_ >= 0) {
+      if (pipelined()) {
+        // A stage accumulates each unit's gradients over the step's
+        // micro-batches, reduced after the last (PyTorch's pipelining turns
+        // FSDP's gradient sync off for the others).
+        int& held = stage_grads_[static_cast<size_t>(u)];
+        if (held < 0) held = grads_.unsharded_grads(u);
+        grads = held;
+      } else if (is_head(u) && head_grads_ >= 0) {
         grads = head_grads_;
         head_grads_ = -1;
-      } else if (u == units_ - 1) {
+      } else if (is_head(u)) {
         grads = head_gradients();
       } else {
-        grads = tied && u == 0 ? tied_grads_ : grads_.unsharded_grads(u);
+        grads = tied && is_embedding(u) ? tied_grads_ : grads_.unsharded_grads(u);
       }
       ComputeWork work = logits_gradient >= 0 ? backward_work_after_loss(s, batch_) : backward_work(s, batch_);
       uint32_t bwd = w_.compute(OpKind::kComputeBwd, u, mb, s.name + " backward", std::move(work), deps);
@@ -516,25 +661,20 @@ class Builder {
       w_.free(workspace, Stream::kCompute, {bwd});
       w_.free(activations_[static_cast<size_t>(mb * units_ + u)], Stream::kCompute, {bwd});
       if (mode_of(u) == models::Checkpointing::kNone) return_kv(u, true);
-      if (u == units_ - 1) loop_.return_logits(u, batch_.tokens(), true);
+      if (is_head(u)) loop_.return_logits(u, batch_.tokens(), true);
+      if (pipelined() && mb != last_backward_[static_cast<size_t>(u)]) return;  // gathered and unreduced to the last
       if (gathers_[k].emitted && !gathers_[k].is_freed) release_params(k, bwd);
       // The root group reduces the head's gradients with the embedding's.
-      if (u == units_ - 1 && root_group() && units_ > 1) {
+      if (is_head(u) && root_group() && units_ > 1) {
         root_head_grads_ = grads;
-        continue;
+        return;
       }
-      if (u == 0 && root_head_grads_ >= 0) {
+      if (is_embedding(u) && root_head_grads_ >= 0) {
         grads_ready[units_ - 1] = grads_.reduce(units_ - 1, mb, bwd, root_head_grads_);
         root_head_grads_ = -1;
       }
       grads_ready[u] = grads_.reduce(u, mb, bwd, grads);
     }
-    std::vector<uint32_t> reduced;  // the root's end-of-backward wait: the last reduction, which ends after the others
-    if (traits_.root_fences_micro_batches) reduced = {grads_ready[0]};
-    if (!loop_.train_metrics(units_ - 1, mb, batch_.tokens(), reduced)) {
-      compute_waits_.insert(compute_waits_.end(), reduced.begin(), reduced.end());
-    }
-    if (traits_.root_fences_micro_batches) fence_next_micro_batch(mb + 1, grads_ready[0]);
   }
 
   // The next forward's all-gathers wait for the compute stream as it stands
@@ -587,6 +727,12 @@ class Builder {
   int root_head_grads_ = -1;  // the head's gradients, reduced with the embedding's (root_group_outside_blocks)
   MicroBatch batch_;
   Mesh mesh_;
+  // A pipeline stage's (prepare_pipeline).
+  std::vector<std::vector<int>> chunk_units_;
+  std::vector<PipelineAction> actions_;
+  std::vector<int> stage_grads_;    // per unit: its gradients, accumulated over the micro-batches
+  std::vector<int> last_backward_;  // per unit
+  std::optional<uint32_t> stage_input_;  // the receive the next compute reads
   std::vector<uint32_t> mesh_waits_;  // the last unit's mesh collectives after its compute, for the next compute
   bool reshard_ = true;
   int window_ = 2;
@@ -614,6 +760,17 @@ Program build_program(const ProgramInputs& inputs, int rank) {
   RAGGED_ASSERT(inputs.model && inputs.plan && inputs.training, "program inputs must be set");
   RAGGED_ASSERT(rank >= 0 && rank < inputs.plan->ranks, "the rank must be inside the shard group");
   return Builder(inputs, rank).build();
+}
+
+std::vector<Program> build_stage_programs(const ResolvedScenario& resolved, const PipelinePlan& pipeline) {
+  std::vector<Program> programs;
+  for (int s = 0; s < pipeline.stages.stages; ++s) {
+    const StageOfPipeline stage{&pipeline.stages, s, pipeline.schedule};
+    ProgramInputs inputs = program_inputs(resolved, pipeline.plans[static_cast<size_t>(s)]);
+    inputs.pipeline = &stage;
+    programs.push_back(build_program(inputs, 0));
+  }
+  return programs;
 }
 
 int representative_rank(const ProgramInputs& inputs) {

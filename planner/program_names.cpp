@@ -23,6 +23,8 @@ std::string_view op_kind_name(OpKind kind) {
     case OpKind::kGradAccumulate: return "grad_accumulate";
     case OpKind::kTrainMetrics: return "train_metrics";
     case OpKind::kScale: return "scale";
+    case OpKind::kSend: return "send";
+    case OpKind::kRecv: return "recv";
   }
   return "unknown";
 }
@@ -36,6 +38,8 @@ std::string_view stream_name(Stream stream) {
     case Stream::kTensorParallel: return "tensor_parallel";
     case Stream::kContextParallel: return "context_parallel";
     case Stream::kExpertParallel: return "expert_parallel";
+    case Stream::kPipelineSend: return "pipeline_send";
+    case Stream::kPipelineRecv: return "pipeline_recv";
   }
   return "unknown";
 }
@@ -49,6 +53,7 @@ std::string_view group_name(Group group) {
     case Group::kContext: return "context";
     case Group::kExpert: return "expert";
     case Group::kExpertShard: return "expert_shard";
+    case Group::kPipeline: return "pipeline";
   }
   return "unknown";
 }

@@ -37,10 +37,10 @@ bool HappensBefore::before(uint32_t a, uint32_t b) const { return clock_[b][stre
 
 std::vector<uint32_t> reductions_last_order(const Program& program) {
   // The mesh's streams run with the compute they sit in.
-  constexpr std::array<Stream, kStreams> kPriority = {Stream::kAllGather,       Stream::kCompute,
-                                                      Stream::kTensorParallel,  Stream::kContextParallel,
-                                                      Stream::kExpertParallel,  Stream::kAllReduce,
-                                                      Stream::kReduceScatter};
+  constexpr std::array<Stream, kStreams> kPriority = {
+      Stream::kAllGather,      Stream::kCompute,      Stream::kTensorParallel, Stream::kContextParallel,
+      Stream::kExpertParallel, Stream::kPipelineRecv, Stream::kPipelineSend,   Stream::kAllReduce,
+      Stream::kReduceScatter};
   std::array<std::vector<uint32_t>, kStreams> queue;  // each stream's ops, in issue order
   for (const Op& op : program.ops) queue[static_cast<size_t>(op.stream)].push_back(op.id);
   std::array<size_t, kStreams> head{};

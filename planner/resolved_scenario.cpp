@@ -9,6 +9,7 @@
 #include "models/catalog.hpp"
 #include "models/hf_config.hpp"
 #include "planner/mesh.hpp"
+#include "planner/pipeline_stages.hpp"
 #include "planner/step_size.hpp"
 
 namespace ragged::planner {
@@ -158,6 +159,33 @@ models::KernelChoices kernel_choices(const scenarios::Training& training) {
   return kernels;
 }
 
+namespace {
+
+// What the pipeline's simulation does not model yet, refused by field.
+void check_pipeline_supported(const scenarios::Scenario& scenario, const models::ModelSpec& model) {
+  const scenarios::Training& training = scenario.training();
+  const int pp = training.mesh().pp();
+  if (training.pipeline().schedule() == scenarios::ZERO_BUBBLE_H1) {
+    throw FieldError("training.pipeline.schedule", "ZERO_BUBBLE_H1: the split of a backward into its input and its "
+                                                   "weight gradients is not simulated yet; use ONE_F_ONE_B or "
+                                                   "INTERLEAVED_1F1B");
+  }
+  if (model.arch.tie_embeddings) {
+    throw FieldError("training.mesh.pp", fmt::format("pp {}: model {} ties its embeddings, which puts the table on "
+                                                     "the first and the last stage; that is not simulated yet: set "
+                                                     "pp to 1 or use a model with an untied head", pp, model.name));
+  }
+  if (scenario.has_whatif()) {
+    throw FieldError("whatif", fmt::format("training.mesh.pp is {}: what-ifs simulate one pipeline stage's ranks; "
+                                           "remove the whatif block or set pp to 1", pp));
+  }
+  const scenarios::Pipeline& p = training.pipeline();
+  plan_pipeline_stages(model, pp, std::max(1, p.virtual_stages()),
+                       {p.layers_per_stage().begin(), p.layers_per_stage().end()}, training.sequence_length());
+}
+
+}  // namespace
+
 ResolvedScenario resolve_scenario(scenarios::LoadedScenario loaded) {
   try {
     models::ModelSpec model = resolve_model(loaded.scenario.model(), loaded.base_dir);
@@ -165,7 +193,9 @@ ResolvedScenario resolve_scenario(scenarios::LoadedScenario loaded) {
     const models::KernelChoices kernels = kernel_choices(loaded.scenario.training());
     if (!(kernels == model.kernels)) model = models::build_model(model.arch, kernels);
     std::optional<models::ModelSpec> whole;
-    const models::ModelSplit split = mesh_of(loaded.scenario.training()).model_split();
+    const Mesh mesh = mesh_of(loaded.scenario.training());
+    if (mesh.pp > 1) check_pipeline_supported(loaded.scenario, model);
+    const models::ModelSplit split = mesh.model_split();
     if (!split.trivial()) {
       whole = std::move(model);
       model = split_model(*whole, split);

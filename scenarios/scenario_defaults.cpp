@@ -132,6 +132,7 @@ double default_outside_allocator_gib(const Training& training) {
                communicator_mib(training.replicate_group_size()) + communicator_mib(mesh.tp()) +
                communicator_mib(mesh.cp()) + communicator_mib(mesh.ep());
   if (mesh.ep() > 1) mib += communicator_mib(training.shard_group_size() / mesh.ep());
+  if (mesh.pp() > 1) mib += 2 * communicator_mib(2);  // a pair with each neighbouring stage
   return mib / 1024;
 }
 
@@ -145,7 +146,9 @@ void default_mesh(Training* training, int64_t gpus) {
   if (!mesh->has_cp()) mesh->set_cp(1);
   if (!mesh->has_ep()) mesh->set_ep(1);
   if (!mesh->has_sequence_parallel()) mesh->set_sequence_parallel(true);
-  const int64_t tp = std::max(1, mesh->tp());
+  if (!mesh->has_pp()) mesh->set_pp(1);
+  // The ranks one pipeline stage's tp rank leaves to data parallelism.
+  const int64_t tp = int64_t{std::max(1, mesh->tp())} * std::max(1, mesh->pp());
   const int64_t cp = std::max(1, mesh->cp());
   if (!training->has_replicate_group_size() && mesh->has_dp_replicate()) {
     training->set_replicate_group_size(mesh->dp_replicate());
@@ -172,7 +175,18 @@ void default_training(Training* training, int64_t cluster_gpus, const Gpu& gpu) 
   default_mesh(training, gpus);
   if (!training->has_micro_batch_size()) training->set_micro_batch_size(1);
   if (!training->has_sequence_length()) training->set_sequence_length(4096);
+  Pipeline* pipeline = training->mutable_pipeline();
+  if (!training->has_gradient_accumulation_steps() && pipeline->has_micro_batches()) {
+    training->set_gradient_accumulation_steps(pipeline->micro_batches());
+  }
   if (!training->has_gradient_accumulation_steps()) training->set_gradient_accumulation_steps(1);
+  if (training->mesh().pp() > 1) {
+    if (pipeline->schedule() == PIPELINE_SCHEDULE_UNSPECIFIED) pipeline->set_schedule(ONE_F_ONE_B);
+    if (!pipeline->has_micro_batches()) pipeline->set_micro_batches(training->gradient_accumulation_steps());
+    if (!pipeline->has_virtual_stages()) pipeline->set_virtual_stages(pipeline->schedule() == INTERLEAVED_1F1B ? 2 : 1);
+  } else if (pipeline->ByteSizeLong() == 0) {
+    training->clear_pipeline();
+  }
   Precision* precision = training->mutable_precision();
   if (precision->param() == DTYPE_UNSPECIFIED) precision->set_param(BF16);
   if (precision->reduce() == DTYPE_UNSPECIFIED) precision->set_reduce(FP32);
@@ -269,8 +283,10 @@ int64_t allocator_capacity_bytes(const Scenario& scenario) {
 int64_t global_batch_sequences(const Scenario& scenario) {
   const Training& t = scenario.training();
   const int64_t per_gpu = checked_mul(t.micro_batch_size(), t.gradient_accumulation_steps(), "training.gradient_accumulation_steps");
-  // The tp ranks of a model copy share its sequences, the cp ranks each one.
-  const int64_t model_parallel = int64_t{std::max(1, t.mesh().tp())} * std::max(1, t.mesh().cp());
+  // The tp ranks of a model copy share its sequences, the cp ranks each one,
+  // the pp stages pass them on.
+  const int64_t model_parallel =
+      int64_t{std::max(1, t.mesh().tp())} * std::max(1, t.mesh().cp()) * std::max(1, t.mesh().pp());
   return checked_mul(total_gpus(scenario) / model_parallel, per_gpu, "cluster.nodes");
 }
 

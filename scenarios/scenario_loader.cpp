@@ -148,25 +148,26 @@ LoadedScenario with_total_gpus(const LoadedScenario& loaded, int64_t gpus) {
   if (training->has_shard_group_size() && training->has_replicate_group_size()) training->clear_replicate_group_size();
   // The mesh keeps its tp, cp and ep; its data-parallel sizes follow the GPUs.
   Mesh* mesh = training->mutable_mesh();
-  const int64_t model_parallel = int64_t{std::max(1, mesh->tp())} * std::max(1, mesh->cp());
+  const int64_t model_parallel = int64_t{std::max(1, mesh->tp())} * std::max(1, mesh->cp()) * std::max(1, mesh->pp());
   if (mesh->has_dp_shard() && gpus % (model_parallel * std::max(1, mesh->dp_shard())) != 0) mesh->clear_dp_shard();
   if (mesh->has_dp_replicate()) mesh->clear_dp_replicate();
   if (training->mesh().ByteSizeLong() == 0) training->clear_mesh();
   return finish(std::move(changed));
 }
 
-LoadedScenario with_mesh(const LoadedScenario& loaded, int64_t tp, int64_t cp, int64_t ep) {
+LoadedScenario with_mesh(const LoadedScenario& loaded, int64_t tp, int64_t cp, int64_t ep, int64_t pp) {
   LoadedScenario changed = loaded;
   Training* t = changed.written.mutable_training();
   Mesh* mesh = t->mutable_mesh();
   if (tp > 0) mesh->set_tp(static_cast<int32_t>(std::min<int64_t>(tp, std::numeric_limits<int32_t>::max())));
   if (cp > 0) mesh->set_cp(static_cast<int32_t>(std::min<int64_t>(cp, std::numeric_limits<int32_t>::max())));
   if (ep > 0) mesh->set_ep(static_cast<int32_t>(std::min<int64_t>(ep, std::numeric_limits<int32_t>::max())));
-  if (tp > 0 || cp > 0) {
+  if (pp > 0) mesh->set_pp(static_cast<int32_t>(std::min<int64_t>(pp, std::numeric_limits<int32_t>::max())));
+  if (tp > 0 || cp > 0 || pp > 0) {
     t->clear_shard_group_size();
     mesh->clear_dp_shard();
     const int64_t gpus = total_gpus(loaded.scenario);
-    const int64_t model_parallel = int64_t{std::max(1, mesh->tp())} * std::max(1, mesh->cp());
+    const int64_t model_parallel = int64_t{std::max(1, mesh->tp())} * std::max(1, mesh->cp()) * std::max(1, mesh->pp());
     const int64_t replicas = t->has_replicate_group_size() ? t->replicate_group_size() : mesh->dp_replicate();
     if (replicas < 1 || gpus % (model_parallel * replicas) != 0) {
       t->clear_replicate_group_size();

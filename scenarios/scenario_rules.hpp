@@ -34,7 +34,7 @@ int64_t hbm_capacity_bytes(const Gpu& gpu);
 // CUDA context and NCCL hold (training.allocator.outside_gib).
 int64_t allocator_capacity_bytes(const Scenario& scenario);
 // Sequences per optimizer step over every data-parallel rank (the GPUs over
-// mesh.tp x mesh.cp, which share their sequences).
+// mesh.tp x mesh.cp x mesh.pp, which share their sequences).
 int64_t global_batch_sequences(const Scenario& scenario);
 std::string strategy_name(Strategy strategy);               // "ragged", "fsdp2", ...
 // Parses "ragged", "vescale-paper", "fsdp1", "fsdp2", "zero3", "megatron"; throws InputError.

@@ -166,29 +166,84 @@ void check_kernels(const Training& t, const Gpu& gpu, Checker& c) {
   }
 }
 
+// The pipeline block against the mesh and the batch; what needs the model
+// (layers per stage) is checked once it is built (planner/pipeline_stages.cpp).
+void check_pipeline(const Training& t, Checker& c) {
+  const Pipeline& p = t.pipeline();
+  const int64_t pp = t.mesh().pp();
+  if (pp == 1) {
+    if (t.has_pipeline()) {
+      c.fail("training.pipeline", "a pipeline block without pipeline stages: set mesh.pp above 1, or remove the block");
+    }
+    return;
+  }
+  if (!PipelineSchedule_IsValid(p.schedule()) || p.schedule() == PIPELINE_SCHEDULE_UNSPECIFIED) {
+    c.unknown_value("training.pipeline.schedule", p.schedule(), "GPIPE, ONE_F_ONE_B, INTERLEAVED_1F1B or ZERO_BUBBLE_H1",
+                    "ONE_F_ONE_B");
+    return;
+  }
+  if (p.micro_batches() != t.gradient_accumulation_steps()) {
+    c.fail("training.pipeline.micro_batches",
+           fmt::format("micro_batches {} and gradient_accumulation_steps {} are the same micro-batches of a step: set "
+                       "one of them", p.micro_batches(), t.gradient_accumulation_steps()));
+  }
+  const int64_t v = p.virtual_stages();
+  if (p.schedule() == INTERLEAVED_1F1B) {
+    if (v < 2) {
+      c.fail("training.pipeline.virtual_stages", fmt::format("virtual_stages is {}; INTERLEAVED_1F1B runs 2 or more "
+                                                             "model chunks per rank", v));
+    } else if (p.micro_batches() % pp != 0) {
+      c.fail("training.pipeline.micro_batches",
+             fmt::format("INTERLEAVED_1F1B runs micro-batches in rounds of pp ({}); {} is not a multiple: use {}", pp,
+                         p.micro_batches(), (p.micro_batches() / pp + 1) * pp));
+    }
+  } else if (v != 1) {
+    c.fail("training.pipeline.virtual_stages", fmt::format("virtual_stages is {}; only INTERLEAVED_1F1B runs more than "
+                                                           "one model chunk per rank", v));
+  }
+  if (p.layers_per_stage_size() > 0 && p.layers_per_stage_size() != pp * v) {
+    c.fail("training.pipeline.layers_per_stage",
+           fmt::format("{} entries for {} stages (pp {} x virtual_stages {}): give one per stage, or none for a "
+                       "balanced split", p.layers_per_stage_size(), pp * v, pp, v));
+  }
+  for (int i = 0; i < p.layers_per_stage_size(); ++i) {
+    if (p.layers_per_stage(i) < 1) {
+      c.fail(fmt::format("training.pipeline.layers_per_stage[{}]", i),
+             fmt::format("{} blocks; every stage holds at least one", p.layers_per_stage(i)));
+    }
+  }
+}
+
 // The mesh (scenario.proto, Mesh) against the GPUs and the FSDP groups it
 // sets; what needs the model (heads, experts) is checked once it is built
 // (planner/mesh.cpp). Range problems are reported by field_ranges.cpp.
 void check_mesh(const Training& t, int64_t gpus, Checker& c) {
   const Mesh& m = t.mesh();
-  if (m.tp() < 1 || m.cp() < 1 || m.ep() < 1 || m.dp_shard() < 1 || m.dp_replicate() < 1) return;
+  if (m.tp() < 1 || m.cp() < 1 || m.ep() < 1 || m.dp_shard() < 1 || m.dp_replicate() < 1 || m.pp() < 1) return;
   const int64_t tp = m.tp();
-  const int64_t model_ranks = gpus / tp;  // ranks with the same tp coordinate
   if (gpus % tp != 0) {
     c.fail("training.mesh.tp", fmt::format("tp is {}; it must divide the {} GPUs", tp, gpus));
     return;
   }
+  if (gpus % (tp * m.pp()) != 0) {
+    c.fail("training.mesh.pp", fmt::format("pp is {}; tp {} x pp {} must divide the {} GPUs", m.pp(), tp, m.pp(), gpus));
+    return;
+  }
+  const int64_t model_ranks = gpus / (tp * m.pp());  // ranks of one stage's tp rank
+  check_pipeline(t, c);
   if (t.shard_group_size() < 1 || model_ranks % t.shard_group_size() != 0) {
     c.fail("training.shard_group_size",
            fmt::format("shard_group_size is {}; it must divide the {} GPUs{} (leave it unset to shard over all of them)",
-                       t.shard_group_size(), model_ranks, tp > 1 ? fmt::format(" of one tp rank ({} / tp {})", gpus, tp) : ""));
+                       t.shard_group_size(), model_ranks,
+                       tp * m.pp() > 1 ? fmt::format(" of one stage's tp rank ({} / tp {} / pp {})", gpus, tp, m.pp()) : ""));
     return;
   }
-  if (int64_t{t.shard_group_size()} * t.replicate_group_size() * tp != gpus) {
+  if (int64_t{t.shard_group_size()} * t.replicate_group_size() * tp * m.pp() != gpus) {
     c.fail("training.replicate_group_size",
-           fmt::format("shard_group_size {} x replicate_group_size {}{} is not the {} GPUs of the cluster; set one of "
+           fmt::format("shard_group_size {} x replicate_group_size {}{}{} is not the {} GPUs of the cluster; set one of "
                        "them and leave the other unset", t.shard_group_size(), t.replicate_group_size(),
-                       tp > 1 ? fmt::format(" x mesh.tp {}", tp) : "", gpus));
+                       tp > 1 ? fmt::format(" x mesh.tp {}", tp) : "", m.pp() > 1 ? fmt::format(" x mesh.pp {}", m.pp()) : "",
+                       gpus));
     return;
   }
   if (t.shard_group_size() % m.cp() != 0) {

@@ -86,25 +86,31 @@ sg4::Host* CollectiveEngine::platform_host(int rank) const {
   return platform_.gpu(gpu / cluster_.gpus_per_node, static_cast<int>(gpu % cluster_.gpus_per_node));
 }
 
-RingSet CollectiveEngine::ring_set(Group group) const {
+RingSet CollectiveEngine::ring_set(Group group, int64_t stage) const {
   const planner::GroupSpan span = planner::group_span(mesh_, group);
-  return {span.members, span.stride, cluster_.gpus() / span.members};
+  if (stage < 0 || mesh_.pp <= 1) return {span.members, span.stride, cluster_.gpus() / span.members};
+  const int64_t stage_ranks = cluster_.gpus() / mesh_.pp;
+  return {span.members, span.stride, stage_ranks / span.members, stage * stage_ranks};
+}
+
+int64_t CollectiveEngine::stage_of(int rank) const {
+  return mesh_.pp <= 1 ? 0 : participants_.gpus[static_cast<size_t>(rank)] / (cluster_.gpus() / mesh_.pp);
 }
 
 std::vector<RingSet> CollectiveEngine::ring_sets() const {
   std::vector<RingSet> sets = {ring_set(Group::kShard), ring_set(Group::kReplicate)};
-  for (Group group : {Group::kTensor, Group::kContext, Group::kExpert, Group::kExpertShard}) {
+  for (Group group : {Group::kTensor, Group::kContext, Group::kExpert, Group::kExpertShard, Group::kPipeline}) {
     if (planner::group_span(mesh_, group).members > 1) sets.push_back(ring_set(group));
   }
   return sets;
 }
 
-const CollectiveEngine::Shape& CollectiveEngine::shape(OpKind kind, Group group) {
-  const auto key = std::make_pair(static_cast<int>(kind), static_cast<int>(group));
+const CollectiveEngine::Shape& CollectiveEngine::shape(OpKind kind, Group group, int64_t stage) {
+  const auto key = std::make_tuple(static_cast<int>(kind), static_cast<int>(group), stage);
   auto it = shapes_.find(key);
   if (it != shapes_.end()) return it->second;
   Shape s;
-  s.rings = ring_set(group);
+  s.rings = ring_set(group, stage);
   s.latency = {s.rings.members, nodes_spanned(s.rings, cluster_), kind == OpKind::kAllReduce};
   s.unit_flows = kind == OpKind::kAllToAll ? all_to_all_flows(s.rings, 1.0, cluster_, flow_mode(mode_), nvlink_nodes_)
                                            : ring_flows(s.rings, 1.0, cluster_, flow_mode(mode_), nvlink_nodes_);
@@ -112,8 +118,8 @@ const CollectiveEngine::Shape& CollectiveEngine::shape(OpKind kind, Group group)
   return shapes_.emplace(key, std::move(s)).first->second;
 }
 
-CollectiveDemand CollectiveEngine::demand(const planner::Op& op) {
-  const Shape& s = shape(op.kind, op.group);
+CollectiveDemand CollectiveEngine::demand(const planner::Op& op, int rank) {
+  const Shape& s = shape(op.kind, op.group, stage_of(rank));
   if (s.rings.members <= 1 || op.bytes <= 0) return {};
   CollectiveDemand d;
   d.ctas = s.latency.nodes > 1 ? ctas_inter_node_ : ctas_intra_node_;
@@ -194,10 +200,10 @@ CollectiveEngine::Meeting& CollectiveEngine::meet(const planner::Op& op, GpuShar
 }
 
 double CollectiveEngine::run(const planner::Op& op, GpuShare* gpu, int rank) {
-  const Shape& s = shape(op.kind, op.group);
+  const Shape& s = shape(op.kind, op.group, stage_of(rank));
   if (s.rings.members <= 1 || op.bytes <= 0) return 0;
   const double issued = sg4::Engine::get_clock();
-  const CollectiveDemand d = demand(op);
+  const CollectiveDemand d = demand(op, rank);
   // NCCL's kernel arrives when its CTAs are resident: after any persistent
   // kernel that holds the SMs (section 6b).
   const int held = gpu != nullptr ? gpu->begin_collective(d.ctas) : -1;
@@ -209,14 +215,14 @@ double CollectiveEngine::run(const planner::Op& op, GpuShare* gpu, int rank) {
                 "the simulated ranks are each alone in a group or all in it");
   if (mates == 1) {
     Endpoint bottleneck;
-    run_phases(op, gpu != nullptr ? Holders{{gpu, held}} : Holders{}, d.hbm_bytes_per_s, &bottleneck);
+    run_phases(op, s, gpu != nullptr ? Holders{{gpu, held}} : Holders{}, d.hbm_bytes_per_s, &bottleneck);
     records_.push_back({op.id, op.kind, {arrival}, arrival, sg4::Engine::get_clock(), bottleneck});
   } else {
     Meeting& m = meet(op, gpu, held, rank);
     if (!m.done) {  // the last to arrive runs the flows for everyone
       const double start = sg4::Engine::get_clock();
       Endpoint bottleneck;
-      run_phases(op, m.holders, d.hbm_bytes_per_s, &bottleneck);
+      run_phases(op, s, m.holders, d.hbm_bytes_per_s, &bottleneck);
       records_.push_back({op.id, op.kind, m.arrivals, start, sg4::Engine::get_clock(), bottleneck});
       std::unique_lock lock(*mutex_);
       m.done = true;
@@ -228,9 +234,9 @@ double CollectiveEngine::run(const planner::Op& op, GpuShare* gpu, int rank) {
   return sg4::Engine::get_clock() - issued;
 }
 
-double CollectiveEngine::run_phases(const planner::Op& op, const Holders& holders, double traffic, Endpoint* bottleneck) {
+double CollectiveEngine::run_phases(const planner::Op& op, const Shape& s, const Holders& holders, double traffic,
+                                    Endpoint* bottleneck) {
   const double start = sg4::Engine::get_clock();
-  const Shape& s = shape(op.kind, op.group);
   const int64_t n = s.rings.members;
   const double buffer = static_cast<double>(op.bytes);
   if (op.kind == OpKind::kAllToAll) {

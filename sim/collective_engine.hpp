@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <tuple>
 #include <vector>
 
 #include "planner/program.hpp"
@@ -48,6 +49,13 @@ class CollectiveEngine {
   // arrival to the end and makes its HBM traffic while its bytes move.
   double run(const planner::Op& op, GpuShare* gpu = nullptr, int rank = 0);
 
+  // Runs op (a pipeline kSend or kRecv) for simulated rank `rank`: the
+  // transfer starts when the send and its receive (the same Op::message)
+  // have both been reached, and both wait for its end (NCCL's send and
+  // receive meet). The peer stage's rank must be simulated too. Returns
+  // seconds.
+  double transfer(const planner::Op& op, int rank);
+
   // The CTAs NCCL runs a ring with inside one node and across nodes (0: the
   // collectives take nothing from concurrent work).
   void set_nccl_ctas(int intra_node, int inter_node) {
@@ -57,7 +65,7 @@ class CollectiveEngine {
   // What op (a collective) takes from a GPU while it runs: NCCL's CTAs, and
   // HBM traffic of (hbm_traffic_per_byte) times the bytes that GPU sends per
   // second when the collective runs alone.
-  CollectiveDemand demand(const planner::Op& op);
+  CollectiveDemand demand(const planner::Op& op, int rank = 0);
   // Scales the rates of simulated rank `rank`'s NVLink and of its node's
   // network port to `factor` of their own (HBM contention, gpu_share.hpp);
   // a port shared by several simulated ranks takes the smallest factor.
@@ -86,15 +94,25 @@ class CollectiveEngine {
     size_t left = 0;
     bool done = false;
   };
-  RingSet ring_set(planner::Group group) const;
+  // A pipeline message whose send or receive has been reached.
+  struct Transfer {
+    int arrived = 0;
+    bool done = false;
+  };
+  // The groups of `group` over the whole cluster, or over the ranks of one
+  // pipeline stage (`stage` >= 0): a stage's collectives load its nodes alone.
+  RingSet ring_set(planner::Group group, int64_t stage = -1) const;
+  int64_t stage_of(int rank) const;
+  // The flow of a transfer between two simulated ranks, and its seconds.
+  double run_transfer(const planner::Op& op, int sender, int receiver);
   // The simulated ranks in simulated rank `rank`'s group of `group`, itself
   // included. The what-ifs simulate every member of a group or one of them.
   size_t group_mates(planner::Group group, int rank) const;
   std::vector<RingSet> ring_sets() const;  // every group the mesh has
-  const Shape& shape(planner::OpKind kind, planner::Group group);
+  const Shape& shape(planner::OpKind kind, planner::Group group, int64_t stage);
   // Both return seconds and set `bottleneck` to the end of the flow that
   // ended last with the slower NICs (each collective its own: several run at once).
-  double run_phases(const planner::Op& op, const Holders& holders, double traffic, Endpoint* bottleneck);
+  double run_phases(const planner::Op& op, const Shape& s, const Holders& holders, double traffic, Endpoint* bottleneck);
   double launch_and_wait(const std::vector<Flow>& flows, double scale, const Holders& holders, double traffic,
                          Endpoint* bottleneck);
   Meeting& meet(const planner::Op& op, GpuShare* gpu, int held, int rank);
@@ -105,12 +123,13 @@ class CollectiveEngine {
   Participants participants_;
   NodeList nvlink_nodes_;  // nodes whose NVLink flows run (collective_flows.hpp)
   Platform platform_;
-  std::map<std::pair<int, int>, Shape> shapes_;
+  std::map<std::tuple<int, int, int64_t>, Shape> shapes_;  // (kind, group, stage)
   int64_t flows_started_ = 0;
   int ctas_intra_node_ = 0;
   int ctas_inter_node_ = 0;
   std::vector<double> link_scale_;  // per simulated rank
   std::map<uint32_t, Meeting> meetings_;
+  std::map<int64_t, Transfer> transfers_;
   std::vector<CollectiveRecord> records_;
   simgrid::s4u::MutexPtr mutex_;
   simgrid::s4u::ConditionVariablePtr changed_;

@@ -33,7 +33,7 @@ class FlowSet {
 };
 
 int64_t first_rank(const RingSet& r, int64_t group) {
-  return (group / r.stride) * (r.members * r.stride) + group % r.stride;
+  return r.first + (group / r.stride) * (r.members * r.stride) + group % r.stride;
 }
 
 // The member ranks of one group, split into runs of consecutive members that
@@ -124,7 +124,7 @@ int64_t nodes_spanned(const RingSet& rings, const ClusterSpec& cluster) {
 }
 
 std::vector<Flow> ring_flows(const RingSet& r, double bytes, const ClusterSpec& c, FlowMode mode, const NodeList& nvlink_nodes) {
-  RAGGED_ASSERT(r.members * r.groups == c.gpus(), "a ring set tiles every rank of the cluster");
+  RAGGED_ASSERT(r.first + r.members * r.groups <= c.gpus(), "a ring set tiles ranks of the cluster");
   FlowSet flows;
   if (r.members <= 1) return {};
   const int64_t sim = simulated_nodes(c, mode);

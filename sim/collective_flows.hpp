@@ -46,13 +46,15 @@ struct Flow {
 };
 
 // Identical ring collectives running at once, one per group. Group j's
-// members are ranks first_j + i * stride (i < members); the groups tile all
-// `members * groups` ranks (shard groups: stride 1; replica groups of HSDP:
-// stride = shard group size).
+// members are ranks first_j + i * stride (i < members); the groups tile the
+// `members * groups` ranks from `first` on (shard groups: stride 1; replica
+// groups of HSDP: stride = shard group size; a pipeline stage's groups: its
+// ranks alone, from the stage's first).
 struct RingSet {
   int64_t members = 1;
   int64_t stride = 1;
   int64_t groups = 1;
+  int64_t first = 0;
 };
 
 // Nodes the network part of the simulation needs.

@@ -439,6 +439,8 @@ ComputeParts ComputeModel::parts_of(const planner::Op& op, OpCost* kernels) cons
     case OpKind::kReduceScatter:
     case OpKind::kAllReduce:
     case OpKind::kAllToAll:
+    case OpKind::kSend:
+    case OpKind::kRecv:
       return p;
   }
   return p;

@@ -66,13 +66,23 @@ void Executor::run_stream(Stream stream) {
                std::all_of(op.deps.begin(), op.deps.end(), [&](uint32_t d) { return done_[d] != 0; });
       });
       // The compute stream idles while a collective (or its copies) lags.
-      if (stream == Stream::kCompute) exposed_ += sg4::Engine::get_clock() - waiting_since;
+      if (stream == Stream::kCompute) {
+        const double waited = sg4::Engine::get_clock() - waiting_since;
+        exposed_ += waited;
+        if (waited > 0 && last_dependency_is_receive(op)) pipeline_wait_ += waited;
+      }
     }
     timings_[op.id].start = sg4::Engine::get_clock();
     execute(op);
     timings_[op.id].end = sg4::Engine::get_clock();
     finish(op);
   }
+}
+
+bool Executor::last_dependency_is_receive(const Op& op) const {
+  const auto last = std::max_element(op.deps.begin(), op.deps.end(),
+                                     [this](uint32_t a, uint32_t b) { return timings_[a].end < timings_[b].end; });
+  return last != op.deps.end() && program_.ops[*last].kind == OpKind::kRecv;
 }
 
 // The CPU thread: issues the ops in Program order, blocking first on the
@@ -122,6 +132,10 @@ void Executor::execute(const Op& op) {
   }
   if (is_collective(op.kind)) {
     network_.run(op, &share_, rank_);
+    return;
+  }
+  if (op.kind == OpKind::kSend || op.kind == OpKind::kRecv) {
+    network_.transfer(op, rank_);
     return;
   }
   const OpCost cost = compute_.cost(op);

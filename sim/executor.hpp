@@ -65,6 +65,9 @@ class Executor {
   const std::vector<MemorySample>& memory() const { return memory_; }
   // Time the compute stream sat idle waiting for another stream's op.
   double exposed_seconds() const { return exposed_; }
+  // Of it, the waits whose last dependency was a receive from another
+  // pipeline stage (the bubble and the transfers).
+  double pipeline_wait_seconds() const { return pipeline_wait_; }
   // Peak of the persistent state plus the live parameter and gradient
   // buffers, each freed at its free op.
   int64_t peak_state_and_buffers() const { return peak_state_and_buffers_; }
@@ -76,6 +79,7 @@ class Executor {
 
  private:
   void run_stream(planner::Stream stream);
+  bool last_dependency_is_receive(const planner::Op& op) const;
   void run_host();
   void finish_after_issue(const planner::Op& op, double seconds_alone);
   void execute(const planner::Op& op);
@@ -101,6 +105,7 @@ class Executor {
   std::vector<int> deferred_frees_;  // buffers waiting for the all-gather stream to move on
   std::vector<MemorySample> memory_;
   double exposed_ = 0;
+  double pipeline_wait_ = 0;
   int64_t state_and_buffers_ = 0;
   int64_t peak_state_and_buffers_ = 0;
   size_t finished_ = 0;

@@ -26,7 +26,13 @@ void allocate_persistent(const planner::PersistentMemory& m, CachingAllocator& a
 }  // namespace
 
 ProgramRun run_program(const planner::Program& program, const ComputeModel& compute, const ProgramRunOptions& options) {
-  RAGGED_ASSERT(!options.ranks.empty(), "at least one simulated rank");
+  return run_programs(std::vector<const planner::Program*>(options.ranks.size(), &program), compute, options);
+}
+
+ProgramRun run_programs(const std::vector<const planner::Program*>& programs, const ComputeModel& compute,
+                        const ProgramRunOptions& options) {
+  RAGGED_ASSERT(!options.ranks.empty() && programs.size() == options.ranks.size(), "a Program per simulated rank");
+  const planner::Program& program = *programs.front();
   AllocatorOptions allocator_options;
   allocator_options.capacity = options.capacity;
   allocator_options.expandable_segments = options.expandable_segments;
@@ -65,20 +71,26 @@ ProgramRun run_program(const planner::Program& program, const ComputeModel& comp
     const double rate = options.ranks[r].compute_rate;
     models.push_back(rate == 1.0 ? compute : compute.with_clock_factor(compute.spec().clock_factor * rate));
     allocators.push_back(std::make_unique<CachingAllocator>(allocator_options));
-    allocate_persistent(program.persistent, *allocators.back());
-    executors.push_back(std::make_unique<Executor>(program, models.back(), network, *allocators.back(),
+    allocate_persistent(programs[r]->persistent, *allocators.back());
+    executors.push_back(std::make_unique<Executor>(*programs[r], models.back(), network, *allocators.back(),
                                                    options.free_policy, mechanisms, static_cast<int>(r)));
   }
   if (options.progress) executors.front()->on_progress(options.progress);
   for (size_t r = 0; r < executors.size(); ++r) executors[r]->spawn(network.platform_host(static_cast<int>(r)));
   engine.run();
 
-  const Executor& executor = *executors.front();
-  const CachingAllocator& allocator = *allocators.front();
   ProgramRun run;
+  for (size_t r = 1; r < programs.size(); ++r) {
+    if (programs[r] != programs.front() && allocators[r]->peak_reserved() > allocators[run.reported]->peak_reserved()) {
+      run.reported = r;
+    }
+  }
+  const Executor& executor = *executors[run.reported];
+  const CachingAllocator& allocator = *allocators[run.reported];
   run.timings = executor.timings();
   run.memory = executor.memory();
   run.exposed_seconds = executor.exposed_seconds();
+  run.pipeline_wait_seconds = executor.pipeline_wait_seconds();
   for (size_t r = 0; r < executors.size(); ++r) {
     run.ranks.push_back({options.ranks[r], executors[r]->step_seconds(), executors[r]->exposed_seconds()});
     run.step_seconds = std::max(run.step_seconds, executors[r]->step_seconds());
@@ -89,7 +101,7 @@ ProgramRun run_program(const planner::Program& program, const ComputeModel& comp
   // OOM only when a request failed after the cache was released: a peak of
   // reserved memory that a release and retry kept under capacity is a
   // slowdown (flush_seconds), not an OOM.
-  run.out_of_memory = allocator.out_of_memory();
+  run.out_of_memory = std::any_of(allocators.begin(), allocators.end(), [](const auto& a) { return a->out_of_memory(); });
   run.allocator_flushes = executor.flushes();
   run.allocator_flush_seconds = executor.flush_seconds();
   run.flows = network.flows_started();

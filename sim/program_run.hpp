@@ -36,10 +36,12 @@ struct ProgramRunOptions {
 };
 
 struct ProgramRun {
-  std::vector<OpTiming> timings;  // of the first simulated rank
+  size_t reported = 0;  // the simulated rank whose timeline and memory follow
+  std::vector<OpTiming> timings;  // of the reported rank
   std::vector<MemorySample> memory;
   double step_seconds = 0;  // the last simulated rank's end
   double exposed_seconds = 0;
+  double pipeline_wait_seconds = 0;  // of the reported rank's exposed time, waiting for another stage
   int64_t peak_allocated = 0;
   int64_t peak_reserved = 0;
   int64_t peak_state_and_buffers = 0;  // persistent state + parameter and gradient buffers
@@ -48,10 +50,17 @@ struct ProgramRun {
   double allocator_flush_seconds = 0;   // compute-stream time spent in them
   int64_t flows = 0;
   int64_t simulated_nodes = 0;
-  std::vector<RankRun> ranks;                 // every simulated rank, the reported one first
+  std::vector<RankRun> ranks;                 // every simulated rank, in order
   std::vector<CollectiveRecord> collectives;  // in the order they ended
 };
 
+// The first simulated rank is reported.
 ProgramRun run_program(const planner::Program& program, const ComputeModel& compute, const ProgramRunOptions& options);
+
+// Simulated rank r runs programs[r] (a pipeline stage's Program each); the
+// rank with the highest peak of reserved memory is reported (the stage that
+// decides whether the run fits). Their meshes are the same.
+ProgramRun run_programs(const std::vector<const planner::Program*>& programs, const ComputeModel& compute,
+                        const ProgramRunOptions& options);
 
 }  // namespace ragged::sim

@@ -1,5 +1,6 @@
 #include "sim/simulation.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 #include <fmt/format.h>
@@ -92,10 +93,19 @@ SimulationResult simulate(const planner::ResolvedScenario& resolved, const Simul
   const scenarios::Scenario& scenario = resolved.scenario();
   const scenarios::Training& training = scenario.training();
 
-  const planner::Plan plan = planner::plan_scenario(resolved);
-  const planner::ProgramInputs inputs = planner::program_inputs(resolved, plan);
-  const int rank = planner::representative_rank(inputs);
-  const planner::Program program = planner::build_program(inputs, rank);
+  // A pipeline runs one Program per stage, each on its stage's rank 0;
+  // otherwise every rank runs the representative rank's.
+  std::vector<planner::Program> programs;
+  int rank = 0;
+  const int64_t stages = std::max(1, training.mesh().pp());
+  if (stages > 1) {
+    programs = planner::build_stage_programs(resolved, planner::plan_pipeline(resolved));
+  } else {
+    const planner::Plan plan = planner::plan_scenario(resolved);
+    const planner::ProgramInputs inputs = planner::program_inputs(resolved, plan);
+    rank = planner::representative_rank(inputs);
+    programs.push_back(planner::build_program(inputs, rank));
+  }
 
   ProgramRunOptions run_options;
   run_options.cluster = cluster_spec(scenario);
@@ -104,6 +114,13 @@ SimulationResult simulate(const planner::ResolvedScenario& resolved, const Simul
   }
   run_options.mode = resolve_mode(options.mode, run_options.cluster, run_options.health);
   run_options.ranks = simulated_ranks(run_options.health, scenarios::total_gpus(scenario));
+  if (stages > 1) {
+    // The stages meet at every send: every stage's node runs (full mode).
+    if (run_options.mode == SimulationMode::kSymmetric) run_options.mode = SimulationMode::kFull;
+    run_options.ranks.clear();
+    const int64_t stage_ranks = scenarios::total_gpus(scenario) / stages;
+    for (int64_t s = 0; s < stages; ++s) run_options.ranks.push_back({s * stage_ranks, 1.0});
+  }
   run_options.free_policy.defer_gathered_frees =
       training.strategy() == scenarios::FSDP1 || training.strategy() == scenarios::FSDP2;
   run_options.capacity = scenarios::allocator_capacity_bytes(scenario);
@@ -123,15 +140,20 @@ SimulationResult simulate(const planner::ResolvedScenario& resolved, const Simul
                                  "FLASH_ATTENTION_2, or simulate without --calibration",
                                  compute.spec().name));
   }
-  const ProgramRun run = run_program(program, compute, run_options);
+  std::vector<const planner::Program*> per_rank;
+  for (size_t r = 0; r < run_options.ranks.size(); ++r) per_rank.push_back(&programs[std::min(r, programs.size() - 1)]);
+  const ProgramRun run = run_programs(per_rank, compute, run_options);
+  const planner::Program& program = *per_rank[run.reported];
 
   SimulationResult result;
   result.stats.mode = run_options.mode;
   result.stats.forced_full = options.mode == ModeChoice::kSymmetric && run_options.mode != SimulationMode::kSymmetric;
+  result.stats.reported_stage = program.stage;
   if (has_whatif(scenario)) result.stats.whatif = analyse_stragglers(run.ranks, run.collectives, run_options.health);
   result.stats.simulated_nodes = run.simulated_nodes;
   result.stats.flows = run.flows;
-  result.stats.representative_rank = rank;
+  result.stats.representative_rank =
+      stages > 1 ? static_cast<int>(run_options.ranks[run.reported].rank) : rank;
   TraceInputs trace_inputs{&resolved, &program, &run, ""};
   trace_inputs.device = fmt::format("simgrid {}.{}, {} x {} ({} mode)", SIMGRID_VERSION_MAJOR, SIMGRID_VERSION_MINOR,
                                     scenarios::total_gpus(scenario), scenario.cluster().gpu().preset(),

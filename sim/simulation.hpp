@@ -1,7 +1,8 @@
 #pragma once
 // One simulated training step of a resolved scenario: plan, Program for the
-// representative rank, SimGrid platform, execution, and the predicted Trace
-// (events of that rank, its memory samples, the summary). SimGrid's engine is
+// representative rank (for a pipeline, one per stage), SimGrid platform,
+// execution, and the predicted Trace (events of that rank, or of the stage
+// with the highest memory peak; its memory samples; the summary). SimGrid's engine is
 // a process-wide singleton: simulate() runs at most once per process
 // (run_in_child_process runs one per child for sweeps and comparisons).
 
@@ -34,7 +35,8 @@ inline constexpr int64_t kFullModeMaxNodes = 64;
 
 struct SimulationStats {
   SimulationMode mode = SimulationMode::kFull;
-  bool forced_full = false;  // the symmetric mode was asked for, the what-if needs every node
+  bool forced_full = false;  // the symmetric mode was asked for, the what-if or the pipeline needs every node
+  int reported_stage = 0;    // a pipeline's: the stage whose timeline and memory the trace holds
   int64_t simulated_nodes = 0;
   int64_t flows = 0;
   int representative_rank = 0;

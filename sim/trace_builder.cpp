@@ -65,6 +65,7 @@ traces::Trace build_trace(const TraceInputs& in) {
 
   traces::SummaryInputs summary;
   summary.steps.push_back(traces::step_figures(trace, program.rank, 0, in.run->step_seconds));
+  summary.steps.back().set_pipeline_wait_s(in.run->pipeline_wait_seconds);
   summary.tokens_per_step = program.tokens_per_step;
   summary.model_flops_per_step = program.model_flops_per_step;
   summary.peak_flops = scenarios::peak_bf16_flops(scenario.cluster().gpu());

@@ -27,19 +27,21 @@ StepFigures step_figures(const Trace& trace, int rank, int step, double step_s) 
 
 Summary make_summary(const SummaryInputs& in) {
   Summary s;
-  double step = 0, compute = 0, comm = 0, exposed = 0;
+  double step = 0, compute = 0, comm = 0, exposed = 0, pipeline = 0;
   for (const StepFigures& f : in.steps) {
     *s.add_per_step() = f;
     step += f.step_time_s();
     compute += f.compute_s();
     comm += f.comm_s();
     exposed += f.exposed_comm_s();
+    pipeline += f.pipeline_wait_s();
   }
   const double n = in.steps.empty() ? 1.0 : static_cast<double>(in.steps.size());
   s.set_step_time_s(step / n);
   s.set_compute_s(compute / n);
   s.set_comm_s(comm / n);
   s.set_exposed_comm_s(exposed / n);
+  s.set_pipeline_wait_s(pipeline / n);
   s.set_tokens_per_step(in.tokens_per_step);
   s.set_tokens_per_s_per_gpu(tokens_per_s_per_gpu(in.tokens_per_step, s.step_time_s()));
   s.set_mfu(mfu(in.model_flops_per_step, s.step_time_s(), in.peak_flops));

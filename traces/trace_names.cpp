@@ -34,9 +34,9 @@ const std::vector<std::string>& op_kind_names() {
 
 // Stream names are chosen, not derived: the enum values carry a "_STREAM"
 // suffix that reads badly in reports.
-constexpr std::array<std::string_view, 10> kStreamNames = {
+constexpr std::array<std::string_view, 12> kStreamNames = {
     kUnspecified, "compute", "all_gather", "reduce_scatter", "all_reduce", "copy", "host",
-    "tensor_parallel", "context_parallel", "expert_parallel"};
+    "tensor_parallel", "context_parallel", "expert_parallel", "pipeline_send", "pipeline_recv"};
 static_assert(kStreamNames.size() == Stream_ARRAYSIZE, "name every Stream value");
 
 constexpr std::array<std::string_view, 3> kSourceNames = {kUnspecified, "predicted", "measured"};

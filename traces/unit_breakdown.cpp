@@ -42,7 +42,8 @@ bool phase_of(OpKind kind, UnitPhase* phase) {
 }
 
 bool on_mesh_stream(Stream stream) {
-  return stream == TENSOR_PARALLEL_STREAM || stream == CONTEXT_PARALLEL_STREAM || stream == EXPERT_PARALLEL_STREAM;
+  return stream == TENSOR_PARALLEL_STREAM || stream == CONTEXT_PARALLEL_STREAM || stream == EXPERT_PARALLEL_STREAM ||
+         stream == PIPELINE_SEND_STREAM || stream == PIPELINE_RECV_STREAM;
 }
 
 namespace {

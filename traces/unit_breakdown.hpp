@@ -14,7 +14,8 @@
 namespace ragged::traces {
 
 // kMesh: the device mesh's collectives (tensor, context and expert parallel
-// streams), whatever their kind; the other phases are FSDP's and the compute's.
+// streams, pipeline sends and receives), whatever their kind; the other
+// phases are FSDP's and the compute's.
 enum class UnitPhase { kForward, kBackward, kRecompute, kAllGather, kReduceScatter, kCopies, kOptimizer, kMesh };
 inline constexpr int kUnitPhases = 8;
 

@@ -24,7 +24,13 @@ StreamKind stream_kind(planner::Stream stream) {
     case planner::Stream::kAllGather: return StreamKind::all_gather;
     case planner::Stream::kReduceScatter: return StreamKind::reduce_scatter;
     case planner::Stream::kAllReduce: return StreamKind::all_reduce;
+    case planner::Stream::kTensorParallel:
+    case planner::Stream::kContextParallel:
+    case planner::Stream::kExpertParallel:
+    case planner::Stream::kPipelineSend:
+    case planner::Stream::kPipelineRecv: break;  // a mesh's: ragged run refuses meshes (check_launch)
   }
+  RAGGED_ASSERT(false, "the CUDA executor runs FSDP's streams only");
   return StreamKind::compute;
 }
 
@@ -347,6 +353,10 @@ void CudaExecutor::issue(const Op& op, int64_t step) {
     case OpKind::kAllToAll:
       throw InputError(fmt::format("the GPU executor does not run '{}' (owner-based optimizers run on --device cpu)",
                                    op.name));
+    case OpKind::kSend:
+    case OpKind::kRecv:
+      RAGGED_ASSERT(false, "the GPU executor runs no pipeline stages (check_launch refuses them): " + op.name);
+      break;
   }
 }
 

@@ -195,6 +195,9 @@ void GpuWorkload::forward(int unit, const std::vector<const void*>& params, void
         s.value = 1 - s.value;
         break;
       }
+      case UnitKind::kExperts:
+        RAGGED_ASSERT(false, "GPU workload: experts in units of their own (check_workload_supported refuses them)");
+        break;
       case UnitKind::kHead:
         if (saved_capacity < s.head.saved_bytes()) {
           throw InputError(fmt::format("GPU workload: forward of {} keeps {} bytes; its activation buffer holds {}",
@@ -286,6 +289,9 @@ void GpuWorkload::backward(int unit, const std::vector<const void*>& params, con
         s.head_dlogits = nullptr;
         break;
       }
+      case UnitKind::kExperts:
+        RAGGED_ASSERT(false, "GPU workload: experts in units of their own (check_workload_supported refuses them)");
+        break;
       case UnitKind::kBlock: {
         const BlockPlan& plan = s.blocks[static_cast<size_t>(unit) - 1];
         const int64_t rebuilt = plan.rebuilt_bytes(run.mode);

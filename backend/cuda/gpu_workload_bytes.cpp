@@ -324,6 +324,8 @@ GpuUnitBytes gpu_unit_bytes(const models::ModelSpec& model, const GpuWorkloadCon
   switch (model.units[static_cast<size_t>(unit)].kind) {
     case models::UnitKind::kEmbedding:
       return out;
+    case models::UnitKind::kExperts:
+      throw InputError("GPU workload: experts in units of their own (training.mesh.ep > 1) do not run; set ep to 1");
     case models::UnitKind::kBlock: {
       const detail::BlockPlan p = detail::block_plan(model, config, unit);
       out.saved = p.saved_bytes();

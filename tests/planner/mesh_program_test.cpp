@@ -187,7 +187,9 @@ TEST(MeshProgram, RaisingEpLowersTheFsdpAllGatherBytes) {
       }
     }
     std::printf("ep %d: FSDP all-gather bytes per step %lld\n", ep, static_cast<long long>(gathered));
-    if (previous >= 0) EXPECT_LT(gathered, previous);
+    if (previous >= 0) {
+      EXPECT_LT(gathered, previous);
+    }
     previous = gathered;
   }
 }

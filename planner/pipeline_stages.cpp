@@ -1,0 +1,146 @@
+#include "planner/pipeline_stages.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "common/errors.hpp"
+
+namespace ragged::planner {
+namespace {
+
+// The model's blocks as items of the cut: each block's units (its routed
+// experts' unit after it), the embedding's units with the first, the head's
+// with the last; each with its compute per token.
+struct Items {
+  std::vector<std::vector<int>> units;
+  std::vector<double> cost;
+};
+
+Items items_of(const models::ModelSpec& model, int64_t seq_len) {
+  Items items;
+  std::vector<int> before;  // units ahead of the first block (the embedding)
+  double before_cost = 0;
+  for (int u = 0; u < static_cast<int>(model.units.size()); ++u) {
+    const models::UnitSpec& unit = model.units[static_cast<size_t>(u)];
+    const double cost = unit.compute.forward_flops_per_token(seq_len) + unit.compute.backward_flops_per_token(seq_len);
+    if (unit.kind == models::UnitKind::kBlock) {
+      items.units.push_back({});
+      items.cost.push_back(0);
+      if (items.units.size() == 1) {
+        items.units.back() = before;
+        items.cost.back() = before_cost;
+      }
+    }
+    if (items.units.empty()) {
+      before.push_back(u);
+      before_cost += cost;
+      continue;
+    }
+    items.units.back().push_back(u);  // the block, its experts, and the head with the last block
+    items.cost.back() += cost;
+  }
+  return items;
+}
+
+// The fewest chunks of consecutive items, each costing at most `limit`.
+int64_t chunks_needed(const std::vector<double>& cost, double limit) {
+  int64_t chunks = 1;
+  double sum = 0;
+  for (double c : cost) {
+    if (c > limit) return INT64_MAX;
+    if (sum + c > limit) {
+      ++chunks;
+      sum = 0;
+    }
+    sum += c;
+  }
+  return chunks;
+}
+
+// `k` chunks of consecutive items: the smallest largest chunk cost (bisected),
+// then a cut at it that leaves every chunk at least one item.
+std::vector<int64_t> balanced_counts(const std::vector<double>& cost, int64_t k) {
+  double low = *std::max_element(cost.begin(), cost.end());
+  double high = std::accumulate(cost.begin(), cost.end(), 0.0);
+  for (int i = 0; i < 100 && high - low > 1e-9 * high; ++i) {
+    const double mid = (low + high) / 2;
+    (chunks_needed(cost, mid) <= k ? high : low) = mid;
+  }
+  std::vector<int64_t> counts;
+  const int64_t n = static_cast<int64_t>(cost.size());
+  int64_t i = 0;
+  for (int64_t chunk = 0; chunk < k; ++chunk) {
+    const int64_t left_after = k - chunk - 1;  // chunks still to fill
+    double sum = 0;
+    int64_t taken = 0;
+    while (i < n && n - i > left_after &&
+           (taken == 0 || chunk == k - 1 || sum + cost[static_cast<size_t>(i)] <= high)) {
+      sum += cost[static_cast<size_t>(i++)];
+      ++taken;
+    }
+    counts.push_back(taken);
+  }
+  return counts;
+}
+
+}  // namespace
+
+std::vector<int> PipelineStages::chunks_of(int64_t stage) const {
+  std::vector<int> out;
+  for (int64_t c = stage; c < chunk_count(); c += stages) out.push_back(static_cast<int>(c));
+  return out;
+}
+
+std::vector<int> PipelineStages::units_of(int64_t stage) const {
+  std::vector<int> out;
+  for (int c : chunks_of(stage)) {
+    const std::vector<int>& units = chunks[static_cast<size_t>(c)];
+    out.insert(out.end(), units.begin(), units.end());
+  }
+  return out;
+}
+
+std::vector<int64_t> PipelineStages::blocks_per_chunk(const models::ModelSpec& model) const {
+  std::vector<int64_t> out;
+  for (const std::vector<int>& units : chunks) {
+    out.push_back(std::count_if(units.begin(), units.end(), [&](int u) {
+      return model.units[static_cast<size_t>(u)].kind == models::UnitKind::kBlock;
+    }));
+  }
+  return out;
+}
+
+PipelineStages plan_pipeline_stages(const models::ModelSpec& model, int64_t stages, int64_t virtual_stages,
+                                    const std::vector<int64_t>& layers_per_chunk, int64_t seq_len) {
+  PipelineStages out;
+  out.stages = stages;
+  out.virtual_stages = virtual_stages;
+  const Items items = items_of(model, seq_len);
+  const int64_t blocks = static_cast<int64_t>(items.units.size());
+  const int64_t k = out.chunk_count();
+  if (blocks < k) {
+    throw FieldError("training.mesh.pp", fmt::format("pp {} x virtual_stages {} is {} pipeline chunks, but {} has {} "
+                                                     "transformer blocks: every chunk holds at least one; use fewer",
+                                                     stages, virtual_stages, k, model.name, blocks));
+  }
+  std::vector<int64_t> counts = layers_per_chunk;
+  if (counts.empty()) {
+    counts = balanced_counts(items.cost, k);
+  } else if (std::accumulate(counts.begin(), counts.end(), int64_t{0}) != blocks) {
+    throw FieldError("training.pipeline.layers_per_stage",
+                     fmt::format("the stages hold {} blocks, but {} has {}: give a split that sums to {}",
+                                 std::accumulate(counts.begin(), counts.end(), int64_t{0}), model.name, blocks, blocks));
+  }
+  size_t item = 0;
+  for (int64_t count : counts) {
+    std::vector<int>& chunk = out.chunks.emplace_back();
+    for (int64_t i = 0; i < count; ++i, ++item) {
+      chunk.insert(chunk.end(), items.units[item].begin(), items.units[item].end());
+    }
+  }
+  return out;
+}
+
+}  // namespace ragged::planner

@@ -35,6 +35,8 @@ StepBytes step_bytes(const planner::Program& program) {
       case OpKind::kCopyIn:
       case OpKind::kCopyOut:
       case OpKind::kCast: b.copies += op.bytes; break;
+      case OpKind::kSend:
+      case OpKind::kRecv: b.pipeline += op.bytes; break;
       default: break;
     }
   }
@@ -108,12 +110,57 @@ std::string run_label(const PlanReport& r, const std::vector<size_t>& run) {
 }  // namespace
 
 PlanReport make_plan_report(planner::ResolvedScenario resolved) {
-  PlanReport report{std::move(resolved), {}, {}, {}, {}};
+  PlanReport report{std::move(resolved), {}, {}, {}, {}, {}, 0, ""};
+  if (report.resolved.scenario().training().mesh().pp() > 1) {
+    const planner::PipelinePlan pipeline = planner::plan_pipeline(report.resolved);
+    std::vector<planner::Program> programs = planner::build_stage_programs(report.resolved, pipeline);
+    report.schedule = std::string(planner::pipeline_schedule_name(pipeline.schedule));
+    const std::vector<int64_t> blocks = pipeline.stages.blocks_per_chunk(report.resolved.model);
+    for (size_t s = 0; s < programs.size(); ++s) {
+      StagePlan stage{pipeline.plans[s], std::move(programs[s]), {}, {}, {}};
+      stage.memory = planner::memory_breakdown(stage.program);
+      stage.bytes = step_bytes(stage.program);
+      for (int chunk : pipeline.stages.chunks_of(static_cast<int64_t>(s))) stage.blocks.push_back(blocks[static_cast<size_t>(chunk)]);
+      if (!report.stages.empty() && stage.memory.peak_total() > report.stages[report.reported_stage].memory.peak_total()) {
+        report.reported_stage = report.stages.size();
+      }
+      report.stages.push_back(std::move(stage));
+    }
+    const StagePlan& worst = report.stages[report.reported_stage];
+    report.plan = worst.plan;
+    report.program = worst.program;
+    report.memory = worst.memory;
+    report.bytes = worst.bytes;
+    return report;
+  }
   report.plan = planner::plan_scenario(report.resolved);
   report.program = planner::build_program(planner::program_inputs(report.resolved, report.plan));
   report.memory = planner::memory_breakdown(report.program);
   report.bytes = step_bytes(report.program);
   return report;
+}
+
+// The pipeline's stages side by side: what each runs, what it holds at its
+// peak, and what it sends and receives.
+void print_stages(const PlanReport& r, std::ostream& out) {
+  const scenarios::Training& t = r.resolved.scenario().training();
+  out << fmt::format("  pipeline: {} stages, {} schedule, {} micro-batches per step{}\n", r.stages.size(), r.schedule,
+                     t.gradient_accumulation_steps(),
+                     t.pipeline().virtual_stages() > 1 ? fmt::format(", {} model chunks per stage", t.pipeline().virtual_stages()) : "");
+  Table table;
+  table.column("stage").column("units", Table::Align::kLeft).column("blocks", Table::Align::kLeft).column("params");
+  table.column("activations GiB").column("peak GiB").column("sent+received/step");
+  for (size_t s = 0; s < r.stages.size(); ++s) {
+    const StagePlan& stage = r.stages[s];
+    const auto& units = r.resolved.model.units;
+    const std::string span = units[static_cast<size_t>(stage.plan.units.front().unit_index)].name + " .. " +
+                             units[static_cast<size_t>(stage.plan.units.back().unit_index)].name;
+    table.row({std::to_string(s) + (s == r.reported_stage ? " *" : ""), span, fmt::format("{}", fmt::join(stage.blocks, "+")),
+               format_count(static_cast<double>(stage.plan.params())), gib(stage.memory.activations),
+               gib(stage.memory.peak_total()), format_bytes(static_cast<double>(stage.bytes.pipeline))});
+  }
+  table.print(out, "  ");
+  out << fmt::format("  * the stage with the highest memory peak: the tables below are its rank's\n\n");
 }
 
 // When even the lower bound pads a lot, the granules are too coarse for the
@@ -160,6 +207,7 @@ void print_plan(const PlanReport& r, std::ostream& out) {
   }
   out << fmt::format("  planned {} units ({} distinct) in {:.2f} ms\n\n", r.plan.units.size(), r.plan.distinct_units,
                      r.plan.plan_seconds * 1e3);
+  if (!r.stages.empty()) print_stages(r, out);
   Table table;
   table.column("unit", Table::Align::kLeft).column("count").column("params/unit").column("shard S").column("padded/unit");
   table.column("padding").column("lower bound").column("gathered/unit").column("copies/collective").column("granules", Table::Align::kLeft);
@@ -180,12 +228,14 @@ void print_plan(const PlanReport& r, std::ostream& out) {
   out << fmt::format("\n  gap to the lower bound: {:.3f} percentage points\n",
                      100.0 * (r.plan.padding_ratio() - r.plan.lower_bound_padding_ratio()));
   const StepBytes& b = r.bytes;
-  out << fmt::format("  per step per rank: all-gather {}, reduce-scatter {}, all-reduce {}, all-to-all {}, copies {}{}\n",
+  out << fmt::format("  per step per rank: all-gather {}, reduce-scatter {}, all-reduce {}, all-to-all {}, copies {}{}{}\n",
                      format_bytes(static_cast<double>(b.all_gather)), format_bytes(static_cast<double>(b.reduce_scatter)),
                      format_bytes(static_cast<double>(b.all_reduce)), format_bytes(static_cast<double>(b.all_to_all)),
                      format_bytes(static_cast<double>(b.copies)),
                      b.mesh > 0 ? fmt::format("; the mesh's tp/cp/ep collectives {}", format_bytes(static_cast<double>(b.mesh)))
-                                : "");
+                                : "",
+                     b.pipeline > 0 ? fmt::format("; pipeline sends and receives {}", format_bytes(static_cast<double>(b.pipeline)))
+                                    : "");
   const auto& m = r.memory;
   out << fmt::format("  memory per rank (GiB): master {} + compute shard {} + gradients {} + optimizer {} + small params {}"
                      " | in flight: unsharded params {} + gradients {} + gradient shards {} + activations {}"
@@ -225,6 +275,28 @@ void print_plan_comparison(const std::vector<PlanReport>& reports, std::ostream&
   table.print(out, "  ");
 }
 
+namespace {
+
+// null without pipeline stages; the units and the tables above are then the
+// reported stage's.
+nlohmann::json pipeline_json(const PlanReport& r) {
+  if (r.stages.empty()) return nullptr;
+  nlohmann::json stages = nlohmann::json::array();
+  for (const StagePlan& stage : r.stages) {
+    nlohmann::json units = nlohmann::json::array();
+    for (const auto& u : stage.plan.units) units.push_back(r.resolved.model.units[u.unit_index].name);
+    stages.push_back({{"units", std::move(units)},
+                      {"blocks_per_chunk", stage.blocks},
+                      {"params", stage.plan.params()},
+                      {"activations_bytes", stage.memory.activations},
+                      {"peak_bytes", stage.memory.peak_total()},
+                      {"pipeline_bytes_per_step", stage.bytes.pipeline}});
+  }
+  return {{"schedule", r.schedule}, {"reported_stage", r.reported_stage}, {"stages", std::move(stages)}};
+}
+
+}  // namespace
+
 nlohmann::json plan_to_json(const PlanReport& r) {
   nlohmann::json units = nlohmann::json::array();
   for (const auto& u : r.plan.units) {
@@ -258,7 +330,7 @@ nlohmann::json plan_to_json(const PlanReport& r) {
       {"plan_seconds", r.plan.plan_seconds},
       {"distinct_units", r.plan.distinct_units},
       {"bytes_per_step", {{"all_gather", b.all_gather}, {"reduce_scatter", b.reduce_scatter}, {"all_reduce", b.all_reduce},
-                          {"all_to_all", b.all_to_all}, {"copies", b.copies}, {"mesh", b.mesh}}},
+                          {"all_to_all", b.all_to_all}, {"copies", b.copies}, {"mesh", b.mesh}, {"pipeline", b.pipeline}}},
       {"memory_bytes", {{"master_params", m.persistent.master_params}, {"compute_params", m.persistent.compute_params},
                         {"gradients", m.persistent.gradients}, {"optimizer_states", m.persistent.optimizer_states},
                         {"gathered_small_params", m.persistent.gathered_small_params},
@@ -268,6 +340,7 @@ nlohmann::json plan_to_json(const PlanReport& r) {
                         {"hbm_capacity", hbm_bytes(r.resolved)},
                         {"allocator_capacity", scenarios::allocator_capacity_bytes(r.resolved.scenario())}}},
       {"units", std::move(units)},
+      {"pipeline", pipeline_json(r)},
   };
 }
 

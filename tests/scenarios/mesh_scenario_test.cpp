@@ -109,5 +109,56 @@ TEST(MeshScenario, MoreGpusKeepTheMeshAndRecutTheDataParallelSizes) {
   EXPECT_EQ(t.mesh().dp_replicate(), 8);
 }
 
+TEST(MeshScenario, PipelineStagesDefaultTo1F1BOverTheAccumulationSteps) {
+  const Training t = training_of("  gradient_accumulation_steps: 8\n  mesh { pp: 4 tp: 2 }");
+  EXPECT_EQ(t.mesh().dp_shard(), 2);  // 16 GPUs / tp 2 / pp 4
+  EXPECT_EQ(t.shard_group_size(), 2);
+  EXPECT_EQ(t.pipeline().schedule(), ONE_F_ONE_B);
+  EXPECT_EQ(t.pipeline().micro_batches(), 8);
+  EXPECT_EQ(t.pipeline().virtual_stages(), 1);
+  const Scenario s = parse_scenario(with_training("  gradient_accumulation_steps: 8\n  mesh { pp: 4 tp: 2 }"),
+                                    ScenarioFormat::kText, "test.textproto", ".").scenario;
+  EXPECT_EQ(global_batch_sequences(s), 2 * 8);  // two data-parallel ranks, 8 micro-batches of 1
+}
+
+TEST(MeshScenario, PipelineMicroBatchesSetTheAccumulationSteps) {
+  const Training t = training_of("  mesh { pp: 2 }\n  pipeline { schedule: INTERLEAVED_1F1B micro_batches: 6 }");
+  EXPECT_EQ(t.gradient_accumulation_steps(), 6);
+  EXPECT_EQ(t.pipeline().virtual_stages(), 2);
+}
+
+TEST(MeshScenario, PipelineBlockNeedsStages) {
+  const std::string error = parse_error(with_training("  pipeline { schedule: GPIPE }"));
+  EXPECT_CONTAINS(error, "training.pipeline: a pipeline block without pipeline stages: set mesh.pp above 1");
+}
+
+TEST(MeshScenario, PipelineMicroBatchesMustAgreeWithTheAccumulationSteps) {
+  const std::string error =
+      parse_error(with_training("  gradient_accumulation_steps: 4\n  mesh { pp: 2 }\n  pipeline { micro_batches: 8 }"));
+  EXPECT_CONTAINS(error, "training.pipeline.micro_batches: micro_batches 8 and gradient_accumulation_steps 4");
+}
+
+TEST(MeshScenario, InterleavedRunsRoundsOfPp) {
+  const std::string error = parse_error(
+      with_training("  gradient_accumulation_steps: 6\n  mesh { pp: 4 }\n  pipeline { schedule: INTERLEAVED_1F1B }"));
+  EXPECT_CONTAINS(error, "training.pipeline.micro_batches: INTERLEAVED_1F1B runs micro-batches in rounds of pp (4); "
+                         "6 is not a multiple: use 8");
+}
+
+TEST(MeshScenario, VirtualStagesOnlyInterleave) {
+  const std::string error = parse_error(with_training("  mesh { pp: 2 }\n  pipeline { virtual_stages: 2 }"));
+  EXPECT_CONTAINS(error, "training.pipeline.virtual_stages: virtual_stages is 2; only INTERLEAVED_1F1B");
+}
+
+TEST(MeshScenario, LayersPerStageGiveOnePerStage) {
+  const std::string error = parse_error(with_training("  mesh { pp: 4 }\n  pipeline { layers_per_stage: [8, 8] }"));
+  EXPECT_CONTAINS(error, "training.pipeline.layers_per_stage: 2 entries for 4 stages");
+}
+
+TEST(MeshScenario, PpMustDivideTheGpus) {
+  const std::string error = parse_error(with_training("  mesh { pp: 3 }"));
+  EXPECT_CONTAINS(error, "training.mesh.pp: pp is 3; tp 1 x pp 3 must divide the 16 GPUs");
+}
+
 }  // namespace
 }  // namespace ragged::scenarios

@@ -1,0 +1,177 @@
+// The Programs of a pipeline's stages (training.mesh.pp > 1): every send
+// meets one receive on the neighbouring stage with the same bytes, every
+// unit runs on one stage, each stage's Program keeps the Program contract,
+// and the schedules hold as many micro-batches' activations as they are
+// published to (1F1B: pp on the first stage; GPipe: all of them).
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "common/errors.hpp"
+#include "planner/scenario_plan.hpp"
+#include "program_test_util.hpp"
+#include "scenarios/scenario_loader.hpp"
+
+namespace ragged::planner {
+namespace {
+
+using program_test::graph_problems;
+using program_test::kTinyLlama;
+
+struct Stages {
+  ResolvedScenario resolved;
+  PipelinePlan plan;
+  std::vector<Program> programs;
+};
+
+// The tiny Llama (4 blocks, width 256) on 8 GPUs, micro-batches of 2 x 512.
+Stages stages_of(const std::string& fields) {
+  Stages s{resolve_scenario(scenarios::parse_scenario(
+               std::string(kTinyLlama) + "training { micro_batch_size: 2 sequence_length: 512 " + fields + " }\n",
+               scenarios::ScenarioFormat::kText, "pipeline_test.textproto", RAGGED_SOURCE_DIR)),
+           {},
+           {}};
+  s.plan = plan_pipeline(s.resolved);
+  s.programs = build_stage_programs(s.resolved, s.plan);
+  return s;
+}
+
+TEST(PipelineProgram, EverySendMeetsOneReceiveOnTheNeighbourStage) {
+  for (const std::string fields : {"mesh { pp: 2 } gradient_accumulation_steps: 4",
+                                   "mesh { pp: 2 } gradient_accumulation_steps: 4 pipeline { schedule: GPIPE }",
+                                   "mesh { pp: 2 } gradient_accumulation_steps: 4 "
+                                   "pipeline { schedule: INTERLEAVED_1F1B virtual_stages: 2 }"}) {
+    const Stages s = stages_of(fields);
+    struct Ends {
+      int sends = 0, receives = 0, send_stage = -1, receive_stage = -1, send_peer = -1, receive_peer = -1;
+      int64_t send_bytes = 0, receive_bytes = 0;
+    };
+    std::map<int64_t, Ends> messages;
+    for (const Program& p : s.programs) {
+      for (const Op& op : p.ops) {
+        Ends& e = messages[op.message];
+        if (op.kind == OpKind::kSend) {
+          ++e.sends;
+          e.send_stage = p.stage;
+          e.send_peer = op.peer;
+          e.send_bytes = op.bytes;
+        } else if (op.kind == OpKind::kRecv) {
+          ++e.receives;
+          e.receive_stage = p.stage;
+          e.receive_peer = op.peer;
+          e.receive_bytes = op.bytes;
+        } else {
+          messages.erase(op.message);
+        }
+      }
+    }
+    // Each micro-batch crosses every boundary between chunks twice (its
+    // activations forward, their gradients back).
+    const int64_t chunks = s.plan.stages.chunk_count();
+    EXPECT_EQ(static_cast<int64_t>(messages.size()), 4 * (chunks - 1) * 2) << fields;
+    const int64_t hidden_states = 2 * 512 * 256 * 2;  // tokens x hidden x bf16
+    for (const auto& [id, e] : messages) {
+      EXPECT_EQ(e.sends, 1) << fields << ", message " << id;
+      EXPECT_EQ(e.receives, 1) << fields << ", message " << id;
+      EXPECT_NE(e.send_stage, e.receive_stage);
+      EXPECT_EQ(e.send_peer, e.receive_stage);
+      EXPECT_EQ(e.receive_peer, e.send_stage);
+      EXPECT_EQ(e.send_bytes, hidden_states);
+      EXPECT_EQ(e.receive_bytes, hidden_states);
+    }
+    std::printf("%-80s %zu messages of %lld bytes\n", fields.c_str(), messages.size(),
+                static_cast<long long>(hidden_states));
+  }
+}
+
+TEST(PipelineProgram, EveryUnitRunsOnOneStageAndEachProgramKeepsTheContract) {
+  const Stages s = stages_of("mesh { pp: 2 } gradient_accumulation_steps: 4");
+  std::multiset<int> units;
+  for (size_t st = 0; st < s.programs.size(); ++st) {
+    const Program& p = s.programs[st];
+    EXPECT_EQ(p.stage, static_cast<int>(st));
+    EXPECT_EQ(p.stages, 2);
+    for (const std::string& problem : graph_problems(p)) ADD_FAILURE() << "stage " << st << ": " << problem;
+    const Plan& plan = s.plan.plans[st];
+    for (const UnitPlan& u : plan.units) units.insert(u.unit_index);
+    // Every unit of the stage runs forward and backward once per micro-batch.
+    for (int u = 0; u < static_cast<int>(plan.units.size()); ++u) {
+      int forwards = 0, backwards = 0;
+      for (const Op& op : p.ops) {
+        if (op.unit != u || op.loss_only) continue;
+        forwards += op.kind == OpKind::kComputeFwd;
+        backwards += op.kind == OpKind::kComputeBwd;
+      }
+      EXPECT_EQ(forwards, 4) << "stage " << st << " unit " << u;
+      EXPECT_EQ(backwards, 4) << "stage " << st << " unit " << u;
+    }
+    // A GPU's tokens: the micro-batches' over the stages.
+    EXPECT_EQ(p.tokens_per_step, 2 * 512 * 4 / 2);
+  }
+  const int model_units = static_cast<int>(s.resolved.model.units.size());
+  ASSERT_EQ(static_cast<int>(units.size()), model_units);
+  for (int u = 0; u < model_units; ++u) EXPECT_EQ(units.count(u), 1u) << "unit " << u;
+}
+
+// The most micro-batches whose activations the stage holds at once: live
+// activation buffers of its last unit (each micro-batch's forward allocates
+// one), walking its Program in issue order.
+int most_micro_batches_held(const Program& p) {
+  int unit = 0;
+  for (const Op& op : p.ops) unit = std::max(unit, op.unit);
+  program_test::LiveBuffers live(p);
+  int most = 0;
+  for (const Op& op : p.ops) {
+    live.apply(op);
+    most = std::max(most, live.count(BufferKind::kActivations, unit));
+  }
+  return most;
+}
+
+TEST(PipelineProgram, OneFOneBHoldsPpMicroBatchesOnTheFirstStageAndGpipeHoldsThemAll) {
+  const int m = 8;
+  const std::string common = "mesh { pp: 4 dp_shard: 2 } gradient_accumulation_steps: " + std::to_string(m);
+  const Stages one = stages_of(common);
+  const Stages gpipe = stages_of(common + " pipeline { schedule: GPIPE }");
+  for (int st = 0; st < 4; ++st) {
+    const int held_1f1b = most_micro_batches_held(one.programs[static_cast<size_t>(st)]);
+    const int held_gpipe = most_micro_batches_held(gpipe.programs[static_cast<size_t>(st)]);
+    std::printf("stage %d of 4, %d micro-batches: 1F1B holds %d, GPipe %d\n", st, m, held_1f1b, held_gpipe);
+    EXPECT_EQ(held_1f1b, 4 - st);
+    EXPECT_EQ(held_gpipe, m);
+  }
+}
+
+// The error resolving the tiny Llama (or `model`) with `fields`; "" if none.
+std::string resolve_error(const std::string& fields, const std::string& model = kTinyLlama) {
+  try {
+    resolve_scenario(scenarios::parse_scenario(model + "training { " + fields + " }\n",
+                                               scenarios::ScenarioFormat::kText, "pipeline_test.textproto",
+                                               RAGGED_SOURCE_DIR));
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(PipelineProgram, WhatIsNotSimulatedYetIsRefusedByField) {
+  EXPECT_EQ(resolve_error("mesh { pp: 2 } gradient_accumulation_steps: 2"), "");
+  EXPECT_NE(resolve_error("mesh { pp: 2 } pipeline { schedule: ZERO_BUBBLE_H1 }")
+                .find("training.pipeline.schedule: ZERO_BUBBLE_H1"),
+            std::string::npos);
+  std::string tied = kTinyLlama;
+  tied.replace(tied.find("num_layers"), 0, "tie_word_embeddings: true ");
+  EXPECT_NE(resolve_error("mesh { pp: 2 }", tied).find("training.mesh.pp: pp 2: model"), std::string::npos);
+  EXPECT_NE(resolve_error("mesh { pp: 2 } } whatif { slow_gpus { count: 1 fraction: 0.5 }").find("whatif: "),
+            std::string::npos);
+  // 4 blocks cannot make 8 chunks.
+  EXPECT_NE(resolve_error("mesh { pp: 8 }").find("training.mesh.pp: pp 8 x virtual_stages 1 is 8 pipeline chunks"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace ragged::planner

@@ -11,6 +11,7 @@
 #include "common/errors.hpp"
 #include "common/units.hpp"
 #include "traces/metrics.hpp"
+#include "traces/trace_stats.hpp"
 #include "traces/unit_breakdown.hpp"
 
 namespace ragged::cli {
@@ -82,7 +83,7 @@ void print_simulation(const SimulationReport& r, std::ostream& out) {
   out << '\n';
   // Per unit (ms per micro-batch summed over the step); identical blocks averaged.
   // The mesh's column only where tp, cp or ep ran collectives.
-  const std::vector<traces::UnitTimes> rows = traces::with_blocks_averaged(traces::unit_times(r.result.trace));
+  const std::vector<traces::UnitTimes> rows = traces::with_blocks_averaged(traces::unit_times(r.result.trace, traces::first_traced_rank(r.result.trace)));
   const bool mesh = std::any_of(rows.begin(), rows.end(), [](const traces::UnitTimes& t) { return !t.mesh_kinds.empty(); });
   const int phases = mesh ? traces::kUnitPhases : static_cast<int>(traces::UnitPhase::kMesh);
   Table table;
@@ -135,7 +136,7 @@ nlohmann::json simulation_to_json(const SimulationReport& r) {
   const traces::Summary& s = summary(r);
   const auto& meta = r.result.trace.metadata();
   nlohmann::json units = nlohmann::json::array();
-  for (const auto& [unit, by_kind] : traces::kind_seconds_by_unit(r.result.trace)) {
+  for (const auto& [unit, by_kind] : traces::kind_seconds_by_unit(r.result.trace, traces::first_traced_rank(r.result.trace))) {
     nlohmann::json kinds = nlohmann::json::object();
     for (const auto& [k, v] : by_kind) kinds[traces::OpKind_Name(k)] = v;
     units.push_back({{"unit", unit}, {"seconds_by_kind", kinds}});

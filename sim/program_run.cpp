@@ -91,9 +91,14 @@ ProgramRun run_programs(const std::vector<const planner::Program*>& programs, co
   run.memory = executor.memory();
   run.exposed_seconds = executor.exposed_seconds();
   run.pipeline_wait_seconds = executor.pipeline_wait_seconds();
+  const bool differ = std::any_of(programs.begin(), programs.end(), [&](const auto* p) { return p != programs.front(); });
   for (size_t r = 0; r < executors.size(); ++r) {
     run.ranks.push_back({options.ranks[r], executors[r]->step_seconds(), executors[r]->exposed_seconds()});
     run.step_seconds = std::max(run.step_seconds, executors[r]->step_seconds());
+    if (differ) {
+      run.rank_timings.push_back(executors[r]->timings());
+      run.rank_memory.push_back(executors[r]->memory());
+    }
   }
   run.peak_allocated = allocator.peak_allocated();
   run.peak_reserved = allocator.peak_reserved();

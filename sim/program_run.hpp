@@ -51,6 +51,10 @@ struct ProgramRun {
   int64_t flows = 0;
   int64_t simulated_nodes = 0;
   std::vector<RankRun> ranks;                 // every simulated rank, in order
+  // Where the simulated ranks ran different Programs (a pipeline's stages):
+  // every rank's timings and memory samples, in order.
+  std::vector<std::vector<OpTiming>> rank_timings;
+  std::vector<std::vector<MemorySample>> rank_memory;
   std::vector<CollectiveRecord> collectives;  // in the order they ended
 };
 

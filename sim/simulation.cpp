@@ -154,7 +154,11 @@ SimulationResult simulate(const planner::ResolvedScenario& resolved, const Simul
   result.stats.flows = run.flows;
   result.stats.representative_rank =
       stages > 1 ? static_cast<int>(run_options.ranks[run.reported].rank) : rank;
-  TraceInputs trace_inputs{&resolved, &program, &run, ""};
+  TraceInputs trace_inputs{&resolved, &program, &run, "", {}, {}};
+  if (stages > 1) {
+    trace_inputs.stage_programs = per_rank;
+    for (const SimulatedRank& r : run_options.ranks) trace_inputs.stage_ranks.push_back(r.rank);
+  }
   trace_inputs.device = fmt::format("simgrid {}.{}, {} x {} ({} mode)", SIMGRID_VERSION_MAJOR, SIMGRID_VERSION_MINOR,
                                     scenarios::total_gpus(scenario), scenario.cluster().gpu().preset(),
                                     mode_name(run_options.mode));

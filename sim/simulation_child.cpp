@@ -15,7 +15,8 @@ std::string with_stats(const std::string& first, const SimulationStats& s) {
                           {"flows", s.flows},
                           {"rank", s.representative_rank},
                           {"wall_seconds", s.wall_seconds},
-                          {"forced_full", s.forced_full}};
+                          {"forced_full", s.forced_full},
+                          {"reported_stage", s.reported_stage}};
   if (!s.whatif.ranks.empty()) stats["whatif"] = straggler_to_json(s.whatif);
   return fmt::format("{}\n", first.size()) + first + stats.dump();
 }
@@ -34,6 +35,7 @@ std::string split_stats(const std::string& bytes, SimulationStats& out) {
   out.representative_rank = stats["rank"];
   out.wall_seconds = stats["wall_seconds"];
   out.forced_full = stats["forced_full"];
+  out.reported_stage = stats["reported_stage"];
   if (stats.contains("whatif")) out.whatif = straggler_from_json(stats["whatif"]);
   return bytes.substr(newline + 1, size);
 }

@@ -25,7 +25,6 @@ int64_t to_ns(double seconds) { return static_cast<int64_t>(std::llround(seconds
 traces::Trace build_trace(const TraceInputs& in) {
   const planner::Program& program = *in.program;
   const scenarios::Scenario& scenario = in.resolved->scenario();
-  const auto& timings = in.run->timings;
   traces::Trace trace;
 
   traces::Metadata* meta = trace.mutable_metadata();
@@ -35,36 +34,59 @@ traces::Trace build_trace(const TraceInputs& in) {
   meta->set_device(in.device);
   meta->set_strategy(program.strategy);
   meta->set_world_size(static_cast<int32_t>(scenarios::total_gpus(scenario)));
-  meta->add_traced_ranks(program.rank);
-  meta->set_steps(1);
-
-  for (const planner::Op& op : program.ops) {
-    const OpTiming& t = timings[op.id];
-    RAGGED_ASSERT(t.end >= t.start && t.start >= 0, "every op of the step must have run: " + op.name);
-    traces::Event* e = trace.add_events();
-    e->set_op_id(op.id);
-    e->set_rank(program.rank);
-    e->set_stream(traces::parse_stream(planner::stream_name(op.stream)).value_or(traces::STREAM_UNSPECIFIED));
-    e->set_kind(traces::parse_op_kind(planner::op_kind_name(op.kind)).value_or(traces::OP_KIND_UNSPECIFIED));
-    e->set_unit(op.unit);
-    e->set_name(op.name);
-    e->set_start_ns(to_ns(t.start));
-    e->set_end_ns(to_ns(t.end));
-    e->set_bytes(op.bytes);
-    e->set_flops(op.flops);
-    e->set_step(0);
+  // The reported rank first, then a pipeline's other stages.
+  struct Timeline {
+    const planner::Program* program;
+    int32_t rank;
+    const std::vector<OpTiming>* timings;
+    const std::vector<MemorySample>* memory;
+  };
+  std::vector<Timeline> timelines;
+  int32_t reported = program.rank;
+  if (in.stage_programs.empty()) {
+    timelines.push_back({&program, program.rank, &in.run->timings, &in.run->memory});
+  } else {
+    RAGGED_ASSERT(in.stage_programs.size() == in.run->rank_timings.size() && in.stage_ranks.size() == in.stage_programs.size(),
+                  "a timeline per stage");
+    reported = static_cast<int32_t>(in.stage_ranks[in.run->reported]);
+    timelines.push_back({&program, reported, &in.run->timings, &in.run->memory});
+    for (size_t r = 0; r < in.stage_programs.size(); ++r) {
+      if (r == in.run->reported) continue;
+      timelines.push_back({in.stage_programs[r], static_cast<int32_t>(in.stage_ranks[r]), &in.run->rank_timings[r],
+                           &in.run->rank_memory[r]});
+    }
   }
-  for (const MemorySample& m : in.run->memory) {
-    traces::MemorySample* s = trace.add_memory();
-    s->set_rank(program.rank);
-    s->set_time_ns(to_ns(m.time_s));
-    s->set_allocated_bytes(m.allocated);
-    s->set_reserved_bytes(m.reserved);
-    s->set_state_and_buffers_bytes(m.state_and_buffers);
+  meta->set_steps(1);
+  for (const Timeline& timeline : timelines) {
+    meta->add_traced_ranks(timeline.rank);
+    for (const planner::Op& op : timeline.program->ops) {
+      const OpTiming& t = (*timeline.timings)[op.id];
+      RAGGED_ASSERT(t.end >= t.start && t.start >= 0, "every op of the step must have run: " + op.name);
+      traces::Event* e = trace.add_events();
+      e->set_op_id(op.id);
+      e->set_rank(timeline.rank);
+      e->set_stream(traces::parse_stream(planner::stream_name(op.stream)).value_or(traces::STREAM_UNSPECIFIED));
+      e->set_kind(traces::parse_op_kind(planner::op_kind_name(op.kind)).value_or(traces::OP_KIND_UNSPECIFIED));
+      e->set_unit(op.unit);
+      e->set_name(op.name);
+      e->set_start_ns(to_ns(t.start));
+      e->set_end_ns(to_ns(t.end));
+      e->set_bytes(op.bytes);
+      e->set_flops(op.flops);
+      e->set_step(0);
+    }
+    for (const MemorySample& m : *timeline.memory) {
+      traces::MemorySample* s = trace.add_memory();
+      s->set_rank(timeline.rank);
+      s->set_time_ns(to_ns(m.time_s));
+      s->set_allocated_bytes(m.allocated);
+      s->set_reserved_bytes(m.reserved);
+      s->set_state_and_buffers_bytes(m.state_and_buffers);
+    }
   }
 
   traces::SummaryInputs summary;
-  summary.steps.push_back(traces::step_figures(trace, program.rank, 0, in.run->step_seconds));
+  summary.steps.push_back(traces::step_figures(trace, reported, 0, in.run->step_seconds));
   summary.steps.back().set_pipeline_wait_s(in.run->pipeline_wait_seconds);
   summary.tokens_per_step = program.tokens_per_step;
   summary.model_flops_per_step = program.model_flops_per_step;

@@ -59,6 +59,10 @@ int64_t peak_reserved(const Trace& trace, int rank) {
   return peak_memory(trace, rank, [](const MemorySample& s) { return s.reserved_bytes(); });
 }
 
+int first_traced_rank(const Trace& trace) {
+  return trace.metadata().traced_ranks_size() > 0 ? trace.metadata().traced_ranks(0) : kAllRanks;
+}
+
 double span_seconds(const Trace& trace) {
   if (trace.events().empty()) return 0;
   int64_t first = std::numeric_limits<int64_t>::max();

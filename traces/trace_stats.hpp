@@ -28,6 +28,10 @@ std::vector<KindTotals> totals_by_kind(const Trace& trace, int rank = kAllRanks,
 int64_t peak_allocated(const Trace& trace, int rank = kAllRanks);
 int64_t peak_reserved(const Trace& trace, int rank = kAllRanks);
 
+// The rank a trace reports first (its summary's: a pipeline's trace holds
+// every stage), or kAllRanks when it names none.
+int first_traced_rank(const Trace& trace);
+
 // From the earliest event start to the latest event end; 0 when no events.
 double span_seconds(const Trace& trace);
 

@@ -1,5 +1,7 @@
 #include "gui/models/unit_breakdown_model.hpp"
 
+#include "traces/trace_stats.hpp"
+
 namespace ragged::gui {
 
 int UnitBreakdownModel::rowCount(const QModelIndex& parent) const {
@@ -30,8 +32,7 @@ void UnitBreakdownModel::set_trace(const traces::Trace* trace) {
   beginResetModel();
   rows_.clear();
   if (trace != nullptr) {
-    const int rank = trace->metadata().traced_ranks_size() > 0 ? trace->metadata().traced_ranks(0) : traces::kAllRanks;
-    rows_ = traces::with_blocks_averaged(traces::unit_times(*trace, rank));
+    rows_ = traces::with_blocks_averaged(traces::unit_times(*trace, traces::first_traced_rank(*trace)));
   }
   endResetModel();
 }

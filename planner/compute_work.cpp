@@ -118,7 +118,7 @@ ComputeWork backward_work(const models::UnitSpec& unit, const MicroBatch& batch,
     if (chunked_logits(g, batch)) continue;
     const int64_t m = gemm_rows(g, batch);
     work.gemms.push_back({m, g.k, g.n, g.count});  // dX = dY @ W: [m x n] @ [n x k]
-    work.gemms.push_back({g.n, g.k, m, g.count});  // dW = dY^T @ X: [n x m] @ [m x k]
+    work.gemms.push_back({g.n, g.k, m, g.count, true});  // dW = dY^T @ X: [n x m] @ [m x k]
   }
   work.attention = attention(unit, batch, 2.5);
   if (math_attention(unit, batch)) add_math_backward(unit, batch, work);
@@ -160,6 +160,16 @@ ComputeWork loss_backward_work(const models::UnitSpec& unit, const MicroBatch& b
 
 ComputeWork backward_work_after_loss(const models::UnitSpec& unit, const MicroBatch& batch) {
   return backward_work(unit, batch, Ops::kNotLoss);
+}
+
+SplitBackward split_weight_gradients(ComputeWork whole) {
+  SplitBackward out;
+  for (Gemm& g : whole.gemms) (g.weight_gradient ? out.weight : out.input).gemms.push_back(g);
+  whole.gemms.clear();
+  const std::vector<Gemm> input = std::move(out.input.gemms);
+  out.input = std::move(whole);
+  out.input.gemms = input;
+  return out;
 }
 
 ComputeWork recompute_work(const models::UnitSpec& unit, const MicroBatch& batch, models::Checkpointing mode) {

@@ -37,6 +37,14 @@ ComputeWork backward_work(const models::UnitSpec& unit, const MicroBatch& batch)
 // element-wise backward alone, then everything else (they sum to the whole).
 ComputeWork loss_backward_work(const models::UnitSpec& unit, const MicroBatch& batch);
 ComputeWork backward_work_after_loss(const models::UnitSpec& unit, const MicroBatch& batch);
+// A backward's work in ZB-H1's two passes (pipeline_schedule.hpp): the
+// weight gradients' GEMMs (Gemm::weight_gradient) apart from the rest (the
+// input gradient's GEMMs, attention's backward, the element-wise ops).
+struct SplitBackward {
+  ComputeWork input;
+  ComputeWork weight;
+};
+SplitBackward split_weight_gradients(ComputeWork whole);
 // What activation checkpointing recomputes before a unit's backward: the
 // whole forward (full); for selective, TorchTitan's op-level policy: every
 // element-wise op and every other matmul (and the math backend's attention,

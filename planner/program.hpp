@@ -115,6 +115,7 @@ struct Gemm {
   int64_t n = 0;
   int64_t k = 0;
   int64_t count = 1;
+  bool weight_gradient = false;  // a backward's dW = dY^T X (what ZB-H1 runs apart)
   double flops() const { return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(count); }
 };
 

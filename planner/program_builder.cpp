@@ -134,6 +134,9 @@ class Builder {
     actions_ = stage_schedule(p.schedule, static_cast<int>(p.stages->stages), p.stage,
                               in_.training->gradient_accumulation_steps(), static_cast<int>(p.stages->virtual_stages));
     stage_grads_.assign(static_cast<size_t>(units_), -1);
+    const auto passes = static_cast<size_t>(in_.training->gradient_accumulation_steps() * units_);
+    weight_work_.assign(passes, {});
+    input_gradient_.assign(passes, 0);
     last_backward_.assign(static_cast<size_t>(units_), -1);
     for (const PipelineAction& a : actions_) {
       if (a.pass == PipelineAction::Pass::kForward) continue;
@@ -170,9 +173,15 @@ class Builder {
         if (chunk > 0) receive(a.micro_batch, chunk - 1, false);
         for (int u : units) forward_unit(u, a.micro_batch);
         if (chunk < last_chunk()) send(a.micro_batch, chunk, false);
+      } else if (a.pass == PipelineAction::Pass::kBackwardWeight) {
+        for (auto u = units.rbegin(); u != units.rend(); ++u) {
+          backward_unit(*u, a.micro_batch, grads_ready, BackwardPart::kWeight);
+        }
       } else {
+        const BackwardPart part =
+            a.pass == PipelineAction::Pass::kBackwardInput ? BackwardPart::kInput : BackwardPart::kWhole;
         if (chunk < last_chunk()) receive(a.micro_batch, chunk, true);
-        for (auto u = units.rbegin(); u != units.rend(); ++u) backward_unit(*u, a.micro_batch, grads_ready);
+        for (auto u = units.rbegin(); u != units.rend(); ++u) backward_unit(*u, a.micro_batch, grads_ready, part);
         if (chunk > 0) send(a.micro_batch, chunk - 1, true);
       }
     }
@@ -512,7 +521,10 @@ class Builder {
       uint32_t ready = params_ready(gathers_[k]);
       int act = activation_buffer(u, mb);
       compute_alloc(act);
-      activations_.push_back(act);
+      // Interleaved 1F1B runs a micro-batch's chunks apart: index, not order.
+      const auto at = static_cast<size_t>(mb * units_ + u);
+      if (activations_.size() <= at) activations_.resize(at + 1, -1);
+      activations_[at] = act;
       // A chunked loss writes the head's weight gradient in its forward.
       if (is_head(u) && chunked_loss()) {
         if (!pipelined()) head_grads_ = head_gradients();
@@ -598,7 +610,16 @@ class Builder {
     if (traits_.root_fences_micro_batches) fence_next_micro_batch(mb + 1, grads_ready[0]);
   }
 
-  void backward_unit(int u, int mb, std::vector<uint32_t>& grads_ready) {
+  // ZB-H1 runs a unit's backward as its input gradient (kInput: what the
+  // previous stage waits for) and later its weight gradients (kWeight); the
+  // other schedules run it whole.
+  enum class BackwardPart { kWhole, kInput, kWeight };
+
+  void backward_unit(int u, int mb, std::vector<uint32_t>& grads_ready, BackwardPart part = BackwardPart::kWhole) {
+    if (part == BackwardPart::kWeight) {
+      weight_gradients(u, mb, grads_ready);
+      return;
+    }
     {
       bool regather = !kept_gathered(u);
       int k = gathers_.find(u, mb, regather);
@@ -651,7 +672,13 @@ class Builder {
         grads = tied && is_embedding(u) ? tied_grads_ : grads_.unsharded_grads(u);
       }
       ComputeWork work = logits_gradient >= 0 ? backward_work_after_loss(s, batch_) : backward_work(s, batch_);
-      uint32_t bwd = w_.compute(OpKind::kComputeBwd, u, mb, s.name + " backward", std::move(work), deps);
+      if (part == BackwardPart::kInput) {
+        SplitBackward split = split_weight_gradients(std::move(work));
+        work = std::move(split.input);
+        weight_work_[static_cast<size_t>(mb * units_ + u)] = std::move(split.weight);
+      }
+      uint32_t bwd = w_.compute(OpKind::kComputeBwd, u, mb,
+                                s.name + (part == BackwardPart::kInput ? " backward (input)" : " backward"), std::move(work), deps);
       mesh_after(u, mb, Pass::kBackward, bwd);
       if (logits_gradient >= 0) {
         program_.ops[bwd].buffer = logits_gradient;
@@ -659,22 +686,43 @@ class Builder {
       }
       if (regather) block_host_on_fetch(first_compute >= 0 ? static_cast<uint32_t>(first_compute) : bwd, gathers_[k]);
       w_.free(workspace, Stream::kCompute, {bwd});
-      w_.free(activations_[static_cast<size_t>(mb * units_ + u)], Stream::kCompute, {bwd});
-      if (mode_of(u) == models::Checkpointing::kNone) return_kv(u, true);
-      if (is_head(u)) loop_.return_logits(u, batch_.tokens(), true);
-      if (pipelined() && mb != last_backward_[static_cast<size_t>(u)]) return;  // gathered and unreduced to the last
-      if (gathers_[k].emitted && !gathers_[k].is_freed) release_params(k, bwd);
-      // The root group reduces the head's gradients with the embedding's.
-      if (is_head(u) && root_group() && units_ > 1) {
-        root_head_grads_ = grads;
+      if (part == BackwardPart::kInput) {
+        // The weight gradients read the saved inputs: they stay until then.
+        input_gradient_[static_cast<size_t>(mb * units_ + u)] = bwd;
         return;
       }
-      if (is_embedding(u) && root_head_grads_ >= 0) {
-        grads_ready[units_ - 1] = grads_.reduce(units_ - 1, mb, bwd, root_head_grads_);
-        root_head_grads_ = -1;
-      }
-      grads_ready[u] = grads_.reduce(u, mb, bwd, grads);
+      finish_backward(u, mb, k, bwd, grads, grads_ready);
     }
+  }
+
+  // ZB-H1's W: the unit's dW GEMMs after its B, into the stage's gradients.
+  void weight_gradients(int u, int mb, std::vector<uint32_t>& grads_ready) {
+    const auto at = static_cast<size_t>(mb * units_ + u);
+    const models::UnitSpec& s = spec(u);
+    const uint32_t wgrad = w_.compute(OpKind::kComputeBwd, u, mb, s.name + " backward (weights)",
+                                      std::move(weight_work_[at]), {input_gradient_[at]});
+    program_.ops[wgrad].buffer = stage_grads_[static_cast<size_t>(u)];
+    finish_backward(u, mb, gathers_.find(u, mb, false), wgrad, stage_grads_[static_cast<size_t>(u)], grads_ready);
+  }
+
+  // After a unit's backward `bwd` of micro-batch mb: its activations go;
+  // after its last, its gathered parameters are released and `grads` reduced.
+  void finish_backward(int u, int mb, int k, uint32_t bwd, int grads, std::vector<uint32_t>& grads_ready) {
+    w_.free(activations_[static_cast<size_t>(mb * units_ + u)], Stream::kCompute, {bwd});
+    if (mode_of(u) == models::Checkpointing::kNone) return_kv(u, true);
+    if (is_head(u)) loop_.return_logits(u, batch_.tokens(), true);
+    if (pipelined() && mb != last_backward_[static_cast<size_t>(u)]) return;  // gathered and unreduced to the last
+    if (gathers_[k].emitted && !gathers_[k].is_freed) release_params(k, bwd);
+    // The root group reduces the head's gradients with the embedding's.
+    if (is_head(u) && root_group() && units_ > 1) {
+      root_head_grads_ = grads;
+      return;
+    }
+    if (is_embedding(u) && root_head_grads_ >= 0) {
+      grads_ready[units_ - 1] = grads_.reduce(units_ - 1, mb, bwd, root_head_grads_);
+      root_head_grads_ = -1;
+    }
+    grads_ready[u] = grads_.reduce(u, mb, bwd, grads);
   }
 
   // The next forward's all-gathers wait for the compute stream as it stands
@@ -740,6 +788,10 @@ class Builder {
   GatherSchedule gathers_{0, 0, [](int) { return true; }};
   int next_gather_ = 0;
   std::vector<int> activations_;  // [micro_batch * units + unit]
+  // ZB-H1: each (micro-batch, unit)'s weight-gradient work and the input
+  // gradient it follows, [micro_batch * units + unit].
+  std::vector<ComputeWork> weight_work_;
+  std::vector<uint32_t> input_gradient_;
   int fenced_micro_batch_ = -1;           // whose all-gathers wait for fence_ (root_fences_micro_batches)
   std::vector<uint32_t> fence_;
 };

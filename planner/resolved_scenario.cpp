@@ -165,11 +165,6 @@ namespace {
 void check_pipeline_supported(const scenarios::Scenario& scenario, const models::ModelSpec& model) {
   const scenarios::Training& training = scenario.training();
   const int pp = training.mesh().pp();
-  if (training.pipeline().schedule() == scenarios::ZERO_BUBBLE_H1) {
-    throw FieldError("training.pipeline.schedule", "ZERO_BUBBLE_H1: the split of a backward into its input and its "
-                                                   "weight gradients is not simulated yet; use ONE_F_ONE_B or "
-                                                   "INTERLEAVED_1F1B");
-  }
   if (model.arch.tie_embeddings) {
     throw FieldError("training.mesh.pp", fmt::format("pp {}: model {} ties its embeddings, which puts the table on "
                                                      "the first and the last stage; that is not simulated yet: set "

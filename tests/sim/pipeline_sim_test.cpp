@@ -59,21 +59,24 @@ planner::Program stage_program(const PipelineSetup& s, int stage) {
   for (const PipelineAction& a : planner::stage_schedule(s.kind, s.stages, stage, s.micro_batches, s.chunks)) {
     const int c = chunk_of(s, stage, a);
     const bool backward = a.pass != Pass::kForward;
+    // ZB-H1's weight gradients move nothing between stages.
+    const bool moves = a.pass != Pass::kBackwardWeight;
     std::vector<uint32_t> deps;
     if (!backward && c > 0) deps.push_back(transfer(OpKind::kRecv, a.micro_batch, c - 1, false, c - 1, {}));
-    if (backward && c < last_chunk(s)) deps.push_back(transfer(OpKind::kRecv, a.micro_batch, c, true, c + 1, {}));
+    if (backward && moves && c < last_chunk(s)) deps.push_back(transfer(OpKind::kRecv, a.micro_batch, c, true, c + 1, {}));
     planner::ComputeWork work;
-    work.gemms.push_back({4096, 4096, 4096, backward ? 2 * s.gemms : s.gemms});
+    work.gemms.push_back({4096, 4096, 4096, a.pass == Pass::kBackward ? 2 * s.gemms : s.gemms});
     const uint32_t pass = w.compute(backward ? OpKind::kComputeBwd : OpKind::kComputeFwd, 0, a.micro_batch, "pass",
                                     work, deps);
     if (!backward && c < last_chunk(s)) transfer(OpKind::kSend, a.micro_batch, c, false, c + 1, {pass});
-    if (backward && c > 0) transfer(OpKind::kSend, a.micro_batch, c - 1, true, c - 1, {pass});
+    if (backward && moves && c > 0) transfer(OpKind::kSend, a.micro_batch, c - 1, true, c - 1, {pass});
   }
   return p;
 }
 
 // The step the schedule takes when played out with passes of `forward` and
-// `backward` seconds and transfers of `transfer` seconds.
+// `backward` seconds (ZB-H1's halves of a backward `forward` each) and
+// transfers of `transfer` seconds.
 double played_out(const PipelineSetup& s, double forward, double backward, double transfer) {
   std::vector<std::vector<PipelineAction>> orders;
   for (int st = 0; st < s.stages; ++st) orders.push_back(planner::stage_schedule(s.kind, s.stages, st, s.micro_batches, s.chunks));
@@ -91,6 +94,10 @@ double played_out(const PipelineSetup& s, double forward, double backward, doubl
       const PipelineAction& a = orders[st][i];
       const int c = chunk_of(s, st, a);
       const bool back = a.pass != Pass::kForward;
+      if (a.pass == Pass::kBackwardWeight) {  // moves nothing
+        received_by[st].push_back(-1);
+        continue;
+      }
       int64_t in = -1;
       if (!back && c > 0) in = message_id(s, a.micro_batch, c - 1, false);
       if (back && c < last_chunk(s)) in = message_id(s, a.micro_batch, c, true);
@@ -127,7 +134,7 @@ double played_out(const PipelineSetup& s, double forward, double backward, doubl
     if (auto it = pass_end.find({st, i}); it != pass_end.end()) return it->second;
     double start = i > 0 ? end_of(st, i - 1) : 0.0;
     if (received_by[st][i] >= 0) start = std::max(start, arrives(received_by[st][i]));
-    const double seconds = orders[st][i].pass == Pass::kForward ? forward : backward;
+    const double seconds = orders[st][i].pass == Pass::kBackward ? backward : forward;
     return pass_end[{st, i}] = start + seconds;
   };
   double step = 0;
@@ -182,6 +189,17 @@ TEST(PipelineSimModel, InterleavedRunsAsPlayedOut) {
   s.kind = PipelineScheduleKind::kInterleaved1F1B;
   s.chunks = 2;
   expect_played_out(s, "interleaved 1F1B v 2 p 4 m 8");
+}
+
+TEST(PipelineSimModel, ZeroBubbleH1RunsAsPlayedOutAndShortensTheStep) {
+  PipelineSetup zb;
+  zb.kind = PipelineScheduleKind::kZeroBubbleH1;
+  expect_played_out(zb, "ZB-H1 p 4 m 8");
+  PipelineSetup one;
+  one.message = zb.message = 1 << 10;
+  const double a = simulated_step(one), b = simulated_step(zb);
+  std::printf("1F1B %.3f ms, ZB-H1 %.3f ms\n", a * 1e3, b * 1e3);
+  EXPECT_LT(b, a);
 }
 
 TEST(PipelineSimModel, InterleavingShortensTheStepWhenTransfersAreCheap) {

@@ -44,7 +44,8 @@ struct TuneCommandOptions {
   std::vector<std::string> strategies;
   bool strategies_given = false;
   std::string shard_groups;
-  std::string tps, cps, eps;
+  std::string tps, cps, eps, pps;
+  std::vector<std::string> schedules;
   std::string micro_batches;
   std::vector<std::string> checkpointing;
   std::string prefetch;
@@ -83,6 +84,8 @@ tune::Constraints constraints_of(const TuneCommandOptions& o) {
   if (!o.tps.empty()) c.tps = parse_count_list(o.tps, "--tps", "tensor-parallel size");
   if (!o.cps.empty()) c.cps = parse_count_list(o.cps, "--cps", "context-parallel size");
   if (!o.eps.empty()) c.eps = parse_count_list(o.eps, "--eps", "expert-parallel size");
+  if (!o.pps.empty()) c.pps = parse_count_list(o.pps, "--pps", "pipeline stage count");
+  for (const std::string& s : o.schedules) c.schedules.push_back(scenarios::parse_schedule(s));
   if (!o.micro_batches.empty()) c.micro_batches = parse_count_list(o.micro_batches, "--micro-batches", "micro-batch");
   for (const std::string& m : o.checkpointing) c.checkpointing.push_back(scenarios::parse_checkpointing(m));
   if (!o.prefetch.empty()) {
@@ -245,7 +248,7 @@ void add_tune_command(CLI::App& app, Context& context) {
                 "which the model trains, and its best configuration there");
   cmd->add_option(
       "--global-batch-tokens", o->global_batch_tokens,
-      "Tokens per optimizer step over all GPUs, e.g. 4M (default: the scenario's tokens per GPU x the GPUs)");
+      "Tokens per optimizer step over all GPUs, e.g. 4M or 16Mi (2^24) (default: the scenario's tokens per GPU x the GPUs)");
   cmd->add_option("--seq-len", o->sequence_length, "Sequence length (default: the scenario's)")
       ->check(whole_number(1, kMaxCount));
   cmd->add_option("--headroom", o->headroom_percent,
@@ -270,6 +273,12 @@ void add_tune_command(CLI::App& app, Context& context) {
   cmd->add_option("--eps", o->eps,
                   "Expert-parallel sizes to try (training.mesh.ep; default: 1, and for a mixture of experts the powers "
                   "of two dividing its experts)");
+  cmd->add_option("--pps", o->pps,
+                  "Pipeline stage counts to try (training.mesh.pp; default: 1, and with --tps' defaults 2 to 16)");
+  cmd->add_option("--schedules", o->schedules,
+                  "Pipeline schedules to try with more than one stage: gpipe, 1f1b, interleaved, zb-h1 (default: "
+                  "1f1b,interleaved)")
+      ->delimiter(',');
   cmd->add_option("--micro-batches", o->micro_batches,
                   "Micro-batch sizes to try, sequences of a data-parallel rank (default: every divisor of its batch)");
   cmd->add_option("--checkpointing", o->checkpointing,

@@ -50,7 +50,7 @@ std::string model_text(const scenarios::ModelSource& m) {
 }
 
 std::string group_text(const tune::Candidate& c, int64_t gpus) {
-  const int64_t replicas = gpus / (c.shard_group * c.tp);
+  const int64_t replicas = gpus / (c.shard_group * c.tp * c.pp);
   return replicas > 1 ? fmt::format("{} x {}", c.shard_group, replicas) : std::to_string(c.shard_group);
 }
 
@@ -196,6 +196,8 @@ nlohmann::json candidate_to_json(const tune::Candidate& c) {
           {"tp", c.tp},
           {"cp", c.cp},
           {"ep", c.ep},
+          {"pp", c.pp},
+          {"schedule", c.pp > 1 ? nlohmann::json(scenarios::schedule_name(c.schedule)) : nlohmann::json(nullptr)},
           {"shard_group", c.shard_group},
           {"micro_batch", c.micro_batch},
           {"grad_accum", c.grad_accum},
@@ -219,8 +221,8 @@ void print_search(const tune::Tuner& tuner, const tune::SearchResult& r, const R
       gib(r.budget_bytes), 100 * (1 - tuner.options().constraints.headroom), gib(capacity));
   print_counts(r, options, out);
   if (r.widened_to_tensor_parallelism) {
-    out << "  nothing fitted with FSDP alone: tensor parallelism of 2, 4 and 8 (those a node holds) searched too "
-           "(--tps to choose)\n";
+    out << "  nothing fitted with FSDP alone: tensor parallelism of 2, 4 and 8 (those a node holds) and pipelines of 2 "
+           "to 16 stages searched too (--tps and --pps to choose)\n";
   }
   if (!r.any_fits()) {
     const auto closest = smallest_peak(r);

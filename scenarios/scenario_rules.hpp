@@ -42,5 +42,7 @@ Strategy parse_strategy(const std::string& name);
 std::vector<Strategy> all_strategies();
 std::string checkpointing_name(Checkpointing mode);          // "none", "selective", "full"
 Checkpointing parse_checkpointing(const std::string& name);  // those names; throws InputError
+std::string schedule_name(PipelineSchedule schedule);         // "gpipe", "1f1b", "interleaved", "zb-h1"
+PipelineSchedule parse_schedule(const std::string& name);     // those names; throws InputError
 
 }  // namespace ragged::scenarios

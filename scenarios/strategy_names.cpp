@@ -56,4 +56,21 @@ Checkpointing parse_checkpointing(const std::string& name) {
   throw InputError(fmt::format("checkpointing '{}': use none, selective or full", name));
 }
 
+std::string schedule_name(PipelineSchedule schedule) {
+  switch (schedule) {
+    case GPIPE: return "gpipe";
+    case ONE_F_ONE_B: return "1f1b";
+    case INTERLEAVED_1F1B: return "interleaved";
+    case ZERO_BUBBLE_H1: return "zb-h1";
+    default: return "-";
+  }
+}
+
+PipelineSchedule parse_schedule(const std::string& name) {
+  for (PipelineSchedule s : {GPIPE, ONE_F_ONE_B, INTERLEAVED_1F1B, ZERO_BUBBLE_H1}) {
+    if (name == schedule_name(s)) return s;
+  }
+  throw InputError(fmt::format("schedule '{}': use gpipe, 1f1b, interleaved or zb-h1", name));
+}
+
 }  // namespace ragged::scenarios

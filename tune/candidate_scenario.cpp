@@ -19,6 +19,9 @@ scenarios::LoadedScenario candidate_scenario(const scenarios::LoadedScenario& ba
   mesh->set_tp(static_cast<int32_t>(c.tp));
   mesh->set_cp(static_cast<int32_t>(c.cp));
   mesh->set_ep(static_cast<int32_t>(c.ep));
+  mesh->set_pp(static_cast<int32_t>(c.pp));
+  t->clear_pipeline();
+  if (c.pp > 1) t->mutable_pipeline()->set_schedule(c.schedule);
   t->set_shard_group_size(static_cast<int32_t>(c.shard_group));
   t->clear_replicate_group_size();  // the rest of the GPUs
   t->set_micro_batch_size(static_cast<int32_t>(c.micro_batch));
@@ -35,14 +38,16 @@ scenarios::LoadedScenario candidate_scenario(const scenarios::LoadedScenario& ba
 
 std::string mesh_text(const Candidate& c) {
   std::string text;
-  for (const auto& [name, size] : {std::pair{"tp", c.tp}, std::pair{"cp", c.cp}, std::pair{"ep", c.ep}}) {
+  for (const auto& [name, size] :
+       {std::pair{"tp", c.tp}, std::pair{"cp", c.cp}, std::pair{"ep", c.ep}, std::pair{"pp", c.pp}}) {
     if (size > 1) text += fmt::format("{}{} {}", text.empty() ? "" : " x ", name, size);
   }
+  if (c.pp > 1) text += fmt::format(" ({})", scenarios::schedule_name(c.schedule));
   return text;
 }
 
 std::string describe(const Candidate& c, int64_t gpus) {
-  const int64_t replicas = gpus / (c.shard_group * c.tp);
+  const int64_t replicas = gpus / (c.shard_group * c.tp * c.pp);
   const std::string mesh = mesh_text(c);
   return fmt::format("{}, {}shard group {}{}, micro-batch {} x {}, {} checkpointing, prefetch {}, {}{}",
                      scenarios::strategy_name(c.strategy), mesh.empty() ? "" : mesh + ", ", c.shard_group,

@@ -30,22 +30,32 @@ void add_simulation(Evaluation& e, const sim::SimulationSummary& simulated) {
   e.simulation_wall_s = simulated.stats.wall_seconds;
 }
 
-// The planner's figures of a resolved scenario (outcome left to the verdict).
+// The planner's figures of a resolved scenario (outcome left to the verdict):
+// a pipeline's are its most loaded stage's.
 Evaluation floors(const planner::ResolvedScenario& resolved) {
-  const planner::Plan plan = planner::plan_scenario(resolved);
-  const planner::ProgramInputs inputs = planner::program_inputs(resolved, plan);
-  const int rank = planner::representative_rank(inputs);
-  const planner::Program program = planner::build_program(inputs, rank);
-  const planner::MemoryFloor floor = planner::memory_floor(program);
-  const planner::MemoryBreakdown breakdown = planner::memory_breakdown(program);
+  std::vector<planner::Program> programs;
+  int rank = 0;
+  if (resolved.scenario().training().mesh().pp() > 1) {
+    programs = planner::build_stage_programs(resolved, planner::plan_pipeline(resolved));
+  } else {
+    const planner::Plan plan = planner::plan_scenario(resolved);
+    const planner::ProgramInputs inputs = planner::program_inputs(resolved, plan);
+    rank = planner::representative_rank(inputs);
+    programs.push_back(planner::build_program(inputs, rank));
+  }
   Evaluation e;
-  e.persistent_bytes = floor.persistent;
-  e.floor_bytes = floor.total();
-  e.static_peak_bytes = breakdown.peak_total();
   e.capacity_bytes = scenarios::allocator_capacity_bytes(resolved.scenario());
-  // Rank 0's, as `ragged simulate --goodput` counts it.
-  e.checkpoint_bytes_per_gpu =
-      rank == 0 ? planner::checkpoint_bytes_per_gpu(breakdown.persistent) : planner::checkpoint_bytes_per_gpu(resolved);
+  for (const planner::Program& program : programs) {
+    const planner::MemoryFloor floor = planner::memory_floor(program);
+    const planner::MemoryBreakdown breakdown = planner::memory_breakdown(program);
+    if (floor.total() < e.floor_bytes) continue;
+    e.persistent_bytes = floor.persistent;
+    e.floor_bytes = floor.total();
+    e.static_peak_bytes = breakdown.peak_total();
+    // Rank 0's, as `ragged simulate --goodput` counts it.
+    e.checkpoint_bytes_per_gpu = rank == 0 ? planner::checkpoint_bytes_per_gpu(breakdown.persistent)
+                                           : planner::checkpoint_bytes_per_gpu(resolved);
+  }
   return e;
 }
 

@@ -16,6 +16,9 @@ namespace {
 
 // Tensor parallelism's default sizes: a node's NVLink holds them.
 const std::vector<int64_t> kTensorParallelSizes = {1, 2, 4, 8};
+// Pipeline stages' default sizes, and the schedules tried with more than one.
+const std::vector<int64_t> kPipelineSizes = {1, 2, 4, 8, 16};
+const std::vector<scenarios::PipelineSchedule> kPipelineSchedules = {scenarios::ONE_F_ONE_B, scenarios::INTERLEAVED_1F1B};
 
 template <typename T>
 std::vector<T> or_default(const std::vector<T>& given, std::vector<T> fallback) {
@@ -69,7 +72,8 @@ void check_constraints(const Constraints& c) {
   for (int64_t g : c.shard_groups) {
     if (g < 1) throw InputError(fmt::format("--shard-groups {}: a shard group holds at least one GPU", g));
   }
-  for (const auto& [dims, option] : {std::pair{&c.tps, "--tps"}, std::pair{&c.cps, "--cps"}, std::pair{&c.eps, "--eps"}}) {
+  for (const auto& [dims, option] :
+       {std::pair{&c.tps, "--tps"}, std::pair{&c.cps, "--cps"}, std::pair{&c.eps, "--eps"}, std::pair{&c.pps, "--pps"}}) {
     for (int64_t d : *dims) {
       if (d < 1 || d > limits::kMaxGpus) {
         throw InputError(fmt::format("{} {}: a mesh dimension is 1 to {} ranks", option, d, limits::kMaxGpus));
@@ -91,10 +95,16 @@ BatchShape batch_shape(const scenarios::Scenario& base, const Constraints& c) {
   const int64_t tokens =
       c.global_batch_tokens.value_or(scenarios::global_batch_sequences(base) * base.training().sequence_length());
   if (tokens % shape.sequence_length != 0) {
-    throw InputError(
-        fmt::format("the global batch of {} tokens is not a whole number of {}-token sequences; give "
-                    "--global-batch-tokens a multiple of {}",
-                    tokens, shape.sequence_length, shape.sequence_length));
+    const int64_t nearest = std::max<int64_t>(1, (tokens + shape.sequence_length / 2) / shape.sequence_length);
+    // "16M" read as 16 x 2^20 where that is whole sequences: how batches are usually meant.
+    const bool mega = tokens % 1'000'000 == 0 && ((tokens / 1'000'000) << 20) % shape.sequence_length == 0;
+    throw InputError(fmt::format(
+        "the global batch of {} tokens is not a whole number of {}-token sequences; give --global-batch-tokens a "
+        "multiple of {}: {}",
+        tokens, shape.sequence_length, shape.sequence_length,
+        mega ? fmt::format("{}Mi is {} sequences ({} tokens)", tokens / 1'000'000,
+                           ((tokens / 1'000'000) << 20) / shape.sequence_length, (tokens / 1'000'000) << 20)
+             : fmt::format("the nearest is {} sequences ({} tokens)", nearest, nearest * shape.sequence_length)));
   }
   shape.global_sequences = tokens / shape.sequence_length;
   return shape;
@@ -105,7 +115,7 @@ namespace {
 // The mesh dimensions allowed for `arch` on `base`: the user's, or the
 // defaults of Constraints, each checked against the model and the cluster.
 struct MeshChoices {
-  std::vector<int64_t> tps, cps, eps;
+  std::vector<int64_t> tps, cps, eps, pps;
 };
 
 MeshChoices mesh_choices(const scenarios::Scenario& s, const models::ArchConfig& arch, int64_t sequence_length,
@@ -129,6 +139,9 @@ MeshChoices mesh_choices(const scenarios::Scenario& s, const models::ArchConfig&
   for (int64_t ep : or_default(c.eps, eps)) {
     if (models::check_split(arch, {1, ep, true}).empty()) m.eps.push_back(ep);
   }
+  for (int64_t pp : or_default(c.pps, {1})) {
+    if (pp <= arch.layers) m.pps.push_back(pp);  // a block per stage at least
+  }
   return m;
 }
 
@@ -144,11 +157,108 @@ std::vector<int64_t> default_groups(int64_t ranks, int64_t per_node_share) {
   return default_shard_groups(ranks, std::max<int64_t>(1, per_node_share));
 }
 
+
+// The dimensions of a mesh other than ep.
+struct MeshShape {
+  int64_t tp = 1, cp = 1, pp = 1;
+  std::string text() const {
+    return fmt::format("tp {} x cp {}{}", tp, cp, pp > 1 ? fmt::format(" x pp {}", pp) : "");
+  }
+};
+
+// The schedules of a pipeline of `pp` stages over `accumulation`
+// micro-batches and `blocks` blocks: none for fewer micro-batches than
+// stages (a stage would idle most of the step); interleaved 1F1B where the
+// micro-batches come in rounds of pp and every chunk keeps a block.
+std::vector<scenarios::PipelineSchedule> schedules_for(int64_t pp, int64_t accumulation, int64_t blocks,
+                                                       const Constraints& c) {
+  if (pp == 1) return {scenarios::PIPELINE_SCHEDULE_UNSPECIFIED};
+  if (accumulation < pp) return {};
+  std::vector<scenarios::PipelineSchedule> out;
+  for (scenarios::PipelineSchedule s : or_default(c.schedules, kPipelineSchedules)) {
+    if (s == scenarios::INTERLEAVED_1F1B && (accumulation % pp != 0 || blocks < 2 * pp)) continue;
+    out.push_back(s);
+  }
+  return out;
+}
+
+// Appends every candidate of one mesh shape (over the ep sizes), or says in
+// `refused` why it has none.
+void add_mesh_candidates(const MeshShape& m, const std::vector<int64_t>& eps, const Constraints& c,
+                         const BatchShape& batch, int64_t blocks, int64_t gpus, int64_t per_node,
+                         const std::vector<scenarios::Strategy>& strategies,
+                         const std::vector<scenarios::Checkpointing>& modes, const std::vector<int>& prefetches,
+                         const std::vector<bool>& reshards, std::vector<Candidate>& out,
+                         std::vector<std::string>& refused) {
+  const int64_t model_parallel = m.tp * m.cp * m.pp;
+  if (gpus % model_parallel != 0) return;
+  const int64_t data_parallel = gpus / model_parallel;  // ranks with their own sequences
+  if (batch.global_sequences % data_parallel != 0) {
+    refused.push_back(fmt::format("{}: {} sequences over {} data-parallel ranks", m.text(), batch.global_sequences,
+                                  data_parallel));
+    return;
+  }
+  const int64_t per_rank = batch.global_sequences / data_parallel;
+  std::vector<int64_t> micro;
+  for (int64_t mb : or_default(c.micro_batches, divisors(per_rank))) {
+    const int64_t accumulation = per_rank % mb == 0 ? per_rank / mb : 0;
+    const bool sequence_parallel_fits = m.tp == 1 || (mb * batch.sequence_length / m.cp) % m.tp == 0;
+    if (accumulation >= 1 && accumulation <= std::min(c.max_grad_accum, limits::kMaxAccumulation) &&
+        mb <= limits::kMaxMicroBatch && sequence_parallel_fits && !schedules_for(m.pp, accumulation, blocks, c).empty()) {
+      micro.push_back(mb);
+    }
+  }
+  if (micro.empty()) {
+    refused.push_back(fmt::format("{}: no micro-batch divides {} sequences per data-parallel rank with at most {} "
+                                  "accumulation steps{}", m.text(), per_rank, c.max_grad_accum,
+                                  m.pp > 1 ? " and at least one per stage" : ""));
+    return;
+  }
+  const int64_t model_ranks = gpus / (m.tp * m.pp);  // the ranks of one stage's tp rank
+  std::vector<int64_t> groups;
+  for (int64_t g : or_default(c.shard_groups, default_groups(model_ranks, per_node / m.tp))) {
+    if (model_ranks % g == 0 && g % m.cp == 0) groups.push_back(g);
+  }
+  if (groups.empty()) {
+    refused.push_back(fmt::format("{}: no shard group{} divides the {} ranks of a tp rank into whole cp groups", m.text(),
+                                  c.shard_groups.empty() ? "" : fmt::format(" of --shard-groups {}", fmt::join(c.shard_groups, ",")),
+                                  model_ranks));
+    return;
+  }
+  // A pipeline keeps its stage's parameters gathered over the step: no
+  // reshard after forward, whatever is asked.
+  const std::vector<bool> stage_reshards = m.pp > 1 ? std::vector<bool>{false} : reshards;
+  const std::vector<std::string> kept_granularity = {""};
+  for (int64_t ep : eps) {
+    for (scenarios::Strategy strategy : strategies) {
+      const auto& granularities =
+          is_ragged_strategy(strategy) ? or_default(c.granularities, kept_granularity) : kept_granularity;
+      for (int64_t group : groups) {
+        if (group % ep != 0) continue;
+        for (int64_t mb : micro) {
+          for (scenarios::PipelineSchedule schedule : schedules_for(m.pp, per_rank / mb, blocks, c)) {
+            for (scenarios::Checkpointing mode : modes) {
+              for (int prefetch : prefetches) {
+                for (bool reshard : stage_reshards) {
+                  for (const std::string& granularity : granularities) {
+                    out.push_back({strategy, group, mb, per_rank / mb, mode, prefetch, reshard, granularity, m.tp, m.cp,
+                                   ep, m.pp, schedule});
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
 }  // namespace
 
 Constraints with_tensor_parallel_defaults(const Constraints& constraints) {
   Constraints wider = constraints;
   if (wider.tps.empty()) wider.tps = kTensorParallelSizes;
+  if (wider.pps.empty()) wider.pps = kPipelineSizes;
   return wider;
 }
 
@@ -168,10 +278,14 @@ std::vector<Candidate> enumerate_candidates(const scenarios::LoadedScenario& bas
   const BatchShape batch = batch_shape(s, c);
   const models::ModelSpec model = planner::resolve_model(s.model(), base.base_dir);
   const MeshChoices mesh = mesh_choices(s, model.arch, batch.sequence_length, c);
-  if (mesh.tps.empty() || mesh.cps.empty() || mesh.eps.empty()) {
-    throw InputError(fmt::format("no {} of {} can split {}: see `ragged inspect` for its heads, widths and experts",
-                                 mesh.tps.empty() ? "tp" : mesh.cps.empty() ? "cp" : "ep",
-                                 fmt::join(mesh.tps.empty() ? c.tps : mesh.cps.empty() ? c.cps : c.eps, ","),
+  if (mesh.tps.empty() || mesh.cps.empty() || mesh.eps.empty() || mesh.pps.empty()) {
+    throw InputError(fmt::format("no {} of {} can split {}: see `ragged inspect` for its heads, widths, experts and blocks",
+                                 mesh.tps.empty() ? "tp" : mesh.cps.empty() ? "cp" : mesh.eps.empty() ? "ep" : "pp",
+                                 fmt::join(mesh.tps.empty()   ? c.tps
+                                           : mesh.cps.empty() ? c.cps
+                                           : mesh.eps.empty() ? c.eps
+                                                              : c.pps,
+                                           ","),
                                  model.name));
   }
   const auto strategies = or_default(c.strategies, scenarios::all_strategies());
@@ -179,72 +293,21 @@ std::vector<Candidate> enumerate_candidates(const scenarios::LoadedScenario& bas
   const auto modes = or_default(c.checkpointing, {scenarios::NONE, scenarios::SELECTIVE, scenarios::FULL});
   const auto prefetches = or_default(c.prefetch_depths, {1, 2});
   const auto reshards = or_default(c.reshard_after_forward, {true, false});
-  const std::vector<std::string> kept_granularity = {""};
 
   std::vector<Candidate> out;
   std::vector<std::string> refused;  // why a mesh left nothing, for the error when none is left
-  for (int64_t tp : mesh.tps) {
-    for (int64_t cp : mesh.cps) {
-      if (gpus % (tp * cp) != 0) continue;
-      const int64_t data_parallel = gpus / (tp * cp);  // ranks with their own sequences
-      if (batch.global_sequences % data_parallel != 0) {
-        refused.push_back(fmt::format("tp {} x cp {}: {} sequences over {} data-parallel ranks", tp, cp,
-                                      batch.global_sequences, data_parallel));
-        continue;
-      }
-      const int64_t per_rank = batch.global_sequences / data_parallel;
-      std::vector<int64_t> micro;
-      for (int64_t m : or_default(c.micro_batches, divisors(per_rank))) {
-        const int64_t accumulation = per_rank % m == 0 ? per_rank / m : 0;
-        const bool sequence_parallel_fits = tp == 1 || (m * batch.sequence_length / cp) % tp == 0;
-        if (accumulation >= 1 && accumulation <= std::min(c.max_grad_accum, limits::kMaxAccumulation) &&
-            m <= limits::kMaxMicroBatch && sequence_parallel_fits) {
-          micro.push_back(m);
-        }
-      }
-      if (micro.empty()) {
-        refused.push_back(fmt::format("tp {} x cp {}: no micro-batch divides {} sequences per data-parallel rank "
-                                      "with at most {} accumulation steps", tp, cp, per_rank, c.max_grad_accum));
-        continue;
-      }
-      const int64_t model_ranks = gpus / tp;  // the ranks of one tp rank
-      std::vector<int64_t> groups;
-      for (int64_t g : or_default(c.shard_groups, default_groups(model_ranks, per_node / tp))) {
-        if (model_ranks % g == 0 && g % cp == 0) groups.push_back(g);
-      }
-      if (groups.empty()) {
-        refused.push_back(fmt::format("tp {} x cp {}: no shard group{} divides the {} ranks of a tp rank into whole cp "
-                                      "groups", tp, cp,
-                                      c.shard_groups.empty() ? "" : fmt::format(" of --shard-groups {}", fmt::join(c.shard_groups, ",")),
-                                      model_ranks));
-        continue;
-      }
-      for (int64_t ep : mesh.eps) {
-        for (scenarios::Strategy strategy : strategies) {
-          const auto& granularities =
-              is_ragged_strategy(strategy) ? or_default(c.granularities, kept_granularity) : kept_granularity;
-          for (int64_t group : groups) {
-            if (group % ep != 0) continue;
-            for (int64_t m : micro) {
-              for (scenarios::Checkpointing mode : modes) {
-                for (int prefetch : prefetches) {
-                  for (bool reshard : reshards) {
-                    for (const std::string& granularity : granularities) {
-                      out.push_back(
-                          {strategy, group, m, per_rank / m, mode, prefetch, reshard, granularity, tp, cp, ep});
-                    }
-                  }
-                }
-              }
-            }
-          }
-        }
+  for (int64_t pp : mesh.pps) {
+    for (int64_t tp : mesh.tps) {
+      for (int64_t cp : mesh.cps) {
+        const MeshShape shape{tp, cp, pp};
+        add_mesh_candidates(shape, mesh.eps, c, batch, model.arch.layers, gpus, per_node, strategies, modes, prefetches,
+                            reshards, out, refused);
       }
     }
   }
   if (out.empty()) {
     throw InputError(fmt::format("no configuration trains the global batch of {} sequences of {} tokens on {} GPUs: {}; "
-                                 "allow other --tps, --cps, --eps, --shard-groups or --micro-batches, or give "
+                                 "allow other --tps, --cps, --eps, --pps, --shard-groups or --micro-batches, or give "
                                  "--global-batch-tokens a multiple of the data-parallel ranks times the sequence length",
                                  batch.global_sequences, batch.sequence_length, gpus,
                                  refused.empty() ? fmt::format("no shard group holds whole ep groups of --eps {}", fmt::join(mesh.eps, ","))

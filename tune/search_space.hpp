@@ -35,6 +35,11 @@ struct Constraints {
   std::vector<int64_t> tps;
   std::vector<int64_t> cps;  // empty: 1, and from 32,768 tokens 2 to 16 that cut a sequence in 2 x cp chunks
   std::vector<int64_t> eps;  // empty: 1, and for a mixture of experts the powers of two dividing its experts
+  // Pipeline stages (training.mesh.pp): empty: 1, widened with tp to 1, 2,
+  // 4, 8 and 16 (those leaving every stage a block); and their schedules:
+  // empty: 1F1B and interleaved 1F1B (2 chunks per stage).
+  std::vector<int64_t> pps;
+  std::vector<scenarios::PipelineSchedule> schedules;
   std::vector<int64_t> micro_batches;                   // empty: every divisor of a data-parallel rank's batch
   std::vector<scenarios::Checkpointing> checkpointing;  // empty: none, selective, full
   std::vector<int> prefetch_depths;                     // empty: 1 and 2
@@ -54,6 +59,8 @@ struct Candidate {
   int64_t tp = 1;  // the device mesh (training.mesh)
   int64_t cp = 1;
   int64_t ep = 1;
+  int64_t pp = 1;
+  scenarios::PipelineSchedule schedule = scenarios::PIPELINE_SCHEDULE_UNSPECIFIED;  // with pp > 1
 
   bool operator==(const Candidate&) const = default;
 };
@@ -85,8 +92,8 @@ BatchShape batch_shape(const scenarios::Scenario& base, const Constraints& const
 // formed, saying what stood in the way.
 std::vector<Candidate> enumerate_candidates(const scenarios::LoadedScenario& base, const Constraints& constraints);
 
-// The constraints with tensor parallelism's default sizes searched too
-// (1, 2, 4, 8) where none were given; unchanged otherwise.
+// The constraints with tensor parallelism's default sizes (1, 2, 4, 8) and
+// the pipeline's (1 to 16 stages) searched too where none were given.
 Constraints with_tensor_parallel_defaults(const Constraints& constraints);
 
 // Whether a strategy lays out RaggedShard buffers (granularity is a choice).

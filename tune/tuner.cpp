@@ -21,6 +21,8 @@ nlohmann::json candidate_json(const Candidate& c) {
           {"tp", c.tp},
           {"cp", c.cp},
           {"ep", c.ep},
+          {"pp", c.pp},
+          {"schedule", static_cast<int>(c.schedule)},
           {"shard_group", c.shard_group},
           {"micro_batch", c.micro_batch},
           {"grad_accum", c.grad_accum},
@@ -40,6 +42,10 @@ Candidate candidate_from_json(const nlohmann::json& j) {
   c.tp = j.at("tp");
   c.cp = j.at("cp");
   c.ep = j.at("ep");
+  c.pp = j.at("pp");
+  const int schedule = j.at("schedule");
+  RAGGED_ASSERT(scenarios::PipelineSchedule_IsValid(schedule), "a task names a known schedule");
+  c.schedule = static_cast<scenarios::PipelineSchedule>(schedule);
   c.shard_group = j.at("shard_group");
   c.micro_batch = j.at("micro_batch");
   c.grad_accum = j.at("grad_accum");
@@ -50,16 +56,16 @@ Candidate candidate_from_json(const nlohmann::json& j) {
 }
 
 // Likeliest to fit first: more checkpointing, smaller micro-batches, more
-// tensor and context parallelism, larger shard groups, resharding,
+// tensor, context and pipeline parallelism, larger shard groups, resharding,
 // shallower prefetch.
 std::vector<Candidate> likeliest_to_fit_first(std::vector<Candidate> candidates) {
   auto checkpointing_rank = [](scenarios::Checkpointing m) {
     return m == scenarios::FULL ? 0 : m == scenarios::SELECTIVE ? 1 : 2;
   };
   std::stable_sort(candidates.begin(), candidates.end(), [&](const Candidate& a, const Candidate& b) {
-    return std::make_tuple(checkpointing_rank(a.checkpointing), a.micro_batch, -a.tp * a.cp, -a.shard_group, !a.reshard,
+    return std::make_tuple(checkpointing_rank(a.checkpointing), a.micro_batch, -a.tp * a.cp * a.pp, -a.shard_group, !a.reshard,
                            a.prefetch) <
-           std::make_tuple(checkpointing_rank(b.checkpointing), b.micro_batch, -b.tp * b.cp, -b.shard_group, !b.reshard,
+           std::make_tuple(checkpointing_rank(b.checkpointing), b.micro_batch, -b.tp * b.cp * b.pp, -b.shard_group, !b.reshard,
                            b.prefetch);
   });
   return candidates;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "planner/compute_work.hpp"
+#include "planner/scenario_plan.hpp"
 #include "planner/strategy_traits.hpp"
 #include "tests/planner/program_test_util.hpp"
 
@@ -71,18 +72,34 @@ TEST(ProgramBuilder, ShippedScenariosBuildWellFormedPrograms) {
     const std::string name(file.name);
     ResolvedScenario resolved = resolve_scenario(scenarios::load_scenario(name));
     const scenarios::Training& t = resolved.scenario().training();
-    Plan plan = plan_model(resolved.model, resolved.granularity, t.shard_group_size(), *make_strategy(t.strategy()));
-    const Program program = build_program(program_inputs(resolved, plan), static_cast<int>(plan.ranks) - 1);
-    EXPECT_EQ(program.rank, plan.ranks - 1) << name;
-    // A GPU's share of the tokens: the tp ranks share theirs, the cp ranks split each sequence.
-    EXPECT_EQ(program.tokens_per_step, int64_t{t.micro_batch_size()} * t.sequence_length() *
-                                           t.gradient_accumulation_steps() / (t.mesh().tp() * t.mesh().cp()))
-        << name;
-    EXPECT_EQ(program.count(OpKind::kComputeFwd),
-              plan.units.size() * static_cast<size_t>(t.gradient_accumulation_steps()))
-        << name;
-    std::vector<std::string> problems = graph_problems(program);
-    EXPECT_TRUE(problems.empty()) << name << ":\n" << joined(problems);
+    // A pipelined scenario runs a Program per stage, each on its stage's units.
+    std::vector<Program> programs;
+    std::vector<size_t> units;
+    if (t.mesh().pp() > 1) {
+      const PipelinePlan pipeline = plan_pipeline(resolved);
+      programs = build_stage_programs(resolved, pipeline);
+      for (const Plan& plan : pipeline.plans) units.push_back(plan.units.size());
+      ASSERT_EQ(programs.size(), static_cast<size_t>(t.mesh().pp())) << name;
+    } else {
+      Plan plan = plan_model(resolved.model, resolved.granularity, t.shard_group_size(), *make_strategy(t.strategy()));
+      programs.push_back(build_program(program_inputs(resolved, plan), static_cast<int>(plan.ranks) - 1));
+      EXPECT_EQ(programs.back().rank, plan.ranks - 1) << name;
+      units.push_back(plan.units.size());
+    }
+    for (size_t s = 0; s < programs.size(); ++s) {
+      const Program& program = programs[s];
+      const std::string what = name + " stage " + std::to_string(s);
+      // A GPU's share of the tokens: the tp ranks share theirs, the cp ranks
+      // split each sequence, the stages count each token once among them.
+      EXPECT_EQ(program.tokens_per_step, int64_t{t.micro_batch_size()} * t.sequence_length() *
+                                             t.gradient_accumulation_steps() /
+                                             (t.mesh().tp() * t.mesh().cp() * std::max(1, t.mesh().pp())))
+          << what;
+      EXPECT_EQ(program.count(OpKind::kComputeFwd), units[s] * static_cast<size_t>(t.gradient_accumulation_steps()))
+          << what;
+      std::vector<std::string> problems = graph_problems(program);
+      EXPECT_TRUE(problems.empty()) << what << ":\n" << joined(problems);
+    }
   }
 }
 

@@ -13,14 +13,26 @@
 #include "planner/program.hpp"
 #include "planner/program_builder.hpp"
 #include "planner/resolved_scenario.hpp"
+#include "planner/scenario_plan.hpp"
 
 namespace ragged::planner::program_test {
 
 // Rank 0's Program for a shipped scenario under `strategy`, as the commands
-// plan and build it.
+// plan and build it; a pipelined scenario's first stage (the one holding the
+// most micro-batches in flight).
 inline Program shipped_program(const ResolvedScenario& resolved, scenarios::Strategy strategy) {
   scenarios::Training training = resolved.scenario().training();
   training.set_strategy(strategy);
+  if (training.mesh().pp() > 1) {
+    const PipelinePlan pipeline = plan_pipeline(resolved);
+    const Plan plan = plan_model(resolved.model, resolved.granularity, training.shard_group_size(),
+                                 *make_strategy(strategy), plan_options_for(training), pipeline.stages.units_of(0));
+    const StageOfPipeline stage{&pipeline.stages, 0, pipeline.schedule};
+    ProgramInputs inputs = program_inputs(resolved, plan);
+    inputs.training = &training;
+    inputs.pipeline = &stage;
+    return build_program(inputs, 0);
+  }
   const Plan plan =
       plan_model(resolved.model, resolved.granularity, training.shard_group_size(), *make_strategy(strategy));
   ProgramInputs inputs = program_inputs(resolved, plan);

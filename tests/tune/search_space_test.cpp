@@ -35,7 +35,9 @@ TEST(SearchSpace, DefaultSpaceIsTheProductOfItsChoices) {
 // tp 2: 4 per data-parallel rank (1, 2, 4), groups 2 and 4 of its 4 ranks;
 // tp 4: 8 (1, 2, 4, 8), groups 1 and 2.
 TEST(SearchSpace, MeshSpaceIsTheProductOfItsChoices) {
-  const std::vector<Candidate> all = enumerate_candidates(small_scenario(), with_tensor_parallel_defaults({}));
+  Constraints tensor_parallel = with_tensor_parallel_defaults({});
+  tensor_parallel.pps = {1};
+  const std::vector<Candidate> all = enumerate_candidates(small_scenario(), tensor_parallel);
   EXPECT_EQ(all.size(), 6u * (2 * 2 + 2 * 3 + 2 * 4) * 3 * 2 * 2);
   std::set<std::tuple<int, int64_t, int64_t, int64_t, int, int, bool>> distinct;
   for (const Candidate& c : all) {
@@ -58,7 +60,7 @@ TEST(SearchSpace, AGlobalBatchBelowTheGpusIsTrainedByAMesh) {
   std::set<int64_t> tps;
   for (const Candidate& candidate : enumerate_candidates(small_scenario(), c)) {
     tps.insert(candidate.tp);
-    EXPECT_EQ(candidate.micro_batch * candidate.grad_accum * 8 / candidate.tp, 2);
+    EXPECT_EQ(candidate.micro_batch * candidate.grad_accum * 8 / (candidate.tp * candidate.pp), 2);
   }
   EXPECT_EQ(tps, (std::set<int64_t>{4}));
   c.tps = {1, 2};
@@ -153,6 +155,7 @@ TEST(SearchSpace, BadConstraintsAreOneClearError) {
   EXPECT_NE(message(ragged_batch).find("not a whole number of 1024-token sequences"), std::string::npos);
   Constraints indivisible;
   indivisible.global_batch_tokens = 3 * 1024;
+  indivisible.pps = {1};  // two stages of tp 4 would train it (PipelineStagesTrainWhatDataParallelismCannot)
   EXPECT_NE(message(indivisible).find("no configuration trains the global batch of 3 sequences"), std::string::npos)
       << message(indivisible);
   EXPECT_NE(message(indivisible).find("tp 1 x cp 1: 3 sequences over 8 data-parallel ranks"), std::string::npos);
@@ -169,6 +172,57 @@ TEST(SearchSpace, BadConstraintsAreOneClearError) {
   Constraints bad_granularity;
   bad_granularity.granularities = {"rows:0"};
   EXPECT_NE(message(bad_granularity).find("granularity"), std::string::npos);
+}
+
+// 3 sequences on 8 GPUs: no data-parallel split of them, but one copy of
+// the model as 2 stages of tp 4 runs them as 3 micro-batches (1F1B: 3 is
+// not a whole number of rounds of 2 for interleaved 1F1B); the stages keep
+// their parameters gathered (no reshard).
+TEST(SearchSpace, PipelineStagesTrainWhatDataParallelismCannot) {
+  Constraints c;
+  c.global_batch_tokens = 3 * 1024;
+  const std::vector<Candidate> all = enumerate_candidates(small_scenario(), c);
+  ASSERT_FALSE(all.empty());
+  for (const Candidate& candidate : all) {
+    EXPECT_EQ(candidate.tp, 4);
+    EXPECT_EQ(candidate.pp, 2);
+    EXPECT_EQ(candidate.micro_batch * candidate.grad_accum, 3);
+    EXPECT_EQ(candidate.schedule, scenarios::ONE_F_ONE_B);
+    EXPECT_FALSE(candidate.reshard);
+  }
+  // 2 sequences per copy: 2 rounds of 2 stages, interleaved too.
+  c.global_batch_tokens = 4 * 1024;
+  c.tps = {4};
+  c.pps = {2};
+  std::set<scenarios::PipelineSchedule> schedules;
+  for (const Candidate& candidate : enumerate_candidates(small_scenario(), c)) {
+    schedules.insert(candidate.schedule);
+    EXPECT_GE(candidate.grad_accum, 2) << "a micro-batch per stage at least";
+  }
+  EXPECT_EQ(schedules, (std::set<scenarios::PipelineSchedule>{scenarios::ONE_F_ONE_B, scenarios::INTERLEAVED_1F1B}));
+  // Four stages cannot each hold two chunks of the 4 blocks.
+  c.tps = {2};
+  c.pps = {4};
+  c.global_batch_tokens = 8 * 1024;
+  for (const Candidate& candidate : enumerate_candidates(small_scenario(), c)) {
+    EXPECT_EQ(candidate.schedule, scenarios::ONE_F_ONE_B);
+  }
+}
+
+TEST(CandidateScenario, APipelineCandidateWritesItsStagesAndSchedule) {
+  Candidate c;
+  c.tp = 2;
+  c.pp = 2;
+  c.shard_group = 2;
+  c.grad_accum = 4;
+  c.reshard = false;
+  c.schedule = scenarios::INTERLEAVED_1F1B;
+  const scenarios::Training t = candidate_scenario(small_scenario(), c, 1024).scenario.training();
+  EXPECT_EQ(t.mesh().pp(), 2);
+  EXPECT_EQ(t.pipeline().schedule(), scenarios::INTERLEAVED_1F1B);
+  EXPECT_EQ(t.pipeline().virtual_stages(), 2);
+  EXPECT_EQ(t.pipeline().micro_batches(), 4);
+  EXPECT_EQ(mesh_text(c), "tp 2 x pp 2 (interleaved)");
 }
 
 // A candidate's settings land in the scenario's training fields.

@@ -10,36 +10,44 @@
 namespace ragged::planner {
 namespace {
 
-// The model's blocks as items of the cut: each block's units (its routed
-// experts' unit after it), the embedding's units with the first, the head's
-// with the last; each with its compute per token.
+// The model's blocks as items of the cut (each block's units, its routed
+// experts' unit after it), each with its compute per token; the units ahead
+// of the first block (the embedding) and after the last (the final norm and
+// the head) apart, as they join the first and the last chunk.
 struct Items {
   std::vector<std::vector<int>> units;
   std::vector<double> cost;
+  std::vector<int> first, last;
+  double first_cost = 0, last_cost = 0;
 };
 
 Items items_of(const models::ModelSpec& model, int64_t seq_len) {
   Items items;
-  std::vector<int> before;  // units ahead of the first block (the embedding)
-  double before_cost = 0;
   for (int u = 0; u < static_cast<int>(model.units.size()); ++u) {
     const models::UnitSpec& unit = model.units[static_cast<size_t>(u)];
     const double cost = unit.compute.forward_flops_per_token(seq_len) + unit.compute.backward_flops_per_token(seq_len);
     if (unit.kind == models::UnitKind::kBlock) {
       items.units.push_back({});
       items.cost.push_back(0);
-      if (items.units.size() == 1) {
-        items.units.back() = before;
-        items.cost.back() = before_cost;
-      }
     }
     if (items.units.empty()) {
-      before.push_back(u);
-      before_cost += cost;
-      continue;
+      items.first.push_back(u);
+      items.first_cost += cost;
+    } else if (unit.kind == models::UnitKind::kBlock || unit.kind == models::UnitKind::kExperts) {
+      items.units.back().push_back(u);
+      items.cost.back() += cost;
+    } else {
+      items.last.push_back(u);
+      items.last_cost += cost;
     }
-    items.units.back().push_back(u);  // the block, its experts, and the head with the last block
-    items.cost.back() += cost;
+    // A unit between blocks (none of the catalog's) stays with the block before it.
+    if (unit.kind == models::UnitKind::kBlock && !items.last.empty()) {
+      std::vector<int>& before = items.units[items.units.size() - 2];
+      before.insert(before.end(), items.last.begin(), items.last.end());
+      items.cost[items.cost.size() - 2] += items.last_cost;
+      items.last.clear();
+      items.last_cost = 0;
+    }
   }
   return items;
 }
@@ -120,25 +128,32 @@ PipelineStages plan_pipeline_stages(const models::ModelSpec& model, int64_t stag
   const Items items = items_of(model, seq_len);
   const int64_t blocks = static_cast<int64_t>(items.units.size());
   const int64_t k = out.chunk_count();
-  if (blocks < k) {
-    throw FieldError("training.mesh.pp", fmt::format("pp {} x virtual_stages {} is {} pipeline chunks, but {} has {} "
-                                                     "transformer blocks: every chunk holds at least one; use fewer",
-                                                     stages, virtual_stages, k, model.name, blocks));
-  }
   std::vector<int64_t> counts = layers_per_chunk;
   if (counts.empty()) {
-    counts = balanced_counts(items.cost, k);
+    if (blocks < k) {
+      throw FieldError("training.mesh.pp",
+                       fmt::format("pp {} x virtual_stages {} is {} pipeline chunks, but {} has {} transformer "
+                                   "blocks: every chunk holds at least one; use fewer",
+                                   stages, virtual_stages, k, model.name, blocks));
+    }
+    // The embedding's and the head's compute weigh on the chunks they join.
+    std::vector<double> cost = items.cost;
+    cost.front() += items.first_cost;
+    cost.back() += items.last_cost;
+    counts = balanced_counts(cost, k);
   } else if (std::accumulate(counts.begin(), counts.end(), int64_t{0}) != blocks) {
     throw FieldError("training.pipeline.layers_per_stage",
                      fmt::format("the stages hold {} blocks, but {} has {}: give a split that sums to {}",
                                  std::accumulate(counts.begin(), counts.end(), int64_t{0}), model.name, blocks, blocks));
   }
   size_t item = 0;
-  for (int64_t count : counts) {
+  for (int64_t c = 0; c < k; ++c) {
     std::vector<int>& chunk = out.chunks.emplace_back();
-    for (int64_t i = 0; i < count; ++i, ++item) {
+    if (c == 0) chunk = items.first;
+    for (int64_t i = 0; i < counts[static_cast<size_t>(c)]; ++i, ++item) {
       chunk.insert(chunk.end(), items.units[item].begin(), items.units[item].end());
     }
+    if (c == k - 1) chunk.insert(chunk.end(), items.last.begin(), items.last.end());
   }
   return out;
 }

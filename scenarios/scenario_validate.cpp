@@ -206,10 +206,15 @@ void check_pipeline(const Training& t, Checker& c) {
            fmt::format("{} entries for {} stages (pp {} x virtual_stages {}): give one per stage, or none for a "
                        "balanced split", p.layers_per_stage_size(), pp * v, pp, v));
   }
+  // The first and the last chunk may hold no block: the embedding or the
+  // head alone (Llama 3's stages, arXiv:2407.21783 section 3.3.2).
   for (int i = 0; i < p.layers_per_stage_size(); ++i) {
-    if (p.layers_per_stage(i) < 1) {
+    const bool end = i == 0 || i == p.layers_per_stage_size() - 1;
+    if (p.layers_per_stage(i) < (end ? 0 : 1)) {
       c.fail(fmt::format("training.pipeline.layers_per_stage[{}]", i),
-             fmt::format("{} blocks; every stage holds at least one", p.layers_per_stage(i)));
+             fmt::format("{} blocks; every stage between the first and the last holds at least one (the first may "
+                         "hold the embedding alone, the last the head alone)",
+                         p.layers_per_stage(i)));
     }
   }
 }

@@ -108,6 +108,25 @@ TEST(PipelineProgram, EveryScheduleKeepsTheProgramContract) {
   }
 }
 
+// Llama 3's split: the first chunk runs the embedding alone, the last the
+// head alone; their stages still send and receive, and keep the contract.
+TEST(PipelineProgram, AnEmbeddingAloneAndAHeadAloneMakeChunksOfTheirOwn) {
+  const Stages s = stages_of("mesh { pp: 2 } gradient_accumulation_steps: 4 pipeline { schedule: INTERLEAVED_1F1B "
+                             "virtual_stages: 2 layers_per_stage: [0, 2, 2, 0] }");
+  const models::ModelSpec& model = s.resolved.model;
+  ASSERT_EQ(s.plan.stages.chunks.size(), 4u);
+  ASSERT_EQ(s.plan.stages.chunks.front().size(), 1u);
+  EXPECT_EQ(model.units[static_cast<size_t>(s.plan.stages.chunks.front()[0])].kind, models::UnitKind::kEmbedding);
+  ASSERT_EQ(s.plan.stages.chunks.back().size(), 1u);
+  EXPECT_EQ(model.units[static_cast<size_t>(s.plan.stages.chunks.back()[0])].kind, models::UnitKind::kHead);
+  EXPECT_EQ(s.plan.stages.blocks_per_chunk(model), (std::vector<int64_t>{0, 2, 2, 0}));
+  for (const Program& p : s.programs) {
+    EXPECT_EQ(p.count(OpKind::kSend), p.count(OpKind::kRecv)) << "stage " << p.stage;
+    EXPECT_GT(p.count(OpKind::kSend), 0u) << "stage " << p.stage;
+    for (const std::string& problem : graph_problems(p)) ADD_FAILURE() << "stage " << p.stage << ": " << problem;
+  }
+}
+
 TEST(PipelineProgram, ZeroBubbleH1SplitsEveryBackwardIntoItsInputAndItsWeightGradients) {
   const Stages one = stages_of("mesh { pp: 2 } gradient_accumulation_steps: 4");
   const Stages zb = stages_of("mesh { pp: 2 } gradient_accumulation_steps: 4 pipeline { schedule: ZERO_BUBBLE_H1 }");

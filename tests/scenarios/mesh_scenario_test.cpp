@@ -155,6 +155,13 @@ TEST(MeshScenario, LayersPerStageGiveOnePerStage) {
   EXPECT_CONTAINS(error, "training.pipeline.layers_per_stage: 2 entries for 4 stages");
 }
 
+TEST(MeshScenario, OnlyTheFirstAndTheLastStageMayHoldNoBlock) {
+  EXPECT_EQ(training_of("  mesh { pp: 4 }\n  pipeline { layers_per_stage: [0, 16, 16, 0] }").pipeline().layers_per_stage(0),
+            0);
+  const std::string error = parse_error(with_training("  mesh { pp: 4 }\n  pipeline { layers_per_stage: [8, 0, 16, 8] }"));
+  EXPECT_CONTAINS(error, "training.pipeline.layers_per_stage[1]: 0 blocks; every stage between the first and the last");
+}
+
 TEST(MeshScenario, PpMustDivideTheGpus) {
   const std::string error = parse_error(with_training("  mesh { pp: 3 }"));
   EXPECT_CONTAINS(error, "training.mesh.pp: pp is 3; tp 1 x pp 3 must divide the 16 GPUs");

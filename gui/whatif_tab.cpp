@@ -142,6 +142,7 @@ void WhatIfTab::build_ui() {
   auto* run_row = new QHBoxLayout();
   run_button_ = new QPushButton(QStringLiteral("Simulate the what-if"), controls);
   cancel_button_ = new QPushButton(QStringLiteral("Cancel"), controls);
+  cancel_button_->setObjectName(QStringLiteral("cancel"));
   cancel_button_->setEnabled(false);
   connect(run_button_, &QPushButton::clicked, this, &WhatIfTab::run);
   connect(cancel_button_, &QPushButton::clicked, this, &WhatIfTab::cancel);
@@ -245,7 +246,7 @@ void WhatIfTab::settings_edited() {
   } catch (const std::exception& e) {
     valid_ = false;
     show_error(QString::fromUtf8(e.what()));
-    state_label_->setText(QString());
+    state_label_->setText(QStringLiteral("not simulated: the error above"));
     return;
   }
   state_label_->setText(QStringLiteral("not simulated yet"));
@@ -271,7 +272,11 @@ void WhatIfTab::run() {
       };
     } catch (const std::exception& e) {
       const QString message = QString::fromUtf8(e.what());
-      return [this, message] { show_error(message); };
+      return [this, message] {
+        show_error(message);
+        state_label_->setText(QStringLiteral("not simulated: the error above"));
+        cancel_button_->setEnabled(false);
+      };
     }
   });
 }

@@ -40,7 +40,10 @@ Timeline build_timeline(const traces::Trace& trace, int rank, int step) {
   if (t.ranks.empty() && trace.events_size() > 0) t.ranks.push_back(trace.events(0).rank());
   const bool every = rank == kEveryRank && t.ranks.size() > 1;
   t.rank = every ? kEveryRank : rank >= 0 ? rank : (t.ranks.empty() ? 0 : t.ranks.front());
-  std::map<int, TimelineLane> lanes;
+  const bool stages = every && std::any_of(trace.events().begin(), trace.events().end(), [](const traces::Event& e) {
+                        return e.kind() == traces::SEND || e.kind() == traces::RECV;
+                      });
+  std::map<int, TimelineLane> lanes;  // by stream, or by rank for stage lanes
   std::map<std::tuple<int, uint64_t, int>, size_t> bar_of;  // every rank: (stream, op, step) -> its bar
   bool any = false;
   for (int i = 0; i < trace.events_size(); ++i) {
@@ -50,10 +53,12 @@ Timeline build_timeline(const traces::Trace& trace, int rank, int step) {
     t.end_ns = any ? std::max(t.end_ns, e.end_ns()) : e.end_ns();
     any = true;
     if (e.kind() == traces::ALLOC || e.kind() == traces::FREE) continue;
-    TimelineLane& lane = lanes[e.stream()];
+    if (stages && e.stream() != traces::COMPUTE) continue;
+    TimelineLane& lane = lanes[stages ? e.rank() : e.stream()];
     lane.stream = e.stream();
+    if (stages) lane.rank = e.rank();
     const TimelineBar bar{e.start_ns(), e.end_ns(), e.kind(), 1, i, e.end_ns() - e.start_ns(), 1};
-    if (!every) {
+    if (!every || stages) {
       lane.bars.push_back(bar);
       continue;
     }
@@ -72,8 +77,9 @@ Timeline build_timeline(const traces::Trace& trace, int rank, int step) {
       into.op_ns = bar.op_ns;
     }
   }
-  for (auto& [stream, lane] : lanes) {
-    lane.name = std::string(traces::stream_name(lane.stream));
+  int stage = 0;
+  for (auto& [key, lane] : lanes) {
+    lane.name = stages ? "stage " + std::to_string(stage++) : std::string(traces::stream_name(lane.stream));
     std::stable_sort(lane.bars.begin(), lane.bars.end(), [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
     t.lanes.push_back(std::move(lane));
   }

@@ -25,6 +25,7 @@ struct TimelineBar {
 
 struct TimelineLane {
   traces::Stream stream = traces::STREAM_UNSPECIFIED;
+  int rank = -1;  // a pipeline's stage lane: its rank; -1: the lane is a stream's
   std::string name;
   std::vector<TimelineBar> bars;  // by start time
 };
@@ -74,7 +75,10 @@ struct Timeline {
 // The timeline of `rank` (-1: the first traced rank; kEveryRank: all of a
 // multi-rank trace's ranks, aggregated) and `step` (-1: every step; a step
 // keeps the memory samples within its events' span). Alloc and free events
-// (instants) stay out of the lanes; they show in the memory curve.
+// (instants) stay out of the lanes; they show in the memory curve. A
+// pipeline's trace (its ranks send to each other) seen whole runs a
+// different Program on each stage: a lane per stage, its rank's compute,
+// the stages in rank order (the schedule's staircase).
 Timeline build_timeline(const traces::Trace& trace, int rank = -1, int step = -1);
 
 // The first step the events of a trace carry (a measured trace's first measured step).

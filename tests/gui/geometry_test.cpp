@@ -223,6 +223,30 @@ class GeometryTest : public QObject {
     QCOMPARE(build_timeline(trace, kEveryRank).rank, rank0);
   }
 
+  // A pipeline's trace seen whole: a lane per stage (its rank's compute),
+  // the stages in rank order; the same op id on two stages is two ops.
+  void a_pipeline_trace_shows_a_lane_per_stage() {
+    scenarios::LoadedScenario loaded = scenarios::with_mesh(scenarios::load_scenario("tiny-llama-4xcpu"), 0, 0, 0, 2);
+    loaded.written.mutable_training()->set_gradient_accumulation_steps(4);
+    loaded = scenarios::rebuild(std::move(loaded));
+    const traces::Trace trace = sim::simulate_in_child(planner::resolve_scenario(loaded), {}).trace;
+    QCOMPARE(trace.metadata().traced_ranks_size(), 2);
+    const Timeline every = build_timeline(trace, kEveryRank);
+    QCOMPARE(every.lanes.size(), size_t{2});
+    QCOMPARE(every.lanes[0].name, std::string("stage 0"));
+    QCOMPARE(every.lanes[1].name, std::string("stage 1"));
+    QVERIFY(every.lanes[0].rank < every.lanes[1].rank);
+    for (const TimelineLane& lane : every.lanes) {
+      const Timeline one = build_timeline(trace, lane.rank);
+      size_t compute = 0;
+      for (const TimelineLane& l : one.lanes) compute += l.stream == traces::COMPUTE ? l.bars.size() : 0;
+      QCOMPARE(lane.bars.size(), compute);  // every compute op of the stage, none merged with the other's
+      for (const TimelineBar& bar : lane.bars) QCOMPARE(trace.events(bar.event).rank(), lane.rank);
+    }
+    // The staircase: the last stage starts computing after the first.
+    QVERIFY(every.lanes[1].bars.front().start_ns > every.lanes[0].bars.front().start_ns);
+  }
+
   void sweep_series_and_oom_ranges() {
     QCOMPARE(sweep_gpu_counts().size(), size_t{12});
     QCOMPARE(sweep_gpu_counts().back(), 16384);

@@ -5,6 +5,7 @@
 // scenario, the goodput knobs, counts held to the cluster, a run cancelled.
 
 #include <QDoubleSpinBox>
+#include <QFile>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
@@ -157,6 +158,34 @@ class WhatIfSessionTest : public QObject {
     QVERIFY(!tab->jobs()->busy());
     QCOMPARE(tab->state_text(), QStringLiteral("cancelled"));
     QVERIFY(!figures->has_figures());
+  }
+
+  // A what-if the scenario refuses (pipeline stages): the error, and the tab
+  // neither planning nor cancellable.
+  void a_refused_what_if_says_why_and_stops() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("pp.textproto"));
+    QFile file(path);
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    file.write("model { catalog: \"llama3-8b\" }\n"
+               "cluster { gpu { preset: \"h100\" } gpus_per_node: 8 nodes: 1 }\n"
+               "training { mesh { pp: 2 } gradient_accumulation_steps: 4 activation_checkpointing: FULL }\n");
+    file.close();
+    MainWindow window;
+    window.show();
+    QVERIFY(window.explore()->open_scenario(path));
+    QTRY_VERIFY_WITH_TIMEOUT(window.explore()->resolved() != nullptr, 20000);
+    window.tabs()->setCurrentIndex(MainWindow::kWhatIf);
+    WhatIfTab* tab = window.whatif();
+    WhatIfSettings s = tab->settings();
+    s.slow_gpus = 1;
+    tab->set_settings(s);
+    tab->run();
+    QTRY_VERIFY_WITH_TIMEOUT(!tab->error_text().isEmpty(), 20000);
+    QVERIFY2(tab->error_text().contains(QStringLiteral("training.mesh.pp")), qPrintable(tab->error_text()));
+    QCOMPARE(tab->state_text(), QStringLiteral("not simulated: the error above"));
+    QVERIFY(!tab->findChild<QPushButton*>(QStringLiteral("cancel"))->isEnabled());
+    QVERIFY(!tab->figures_model()->has_figures());
   }
 };
 

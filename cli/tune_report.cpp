@@ -198,6 +198,7 @@ nlohmann::json candidate_to_json(const tune::Candidate& c) {
           {"ep", c.ep},
           {"pp", c.pp},
           {"schedule", c.pp > 1 ? nlohmann::json(scenarios::schedule_name(c.schedule)) : nlohmann::json(nullptr)},
+          {"virtual_stages", c.virtual_stages},
           {"shard_group", c.shard_group},
           {"micro_batch", c.micro_batch},
           {"grad_accum", c.grad_accum},

@@ -130,17 +130,25 @@ PipelineStages plan_pipeline_stages(const models::ModelSpec& model, int64_t stag
   const int64_t k = out.chunk_count();
   std::vector<int64_t> counts = layers_per_chunk;
   if (counts.empty()) {
-    if (blocks < k) {
+    // One or two chunks more than blocks: the head, then the embedding, take
+    // a chunk alone (Llama 3's 126 blocks in 16 x 8 chunks).
+    const bool head_alone = k > blocks && !items.last.empty();
+    const bool embedding_alone = k > blocks + (head_alone ? 1 : 0) && !items.first.empty();
+    const int64_t block_chunks = k - (head_alone ? 1 : 0) - (embedding_alone ? 1 : 0);
+    if (blocks < block_chunks) {
       throw FieldError("training.mesh.pp",
                        fmt::format("pp {} x virtual_stages {} is {} pipeline chunks, but {} has {} transformer "
-                                   "blocks: every chunk holds at least one; use fewer",
+                                   "blocks: every chunk holds at least one (the embedding and the head may hold one "
+                                   "alone); use fewer",
                                    stages, virtual_stages, k, model.name, blocks));
     }
     // The embedding's and the head's compute weigh on the chunks they join.
     std::vector<double> cost = items.cost;
-    cost.front() += items.first_cost;
-    cost.back() += items.last_cost;
-    counts = balanced_counts(cost, k);
+    if (!embedding_alone) cost.front() += items.first_cost;
+    if (!head_alone) cost.back() += items.last_cost;
+    counts = balanced_counts(cost, block_chunks);
+    if (embedding_alone) counts.insert(counts.begin(), 0);
+    if (head_alone) counts.push_back(0);
   } else if (std::accumulate(counts.begin(), counts.end(), int64_t{0}) != blocks) {
     throw FieldError("training.pipeline.layers_per_stage",
                      fmt::format("the stages hold {} blocks, but {} has {}: give a split that sums to {}",

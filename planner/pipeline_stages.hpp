@@ -7,7 +7,9 @@
 // ... (interleaved 1F1B's virtual stages). Without an explicit split the
 // chunks balance their compute: the cut that makes the costliest chunk
 // cheapest, each block's cost its forward and backward FLOPs per token (the
-// embedding's and the head's, vocabulary-wide, counted on their chunks).
+// embedding's and the head's, vocabulary-wide, counted on their chunks); one
+// or two chunks more than blocks give the head, then the embedding, a chunk
+// alone (Llama 3's split of 126 blocks in 128 chunks).
 
 #include <cstdint>
 #include <vector>

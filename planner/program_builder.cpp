@@ -825,6 +825,19 @@ std::vector<Program> build_stage_programs(const ResolvedScenario& resolved, cons
   return programs;
 }
 
+ScenarioPrograms build_scenario_programs(const ResolvedScenario& resolved) {
+  ScenarioPrograms out;
+  if (resolved.scenario().training().mesh().pp() > 1) {
+    out.programs = build_stage_programs(resolved, plan_pipeline(resolved));
+    return out;
+  }
+  const Plan plan = plan_scenario(resolved);
+  const ProgramInputs inputs = program_inputs(resolved, plan);
+  out.rank = representative_rank(inputs);
+  out.programs.push_back(build_program(inputs, out.rank));
+  return out;
+}
+
 int representative_rank(const ProgramInputs& inputs) {
   OptimizerContext context;
   context.model = inputs.model;

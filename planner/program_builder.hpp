@@ -46,6 +46,14 @@ Program build_program(const ProgramInputs& inputs, int rank = 0);
 // Every stage's Program (rank 0 of each), each over its stage's plan.
 std::vector<Program> build_stage_programs(const ResolvedScenario& resolved, const PipelinePlan& pipeline);
 
+// What a scenario runs, as simulate and tune build it: a pipeline's stage
+// Programs (each for its stage's rank 0), or the representative rank's.
+struct ScenarioPrograms {
+  std::vector<Program> programs;
+  int rank = 0;  // without stages: the representative rank
+};
+ScenarioPrograms build_scenario_programs(const ResolvedScenario& resolved);
+
 // The rank whose Program stands for the group: the most loaded owner under
 // an owner-based optimizer (Muon, Shampoo), whose step is the group's
 // critical path; rank 0 otherwise (every rank does the same work).

@@ -95,17 +95,10 @@ SimulationResult simulate(const planner::ResolvedScenario& resolved, const Simul
 
   // A pipeline runs one Program per stage, each on its stage's rank 0;
   // otherwise every rank runs the representative rank's.
-  std::vector<planner::Program> programs;
-  int rank = 0;
+  const planner::ScenarioPrograms built = planner::build_scenario_programs(resolved);
+  const std::vector<planner::Program>& programs = built.programs;
+  const int rank = built.rank;
   const int64_t stages = std::max(1, training.mesh().pp());
-  if (stages > 1) {
-    programs = planner::build_stage_programs(resolved, planner::plan_pipeline(resolved));
-  } else {
-    const planner::Plan plan = planner::plan_scenario(resolved);
-    const planner::ProgramInputs inputs = planner::program_inputs(resolved, plan);
-    rank = planner::representative_rank(inputs);
-    programs.push_back(planner::build_program(inputs, rank));
-  }
 
   ProgramRunOptions run_options;
   run_options.cluster = cluster_spec(scenario);

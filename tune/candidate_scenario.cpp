@@ -21,7 +21,10 @@ scenarios::LoadedScenario candidate_scenario(const scenarios::LoadedScenario& ba
   mesh->set_ep(static_cast<int32_t>(c.ep));
   mesh->set_pp(static_cast<int32_t>(c.pp));
   t->clear_pipeline();
-  if (c.pp > 1) t->mutable_pipeline()->set_schedule(c.schedule);
+  if (c.pp > 1) {
+    t->mutable_pipeline()->set_schedule(c.schedule);
+    if (c.virtual_stages > 1) t->mutable_pipeline()->set_virtual_stages(static_cast<int32_t>(c.virtual_stages));
+  }
   t->set_shard_group_size(static_cast<int32_t>(c.shard_group));
   t->clear_replicate_group_size();  // the rest of the GPUs
   t->set_micro_batch_size(static_cast<int32_t>(c.micro_batch));
@@ -42,7 +45,10 @@ std::string mesh_text(const Candidate& c) {
        {std::pair{"tp", c.tp}, std::pair{"cp", c.cp}, std::pair{"ep", c.ep}, std::pair{"pp", c.pp}}) {
     if (size > 1) text += fmt::format("{}{} {}", text.empty() ? "" : " x ", name, size);
   }
-  if (c.pp > 1) text += fmt::format(" ({})", scenarios::schedule_name(c.schedule));
+  if (c.pp > 1) {
+    text += fmt::format(" ({}{})", scenarios::schedule_name(c.schedule),
+                        c.virtual_stages > 1 ? fmt::format(", {} chunks per stage", c.virtual_stages) : "");
+  }
   return text;
 }
 

@@ -33,16 +33,9 @@ void add_simulation(Evaluation& e, const sim::SimulationSummary& simulated) {
 // The planner's figures of a resolved scenario (outcome left to the verdict):
 // a pipeline's are its most loaded stage's.
 Evaluation floors(const planner::ResolvedScenario& resolved) {
-  std::vector<planner::Program> programs;
-  int rank = 0;
-  if (resolved.scenario().training().mesh().pp() > 1) {
-    programs = planner::build_stage_programs(resolved, planner::plan_pipeline(resolved));
-  } else {
-    const planner::Plan plan = planner::plan_scenario(resolved);
-    const planner::ProgramInputs inputs = planner::program_inputs(resolved, plan);
-    rank = planner::representative_rank(inputs);
-    programs.push_back(planner::build_program(inputs, rank));
-  }
+  const planner::ScenarioPrograms built = planner::build_scenario_programs(resolved);
+  const std::vector<planner::Program>& programs = built.programs;
+  const int rank = built.rank;
   Evaluation e;
   e.capacity_bytes = scenarios::allocator_capacity_bytes(resolved.scenario());
   for (const planner::Program& program : programs) {

@@ -166,18 +166,30 @@ struct MeshShape {
   }
 };
 
+// A schedule and its model chunks per stage.
+struct StageSchedule {
+  scenarios::PipelineSchedule schedule = scenarios::PIPELINE_SCHEDULE_UNSPECIFIED;
+  int64_t virtual_stages = 1;
+};
+
 // The schedules of a pipeline of `pp` stages over `accumulation`
 // micro-batches and `blocks` blocks: none for fewer micro-batches than
 // stages (a stage would idle most of the step); interleaved 1F1B where the
-// micro-batches come in rounds of pp and every chunk keeps a block.
-std::vector<scenarios::PipelineSchedule> schedules_for(int64_t pp, int64_t accumulation, int64_t blocks,
-                                                       const Constraints& c) {
-  if (pp == 1) return {scenarios::PIPELINE_SCHEDULE_UNSPECIFIED};
+// micro-batches come in rounds of pp, over 2 chunks per stage and over the
+// most the blocks allow (a block per chunk, the embedding and the head
+// alone: the bubble shrinks with the chunks, the sends grow).
+std::vector<StageSchedule> schedules_for(int64_t pp, int64_t accumulation, int64_t blocks, const Constraints& c) {
+  if (pp == 1) return {{}};
   if (accumulation < pp) return {};
-  std::vector<scenarios::PipelineSchedule> out;
+  std::vector<StageSchedule> out;
+  const int64_t most_chunks = (blocks + 2) / pp;
   for (scenarios::PipelineSchedule s : or_default(c.schedules, kPipelineSchedules)) {
-    if (s == scenarios::INTERLEAVED_1F1B && (accumulation % pp != 0 || blocks < 2 * pp)) continue;
-    out.push_back(s);
+    if (s != scenarios::INTERLEAVED_1F1B) {
+      out.push_back({s, 1});
+    } else if (accumulation % pp == 0 && most_chunks >= 2) {
+      out.push_back({s, 2});
+      if (most_chunks > 2) out.push_back({s, most_chunks});
+    }
   }
   return out;
 }
@@ -236,13 +248,13 @@ void add_mesh_candidates(const MeshShape& m, const std::vector<int64_t>& eps, co
       for (int64_t group : groups) {
         if (group % ep != 0) continue;
         for (int64_t mb : micro) {
-          for (scenarios::PipelineSchedule schedule : schedules_for(m.pp, per_rank / mb, blocks, c)) {
+          for (const StageSchedule& schedule : schedules_for(m.pp, per_rank / mb, blocks, c)) {
             for (scenarios::Checkpointing mode : modes) {
               for (int prefetch : prefetches) {
                 for (bool reshard : stage_reshards) {
                   for (const std::string& granularity : granularities) {
                     out.push_back({strategy, group, mb, per_rank / mb, mode, prefetch, reshard, granularity, m.tp, m.cp,
-                                   ep, m.pp, schedule});
+                                   ep, m.pp, schedule.schedule, schedule.virtual_stages});
                   }
                 }
               }

@@ -61,6 +61,7 @@ struct Candidate {
   int64_t ep = 1;
   int64_t pp = 1;
   scenarios::PipelineSchedule schedule = scenarios::PIPELINE_SCHEDULE_UNSPECIFIED;  // with pp > 1
+  int64_t virtual_stages = 1;  // model chunks per stage (interleaved 1F1B)
 
   bool operator==(const Candidate&) const = default;
 };

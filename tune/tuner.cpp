@@ -23,6 +23,7 @@ nlohmann::json candidate_json(const Candidate& c) {
           {"ep", c.ep},
           {"pp", c.pp},
           {"schedule", static_cast<int>(c.schedule)},
+          {"virtual_stages", c.virtual_stages},
           {"shard_group", c.shard_group},
           {"micro_batch", c.micro_batch},
           {"grad_accum", c.grad_accum},
@@ -46,6 +47,7 @@ Candidate candidate_from_json(const nlohmann::json& j) {
   const int schedule = j.at("schedule");
   RAGGED_ASSERT(scenarios::PipelineSchedule_IsValid(schedule), "a task names a known schedule");
   c.schedule = static_cast<scenarios::PipelineSchedule>(schedule);
+  c.virtual_stages = j.at("virtual_stages");
   c.shard_group = j.at("shard_group");
   c.micro_batch = j.at("micro_batch");
   c.grad_accum = j.at("grad_accum");

@@ -3,6 +3,7 @@
 // with it, the balanced cut's costliest chunk no costlier than any other cut
 // of the same blocks into the same number of chunks tried here.
 
+#include <algorithm>
 #include <cstdio>
 #include <numeric>
 
@@ -73,6 +74,27 @@ TEST(PipelineStages, ExplicitSplitAndItsErrors) {
     EXPECT_NE(std::string(e.what()).find("sums to 32"), std::string::npos) << e.what();
   }
   EXPECT_THROW(plan_pipeline_stages(model, 16, 4, {}, 8192), FieldError);  // 64 chunks for 32 blocks
+}
+
+// Llama 3's 405B split, balanced: 126 blocks in 16 x 8 chunks leave the
+// embedding and the head a chunk each; one chunk more than blocks, the head.
+TEST(PipelineStages, ChunksBeyondTheBlocksHoldTheHeadThenTheEmbeddingAlone) {
+  const models::ModelSpec model = models::catalog_model("llama3.1-405b");
+  const PipelineStages stages = plan_pipeline_stages(model, 16, 8, {}, 8192);
+  std::vector<int64_t> expected(128, 1);
+  expected.front() = expected.back() = 0;
+  EXPECT_EQ(stages.blocks_per_chunk(model), expected);
+  ASSERT_EQ(stages.chunks.front().size(), 1u);
+  EXPECT_EQ(model.units[static_cast<size_t>(stages.chunks.front()[0])].kind, models::UnitKind::kEmbedding);
+  ASSERT_EQ(stages.chunks.back().size(), 1u);
+  EXPECT_EQ(model.units[static_cast<size_t>(stages.chunks.back()[0])].kind, models::UnitKind::kHead);
+
+  const models::ModelSpec small = models::catalog_model("llama3-8b");  // 32 blocks
+  const std::vector<int64_t> head_alone = plan_pipeline_stages(small, 11, 3, {}, 8192).blocks_per_chunk(small);
+  EXPECT_EQ(head_alone.back(), 0);
+  EXPECT_EQ(head_alone.front(), 1);
+  EXPECT_EQ(std::count(head_alone.begin(), head_alone.end(), 1), 32);
+  EXPECT_THROW(plan_pipeline_stages(small, 5, 7, {}, 8192), FieldError);  // 35 chunks: 32 blocks, the embedding and the head make 34
 }
 
 TEST(PipelineStages, RoutedExpertsStayWithTheirBlock) {

@@ -194,13 +194,16 @@ TEST(SearchSpace, PipelineStagesTrainWhatDataParallelismCannot) {
   c.global_batch_tokens = 4 * 1024;
   c.tps = {4};
   c.pps = {2};
-  std::set<scenarios::PipelineSchedule> schedules;
+  // Interleaved over 2 chunks a stage and over the most the 4 blocks, the
+  // embedding and the head make: 3 (the embedding and the head alone).
+  std::set<std::pair<scenarios::PipelineSchedule, int64_t>> schedules;
   for (const Candidate& candidate : enumerate_candidates(small_scenario(), c)) {
-    schedules.insert(candidate.schedule);
+    schedules.insert({candidate.schedule, candidate.virtual_stages});
     EXPECT_GE(candidate.grad_accum, 2) << "a micro-batch per stage at least";
   }
-  EXPECT_EQ(schedules, (std::set<scenarios::PipelineSchedule>{scenarios::ONE_F_ONE_B, scenarios::INTERLEAVED_1F1B}));
-  // Four stages cannot each hold two chunks of the 4 blocks.
+  EXPECT_EQ(schedules, (std::set<std::pair<scenarios::PipelineSchedule, int64_t>>{
+                           {scenarios::ONE_F_ONE_B, 1}, {scenarios::INTERLEAVED_1F1B, 2}, {scenarios::INTERLEAVED_1F1B, 3}}));
+  // Four stages cannot each hold two chunks of the 4 blocks, the embedding and the head.
   c.tps = {2};
   c.pps = {4};
   c.global_batch_tokens = 8 * 1024;
@@ -223,6 +226,9 @@ TEST(CandidateScenario, APipelineCandidateWritesItsStagesAndSchedule) {
   EXPECT_EQ(t.pipeline().virtual_stages(), 2);
   EXPECT_EQ(t.pipeline().micro_batches(), 4);
   EXPECT_EQ(mesh_text(c), "tp 2 x pp 2 (interleaved)");
+  c.virtual_stages = 3;
+  EXPECT_EQ(candidate_scenario(small_scenario(), c, 1024).scenario.training().pipeline().virtual_stages(), 3);
+  EXPECT_EQ(mesh_text(c), "tp 2 x pp 2 (interleaved, 3 chunks per stage)");
 }
 
 // A candidate's settings land in the scenario's training fields.

@@ -177,7 +177,8 @@ TEST(SearchSpace, BadConstraintsAreOneClearError) {
 // 3 sequences on 8 GPUs: no data-parallel split of them, but one copy of
 // the model as 2 stages of tp 4 runs them as 3 micro-batches (1F1B: 3 is
 // not a whole number of rounds of 2 for interleaved 1F1B); the stages keep
-// their parameters gathered (no reshard).
+// their parameters gathered (no reshard) and gather once a step (one
+// prefetch depth unless --prefetch lists more).
 TEST(SearchSpace, PipelineStagesTrainWhatDataParallelismCannot) {
   Constraints c;
   c.global_batch_tokens = 3 * 1024;
@@ -189,7 +190,13 @@ TEST(SearchSpace, PipelineStagesTrainWhatDataParallelismCannot) {
     EXPECT_EQ(candidate.micro_batch * candidate.grad_accum, 3);
     EXPECT_EQ(candidate.schedule, scenarios::ONE_F_ONE_B);
     EXPECT_FALSE(candidate.reshard);
+    EXPECT_EQ(candidate.prefetch, 1) << "the stage gathers once a step: one prefetch depth unless asked";
   }
+  c.prefetch_depths = {1, 2};
+  std::set<int> prefetches;
+  for (const Candidate& candidate : enumerate_candidates(small_scenario(), c)) prefetches.insert(candidate.prefetch);
+  EXPECT_EQ(prefetches, (std::set<int>{1, 2}));
+  c.prefetch_depths.clear();
   // 2 sequences per copy: 2 rounds of 2 stages, interleaved too.
   c.global_batch_tokens = 4 * 1024;
   c.tps = {4};

@@ -61,17 +61,21 @@ CollectiveEngine::CollectiveEngine(const ClusterSpec& cluster, SimulationMode mo
       mode_(mode),
       mesh_(mesh),
       participants_(std::move(participants)),
-      nvlink_nodes_(mode == SimulationMode::kSymmetric ? NodeList(std::vector<int64_t>{0})
+      nvlink_nodes_(mode == SimulationMode::kSymmetric ? NodeList(nodes_of(participants_.gpus, cluster.gpus_per_node))
                     : mode == SimulationMode::kFull
                         ? NodeList(nvlink_representatives(ring_sets(), cluster,
                                                           nodes_of(participants_.gpus, cluster.gpus_per_node)))
                         : std::nullopt),
-      platform_(cluster, ::ragged::sim::simulated_nodes(cluster, flow_mode(mode)), nvlink_nodes_),
+      // Symmetric stages: each stage's first nodes, the platform up to the last stage's.
+      platform_(cluster,
+                mode == SimulationMode::kSymmetric ? symmetric_platform_nodes()
+                                                   : ::ragged::sim::simulated_nodes(cluster, flow_mode(mode)),
+                nvlink_nodes_),
       link_scale_(participants_.gpus.size(), 1.0) {
   RAGGED_ASSERT(!participants_.gpus.empty(), "at least one simulated rank");
-  RAGGED_ASSERT(mode != SimulationMode::kSymmetric || (participants_.gpus == std::vector<int64_t>{0} &&
-                                                       !participants_.health.breaks_symmetry()),
-                "the symmetric mode simulates a uniform cluster from rank 0");
+  RAGGED_ASSERT(mode != SimulationMode::kSymmetric ||
+                    (participants_.gpus == symmetric_ranks() && !participants_.health.breaks_symmetry()),
+                "the symmetric mode simulates a uniform cluster from rank 0 (a pipeline: from each stage's first)");
   for (int64_t node : participants_.health.slow_nodes()) {
     platform_.port_link(node)->set_bandwidth(cluster_.node_network_bytes_per_s() * participants_.health.nic_rate(node));
   }
@@ -79,6 +83,26 @@ CollectiveEngine::CollectiveEngine(const ClusterSpec& cluster, SimulationMode mo
     mutex_ = sg4::Mutex::create();
     changed_ = sg4::ConditionVariable::create();
   }
+}
+
+std::vector<int64_t> CollectiveEngine::symmetric_ranks() const {
+  std::vector<int64_t> ranks;
+  const int64_t stages = std::max<int64_t>(1, mesh_.pp);
+  for (int64_t s = 0; s < stages; ++s) ranks.push_back(s * (cluster_.gpus() / stages));
+  return ranks;
+}
+
+// A stage's reduced cluster: its first nodes, at most two leaves (collective_flows.cpp).
+int64_t CollectiveEngine::symmetric_platform_nodes() const {
+  const int64_t stages = std::max<int64_t>(1, mesh_.pp);
+  const int64_t stage_nodes = std::max<int64_t>(1, cluster_.nodes / stages);
+  return std::min(cluster_.nodes, (stages - 1) * stage_nodes + std::min(stage_nodes, 2 * cluster_.nodes_per_leaf));
+}
+
+int64_t CollectiveEngine::simulated_nodes() const {
+  if (mode_ != SimulationMode::kSymmetric || mesh_.pp <= 1) return platform_.nodes();
+  const int64_t stage_nodes = std::max<int64_t>(1, cluster_.nodes / mesh_.pp);
+  return mesh_.pp * std::min(stage_nodes, 2 * cluster_.nodes_per_leaf);
 }
 
 sg4::Host* CollectiveEngine::platform_host(int rank) const {

@@ -72,7 +72,8 @@ class CollectiveEngine {
   void scale_rank_links(int rank, double factor);
 
   int64_t flows_started() const { return flows_started_; }
-  int64_t simulated_nodes() const { return platform_.nodes(); }
+  // Nodes whose network flows run (symmetric stages: each stage's reduced cluster).
+  int64_t simulated_nodes() const;
   // The host simulated rank `rank`'s stream actors run on.
   simgrid::s4u::Host* platform_host(int rank = 0) const;
   const std::vector<CollectiveRecord>& records() const { return records_; }
@@ -103,6 +104,10 @@ class CollectiveEngine {
   // pipeline stage (`stage` >= 0): a stage's collectives load its nodes alone.
   RingSet ring_set(planner::Group group, int64_t stage = -1) const;
   int64_t stage_of(int rank) const;
+  // The symmetric mode's ranks: rank 0, or each pipeline stage's first rank;
+  // and the nodes its platform holds (up to the last stage's reduced cluster).
+  std::vector<int64_t> symmetric_ranks() const;
+  int64_t symmetric_platform_nodes() const;
   // The flow of a transfer between two simulated ranks, and its seconds.
   double run_transfer(const planner::Op& op, int sender, int receiver);
   // The simulated ranks in simulated rank `rank`'s group of `group`, itself

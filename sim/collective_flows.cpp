@@ -55,22 +55,42 @@ std::vector<NodeRun> node_runs(const RingSet& r, int64_t group, int64_t gpn) {
   return runs;
 }
 
-// Where a network hop from `from` to `to` lands in the reduced cluster of
-// `sim_nodes` nodes: unchanged inside it, else the same offset in the other
-// simulated leaf (or the same leaf when only one is simulated).
-int64_t fold(int64_t from, int64_t to, int64_t sim_nodes, int64_t per_leaf) {
-  if (to < sim_nodes) return to;
+// The nodes whose network flows are simulated: `nodes` from `base` (the
+// cluster in full mode; in symmetric mode the first nodes, at most two
+// leaves, of the ring set's tile: the cluster, or a pipeline stage).
+struct Reduced {
+  int64_t base = 0;
+  int64_t nodes = 0;
+  bool holds(int64_t node) const { return node >= base && node < base + nodes; }
+};
+
+Reduced reduced_of(const RingSet& r, const ClusterSpec& c, FlowMode mode) {
+  if (mode == FlowMode::kFull) return {0, c.nodes};
+  const int64_t gpn = c.gpus_per_node;
+  const int64_t base = r.first / gpn;
+  const int64_t end = (r.first + r.members * r.groups + gpn - 1) / gpn;
+  return {base, std::min(end - base, 2 * c.nodes_per_leaf)};
+}
+
+// Where a network hop from `from` to `to` lands in the reduced cluster:
+// unchanged inside it, else the same offset in the other simulated leaf (or
+// the same leaf when only one is simulated), leaves counted from its base.
+int64_t fold(int64_t from, int64_t to, const Reduced& reduced, int64_t per_leaf) {
+  if (reduced.holds(to)) return to;
+  const int64_t sim_nodes = reduced.nodes;
+  from -= reduced.base;
+  to -= reduced.base;
   const int64_t leaves = std::max<int64_t>(1, sim_nodes / per_leaf);
   const int64_t from_leaf = from / per_leaf;
   const bool same_leaf = to / per_leaf == from_leaf;
   const int64_t leaf = same_leaf || leaves == 1 ? from_leaf : (from_leaf + 1) % leaves;
-  return std::min(sim_nodes - 1, leaf * per_leaf + to % per_leaf);
+  return reduced.base + std::min(sim_nodes - 1, leaf * per_leaf + to % per_leaf);
 }
 
 // Adds one group's flows. `keep` decides which source nodes are simulated.
 template <class KeepNvlink, class KeepNetwork>
-void add_group(const RingSet& r, int64_t group, double bytes, const ClusterSpec& c, int64_t sim_nodes, FlowSet& flows,
-               KeepNvlink keep_nvlink, KeepNetwork keep_network) {
+void add_group(const RingSet& r, int64_t group, double bytes, const ClusterSpec& c, const Reduced& reduced,
+               FlowSet& flows, KeepNvlink keep_nvlink, KeepNetwork keep_network) {
   std::vector<NodeRun> runs = node_runs(r, group, c.gpus_per_node);
   const bool one_node = runs.size() == 1;
   for (size_t t = 0; t < runs.size(); ++t) {
@@ -86,7 +106,7 @@ void add_group(const RingSet& r, int64_t group, double bytes, const ClusterSpec&
     }
     if (!one_node && keep_network(run.node)) {
       const int64_t next = runs[(t + 1) % runs.size()].node;
-      flows.add({run.node, -1}, {fold(run.node, next, sim_nodes, c.nodes_per_leaf), -1}, bytes);
+      flows.add({run.node, -1}, {fold(run.node, next, reduced, c.nodes_per_leaf), -1}, bytes);
     }
   }
 }
@@ -127,19 +147,19 @@ std::vector<Flow> ring_flows(const RingSet& r, double bytes, const ClusterSpec& 
   RAGGED_ASSERT(r.first + r.members * r.groups <= c.gpus(), "a ring set tiles ranks of the cluster");
   FlowSet flows;
   if (r.members <= 1) return {};
-  const int64_t sim = simulated_nodes(c, mode);
+  const Reduced reduced = reduced_of(r, c, mode);
   if (mode == FlowMode::kFull) {
     const NvlinkFilter keep_nvlink(nvlink_nodes);
     for (int64_t g = 0; g < r.groups; ++g) {
-      add_group(r, g, bytes, c, sim, flows, keep_nvlink, [](int64_t) { return true; });
+      add_group(r, g, bytes, c, reduced, flows, keep_nvlink, [](int64_t) { return true; });
     }
     return flows.take();
   }
   // Groups whose first member lies in the simulated nodes cover them: the
-  // groups tile the ranks, so every rank below sim * gpn belongs to one.
-  for (int64_t g : groups_touching(r, sim * c.gpus_per_node)) {
-    add_group(r, g, bytes, c, sim, flows, [](int64_t node) { return node == 0; },
-              [sim](int64_t node) { return node < sim; });
+  // groups tile the ranks, so every rank of those nodes belongs to one.
+  for (int64_t g : groups_touching(r, (reduced.base + reduced.nodes) * c.gpus_per_node)) {
+    add_group(r, g, bytes, c, reduced, flows, [&](int64_t node) { return node == reduced.base; },
+              [&](int64_t node) { return reduced.holds(node); });
   }
   return flows.take();
 }
@@ -148,7 +168,7 @@ std::vector<Flow> all_to_all_flows(const RingSet& r, double bytes_per_group, con
                                    const NodeList& nvlink_nodes, bool network) {
   FlowSet flows;
   if (r.members <= 1) return {};
-  const int64_t sim = simulated_nodes(c, mode);
+  const Reduced reduced = reduced_of(r, c, mode);
   const double per_member = bytes_per_group / static_cast<double>(r.members);
   const double m = static_cast<double>(r.members);
   const NvlinkFilter keep_nvlink(nvlink_nodes);
@@ -157,18 +177,19 @@ std::vector<Flow> all_to_all_flows(const RingSet& r, double bytes_per_group, con
     for (size_t t = 0; t < runs.size(); ++t) {
       const NodeRun& run = runs[t];
       const double k = static_cast<double>(run.locals.size());
-      if (symmetric ? run.node == 0 : keep_nvlink(run.node)) {
+      if (symmetric ? run.node == reduced.base : keep_nvlink(run.node)) {
         for (size_t i = 0; i < run.locals.size() && run.locals.size() > 1; ++i) {
           flows.add({run.node, run.locals[i]}, {run.node, run.locals[(i + 1) % run.locals.size()]}, per_member * (k - 1) / m);
         }
       }
-      if (network && runs.size() > 1 && (!symmetric || run.node < sim)) {
+      if (network && runs.size() > 1 && (!symmetric || reduced.holds(run.node))) {
         // NCCL's all-to-all is a send and a receive per peer: the node's
         // members send each other node's members their share.
         for (size_t o = 0; o < runs.size(); ++o) {
           if (o == t) continue;
           const double peers = static_cast<double>(runs[o].locals.size());
-          flows.add({run.node, -1}, {fold(run.node, runs[o].node, sim, c.nodes_per_leaf), -1}, k * per_member * peers / m);
+          flows.add({run.node, -1}, {fold(run.node, runs[o].node, reduced, c.nodes_per_leaf), -1},
+                    k * per_member * peers / m);
         }
       }
     }
@@ -176,7 +197,7 @@ std::vector<Flow> all_to_all_flows(const RingSet& r, double bytes_per_group, con
   if (mode == FlowMode::kFull) {
     for (int64_t g = 0; g < r.groups; ++g) emit(g, false);
   } else {
-    for (int64_t g : groups_touching(r, sim * c.gpus_per_node)) emit(g, true);
+    for (int64_t g : groups_touching(r, (reduced.base + reduced.nodes) * c.gpus_per_node)) emit(g, true);
   }
   return flows.take();
 }

@@ -21,7 +21,11 @@
 //  - symmetric: all nodes behave alike, so only node 0's NVLink flows and the
 //    network flows of a reduced cluster of at most two leaves are simulated,
 //    hops leaving the reduced cluster folded back onto the same leaf offsets,
-//    which keeps every simulated link's load equal to the full cluster's.
+//    which keeps every simulated link's load equal to the full cluster's. A
+//    ring set that tiles a pipeline stage's ranks (RingSet::first) has its
+//    own reduced cluster: the first nodes of the stage, its first node's
+//    NVLink; the stage's nodes must start on a leaf boundary when it spans
+//    more than two leaves (sim/simulation.cpp falls back to full mode).
 
 #include <cstdint>
 #include <optional>

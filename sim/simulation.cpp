@@ -108,10 +108,17 @@ SimulationResult simulate(const planner::ResolvedScenario& resolved, const Simul
   run_options.mode = resolve_mode(options.mode, run_options.cluster, run_options.health);
   run_options.ranks = simulated_ranks(run_options.health, scenarios::total_gpus(scenario));
   if (stages > 1) {
-    // The stages meet at every send: every stage's node runs (full mode).
-    if (run_options.mode == SimulationMode::kSymmetric) run_options.mode = SimulationMode::kFull;
-    run_options.ranks.clear();
+    // Each stage's first rank runs its Program. Symmetric mode folds each
+    // stage's collectives into the stage's first nodes; that needs whole
+    // nodes per stage, and stages starting on a leaf boundary when they span
+    // more than two leaves (else full mode).
     const int64_t stage_ranks = scenarios::total_gpus(scenario) / stages;
+    const ClusterSpec& c = run_options.cluster;
+    const int64_t stage_nodes = stage_ranks / c.gpus_per_node;
+    const bool foldable = stage_ranks % c.gpus_per_node == 0 &&
+                          (stage_nodes <= 2 * c.nodes_per_leaf || stage_nodes % c.nodes_per_leaf == 0);
+    if (run_options.mode == SimulationMode::kSymmetric && !foldable) run_options.mode = SimulationMode::kFull;
+    run_options.ranks.clear();
     for (int64_t s = 0; s < stages; ++s) run_options.ranks.push_back({s * stage_ranks, 1.0});
   }
   run_options.free_policy.defer_gathered_frees =

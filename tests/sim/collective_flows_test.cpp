@@ -81,6 +81,30 @@ TEST(CollectiveFlows, SymmetricModeKeepsEveryLinkLoad) {
   }
 }
 
+// A pipeline stage's ring set (the second half of 32 nodes in leaves of 4):
+// its symmetric flows start at the stage's first node, and every link they
+// load carries what the full simulation puts on it.
+TEST(CollectiveFlows, SymmetricModeFoldsAStageIntoItsFirstNodes) {
+  ClusterSpec c = cluster(32);
+  const RingSet stage{128, 1, 1, 128};  // ranks 128-255: nodes 16-31
+  Loads full = loads(ring_flows(stage, 1.0, c, FlowMode::kFull));
+  const std::vector<Flow> flows = ring_flows(stage, 1.0, c, FlowMode::kSymmetric);
+  Loads sym = loads(flows);
+  for (const Flow& f : flows) {
+    EXPECT_GE(f.src.node, 16);
+    EXPECT_LT(f.src.node, 24);  // two leaves of the stage
+    EXPECT_GE(f.dst.node, 16);
+    EXPECT_LT(f.dst.node, 24);
+  }
+  for (const auto& [endpoint, bytes] : sym.out) {
+    EXPECT_DOUBLE_EQ(bytes, full.out[endpoint]) << "out " << endpoint.first << "/" << endpoint.second;
+  }
+  for (const auto& [endpoint, bytes] : sym.in) {
+    EXPECT_DOUBLE_EQ(bytes, full.in[endpoint]) << "in " << endpoint.first << "/" << endpoint.second;
+  }
+  for (int g = 0; g < 8; ++g) EXPECT_DOUBLE_EQ((sym.out[{16, g}]), (full.out[{16, g}]));  // the stage's first node's NVLink
+}
+
 TEST(CollectiveFlows, SymmetricModeIsMuchSmaller) {
   ClusterSpec c = cluster(1280, 32);
   auto full = ring_flows({10240, 1, 1}, 1.0, c, FlowMode::kFull);

@@ -79,6 +79,26 @@ TEST(Simulation, HsdpAgreesAcrossModes) {
                      simulate_summary("deepseek-v3-2048xh800", 1024, ModeChoice::kSymmetric));
 }
 
+// Pipeline stages in symmetric mode: each stage's collectives fold into the
+// stage's first two leaves. Llama-3.1-405B at TP 8 x PP 4 on 4,096 H100s
+// (stages of 128 nodes, 4 leaves of 32): 256 of 512 nodes simulated.
+TEST(Simulation, PipelineStagesAgreeAcrossModes) {
+  auto loaded = scenarios::with_mesh(scenarios::with_total_gpus(scenarios::load_scenario("llama3-405b-16384xh100"), 4096),
+                                     0, 0, 0, 4);
+  loaded.written.mutable_training()->set_gradient_accumulation_steps(4);
+  loaded = scenarios::rebuild(std::move(loaded));
+  const auto resolved = planner::resolve_scenario(loaded);
+  auto run = [&](ModeChoice mode) {
+    SimulationOptions options;
+    options.mode = mode;
+    const SimulationSummary simulated = simulate_summary_in_child(resolved, options);
+    return Simulated{simulated.summary, simulated.stats.simulated_nodes};
+  };
+  const Simulated full = run(ModeChoice::kFull), symmetric = run(ModeChoice::kSymmetric);
+  EXPECT_EQ(symmetric.simulated_nodes, 4 * 64);
+  expect_modes_agree("llama3.1-405b, TP 8 x PP 4 on 4,096 H100", full, symmetric);
+}
+
 TEST(Simulation, SummaryIsConsistent) {
   traces::Summary s = simulate_summary("llama3-8b-8xh100", 0, ModeChoice::kAuto).summary;
   const double tokens_per_s = static_cast<double>(s.tokens_per_step()) / s.step_time_s();

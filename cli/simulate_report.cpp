@@ -33,6 +33,19 @@ std::string memory_verdict_detail(const traces::Summary& s) {
                      format_seconds(s.alloc_retry_s()));
 }
 
+// A pipeline's stages: each one's compute, its wait for the others (its
+// share of the bubble), when it ends (the last sets the step) and its peak.
+void print_stages(const traces::Summary& s, std::ostream& out) {
+  if (s.stages_size() < 2) return;
+  out << "  per stage          stage   rank   compute    pipeline wait      ends   peak GiB\n";
+  for (const traces::StageFigures& stage : s.stages()) {
+    const double share = s.step_time_s() > 0 ? 100 * stage.pipeline_wait_s() / s.step_time_s() : 0.0;
+    out << fmt::format("                     {:>5} {:>6} {:>9} {:>9} ({:>4.1f}%) {:>9} {:>10}\n", stage.stage(), stage.rank(),
+                       format_seconds(stage.compute_s()), format_seconds(stage.pipeline_wait_s()), share,
+                       format_seconds(stage.end_s()), gib(stage.peak_reserved_bytes()));
+  }
+}
+
 }  // namespace
 
 void print_simulation(const SimulationReport& r, std::ostream& out) {
@@ -51,6 +64,7 @@ void print_simulation(const SimulationReport& r, std::ostream& out) {
   }
   out << fmt::format("  busy               compute {}, communication {}\n", format_seconds(s.compute_s()),
                      format_seconds(s.comm_s()));
+  print_stages(s, out);
   const int64_t allocator_capacity = traces::allocator_capacity_of(s);
   out << fmt::format(
       "  peak memory        {} GiB reserved, {} GiB allocated, of {} GiB ({} less {} for the CUDA context and "
@@ -76,7 +90,8 @@ void print_simulation(const SimulationReport& r, std::ostream& out) {
                      format_bytes(static_cast<double>(r.sim_memory_bytes)));
   if (stats.forced_full) {
     out << fmt::format("  note               {}: full mode instead of the symmetric mode asked for\n",
-                       stages > 1 ? "the pipeline's stages meet at every send" : "the what-if makes nodes differ");
+                       stages > 1 ? "the pipeline's stages span more than two leaves and do not start on a leaf"
+                                  : "the what-if makes nodes differ");
   }
   if (sim::has_whatif(r.scenario)) print_whatif(r.scenario, r.result, out);
 
@@ -132,6 +147,23 @@ void print_sweep(const std::vector<SimulationReport>& reports, std::ostream& out
   table.print(out, "  ");
 }
 
+namespace {
+
+nlohmann::json stages_json(const traces::Summary& s) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const traces::StageFigures& stage : s.stages()) {
+    out.push_back({{"stage", stage.stage()},
+                   {"rank", stage.rank()},
+                   {"compute_s", stage.compute_s()},
+                   {"pipeline_wait_s", stage.pipeline_wait_s()},
+                   {"end_s", stage.end_s()},
+                   {"peak_memory_bytes", stage.peak_reserved_bytes()}});
+  }
+  return out;
+}
+
+}  // namespace
+
 nlohmann::json simulation_to_json(const SimulationReport& r) {
   const traces::Summary& s = summary(r);
   const auto& meta = r.result.trace.metadata();
@@ -153,6 +185,8 @@ nlohmann::json simulation_to_json(const SimulationReport& r) {
       {"exposed_comm_s", s.exposed_comm_s()},
       {"compute_s", s.compute_s()},
       {"comm_s", s.comm_s()},
+      {"pipeline_wait_s", s.pipeline_wait_s()},
+      {"stages", stages_json(s)},
       {"peak_memory_bytes", s.peak_reserved_bytes()},
       {"peak_allocated_bytes", s.peak_allocated_bytes()},
       {"hbm_capacity_bytes", s.hbm_capacity_bytes()},

@@ -32,6 +32,8 @@ struct RankRun {
   SimulatedRank rank;
   double step_seconds = 0;     // when its last op ended
   double exposed_seconds = 0;  // its compute stream waiting on other streams
+  double pipeline_wait_seconds = 0;  // of which waiting for a receive from another stage
+  int64_t peak_reserved = 0;
 };
 
 // Waits are wall time: the union of the intervals (collectives on different

@@ -102,6 +102,16 @@ traces::Trace build_trace(const TraceInputs& in) {
   summary.alloc_retries = in.run->allocator_flushes;
   summary.alloc_retry_s = in.run->allocator_flush_seconds;
   *trace.mutable_summary() = traces::make_summary(summary);
+  for (size_t s = 0; s < in.stage_programs.size(); ++s) {
+    const RankRun& run = in.run->ranks[s];
+    traces::StageFigures* stage = trace.mutable_summary()->add_stages();
+    stage->set_stage(static_cast<int32_t>(s));
+    stage->set_rank(static_cast<int32_t>(in.stage_ranks[s]));
+    stage->set_compute_s(traces::step_figures(trace, stage->rank(), 0, run.step_seconds).compute_s());
+    stage->set_pipeline_wait_s(run.pipeline_wait_seconds);
+    stage->set_end_s(run.step_seconds);
+    stage->set_peak_reserved_bytes(run.peak_reserved);
+  }
   return trace;
 }
 

@@ -97,6 +97,25 @@ TEST(Simulation, PipelineStagesAgreeAcrossModes) {
   const Simulated full = run(ModeChoice::kFull), symmetric = run(ModeChoice::kSymmetric);
   EXPECT_EQ(symmetric.simulated_nodes, 4 * 64);
   expect_modes_agree("llama3.1-405b, TP 8 x PP 4 on 4,096 H100", full, symmetric);
+  // Every stage's figures: the last to end sets the step, the reported
+  // stage's are the summary's, each stage waits for the others.
+  const traces::Summary& f = full.summary;
+  ASSERT_EQ(f.stages_size(), 4);
+  double last = 0;
+  bool reported = false;
+  for (int st = 0; st < 4; ++st) {
+    const traces::StageFigures& stage = f.stages(st);
+    EXPECT_EQ(stage.stage(), st);
+    EXPECT_EQ(stage.rank(), st * 1024);
+    EXPECT_GT(stage.pipeline_wait_s(), 0);
+    EXPECT_LE(stage.compute_s() + stage.pipeline_wait_s(), stage.end_s() * (1 + 1e-9));
+    EXPECT_NEAR(stage.pipeline_wait_s(), symmetric.summary.stages(st).pipeline_wait_s(), 1e-9 * f.step_time_s());
+    last = std::max(last, stage.end_s());
+    reported = reported || (stage.peak_reserved_bytes() == f.peak_reserved_bytes() &&
+                            stage.pipeline_wait_s() == f.pipeline_wait_s() && stage.compute_s() == f.compute_s());
+  }
+  EXPECT_DOUBLE_EQ(last, f.step_time_s());
+  EXPECT_TRUE(reported) << "the summary is one stage's";
 }
 
 TEST(Simulation, SummaryIsConsistent) {

@@ -71,6 +71,14 @@ void print_simulation(const SimulationReport& r, std::ostream& out) {
       "NCCL): {}\n",
       gib(s.peak_reserved_bytes()), gib(s.peak_allocated_bytes()), gib(allocator_capacity), gib(s.hbm_capacity_bytes()),
       gib(s.hbm_capacity_bytes() - allocator_capacity), memory_verdict_detail(s));
+  if (traces::oom_marginally(s)) {
+    const int64_t over = s.peak_reserved_bytes() - allocator_capacity;
+    out << fmt::format(
+        "  memory margin      {} GiB over ({:.1f}%), within this simulator's peak-memory error on its calibration runs "
+        "({:.1f}%): the real run may fit; leave room (checkpointing, a smaller micro-batch, more GPUs) or measure\n",
+        gib(over), 100.0 * static_cast<double>(over) / static_cast<double>(allocator_capacity),
+        100 * traces::kPeakMemoryPredictionError);
+  }
   if (traces::fits_tightly(s)) {
     const int64_t free = allocator_capacity - s.peak_reserved_bytes();
     out << fmt::format(
@@ -192,6 +200,7 @@ nlohmann::json simulation_to_json(const SimulationReport& r) {
       {"hbm_capacity_bytes", s.hbm_capacity_bytes()},
       {"oom", s.oom()},
       {"fits_tightly", traces::fits_tightly(s)},
+      {"oom_marginally", traces::oom_marginally(s)},
       {"allocator_capacity_bytes", traces::allocator_capacity_of(s)},
       {"alloc_retries", s.alloc_retries()},
       {"alloc_retry_s", s.alloc_retry_s()},

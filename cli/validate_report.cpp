@@ -6,6 +6,7 @@
 
 #include "cli/table.hpp"
 #include "common/units.hpp"
+#include "traces/metrics.hpp"
 
 namespace ragged::cli {
 namespace {
@@ -34,7 +35,9 @@ std::string oom_text(const RowResult& row) {
     if (row.predicted.oom) return "agree (OOM)";
     return validation::fits_tightly(row) ? "agree (fits, tightly)" : "agree (fits)";
   }
-  return validation::oom_agreement_name(agreement);
+  const validation::Prediction& p = row.predicted;
+  const bool marginal = traces::oom_marginally(p.peak_reserved_bytes, p.allocator_capacity_bytes, p.oom);
+  return validation::oom_agreement_name(agreement) + (marginal ? " (marginal)" : "");
 }
 
 void print_rows(const std::vector<RowResult>& rows, validation::Set set, std::ostream& out) {

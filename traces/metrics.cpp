@@ -93,8 +93,18 @@ bool fits_tightly(const Summary& predicted) {
   return fits_tightly(predicted.peak_reserved_bytes(), allocator_capacity_of(predicted), predicted.oom());
 }
 
+bool oom_marginally(int64_t peak_reserved_bytes, int64_t allocator_capacity_bytes, bool oom) {
+  if (!oom || allocator_capacity_bytes <= 0) return false;
+  return static_cast<double>(peak_reserved_bytes) * (1 - kPeakMemoryPredictionError) <=
+         static_cast<double>(allocator_capacity_bytes);
+}
+
+bool oom_marginally(const Summary& predicted) {
+  return oom_marginally(predicted.peak_reserved_bytes(), allocator_capacity_of(predicted), predicted.oom());
+}
+
 std::string memory_verdict(const Summary& predicted) {
-  if (predicted.oom()) return "OOM";
+  if (predicted.oom()) return oom_marginally(predicted) ? "OOM, marginally" : "OOM";
   return fits_tightly(predicted) ? "fits, tightly" : "fits";
 }
 

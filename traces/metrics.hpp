@@ -73,8 +73,13 @@ inline constexpr double kPeakMemoryPredictionError = 0.095;
 // cache and retries, each a device synchronisation) or run out of memory.
 bool fits_tightly(int64_t peak_reserved_bytes, int64_t allocator_capacity_bytes, bool oom);
 bool fits_tightly(const Summary& predicted);
-// A prediction's memory verdict, as every report words it: "OOM", "fits,
-// tightly" or "fits".
+// The other side: out of memory, but by less than the same error (were the
+// peak over-predicted by kPeakMemoryPredictionError, it would fit): the real
+// run may fit.
+bool oom_marginally(int64_t peak_reserved_bytes, int64_t allocator_capacity_bytes, bool oom);
+bool oom_marginally(const Summary& predicted);
+// A prediction's memory verdict, as every report words it: "OOM", "OOM,
+// marginally", "fits, tightly" or "fits".
 std::string memory_verdict(const Summary& predicted);
 
 }  // namespace ragged::traces

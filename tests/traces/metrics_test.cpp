@@ -101,6 +101,12 @@ TEST(Metrics, AFitIsTightWhenThePeakPlusThePredictionsMemoryErrorPassesTheCapaci
   in.allocator_capacity_bytes = capacity - (4LL << 30);
   in.peak_reserved_bytes = peak(boundary - 0.01);  // 74.8 GiB: loose against 80 GiB, tight against 76
   EXPECT_TRUE(fits_tightly(make_summary(in)));
+  // Out of memory by less than the same error: marginal; by more: not.
+  EXPECT_TRUE(oom_marginally(capacity, capacity, true));
+  const double over = 1 / (1 - kPeakMemoryPredictionError);
+  EXPECT_TRUE(oom_marginally(peak(over - 0.001), capacity, true));
+  EXPECT_FALSE(oom_marginally(peak(over + 0.001), capacity, true));
+  EXPECT_FALSE(oom_marginally(peak(over - 0.001), capacity, false));  // a fit is no OOM
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include "cli/validators.hpp"
 #include "common/errors.hpp"
 #include "common/file_io.hpp"
+#include "common/input_limits.hpp"
 #include "common/progress_bar.hpp"
 #include "scenarios/scenario_rules.hpp"
 #include "traces/metrics.hpp"
@@ -61,7 +62,7 @@ struct TuneCommandOptions {
   bool no_cache = false;
 };
 
-tune::Constraints constraints_of(const TuneCommandOptions& o) {
+tune::Constraints constraints_of(const TuneCommandOptions& o, std::ostream& notes) {
   tune::Constraints c;
   if (!o.global_batch_tokens.empty()) {
     c.global_batch_tokens = static_cast<int64_t>(parse_token_count(o.global_batch_tokens, "--global-batch-tokens"));
@@ -80,16 +81,19 @@ tune::Constraints constraints_of(const TuneCommandOptions& o) {
     }
     c.strategies.push_back(scenarios::parse_strategy(s));
   }
-  if (!o.shard_groups.empty()) c.shard_groups = parse_count_list(o.shard_groups, "--shard-groups", "shard group size");
-  if (!o.tps.empty()) c.tps = parse_count_list(o.tps, "--tps", "tensor-parallel size");
-  if (!o.cps.empty()) c.cps = parse_count_list(o.cps, "--cps", "context-parallel size");
-  if (!o.eps.empty()) c.eps = parse_count_list(o.eps, "--eps", "expert-parallel size");
-  if (!o.pps.empty()) c.pps = parse_count_list(o.pps, "--pps", "pipeline stage count");
+  if (!o.shard_groups.empty()) {
+    c.shard_groups = parse_count_list(o.shard_groups, "--shard-groups", "shard group size", 1, INT64_MAX, &notes);
+  }
+  if (!o.tps.empty()) c.tps = parse_count_list(o.tps, "--tps", "tensor-parallel size", 1, INT64_MAX, &notes);
+  if (!o.cps.empty()) c.cps = parse_count_list(o.cps, "--cps", "context-parallel size", 1, INT64_MAX, &notes);
+  if (!o.eps.empty()) c.eps = parse_count_list(o.eps, "--eps", "expert-parallel size", 1, INT64_MAX, &notes);
+  if (!o.pps.empty()) c.pps = parse_count_list(o.pps, "--pps", "pipeline stage count", 1, INT64_MAX, &notes);
   for (const std::string& s : o.schedules) c.schedules.push_back(scenarios::parse_schedule(s));
-  if (!o.micro_batches.empty()) c.micro_batches = parse_count_list(o.micro_batches, "--micro-batches", "micro-batch");
+  if (!o.micro_batches.empty()) c.micro_batches =
+      parse_count_list(o.micro_batches, "--micro-batches", "micro-batch", 1, limits::kMaxMicroBatch, &notes);
   for (const std::string& m : o.checkpointing) c.checkpointing.push_back(scenarios::parse_checkpointing(m));
   if (!o.prefetch.empty()) {
-    for (int64_t p : parse_count_list(o.prefetch, "--prefetch", "prefetch depth", 0))
+    for (int64_t p : parse_count_list(o.prefetch, "--prefetch", "prefetch depth", 0, limits::kMaxPrefetch, &notes))
       c.prefetch_depths.push_back(static_cast<int>(p));
   }
   for (const std::string& r : o.reshard) {
@@ -152,7 +156,8 @@ tune::CountProgress bar_for(const std::shared_ptr<ProgressBar>& bar) {
 
 void run(const TuneCommandOptions& o, Context& context) {
   const std::vector<int64_t> counts =
-      o.gpus.empty() ? std::vector<int64_t>{} : parse_count_list(o.gpus, "--gpus", "GPU count");
+      o.gpus.empty() ? std::vector<int64_t>{}
+                     : parse_count_list(o.gpus, "--gpus", "GPU count", 1, INT64_MAX, &context.err);
   if (o.min_gpus && counts.size() > 1)
     throw InputError("--min-gpus searches up to one --gpus count; give one, or none");
   if (!o.write_path.empty() && counts.size() > 1) {
@@ -166,7 +171,7 @@ void run(const TuneCommandOptions& o, Context& context) {
 
   const scenarios::LoadedScenario base = base_of(o, counts);
   tune::TuneOptions options;
-  options.constraints = constraints_of(o);
+  options.constraints = constraints_of(o, context.err);
   options.rank_by = rank_by_of(o);
   if (!o.no_cache)
     options.cache_dir = o.cache_dir.empty() ? tune::ResultCache::default_dir() : std::filesystem::path(o.cache_dir);

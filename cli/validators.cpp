@@ -1,8 +1,11 @@
 #include "cli/validators.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <charconv>
+#include <cstdint>
 #include <cmath>
 #include <string>
 
@@ -55,8 +58,9 @@ CLI::Validator number_between(double min, double max) {
 }
 
 std::vector<int64_t> parse_count_list(const std::string& text, const std::string& option, const std::string& what,
-                                      int64_t min) {
+                                      int64_t min, int64_t max, std::ostream* notes) {
   std::vector<int64_t> values;
+  std::vector<int64_t> repeated;
   size_t start = 0;
   while (start <= text.size()) {
     const size_t comma = text.find(',', start);
@@ -67,9 +71,18 @@ std::vector<int64_t> parse_count_list(const std::string& text, const std::string
       throw InputError(min >= 1 ? fmt::format("{}: '{}' is not a positive {}", option, shortened(item), what)
                                 : fmt::format("{}: '{}' is not a {}, {} or more", option, shortened(item), what, min));
     }
-    values.push_back(value);
+    if (value > max) throw InputError(fmt::format("{}: {} is over {}, the largest {}", option, value, max, what));
+    if (std::find(values.begin(), values.end(), value) == values.end()) {
+      values.push_back(value);
+    } else if (std::find(repeated.begin(), repeated.end(), value) == repeated.end()) {
+      repeated.push_back(value);
+    }
     if (comma == std::string::npos) break;
     start = comma + 1;
+  }
+  if (!repeated.empty() && notes != nullptr) {
+    *notes << fmt::format("ragged: note: {} lists {} more than once; each is tried once\n", option,
+                          fmt::join(repeated, ", "));
   }
   return values;
 }

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -17,11 +18,12 @@ CLI::Validator whole_number(int64_t min, int64_t max);
 // A finite number from `min` to `max`.
 CLI::Validator number_between(double min, double max);
 
-// "64,256,1024" -> {64, 256, 1024}: whole numbers of at least `min`
+// "64,256,1024" -> {64, 256, 1024}: whole numbers from `min` to `max`
 // separated by commas; InputError "<option>: '<item>' is not a positive
-// <what>" (or "a <what>, 0 or more") otherwise.
+// <what>" (or "a <what>, 0 or more", or "... is over <max>") otherwise. A value
+// listed twice is kept once, with a note on `notes` (each is work to do).
 std::vector<int64_t> parse_count_list(const std::string& text, const std::string& option, const std::string& what,
-                                      int64_t min = 1);
+                                      int64_t min = 1, int64_t max = INT64_MAX, std::ostream* notes = nullptr);
 
 // A count of tokens with an optional decimal suffix: 4096, 4M, 1.5B, 15T
 // (K = 1e3, M = 1e6, B or G = 1e9, T = 1e12); InputError naming `option`

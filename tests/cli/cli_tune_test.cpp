@@ -54,6 +54,20 @@ TEST_F(CliTune, ReportRanksFrontAndWinner) {
   }
 }
 
+// A list value past its range is refused, not wrapped to a small one; one
+// listed twice is searched once, with a note.
+TEST_F(CliTune, ListValuesAreCheckedAndFoldedNotWrapped) {
+  const auto wrapped = run_cli(tune_args({"--prefetch", "4294967297"}));
+  EXPECT_EQ(wrapped.code, 2);
+  EXPECT_NE(wrapped.err.find("--prefetch: 4294967297 is over 16, the largest prefetch depth"), std::string::npos)
+      << wrapped.err;
+  const auto repeated = run_cli(tune_args({"--prefetch", "1,2,1,1,2"}));
+  ASSERT_EQ(repeated.code, 0) << repeated.err;
+  EXPECT_NE(repeated.err.find("--prefetch lists 1, 2 more than once; each is tried once"), std::string::npos)
+      << repeated.err;
+  EXPECT_NE(repeated.out.find("96 candidates"), std::string::npos) << repeated.out;  // as with 1,2
+}
+
 // The winner's file simulates to the figures the search ranked it by.
 TEST_F(CliTune, WrittenWinnerIsWhatSimulateReproduces) {
   const std::string best = (dir_ / "best.textproto").string();

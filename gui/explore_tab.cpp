@@ -300,9 +300,7 @@ void ExploreTab::update_progress() {
   double done = 0;
   for (const auto& r : rows) done += r.outcome.state == RunState::kRunning ? r.progress : r.outcome.state == RunState::kQueued ? 0 : 1;
   progress_->setValue(rows.empty() ? 0 : static_cast<int>(1000 * done / static_cast<double>(rows.size())));
-  progress_->setFormat(jobs_.busy() ? QStringLiteral("simulating %p%") : QStringLiteral("%1 of %2 simulated")
-                                                                              .arg(results_.finished_rows())
-                                                                              .arg(rows.size()));
+  progress_->setFormat(jobs_.busy() ? QStringLiteral("simulating %p%") : results_.finished_text());
 }
 
 void ExploreTab::select_row(int row) {

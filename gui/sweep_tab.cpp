@@ -52,7 +52,7 @@ SweepTab::SweepTab(QWidget* parent) : QWidget(parent) {
     redraw_->stop();
     refresh_charts();
     cancel_button_->setEnabled(false);
-    status_->setText(QStringLiteral("%1 simulations. Click a point to open it in Explore.").arg(results_.finished_rows()));
+    status_->setText(results_.finished_text() + QStringLiteral(". Click a point to open it in Explore."));
   });
   refresh_charts();
 }

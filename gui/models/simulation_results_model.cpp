@@ -1,5 +1,7 @@
 #include "gui/models/simulation_results_model.hpp"
 
+#include <algorithm>
+
 #include "common/units.hpp"
 #include "traces/metrics.hpp"
 
@@ -114,6 +116,18 @@ void SimulationResultsModel::set_outcome(int row, const SimulationOutcome& outco
   r.outcome = outcome;
   r.progress = outcome.state == RunState::kDone ? 1.0 : r.progress;
   row_changed(row);
+}
+
+int SimulationResultsModel::rows_in(RunState state) const {
+  return static_cast<int>(
+      std::count_if(rows_.begin(), rows_.end(), [state](const SimulationRow& row) { return row.outcome.state == state; }));
+}
+
+QString SimulationResultsModel::finished_text() const {
+  QString text = QStringLiteral("%1 of %2 simulated").arg(rows_in(RunState::kDone)).arg(rows_.size());
+  if (const int failed = rows_in(RunState::kFailed)) text += QStringLiteral(", %1 failed").arg(failed);
+  if (const int cancelled = rows_in(RunState::kCancelled)) text += QStringLiteral(", %1 cancelled").arg(cancelled);
+  return text;
 }
 
 int SimulationResultsModel::finished_rows() const {

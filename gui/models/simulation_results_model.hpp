@@ -45,6 +45,9 @@ class SimulationResultsModel : public QAbstractTableModel {
 
   const std::vector<SimulationRow>& rows() const { return rows_; }
   int finished_rows() const;
+  int rows_in(RunState state) const;
+  // "4 of 6 simulated, 1 failed, 1 cancelled": what the finished rows are.
+  QString finished_text() const;
 
  private:
   void row_changed(int row);

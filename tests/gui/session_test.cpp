@@ -141,6 +141,10 @@ class SessionTest : public QObject {
     int cancelled = 0;
     for (const auto& row : explore->results_model()->rows()) cancelled += row.outcome.state == RunState::kCancelled;
     QVERIFY(cancelled > 0);
+    // What the progress bar says counts them as cancelled, not simulated.
+    const QString said = explore->findChild<QProgressBar*>()->format();
+    QVERIFY2(said.contains(QStringLiteral("%1 cancelled").arg(cancelled)), qPrintable(said));
+    QVERIFY2(!said.startsWith(QStringLiteral("6 of 6")), qPrintable(said));
   }
 
   void bad_input_is_an_error_not_a_crash() {

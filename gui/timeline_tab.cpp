@@ -48,6 +48,7 @@ void TimelineTab::open_file(const QString& path) {
         trace_ = trace;
         label_ = path;
         view_->set_timeline(trace, std::move(timeline));
+        view_->set_title(path);
         view_->grab();  // the first frame, drawn whether or not the window is exposed yet, counts in the opening time
         last_open_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
         const auto& meta = trace->metadata();

@@ -26,6 +26,7 @@ class TimelineView : public QWidget {
   void set_memory_quantity(MemoryQuantity quantity);
   MemoryQuantity memory_quantity() const { return quantity_; }
   void set_title(const QString& title) { title_ = title; update(); }
+  const QString& title() const { return title_; }
   void set_range(int64_t from_ns, int64_t to_ns);  // emits nothing
   void show_all();
   int64_t from_ns() const { return from_ns_; }

@@ -7,6 +7,7 @@
 #include <QChartView>
 #include <QComboBox>
 #include <QSignalSpy>
+#include <QTemporaryDir>
 #include <QWheelEvent>
 #include <QXYSeries>
 #include <QtTest>
@@ -18,6 +19,7 @@
 #include "gui/timeline_tab.hpp"
 #include "scenarios/scenario_loader.hpp"
 #include "sim/simulation_child.hpp"
+#include "traces/trace_io.hpp"
 
 using namespace ragged;
 using namespace ragged::gui;
@@ -57,6 +59,7 @@ class ViewsTest : public QObject {
     tab.show_trace(trace, QStringLiteral("llama3-8b, predicted"));
     TimelineView* view = tab.view();
     QVERIFY(QTest::qWaitForWindowExposed(&tab));
+    QCOMPARE(view->title(), QStringLiteral("llama3-8b, predicted"));
     const int64_t begin = view->timeline().begin_ns, end = view->timeline().end_ns;
     QCOMPARE(view->from_ns(), begin);
     QCOMPARE(view->to_ns(), end);
@@ -124,6 +127,15 @@ class ViewsTest : public QObject {
     ranks->setCurrentIndex(2);
     Q_EMIT ranks->activated(2);
     QCOMPARE(tab.view()->timeline().rank, 1);
+
+    // A file opened next: its name is the title, not the trace shown before.
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("opened.pb"));
+    traces::write_trace(trace, path.toStdString());
+    QSignalSpy opened(&tab, &TimelineTab::opened);
+    tab.open_file(path);
+    QTRY_COMPARE_WITH_TIMEOUT(opened.count(), 1, 20000);
+    QCOMPARE(tab.view()->title(), path);
   }
 
   void layout_hover_names_tensor_interval_and_local_units() {

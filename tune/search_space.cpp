@@ -175,9 +175,12 @@ struct StageSchedule {
 // The schedules of a pipeline of `pp` stages over `accumulation`
 // micro-batches and `blocks` blocks: none for fewer micro-batches than
 // stages (a stage would idle most of the step); interleaved 1F1B where the
-// micro-batches come in rounds of pp, over 2 chunks per stage and over the
-// most the blocks allow (a block per chunk, the embedding and the head
-// alone: the bubble shrinks with the chunks, the sends grow).
+// micro-batches come in rounds of pp, over the most chunks the blocks allow
+// (a block per chunk, the embedding and the head alone). More chunks shrink
+// both the bubble and the first stage's warm-up ((v - 1) pp + 2 (pp - 1)
+// chunk forwards, about pp stages' worth for many chunks, 1.5 pp for 2),
+// at the cost of more, smaller sends: 2 chunks never led a search here
+// (docs/results/tune.md), so it is tried only where it is the most.
 std::vector<StageSchedule> schedules_for(int64_t pp, int64_t accumulation, int64_t blocks, const Constraints& c) {
   if (pp == 1) return {{}};
   if (accumulation < pp) return {};
@@ -187,8 +190,7 @@ std::vector<StageSchedule> schedules_for(int64_t pp, int64_t accumulation, int64
     if (s != scenarios::INTERLEAVED_1F1B) {
       out.push_back({s, 1});
     } else if (accumulation % pp == 0 && most_chunks >= 2) {
-      out.push_back({s, 2});
-      if (most_chunks > 2) out.push_back({s, most_chunks});
+      out.push_back({s, most_chunks});
     }
   }
   return out;

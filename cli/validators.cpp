@@ -13,13 +13,6 @@
 #include "common/units.hpp"
 
 namespace ragged::cli {
-namespace {
-
-std::string shortened(const std::string& text) {
-  return text.size() <= 24 ? text : text.substr(0, 20) + "...";
-}
-
-}  // namespace
 
 CLI::Validator whole_number(int64_t min, int64_t max) {
   const std::string range = fmt::format("a whole number from {} to {}", format_integer(min), format_integer(max));

@@ -43,6 +43,13 @@ class InternalError : public std::logic_error {
 [[noreturn]] void throw_assertion(const char* condition, const char* file, int line,
                                   const std::string& message);
 
+// Input echoed in a message, cut to at most 24 characters ("..." marking
+// the cut) so that a 300-digit number or a 30,000-character string does not
+// become the line.
+inline std::string shortened(const std::string& text) {
+  return text.size() <= 24 ? text : text.substr(0, 20) + "...";
+}
+
 }  // namespace ragged
 
 // Checks a programmer invariant; on failure throws InternalError naming file:line.

@@ -42,11 +42,13 @@ class CalibrationFields {
     return *it;
   }
 
-  double positive(const json& object, std::string_view key, const std::string& path) const {
-    constexpr std::string_view kWhat = "a positive number";
-    const json& value = field(object, key, path, kWhat);
-    if (!value.is_number() || !(value.get<double>() > 0) || !std::isfinite(value.get<double>())) {
-      fail(fmt::format("field '{}' must be {} (got {})", path, kWhat, value.dump()));
+  // A number in (0, max]: what a device can measure, so a typo's 1e300 is an
+  // error here rather than a step time of 1e300 s later.
+  double positive(const json& object, std::string_view key, const std::string& path, double max) const {
+    const std::string what = fmt::format("a positive number, at most {:g}", max);
+    const json& value = field(object, key, path, what);
+    if (!value.is_number() || !(value.get<double>() > 0) || !(value.get<double>() <= max)) {
+      fail(fmt::format("field '{}' must be {} (got {})", path, what, shortened(value.dump())));
     }
     return value.get<double>();
   }
@@ -60,11 +62,11 @@ class CalibrationFields {
     return value.get<double>();
   }
 
-  double non_negative(const json& object, std::string_view key, const std::string& path) const {
-    constexpr std::string_view kWhat = "a number >= 0";
-    const json& value = field(object, key, path, kWhat);
-    if (!value.is_number() || !(value.get<double>() >= 0) || !std::isfinite(value.get<double>())) {
-      fail(fmt::format("field '{}' must be {} (got {})", path, kWhat, value.dump()));
+  double non_negative(const json& object, std::string_view key, const std::string& path, double max) const {
+    const std::string what = fmt::format("a number from 0 to {:g}", max);
+    const json& value = field(object, key, path, what);
+    if (!value.is_number() || !(value.get<double>() >= 0) || !(value.get<double>() <= max)) {
+      fail(fmt::format("field '{}' must be {} (got {})", path, what, shortened(value.dump())));
     }
     return value.get<double>();
   }
@@ -76,13 +78,13 @@ class CalibrationFields {
     return value.get<bool>();
   }
 
-  int64_t positive_int(const json& object, std::string_view key, const std::string& path) const {
-    constexpr std::string_view kWhat = "a positive integer";
-    const json& value = field(object, key, path, kWhat);
+  int64_t positive_int(const json& object, std::string_view key, const std::string& path, int64_t max) const {
+    const std::string what = fmt::format("an integer from 1 to {}", max);
+    const json& value = field(object, key, path, what);
     if (!value.is_number_integer() ||
-        (value.is_number_unsigned() && value.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) ||
-        value.get<int64_t>() <= 0) {
-      fail(fmt::format("field '{}' must be {} (got {})", path, kWhat, value.dump()));
+        (value.is_number_unsigned() && value.get<uint64_t>() > static_cast<uint64_t>(max)) ||
+        value.get<int64_t>() <= 0 || value.get<int64_t>() > max) {
+      fail(fmt::format("field '{}' must be {} (got {})", path, what, shortened(value.dump())));
     }
     return value.get<int64_t>();
   }
@@ -174,13 +176,23 @@ ComputeModel ComputeModel::defaults(const std::string& preset, double peak_flops
   return ComputeModel(std::move(spec));
 }
 
+// The calibration file's ranges (docs/RELIABILITY.md): generous beside any
+// GPU made (a B200's dense BF16 peak is 2.25e15 FLOP/s, its HBM 8e12 B/s).
+constexpr double kMaxPeakFlops = 1e17;
+constexpr double kMaxHbmBytesPerS = 1e14;
+constexpr int64_t kMaxGemmDim = int64_t{1} << 24;
+constexpr double kMaxGemmSeconds = 3600;
+constexpr double kMaxLaunchSeconds = 0.01;
+constexpr int64_t kMaxSms = 1024;
+constexpr double kMaxDriverSeconds = 10;  // a cudaMalloc or cudaFree, and per GiB
+
 ComputeModel ComputeModel::from_calibration(const std::filesystem::path& path, const std::string& preset) {
   const json root = parse_calibration(path);
   const CalibrationFields f(path.string());
   GpuComputeSpec spec;
   spec.name = f.text(root, "device", "device");
-  spec.peak_flops = f.positive(root, "peak_flops", "peak_flops");
-  spec.hbm_bytes_per_s = f.positive(root, "hbm_bytes_per_s", "hbm_bytes_per_s");
+  spec.peak_flops = f.positive(root, "peak_flops", "peak_flops", kMaxPeakFlops);
+  spec.hbm_bytes_per_s = f.positive(root, "hbm_bytes_per_s", "hbm_bytes_per_s", kMaxHbmBytesPerS);
   const json& gemm = f.field(root, "gemm", "gemm", "a non-empty array of {m, n, k, seconds}");
   if (!gemm.is_array() || gemm.empty()) {
     f.fail(fmt::format("field 'gemm' must be a non-empty array of {{m, n, k, seconds}} (got {})", gemm.type_name()));
@@ -189,15 +201,20 @@ ComputeModel ComputeModel::from_calibration(const std::filesystem::path& path, c
     const std::string at = fmt::format("gemm[{}]", i);
     if (!gemm[i].is_object()) f.fail(fmt::format("field '{}' must be an object (got {})", at, gemm[i].type_name()));
     GemmPoint point;
-    point.m = f.positive_int(gemm[i], "m", at + ".m");
-    point.n = f.positive_int(gemm[i], "n", at + ".n");
-    point.k = f.positive_int(gemm[i], "k", at + ".k");
-    const double seconds = f.positive(gemm[i], "seconds", at + ".seconds");
+    point.m = f.positive_int(gemm[i], "m", at + ".m", kMaxGemmDim);
+    point.n = f.positive_int(gemm[i], "n", at + ".n", kMaxGemmDim);
+    point.k = f.positive_int(gemm[i], "k", at + ".k", kMaxGemmDim);
+    const double seconds = f.positive(gemm[i], "seconds", at + ".seconds", kMaxGemmSeconds);
     point.flops_per_s = gemm_flops_of_one({point.m, point.n, point.k, 1}) / seconds;
+    // Above the peak (a few percent of boost clock aside) the time or the peak is wrong.
+    if (point.flops_per_s > 1.05 * spec.peak_flops) {
+      f.fail(fmt::format("field '{}.seconds': {:g} s is {:.3g} FLOP/s, above peak_flops ({:.3g}): fix the time or the peak",
+                         at, seconds, point.flops_per_s, spec.peak_flops));
+    }
     spec.gemm.push_back(point);
   }
   spec.memory_efficiency = f.fraction(root, "memory_efficiency", "memory_efficiency");
-  spec.launch_seconds = f.positive(root, "launch_seconds", "launch_seconds");
+  spec.launch_seconds = f.positive(root, "launch_seconds", "launch_seconds", kMaxLaunchSeconds);
   spec.source = f.text(root, "source", "source");
   const GpuComputeSpec* table = find_gpu_table(preset);
   if (table == nullptr) table = find_gpu_table("h100");
@@ -212,12 +229,14 @@ ComputeModel ComputeModel::from_calibration(const std::filesystem::path& path, c
   }
   // Optional: the SMs and NCCL's CTAs (0 when absent: the simulation takes
   // the scenario preset's).
-  if (root.contains("sms")) spec.sms = static_cast<int>(f.positive_int(root, "sms", "sms"));
+  if (root.contains("sms")) spec.sms = static_cast<int>(f.positive_int(root, "sms", "sms", kMaxSms));
   if (root.contains("nccl_ctas_intra_node")) {
-    spec.nccl_ctas_intra_node = static_cast<int>(f.positive_int(root, "nccl_ctas_intra_node", "nccl_ctas_intra_node"));
+    spec.nccl_ctas_intra_node =
+        static_cast<int>(f.positive_int(root, "nccl_ctas_intra_node", "nccl_ctas_intra_node", kMaxSms));
   }
   if (root.contains("nccl_ctas_inter_node")) {
-    spec.nccl_ctas_inter_node = static_cast<int>(f.positive_int(root, "nccl_ctas_inter_node", "nccl_ctas_inter_node"));
+    spec.nccl_ctas_inter_node =
+        static_cast<int>(f.positive_int(root, "nccl_ctas_inter_node", "nccl_ctas_inter_node", kMaxSms));
   }
   // Optional: whether the device's GEMM kernels are persistent (absent: the
   // preset's GPU class).
@@ -229,7 +248,7 @@ ComputeModel ComputeModel::from_calibration(const std::filesystem::path& path, c
     const json& allocator = f.object(root, "allocator", "allocator");
     DriverCallCosts calls;
     auto seconds = [&](std::string_view key) {
-      return f.non_negative(allocator, key, fmt::format("allocator.{}", key));
+      return f.non_negative(allocator, key, fmt::format("allocator.{}", key), kMaxDriverSeconds);
     };
     calls.malloc_seconds = seconds("malloc_seconds");
     calls.malloc_seconds_per_gib = seconds("malloc_seconds_per_gib");

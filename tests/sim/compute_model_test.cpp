@@ -496,6 +496,14 @@ TEST_F(ComputeCalibration, EveryBadFieldNamesTheFileAndTheField) {
       {"/allocator/malloc_seconds_per_gib", null, "allocator.malloc_seconds_per_gib"},
       {"/allocator/free_seconds", "50us", "allocator.free_seconds"},
       {"/allocator/free_seconds_per_gib", null, "allocator.free_seconds_per_gib"},
+      // Past what any device measures: refused, not simulated (a 1e303 s GEMM
+      // made a 4.6e303 s step; 2^31 SMs wrapped to a negative count).
+      {"/peak_flops", 1e300, "peak_flops"}, {"/hbm_bytes_per_s", 1e20, "hbm_bytes_per_s"},
+      {"/gemm/0/m", int64_t{1} << 30, "gemm[0].m"}, {"/gemm/2/seconds", 1e303, "gemm[2].seconds"},
+      {"/gemm/0/seconds", 1e-9, "gemm[0].seconds"},  // 2.1e18 FLOP/s: above the peak
+      {"/launch_seconds", 1.0, "launch_seconds"}, {"/sms", int64_t{1} << 31, "sms"},
+      {"/nccl_ctas_inter_node", uint64_t{1} << 63, "nccl_ctas_inter_node"},
+      {"/allocator/free_seconds", 1e9, "allocator.free_seconds"},
   };
   for (const Case& c : cases) {
     nlohmann::json doc = valid();

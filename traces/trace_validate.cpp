@@ -1,6 +1,7 @@
 #include "traces/trace_validate.hpp"
 
 #include <cmath>
+#include <cstdint>
 #include <unordered_set>
 
 #include <fmt/format.h>
@@ -137,6 +138,35 @@ void check_summary(Problems& problems, const Summary& summary) {
   }
 }
 
+void check_stages(Problems& problems, const Summary& summary) {
+  for (int i = 0; i < summary.stages_size(); ++i) {
+    const StageFigures& stage = summary.stages(i);
+    const std::string path = fmt::format("summary.stages[{}]", i);
+    problems.non_negative(path + ".stage", stage.stage());
+    problems.non_negative(path + ".rank", stage.rank());
+    problems.finite_non_negative(path + ".compute_s", stage.compute_s());
+    problems.finite_non_negative(path + ".pipeline_wait_s", stage.pipeline_wait_s());
+    problems.finite_non_negative(path + ".end_s", stage.end_s());
+    problems.non_negative(path + ".peak_reserved_bytes", stage.peak_reserved_bytes());
+  }
+}
+
+// The readers sum durations in 64-bit nanoseconds (per op, per stream):
+// every such sum is at most the sum over all events, checked here.
+void check_duration_sum(Problems& problems, const Trace& trace) {
+  int64_t total = 0;
+  bool overflow = false;
+  for (const Event& e : trace.events()) {
+    // end >= start >= 0 is checked per event; a negative start could overflow the difference itself.
+    if (e.start_ns() < 0 || e.end_ns() <= e.start_ns()) continue;
+    overflow = overflow || __builtin_add_overflow(total, e.end_ns() - e.start_ns(), &total);
+  }
+  if (overflow) {
+    problems.add(fmt::format("the events' durations sum past {} ns (292 years): a start_ns or end_ns is wrong",
+                             INT64_MAX));
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> trace_problems(const Trace& trace) {
@@ -147,6 +177,8 @@ std::vector<std::string> trace_problems(const Trace& trace) {
   for (int i = 0; i < trace.events_size(); ++i) check_event(problems, ranks, trace.events(i), i);
   for (int i = 0; i < trace.memory_size(); ++i) check_memory(problems, ranks, trace.memory(i), i);
   check_summary(problems, trace.summary());
+  check_stages(problems, trace.summary());
+  check_duration_sum(problems, trace);
   return out;
 }
 

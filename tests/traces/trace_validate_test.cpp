@@ -99,6 +99,16 @@ const BreakCase kCases[] = {
      "summary.comm_s (inf) is not a finite number"},
     {"SummaryNegativeBytes", [](Trace& t) { t.mutable_summary()->set_peak_reserved_bytes(-1); },
      "summary.peak_reserved_bytes (-1) is negative"},
+    {"StageNegativeWait", [](Trace& t) { t.mutable_summary()->add_stages()->set_pipeline_wait_s(-1); },
+     "summary.stages[0].pipeline_wait_s (-1) is negative"},
+    {"DurationsSumPastInt64",  // each valid, their sum would wrap to a negative time in op_join and trace_stats
+     [](Trace& t) {
+       for (int i : {0, 1}) {
+         t.mutable_events(i)->set_start_ns(0);
+         t.mutable_events(i)->set_end_ns(INT64_MAX / 2 + 1);
+       }
+     },
+     "the events' durations sum past 9223372036854775807 ns (292 years): a start_ns or end_ns is wrong"},
     {"AllocatorCapacityOverHbm", [](Trace& t) { t.mutable_summary()->set_allocator_capacity_bytes(81LL << 30); },
      "summary.allocator_capacity_bytes (86973087744) exceeds summary.hbm_capacity_bytes (85899345920): the "
      "allocator's capacity is the HBM less the CUDA context and NCCL"},

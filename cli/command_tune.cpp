@@ -65,7 +65,14 @@ struct TuneCommandOptions {
 tune::Constraints constraints_of(const TuneCommandOptions& o, std::ostream& notes) {
   tune::Constraints c;
   if (!o.global_batch_tokens.empty()) {
-    c.global_batch_tokens = static_cast<int64_t>(parse_token_count(o.global_batch_tokens, "--global-batch-tokens"));
+    const double tokens = parse_token_count(o.global_batch_tokens, "--global-batch-tokens");
+    // Checked before the conversion: 1e30 tokens used to wrap to a negative count.
+    if (tokens > limits::kMaxGlobalBatchTokens) {
+      throw InputError(fmt::format("--global-batch-tokens {:g}: too large; a step holds at most {:g} tokens "
+                                   "(2^20 GPUs x 2^26 tokens x 4,096 accumulation steps)",
+                                   tokens, limits::kMaxGlobalBatchTokens));
+    }
+    c.global_batch_tokens = static_cast<int64_t>(tokens);
   }
   if (o.sequence_length > 0) c.sequence_length = o.sequence_length;
   c.headroom = o.headroom_percent / 100;

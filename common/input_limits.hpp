@@ -51,6 +51,9 @@ inline constexpr int64_t kMaxSequence = int64_t{1} << 24;
 inline constexpr int kMaxMetricCrossEntropies = 16;
 inline constexpr int64_t kMaxMicroBatchTokens = int64_t{1} << 26;  // micro_batch_size x sequence_length
 inline constexpr int64_t kMaxAccumulation = 4096;
+// A step's tokens: every GPU's largest micro-batch, accumulated as far as allowed (2^58).
+inline constexpr double kMaxGlobalBatchTokens =
+    static_cast<double>(kMaxGpus) * static_cast<double>(kMaxMicroBatchTokens) * static_cast<double>(kMaxAccumulation);
 inline constexpr int64_t kMaxUnitPasses = int64_t{1} << 17;        // accumulation x FSDP units: the Program's size
 inline constexpr int64_t kMaxPrefetch = 16;
 inline constexpr int64_t kMaxOptimizerBlock = 65536;               // 8-bit Adam tiles, Shampoo blocks

@@ -66,6 +66,10 @@ TEST_F(CliTune, ListValuesAreCheckedAndFoldedNotWrapped) {
   EXPECT_NE(repeated.err.find("--prefetch lists 1, 2 more than once; each is tried once"), std::string::npos)
       << repeated.err;
   EXPECT_NE(repeated.out.find("96 candidates"), std::string::npos) << repeated.out;  // as with 1,2
+  // Too large is too large, not "at least one token" (1e30 wrapped negative).
+  const auto huge = run_cli(tune_args({"--global-batch-tokens", "1e30"}));
+  EXPECT_EQ(huge.code, 2);
+  EXPECT_NE(huge.err.find("--global-batch-tokens 1e+30: too large"), std::string::npos) << huge.err;
 }
 
 // The winner's file simulates to the figures the search ranked it by.

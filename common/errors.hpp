@@ -49,6 +49,10 @@ class InternalError : public std::logic_error {
 inline std::string shortened(const std::string& text) {
   return text.size() <= 24 ? text : text.substr(0, 20) + "...";
 }
+// A library's message quoting input, cut to a line's worth (200 characters).
+inline std::string clipped(const std::string& text) {
+  return text.size() <= 200 ? text : text.substr(0, 196) + "...";
+}
 
 }  // namespace ragged
 

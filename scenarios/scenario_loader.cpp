@@ -4,8 +4,9 @@
 #include <google/protobuf/util/json_util.h>
 
 #include <algorithm>
+#include <cctype>
 #include <limits>
-#include <regex>
+#include <optional>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -28,26 +29,53 @@ Scenario parse_text(std::string_view text, const std::string& origin, const Fiel
 }
 
 // Protobuf's JSON errors read "(cluster.nodes): invalid value ..." or
-// "(cluster) nodez: Cannot find field."; the path gets its line from the scanner.
+// "(cluster) nodez: Cannot find field.": the path and what is wrong, read by
+// hand (std::regex's recursion overflowed the stack on a 30,000-character
+// name), the unknown name echoed shortened.
+struct JsonErrorPath {
+  std::string path;
+  std::string detail;
+};
+
+std::optional<JsonErrorPath> json_error_path(const std::string& message) {
+  // A field of the top level has no parenthesised path: "bogus: Cannot find field."
+  const bool top_level = message.empty() || message.front() != '(';
+  const size_t close = top_level ? 0 : message.find(')');
+  if (close == std::string::npos) return std::nullopt;
+  size_t at = top_level ? 0 : close + 1;
+  const auto skip_spaces = [&] {
+    while (at < message.size() && std::isspace(static_cast<unsigned char>(message[at]))) ++at;
+  };
+  skip_spaces();
+  const size_t name_begin = at;
+  while (at < message.size() && (std::isalnum(static_cast<unsigned char>(message[at])) || message[at] == '_')) ++at;
+  const std::string name = message.substr(name_begin, at - name_begin);
+  skip_spaces();
+  if (at >= message.size() || message[at] != ':') return std::nullopt;
+  ++at;
+  skip_spaces();
+  JsonErrorPath out;
+  out.path = top_level ? "" : to_snake_case(message.substr(1, close - 1));
+  out.detail = clipped(message.substr(at, message.find('\n', at) - at));
+  if (top_level && (name.empty() || !out.detail.starts_with("Cannot find field"))) return std::nullopt;
+  if (!name.empty()) {
+    out.path = out.path.empty() ? to_snake_case(name) : out.path + "." + to_snake_case(name);
+    out.detail = fmt::format("unknown field '{}'", shortened(name));
+  }
+  return out;
+}
+
 Scenario parse_json(std::string_view text, const std::string& origin, const FieldLocations& locations) {
   Scenario scenario;
   pb::util::JsonParseOptions options;
   options.ignore_unknown_fields = false;
   auto status = pb::util::JsonStringToMessage(std::string(text), &scenario, options);
   if (status.ok()) return scenario;
-  std::string message(status.message());
-  static const std::regex with_path(R"(^\(([^)]*)\)\s*(\w*)\s*:\s*([^\n]*))");
-  std::smatch match;
-  if (std::regex_search(message, match, with_path)) {
-    std::string path = to_snake_case(match[1].str());
-    std::string detail = match[3].str();
-    if (!match[2].str().empty()) {
-      path = path.empty() ? to_snake_case(match[2].str()) : path + "." + to_snake_case(match[2].str());
-      detail = fmt::format("unknown field '{}'", match[2].str());
-    }
-    throw InputError(field_error_text(origin, locations, path, detail));
+  const std::string message(status.message());
+  if (const auto located = json_error_path(message)) {
+    throw InputError(field_error_text(origin, locations, located->path, located->detail));
   }
-  throw InputError(fmt::format("{}: malformed JSON: {}", origin, message.substr(0, message.find('\n'))));
+  throw InputError(fmt::format("{}: malformed JSON: {}", origin, clipped(message.substr(0, message.find('\n')))));
 }
 
 LoadedScenario finish(LoadedScenario loaded) {

@@ -3,7 +3,6 @@
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
-#include <regex>
 #include <vector>
 
 #include <fmt/format.h>
@@ -35,16 +34,26 @@ class FirstErrorCollector : public pb::io::ErrorCollector {
 
 // 'Message type "ragged.scenarios.Cluster" has no field named "nodez".' gains
 // the list of fields that type does have.
+// Read by hand, not with std::regex: its recursion overflowed the stack on a
+// 30,000-character field name. The name is echoed shortened.
 std::string explain_text_error(const std::string& message) {
   if (message.ends_with("got: ")) return message + "end of file (is a closing '}' missing?)";
-  static const std::regex unknown_field(R"re(Message type "([\w.]+)" has no field named "(\w+)")re");
-  std::smatch match;
-  if (!std::regex_search(message, match, unknown_field)) return message;
-  const pb::Descriptor* type = pb::DescriptorPool::generated_pool()->FindMessageTypeByName(match[1]);
-  if (type == nullptr) return message;
+  constexpr std::string_view kType = "Message type \"", kField = "\" has no field named \"";
+  const size_t type_at = message.find(kType);
+  if (type_at == std::string::npos) return clipped(message);
+  const size_t type_begin = type_at + kType.size();
+  const size_t type_end = message.find(kField, type_begin);
+  if (type_end == std::string::npos) return clipped(message);
+  const size_t field_begin = type_end + kField.size();
+  const size_t field_end = message.find('"', field_begin);
+  if (field_end == std::string::npos) return clipped(message);
+  const pb::Descriptor* type =
+      pb::DescriptorPool::generated_pool()->FindMessageTypeByName(message.substr(type_begin, type_end - type_begin));
+  if (type == nullptr) return clipped(message);
   std::vector<std::string> fields;
   for (int i = 0; i < type->field_count(); ++i) fields.push_back(type->field(i)->name());
-  return fmt::format("unknown field '{}'; {} has: {}", match[2].str(), type->name(), fmt::join(fields, ", "));
+  return fmt::format("unknown field '{}'; {} has: {}", shortened(message.substr(field_begin, field_end - field_begin)),
+                     type->name(), fmt::join(fields, ", "));
 }
 
 }  // namespace

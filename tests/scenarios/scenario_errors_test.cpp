@@ -235,6 +235,23 @@ TEST(ScenarioErrors, JsonCamelCaseValueErrorsUseProtoNames) {
   EXPECT_CONTAINS(error, ":3:3: cluster.gpus_per_node: gpus_per_node is 0");
 }
 
+TEST(ScenarioErrors, JsonUnknownTopLevelFieldHasItsLine) {
+  std::string error = parse_error("{\"model\": {\"catalog\": \"llama3-8b\"},\n \"bogus\": 1}", ScenarioFormat::kJson);
+  EXPECT_CONTAINS(error, "test.textproto:2:2: bogus: unknown field 'bogus'");
+}
+
+// A 30,000-character name used to overflow the stack (std::regex's recursion
+// while explaining the parse error): now one error, the name shortened (the
+// command line shortens the whole line: CliErrors.HostileInputsEndInOneShortLine).
+TEST(ScenarioErrors, AHugeUnknownNameIsOneShortenedError) {
+  const std::string name(30000, 'a');
+  for (const auto& [text, format] :
+       {std::pair{name + ": 1\n", ScenarioFormat::kText}, std::pair{"{\"" + name + "\": 1}", ScenarioFormat::kJson}}) {
+    const std::string error = parse_error(text, format);
+    EXPECT_CONTAINS(error, "unknown field 'aaaaaaaaaaaaaaaaaaaa...'");
+  }
+}
+
 TEST(ScenarioErrors, MalformedJson) {
   std::string error = parse_error("{\"model\": ", ScenarioFormat::kJson);
   EXPECT_CONTAINS(error, "test.textproto");

@@ -8,6 +8,7 @@
 
 #include "common/input_limits.hpp"
 #include "common/units.hpp"
+#include "common/utf8.hpp"
 
 namespace ragged::scenarios {
 namespace {
@@ -222,7 +223,16 @@ class RangeWalker {
         number(message, field, path, v, fmt::format("{}", v), false);
         return;
       }
-      default: return;  // strings and bools
+      case Cpp::CPPTYPE_STRING: {
+        // Protobuf's parsers let invalid UTF-8 in; its serializer then refuses it.
+        const std::string v = index < 0 ? r->GetString(message, field) : r->GetRepeatedString(message, field, index);
+        if (const auto at = invalid_utf8_at(v)) {
+          issues_.push_back({path, fmt::format("{} is not valid UTF-8 (byte {} of {}): write the text as UTF-8",
+                                               field->name(), *at + 1, v.size())});
+        }
+        return;
+      }
+      default: return;  // bools
     }
   }
 

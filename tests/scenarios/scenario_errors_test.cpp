@@ -252,6 +252,14 @@ TEST(ScenarioErrors, AHugeUnknownNameIsOneShortenedError) {
   }
 }
 
+// Protobuf's text parser lets an invalid byte into a string; the simulation's
+// trace then failed to serialize (an internal error). Refused at the field.
+TEST(ScenarioErrors, InvalidUtf8InAStringNamesTheField) {
+  std::string text = minimal_scenario();
+  text = "name: \"bad\\377name\"\n" + text;
+  EXPECT_CONTAINS(parse_error(text), ":1:1: name: name is not valid UTF-8 (byte 4 of 8): write the text as UTF-8");
+}
+
 TEST(ScenarioErrors, MalformedJson) {
   std::string error = parse_error("{\"model\": ", ScenarioFormat::kJson);
   EXPECT_CONTAINS(error, "test.textproto");

@@ -50,6 +50,7 @@ RunResult run(const planner::ResolvedScenario& resolved, const RunOptions& optio
   check_loop_metrics(resolved.scenario().training());
   check_host_runnable(resolved, options);
   check_launch(resolved, comm);
+  check_ranks_agree(resolved, options, comm);
   check_injection(resolved.model, options.inject_nan);
   const scenarios::Training& training = resolved.scenario().training();
   comm.set_ordered_reductions(options.check_reference);

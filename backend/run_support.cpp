@@ -10,6 +10,7 @@
 #include "common/errors.hpp"
 #include "planner/dbuffer.hpp"
 #include "planner/layout_strategy.hpp"
+#include "scenarios/scenario_loader.hpp"
 #include "scenarios/scenario_rules.hpp"
 
 namespace ragged::backend {
@@ -27,6 +28,29 @@ void check_launch(const planner::ResolvedScenario& resolved, const Communicator&
     throw InputError(fmt::format("{} has {} GPUs but {} process{} run: launch `mpirun -np {}` or pass --gpus {}",
                                  s.name(), scenarios::total_gpus(s), comm.size(), comm.size() == 1 ? "" : "es",
                                  scenarios::total_gpus(s), comm.size()));
+  }
+}
+
+void check_ranks_agree(const planner::ResolvedScenario& resolved, const RunOptions& options, Communicator& comm) {
+  if (comm.size() <= 1) return;
+  const std::string what = fmt::format(
+      "{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", scenarios::to_text(resolved.scenario()), options.device, options.steps,
+      options.warmup_steps, options.seed, options.verify_collectives, options.check_reference, options.tolerance,
+      options.inject_nan ? options.inject_nan->tensor : "", options.inject_nan ? options.inject_nan->step : 0);
+  uint64_t hash = 14695981039346656037ull;  // FNV-1a
+  for (unsigned char c : what) hash = (hash ^ c) * 1099511628211ull;
+  // Sums of 16-bit pieces are exact in a double for any job size: a rank
+  // whose piece is not the mean holds another hash, and if none does, all
+  // hold the same. The count of such ranks is the same on every rank.
+  int differing = 0;
+  for (int piece = 0; piece < 4; ++piece) {
+    const double mine = static_cast<double>((hash >> (16 * piece)) & 0xffff);
+    differing |= comm.sum(mine) != mine * comm.size();
+  }
+  if (comm.sum(differing) > 0) {
+    throw AgreedInputError(fmt::format("the {} ranks were not given the same scenario and options: launch every "
+                                       "rank with the same file and arguments",
+                                       comm.size()));
   }
 }
 

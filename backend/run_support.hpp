@@ -21,6 +21,10 @@ namespace ragged::backend {
 
 // InputError unless as many processes run as the scenario has GPUs.
 void check_launch(const planner::ResolvedScenario& resolved, const Communicator& comm);
+// Every rank runs the same scenario and options, checked before any other
+// collective (ranks given different files met in collectives of different
+// sizes: MPI_ERR_TRUNCATE, or a hang). Throws AgreedInputError on every rank.
+void check_ranks_agree(const planner::ResolvedScenario& resolved, const RunOptions& options, Communicator& comm);
 
 // The scenario's plan with parameters of `param_dtype` (alignment), and
 // InputError when it cuts 8-bit Adam's blocks across ranks.

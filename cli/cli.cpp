@@ -48,6 +48,8 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   try {
     app.parse(argc, argv);
     return kExitOk;
+  } catch (const QuietExit& e) {
+    return e.code;
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e, out, err);
   } catch (const CLI::CallForAllHelp& e) {

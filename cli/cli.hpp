@@ -14,6 +14,12 @@ inline constexpr int kExitInternal = 1;
 inline constexpr int kExitBadInput = 2;
 inline constexpr int kExitCheckFailed = 3;  // ragged run: a check it ran failed
 
+// Ends a command with `code` and nothing printed: another process of the
+// same job reports the error (ragged run under mpirun, AgreedInputError).
+struct QuietExit {
+  int code = kExitBadInput;
+};
+
 int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
 
 // An error message as one line: runs of white space (newlines included)

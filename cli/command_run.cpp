@@ -178,6 +178,9 @@ void add_run_command(CLI::App& app, Context& context) {
     backend::RunResult result;
     try {
       result = run_on_device(resolved.front(), o->run, *comm);
+    } catch (const AgreedInputError&) {
+      if (comm->rank() != 0) throw QuietExit{kExitBadInput};  // every rank found it: rank 0 says it, once
+      throw;
     } catch (const std::exception& e) {
       // An error on some ranks only would leave the others in a collective:
       // report it and end the whole job.

@@ -29,6 +29,13 @@ class FieldError : public InputError {
 // A run that completed but failed a check it was asked to pass (the
 // reference, the collectives, finite numbers): not bad input and not a bug
 // in Ragged, but a verdict; the CLI exits with code 3.
+// Bad input every process of a job finds alike (an agreement check): the
+// first rank reports it, the others end quietly with the same exit code.
+class AgreedInputError : public InputError {
+ public:
+  using InputError::InputError;
+};
+
 class CheckFailure : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;

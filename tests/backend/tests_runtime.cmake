@@ -72,6 +72,20 @@ if(RAGGED_HAVE_MPI AND MPIEXEC_EXECUTABLE)
     PROCESSORS 4
     RESOURCE_LOCK ragged_mpi
     TIMEOUT 120)
+  # Ranks given different scenarios (an MPMD launch) agree to refuse before any
+  # other collective: one line from rank 0, exit 2 (was MPI_ERR_TRUNCATE or a hang).
+  add_test(NAME backend.run.np4.different_scenarios.refused
+    COMMAND ${MPIEXEC_EXECUTABLE} ${_ragged_run_flags} ${MPIEXEC_NUMPROC_FLAG} 2
+            $<TARGET_FILE:ragged> run tiny-llama-4xcpu --steps 1
+            : ${MPIEXEC_NUMPROC_FLAG} 2 $<TARGET_FILE:ragged> run tiny-llama-4xcpu --steps 1 --strategy fsdp2)
+  set_tests_properties(backend.run.np4.different_scenarios.refused PROPERTIES
+    LABELS "backend;mpi;correctness"
+    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OPENBLAS_NUM_THREADS=1"
+    PASS_REGULAR_EXPRESSION "ragged: error: the 4 ranks were not given the same scenario and options"
+    FAIL_REGULAR_EXPRESSION "error on rank|MPI_ERR"
+    PROCESSORS 4
+    RESOURCE_LOCK ragged_mpi
+    TIMEOUT 120)
   # 4-row cuts can fall inside a band of 32 x 32 tiles: refused before running.
   add_test(NAME backend.run.np3.rows4.adam8bit.refused
     COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 3 ${_ragged_run_flags}

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -105,9 +106,15 @@ std::string run(const Work& work, const ChildControl* control, ChildUsage* usage
   // The child inherits unflushed stdio buffers; anything in the child that
   // flushes them (SimGrid does) would print the parent's pending output again.
   std::fflush(nullptr);
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) throw InternalError(fmt::format("fork failed: {}", std::strerror(errno)));
   if (pid == 0) {
+    // The child dies with its parent: a killed `ragged simulate` (SIGTERM,
+    // a closed terminal) left its simulation running at 100% CPU. The
+    // parent may have gone before the request took effect.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(1);
     ::close(result_pipe[0]);
     if (progress_pipe[0] >= 0) ::close(progress_pipe[0]);
     child_main(work, result_pipe[1], progress_pipe[1], control != nullptr ? control->nice : 0);

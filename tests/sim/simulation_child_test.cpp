@@ -3,6 +3,7 @@
 
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -14,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
 
@@ -58,6 +60,53 @@ TEST(ChildControl, CancelKillsTheChildAndThrowsCancelledWithin100Ms) {
   errno = 0;
   EXPECT_EQ(::kill(child.load(), 0), -1);  // killed and reaped: no such process
   EXPECT_EQ(errno, ESRCH);
+}
+
+// A simulation child dies with its parent: `ragged simulate` killed by
+// SIGTERM left its child simulating at 100% CPU. The parent here is a forked
+// process running run_in_child; the child sends its pid up a pipe and sleeps.
+bool process_gone(pid_t pid) {
+  std::FILE* stat = std::fopen(fmt::format("/proc/{}/stat", pid).c_str(), "r");
+  if (stat == nullptr) return true;
+  int id = 0;
+  char name[256] = {}, state = '?';
+  const int read = std::fscanf(stat, "%d %255s %c", &id, name, &state);
+  std::fclose(stat);
+  return read == 3 && (state == 'Z' || state == 'X');  // dead, not yet reaped by whoever adopted it
+}
+
+TEST(ChildControl, TheChildDiesWithItsParent) {
+  int pids[2];
+  ASSERT_EQ(::pipe(pids), 0);
+  const pid_t parent = ::fork();
+  ASSERT_GE(parent, 0);
+  if (parent == 0) {
+    ::close(pids[0]);
+    try {
+      run_in_child([&] {
+        const pid_t me = ::getpid();
+        [[maybe_unused]] const ssize_t n = ::write(pids[1], &me, sizeof me);
+        ::sleep(600);
+        return std::string("never");
+      });
+    } catch (...) {
+    }
+    ::_exit(0);
+  }
+  ::close(pids[1]);
+  pid_t child = 0;
+  ASSERT_EQ(::read(pids[0], &child, sizeof child), static_cast<ssize_t>(sizeof child));
+  ::close(pids[0]);
+  ASSERT_FALSE(process_gone(child));
+  ASSERT_EQ(::kill(parent, SIGTERM), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(parent, &status, 0), parent);
+  // Not a timing bar: a bound so that a regression fails instead of hanging.
+  const Clock::time_point give_up = Clock::now() + std::chrono::seconds(60);
+  while (!process_gone(child) && Clock::now() < give_up) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const bool gone = process_gone(child);
+  if (!gone) ::kill(child, SIGKILL);
+  EXPECT_TRUE(gone) << "the simulation child " << child << " outlived its parent";
 }
 
 TEST(ChildControl, ProgressFractionsArriveInOrder) {

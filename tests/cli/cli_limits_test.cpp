@@ -33,11 +33,13 @@ const char* kBase =
     "  optimizer { adamw { lr: 0.001 beta1: 0.9 } } }\n"
     "run { steps: 3 model_scale: 1 }\n";
 
-// The bound; a sanitized build (make sanitize) runs the binary 2 to 5 times slower.
+// A guard against blow-ups (a config.json's 4e10 layers took 72 s before its
+// refusal), not a speed bar: generous enough for a loaded 2-core machine and
+// a sanitized build (make sanitize runs the binary 2 to 5 times slower).
 #if defined(__SANITIZE_ADDRESS__)
-constexpr double kMaxSeconds = 5.0;
+constexpr double kMaxSeconds = 30.0;
 #else
-constexpr double kMaxSeconds = 1.0;
+constexpr double kMaxSeconds = 10.0;
 #endif
 
 struct Case {

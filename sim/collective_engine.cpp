@@ -92,17 +92,18 @@ std::vector<int64_t> CollectiveEngine::symmetric_ranks() const {
   return ranks;
 }
 
-// A stage's reduced cluster: its first nodes, at most two leaves (collective_flows.cpp).
+// A stage's nodes, and its reduced cluster: its first nodes, at most two
+// leaves (collective_flows.cpp).
+int64_t CollectiveEngine::stage_nodes() const { return std::max<int64_t>(1, cluster_.nodes / std::max<int64_t>(1, mesh_.pp)); }
+int64_t CollectiveEngine::stage_reduced_nodes() const { return std::min(stage_nodes(), 2 * cluster_.nodes_per_leaf); }
+
 int64_t CollectiveEngine::symmetric_platform_nodes() const {
-  const int64_t stages = std::max<int64_t>(1, mesh_.pp);
-  const int64_t stage_nodes = std::max<int64_t>(1, cluster_.nodes / stages);
-  return std::min(cluster_.nodes, (stages - 1) * stage_nodes + std::min(stage_nodes, 2 * cluster_.nodes_per_leaf));
+  return std::min(cluster_.nodes, (std::max<int64_t>(1, mesh_.pp) - 1) * stage_nodes() + stage_reduced_nodes());
 }
 
 int64_t CollectiveEngine::simulated_nodes() const {
   if (mode_ != SimulationMode::kSymmetric || mesh_.pp <= 1) return platform_.nodes();
-  const int64_t stage_nodes = std::max<int64_t>(1, cluster_.nodes / mesh_.pp);
-  return mesh_.pp * std::min(stage_nodes, 2 * cluster_.nodes_per_leaf);
+  return mesh_.pp * stage_reduced_nodes();
 }
 
 sg4::Host* CollectiveEngine::platform_host(int rank) const {

@@ -108,6 +108,8 @@ class CollectiveEngine {
   // and the nodes its platform holds (up to the last stage's reduced cluster).
   std::vector<int64_t> symmetric_ranks() const;
   int64_t symmetric_platform_nodes() const;
+  int64_t stage_nodes() const;
+  int64_t stage_reduced_nodes() const;
   // The flow of a transfer between two simulated ranks, and its seconds.
   double run_transfer(const planner::Op& op, int sender, int receiver);
   // The simulated ranks in simulated rank `rank`'s group of `group`, itself

@@ -1,0 +1,144 @@
+#include <algorithm>
+
+#include "common/errors.hpp"
+#include "planner/program_builder_internal.hpp"
+
+namespace ragged::planner::internal {
+
+int ProgramBuilder::loss_backward(int u, int mb, std::vector<uint32_t>& deps) {
+  const models::UnitSpec& s = spec(u);
+  const int workspace =
+      pieces_buffer(s.name + " loss workspace", BufferKind::kWorkspace, u, for_batch(loss_workspace_pieces(s)));
+  const int gradient =
+      w_.buffer(s.name + " logits gradient", BufferKind::kWorkspace, u, for_batch(s.activations.logits_gradient));
+  if (workspace >= 0) compute_alloc(workspace);
+  compute_alloc(gradient);
+  const uint32_t loss =
+      w_.compute(OpKind::kComputeBwd, u, mb, s.name + " loss backward", loss_backward_work(s, batch_), deps);
+  program_.ops[loss].buffer = gradient;
+  program_.ops[loss].loss_only = true;
+  if (workspace >= 0) w_.free(workspace, Stream::kCompute, {loss});
+  deps.push_back(loss);
+  return gradient;
+}
+
+void ProgramBuilder::backward(int mb, std::vector<uint32_t>& grads_ready) {
+  for (int u = units_ - 1; u >= 0; --u) backward_unit(u, mb, grads_ready);
+  std::vector<uint32_t> reduced;  // the root's end-of-backward wait: the last reduction, which ends after the others
+  if (traits_.root_fences_micro_batches) reduced = {grads_ready[0]};
+  if (!loop_.train_metrics(units_ - 1, mb, batch_.tokens(), reduced)) {
+    compute_waits_.insert(compute_waits_.end(), reduced.begin(), reduced.end());
+  }
+  if (traits_.root_fences_micro_batches) fence_next_micro_batch(mb + 1, grads_ready[0]);
+}
+
+void ProgramBuilder::backward_unit(int u, int mb, std::vector<uint32_t>& grads_ready, BackwardPart part) {
+  if (part == BackwardPart::kWeight) {
+    weight_gradients(u, mb, grads_ready);
+    return;
+  }
+  {
+    bool regather = !kept_gathered(u);
+    int k = gathers_.find(u, mb, regather);
+    if (regather) {
+      issue_gathers_through(std::min(k + window_ - 1, gather_limit(mb)));
+      issue_gathers_through(k);
+    }
+    RAGGED_ASSERT(gathers_[k].emitted, "an all-gather must be issued before its unit computes");
+    uint32_t ready = regather ? params_ready(gathers_[k]) : gathers_[k].ready;
+    const models::UnitSpec& s = spec(u);
+    std::vector<uint32_t> deps = {ready};
+    if (is_head(u) && in_.model->arch.tie_embeddings) deps.push_back(embedding_ready(mb));
+    take_stage_input(deps);
+    mesh_before(u, mb, Pass::kBackward, deps);
+    const int logits_gradient = splits_loss_backward(s) ? loss_backward(u, mb, deps) : -1;
+    int workspace = backward_workspace(u);
+    compute_alloc(workspace);
+    ComputeWork again = recompute_work(s, batch_, mode_of(u));
+    int64_t first_compute = -1;
+    if (total_flops(again) > 0 || again.elementwise_bytes > 0) {
+      // Full recomputation runs the forward again, its mesh collectives too;
+      // selective, the all-gathers its recomputed matmuls read.
+      const Pass pass = mode_of(u) == models::Checkpointing::kFull ? Pass::kRecompute : Pass::kSelectiveRecompute;
+      std::vector<uint32_t> again_deps = {ready};
+      mesh_before(u, mb, pass, again_deps);
+      deps.push_back(w_.compute(OpKind::kRecompute, u, mb, s.name + " recompute", std::move(again), again_deps));
+      first_compute = deps.back();
+      mesh_after(u, mb, pass, deps.back());
+      deps.insert(deps.end(), mesh_waits_.begin(), mesh_waits_.end());
+      mesh_waits_.clear();
+    }
+    // A tied head adds the shared table's gradient to the embedding's, so
+    // that buffer lives from the head's backward (a chunked loss: its
+    // forward) to the embedding's reduce.
+    const bool tied = in_.model->arch.tie_embeddings;
+    int grads = -1;
+    if (pipelined()) {
+      // A stage accumulates each unit's gradients over the step's
+      // micro-batches, reduced after the last (PyTorch's pipelining turns
+      // FSDP's gradient sync off for the others).
+      int& held = stage_grads_[static_cast<size_t>(u)];
+      if (held < 0) held = grads_.unsharded_grads(u);
+      grads = held;
+    } else if (is_head(u) && head_grads_ >= 0) {
+      grads = head_grads_;
+      head_grads_ = -1;
+    } else if (is_head(u)) {
+      grads = head_gradients();
+    } else {
+      grads = tied && is_embedding(u) ? tied_grads_ : grads_.unsharded_grads(u);
+    }
+    ComputeWork work = logits_gradient >= 0 ? backward_work_after_loss(s, batch_) : backward_work(s, batch_);
+    if (part == BackwardPart::kInput) {
+      SplitBackward split = split_weight_gradients(std::move(work));
+      work = std::move(split.input);
+      weight_work_[static_cast<size_t>(mb * units_ + u)] = std::move(split.weight);
+    }
+    uint32_t bwd =
+        w_.compute(OpKind::kComputeBwd, u, mb,
+                   s.name + (part == BackwardPart::kInput ? " backward (input)" : " backward"), std::move(work), deps);
+    mesh_after(u, mb, Pass::kBackward, bwd);
+    if (logits_gradient >= 0) {
+      program_.ops[bwd].buffer = logits_gradient;
+      w_.free(logits_gradient, Stream::kCompute, {bwd});
+    }
+    if (regather) block_host_on_fetch(first_compute >= 0 ? static_cast<uint32_t>(first_compute) : bwd, gathers_[k]);
+    w_.free(workspace, Stream::kCompute, {bwd});
+    if (part == BackwardPart::kInput) {
+      // The weight gradients read the saved inputs: they stay until then.
+      input_gradient_[static_cast<size_t>(mb * units_ + u)] = bwd;
+      return;
+    }
+    finish_backward(u, mb, k, bwd, grads, grads_ready);
+  }
+}
+
+void ProgramBuilder::weight_gradients(int u, int mb, std::vector<uint32_t>& grads_ready) {
+  const auto at = static_cast<size_t>(mb * units_ + u);
+  const models::UnitSpec& s = spec(u);
+  const uint32_t wgrad = w_.compute(OpKind::kComputeBwd, u, mb, s.name + " backward (weights)",
+                                    std::move(weight_work_[at]), {input_gradient_[at]});
+  program_.ops[wgrad].buffer = stage_grads_[static_cast<size_t>(u)];
+  finish_backward(u, mb, gathers_.find(u, mb, false), wgrad, stage_grads_[static_cast<size_t>(u)], grads_ready);
+}
+
+void ProgramBuilder::finish_backward(int u, int mb, int k, uint32_t bwd, int grads,
+                                     std::vector<uint32_t>& grads_ready) {
+  w_.free(activations_[static_cast<size_t>(mb * units_ + u)], Stream::kCompute, {bwd});
+  if (mode_of(u) == models::Checkpointing::kNone) return_kv(u, true);
+  if (is_head(u)) loop_.return_logits(u, batch_.tokens(), true);
+  if (pipelined() && mb != last_backward_[static_cast<size_t>(u)]) return;  // gathered and unreduced to the last
+  if (gathers_[k].emitted && !gathers_[k].is_freed) release_params(k, bwd);
+  // The root group reduces the head's gradients with the embedding's.
+  if (is_head(u) && root_group() && units_ > 1) {
+    root_head_grads_ = grads;
+    return;
+  }
+  if (is_embedding(u) && root_head_grads_ >= 0) {
+    grads_ready[units_ - 1] = grads_.reduce(units_ - 1, mb, bwd, root_head_grads_);
+    root_head_grads_ = -1;
+  }
+  grads_ready[u] = grads_.reduce(u, mb, bwd, grads);
+}
+
+}  // namespace ragged::planner::internal

@@ -1,0 +1,318 @@
+#pragma once
+// The builder behind build_program (planner/program_builder.hpp), shared by
+// the files that hold its parts: program_builder.cpp (construction, the
+// forward, buffers, mesh collectives, persistent memory),
+// program_builder_gathers.cpp (all-gathers, copy-outs, releases),
+// program_builder_backward.cpp (the backward and gradient reduction) and
+// program_builder_pipeline.cpp (a stage's schedule, sends and receives).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "planner/checkpointing_plan.hpp"
+#include "planner/compute_work.hpp"
+#include "planner/gather_schedule.hpp"
+#include "planner/gradient_reduction.hpp"
+#include "planner/loop_buffers.hpp"
+#include "planner/mesh_collectives.hpp"
+#include "planner/optimizer_program.hpp"
+#include "planner/pipeline_schedule.hpp"
+#include "planner/program_builder.hpp"
+#include "planner/program_writer.hpp"
+#include "planner/strategy_traits.hpp"
+#include "planner/unit_buffers.hpp"
+
+namespace ragged::planner::internal {
+
+// Builds one step: forward and backward of every micro-batch, then the
+// optimizer. All-gathers are issued in the order their units compute; the
+// k-th all-gather's buffer waits for the free of the (k - window)-th, so at
+// most `window` units hold unsharded parameters and the AG stream runs at most
+// window - 1 units ahead of compute (the prefetch).
+class ProgramBuilder {
+ public:
+  ProgramBuilder(const ProgramInputs& in, int rank);
+
+  Program build();
+
+ private:
+  const UnitPlan& unit(int u) const { return in_.plan->units[u]; }
+  const models::UnitSpec& spec(int u) const { return in_.model->units[unit(u).unit_index]; }
+  int64_t shard(int u) const { return unit(u).layout.shard_size; }
+  // What an all-gather brings in: everything but ZeRO-3's persistent small
+  // parameters, which stay gathered (charged once in persistent memory).
+  int64_t gathered_elements(int u) const {
+    const UnitLayout& l = unit(u).layout;
+    return l.padded_elements() - l.ranks * l.persistent_shard_elements;
+  }
+
+  // Units that stay gathered from their forward to their backward: the last
+  // one (backward starts with it) and the embedding when the head's GEMM
+  // reads its table (tied embeddings) or it is in FSDP's root group.
+  bool kept_gathered(int u) const {
+    return pipelined() || !reshard_ || u == units_ - 1 || (u == 0 && (in_.model->arch.tie_embeddings || root_group()));
+  }
+  // FSDP's root group (the embedding and the head) is the whole model's: a
+  // pipeline stage holds a part of it.
+  bool root_group() const { return traits_.root_group_outside_blocks && !pipelined(); }
+  bool is_head(int u) const { return spec(u).kind == models::UnitKind::kHead; }
+  bool is_embedding(int u) const { return spec(u).kind == models::UnitKind::kEmbedding; }
+  bool pipelined() const { return in_.pipeline != nullptr; }
+
+  // A pipeline stage (planner/pipeline_stages.hpp, pipeline_schedule.hpp):
+  // its chunks' units as this plan's indices, the schedule's actions, and
+  // for each unit the micro-batch of its last backward (where its
+  // parameters are released and its gradients reduced).
+  void prepare_pipeline();
+
+  std::vector<GatherPass> gather_passes() const;
+
+  // The model chunk a local chunk is, and the last of the pipeline.
+  int model_chunk(int local) const {
+    return local * static_cast<int>(in_.pipeline->stages->stages) + in_.pipeline->stage;
+  }
+  int last_chunk() const { return static_cast<int>(in_.pipeline->stages->chunk_count()) - 1; }
+
+  // The stage's passes in the schedule's order: a forward receives its
+  // chunk's input from the previous chunk's stage and sends its output to
+  // the next; a backward receives the gradient of its output and sends the
+  // gradient of its input.
+  void run_pipeline(std::vector<uint32_t>& grads_ready);
+
+  // What passes between two chunks: a micro-batch's hidden states (spread
+  // over the tp ranks under sequence parallelism), or their gradients.
+  int64_t stage_boundary_bytes() const {
+    const int64_t spread = mesh_.sequence_parallel && mesh_.tp > 1 ? mesh_.tp : 1;
+    return batch_.tokens() * in_.model->arch.hidden * p_ / spread;
+  }
+  // The same on the send and its receive: micro-batch, the lower chunk, direction.
+  int64_t message(int mb, int lower_chunk, bool backward) const {
+    return (int64_t{mb} * (last_chunk() + 1) + lower_chunk) * 2 + (backward ? 1 : 0);
+  }
+  int stage_of(int chunk) const { return chunk % static_cast<int>(in_.pipeline->stages->stages); }
+
+  void receive(int mb, int lower_chunk, bool backward);
+
+  void send(int mb, int lower_chunk, bool backward);
+
+  // A received input is what the next compute reads.
+  void take_stage_input(std::vector<uint32_t>& deps) {
+    if (!stage_input_) return;
+    deps.push_back(*stage_input_);
+    stage_input_.reset();
+  }
+
+  // How far the backward of micro-batch mb may issue all-gathers: behind
+  // the root's fence, not into the next micro-batch.
+  int gather_limit(int mb) const {
+    return traits_.root_fences_micro_batches && !pipelined() ? gathers_.last_of_micro_batch(mb) : gathers_.size();
+  }
+
+  // Issues every all-gather up to index `through` that may start. Gather k
+  // waits for (a) its window slot: the free of gather k - window, or, for a
+  // unit kept gathered until its backward (which does not count against the
+  // window), the forward compute that used it; and (b) the free of the
+  // previous gather of the same unit, so that no unit is held twice.
+  void issue_gathers_through(int through);
+
+  // The root group's all-gather brings the head in with the embedding, at
+  // the start of the forward; it holds no prefetch slot until the head's
+  // forward (as the kept head did before).
+  void gather_root_head(int mb);
+
+  void emit_gather(int k, std::vector<uint32_t> slot_free);
+
+  // One collective of gather g: the unit's (`group` empty) or a ZeRO-3 fetch
+  // group's, with the strategy's cast and copy-in before it. Returns its
+  // buffer's alloc and the all-gather.
+  std::pair<uint32_t, uint32_t> gather_group(Gather& g, const std::vector<int>& group, std::vector<uint32_t> deps);
+
+  std::string gather_label(const Gather& g) const {
+    return fmt::format("{} {}", spec(g.unit).name, g.backward ? "(bwd)" : "(fwd)");
+  }
+  // Names a ZeRO-3 fetch group's ops and buffers by its tensors (" [2,3,4]").
+  static std::string group_suffix(const std::vector<int>& group) {
+    return group.empty() ? "" : fmt::format(" [{}]", fmt::join(group, ","));
+  }
+  // The parameters a gathered buffer holds: a fetch group's, else the unit's.
+  int64_t group_params(int u, const std::vector<int>& group) const {
+    return group.empty() ? tensors(u, true) : static_cast<int64_t>(group.size());
+  }
+
+  // Waits for unit u's parameters on the compute stream; copies them out of
+  // each rank-major gathered buffer first.
+  uint32_t params_ready(Gather& g);
+
+  // The copy-out of gathered buffer `source` (a unit, or a ZeRO-3 prefetch
+  // set; its all-gather `gathered`) into per-tensor storage, which then holds
+  // the parameters; after everything gathered so far (g.ready).
+  uint32_t copy_out(Gather& g, int source, uint32_t gathered);
+
+  // ZeRO-3's CPU waits for a unit's all-gather before its compute; a unit
+  // with a copy-out waits there already (params_ready).
+  void block_host_on_fetch(uint32_t compute, const Gather& g) {
+    if (traits_.fetch_blocks_host && unit(g.unit).layout.copies.all_gather_out == 0)
+      host(compute).waits.push_back(g.ready);
+  }
+
+  void release_params(int k, uint32_t after);
+
+  std::vector<int64_t> per_tensor_pieces(int u, int64_t element_bytes, bool skip_persistent) const {
+    return planner::per_tensor_pieces(unit(u).layout, element_bytes, skip_persistent);
+  }
+  int64_t tensors(int u, bool gathered_only) const { return tensor_count(unit(u).layout, gathered_only); }
+  HostWork& host(uint32_t op) { return program_.ops[op].host; }
+
+  // Allocates on the compute stream; the first compute op after a hand-over
+  // carries the backpressure wait (the next unit's work cannot start).
+  uint32_t compute_alloc(int buffer) {
+    std::vector<uint32_t> deps = std::move(compute_waits_);
+    compute_waits_.clear();
+    return w_.alloc(buffer, Stream::kCompute, std::move(deps));
+  }
+
+  // Bytes of `per_token` for this micro-batch.
+  int64_t for_batch(double per_token) const {
+    return static_cast<int64_t>(per_token * static_cast<double>(batch_.tokens()));
+  }
+  std::vector<int64_t> for_batch(const std::vector<double>& per_token) const {
+    std::vector<int64_t> bytes;
+    for (double piece : per_token) bytes.push_back(for_batch(piece));
+    return bytes;
+  }
+
+  // A buffer of the given pieces (one allocation each), or none when they are all empty.
+  int pieces_buffer(const std::string& name, BufferKind kind, int u, const std::vector<int64_t>& pieces);
+
+  models::Checkpointing mode_of(int u) const { return unit_mode_[static_cast<size_t>(u)]; }
+
+  // Unit u's buffers of what it keeps, its forward's transients (-1: none)
+  // and its backward's working memory (planner/unit_buffers.hpp).
+  int activation_buffer(int u, int mb);
+  int forward_workspace(int u) {
+    return pieces_buffer(
+        spec(u).name + " forward workspace", BufferKind::kWorkspace, u,
+        for_batch(forward_workspace_pieces(spec(u), mode_of(u), batch_.seq_len, loop_.outputs().logits())));
+  }
+  int backward_workspace(int u);
+
+  bool chunked_loss() const { return in_.model->kernels.loss == models::LossKernel::kChunked; }
+
+  // The mesh's collectives of unit u's `pass` that come before its compute
+  // (planner/mesh_collectives.hpp): each waits for the compute stream as it
+  // stands, and, unless `pass` is a recompute (which reads the unit's saved
+  // input), for the previous unit's collectives after its compute; the
+  // compute that follows waits for all of them (their ids join `deps`).
+  void mesh_before(int u, int mb, Pass pass, std::vector<uint32_t>& deps);
+  // Those after it: they wait for the compute, the next compute for them.
+  void mesh_after(int u, int mb, Pass pass, uint32_t compute);
+  std::string mesh_label(int u, const MeshCollective& c, Pass pass) const {
+    return fmt::format("{} {} {}", spec(u).name, pass == Pass::kBackward ? "(bwd)" : "(fwd)", c.what);
+  }
+
+  void forward(int mb) {
+    for (int u = 0; u < units_; ++u) forward_unit(u, mb);
+  }
+
+  void forward_unit(int u, int mb);
+
+  // Unit u's keys and values for a model returning its cache (a block
+  // without checkpointing: from its backward, LoopBuffers::add_output).
+  void return_kv(int u, bool after_backward) {
+    if (!loop_.outputs().kv_cache()) return;
+    loop_.add_output(u, spec(u).name + " returned keys and values", for_batch(spec(u).activations.returned_kv),
+                     after_backward);
+  }
+
+  // One micro-batch's outputs: every block's keys and values, the logits.
+  int64_t outputs_bytes() const;
+
+  // The head's unsharded gradients; with tied embeddings first the shared
+  // table's gradient (the embedding's buffer), which lives from here to the
+  // embedding's reduce-scatter.
+  int head_gradients() {
+    if (in_.model->arch.tie_embeddings) tied_grads_ = grads_.unsharded_grads(0);
+    return grads_.unsharded_grads(units_ - 1);
+  }
+
+  // The head's loss backward ahead of its GEMMs, in autograd's order: the
+  // loss's fp32 gradients are freed before the weight gradient is made, the
+  // logits' gradient is kept for the GEMMs (planner/unit_buffers.hpp). Adds
+  // the op to `deps`; returns the logits' gradient buffer.
+  int loss_backward(int u, int mb, std::vector<uint32_t>& deps);
+
+  // The tied head reads the embedding table: the embedding's forward gather
+  // of this micro-batch (kept until the embedding's backward).
+  uint32_t embedding_ready(int mb) const { return gathers_[gathers_.find(0, mb, false)].ready; }
+
+  void backward(int mb, std::vector<uint32_t>& grads_ready);
+
+  // ZB-H1 runs a unit's backward as its input gradient (kInput: what the
+  // previous stage waits for) and later its weight gradients (kWeight); the
+  // other schedules run it whole.
+  enum class BackwardPart { kWhole, kInput, kWeight };
+
+  void backward_unit(int u, int mb, std::vector<uint32_t>& grads_ready, BackwardPart part = BackwardPart::kWhole);
+
+  // ZB-H1's W: the unit's dW GEMMs after its B, into the stage's gradients.
+  void weight_gradients(int u, int mb, std::vector<uint32_t>& grads_ready);
+
+  // After a unit's backward `bwd` of micro-batch mb: its activations go;
+  // after its last, its gathered parameters are released and `grads` reduced.
+  void finish_backward(int u, int mb, int k, uint32_t bwd, int grads, std::vector<uint32_t>& grads_ready);
+
+  // The next forward's all-gathers wait for the compute stream as it stands
+  // (the root's pre-forward), which has waited for the reductions.
+  void fence_next_micro_batch(int mb, uint32_t reduced) {
+    fenced_micro_batch_ = mb;
+    fence_ = {reduced};
+    if (const auto last = w_.last_on(Stream::kCompute)) fence_.push_back(*last);
+  }
+
+  OptimizerContext optimizer_context() const;
+
+  void fill_persistent(const OptimizerContext& optimizer);
+
+  const ProgramInputs& in_;
+  Program program_;
+  ProgramWriter w_;
+  int rank_;
+  LoopBuffers loop_;
+  StrategyTraits traits_;
+  int64_t p_ = 2, r_ = 4, o_ = 4;
+  std::vector<uint32_t> compute_waits_;  // for the compute stream's next op
+  GradientReduction grads_;
+  std::vector<models::Checkpointing> unit_mode_;  // per unit (planner/checkpointing_plan.hpp)
+  int tied_grads_ = -1;       // the embedding's gradient buffer, allocated at a tied head's backward
+  int head_grads_ = -1;       // the head's gradients, allocated in its forward by a chunked loss
+  int root_head_grads_ = -1;  // the head's gradients, reduced with the embedding's (root_group_outside_blocks)
+  MicroBatch batch_;
+  Mesh mesh_;
+  // A pipeline stage's (prepare_pipeline).
+  std::vector<std::vector<int>> chunk_units_;
+  std::vector<PipelineAction> actions_;
+  std::vector<int> stage_grads_;         // per unit: its gradients, accumulated over the micro-batches
+  std::vector<int> last_backward_;       // per unit
+  std::optional<uint32_t> stage_input_;  // the receive the next compute reads
+  std::vector<uint32_t> mesh_waits_;     // the last unit's mesh collectives after its compute, for the next compute
+  bool reshard_ = true;
+  int window_ = 2;
+  int units_ = 0;
+  GatherSchedule gathers_{0, 0, [](int) { return true; }};
+  int next_gather_ = 0;
+  std::vector<int> activations_;  // [micro_batch * units + unit]
+  // ZB-H1: each (micro-batch, unit)'s weight-gradient work and the input
+  // gradient it follows, [micro_batch * units + unit].
+  std::vector<ComputeWork> weight_work_;
+  std::vector<uint32_t> input_gradient_;
+  int fenced_micro_batch_ = -1;  // whose all-gathers wait for fence_ (root_fences_micro_batches)
+  std::vector<uint32_t> fence_;
+};
+
+}  // namespace ragged::planner::internal

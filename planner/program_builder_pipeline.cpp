@@ -1,0 +1,88 @@
+#include <algorithm>
+
+#include "common/errors.hpp"
+#include "planner/program_builder_internal.hpp"
+
+namespace ragged::planner::internal {
+
+void ProgramBuilder::prepare_pipeline() {
+  const StageOfPipeline& p = *in_.pipeline;
+  std::vector<int> local(in_.model->units.size(), -1);
+  for (int u = 0; u < units_; ++u) local[static_cast<size_t>(unit(u).unit_index)] = u;
+  for (int chunk : p.stages->chunks_of(p.stage)) {
+    std::vector<int>& units = chunk_units_.emplace_back();
+    for (int model_unit : p.stages->chunks[static_cast<size_t>(chunk)])
+      units.push_back(local[static_cast<size_t>(model_unit)]);
+  }
+  actions_ = stage_schedule(p.schedule, static_cast<int>(p.stages->stages), p.stage,
+                            in_.training->gradient_accumulation_steps(), static_cast<int>(p.stages->virtual_stages));
+  stage_grads_.assign(static_cast<size_t>(units_), -1);
+  const auto passes = static_cast<size_t>(in_.training->gradient_accumulation_steps() * units_);
+  weight_work_.assign(passes, {});
+  input_gradient_.assign(passes, 0);
+  last_backward_.assign(static_cast<size_t>(units_), -1);
+  for (const PipelineAction& a : actions_) {
+    if (a.pass == PipelineAction::Pass::kForward) continue;
+    for (int u : chunk_units_[static_cast<size_t>(a.chunk)]) last_backward_[static_cast<size_t>(u)] = a.micro_batch;
+  }
+}
+
+std::vector<GatherPass> ProgramBuilder::gather_passes() const {
+  std::vector<GatherPass> passes;
+  for (const PipelineAction& a : actions_) {
+    std::vector<int> units = chunk_units_[static_cast<size_t>(a.chunk)];
+    const bool backward = a.pass != PipelineAction::Pass::kForward;
+    if (backward) std::reverse(units.begin(), units.end());
+    passes.push_back({std::move(units), a.micro_batch, backward});
+  }
+  return passes;
+}
+
+void ProgramBuilder::run_pipeline(std::vector<uint32_t>& grads_ready) {
+  for (const PipelineAction& a : actions_) {
+    const std::vector<int>& units = chunk_units_[static_cast<size_t>(a.chunk)];
+    const int chunk = model_chunk(a.chunk);
+    if (a.pass == PipelineAction::Pass::kForward) {
+      if (chunk > 0) receive(a.micro_batch, chunk - 1, false);
+      for (int u : units) forward_unit(u, a.micro_batch);
+      if (chunk < last_chunk()) send(a.micro_batch, chunk, false);
+    } else if (a.pass == PipelineAction::Pass::kBackwardWeight) {
+      for (auto u = units.rbegin(); u != units.rend(); ++u) {
+        backward_unit(*u, a.micro_batch, grads_ready, BackwardPart::kWeight);
+      }
+    } else {
+      const BackwardPart part =
+          a.pass == PipelineAction::Pass::kBackwardInput ? BackwardPart::kInput : BackwardPart::kWhole;
+      if (chunk < last_chunk()) receive(a.micro_batch, chunk, true);
+      for (auto u = units.rbegin(); u != units.rend(); ++u) backward_unit(*u, a.micro_batch, grads_ready, part);
+      if (chunk > 0) send(a.micro_batch, chunk - 1, true);
+    }
+  }
+}
+
+void ProgramBuilder::receive(int mb, int lower_chunk, bool backward) {
+  const int from = stage_of(backward ? lower_chunk + 1 : lower_chunk);
+  const uint32_t id =
+      w_.collective(OpKind::kRecv, Stream::kPipelineRecv, Group::kPipeline, -1, mb,
+                    fmt::format("mb{} chunk {} {} from stage {}", mb, backward ? lower_chunk + 1 : lower_chunk,
+                                backward ? "gradient" : "activations", from),
+                    stage_boundary_bytes(), -1, {});
+  program_.ops[id].peer = from;
+  program_.ops[id].message = message(mb, lower_chunk, backward);
+  stage_input_ = id;
+}
+
+void ProgramBuilder::send(int mb, int lower_chunk, bool backward) {
+  const int to = stage_of(backward ? lower_chunk : lower_chunk + 1);
+  std::vector<uint32_t> deps = mesh_waits_;  // the chunk's last collectives make what is sent
+  if (const auto last = w_.last_on(Stream::kCompute)) deps.push_back(*last);
+  const uint32_t id =
+      w_.collective(OpKind::kSend, Stream::kPipelineSend, Group::kPipeline, -1, mb,
+                    fmt::format("mb{} chunk {} {} to stage {}", mb, backward ? lower_chunk + 1 : lower_chunk,
+                                backward ? "gradient" : "activations", to),
+                    stage_boundary_bytes(), -1, std::move(deps));
+  program_.ops[id].peer = to;
+  program_.ops[id].message = message(mb, lower_chunk, backward);
+}
+
+}  // namespace ragged::planner::internal

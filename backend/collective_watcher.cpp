@@ -1,5 +1,7 @@
 #include "backend/collective_watcher.hpp"
 
+#include <exception>
+#include <string>
 #include <utility>
 
 namespace ragged::backend {
@@ -43,6 +45,22 @@ bool CollectiveWatcher::lost() const {
 }
 
 void CollectiveWatcher::follow() {
+  if (comms_.on_thread_start) {
+    try {
+      comms_.on_thread_start();  // before any probe runs on this thread
+    } catch (const std::exception& e) {
+      // Nothing can be followed from this thread: the run ends as on a lost
+      // collective, but no communicator is aborted (none was polled).
+      on_lost_("rank " + std::to_string(rank_) + ": the collective watcher's thread could not start: " + e.what());
+      {
+        const std::lock_guard lock(mutex_);
+        lost_ = true;
+        pending_.clear();
+      }
+      changed_.notify_all();
+      return;
+    }
+  }
   for (;;) {
     Pending next;
     {

@@ -10,7 +10,10 @@
 // prefetched collective queued behind compute is not charged for the wait)
 // it hands one line to `on_lost`, which ends the job. Host-side only: the
 // CUDA executor supplies the probes (an event query, ncclCommGetAsyncError,
-// ncclCommAbort); tests drive it with fakes.
+// ncclCommAbort); tests drive it with fakes. The probes run on the watcher's
+// own thread, so a CUDA caller passes `on_thread_start` (cudaSetDevice of the
+// rank's GPU): without it the event queries of ranks 1-7 under `mpirun -np 8`
+// would open a context on GPU 0.
 
 #include <condition_variable>
 #include <deque>
@@ -28,6 +31,10 @@ class CollectiveWatcher {
   struct Communicators {
     std::function<CommStatus(std::string* error)> status;  // every communicator of the rank
     std::function<void()> abort;                           // ncclCommAbort on every communicator
+    // Runs once on the watcher's thread before it polls anything (status,
+    // abort, a collective's `completed`); empty: nothing. An exception from it
+    // ends the watch as a lost collective, reported through `on_lost`.
+    std::function<void()> on_thread_start = {};
   };
   // Receives lost_collective_message's line; ends the job (MPI_Abort) in
   // real runs. If it returns, the watcher stops following collectives.

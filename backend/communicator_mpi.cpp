@@ -89,12 +89,41 @@ void finalize_mpi_at_exit() {
   if (MPI_Finalized(&finalized) == MPI_SUCCESS && !finalized) MPI_Finalize();
 }
 
+// MPI's level as MpiThreadLevel (MPI orders them: SINGLE < FUNNELED <
+// SERIALIZED < MULTIPLE).
+MpiThreadLevel to_thread_level(int provided) {
+  if (provided >= MPI_THREAD_MULTIPLE) return MpiThreadLevel::kMultiple;
+  if (provided >= MPI_THREAD_SERIALIZED) return MpiThreadLevel::kSerialized;
+  if (provided >= MPI_THREAD_FUNNELED) return MpiThreadLevel::kFunneled;
+  return MpiThreadLevel::kSingle;
+}
+
+// Checks the library's thread support against what every communicator needs;
+// under MPI_THREAD_FUNNELED the calling thread must be MPI's main thread.
+MpiThreadLevel checked_thread_level(int provided) {
+  const MpiThreadLevel level = to_thread_level(provided);
+  check_mpi_thread_level(level, MpiThreadUse::kCommunicators);
+  if (level == MpiThreadLevel::kFunneled) {
+    int main_thread = 0;
+    MPI_CHECK(MPI_Is_thread_main(&main_thread));
+    if (!main_thread)
+      throw InternalError(
+          "the MPI library provides only MPI_THREAD_FUNNELED and MPI is used from a thread other than the one that "
+          "initialised it");
+  }
+  return level;
+}
+
+std::atomic<int> g_provided_level{-1};  // MpiThreadLevel once MPI is initialised and checked
+
 }  // namespace
 
-// Initialises MPI on first use. MPI_THREAD_MULTIPLE lets communicators from
-// separate make_mpi_communicator() calls run on separate threads; calls on
-// one communicator must still come from one thread at a time, in the same
-// order on every rank (MPI's rule for collectives). A program that
+// Initialises MPI on first use, asking for MPI_THREAD_MULTIPLE: the
+// collective watchdog calls MPI from its own thread while the run's thread is
+// in a collective (start_watchdog refuses to start below it). Everything else
+// calls MPI from one thread (calls on one communicator from one thread at a
+// time, in the same order on every rank: MPI's rule for collectives), which
+// MPI_THREAD_FUNNELED allows; below that, InputError. A program that
 // initialised MPI itself also finalises it.
 void ensure_mpi_initialized() {
   static std::mutex mutex;
@@ -105,14 +134,23 @@ void ensure_mpi_initialized() {
     int finalized = 0;
     MPI_CHECK(MPI_Finalized(&finalized));
     if (finalized) throw InternalError("MPI has already been finalized in this process");
+    int provided = MPI_THREAD_SINGLE;
+    MPI_CHECK(MPI_Query_thread(&provided));
+    g_provided_level.store(static_cast<int>(checked_thread_level(provided)), std::memory_order_release);
     return;
   }
-  int provided = 0;
+  int provided = MPI_THREAD_SINGLE;
   MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided));
   if (std::atexit(finalize_mpi_at_exit) != 0) {
     MPI_Finalize();
     throw InternalError("cannot register MPI_Finalize at exit");
   }
+  g_provided_level.store(static_cast<int>(checked_thread_level(provided)), std::memory_order_release);
+}
+
+MpiThreadLevel provided_mpi_thread_level() {
+  ensure_mpi_initialized();
+  return static_cast<MpiThreadLevel>(g_provided_level.load(std::memory_order_acquire));
 }
 
 namespace {
@@ -324,6 +362,8 @@ class MpiCommunicator final : public Communicator {
   }
   std::unique_ptr<Watchdog> start_watchdog(double timeout_s) override {
     if (size_ == 1 || timeout_s <= 0) return nullptr;
+    // Every rank has the same library, so every rank refuses here alike.
+    check_mpi_thread_level(provided_mpi_thread_level(), MpiThreadUse::kWatchdog);
     return make_mpi_watchdog(comm_, timeout_s);
   }
   void abort(int exit_code) override { MPI_Abort(MPI_COMM_WORLD, exit_code); }

@@ -1,19 +1,25 @@
 #pragma once
-// Runs one rank's Program on the host, op by op in issue order (a
-// topological order of its dependencies; the host has one stream): buffers
-// live in one arena carved by the Program's arena plan (planner/arena_plan)
-// and are zeroed by their alloc op, all-gathers and
-// reduce-scatters run in place on them through the communicator, compute ops
-// run the real workload on the gathered parameters, HSDP all-reduces sum the
-// reduced shard over the replicas, the optimizer ops update the shards. Every op is timed with a steady clock.
+// The host as a StepDevice (step_device.hpp), and the host executor: one
+// rank's Program run by the shared walk (program_walk.hpp) on the CPU. The
+// host has one stream, so every call runs at once, in issue order (a
+// topological order of the Program's dependencies), timed with a steady
+// clock. Parameter and gradient buffers live in one arena carved by the
+// Program's arena plan, in fp32; the workload (workload.hpp) keeps its own
+// activations and workspaces, so those buffers get no arena memory here.
+// Collectives run through the communicator: the shard group's all-gathers
+// and reduce-scatters, the replicas' HSDP all-reduces; the optimizer's
+// phases and all-to-alls through HostOptimizer.
 
+#include <chrono>
 #include <cstdint>
-#include <unordered_map>
+#include <memory>
 #include <vector>
 
-#include "backend/rank_groups.hpp"
 #include "backend/host_optimizer.hpp"
 #include "backend/measured_step.hpp"
+#include "backend/program_walk.hpp"
+#include "backend/rank_groups.hpp"
+#include "backend/step_device.hpp"
 #include "backend/unit_shard.hpp"
 #include "backend/workload.hpp"
 #include "planner/arena_plan.hpp"
@@ -21,67 +27,84 @@
 
 namespace ragged::backend {
 
-struct DataConfig {
-  uint64_t seed = 0;
-  int64_t micro_batch_size = 1;  // sequences per rank per micro-batch
-  int64_t seq_len = 1;
-  int64_t vocab = 1;
-};
-
-// The sequences rank `rank` of `world` trains on in micro-batch `micro_batch`
-// of optimizer step `step` (1-based): the reference uses the same numbering.
-int64_t first_sequence(int64_t step, int micro_batch, int micro_batches, int rank, int world, int64_t sequences);
-
-class HostExecutor {
+class HostDevice final : public StepDevice {
  public:
-  HostExecutor(const planner::Program& program, std::vector<UnitShard>& shards, HostOptimizer& optimizer,
-               const RankGroups& groups, HostWorkload& workload, DataConfig data, int64_t persistent_bytes,
-               bool tied_embeddings);
+  HostDevice(const planner::Program& program, std::vector<UnitShard>& shards, HostOptimizer& optimizer,
+             const RankGroups& groups, HostWorkload& workload, bool tied_embeddings);
 
-  MeasuredStep run_step(int64_t step);
-  // The step's buffers: one block of arena_bytes(), carved by the plan.
-  int64_t arena_bytes() const { return arena_.bytes; }
+  // The arena the host carves for the Program: fp32 parameter and gradient buffers.
+  static planner::ArenaPlan plan_arena(const planner::Program& program, const std::vector<UnitShard>& shards);
+
+  int64_t element_bytes(Elements) const override { return static_cast<int64_t>(sizeof(float)); }
+  void begin_step() override;
+  void begin_op(const planner::Op& op, const std::vector<int64_t>& waits) override;
+  void end_op(const planner::Op& op, int64_t step) override;
+  std::vector<OpTime> finish_step(int64_t step) override;
+  int64_t allocated(const planner::Buffer& buffer, planner::Stream stream, std::byte* data, int64_t bytes) override;
+  int64_t released(const planner::Buffer& buffer) override;
+  int64_t persistent_bytes() const override;
+  int64_t held_beside_arena() const override { return grad_shards_bytes_; }
+  std::byte* persistent_params(int unit) override;
+  void cast_master(planner::Stream stream, int unit, int64_t offset, int64_t n, std::byte* dst) override;
+  void convert(planner::Stream stream, std::byte* dst, Elements dst_kind, const std::byte* src, Elements src_kind,
+               int64_t n) override;
+  void copy(planner::Stream stream, std::byte* dst, const std::byte* src, int64_t bytes) override;
+  void copy_rows(planner::Stream stream, std::byte* dst, int64_t dst_pitch, const std::byte* src, int64_t src_pitch,
+                 int64_t width, int64_t rows) override;
+  void copy_out(planner::Stream stream, int unit, std::byte* per_tensor, const std::byte* gathered) override;
+  void pack(planner::Stream stream, int unit, std::byte* gathered, const std::byte* per_tensor) override;
+  void scale_by_one(planner::Stream, std::byte*, Elements, int64_t) override {}  // x * 1 is x in fp32
+  void all_gather(planner::Stream stream, std::byte* buffer, int64_t shard_elements, Elements kind) override;
+  void reduce_scatter(planner::Stream stream, std::byte* buffer, int64_t shard_elements, Elements kind) override;
+  void all_reduce(planner::Stream stream, std::byte* data, int64_t elements, Elements kind) override;
+  void accumulate(planner::Stream stream, int unit, const std::byte* reduced, float scale) override;
+  std::optional<NonFinite> gradient_non_finite(int unit) override;
+  void optimizer(const planner::Op& op, int64_t step) override;
+  void set_batch(const Batch& batch) override;
+  void forward(int unit, const DeviceParams& params, std::byte* saved, int64_t capacity) override;
+  void recompute(int, const DeviceParams&, std::byte*, int64_t) override {}  // the host workload keeps every activation
+  void loss_backward(int unit, std::byte* gradient, int64_t capacity) override;
+  void backward(int unit, const DeviceParams& params, const DeviceGrads& grads, std::byte* workspace,
+                int64_t capacity) override;
+  double mean_loss() override { return loss_count_ ? losses_ / loss_count_ : 0.0; }
 
  private:
-  void execute(const planner::Op& op, int64_t step, MeasuredStep& out);
-  void allocate(const planner::Op& op);
-  void fill_own_slot(int buffer, int unit);
-  void gather_group(int buffer, int unit);
-  void copy_out_group(int gathered, int copies, int unit);
-  void gather_persistent();
-  std::vector<const float*> params_of(int unit);
-  std::vector<const float*> own_params(int unit);  // params_of without a tied head's table
-  float* data(int buffer);
-  int64_t elements_of(const planner::Buffer& buffer) const;
-  int64_t grad_shard_bytes(const planner::Buffer& buffer) const;
+  double now() const;
+  bool is_head(int unit) const { return unit + 1 == static_cast<int>(shards_.size()); }
 
   const planner::Program& program_;
   std::vector<UnitShard>& shards_;
   HostOptimizer& optimizer_;
   const RankGroups& groups_;
   HostWorkload& workload_;
-  DataConfig data_;
-  int64_t persistent_bytes_;
-  planner::ArenaPlan arena_;
-  std::vector<float> arena_memory_;
-  std::vector<bool> live_;  // per buffer: allocated and not yet freed
-  std::unordered_map<int, bool> slot_filled_;
-  std::vector<int> params_;        // per unit: the buffer its parameters are read from
-  std::vector<bool> per_tensor_;   // per unit: that buffer is a per-tensor concatenation
-  std::vector<int> grads_;         // per unit: its unsharded gradient buffer
-  std::vector<std::vector<float>> reduced_;  // per unit: the reduce-scatter result, until accumulated
-  // Per unit fetched by ZeRO-3's groups: each tensor's parameters, and the
-  // small ones it keeps gathered.
-  std::vector<std::vector<const float*>> fetched_;
-  std::vector<std::vector<std::vector<float>>> persistent_;
+  bool tied_ = false;
+  std::chrono::steady_clock::time_point start_;
+  double unmeasured_ = 0;  // time spent checking, left out of the step's clock
+  std::vector<OpTime> times_;
+  std::vector<std::vector<float>> persistent_;  // per unit: ZeRO-3's gathered small parameters
   // Tied embeddings: the head's gradient of the shared table, held until the
   // embedding's own gradient buffer exists (its backward comes last).
   std::vector<float> tied_grad_;
-  bool tied_ = false;
-  int64_t live_bytes_ = 0;
   int64_t grad_shards_bytes_ = 0;  // the Program's per-step gradient shards, held outside the arena
   double losses_ = 0;
   int loss_count_ = 0;
+};
+
+// One rank's Program on the host: the arena, the host device and the walk.
+class HostExecutor {
+ public:
+  HostExecutor(const planner::Program& program, std::vector<UnitShard>& shards, HostOptimizer& optimizer,
+               const RankGroups& groups, HostWorkload& workload, const WalkConfig& config);
+
+  MeasuredStep run_step(int64_t step) { return walk_->run_step(step); }
+  // The step's buffers: one block of arena_bytes(), carved by the plan.
+  int64_t arena_bytes() const { return arena_.bytes; }
+
+ private:
+  planner::ArenaPlan arena_;
+  std::vector<float> arena_memory_;
+  HostDevice device_;
+  std::unique_ptr<ProgramWalk> walk_;
 };
 
 }  // namespace ragged::backend

@@ -63,8 +63,16 @@ bool starts_tile_row(const Adam8bitTiles& tiles, int64_t tensor_offset) {
   return (tiles.matrix_rows > 0 ? row % tiles.matrix_rows : row) % tiles.rows == 0;
 }
 
+// Per-element state is packed: each view's moments (or codes) hold only the
+// elements the view's rule updates, at the packed offset its map gives for
+// the view's shard offset, so what the state holds is what the rule needs.
 struct HostOptimizer::UnitState {
-  std::vector<float> m, v, update;           // indexed by shard offset
+  std::vector<float> m, v;                   // AdamW's moments (m also Muon's momentum), packed
+  std::map<int64_t, size_t> m_at, v_at, code_at;  // view shard offset -> packed offset
+  // Muon's and Shampoo's update, indexed by shard offset: made by momentum()
+  // and gone after update(), a transient of the optimizer step as in the
+  // PyTorch implementations, not state kept between steps.
+  std::vector<float> update;
   std::vector<int8_t> m_codes;
   std::vector<uint8_t> v_codes;
   std::map<int64_t, std::pair<int64_t, int64_t>> scale_base;  // piece shard offset -> (scale index, blocks)
@@ -95,13 +103,30 @@ HostOptimizer::HostOptimizer(const scenarios::Optimizer& optimizer, std::vector<
         }
       }
     }
-    const auto size = static_cast<size_t>(s.shard_size());
-    state->m.assign(size, 0.0f);
-    state->v.assign(size, 0.0f);
-    state->update.assign(size, 0.0f);
+    size_t moments = 0, second = 0, codes = 0;
+    for (const planner::ShardView& view : s.views()) {
+      const auto n = static_cast<size_t>(view.elements);
+      switch (tensor_rule(optimizer_, s.spec().tensors[static_cast<size_t>(view.tensor)])) {
+        case TensorRule::kAdamW:
+          state->v_at[view.shard_offset] = second;
+          second += n;
+          [[fallthrough]];
+        case TensorRule::kMuon:
+          state->m_at[view.shard_offset] = moments;
+          moments += n;
+          break;
+        case TensorRule::kAdam8bit:
+          state->code_at[view.shard_offset] = codes;
+          codes += n;
+          break;
+        case TensorRule::kShampoo: break;  // the owner keeps the factors
+      }
+    }
+    state->m.assign(moments, 0.0f);
+    state->v.assign(second, 0.0f);
     if (optimizer_.has_adam8bit()) {
-      state->m_codes.assign(size, 0);
-      state->v_codes.assign(size, 0);
+      state->m_codes.assign(codes, 0);
+      state->v_codes.assign(codes, 0);
       int64_t scales = 0;
       for (const planner::ShardView& view : s.views()) {
         const models::TensorSpec& t = s.spec().tensors[static_cast<size_t>(view.tensor)];
@@ -124,11 +149,12 @@ HostOptimizer::~HostOptimizer() = default;
 void HostOptimizer::momentum(int unit) {
   const UnitShard& s = shard(unit);
   UnitState& st = *state_[static_cast<size_t>(unit)];
+  st.update.assign(static_cast<size_t>(s.shard_size()), 0.0f);
   for (const planner::ShardView& view : s.views()) {
     const auto at = static_cast<size_t>(view.shard_offset), n = static_cast<size_t>(view.elements);
     switch (tensor_rule(optimizer_, s.spec().tensors[static_cast<size_t>(view.tensor)])) {
       case TensorRule::kMuon:
-        muon_momentum(std::span<const float>(&s.grad()[at], n), std::span<float>(&st.m[at], n),
+        muon_momentum(std::span<const float>(&s.grad()[at], n), std::span<float>(&st.m[st.m_at.at(view.shard_offset)], n),
                       std::span<float>(&st.update[at], n), muon_params(optimizer_));
         break;
       case TensorRule::kShampoo:  // no momentum: the owner preconditions the gradient itself
@@ -251,13 +277,15 @@ void HostOptimizer::update(int unit, int64_t step) {
     std::span<const float> grads(&s.grad()[at], n);
     switch (tensor_rule(optimizer_, t)) {
       case TensorRule::kAdamW:
-        adamw_step(params, grads, std::span<float>(&st.m[at], n), std::span<float>(&st.v[at], n), step, adam);
+        adamw_step(params, grads, std::span<float>(&st.m[st.m_at.at(view.shard_offset)], n),
+                   std::span<float>(&st.v[st.v_at.at(view.shard_offset)], n), step, adam);
         break;
       case TensorRule::kAdam8bit: {
         auto [base, blocks] = st.scale_base.at(view.shard_offset);
-        adam8bit_step(params, grads, std::span<int8_t>(&st.m_codes[at], n),
+        const size_t code = st.code_at.at(view.shard_offset);
+        adam8bit_step(params, grads, std::span<int8_t>(&st.m_codes[code], n),
                       std::span<float>(&st.m_scales[static_cast<size_t>(base)], static_cast<size_t>(blocks)),
-                      std::span<uint8_t>(&st.v_codes[at], n),
+                      std::span<uint8_t>(&st.v_codes[code], n),
                       std::span<float>(&st.v_scales[static_cast<size_t>(base)], static_cast<size_t>(blocks)),
                       adam8bit_tiles(optimizer_, t, view.tensor_offset), step, adam);
         break;
@@ -271,6 +299,39 @@ void HostOptimizer::update(int unit, int64_t step) {
         break;
     }
   }
+  std::vector<float>().swap(st.update);
+}
+
+namespace {
+
+// A view whose shard offset is its packed offset in a state array.
+planner::ShardView packed(const planner::ShardView& view, const std::map<int64_t, size_t>& at) {
+  planner::ShardView moved = view;
+  moved.shard_offset = static_cast<int64_t>(at.at(view.shard_offset));
+  return moved;
+}
+
+template <typename T>
+int64_t bytes_of(const std::vector<T>& v) {
+  return static_cast<int64_t>(v.size() * sizeof(T));
+}
+
+}  // namespace
+
+int64_t HostOptimizer::state_bytes() const {
+  int64_t bytes = 0;
+  for (const auto& state : state_) {
+    const UnitState& s = *state;
+    bytes += bytes_of(s.m) + bytes_of(s.v) + bytes_of(s.update) + bytes_of(s.m_codes) + bytes_of(s.v_codes) +
+             bytes_of(s.m_scales) + bytes_of(s.v_scales);
+    for (const auto& [index, matrix] : s.gathered) bytes += bytes_of(matrix);
+    for (const auto& [index, matrix] : s.shampoo) {
+      for (const ShampooBlock& b : matrix.blocks) {
+        bytes += bytes_of(b.left) + bytes_of(b.right) + bytes_of(b.left_root) + bytes_of(b.right_root);
+      }
+    }
+  }
+  return bytes;
 }
 
 std::optional<NonFinite> HostOptimizer::first_non_finite_state(int unit) const {
@@ -281,11 +342,11 @@ std::optional<NonFinite> HostOptimizer::first_non_finite_state(int unit) const {
     std::optional<NonFinite> found;
     switch (tensor_rule(optimizer_, t)) {
       case TensorRule::kAdamW:
-        found = first_non_finite(s, view, st.m, Quantity::kFirstMoment);
-        if (!found) found = first_non_finite(s, view, st.v, Quantity::kSecondMoment);
+        found = first_non_finite(s, packed(view, st.m_at), st.m, Quantity::kFirstMoment);
+        if (!found) found = first_non_finite(s, packed(view, st.v_at), st.v, Quantity::kSecondMoment);
         break;
       case TensorRule::kMuon:
-        found = first_non_finite(s, view, st.m, Quantity::kMomentum);
+        found = first_non_finite(s, packed(view, st.m_at), st.m, Quantity::kMomentum);
         break;
       case TensorRule::kAdam8bit: {  // the codes are integers; the scales carry the range
         const auto [base, blocks] = st.scale_base.at(view.shard_offset);

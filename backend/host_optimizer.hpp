@@ -57,6 +57,10 @@ class HostOptimizer {
   void scatter_from_owners(int unit);
   void update(int unit, int64_t step);
 
+  // Bytes the optimizer's state holds on this rank now (moments, codes,
+  // scales, update buffers, gathered matrices, Shampoo's factors).
+  int64_t state_bytes() const;
+
   // The first NaN or infinity in the unit's optimizer state on this rank
   // (moments, momentum, 8-bit Adam's block scales), or none.
   std::optional<NonFinite> first_non_finite_state(int unit) const;

@@ -12,14 +12,23 @@
 
 #include <cstdint>
 
+#include "backend/mpi_thread_level.hpp"
+
 namespace ragged::backend {
 
 // Throws InternalError("<file>:<line>: <call> failed: <MPI_Error_string(code)>").
 [[noreturn]] void throw_mpi_error(const char* call, const char* file, int line, int code);
 
-// Initialises MPI on first use (MPI_THREAD_MULTIPLE); whoever initialises it
-// also finalises it at exit. InternalError when MPI was already finalised.
+// Initialises MPI on first use (asking for MPI_THREAD_MULTIPLE); whoever
+// initialises it also finalises it at exit. InternalError when MPI was already
+// finalised; InputError when the library's thread support is below what every
+// communicator needs (MpiThreadUse::kCommunicators, backend/mpi_thread_level.hpp).
 void ensure_mpi_initialized();
+
+// The thread support the MPI library provides (MPI_Init_thread's `provided`,
+// or MPI_Query_thread's when MPI was initialised by someone else). Calls
+// ensure_mpi_initialized() first.
+MpiThreadLevel provided_mpi_thread_level();
 
 namespace mpi_detail {
 

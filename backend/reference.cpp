@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "backend/host_executor.hpp"
+#include "backend/program_walk.hpp"
 #include "backend/host_optimizer.hpp"
 #include "backend/workload.hpp"
 #include "common/errors.hpp"

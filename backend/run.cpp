@@ -9,6 +9,7 @@
 #include "backend/run_support.hpp"
 #include "backend/progress.hpp"
 #include "backend/run_trace.hpp"
+#include "backend/step_loop.hpp"
 #include "backend/watchdog.hpp"
 #include "backend/workload.hpp"
 #include "common/errors.hpp"
@@ -61,46 +62,43 @@ RunResult run(const planner::ResolvedScenario& resolved, const RunOptions& optio
   const ScopedOpNames op_names([&program](int64_t op) { return op_label(program, op); });
   const std::unique_ptr<Watchdog> watchdog = groups.world->start_watchdog(options.collective_timeout_s);
   std::vector<UnitShard> shards = make_shards(resolved.model, plan, shard.rank(), options.seed);
-  // Master, two optimizer states and, unless the Program frees it each step
-  // (BufferKind::kGradShards), the gradient accumulator: fp32 each.
-  const int64_t kept = program.bytes_of(planner::BufferKind::kGradShards) > 0 ? 3 : 4;
-  int64_t persistent_bytes = 0;
-  for (const UnitShard& s : shards) persistent_bytes += s.shard_size() * 4 * kept;
   planner::OptimizerContext context;
   context.model = &resolved.model;
   context.plan = &plan;
   context.optimizer = training.optimizer();
   HostOptimizer optimizer(training.optimizer(), &shards, planner::owned_matrices(context), &shard);
   HostWorkload workload(resolved.model, training.micro_batch_size(), training.sequence_length());
-  DataConfig data{options.seed, training.micro_batch_size(), training.sequence_length(), resolved.model.arch.vocab};
-  HostExecutor executor(program, shards, optimizer, groups, workload, data, persistent_bytes,
-                        head_reads_embedding(resolved.model));
+  WalkConfig walk;
+  walk.data = DataConfig{options.seed, training.micro_batch_size(), training.sequence_length(), resolved.model.arch.vocab};
+  walk.world_rank = groups.world->rank();
+  walk.world_size = groups.world->size();
+  walk.tied_embeddings = head_reads_embedding(resolved.model);
+  HostExecutor executor(program, shards, optimizer, groups, workload, walk);
 
   RunResult result;
   result.replicas = groups.replicas->size();
   if (options.verify_collectives) result.collective_errors = self_test_groups(groups, 4099, 1);
-  std::vector<MeasuredStep> measured;
-  const int64_t total = options.warmup_steps + options.steps;
-  bool stopped = false;
-  for (int64_t step = 1; step <= total && !stopped; ++step) {
-    MeasuredStep s = executor.run_step(step);
-    result.losses.push_back(comm.sum(s.loss) / comm.size());
+  StepLoop loop;
+  loop.warmup_steps = options.warmup_steps;
+  loop.steps = options.steps;
+  loop.run_step = [&executor](int64_t step) { return executor.run_step(step); };
+  loop.after_step = [&](int64_t step) {
     if (options.verify_collectives) result.collective_errors += self_test(comm, 1000 + step, static_cast<uint64_t>(step + 1));
     inject_nan(resolved.model, options.inject_nan, step, shards);
-    // Off the step's clock: the gradients (seen by the executor), the loss,
-    // the parameters and the optimizer's state must all be finite.
-    std::optional<NonFinite> found = s.gradient_non_finite;
-    if (!found) found = non_finite_loss(s.loss);
-    if (!found) found = first_non_finite_master(shards);
+  };
+  loop.state_non_finite = [&]() -> std::optional<NonFinite> {
+    std::optional<NonFinite> found = first_non_finite_master(shards);
     for (int u = 0; u < static_cast<int>(shards.size()) && !found; ++u) found = optimizer.first_non_finite_state(u);
-    stopped = stop_on_non_finite(found, step, resolved.model, *groups.world, result);
-    if (step > options.warmup_steps) measured.push_back(std::move(s));
+    return found;
+  };
+  const StepLoopResult ran = run_step_loop(loop, comm, *groups.world, resolved.model, result);
+  if (options.check_reference && !ran.stopped) {
+    judge_against_reference(resolved, shards, groups, options.warmup_steps + options.steps, options, result);
   }
-  if (options.check_reference && !stopped) judge_against_reference(resolved, shards, groups, total, options, result);
-  result.arena_held_bytes = persistent_bytes + executor.arena_bytes();
+  result.arena_held_bytes = ran.persistent_bytes + executor.arena_bytes();
   result.program_peak_bytes = planner::memory_breakdown(program).peak_total();
   result.trace = measured_trace(
-      resolved, program, measured, comm,
+      resolved, program, ran.measured, comm,
       fmt::format("cpu ({}), {}", build_info(), describe(groups, comm.name())));
   for (const std::string& note : host_executor_notes(program)) result.trace.mutable_metadata()->add_executor_notes(note);
   return result;

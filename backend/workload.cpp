@@ -128,7 +128,7 @@ HostWorkload::HostWorkload(const models::ModelSpec& model, int64_t sequences, in
   s.model = model;
   s.sequences = sequences;
   s.seq_len = seq_len;
-  s.dims = detail::Dims{sequences * seq_len, model.arch.hidden, 0};
+  s.dims = detail::Dims{sequences * seq_len, model.arch.hidden, seq_len};
   s.vocab = model.arch.vocab;
   RAGGED_ASSERT(sequences >= 0 && seq_len >= 0, "host workload: negative batch shape");
   check_workload_supported(model);
@@ -165,7 +165,6 @@ void HostWorkload::set_batch(const Batch& batch) {
         "host workload: token id outside the vocabulary");
   }
   s.batch = batch;
-  s.dims.first_token = batch.first_sequence * batch.seq_len;
   s.has_batch = true;
   s.forwarded.assign(s.forwarded.size(), false);
   s.grad_unit = -1;
@@ -240,5 +239,14 @@ double HostWorkload::loss() const {
 }
 
 double HostWorkload::gemm_flops() const { return state_->ctx.flops; }
+
+std::vector<int64_t> HostWorkload::routing(int unit) const {
+  const State& s = *state_;
+  RAGGED_ASSERT(unit >= 0 && unit < s.units() && s.forwarded[static_cast<size_t>(unit)],
+                "host workload: routing of a unit not forwarded");
+  const auto u = static_cast<size_t>(unit);
+  if (s.model.units[u].kind != UnitKind::kBlock || !s.blocks[u].moe) return {};
+  return s.caches[u].moe.experts;
+}
 
 }  // namespace ragged::backend

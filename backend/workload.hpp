@@ -1,11 +1,14 @@
 #pragma once
 // The real compute of a training step on the host: every unit of the model
-// as GEMMs (its attention projections, its MLP or experts, the head) forward
-// and backward (dX and dW) with the element-wise ops between them, on a
-// synthetic batch with a real cross-entropy loss, so gradients are real.
-// The attention core is replaced by a linear mixing of q, k, v (documented in
-// docs/BACKEND.md): every parameter gets a gradient, the math stays exact to
-// check. fp32 throughout; GEMMs through CBLAS (OpenBLAS).
+// forward and backward (dX and dW), on a synthetic batch with a real
+// cross-entropy loss, so gradients are real: RMSNorm, the attention
+// projections (GQA or MLA), causal softmax attention within each sequence
+// (with GQA's shared kv heads and GPT-OSS's sink logits), the SwiGLU MLP or
+// a mixture of experts routed by its gate's top-k (softmax over the chosen
+// logits) plus shared experts, and the head. Not modelled: rotary position
+// embeddings, sliding windows, DeepSeek's sigmoid/group-limited routing
+// (workload_internal.hpp, docs/BACKEND.md). fp32 throughout; GEMMs through
+// CBLAS (OpenBLAS), the rest in plain loops summing in double.
 
 #include <cstdint>
 #include <memory>
@@ -27,9 +30,8 @@ struct Batch {
   int64_t seq_len = 0;
   std::vector<int32_t> tokens;  // sequences * seq_len
   std::vector<int32_t> labels;
-  // Index of the first sequence in the global batch: a token's global index
-  // (first_sequence * seq_len + its index here) picks its experts, so a
-  // sharded run routes every token as the single-rank reference does.
+  // Index of the first sequence in the global batch (which sequences a rank
+  // holds; the math of a token depends only on its own sequence).
   int64_t first_sequence = 0;
 };
 
@@ -91,6 +93,10 @@ class HostWorkload {
   double loss() const;
   // FLOPs of the GEMMs run so far (for the measured trace).
   double gemm_flops() const;
+  // The experts block `unit` routed this micro-batch's tokens to (top_k per
+  // token, in token order; empty for a dense block), known after its
+  // forward: the gradient tests check that a perturbation kept the routing.
+  std::vector<int64_t> routing(int unit) const;
 
  private:
   struct State;

@@ -1,5 +1,5 @@
-// One transformer block: input scale, attention, residual, post-attention
-// scale, MLP or experts, residual.
+// One transformer block: input RMSNorm, attention, residual, post-attention
+// RMSNorm, MLP or experts, residual.
 
 #include <algorithm>
 
@@ -17,10 +17,10 @@ void block_forward(Ctx& ctx, const BlockLayout& lay, const ConstTensors& params,
   c.x1.resize(size);
   c.n2.resize(size);
   c.mlp_out.resize(size);
-  scale_columns(x, param_at(params, lay.in_norm), t, h, c.n1.data());
+  rms_norm_forward(x, param_at(params, lay.in_norm), t, h, c.n1.data());
   attention_forward(ctx, lay.attention, params, dims, c.n1.data(), c.attention, c.a.data());
   for (size_t i = 0; i < size; ++i) c.x1[i] = x[i] + c.a[i];
-  scale_columns(c.x1.data(), param_at(params, lay.post_norm), t, h, c.n2.data());
+  rms_norm_forward(c.x1.data(), param_at(params, lay.post_norm), t, h, c.n2.data());
   if (lay.moe) {
     moe_forward(ctx, lay.experts, params, dims, c.n2.data(), c.moe, c.mlp_out.data());
   } else {
@@ -42,19 +42,14 @@ void block_backward(Ctx& ctx, const BlockLayout& lay, const ConstTensors& params
   } else {
     glu_backward(ctx, bind_glu(lay.dense, h, 0, params, &grads), c.dense, dx2, dn2.data());
   }
-  add_column_dots(grad_at(&grads, lay.post_norm), dn2.data(), c.x1.data(), t, h);
+  rms_norm_backward(c.x1.data(), param_at(params, lay.post_norm), dn2.data(), t, h, dn2.data(),
+                    grad_at(&grads, lay.post_norm));
   Buf dx1(size);
-  const float* w_post = param_at(params, lay.post_norm);
-  for (int64_t r = 0; r < t; ++r) {
-    for (int64_t j = 0; j < h; ++j) dx1[r * h + j] = dx2[r * h + j] + dn2[r * h + j] * w_post[j];
-  }
+  for (size_t i = 0; i < size; ++i) dx1[i] = dx2[i] + dn2[i];
   Buf dn1(size);
   attention_backward(ctx, lay.attention, params, grads, dims, c.n1.data(), c.attention, dx1.data(), dn1.data());
-  add_column_dots(grad_at(&grads, lay.in_norm), dn1.data(), x, t, h);
-  const float* w_in = param_at(params, lay.in_norm);
-  for (int64_t r = 0; r < t; ++r) {
-    for (int64_t j = 0; j < h; ++j) dx[r * h + j] = dx1[r * h + j] + dn1[r * h + j] * w_in[j];
-  }
+  rms_norm_backward(x, param_at(params, lay.in_norm), dn1.data(), t, h, dn1.data(), grad_at(&grads, lay.in_norm));
+  for (size_t i = 0; i < size; ++i) dx[i] = dx1[i] + dn1[i];
 }
 
 }  // namespace ragged::backend::detail

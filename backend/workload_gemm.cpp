@@ -1,6 +1,7 @@
-// GEMMs through CBLAS and the small reductions gradients need.
+// GEMMs through CBLAS, RMSNorm, and the small reductions gradients need.
 
 #include <algorithm>
+#include <cmath>
 
 #include <cblas.h>
 
@@ -57,6 +58,48 @@ void scale_columns(const float* x, const float* w, int64_t rows, int64_t cols, f
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t c = 0; c < cols; ++c) y[r * cols + c] = x[r * cols + c] * w[c];
   }
+}
+
+namespace {
+
+double rms_rstd(const float* x, int64_t cols) {
+  double sum = 0;
+  for (int64_t c = 0; c < cols; ++c) sum += static_cast<double>(x[c]) * x[c];
+  return 1.0 / std::sqrt(sum / static_cast<double>(cols) + kNormEps);
+}
+
+}  // namespace
+
+void rms_norm_forward(const float* x, const float* w, int64_t rows, int64_t cols, float* y) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const double rstd = rms_rstd(x + r * cols, cols);
+    for (int64_t c = 0; c < cols; ++c) {
+      y[r * cols + c] = static_cast<float>(x[r * cols + c] * rstd) * w[c];
+    }
+  }
+}
+
+void rms_norm_backward(const float* x, const float* w, const float* dy, int64_t rows, int64_t cols, float* dx,
+                       float* dw) {
+  std::vector<double> dw_sum(static_cast<size_t>(cols), 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * cols;
+    const float* dyr = dy + r * cols;
+    const double rstd = rms_rstd(xr, cols);
+    double mean = 0;
+    for (int64_t c = 0; c < cols; ++c) {
+      const float n = static_cast<float>(xr[c] * rstd);
+      mean += static_cast<double>(dyr[c]) * w[c] * n;
+      dw_sum[static_cast<size_t>(c)] += static_cast<double>(dyr[c]) * n;
+    }
+    mean /= static_cast<double>(cols);
+    for (int64_t c = 0; c < cols; ++c) {
+      const float n = static_cast<float>(xr[c] * rstd);
+      dx[r * cols + c] = static_cast<float>(rstd * (static_cast<double>(dyr[c]) * w[c] - n * mean));
+    }
+  }
+  if (dw == nullptr) return;
+  for (int64_t c = 0; c < cols; ++c) dw[c] += static_cast<float>(dw_sum[static_cast<size_t>(c)]);
 }
 
 void linear_forward(Ctx& ctx, const Linear& lin, const float* x, int64_t rows, float* y) {

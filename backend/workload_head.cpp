@@ -1,4 +1,4 @@
-// The embedding lookup and the head: final scale, logits, a numerically
+// The embedding lookup and the head: final RMSNorm, logits, a numerically
 // stable mean cross-entropy and their gradients.
 
 #include <algorithm>
@@ -41,7 +41,7 @@ double head_forward(Ctx& ctx, const float* norm, const float* weight, const Dims
   const int64_t t = dims.tokens;
   const int64_t h = dims.hidden;
   cache.n.resize(static_cast<size_t>(t * h));
-  scale_columns(x, norm, t, h, cache.n.data());
+  rms_norm_forward(x, norm, t, h, cache.n.data());
   cache.probs.resize(static_cast<size_t>(t * vocab));
   float* logits = cache.probs.data();
   linear_forward(ctx, Linear{weight, nullptr, nullptr, nullptr, vocab, h, false}, cache.n.data(), t, logits);
@@ -85,8 +85,7 @@ void head_backward(Ctx& ctx, const float* norm, const float* weight, float* dnor
   Buf dn(static_cast<size_t>(t * h));
   linear_backward(ctx, Linear{weight, nullptr, dweight, nullptr, vocab, h, false}, cache.n.data(), cache.probs.data(),
                   t, dn.data(), 0.0f);
-  add_column_dots(dnorm, dn.data(), x, t, h);
-  scale_columns(dn.data(), norm, t, h, dx);
+  rms_norm_backward(x, norm, dn.data(), t, h, dx, dnorm);
 }
 
 }  // namespace ragged::backend::detail

@@ -2,20 +2,26 @@
 // Internal to the host workload: GEMM helpers, where each tensor of a unit
 // sits, and the forward/backward of each part of a unit.
 //
-// The math (fp32, T tokens, h hidden; norms are plain scales, no RMS):
+// The math (fp32, T tokens = sequences x seq_len, h hidden; rms(x) is
+// RMSNorm, x / sqrt(mean(x^2) + 1e-5) times the norm's weight):
 //   embed   x = E[token]
-//   block   n1 = x*w_in; q,k,v = projections of n1 (+bias, *q_norm/k_norm);
-//           u = q*rep(k)/sqrt(d) + rep(v) (+sink[head]), the attention core
-//           replaced by a per-token mixing; x1 = x + o_proj(u); n2 = x1*w_post;
-//           x2 = x1 + swiglu_mlp(n2), or with experts
-//           x2 = x1 + sum_j sigmoid(r[t,e_j]) expert_{e_j}(n2) + shared(n2),
-//           r = router(n2), e_j = (global_token*7 + j) mod E for j < top_k.
-//           MLA: q = q_b(q_a(n1)*w_qa) (or q_proj(n1)); kv = kv_a(n1);
-//           c = kv[:kv_lora]*w_kva; [k_nope|v] = kv_b(c) per head;
-//           k = [k_nope | kv[kv_lora:]]; the q*k product of width
-//           nope+rope is folded onto v's width (index mod v_head_dim).
-//   head    logits = (x*w_final) W^T (W = lm_head or the tied embedding);
+//   block   n1 = rms(x); q,k,v = projections of n1 (+bias; q_norm/k_norm: rms
+//           per head); u = causal softmax attention of each sequence
+//           (kv head = head / (heads / kv_heads), scale 1/sqrt(qk_dim), a
+//           sink logit per head joining the softmax's denominator);
+//           x1 = x + o_proj(u); n2 = rms(x1); x2 = x1 + swiglu_mlp(n2), or
+//           with experts x2 = x1 + sum_j w_j expert_{e_j}(n2) + shared(n2):
+//           r = router(n2) (+bias), e_j the top_k logits (ties: lowest
+//           expert), w = softmax over the chosen logits (softmax over every
+//           expert, top-k, renormalised).
+//           MLA: q = q_b(rms(q_a(n1))) (or q_proj(n1)); kv = kv_a(n1);
+//           c = rms(kv[:kv_lora]); [k_nope|v] = kv_b(c) per head;
+//           k = [k_nope | kv[kv_lora:]] (the rope part shared by the heads).
+//   head    logits = rms(x) W^T (W = lm_head or the tied embedding);
 //           loss = mean cross-entropy, d logits = (softmax - onehot)/T.
+// Not modelled: rotary embeddings (positions enter through the causal mask
+// only), sliding windows (every layer attends to its whole causal context),
+// DeepSeek's sigmoid scores and group-limited routing.
 // Every gradient contribution is computed whole in scratch, then added to
 // its gradient once, so repeating a backward adds exactly the same values.
 
@@ -51,6 +57,16 @@ void add_column_sums(float* dst, const float* src, int64_t rows, int64_t cols);
 void add_column_dots(float* dst, const float* a, const float* b, int64_t rows, int64_t cols);
 // y[r, c] = x[r, c] * w[c].
 void scale_columns(const float* x, const float* w, int64_t rows, int64_t cols, float* y);
+
+// The model spec carries no norm epsilon: 1e-5, Llama's.
+inline constexpr double kNormEps = 1e-5;
+// RMSNorm of each row: y = float(x * rstd) * w, rstd = 1 / sqrt(mean(x^2) + eps),
+// sums in double. y may alias x.
+void rms_norm_forward(const float* x, const float* w, int64_t rows, int64_t cols, float* y);
+// dx = rstd (g - n mean(g n)), g = dy w, n = float(x rstd); dw += sum over
+// rows of dy n (in double, row order). dx may alias dy; dw may be null.
+void rms_norm_backward(const float* x, const float* w, const float* dy, int64_t rows, int64_t cols, float* dx,
+                       float* dw);
 
 // y = x W^T (+ b), W [out x in]: one projection, its tensors and gradients.
 struct Linear {
@@ -132,17 +148,21 @@ HeadLayout head_layout(const models::ModelSpec& model, const models::UnitSpec& u
 
 struct AttentionCache {
   Buf q_raw, k_raw, q, k, v, u;  // GQA: q_raw/k_raw before qk_norm
+  std::vector<double> lse;       // per (token, head): log of the softmax's denominator
   Buf qa, qa_n, kv, c, kvb;      // MLA
 };
 
 struct GluCache {
-  std::vector<int64_t> rows;  // routed experts: the tokens, in order
-  std::vector<float> gates;   // and their gate values
+  std::vector<int64_t> rows;   // routed experts: the tokens, in order
+  std::vector<int64_t> slots;  // and which of the token's top_k choices each is
+  std::vector<float> gates;    // and their gate values
   Buf x, g, up, m, y;
 };
 
 struct MoeCache {
   Buf logits;
+  std::vector<int64_t> experts;  // [token, j]: the token's j-th expert (by logit, ties to the lowest)
+  Buf weights;                   // [token, j]: its gate value
   std::vector<GluCache> routed;
   GluCache shared;
 };
@@ -157,7 +177,7 @@ struct BlockCache {
 struct Dims {
   int64_t tokens = 0;
   int64_t hidden = 0;
-  int64_t first_token = 0;  // global index of token 0 (routing)
+  int64_t seq_len = 0;  // attention runs within each run of seq_len tokens
 };
 
 // ---- parts ----
@@ -168,13 +188,19 @@ void attention_forward(Ctx& ctx, const AttentionLayout& lay, const ConstTensors&
 void attention_backward(Ctx& ctx, const AttentionLayout& lay, const ConstTensors& params, const Tensors& grads,
                         const Dims& dims, const float* n1, const AttentionCache& cache, const float* dout, float* dn1);
 
-// The mixing core: u[t,h,i] = v[t,g,i] + sink[h] + s * sum_{i' = i mod dv} q[t,h,i'] k[t,g,i'].
+// Causal softmax attention within each sequence of seq_len tokens: q
+// [tokens, heads, qk_dim], k [tokens, groups, qk_dim], v [tokens, groups,
+// v_dim], u [tokens, heads, v_dim]; head h reads kv head h / (heads /
+// groups); a sink logit of head h (when sinks is not null) joins the
+// denominator with no value. lse [tokens, heads] is kept for backward.
 struct CoreShape {
-  int64_t tokens = 0, heads = 0, groups = 0, qk_dim = 0, v_dim = 0;
+  int64_t tokens = 0, seq_len = 0, heads = 0, groups = 0, qk_dim = 0, v_dim = 0;
 };
-void core_forward(const CoreShape& s, const float* q, const float* k, const float* v, const float* sinks, float* u);
-void core_backward(const CoreShape& s, const float* q, const float* k, const float* du, float* dq, float* dk, float* dv,
-                   float* dsinks);
+void core_forward(const CoreShape& s, const float* q, const float* k, const float* v, const float* sinks, float* u,
+                  double* lse);
+// dq, dk, dv overwritten; dsinks += this pass (when not null).
+void core_backward(const CoreShape& s, const float* q, const float* k, const float* v, const float* sinks,
+                   const float* u, const double* lse, const float* du, float* dq, float* dk, float* dv, float* dsinks);
 
 void mla_forward(Ctx& ctx, const AttentionLayout& lay, const ConstTensors& params, const Dims& dims, const float* n1,
                  AttentionCache& cache);
@@ -194,6 +220,10 @@ void glu_forward(Ctx& ctx, const GluWeights& w, GluCache& cache);
 // dx = gradient wrt cache.x (overwritten).
 void glu_backward(Ctx& ctx, const GluWeights& w, const GluCache& cache, const float* dy, float* dx);
 
+// From cache.logits [tokens x experts]: each token's top_k experts by logit
+// (ties to the lowest index) and their gates (softmax over the chosen
+// logits) into cache.experts/weights, and each expert's rows in token order.
+void route_top_k(const MoeLayout& lay, int64_t tokens, MoeCache& cache);
 // out = the experts' (and shared experts') sum; dn2 overwritten.
 void moe_forward(Ctx& ctx, const MoeLayout& lay, const ConstTensors& params, const Dims& dims, const float* n2,
                  MoeCache& cache, float* out);

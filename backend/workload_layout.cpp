@@ -130,6 +130,9 @@ MoeLayout moe_layout(const ArchConfig& arch, TensorMap& map) {
   MoeLayout lay;
   lay.experts = arch.experts;
   lay.top_k = arch.experts_per_token;
+  if (lay.top_k < 1 || lay.top_k > lay.experts) {
+    throw InternalError(fmt::format("host workload: top_k {} of {} experts", lay.top_k, lay.experts));
+  }
   const int64_t h = arch.hidden;
   const int64_t f = arch.moe_intermediate;
   const int64_t e = arch.experts;

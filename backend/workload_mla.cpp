@@ -1,4 +1,4 @@
-// DeepSeek's multi-head latent attention up to the mixing core: q through
+// DeepSeek's multi-head latent attention up to the attention core: q through
 // its low-rank pair (or directly), the compressed kv latent and its shared
 // rope part, and the per-head k and v that kv_b_proj expands the latent to.
 
@@ -19,7 +19,7 @@ void mla_forward(Ctx& ctx, const AttentionLayout& lay, const ConstTensors& param
     c.qa.resize(static_cast<size_t>(t * lay.q_lora));
     c.qa_n.resize(c.qa.size());
     linear_forward(ctx, bind(lay.q_a, params, nullptr), n1, t, c.qa.data());
-    scale_columns(c.qa.data(), param_at(params, lay.q_a_norm), t, lay.q_lora, c.qa_n.data());
+    rms_norm_forward(c.qa.data(), param_at(params, lay.q_a_norm), t, lay.q_lora, c.qa_n.data());
     linear_forward(ctx, bind(lay.q_b, params, nullptr), c.qa_n.data(), t, c.q.data());
   } else {
     linear_forward(ctx, bind(lay.q, params, nullptr), n1, t, c.q.data());
@@ -27,10 +27,10 @@ void mla_forward(Ctx& ctx, const AttentionLayout& lay, const ConstTensors& param
   c.kv.resize(static_cast<size_t>(t * kv_width));
   linear_forward(ctx, bind(lay.kv_a, params, nullptr), n1, t, c.kv.data());
   c.c.resize(static_cast<size_t>(t * lay.kv_lora));
-  const float* kv_norm = param_at(params, lay.kv_a_norm);
   for (int64_t r = 0; r < t; ++r) {
-    for (int64_t i = 0; i < lay.kv_lora; ++i) c.c[r * lay.kv_lora + i] = c.kv[r * kv_width + i] * kv_norm[i];
+    std::copy(c.kv.begin() + r * kv_width, c.kv.begin() + r * kv_width + lay.kv_lora, c.c.begin() + r * lay.kv_lora);
   }
+  rms_norm_forward(c.c.data(), param_at(params, lay.kv_a_norm), t, lay.kv_lora, c.c.data());
   c.kvb.resize(static_cast<size_t>(t * heads * kvb_width));
   linear_forward(ctx, bind(lay.kv_b, params, nullptr), c.c.data(), t, c.kvb.data());
   c.k.resize(static_cast<size_t>(t * heads * lay.qk_dim));
@@ -70,18 +70,16 @@ void mla_backward(Ctx& ctx, const AttentionLayout& lay, const ConstTensors& para
   }
   Buf dc(c.c.size());
   linear_backward(ctx, bind(lay.kv_b, params, &grads), c.c.data(), dkvb.data(), t, dc.data(), 0.0f);
-  // Through the latent's norm: its weight's gradient, then the kv_a output's.
-  const float* kv_norm = param_at(params, lay.kv_a_norm);
-  std::vector<double> norm_sums(static_cast<size_t>(lay.kv_lora), 0.0);
+  // Through the latent's norm, which read the first kv_lora columns of kv.
+  Buf latent(c.c.size());
   for (int64_t r = 0; r < t; ++r) {
-    for (int64_t i = 0; i < lay.kv_lora; ++i) {
-      const float d = dc[r * lay.kv_lora + i];
-      norm_sums[static_cast<size_t>(i)] += static_cast<double>(d) * c.kv[r * kv_width + i];
-      dkv[r * kv_width + i] = d * kv_norm[i];
-    }
+    std::copy(c.kv.begin() + r * kv_width, c.kv.begin() + r * kv_width + lay.kv_lora, latent.begin() + r * lay.kv_lora);
   }
-  float* dkv_norm = grad_at(&grads, lay.kv_a_norm);
-  for (int64_t i = 0; i < lay.kv_lora; ++i) dkv_norm[i] += static_cast<float>(norm_sums[static_cast<size_t>(i)]);
+  rms_norm_backward(latent.data(), param_at(params, lay.kv_a_norm), dc.data(), t, lay.kv_lora, dc.data(),
+                    grad_at(&grads, lay.kv_a_norm));
+  for (int64_t r = 0; r < t; ++r) {
+    std::copy(dc.begin() + r * lay.kv_lora, dc.begin() + (r + 1) * lay.kv_lora, dkv.begin() + r * kv_width);
+  }
   linear_backward(ctx, bind(lay.kv_a, params, &grads), n1, dkv.data(), t, dn1, 0.0f);
 
   if (lay.q_lora == 0) {
@@ -90,8 +88,8 @@ void mla_backward(Ctx& ctx, const AttentionLayout& lay, const ConstTensors& para
   }
   Buf dqa(c.qa.size());
   linear_backward(ctx, bind(lay.q_b, params, &grads), c.qa_n.data(), dq, t, dqa.data(), 0.0f);
-  add_column_dots(grad_at(&grads, lay.q_a_norm), dqa.data(), c.qa.data(), t, lay.q_lora);
-  scale_columns(dqa.data(), param_at(params, lay.q_a_norm), t, lay.q_lora, dqa.data());
+  rms_norm_backward(c.qa.data(), param_at(params, lay.q_a_norm), dqa.data(), t, lay.q_lora, dqa.data(),
+                    grad_at(&grads, lay.q_a_norm));
   linear_backward(ctx, bind(lay.q_a, params, &grads), n1, dqa.data(), t, dn1, 1.0f);
 }
 

@@ -131,6 +131,7 @@ void add_simulate_command(CLI::App& app, Context& context) {
   auto options = std::make_shared<SimulateOptions>();
   auto* cmd = app.add_subcommand("simulate", "Predict step time, throughput, MFU and memory with the SimGrid simulator");
   options->scenario.add_to(cmd, true);
+  options->scenario.add_optimizer_to(cmd);
   options->scenario.add_whatif_to(cmd);
   cmd->add_option("--trace", options->trace_path, "Write the predicted trace (.pb, .json or .textproto)");
   cmd->add_option("--chrome-trace", options->chrome_path, "Write a Chrome trace JSON that Perfetto opens");

@@ -1,19 +1,16 @@
 #pragma once
-// Runs one rank's Program on its GPU, the same op list the host executor
-// and the simulator run. Each Program stream is a CUDA stream; an op waits
-// for its dependencies on other streams through their events, and is timed
-// by a pair of CUDA events. The step's buffers live in one block of device
-// memory carved by the Program's arena plan (planner/arena_plan.hpp): an
-// alloc waits for the frees of the buffers whose memory it reuses, so the
-// memory held is the plan's, measured, never more.
-//
-// What each op does, as on the host (host_executor.cpp): the rank's slot of
-// a gathered buffer gets its master shard cast to the parameter dtype;
-// all-gathers and reduce-scatters run in place through NCCL (DBuffer zero
-// copy for ragged); FSDP2's copy-out and copy-in move rank-major pieces in
-// one launch each; compute ops run the GPU workload on the gathered
-// parameters; the reduced shard is accumulated into the fp32 gradient
-// shard; AdamW or block-wise 8-bit Adam updates the master shard.
+// Runs one rank's Program on its GPU through the walk the host runs too
+// (backend/program_walk.hpp): this file is the GPU's StepDevice. Each
+// Program stream is a CUDA stream; an op waits for its dependencies on other
+// streams through their events, and is timed by a pair of CUDA events. The
+// step's buffers live in one block of device memory carved by the Program's
+// arena plan (planner/arena_plan.hpp): an alloc waits for the frees of the
+// buffers whose memory it reuses, so the memory held is the plan's,
+// measured, never more. Casts run as kernels (the master shard to the
+// parameter dtype), all-gathers and reduce-scatters in place through NCCL
+// (DBuffer zero copy for ragged), FSDP2's copy-out and copy-in as one launch
+// of rank-major pieces each, compute through the GPU workload, the update
+// as AdamW or block-wise 8-bit Adam.
 
 #include <cstddef>
 #include <cstdint>
@@ -26,7 +23,8 @@
 #include "backend/cuda/device_units.hpp"
 #include "backend/cuda/executor_kernels.hpp"
 #include "backend/cuda/gpu_workload.hpp"
-#include "backend/host_executor.hpp"
+#include "backend/program_walk.hpp"
+#include "backend/step_device.hpp"
 #include "backend/measured_step.hpp"
 #include "backend/optimizer_math.hpp"
 #include "backend/unit_shard.hpp"
@@ -45,39 +43,58 @@ struct CudaExecutorConfig {
   int64_t private_bytes = 0;     // the workload's private buffers (reserved memory)
 };
 
-class CudaExecutor {
+// The GPU as a StepDevice: each Program stream is a CUDA stream, each op
+// timed by a pair of CUDA events; collectives through NCCL.
+class CudaStepDevice final : public StepDevice {
  public:
-  // `step_memory` holds arena.bytes for the step's buffers. `watcher`
-  // (nullable: one rank, or no timeout) follows every collective issued.
-  CudaExecutor(const planner::Program& program, const planner::ArenaPlan& arena, std::byte* step_memory,
-               const std::vector<UnitShard>& shards, std::vector<DeviceUnit>& units, DeviceCollectives& collectives,
-               GpuWorkload& workload, CudaDevice& device, CudaExecutorConfig config,
-               CollectiveWatcher* watcher = nullptr);
-  ~CudaExecutor();
-  CudaExecutor(const CudaExecutor&) = delete;
-  CudaExecutor& operator=(const CudaExecutor&) = delete;
+  // `watcher` (nullable: one rank, or no timeout) follows every collective issued.
+  CudaStepDevice(const planner::Program& program, const std::vector<UnitShard>& shards, std::vector<DeviceUnit>& units,
+                 DeviceCollectives& collectives, GpuWorkload& workload, CudaDevice& device,
+                 const CudaExecutorConfig& config, CollectiveWatcher* watcher);
+  ~CudaStepDevice() override;
+  CudaStepDevice(const CudaStepDevice&) = delete;
+  CudaStepDevice& operator=(const CudaStepDevice&) = delete;
 
-  // Enqueues the step, waits for the device, reads the events.
-  MeasuredStep run_step(int64_t step);
+  int64_t element_bytes(Elements kind) const override;
+  void begin_step() override;
+  void begin_op(const planner::Op& op, const std::vector<int64_t>& waits) override;
+  void end_op(const planner::Op& op, int64_t step) override;
+  std::vector<OpTime> finish_step(int64_t step) override;
+  int64_t allocated(const planner::Buffer& buffer, planner::Stream stream, std::byte* data, int64_t bytes) override;
+  int64_t released(const planner::Buffer&) override { return 0; }
+  int64_t persistent_bytes() const override { return config_.persistent_bytes; }
+  int64_t held_beside_arena() const override { return config_.private_bytes; }
+  std::byte* persistent_params(int unit) override { return units_[static_cast<size_t>(unit)].persistent; }
+  void cast_master(planner::Stream stream, int unit, int64_t offset, int64_t n, std::byte* dst) override;
+  void convert(planner::Stream stream, std::byte* dst, Elements dst_kind, const std::byte* src, Elements src_kind,
+               int64_t n) override;
+  void copy(planner::Stream stream, std::byte* dst, const std::byte* src, int64_t bytes) override;
+  void copy_rows(planner::Stream stream, std::byte* dst, int64_t dst_pitch, const std::byte* src, int64_t src_pitch,
+                 int64_t width, int64_t rows) override;
+  void copy_out(planner::Stream stream, int unit, std::byte* per_tensor, const std::byte* gathered) override;
+  void pack(planner::Stream stream, int unit, std::byte* gathered, const std::byte* per_tensor) override;
+  void scale_by_one(planner::Stream stream, std::byte* data, Elements kind, int64_t n) override;
+  void all_gather(planner::Stream stream, std::byte* buffer, int64_t shard_elements, Elements kind) override;
+  void reduce_scatter(planner::Stream stream, std::byte* buffer, int64_t shard_elements, Elements kind) override;
+  void all_reduce(planner::Stream stream, std::byte* data, int64_t elements, Elements kind) override;
+  void accumulate(planner::Stream stream, int unit, const std::byte* reduced, float scale) override;
+  // Checked after the step on the master shards (cuda_run.cpp): a NaN in a
+  // gradient reaches them in the same step's update.
+  std::optional<NonFinite> gradient_non_finite(int) override { return std::nullopt; }
+  void optimizer(const planner::Op& op, int64_t step) override;
+  void set_batch(const Batch& batch) override { workload_.set_batch(batch); }
+  void forward(int unit, const DeviceParams& params, std::byte* saved, int64_t capacity) override;
+  void recompute(int unit, const DeviceParams& params, std::byte* workspace, int64_t capacity) override;
+  void loss_backward(int unit, std::byte* gradient, int64_t capacity) override;
+  void backward(int unit, const DeviceParams& params, const DeviceGrads& grads, std::byte* workspace,
+                int64_t capacity) override;
+  double mean_loss() override { return workload_.take_mean_loss(); }
 
  private:
-  void issue(const planner::Op& op, int64_t step);
-  void wait_for_dependencies(const planner::Op& op);
-  void allocate(const planner::Op& op);
-  void fill_own_slot(int buffer, int unit, cudaStream_t stream);
-  void fill_group_slot(std::byte* gathered, int unit, const std::vector<int>& group, cudaStream_t stream);
-  bool gather_by_tensor(const planner::Op& op, cudaStream_t stream);
-  void gather_persistent();
-  std::vector<const void*> params_of(int unit);
-  std::vector<void*> grads_of(int unit);
-  std::byte* data(int buffer);
-  std::byte* data_or_null(int buffer);
-  cudaStream_t stream_of(const planner::Op& op) const;
-  int64_t param_bytes() const { return element_bytes(config_.params); }
+  cudaStream_t stream(planner::Stream stream) const;
+  ElementType type_of(Elements kind) const;
 
   const planner::Program& program_;
-  const planner::ArenaPlan& arena_;
-  std::byte* step_memory_;
   const std::vector<UnitShard>& shards_;
   std::vector<DeviceUnit>& units_;
   DeviceCollectives& collectives_;
@@ -85,17 +102,25 @@ class CudaExecutor {
   CudaDevice& device_;
   CudaExecutorConfig config_;
   CollectiveWatcher* watcher_;
-
   std::vector<std::unique_ptr<CudaEvent>> started_, finished_;  // per op
   CudaEvent step_start_;
-  std::vector<int64_t> alloc_op_, free_op_;  // per buffer
-  std::vector<bool> live_, slot_filled_;     // per buffer
-  std::vector<int> params_, grads_, activations_, workspace_;  // per unit: the buffer in use
-  std::vector<bool> per_tensor_;                               // per unit: params_ holds per-tensor copies
-  // Per unit ZeRO-3 fetches by group (UnitShard::gathered_by_tensor): each tensor's parameters.
-  std::vector<std::vector<const void*>> fetched_;
-  int64_t live_bytes_ = 0;
-  int64_t live_state_buffers_ = 0;  // of live_bytes_, the parameter and gradient buffers
+};
+
+// One rank's Program on its GPU: the GPU device and the shared walk.
+class CudaExecutor {
+ public:
+  // `step_memory` holds arena.bytes for the step's buffers.
+  CudaExecutor(const planner::Program& program, const planner::ArenaPlan& arena, std::byte* step_memory,
+               const std::vector<UnitShard>& shards, std::vector<DeviceUnit>& units, DeviceCollectives& collectives,
+               GpuWorkload& workload, CudaDevice& device, CudaExecutorConfig config,
+               CollectiveWatcher* watcher = nullptr);
+
+  // Enqueues the step, waits for the device, reads the events.
+  MeasuredStep run_step(int64_t step) { return walk_.run_step(step); }
+
+ private:
+  CudaStepDevice device_;
+  ProgramWalk walk_;
 };
 
 }  // namespace ragged::backend::gpu

@@ -16,6 +16,7 @@
 #include "backend/host_optimizer.hpp"
 #include "backend/run_support.hpp"
 #include "backend/run_trace.hpp"
+#include "backend/step_loop.hpp"
 #include "backend/watchdog.hpp"
 #include "backend/workload.hpp"
 #include "common/errors.hpp"
@@ -38,18 +39,21 @@ ElementType element_type(scenarios::DType dtype, const char* field) {
 // workload's own carving.
 constexpr int64_t kArenaSlackBytes = 1 << 20;
 
-// The arena is allocated once, up front: say before trying when it cannot
-// fit (NCCL and cuBLAS need some room beside it too).
-constexpr int64_t kHeadroomBytes = int64_t{1} << 30;
+// The arena is allocated once, up front, after NCCL has made its
+// communicators (their buffers are then out of cudaMemGetInfo's free
+// memory): say before trying when it cannot fit. cuBLAS's handle and
+// workspace, made with the device's streams, still need room beside it.
+constexpr int64_t kCublasHeadroomBytes = int64_t{256} << 20;
 
 void check_device_fits(int ordinal, int64_t arena_bytes) {
   const MemoryInfo memory = device_memory(ordinal);
-  if (arena_bytes + kHeadroomBytes <= static_cast<int64_t>(memory.free_bytes)) return;
+  if (arena_bytes + kCublasHeadroomBytes <= static_cast<int64_t>(memory.free_bytes)) return;
   constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
   throw InputError(fmt::format(
       "training: this rank needs {:.2f} GiB of device memory (shards, optimizer states, the Program's step buffers "
-      "and the workload's) plus about 1 GiB for NCCL and cuBLAS, but GPU {} has {:.2f} GiB free of {:.2f}; use more "
-      "GPUs, a smaller micro_batch_size or sequence_length, or activation_checkpointing: FULL",
+      "and the workload's) plus about 0.25 GiB for cuBLAS, but GPU {} has {:.2f} GiB free of {:.2f} once NCCL's "
+      "communicators exist; use more GPUs, a smaller micro_batch_size or sequence_length, or "
+      "activation_checkpointing: FULL",
       static_cast<double>(arena_bytes) / kGiB, ordinal, static_cast<double>(memory.free_bytes) / kGiB,
       static_cast<double>(memory.total_bytes) / kGiB));
 }
@@ -136,8 +140,7 @@ RunResult run_on_gpu(const planner::ResolvedScenario& resolved, const RunOptions
   const int64_t arena_bytes = config.persistent_bytes + arena.bytes + config.private_bytes + kArenaSlackBytes;
 
   const int ordinal = default_device_ordinal();
-  check_device_fits(ordinal, arena_bytes);
-  CudaDevice device(ordinal, static_cast<std::size_t>(arena_bytes));
+  CUDA_CHECK(cudaSetDevice(ordinal));  // NCCL makes its communicators on the current device
   // A lost peer: one line, then the job ends (MPI_Abort) with kExitLostRank.
   const DeviceCollectives::LostHandler on_lost = [&comm](const std::string& line) {
     if (comm.size() < 2) return;  // no peer to lose: the call throws the line
@@ -150,6 +153,13 @@ RunResult run_on_gpu(const planner::ResolvedScenario& resolved, const RunOptions
     throw InternalError(fmt::format("NCCL sees rank {} of {}, the launch rank {} of {}", collectives.rank(),
                                     collectives.size(), comm.rank(), comm.size()));
   }
+  try {
+    check_device_fits(ordinal, arena_bytes);
+  } catch (...) {
+    if (comm.size() > 1) collectives.abort();  // peers may already wait in NCCL
+    throw;
+  }
+  CudaDevice device(ordinal, static_cast<std::size_t>(arena_bytes));
   const cudaStream_t compute = device.stream(StreamKind::compute);
   std::vector<DeviceUnit> units = make_device_units(shards, training.optimizer(), device.arena(), compute);
   std::byte* step_memory = device.arena().allocate_array<std::byte>(arena.bytes);
@@ -158,8 +168,10 @@ RunResult run_on_gpu(const planner::ResolvedScenario& resolved, const RunOptions
   std::unique_ptr<CollectiveWatcher> watcher;
   if (comm.size() > 1 && options.collective_timeout_s > 0) {
     watcher = std::make_unique<CollectiveWatcher>(
+        // The watcher's thread queries this rank's events: on its device, not device 0.
         CollectiveWatcher::Communicators{[&collectives](std::string* error) { return collectives.status(error); },
-                                         [&collectives] { collectives.abort(); }},
+                                         [&collectives] { collectives.abort(); },
+                                         [ordinal] { CUDA_CHECK(cudaSetDevice(ordinal)); }},
         options.collective_timeout_s, comm.rank(), on_lost);
   }
   CudaExecutor executor(program, arena, step_memory, shards, units, collectives, workload, device, config,
@@ -168,32 +180,25 @@ RunResult run_on_gpu(const planner::ResolvedScenario& resolved, const RunOptions
   try {
     RunResult result;
     result.replicas = groups.replicas->size();
-    std::vector<MeasuredStep> measured;
-    const int64_t total = options.warmup_steps + options.steps;
-    bool stopped = false;
-    for (int64_t step = 1; step <= total && !stopped; ++step) {
-      MeasuredStep s = executor.run_step(step);
-      result.losses.push_back(comm.sum(s.loss) / comm.size());
-      // Off the step's clock: the loss and the parameters must be finite (a
-      // NaN in a gradient or a moment reaches the parameters in the same
-      // step's update).
-      std::optional<NonFinite> found = non_finite_loss(s.loss);
-      if (!found) {
-        download_masters(units, shards, compute);
-        found = first_non_finite_master(shards);
-      }
-      stopped = stop_on_non_finite(found, step, resolved.model, *groups.world, result);
-      if (step > options.warmup_steps) measured.push_back(std::move(s));
-    }
+    StepLoop loop;
+    loop.warmup_steps = options.warmup_steps;
+    loop.steps = options.steps;
+    loop.run_step = [&executor](int64_t step) { return executor.run_step(step); };
+    // A NaN in a gradient or a moment reaches the parameters in the same step's update.
+    loop.state_non_finite = [&] {
+      download_masters(units, shards, compute);
+      return first_non_finite_master(shards);
+    };
+    const StepLoopResult ran = run_step_loop(loop, comm, *groups.world, resolved.model, result);
     const MemoryInfo memory = device.memory_info();
     result.device_used_bytes = static_cast<int64_t>(memory.total_bytes - memory.free_bytes);
-    result.arena_held_bytes = config.persistent_bytes + arena.bytes;
+    result.arena_held_bytes = ran.persistent_bytes + arena.bytes;
     result.program_peak_bytes = planner::memory_breakdown(program).peak_total();
-    if (options.check_reference && !stopped) {
+    if (options.check_reference && !ran.stopped) {
       download_masters(units, shards, compute);
-      judge_against_reference(resolved, shards, groups, total, options, result);
+      judge_against_reference(resolved, shards, groups, options.warmup_steps + options.steps, options, result);
     }
-    result.trace = measured_trace(resolved, program, measured, comm,
+    result.trace = measured_trace(resolved, program, ran.measured, comm,
                                   fmt::format("{} (cuda), {}", device.info().name, describe(groups, "nccl")));
     const int64_t per_step_grads = program.bytes_of(planner::BufferKind::kGradShards);
     if (per_step_grads > 0) {

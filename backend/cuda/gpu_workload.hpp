@@ -1,10 +1,13 @@
 #pragma once
 // The real compute of a training step on one GPU: the host workload's math
-// (backend/workload_internal.hpp: norms as column scales, attention
-// projections with the per-token mixing core, SwiGLU MLP, embedding, head
-// with a real cross-entropy) as cuBLAS GEMMs and CUDA kernels, forward and
-// backward (dX and dW), for Llama-style models, dense or with experts stored
-// per expert (Mixtral, Qwen3-MoE: gpu_workload_moe.cpp). Parameters and
+// (backend/workload_internal.hpp: RMSNorm, attention projections with causal
+// softmax attention per sequence, SwiGLU MLP, embedding, head with a real
+// cross-entropy) as cuBLAS GEMMs and naive CUDA kernels (attention recomputes
+// its scores rather than keeping them), forward and backward (dX and dW), for
+// Llama-style models, dense or with experts stored per expert (Mixtral,
+// Qwen3-MoE: gpu_workload_moe.cpp; their routing is still the fixed pattern
+// (7 token + j) mod experts with sigmoid gates, not yet the host's top-k of
+// the gate). Parameters and
 // activations are stored in the scenario's parameter dtype (bf16 or fp32),
 // GEMMs accumulate in fp32, gradients are written in their own dtype.
 //

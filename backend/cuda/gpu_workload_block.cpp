@@ -1,6 +1,7 @@
 // One transformer block on the GPU, the host's math (workload_block.cpp,
-// workload_attention.cpp, workload_glu.cpp): n1 = x*w_in; q, k, v
-// projections; the mixing core; x1 = x + o_proj(u); n2 = x1*w_post; SwiGLU;
+// workload_attention.cpp, workload_glu.cpp): n1 = rms(x); q, k, v
+// projections; causal softmax attention (q/k RMSNormed per head when the
+// model has q/k norms); x1 = x + o_proj(u); n2 = rms(x1); SwiGLU;
 // x2 = x1 + down(product), or x1 + the experts (gpu_workload_moe.cpp).
 // Backward writes every gradient once.
 
@@ -17,9 +18,9 @@ S* at(const Regions& cache, BlockRegion region) {
   return reinterpret_cast<S*>(cache[static_cast<size_t>(region)]);
 }
 
-MixShape mix_shape(const BlockPlan& plan) {
+AttentionShape attention_shape(const BlockPlan& plan) {
   const ragged::backend::detail::AttentionLayout& att = plan.layout.attention;
-  return MixShape{plan.tokens, att.heads, att.kv_heads, att.qk_dim};
+  return AttentionShape{plan.tokens, plan.seq_len, att.heads, att.kv_heads, att.qk_dim};
 }
 
 // y = x W^T (+ b).
@@ -52,9 +53,9 @@ void block_forward(Gemms& gemms, const BlockPlan& plan, const Params& params, co
   S* n1 = at<S>(cache, kNorm1);
   const S* w_in = param<S>(params, lay.in_norm);
   if (at<S>(cache, kInput) == x) {
-    scale_columns(n1, x, w_in, t, h, stream);
+    rms_norm_forward(n1, x, w_in, t, h, stream);
   } else {
-    keep_and_scale_columns(at<S>(cache, kInput), n1, x, w_in, t, h, stream);
+    keep_and_rms_norm(at<S>(cache, kInput), n1, x, w_in, t, h, stream);
   }
   S* q = at<S>(cache, kQuery);
   S* k = at<S>(cache, kKey);
@@ -63,13 +64,14 @@ void block_forward(Gemms& gemms, const BlockPlan& plan, const Params& params, co
   project(gemms, att.k, params, n1, k, t);
   project(gemms, att.v, params, n1, v, t);
   S* u = at<S>(cache, kMixed);
-  mix_forward(u, q, k, v, param<S>(params, att.q_norm), param<S>(params, att.k_norm), mix_shape(plan), stream);
+  attention_forward(u, q, k, v, param<S>(params, att.q_norm), param<S>(params, att.k_norm), attention_shape(plan),
+                    stream);
   // The attention output lands in x1, which then becomes x + it.
   S* x1 = at<S>(cache, kResidual1);
   project(gemms, att.o, params, u, x1, t);
   add(x1, x, x1, t * h, stream);
   S* n2 = at<S>(cache, kNorm2);
-  scale_columns(n2, x1, param<S>(params, lay.post_norm), t, h, stream);
+  rms_norm_forward(n2, x1, param<S>(params, lay.post_norm), t, h, stream);
   if (lay.moe) {
     moe_forward(gemms, plan, params, routing, cache, out);
     if (out != nullptr) add(out, x1, out, t * h, stream);
@@ -95,9 +97,9 @@ void block_rebuild_selective(Gemms& gemms, const BlockPlan& plan, const Params& 
   S* n1 = at<S>(cache, kNorm1);
   S* x1 = at<S>(cache, kResidual1);
   S* n2 = at<S>(cache, kNorm2);
-  scale_columns(n1, x, param<S>(params, lay.in_norm), t, h, stream);
+  rms_norm_forward(n1, x, param<S>(params, lay.in_norm), t, h, stream);
   if (lay.moe) {
-    scale_columns(n2, x1, param<S>(params, lay.post_norm), t, h, stream);
+    rms_norm_forward(n2, x1, param<S>(params, lay.post_norm), t, h, stream);
     moe_rebuild_elementwise<S>(gemms, plan, cache);
     return;
   }
@@ -106,7 +108,7 @@ void block_rebuild_selective(Gemms& gemms, const BlockPlan& plan, const Params& 
   project(gemms, lay.attention.k, params, n1, at<S>(cache, kKey), t);
   project(gemms, lay.attention.o, params, at<S>(cache, kMixed), x1, t);
   add(x1, x, x1, t * h, stream);
-  scale_columns(n2, x1, param<S>(params, lay.post_norm), t, h, stream);
+  rms_norm_forward(n2, x1, param<S>(params, lay.post_norm), t, h, stream);
   project(gemms, lay.dense.up, params, n2, at<S>(cache, kUp), t);
   swiglu_forward(at<S>(cache, kProduct), at<S>(cache, kGate), at<S>(cache, kUp), t * plan.ffn, stream);
 }
@@ -133,33 +135,39 @@ void block_backward(Gemms& gemms, const BlockPlan& plan, const Params& params, c
     project_backward<S, G>(gemms, lay.dense.gate, params, grads, n2, dgate, dn2, 0.0f, t);
     project_backward<S, G>(gemms, lay.dense.up, params, grads, n2, dup, dn2, 1.0f, t);
   }
-  column_sums(grad<G>(grads, lay.post_norm), dn2, at<S>(cache, kResidual1), t, h, stream);
-  // dx1 = dx2 + dn2 * w_post, kept in the output until dx is complete.
-  add_scaled_columns(dx, dx2, dn2, param<S>(params, lay.post_norm), t, h, stream);
+  const S* x1 = at<S>(cache, kResidual1);
+  rms_norm_weight_grad(grad<G>(grads, lay.post_norm), dn2, x1, t, h, stream);
+  // dx1 = dx2 + rms backward of dn2, kept in the output until dx is complete.
+  rms_norm_backward(dx, dx2, dn2, x1, param<S>(params, lay.post_norm), t, h, stream);
 
-  // Attention: u's gradient becomes q's in place.
+  // Attention: u's gradient becomes q's in place; the softmax's per-row
+  // statistics sit in dn1's place until the projections' backward.
   S* dq = scratch_at(kDQuery);
   S* dk = scratch_at(kDKey);
   S* dv = scratch_at(kDValue);
   S* dn1 = scratch_at(kDNorm1);
   const S* q_norm = param<S>(params, att.q_norm);
   const S* k_norm = param<S>(params, att.k_norm);
+  const S* q = at<S>(cache, kQuery);
+  const S* k = at<S>(cache, kKey);
   project_backward<S, G>(gemms, att.o, params, grads, at<S>(cache, kMixed), dx, dq, 0.0f, t);
-  mix_backward(dq, dk, dv, at<S>(cache, kQuery), at<S>(cache, kKey), q_norm, k_norm, mix_shape(plan), stream);
+  attention_backward(dq, dk, dv, reinterpret_cast<double*>(dn1), at<S>(cache, kMixed), q, k, at<S>(cache, kValue),
+                     q_norm, k_norm, attention_shape(plan), stream);
   if (q_norm != nullptr) {
-    column_sums(grad<G>(grads, att.q_norm), dq, at<S>(cache, kQuery), t * att.heads, att.qk_dim, stream);
-    scale_columns(dq, dq, q_norm, t * att.heads, att.qk_dim, stream);
+    rms_norm_weight_grad(grad<G>(grads, att.q_norm), dq, q, t * att.heads, att.qk_dim, stream);
+    rms_norm_backward<S>(dq, nullptr, dq, q, q_norm, t * att.heads, att.qk_dim, stream);
   }
   if (k_norm != nullptr) {
-    column_sums(grad<G>(grads, att.k_norm), dk, at<S>(cache, kKey), t * att.kv_heads, att.qk_dim, stream);
-    scale_columns(dk, dk, k_norm, t * att.kv_heads, att.qk_dim, stream);
+    rms_norm_weight_grad(grad<G>(grads, att.k_norm), dk, k, t * att.kv_heads, att.qk_dim, stream);
+    rms_norm_backward<S>(dk, nullptr, dk, k, k_norm, t * att.kv_heads, att.qk_dim, stream);
   }
   const S* n1 = at<S>(cache, kNorm1);
   project_backward<S, G>(gemms, att.q, params, grads, n1, dq, dn1, 0.0f, t);
   project_backward<S, G>(gemms, att.k, params, grads, n1, dk, dn1, 1.0f, t);
   project_backward<S, G>(gemms, att.v, params, grads, n1, dv, dn1, 1.0f, t);
-  column_sums(grad<G>(grads, lay.in_norm), dn1, at<S>(cache, kInput), t, h, stream);
-  add_scaled_columns(dx, dx, dn1, param<S>(params, lay.in_norm), t, h, stream);
+  const S* x = at<S>(cache, kInput);
+  rms_norm_weight_grad(grad<G>(grads, lay.in_norm), dn1, x, t, h, stream);
+  rms_norm_backward(dx, dx, dn1, x, param<S>(params, lay.in_norm), t, h, stream);
 }
 
 #define RAGGED_BLOCK(S)                                                                                            \

@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <numeric>
 #include <string>
 
 #include "backend/cuda/gpu_workload.hpp"
@@ -63,7 +62,6 @@ void check_experts(const std::string& unit, const ragged::backend::detail::MoeLa
   if (moe.routed.size() == 1 && moe.routed[0].fused) {
     unsupported(unit, "mixture-of-experts with fused expert tensors (one tensor holding every expert, gpt-oss style)");
   }
-  if (moe.router.bias >= 0) unsupported(unit, "mixture-of-experts with a router bias");
   bool biased = moe.has_shared && has_bias(moe.shared);
   for (const ragged::backend::detail::GluLayout& glu : moe.routed) biased = biased || has_bias(glu);
   if (biased) unsupported(unit, "mixture-of-experts with expert biases");
@@ -83,6 +81,10 @@ ragged::backend::detail::BlockLayout supported_block_layout(const models::ModelS
   if (lay.moe) check_experts(spec.name, lay.experts);
   if (att.sinks >= 0) unsupported(spec.name, "attention sinks");
   if (att.qk_dim != att.v_dim) unsupported(spec.name, "q/k heads wider than v heads");
+  if (att.qk_dim > 1024) unsupported(spec.name, "heads wider than 1024");
+  // The softmax's statistics (16 bytes per token and head) borrow the
+  // norm-1 gradient's scratch (hidden elements per token, 2 bytes or more).
+  if (16 * att.heads > 2 * model.arch.hidden) unsupported(spec.name, "more than hidden / 8 heads");
   if (att.kv_heads <= 0 || att.heads % att.kv_heads != 0)
     unsupported(spec.name, "kv heads that do not divide the heads");
   return lay;
@@ -196,6 +198,7 @@ BlockPlan block_plan(const models::ModelSpec& model, const GpuWorkloadConfig& co
   p.layout = supported_block_layout(model, spec);
   const ragged::backend::detail::AttentionLayout& att = p.layout.attention;
   p.tokens = config.sequences * config.seq_len;
+  p.seq_len = config.seq_len;
   p.hidden = model.arch.hidden;
   p.q_width = att.heads * att.qk_dim;
   p.kv_width = att.kv_heads * att.qk_dim;
@@ -212,7 +215,7 @@ BlockPlan block_plan(const models::ModelSpec& model, const GpuWorkloadConfig& co
   const ragged::backend::detail::MoeLayout& moe = p.layout.experts;
   p.expert_ffn = moe.routed.front().width;
   p.shared_ffn = moe.has_shared ? moe.shared.width : 0;
-  p.expert_rows = max_expert_rows(p.tokens, moe.experts, moe.top_k);
+  p.expert_rows = p.tokens;
   auto copies = [&](int64_t width) { return round_up(p.tokens * moe.top_k * width * p.element); };
   const int64_t routed = copies(p.expert_ffn), shared = region(p.shared_ffn);
   p.bytes[kLogits] = round_up(p.tokens * moe.experts * 4);
@@ -221,10 +224,8 @@ BlockPlan block_plan(const models::ModelSpec& model, const GpuWorkloadConfig& co
   p.bytes[kSharedGate] = p.bytes[kSharedUp] = p.bytes[kSharedProduct] = shared;
   // One expert at a time (the shared experts: every token): its rows of
   // hidden width (output, then input gradient) and its gate/up gradients.
-  const int64_t rows = std::max(p.expert_rows, moe.has_shared ? p.tokens : 0);
-  const int64_t wide = round_up(rows * p.hidden * p.element);
-  const int64_t narrow =
-      round_up(std::max(p.expert_rows * p.expert_ffn, moe.has_shared ? p.tokens * p.shared_ffn : 0) * p.element);
+  const int64_t wide = round_up(p.expert_rows * p.hidden * p.element);
+  const int64_t narrow = round_up(p.expert_rows * std::max(p.expert_ffn, p.shared_ffn) * p.element);
   const int64_t logits = round_up(p.tokens * moe.experts * p.element);
   p.scratch_offset[kDNorm2] = 0;
   p.scratch_offset[kDLogits] = h;
@@ -260,7 +261,7 @@ HeadPlan head_plan(const models::ModelSpec& model, const GpuWorkloadConfig& conf
 PrivatePlan private_plan(const models::ModelSpec& model, const GpuWorkloadConfig& config) {
   check_config(config);
   const int64_t tokens = config.sequences * config.seq_len;
-  int64_t forward_scratch = 0, expert_copies = 0, expert_output = 0;
+  int64_t forward_scratch = 0, expert_tables = 0, expert_output = 0;
   for (int u = 1; u + 1 < static_cast<int>(model.units.size()); ++u) {
     const BlockPlan block = block_plan(model, config, u);
     if (config.checkpointing != Checkpointing::kNone) {
@@ -268,7 +269,7 @@ PrivatePlan private_plan(const models::ModelSpec& model, const GpuWorkloadConfig
                                   block.forward_scratch_bytes(Checkpointing::kSelective)});
     }
     if (!block.layout.moe) continue;
-    expert_copies = std::max(expert_copies, tokens * block.layout.experts.top_k);
+    expert_tables = std::max(expert_tables, routing_layout(tokens * block.layout.experts.top_k).bytes);
     expert_output = std::max(expert_output, block.expert_rows * block.hidden * block.element);
   }
   const int64_t stream = tokens * model.arch.hidden * element_bytes(config.params);
@@ -278,7 +279,7 @@ PrivatePlan private_plan(const models::ModelSpec& model, const GpuWorkloadConfig
                                                       4 * tokens,
                                                       4 * tokens,
                                                       4 * (model.arch.vocab + 1),
-                                                      4 * expert_copies,
+                                                      expert_tables,
                                                       expert_output,
                                                       8 * tokens,
                                                       8,
@@ -292,11 +293,15 @@ PrivatePlan private_plan(const models::ModelSpec& model, const GpuWorkloadConfig
   return plan;
 }
 
-int64_t max_expert_rows(int64_t tokens, int64_t experts, int64_t top_k) {
-  // For each j, 7 t = e - j (mod E) holds for one residue class of t modulo
-  // E / gcd(7, E), or none.
-  const int64_t period = experts / std::gcd(int64_t{7}, experts);
-  return std::min(tokens, top_k * ((tokens + period - 1) / period));
+RoutingLayout routing_layout(int64_t copies) {
+  RoutingLayout out;
+  out.gates = 4 * copies;
+  out.slots = 8 * copies;
+  out.slot_experts = 12 * copies;
+  out.slot_gates = 16 * copies;
+  out.dgates = round_up(20 * copies, 8);
+  out.bytes = out.dgates + 8 * copies;
+  return out;
 }
 
 }  // namespace detail

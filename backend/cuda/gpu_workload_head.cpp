@@ -1,5 +1,5 @@
 // The workload's GEMMs on cuBLAS, and the head on the GPU, the host's math
-// (workload_head.cpp): n = x*w_final, fp32 logits n W^T, softmax and mean
+// (workload_head.cpp): n = rms(x) (the final RMSNorm), fp32 logits n W^T, softmax and mean
 // cross-entropy; backward d logits = (softmax - onehot)/T.
 
 #include "backend/cuda/gemm.hpp"
@@ -44,8 +44,8 @@ template <typename S>
 void head_forward(Gemms& gemms, const HeadPlan& plan, const Params& params, const S* x, const HeadCache& cache,
                   const int32_t* labels, double* row_losses) {
   S* n = reinterpret_cast<S*>(cache.norm);
-  keep_and_scale_columns(reinterpret_cast<S*>(cache.input), n, x, param<S>(params, plan.norm), plan.tokens, plan.hidden,
-                         gemms.stream());
+  keep_and_rms_norm(reinterpret_cast<S*>(cache.input), n, x, param<S>(params, plan.norm), plan.tokens, plan.hidden,
+                    gemms.stream());
   gemms.forward_f32(n, params[static_cast<size_t>(plan.weight)], cache.probs, plan.tokens, plan.vocab, plan.hidden);
   softmax_cross_entropy(cache.probs, labels, row_losses, plan.tokens, plan.vocab, gemms.stream());
 }
@@ -65,8 +65,9 @@ void head_backward(Gemms& gemms, const HeadPlan& plan, const Params& params, con
   const auto weight = static_cast<size_t>(plan.weight);
   gemms.input_grad(dlogits, params[weight], dn, t, plan.vocab, h, 0.0f);
   gemms.weight_grad(dlogits, cache.norm, grads[weight], t, plan.vocab, h);
-  column_sums(grad<G>(grads, plan.norm), dn, reinterpret_cast<const S*>(cache.input), t, h, stream);
-  scale_columns(dx, dn, param<S>(params, plan.norm), t, h, stream);
+  const S* x = reinterpret_cast<const S*>(cache.input);
+  rms_norm_weight_grad(grad<G>(grads, plan.norm), dn, x, t, h, stream);
+  rms_norm_backward<S>(dx, nullptr, dn, x, param<S>(params, plan.norm), t, h, stream);
 }
 
 template void head_forward(Gemms&, const HeadPlan&, const Params&, const float*, const HeadCache&, const int32_t*,

@@ -59,13 +59,13 @@ class Gemms {
   double flops_ = 0;
 };
 
-// The micro-batch's routing, computed on the host (route_tokens): routed
-// copy i is token rows[i]; expert e's copies are [offsets[e], offsets[e+1]),
-// in token order, as the host workload's routing lists them.
+// Where the running block's routing lives: the private kExpertRows buffer,
+// which each MoE block's forward and backward fill from its own logits
+// (gpu_workload_moe.cpp), so nothing of it outlives one call.
 struct MoeRouting {
-  const int32_t* rows = nullptr;  // device
-  std::vector<int64_t> offsets;   // host, experts + 1
-  std::byte* output = nullptr;    // forward scratch: one expert's output rows
+  int32_t* rows = nullptr;       // device: the routing tables (routing_layout), copies' tokens first
+  std::vector<int64_t> offsets;  // transitional: set_batch's route_tokens clears it; unused
+  std::byte* output = nullptr;   // forward scratch: one expert's output rows
 };
 
 // Writes every region of `cache` (regions sharing memory as the forward
@@ -85,7 +85,9 @@ void block_backward(Gemms& gemms, const BlockPlan& plan, const Params& params, c
 
 // The experts of a block (gpu_workload_moe.cpp), from the norm-2 output in
 // the cache: its regions and, when `out` is not null, out = the experts'
-// sum (routed, gate-weighted, then shared), before the residual.
+// sum (routed, gate-weighted, then shared), before the residual. Forward
+// and backward each route on the host from the cached logits (one copy to
+// the host and a stream synchronisation per call).
 template <typename S>
 void moe_forward(Gemms& gemms, const BlockPlan& plan, const Params& params, const MoeRouting& routing,
                  const Regions& cache, S* out);

@@ -13,10 +13,11 @@
 // attention's scratch overlap (the MLP's is dead when the attention's starts).
 //
 // A mixture-of-experts block caches, instead of the dense MLP's outputs,
-// the router's fp32 logits, every routed copy of a token (its norm-2 row,
-// gathered by expert), the routed experts' gate/up/product rows in the same
-// order, and the shared experts' gate/up/product; the dense regions are
-// empty (and the MoE ones in a dense block), so one list serves both.
+// the router's fp32 logits (without its bias), every routed copy of a token
+// (its norm-2 row, gathered by expert), the routed experts' gate/up/product
+// rows in the same order, and the shared experts' gate/up/product; the dense
+// regions are empty (and the MoE ones in a dense block), so one list serves
+// both.
 
 #include <array>
 #include <cstddef>
@@ -36,9 +37,9 @@ using models::Checkpointing;
 inline constexpr int64_t kRegionAlignment = 16;
 int64_t round_up(int64_t bytes, int64_t alignment = kRegionAlignment);
 
-// The block's cache: input, norm outputs, projections, mixing output,
+// The block's cache: input, norm outputs, projections, attention output,
 // residual, MLP gate/up outputs and their SwiGLU product. With q/k norms, q
-// and k hold the projections before the norm (the mixing applies it).
+// and k hold the projections before the norm (the attention applies it).
 enum BlockRegion {
   kInput,
   kNorm1,
@@ -63,7 +64,9 @@ enum BlockRegion {
 };
 // Backward scratch: the MLP phase (gradients of the gate, up and norm-2
 // outputs; with experts also of the logits, and one expert's rows of hidden
-// width), then the attention phase (of q, k, v and the norm-1 output).
+// width), then the attention phase (of q, k, v and the norm-1 output; the
+// norm-1 output's place first holds the softmax's statistics, two doubles
+// per token and head).
 enum BlockScratch { kDGate, kDUp, kDNorm2, kDLogits, kDRows, kDQuery, kDKey, kDValue, kDNorm1, kBlockScratches };
 
 using Regions = std::array<std::byte*, kBlockRegions>;
@@ -78,9 +81,10 @@ bool block_keeps(BlockRegion region, Checkpointing mode, bool moe);
 
 struct BlockPlan {
   ragged::backend::detail::BlockLayout layout;
-  int64_t tokens = 0, hidden = 0, q_width = 0, kv_width = 0, ffn = 0, element = 0;
+  int64_t tokens = 0, seq_len = 0, hidden = 0, q_width = 0, kv_width = 0, ffn = 0, element = 0;
   // Experts: width of a routed expert and of the shared experts, and the
-  // most routed copies one expert gets from any `tokens` consecutive tokens.
+  // most routed copies one expert can get: every token (dropless routing; a
+  // token's top_k experts are distinct).
   int64_t expert_ffn = 0, shared_ffn = 0, expert_rows = 0;
   std::array<int64_t, kBlockRegions> bytes{};
   std::array<int64_t, kBlockScratches> scratch_offset{};  // from the start of the scratch
@@ -122,16 +126,16 @@ HeadPlan head_plan(const models::ModelSpec& model, const GpuWorkloadConfig& conf
 
 // The private block, carved by offsets (each 256-byte aligned, as the arena).
 enum PrivateBuffer {
-  kStream0,     // the residual stream: value forward, gradient backward
-  kStream1,     // (ping-pong)
-  kTokens,      // int32 per token
-  kLabels,      // int32 per token
-  kTokenOrder,  // positions sorted by token (stable), for the embedding's backward
-  kTokenRows,   // per vocabulary row, where its positions start in kTokenOrder (vocab + 1)
-  kExpertRows,  // int32 per routed copy: its token, grouped by expert (MoE only)
+  kStream0,       // the residual stream: value forward, gradient backward
+  kStream1,       // (ping-pong)
+  kTokens,        // int32 per token
+  kLabels,        // int32 per token
+  kTokenOrder,    // positions sorted by token (stable), for the embedding's backward
+  kTokenRows,     // per vocabulary row, where its positions start in kTokenOrder (vocab + 1)
+  kExpertRows,    // the routing tables of the block running (routing_layout; MoE only)
   kExpertOutput,  // one expert's output rows during forward (MoE only)
-  kRowLosses,   // double per token
-  kLossSum,     // one double: the sum of the head forwards' mean losses
+  kRowLosses,     // double per token
+  kLossSum,       // one double: the sum of the head forwards' mean losses
   kForwardScratch,
   kPrivateBuffers
 };
@@ -142,13 +146,32 @@ struct PrivatePlan {
 };
 PrivatePlan private_plan(const models::ModelSpec& model, const GpuWorkloadConfig& config);
 
-// The most routed copies expert e gets from `tokens` consecutive tokens
-// under the fixed routing (7 token + j) mod experts, j < top_k.
-int64_t max_expert_rows(int64_t tokens, int64_t experts, int64_t top_k);
-// The micro-batch's routing (gpu_workload_moe.cpp): token t (global index
-// first_token + t) goes to experts (7 token + j) mod experts, j < top_k;
-// rows lists the tokens expert by expert, each expert's in token order (as
-// the host workload's routing), expert e's at [offsets[e], offsets[e+1]).
+// The routing tables of one block's micro-batch in the private kExpertRows
+// buffer, byte offsets for `copies` = tokens x top_k routed copies: per copy
+// (expert by expert, each expert's in token order) its token, its gate and
+// its slot t top_k + j (token t's j-th choice); per slot its expert and gate;
+// then per slot the gate's gradient (double, backward's scratch).
+struct RoutingLayout {
+  int64_t rows = 0, gates = 0, slots = 0, slot_experts = 0, slot_gates = 0, dgates = 0, bytes = 0;
+};
+RoutingLayout routing_layout(int64_t copies);
+
+// One block's routing as the GPU workload uploads it, from its router's
+// logits [tokens x experts] with the bias added: the host workload's
+// route_top_k (workload_moe.cpp), so that both route every token alike.
+// Expert e's copies are [offsets[e], offsets[e + 1]).
+struct ExpertRouting {
+  std::vector<int64_t> offsets;       // experts + 1
+  std::vector<int32_t> rows, slots;   // per copy
+  std::vector<float> gates;           // per copy
+  std::vector<int32_t> slot_experts;  // per slot
+  std::vector<float> slot_gates;      // per slot
+};
+ExpertRouting route_experts(const ragged::backend::detail::MoeLayout& lay, int64_t tokens, std::vector<float> logits);
+
+// Transitional, until gpu_workload.cpp's set_batch stops calling it: the
+// routing is no longer per batch but per block, from its router's logits
+// (gpu_workload_moe.cpp); this leaves `rows` empty and every count 0.
 void route_tokens(int64_t first_token, int64_t tokens, int64_t experts, int64_t top_k, std::vector<int32_t>& rows,
                   std::vector<int64_t>& offsets);
 

@@ -1,22 +1,29 @@
 // The experts of a block on the GPU, the host's math (workload_moe.cpp,
-// workload_glu.cpp): router logits r = n2 R^T (fp32), the fixed routing
-// (route_tokens), each routed copy's SwiGLU on its gathered norm-2 row, the
-// outputs added to their tokens weighted by sigmoid(r), then the shared
-// experts' SwiGLU on every token. One expert's GEMMs run on its contiguous
-// rows; backward rebuilds an expert's output (for its gate's gradient)
-// rather than keeping it.
+// workload_glu.cpp): router logits r = n2 R^T (fp32), each token's top_k
+// experts and gates (softmax over the chosen logits) by the host's own
+// route_top_k on r + bias copied to the host, each routed copy's SwiGLU on
+// its gathered norm-2 row, the outputs added to their tokens weighted by
+// their gates, then the shared experts' SwiGLU on every token. One expert's
+// GEMMs run on its contiguous rows (dropless: up to every token); backward
+// routes again from the cached logits (the tables are the running block's
+// only) and rebuilds an expert's output (for its gate's gradient) rather
+// than keeping it.
 
 #include <cuda_runtime_api.h>
+
+#include <utility>
 
 #include "backend/cuda/cuda_check.hpp"
 #include "backend/cuda/gpu_workload_internal.hpp"
 #include "backend/cuda/gpu_workload_moe_kernels.hpp"
+#include "backend/cuda/host_reference.hpp"
 #include "backend/cuda/workload_kernels.hpp"
 
 namespace ragged::backend::gpu::detail {
 namespace {
 
 using ragged::backend::detail::GluLayout;
+using ragged::backend::detail::MoeCache;
 using ragged::backend::detail::MoeLayout;
 
 template <typename S>
@@ -36,13 +43,65 @@ void* weight_grad(const Grads& grads, const ragged::backend::detail::LinearSlot&
 struct Span {
   int64_t first = 0, count = 0;
 };
-Span span(const MoeRouting& routing, int64_t expert) {
+Span span(const std::vector<int64_t>& offsets, int64_t expert) {
   const auto e = static_cast<size_t>(expert);
-  return Span{routing.offsets[e], routing.offsets[e + 1] - routing.offsets[e]};
+  return Span{offsets[e], offsets[e + 1] - offsets[e]};
 }
 
-GateColumn gate_column(const MoeLayout& lay, const Regions& cache, int64_t expert) {
-  return GateColumn{at<const float>(cache, kLogits), expert, lay.experts};
+// The routing tables on the device (routing_layout).
+struct Tables {
+  int32_t *rows, *slots, *slot_experts;
+  float *gates, *slot_gates;
+  double* dgates;
+};
+Tables tables(const MoeRouting& routing, int64_t copies) {
+  auto* base = reinterpret_cast<std::byte*>(routing.rows);
+  const RoutingLayout at = routing_layout(copies);
+  return Tables{reinterpret_cast<int32_t*>(base + at.rows),         reinterpret_cast<int32_t*>(base + at.slots),
+                reinterpret_cast<int32_t*>(base + at.slot_experts), reinterpret_cast<float*>(base + at.gates),
+                reinterpret_cast<float*>(base + at.slot_gates),     reinterpret_cast<double*>(base + at.dgates)};
+}
+
+template <typename T>
+void upload(T* device, const std::vector<T>& host, cudaStream_t stream) {
+  // From pageable memory the copy is staged before the call returns, so `host` may go.
+  CUDA_CHECK(cudaMemcpyAsync(device, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice, stream));
+}
+
+// The router's bias as floats (empty without one); the caller synchronises.
+template <typename S>
+std::vector<S> router_bias(const MoeLayout& lay, const Params& params, cudaStream_t stream) {
+  if (lay.router.bias < 0) return {};
+  std::vector<S> bias(static_cast<size_t>(lay.experts));
+  CUDA_CHECK(cudaMemcpyAsync(bias.data(), params[static_cast<size_t>(lay.router.bias)], bias.size() * sizeof(S),
+                             cudaMemcpyDeviceToHost, stream));
+  return bias;
+}
+
+float to_float(float x) { return x; }
+float to_float(uint16_t bits) { return float_from_bf16(bits); }
+
+// Routes the block's tokens on the host from the fp32 logits in the cache
+// (+ the router's bias, added as the host's linear_forward adds it) and
+// uploads the tables; returns each expert's copies.
+template <typename S>
+std::vector<int64_t> route(const BlockPlan& plan, const Params& params, const MoeRouting& routing, const Regions& cache,
+                           cudaStream_t stream) {
+  const MoeLayout& lay = plan.layout.experts;
+  std::vector<float> logits(static_cast<size_t>(plan.tokens * lay.experts));
+  CUDA_CHECK(cudaMemcpyAsync(logits.data(), cache[static_cast<size_t>(kLogits)], logits.size() * sizeof(float),
+                             cudaMemcpyDeviceToHost, stream));
+  const std::vector<S> bias = router_bias<S>(lay, params, stream);
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  for (size_t i = 0; i < logits.size() && !bias.empty(); ++i) logits[i] += to_float(bias[i % bias.size()]);
+  ExpertRouting host = route_experts(lay, plan.tokens, std::move(logits));
+  const Tables device = tables(routing, plan.tokens * lay.top_k);
+  upload(device.rows, host.rows, stream);
+  upload(device.gates, host.gates, stream);
+  upload(device.slots, host.slots, stream);
+  upload(device.slot_experts, host.slot_experts, stream);
+  upload(device.slot_gates, host.slot_gates, stream);
+  return std::move(host.offsets);
 }
 
 // An expert no token reached: its weight gradient is zero (backward writes every gradient).
@@ -70,19 +129,29 @@ void glu_backward(Gemms& gemms, const GluLayout& glu, const Params& params, cons
 
 }  // namespace
 
-void route_tokens(int64_t first_token, int64_t tokens, int64_t experts, int64_t top_k, std::vector<int32_t>& rows,
+ExpertRouting route_experts(const MoeLayout& lay, int64_t tokens, std::vector<float> logits) {
+  MoeCache cache;
+  cache.logits = std::move(logits);
+  ragged::backend::detail::route_top_k(lay, tokens, cache);
+  ExpertRouting out;
+  out.offsets.assign(1, 0);
+  for (const ragged::backend::detail::GluCache& expert : cache.routed) {
+    for (size_t i = 0; i < expert.rows.size(); ++i) {
+      out.rows.push_back(static_cast<int32_t>(expert.rows[i]));
+      out.slots.push_back(static_cast<int32_t>(expert.slots[i]));
+      out.gates.push_back(expert.gates[i]);
+    }
+    out.offsets.push_back(static_cast<int64_t>(out.rows.size()));
+  }
+  out.slot_experts.assign(cache.experts.begin(), cache.experts.end());
+  out.slot_gates = std::move(cache.weights);
+  return out;
+}
+
+void route_tokens(int64_t, int64_t, int64_t experts, int64_t, std::vector<int32_t>& rows,
                   std::vector<int64_t>& offsets) {
-  auto expert_of = [&](int64_t t, int64_t j) { return static_cast<size_t>(((first_token + t) * 7 + j) % experts); };
+  rows.clear();
   offsets.assign(static_cast<size_t>(experts) + 1, 0);
-  for (int64_t t = 0; t < tokens; ++t) {
-    for (int64_t j = 0; j < top_k; ++j) ++offsets[expert_of(t, j) + 1];
-  }
-  for (size_t e = 1; e < offsets.size(); ++e) offsets[e] += offsets[e - 1];
-  std::vector<int64_t> next(offsets.begin(), offsets.end() - 1);
-  rows.resize(static_cast<size_t>(tokens * top_k));
-  for (int64_t t = 0; t < tokens; ++t) {
-    for (int64_t j = 0; j < top_k; ++j) rows[static_cast<size_t>(next[expert_of(t, j)]++)] = static_cast<int32_t>(t);
-  }
 }
 
 // The order keeps regions that share forward scratch apart: under selective
@@ -96,8 +165,10 @@ void moe_forward(Gemms& gemms, const BlockPlan& plan, const Params& params, cons
   const cudaStream_t stream = gemms.stream();
   const S* n2 = at<S>(cache, kNorm2);
   gemms.forward_f32(n2, weight(params, lay.router), at<float>(cache, kLogits), t, lay.experts, h);
+  const std::vector<int64_t> offsets = route<S>(plan, params, routing, cache, stream);
+  const Tables tab = tables(routing, t * lay.top_k);
   S* x = at<S>(cache, kRoutedInput);
-  gather_rows(x, n2, routing.rows, t * lay.top_k, h, stream);
+  gather_rows(x, n2, tab.rows, t * lay.top_k, h, stream);
   if (lay.has_shared) {
     gemms.forward(n2, weight(params, lay.shared.gate), at<S>(cache, kSharedGate), t, fs, h);
     gemms.forward(n2, weight(params, lay.shared.up), at<S>(cache, kSharedUp), t, fs, h);
@@ -105,7 +176,7 @@ void moe_forward(Gemms& gemms, const BlockPlan& plan, const Params& params, cons
   S* gate = at<S>(cache, kRoutedGate);
   S* up = at<S>(cache, kRoutedUp);
   for (int64_t e = 0; e < lay.experts; ++e) {
-    const Span s = span(routing, e);
+    const Span s = span(offsets, e);
     if (s.count == 0) continue;
     const GluLayout& glu = lay.routed[static_cast<size_t>(e)];
     gemms.forward(x + s.first * h, weight(params, glu.gate), gate + s.first * f, s.count, f, h);
@@ -117,10 +188,10 @@ void moe_forward(Gemms& gemms, const BlockPlan& plan, const Params& params, cons
     CUDA_CHECK(cudaMemsetAsync(out, 0, static_cast<size_t>(t * h) * sizeof(S), stream));
     auto* y = reinterpret_cast<S*>(routing.output);
     for (int64_t e = 0; e < lay.experts; ++e) {
-      const Span s = span(routing, e);
+      const Span s = span(offsets, e);
       if (s.count == 0) continue;
       gemms.forward(product + s.first * f, weight(params, lay.routed[static_cast<size_t>(e)].down), y, s.count, h, f);
-      add_gated_rows(out, y, routing.rows + s.first, gate_column(lay, cache, e), s.count, h, stream);
+      add_gated_rows(out, y, tab.rows + s.first, tab.gates + s.first, s.count, h, stream);
     }
   }
   if (!lay.has_shared) return;
@@ -153,24 +224,28 @@ void moe_backward(Gemms& gemms, const BlockPlan& plan, const Params& params, con
   S* dup = scratch_at(kDUp);
   CUDA_CHECK(cudaMemsetAsync(dn2, 0, static_cast<size_t>(t * h) * sizeof(S), stream));
   CUDA_CHECK(cudaMemsetAsync(dlogits, 0, static_cast<size_t>(t * lay.experts) * sizeof(S), stream));
+  const std::vector<int64_t> offsets = route<S>(plan, params, routing, cache, stream);
+  const Tables tab = tables(routing, t * lay.top_k);
   const S* x = at<S>(cache, kRoutedInput);
   const S* gate = at<S>(cache, kRoutedGate);
   const S* up = at<S>(cache, kRoutedUp);
   const S* product = at<S>(cache, kRoutedProduct);
   for (int64_t e = 0; e < lay.experts; ++e) {
     const GluLayout& glu = lay.routed[static_cast<size_t>(e)];
-    const Span s = span(routing, e);
+    const Span s = span(offsets, e);
     if (s.count == 0) {
       for (const auto& slot : {glu.gate, glu.up, glu.down}) zero_weight_grad<G>(gemms, grads, slot);
       continue;
     }
     const int64_t rf = s.first * f;
     gemms.forward(product + rf, weight(params, glu.down), rows, s.count, h, f);
-    gate_backward(rows, dlogits, dout, routing.rows + s.first, gate_column(lay, cache, e), s.count, h, stream);
+    gate_backward(rows, tab.dgates, dout, tab.rows + s.first, tab.slots + s.first, tab.gates + s.first, s.count, h,
+                  stream);
     glu_backward(gemms, glu, params, grads, x + s.first * h, gate + rf, up + rf, product + rf, rows, dm, dup, rows,
                  s.count, h);
-    add_rows(dn2, rows, routing.rows + s.first, s.count, h, stream);
+    add_rows(dn2, rows, tab.rows + s.first, s.count, h, stream);
   }
+  gate_softmax_backward(dlogits, tab.dgates, tab.slot_experts, tab.slot_gates, t, lay.top_k, lay.experts, stream);
   const S* n2 = at<S>(cache, kNorm2);
   if (lay.has_shared) {
     glu_backward(gemms, lay.shared, params, grads, n2, at<S>(cache, kSharedGate), at<S>(cache, kSharedUp),
@@ -179,13 +254,17 @@ void moe_backward(Gemms& gemms, const BlockPlan& plan, const Params& params, con
   }
   gemms.input_grad(dlogits, weight(params, lay.router), dn2, t, lay.experts, h, 1.0f);
   gemms.weight_grad(dlogits, n2, weight_grad(grads, lay.router), t, lay.experts, h);
+  if (lay.router.bias >= 0) {
+    column_sums<S, G>(static_cast<G*>(grads[static_cast<size_t>(lay.router.bias)]), dlogits, nullptr, t, lay.experts,
+                      stream);
+  }
 }
 
 template void moe_forward(Gemms&, const BlockPlan&, const Params&, const MoeRouting&, const Regions&, float*);
 template void moe_forward(Gemms&, const BlockPlan&, const Params&, const MoeRouting&, const Regions&, uint16_t*);
 template void moe_rebuild_elementwise<float>(Gemms&, const BlockPlan&, const Regions&);
 template void moe_rebuild_elementwise<uint16_t>(Gemms&, const BlockPlan&, const Regions&);
-#define RAGGED_MOE_BACKWARD(S, G)                                                                              \
+#define RAGGED_MOE_BACKWARD(S, G)                                                                            \
   template void moe_backward<S, G>(Gemms&, const BlockPlan&, const Params&, const Grads&, const MoeRouting&, \
                                    const Regions&, std::byte*, const S*);
 RAGGED_MOE_BACKWARD(float, float)

@@ -61,46 +61,6 @@ __global__ void add_scaled_columns_kernel(T* out, const T* d, const T* dn, const
   }
 }
 
-// x times its norm weight, when there is one.
-template <typename T>
-__device__ inline float normed(float x, const T* norm, int64_t d) {
-  return norm == nullptr ? x : __fmul_rn(x, load(norm[d]));
-}
-
-template <typename T>
-__global__ void mix_forward_kernel(T* u, const T* q, const T* k, const T* v, const T* q_norm, const T* k_norm,
-                                   MixShape s, float scale) {
-  const int64_t n = s.tokens * s.heads * s.dim, rep = s.heads / s.groups;
-  for (int64_t i = first_index(); i < n; i += grid_stride()) {
-    const int64_t d = i % s.dim, h = i / s.dim % s.heads, t = i / (s.dim * s.heads);
-    const int64_t kv = (t * s.groups + h / rep) * s.dim + d;
-    const float qd = normed(load(q[i]), q_norm, d), kd = normed(load(k[kv]), k_norm, d);
-    store(u[i], __fadd_rn(load(v[kv]), __fmul_rn(__fmul_rn(scale, qd), kd)));
-  }
-}
-
-// One thread per (token, group, element): the group's heads in order.
-template <typename T>
-__global__ void mix_backward_kernel(T* du_dq, T* dk, T* dv, const T* q, const T* k, const T* q_norm, const T* k_norm,
-                                    MixShape s, float scale) {
-  const int64_t n = s.tokens * s.groups * s.dim, rep = s.heads / s.groups;
-  for (int64_t i = first_index(); i < n; i += grid_stride()) {
-    const int64_t d = i % s.dim, g = i / s.dim % s.groups, t = i / (s.dim * s.groups);
-    const float kd = normed(load(k[i]), k_norm, d);
-    float dk_sum = 0.0f, dv_sum = 0.0f;
-    for (int64_t h = g * rep; h < (g + 1) * rep; ++h) {
-      const int64_t at = (t * s.heads + h) * s.dim + d;
-      const float du = load(du_dq[at]);
-      const float scaled = __fmul_rn(scale, du);
-      dv_sum = __fadd_rn(dv_sum, du);
-      dk_sum = __fadd_rn(dk_sum, __fmul_rn(scaled, normed(load(q[at]), q_norm, d)));
-      store(du_dq[at], __fmul_rn(scaled, kd));
-    }
-    store(dk[i], dk_sum);
-    store(dv[i], dv_sum);
-  }
-}
-
 template <typename T>
 __global__ void swiglu_forward_kernel(T* m, const T* g, const T* up, int64_t n) {
   for (int64_t i = first_index(); i < n; i += grid_stride()) {
@@ -129,9 +89,6 @@ __global__ void cross_entropy_backward_kernel(D* dlogits, const float* probs, co
     store(dlogits[i], __fmul_rn(__fsub_rn(probs[i], onehot), inv_rows));
   }
 }
-
-// 1/sqrt(dim), as the host's core_scale.
-float mix_scale(const MixShape& s) { return static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.dim))); }
 
 }  // namespace
 
@@ -170,22 +127,6 @@ void add_scaled_columns(S* out, const S* d, const S* dn, const S* w, int64_t row
 }
 
 template <typename S>
-void mix_forward(S* u, const S* q, const S* k, const S* v, const S* q_norm, const S* k_norm, const MixShape& shape,
-                 cudaStream_t stream) {
-  const int64_t n = shape.tokens * shape.heads * shape.dim;
-  RAGGED_LAUNCH(mix_forward_kernel, n, dev(u), dev(q), dev(k), dev(v), dev(q_norm), dev(k_norm), shape,
-                mix_scale(shape));
-}
-
-template <typename S>
-void mix_backward(S* du_dq, S* dk, S* dv, const S* q, const S* k, const S* q_norm, const S* k_norm,
-                  const MixShape& shape, cudaStream_t stream) {
-  const int64_t n = shape.tokens * shape.groups * shape.dim;
-  RAGGED_LAUNCH(mix_backward_kernel, n, dev(du_dq), dev(dk), dev(dv), dev(q), dev(k), dev(q_norm), dev(k_norm), shape,
-                mix_scale(shape));
-}
-
-template <typename S>
 void swiglu_forward(S* m, const S* g, const S* up, int64_t n, cudaStream_t stream) {
   RAGGED_LAUNCH(swiglu_forward_kernel, n, dev(m), dev(g), dev(up), n);
 }
@@ -210,8 +151,6 @@ void cross_entropy_backward(D* dlogits, const float* probs, const int32_t* label
   template void add_bias(S*, const S*, int64_t, int64_t, cudaStream_t);                                           \
   template void add(S*, const S*, const S*, int64_t, cudaStream_t);                                               \
   template void add_scaled_columns(S*, const S*, const S*, const S*, int64_t, int64_t, cudaStream_t);             \
-  template void mix_forward(S*, const S*, const S*, const S*, const S*, const S*, const MixShape&, cudaStream_t); \
-  template void mix_backward(S*, S*, S*, const S*, const S*, const S*, const S*, const MixShape&, cudaStream_t);  \
   template void swiglu_forward(S*, const S*, const S*, int64_t, cudaStream_t);                                    \
   template void swiglu_backward(S*, S*, const S*, const S*, int64_t, cudaStream_t);                               \
   template void cross_entropy_backward(S*, const float*, const int32_t*, int64_t, int64_t, cudaStream_t);

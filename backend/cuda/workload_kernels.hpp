@@ -47,21 +47,41 @@ void add_scaled_columns(S* out, const S* d, const S* dn, const S* w, int64_t row
 template <typename S, typename G>
 void column_sums(G* out, const S* a, const S* b, int64_t rows, int64_t cols, cudaStream_t stream);
 
-// The mixing core that stands in for attention (workload_attention.cpp,
-// q/k and v heads of one width): u[t,h,i] = v[t,g,i] + (s q[t,h,i]) k[t,g,i],
-// g = h / (heads / groups), s = 1/sqrt(dim); q and k scaled by their norm
-// weights first when those are not null. u may alias q.
-struct MixShape {
-  int64_t tokens = 0, heads = 0, groups = 0, dim = 0;
+// RMSNorm of each row, the host's rms_norm_forward (workload_gemm.cpp): y =
+// float(x rstd) * w, rstd = 1/sqrt(mean(x^2) + 1e-5) in double; one block
+// per row. y may alias x.
+template <typename S>
+void rms_norm_forward(S* y, const S* x, const S* w, int64_t rows, int64_t cols, cudaStream_t stream);
+// kept = x and y = rms_norm(x) (a unit keeping its input as it normalises it).
+template <typename S>
+void keep_and_rms_norm(S* kept, S* y, const S* x, const S* w, int64_t rows, int64_t cols, cudaStream_t stream);
+// out = d + dx, dx = rstd (g - n mean(g n)), g = dy w, n = float(x rstd)
+// (d null: out = dx); out may alias d or dy.
+template <typename S>
+void rms_norm_backward(S* out, const S* d, const S* dy, const S* x, const S* w, int64_t rows, int64_t cols,
+                       cudaStream_t stream);
+// dw[c] = sum over rows of dy[r, c] float(x[r, c] rstd(r)), in double.
+template <typename S, typename G>
+void rms_norm_weight_grad(G* dw, const S* dy, const S* x, int64_t rows, int64_t cols, cudaStream_t stream);
+
+// Causal softmax attention within each sequence of seq_len tokens, the
+// host's core_forward (workload_attention.cpp) for q/k and v heads of one
+// width: q [tokens, heads, dim], k and v [tokens, groups, dim], head h reads
+// kv head h / (heads / groups), scale 1/sqrt(dim); q and k rows RMSNormed
+// with q_norm/k_norm first when those are not null. One block per (token,
+// head); naive: scores are recomputed rather than kept.
+struct AttentionShape {
+  int64_t tokens = 0, seq_len = 0, heads = 0, groups = 0, dim = 0;
 };
 template <typename S>
-void mix_forward(S* u, const S* q, const S* k, const S* v, const S* q_norm, const S* k_norm, const MixShape& shape,
-                 cudaStream_t stream);
-// du_dq holds du on entry and d(normed q) on return; dk, dv are sums over the
-// group's heads in head order (the gradients of normed k and of v).
+void attention_forward(S* u, const S* q, const S* k, const S* v, const S* q_norm, const S* k_norm,
+                       const AttentionShape& shape, cudaStream_t stream);
+// du_dq holds du on entry and the gradient of the (normed) q on return; dk,
+// dv the gradients of the (normed) k and of v, summed over each group's
+// heads. stats: 2 doubles per (token, head) of scratch (log-sum-exp, du.u).
 template <typename S>
-void mix_backward(S* du_dq, S* dk, S* dv, const S* q, const S* k, const S* q_norm, const S* k_norm,
-                  const MixShape& shape, cudaStream_t stream);
+void attention_backward(S* du_dq, S* dk, S* dv, double* stats, const S* u, const S* q, const S* k, const S* v,
+                        const S* q_norm, const S* k_norm, const AttentionShape& shape, cudaStream_t stream);
 
 // m = silu(g) * up; m may alias g or up.
 template <typename S>
@@ -69,6 +89,27 @@ void swiglu_forward(S* m, const S* g, const S* up, int64_t n, cudaStream_t strea
 // dm_dg holds dm on entry and dg on return; dup = dm * silu(g).
 template <typename S>
 void swiglu_backward(S* dm_dg, S* dup, const S* g, const S* up, int64_t n, cudaStream_t stream);
+
+// The routed experts' gates (gpu_workload_moe_kernels.cu, the host's
+// moe_forward/moe_backward): one expert's copies at a time, whose `rows`
+// are distinct tokens, so row updates never race.
+// out[rows[i], :] += gates[i] * y[i, :].
+template <typename S>
+void add_gated_rows(S* out, const S* y, const int32_t* rows, const float* gates, int64_t count, int64_t hidden,
+                    cudaStream_t stream);
+// Per copy i of token r = rows[i], with the expert's output y on entry:
+// dgates[slots[i]] = sum_j dout[r, j] y[i, j] in double; then y_dy[i, :] =
+// gates[i] * dout[r, :] (the expert output's gradient).
+template <typename S>
+void gate_backward(S* y_dy, double* dgates, const S* dout, const int32_t* rows, const int32_t* slots,
+                   const float* gates, int64_t count, int64_t hidden, cudaStream_t stream);
+// Through each token's softmax over its chosen logits, slot s = t top_k + j
+// of expert slot_experts[s] and gate w_s = slot_gates[s]: dlogits[t,
+// slot_experts[s]] = w_s (dgates[s] - sum_j w_j dgates[j]), in double;
+// entries of experts a token did not choose are left alone.
+template <typename S>
+void gate_softmax_backward(S* dlogits, const double* dgates, const int32_t* slot_experts, const float* slot_gates,
+                           int64_t tokens, int64_t top_k, int64_t experts, cudaStream_t stream);
 
 // Per row of fp32 logits, in place: the softmax probabilities, and the row's
 // cross-entropy max + log(sum exp) - logit[label] in double.

@@ -8,8 +8,10 @@
 
 #include <atomic>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace ragged::backend {
@@ -115,6 +117,71 @@ TEST(CollectiveWatcher, DestroyingTheWatcherEndsAPendingWaitWithoutAborting) {
   }
   EXPECT_EQ(rank.aborts, 0);
   EXPECT_TRUE(rank.lines.empty());
+}
+
+// The CUDA run passes cudaSetDevice as on_thread_start: it must run once, on
+// the watcher's own thread, before the first probe (a communicator's status or
+// a collective's completion) is polled there.
+TEST(CollectiveWatcher, TheThreadStartHookRunsOnceOnTheWatcherThreadBeforeAnyPoll) {
+  FakeRank rank;
+  std::mutex mutex;
+  std::vector<std::pair<std::string, std::thread::id>> calls;  // in order
+  auto record = [&](const char* what) {
+    const std::lock_guard lock(mutex);
+    calls.emplace_back(what, std::this_thread::get_id());
+  };
+  CollectiveWatcher::Communicators comms = rank.comms();
+  comms.status = [&record](std::string*) {
+    record("status");
+    return CommStatus::kInProgress;
+  };
+  comms.on_thread_start = [&record] { record("start"); };
+  {
+    CollectiveWatcher watcher(comms, 5, 0, rank.on_lost(), rank.clock());
+    watcher.watch("layers.0 all_gather (step 1)", [&, done = rank.done_at(101)] {
+      record("completed");
+      return done();
+    });
+    watcher.watch("layers.1 all_gather (step 1)", rank.done_at(102));
+    EXPECT_TRUE(watcher.drain());
+  }
+  const std::lock_guard lock(mutex);
+  ASSERT_GE(calls.size(), 2u);
+  EXPECT_EQ(calls.front().first, "start");
+  const std::thread::id watcher_thread = calls.front().second;
+  EXPECT_NE(watcher_thread, std::this_thread::get_id());
+  int starts = 0;
+  for (const auto& [what, thread] : calls) {
+    starts += what == "start";
+    EXPECT_EQ(thread, watcher_thread) << what << " polled on another thread";
+  }
+  EXPECT_EQ(starts, 1);
+}
+
+TEST(CollectiveWatcher, TheThreadStartHookRunsEvenWhenNothingIsWatched) {
+  FakeRank rank;
+  std::atomic<int> starts{0};
+  CollectiveWatcher::Communicators comms = rank.comms();
+  comms.on_thread_start = [&starts] { ++starts; };
+  { CollectiveWatcher watcher(comms, 5, 0, rank.on_lost(), rank.clock()); }
+  EXPECT_EQ(starts, 1);
+}
+
+// A hook that fails (cudaSetDevice on a missing GPU) leaves the thread unable
+// to poll: the watch ends as lost, with the reason, and nothing is aborted.
+TEST(CollectiveWatcher, AFailingThreadStartHookEndsTheWatchWithItsReason) {
+  FakeRank rank;
+  CollectiveWatcher::Communicators comms = rank.comms();
+  comms.on_thread_start = [] { throw std::runtime_error("cudaSetDevice(3) failed: invalid device ordinal"); };
+  CollectiveWatcher watcher(comms, 5, 3, rank.on_lost(), rank.clock());
+  watcher.watch("layers.0 all_gather (step 1)", rank.done_at(101));
+  EXPECT_FALSE(watcher.drain());
+  EXPECT_TRUE(watcher.lost());
+  EXPECT_EQ(rank.aborts, 0);
+  const std::lock_guard lock(rank.mutex);
+  ASSERT_EQ(rank.lines.size(), 1u);
+  EXPECT_EQ(rank.lines[0],
+            "rank 3: the collective watcher's thread could not start: cudaSetDevice(3) failed: invalid device ordinal");
 }
 
 }  // namespace

@@ -9,12 +9,14 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "backend/collective_check.hpp"
 #include "backend/communicator.hpp"
 #include "backend/mpi_check.hpp"
+#include "backend/watchdog.hpp"
 #include "common/errors.hpp"
 #include "tests/backend/mpi_test_main.hpp"
 
@@ -79,6 +81,29 @@ TEST(MpiCommunicator, IsTheWorldOfTheLaunch) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   EXPECT_TRUE(initialized);
+}
+
+// ensure_mpi_initialized() asked for MPI_THREAD_MULTIPLE and kept what the
+// library provided; the watchdog starts only on MULTIPLE, and says why not.
+TEST(MpiCommunicator, KeepsTheProvidedThreadLevelAndGatesTheWatchdogOnIt) {
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&provided);
+  const MpiThreadLevel level = provided_mpi_thread_level();
+  const MpiThreadLevel expected = provided >= MPI_THREAD_MULTIPLE     ? MpiThreadLevel::kMultiple
+                                  : provided >= MPI_THREAD_SERIALIZED ? MpiThreadLevel::kSerialized
+                                  : provided >= MPI_THREAD_FUNNELED   ? MpiThreadLevel::kFunneled
+                                                                      : MpiThreadLevel::kSingle;
+  EXPECT_EQ(level, expected);
+  EXPECT_GE(level, MpiThreadLevel::kFunneled);
+  if (world().size() == 1) {
+    EXPECT_EQ(world().start_watchdog(60), nullptr);  // one rank: nothing to watch
+  } else if (level == MpiThreadLevel::kMultiple) {
+    const std::unique_ptr<Watchdog> watchdog = world().start_watchdog(60);
+    EXPECT_NE(watchdog, nullptr);
+    world().barrier();  // every rank's watchdog is up before any stops
+  } else {
+    EXPECT_THROW(world().start_watchdog(60), InputError);
+  }
 }
 
 TEST(MpiCommunicator, AllGatherReadsOnlyTheOwnSlotAndFillsEveryOther) {

@@ -5,9 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <iostream>
+#include <numeric>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -71,9 +74,17 @@ models::ArchConfig qwen3_moe_arch(int64_t shared_experts = 0) {
   return arch;
 }
 
+// The same with a bias on the router (DeepSeek's score correction, added to the logits).
+models::ArchConfig router_bias_arch() {
+  models::ArchConfig arch = qwen3_moe_arch();
+  arch.router_bias = true;
+  return arch;
+}
+
 std::vector<test_util::NamedArch> moe_archs() {
   return {{"qwen3_moe", qwen3_moe_arch()},
           {"qwen3_moe_shared", qwen3_moe_arch(1)},
+          {"qwen3_moe_router_bias", router_bias_arch()},
           {"mixtral", test_util::test_arch("mixtral")}};
 }
 
@@ -107,9 +118,6 @@ TEST(GpuWorkloadSupport, RefusesGpt2StyleBlocksLikeTheHost) {
 TEST(GpuWorkloadSupport, RefusesWhatOnlyTheHostRuns) {
   expect_refused(arch_model(test_util::test_arch("gpt_oss_fused")), "fused expert tensors");
   expect_refused(arch_model(test_util::test_arch("qwen3_moe_expert_bias")), "expert biases");
-  models::ArchConfig router_bias = qwen3_moe_arch();
-  router_bias.router_bias = true;
-  expect_refused(arch_model(router_bias), "router bias");
   expect_refused(models::catalog_model("deepseek-v3"), "multi-head latent attention");
   models::ArchConfig tied = test_util::tiny_arch("qwen2");
   tied.tie_embeddings = true;
@@ -243,27 +251,81 @@ TEST(GpuWorkloadBytes, MoeArchsFitTheModelsBuffers) {
   for (Checkpointing mode : kModes) expect_fits(mixtral, config, mode, model_buffers(mixtral, mode, 8192));
 }
 
-TEST(GpuWorkloadBytes, NoExpertGetsMoreRowsThanItsBound) {
-  std::vector<int32_t> rows;
-  std::vector<int64_t> offsets;
-  for (int64_t experts : {4, 7, 8, 14, 128}) {
-    for (int64_t top_k : {int64_t{1}, int64_t{2}, std::min<int64_t>(experts, 8)}) {
-      for (int64_t tokens : {1, 5, 32, 100}) {
-        const int64_t bound = detail::max_expert_rows(tokens, experts, top_k);
-        for (int64_t first = 0; first < 3 * experts; first += 5) {
-          detail::route_tokens(first, tokens, experts, top_k, rows, offsets);
-          ASSERT_EQ(offsets.back(), tokens * top_k);
-          for (int64_t e = 0; e < experts; ++e) {
-            const auto at = static_cast<size_t>(e);
-            EXPECT_LE(offsets[at + 1] - offsets[at], bound) << experts << " experts, top " << top_k;
-            for (int64_t i = offsets[at]; i + 1 < offsets[at + 1]; ++i) {
-              EXPECT_LT(rows[static_cast<size_t>(i)], rows[static_cast<size_t>(i) + 1]);  // distinct, in order
-            }
-          }
+// Logits from a few values, so that many tokens tie between experts.
+std::vector<float> tied_logits(int64_t tokens, int64_t experts, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> level(0, 3);
+  std::vector<float> logits(static_cast<size_t>(tokens * experts));
+  for (float& l : logits) l = 0.5f * static_cast<float>(level(rng));
+  return logits;
+}
+
+TEST(GpuWorkloadRouting, TablesAreTheHostsTopKExpertByExpert) {
+  for (const test_util::NamedArch& arch : moe_archs()) {
+    SCOPED_TRACE(arch.name);
+    const int64_t tokens = 37;
+    const detail::BlockPlan plan = detail::block_plan(arch_model(arch.arch), GpuWorkloadConfig{1, tokens}, 1);
+    const ragged::backend::detail::MoeLayout& lay = plan.layout.experts;
+    const int64_t k = lay.top_k, experts = lay.experts;
+    const std::vector<float> logits = tied_logits(tokens, experts, 7);
+    const detail::ExpertRouting r = detail::route_experts(lay, tokens, logits);
+    ASSERT_EQ(r.offsets.size(), static_cast<size_t>(experts) + 1);
+    ASSERT_EQ(r.offsets.back(), tokens * k);
+    ASSERT_EQ(r.slot_experts.size(), static_cast<size_t>(tokens * k));
+    for (int64_t e = 0; e < experts; ++e) {
+      const auto at = static_cast<size_t>(e);
+      EXPECT_LE(r.offsets[at + 1] - r.offsets[at], plan.expert_rows);
+      for (int64_t c = r.offsets[at]; c < r.offsets[at + 1]; ++c) {
+        const auto copy = static_cast<size_t>(c);
+        if (c > r.offsets[at]) {
+          EXPECT_LT(r.rows[copy - 1], r.rows[copy]);  // distinct tokens, in order
         }
+        const auto slot = static_cast<size_t>(r.slots[copy]);
+        EXPECT_EQ(r.slots[copy] / k, r.rows[copy]);
+        EXPECT_EQ(r.slot_experts[slot], e);
+        EXPECT_EQ(r.slot_gates[slot], r.gates[copy]);
       }
     }
+    // Each token's choices: the top_k logits, ties to the lowest expert, gates a softmax over them.
+    for (int64_t t = 0; t < tokens; ++t) {
+      const float* row = logits.data() + t * experts;
+      std::vector<int64_t> order(static_cast<size_t>(experts));
+      std::iota(order.begin(), order.end(), int64_t{0});
+      std::sort(order.begin(), order.end(),
+                [row](int64_t a, int64_t b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
+      double sum = 0, expected_sum = 0;
+      for (int64_t j = 0; j < k; ++j) expected_sum += std::exp(row[order[static_cast<size_t>(j)]]);
+      for (int64_t j = 0; j < k; ++j) {
+        const auto slot = static_cast<size_t>(t * k + j);
+        EXPECT_EQ(r.slot_experts[slot], order[static_cast<size_t>(j)]) << "token " << t << " choice " << j;
+        EXPECT_NEAR(r.slot_gates[slot], std::exp(row[r.slot_experts[slot]]) / expected_sum, 1e-6);
+        sum += r.slot_gates[slot];
+      }
+      EXPECT_NEAR(sum, 1.0, 1e-6);
+    }
   }
+}
+
+TEST(GpuWorkloadBytes, ExpertsMayGetEveryToken) {
+  // Dropless: every token's logits favour expert 0, which then runs them all.
+  const detail::BlockPlan plan = detail::block_plan(arch_model(qwen3_moe_arch()), GpuWorkloadConfig{2, 16}, 1);
+  const ragged::backend::detail::MoeLayout& lay = plan.layout.experts;
+  std::vector<float> logits(static_cast<size_t>(plan.tokens * lay.experts), 0.0f);
+  for (int64_t t = 0; t < plan.tokens; ++t) logits[static_cast<size_t>(t * lay.experts)] = 1.0f;
+  const detail::ExpertRouting r = detail::route_experts(lay, plan.tokens, logits);
+  EXPECT_EQ(r.offsets[1] - r.offsets[0], plan.tokens);
+  EXPECT_EQ(plan.expert_rows, plan.tokens);
+}
+
+TEST(GpuWorkloadBytes, MoePrivateBuffersHoldTheRoutingTablesAndOneExpertsOutput) {
+  const models::ModelSpec model = arch_model(qwen3_moe_arch(), models::DType::kF32);
+  const int64_t t = 32, h = model.arch.hidden, k = model.arch.experts_per_token, vocab = model.arch.vocab;
+  auto r256 = [](int64_t bytes) { return (bytes + 255) / 256 * 256; };
+  const int64_t tables = (20 * t * k + 7) / 8 * 8 + 8 * t * k;
+  EXPECT_EQ(detail::routing_layout(t * k).bytes, tables);
+  const GpuWorkloadConfig config{1, t, ElementType::f32, ElementType::f32, Checkpointing::kNone};
+  EXPECT_EQ(gpu_private_bytes(model, config), 2 * r256(t * h * 4) + 3 * r256(4 * t) + r256(4 * (vocab + 1)) +
+                                                  r256(tables) + r256(t * h * 4) + r256(8 * t) + r256(8));
 }
 
 TEST(GpuWorkloadBytes, PrivateBuffersAreTheStreamBatchLossesAndForwardScratch) {
@@ -313,7 +375,7 @@ struct Case {
   std::string name;
   models::ModelSpec model;
   int64_t sequences = 2, seq_len = 16;
-  int64_t first_sequence = 0;  // picks the experts of its tokens (global routing)
+  int64_t first_sequence = 0;  // the batch's place in the global batch (synthetic_batch)
 };
 
 std::vector<Case> fp32_cases() {
@@ -328,6 +390,7 @@ std::vector<Case> fp32_cases() {
           {"tiny-moe-4xcpu", scenario("tiny-moe-4xcpu").model, 2, 64, 3},
           {"qwen3_moe", arch_model(qwen3_moe_arch()), 2, 16, 1},
           {"qwen3_moe_shared", arch_model(qwen3_moe_arch(1)), 2, 16, 2},
+          {"qwen3_moe_router_bias", arch_model(router_bias_arch())},
           {"mixtral", arch_model(test_util::test_arch("mixtral"))}};
 }
 
@@ -370,8 +433,8 @@ TEST_F(GpuWorkloadTest, Bf16StaysCloseToTheHost) {
 class GpuWorkloadCheckpointing : public GpuWorkloadTest, public ::testing::WithParamInterface<std::string> {};
 
 TEST_P(GpuWorkloadCheckpointing, ChangesNoBit) {
-  const models::ModelSpec model = GetParam() == "qwen3_moe_shared" ? arch_model(qwen3_moe_arch(1))
-                                                                     : arch_model(test_util::test_arch(GetParam()));
+  const models::ModelSpec model =
+      GetParam() == "qwen3_moe_shared" ? arch_model(qwen3_moe_arch(1)) : arch_model(test_util::test_arch(GetParam()));
   test_util::ModelStore store(model, 3);
   const Batch batch = synthetic_batch(9, 1, 2, 16, model.arch.vocab);
   for (ElementType type : {ElementType::f32, ElementType::bf16}) {

@@ -96,7 +96,14 @@ TEST_P(WorkloadTrainingTest, ShardsAddUpToTheGlobalBatch) {
       const std::vector<float>& g = global_store.grads[u][i];
       double max_grad = 0;
       for (float v : g) max_grad = std::max(max_grad, std::fabs(static_cast<double>(v)));
+      // A key bias without sinks has a zero gradient (softmax shift
+      // invariance): only its rounding noise differs.
+      const bool zero = !model_.arch.attention_sinks && model_.units[u].tensors[i].name.ends_with("k_proj.bias");
       for (size_t e = 0; e < g.size(); ++e) {
+        if (zero) {
+          ASSERT_LT(std::fabs(shard_store.grads[u][i][e]), 1e-6);
+          continue;
+        }
         ASSERT_NEAR(shard_store.grads[u][i][e] / 2.0, g[e], 1e-5 * max_grad)
             << model_.units[u].tensors[i].name << "[" << e << "]";
       }

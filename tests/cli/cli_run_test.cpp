@@ -1,6 +1,7 @@
 // ragged run with one rank (no MPI) and ragged compare, in-process.
 
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -117,9 +118,13 @@ TEST_F(CliRun, EveryFigureIsPerStepAndComputePlusExposedIsTheStep) {
 // what the strategy holds, the two agree exactly.
 TEST_F(CliRun, CompareMemoryComparesTheSameQuantity) {
   const std::string predicted = (dir_ / "p.pb").string(), measured = (dir_ / "m.pb").string();
-  auto compare = [&](const char* strategy) {
-    EXPECT_EQ(run_cli({"simulate", "tiny-llama-4xcpu", "--gpus", "1", "--strategy", strategy, "--trace", predicted}).code, 0);
-    auto ran = run_cli({"run", "tiny-llama-4xcpu", "--gpus", "1", "--strategy", strategy, "--steps", "2", "--trace", measured});
+  auto compare = [&](const char* strategy, const char* optimizer = "adamw") {
+    EXPECT_EQ(run_cli({"simulate", "tiny-llama-4xcpu", "--gpus", "1", "--strategy", strategy, "--optimizer", optimizer,
+                       "--trace", predicted})
+                  .code,
+              0);
+    auto ran = run_cli({"run", "tiny-llama-4xcpu", "--gpus", "1", "--strategy", strategy, "--optimizer", optimizer,
+                        "--steps", "2", "--trace", measured});
     EXPECT_EQ(ran.code, 0) << ran.err;
     auto compared = run_cli({"compare", predicted, measured, "--json"});
     EXPECT_EQ(compared.code, 0) << compared.err;
@@ -146,6 +151,19 @@ TEST_F(CliRun, CompareMemoryComparesTheSameQuantity) {
   EXPECT_NE(zero3["executor_notes"][0].get<std::string>().find("compute-dtype shard"), std::string::npos);
   EXPECT_NE(zero3["executor_notes"][1].get<std::string>().find("persistence threshold"), std::string::npos);
   EXPECT_TRUE(compare("ragged")["executor_notes"].empty());
+  // Every optimizer: the measured state is what the host holds (its master
+  // shards, accumulators and optimizer state as allocated), not a formula,
+  // and lands within 1% of the prediction; the four differ as their states do.
+  std::map<std::string, int64_t> measured_state;
+  for (const char* optimizer : {"adamw", "adam8bit", "muon", "shampoo"}) {
+    auto c = compare("ragged", optimizer);
+    const auto predicted_bytes = static_cast<double>(c["predicted_persistent_bytes"].get<int64_t>());
+    measured_state[optimizer] = c["measured_persistent_bytes"].get<int64_t>();
+    EXPECT_NEAR(static_cast<double>(measured_state[optimizer]), predicted_bytes, 0.01 * predicted_bytes) << optimizer;
+  }
+  EXPECT_LT(measured_state["adam8bit"], measured_state["muon"]);
+  EXPECT_LT(measured_state["muon"], measured_state["adamw"]);
+  EXPECT_LT(measured_state["adamw"], measured_state["shampoo"]);
 }
 
 TEST_F(CliRun, BadRequests) {

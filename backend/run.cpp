@@ -54,7 +54,7 @@ RunResult run(const planner::ResolvedScenario& resolved, const RunOptions& optio
   check_ranks_agree(resolved, options, comm);
   check_injection(resolved.model, options.inject_nan);
   const scenarios::Training& training = resolved.scenario().training();
-  comm.set_ordered_reductions(options.check_reference);
+  comm.set_ordered_reductions(options.ordered_reductions);
   const RankGroups groups = split_rank_groups(comm, training.shard_group_size());
   Communicator& shard = *groups.shard;
   const planner::Plan plan = plan_for_run(resolved, models::DType::kF32);

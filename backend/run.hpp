@@ -29,10 +29,15 @@ struct RunOptions {
   int64_t warmup_steps = 1;
   uint64_t seed = 1234;
   bool verify_collectives = false;
-  bool check_reference = false;   // implies ordered reductions: a bitwise-comparable sum order
+  bool check_reference = false;
+  // Reduce-scatters and all-reduces sum the ranks' slots in rank order, as
+  // the reference does, so a sharded host run matches it bitwise (cpu only).
+  // Off, the collectives are the ones a normal run uses (MPI's own order).
+  bool ordered_reductions = false;
   // How the trained parameters must match the reference: negative, bitwise
-  // (what the host claims: ordered reductions, the same kernels); otherwise
-  // the relative L2 error allowed per tensor (the GPU sums in cuBLAS's order).
+  // (what the host claims with ordered reductions: the same kernels, the same
+  // sums); otherwise the relative L2 error allowed per tensor (MPI's or
+  // NCCL's sum order, cuBLAS's GEMMs).
   double tolerance = -1;
   std::optional<NanInjection> inject_nan;
   // Longest wait in one collective before the job is aborted, naming the

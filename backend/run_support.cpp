@@ -34,8 +34,9 @@ void check_launch(const planner::ResolvedScenario& resolved, const Communicator&
 void check_ranks_agree(const planner::ResolvedScenario& resolved, const RunOptions& options, Communicator& comm) {
   if (comm.size() <= 1) return;
   const std::string what = fmt::format(
-      "{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", scenarios::to_text(resolved.scenario()), options.device, options.steps,
-      options.warmup_steps, options.seed, options.verify_collectives, options.check_reference, options.tolerance,
+      "{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", scenarios::to_text(resolved.scenario()), options.device, options.steps,
+      options.warmup_steps, options.seed, options.verify_collectives, options.check_reference,
+      options.ordered_reductions, options.tolerance,
       options.inject_nan ? options.inject_nan->tensor : "", options.inject_nan ? options.inject_nan->step : 0);
   uint64_t hash = 14695981039346656037ull;  // FNV-1a
   for (unsigned char c : what) hash = (hash ^ c) * 1099511628211ull;

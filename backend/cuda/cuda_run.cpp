@@ -98,6 +98,9 @@ void check_gpu_runnable(const planner::ResolvedScenario& resolved, const RunOpti
                      "{ param: FP32 reduce: FP32 master: FP32 }");
   }
   if (options.inject_nan) throw InputError("--inject-nan runs on --device cpu");
+  if (options.ordered_reductions) {
+    throw InputError("--ordered-reductions: NCCL sums in its own order; ordered (bitwise) reductions run on --device cpu");
+  }
   if (options.verify_collectives) {
     throw InputError("--verify-collectives checks the host communicators; run it with --device cpu");
   }

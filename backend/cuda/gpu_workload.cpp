@@ -72,8 +72,7 @@ struct GpuWorkload::State {
   std::byte* base = nullptr;
 
   std::vector<Run> runs;
-  std::vector<int32_t> tokens_host, labels_host, order_host, rows_host, expert_rows_host;
-  const BlockPlan* moe_plan = nullptr;  // any block with experts (they all route alike)
+  std::vector<int32_t> tokens_host, labels_host, order_host, rows_host;
   detail::MoeRouting routing;
   bool has_batch = false;
   int value = 0;  // the stream buffer holding the last forward's output
@@ -121,9 +120,6 @@ GpuWorkload::GpuWorkload(const models::ModelSpec& model, GpuWorkloadConfig confi
   s.head = detail::head_plan(model, config);
   s.layout = detail::private_plan(model, config);
   s.base = static_cast<std::byte*>(arena.allocate(static_cast<size_t>(s.layout.bytes)));
-  for (const BlockPlan& plan : s.blocks) {
-    if (plan.layout.moe) s.moe_plan = &plan;
-  }
   s.routing.rows = s.buffer<int32_t>(detail::kExpertRows);
   s.routing.output = s.buffer<std::byte>(detail::kExpertOutput);
   CUDA_CHECK(cudaMemsetAsync(s.buffer<double>(detail::kLossSum), 0, sizeof(double), compute));
@@ -152,17 +148,6 @@ void GpuWorkload::set_batch(const Batch& batch) {
   upload(s.buffer<int32_t>(detail::kLabels), s.labels_host, s.stream());
   upload(s.buffer<int32_t>(detail::kTokenOrder), s.order_host, s.stream());
   upload(s.buffer<int32_t>(detail::kTokenRows), s.rows_host, s.stream());
-  if (s.moe_plan != nullptr) {
-    const ragged::backend::detail::MoeLayout& moe = s.moe_plan->layout.experts;
-    detail::route_tokens(batch.first_sequence * batch.seq_len, s.tokens, moe.experts, moe.top_k, s.expert_rows_host,
-                         s.routing.offsets);
-    for (int64_t e = 0; e < moe.experts; ++e) {
-      RAGGED_ASSERT(s.routing.offsets[static_cast<size_t>(e) + 1] - s.routing.offsets[static_cast<size_t>(e)] <=
-                        s.moe_plan->expert_rows,
-                    "GPU workload: an expert got more tokens than max_expert_rows allows");
-    }
-    upload(s.buffer<int32_t>(detail::kExpertRows), s.expert_rows_host, s.stream());
-  }
   s.runs.assign(s.runs.size(), State::Run{});
   s.has_batch = true;
   s.grad_unit = -1;

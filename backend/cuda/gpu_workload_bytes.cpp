@@ -223,16 +223,15 @@ BlockPlan block_plan(const models::ModelSpec& model, const GpuWorkloadConfig& co
   p.bytes[kRoutedGate] = p.bytes[kRoutedUp] = p.bytes[kRoutedProduct] = routed;
   p.bytes[kSharedGate] = p.bytes[kSharedUp] = p.bytes[kSharedProduct] = shared;
   // One expert at a time (the shared experts: every token): its rows of
-  // hidden width (output, then input gradient) and its gate/up gradients.
-  const int64_t wide = round_up(p.expert_rows * p.hidden * p.element);
+  // hidden width (output, then input gradient) and its gate/up gradients;
+  // then the logits' gradient in the rows' place.
+  const int64_t wide = round_up(p.expert_rows * std::max(p.hidden, moe.experts) * p.element);
   const int64_t narrow = round_up(p.expert_rows * std::max(p.expert_ffn, p.shared_ffn) * p.element);
-  const int64_t logits = round_up(p.tokens * moe.experts * p.element);
   p.scratch_offset[kDNorm2] = 0;
-  p.scratch_offset[kDLogits] = h;
-  p.scratch_offset[kDRows] = h + logits;
-  p.scratch_offset[kDGate] = h + logits + wide;
-  p.scratch_offset[kDUp] = h + logits + wide + narrow;
-  p.scratch_bytes = std::max(h + logits + wide + 2 * narrow, attention_scratch);
+  p.scratch_offset[kDRows] = p.scratch_offset[kDLogits] = h;
+  p.scratch_offset[kDGate] = h + wide;
+  p.scratch_offset[kDUp] = h + wide + narrow;
+  p.scratch_bytes = std::max(h + wide + 2 * narrow, attention_scratch);
   return p;
 }
 

@@ -64,7 +64,6 @@ class Gemms {
 // (gpu_workload_moe.cpp), so nothing of it outlives one call.
 struct MoeRouting {
   int32_t* rows = nullptr;       // device: the routing tables (routing_layout), copies' tokens first
-  std::vector<int64_t> offsets;  // transitional: set_batch's route_tokens clears it; unused
   std::byte* output = nullptr;   // forward scratch: one expert's output rows
 };
 
@@ -86,8 +85,8 @@ void block_backward(Gemms& gemms, const BlockPlan& plan, const Params& params, c
 // The experts of a block (gpu_workload_moe.cpp), from the norm-2 output in
 // the cache: its regions and, when `out` is not null, out = the experts'
 // sum (routed, gate-weighted, then shared), before the residual. Forward
-// and backward each route on the host from the cached logits (one copy to
-// the host and a stream synchronisation per call).
+// and backward each route on the host from the cached logits (a copy to the
+// host and back, with stream synchronisations, per call).
 template <typename S>
 void moe_forward(Gemms& gemms, const BlockPlan& plan, const Params& params, const MoeRouting& routing,
                  const Regions& cache, S* out);

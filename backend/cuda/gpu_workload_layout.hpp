@@ -63,10 +63,11 @@ enum BlockRegion {
   kBlockRegions
 };
 // Backward scratch: the MLP phase (gradients of the gate, up and norm-2
-// outputs; with experts also of the logits, and one expert's rows of hidden
-// width), then the attention phase (of q, k, v and the norm-1 output; the
-// norm-1 output's place first holds the softmax's statistics, two doubles
-// per token and head).
+// outputs; with experts also one expert's rows of hidden width, and once
+// the experts are done the logits' gradient in their place), then the
+// attention phase (of q, k, v and the norm-1 output; the norm-1 output's
+// place first holds the softmax's statistics, two doubles per token and
+// head).
 enum BlockScratch { kDGate, kDUp, kDNorm2, kDLogits, kDRows, kDQuery, kDKey, kDValue, kDNorm1, kBlockScratches };
 
 using Regions = std::array<std::byte*, kBlockRegions>;
@@ -168,11 +169,5 @@ struct ExpertRouting {
   std::vector<float> slot_gates;      // per slot
 };
 ExpertRouting route_experts(const ragged::backend::detail::MoeLayout& lay, int64_t tokens, std::vector<float> logits);
-
-// Transitional, until gpu_workload.cpp's set_batch stops calling it: the
-// routing is no longer per batch but per block, from its router's logits
-// (gpu_workload_moe.cpp); this leaves `rows` empty and every count 0.
-void route_tokens(int64_t first_token, int64_t tokens, int64_t experts, int64_t top_k, std::vector<int32_t>& rows,
-                  std::vector<int64_t>& offsets);
 
 }  // namespace ragged::backend::gpu::detail

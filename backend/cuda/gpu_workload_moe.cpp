@@ -64,11 +64,10 @@ Tables tables(const MoeRouting& routing, int64_t copies) {
 
 template <typename T>
 void upload(T* device, const std::vector<T>& host, cudaStream_t stream) {
-  // From pageable memory the copy is staged before the call returns, so `host` may go.
   CUDA_CHECK(cudaMemcpyAsync(device, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice, stream));
 }
 
-// The router's bias as floats (empty without one); the caller synchronises.
+// The router's bias, copied to the host (empty without one); the caller synchronises.
 template <typename S>
 std::vector<S> router_bias(const MoeLayout& lay, const Params& params, cudaStream_t stream) {
   if (lay.router.bias < 0) return {};
@@ -83,7 +82,9 @@ float to_float(uint16_t bits) { return float_from_bf16(bits); }
 
 // Routes the block's tokens on the host from the fp32 logits in the cache
 // (+ the router's bias, added as the host's linear_forward adds it) and
-// uploads the tables; returns each expert's copies.
+// uploads the tables; returns each expert's copies. Synchronises twice:
+// for the logits, and so that the host tables may go when it returns
+// (a copy from pageable memory need not be staged when the call returns).
 template <typename S>
 std::vector<int64_t> route(const BlockPlan& plan, const Params& params, const MoeRouting& routing, const Regions& cache,
                            cudaStream_t stream) {
@@ -101,6 +102,7 @@ std::vector<int64_t> route(const BlockPlan& plan, const Params& params, const Mo
   upload(device.slots, host.slots, stream);
   upload(device.slot_experts, host.slot_experts, stream);
   upload(device.slot_gates, host.slot_gates, stream);
+  CUDA_CHECK(cudaStreamSynchronize(stream));
   return std::move(host.offsets);
 }
 
@@ -146,12 +148,6 @@ ExpertRouting route_experts(const MoeLayout& lay, int64_t tokens, std::vector<fl
   out.slot_experts.assign(cache.experts.begin(), cache.experts.end());
   out.slot_gates = std::move(cache.weights);
   return out;
-}
-
-void route_tokens(int64_t, int64_t, int64_t experts, int64_t, std::vector<int32_t>& rows,
-                  std::vector<int64_t>& offsets) {
-  rows.clear();
-  offsets.assign(static_cast<size_t>(experts) + 1, 0);
 }
 
 // The order keeps regions that share forward scratch apart: under selective
@@ -218,12 +214,10 @@ void moe_backward(Gemms& gemms, const BlockPlan& plan, const Params& params, con
   const cudaStream_t stream = gemms.stream();
   auto scratch_at = [&](BlockScratch s) { return reinterpret_cast<S*>(scratch + plan.scratch_offset[s]); };
   S* dn2 = scratch_at(kDNorm2);
-  S* dlogits = scratch_at(kDLogits);
   S* rows = scratch_at(kDRows);  // an expert's output, then its output's gradient, then its input's
   S* dm = scratch_at(kDGate);
   S* dup = scratch_at(kDUp);
   CUDA_CHECK(cudaMemsetAsync(dn2, 0, static_cast<size_t>(t * h) * sizeof(S), stream));
-  CUDA_CHECK(cudaMemsetAsync(dlogits, 0, static_cast<size_t>(t * lay.experts) * sizeof(S), stream));
   const std::vector<int64_t> offsets = route<S>(plan, params, routing, cache, stream);
   const Tables tab = tables(routing, t * lay.top_k);
   const S* x = at<S>(cache, kRoutedInput);
@@ -245,13 +239,16 @@ void moe_backward(Gemms& gemms, const BlockPlan& plan, const Params& params, con
                  s.count, h);
     add_rows(dn2, rows, tab.rows + s.first, s.count, h, stream);
   }
-  gate_softmax_backward(dlogits, tab.dgates, tab.slot_experts, tab.slot_gates, t, lay.top_k, lay.experts, stream);
   const S* n2 = at<S>(cache, kNorm2);
   if (lay.has_shared) {
     glu_backward(gemms, lay.shared, params, grads, n2, at<S>(cache, kSharedGate), at<S>(cache, kSharedUp),
                  at<S>(cache, kSharedProduct), dout, dm, dup, rows, t, h);
     add(dn2, dn2, rows, t * h, stream);
   }
+  // The gates' gradients wait in the routing tables until the rows are free for the logits'.
+  S* dlogits = scratch_at(kDLogits);
+  CUDA_CHECK(cudaMemsetAsync(dlogits, 0, static_cast<size_t>(t * lay.experts) * sizeof(S), stream));
+  gate_softmax_backward(dlogits, tab.dgates, tab.slot_experts, tab.slot_gates, t, lay.top_k, lay.experts, stream);
   gemms.input_grad(dlogits, weight(params, lay.router), dn2, t, lay.experts, h, 1.0f);
   gemms.weight_grad(dlogits, n2, weight_grad(grads, lay.router), t, lay.experts, h);
   if (lay.router.bias >= 0) {

@@ -1,6 +1,7 @@
 #pragma once
 // The mixture-of-experts kernels of the GPU workload (gpu_workload_moe.cpp):
-// moving token rows to and from their experts' order, and the gates, the
+// moving token rows to and from their experts' order, and the gates (softmax
+// over each token's chosen router logits), the
 // host workload's math (workload_moe.cpp) as in workload_kernels.hpp: fp32
 // math, products and sums rounded one by one, fixed orders, no atomics.
 // Every `rows` lists distinct tokens (one expert's copies), so row updates
@@ -19,20 +20,24 @@ void gather_rows(S* out, const S* x, const int32_t* rows, int64_t count, int64_t
 template <typename S>
 void add_rows(S* out, const S* x, const int32_t* rows, int64_t count, int64_t hidden, cudaStream_t stream);
 
-// Which expert's gate: sigmoid(logits[token * experts + expert]).
-struct GateColumn {
-  const float* logits = nullptr;  // fp32 [tokens x experts]
-  int64_t expert = 0, experts = 0;
-};
-// out[rows[i], :] += gate(rows[i]) * y[i, :].
+// The routed experts' gates (the host's moe_forward/moe_backward), one
+// expert's copies at a time.
+// out[rows[i], :] += gates[i] * y[i, :].
 template <typename S>
-void add_gated_rows(S* out, const S* y, const int32_t* rows, const GateColumn& gate, int64_t count, int64_t hidden,
+void add_gated_rows(S* out, const S* y, const int32_t* rows, const float* gates, int64_t count, int64_t hidden,
                     cudaStream_t stream);
 // Per copy i of token r = rows[i], with the expert's output y on entry:
-// dlogits[r, expert] = (sum_j dout[r, j] y[i, j], in double) g (1 - g), g
-// = gate(r); then y_dy[i, :] = g * dout[r, :] (the expert output's gradient).
+// dgates[slots[i]] = sum_j dout[r, j] y[i, j] in double; then y_dy[i, :] =
+// gates[i] * dout[r, :] (the expert output's gradient).
 template <typename S>
-void gate_backward(S* y_dy, S* dlogits, const S* dout, const int32_t* rows, const GateColumn& gate, int64_t count,
-                   int64_t hidden, cudaStream_t stream);
+void gate_backward(S* y_dy, double* dgates, const S* dout, const int32_t* rows, const int32_t* slots,
+                   const float* gates, int64_t count, int64_t hidden, cudaStream_t stream);
+// Through each token's softmax over its chosen logits, slot s = t top_k + j
+// of expert slot_experts[s] and gate w_s = slot_gates[s]: dlogits[t,
+// slot_experts[s]] = w_s (dgates[s] - sum_j w_j dgates[j]), in double;
+// entries of experts a token did not choose are left alone.
+template <typename S>
+void gate_softmax_backward(S* dlogits, const double* dgates, const int32_t* slot_experts, const float* slot_gates,
+                           int64_t tokens, int64_t top_k, int64_t experts, cudaStream_t stream);
 
 }  // namespace ragged::backend::gpu

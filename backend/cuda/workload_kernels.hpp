@@ -90,27 +90,6 @@ void swiglu_forward(S* m, const S* g, const S* up, int64_t n, cudaStream_t strea
 template <typename S>
 void swiglu_backward(S* dm_dg, S* dup, const S* g, const S* up, int64_t n, cudaStream_t stream);
 
-// The routed experts' gates (gpu_workload_moe_kernels.cu, the host's
-// moe_forward/moe_backward): one expert's copies at a time, whose `rows`
-// are distinct tokens, so row updates never race.
-// out[rows[i], :] += gates[i] * y[i, :].
-template <typename S>
-void add_gated_rows(S* out, const S* y, const int32_t* rows, const float* gates, int64_t count, int64_t hidden,
-                    cudaStream_t stream);
-// Per copy i of token r = rows[i], with the expert's output y on entry:
-// dgates[slots[i]] = sum_j dout[r, j] y[i, j] in double; then y_dy[i, :] =
-// gates[i] * dout[r, :] (the expert output's gradient).
-template <typename S>
-void gate_backward(S* y_dy, double* dgates, const S* dout, const int32_t* rows, const int32_t* slots,
-                   const float* gates, int64_t count, int64_t hidden, cudaStream_t stream);
-// Through each token's softmax over its chosen logits, slot s = t top_k + j
-// of expert slot_experts[s] and gate w_s = slot_gates[s]: dlogits[t,
-// slot_experts[s]] = w_s (dgates[s] - sum_j w_j dgates[j]), in double;
-// entries of experts a token did not choose are left alone.
-template <typename S>
-void gate_softmax_backward(S* dlogits, const double* dgates, const int32_t* slot_experts, const float* slot_gates,
-                           int64_t tokens, int64_t top_k, int64_t experts, cudaStream_t stream);
-
 // Per row of fp32 logits, in place: the softmax probabilities, and the row's
 // cross-entropy max + log(sum exp) - logit[label] in double.
 void softmax_cross_entropy(float* logits, const int32_t* labels, double* row_losses, int64_t rows, int64_t vocab,

@@ -25,6 +25,7 @@ TEST(ShampooRun, BlocksAndStaleRootsOnOwnersMatchTheReferenceBitwise) {
   RunOptions options;
   options.steps = 3;
   options.check_reference = true;
+  options.ordered_reductions = true;  // the reference's sum order: bitwise
   const RunResult r = run(resolved, options, world);
   for (double loss : r.losses) EXPECT_TRUE(std::isfinite(loss)) << loss;
   if (world.rank() == 0) {  // the reference is trained and compared on rank 0

@@ -1,7 +1,8 @@
 # The correctness bar of the backend: `mpirun -np N ragged run ... --check-reference`
 # trains a few steps sharded over N host ranks and compares every parameter
-# with a single-process unsharded reference; ordered reductions make the
-# comparison bitwise. Small Llama-style and MoE models, ragged and fsdp2
+# with a single-process unsharded reference; with --ordered-reductions the
+# comparison is bitwise, and a set of runs with the collectives a normal run
+# uses (MPI's sum order) checks those within the stated tolerance. Small Llama-style and MoE models, ragged and fsdp2
 # layouts, element/row/block granularity, AdamW, 8-bit Adam and Muon, on 4
 # ranks and the uneven 3 and 5, and under HSDP.
 list(APPEND RAGGED_BACKEND_TEST_SRCS
@@ -21,8 +22,17 @@ if(RAGGED_HAVE_MPI AND MPIEXEC_EXECUTABLE)
 
   # ragged_add_run_check(NP MODEL STRATEGY GRANULARITY OPTIMIZER [SHARD_GROUP])
   # With SHARD_GROUP < NP the run is HSDP: NP / SHARD_GROUP replicas.
+  # RAGGED_RUN_REDUCTIONS: "ordered" (bitwise) or "normal" (in tolerance).
+  set(RAGGED_RUN_REDUCTIONS ordered)
   function(ragged_add_run_check np model strategy granularity optimizer)
     set(_name "backend.run.np${np}.${model}.${strategy}.${granularity}.${optimizer}")
+    set(_reductions_args --ordered-reductions)
+    set(_expect pass)
+    if(RAGGED_RUN_REDUCTIONS STREQUAL "normal")
+      set(_name "${_name}.normal_reductions")
+      set(_reductions_args)
+      set(_expect tolerance)
+    endif()
     set(_hsdp_args)
     if(ARGC GREATER 5)
       set(_name "${_name}.hsdp${ARGV5}")
@@ -35,10 +45,11 @@ if(RAGGED_HAVE_MPI AND MPIEXEC_EXECUTABLE)
     endif()
     set(_command ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np} ${_ragged_run_flags}
         $<TARGET_FILE:ragged> run ${model} --gpus ${np} --strategy ${strategy} ${_granularity_args}
-        --optimizer ${optimizer} ${_hsdp_args} --steps 2 --warmup 1 --check-reference --verify-collectives --json)
+        --optimizer ${optimizer} ${_hsdp_args} --steps 2 --warmup 1 --check-reference ${_reductions_args}
+        --verify-collectives --json)
     string(REPLACE ";" "|" _command "${_command}")
     add_test(NAME ${_name}
-      COMMAND ${CMAKE_COMMAND} -DEXPECT=pass "-DCOMMAND=${_command}" -P ${_ragged_verdict_script})
+      COMMAND ${CMAKE_COMMAND} -DEXPECT=${_expect} "-DCOMMAND=${_command}" -P ${_ragged_verdict_script})
     set_tests_properties(${_name} PROPERTIES
       LABELS "backend;mpi;correctness"
       ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OPENBLAS_NUM_THREADS=1"
@@ -118,6 +129,18 @@ if(RAGGED_HAVE_MPI AND MPIEXEC_EXECUTABLE)
   ragged_add_run_check(4 tiny-llama-4xcpu ragged default shampoo)
   ragged_add_run_check(4 tiny-llama-4xcpu fsdp2 rows:4 shampoo)
   ragged_add_run_check(4 tiny-moe-4xcpu ragged default shampoo)
+  # The collectives a normal run uses (MPI's reduction order), against the
+  # reference within the stated tolerance: the fast path is checked too.
+  set(RAGGED_RUN_REDUCTIONS normal)
+  foreach(model tiny-llama-4xcpu tiny-moe-4xcpu)
+    foreach(strategy ragged fsdp2)
+      ragged_add_run_check(4 ${model} ${strategy} default adamw)
+    endforeach()
+  endforeach()
+  ragged_add_run_check(4 tiny-moe-4xcpu ragged default muon)
+  ragged_add_run_check(4 tiny-llama-4xcpu fsdp1 default adamw 2)
+  ragged_add_run_check(4 tiny-moe-4xcpu ragged default shampoo 2)
+  set(RAGGED_RUN_REDUCTIONS ordered)
   ragged_add_run_check(4 tiny-moe-4xcpu fsdp2 default shampoo)
   ragged_add_run_check(3 tiny-llama-4xcpu ragged rows:4 shampoo)
   ragged_add_run_check(3 tiny-moe-4xcpu fsdp2 default shampoo)
@@ -126,8 +149,8 @@ if(RAGGED_HAVE_MPI AND MPIEXEC_EXECUTABLE)
   # The checks must be able to fail: one NaN put into a parameter held by
   # rank 3 after step 2 stops the run at that step, named, with exit code 3.
   set(_command ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 4 ${_ragged_run_flags}
-      $<TARGET_FILE:ragged> run tiny-llama-4xcpu --steps 2 --warmup 1 --check-reference --verify-collectives
-      --inject-nan layers.1.mlp.down_proj.weight@2 --json)
+      $<TARGET_FILE:ragged> run tiny-llama-4xcpu --steps 2 --warmup 1 --check-reference --ordered-reductions
+      --verify-collectives --inject-nan layers.1.mlp.down_proj.weight@2 --json)
   string(REPLACE ";" "|" _command "${_command}")
   add_test(NAME backend.run.np4.injected_nan.fails
     COMMAND ${CMAKE_COMMAND} -DEXPECT=nan -DNAN_TENSOR=layers.1.mlp.down_proj.weight -DNAN_STEP=2

@@ -9,6 +9,16 @@ namespace ragged::backend {
 
 std::unique_ptr<Watchdog> Communicator::start_watchdog(double) { return nullptr; }
 
+void Communicator::send(const float*, int64_t, int peer, int64_t) {
+  throw InternalError(fmt::format("{} communicator of {} rank(s): no peer {} to send to", name(), size(), peer));
+}
+
+void Communicator::recv(float*, int64_t, int peer, int64_t) {
+  throw InternalError(fmt::format("{} communicator of {} rank(s): no peer {} to receive from", name(), size(), peer));
+}
+
+void Communicator::wait_sends() {}
+
 void check_all_to_all_v(int ranks, std::span<const int64_t> send_counts,
                         std::span<const int64_t> send_displs, std::span<const int64_t> recv_counts,
                         std::span<const int64_t> recv_displs) {

@@ -34,6 +34,15 @@ class Communicator {
   // go to rank i; recv[i] elements from rank i land at recv_displs[i].
   virtual void all_to_all_v(const float* send, std::span<const int64_t> send_counts, std::span<const int64_t> send_displs,
                             float* recv, std::span<const int64_t> recv_counts, std::span<const int64_t> recv_displs) = 0;
+  // Point-to-point, between pipeline stages: `count` elements to or from
+  // rank `peer`, matched by `tag` (0 to max_tag()). send copies the data
+  // and returns at once, the transfer finishing by wait_sends(), so two
+  // stages sending to each other at the same time cannot deadlock; recv
+  // waits for its message. One rank has no peer: InternalError.
+  virtual void send(const float* data, int64_t count, int peer, int64_t tag);
+  virtual void recv(float* data, int64_t count, int peer, int64_t tag);
+  virtual void wait_sends();
+  virtual int64_t max_tag() const { return 0; }
   // The ranks of this group that pass the same `color`, numbered by `key`
   // (MPI_Comm_split; every rank calls it); ordered reductions carry over.
   virtual std::unique_ptr<Communicator> split(int color, int key) = 0;

@@ -29,6 +29,7 @@
 #include <climits>
 #include <cstring>
 #include <mutex>
+#include <deque>
 #include <vector>
 
 #include "backend/mpi_check.hpp"
@@ -356,6 +357,32 @@ class MpiCommunicator final : public Communicator {
                             displs_in.data(), MPI_FLOAT, comm_));
   }
 
+  void send(const float* data, int64_t count, int peer, int64_t tag) override {
+    check_peer(peer, tag);
+    std::vector<float>& copy = pending_data_.emplace_back(data, data + count);
+    MPI_Request& request = pending_.emplace_back();
+    MPI_CHECK(MPI_Isend(copy.data(), to_mpi_int(count, "send count", static_cast<size_t>(peer)), MPI_FLOAT, peer,
+                        static_cast<int>(tag), comm_, &request));
+  }
+  void recv(float* data, int64_t count, int peer, int64_t tag) override {
+    const InCollective in_collective;
+    check_peer(peer, tag);
+    MPI_CHECK(MPI_Recv(data, to_mpi_int(count, "receive count", static_cast<size_t>(peer)), MPI_FLOAT, peer,
+                       static_cast<int>(tag), comm_, MPI_STATUS_IGNORE));
+  }
+  void wait_sends() override {
+    const InCollective in_collective;
+    MPI_CHECK(MPI_Waitall(static_cast<int>(pending_.size()), pending_.data(), MPI_STATUSES_IGNORE));
+    pending_.clear();
+    pending_data_.clear();
+  }
+  int64_t max_tag() const override {
+    void* value = nullptr;
+    int found = 0;
+    MPI_CHECK(MPI_Comm_get_attr(comm_, MPI_TAG_UB, &value, &found));
+    return found ? *static_cast<int*>(value) : 32767;  // the least MPI guarantees
+  }
+
   void barrier() override {
     const InCollective in_collective;
     MPI_CHECK(MPI_Barrier(comm_));
@@ -375,9 +402,20 @@ class MpiCommunicator final : public Communicator {
   }
 
  private:
+  void check_peer(int peer, int64_t tag) const {
+    RAGGED_ASSERT(peer >= 0 && peer < size_ && peer != rank_, fmt::format("point-to-point: no peer {}", peer));
+    if (tag < 0 || tag > max_tag()) {
+      throw InputError(fmt::format("point-to-point: message tag {} outside this MPI's 0..{}: use fewer micro-batches "
+                                   "or pipeline chunks", tag, max_tag()));
+    }
+  }
+
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 1;
+  // Sends in flight: their copies (a deque keeps each in place) and requests.
+  std::deque<std::vector<float>> pending_data_;
+  std::vector<MPI_Request> pending_;
 };
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <span>
+#include <utility>
 
 #include "common/errors.hpp"
 
@@ -46,14 +48,15 @@ planner::ArenaPlan HostDevice::plan_arena(const planner::Program& program, const
 }
 
 HostDevice::HostDevice(const planner::Program& program, std::vector<UnitShard>& shards, HostOptimizer& optimizer,
-                       const RankGroups& groups, HostWorkload& workload, bool tied_embeddings)
+                       const RankGroups& groups, HostWorkloads workloads)
     : program_(program),
       shards_(shards),
       optimizer_(optimizer),
       groups_(groups),
-      workload_(workload),
-      tied_(tied_embeddings),
+      workloads_(std::move(workloads)),
       persistent_(shards.size()) {
+  RAGGED_ASSERT(!workloads_.per_micro_batch.empty() && workloads_.model_units.size() == shards.size(),
+                "host device: a workload and a model unit per Program unit");
   // Gradient shards the Program frees each step live only between their alloc and free.
   for (const planner::Buffer& b : program.buffers) {
     if (b.kind != BufferKind::kGradShards) continue;
@@ -82,7 +85,11 @@ void HostDevice::begin_step() {
 
 void HostDevice::begin_op(const Op& op, const std::vector<int64_t>&) { times_[op.id].start = now(); }
 void HostDevice::end_op(const Op& op, int64_t) { times_[op.id].end = now(); }
-std::vector<OpTime> HostDevice::finish_step(int64_t) { return times_; }
+// Sends to other stages finish within the step (their peers received them).
+std::vector<OpTime> HostDevice::finish_step(int64_t) {
+  if (workloads_.world != nullptr) workloads_.world->wait_sends();
+  return times_;
+}
 
 // The workload adds its gradients into the unsharded gradient buffers and
 // the reductions read every element: buffers start zeroed.
@@ -188,41 +195,99 @@ void HostDevice::optimizer(const Op& op, int64_t step) {
   }
 }
 
-void HostDevice::set_batch(const Batch& batch) { workload_.set_batch(batch); }
+HostWorkload& HostDevice::workload(int micro_batch) {
+  const std::vector<HostWorkload*>& all = workloads_.per_micro_batch;
+  return *all[static_cast<size_t>(micro_batch) % all.size()];
+}
 
-void HostDevice::forward(int unit, const DeviceParams& params, std::byte*, int64_t) {
+HostDevice::InFlight& HostDevice::in_flight(int micro_batch) {
+  const auto mb = static_cast<size_t>(micro_batch);
+  if (in_flight_.size() <= mb) in_flight_.resize(mb + 1);
+  return in_flight_[mb];
+}
+
+// What another stage sent may already wait (a receive precedes the first
+// forward of a stage after the first): only the units run so far restart.
+void HostDevice::set_batch(int micro_batch, const Batch& batch) {
+  workload(micro_batch).set_batch(batch);
+  InFlight& f = in_flight(micro_batch);
+  f.last_forward = f.last_backward = -1;
+}
+
+void HostDevice::forward(int unit, int micro_batch, const DeviceParams& params, std::byte*, int64_t) {
+  HostWorkload& w = workload(micro_batch);
+  InFlight& f = in_flight(micro_batch);
+  const int model = model_unit(unit);
+  if (!f.input.empty()) {  // this chunk's input, from the previous stage
+    w.receive_output(model - 1, f.input);
+    f.input.clear();
+  }
   ConstTensors tensors;
   for (const std::byte* p : params) tensors.push_back(floats(p));
-  workload_.forward(unit, tensors);
+  w.forward(model, tensors);
+  f.last_forward = model;
   if (is_head(unit)) {
-    losses_ += workload_.loss();
+    losses_ += w.loss();
     ++loss_count_;
   }
 }
 
-void HostDevice::loss_backward(int unit, std::byte*, int64_t) { workload_.loss_backward(unit); }
+void HostDevice::loss_backward(int unit, int micro_batch, std::byte*, int64_t) {
+  workload(micro_batch).loss_backward(model_unit(unit));
+}
 
-void HostDevice::backward(int unit, const DeviceParams& params, const DeviceGrads& grads, std::byte*, int64_t) {
+void HostDevice::backward(int unit, int micro_batch, const DeviceParams& params, const DeviceGrads& grads, std::byte*,
+                          int64_t) {
+  HostWorkload& w = workload(micro_batch);
+  InFlight& f = in_flight(micro_batch);
+  const int model = model_unit(unit);
+  if (!f.output_gradient.empty()) {  // this chunk's output gradient, from the next stage
+    w.receive_output_gradient(model, f.output_gradient);
+    f.output_gradient.clear();
+  }
   ConstTensors in;
   for (const std::byte* p : params) in.push_back(floats(p));
   Tensors out;
   for (std::byte* g : grads) out.push_back(floats(g));
-  if (tied_ && is_head(unit)) {
+  const bool tied = workloads_.tied_embeddings;
+  if (tied && is_head(unit)) {
     tied_grad_.assign(static_cast<size_t>(shards_.front().spec().tensors.front().numel()), 0.0f);
     out.push_back(tied_grad_.data());
   }
-  if (tied_ && unit == 0) {  // the head's share of the shared table's gradient
+  if (tied && model == 0) {  // the head's share of the shared table's gradient
     for (size_t e = 0; e < tied_grad_.size(); ++e) out.front()[e] += tied_grad_[e];
     tied_grad_.clear();
   }
-  workload_.backward(unit, in, out);
+  w.backward(model, in, out);
+  f.last_backward = model;
+}
+
+// To the same place in the peer stage: the output of this stage's last
+// forward of the micro-batch, or the gradient its last backward left.
+void HostDevice::pipeline_send(const Op& op) {
+  RAGGED_ASSERT(workloads_.world != nullptr, "host device: a pipeline send without stages: " + op.name);
+  const HostWorkload& w = workload(op.micro_batch);
+  const InFlight& f = in_flight(op.micro_batch);
+  const std::span<const float> data = planner::carries_gradient(op) ? w.output_gradient(f.last_backward - 1)
+                                                                     : w.output(f.last_forward);
+  const int peer = op.peer * workloads_.stage_ranks + workloads_.place;
+  workloads_.world->send(data.data(), static_cast<int64_t>(data.size()), peer, op.message);
+}
+
+void HostDevice::pipeline_recv(const Op& op) {
+  RAGGED_ASSERT(workloads_.world != nullptr, "host device: a pipeline receive without stages: " + op.name);
+  InFlight& f = in_flight(op.micro_batch);
+  std::vector<float>& into = planner::carries_gradient(op) ? f.output_gradient : f.input;
+  into.resize(static_cast<size_t>(op.bytes) / sizeof(float));
+  const int peer = op.peer * workloads_.stage_ranks + workloads_.place;
+  workloads_.world->recv(into.data(), static_cast<int64_t>(into.size()), peer, op.message);
 }
 
 HostExecutor::HostExecutor(const planner::Program& program, std::vector<UnitShard>& shards, HostOptimizer& optimizer,
-                           const RankGroups& groups, HostWorkload& workload, const WalkConfig& config)
+                           const RankGroups& groups, HostWorkloads workloads, const WalkConfig& config)
     : arena_(HostDevice::plan_arena(program, shards)),
       arena_memory_(static_cast<size_t>(arena_.bytes) / sizeof(float)),
-      device_(program, shards, optimizer, groups, workload, config.tied_embeddings),
+      device_(program, shards, optimizer, groups, std::move(workloads)),
       walk_(std::make_unique<ProgramWalk>(program, arena_, reinterpret_cast<std::byte*>(arena_memory_.data()), shards,
                                           device_, config)) {}
 

@@ -15,6 +15,7 @@
 #include <memory>
 #include <vector>
 
+#include "backend/communicator.hpp"
 #include "backend/host_optimizer.hpp"
 #include "backend/measured_step.hpp"
 #include "backend/program_walk.hpp"
@@ -27,10 +28,25 @@
 
 namespace ragged::backend {
 
+// What the host device runs beyond the Program and the shards.
+struct HostWorkloads {
+  // One per micro-batch a pipeline stage holds at once (its schedule keeps
+  // several in flight), picked by micro_batch % size; else one.
+  std::vector<HostWorkload*> per_micro_batch;
+  // Per Program unit, the model unit it is (a stage's plan holds its own units).
+  std::vector<int> model_units;
+  bool tied_embeddings = false;
+  // Pipeline stages: the world, and this rank's place in its stage; stage
+  // s's rank at the same place is world rank s * stage_ranks + place.
+  Communicator* world = nullptr;
+  int stage_ranks = 0;
+  int place = 0;
+};
+
 class HostDevice final : public StepDevice {
  public:
   HostDevice(const planner::Program& program, std::vector<UnitShard>& shards, HostOptimizer& optimizer,
-             const RankGroups& groups, HostWorkload& workload, bool tied_embeddings);
+             const RankGroups& groups, HostWorkloads workloads);
 
   // The arena the host carves for the Program: fp32 parameter and gradient buffers.
   static planner::ArenaPlan plan_arena(const planner::Program& program, const std::vector<UnitShard>& shards);
@@ -60,24 +76,37 @@ class HostDevice final : public StepDevice {
   void accumulate(planner::Stream stream, int unit, const std::byte* reduced, float scale) override;
   std::optional<NonFinite> gradient_non_finite(int unit) override;
   void optimizer(const planner::Op& op, int64_t step) override;
-  void set_batch(const Batch& batch) override;
-  void forward(int unit, const DeviceParams& params, std::byte* saved, int64_t capacity) override;
-  void recompute(int, const DeviceParams&, std::byte*, int64_t) override {}  // the host workload keeps every activation
-  void loss_backward(int unit, std::byte* gradient, int64_t capacity) override;
-  void backward(int unit, const DeviceParams& params, const DeviceGrads& grads, std::byte* workspace,
+  void set_batch(int micro_batch, const Batch& batch) override;
+  void forward(int unit, int micro_batch, const DeviceParams& params, std::byte* saved, int64_t capacity) override;
+  // The host workload keeps every activation: nothing to rebuild.
+  void recompute(int, int, const DeviceParams&, std::byte*, int64_t) override {}
+  void loss_backward(int unit, int micro_batch, std::byte* gradient, int64_t capacity) override;
+  void backward(int unit, int micro_batch, const DeviceParams& params, const DeviceGrads& grads, std::byte* workspace,
                 int64_t capacity) override;
+  void pipeline_send(const planner::Op& op) override;
+  void pipeline_recv(const planner::Op& op) override;
   double mean_loss() override { return loss_count_ ? losses_ / loss_count_ : 0.0; }
 
  private:
   double now() const;
-  bool is_head(int unit) const { return unit + 1 == static_cast<int>(shards_.size()); }
+  bool is_head(int unit) const { return shards_[static_cast<size_t>(unit)].spec().kind == models::UnitKind::kHead; }
+  HostWorkload& workload(int micro_batch);
+  int model_unit(int unit) const { return workloads_.model_units[static_cast<size_t>(unit)]; }
+  // Per micro-batch (grown as they come): what arrived from another stage
+  // for its next compute, and the model units its last forward and
+  // backward ran.
+  struct InFlight {
+    std::vector<float> input, output_gradient;
+    int last_forward = -1, last_backward = -1;
+  };
+  InFlight& in_flight(int micro_batch);
 
   const planner::Program& program_;
   std::vector<UnitShard>& shards_;
   HostOptimizer& optimizer_;
   const RankGroups& groups_;
-  HostWorkload& workload_;
-  bool tied_ = false;
+  HostWorkloads workloads_;
+  std::vector<InFlight> in_flight_;
   std::chrono::steady_clock::time_point start_;
   double unmeasured_ = 0;  // time spent checking, left out of the step's clock
   std::vector<OpTime> times_;
@@ -94,7 +123,7 @@ class HostDevice final : public StepDevice {
 class HostExecutor {
  public:
   HostExecutor(const planner::Program& program, std::vector<UnitShard>& shards, HostOptimizer& optimizer,
-               const RankGroups& groups, HostWorkload& workload, const WalkConfig& config);
+               const RankGroups& groups, HostWorkloads workloads, const WalkConfig& config);
 
   MeasuredStep run_step(int64_t step) { return walk_->run_step(step); }
   // The step's buffers: one block of arena_bytes(), carved by the plan.

@@ -246,24 +246,34 @@ void ProgramWalk::copy_in(const Op& op) {
   }
 }
 
+// A micro-batch's tokens and labels come with its first forward on this
+// rank (a pipeline stage's first chunk may not start at the embedding).
 void ProgramWalk::compute_forward(const Op& op, int64_t step) {
-  if (op.unit == 0) {
+  const auto mb = static_cast<size_t>(op.micro_batch);
+  if (batch_set_.size() <= mb) batch_set_.resize(mb + 1, false);
+  if (!batch_set_[mb]) {
     const DataConfig& d = config_.data;
     const int64_t first = first_sequence(step, op.micro_batch, program_.micro_batches, config_.world_rank,
                                          config_.world_size, d.micro_batch_size);
-    device_.set_batch(synthetic_batch(d.seed, first, d.micro_batch_size, d.seq_len, d.vocab));
+    device_.set_batch(op.micro_batch, synthetic_batch(d.seed, first, d.micro_batch_size, d.seq_len, d.vocab));
+    batch_set_[mb] = true;
   }
   const int act = activations_[static_cast<size_t>(op.unit)];
-  device_.forward(op.unit, params_of(op.unit), data_or_null(act), act >= 0 ? size_of(act) : 0);
+  device_.forward(op.unit, op.micro_batch, params_of(op.unit), data_or_null(act), act >= 0 ? size_of(act) : 0);
 }
 
 void ProgramWalk::compute_backward(const Op& op) {
   if (op.loss_only) {
-    device_.loss_backward(op.unit, data_or_null(op.buffer), size_of(op.buffer));
+    device_.loss_backward(op.unit, op.micro_batch, data_or_null(op.buffer), size_of(op.buffer));
     return;
   }
+  // Both devices' backward makes the weight gradients with the input's, so
+  // ZB-H1's W has nothing left to do; the gradients still add up in the
+  // schedule's micro-batch order.
+  if (op.weight_gradients_only) return;
   const int ws = workspace_[static_cast<size_t>(op.unit)];
-  device_.backward(op.unit, params_of(op.unit), grads_of(op.unit), data_or_null(ws), ws >= 0 ? size_of(ws) : 0);
+  device_.backward(op.unit, op.micro_batch, params_of(op.unit), grads_of(op.unit), data_or_null(ws),
+                   ws >= 0 ? size_of(ws) : 0);
 }
 
 void ProgramWalk::execute(const Op& op, int64_t step) {
@@ -293,7 +303,7 @@ void ProgramWalk::execute(const Op& op, int64_t step) {
     case OpKind::kComputeFwd: compute_forward(op, step); break;
     case OpKind::kRecompute: {
       const int ws = workspace_[static_cast<size_t>(u)];
-      device_.recompute(u, params_of(u), data_or_null(ws), ws >= 0 ? size_of(ws) : 0);
+      device_.recompute(u, op.micro_batch, params_of(u), data_or_null(ws), ws >= 0 ? size_of(ws) : 0);
       break;
     }
     case OpKind::kComputeBwd: compute_backward(op); break;
@@ -312,10 +322,8 @@ void ProgramWalk::execute(const Op& op, int64_t step) {
     case OpKind::kTrainMetrics:
       RAGGED_ASSERT(false, "the workloads compute no train metrics (check_loop_metrics refuses them): " + op.name);
       break;
-    case OpKind::kSend:
-    case OpKind::kRecv:
-      RAGGED_ASSERT(false, "the executors run no pipeline stages (check_launch refuses them): " + op.name);
-      break;
+    case OpKind::kSend: device_.pipeline_send(op); break;
+    case OpKind::kRecv: device_.pipeline_recv(op); break;
     case OpKind::kAllToAll:
     case OpKind::kOptimizer: device_.optimizer(op, step); break;
   }
@@ -323,6 +331,7 @@ void ProgramWalk::execute(const Op& op, int64_t step) {
 
 MeasuredStep ProgramWalk::run_step(int64_t step) {
   MeasuredStep out;
+  batch_set_.assign(batch_set_.size(), false);
   device_.begin_step();
   gather_persistent();
   std::vector<std::pair<uint32_t, int64_t>> memory;  // after each alloc and free: op, bytes held

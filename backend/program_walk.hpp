@@ -87,6 +87,7 @@ class ProgramWalk {
   std::vector<bool> per_tensor_;                               // per unit: params_ holds per-tensor copies
   // Per unit fetched by ZeRO-3's groups (UnitShard::gathered_by_tensor): each tensor's parameters.
   std::vector<DeviceParams> fetched_;
+  std::vector<bool> batch_set_;  // per micro-batch, this step
   int64_t live_bytes_ = 0;
   int64_t live_state_buffers_ = 0;  // of live_bytes_, the parameter and gradient buffers
 };

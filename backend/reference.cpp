@@ -79,7 +79,7 @@ void step_tensor(const models::TensorSpec& t, const scenarios::Optimizer& o, std
 }  // namespace
 
 ModelParams reference_train(const models::ModelSpec& model, const scenarios::Training& training, int world,
-                            int shard_ranks, int64_t steps, uint64_t seed) {
+                            int shard_ranks, int64_t steps, uint64_t seed, bool micro_batches_first) {
   RAGGED_ASSERT(shard_ranks >= 1 && world % shard_ranks == 0, "reference_train: shard groups divide the world");
   ModelParams params = initial_params(model, seed);
   const scenarios::Optimizer& o = training.optimizer();
@@ -112,64 +112,73 @@ ModelParams reference_train(const models::ModelSpec& model, const scenarios::Tra
   const int micro_batches = training.gradient_accumulation_steps();
   HostWorkload workload(model, sequences, training.sequence_length());
   const float scale = 1.0f / static_cast<float>(world * micro_batches);
+  std::vector<size_t> unit_base;  // each unit's first tensor in params
+  size_t base = 0;
+  for (const auto& unit : model.units) {
+    unit_base.push_back(base);
+    base += unit.tensors.size();
+  }
+  // A tied head also reads (and adds to the gradient of) the embedding table.
+  const bool tied = head_reads_embedding(model);
+  const size_t head = model.units.size() - 1;
+  const auto zeros = [&params] {
+    ModelParams z;
+    for (const auto& p : params) z.emplace_back(p.size(), 0.0f);
+    return z;
+  };
+  // One rank's micro-batch, forward and backward, its gradients added to `local`.
+  const auto train = [&](int64_t step, int mb, int rank, ModelParams& local) {
+    workload.set_batch(synthetic_batch(seed, first_sequence(step, mb, micro_batches, rank, world, sequences), sequences,
+                                       training.sequence_length(), model.arch.vocab));
+    for (size_t u = 0; u < model.units.size(); ++u) {
+      ConstTensors view;
+      for (size_t t = 0; t < model.units[u].tensors.size(); ++t) view.push_back(params[unit_base[u] + t].data());
+      if (tied && u == head) view.push_back(params[0].data());
+      workload.forward(static_cast<int>(u), view);
+    }
+    for (size_t u = model.units.size(); u-- > 0;) {
+      ConstTensors view;
+      Tensors grad_view;
+      for (size_t t = 0; t < model.units[u].tensors.size(); ++t) {
+        view.push_back(params[unit_base[u] + t].data());
+        grad_view.push_back(local[unit_base[u] + t].data());
+      }
+      if (tied && u == head) {
+        view.push_back(params[0].data());
+        grad_view.push_back(local[0].data());
+      }
+      workload.backward(static_cast<int>(u), view, grad_view);
+    }
+  };
+  // The ranks' gradients summed in rank order within a shard group (as the
+  // reduce-scatter sums them), the groups' sums in group order (the HSDP
+  // all-reduce), then scaled into the accumulator. `micro_batches` of them
+  // run per rank before the reduction: all of a pipeline stage's, or one.
+  const auto reduce = [&](int64_t step, int first_mb, int mbs, ModelParams& grads) {
+    ModelParams sum = zeros(), group = zeros();
+    for (int rank = 0; rank < world; ++rank) {
+      ModelParams local = zeros();
+      for (int mb = first_mb; mb < first_mb + mbs; ++mb) train(step, mb, rank, local);
+      for (size_t i = 0; i < group.size(); ++i) {
+        for (size_t e = 0; e < group[i].size(); ++e) group[i][e] += local[i][e];
+      }
+      if ((rank + 1) % shard_ranks == 0) {
+        for (size_t i = 0; i < sum.size(); ++i) {
+          for (size_t e = 0; e < sum[i].size(); ++e) sum[i][e] += group[i][e];
+          std::fill(group[i].begin(), group[i].end(), 0.0f);
+        }
+      }
+    }
+    for (size_t i = 0; i < grads.size(); ++i) {
+      for (size_t e = 0; e < grads[i].size(); ++e) grads[i][e] += sum[i][e] * scale;
+    }
+  };
   for (int64_t step = 1; step <= steps; ++step) {
-    ModelParams grads;
-    for (const auto& p : params) grads.emplace_back(p.size(), 0.0f);
-    for (int mb = 0; mb < micro_batches; ++mb) {
-      // The ranks' gradients of one micro-batch, summed in rank order within
-      // a shard group (as the reduce-scatter sums them), the groups' sums in
-      // group order (the HSDP all-reduce), then scaled into the accumulator.
-      ModelParams sum, group;
-      for (const auto& p : params) {
-        sum.emplace_back(p.size(), 0.0f);
-        group.emplace_back(p.size(), 0.0f);
-      }
-      for (int rank = 0; rank < world; ++rank) {
-        workload.set_batch(synthetic_batch(seed, first_sequence(step, mb, micro_batches, rank, world, sequences),
-                                           sequences, training.sequence_length(), model.arch.vocab));
-        ModelParams local;
-        for (const auto& p : params) local.emplace_back(p.size(), 0.0f);
-        size_t base = 0;
-        std::vector<size_t> unit_base;
-        for (const auto& unit : model.units) {
-          unit_base.push_back(base);
-          base += unit.tensors.size();
-        }
-        // A tied head also reads (and adds to the gradient of) the embedding table.
-        const bool tied = head_reads_embedding(model);
-        const size_t head = model.units.size() - 1;
-        for (size_t u = 0; u < model.units.size(); ++u) {
-          ConstTensors view;
-          for (size_t t = 0; t < model.units[u].tensors.size(); ++t) view.push_back(params[unit_base[u] + t].data());
-          if (tied && u == head) view.push_back(params[0].data());
-          workload.forward(static_cast<int>(u), view);
-        }
-        for (size_t u = model.units.size(); u-- > 0;) {
-          ConstTensors view;
-          Tensors grad_view;
-          for (size_t t = 0; t < model.units[u].tensors.size(); ++t) {
-            view.push_back(params[unit_base[u] + t].data());
-            grad_view.push_back(local[unit_base[u] + t].data());
-          }
-          if (tied && u == head) {
-            view.push_back(params[0].data());
-            grad_view.push_back(local[0].data());
-          }
-          workload.backward(static_cast<int>(u), view, grad_view);
-        }
-        for (size_t i = 0; i < group.size(); ++i) {
-          for (size_t e = 0; e < group[i].size(); ++e) group[i][e] += local[i][e];
-        }
-        if ((rank + 1) % shard_ranks == 0) {
-          for (size_t i = 0; i < sum.size(); ++i) {
-            for (size_t e = 0; e < sum[i].size(); ++e) sum[i][e] += group[i][e];
-            std::fill(group[i].begin(), group[i].end(), 0.0f);
-          }
-        }
-      }
-      for (size_t i = 0; i < grads.size(); ++i) {
-        for (size_t e = 0; e < grads[i].size(); ++e) grads[i][e] += sum[i][e] * scale;
-      }
+    ModelParams grads = zeros();
+    if (micro_batches_first) {
+      reduce(step, 0, micro_batches, grads);
+    } else {
+      for (int mb = 0; mb < micro_batches; ++mb) reduce(step, mb, 1, grads);
     }
     flat = 0;
     for (const auto& unit : model.units) {

@@ -22,8 +22,11 @@ ModelParams initial_params(const models::ModelSpec& model, uint64_t seed);
 // are summed in rank order within each group, then the groups' sums in group
 // order (the reduce-scatter, then the HSDP all-reduce, with ordered
 // reductions).
+// Pipeline stages (`micro_batches_first`) reduce once a step: a rank's
+// micro-batches add up in its own gradients first (in micro-batch order),
+// then the ranks' sums are reduced as above.
 ModelParams reference_train(const models::ModelSpec& model, const scenarios::Training& training, int world,
-                            int shard_ranks, int64_t steps, uint64_t seed);
+                            int shard_ranks, int64_t steps, uint64_t seed, bool micro_batches_first = false);
 
 struct ParamError {
   // Max over tensors of |p - ref| / |ref| (L2 norms); infinity for a tensor

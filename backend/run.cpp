@@ -6,6 +6,7 @@
 #include "backend/collective_check.hpp"
 #include "backend/host_executor.hpp"
 #include "backend/host_optimizer.hpp"
+#include "backend/run_stages.hpp"
 #include "backend/run_support.hpp"
 #include "backend/progress.hpp"
 #include "backend/run_trace.hpp"
@@ -55,29 +56,67 @@ RunResult run(const planner::ResolvedScenario& resolved, const RunOptions& optio
   check_injection(resolved.model, options.inject_nan);
   const scenarios::Training& training = resolved.scenario().training();
   comm.set_ordered_reductions(options.ordered_reductions);
-  const RankGroups groups = split_rank_groups(comm, training.shard_group_size());
+  const std::unique_ptr<Watchdog> watchdog = comm.start_watchdog(options.collective_timeout_s);
+  // FSDP and HSDP inside each pipeline stage (the whole world without stages).
+  const RunStages stages = split_stages(resolved, comm);
+  const RankGroups groups = split_rank_groups(*stages.comm, training.shard_group_size());
   Communicator& shard = *groups.shard;
-  const planner::Plan plan = plan_for_run(resolved, models::DType::kF32);
-  const planner::Program program = planner::build_program(planner::program_inputs(resolved, plan), shard.rank());
+  const planner::Plan plan = stages.stages > 1 ? stages.pipeline.plans[static_cast<size_t>(stages.stage)]
+                                               : plan_for_run(resolved, models::DType::kF32);
+  check_plan_for_run(resolved, plan);
+  planner::ProgramInputs inputs = planner::program_inputs(resolved, plan);
+  const planner::StageOfPipeline stage{&stages.pipeline.stages, stages.stage, stages.pipeline.schedule};
+  if (stages.stages > 1) inputs.pipeline = &stage;
+  const planner::Program program = planner::build_program(inputs, shard.rank());
   const ScopedOpNames op_names([&program](int64_t op) { return op_label(program, op); });
-  const std::unique_ptr<Watchdog> watchdog = groups.world->start_watchdog(options.collective_timeout_s);
   std::vector<UnitShard> shards = make_shards(resolved.model, plan, shard.rank(), options.seed);
   planner::OptimizerContext context;
   context.model = &resolved.model;
   context.plan = &plan;
   context.optimizer = training.optimizer();
-  HostOptimizer optimizer(training.optimizer(), &shards, planner::owned_matrices(context), &shard);
-  HostWorkload workload(resolved.model, training.micro_batch_size(), training.sequence_length());
+  // The optimizer finds a matrix's unit among this rank's shards: the plan's
+  // units (a stage's plan holds some of the model's).
+  std::vector<planner::OwnedMatrix> owned = planner::owned_matrices(context);
+  for (planner::OwnedMatrix& m : owned) {
+    for (size_t u = 0; u < plan.units.size(); ++u) {
+      if (plan.units[u].unit_index != m.unit) continue;
+      m.unit = static_cast<int>(u);
+      break;
+    }
+  }
+  HostOptimizer optimizer(training.optimizer(), &shards, std::move(owned), &shard);
+  // A stage holds several micro-batches at once (its schedule's): one
+  // workload each keeps their activations apart.
+  std::vector<std::unique_ptr<HostWorkload>> workloads;
+  HostWorkloads host;
+  for (int mb = 0; mb < (stages.stages > 1 ? program.micro_batches : 1); ++mb) {
+    workloads.push_back(
+        std::make_unique<HostWorkload>(resolved.model, training.micro_batch_size(), training.sequence_length()));
+    host.per_micro_batch.push_back(workloads.back().get());
+  }
+  for (const planner::UnitPlan& unit : plan.units) host.model_units.push_back(unit.unit_index);
+  host.tied_embeddings = head_reads_embedding(resolved.model);
+  if (stages.stages > 1) {
+    host.world = &comm;
+    host.stage_ranks = stages.stage_ranks;
+    host.place = stages.place;
+  }
   WalkConfig walk;
   walk.data = DataConfig{options.seed, training.micro_batch_size(), training.sequence_length(), resolved.model.arch.vocab};
-  walk.world_rank = groups.world->rank();
-  walk.world_size = groups.world->size();
-  walk.tied_embeddings = head_reads_embedding(resolved.model);
-  HostExecutor executor(program, shards, optimizer, groups, workload, walk);
+  walk.world_rank = stages.place;  // the data-parallel rank: a micro-batch's stages share its sequences
+  walk.world_size = stages.stage_ranks;
+  walk.tied_embeddings = host.tied_embeddings;
+  HostExecutor executor(program, shards, optimizer, groups, std::move(host), walk);
 
   RunResult result;
   result.replicas = groups.replicas->size();
-  if (options.verify_collectives) result.collective_errors = self_test_groups(groups, 4099, 1);
+  if (options.verify_collectives) {
+    // Every stage's groups, counted once a stage (on its first rank), and the world's.
+    const int64_t stage_wrong = self_test_groups(groups, 4099, 1);
+    result.collective_errors = stages.stages == 1 ? stage_wrong
+                                                  : static_cast<int64_t>(comm.sum(stages.place == 0 ? stage_wrong : 0)) +
+                                                        self_test(comm, 4099, 4);
+  }
   StepLoop loop;
   loop.warmup_steps = options.warmup_steps;
   loop.steps = options.steps;
@@ -91,15 +130,20 @@ RunResult run(const planner::ResolvedScenario& resolved, const RunOptions& optio
     for (int u = 0; u < static_cast<int>(shards.size()) && !found; ++u) found = optimizer.first_non_finite_state(u);
     return found;
   };
-  const StepLoopResult ran = run_step_loop(loop, comm, *groups.world, resolved.model, result);
+  loop.loss_ranks = stages.stage_ranks;  // the last stage's ranks compute the loss
+  const StepLoopResult ran = run_step_loop(loop, comm, comm, resolved.model, result);
   if (options.check_reference && !ran.stopped) {
-    judge_against_reference(resolved, shards, groups, options.warmup_steps + options.steps, options, result);
+    judge_against_reference(resolved, shards, groups, stages, comm, options.warmup_steps + options.steps, options,
+                            result);
   }
   result.arena_held_bytes = ran.persistent_bytes + executor.arena_bytes();
   result.program_peak_bytes = planner::memory_breakdown(program).peak_total();
   result.trace = measured_trace(
       resolved, program, ran.measured, comm,
-      fmt::format("cpu ({}), {}", build_info(), describe(groups, comm.name())));
+      fmt::format("cpu ({}), {}", build_info(),
+                  stages.stages == 1 ? describe(groups, comm.name())
+                                     : fmt::format("{} {} ranks in {} pipeline stages of {}", comm.size(), comm.name(),
+                                                   stages.stages, describe(groups, comm.name()))));
   for (const std::string& note : host_executor_notes(program)) result.trace.mutable_metadata()->add_executor_notes(note);
   return result;
 }

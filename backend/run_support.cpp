@@ -18,11 +18,11 @@ namespace ragged::backend {
 void check_launch(const planner::ResolvedScenario& resolved, const Communicator& comm) {
   const scenarios::Scenario& s = resolved.scenario();
   const scenarios::Mesh& mesh = s.training().mesh();
-  if (mesh.tp() > 1 || mesh.cp() > 1 || mesh.ep() > 1 || mesh.pp() > 1) {
-    throw InputError(fmt::format("training.mesh: {} has tp {}, cp {}, ep {}, pp {}; the executors run FSDP and HSDP only "
-                                 "so far (tensor, context, expert and pipeline parallelism are simulated: ragged "
-                                 "simulate); set them to 1 for ragged run", s.name(), mesh.tp(), mesh.cp(), mesh.ep(),
-                                 mesh.pp()));
+  if (mesh.tp() > 1 || mesh.cp() > 1 || mesh.ep() > 1) {
+    throw InputError(fmt::format("training.mesh: {} has tp {}, cp {}, ep {}; the executors run FSDP, HSDP and (on the "
+                                 "host) pipeline stages so far (tensor, context and expert parallelism are simulated: "
+                                 "ragged simulate); set them to 1 for ragged run", s.name(), mesh.tp(), mesh.cp(),
+                                 mesh.ep()));
   }
   if (scenarios::total_gpus(s) != comm.size()) {
     throw InputError(fmt::format("{} has {} GPUs but {} process{} run: launch `mpirun -np {}` or pass --gpus {}",
@@ -88,6 +88,12 @@ planner::Plan plan_for_run(const planner::ResolvedScenario& resolved, models::DT
   auto strategy = planner::make_strategy(training.strategy());
   planner::Plan plan =
       planner::plan_model(resolved.model, resolved.granularity, training.shard_group_size(), *strategy, plan_options);
+  check_plan_for_run(resolved, plan);
+  return plan;
+}
+
+void check_plan_for_run(const planner::ResolvedScenario& resolved, const planner::Plan& plan) {
+  const scenarios::Training& training = resolved.scenario().training();
   if (training.optimizer().has_adam8bit() && !plan.honours_granularity()) {
     throw InputError(fmt::format(
         "{} cuts 8-bit Adam's blocks across ranks at {} ranks (its shards do not fall on block boundaries), so no rank "
@@ -95,18 +101,19 @@ planner::Plan plan_for_run(const planner::ResolvedScenario& resolved, models::DT
         plan.strategy, plan.ranks));
   }
   if (training.optimizer().has_adam8bit()) check_adam8bit_tiles(resolved.model, plan, training.optimizer());
-  return plan;
 }
 
 std::vector<UnitShard> make_shards(const models::ModelSpec& model, const planner::Plan& plan, int rank, uint64_t seed) {
+  // A tensor's id counts the model's tensors before it (a pipeline stage's
+  // plan starts past unit 0), so every rank initialises it alike.
+  std::vector<int64_t> first_id(model.units.size() + 1, 0);
+  for (size_t u = 0; u < model.units.size(); ++u) first_id[u + 1] = first_id[u] + static_cast<int64_t>(model.units[u].tensors.size());
   std::vector<UnitShard> shards;
   shards.reserve(plan.units.size());
-  int64_t tensor_id = 0;
   for (const planner::UnitPlan& unit : plan.units) {
-    const models::UnitSpec& spec = model.units[static_cast<size_t>(unit.unit_index)];
-    shards.emplace_back(spec, unit, rank, tensor_id);
+    const auto u = static_cast<size_t>(unit.unit_index);
+    shards.emplace_back(model.units[u], unit, rank, first_id[u]);
     shards.back().initialise(seed);
-    tensor_id += static_cast<int64_t>(spec.tensors.size());
   }
   return shards;
 }
@@ -136,7 +143,7 @@ namespace {
 
 // Elements of this rank's master shards that differ bitwise from replica 0's,
 // summed over the world.
-int64_t replica_differences(std::vector<UnitShard>& shards, const RankGroups& groups) {
+int64_t replica_differences(std::vector<UnitShard>& shards, const RankGroups& groups, Communicator& world) {
   int64_t differing = 0;
   Communicator& replicas = *groups.replicas;
   if (replicas.size() > 1) {
@@ -150,19 +157,20 @@ int64_t replica_differences(std::vector<UnitShard>& shards, const RankGroups& gr
       }
     }
   }
-  return static_cast<int64_t>(groups.world->sum(static_cast<double>(differing)));
+  return static_cast<int64_t>(world.sum(static_cast<double>(differing)));
 }
 
 }  // namespace
 
 void judge_against_reference(const planner::ResolvedScenario& resolved, std::vector<UnitShard>& shards,
-                             const RankGroups& groups, int64_t steps, const RunOptions& options, RunResult& result) {
-  result.replica_differing = replica_differences(shards, groups);
-  ModelParams trained = gather_params(shards, *groups.shard);
-  if (groups.world->rank() != 0) return;
+                             const RankGroups& groups, const RunStages& stages, Communicator& world, int64_t steps,
+                             const RunOptions& options, RunResult& result) {
+  result.replica_differing = replica_differences(shards, groups, world);
+  ModelParams trained = gather_stage_params(resolved, stages, shards, groups, world);
+  if (world.rank() != 0) return;
   const scenarios::Training& training = resolved.scenario().training();
-  ModelParams reference = reference_train(resolved.model, training, groups.world->size(),
-                                          groups.shard->size(), steps, options.seed);
+  ModelParams reference = reference_train(resolved.model, training, stages.stage_ranks, groups.shard->size(), steps,
+                                          options.seed, stages.stages > 1);
   ParamError e = compare_params(resolved.model, trained, reference);
   result.reference_error = e.max_relative;
   result.reference_differing = e.differing_elements;

@@ -11,6 +11,7 @@
 #include "backend/rank_groups.hpp"
 #include "backend/reference.hpp"
 #include "backend/run.hpp"
+#include "backend/run_stages.hpp"
 #include "backend/unit_shard.hpp"
 #include "models/model_spec.hpp"
 #include "planner/plan.hpp"
@@ -29,6 +30,8 @@ void check_ranks_agree(const planner::ResolvedScenario& resolved, const RunOptio
 // The scenario's plan with parameters of `param_dtype` (alignment), and
 // InputError when it cuts 8-bit Adam's blocks across ranks.
 planner::Plan plan_for_run(const planner::ResolvedScenario& resolved, models::DType param_dtype);
+// The checks plan_for_run makes, on a plan made elsewhere (a pipeline stage's).
+void check_plan_for_run(const planner::ResolvedScenario& resolved, const planner::Plan& plan);
 
 // This rank's shard of every unit, its master initialised from `seed`.
 std::vector<UnitShard> make_shards(const models::ModelSpec& model, const planner::Plan& plan, int rank, uint64_t seed);
@@ -40,8 +43,11 @@ ModelParams gather_params(std::vector<UnitShard>& shards, Communicator& comm);
 // trains the reference for `steps` steps and fills `result`'s reference
 // fields. Under HSDP every replica's shards must also equal replica 0's
 // bitwise (result.replica_differing; reference_ok is false otherwise).
+// Pipeline stages (run_stages.hpp) bring their units to world rank 0, and
+// the reference reduces as they do: once a step.
 void judge_against_reference(const planner::ResolvedScenario& resolved, std::vector<UnitShard>& shards,
-                             const RankGroups& groups, int64_t steps, const RunOptions& options, RunResult& result);
+                             const RankGroups& groups, const RunStages& stages, Communicator& world, int64_t steps,
+                             const RunOptions& options, RunResult& result);
 
 // "layers.1 all_gather (all_gather, unit 2)": an op of `program` in messages.
 std::string op_label(const planner::Program& program, int64_t op);

@@ -8,5 +8,6 @@ list(APPEND RAGGED_BACKEND_SRCS
   ${CMAKE_CURRENT_LIST_DIR}/finite_check.cpp
   ${CMAKE_CURRENT_LIST_DIR}/run_trace.cpp
   ${CMAKE_CURRENT_LIST_DIR}/run_support.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/run_stages.cpp
   ${CMAKE_CURRENT_LIST_DIR}/step_loop.cpp
   ${CMAKE_CURRENT_LIST_DIR}/run.cpp)

@@ -104,13 +104,22 @@ class StepDevice {
   // the update leaves the unit's gradient shard zeroed.
   virtual void optimizer(const planner::Op& op, int64_t step) = 0;
 
-  // --- The workload, on the compute stream.
-  virtual void set_batch(const Batch& batch) = 0;
-  virtual void forward(int unit, const DeviceParams& params, std::byte* saved, int64_t capacity) = 0;
-  virtual void recompute(int unit, const DeviceParams& params, std::byte* workspace, int64_t capacity) = 0;
-  virtual void loss_backward(int unit, std::byte* gradient, int64_t capacity) = 0;
-  virtual void backward(int unit, const DeviceParams& params, const DeviceGrads& grads, std::byte* workspace,
-                        int64_t capacity) = 0;
+  // --- The workload, on the compute stream. A pipeline stage holds several
+  // micro-batches in flight (its schedule's), so each call names its own.
+  virtual void set_batch(int micro_batch, const Batch& batch) = 0;
+  virtual void forward(int unit, int micro_batch, const DeviceParams& params, std::byte* saved, int64_t capacity) = 0;
+  virtual void recompute(int unit, int micro_batch, const DeviceParams& params, std::byte* workspace,
+                         int64_t capacity) = 0;
+  virtual void loss_backward(int unit, int micro_batch, std::byte* gradient, int64_t capacity) = 0;
+  virtual void backward(int unit, int micro_batch, const DeviceParams& params, const DeviceGrads& grads,
+                        std::byte* workspace, int64_t capacity) = 0;
+
+  // --- Pipeline stages: a micro-batch's activations sent on to the next
+  // stage or its gradient back (Op::peer, Op::message, planner::
+  // carries_gradient), and their receipt, which the stage's next compute
+  // of that micro-batch reads.
+  virtual void pipeline_send(const planner::Op& op) = 0;
+  virtual void pipeline_recv(const planner::Op& op) = 0;
   // Mean loss over the step's micro-batches on this rank.
   virtual double mean_loss() = 0;
 };

@@ -13,7 +13,7 @@ StepLoopResult run_step_loop(const StepLoop& loop, Communicator& comm, Communica
   for (int64_t step = 1; step <= total && !out.stopped; ++step) {
     MeasuredStep s = loop.run_step(step);
     out.persistent_bytes = s.persistent_bytes;
-    result.losses.push_back(comm.sum(s.loss) / comm.size());
+    result.losses.push_back(comm.sum(s.loss) / (loop.loss_ranks > 0 ? loop.loss_ranks : comm.size()));
     if (loop.after_step) loop.after_step(step);
     std::optional<NonFinite> found = s.gradient_non_finite;
     if (!found) found = non_finite_loss(s.loss);

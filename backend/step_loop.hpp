@@ -21,6 +21,7 @@ namespace ragged::backend {
 struct StepLoop {
   int64_t warmup_steps = 0;
   int64_t steps = 1;  // measured, after the warm-up
+  int loss_ranks = 0;  // ranks that compute the loss (a pipeline's last stage); 0: every rank
   std::function<MeasuredStep(int64_t step)> run_step;
   // Between the step and its checks (collective self-tests, injected faults); optional.
   std::function<void(int64_t step)> after_step;

@@ -233,6 +233,41 @@ void HostWorkload::backward(int unit, const ConstTensors& params, const Tensors&
   s.grad_unit = unit - 1;
 }
 
+std::span<const float> HostWorkload::output(int unit) const {
+  const State& s = *state_;
+  const auto u = static_cast<size_t>(unit);
+  RAGGED_ASSERT(unit >= 0 && unit + 1 < s.units() && s.forwarded[u],
+                fmt::format("host workload: no output of unit {} yet", unit));
+  return s.acts[u];
+}
+
+void HostWorkload::receive_output(int unit, std::span<const float> values) {
+  State& s = *state_;
+  const auto u = static_cast<size_t>(unit);
+  RAGGED_ASSERT(unit >= 0 && unit + 1 < s.units() && s.has_batch, "host workload: set_batch before receiving");
+  RAGGED_ASSERT(static_cast<int64_t>(values.size()) == s.dims.tokens * s.dims.hidden,
+                "host workload: a unit's output holds tokens x hidden values");
+  s.acts[u].assign(values.begin(), values.end());
+  s.forwarded[u] = true;
+}
+
+void HostWorkload::receive_output_gradient(int unit, std::span<const float> values) {
+  State& s = *state_;
+  RAGGED_ASSERT(unit >= 0 && unit < s.units() && s.forwarded[static_cast<size_t>(unit)],
+                fmt::format("host workload: the gradient of unit {}'s output before its forward", unit));
+  RAGGED_ASSERT(static_cast<int64_t>(values.size()) == s.dims.tokens * s.dims.hidden,
+                "host workload: a unit's output gradient holds tokens x hidden values");
+  s.grad.assign(values.begin(), values.end());
+  s.grad_unit = unit;
+}
+
+std::span<const float> HostWorkload::output_gradient(int unit) const {
+  const State& s = *state_;
+  RAGGED_ASSERT(unit >= 0 && s.grad_unit == unit,
+                fmt::format("host workload: no gradient of unit {}'s output (the backward is at {})", unit, s.grad_unit));
+  return s.grad;
+}
+
 double HostWorkload::loss() const {
   RAGGED_ASSERT(state_->has_batch && state_->forwarded.back(), "host workload: loss before the head's forward");
   return state_->head_cache.loss;

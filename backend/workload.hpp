@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "models/model_spec.hpp"
@@ -88,6 +89,16 @@ class HostWorkload {
   // Backward of unit u (in order U-1..0): adds this micro-batch's gradients
   // to `grads` and passes the activation gradient on.
   void backward(int unit, const ConstTensors& params, const Tensors& grads);
+  // Pipeline stages (a stage runs some units): the output of unit `unit`
+  // (tokens x hidden), sent on to the next stage, and the same received
+  // from the previous stage, as if this workload had run the unit; the
+  // gradient of a unit's output, received from the next stage before the
+  // backward of `unit`, and the one this stage's backward left for the
+  // output of the unit before it, sent back.
+  std::span<const float> output(int unit) const;
+  void receive_output(int unit, std::span<const float> values);
+  void receive_output_gradient(int unit, std::span<const float> values);
+  std::span<const float> output_gradient(int unit) const;
   // Mean cross-entropy over the micro-batch's tokens, known after the head's
   // forward; backward differentiates this mean.
   double loss() const;

@@ -178,9 +178,12 @@ struct Op {
   // first (loss_only) and read by the second.
   int buffer = -1;
   bool loss_only = false;  // kComputeBwd of the head: its loss's backward alone, ahead of its GEMMs
+  // kComputeBwd of ZB-H1's W: the weight gradients its input-gradient
+  // backward (earlier, same unit and micro-batch) left for later.
+  bool weight_gradients_only = false;
   Group group = Group::kNone;
   int peer = -1;           // kSend, kRecv: the other stage
-  int64_t message = -1;    // kSend, kRecv: the same on the send and its receive
+  int64_t message = -1;    // kSend, kRecv: the same on the send and its receive; odd: a gradient
   // Collectives: the whole buffer (nccl-tests' S), an all-to-all's the bytes
   // its whole group sends; copies/casts: bytes read + written.
   int64_t bytes = 0;
@@ -190,6 +193,10 @@ struct Op {
   OptimizerPhase phase = OptimizerPhase::kNone;  // optimizer ops and their all-to-alls
   HostWork host;         // the CPU's part of issuing it (an annotation for the simulator)
 };
+
+// A kSend/kRecv carries a micro-batch's activation gradient back a stage
+// (else its activations forward).
+inline bool carries_gradient(const Op& op) { return op.message % 2 == 1; }
 
 // Bytes that live for the whole step on every rank.
 struct PersistentMemory {

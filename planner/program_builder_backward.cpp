@@ -119,6 +119,7 @@ void ProgramBuilder::weight_gradients(int u, int mb, std::vector<uint32_t>& grad
   const uint32_t wgrad = w_.compute(OpKind::kComputeBwd, u, mb, s.name + " backward (weights)",
                                     std::move(weight_work_[at]), {input_gradient_[at]});
   program_.ops[wgrad].buffer = stage_grads_[static_cast<size_t>(u)];
+  program_.ops[wgrad].weight_gradients_only = true;
   finish_backward(u, mb, gathers_.find(u, mb, false), wgrad, stage_grads_[static_cast<size_t>(u)], grads_ready);
 }
 

@@ -196,20 +196,28 @@ void CudaStepDevice::optimizer(const Op& op, int64_t step) {
   CUDA_CHECK(cudaMemsetAsync(d.grad, 0, static_cast<size_t>(n) * sizeof(float), s));
 }
 
-void CudaStepDevice::forward(int unit, const DeviceParams& params, std::byte* saved, int64_t capacity) {
+void CudaStepDevice::forward(int unit, int, const DeviceParams& params, std::byte* saved, int64_t capacity) {
   workload_.forward(unit, std::vector<const void*>(params.begin(), params.end()), saved, capacity);
 }
 
-void CudaStepDevice::recompute(int unit, const DeviceParams& params, std::byte* workspace, int64_t capacity) {
+void CudaStepDevice::recompute(int unit, int, const DeviceParams& params, std::byte* workspace, int64_t capacity) {
   workload_.recompute(unit, std::vector<const void*>(params.begin(), params.end()), workspace, capacity);
 }
 
-void CudaStepDevice::loss_backward(int unit, std::byte* gradient, int64_t capacity) {
+void CudaStepDevice::loss_backward(int unit, int, std::byte* gradient, int64_t capacity) {
   workload_.loss_backward(unit, gradient, capacity);
 }
 
-void CudaStepDevice::backward(int unit, const DeviceParams& params, const DeviceGrads& grads, std::byte* workspace,
-                              int64_t capacity) {
+void CudaStepDevice::pipeline_send(const Op& op) {
+  RAGGED_ASSERT(false, "the GPU executor runs no pipeline stages (check_gpu_runnable refuses them): " + op.name);
+}
+
+void CudaStepDevice::pipeline_recv(const Op& op) {
+  RAGGED_ASSERT(false, "the GPU executor runs no pipeline stages (check_gpu_runnable refuses them): " + op.name);
+}
+
+void CudaStepDevice::backward(int unit, int, const DeviceParams& params, const DeviceGrads& grads,
+                              std::byte* workspace, int64_t capacity) {
   workload_.backward(unit, std::vector<const void*>(params.begin(), params.end()),
                      std::vector<void*>(grads.begin(), grads.end()), workspace, capacity);
 }

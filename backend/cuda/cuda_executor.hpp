@@ -82,12 +82,16 @@ class CudaStepDevice final : public StepDevice {
   // gradient reaches them in the same step's update.
   std::optional<NonFinite> gradient_non_finite(int) override { return std::nullopt; }
   void optimizer(const planner::Op& op, int64_t step) override;
-  void set_batch(const Batch& batch) override { workload_.set_batch(batch); }
-  void forward(int unit, const DeviceParams& params, std::byte* saved, int64_t capacity) override;
-  void recompute(int unit, const DeviceParams& params, std::byte* workspace, int64_t capacity) override;
-  void loss_backward(int unit, std::byte* gradient, int64_t capacity) override;
-  void backward(int unit, const DeviceParams& params, const DeviceGrads& grads, std::byte* workspace,
+  // One micro-batch at a time: the GPU runs no pipeline stages (check_gpu_runnable).
+  void set_batch(int, const Batch& batch) override { workload_.set_batch(batch); }
+  void forward(int unit, int micro_batch, const DeviceParams& params, std::byte* saved, int64_t capacity) override;
+  void recompute(int unit, int micro_batch, const DeviceParams& params, std::byte* workspace,
+                 int64_t capacity) override;
+  void loss_backward(int unit, int micro_batch, std::byte* gradient, int64_t capacity) override;
+  void backward(int unit, int micro_batch, const DeviceParams& params, const DeviceGrads& grads, std::byte* workspace,
                 int64_t capacity) override;
+  void pipeline_send(const planner::Op& op) override;
+  void pipeline_recv(const planner::Op& op) override;
   double mean_loss() override { return workload_.take_mean_loss(); }
 
  private:

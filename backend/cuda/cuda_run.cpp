@@ -14,6 +14,7 @@
 #include "backend/cuda/device_units.hpp"
 #include "backend/cuda/gpu_workload.hpp"
 #include "backend/host_optimizer.hpp"
+#include "backend/run_stages.hpp"
 #include "backend/run_support.hpp"
 #include "backend/run_trace.hpp"
 #include "backend/step_loop.hpp"
@@ -69,6 +70,10 @@ void check_gpu_runnable(const planner::ResolvedScenario& resolved, const RunOpti
   }
   check_update_kernel(t);
   check_loop_metrics(t);
+  if (t.mesh().pp() > 1) {
+    throw InputError(fmt::format("training.mesh.pp: {} pipeline stages run on --device cpu so far; set pp: 1 for the "
+                                 "GPU", t.mesh().pp()));
+  }
   const planner::StrategyTraits traits = planner::strategy_traits(t.strategy());
   if (!traits.cast_before_gather || traits.grad_shard_in_param_dtype) {
     throw InputError(fmt::format("training.strategy: {} keeps persistent low-precision shards, which the GPU backend "
@@ -199,7 +204,9 @@ RunResult run_on_gpu(const planner::ResolvedScenario& resolved, const RunOptions
     result.program_peak_bytes = planner::memory_breakdown(program).peak_total();
     if (options.check_reference && !ran.stopped) {
       download_masters(units, shards, compute);
-      judge_against_reference(resolved, shards, groups, options.warmup_steps + options.steps, options, result);
+      const RunStages stages = split_stages(resolved, comm);  // one: the GPU runs no pipeline
+      judge_against_reference(resolved, shards, groups, stages, comm, options.warmup_steps + options.steps, options,
+                              result);
     }
     result.trace = measured_trace(resolved, program, ran.measured, comm,
                                   fmt::format("{} (cuda), {}", device.info().name, describe(groups, "nccl")));

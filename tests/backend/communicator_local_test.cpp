@@ -35,6 +35,14 @@ TEST(LocalCommunicator, CollectivesLeaveTheSingleSlot) {
   EXPECT_THROW(comm->all_reduce_in_place(buffer.data(), -1), InternalError);
 }
 
+TEST(LocalCommunicator, HasNoPeerToSendTo) {
+  auto comm = make_local_communicator();
+  std::vector<float> data(4, 1.0f);
+  EXPECT_THROW(comm->send(data.data(), 4, 1, 0), InternalError);
+  EXPECT_THROW(comm->recv(data.data(), 4, 1, 0), InternalError);
+  comm->wait_sends();  // nothing in flight: returns
+}
+
 TEST(LocalCommunicator, AllToAllCopiesWithDisplacements) {
   auto comm = make_local_communicator();
   const std::vector<float> send = {9, 9, 1, 2, 3, 9};

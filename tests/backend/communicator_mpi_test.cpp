@@ -174,6 +174,33 @@ TEST(MpiCommunicator, AllToAllVRejectsWhatMpiCannotSay) {
   EXPECT_THROW(comm.all_to_all_v(&dummy, negative, displs, &dummy, counts, displs), InternalError);
 }
 
+// Every rank sends a large message to the next and the one before at once,
+// then receives: blocking sends (rendezvous) would deadlock here; the
+// pipeline's sends return at once and finish by wait_sends.
+TEST(MpiCommunicator, PointToPointSendsNeverBlockAndArriveTagged) {
+  Communicator& w = world();
+  if (w.size() < 2) GTEST_SKIP() << "point-to-point needs two ranks (this run has one)";
+  const int next = (w.rank() + 1) % w.size(), previous = (w.rank() + w.size() - 1) % w.size();
+  const int64_t n = 1 << 20;  // 4 MiB: past any eager limit
+  std::vector<float> forward(to_size(n)), backward(to_size(n));
+  for (int64_t i = 0; i < n; ++i) {
+    forward[to_size(i)] = static_cast<float>(w.rank() * 1000 + i % 997);
+    backward[to_size(i)] = static_cast<float>(-w.rank() - 1);
+  }
+  w.send(forward.data(), n, next, 2);
+  w.send(backward.data(), n, previous, 3);
+  forward.assign(to_size(n), kPoison);  // the send kept its own copy
+  std::vector<float> from_previous(to_size(n)), from_next(to_size(n));
+  w.recv(from_next.data(), n, next, 3);
+  w.recv(from_previous.data(), n, previous, 2);
+  w.wait_sends();
+  EXPECT_EQ(from_previous[5], static_cast<float>(previous * 1000 + 5));
+  EXPECT_EQ(from_previous[to_size(n - 1)], static_cast<float>(previous * 1000 + (n - 1) % 997));
+  EXPECT_EQ(from_next[7], static_cast<float>(-next - 1));
+  EXPECT_GE(w.max_tag(), 32767);
+  EXPECT_THROW(w.send(forward.data(), 1, next, w.max_tag() + 1), InputError);
+}
+
 TEST(MpiCommunicator, SumAndBarrier) {
   Communicator& comm = world();
   const int ranks = comm.size();

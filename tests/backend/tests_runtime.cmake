@@ -129,6 +129,43 @@ if(RAGGED_HAVE_MPI AND MPIEXEC_EXECUTABLE)
   ragged_add_run_check(4 tiny-llama-4xcpu ragged default shampoo)
   ragged_add_run_check(4 tiny-llama-4xcpu fsdp2 rows:4 shampoo)
   ragged_add_run_check(4 tiny-moe-4xcpu ragged default shampoo)
+  # Pipeline stages (training.mesh.pp): each stage's ranks run its units,
+  # activations and their gradients cross stages point-to-point, a stage's
+  # gradients are reduced once a step; every schedule, alone and with FSDP
+  # (and HSDP) inside the stages, bitwise against the reference.
+  # ragged_add_pipeline_check(NP PP SCHEDULE STRATEGY [more ragged run args...])
+  function(ragged_add_pipeline_check np pp schedule strategy)
+    string(TOLOWER "${schedule}" _schedule)
+    set(_name "backend.run.np${np}.tiny-llama-4xcpu.pp${pp}.${_schedule}.${strategy}")
+    if(ARGC GREATER 4)
+      string(REPLACE ";" "_" _extra "${ARGN}")
+      string(REGEX REPLACE "[^A-Za-z0-9_]+" "" _extra "${_extra}")
+      set(_name "${_name}.${_extra}")
+    endif()
+    set(_command ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np} ${_ragged_run_flags}
+        $<TARGET_FILE:ragged> run tiny-llama-4xcpu --gpus ${np} --pp ${pp} --strategy ${strategy}
+        --set training.pipeline.schedule=${schedule} --set training.pipeline.micro_batches=4
+        --set training.gradient_accumulation_steps=4
+        --steps 2 --warmup 1 --check-reference --ordered-reductions --verify-collectives --json ${ARGN})
+    string(REPLACE ";" "|" _command "${_command}")
+    add_test(NAME ${_name}
+      COMMAND ${CMAKE_COMMAND} -DEXPECT=pass "-DCOMMAND=${_command}" -P ${_ragged_verdict_script})
+    set_tests_properties(${_name} PROPERTIES
+      LABELS "backend;mpi;correctness;pipeline"
+      ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OPENBLAS_NUM_THREADS=1"
+      PROCESSORS ${np}
+      RESOURCE_LOCK ragged_mpi
+      TIMEOUT 300)
+  endfunction()
+  foreach(schedule ONE_F_ONE_B GPIPE INTERLEAVED_1F1B ZERO_BUBBLE_H1)
+    ragged_add_pipeline_check(2 2 ${schedule} ragged)
+  endforeach()
+  ragged_add_pipeline_check(4 2 ONE_F_ONE_B ragged)
+  ragged_add_pipeline_check(4 2 ONE_F_ONE_B fsdp2)
+  ragged_add_pipeline_check(4 2 INTERLEAVED_1F1B ragged --optimizer muon)
+  ragged_add_pipeline_check(4 2 ONE_F_ONE_B ragged --shard-group 1)
+  ragged_add_pipeline_check(3 3 ONE_F_ONE_B ragged)
+
   # The collectives a normal run uses (MPI's reduction order), against the
   # reference within the stated tolerance: the fast path is checked too.
   set(RAGGED_RUN_REDUCTIONS normal)

@@ -140,6 +140,17 @@ void write_in_place(const std::filesystem::path& path, std::string_view contents
   if (!write_all(fd.get(), contents)) throw InputError(fmt::format("cannot write '{}': {}", path.string(), errno_text()));
 }
 
+// ".NAME.tmp.XXXXXX" beside the target, NAME cut short where the whole
+// would pass the directory's file-name limit (a target near the limit is
+// still written).
+std::string temporary_name(const std::filesystem::path& dir, const std::string& name) {
+  const std::string_view suffix = ".tmp.XXXXXX";
+  const long limit = ::pathconf(dir.c_str(), _PC_NAME_MAX);
+  const size_t most = limit > 0 ? static_cast<size_t>(limit) : NAME_MAX;
+  const size_t room = most > suffix.size() + 1 ? most - suffix.size() - 1 : 0;
+  return "." + name.substr(0, room) + std::string(suffix);
+}
+
 void sync_directory(const std::filesystem::path& dir) {
   Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (fd.get() >= 0) ::fsync(fd.get());  // best effort: some filesystems refuse fsync on directories
@@ -188,7 +199,7 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view c
   const std::filesystem::path target = std::filesystem::is_symlink(path, ec) ? std::filesystem::canonical(path, ec) : path;
   const std::filesystem::path& final_path = ec ? path : target;
   const std::filesystem::path dir = final_path.parent_path().empty() ? "." : final_path.parent_path();
-  std::string tmp = (dir / ("." + final_path.filename().string() + ".tmp.XXXXXX")).string();
+  std::string tmp = (dir / temporary_name(dir, final_path.filename().string())).string();
   Fd fd(::mkstemp(tmp.data()));
   if (fd.get() < 0) throw InputError(fmt::format("cannot write '{}': {}", path.string(), errno_text()));
   const TemporaryGuard named(tmp);

@@ -1,11 +1,13 @@
 // Every bad-input path: one clear line on stderr, exit code 2, nothing on stdout.
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 
 #include <gtest/gtest.h>
 
+#include "cli/cli.hpp"
 #include "cli_test_util.hpp"
 #include "common/file_io.hpp"
 
@@ -137,6 +139,19 @@ TEST_F(CliErrors, HostileInputsEndInOneShortLine) {
     expect_bad_input(result, needle);
     EXPECT_LE(result.err.size(), 300u) << result.err;  // the bar: one line of about 300 characters
   }
+}
+
+// The report that cannot reach standard output is an error with its own
+// exit code, and the trace the command writes is still written.
+TEST(CliOutput, AReportThatCannotBeWrittenFailsAndTheTraceIsStillWritten) {
+  const fs::path trace = fs::temp_directory_path() / ("ragged_full_stdout_" + std::to_string(::getpid()) + ".pb");
+  const CliResult full = testing::run_binary("simulate tiny-llama-4xcpu --trace " + trace.string() + " > /dev/full");
+  EXPECT_EQ(full.code, kExitOutputFailed) << full.err;
+  EXPECT_NE(full.err.find("ragged: error: cannot write the report to standard output: No space left on device"),
+            std::string::npos)
+      << full.err;
+  EXPECT_TRUE(fs::exists(trace));
+  fs::remove(trace);
 }
 
 }  // namespace

@@ -44,6 +44,19 @@ TEST_F(FileIoTest, OverwriteReplacesWholeFileAndLeavesNoTemporaries) {
   EXPECT_EQ(entries, 1);
 }
 
+// A name near the file-name limit is a valid target; its temporary, which
+// adds a dot and a suffix, must not be what fails.
+TEST_F(FileIoTest, ATargetNearTheNameLimitIsWrittenThroughAShortenedTemporary) {
+  const long limit = ::pathconf(dir_.c_str(), _PC_NAME_MAX);
+  ASSERT_GT(limit, 16);
+  const std::string name = std::string(static_cast<size_t>(limit) - 3, 'a') + ".pb";
+  write_file_atomically(dir_ / name, "contents");
+  EXPECT_EQ(read_file(dir_ / name), "contents");
+  int entries = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir_)) ++entries;
+  EXPECT_EQ(entries, 1);
+}
+
 TEST_F(FileIoTest, WriteIntoMissingDirectoryIsInputErrorAndKeepsNothing) {
   EXPECT_THROW(write_file_atomically(dir_ / "missing" / "a.txt", "x"), InputError);
   EXPECT_FALSE(fs::exists(dir_ / "missing"));

@@ -9,11 +9,13 @@ namespace ragged::cli {
 
 // Exit codes: 0 success, 1 internal error, 2 bad input (file, flag, field),
 // 3 a check of `ragged run` failed, 4 a rank was lost (backend/watchdog.hpp),
-// 6 the report could not be written to standard output (main.cpp).
+// 5 `ragged simulate --fail-on-oom` predicted out of memory, 6 the report
+// could not be written to standard output (main.cpp).
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitInternal = 1;
 inline constexpr int kExitBadInput = 2;
 inline constexpr int kExitCheckFailed = 3;  // ragged run: a check it ran failed
+inline constexpr int kExitOutOfMemory = 5;
 inline constexpr int kExitOutputFailed = 6;
 
 // Ends a command with `code` and nothing printed: another process of the

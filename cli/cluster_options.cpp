@@ -55,12 +55,13 @@ void check_whole_nodes(int64_t gpus, int64_t per_node, bool gpus_given) {
 void ClusterOptions::add_to(CLI::App* command) {
   command
       ->add_option("--gpu", gpu,
-                   "GPU preset (cluster.gpu.preset): h100, h100-sxm-95g, h200, h800, a100-80g, ...; replaces a "
+                   "GPU preset (cluster.gpu.preset): h100, h100-sxm-95g, h200, h800, a100-80g, a100-40g, b200, gb200 "
+                   "(72 per node with --model: an NVL72 rack), mi300x, ...; replaces a "
                    "scenario's GPU (default with --model: h100)")
       ->check(gpu_preset_check());
   command
       ->add_option("--gpus-per-node", gpus_per_node,
-                   "GPUs in one node (cluster.gpus_per_node; default with --model: 8); on a scenario the GPU count "
+                   "GPUs in one node (cluster.gpus_per_node; default with --model: the GPU's NVLink domain, 8, or 72 for gb200); on a scenario the GPU count "
                    "stays and the nodes follow")
       ->check(field_check("Cluster", "gpus_per_node", true));
   command
@@ -73,11 +74,17 @@ void ClusterOptions::add_to(CLI::App* command) {
       ->check(field_check("Nics", "bandwidth_gbits_per_s", false));
 }
 
-int64_t ClusterOptions::model_node_size() const { return gpus_per_node > 0 ? gpus_per_node : kModelGpusPerNode; }
+// With --model, a node is the GPU's NVLink domain as sold: 8 on a baseboard,
+// 72 in a GB200 NVL72 rack (GpuPreset::nvlink_domain_gpus).
+int64_t ClusterOptions::model_node_size() const {
+  if (gpus_per_node > 0) return gpus_per_node;
+  const scenarios::GpuPreset* preset = scenarios::gpu_preset_or_null(gpu.empty() ? "h100" : gpu);
+  return preset != nullptr ? preset->nvlink_domain_gpus : kModelGpusPerNode;
+}
 
 scenarios::LoadedScenario ClusterOptions::model_scenario(const std::string& model, int64_t gpus) const {
   if (gpus < 1) throw InputError("--model needs --gpus N (the number of GPUs to shard over)");
-  const int64_t per_node = gpus_per_node > 0 ? gpus_per_node : std::min(kModelGpusPerNode, gpus);
+  const int64_t per_node = gpus_per_node > 0 ? gpus_per_node : std::min(model_node_size(), gpus);
   check_whole_nodes(gpus, per_node);
   const std::string preset = gpu.empty() ? "h100" : gpu;
   const bool is_file = model.ends_with(".json") || model.find('/') != std::string::npos;

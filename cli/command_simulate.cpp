@@ -1,10 +1,15 @@
 // ragged simulate: predict step time, throughput, MFU, exposed communication
 // and memory with the SimGrid simulator; --strategy all compares strategies,
 // --sweep gpus=... tabulates scaling. Each simulation runs in a child process
-// (SimGrid allows one per process).
+// (SimGrid allows one per process). A step out of memory leads the text
+// report with what did not fit and which changes would (sim/memory_fit.hpp);
+// --fail-on-oom makes it exit kExitOutOfMemory.
+
+#include <algorithm>
 
 #include <fmt/format.h>
 
+#include "cli/cli.hpp"
 #include "cli/commands.hpp"
 #include "cli/goodput_options.hpp"
 #include "cli/goodput_report.hpp"
@@ -16,6 +21,7 @@
 #include "planner/mesh.hpp"
 #include "scenarios/scenario_rules.hpp"
 #include "sim/compute_breakdown.hpp"
+#include "sim/memory_fit.hpp"
 #include "sim/simulation_child.hpp"
 #include "traces/chrome_trace.hpp"
 #include "traces/trace_io.hpp"
@@ -35,6 +41,7 @@ struct SimulateOptions {
   bool no_host_path = false;
   bool breakdown = false;
   bool json = false;
+  bool fail_on_oom = false;
 };
 
 // "gpus=64,256,1024" -> {64, 256, 1024}.
@@ -73,7 +80,7 @@ SimulationReport simulate_one(const planner::ResolvedScenario& resolved, const S
   sim::ChildUsage usage;
   sim::SimulationResult result = sim::simulate_in_child(resolved, sim_options, {}, &usage);
   bar->finish();
-  return {label, std::move(result), usage.max_rss_bytes, usage.added_rss_bytes(), resolved.scenario()};
+  return {label, std::move(result), usage.max_rss_bytes, usage.added_rss_bytes(), resolved.scenario(), {}};
 }
 
 void run(const SimulateOptions& options, Context& context) {
@@ -117,12 +124,20 @@ void run(const SimulateOptions& options, Context& context) {
   } else if (reports.size() > 1) {
     print_simulation_comparison(reports, context.out);
   } else {
-    print_simulation(reports.front(), context.out);
+    SimulationReport& report = reports.front();
+    if (report.result.trace.summary().oom()) {
+      report.oom_advice = OutOfMemoryAdvice{sim::memory_parts_at_peak(configs.front()),
+                                            sim::find_memory_fixes(configs.front(), sim_options_of(options))};
+    }
+    print_simulation(report, context.out);
     if (options.breakdown) print_compute_breakdown(breakdown, context.out);
   }
   if (!options.json) {
     for (const auto& g : goodputs) print_goodput(g, context.out << '\n');
   }
+  const bool oom = std::any_of(reports.begin(), reports.end(),
+                               [](const SimulationReport& r) { return r.result.trace.summary().oom(); });
+  if (options.fail_on_oom && oom) throw QuietExit{kExitOutOfMemory};
 }
 
 }  // namespace
@@ -148,6 +163,9 @@ void add_simulate_command(CLI::App& app, Context& context) {
                 "their rates (before sharing the GPU with collectives)");
   options->goodput.add_to(cmd);
   cmd->add_flag("--json", options->json, "Print JSON (an array for several simulations)");
+  cmd->add_flag("--fail-on-oom", options->fail_on_oom,
+                fmt::format("Exit with code {} (after the report) when a simulation predicts out of memory",
+                            kExitOutOfMemory));
   cmd->callback([&context, options] { run(*options, context); });
 }
 

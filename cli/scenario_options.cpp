@@ -1,6 +1,10 @@
 #include "cli/validators.hpp"
 #include "cli/scenario_options.hpp"
 
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "common/errors.hpp"
@@ -10,6 +14,52 @@
 #include "scenarios/scenario_rules.hpp"
 
 namespace ragged::cli {
+
+int64_t parse_sequence_length(const std::string& text) {
+  return static_cast<int64_t>(parse_token_count(text, "--seq-len"));
+}
+
+CLI::Validator sequence_length_value() {
+  const std::string range = fmt::format("a whole number of tokens from 1 to {}, e.g. 8192 or 8Ki",
+                                        format_integer(limits::kMaxSequence));
+  return CLI::Validator(
+      [range](std::string& text) -> std::string {
+        double tokens = 0;
+        try {
+          tokens = parse_token_count(text, "--seq-len");
+        } catch (const InputError&) {
+          return fmt::format("'{}' is not a sequence length: give {}", shortened(text), range);
+        }
+        if (tokens != std::floor(tokens)) {
+          return fmt::format("{} is not a whole number of tokens: give {}", shortened(text), range);
+        }
+        if (tokens > static_cast<double>(limits::kMaxSequence)) {
+          return fmt::format("{} is out of range: give {}", shortened(text), range);
+        }
+        return "";
+      },
+      range);
+}
+
+scenarios::Checkpointing parse_checkpointing_value(const std::string& text) {
+  std::string lower = text;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  return scenarios::parse_checkpointing(lower);
+}
+
+CLI::Validator checkpointing_value() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        try {
+          parse_checkpointing_value(text);
+        } catch (const InputError&) {
+          return fmt::format("'{}' is not a checkpointing mode: give none, selective or full", shortened(text));
+        }
+        return "";
+      },
+      "none, selective or full");
+}
+
 void ScenarioOptions::add_to(CLI::App* command, bool allow_all_strategies) {
   add_source_to(command);
   command->add_option("--gpus", gpus, "Number of GPUs (overrides the scenario's cluster size)")->check(whole_number(1, kMaxCount));
@@ -31,6 +81,17 @@ void ScenarioOptions::add_to(CLI::App* command, bool allow_all_strategies) {
                       std::string("Layout strategy: ragged, vescale-paper, fsdp1, fsdp2, zero3, megatron") +
                           (allow_all_strategies ? ", or all" : ""));
   command->add_option("--granularity", granularity, "Sharding granularity: element, rows:K, block:RxC or matrix");
+  command->add_option("--seq-len", sequence_length,
+                      "Sequence length (training.sequence_length), e.g. 8192 or 8Ki (default: the scenario's)")
+      ->check(sequence_length_value());
+  command->add_option("--micro-batch", micro_batch,
+                      "Sequences per GPU per micro-step (training.micro_batch_size; the accumulation steps stay the "
+                      "scenario's) (default: the scenario's)")
+      ->check(whole_number(1, limits::kMaxMicroBatch));
+  command->add_option("--checkpointing", checkpointing,
+                      "Activation checkpointing (training.activation_checkpointing): none, selective or full "
+                      "(default: the scenario's)")
+      ->check(checkpointing_value());
 }
 
 void ScenarioOptions::add_source_to(CLI::App* command) {
@@ -115,6 +176,30 @@ void set_optimizer(scenarios::LoadedScenario& loaded, const std::string& name) {
   loaded = scenarios::rebuild(std::move(loaded));
 }
 
+// --seq-len, --micro-batch, --checkpointing into training; the values were
+// checked when parsed.
+void set_batch_shape(scenarios::LoadedScenario& loaded, const std::string& sequence_length, int64_t micro_batch,
+                     const std::string& checkpointing) {
+  const scenarios::Training& was = loaded.scenario.training();
+  const int64_t tokens = sequence_length.empty() ? was.sequence_length() : parse_sequence_length(sequence_length);
+  const int64_t sequences = micro_batch > 0 ? micro_batch : was.micro_batch_size();
+  // Checked here so that the error names the flags, not the scenario's line.
+  if (tokens * sequences > limits::kMaxMicroBatchTokens) {
+    const std::string given = !sequence_length.empty() && micro_batch > 0 ? "--micro-batch or --seq-len"
+                              : micro_batch > 0                          ? "--micro-batch"
+                                                                         : "--seq-len";
+    throw InputError(fmt::format("{}: micro-batch {} x sequence length {} is {} tokens per micro-batch; at most {} "
+                                 "(2^26): lower {}",
+                                 given, format_integer(sequences), format_integer(tokens),
+                                 format_integer(tokens * sequences), format_integer(limits::kMaxMicroBatchTokens), given));
+  }
+  scenarios::Training* t = loaded.written.mutable_training();
+  if (!sequence_length.empty()) t->set_sequence_length(static_cast<int32_t>(tokens));
+  if (micro_batch > 0) t->set_micro_batch_size(static_cast<int32_t>(micro_batch));
+  if (!checkpointing.empty()) t->set_activation_checkpointing(parse_checkpointing_value(checkpointing));
+  loaded = scenarios::rebuild(std::move(loaded));
+}
+
 // --attention, --loss, --expandable-segments into training.
 void set_kernels(scenarios::LoadedScenario& loaded, const std::string& attention, const std::string& loss,
                  bool expandable_segments) {
@@ -152,6 +237,9 @@ scenarios::LoadedScenario ScenarioOptions::load() const {
     if (gpus > 0) loaded = scenarios::with_total_gpus(loaded, gpus);
   }
   if (!optimizer.empty()) set_optimizer(loaded, optimizer);
+  if (!sequence_length.empty() || micro_batch > 0 || !checkpointing.empty()) {
+    set_batch_shape(loaded, sequence_length, micro_batch, checkpointing);
+  }
   if (!attention.empty() || !loss.empty() || expandable_segments) set_kernels(loaded, attention, loss, expandable_segments);
   if (layers > 0) {
     loaded.written.mutable_model()->set_layers(static_cast<int32_t>(layers));

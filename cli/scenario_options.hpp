@@ -3,7 +3,7 @@
 // file or shipped name (default: the built-in default scenario), or --model
 // with --gpus for a quick look, the cluster options (cluster_options.hpp),
 // plus overrides (--gpus, --tp, --cp, --ep, --shard-group, --strategy,
-// --granularity).
+// --granularity, --seq-len, --micro-batch, --checkpointing).
 
 #include <optional>
 #include <string>
@@ -15,6 +15,15 @@
 #include "planner/resolved_scenario.hpp"
 
 namespace ragged::cli {
+
+// --seq-len's values: a whole number of tokens from 1 to the scenario's
+// limit, suffixes as token counts take them (8Ki = 8,192, 32K = 32,000).
+CLI::Validator sequence_length_value();
+int64_t parse_sequence_length(const std::string& text);  // text the validator accepted
+
+// --checkpointing's values: none, selective or full, in any case.
+CLI::Validator checkpointing_value();
+scenarios::Checkpointing parse_checkpointing_value(const std::string& text);  // text the validator accepted
 
 struct ScenarioOptions {
   std::string scenario;     // file or shipped name
@@ -28,6 +37,9 @@ struct ScenarioOptions {
   int64_t layers = 0;       // --layers: keep the model's first N blocks (model.layers); 0 keeps the scenario's
   std::string strategy;     // --strategy: one name, "all", or "" to keep the scenario's
   std::string granularity;  // --granularity: element | rows:K | block:RxC | matrix
+  std::string sequence_length;  // --seq-len: training.sequence_length, suffixes allowed (8Ki); "" keeps the scenario's
+  int64_t micro_batch = 0;      // --micro-batch: training.micro_batch_size; 0 keeps the scenario's
+  std::string checkpointing;    // --checkpointing: training.activation_checkpointing, none | selective | full
   std::string optimizer;    // --optimizer: adamw | adam8bit | muon | shampoo
   std::string attention;    // --attention: math | flash2 | flash3 | triton (training.attention)
   std::string loss;         // --loss: fp32-logits | fused | chunked (training.loss)

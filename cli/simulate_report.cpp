@@ -10,6 +10,7 @@
 #include "cli/whatif_report.hpp"
 #include "common/errors.hpp"
 #include "common/units.hpp"
+#include "scenarios/scenario_rules.hpp"
 #include "traces/metrics.hpp"
 #include "traces/trace_stats.hpp"
 #include "traces/unit_breakdown.hpp"
@@ -51,7 +52,12 @@ void print_stages(const traces::Summary& s, std::ostream& out) {
 void print_simulation(const SimulationReport& r, std::ostream& out) {
   const traces::Summary& s = summary(r);
   const auto& stats = r.result.stats;
-  out << fmt::format("{} (predicted)\n", r.label);
+  if (s.oom()) {
+    print_out_of_memory(r, out);
+    out << fmt::format("\n{} (predicted as if it fit: what the step would take with the memory)\n", r.label);
+  } else {
+    out << fmt::format("{} (predicted)\n", r.label);
+  }
   out << fmt::format("  step time          {}\n", format_seconds(s.step_time_s()));
   out << fmt::format("  tokens/s per GPU   {}  ({} tokens per GPU per step)\n",
                      format_integer(static_cast<int64_t>(s.tokens_per_s_per_gpu() + 0.5)), format_integer(s.tokens_per_step()));
@@ -186,6 +192,10 @@ nlohmann::json simulation_to_json(const SimulationReport& r) {
       {"strategy", meta.strategy()},
       {"gpus", meta.world_size()},
       {"device", meta.device()},
+      {"micro_batch_size", r.scenario.training().micro_batch_size()},
+      {"sequence_length", r.scenario.training().sequence_length()},
+      {"gradient_accumulation_steps", r.scenario.training().gradient_accumulation_steps()},
+      {"activation_checkpointing", scenarios::checkpointing_name(r.scenario.training().activation_checkpointing())},
       {"step_time_s", s.step_time_s()},
       {"tokens_per_s_per_gpu", s.tokens_per_s_per_gpu()},
       {"tokens_per_step_per_gpu", s.tokens_per_step()},

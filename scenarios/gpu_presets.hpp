@@ -28,6 +28,14 @@ struct GpuPreset {
   // A nominal host CPU rank: no CUDA context, no NCCL communicator, no eager
   // PyTorch issuing its kernels.
   bool host_rank = false;
+  // The GPUs of one NVLink (or Infinity Fabric) domain as the part is sold:
+  // 8 on an HGX/OAM baseboard, 72 in a GB200 NVL72 rack. A scenario models
+  // the domain as one node (cluster.gpus_per_node); this is the value to give
+  // it, not a default the loader applies.
+  int nvlink_domain_gpus = 8;
+  // Where the numbers come from (vendor datasheet names and addresses; the
+  // derivations are in the comments of gpu_presets.cpp).
+  std::string source;
 };
 
 const std::vector<GpuPreset>& gpu_presets();

@@ -137,7 +137,8 @@ class ComputeModel {
   explicit ComputeModel(GpuComputeSpec spec);
 
   // Defaults for a GPU preset name (h100, h100-sxm-95g, h200, h800, a100-80g,
-  // cpu); unknown names scale the H100 table to `peak_flops`. The peaks are
+  // a100-40g, b200, gb200, mi300x, cpu); unknown names scale the H100 table
+  // to `peak_flops`. The peaks are
   // the scenario's (they may be overridden there).
   static ComputeModel defaults(const std::string& preset, double peak_flops, double hbm_bytes_per_s);
   // A calibration file written by the backend (JSON, format in

@@ -107,6 +107,18 @@ struct Contention {
 constexpr Contention kHopperContention = {132, 24, 16, true};
 constexpr Contention kH800Contention = {132, 16, 16, true};
 constexpr Contention kA100Contention = {108, 24, 16, false};
+// Derived parts (issue 51), every count but the SMs an assumption:
+// - B200 and GB200: 148 SMs (torch.cuda.get_device_properties on a B200,
+//   multi_processor_count=148, in public logs; the GB200's GPU is taken to
+//   have the B200's count, not checked); 18 NVLinks a GPU like the H100, so
+//   NCCL's 24 and 16 CTAs are taken over; cuBLAS's Blackwell GEMMs are
+//   persistent like Hopper's (an assumption).
+// - MI300X: 304 compute units (AMD MI300X data sheet); RCCL runs NCCL's ring
+//   algorithms, taken with NCCL's 24 and 16 CTAs (an assumption: RCCL's
+//   channel counts on MI300X were not found); hipBLASLt's GEMMs taken to
+//   launch a workgroup per tile like the A100's (an assumption).
+constexpr Contention kBlackwellContention = {148, 24, 16, true};
+constexpr Contention kMi300xContention = {304, 24, 16, false};
 
 struct TableInput {
   std::string_view name;
@@ -175,6 +187,23 @@ TableInput hopper(std::string_view name, std::string_view source, Contention con
   return table;
 }
 
+// A GPU with no measured curve (B200, GB200, MI300X): datasheet-scaled and
+// uncalibrated. It is taken to reach, at every GEMM size, the fraction of
+// its own dense bf16 peak that the H100 reaches of its own (the H100 curve at
+// factor 1 on efficiency, the way a100_over_h100 scales it, with no measured
+// point to set the factor), FlashAttention-2 at the H100's fractions of peak
+// (FlashAttention-3 is Hopper-only), the H100's share of HBM bandwidth, its
+// launch cost and its calibrated sustained clock (kHopperSustainedClock):
+// "as efficient as an H100" at the preset's peaks. Nothing here is fitted to
+// a measurement of the part (docs/SIMULATOR.md section 6, "Derived tables").
+TableInput datasheet_scaled(std::string_view name, std::string_view source, Contention contention) {
+  TableInput table{name,         preset_peak_tflops(name) * 1e12, preset_hbm_bytes_per_s(name), scaled_h100_curve(1.0),
+                   h100_attention_forward(), h100_attention_backward(), kGpuMemoryEfficiency, kGpuLaunchSeconds,
+                   source,       contention};
+  table.sustained_clock = kHopperSustainedClock;
+  return table;
+}
+
 std::vector<GpuComputeSpec> build_tables() {
   constexpr std::string_view kHopper =
       "H100 SXM measurements (torch.mm bf16; FlashAttention-3 paper's FA2 numbers; cudaMemcpy D2D)";
@@ -190,6 +219,19 @@ std::vector<GpuComputeSpec> build_tables() {
                               kA100AttentionBackward, kGpuMemoryEfficiency, kGpuLaunchSeconds,
                               "H100 curve scaled to A100's best square torch.mm; FlashAttention-2 paper; H100 memcpy efficiency",
                               kA100Contention, 0, 0, kA100SustainedClock}));
+  // The A100 40GB has the 80GB's SMs and clocks: its table, at 1.555 TB/s.
+  tables.push_back(make_spec({"a100-40g", preset_peak_tflops("a100-40g") * 1e12, preset_hbm_bytes_per_s("a100-40g"),
+                              scaled_h100_curve(a100_over_h100()), kA100AttentionForward,
+                              kA100AttentionBackward, kGpuMemoryEfficiency, kGpuLaunchSeconds,
+                              "A100 80GB table (H100 curve scaled to A100's best square torch.mm; FlashAttention-2 "
+                              "paper) at the 40GB's HBM bandwidth",
+                              kA100Contention, 0, 0, kA100SustainedClock}));
+  // No measured curve: derived from the H100's at each preset's datasheet peaks.
+  constexpr std::string_view kDerived =
+      "derived, uncalibrated: H100 measurements scaled to this GPU's datasheet peak and HBM bandwidth";
+  tables.push_back(make_spec(datasheet_scaled("b200", kDerived, kBlackwellContention)));
+  tables.push_back(make_spec(datasheet_scaled("gb200", kDerived, kBlackwellContention)));
+  tables.push_back(make_spec(datasheet_scaled("mi300x", kDerived, kMi300xContention)));
   // A nominal host rank: BLAS at 50-70% of peak, half the stream bandwidth,
   // a function call per kernel (assumptions, like the preset's peaks).
   tables.push_back(make_spec({"cpu", preset_peak_tflops("cpu") * 1e12, preset_hbm_bytes_per_s("cpu"),

@@ -70,8 +70,8 @@ TEST(CliClusterOptions, EachOverridesAScenarioFile) {
 TEST(CliClusterOptions, BadValuesAreOneLineAndExitTwo) {
   for (const char* command : {"plan", "simulate", "tune"}) {
     const std::string c = command;
-    expect_one_line_error(run_cli({c, "--model", "llama3-8b", "--gpus", "8", "--gpu", "b200"}),
-                          "--gpu: unknown GPU preset 'b200': use one of h100, h100-sxm-95g, h200");
+    expect_one_line_error(run_cli({c, "--model", "llama3-8b", "--gpus", "8", "--gpu", "b300"}),
+                          "--gpu: unknown GPU preset 'b300': use one of h100, h100-sxm-95g, h200");
     expect_one_line_error(run_cli({c, "--model", "llama3-8b", "--gpus", "8", "--gpus-per-node", "0"}),
                           "--gpus-per-node: 0 is out of range");
     expect_one_line_error(run_cli({c, "--model", "llama3-8b", "--gpus", "8", "--nics-per-node", "two"}),

@@ -379,7 +379,8 @@ TEST(ComputeDefaults, H800ComputesLikeH100AndH200MovesMemoryFaster) {
 }
 
 TEST(ComputeDefaults, EveryPresetHasASourcedTableOfTheSameShape) {
-  for (const char* preset : {"h100", "h100-sxm-95g", "h200", "h800", "a100-80g", "cpu"}) {
+  for (const char* preset :
+       {"h100", "h100-sxm-95g", "h200", "h800", "a100-80g", "a100-40g", "b200", "gb200", "mi300x", "cpu"}) {
     const GpuComputeSpec* table = find_gpu_table(preset);
     ASSERT_NE(table, nullptr) << preset;
     EXPECT_FALSE(table->source.empty());
@@ -390,7 +391,7 @@ TEST(ComputeDefaults, EveryPresetHasASourcedTableOfTheSameShape) {
     EXPECT_LE(table->memory_efficiency, 1.0);
     EXPECT_EQ(ComputeModel::defaults(preset, table->peak_flops, table->hbm_bytes_per_s).spec().gemm.size(), 6u);
   }
-  EXPECT_EQ(find_gpu_table("b200"), nullptr);
+  EXPECT_EQ(find_gpu_table("b300"), nullptr);
 }
 
 // The calibration file tests write into a fresh temporary directory.

@@ -1,0 +1,147 @@
+// The compute tables of the GPU presets added for issue 51 (sim/gpu_tables.cpp)
+// and a small scenario simulated on each: derived tables keep the H100's
+// efficiencies at their own datasheet peaks, faster parts run a compute-bound
+// step faster, and a larger HBM fits what an H100 cannot.
+
+#include <cstdio>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "planner/resolved_scenario.hpp"
+#include "scenarios/gpu_presets.hpp"
+#include "scenarios/scenario_loader.hpp"
+#include "sim/compute_model.hpp"
+#include "sim/simulation_child.hpp"
+
+namespace ragged::sim {
+namespace {
+
+double peak_flops(const char* preset) { return scenarios::find_gpu_preset(preset).peak_bf16_tflops * 1e12; }
+
+TEST(GpuPresetTables, EveryPresetHasATable) {
+  for (const scenarios::GpuPreset& preset : scenarios::gpu_presets()) {
+    const GpuComputeSpec* table = find_gpu_table(preset.name);
+    ASSERT_NE(table, nullptr) << preset.name;
+    EXPECT_DOUBLE_EQ(table->peak_flops, preset.peak_bf16_tflops * 1e12) << preset.name;
+    EXPECT_DOUBLE_EQ(table->hbm_bytes_per_s, preset.hbm_bandwidth_gbytes_per_s * 1e9) << preset.name;
+    EXPECT_FALSE(table->source.empty()) << preset.name;
+  }
+}
+
+// No measured curve: each derived table is the H100's at the same fractions
+// of its own peak, and says it is derived.
+TEST(GpuPresetTables, DerivedTablesScaleTheH100Curve) {
+  const GpuComputeSpec& h100 = *find_gpu_table("h100");
+  for (const char* name : {"b200", "gb200", "mi300x"}) {
+    const GpuComputeSpec& table = *find_gpu_table(name);
+    ASSERT_EQ(table.gemm.size(), h100.gemm.size()) << name;
+    for (size_t i = 0; i < table.gemm.size(); ++i) {
+      EXPECT_NEAR(table.gemm[i].flops_per_s / table.peak_flops, h100.gemm[i].flops_per_s / h100.peak_flops, 1e-12)
+          << name << " point " << i;
+    }
+    EXPECT_DOUBLE_EQ(table.attention_forward_efficiency, h100.attention_forward_efficiency) << name;
+    EXPECT_DOUBLE_EQ(table.attention_backward_efficiency, h100.attention_backward_efficiency) << name;
+    EXPECT_EQ(table.flash3_forward_efficiency, 0) << name;  // FlashAttention-3 is Hopper-only
+    EXPECT_DOUBLE_EQ(table.sustained_clock, h100.sustained_clock) << name;
+    EXPECT_NE(table.source.find("derived, uncalibrated"), std::string::npos) << name;
+  }
+  EXPECT_EQ(find_gpu_table("b200")->sms, 148);
+  EXPECT_EQ(find_gpu_table("mi300x")->sms, 304);
+  EXPECT_EQ(h100.source.find("derived"), std::string::npos);  // the measured table stays measured
+}
+
+TEST(GpuPresetTables, A100FortyGigabytesHasTheEightysCurve) {
+  const GpuComputeSpec& small = *find_gpu_table("a100-40g");
+  const GpuComputeSpec& large = *find_gpu_table("a100-80g");
+  ASSERT_EQ(small.gemm.size(), large.gemm.size());
+  for (size_t i = 0; i < small.gemm.size(); ++i) EXPECT_DOUBLE_EQ(small.gemm[i].flops_per_s, large.gemm[i].flops_per_s);
+  EXPECT_DOUBLE_EQ(small.sustained_clock, large.sustained_clock);
+  EXPECT_DOUBLE_EQ(small.hbm_bytes_per_s, 1555e9);
+  EXPECT_EQ(small.sms, large.sms);
+}
+
+// A large GEMM runs at the same share of each part's peak, so B200 runs it
+// 2,250 / 989.4 times faster than the H100.
+TEST(GpuPresetTables, B200RunsALargeGemmFasterByItsPeak) {
+  const ComputeModel h100 = ComputeModel::defaults("h100", peak_flops("h100"), 3350e9);
+  const ComputeModel b200 = ComputeModel::defaults("b200", peak_flops("b200"), 7700e9);
+  const GpuComputeSpec& h = h100.spec();
+  const GpuComputeSpec& b = b200.spec();
+  EXPECT_NEAR(b.gemm.back().flops_per_s / h.gemm.back().flops_per_s, 2250.0 / 989.4, 1e-9);
+}
+
+// --- simulated steps ----------------------------------------------------
+
+struct Step {
+  double step_s = 0;
+  bool oom = false;
+  int64_t peak_reserved = 0;
+};
+
+Step simulate(const std::string& text) {
+  const planner::ResolvedScenario resolved = planner::resolve_scenario(
+      scenarios::parse_scenario(text, scenarios::ScenarioFormat::kText, "preset.textproto", "."));
+  const traces::Summary s = simulate_summary_in_child(resolved).summary;
+  return {s.step_time_s(), s.oom(), s.peak_reserved_bytes()};
+}
+
+std::string tiny(const std::string& preset, int gpus_per_node, int nodes) {
+  return "model { inline_spec { hidden_size: 1024 num_layers: 4 vocab_size: 32000 intermediate_size: 2816\n"
+         "                      num_attention_heads: 16 num_key_value_heads: 8 } }\n"
+         "cluster { gpu { preset: \"" + preset + "\" } gpus_per_node: " + std::to_string(gpus_per_node) +
+         " nodes: " + std::to_string(nodes) + " }\n"
+         "training { strategy: FSDP2 sequence_length: 2048 micro_batch_size: 2 }\n"
+         "run { steps: 3 warmup_steps: 1 }\n";
+}
+
+TEST(GpuPresetSim, ASmallScenarioSimulatesOnEachNewPreset) {
+  for (const char* name : {"b200", "gb200", "a100-40g", "mi300x", "h200"}) {
+    // The GB200 NVL72 rack is one node of 72 GPUs (docs/SIMULATOR.md section 2).
+    const int per_node = scenarios::find_gpu_preset(name).nvlink_domain_gpus;
+    const Step step = simulate(tiny(name, per_node, 2));
+    std::printf("%-9s %2d GPUs a node: step %.6f s, peak reserved %lld bytes\n", name, per_node, step.step_s,
+                static_cast<long long>(step.peak_reserved));
+    EXPECT_GT(step.step_s, 0) << name;
+    EXPECT_FALSE(step.oom) << name;
+  }
+}
+
+// One GPU, a model wide enough for its GEMMs to dominate: the step follows
+// the peaks (B200 and GB200 above the H100; the A100 40GB below).
+TEST(GpuPresetSim, ComputeBoundStepFollowsThePeaks) {
+  auto one_gpu = [](const std::string& preset) {
+    return simulate("model { catalog: \"llama3-8b\" layers: 4 }\n"
+                    "cluster { gpu { preset: \"" + preset + "\" } gpus_per_node: 1 nodes: 1 }\n"
+                    "training { strategy: FSDP2 sequence_length: 4096 micro_batch_size: 1 }\n"
+                    "run { steps: 3 warmup_steps: 1 }\n");
+  };
+  const Step h100 = one_gpu("h100"), b200 = one_gpu("b200"), gb200 = one_gpu("gb200"), a100 = one_gpu("a100-40g");
+  std::printf("step: h100 %.6f s, b200 %.6f s, gb200 %.6f s, a100-40g %.6f s\n", h100.step_s, b200.step_s,
+              gb200.step_s, a100.step_s);
+  EXPECT_LT(b200.step_s, h100.step_s / 1.5);  // GEMMs 2.27x faster, memory-bound work 2.3x
+  EXPECT_LT(gb200.step_s, b200.step_s);
+  EXPECT_GT(a100.step_s, h100.step_s);
+}
+
+// Llama-3-8B's full training state on one GPU (about 122 GiB of parameters,
+// gradients, master weights and AdamW moments): over an H100's 80 GB, within
+// the MI300X's 192 GB.
+TEST(GpuPresetSim, Mi300xFitsWhatAnH100CannotHold) {
+  auto one_gpu = [](const std::string& preset) {
+    return simulate("model { catalog: \"llama3-8b\" }\n"
+                    "cluster { gpu { preset: \"" + preset + "\" } gpus_per_node: 1 nodes: 1 }\n"
+                    "training { strategy: FSDP2 sequence_length: 2048 micro_batch_size: 1 "
+                    "activation_checkpointing: FULL }\n"
+                    "run { steps: 3 warmup_steps: 1 }\n");
+  };
+  const Step h100 = one_gpu("h100"), mi300x = one_gpu("mi300x");
+  std::printf("peak reserved: h100 %lld bytes (oom %d), mi300x %lld bytes (oom %d)\n",
+              static_cast<long long>(h100.peak_reserved), h100.oom, static_cast<long long>(mi300x.peak_reserved),
+              mi300x.oom);
+  EXPECT_TRUE(h100.oom);
+  EXPECT_FALSE(mi300x.oom);
+}
+
+}  // namespace
+}  // namespace ragged::sim

@@ -83,5 +83,8 @@ std::unique_ptr<Communicator> make_mpi_communicator();
 
 // True when this process was started by an MPI launcher with more than one rank.
 bool launched_by_mpi();
+// This process's rank as the launcher announced it, before MPI starts (0
+// without a launcher; -1 when a launcher gave no rank).
+int launcher_rank();
 
 }  // namespace ragged::backend

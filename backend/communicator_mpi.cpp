@@ -15,6 +15,7 @@
 // (backend/collective_check.hpp).
 
 #include <charconv>
+#include <initializer_list>
 #include <cstdlib>
 #include <string_view>
 
@@ -40,23 +41,26 @@
 namespace ragged::backend {
 namespace {
 
-// The group size the launcher announced (Open MPI's mpirun, or a PMI launcher:
-// MPICH's hydra, Slurm's srun), 0 when there is none.
-int launcher_world_size() {
-  for (const char* variable : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}) {
+// A whole number the launcher announced in the first of `variables` set
+// (Open MPI's mpirun, or a PMI launcher: MPICH's hydra, Slurm's srun); -1
+// when there is none.
+int launcher_number(std::initializer_list<const char*> variables) {
+  for (const char* variable : variables) {
     const char* text = std::getenv(variable);
     if (text == nullptr) continue;
     const std::string_view view(text);
-    int size = 0;
-    const auto [end, error] = std::from_chars(view.data(), view.data() + view.size(), size);
-    if (error == std::errc() && end == view.data() + view.size() && size > 0) return size;
+    int value = 0;
+    const auto [end, error] = std::from_chars(view.data(), view.data() + view.size(), value);
+    if (error == std::errc() && end == view.data() + view.size() && value >= 0) return value;
   }
-  return 0;
+  return -1;
 }
 
 }  // namespace
 
-bool launched_by_mpi() { return launcher_world_size() > 1; }
+bool launched_by_mpi() { return launcher_number({"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}) > 1; }
+
+int launcher_rank() { return launched_by_mpi() ? launcher_number({"OMPI_COMM_WORLD_RANK", "PMI_RANK"}) : 0; }
 
 #ifdef RAGGED_HAVE_MPI
 

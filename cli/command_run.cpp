@@ -170,13 +170,21 @@ void add_run_command(CLI::App& app, Context& context) {
       ->capture_default_str();
   cmd->add_flag("--json", o->json, "Print JSON");
   cmd->callback([&context, o, cmd] {
-    auto resolved = o->scenario.resolve();
-    // The scenario's run { } settings, unless given on the command line.
-    const scenarios::Run& defaults = resolved.front().scenario().run();
-    if (cmd->count("--steps") == 0) o->run.steps = defaults.steps();
-    if (cmd->count("--warmup") == 0) o->run.warmup_steps = defaults.warmup_steps();
-    if (cmd->count("--seed") == 0) o->run.seed = defaults.seed();
-    if (!o->inject_nan.empty()) o->run.inject_nan = parse_injection(o->inject_nan);
+    std::vector<planner::ResolvedScenario> resolved;
+    try {
+      resolved = o->scenario.resolve();
+      // The scenario's run { } settings, unless given on the command line.
+      const scenarios::Run& defaults = resolved.front().scenario().run();
+      if (cmd->count("--steps") == 0) o->run.steps = defaults.steps();
+      if (cmd->count("--warmup") == 0) o->run.warmup_steps = defaults.warmup_steps();
+      if (cmd->count("--seed") == 0) o->run.seed = defaults.seed();
+      if (!o->inject_nan.empty()) o->run.inject_nan = parse_injection(o->inject_nan);
+    } catch (const InputError&) {
+      // Every rank of an mpirun reads the same arguments and files, so each
+      // finds this alike: the first rank says it, once.
+      if (backend::launcher_rank() > 0) throw QuietExit{kExitBadInput};
+      throw;
+    }
     std::unique_ptr<backend::Communicator> comm =
         backend::launched_by_mpi() ? backend::make_mpi_communicator() : backend::make_local_communicator();
     if (cmd->count("--tolerance") == 0) {

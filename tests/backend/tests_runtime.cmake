@@ -97,6 +97,16 @@ if(RAGGED_HAVE_MPI AND MPIEXEC_EXECUTABLE)
     PROCESSORS 4
     RESOURCE_LOCK ragged_mpi
     TIMEOUT 120)
+  # Bad input every rank reads alike is said once, by the first rank (not
+  # once per rank, interleaved), with exit code 2.
+  add_test(NAME backend.run.np3.bad_input.said_once
+    COMMAND bash -c "out=$(${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 3 ${_ragged_run_flags} $<TARGET_FILE:ragged> run tiny-llama-4xcpu --gpus 3 --set training.bogus=1 2>&1); n=$(grep -c 'ragged: error' <<< \"$out\"); echo \"$out\"; [[ $n == 1 ]] && grep -q 'ragged: error: --set training.bogus' <<< \"$out\"")
+  set_tests_properties(backend.run.np3.bad_input.said_once PROPERTIES
+    LABELS "backend;mpi;reliability"
+    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OPENBLAS_NUM_THREADS=1"
+    PROCESSORS 3
+    RESOURCE_LOCK ragged_mpi
+    TIMEOUT 120)
   # 4-row cuts can fall inside a band of 32 x 32 tiles: refused before running.
   add_test(NAME backend.run.np3.rows4.adam8bit.refused
     COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 3 ${_ragged_run_flags}

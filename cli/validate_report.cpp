@@ -93,6 +93,12 @@ void print_remeasured(const std::vector<RowResult>& rows, std::ostream& out) {
   if (any) out << '\n';
 }
 
+// A source's title, cut to fit a table column.
+std::string validation_source_name(const std::string& title) {
+  constexpr size_t kWidth = 60;
+  return title.size() <= kWidth ? title : title.substr(0, kWidth - 3) + "...";
+}
+
 void print_summary(const std::vector<RowResult>& rows, std::ostream& out) {
   Table table;
   table.column("set", Table::Align::kLeft).column("rows").column("simulated").column("failed").column("excluded");
@@ -117,6 +123,34 @@ void print_summary(const std::vector<RowResult>& rows, std::ostream& out) {
     if (s.throughput_excluded == 0) continue;
     out << fmt::format("  {}: {} of the simulated rows compared on memory and OOM only, not in the throughput "
                        "columns\n", validation::set_name(s.set), s.throughput_excluded);
+  }
+  const std::vector<validation::SourceSummary> sources = validation::summarize_by_source(rows, validation::VALIDATION);
+  if (!sources.empty()) {
+    int total = 0;
+    for (const validation::SourceSummary& s : sources) total += s.throughput_rows;
+    Table by_source;
+    by_source.column("validation source", Table::Align::kLeft).column("rows").column("share").column("mean |error|");
+    by_source.column("first predicted").column("rows").column("now, same rows");
+    for (const validation::SourceSummary& s : sources) {
+      const bool first = s.first_prediction_rows > 0;
+      by_source.row({validation_source_name(s.source), std::to_string(s.throughput_rows),
+                     fmt::format("{:.1f}%", 100.0 * s.throughput_rows / total),
+                     fmt::format("{:.1f}%", 100 * s.mean_abs_error),
+                     first ? fmt::format("{:.1f}%", 100 * s.first_mean_abs_error) : "-",
+                     first ? std::to_string(s.first_prediction_rows) : "-",
+                     first ? fmt::format("{:.1f}%", 100 * s.current_mean_abs_error_of_first) : "-"});
+    }
+    out << "\n";
+    by_source.print(out, "  ");
+  }
+  for (const validation::SetSummary& s : summaries) {
+    if (s.first_prediction_rows == 0) continue;
+    out << fmt::format("  {}: out of sample, {} of the {} rows recorded their first prediction (made before any "
+                       "change for them): mean |error| {:.1f}% as first predicted, max {:.1f}%; {:.1f}% now over the "
+                       "same rows\n",
+                       validation::set_name(s.set), s.first_prediction_rows, s.throughput_rows,
+                       100 * s.first_mean_abs_error, 100 * s.first_max_abs_error,
+                       100 * s.current_mean_abs_error_of_first);
   }
   for (const validation::SetSummary& s : summaries) {
     if (s.remeasured_rows == 0) continue;
@@ -172,6 +206,12 @@ nlohmann::json row_json(const RowResult& row) {
                       {"oom", q.oom}, {"fits_tightly", validation::fits_tightly(row)}, {"simulation_mode", q.mode},
                       {"simulation_wall_s", q.wall_seconds}};
   out["error"] = optional_number(validation::throughput_error(row));
+  if (row.run.has_first_prediction()) {
+    const validation::FirstPrediction& f = row.run.first_prediction();
+    out["first_prediction"] = {{"tokens_per_s_per_gpu", f.tokens_per_s_per_gpu()}, {"oom", f.oom()},
+                               {"commit", f.commit()}, {"date", f.date()},
+                               {"error", optional_number(validation::first_prediction_error(row))}};
+  }
   if (!run.throughput_excluded().empty()) out["throughput_excluded"] = run.throughput_excluded();
   out["memory_error"] = optional_number(validation::memory_error(row));
   out["oom_agreement"] = validation::oom_agreement_name(validation::oom_agreement(row));
@@ -202,6 +242,9 @@ nlohmann::json summary_json(const validation::SetSummary& s) {
           {"tight_fits", s.tight_fits},
           {"memory_rows", s.memory_rows}, {"memory_within_tolerance", s.memory_within_tolerance},
           {"memory_tolerance", validation::kMemoryTolerance}, {"mean_abs_memory_error", s.mean_abs_memory_error},
+          {"first_prediction_rows", s.first_prediction_rows}, {"first_mean_abs_error", s.first_mean_abs_error},
+          {"first_max_abs_error", s.first_max_abs_error},
+          {"current_mean_abs_error_of_first", s.current_mean_abs_error_of_first},
           {"remeasured_rows", s.remeasured_rows}, {"within_published_range", s.within_published_range},
           {"max_published_spread", s.max_published_spread}, {"max_spread_id", s.max_spread_id}};
 }

@@ -46,6 +46,7 @@ class RunChecker {
     check_published();
     check_remeasured();
     check_throughput_excluded();
+    check_first_prediction();
   }
 
  private:
@@ -114,6 +115,19 @@ class RunChecker {
       if (!(r.tokens_per_s_per_gpu() > 0)) {
         fail(at + ".tokens_per_s_per_gpu", fmt::format("must be positive (got {})", r.tokens_per_s_per_gpu()));
       }
+    }
+  }
+
+  void check_first_prediction() const {
+    if (!run_.has_first_prediction()) return;
+    const FirstPrediction& f = run_.first_prediction();
+    if (!(f.tokens_per_s_per_gpu() > 0)) {
+      fail("first_prediction.tokens_per_s_per_gpu", fmt::format("must be positive (got {})", f.tokens_per_s_per_gpu()));
+    }
+    if (f.commit().empty()) fail("first_prediction.commit", "missing: the commit whose simulator made the prediction");
+    const bool date_shape = f.date().size() == 10 && f.date()[4] == '-' && f.date()[7] == '-';
+    if (!f.date().empty() && !date_shape) {
+      fail("first_prediction.date", fmt::format("'{}' is not a date: write YYYY-MM-DD", f.date()));
     }
   }
 

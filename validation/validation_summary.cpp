@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <utility>
 
 #include <fmt/format.h>
@@ -25,6 +26,12 @@ std::optional<double> throughput_error(const RowResult& row) {
   const std::optional<double> published = published_tokens_per_s(row.run.published());
   if (!published) return std::nullopt;
   return row.predicted.tokens_per_s_per_gpu / *published - 1;
+}
+
+std::optional<double> first_prediction_error(const RowResult& row) {
+  if (!row.run.has_first_prediction() || !throughput_error(row)) return std::nullopt;
+  const double published = *published_tokens_per_s(row.run.published());
+  return row.run.first_prediction().tokens_per_s_per_gpu() / published - 1;
 }
 
 std::vector<double> remeasured_errors(const RowResult& row) {
@@ -124,7 +131,7 @@ std::string status_name(RowStatus status) {
 SetSummary summarize(const std::vector<RowResult>& rows, Set set) {
   SetSummary s;
   s.set = set;
-  double error_sum = 0, memory_error_sum = 0;
+  double error_sum = 0, memory_error_sum = 0, first_sum = 0, current_of_first_sum = 0;
   for (const RowResult& row : rows) {
     if (row.run.set() != set) continue;
     if (row.status == RowStatus::kExcluded) {
@@ -144,6 +151,12 @@ SetSummary summarize(const std::vector<RowResult>& rows, Set set) {
       if (s.max_error_id.empty() || std::fabs(*error) > s.max_abs_error) {
         s.max_abs_error = std::fabs(*error);
         s.max_error_id = row.run.id();
+      }
+      if (auto first = first_prediction_error(row)) {
+        ++s.first_prediction_rows;
+        first_sum += std::fabs(*first);
+        current_of_first_sum += std::fabs(*error);
+        s.first_max_abs_error = std::max(s.first_max_abs_error, std::fabs(*first));
       }
     }
     ++s.oom_rows;
@@ -170,7 +183,28 @@ SetSummary summarize(const std::vector<RowResult>& rows, Set set) {
   }
   if (s.throughput_rows > 0) s.mean_abs_error = error_sum / s.throughput_rows;
   if (s.memory_rows > 0) s.mean_abs_memory_error = memory_error_sum / s.memory_rows;
+  if (s.first_prediction_rows > 0) {
+    s.first_mean_abs_error = first_sum / s.first_prediction_rows;
+    s.current_mean_abs_error_of_first = current_of_first_sum / s.first_prediction_rows;
+  }
   return s;
+}
+
+std::vector<SourceSummary> summarize_by_source(const std::vector<RowResult>& rows, Set set) {
+  std::map<std::string, std::vector<RowResult>> by_source;
+  for (const RowResult& row : rows) {
+    if (row.run.set() == set) by_source[row.run.source().title()].push_back(row);
+  }
+  std::vector<SourceSummary> out;
+  for (const auto& [source, its_rows] : by_source) {
+    const SetSummary s = summarize(its_rows, set);
+    if (s.throughput_rows == 0) continue;
+    out.push_back({source, s.throughput_rows, s.mean_abs_error, s.first_prediction_rows, s.first_mean_abs_error,
+                   s.current_mean_abs_error_of_first});
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const SourceSummary& a, const SourceSummary& b) { return a.throughput_rows > b.throughput_rows; });
+  return out;
 }
 
 }  // namespace ragged::validation

@@ -89,6 +89,10 @@ std::optional<double> published_spread(const Run& run);
 // Compared, measured more than once, and predicted within the range of the
 // source's measurements (inclusive).
 bool within_published_range(const RowResult& row);
+// First prediction / published - 1 of tokens/s per GPU: the row's error as
+// first predicted (Run.first_prediction); nullopt unless its throughput is
+// compared and a first prediction is recorded.
+std::optional<double> first_prediction_error(const RowResult& row);
 std::optional<double> memory_error(const RowResult& row);      // nullopt: not simulated or no published memory
 OomAgreement oom_agreement(const RowResult& row);              // kNotApplicable unless simulated
 // Simulated and predicted to fit with less room than the simulator's own
@@ -116,6 +120,12 @@ struct SetSummary {
   int memory_rows = 0;           // simulated rows with a published peak memory
   int memory_within_tolerance = 0;
   double mean_abs_memory_error = 0;
+  // Out of sample: the rows of throughput_rows with a first prediction, their
+  // errors as first predicted and, over the same rows, as predicted now.
+  int first_prediction_rows = 0;
+  double first_mean_abs_error = 0;
+  double first_max_abs_error = 0;
+  double current_mean_abs_error_of_first = 0;
   int remeasured_rows = 0;          // simulated rows their source measured more than once
   int within_published_range = 0;   // of those, predicted within the range of the measurements
   double max_published_spread = 0;  // the largest published_spread among them
@@ -123,5 +133,18 @@ struct SetSummary {
 };
 
 SetSummary summarize(const std::vector<RowResult>& rows, Set set);
+
+// The same statistics per source (Run.source.title) of a set, largest first:
+// how much of the set each source holds, and its error as predicted now and,
+// for its rows that recorded one, as first predicted.
+struct SourceSummary {
+  std::string source;
+  int throughput_rows = 0;
+  double mean_abs_error = 0;
+  int first_prediction_rows = 0;
+  double first_mean_abs_error = 0;
+  double current_mean_abs_error_of_first = 0;
+};
+std::vector<SourceSummary> summarize_by_source(const std::vector<RowResult>& rows, Set set);
 
 }  // namespace ragged::validation

@@ -65,6 +65,19 @@ TEST_F(ValidationSetTest, DuplicateIdNamesBothRuns) {
   EXPECT_CONTAINS(e, ":16:3: runs[2].id: 'a' is already the id of runs[0]");
 }
 
+TEST_F(ValidationSetTest, FirstPredictionNeedsAPositiveValueItsCommitAndADate) {
+  auto with = [](const std::string& first) {
+    return run_entry("a", "scenario: \"scenarios/s.textproto\"", "published { tokens_per_s_per_gpu: 1 }",
+                     "  first_prediction { " + first + " }\n");
+  };
+  EXPECT_EQ(error(with("tokens_per_s_per_gpu: 2 commit: \"abc1234\" date: \"2026-11-29\"")), "");
+  EXPECT_CONTAINS(error(with("tokens_per_s_per_gpu: 0 commit: \"abc1234\"")),
+                  "runs[0].first_prediction.tokens_per_s_per_gpu: must be positive");
+  EXPECT_CONTAINS(error(with("tokens_per_s_per_gpu: 2")), "runs[0].first_prediction.commit: missing");
+  EXPECT_CONTAINS(error(with("tokens_per_s_per_gpu: 2 commit: \"abc\" date: \"29.11.2026\"")),
+                  "runs[0].first_prediction.date: '29.11.2026' is not a date: write YYYY-MM-DD");
+}
+
 TEST_F(ValidationSetTest, IdWithSpaces) { EXPECT_CONTAINS(error(run_entry("a b")), "runs[0].id: 'a b' has characters"); }
 
 TEST_F(ValidationSetTest, MissingScenarioFile) {

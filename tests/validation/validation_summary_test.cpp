@@ -1,5 +1,7 @@
 // The summary arithmetic against expectations worked out by hand.
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "common/units.hpp"
@@ -145,6 +147,40 @@ TEST(ValidationSummary, RemeasuredRowsReportTheSpreadOfTheirMeasurements) {
   EXPECT_NEAR(s.max_published_spread, 0.25, 1e-12);
   EXPECT_EQ(s.max_spread_id, "a");
   EXPECT_NEAR(s.mean_abs_error, 0.09, 1e-12);  // unchanged: the published figures alone
+}
+
+// Out of sample: a row's first prediction is compared with its published
+// figure, and the summary sets it beside today's error over the same rows;
+// rows without one (and rows whose throughput is not compared) count in
+// neither; per source, the same.
+TEST(ValidationSummary, FirstPredictionsAreSetBesideTodaysErrorOverTheSameRows) {
+  std::vector<RowResult> r = rows();
+  auto first = [](RowResult& row, double tokens, const char* source) {
+    row.run.mutable_first_prediction()->set_tokens_per_s_per_gpu(tokens);
+    row.run.mutable_first_prediction()->set_commit("abc1234");
+    row.run.mutable_source()->set_title(source);
+  };
+  first(r[0], 1300, "paper");  // a: published 1000, first +30%, now +10%
+  first(r[1], 1900, "paper");  // b: published 2000, first -5%, now -15%
+  first(r[5], 800, "paper");   // f: failed to simulate: not compared
+  r[7].run.mutable_source()->set_title("blog");  // h: no first prediction
+  EXPECT_NEAR(*first_prediction_error(r[0]), 0.30, 1e-12);
+  EXPECT_FALSE(first_prediction_error(r[5]).has_value());
+  EXPECT_FALSE(first_prediction_error(r[7]).has_value());
+  const SetSummary s = summarize(r, VALIDATION);
+  EXPECT_EQ(s.first_prediction_rows, 2);
+  EXPECT_NEAR(s.first_mean_abs_error, (0.30 + 0.05) / 2, 1e-12);
+  EXPECT_NEAR(s.first_max_abs_error, 0.30, 1e-12);
+  EXPECT_NEAR(s.current_mean_abs_error_of_first, (0.10 + 0.15) / 2, 1e-12);
+  EXPECT_NEAR(s.mean_abs_error, 0.09, 1e-12);  // unchanged: today's figures over every compared row
+  const std::vector<SourceSummary> sources = summarize_by_source(r, VALIDATION);
+  ASSERT_GE(sources.size(), 2u);
+  const auto paper = std::find_if(sources.begin(), sources.end(), [](const SourceSummary& x) { return x.source == "paper"; });
+  ASSERT_NE(paper, sources.end());
+  EXPECT_EQ(paper->throughput_rows, 2);
+  EXPECT_EQ(paper->first_prediction_rows, 2);
+  EXPECT_NEAR(paper->first_mean_abs_error, 0.175, 1e-12);
+  EXPECT_GE(sources.front().throughput_rows, sources.back().throughput_rows);  // largest first
 }
 
 // A run whose throughput is left out (its source does not state the GPU)

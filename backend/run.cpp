@@ -10,6 +10,7 @@
 #include "backend/run_support.hpp"
 #include "backend/progress.hpp"
 #include "backend/run_trace.hpp"
+#include "backend/startup_deadline.hpp"
 #include "backend/step_loop.hpp"
 #include "backend/watchdog.hpp"
 #include "backend/workload.hpp"
@@ -57,6 +58,7 @@ RunResult run(const planner::ResolvedScenario& resolved, const RunOptions& optio
   const scenarios::Training& training = resolved.scenario().training();
   comm.set_ordered_reductions(options.ordered_reductions);
   const std::unique_ptr<Watchdog> watchdog = comm.start_watchdog(options.collective_timeout_s);
+  disarm_startup_deadline();  // the watchdog bounds every wait from here
   // FSDP and HSDP inside each pipeline stage (the whole world without stages).
   const RunStages stages = split_stages(resolved, comm);
   const RankGroups groups = split_rank_groups(*stages.comm, training.shard_group_size());

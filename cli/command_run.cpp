@@ -6,10 +6,13 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <csignal>
 #include <cstdlib>
+#include <string>
 
 #include "backend/communicator.hpp"
 #include "backend/run.hpp"
+#include "backend/startup_deadline.hpp"
 #ifdef RAGGED_HAVE_CUDA
 #include "backend/cuda/cuda_run.hpp"
 #endif
@@ -125,6 +128,14 @@ backend::RunResult run_on_device(const planner::ResolvedScenario& resolved, cons
 #endif
 }
 
+// A test hook (tests/backend/lost_rank_test.sh): the rank named by
+// RAGGED_TEST_STOP_RANK_AT_STARTUP stops itself before MPI starts, as a rank
+// whose node froze would, so the start-up deadline is what ends the job.
+void stop_here_if_asked() {
+  const char* rank = std::getenv("RAGGED_TEST_STOP_RANK_AT_STARTUP");
+  if (rank != nullptr && std::to_string(backend::launcher_rank()) == rank) std::raise(SIGSTOP);
+}
+
 // The reference's tolerance where sums run in another order than the
 // reference's (MPI's or NCCL's reductions, cuBLAS's GEMMs): AdamW's first
 // steps move each weight by about lr * sign(g), so a gradient within
@@ -170,6 +181,11 @@ void add_run_command(CLI::App& app, Context& context) {
       ->capture_default_str();
   cmd->add_flag("--json", o->json, "Print JSON");
   cmd->callback([&context, o, cmd] {
+    // Under mpirun, the start-up (MPI's exchange, the ranks' agreement) is
+    // bounded by the collective timeout too, until the watchdog runs.
+    const backend::StartupDeadline startup(backend::launched_by_mpi() ? o->run.collective_timeout_s : 0,
+                                           backend::launcher_rank());
+    stop_here_if_asked();
     std::vector<planner::ResolvedScenario> resolved;
     try {
       resolved = o->scenario.resolve();

@@ -17,6 +17,7 @@
 #include "backend/run_stages.hpp"
 #include "backend/run_support.hpp"
 #include "backend/run_trace.hpp"
+#include "backend/startup_deadline.hpp"
 #include "backend/step_loop.hpp"
 #include "backend/watchdog.hpp"
 #include "backend/workload.hpp"
@@ -173,6 +174,7 @@ RunResult run_on_gpu(const planner::ResolvedScenario& resolved, const RunOptions
   std::byte* step_memory = device.arena().allocate_array<std::byte>(arena.bytes);
   GpuWorkload workload(resolved.model, workload_config, device.cublas(), compute, device.arena());
   const std::unique_ptr<Watchdog> watchdog = groups.world->start_watchdog(options.collective_timeout_s);
+  disarm_startup_deadline();  // the watchdog bounds every wait from here
   std::unique_ptr<CollectiveWatcher> watcher;
   if (comm.size() > 1 && options.collective_timeout_s > 0) {
     watcher = std::make_unique<CollectiveWatcher>(

@@ -1,0 +1,38 @@
+#pragma once
+// A job's start-up, bounded. MPI_Init's exchange and the first collectives
+// (the ranks' agreement on the scenario) wait for every rank before the
+// collective watchdog (watchdog.hpp) runs; a rank stopped there (SIGSTOP, a
+// hung file system, a node that froze) would leave the others waiting
+// forever. A deadline armed first thing ends this rank with one line and
+// kExitLostRank when the start-up has not finished within the collective
+// timeout; the launcher then ends the job. The run disarms it once its
+// collective watchdog runs (disarm_startup_deadline).
+
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+namespace ragged::backend {
+
+class StartupDeadline {
+ public:
+  // timeout_s <= 0: no deadline. `rank`: this process's, for the line.
+  StartupDeadline(double timeout_s, int rank);
+  ~StartupDeadline();
+  StartupDeadline(const StartupDeadline&) = delete;
+  StartupDeadline& operator=(const StartupDeadline&) = delete;
+
+  void disarm();
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool disarmed_ = false;
+  std::thread thread_;
+};
+
+// Disarms the deadline armed in this process, if any: the collective
+// watchdog has taken over.
+void disarm_startup_deadline();
+
+}  // namespace ragged::backend

@@ -30,7 +30,9 @@ configure: deps
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
-demo: build
+# The demo builds what it runs, the CLI alone; `make test` builds the rest.
+demo: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target ragged
 	$(RAGGED) simulate
 
 test: build

@@ -6,7 +6,9 @@
 
 #include "cli/commands.hpp"
 #include "cli/table.hpp"
+#include "common/errors.hpp"
 #include "common/units.hpp"
+#include "traces/trace_comparability.hpp"
 #include "traces/trace_compare.hpp"
 #include "traces/trace_io.hpp"
 #include "traces/trace_names.hpp"
@@ -17,12 +19,26 @@ void add_compare_command(CLI::App& app, Context& context) {
   auto predicted = std::make_shared<std::string>();
   auto measured = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
+  auto force = std::make_shared<bool>(false);
   auto* cmd = app.add_subcommand("compare", "Compare a predicted trace with a measured one, op kind by op kind");
   cmd->add_option("predicted", *predicted, "Trace written by `ragged simulate --trace`")->required();
   cmd->add_option("measured", *measured, "Trace written by `ragged run --trace`")->required();
   cmd->add_flag("--json", *json, "Print JSON");
-  cmd->callback([&context, predicted, measured, json] {
-    traces::TraceComparison c = traces::compare_traces(traces::read_trace(*predicted), traces::read_trace(*measured));
+  cmd->add_flag("--force", *force, "Compare traces of different runs (model, GPUs, strategy, batch ...) anyway, with a warning");
+  cmd->callback([&context, predicted, measured, json, force] {
+    const traces::Trace predicted_trace = traces::read_trace(*predicted);
+    const traces::Trace measured_trace = traces::read_trace(*measured);
+    // Traces of different runs make errors of their differences: refused, naming them.
+    const traces::Comparability comparable = traces::comparability(predicted_trace, measured_trace);
+    if (!comparable.comparable()) {
+      if (!*force) {
+        throw InputError(fmt::format("the traces are of different runs: {}; pass --force to compare them anyway",
+                                     comparable.describe()));
+      }
+      context.err << fmt::format("ragged: warning: the traces are of different runs: {}; compared anyway (--force)\n",
+                                 comparable.describe());
+    }
+    traces::TraceComparison c = traces::compare_traces(predicted_trace, measured_trace);
     if (*json) {
       nlohmann::json kinds = nlohmann::json::array();
       for (const auto& k : c.kinds) {
@@ -43,6 +59,7 @@ void add_compare_command(CLI::App& app, Context& context) {
                                     {"measured_held_bytes", c.measured_reserved_bytes},
                                     {"measured_steps", c.measured_steps},
                                     {"executor_notes", c.executor_notes},
+                                    {"different_runs", comparable.differences},
                                     {"predicted_exposed_comm_s", c.predicted_exposed_s},
                                     {"measured_exposed_comm_s", c.measured_exposed_s}, {"predicted_mfu", c.predicted_mfu},
                                     {"measured_mfu", c.measured_mfu},

@@ -6,9 +6,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <string>
+#include <thread>
 
 #include "backend/communicator.hpp"
 #include "backend/run.hpp"
@@ -128,7 +130,11 @@ backend::RunResult run_on_device(const planner::ResolvedScenario& resolved, cons
 #endif
 }
 
-// A test hook (tests/backend/lost_rank_test.sh): the rank named by
+// How long a rank other than the first waits before saying an input error
+// every rank should have found (the first says it and ends the job).
+constexpr auto kFirstRankSpeaksFirst = std::chrono::seconds(5);
+
+// A test hook (tests/backend/startup_stop_test.sh): the rank named by
 // RAGGED_TEST_STOP_RANK_AT_STARTUP stops itself before MPI starts, as a rank
 // whose node froze would, so the start-up deadline is what ends the job.
 void stop_here_if_asked() {
@@ -195,10 +201,17 @@ void add_run_command(CLI::App& app, Context& context) {
       if (cmd->count("--warmup") == 0) o->run.warmup_steps = defaults.warmup_steps();
       if (cmd->count("--seed") == 0) o->run.seed = defaults.seed();
       if (!o->inject_nan.empty()) o->run.inject_nan = parse_injection(o->inject_nan);
-    } catch (const InputError&) {
+    } catch (const InputError& e) {
       // Every rank of an mpirun reads the same arguments and files, so each
-      // finds this alike: the first rank says it, once.
-      if (backend::launcher_rank() > 0) throw QuietExit{kExitBadInput};
+      // finds this alike: the first rank says it, once, and ends the job
+      // (the launcher stops the others). A rank still here after a grace
+      // period was alone in finding it (ranks given other arguments): it
+      // says it itself.
+      if (backend::launcher_rank() > 0) {
+        std::this_thread::sleep_for(kFirstRankSpeaksFirst);
+        context.err << "ragged: error on rank " << backend::launcher_rank() << ": " << one_line(e.what()) << '\n';
+        throw QuietExit{kExitBadInput};
+      }
       throw;
     }
     std::unique_ptr<backend::Communicator> comm =

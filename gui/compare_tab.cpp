@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QCoreApplication>
 #include <QFileDialog>
@@ -17,9 +18,11 @@
 #include <QTimer>
 #include <QVBoxLayout>
 
+#include "common/errors.hpp"
 #include "common/units.hpp"
 #include "scenarios/scenario_loader.hpp"
 #include "scenarios/scenario_rules.hpp"
+#include "traces/trace_comparability.hpp"
 #include "traces/trace_compare.hpp"
 #include "traces/trace_io.hpp"
 
@@ -70,6 +73,10 @@ CompareTab::CompareTab(QWidget* parent) : QWidget(parent) {
     if (!m.isEmpty()) open_files(p, m);
   });
   controls->addWidget(open_predicted);
+  anyway_ = new QCheckBox(QStringLiteral("even of different runs"), this);
+  anyway_->setToolTip(QStringLiteral("Compare a predicted and a measured trace of different models, GPU counts, "
+                                     "strategies or batches anyway (ragged compare --force), with a warning"));
+  controls->addWidget(anyway_);
   controls->addSpacing(20);
   scenario_box_ = new QComboBox(this);
   scenario_box_->addItems({QStringLiteral("tiny-llama-4xcpu"), QStringLiteral("tiny-moe-4xcpu")});
@@ -132,14 +139,23 @@ void CompareTab::open_files(const QString& predicted, const QString& measured) {
   measured_path_ = measured;
   summary_->setText(QStringLiteral("reading…"));
   const std::string p_file = predicted.toStdString(), m_file = measured.toStdString();
-  task_.run([this, p_file, m_file]() -> std::function<void()> {
+  const bool anyway = anyway_->isChecked();
+  task_.run([this, p_file, m_file, anyway]() -> std::function<void()> {
     try {
       auto p = std::make_shared<const traces::Trace>(traces::read_trace(p_file));
       auto m = std::make_shared<const traces::Trace>(traces::read_trace(m_file));
+      // Traces of different runs make errors of their differences: refused, as `ragged compare`.
+      const traces::Comparability comparable = traces::comparability(*p, *m);
+      QString warning;
+      if (!comparable.comparable()) {
+        const std::string what = "the traces are of different runs: " + comparable.describe();
+        if (!anyway) throw InputError(what + "; open a prediction and a run of the same scenario, or tick 'even of different runs'");
+        warning = QString::fromStdString(what);
+      }
       const traces::TraceComparison c = traces::compare_traces(*p, *m);
       Timeline tp = build_timeline(*p), tm = build_timeline(*m, -1, first_step(*m));
-      return [this, p, m, c, tp = std::move(tp), tm = std::move(tm)]() mutable {
-        show_comparison(p, m, c, std::move(tp), std::move(tm));
+      return [this, p, m, c, warning, tp = std::move(tp), tm = std::move(tm)]() mutable {
+        show_comparison(p, m, c, std::move(tp), std::move(tm), warning);
       };
     } catch (const std::exception& e) {
       const QString message = QString::fromUtf8(e.what());
@@ -158,7 +174,7 @@ void CompareTab::open_files(const QString& predicted, const QString& measured) {
 
 void CompareTab::show_comparison(const std::shared_ptr<const traces::Trace>& p,
                                  const std::shared_ptr<const traces::Trace>& m, const traces::TraceComparison& c,
-                                 Timeline tp, Timeline tm) {
+                                 Timeline tp, Timeline tm, const QString& warning) {
   kinds_.set_comparison(c);
   ops_.set_comparison(c);
   kinds_table_->resizeColumnsToContents();
@@ -166,7 +182,12 @@ void CompareTab::show_comparison(const std::shared_ptr<const traces::Trace>& p,
   // Memory overlays like with like: the state and buffers both executors
   // count. Traces written before that count have none to overlay.
   const bool overlay = tp.peak_state_and_buffers > 0 && tm.peak_state_and_buffers > 0;
+  const QString warning_line =
+      warning.isEmpty() ? QString()
+                        : QStringLiteral("<span style=\"color: #b00020\">warning: %1; compared anyway</span><br>")
+                              .arg(warning.toHtmlEscaped());
   summary_->setText(
+      warning_line +
       QStringLiteral("<b>%1</b>, %2, predicted against the mean of %3 measured steps<br>"
                      "step time: %4 predicted, %5 measured, <b>%6</b><br>"
                      "peak memory (state + parameter and gradient buffers): %7 against %8, <b>%9</b><br>"

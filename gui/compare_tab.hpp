@@ -18,6 +18,7 @@
 #include "gui/models/op_error_model.hpp"
 #include "gui/timeline_view.hpp"
 
+class QCheckBox;
 class QComboBox;
 class QLabel;
 class QProgressBar;
@@ -32,7 +33,9 @@ class CompareTab : public QWidget {
  public:
   explicit CompareTab(QWidget* parent = nullptr);
 
-  void open_files(const QString& predicted, const QString& measured);  // errors through error()
+  // Errors through error(), traces of different runs (traces::comparability)
+  // among them unless "even of different runs" is ticked.
+  void open_files(const QString& predicted, const QString& measured);
   // Runs `ragged simulate` then `ragged run --device cpu` on a shipped scenario.
   void run_both(const QString& scenario);
   void cancel_run();
@@ -56,7 +59,7 @@ class CompareTab : public QWidget {
 
   void show_comparison(const std::shared_ptr<const traces::Trace>& predicted,
                        const std::shared_ptr<const traces::Trace>& measured, const traces::TraceComparison& c,
-                       Timeline predicted_timeline, Timeline measured_timeline);
+                       Timeline predicted_timeline, Timeline measured_timeline, const QString& warning);
 
   KindErrorModel kinds_;
   OpErrorModel ops_;
@@ -67,6 +70,7 @@ class CompareTab : public QWidget {
   int stage_ = 0;  // 0: simulate, 1: run
   bool cancelled_ = false;
   QString predicted_path_, measured_path_;
+  QCheckBox* anyway_ = nullptr;  // compare traces of different runs anyway (--force)
   QComboBox* scenario_box_ = nullptr;
   QPushButton* run_button_ = nullptr;
   QPushButton* cancel_button_ = nullptr;

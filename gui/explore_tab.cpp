@@ -231,6 +231,7 @@ void ExploreTab::settings_edited() {
     current_ = apply_settings(base_, settings_.settings());
     valid_ = true;
     error_label_->hide();
+    settings_.follow(settings_of(current_.scenario));  // a shard group left to the scenario shows the plan's
   } catch (const std::exception& e) {
     valid_ = false;
     error_label_->setText(QString::fromUtf8(e.what()));

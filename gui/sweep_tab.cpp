@@ -21,7 +21,8 @@ SweepTab::SweepTab(QWidget* parent) : QWidget(parent) {
   cancel_button_ = new QPushButton(QStringLiteral("Cancel"), this);
   cancel_button_->setEnabled(false);
   progress_ = new QProgressBar(this);
-  status_ = new QLabel(QStringLiteral("Open a scenario in Explore, then sweep it. Click a point to open it in Explore."), this);
+  status_ = new QLabel(this);
+  status_->setWordWrap(true);
   connect(run_button_, &QPushButton::clicked, this, &SweepTab::run_default);
   connect(cancel_button_, &QPushButton::clicked, this, &SweepTab::cancel);
   controls->addWidget(run_button_);
@@ -52,8 +53,11 @@ SweepTab::SweepTab(QWidget* parent) : QWidget(parent) {
     redraw_->stop();
     refresh_charts();
     cancel_button_->setEnabled(false);
-    status_->setText(results_.finished_text() + QStringLiteral(". Click a point to open it in Explore."));
+    // A sweep dropped before it ran (a new scenario) finishes with nothing: what to do stays.
+    status_->setText(results_.rows().empty() ? hint()
+                                             : results_.finished_text() + QStringLiteral(". Click a point to open it in Explore."));
   });
+  status_->setText(hint());
   refresh_charts();
 }
 
@@ -63,10 +67,17 @@ void SweepTab::set_scenario(std::shared_ptr<const planner::ResolvedScenario> res
   jobs_.start({});  // a sweep of the previous scenario is stale
   results_.reset_rows({});
   refresh_charts();
-  if (resolved_) {
-    status_->setText(QStringLiteral("%1: press Sweep").arg(QString::fromStdString(resolved_->scenario().name())));
-  }
+  status_->setText(hint());
 }
+
+QString SweepTab::hint() const {
+  const QString what = QStringLiteral("press %1 to simulate every strategy at each GPU count, then click a point to "
+                                      "open it in Explore").arg(run_button_->text());
+  if (!resolved_) return QStringLiteral("Open a scenario in Explore, then ") + what + QLatin1Char('.');
+  return QStringLiteral("%1: %2.").arg(QString::fromStdString(resolved_->scenario().name()), what);
+}
+
+QString SweepTab::status_text() const { return status_->text(); }
 
 void SweepTab::run_default() { run(sweep_gpu_counts()); }
 

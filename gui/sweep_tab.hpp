@@ -32,12 +32,15 @@ class SweepTab : public QWidget {
   SimulationResultsModel* results_model() { return &results_; }
   SimulationJobs* jobs() { return &jobs_; }
   QList<QWidget*> exportable_views() const;
+  // What the tab says above its charts: what to do until a sweep runs, then its progress and outcome.
+  QString status_text() const;
 
  Q_SIGNALS:
   void open_configuration(qint64 gpus, const QString& strategy);
 
  private:
   void refresh_charts();
+  QString hint() const;
 
   std::shared_ptr<const planner::ResolvedScenario> resolved_;
   SimulationResultsModel results_;

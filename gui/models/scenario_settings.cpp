@@ -71,6 +71,21 @@ void write_cluster_size(scenarios::Cluster* cluster, int64_t gpus, int64_t per_n
   cluster->set_nodes(static_cast<int32_t>(gpus / per_node));
 }
 
+// The divisors of `n` on either side of `wanted`: "4 or 8", "64".
+std::string divisors_near(int64_t n, int64_t wanted) {
+  int64_t below = 0, above = 0;
+  for (int64_t d = 1; d * d <= n; ++d) {
+    if (n % d != 0) continue;
+    for (int64_t v : {d, n / d}) {
+      if (v <= wanted && v > below) below = v;
+      if (v >= wanted && (above == 0 || v < above)) above = v;
+    }
+  }
+  if (below == 0) return std::to_string(above);
+  if (above == 0 || above == below) return std::to_string(below);
+  return fmt::format("{} or {}", below, above);
+}
+
 }  // namespace
 
 ScenarioSettings settings_of(const scenarios::Scenario& scenario) {
@@ -124,11 +139,12 @@ scenarios::LoadedScenario apply_settings(const scenarios::LoadedScenario& base, 
   if (settings.strategy != before.strategy) t->set_strategy(settings.strategy);
   if (settings.optimizer != before.optimizer) write_optimizer(t, settings.optimizer);
   if (settings.granularity != before.granularity) write_granularity(t, settings.granularity);
-  if (settings.shard_group != before.shard_group) {
+  if (settings.shard_group_written) {
     const int64_t model_ranks = settings.gpus / std::max<int64_t>(1, settings.tp);  // the ranks of one tp rank
-    if (settings.shard_group < 1 || model_ranks % settings.shard_group != 0) {
-      throw InputError(fmt::format("shard group {}: it must divide the {} GPUs{}", settings.shard_group, model_ranks,
-                                   settings.tp > 1 ? " of one tp rank" : ""));
+    if (settings.shard_group < 1 || model_ranks < 1 || model_ranks % settings.shard_group != 0) {
+      throw InputError(fmt::format("shard group {}: it must divide the {} GPUs{}; use {}, or auto for the scenario's own",
+                                   settings.shard_group, model_ranks, settings.tp > 1 ? " of one tp rank" : "",
+                                   divisors_near(std::max<int64_t>(1, model_ranks), settings.shard_group)));
     }
     t->set_shard_group_size(static_cast<int32_t>(settings.shard_group));
     t->clear_replicate_group_size();

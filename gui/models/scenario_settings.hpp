@@ -21,7 +21,14 @@ struct ScenarioSettings {
   double nic_gbits_per_s = 400;
   scenarios::Strategy strategy = scenarios::RAGGED;
   std::string granularity = "element";  // the --granularity syntax
-  int64_t shard_group = 0;              // GPUs per shard group; the rest replicate (HSDP)
+  // GPUs per shard group; the rest replicate (HSDP). Unless written, what
+  // the scenario derives (settings_of), which follows the GPU count: a
+  // group of every GPU stays so, a smaller one stays where it divides.
+  int64_t shard_group = 0;
+  // shard_group was given (typed in the window): applied as is, whatever the
+  // scenario had, and kept when the GPUs change; one that does not divide
+  // them is an InputError naming the divisors nearby.
+  bool shard_group_written = false;
   int64_t tp = 1;                       // the device mesh (training.mesh, docs/MESH.md)
   int64_t cp = 1;
   int64_t ep = 1;

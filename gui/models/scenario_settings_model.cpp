@@ -24,7 +24,8 @@ constexpr RowInfo kRowInfo[ScenarioSettingsModel::kRows] = {
     {"NIC Gbit/s", "Bandwidth of one NIC, per direction"},
     {"strategy", "Layout strategy"},
     {"granularity", "element, rows:K, block:RxC or matrix"},
-    {"shard group", "Ranks FSDP shards one model copy over (dp_shard x cp); fewer than a tp rank's is HSDP"},
+    {"shard group", "Ranks FSDP shards one model copy over (dp_shard x cp); fewer than a tp rank's is HSDP. "
+                    "Follows the GPUs until a value is typed; auto gives it back to the scenario"},
     {"tp", "Tensor-parallel ranks: every block's matrices split, inside a node"},
     {"cp", "Context-parallel ranks: each sequence split, keys and values gathered"},
     {"ep", "Expert-parallel ranks (mixtures of experts): each holds 1/ep of the routed experts"},
@@ -138,9 +139,18 @@ bool ScenarioSettingsModel::parse_into(int row, const QString& value, ScenarioSe
       }
       case kStrategy: s.strategy = scenarios::parse_strategy(text); return true;
       case kGranularity: s.granularity = text; return !text.empty();
-      case kShardGroup: return positive(value, s.shard_group);
-      case kTp: return positive(value, s.tp);
-      case kCp: return positive(value, s.cp);
+      case kShardGroup: {
+        const QString t = value.trimmed();
+        if (t.isEmpty() || t.compare(QStringLiteral("auto"), Qt::CaseInsensitive) == 0) {
+          s.shard_group_written = false;
+          return true;
+        }
+        s.shard_group_written = true;
+        return positive(value, s.shard_group);
+      }
+      // A new tp or cp re-derives the shard group, as --tp/--cp (scenarios::with_mesh).
+      case kTp: s.shard_group_written = false; return positive(value, s.tp);
+      case kCp: s.shard_group_written = false; return positive(value, s.cp);
       case kEp: return positive(value, s.ep);
       case kMicroBatch: return positive(value, s.micro_batch);
       case kSequenceLength: return positive(value, s.sequence_length);
@@ -186,6 +196,12 @@ bool ScenarioSettingsModel::set_value(Row row, const QString& value) {
   Q_EMIT dataChanged(index(0, kValue), index(kRows - 1, kValue));  // nodes and GPUs follow each other
   Q_EMIT settings_changed();
   return true;
+}
+
+void ScenarioSettingsModel::follow(const ScenarioSettings& applied) {
+  if (settings_.shard_group_written || settings_.shard_group == applied.shard_group) return;
+  settings_.shard_group = applied.shard_group;
+  Q_EMIT dataChanged(index(kShardGroup, kValue), index(kShardGroup, kValue));
 }
 
 void ScenarioSettingsModel::set_settings(const ScenarioSettings& settings) {

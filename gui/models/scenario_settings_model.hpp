@@ -35,7 +35,13 @@ class ScenarioSettingsModel : public QAbstractTableModel {
   // Replaces every value (a scenario was opened); emits no settings_changed.
   void set_settings(const ScenarioSettings& settings);
   // One value by row, as the editor would write it; false when it does not parse.
+  // A shard group typed is the user's (ScenarioSettings::shard_group_written),
+  // "auto" (or nothing) gives it back to the scenario; a new tp or cp does too.
   bool set_value(Row row, const QString& value);
+  // The settings were applied and the scenario derived `applied`: the values
+  // the user did not write (the shard group) show what the plan uses. Emits no
+  // settings_changed.
+  void follow(const ScenarioSettings& applied);
 
  Q_SIGNALS:
   void settings_changed();

@@ -55,6 +55,7 @@ class ModelsTest : public QObject {
     QCOMPARE(changed.scenario.training().micro_batch_size(), 2);
 
     s.shard_group = 16;  // HSDP: 4 replicas
+    s.shard_group_written = true;
     const auto hsdp = apply_settings(loaded, s);
     QCOMPARE(hsdp.scenario.training().shard_group_size(), 16);
     QCOMPARE(hsdp.scenario.training().replicate_group_size(), 4);
@@ -111,6 +112,48 @@ class ModelsTest : public QObject {
     QVERIFY(model.set_value(ScenarioSettingsModel::kCp, QStringLiteral("2")));
     QCOMPARE(model.settings().cp, 2);
     QVERIFY(!model.set_value(ScenarioSettingsModel::kEp, QStringLiteral("0")));
+  }
+
+  // Issue 51: a shard group left to the scenario follows the GPUs in the
+  // table; one typed is applied, even the value shown, and kept.
+  void a_typed_shard_group_is_applied_and_kept() {
+    const auto loaded = scenarios::load_scenario("llama3-8b-8xh100");
+    ScenarioSettingsModel model;
+    QAbstractItemModelTester tester(&model);
+    model.set_settings(settings_of(loaded.scenario));
+    QVERIFY(model.set_value(ScenarioSettingsModel::kGpus, QStringLiteral("64")));
+    auto applied = apply_settings(loaded, model.settings());
+    QCOMPARE(applied.scenario.training().shard_group_size(), 64);
+    model.follow(settings_of(applied.scenario));
+    QCOMPARE(model.settings().shard_group, 64);  // shown as the plan uses it
+    QSignalSpy changed(&model, &ScenarioSettingsModel::settings_changed);
+    QVERIFY(model.set_value(ScenarioSettingsModel::kShardGroup, QStringLiteral("8")));
+    QCOMPARE(changed.count(), 1);
+    applied = apply_settings(loaded, model.settings());
+    QCOMPARE(applied.scenario.training().shard_group_size(), 8);
+    QCOMPARE(applied.scenario.training().replicate_group_size(), 8);
+    // 8 on the scenario's own 8 GPUs is an edit too: it stays 8 on 64 GPUs.
+    model.set_settings(settings_of(loaded.scenario));
+    QVERIFY(model.set_value(ScenarioSettingsModel::kShardGroup, QStringLiteral("8")));
+    QCOMPARE(changed.count(), 2);
+    QVERIFY(model.set_value(ScenarioSettingsModel::kGpus, QStringLiteral("64")));
+    applied = apply_settings(loaded, model.settings());
+    QCOMPARE(applied.scenario.training().shard_group_size(), 8);
+    model.follow(settings_of(applied.scenario));
+    QCOMPARE(model.settings().shard_group, 8);
+    // Not a divisor: the error names the ones nearby.
+    QVERIFY(model.set_value(ScenarioSettingsModel::kShardGroup, QStringLiteral("12")));
+    try {
+      apply_settings(loaded, model.settings());
+      QFAIL("a shard group of 12 on 64 GPUs was accepted");
+    } catch (const InputError& e) {
+      QCOMPARE(QString::fromUtf8(e.what()),
+               QStringLiteral("shard group 12: it must divide the 64 GPUs; use 8 or 16, or auto for the scenario's own"));
+    }
+    // auto: back to the scenario's (every GPU).
+    QVERIFY(model.set_value(ScenarioSettingsModel::kShardGroup, QStringLiteral("auto")));
+    QVERIFY(!model.settings().shard_group_written);
+    QCOMPARE(apply_settings(loaded, model.settings()).scenario.training().shard_group_size(), 64);
   }
 
   void bad_settings_are_input_errors_with_the_cli_wording() {

@@ -72,6 +72,12 @@ void type_setting(ExploreTab* explore, int row, const QString& text) {
   QCoreApplication::processEvents();  // the delegate commits on the next turn of the loop
 }
 
+// What the settings table shows in the value cell of `row`.
+QString shown(ExploreTab* explore, int row) {
+  auto* view = explore->findChild<QTableView*>();
+  return view->model()->index(row, ScenarioSettingsModel::kValue).data(Qt::DisplayRole).toString();
+}
+
 // `text` as the file `name` of `dir`; its path.
 QString write_file(const QTemporaryDir& dir, const QString& name, const char* text) {
   const QString path = dir.filePath(name);
@@ -170,6 +176,68 @@ class SessionTest : public QObject {
     QVERIFY(explore->settings_error().contains(QStringLiteral("multiple of 8")));
     QVERIFY(explore->current() == nullptr);
     QVERIFY(!window.save_scenario_to(dir.filePath(QStringLiteral("x.textproto"))));
+  }
+
+  // Issue 51: the shard group kept showing 8 after the GPUs went to 64 (the
+  // plan sharding over 64), and typing 8 was ignored, so an 8-GPU group on 64
+  // GPUs could not be asked for.
+  void shard_group_follows_the_gpus_until_typed() {
+    MainWindow window;
+    window.show();
+    ExploreTab* explore = window.explore();
+    for (auto* box : explore->findChildren<QCheckBox*>()) box->setChecked(false);  // plans only, no simulations
+    QVERIFY(explore->open_scenario(QStringLiteral("llama3-8b-8xh100")));
+    QCOMPARE(shown(explore, ScenarioSettingsModel::kShardGroup), QStringLiteral("8"));
+
+    // Defaulted: it follows the GPUs, showing what the plan uses.
+    type_setting(explore, ScenarioSettingsModel::kGpus, QStringLiteral("64"));
+    QVERIFY(explore->current() != nullptr);
+    QCOMPARE(explore->current()->scenario.training().shard_group_size(), 64);
+    QCOMPARE(shown(explore, ScenarioSettingsModel::kShardGroup), QStringLiteral("64"));
+    QTRY_VERIFY_WITH_TIMEOUT(explore->plan_text().contains(QStringLiteral("on 64 GPUs (shard group 64)")), 20000);
+
+    // Typed: applied (8 ranks x 8 replicas) and kept when the GPUs change.
+    type_setting(explore, ScenarioSettingsModel::kShardGroup, QStringLiteral("8"));
+    QVERIFY(explore->current() != nullptr);
+    QCOMPARE(explore->current()->scenario.training().shard_group_size(), 8);
+    QCOMPARE(explore->current()->scenario.training().replicate_group_size(), 8);
+    QTRY_VERIFY_WITH_TIMEOUT(explore->plan_text().contains(QStringLiteral("on 64 GPUs (shard group 8)")), 20000);
+    type_setting(explore, ScenarioSettingsModel::kGpus, QStringLiteral("128"));
+    QCOMPARE(explore->current()->scenario.training().shard_group_size(), 8);
+    QCOMPARE(shown(explore, ScenarioSettingsModel::kShardGroup), QStringLiteral("8"));
+
+    // One that does not divide the GPUs: an error naming the fix, nothing silently dropped.
+    type_setting(explore, ScenarioSettingsModel::kShardGroup, QStringLiteral("6"));
+    QVERIFY(explore->current() == nullptr);
+    QVERIFY2(explore->settings_error().contains(QStringLiteral("shard group 6: it must divide the 128 GPUs; use 4 or 8")),
+             qPrintable(explore->settings_error()));
+    QCOMPARE(shown(explore, ScenarioSettingsModel::kShardGroup), QStringLiteral("6"));
+
+    // auto gives it back to the scenario: every GPU again, and following them.
+    type_setting(explore, ScenarioSettingsModel::kShardGroup, QStringLiteral("auto"));
+    QVERIFY(explore->current() != nullptr);
+    QVERIFY(explore->settings_error().isEmpty());
+    QCOMPARE(explore->current()->scenario.training().shard_group_size(), 128);
+    QCOMPARE(shown(explore, ScenarioSettingsModel::kShardGroup), QStringLiteral("128"));
+  }
+
+  // Issue 51: before any sweep the Sweep tab said "0 of 0 simulated" instead of what to do.
+  void sweep_says_what_to_do_until_it_runs() {
+    MainWindow window;
+    window.show();
+    SweepTab* sweep = window.sweep();
+    QVERIFY2(sweep->status_text().contains(QStringLiteral("Open a scenario in Explore")), qPrintable(sweep->status_text()));
+    for (auto* box : window.explore()->findChildren<QCheckBox*>()) box->setChecked(false);
+    QVERIFY(window.explore()->open_scenario(QStringLiteral("llama3-8b-8xh100")));
+    QTRY_VERIFY_WITH_TIMEOUT(window.explore()->resolved() != nullptr, 20000);
+    QTest::qWait(200);  // the dropped (empty) sweep's end is posted
+    const QString said = sweep->status_text();
+    QVERIFY2(!said.contains(QStringLiteral("0 of 0")), qPrintable(said));
+    QVERIFY2(said.contains(QStringLiteral("llama3-8b-8xh100: press Sweep 8")), qPrintable(said));
+    QVERIFY2(said.contains(QStringLiteral("click a point")), qPrintable(said));
+    sweep->run({8});
+    QTRY_VERIFY_WITH_TIMEOUT(all_finished(sweep->results_model()), 60000);
+    QTRY_VERIFY_WITH_TIMEOUT(sweep->status_text().startsWith(QStringLiteral("6 of 6 simulated")), 5000);
   }
 
   void save_export_and_keep_the_window_state() {
@@ -378,6 +446,42 @@ class SessionTest : public QObject {
     compare->open_files(m, p);  // swapped: compare_traces' InputError in the dialog
     QTRY_VERIFY_WITH_TIMEOUT(window.last_error().contains(QStringLiteral("not a predicted one")), 20000);
     QCOMPARE(compare->ops_model()->rowCount(), 0);  // nothing of the earlier comparison stays
+  }
+
+  // Issue 51: a prediction of one model against a run of another compared
+  // into +145,806% errors. Refused, naming what differs (traces::comparability,
+  // as `ragged compare`), unless "even of different runs" is ticked.
+  void compare_refuses_traces_of_different_runs() {
+    QTemporaryDir dir;
+    const traces::Trace llama =
+        sim::simulate_in_child(planner::resolve_scenario(scenarios::load_scenario("tiny-llama-4xcpu")), {}).trace;
+    traces::Trace moe =
+        sim::simulate_in_child(planner::resolve_scenario(scenarios::load_scenario("tiny-moe-4xcpu")), {}).trace;
+    moe.mutable_metadata()->set_source(traces::MEASURED);
+    moe.mutable_metadata()->set_device("cpu (host (OpenBLAS), MPI), 4 local ranks");
+    const QString p = dir.filePath(QStringLiteral("llama.pb")), m = dir.filePath(QStringLiteral("moe.pb"));
+    traces::write_trace(llama, p.toStdString());
+    traces::write_trace(moe, m.toStdString());
+
+    MainWindow window;
+    window.show();
+    CompareTab* compare = window.compare();
+    compare->open_files(p, m);
+    QTRY_VERIFY_WITH_TIMEOUT(window.last_error().contains(QStringLiteral("the traces are of different runs")), 20000);
+    QVERIFY2(window.last_error().contains(QStringLiteral("model tiny-llama vs tiny-moe")), qPrintable(window.last_error()));
+    QVERIFY2(window.last_error().contains(QStringLiteral("sequence length 128 vs 64")), qPrintable(window.last_error()));
+    QCOMPARE(compare->ops_model()->rowCount(), 0);
+    QCOMPARE(compare->kinds_model()->rowCount(), 0);
+
+    // Ticked: compared anyway, the differences said above the figures.
+    QSignalSpy compared(compare, &CompareTab::compared);
+    auto* anyway = compare->findChild<QCheckBox*>();
+    QVERIFY(anyway != nullptr);
+    anyway->setChecked(true);
+    compare->open_files(p, m);
+    QVERIFY(compared.wait(20000));
+    QVERIFY2(compare->summary_text().contains(QStringLiteral("warning: the traces are of different runs: model tiny-llama vs tiny-moe")),
+             qPrintable(compare->summary_text()));
   }
 };
 

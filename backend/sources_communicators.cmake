@@ -8,6 +8,7 @@ list(APPEND RAGGED_BACKEND_SRCS
   ${CMAKE_CURRENT_LIST_DIR}/communicator_mpi.cpp
   ${CMAKE_CURRENT_LIST_DIR}/mpi_thread_level.cpp
   ${CMAKE_CURRENT_LIST_DIR}/task_farm_mpi.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/worker_clock.cpp
   ${CMAKE_CURRENT_LIST_DIR}/watchdog_mpi.cpp
   ${CMAKE_CURRENT_LIST_DIR}/progress.cpp
   ${CMAKE_CURRENT_LIST_DIR}/collective_wait.cpp

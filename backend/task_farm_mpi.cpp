@@ -6,19 +6,29 @@
 //   0 -> worker  kEnd      empty: no more tasks, ever
 // A worker has at most one request outstanding. A request that arrives
 // when rank 0 has nothing to hand out waits for the next map() or finish().
+// A worker that holds tasks, or owes its last request, and stays silent past
+// the task timeout (WorkerClock) ends the job with one line and
+// kExitLostRank instead of leaving rank 0 waiting forever.
 
 #include "backend/task_farm_mpi.hpp"
 
 #include "common/errors.hpp"
 
 #ifdef RAGGED_HAVE_MPI
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <deque>
 #include <utility>
 
+#include <fmt/format.h>
+
+#include <cstdio>
+
 #include "backend/mpi_check.hpp"
+#include "backend/watchdog.hpp"
+#include "backend/worker_clock.hpp"
 #endif
 
 namespace ragged::backend {
@@ -40,6 +50,10 @@ std::string with_index(uint64_t index, std::string_view rest) {
   return out;
 }
 
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 uint64_t index_of(const std::string& message) {
   RAGGED_ASSERT(message.size() >= sizeof(uint64_t), "a task farm message starts with its task index");
   uint64_t index = 0;
@@ -58,6 +72,24 @@ struct MpiTaskFarm::State {
   int all_threads = 1;
   bool finished = false;
   std::vector<int> parked;  // rank 0: workers whose request waits for a task
+  double task_timeout_s = 0;
+  WorkerClock clock{0};     // rank 0: who holds tasks and since when it was heard
+
+  // Rank 0, while it waits: a worker silent past the timeout ends the job.
+  void end_if_a_worker_is_lost() const {
+    const auto silent = clock.silent_past_timeout(now_s());
+    if (!silent) return;
+    std::fputs(fmt::format("ragged: error: rank 0: worker rank {} has not been heard from for {:.0f} s while it "
+                           "{} (stopped, or its node hung); --task-timeout {:g} s: ending the job\n",
+                           silent->rank, silent->seconds,
+                           silent->tasks > 0 ? fmt::format("holds {} task(s)", silent->tasks)
+                                             : std::string("owes its last request"),
+                           task_timeout_s)
+                   .c_str(),
+               stderr);
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, kExitLostRank);
+  }
 
   void send(int dest, Tag tag, const std::string& bytes) {
     MPI_CHECK(MPI_Send(bytes.data(), static_cast<int>(bytes.size()), MPI_BYTE, dest, tag, comm));
@@ -78,8 +110,10 @@ struct MpiTaskFarm::State {
 
   // Rank 0: a worker asks; it gets the next task or waits parked.
   void answer_request(int source, TaskQueue& queue) {
+    clock.heard(source, now_s());
     if (std::optional<size_t> index = queue.take()) {
       send(source, kTask, with_index(*index, queue.task(*index)));
+      clock.task_sent(source, now_s());
     } else {
       parked.push_back(source);
     }
@@ -100,11 +134,13 @@ struct MpiTaskFarm::State {
   }
 };
 
-MpiTaskFarm::MpiTaskFarm(TaskWork work, int threads) : state_(std::make_unique<State>()) {
+MpiTaskFarm::MpiTaskFarm(TaskWork work, int threads, double task_timeout_s) : state_(std::make_unique<State>()) {
   ensure_mpi_initialized();
   State& s = *state_;
   s.work = std::move(work);
   s.threads = std::max(1, threads);
+  s.task_timeout_s = task_timeout_s;
+  s.clock = WorkerClock(task_timeout_s);
   MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &s.comm));
   MPI_CHECK(MPI_Comm_set_errhandler(s.comm, MPI_ERRORS_RETURN));
   MPI_CHECK(MPI_Comm_rank(s.comm, &s.rank));
@@ -142,13 +178,16 @@ std::vector<std::optional<std::string>> MpiTaskFarm::map(const std::vector<std::
     while (!queue.done()) {
       auto message = s.poll(MPI_ANY_SOURCE);
       if (!message) {
+        s.end_if_a_worker_is_lost();
         std::this_thread::sleep_for(kPollInterval);
         continue;
       }
-      if (message->first.MPI_TAG == kRequest)
+      if (message->first.MPI_TAG == kRequest) {
         s.answer_request(message->first.MPI_SOURCE, queue);
-      else if (message->first.MPI_TAG == kResult)
+      } else if (message->first.MPI_TAG == kResult) {
+        s.clock.result_received(message->first.MPI_SOURCE, now_s());
         State::record_result(message->second, queue);
+      }
     }
   }
   return queue.results();
@@ -159,17 +198,23 @@ void MpiTaskFarm::finish() {
   if (s.rank != 0 || s.finished) return;
   s.finished = true;
   int ended = 0;
-  for (int source : std::exchange(s.parked, {})) {
+  const std::vector<int> parked = std::exchange(s.parked, {});
+  for (int source : parked) {
     s.send(source, kEnd, "");
     ++ended;
+  }
+  for (int rank = 1; rank < s.size; ++rank) {
+    if (std::find(parked.begin(), parked.end(), rank) == parked.end()) s.clock.owes_message(rank, now_s());
   }
   // Every worker is idle now and asks once more; each ask gets the end.
   while (ended < s.size - 1) {
     auto message = s.poll(MPI_ANY_SOURCE);
     if (!message) {
+      s.end_if_a_worker_is_lost();
       std::this_thread::sleep_for(kPollInterval);
       continue;
     }
+    s.clock.heard(message->first.MPI_SOURCE, now_s());
     RAGGED_ASSERT(message->first.MPI_TAG == kRequest, "after the last map only requests arrive");
     s.send(message->first.MPI_SOURCE, kEnd, "");
     ++ended;
@@ -266,7 +311,7 @@ void MpiTaskFarm::serve() {
 
 struct MpiTaskFarm::State {};
 
-MpiTaskFarm::MpiTaskFarm(TaskWork, int) {
+MpiTaskFarm::MpiTaskFarm(TaskWork, int, double) {
   throw InputError("this build has no MPI: install libopenmpi-dev and rebuild");
 }
 MpiTaskFarm::~MpiTaskFarm() = default;

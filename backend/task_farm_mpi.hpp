@@ -22,7 +22,9 @@ namespace ragged::backend {
 class MpiTaskFarm final : public TaskRunner {
  public:
   // Throws InputError when this build has no MPI.
-  MpiTaskFarm(TaskWork work, int threads);
+  // `task_timeout_s`: how long rank 0 waits on a silent worker that holds
+  // tasks before it ends the job (kExitLostRank); 0 waits forever.
+  MpiTaskFarm(TaskWork work, int threads, double task_timeout_s = 0);
   ~MpiTaskFarm() override;
   MpiTaskFarm(const MpiTaskFarm&) = delete;
   MpiTaskFarm& operator=(const MpiTaskFarm&) = delete;

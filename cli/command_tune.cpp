@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "backend/communicator.hpp"
+#include "backend/startup_deadline.hpp"
 #include "backend/task_farm_mpi.hpp"
 #include "cli/commands.hpp"
 #include "cli/goodput_options.hpp"
@@ -44,6 +45,7 @@ struct TuneCommandOptions {
   int64_t max_grad_accum = 64;
   std::vector<std::string> strategies;
   bool strategies_given = false;
+  double task_timeout_s = 600;  // a candidate takes seconds; a silent worker for 10 minutes is lost
   std::string shard_groups;
   std::string tps, cps, eps, pps;
   std::vector<std::string> schedules;
@@ -188,7 +190,11 @@ void run(const TuneCommandOptions& o, Context& context) {
   const auto work = [&tuner](const std::string& task) { return tuner.run_task(task); };
   std::unique_ptr<TaskRunner> runner;
   if (backend::launched_by_mpi()) {
-    auto farm = std::make_unique<backend::MpiTaskFarm>(work, jobs_for(o));
+    // MPI's start-up and the farm's first collective wait for every rank:
+    // bounded by the same timeout.
+    backend::StartupDeadline startup(o.task_timeout_s, backend::launcher_rank());
+    auto farm = std::make_unique<backend::MpiTaskFarm>(work, jobs_for(o), o.task_timeout_s);
+    startup.disarm();
     if (!farm->is_root()) {
       farm->serve();
       return;
@@ -324,6 +330,11 @@ void add_tune_command(CLI::App& app, Context& context) {
   cmd->add_option("--cache-dir", o->cache_dir,
                   "Result cache folder (default: $XDG_CACHE_HOME/ragged/tune, else ~/.cache/ragged/tune)");
   cmd->add_flag("--no-cache", o->no_cache, "Neither read nor write the result cache");
+  cmd->add_option("--task-timeout", o->task_timeout_s,
+                  "Under mpirun: seconds rank 0 waits on a silent worker that holds candidates before it ends the "
+                  "job, naming the rank (0: wait forever)")
+      ->check(number_between(0, 604800))
+      ->capture_default_str();
   cmd->callback([&context, o, strategies] {
     o->strategies_given = strategies->count() > 0;
     run(*o, context);

@@ -221,6 +221,15 @@ if(RAGGED_HAVE_MPI AND MPIEXEC_EXECUTABLE)
       PROCESSORS 2
       RESOURCE_LOCK ragged_mpi
       TIMEOUT 90)
+    add_test(NAME backend.tune.np2.lost_worker_times_out
+      COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/lost_worker_test.sh ${MPIEXEC_EXECUTABLE} $<TARGET_FILE:ragged>
+              ${_ragged_run_flags})
+    set_tests_properties(backend.tune.np2.lost_worker_times_out PROPERTIES
+      LABELS "backend;mpi;reliability"
+      ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OPENBLAS_NUM_THREADS=1"
+      PROCESSORS 2
+      RESOURCE_LOCK ragged_mpi
+      TIMEOUT 90)
     add_test(NAME backend.run.np2.stopped_at_startup_times_out
       COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/startup_stop_test.sh ${MPIEXEC_EXECUTABLE} $<TARGET_FILE:ragged>
               ${_ragged_run_flags})

@@ -209,35 +209,25 @@ if(RAGGED_HAVE_MPI AND MPIEXEC_EXECUTABLE)
     RESOURCE_LOCK ragged_mpi
     TIMEOUT 120)
 
-  # A stopped rank (SIGSTOP) ends the job within 15 s, naming it (Open MPI's
+  # A rank lost (SIGSTOP) in a run, a worker lost in a search, a rank lost
+  # before the start: each ends the job within seconds, named (Open MPI's
   # mpirun: -x passes the test's tag to find the rank to stop).
   if(_ragged_mpirun_version MATCHES "Open MPI|OpenRTE")
-    add_test(NAME backend.run.np2.stopped_rank_times_out
-      COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/lost_rank_test.sh ${MPIEXEC_EXECUTABLE} $<TARGET_FILE:ragged>
-              ${_ragged_run_flags})
-    set_tests_properties(backend.run.np2.stopped_rank_times_out PROPERTIES
-      LABELS "backend;mpi;reliability"
-      ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OPENBLAS_NUM_THREADS=1"
-      PROCESSORS 2
-      RESOURCE_LOCK ragged_mpi
-      TIMEOUT 90)
-    add_test(NAME backend.tune.np2.lost_worker_times_out
-      COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/lost_worker_test.sh ${MPIEXEC_EXECUTABLE} $<TARGET_FILE:ragged>
-              ${_ragged_run_flags})
-    set_tests_properties(backend.tune.np2.lost_worker_times_out PROPERTIES
-      LABELS "backend;mpi;reliability"
-      ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OPENBLAS_NUM_THREADS=1"
-      PROCESSORS 2
-      RESOURCE_LOCK ragged_mpi
-      TIMEOUT 90)
-    add_test(NAME backend.run.np2.stopped_at_startup_times_out
-      COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/startup_stop_test.sh ${MPIEXEC_EXECUTABLE} $<TARGET_FILE:ragged>
-              ${_ragged_run_flags})
-    set_tests_properties(backend.run.np2.stopped_at_startup_times_out PROPERTIES
-      LABELS "backend;mpi;reliability"
-      ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OPENBLAS_NUM_THREADS=1"
-      PROCESSORS 2
-      RESOURCE_LOCK ragged_mpi
-      TIMEOUT 90)
+    foreach(_lost IN ITEMS "backend.run.np2.stopped_rank_times_out:lost_rank_test.sh"
+                           "backend.tune.np2.lost_worker_times_out:lost_worker_test.sh"
+                           "backend.run.np2.stopped_at_startup_times_out:startup_stop_test.sh")
+      string(REPLACE ":" ";" _lost "${_lost}")
+      list(GET _lost 0 _name)
+      list(GET _lost 1 _script)
+      add_test(NAME ${_name}
+        COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/${_script} ${MPIEXEC_EXECUTABLE} $<TARGET_FILE:ragged>
+                ${_ragged_run_flags})
+      set_tests_properties(${_name} PROPERTIES
+        LABELS "backend;mpi;reliability"
+        ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OPENBLAS_NUM_THREADS=1"
+        PROCESSORS 2
+        RESOURCE_LOCK ragged_mpi
+        TIMEOUT 90)
+    endforeach()
   endif()
 endif()

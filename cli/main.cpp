@@ -5,6 +5,7 @@
 #include <string>
 
 #include <unistd.h>
+
 #include <iostream>
 
 #include "cli/cli.hpp"
@@ -29,10 +30,25 @@ int finish_standard_output(int code) {
   return code == ragged::cli::kExitOk ? ragged::cli::kExitOutputFailed : code;
 }
 
+// A command ended by SIGHUP (its terminal went away), SIGTERM or SIGINT
+// says so in one line before it ends as the signal asks (what it was writing
+// is removed by common/file_io.cpp's own handler, which chains to this one).
+// write(2) only: async-signal-safe.
+void say_stopped(int signal) {
+  const char* line = signal == SIGHUP    ? "ragged: stopped by SIGHUP (the terminal went away); no output written\n"
+                     : signal == SIGTERM ? "ragged: stopped by SIGTERM; no output written\n"
+                                         : "ragged: interrupted; no output written\n";
+  const ssize_t ignored = ::write(STDERR_FILENO, line, std::strlen(line));
+  (void)ignored;
+  std::signal(signal, SIG_DFL);
+  std::raise(signal);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
+  for (int signal : {SIGHUP, SIGTERM, SIGINT}) std::signal(signal, say_stopped);
   try {
     return finish_standard_output(ragged::cli::run(argc, argv, std::cout, std::cerr));
   } catch (...) {

@@ -1,9 +1,15 @@
 // Every bad-input path: one clear line on stderr, exit code 2, nothing on stdout.
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
+#include <cstdio>
+
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include <gtest/gtest.h>
 
@@ -152,6 +158,38 @@ TEST(CliOutput, AReportThatCannotBeWrittenFailsAndTheTraceIsStillWritten) {
       << full.err;
   EXPECT_TRUE(fs::exists(trace));
   fs::remove(trace);
+}
+
+// A command stopped by SIGHUP (its terminal closed) says so in one line,
+// then ends by the signal as the shell expects.
+TEST(CliOutput, AHangupSaysSoBeforeTheCommandEnds) {
+  const fs::path err = fs::temp_directory_path() / ("ragged_sighup_" + std::to_string(::getpid()) + ".err");
+  const std::string binary = std::string(RAGGED_BINARY_DIR) + "/ragged";
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    std::freopen(err.c_str(), "w", stderr);
+    std::freopen("/dev/null", "w", stdout);
+    ::execl(binary.c_str(), binary.c_str(), "tune", "--model", "llama3-70b", "--gpus", "1024", "--no-cache",
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  // Once the command catches SIGHUP (its handler is in place: bit 0 of
+  // /proc's SigCgt mask); the search it runs takes minutes.
+  for (int i = 0; i < 1000; ++i) {
+    std::ifstream proc(fs::path("/proc") / std::to_string(pid) / "status");  // size 0 to stat: read as a stream
+    const std::string status_text((std::istreambuf_iterator<char>(proc)), std::istreambuf_iterator<char>());
+    const size_t at = status_text.find("SigCgt:");
+    if (at != std::string::npos && (std::stoull(status_text.substr(at + 7), nullptr, 16) & 1u) != 0) break;
+    ::usleep(10000);
+  }
+  ::kill(pid, SIGHUP);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGHUP) << status;
+  const std::string text = read_file(err);
+  EXPECT_NE(text.find("ragged: stopped by SIGHUP (the terminal went away)"), std::string::npos) << text;
+  fs::remove(err);
 }
 
 }  // namespace

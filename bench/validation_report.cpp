@@ -26,6 +26,7 @@
 
 #include "bench/validation_format.hpp"
 #include "bench/validation_memory_section.hpp"
+#include "bench/validation_out_of_sample_section.hpp"
 #include "bench/validation_remeasured_section.hpp"
 #include "common/file_io.hpp"
 #include "common/units.hpp"
@@ -41,6 +42,7 @@ namespace {
 using namespace ragged;
 using validation::RowResult;
 using validation::RowStatus;
+using bench::abs_pct;
 using bench::pct;
 using bench::tokens;
 
@@ -48,7 +50,6 @@ constexpr double kMeanBar = 0.05, kMaxBar = 0.15, kCalibrationBar = 0.05;
 constexpr double kFarOff = 0.15;  // rows beyond this |error| get a look at their trace
 constexpr int64_t kLongSequence = 16384;  // the tokens from which a row counts as a long sequence
 
-std::string abs_pct(double value) { return fmt::format("{:.1f}%", 100 * value); }
 std::string gib(int64_t bytes) { return fmt::format("{:.1f}", static_cast<double>(bytes) / kGiB); }
 
 std::string gpu_label(const RowResult& row) {
@@ -459,34 +460,6 @@ void far_off_section(std::ostringstream& md, const validation::ValidationSet& se
       contradicted.empty() ? std::string("none") : join(contradicted), 100 * kFarOff);
 }
 
-// Issue 48: what the model predicts (first predictions, recorded when a row
-// was added, before any change made for it) beside what it explains (now),
-// per source, and how much of the set each source holds.
-void out_of_sample_section(std::ostringstream& md, const std::vector<RowResult>& rows) {
-  const validation::SetSummary v = validation::summarize(rows, validation::VALIDATION);
-  const std::vector<validation::SourceSummary> sources = validation::summarize_by_source(rows, validation::VALIDATION);
-  md << "## Out of sample: first predictions beside today's\n\n";
-  md << fmt::format(
-      "A row's first prediction (`first_prediction` in `validation/runs.textproto`: the value and the commit that "
-      "made it) is the simulator's answer before anything was changed because of that row; today's error shows what "
-      "the model can explain, the first one what it predicts. {} of the {} validation rows compared on throughput "
-      "recorded one (the field exists since the thirty-first session; earlier rows recorded theirs in their notes or "
-      "not at all, validation/CHANGES.md has the batch figures): mean |error| {} as first predicted (max {}), {} now "
-      "over the same rows.\n\n",
-      v.first_prediction_rows, v.throughput_rows, abs_pct(v.first_mean_abs_error), abs_pct(v.first_max_abs_error),
-      abs_pct(v.current_mean_abs_error_of_first));
-  md << "| source | rows | share of the set | mean \\|error\\| now | first predicted (rows) | now, same rows |\n"
-        "|---|---:|---:|---:|---:|---:|\n";
-  for (const validation::SourceSummary& s : sources) {
-    const bool first = s.first_prediction_rows > 0;
-    md << fmt::format("| {} | {} | {:.1f}% | {} | {} | {} |\n", s.source, s.throughput_rows,
-                      100.0 * s.throughput_rows / std::max(1, v.throughput_rows), abs_pct(s.mean_abs_error),
-                      first ? fmt::format("{} ({})", abs_pct(s.first_mean_abs_error), s.first_prediction_rows) : "-",
-                      first ? abs_pct(s.current_mean_abs_error_of_first) : "-");
-  }
-  md << "\n";
-}
-
 void sources_section(std::ostringstream& md, const std::vector<RowResult>& rows) {
   md << "## Sources\n\n";
   std::map<std::string, std::pair<const validation::Source*, std::set<std::string>>> sources;
@@ -582,7 +555,7 @@ int main(int argc, char** argv) {
           "the simulator predicts time and tokens per step are convention-free.\n\n";
     summary_section(md, rows);
     coverage_section(md, rows);
-    out_of_sample_section(md, rows);
+    bench::out_of_sample_section(md, rows);
     md << "## Errors by group (validation rows)\n\n";
     group_table(md, "source", rows, source_label);
     group_table(md, "GPU", rows, gpu_label);

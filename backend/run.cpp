@@ -65,7 +65,7 @@ RunResult run(const planner::ResolvedScenario& resolved, const RunOptions& optio
   Communicator& shard = *groups.shard;
   const planner::Plan plan = stages.stages > 1 ? stages.pipeline.plans[static_cast<size_t>(stages.stage)]
                                                : plan_for_run(resolved, models::DType::kF32);
-  check_plan_for_run(resolved, plan);
+  if (stages.stages > 1) check_plan_for_run(resolved, plan);  // plan_for_run checks its own plan
   planner::ProgramInputs inputs = planner::program_inputs(resolved, plan);
   const planner::StageOfPipeline stage{&stages.pipeline.stages, stages.stage, stages.pipeline.schedule};
   if (stages.stages > 1) inputs.pipeline = &stage;

@@ -21,6 +21,7 @@ struct UnitWriter {
   UnitSpec& unit;
   std::string prefix;
   DType dtype = DType::kBF16;
+  UnitPart part = UnitPart::kWhole;  // tags what add_gemm and add_elementwise append
 
   void add_tensor(std::string_view local_name, std::vector<int64_t> shape, TensorRole role);
   void add_gemm(std::string_view name, int64_t n, int64_t k, double token_fraction = 1.0, int64_t count = 1);

@@ -22,6 +22,7 @@ void UnitWriter::add_tensor(std::string_view local_name, std::vector<int64_t> sh
 
 void UnitWriter::add_gemm(std::string_view name, int64_t n, int64_t k, double token_fraction, int64_t count) {
   unit.compute.gemms.push_back(GemmShape{std::string(name), n, k, token_fraction, count});
+  unit.compute.gemms.back().part = part;
 }
 
 void UnitWriter::add_expert_gemm(std::string_view name, int64_t n, int64_t k, double token_fraction, int64_t count) {
@@ -31,10 +32,12 @@ void UnitWriter::add_expert_gemm(std::string_view name, int64_t n, int64_t k, do
 
 void UnitWriter::add_elementwise(std::string_view name, double bytes_per_token, double backward_bytes_per_token) {
   unit.compute.elementwise.push_back(ElementwiseOp{std::string(name), bytes_per_token, backward_bytes_per_token});
+  unit.compute.elementwise.back().part = part;
 }
 
 void UnitWriter::add_loss(std::string_view name, double bytes_per_token, double backward_bytes_per_token) {
   unit.compute.elementwise.push_back(ElementwiseOp{std::string(name), bytes_per_token, backward_bytes_per_token, true});
+  unit.compute.elementwise.back().part = part;
 }
 
 void UnitWriter::add_linear(std::string_view name, int64_t n, int64_t k, TensorRole role, bool bias, bool conv1d) {
@@ -168,9 +171,11 @@ void build_block(const ArchConfig& arch, const CheckpointNames& names, int64_t l
   // Each residual add reads two hidden states and writes one. A parallel block
   // (GPT-NeoX, Falcon) feeds the attention's norm and the MLP's the same input;
   // with a shared norm (Falcon-7B) both read its one output.
+  out.part = UnitPart::kAttention;
   out.add_norm(arch, names.attention_norm, norm_op(arch, "input_layernorm", "attention_layer_norm"), arch.hidden);
   const PartActivations attention = detail::add_attention(arch, names, layer, out);
   out.add_elementwise("attention_residual", 3.0 * h * b);
+  out.part = UnitPart::kMlp;
   if (!arch.shared_block_norm) {
     out.add_norm(arch, names.mlp_norm, norm_op(arch, "post_attention_layernorm", "mlp_layer_norm"), arch.hidden);
   }
@@ -337,6 +342,27 @@ ModelSpec build_model(const ArchConfig& arch, const KernelChoices& kernels) {
   return build_units(arch, kernels, arch.experts, false);
 }
 
+namespace {
+
+// Which dimension tensor parallelism cut each of a rank's tensors along,
+// from the whole model's shape of the same tensor (the builders emit both in
+// the same order).
+void mark_tensor_cuts(const ModelSpec& whole, ModelSpec& local) {
+  RAGGED_ASSERT(whole.units.size() == local.units.size(), "a split model has the whole model's units");
+  for (size_t u = 0; u < local.units.size(); ++u) {
+    std::vector<TensorSpec>& tensors = local.units[u].tensors;
+    RAGGED_ASSERT(whole.units[u].tensors.size() == tensors.size(), "a split unit has the whole unit's tensors");
+    for (size_t t = 0; t < tensors.size(); ++t) {
+      const std::vector<int64_t>& full = whole.units[u].tensors[t].shape;
+      const std::vector<int64_t>& part = tensors[t].shape;
+      if (full == part) continue;
+      tensors[t].tp_cut = full[0] != part[0] ? TensorCut::kRows : TensorCut::kColumns;
+    }
+  }
+}
+
+}  // namespace
+
 ModelSpec build_model(const ArchConfig& arch, const KernelChoices& kernels, const ModelSplit& split) {
   if (split.trivial()) return build_model(arch, kernels);
   validate_arch(arch, "");
@@ -348,8 +374,10 @@ ModelSpec build_model(const ArchConfig& arch, const KernelChoices& kernels, cons
   ModelSpec local = build_units(tensor_parallel_arch(arch, split.tp), kernels, local_experts, experts_unit);
   local.name = arch.name;
   local.split = split;
-  if (split.tp > 1 && split.sequence_parallel) {
-    spread_over_sequence(build_units(arch, kernels, local_experts, experts_unit), static_cast<double>(split.tp), local);
+  if (split.tp > 1) {
+    const ModelSpec whole = build_units(arch, kernels, local_experts, experts_unit);
+    mark_tensor_cuts(whole, local);
+    if (split.sequence_parallel) spread_over_sequence(whole, static_cast<double>(split.tp), local);
   }
   return local;
 }

@@ -18,11 +18,19 @@ enum class TensorRole { kEmbedding, kAttention, kNorm, kMlp, kRouter, kExpert, k
 
 std::string_view role_name(TensorRole role);
 
+// How tensor parallelism cut a tensor of a rank's model (ModelSplit) out of
+// the whole model's: kWhole, not cut (every tp rank holds all of it: norms,
+// routers, a row-parallel layer's bias); kRows, along its first dimension
+// (column-parallel weights, the vocabulary); kColumns, along its second
+// (row-parallel weights).
+enum class TensorCut { kWhole, kRows, kColumns };
+
 struct TensorSpec {
   std::string name;            // Hugging Face name without the "model." prefix
   std::vector<int64_t> shape;  // PyTorch order: [out_features, in_features], [experts, ...]
   DType dtype = DType::kBF16;
   TensorRole role = TensorRole::kMlp;
+  TensorCut tp_cut = TensorCut::kWhole;
 
   int64_t numel() const;
   // Rows of the tensor flattened to 2-D over its last dim: a [E, H, F] tensor
@@ -64,6 +72,13 @@ std::string_view loss_kernel_name(LossKernel kernel);
 
 // One GEMM of a unit, per token: [M x K] @ [K x N] with M = tokens * token_fraction,
 // repeated `count` times (the experts of a layer).
+// Which side of a block's tensor-parallel cut an op runs on: a block split at
+// its mesh collectives (planner::block_parts) runs its attention (input norm,
+// projections, attention core, residual) and its MLP (post-attention norm,
+// MLP or router and shared experts, residual) as compute ops of their own.
+// kWhole: an op of a unit that is never split (embedding, head, experts).
+enum class UnitPart { kWhole, kAttention, kMlp };
+
 struct GemmShape {
   std::string name;
   int64_t n = 0;                // output features
@@ -72,6 +87,7 @@ struct GemmShape {
   int64_t count = 1;
   bool logits = false;          // the head's vocabulary projection (a chunked loss runs its backward in the forward)
   bool routed_experts = false;  // one projection of the routed experts (`count` of them, tokens dispatched to each)
+  UnitPart part = UnitPart::kWhole;
 
   double forward_flops_per_token() const;  // 2*N*K*token_fraction*count
 };
@@ -98,6 +114,7 @@ struct ElementwiseOp {
   double backward_bytes_per_token = -1;  // < 0: 2 * bytes_per_token
   // The loss: its backward runs ahead of the head's GEMMs (ActivationBytes::logits_gradient).
   bool loss = false;
+  UnitPart part = UnitPart::kWhole;
 
   double backward_bytes() const { return backward_bytes_per_token < 0 ? 2.0 * bytes_per_token : backward_bytes_per_token; }
 };

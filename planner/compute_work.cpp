@@ -11,17 +11,27 @@ int64_t gemm_rows(const models::GemmShape& g, const MicroBatch& batch) {
   return std::max<int64_t>(1, std::llround(static_cast<double>(batch.tokens()) * g.token_fraction));
 }
 
-bool math_attention(const models::UnitSpec& unit, const MicroBatch& batch) {
-  return unit.compute.attention && batch.kernels.attention == models::AttentionKernel::kMath;
+// Whether an op tagged `op` belongs to the compute of `part` (kWhole: all).
+bool in_part(models::UnitPart op, models::UnitPart part) {
+  return part == models::UnitPart::kWhole || op == part;
+}
+
+bool has_attention(const models::UnitSpec& unit, models::UnitPart part) {
+  return unit.compute.attention && in_part(models::UnitPart::kAttention, part);
+}
+
+bool math_attention(const models::UnitSpec& unit, const MicroBatch& batch, models::UnitPart part) {
+  return has_attention(unit, part) && batch.kernels.attention == models::AttentionKernel::kMath;
 }
 
 bool chunked_logits(const models::GemmShape& g, const MicroBatch& batch) {
   return g.logits && batch.kernels.loss == models::LossKernel::kChunked;
 }
 
-AttentionWork attention(const models::UnitSpec& unit, const MicroBatch& batch, double flops_factor) {
+AttentionWork attention(const models::UnitSpec& unit, const MicroBatch& batch, double flops_factor,
+                        models::UnitPart part) {
   AttentionWork a;
-  if (!unit.compute.attention || math_attention(unit, batch)) return a;
+  if (!has_attention(unit, part) || math_attention(unit, batch, part)) return a;
   const models::AttentionShape& shape = *unit.compute.attention;
   a.batch = batch.sequences;
   a.seq_len = batch.seq_len;
@@ -87,11 +97,12 @@ enum class Ops { kAll, kLoss, kNotLoss };
 bool selected(const models::ElementwiseOp& op, Ops ops) { return ops == Ops::kAll || op.loss == (ops == Ops::kLoss); }
 
 // Element-wise traffic of a unit's forward or backward for the batch, eager or fused.
-double elementwise_bytes(const models::UnitSpec& unit, const MicroBatch& batch, bool backward, Ops ops = Ops::kAll) {
+double elementwise_bytes(const models::UnitSpec& unit, const MicroBatch& batch, bool backward, models::UnitPart part,
+                         Ops ops = Ops::kAll) {
   const bool fuse = fused(unit, batch);
   double per_token = 0;
   for (const models::ElementwiseOp& op : unit.compute.elementwise) {
-    if (!selected(op, ops)) continue;
+    if (!selected(op, ops) || !in_part(op.part, part)) continue;
     const EagerFactors eager = eager_traffic_factors(op.name);
     const double bytes = backward ? op.backward_bytes() : op.bytes_per_token;
     per_token += bytes * (fuse ? 1.0 : (backward ? eager.backward : eager.forward));
@@ -100,28 +111,29 @@ double elementwise_bytes(const models::UnitSpec& unit, const MicroBatch& batch, 
 }
 
 // The kernels of a unit's forward element-wise ops, eager or fused.
-int64_t elementwise_kernels(const models::UnitSpec& unit, const MicroBatch& batch, Ops ops = Ops::kAll) {
+int64_t elementwise_kernels(const models::UnitSpec& unit, const MicroBatch& batch, models::UnitPart part,
+                            Ops ops = Ops::kAll) {
   const bool fuse = fused(unit, batch);
   int64_t kernels = 0;
   for (const models::ElementwiseOp& op : unit.compute.elementwise) {
-    if (selected(op, ops)) kernels += fuse ? 1 : eager_kernel_count(op.name);
+    if (selected(op, ops) && in_part(op.part, part)) kernels += fuse ? 1 : eager_kernel_count(op.name);
   }
   return kernels;
 }
 
-ComputeWork backward_work(const models::UnitSpec& unit, const MicroBatch& batch, Ops ops) {
+ComputeWork backward_work(const models::UnitSpec& unit, const MicroBatch& batch, Ops ops, models::UnitPart part) {
   ComputeWork work;
-  work.elementwise_bytes = elementwise_bytes(unit, batch, true, ops);
-  work.elementwise_kernels = 2 * elementwise_kernels(unit, batch, ops);
+  work.elementwise_bytes = elementwise_bytes(unit, batch, true, part, ops);
+  work.elementwise_kernels = 2 * elementwise_kernels(unit, batch, part, ops);
   if (ops == Ops::kLoss) return work;
   for (const models::GemmShape& g : unit.compute.gemms) {
-    if (chunked_logits(g, batch)) continue;
+    if (chunked_logits(g, batch) || !in_part(g.part, part)) continue;
     const int64_t m = gemm_rows(g, batch);
     work.gemms.push_back({m, g.k, g.n, g.count});  // dX = dY @ W: [m x n] @ [n x k]
     work.gemms.push_back({g.n, g.k, m, g.count, true});  // dW = dY^T @ X: [n x m] @ [m x k]
   }
-  work.attention = attention(unit, batch, 2.5);
-  if (math_attention(unit, batch)) add_math_backward(unit, batch, work);
+  work.attention = attention(unit, batch, 2.5, part);
+  if (math_attention(unit, batch, part)) add_math_backward(unit, batch, work);
   return work;
 }
 
@@ -133,9 +145,10 @@ double total_flops(const ComputeWork& work) {
   return flops;
 }
 
-ComputeWork forward_work(const models::UnitSpec& unit, const MicroBatch& batch) {
+ComputeWork forward_work(const models::UnitSpec& unit, const MicroBatch& batch, models::UnitPart part) {
   ComputeWork work;
   for (const models::GemmShape& g : unit.compute.gemms) {
+    if (!in_part(g.part, part)) continue;
     const int64_t m = gemm_rows(g, batch);
     work.gemms.push_back({m, g.n, g.k, g.count});
     if (chunked_logits(g, batch)) {  // the logits' gradient is known in the forward
@@ -143,23 +156,23 @@ ComputeWork forward_work(const models::UnitSpec& unit, const MicroBatch& batch) 
       work.gemms.push_back({g.n, g.k, m, g.count});
     }
   }
-  work.attention = attention(unit, batch, 1.0);
-  work.elementwise_bytes = elementwise_bytes(unit, batch, false);
-  work.elementwise_kernels = elementwise_kernels(unit, batch);
-  if (math_attention(unit, batch)) add_math_forward(unit, batch, work);
+  work.attention = attention(unit, batch, 1.0, part);
+  work.elementwise_bytes = elementwise_bytes(unit, batch, false, part);
+  work.elementwise_kernels = elementwise_kernels(unit, batch, part);
+  if (math_attention(unit, batch, part)) add_math_forward(unit, batch, work);
   return work;
 }
 
-ComputeWork backward_work(const models::UnitSpec& unit, const MicroBatch& batch) {
-  return backward_work(unit, batch, Ops::kAll);
+ComputeWork backward_work(const models::UnitSpec& unit, const MicroBatch& batch, models::UnitPart part) {
+  return backward_work(unit, batch, Ops::kAll, part);
 }
 
 ComputeWork loss_backward_work(const models::UnitSpec& unit, const MicroBatch& batch) {
-  return backward_work(unit, batch, Ops::kLoss);
+  return backward_work(unit, batch, Ops::kLoss, models::UnitPart::kWhole);
 }
 
 ComputeWork backward_work_after_loss(const models::UnitSpec& unit, const MicroBatch& batch) {
-  return backward_work(unit, batch, Ops::kNotLoss);
+  return backward_work(unit, batch, Ops::kNotLoss, models::UnitPart::kWhole);
 }
 
 SplitBackward split_weight_gradients(ComputeWork whole) {
@@ -172,9 +185,10 @@ SplitBackward split_weight_gradients(ComputeWork whole) {
   return out;
 }
 
-ComputeWork recompute_work(const models::UnitSpec& unit, const MicroBatch& batch, models::Checkpointing mode) {
+ComputeWork recompute_work(const models::UnitSpec& unit, const MicroBatch& batch, models::Checkpointing mode,
+                           models::UnitPart part) {
   if (!models::is_block_part(unit.kind) || mode == models::Checkpointing::kNone) return {};
-  if (mode == models::Checkpointing::kFull) return forward_work(unit, batch);
+  if (mode == models::Checkpointing::kFull) return forward_work(unit, batch, part);
   // Selective follows TorchTitan's op-level policy: matmul and attention
   // outputs are saved except every other matmul (the 2nd, 4th, ...), so
   // backward recomputes those GEMMs and every element-wise op. The math
@@ -184,12 +198,15 @@ ComputeWork recompute_work(const models::UnitSpec& unit, const MicroBatch& batch
   ComputeWork work;
   const std::vector<models::GemmShape>& gemms = unit.compute.gemms;
   const size_t first = unit.activations.selective_recomputes_gemms ? 1 : gemms.size();
+  // The alternation counts the block's GEMMs whole, so its parts recompute
+  // what the whole block would.
   for (size_t i = first; i < gemms.size(); i += 2) {
+    if (!in_part(gemms[i].part, part)) continue;
     work.gemms.push_back({gemm_rows(gemms[i], batch), gemms[i].n, gemms[i].k, gemms[i].count});
   }
-  work.elementwise_bytes = elementwise_bytes(unit, batch, false);
-  work.elementwise_kernels = elementwise_kernels(unit, batch);
-  if (math_attention(unit, batch)) add_math_forward(unit, batch, work);
+  work.elementwise_bytes = elementwise_bytes(unit, batch, false, part);
+  work.elementwise_kernels = elementwise_kernels(unit, batch, part);
+  if (math_attention(unit, batch, part)) add_math_forward(unit, batch, work);
   return work;
 }
 

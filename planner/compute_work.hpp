@@ -26,12 +26,16 @@ struct MicroBatch {
 // The unit's forward: its GEMMs (a chunked loss adds the logits GEMM's
 // gradient GEMMs), FlashAttention's FLOPs or the math backend's GEMMs and
 // element-wise passes, the element-wise traffic.
-ComputeWork forward_work(const models::UnitSpec& unit, const MicroBatch& batch);
+// `part`: one side of a block cut at its tensor-parallel collectives
+// (models::UnitPart); the parts' work sums to the whole's.
+ComputeWork forward_work(const models::UnitSpec& unit, const MicroBatch& batch,
+                         models::UnitPart part = models::UnitPart::kWhole);
 // dX and dW GEMMs for every forward GEMM (not the logits GEMM of a chunked
 // loss, done in the forward), 2.5x FlashAttention's FLOPs or the math
 // backend's four GEMMs and softmax backward, the element-wise ops' backward
 // traffic (gradients read and written).
-ComputeWork backward_work(const models::UnitSpec& unit, const MicroBatch& batch);
+ComputeWork backward_work(const models::UnitSpec& unit, const MicroBatch& batch,
+                          models::UnitPart part = models::UnitPart::kWhole);
 // The same backward in two parts, as the head runs it when its loss has a
 // backward of its own (ActivationBytes::logits_gradient): the loss's
 // element-wise backward alone, then everything else (they sum to the whole).
@@ -49,7 +53,8 @@ SplitBackward split_weight_gradients(ComputeWork whole);
 // whole forward (full); for selective, TorchTitan's op-level policy: every
 // element-wise op and every other matmul (and the math backend's attention,
 // whose batched matmuls and softmax it does not save); nothing for none.
-ComputeWork recompute_work(const models::UnitSpec& unit, const MicroBatch& batch, models::Checkpointing mode);
+ComputeWork recompute_work(const models::UnitSpec& unit, const MicroBatch& batch, models::Checkpointing mode,
+                           models::UnitPart part = models::UnitPart::kWhole);
 
 double total_flops(const ComputeWork& work);
 

@@ -20,7 +20,13 @@ bool has_router(const models::UnitSpec& unit) {
                      [](const models::TensorSpec& t) { return t.role == models::TensorRole::kRouter; });
 }
 
-Regions tensor_parallel_regions(const models::UnitSpec& unit, const models::ModelSpec& model) {
+Regions tensor_parallel_regions(const models::UnitSpec& unit, const models::ModelSpec& model, models::UnitPart part) {
+  const bool experts_apart = has_router(unit) && model.split.ep > 1;
+  switch (part) {
+    case models::UnitPart::kAttention: return {1, 1};
+    case models::UnitPart::kMlp: return {1, experts_apart ? 0 : 1};
+    case models::UnitPart::kWhole: break;
+  }
   switch (unit.kind) {
     case models::UnitKind::kEmbedding: return {0, 1};  // the vocabulary-parallel lookup's partial sums
     case models::UnitKind::kHead: return {1, 0};       // the head's input, for the vocabulary-parallel logits
@@ -31,7 +37,6 @@ Regions tensor_parallel_regions(const models::UnitSpec& unit, const models::Mode
   // into one reduction; under expert parallelism the MoE output is reduced
   // by the experts' unit.
   if (model.arch.parallel_block) return {1, 1};
-  const bool experts_apart = has_router(unit) && model.split.ep > 1;
   return {2, experts_apart ? 1 : 2};
 }
 
@@ -41,8 +46,9 @@ void add(std::vector<MeshCollective>& out, OpKind kind, Group group, int64_t byt
 }
 
 void add_tensor_parallel(const models::UnitSpec& unit, const models::ModelSpec& model, const Mesh& mesh,
-                         int64_t tokens, int64_t element_bytes, bool backward, std::vector<MeshCollective>& out) {
-  const Regions r = tensor_parallel_regions(unit, model);
+                         int64_t tokens, int64_t element_bytes, bool backward, models::UnitPart part,
+                         std::vector<MeshCollective>& out) {
+  const Regions r = tensor_parallel_regions(unit, model, part);
   const int64_t bytes = tokens * model.arch.hidden * element_bytes;
   if (mesh.sequence_parallel) {
     // Forward: gather before, reduce-scatter after; backward: the conjugates.
@@ -68,6 +74,14 @@ int64_t key_value_bytes(const models::UnitSpec& unit, const models::ModelSpec& m
 
 }  // namespace
 
+std::vector<models::UnitPart> block_parts(const models::UnitSpec& unit, const models::ModelSpec& model,
+                                          const Mesh& mesh) {
+  if (mesh.tp > 1 && unit.kind == models::UnitKind::kBlock && !model.arch.parallel_block) {
+    return {models::UnitPart::kAttention, models::UnitPart::kMlp};
+  }
+  return {models::UnitPart::kWhole};
+}
+
 Stream mesh_stream(Group group) {
   switch (group) {
     case Group::kTensor: return Stream::kTensorParallel;
@@ -80,19 +94,20 @@ Stream mesh_stream(Group group) {
 
 std::vector<MeshCollective> mesh_collectives(const models::UnitSpec& unit, const models::ModelSpec& model,
                                              const Mesh& mesh, const MicroBatch& batch, int64_t element_bytes,
-                                             Pass pass) {
+                                             Pass pass, models::UnitPart part) {
   std::vector<MeshCollective> out;
   const bool backward = pass == Pass::kBackward;
   const int64_t tokens = batch.tokens();
   if (pass == Pass::kSelectiveRecompute) {
     if (mesh.tp == 1 || !mesh.sequence_parallel || !models::is_block_part(unit.kind)) return out;
-    const Regions r = tensor_parallel_regions(unit, model);
+    const Regions r = tensor_parallel_regions(unit, model, part);
     add(out, OpKind::kAllGather, Group::kTensor, tokens * model.arch.hidden * element_bytes, false,
         "tp all-gather (recompute)", r.gathers);
     return out;
   }
-  if (mesh.tp > 1) add_tensor_parallel(unit, model, mesh, tokens, element_bytes, backward, out);
-  if (mesh.cp > 1 && unit.compute.attention) {
+  if (mesh.tp > 1) add_tensor_parallel(unit, model, mesh, tokens, element_bytes, backward, part, out);
+  const bool attention = unit.compute.attention && part != models::UnitPart::kMlp;
+  if (mesh.cp > 1 && attention) {
     const int64_t kv = mesh.cp * key_value_bytes(unit, model, tokens, element_bytes);
     add(out, OpKind::kAllGather, Group::kContext, kv, false, "cp key/value all-gather");
     if (backward) add(out, OpKind::kReduceScatter, Group::kContext, kv, true, "cp key/value gradient reduce-scatter");

@@ -32,12 +32,6 @@
 
 namespace ragged::planner {
 
-// kRecompute: full checkpointing's recomputed forward (every collective of
-// the forward again); kSelectiveRecompute: TorchTitan's op-level policy, which
-// saves the outputs of mm, the attention and reduce_scatter_tensor but not of
-// the sequence-parallel all-gathers, so the matmuls it recomputes gather their
-// input again (torchtitan parallelize_llama.py, _save_list).
-enum class Pass { kForward, kBackward, kRecompute, kSelectiveRecompute };
 
 struct MeshCollective {
   OpKind kind = OpKind::kAllGather;
@@ -47,14 +41,21 @@ struct MeshCollective {
   std::string what;            // "tp all-gather", "ep dispatch", ...
 };
 
+// The parts a unit computes as (models::UnitPart): a block of a mesh with
+// tensor parallelism is cut at its collectives, attention then MLP, so that
+// its second all-gather follows the attention's reduce-scatter as it does
+// in Megatron's and torchtitan's blocks; everything else computes whole.
+std::vector<models::UnitPart> block_parts(const models::UnitSpec& unit, const models::ModelSpec& model,
+                                          const Mesh& mesh);
+
 // The stream a mesh group's collectives run on.
 Stream mesh_stream(Group group);
 
-// Unit `unit`'s collectives for `pass` on one micro-batch of `batch`, with
-// activations of `element_bytes`; in the order they run (before the
-// compute, then after it).
+// Unit `unit`'s collectives (of its `part`) for `pass` on one micro-batch of
+// `batch`, with activations of `element_bytes`; in the order they run
+// (before the compute, then after it).
 std::vector<MeshCollective> mesh_collectives(const models::UnitSpec& unit, const models::ModelSpec& model,
                                              const Mesh& mesh, const MicroBatch& batch, int64_t element_bytes,
-                                             Pass pass);
+                                             Pass pass, models::UnitPart part = models::UnitPart::kWhole);
 
 }  // namespace ragged::planner

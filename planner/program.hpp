@@ -163,6 +163,14 @@ struct HostWork {
   std::vector<uint32_t> waits;
 };
 
+// Which pass of a unit a mesh collective serves. kRecompute: full
+// checkpointing's recomputed forward (every collective of the forward
+// again); kSelectiveRecompute: TorchTitan's op-level policy, which
+// saves the outputs of mm, the attention and reduce_scatter_tensor but not of
+// the sequence-parallel all-gathers, so the matmuls it recomputes gather their
+// input again (torchtitan parallelize_llama.py, _save_list).
+enum class Pass { kForward, kBackward, kRecompute, kSelectiveRecompute };
+
 // Which part of an owner-based optimizer (Muon, Shampoo) an op is.
 enum class OptimizerPhase { kNone, kMomentum, kGather, kOrthogonalize, kScatter, kUpdate };
 
@@ -181,6 +189,10 @@ struct Op {
   // kComputeBwd of ZB-H1's W: the weight gradients its input-gradient
   // backward (earlier, same unit and micro-batch) left for later.
   bool weight_gradients_only = false;
+  // A block cut at its tensor-parallel collectives (planner::block_parts):
+  // which side a compute op and its mesh collectives belong to.
+  models::UnitPart part = models::UnitPart::kWhole;
+  Pass pass = Pass::kForward;  // a mesh collective: the pass of its unit it serves
   Group group = Group::kNone;
   int peer = -1;           // kSend, kRecv: the other stage
   int64_t message = -1;    // kSend, kRecv: the same on the send and its receive; odd: a gradient

@@ -106,29 +106,50 @@ int ProgramBuilder::backward_workspace(int u) {
   return workspace >= 0 ? workspace : w_.buffer(name, BufferKind::kWorkspace, u, 0);
 }
 
-void ProgramBuilder::mesh_before(int u, int mb, Pass pass, std::vector<uint32_t>& deps) {
+void ProgramBuilder::mesh_before(int u, int mb, Pass pass, std::vector<uint32_t>& deps, models::UnitPart part,
+                                 bool chained) {
   std::vector<uint32_t> input;
-  if (pass != Pass::kRecompute && pass != Pass::kSelectiveRecompute) {
+  if (chained || (pass != Pass::kRecompute && pass != Pass::kSelectiveRecompute)) {
     input = std::move(mesh_waits_);
     mesh_waits_.clear();
     deps.insert(deps.end(), input.begin(), input.end());
   }
   if (mesh_.fsdp_only()) return;
   if (const auto last = w_.last_on(Stream::kCompute)) input.push_back(*last);
-  for (const MeshCollective& c : mesh_collectives(spec(u), *in_.model, mesh_, batch_, p_, pass)) {
+  for (const MeshCollective& c : mesh_collectives(spec(u), *in_.model, mesh_, batch_, p_, pass, part)) {
     if (c.after_compute) continue;
-    deps.push_back(
-        w_.collective(c.kind, mesh_stream(c.group), c.group, u, mb, mesh_label(u, c, pass), c.bytes, -1, input));
+    deps.push_back(w_.collective(c.kind, mesh_stream(c.group), c.group, u, mb, mesh_label(u, c, pass, part), c.bytes,
+                                 -1, input));
+    program_.ops[deps.back()].part = part;
+    program_.ops[deps.back()].pass = pass;
   }
 }
 
-void ProgramBuilder::mesh_after(int u, int mb, Pass pass, uint32_t compute) {
+void ProgramBuilder::mesh_after(int u, int mb, Pass pass, uint32_t compute, models::UnitPart part) {
   if (mesh_.fsdp_only()) return;
-  for (const MeshCollective& c : mesh_collectives(spec(u), *in_.model, mesh_, batch_, p_, pass)) {
+  for (const MeshCollective& c : mesh_collectives(spec(u), *in_.model, mesh_, batch_, p_, pass, part)) {
     if (!c.after_compute) continue;
-    mesh_waits_.push_back(
-        w_.collective(c.kind, mesh_stream(c.group), c.group, u, mb, mesh_label(u, c, pass), c.bytes, -1, {compute}));
+    mesh_waits_.push_back(w_.collective(c.kind, mesh_stream(c.group), c.group, u, mb, mesh_label(u, c, pass, part),
+                                        c.bytes, -1, {compute}));
+    program_.ops[mesh_waits_.back()].part = part;
+    program_.ops[mesh_waits_.back()].pass = pass;
   }
+}
+
+std::vector<uint32_t> ProgramBuilder::compute_parts(OpKind kind, int u, int mb, Pass pass, std::string_view what,
+                                                    std::vector<uint32_t> deps, const PartWork& work,
+                                                    bool issued_first) {
+  std::vector<uint32_t> ops;
+  const std::vector<models::UnitPart> parts = parts_of(u, pass);
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i > 0) deps.clear();  // the compute stream runs the parts in order
+    if (i > 0 || !issued_first) mesh_before(u, mb, pass, deps, parts[i], i > 0);
+    const std::string name = fmt::format("{}{} {}", spec(u).name, part_label(parts[i]), what);
+    ops.push_back(w_.compute(kind, u, mb, name, work(parts[i]), deps));
+    program_.ops[ops.back()].part = parts[i];
+    mesh_after(u, mb, pass, ops.back(), parts[i]);
+  }
+  return ops;
 }
 
 void ProgramBuilder::forward_unit(int u, int mb) {
@@ -158,10 +179,9 @@ void ProgramBuilder::forward_unit(int u, int mb) {
     std::vector<uint32_t> deps = {ready};
     if (is_head(u) && in_.model->arch.tie_embeddings) deps.push_back(embedding_ready(mb));
     take_stage_input(deps);
-    mesh_before(u, mb, Pass::kForward, deps);
-    uint32_t fwd =
-        w_.compute(OpKind::kComputeFwd, u, mb, spec(u).name + " forward", forward_work(spec(u), batch_), deps);
-    mesh_after(u, mb, Pass::kForward, fwd);
+    const uint32_t fwd = compute_parts(OpKind::kComputeFwd, u, mb, Pass::kForward, "forward", std::move(deps),
+                                       [&](models::UnitPart part) { return forward_work(spec(u), batch_, part); })
+                             .back();
     if (workspace >= 0) w_.free(workspace, Stream::kCompute, {fwd});
     block_host_on_fetch(fwd, gathers_[k]);
     gathers_[k].computed = fwd;

@@ -50,21 +50,23 @@ void ProgramBuilder::backward_unit(int u, int mb, std::vector<uint32_t>& grads_r
     std::vector<uint32_t> deps = {ready};
     if (is_head(u) && in_.model->arch.tie_embeddings) deps.push_back(embedding_ready(mb));
     take_stage_input(deps);
-    mesh_before(u, mb, Pass::kBackward, deps);
+    // The backward's first part's collectives are issued ahead of the
+    // recompute, which they overlap.
+    mesh_before(u, mb, Pass::kBackward, deps, parts_of(u, Pass::kBackward).front());
     const int logits_gradient = splits_loss_backward(s) ? loss_backward(u, mb, deps) : -1;
     int workspace = backward_workspace(u);
     compute_alloc(workspace);
-    ComputeWork again = recompute_work(s, batch_, mode_of(u));
+    const models::Checkpointing mode = mode_of(u);
     int64_t first_compute = -1;
-    if (total_flops(again) > 0 || again.elementwise_bytes > 0) {
+    if (const ComputeWork again = recompute_work(s, batch_, mode); total_flops(again) > 0 || again.elementwise_bytes > 0) {
       // Full recomputation runs the forward again, its mesh collectives too;
       // selective, the all-gathers its recomputed matmuls read.
-      const Pass pass = mode_of(u) == models::Checkpointing::kFull ? Pass::kRecompute : Pass::kSelectiveRecompute;
-      std::vector<uint32_t> again_deps = {ready};
-      mesh_before(u, mb, pass, again_deps);
-      deps.push_back(w_.compute(OpKind::kRecompute, u, mb, s.name + " recompute", std::move(again), again_deps));
-      first_compute = deps.back();
-      mesh_after(u, mb, pass, deps.back());
+      const Pass pass = mode == models::Checkpointing::kFull ? Pass::kRecompute : Pass::kSelectiveRecompute;
+      const std::vector<uint32_t> ops =
+          compute_parts(OpKind::kRecompute, u, mb, pass, "recompute", {ready},
+                        [&](models::UnitPart p) { return recompute_work(s, batch_, mode, p); });
+      first_compute = ops.front();
+      deps.push_back(ops.back());
       deps.insert(deps.end(), mesh_waits_.begin(), mesh_waits_.end());
       mesh_waits_.clear();
     }
@@ -88,16 +90,21 @@ void ProgramBuilder::backward_unit(int u, int mb, std::vector<uint32_t>& grads_r
     } else {
       grads = tied && is_embedding(u) ? tied_grads_ : grads_.unsharded_grads(u);
     }
-    ComputeWork work = logits_gradient >= 0 ? backward_work_after_loss(s, batch_) : backward_work(s, batch_);
-    if (part == BackwardPart::kInput) {
-      SplitBackward split = split_weight_gradients(std::move(work));
-      work = std::move(split.input);
-      weight_work_[static_cast<size_t>(mb * units_ + u)] = std::move(split.weight);
-    }
-    uint32_t bwd =
-        w_.compute(OpKind::kComputeBwd, u, mb,
-                   s.name + (part == BackwardPart::kInput ? " backward (input)" : " backward"), std::move(work), deps);
-    mesh_after(u, mb, Pass::kBackward, bwd);
+    const auto at = static_cast<size_t>(mb * units_ + u);
+    const auto work = [&](models::UnitPart p) {
+      ComputeWork whole = logits_gradient >= 0 ? backward_work_after_loss(s, batch_) : backward_work(s, batch_, p);
+      if (part != BackwardPart::kInput) return whole;
+      // ZB-H1's W gets the weight gradients of every part.
+      SplitBackward split = split_weight_gradients(std::move(whole));
+      std::vector<Gemm>& later = weight_work_[at].gemms;
+      later.insert(later.end(), split.weight.gemms.begin(), split.weight.gemms.end());
+      return std::move(split.input);
+    };
+    if (part == BackwardPart::kInput) weight_work_[at] = {};
+    const uint32_t bwd = compute_parts(OpKind::kComputeBwd, u, mb, Pass::kBackward,
+                                       part == BackwardPart::kInput ? "backward (input)" : "backward", std::move(deps),
+                                       work, true)
+                             .back();
     if (logits_gradient >= 0) {
       program_.ops[bwd].buffer = logits_gradient;
       w_.free(logits_gradient, Stream::kCompute, {bwd});
@@ -130,6 +137,7 @@ void ProgramBuilder::finish_backward(int u, int mb, int k, uint32_t bwd, int gra
   if (is_head(u)) loop_.return_logits(u, batch_.tokens(), true);
   if (pipelined() && mb != last_backward_[static_cast<size_t>(u)]) return;  // gathered and unreduced to the last
   if (gathers_[k].emitted && !gathers_[k].is_freed) release_params(k, bwd);
+  const uint32_t done = replicated_gradients(u, mb, bwd, grads);
   // The root group reduces the head's gradients with the embedding's.
   if (is_head(u) && root_group() && units_ > 1) {
     root_head_grads_ = grads;
@@ -139,7 +147,22 @@ void ProgramBuilder::finish_backward(int u, int mb, int k, uint32_t bwd, int gra
     grads_ready[units_ - 1] = grads_.reduce(units_ - 1, mb, bwd, root_head_grads_);
     root_head_grads_ = -1;
   }
-  grads_ready[u] = grads_.reduce(u, mb, bwd, grads);
+  grads_ready[u] = grads_.reduce(u, mb, done, grads);
+}
+
+uint32_t ProgramBuilder::replicated_gradients(int u, int mb, uint32_t bwd, int grads) {
+  if (mesh_.tp == 1 || !mesh_.sequence_parallel) return bwd;
+  int64_t elements = 0;
+  for (const models::TensorSpec& t : spec(u).tensors) {
+    if (t.tp_cut == models::TensorCut::kWhole) elements += t.numel();
+  }
+  if (elements == 0) return bwd;
+  const uint32_t sum =
+      w_.collective(OpKind::kAllReduce, Stream::kTensorParallel, Group::kTensor, u, mb,
+                    spec(u).name + " (bwd) tp all-reduce of the uncut weights' gradients", elements * p_, grads, {bwd});
+  program_.ops[sum].pass = Pass::kBackward;
+  compute_waits_.push_back(sum);
+  return sum;
 }
 
 }  // namespace ragged::planner::internal

@@ -6,7 +6,9 @@
 // program_builder_backward.cpp (the backward and gradient reduction) and
 // program_builder_pipeline.cpp (a stage's schedule, sends and receives).
 
+#include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -209,11 +211,35 @@ class ProgramBuilder {
   // stands, and, unless `pass` is a recompute (which reads the unit's saved
   // input), for the previous unit's collectives after its compute; the
   // compute that follows waits for all of them (their ids join `deps`).
-  void mesh_before(int u, int mb, Pass pass, std::vector<uint32_t>& deps);
+  // A unit's second part (`chained`) waits for its first part's collectives
+  // in every pass.
+  void mesh_before(int u, int mb, Pass pass, std::vector<uint32_t>& deps,
+                   models::UnitPart part = models::UnitPart::kWhole, bool chained = false);
   // Those after it: they wait for the compute, the next compute for them.
-  void mesh_after(int u, int mb, Pass pass, uint32_t compute);
-  std::string mesh_label(int u, const MeshCollective& c, Pass pass) const {
-    return fmt::format("{} {} {}", spec(u).name, pass == Pass::kBackward ? "(bwd)" : "(fwd)", c.what);
+  void mesh_after(int u, int mb, Pass pass, uint32_t compute, models::UnitPart part = models::UnitPart::kWhole);
+  std::string mesh_label(int u, const MeshCollective& c, Pass pass, models::UnitPart part) const {
+    return fmt::format("{}{} {} {}", spec(u).name, part_label(part), pass == Pass::kBackward ? "(bwd)" : "(fwd)",
+                       c.what);
+  }
+  static std::string_view part_label(models::UnitPart part) {
+    switch (part) {
+      case models::UnitPart::kAttention: return " attention";
+      case models::UnitPart::kMlp: return " mlp";
+      case models::UnitPart::kWhole: break;
+    }
+    return "";
+  }
+  // Unit u's compute of one pass as its parts (block_parts; backward: the
+  // MLP first), each between its mesh collectives; the first part waits for
+  // `deps` (whose mesh collectives the caller may already have issued:
+  // `issued_first`). Returns the ops, one per part, in order.
+  using PartWork = std::function<ComputeWork(models::UnitPart)>;
+  std::vector<uint32_t> compute_parts(OpKind kind, int u, int mb, Pass pass, std::string_view what,
+                                      std::vector<uint32_t> deps, const PartWork& work, bool issued_first = false);
+  std::vector<models::UnitPart> parts_of(int u, Pass pass) const {
+    std::vector<models::UnitPart> parts = block_parts(spec(u), *in_.model, mesh_);
+    if (pass == Pass::kBackward) std::reverse(parts.begin(), parts.end());
+    return parts;
   }
 
   void forward(int mb) {
@@ -265,6 +291,14 @@ class ProgramBuilder {
 
   // After a unit's backward `bwd` of micro-batch mb: its activations go;
   // after its last, its gathered parameters are released and `grads` reduced.
+  // Sequence parallelism leaves each tp rank a partial gradient of the
+  // weights tensor parallelism does not cut (models::TensorCut::kWhole: the
+  // norms, a row-parallel bias, the router): summed over the tp group after
+  // the unit's backward, before FSDP reduces them, and the next compute waits
+  // (torchtitan: DTensor's Partial-to-Replicate all-reduce of the norms'
+  // gradients; Megatron: finalize_model_grads' all-reduce of the
+  // sequence-parallel parameters). Returns what the reduction waits for.
+  uint32_t replicated_gradients(int u, int mb, uint32_t bwd, int grads);
   void finish_backward(int u, int mb, int k, uint32_t bwd, int grads, std::vector<uint32_t>& grads_ready);
 
   // The next forward's all-gathers wait for the compute stream as it stands

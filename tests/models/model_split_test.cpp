@@ -53,6 +53,28 @@ TEST(ModelSplit, TensorParallelCutsColumnsAndRowsMegatronStyle) {
   EXPECT_EQ(local.name, "llama3-8b");
 }
 
+TEST(ModelSplit, EachTensorSaysWhereTensorParallelismCutIt) {
+  const ModelSpec local = split_of("llama3-8b", 8, 1);
+  const auto cut = [&](const std::string& name) {
+    const TensorSpec* tensor = find_tensor(local, name);
+    EXPECT_NE(tensor, nullptr) << name;
+    return tensor == nullptr ? TensorCut::kWhole : tensor->tp_cut;
+  };
+  EXPECT_EQ(cut("layers.0.self_attn.q_proj.weight"), TensorCut::kRows);
+  EXPECT_EQ(cut("layers.0.self_attn.v_proj.weight"), TensorCut::kRows);
+  EXPECT_EQ(cut("layers.0.self_attn.o_proj.weight"), TensorCut::kColumns);
+  EXPECT_EQ(cut("layers.0.mlp.up_proj.weight"), TensorCut::kRows);
+  EXPECT_EQ(cut("layers.0.mlp.down_proj.weight"), TensorCut::kColumns);
+  EXPECT_EQ(cut("layers.0.post_attention_layernorm.weight"), TensorCut::kWhole);
+  EXPECT_EQ(cut("embed_tokens.weight"), TensorCut::kRows);
+  EXPECT_EQ(cut("lm_head.weight"), TensorCut::kRows);
+  EXPECT_EQ(cut("norm.weight"), TensorCut::kWhole);
+  // Without tensor parallelism nothing is cut.
+  for (const UnitSpec& unit : catalog_model("llama3-8b").units) {
+    for (const TensorSpec& tensor : unit.tensors) EXPECT_EQ(tensor.tp_cut, TensorCut::kWhole) << tensor.name;
+  }
+}
+
 TEST(ModelSplit, KeyValueHeadsAreReplicatedWhenTpExceedsThem) {
   // 8 key/value heads on 16 ranks: each rank holds one head of 128 dims.
   const ModelSpec local = split_of("llama3-8b", 16, 1);

@@ -3,6 +3,7 @@
 // streams, with the bytes worked out by hand beside what the builder emits;
 // per-rank memory and tokens; where each group's ranks lie.
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -63,7 +64,14 @@ TEST(MeshProgram, TensorParallelSequenceParallelBytesPerBlock) {
     EXPECT_EQ(ops.at({Group::kTensor, OpKind::kAllGather, pass}), std::make_pair(2, expected)) << pass;
     EXPECT_EQ(ops.at({Group::kTensor, OpKind::kReduceScatter, pass}), std::make_pair(2, expected)) << pass;
   }
-  EXPECT_EQ(ops.size(), 4u);
+  // The two norms' weights are not cut: their partial gradients (each tp
+  // rank saw its own tokens) are summed over the tp group, in bf16.
+  const int64_t norms = 2 * 256 * 2;
+  std::printf("uncut weights' gradient all-reduce: %lld bytes (2 norms x hidden x 2); built %lld\n",
+              static_cast<long long>(norms),
+              static_cast<long long>(ops.at({Group::kTensor, OpKind::kAllReduce, "bwd"}).second));
+  EXPECT_EQ(ops.at({Group::kTensor, OpKind::kAllReduce, "bwd"}), std::make_pair(1, norms));
+  EXPECT_EQ(ops.size(), 5u);
   // The embedding's partial sums are reduced after its forward, the head's
   // input gathered before it, with the vocabulary-parallel loss's three
   // fp32 values per token all-reduced.
@@ -117,19 +125,49 @@ TEST(MeshProgram, SelectiveRecomputationGathersTheRecomputedMatmulsInputsAgain) 
   EXPECT_EQ(ops.count({Group::kContext, OpKind::kAllGather, "recompute"}), 0u);
 }
 
-TEST(MeshProgram, ComputeWaitsForTheCollectivesAroundIt) {
+TEST(MeshProgram, EachPartOfABlockWaitsForItsOwnCollectives) {
   ProgramSetup s(std::string(kSequence) + "mesh { tp: 2 }");
   const Program p = s.build();
+  // Block 2's forward, in issue order: all-gather, attention, reduce-scatter,
+  // all-gather, MLP, reduce-scatter (Megatron's sequence-parallel block).
+  std::vector<const Op*> forward;
   for (const Op& op : p.ops) {
-    if (op.kind != OpKind::kComputeFwd || op.unit != 2 || op.micro_batch != 0) continue;
-    int gathers = 0;
-    for (uint32_t d : op.deps) gathers += p.ops[d].group == Group::kTensor && p.ops[d].kind == OpKind::kAllGather;
-    EXPECT_EQ(gathers, 2) << "the block's compute waits for its two all-gathers";
-    // And for the previous block's reduce-scatters.
-    bool previous = false;
-    for (uint32_t d : op.deps) previous = previous || (p.ops[d].unit == 1 && p.ops[d].kind == OpKind::kReduceScatter);
-    EXPECT_TRUE(previous);
+    const bool mesh = op.group == Group::kTensor;
+    if (op.unit == 2 && op.micro_batch == 0 && (op.kind == OpKind::kComputeFwd || mesh) &&
+        op.name.find("(bwd)") == std::string::npos && op.name.find("recompute") == std::string::npos) {
+      forward.push_back(&op);
+    }
   }
+  ASSERT_EQ(forward.size(), 6u);
+  const std::vector<std::pair<OpKind, models::UnitPart>> expected = {
+      {OpKind::kAllGather, models::UnitPart::kAttention}, {OpKind::kComputeFwd, models::UnitPart::kAttention},
+      {OpKind::kReduceScatter, models::UnitPart::kAttention}, {OpKind::kAllGather, models::UnitPart::kMlp},
+      {OpKind::kComputeFwd, models::UnitPart::kMlp}, {OpKind::kReduceScatter, models::UnitPart::kMlp}};
+  for (size_t i = 0; i < expected.size(); ++i) {
+    std::printf("  %s\n", forward[i]->name.c_str());
+    EXPECT_EQ(forward[i]->kind, expected[i].first) << forward[i]->name;
+    EXPECT_EQ(forward[i]->part, expected[i].second) << forward[i]->name;
+  }
+  const auto waits_for = [](const Op& op, const Op& on) {
+    return std::find(op.deps.begin(), op.deps.end(), on.id) != op.deps.end();
+  };
+  EXPECT_TRUE(waits_for(*forward[1], *forward[0])) << "the attention waits for its all-gather";
+  EXPECT_TRUE(waits_for(*forward[2], *forward[1])) << "the reduce-scatter waits for the attention";
+  EXPECT_TRUE(waits_for(*forward[3], *forward[2])) << "the MLP's all-gather reads the attention's residual";
+  EXPECT_TRUE(waits_for(*forward[4], *forward[3])) << "the MLP waits for its all-gather";
+  // The attention also waits for the previous block's last reduce-scatter.
+  bool previous = false;
+  for (uint32_t d : forward[1]->deps) previous = previous || (p.ops[d].unit == 1 && p.ops[d].kind == OpKind::kReduceScatter);
+  EXPECT_TRUE(previous);
+  // The parts' work sums to the block's: the same FLOPs as one op would run.
+  const double parts = forward[1]->flops + forward[4]->flops;
+  MicroBatch batch;
+  batch.sequences = 2;
+  batch.seq_len = 512;
+  const double whole = total_flops(forward_work(s.spec(2), batch));
+  std::printf("block forward FLOPs: attention %.4g + MLP %.4g = %.6g; whole block %.6g\n", forward[1]->flops,
+              forward[4]->flops, parts, whole);
+  EXPECT_NEAR(parts, whole, whole * 1e-12);
 }
 
 TEST(MeshProgram, TensorParallelDividesThePersistentState) {

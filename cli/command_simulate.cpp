@@ -1,11 +1,13 @@
 // ragged simulate: predict step time, throughput, MFU, exposed communication
 // and memory with the SimGrid simulator; --strategy all compares strategies,
-// --sweep gpus=... tabulates scaling. Each simulation runs in a child process
+// --sweep gpus=... tabulates scaling. Every prediction comes with its band
+// (sim/prediction_band.hpp); --sensitivity re-simulates the plausible inputs. Each simulation runs in a child process
 // (SimGrid allows one per process). A step out of memory leads the text
 // report with what did not fit and which changes would (sim/memory_fit.hpp);
 // --fail-on-oom makes it exit kExitOutOfMemory.
 
 #include <algorithm>
+#include <functional>
 
 #include <fmt/format.h>
 
@@ -42,6 +44,7 @@ struct SimulateOptions {
   bool breakdown = false;
   bool json = false;
   bool fail_on_oom = false;
+  bool sensitivity = false;
 };
 
 // "gpus=64,256,1024" -> {64, 256, 1024}.
@@ -80,7 +83,20 @@ SimulationReport simulate_one(const planner::ResolvedScenario& resolved, const S
   sim::ChildUsage usage;
   sim::SimulationResult result = sim::simulate_in_child(resolved, sim_options, {}, &usage);
   bar->finish();
-  return {label, std::move(result), usage.max_rss_bytes, usage.added_rss_bytes(), resolved.scenario(), {}};
+  SimulationReport report{label, std::move(result), usage.max_rss_bytes, usage.added_rss_bytes(), resolved.scenario(), {}, {}, {}};
+  const traces::Summary& summary = report.result.trace.summary();
+  report.band = sim::prediction_band(resolved, summary, sim_options_of(options));
+  if (options.sensitivity) {
+    auto inputs_bar = std::make_shared<ProgressBar>("sensitivity");
+    std::function<void(size_t, size_t)> progress;
+    if (ProgressBar::wanted()) {
+      progress = [inputs_bar](size_t done, size_t total) { inputs_bar->update(static_cast<double>(done) / total); };
+    }
+    report.sensitivity = sim::sensitivity(resolved, {summary.tokens_per_s_per_gpu(), summary.peak_reserved_bytes(), summary.oom()},
+                                          sim_options_of(options), {}, {}, progress);
+    inputs_bar->finish();
+  }
+  return report;
 }
 
 void run(const SimulateOptions& options, Context& context) {
@@ -162,6 +178,10 @@ void add_simulate_command(CLI::App& app, Context& context) {
                 "Where each unit's compute time goes: GEMMs, attention, element-wise traffic and launches, with "
                 "their rates (before sharing the GPU with collectives)");
   options->goodput.add_to(cmd);
+  cmd->add_flag("--sensitivity", options->sensitivity,
+                "Re-simulate the scenario with each input whose plausible range moves the prediction (NICs, their "
+                "bandwidth, the GPU's power limit and memory variant, kernels, the allocator) at both ends, largest "
+                "effect first");
   cmd->add_flag("--json", options->json, "Print JSON (an array for several simulations)");
   cmd->add_flag("--fail-on-oom", options->fail_on_oom,
                 fmt::format("Exit with code {} (after the report) when a simulation predicts out of memory",

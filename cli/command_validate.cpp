@@ -1,13 +1,19 @@
 // ragged validate [DIR]: every published run of a validation folder (default:
 // the repository's validation/) simulated and set against its published
-// figures, with the summary of each set; --json for everything.
+// figures, with the summary of each set; --json for everything;
+// --write-residuals FILE keeps each validation row's errors and regime for
+// the prediction bands of `ragged simulate` (validation/residuals.tsv).
 
 #include <unistd.h>
 
 #include <cstdio>
 
+#include <fmt/format.h>
+
 #include "cli/commands.hpp"
 #include "cli/validate_report.hpp"
+#include "common/errors.hpp"
+#include "validation/residual_export.hpp"
 #include "validation/validation_run.hpp"
 
 namespace ragged::cli {
@@ -17,6 +23,7 @@ void add_validate_command(CLI::App& app, Context& context) {
   auto filter = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
   auto sets = std::make_shared<std::vector<std::string>>();
+  auto residuals = std::make_shared<std::string>();
   auto* cmd = app.add_subcommand("validate", "Predict every published run of a validation set and compare (error, OOM, memory)");
   cmd->add_option("dir", *directory,
                   "Validation folder holding runs.textproto (default: the repository's validation/ folder, " +
@@ -26,7 +33,15 @@ void add_validate_command(CLI::App& app, Context& context) {
                   "FIELD=VALUE set on every row's scenario (repeatable), to try a hypothesis on the whole set, "
                   "e.g. --set training.prefetch_depth=0");
   cmd->add_flag("--json", *json, "Print JSON: every row (source, published, predicted, errors) and the summaries");
-  cmd->callback([&context, directory, filter, json, sets] {
+  cmd->add_option("--write-residuals", *residuals,
+                  "Write each validation row's errors and regime to FILE, the table `ragged simulate` reads its "
+                  "prediction bands from (validation/residuals.tsv; rebuild to compile it in)");
+  cmd->callback([&context, directory, filter, json, sets, residuals] {
+    if (!residuals->empty() && (!filter->empty() || !sets->empty())) {
+      throw InputError(fmt::format("--write-residuals {}: the table describes the whole set as predicted; drop "
+                                   "--filter and --set",
+                                   *residuals));
+    }
     const auto set = validation::load_validation_set(directory->empty() ? validation::default_validation_dir() : std::filesystem::path(*directory));
     validation::RunOptions options;
     options.filter = *filter;
@@ -39,6 +54,11 @@ void add_validate_command(CLI::App& app, Context& context) {
       };
     }
     const auto rows = validation::run_validation(set, options);
+    if (!residuals->empty()) {
+      const std::string command = fmt::format("ragged validate{} --write-residuals {}",
+                                              directory->empty() ? "" : " " + *directory, *residuals);
+      validation::write_residual_table(*residuals, rows, command);
+    }
     if (*json) {
       context.out << validation_to_json(set, rows, options.overrides).dump(2) << '\n';
     } else {

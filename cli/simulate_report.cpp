@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/band_report.hpp"
 #include "cli/table.hpp"
 #include "cli/whatif_report.hpp"
 #include "common/errors.hpp"
@@ -77,6 +78,7 @@ void print_simulation(const SimulationReport& r, std::ostream& out) {
       "NCCL): {}\n",
       gib(s.peak_reserved_bytes()), gib(s.peak_allocated_bytes()), gib(allocator_capacity), gib(s.hbm_capacity_bytes()),
       gib(s.hbm_capacity_bytes() - allocator_capacity), memory_verdict_detail(s));
+  if (r.band) print_band(*r.band, sim::regime_of(r.scenario, s), out);
   if (traces::oom_marginally(s)) {
     const int64_t over = s.peak_reserved_bytes() - allocator_capacity;
     out << fmt::format(
@@ -108,6 +110,7 @@ void print_simulation(const SimulationReport& r, std::ostream& out) {
                                   : "the what-if makes nodes differ");
   }
   if (sim::has_whatif(r.scenario)) print_whatif(r.scenario, r.result, out);
+  if (!r.sensitivity.empty()) print_sensitivity(r.sensitivity, out);
 
   out << '\n';
   // Per unit (ms per micro-batch summed over the step); identical blocks averaged.
@@ -187,7 +190,7 @@ nlohmann::json simulation_to_json(const SimulationReport& r) {
     for (const auto& [k, v] : by_kind) kinds[traces::OpKind_Name(k)] = v;
     units.push_back({{"unit", unit}, {"seconds_by_kind", kinds}});
   }
-  return {
+  nlohmann::json out = {
       {"scenario", meta.scenario_name()},
       {"strategy", meta.strategy()},
       {"gpus", meta.world_size()},
@@ -224,6 +227,9 @@ nlohmann::json simulation_to_json(const SimulationReport& r) {
       {"forced_full", r.result.stats.forced_full},
       {"whatif", r.result.stats.whatif.ranks.empty() ? nlohmann::json(nullptr) : sim::straggler_to_json(r.result.stats.whatif)},
   };
+  if (r.band) add_band_json(*r.band, sim::regime_of(r.scenario, s), out);
+  if (!r.sensitivity.empty()) out["sensitivity"] = sensitivity_to_json(r.sensitivity);
+  return out;
 }
 
 namespace {

@@ -11,6 +11,7 @@
 
 #include "sim/compute_breakdown.hpp"
 #include "sim/memory_fit.hpp"
+#include "sim/prediction_band.hpp"
 #include "sim/simulation.hpp"
 
 namespace ragged::cli {
@@ -28,6 +29,8 @@ struct SimulationReport {
   int64_t sim_memory_bytes = 0;  // what the simulation added to the memory it started with
   scenarios::Scenario scenario;  // as simulated (its what-if block)
   std::optional<OutOfMemoryAdvice> oom_advice;  // out of memory, for the text report: it leads with this
+  std::optional<sim::PredictionBand> band;      // the prediction's band (sim/prediction_band.hpp)
+  std::vector<sim::InputSensitivity> sensitivity;  // --sensitivity
 };
 
 // Out of memory: the first lines say so, with oom_advice when it is there,

@@ -1,0 +1,138 @@
+#include "sim/plausible_inputs.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "scenarios/gpu_presets.hpp"
+#include "scenarios/scenario_rules.hpp"
+#include "sim/prediction_regime.hpp"
+
+namespace ragged::sim {
+namespace {
+
+using scenarios::FieldOverride;
+
+std::string number(double value) { return fmt::format("{:g}", value); }
+
+InputValue set_one(const std::string& label, const std::string& field, const std::string& value) {
+  return {label, {FieldOverride{field, value}}};
+}
+
+// NIC bandwidth per GPU generation, per NIC and direction: what clusters of
+// that generation were built with. Ampere: AWS p4d's 100 Gb/s EFA adapters to
+// DGX A100's 200 Gb/s HDR; Hopper: 200 Gb/s HDR to DGX H100's 400 Gb/s NDR;
+// Blackwell: 400 Gb/s NDR to ConnectX-8's 800 Gb/s.
+std::pair<double, double> nic_range(const std::string& generation) {
+  if (generation == "ampere") return {100, 200};
+  if (generation == "blackwell") return {400, 800};
+  return {200, 400};
+}
+
+void add_network(const scenarios::LoadedScenario& loaded, std::vector<PlausibleInput>& out) {
+  const scenarios::Cluster& cluster = loaded.scenario.cluster();
+  const scenarios::Nics& written = loaded.written.cluster().nics();
+  if (cluster.nodes() < 2) return;  // one node: the network carries nothing
+  const int per_node = cluster.gpus_per_node();
+  const int fewer = std::max(1, per_node / 2);
+  if (fewer < per_node) {
+    // One NIC per GPU (DGX, HGX) down to one per two GPUs (AWS p4d: 4 for 8 A100s).
+    out.push_back({"NICs per node", "cluster.nics.per_node", number(cluster.nics().per_node()),
+                   !written.has_per_node(), true, true,
+                   {set_one(number(fewer), "cluster.nics.per_node", number(fewer)),
+                    set_one(number(per_node), "cluster.nics.per_node", number(per_node))}});
+  }
+  const auto [low, high] = nic_range(gpu_generation(cluster.gpu().preset()));
+  const std::string field = "cluster.nics.bandwidth_gbits_per_s";
+  out.push_back({"NIC bandwidth", field, number(cluster.nics().bandwidth_gbits_per_s()) + " Gb/s",
+                 !written.has_bandwidth_gbits_per_s(), true, true,
+                 {set_one(number(low) + " Gb/s", field, number(low)), set_one(number(high) + " Gb/s", field, number(high))}});
+}
+
+// A power cap from 70% of the board's TDP (H100s run at 490-500 W in
+// TorchTitan's Grand Teton, A100s at 280 W) to the TDP itself.
+void add_power(const scenarios::LoadedScenario& loaded, std::vector<PlausibleInput>& out) {
+  const scenarios::Gpu& gpu = loaded.scenario.cluster().gpu();
+  const scenarios::GpuPreset* preset = scenarios::gpu_preset_or_null(gpu.preset());
+  if (!preset || preset->host_rank || gpu.tdp_watts() <= 0) return;
+  const double tdp = gpu.tdp_watts();
+  const double capped = std::round(0.7 * tdp);
+  // A preset that states its own cap (h100-sxm-95g: 500 W) states the value.
+  const bool left = !loaded.written.cluster().gpu().has_power_limit_watts() && preset->power_limit_watts >= tdp;
+  const std::string field = "cluster.gpu.power_limit_watts";
+  out.push_back({"GPU power limit", field, number(gpu.power_limit_watts()) + " W", left, true, true,
+                 {set_one(number(capped) + " W", field, number(capped)), set_one(number(tdp) + " W", field, number(tdp))}});
+}
+
+// The memory variants of the scenario's GPU: the other presets of its die,
+// as capacity and bandwidth (the scenario's other GPU fields kept).
+void add_memory_variant(const scenarios::LoadedScenario& loaded, std::vector<PlausibleInput>& out) {
+  const scenarios::Gpu& gpu = loaded.scenario.cluster().gpu();
+  static const std::vector<std::vector<std::string>> families = {{"a100-40g", "a100-80g"},
+                                                                 {"h100", "h100-sxm-95g", "h200"}};
+  for (const auto& family : families) {
+    if (std::find(family.begin(), family.end(), gpu.preset()) == family.end()) continue;
+    PlausibleInput input{"GPU memory variant", "cluster.gpu.hbm_capacity_gib",
+                         fmt::format("{:.1f} GiB, {} GB/s", gpu.hbm_capacity_gib(), number(gpu.hbm_bandwidth_gbytes_per_s())),
+                         false, true, false, {}};
+    for (const std::string& name : family) {
+      const scenarios::GpuPreset& variant = scenarios::find_gpu_preset(name);
+      if (std::abs(variant.hbm_capacity_gib - gpu.hbm_capacity_gib()) < 0.5) continue;
+      input.values.push_back({fmt::format("{} ({:.1f} GiB, {} GB/s)", name, variant.hbm_capacity_gib,
+                                          number(variant.hbm_bandwidth_gbytes_per_s)),
+                              {FieldOverride{"cluster.gpu.hbm_capacity_gib", number(variant.hbm_capacity_gib)},
+                               FieldOverride{"cluster.gpu.hbm_bandwidth_gbytes_per_s",
+                                             number(variant.hbm_bandwidth_gbytes_per_s)}}});
+    }
+    if (!input.values.empty()) out.push_back(std::move(input));
+  }
+}
+
+PlausibleInput choice(const std::string& name, const std::string& field, const std::string& simulated, bool left,
+                      const std::vector<std::string>& choices) {
+  PlausibleInput input{name, field, simulated, left, false, false, {}};
+  for (const std::string& c : choices) {
+    if (c != simulated) input.values.push_back(set_one(c, field, c));
+  }
+  return input;
+}
+
+void add_software(const scenarios::LoadedScenario& loaded, std::vector<PlausibleInput>& out) {
+  const scenarios::Training& t = loaded.scenario.training();
+  const scenarios::Training& w = loaded.written.training();
+  const scenarios::GpuPreset* preset = scenarios::gpu_preset_or_null(loaded.scenario.cluster().gpu().preset());
+  if (preset && preset->host_rank) return;  // the nominal CPU rank runs no GPU kernels
+  std::vector<std::string> attention = {"FLASH_ATTENTION_2", "TRITON_FLASH_ATTENTION"};
+  if (preset && preset->hopper) attention.push_back("FLASH_ATTENTION_3");
+  out.push_back(choice("attention kernel", "training.attention", scenarios::AttentionKernel_Name(t.attention()),
+                       w.attention() == scenarios::ATTENTION_KERNEL_UNSPECIFIED, attention));
+  out.push_back(choice("loss kernel", "training.loss", scenarios::LossKernel_Name(t.loss()),
+                       w.loss() == scenarios::LOSS_KERNEL_UNSPECIFIED, {"FP32_LOGITS", "FUSED", "CHUNKED"}));
+  out.push_back(choice("torch.compile", "training.compiled", t.compiled() ? "true" : "false", !w.has_compiled(),
+                       {"false", "true"}));
+  out.push_back(choice("allocator expandable segments", "training.allocator.expandable_segments",
+                       t.allocator().expandable_segments() ? "true" : "false",
+                       !w.allocator().has_expandable_segments(), {"false", "true"}));
+  // The CUDA context and NCCL's buffers: the default's estimate to 1 GiB more
+  // (more communicators, a larger NCCL_BUFFSIZE).
+  const double outside = t.allocator().outside_gib();
+  const std::string field = "training.allocator.outside_gib";
+  out.push_back({"memory outside the allocator", field, fmt::format("{:.2f} GiB", outside),
+                 !w.allocator().has_outside_gib(), false, true,
+                 {set_one(fmt::format("{:.2f} GiB", outside), field, number(outside)),
+                  set_one(fmt::format("{:.2f} GiB", outside + 1), field, number(outside + 1))}});
+}
+
+}  // namespace
+
+std::vector<PlausibleInput> plausible_inputs(const scenarios::LoadedScenario& loaded) {
+  std::vector<PlausibleInput> out;
+  add_network(loaded, out);
+  add_power(loaded, out);
+  add_memory_variant(loaded, out);
+  add_software(loaded, out);
+  return out;
+}
+
+}  // namespace ragged::sim

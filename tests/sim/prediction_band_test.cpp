@@ -1,0 +1,184 @@
+// Prediction bands (sim/prediction_regime, sim/prediction_band) and
+// --sensitivity (sim/sensitivity): the band comes from exactly the rows of
+// the scenario's regime, falls back by dropping factors when too few match,
+// and every sensitivity value is a real re-simulation, sorted by effect.
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "planner/resolved_scenario.hpp"
+#include "sim/prediction_band.hpp"
+#include "sim/simulation_child.hpp"
+
+namespace ragged::sim {
+namespace {
+
+ResidualRow row(const std::string& id, const std::string& gpu, const std::string& strategy, const std::string& ac,
+                int64_t sequence, double share, double error) {
+  ResidualRow r;
+  r.id = id;
+  r.stack = "stack-" + id.substr(0, 1);
+  r.gpu = gpu;
+  r.gpus = 8;
+  r.strategy = strategy;
+  r.checkpointing = ac;
+  r.sequence = sequence;
+  r.exposed_comm_share = share;
+  r.throughput_error = error;
+  return r;
+}
+
+// 25 rows of one regime (hopper, fsdp1, full, long, hidden) with errors
+// -12%..+12% by 1%, and 30 of another (ampere) all at +50%.
+std::vector<ResidualRow> two_regimes() {
+  std::vector<ResidualRow> rows;
+  for (int i = 0; i < 25; ++i) rows.push_back(row("h" + std::to_string(i), "h100", "fsdp1", "full", 32768, 0.002, (i - 12) / 100.0));
+  for (int i = 0; i < 30; ++i) rows.push_back(row("a" + std::to_string(i), "a100-80g", "fsdp1", "none", 2048, 0.03, 0.5));
+  return rows;
+}
+
+TEST(PredictionBand, ComesFromExactlyTheRowsOfTheRegime) {
+  const std::vector<ResidualRow> rows = two_regimes();
+  const Regime regime{"hopper", "full", "hidden", "long", "fsdp1"};
+  const ErrorBand band = error_band(rows, regime, BandMetric::kThroughput);
+  ASSERT_EQ(band.rows, 25);
+  EXPECT_TRUE(band.dropped.empty());
+  EXPECT_EQ(band.matched.size(), 5u);
+  for (const std::string& id : band.ids) EXPECT_EQ(id.front(), 'h') << id;
+  // ceil(0.8 x 26) = 21 of 25 rows: 2 cut from each end, -10%..+10%.
+  EXPECT_EQ(band.held, 21);
+  EXPECT_NEAR(band.low, -0.10, 1e-12);
+  EXPECT_NEAR(band.high, 0.10, 1e-12);
+  const auto [low, high] = published_range(1000, band);
+  EXPECT_NEAR(low, 1000 / 1.10, 1e-9);
+  EXPECT_NEAR(high, 1000 / 0.90, 1e-9);
+}
+
+TEST(PredictionBand, DropsFactorsInOrderWhenTooFewRowsMatchAndSaysWhich) {
+  const std::vector<ResidualRow> rows = two_regimes();
+  // fsdp2 and selective match nothing: strategy, then checkpointing go; the
+  // 25 hopper/long/hidden rows remain.
+  const Regime regime{"hopper", "selective", "hidden", "long", "fsdp2"};
+  const ErrorBand band = error_band(rows, regime, BandMetric::kThroughput);
+  EXPECT_EQ(band.rows, 25);
+  ASSERT_EQ(band.dropped.size(), 2u);
+  EXPECT_EQ(band.dropped[0], RegimeFactor::kStrategy);
+  EXPECT_EQ(band.dropped[1], RegimeFactor::kCheckpointing);
+  EXPECT_NE(regime_sentence(regime, band).find("not matched"), std::string::npos);
+  EXPECT_NE(band_sentence(band).find("21 of 25 comparable validation rows"), std::string::npos) << band_sentence(band);
+  // An unknown generation (a GPU given by its numbers) is never matched.
+  const ErrorBand unknown = error_band(rows, {"", "full", "hidden", "long", "fsdp1"}, BandMetric::kThroughput);
+  EXPECT_EQ(unknown.rows, 25);
+  EXPECT_EQ(unknown.dropped.front(), RegimeFactor::kGeneration);
+}
+
+TEST(PredictionBand, MemoryBandReadsOnlyRowsThatPublishMemory) {
+  std::vector<ResidualRow> rows = two_regimes();
+  rows[0].memory_error = 0.05;
+  rows[30].memory_error = -0.02;
+  const ErrorBand band = error_band(rows, {"hopper", "full", "hidden", "long", "fsdp1"}, BandMetric::kPeakMemory);
+  EXPECT_EQ(band.rows, 2);
+  EXPECT_TRUE(band.matched.empty());  // two rows: every factor dropped
+  EXPECT_EQ(band.held, 2);
+  EXPECT_NEAR(band.low, -0.02, 1e-12);
+  EXPECT_NEAR(band.high, 0.05, 1e-12);
+}
+
+TEST(PredictionBand, RegimeOfAScenarioReadsItsSettingsAndExposedCommunication) {
+  scenarios::Scenario s;
+  s.mutable_cluster()->mutable_gpu()->set_preset("a100-80g");
+  s.mutable_training()->set_strategy(scenarios::FSDP2);
+  s.mutable_training()->set_activation_checkpointing(scenarios::FULL);
+  s.mutable_training()->set_sequence_length(8192);
+  traces::Summary predicted;
+  predicted.set_step_time_s(1.0);
+  predicted.set_exposed_comm_s(0.06);
+  const Regime r = regime_of(s, predicted);
+  EXPECT_EQ(r.generation, "ampere");
+  EXPECT_EQ(r.strategy, "fsdp2");
+  EXPECT_EQ(r.checkpointing, "full");
+  EXPECT_EQ(r.sequence, "medium");
+  EXPECT_EQ(r.communication, "exposed");
+}
+
+planner::ResolvedScenario yafsdp_row() {
+  return planner::resolve_scenario(scenarios::load_scenario(
+      std::string(RAGGED_SOURCE_DIR) + "/validation/scenarios/yafsdp-fsdp1-a100-llama2-7b-s2048-64g.textproto"));
+}
+
+// Every value is the scenario re-resolved with that input set, handed to the
+// simulator; the list comes back sorted by effect.
+TEST(Sensitivity, ReSimulatesEachValueWithTheInputChangedAndSorts) {
+  const planner::ResolvedScenario base = yafsdp_row();
+  std::vector<double> bandwidths;
+  int calls = 0;
+  // A stand-in simulator: throughput follows the NIC bandwidth it is given.
+  const VariantSimulator fake = [&](const planner::ResolvedScenario& r) {
+    ++calls;
+    const double gbps = r.scenario().cluster().nics().bandwidth_gbits_per_s();
+    bandwidths.push_back(gbps);
+    InputOutcome o;
+    o.simulated = true;
+    o.tokens_per_s_per_gpu = 10 * gbps;
+    o.peak_reserved_bytes = 1000;
+    return o;
+  };
+  const auto rows = sensitivity(base, {2000, 1000, false}, {}, {}, fake);
+  size_t values = 0;
+  for (const InputSensitivity& s : rows) values += s.input.values.size();
+  EXPECT_EQ(calls, static_cast<int>(values));
+  EXPECT_NE(std::find(bandwidths.begin(), bandwidths.end(), 100.0), bandwidths.end());
+  ASSERT_FALSE(rows.empty());
+  EXPECT_EQ(rows.front().input.field, "cluster.nics.bandwidth_gbits_per_s");
+  EXPECT_NEAR(rows.front().outcomes[static_cast<size_t>(rows.front().low)].tokens_per_s_per_gpu, 1000, 1e-9);
+  for (size_t i = 1; i < rows.size(); ++i) EXPECT_GE(rows[i - 1].effect(), rows[i].effect()) << i;
+}
+
+// The real simulator: YaFSDP's FSDP1 baseline at 64 A100s, the network is
+// what moves its prediction most, and halving it slows the step.
+TEST(Sensitivity, NetworkLeadsOnACommunicationHeavyValidationRow) {
+  const planner::ResolvedScenario base = yafsdp_row();
+  const SimulationSummary predicted = simulate_summary_in_child(base);
+  const double tokens = predicted.summary.tokens_per_s_per_gpu();
+  const auto rows = sensitivity(base, {tokens, predicted.summary.peak_reserved_bytes(), false}, {});
+  ASSERT_FALSE(rows.empty());
+  EXPECT_EQ(rows.front().input.field.rfind("cluster.nics.", 0), 0u) << rows.front().input.field;
+  const InputSensitivity& network = rows.front();
+  EXPECT_LT(network.outcomes[static_cast<size_t>(network.low)].tokens_per_s_per_gpu, 0.95 * tokens);
+  for (size_t i = 1; i < rows.size(); ++i) EXPECT_GE(rows[i - 1].effect(), rows[i].effect()) << i;
+}
+
+// A scenario leaving its NIC bandwidth to the default: the band covers the
+// residual band around the prediction at each end of the plausible range.
+TEST(PredictionBand, WidensByHardwareLeftToTheDefaults) {
+  scenarios::LoadedScenario loaded = yafsdp_row().loaded;
+  loaded.written.mutable_cluster()->mutable_nics()->clear_bandwidth_gbits_per_s();
+  const planner::ResolvedScenario resolved = planner::resolve_scenario(scenarios::rebuild(loaded));
+  traces::Summary predicted;
+  predicted.set_tokens_per_s_per_gpu(3000);
+  predicted.set_peak_reserved_bytes(int64_t{10} << 30);
+  predicted.set_step_time_s(1);
+  const VariantSimulator fake = [](const planner::ResolvedScenario& r) {
+    InputOutcome o;
+    o.simulated = true;
+    o.tokens_per_s_per_gpu = 3000 * std::min(1.0, r.scenario().cluster().nics().bandwidth_gbits_per_s() / 400);
+    o.peak_reserved_bytes = int64_t{10} << 30;
+    return o;
+  };
+  const PredictionBand band = prediction_band(resolved, predicted, {}, shipped_residual_table(), fake);
+  const PredictionBand plain = regime_band(resolved.scenario(), predicted);
+  ASSERT_GT(band.throughput.rows, 0);
+  const bool widened_by_nic = std::any_of(band.widened_by.begin(), band.widened_by.end(), [](const InputSensitivity& s) {
+    return s.input.field == "cluster.nics.bandwidth_gbits_per_s";
+  });
+  EXPECT_TRUE(widened_by_nic);
+  // 100 Gb/s: a quarter of the throughput, the band's low end a quarter of the plain one's.
+  EXPECT_NEAR(band.tokens_low, plain.tokens_low / 4, 1e-6 * plain.tokens_low);
+  EXPECT_NEAR(band.tokens_high, plain.tokens_high, 1e-6 * plain.tokens_high);
+}
+
+}  // namespace
+}  // namespace ragged::sim

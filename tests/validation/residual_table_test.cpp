@@ -1,0 +1,115 @@
+// validation/residuals.tsv, the table `ragged simulate` reads its bands from:
+// well formed, every row still in validation/runs.textproto as a validation
+// row, and its bands calibrated when each stack is held out.
+
+#include <cmath>
+#include <set>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "common/errors.hpp"
+#include "common/file_io.hpp"
+#include "sim/prediction_regime.hpp"
+#include "sim/residual_table.hpp"
+#include "validation/residual_export.hpp"
+#include "validation/validation_set.hpp"
+
+namespace ragged::validation {
+namespace {
+
+const std::string kSource = std::string(RAGGED_SOURCE_DIR) + "/validation/residuals.tsv";
+
+sim::ResidualTable checked_in() { return sim::parse_residual_table(read_file(kSource), "validation/residuals.tsv"); }
+
+TEST(ResidualTable, EveryRowIsAValidationRowOfRunsTextproto) {
+  const sim::ResidualTable table = checked_in();
+  const ValidationSet set = load_validation_set(default_validation_dir());
+  std::set<std::string> validation_ids;
+  for (const validation::Run& run : set.runs) {
+    if (run.set() == VALIDATION) validation_ids.insert(run.id());
+  }
+  ASSERT_GT(table.rows.size(), 200u);
+  for (const sim::ResidualRow& row : table.rows) {
+    EXPECT_TRUE(validation_ids.count(row.id)) << row.id << " is in validation/residuals.tsv but not a validation row of "
+                                              << "validation/runs.textproto: regenerate the table (docs/SIMULATOR.md "
+                                                 "section 10)";
+  }
+}
+
+TEST(ResidualTable, SaysWhatProducedIt) {
+  const sim::ResidualTable table = checked_in();
+  bool command = false;
+  for (const std::string& line : table.comments) command |= line.find("ragged validate --write-residuals") != std::string::npos;
+  EXPECT_TRUE(command);
+}
+
+TEST(ResidualTable, TheBuiltInTableIsTheCheckedInFile) {
+  EXPECT_EQ(sim::shipped_residual_table().rows.size(), checked_in().rows.size())
+      << "rebuild after regenerating validation/residuals.tsv";
+}
+
+TEST(ResidualTable, FormatReadsBack) {
+  sim::ResidualRow r;
+  r.id = "x-1";
+  r.stack = "a stack";
+  r.gpu = "h100";
+  r.gpus = 64;
+  r.strategy = "fsdp2";
+  r.checkpointing = "full";
+  r.sequence = 8192;
+  r.exposed_comm_share = 0.125;
+  r.throughput_error = -0.0625;
+  const std::string text = sim::format_residual_table({"made by a test"}, {r});
+  const sim::ResidualTable back = sim::parse_residual_table(text, "t.tsv");
+  ASSERT_EQ(back.rows.size(), 1u);
+  EXPECT_EQ(back.comments, std::vector<std::string>{"made by a test"});
+  EXPECT_EQ(back.rows[0].stack, "a stack");
+  EXPECT_EQ(back.rows[0].sequence, 8192);
+  EXPECT_DOUBLE_EQ(*back.rows[0].throughput_error, -0.0625);
+  EXPECT_FALSE(back.rows[0].memory_error.has_value());
+}
+
+void expect_error(const std::string& text, const std::string& needle) {
+  try {
+    sim::parse_residual_table(text, "r.tsv");
+    ADD_FAILURE() << "no error for:\n" << text;
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(needle), std::string::npos) << what;
+    EXPECT_NE(what.find("--write-residuals"), std::string::npos) << what;
+  }
+}
+
+TEST(ResidualTable, MalformedFilesNameTheLineTheColumnAndTheFix) {
+  const std::string header = "id\tstack\tgpu\tgpus\tstrategy\tcheckpointing\tsequence\texposed_comm_share\tthroughput_error\tmemory_error\n";
+  const std::string good = "a\ts\th100\t8\tfsdp1\tnone\t2048\t0.01\t0.02\t-\n";
+  expect_error("# only a comment\n", "no header");
+  expect_error("id\tgpu\n", "r.tsv:1: column 'gpu'");
+  expect_error(header + "a\ts\th100\t8\tfsdp1\tnone\t2048\t0.01\n", "r.tsv:2: column 'throughput_error'");
+  expect_error(header + "a\ts\th100\t8\tfsdp1\tnone\t2048\tlots\t0.02\t-\n", "column 'exposed_comm_share': 'lots' is not a number");
+  expect_error(header + "a\ts\th100\t8\tfsdp1\tsome\t2048\t0.01\t0.02\t-\n", "column 'checkpointing'");
+  expect_error(header + "a\ts\th100\t0\tfsdp1\tnone\t2048\t0.01\t0.02\t-\n", "column 'gpus'");
+  expect_error(header + good + good, "r.tsv:3: column 'id': 'a' is listed twice");
+}
+
+// Issue 48's bar: over every validation row, its band built from the other
+// stacks' rows alone holds its published figure about as often as stated.
+TEST(ResidualTable, HeldOutBandsHoldTheStatedShareWithinFivePoints) {
+  const sim::ResidualTable table = checked_in();
+  const sim::HeldOutCoverage coverage = sim::held_out_coverage(table.rows, sim::BandMetric::kThroughput);
+  ASSERT_GT(coverage.rows, 200);
+  EXPECT_NEAR(coverage.share(), sim::kBandShare, 0.05) << coverage.inside << " of " << coverage.rows;
+}
+
+TEST(ResidualTable, StacksNameASourceOnce) {
+  validation::Run foundry;
+  foundry.mutable_source()->set_title("MosaicML llm-foundry: A100 micro-batch sweep (scripts/train/benchmarking/larger_mb_1.md)");
+  EXPECT_EQ(stack_of(foundry), "MosaicML llm-foundry");
+  validation::Run yafsdp;
+  yafsdp.mutable_source()->set_title("yandex/YaFSDP README.md, Benchmarks (the FSDP baseline)");
+  EXPECT_EQ(stack_of(yafsdp), "YaFSDP's FSDP baseline (HF Accelerate)");
+}
+
+}  // namespace
+}  // namespace ragged::validation

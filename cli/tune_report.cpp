@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/band_report.hpp"
 #include "cli/goodput_report.hpp"
 #include "cli/table.hpp"
 #include "common/units.hpp"
@@ -125,7 +126,25 @@ void print_counts(const tune::SearchResult& r, const ReportOptions& options, std
                      options.workers, format_seconds(simulator_seconds(r)), n.cached);
 }
 
-void print_ranking(const tune::SearchResult& r, const ReportOptions& options, std::ostream& out) {
+// A simulated candidate's band, from its regime's validation residuals alone
+// (nothing re-simulated: `ragged simulate` on the winner widens it).
+std::optional<sim::PredictionBand> candidate_band(const tune::Tuner& tuner, const tune::SearchResult& r, size_t i) {
+  const tune::Evaluation& e = r.evaluations[i];
+  if (e.tokens_per_s_per_gpu <= 0) return std::nullopt;
+  scenarios::Scenario s = tuner.base_at(r.gpus).scenario;
+  s.mutable_training()->set_strategy(r.candidates[i].strategy);
+  s.mutable_training()->set_activation_checkpointing(r.candidates[i].checkpointing);
+  s.mutable_training()->set_sequence_length(static_cast<int32_t>(r.batch.sequence_length));
+  traces::Summary predicted;
+  predicted.set_tokens_per_s_per_gpu(e.tokens_per_s_per_gpu);
+  predicted.set_step_time_s(e.step_time_s);
+  predicted.set_exposed_comm_s(e.exposed_comm_s);
+  predicted.set_peak_reserved_bytes(e.peak_reserved_bytes);
+  return sim::regime_band(s, predicted);
+}
+
+void print_ranking(const tune::Tuner& tuner, const tune::SearchResult& r, const ReportOptions& options,
+                   std::ostream& out) {
   const bool granularity = any_granularity(r);
   const bool mesh = any_mesh(r);
   Table table;
@@ -134,7 +153,7 @@ void print_ranking(const tune::SearchResult& r, const ReportOptions& options, st
   table.column("shard group").column("micro-batch");
   table.column("checkpointing", Table::Align::kLeft).column("prefetch").column("reshard", Table::Align::kLeft);
   if (granularity) table.column("granularity", Table::Align::kLeft);
-  table.column("tokens/s/GPU");
+  table.column("tokens/s/GPU").column("80% band");
   if (r.by_goodput()) table.column("goodput").column("effective");
   table.column("step time").column("MFU").column("peak GiB").column("free GiB").column("exposed comm");
   const size_t shown = std::min(options.top, r.ranking.ranked.size());
@@ -151,6 +170,8 @@ void print_ranking(const tune::SearchResult& r, const ReportOptions& options, st
                                     c.reshard ? "yes" : "no"});
     if (granularity) row.push_back(c.granularity.empty() ? "-" : c.granularity);
     row.push_back(rate(e.tokens_per_s_per_gpu));
+    const std::optional<sim::PredictionBand> band = candidate_band(tuner, r, i);
+    row.push_back(band ? tokens_range_text(*band) : "-");
     if (r.by_goodput()) row.insert(row.end(), {goodput_percent(r, i), rate(r.ranked_rate(i))});
     for (std::string cell :
          {format_seconds(e.step_time_s), fmt::format("{:.1f}%", 100 * e.mfu), gib(e.peak_reserved_bytes),
@@ -159,7 +180,9 @@ void print_ranking(const tune::SearchResult& r, const ReportOptions& options, st
     }
     table.row(std::move(row));
   }
-  out << fmt::format("\n  ranking (predicted{}; micro-batch is sequences x accumulation steps{}):\n",
+  out << fmt::format("\n  ranking (predicted{}; micro-batch is sequences x accumulation steps; 80% band: where the published "
+                     "tokens/s/GPU of comparable validation rows lay, the regime's alone, `ragged simulate` widens it "
+                     "for inputs left to the defaults{}):\n",
                      r.by_goodput() ? ", by effective = tokens/s/GPU x goodput" : "",
                      shown < r.ranking.ranked.size()
                          ? fmt::format("; {} of {} that fit, --top N for more", shown, r.ranking.ranked.size())
@@ -235,7 +258,7 @@ void print_search(const tune::Tuner& tuner, const tune::SearchResult& r, const R
                 : "");
     return;
   }
-  print_ranking(r, options, out);
+  print_ranking(tuner, r, options, out);
   print_pareto(r, out);
   const tune::Evaluation& best = r.evaluations[r.best()];
   out << fmt::format(
@@ -334,6 +357,11 @@ nlohmann::json search_to_json(const tune::Tuner& tuner, const tune::SearchResult
     // This run's, not the answer (the totals are under "run").
     evaluation.erase("simulation_wall_s");
     evaluation.erase("cached");
+    if (const std::optional<sim::PredictionBand> band = candidate_band(tuner, r, i)) {
+      evaluation["tokens_per_s_per_gpu_range"] = {band->tokens_low, band->tokens_high};
+      evaluation["peak_memory_bytes_range"] = {band->memory_low, band->memory_high};
+      evaluation["band_rows"] = band->throughput.rows;
+    }
     candidates.push_back(
         {{"configuration", candidate_to_json(r.candidates[i])}, {"evaluation", std::move(evaluation)}});
     if (r.by_goodput() && r.goodput[i]) {

@@ -84,7 +84,7 @@ void add_band_json(const sim::PredictionBand& band, const sim::Regime& regime, n
   nlohmann::json widened = nlohmann::json::array();
   for (const sim::InputSensitivity& s : band.widened_by) widened.push_back(input_json(s));
   out["band"] = {{"what", "the published figure's range: the prediction over (1 + error) for the central errors of "
-                          "comparable validation rows (docs/SIMULATOR.md section 10)"},
+                          "comparable validation rows (docs/SIMULATOR.md section 13)"},
                  {"regime",
                   {{"gpu_generation", regime.generation},
                    {"activation_checkpointing", regime.checkpointing},

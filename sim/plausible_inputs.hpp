@@ -4,7 +4,7 @@
 // and the widening of a prediction band by the hardware a scenario leaves to
 // the defaults). Each value is a set of `--set` overrides on the scenario as
 // written; the ranges and why they are plausible are in plausible_inputs.cpp
-// and docs/SIMULATOR.md section 10.
+// and docs/SIMULATOR.md section 13.
 
 #include <string>
 #include <vector>

@@ -5,7 +5,7 @@
 // input re-simulated at the ends of its plausible range, sensitivity.hpp).
 // What `ragged simulate` (text and --json), `ragged tune` and the
 // dashboard's Explore tab show. Descriptive statistics of past errors, not
-// a model: docs/SIMULATOR.md section 10.
+// a model: docs/SIMULATOR.md section 13.
 
 #include <cstdint>
 #include <string>

@@ -8,7 +8,7 @@
 // central one holding ceil(share x (n + 1)) of the n rows' errors (capped at
 // n, the split-conformal count: a new run like them falls inside with about
 // `share` probability), so it states "k of n rows were within low..high".
-// docs/SIMULATOR.md section 10.
+// docs/SIMULATOR.md section 13.
 
 #include <cstdint>
 #include <string>

@@ -5,7 +5,7 @@
 // `ragged validate --write-residuals validation/residuals.tsv` (the file's
 // header comments say which commit and command); compiled into the binary,
 // so `ragged simulate` never re-runs the ~280 rows. docs/SIMULATOR.md
-// section 10 says how the band is computed from it.
+// section 13 says how the band is computed from it.
 //
 // Format: '#' lines are comments; the first other line is the header
 // naming the columns of kResidualColumns in order, tab-separated; each later

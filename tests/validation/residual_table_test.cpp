@@ -33,7 +33,7 @@ TEST(ResidualTable, EveryRowIsAValidationRowOfRunsTextproto) {
   for (const sim::ResidualRow& row : table.rows) {
     EXPECT_TRUE(validation_ids.count(row.id)) << row.id << " is in validation/residuals.tsv but not a validation row of "
                                               << "validation/runs.textproto: regenerate the table (docs/SIMULATOR.md "
-                                                 "section 10)";
+                                                 "section 13)";
   }
 }
 

@@ -157,8 +157,10 @@ void HostDevice::reduce_scatter(planner::Stream, std::byte* buffer, int64_t shar
   groups_.shard->reduce_scatter_in_place(floats(buffer), shard_elements);
 }
 
-void HostDevice::all_reduce(planner::Stream, std::byte* data, int64_t elements, Elements) {
-  groups_.replicas->all_reduce_in_place(floats(data), elements);
+// The replicas' HSDP all-reduce, or the tp group's of the uncut weights' gradients.
+void HostDevice::all_reduce(planner::Stream stream, std::byte* data, int64_t elements, Elements) {
+  Communicator& group = stream == planner::Stream::kTensorParallel ? *groups_.tensor : *groups_.replicas;
+  group.all_reduce_in_place(floats(data), elements);
 }
 
 void HostDevice::accumulate(planner::Stream, int unit, const std::byte* reduced, float scale) {
@@ -226,10 +228,70 @@ void HostDevice::forward(int unit, int micro_batch, const DeviceParams& params, 
   for (const std::byte* p : params) tensors.push_back(floats(p));
   w.forward(model, tensors);
   f.last_forward = model;
-  if (is_head(unit)) {
-    losses_ += w.loss();
-    ++loss_count_;
+  // A tensor-parallel head knows its loss once the group combined it.
+  if (is_head(unit) && w.tensor_parallel().size == 1) record_loss(w);
+}
+
+void HostDevice::record_loss(const HostWorkload& w) {
+  losses_ += w.loss();
+  ++loss_count_;
+}
+
+namespace {
+
+ConstTensors const_floats(const DeviceParams& params) {
+  ConstTensors out;
+  for (const std::byte* p : params) out.push_back(floats(p));
+  return out;
+}
+
+TpPass tp_pass(planner::Pass pass) {
+  switch (pass) {
+    case planner::Pass::kForward: return TpPass::kForward;
+    case planner::Pass::kBackward: return TpPass::kBackward;
+    case planner::Pass::kRecompute:
+    case planner::Pass::kSelectiveRecompute: break;
   }
+  return TpPass::kAgain;
+}
+
+}  // namespace
+
+void HostDevice::forward_part(int unit, int micro_batch, models::UnitPart part, const DeviceParams& params) {
+  workload(micro_batch).forward(model_unit(unit), const_floats(params), part);
+  in_flight(micro_batch).last_forward = model_unit(unit);
+}
+
+void HostDevice::backward_part(int unit, int micro_batch, models::UnitPart part, const DeviceParams& params,
+                               const DeviceGrads& grads) {
+  Tensors out;
+  for (std::byte* g : grads) out.push_back(floats(g));
+  workload(micro_batch).backward(model_unit(unit), const_floats(params), out, part);
+  in_flight(micro_batch).last_backward = model_unit(unit);
+}
+
+void HostDevice::tensor_parallel(const Op& op) {
+  RAGGED_ASSERT(groups_.tensor != nullptr, "host device: a tensor-parallel op without a tp group: " + op.name);
+  TpStep step{model_unit(op.unit), op.part, tp_pass(op.pass), TpCollective::kAllGather};
+  switch (op.kind) {
+    case OpKind::kAllGather: break;
+    case OpKind::kReduceScatter: step.collective = TpCollective::kReduceScatter; break;
+    case OpKind::kAllReduce:
+      RAGGED_ASSERT(is_head(op.unit), "host device: a tp all-reduce of activations (sequence parallelism is off?): " +
+                                          op.name);
+      step.collective = TpCollective::kLossStats;
+      break;
+    default: RAGGED_ASSERT(false, "host device: not a tensor-parallel collective: " + op.name);
+  }
+  HostWorkload& w = workload(op.micro_batch);
+  const TpExchange x = w.tp_begin(step);
+  if (step.collective == TpCollective::kReduceScatter) {
+    groups_.tensor->reduce_scatter_in_place(x.buffer, x.count);
+  } else {
+    groups_.tensor->all_gather_in_place(x.buffer, x.count);
+  }
+  w.tp_end(step);
+  if (step.collective == TpCollective::kLossStats) record_loss(w);
 }
 
 void HostDevice::loss_backward(int unit, int micro_batch, std::byte*, int64_t) {

@@ -83,12 +83,21 @@ class HostDevice final : public StepDevice {
   void loss_backward(int unit, int micro_batch, std::byte* gradient, int64_t capacity) override;
   void backward(int unit, int micro_batch, const DeviceParams& params, const DeviceGrads& grads, std::byte* workspace,
                 int64_t capacity) override;
+  void forward_part(int unit, int micro_batch, models::UnitPart part, const DeviceParams& params) override;
+  void backward_part(int unit, int micro_batch, models::UnitPart part, const DeviceParams& params,
+                     const DeviceGrads& grads) override;
+  // Runs the tp group's exchange of the workload's hidden states (or the
+  // loss's statistics) the op names: gathers as all-gathers, partial sums as
+  // reduce-scatters, the vocabulary-parallel loss's one all-reduce as a
+  // gather of each rank's per-token statistics, combined in rank order.
+  void tensor_parallel(const planner::Op& op) override;
   void pipeline_send(const planner::Op& op) override;
   void pipeline_recv(const planner::Op& op) override;
   double mean_loss() override { return loss_count_ ? losses_ / loss_count_ : 0.0; }
 
  private:
   double now() const;
+  void record_loss(const HostWorkload& w);
   bool is_head(int unit) const { return shards_[static_cast<size_t>(unit)].spec().kind == models::UnitKind::kHead; }
   HostWorkload& workload(int micro_batch);
   int model_unit(int unit) const { return workloads_.model_units[static_cast<size_t>(unit)]; }

@@ -13,6 +13,18 @@ using planner::Op;
 using planner::OpKind;
 using planner::OptimizerPhase;
 
+void StepDevice::forward_part(int, int, models::UnitPart, const DeviceParams&) {
+  throw InternalError("this device computes no tensor-parallel parts (the run checks refuse its mesh)");
+}
+
+void StepDevice::backward_part(int, int, models::UnitPart, const DeviceParams&, const DeviceGrads&) {
+  throw InternalError("this device computes no tensor-parallel parts (the run checks refuse its mesh)");
+}
+
+void StepDevice::tensor_parallel(const Op& op) {
+  throw InternalError("this device runs no tensor-parallel exchanges (the run checks refuse its mesh): " + op.name);
+}
+
 int64_t first_sequence(int64_t step, int micro_batch, int micro_batches, int rank, int world, int64_t sequences) {
   return (((step - 1) * micro_batches + micro_batch) * world + rank) * sequences;
 }
@@ -258,6 +270,10 @@ void ProgramWalk::compute_forward(const Op& op, int64_t step) {
     device_.set_batch(op.micro_batch, synthetic_batch(d.seed, first, d.micro_batch_size, d.seq_len, d.vocab));
     batch_set_[mb] = true;
   }
+  if (op.part != models::UnitPart::kWhole) {
+    device_.forward_part(op.unit, op.micro_batch, op.part, params_of(op.unit));
+    return;
+  }
   const int act = activations_[static_cast<size_t>(op.unit)];
   device_.forward(op.unit, op.micro_batch, params_of(op.unit), data_or_null(act), act >= 0 ? size_of(act) : 0);
 }
@@ -271,13 +287,36 @@ void ProgramWalk::compute_backward(const Op& op) {
   // ZB-H1's W has nothing left to do; the gradients still add up in the
   // schedule's micro-batch order.
   if (op.weight_gradients_only) return;
+  if (op.part != models::UnitPart::kWhole) {
+    device_.backward_part(op.unit, op.micro_batch, op.part, params_of(op.unit), grads_of(op.unit));
+    return;
+  }
   const int ws = workspace_[static_cast<size_t>(op.unit)];
   device_.backward(op.unit, op.micro_batch, params_of(op.unit), grads_of(op.unit), data_or_null(ws),
                    ws >= 0 ? size_of(ws) : 0);
 }
 
+// The tensor-parallel group's all-reduce of a unit's weights that tensor
+// parallelism does not cut: each rank's gradient of them is a partial sum.
+void ProgramWalk::all_reduce_uncut_gradients(const Op& op) {
+  const DeviceGrads grads = grads_of(op.unit);
+  const std::vector<models::TensorSpec>& tensors = shard(op.unit).spec().tensors;
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    if (tensors[t].tp_cut != models::TensorCut::kWhole) continue;
+    device_.all_reduce(op.stream, grads[t], tensors[t].numel(), Elements::kGrads);
+  }
+}
+
 void ProgramWalk::execute(const Op& op, int64_t step) {
   const int u = op.unit;
+  if (op.group == planner::Group::kTensor) {
+    if (op.kind == OpKind::kAllReduce && op.buffer >= 0) {
+      all_reduce_uncut_gradients(op);
+    } else {
+      device_.tensor_parallel(op);
+    }
+    return;
+  }
   if (u >= 0 && op.buffer >= 0 && gather_by_tensor(op)) return;
   switch (op.kind) {
     case OpKind::kAlloc: allocate(op); break;

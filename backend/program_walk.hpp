@@ -51,6 +51,7 @@ class ProgramWalk {
   MeasuredStep run_step(int64_t step);
 
  private:
+  void all_reduce_uncut_gradients(const planner::Op& op);
   void execute(const planner::Op& op, int64_t step);
   void allocate(const planner::Op& op);
   void release(const planner::Op& op);

@@ -6,19 +6,27 @@
 
 namespace ragged::backend {
 
-RankGroups split_rank_groups(Communicator& world, int64_t shard_ranks) {
-  RAGGED_ASSERT(shard_ranks >= 1 && world.size() % shard_ranks == 0, "the shard group size divides the world");
+RankGroups split_rank_groups(Communicator& world, int64_t shard_ranks, int64_t tp) {
+  RAGGED_ASSERT(tp >= 1 && world.size() % tp == 0, "the tensor-parallel group divides the world");
+  RAGGED_ASSERT(shard_ranks >= 1 && (world.size() / tp) % shard_ranks == 0, "the shard group size divides the world");
   RankGroups groups;
   groups.world = &world;
-  if (shard_ranks == world.size()) {
+  groups.tp = tp;
+  const int rank = world.rank();
+  const int place = groups.data_rank();       // the data-parallel place of this rank's tp group
+  const int in_tp = rank % static_cast<int>(tp);  // this rank's place in it
+  const int size = static_cast<int>(shard_ranks);
+  if (tp > 1) {
+    groups.own_tensor = world.split(place, rank);
+    groups.tensor = groups.own_tensor.get();
+  }
+  if (tp == 1 && shard_ranks == world.size()) {
     groups.shard = &world;
     groups.own_replicas = make_local_communicator();
     groups.own_replicas->set_ordered_reductions(world.ordered_reductions());
   } else {
-    const int rank = world.rank();
-    const int size = static_cast<int>(shard_ranks);
-    groups.own_shard = world.split(rank / size, rank);
-    groups.own_replicas = world.split(rank % size, rank);
+    groups.own_shard = world.split((place / size) * static_cast<int>(tp) + in_tp, rank);
+    groups.own_replicas = world.split((place % size) * static_cast<int>(tp) + in_tp, rank);
     groups.shard = groups.own_shard.get();
   }
   groups.replicas = groups.own_replicas.get();
@@ -30,6 +38,10 @@ std::string describe(const RankGroups& groups, std::string_view kind) {
   std::string text = fmt::format("{} {} rank{}", ranks, kind, ranks == 1 ? "" : "s");
   if (groups.replicas->size() > 1) {
     text += fmt::format(" (HSDP: {} replicas of {}-rank shard groups)", groups.replicas->size(), groups.shard->size());
+  }
+  if (groups.tensor != nullptr) {
+    text += fmt::format(" (tensor parallel: {} groups of {}; {}-rank shard groups)", ranks / groups.tensor->size(),
+                        groups.tensor->size(), groups.shard->size());
   }
   return text;
 }

@@ -78,8 +78,9 @@ void step_tensor(const models::TensorSpec& t, const scenarios::Optimizer& o, std
 
 }  // namespace
 
-ModelParams reference_train(const models::ModelSpec& model, const scenarios::Training& training, int world,
-                            int shard_ranks, int64_t steps, uint64_t seed, bool micro_batches_first) {
+ModelParams reference_train_with(const models::ModelSpec& model, const scenarios::Training& training, int world,
+                                 int shard_ranks, int64_t steps, uint64_t seed, bool micro_batches_first,
+                                 const TrainMicroBatch& train_micro_batch) {
   RAGGED_ASSERT(shard_ranks >= 1 && world % shard_ranks == 0, "reference_train: shard groups divide the world");
   ModelParams params = initial_params(model, seed);
   const scenarios::Optimizer& o = training.optimizer();
@@ -110,17 +111,7 @@ ModelParams reference_train(const models::ModelSpec& model, const scenarios::Tra
   }
   const int64_t sequences = training.micro_batch_size();
   const int micro_batches = training.gradient_accumulation_steps();
-  HostWorkload workload(model, sequences, training.sequence_length());
   const float scale = 1.0f / static_cast<float>(world * micro_batches);
-  std::vector<size_t> unit_base;  // each unit's first tensor in params
-  size_t base = 0;
-  for (const auto& unit : model.units) {
-    unit_base.push_back(base);
-    base += unit.tensors.size();
-  }
-  // A tied head also reads (and adds to the gradient of) the embedding table.
-  const bool tied = head_reads_embedding(model);
-  const size_t head = model.units.size() - 1;
   const auto zeros = [&params] {
     ModelParams z;
     for (const auto& p : params) z.emplace_back(p.size(), 0.0f);
@@ -128,27 +119,10 @@ ModelParams reference_train(const models::ModelSpec& model, const scenarios::Tra
   };
   // One rank's micro-batch, forward and backward, its gradients added to `local`.
   const auto train = [&](int64_t step, int mb, int rank, ModelParams& local) {
-    workload.set_batch(synthetic_batch(seed, first_sequence(step, mb, micro_batches, rank, world, sequences), sequences,
-                                       training.sequence_length(), model.arch.vocab));
-    for (size_t u = 0; u < model.units.size(); ++u) {
-      ConstTensors view;
-      for (size_t t = 0; t < model.units[u].tensors.size(); ++t) view.push_back(params[unit_base[u] + t].data());
-      if (tied && u == head) view.push_back(params[0].data());
-      workload.forward(static_cast<int>(u), view);
-    }
-    for (size_t u = model.units.size(); u-- > 0;) {
-      ConstTensors view;
-      Tensors grad_view;
-      for (size_t t = 0; t < model.units[u].tensors.size(); ++t) {
-        view.push_back(params[unit_base[u] + t].data());
-        grad_view.push_back(local[unit_base[u] + t].data());
-      }
-      if (tied && u == head) {
-        view.push_back(params[0].data());
-        grad_view.push_back(local[0].data());
-      }
-      workload.backward(static_cast<int>(u), view, grad_view);
-    }
+    train_micro_batch(params,
+                      synthetic_batch(seed, first_sequence(step, mb, micro_batches, rank, world, sequences), sequences,
+                                      training.sequence_length(), model.arch.vocab),
+                      local);
   };
   // The ranks' gradients summed in rank order within a shard group (as the
   // reduce-scatter sums them), the groups' sums in group order (the HSDP
@@ -189,6 +163,43 @@ ModelParams reference_train(const models::ModelSpec& model, const scenarios::Tra
     }
   }
   return params;
+}
+
+ModelParams reference_train(const models::ModelSpec& model, const scenarios::Training& training, int world,
+                            int shard_ranks, int64_t steps, uint64_t seed, bool micro_batches_first) {
+  HostWorkload workload(model, training.micro_batch_size(), training.sequence_length());
+  std::vector<size_t> unit_base;  // each unit's first tensor in params
+  size_t base = 0;
+  for (const auto& unit : model.units) {
+    unit_base.push_back(base);
+    base += unit.tensors.size();
+  }
+  // A tied head also reads (and adds to the gradient of) the embedding table.
+  const bool tied = head_reads_embedding(model);
+  const size_t head = model.units.size() - 1;
+  const auto train = [&](const ModelParams& params, const Batch& batch, ModelParams& local) {
+    workload.set_batch(batch);
+    for (size_t u = 0; u < model.units.size(); ++u) {
+      ConstTensors view;
+      for (size_t t = 0; t < model.units[u].tensors.size(); ++t) view.push_back(params[unit_base[u] + t].data());
+      if (tied && u == head) view.push_back(params[0].data());
+      workload.forward(static_cast<int>(u), view);
+    }
+    for (size_t u = model.units.size(); u-- > 0;) {
+      ConstTensors view;
+      Tensors grad_view;
+      for (size_t t = 0; t < model.units[u].tensors.size(); ++t) {
+        view.push_back(params[unit_base[u] + t].data());
+        grad_view.push_back(local[unit_base[u] + t].data());
+      }
+      if (tied && u == head) {
+        view.push_back(params[0].data());
+        grad_view.push_back(local[0].data());
+      }
+      workload.backward(static_cast<int>(u), view, grad_view);
+    }
+  };
+  return reference_train_with(model, training, world, shard_ranks, steps, seed, micro_batches_first, train);
 }
 
 ParamError compare_params(const models::ModelSpec& model, const ModelParams& params, const ModelParams& reference) {

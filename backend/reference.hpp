@@ -4,9 +4,11 @@
 // the ranks number them), the same optimizer applied to whole tensors.
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "backend/workload.hpp"
 #include "models/model_spec.hpp"
 #include "scenarios/scenario.pb.h"
 
@@ -27,6 +29,24 @@ ModelParams initial_params(const models::ModelSpec& model, uint64_t seed);
 // then the ranks' sums are reduced as above.
 ModelParams reference_train(const models::ModelSpec& model, const scenarios::Training& training, int world,
                             int shard_ranks, int64_t steps, uint64_t seed, bool micro_batches_first = false);
+
+// The same training with each data-parallel rank a tensor-parallel group of
+// `split.split.tp` ranks (Megatron's sequence-parallel split, as
+// workload_tp.cpp computes a rank's part), played out in one process: the
+// group's exchanges in the order the math needs them, partial sums added
+// in rank order (0 + r0 + r1 ...) as ordered reductions add them, the uncut
+// weights' gradients summed over the group the same way; the optimizer
+// steps whole tensors of `whole`.
+ModelParams reference_train_tensor_parallel(const models::ModelSpec& whole, const models::ModelSpec& split,
+                                            const scenarios::Training& training, int world, int shard_ranks,
+                                            int64_t steps, uint64_t seed);
+
+// One rank's micro-batch `batch` of the model `params`, forward and backward,
+// its gradients added to `local` (reference_train's inner step).
+using TrainMicroBatch = std::function<void(const ModelParams& params, const Batch& batch, ModelParams& local)>;
+ModelParams reference_train_with(const models::ModelSpec& model, const scenarios::Training& training, int world,
+                                 int shard_ranks, int64_t steps, uint64_t seed, bool micro_batches_first,
+                                 const TrainMicroBatch& train_micro_batch);
 
 struct ParamError {
   // Max over tensors of |p - ref| / |ref| (L2 norms); infinity for a tensor

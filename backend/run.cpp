@@ -1,5 +1,7 @@
 #include "backend/run.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "backend/build_info.hpp"
@@ -52,7 +54,7 @@ RunResult run(const planner::ResolvedScenario& resolved, const RunOptions& optio
   check_update_kernel(resolved.scenario().training());
   check_loop_metrics(resolved.scenario().training());
   check_host_runnable(resolved, options);
-  check_launch(resolved, comm);
+  check_launch(resolved, comm, true);
   check_ranks_agree(resolved, options, comm);
   check_injection(resolved.model, options.inject_nan);
   const scenarios::Training& training = resolved.scenario().training();
@@ -61,7 +63,9 @@ RunResult run(const planner::ResolvedScenario& resolved, const RunOptions& optio
   disarm_startup_deadline();  // the watchdog bounds every wait from here
   // FSDP and HSDP inside each pipeline stage (the whole world without stages).
   const RunStages stages = split_stages(resolved, comm);
-  const RankGroups groups = split_rank_groups(*stages.comm, training.shard_group_size());
+  const int tp = std::max(1, training.mesh().tp());
+  const RankGroups groups = split_rank_groups(*stages.comm, training.shard_group_size(), tp);
+  const int tp_rank = groups.tensor != nullptr ? groups.tensor->rank() : 0;
   Communicator& shard = *groups.shard;
   const planner::Plan plan = stages.stages > 1 ? stages.pipeline.plans[static_cast<size_t>(stages.stage)]
                                                : plan_for_run(resolved, models::DType::kF32);
@@ -71,7 +75,8 @@ RunResult run(const planner::ResolvedScenario& resolved, const RunOptions& optio
   if (stages.stages > 1) inputs.pipeline = &stage;
   const planner::Program program = planner::build_program(inputs, shard.rank());
   const ScopedOpNames op_names([&program](int64_t op) { return op_label(program, op); });
-  std::vector<UnitShard> shards = make_shards(resolved.model, plan, shard.rank(), options.seed);
+  std::vector<UnitShard> shards =
+      make_shards(resolved.model, plan, shard.rank(), options.seed, tp > 1 ? &resolved.whole() : nullptr, tp_rank);
   planner::OptimizerContext context;
   context.model = &resolved.model;
   context.plan = &plan;
@@ -92,8 +97,8 @@ RunResult run(const planner::ResolvedScenario& resolved, const RunOptions& optio
   std::vector<std::unique_ptr<HostWorkload>> workloads;
   HostWorkloads host;
   for (int mb = 0; mb < (stages.stages > 1 ? program.micro_batches : 1); ++mb) {
-    workloads.push_back(
-        std::make_unique<HostWorkload>(resolved.model, training.micro_batch_size(), training.sequence_length()));
+    workloads.push_back(std::make_unique<HostWorkload>(resolved.model, training.micro_batch_size(),
+                                                       training.sequence_length(), TensorParallelRank{tp_rank, tp}));
     host.per_micro_batch.push_back(workloads.back().get());
   }
   for (const planner::UnitPlan& unit : plan.units) host.model_units.push_back(unit.unit_index);
@@ -104,9 +109,12 @@ RunResult run(const planner::ResolvedScenario& resolved, const RunOptions& optio
     host.place = stages.place;
   }
   WalkConfig walk;
-  walk.data = DataConfig{options.seed, training.micro_batch_size(), training.sequence_length(), resolved.model.arch.vocab};
-  walk.world_rank = stages.place;  // the data-parallel rank: a micro-batch's stages share its sequences
-  walk.world_size = stages.stage_ranks;
+  // Token ids over the whole vocabulary (a tp rank holds a share of its rows).
+  walk.data = DataConfig{options.seed, training.micro_batch_size(), training.sequence_length(),
+                         resolved.whole().arch.vocab};
+  // The data-parallel rank: a micro-batch's stages, and a tp group, share its sequences.
+  walk.world_rank = groups.data_rank();
+  walk.world_size = groups.data_ranks();
   walk.tied_embeddings = host.tied_embeddings;
   HostExecutor executor(program, shards, optimizer, groups, std::move(host), walk);
 

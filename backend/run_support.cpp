@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "backend/host_optimizer.hpp"
+#include "backend/tensor_pieces.hpp"
 #include "common/errors.hpp"
 #include "planner/dbuffer.hpp"
 #include "planner/layout_strategy.hpp"
@@ -15,14 +16,26 @@
 
 namespace ragged::backend {
 
-void check_launch(const planner::ResolvedScenario& resolved, const Communicator& comm) {
+void check_launch(const planner::ResolvedScenario& resolved, const Communicator& comm, bool host) {
   const scenarios::Scenario& s = resolved.scenario();
   const scenarios::Mesh& mesh = s.training().mesh();
-  if (mesh.tp() > 1 || mesh.cp() > 1 || mesh.ep() > 1) {
-    throw InputError(fmt::format("training.mesh: {} has tp {}, cp {}, ep {}; the executors run FSDP, HSDP and (on the "
-                                 "host) pipeline stages so far (tensor, context and expert parallelism are simulated: "
-                                 "ragged simulate); set them to 1 for ragged run", s.name(), mesh.tp(), mesh.cp(),
-                                 mesh.ep()));
+  const bool host_tp = host && mesh.tp() > 1 && mesh.cp() <= 1 && mesh.ep() <= 1 && mesh.pp() <= 1;
+  if ((mesh.tp() > 1 && !host_tp) || mesh.cp() > 1 || mesh.ep() > 1) {
+    throw InputError(fmt::format("training.mesh: {} has tp {}, cp {}, ep {}; `ragged run` runs FSDP and HSDP, and on "
+                                 "the host pipeline stages or tensor parallelism (not both) so far (context and expert "
+                                 "parallelism, and tp on the GPU, are simulated: ragged simulate); set them to 1 for "
+                                 "ragged run{}",
+                                 s.name(), mesh.tp(), mesh.cp(), mesh.ep(), host ? "" : ", or run on --device cpu"));
+  }
+  if (host_tp) {
+    // Each tp rank holds whole key/value heads and an equal share of the vocabulary.
+    const models::ArchConfig& whole = resolved.whole().arch;
+    if (whole.kv_heads % mesh.tp() != 0 || whole.vocab % mesh.tp() != 0) {
+      throw InputError(fmt::format("training.mesh.tp {}: `ragged run` splits the {} key/value heads and the vocabulary "
+                                   "of {} evenly; use a tp that divides both (simulate models replicated heads and "
+                                   "padded vocabularies)",
+                                   mesh.tp(), whole.kv_heads, whole.vocab));
+    }
   }
   if (scenarios::total_gpus(s) != comm.size()) {
     throw InputError(fmt::format("{} has {} GPUs but {} process{} run: launch `mpirun -np {}` or pass --gpus {}",
@@ -103,7 +116,8 @@ void check_plan_for_run(const planner::ResolvedScenario& resolved, const planner
   if (training.optimizer().has_adam8bit()) check_adam8bit_tiles(resolved.model, plan, training.optimizer());
 }
 
-std::vector<UnitShard> make_shards(const models::ModelSpec& model, const planner::Plan& plan, int rank, uint64_t seed) {
+std::vector<UnitShard> make_shards(const models::ModelSpec& model, const planner::Plan& plan, int rank, uint64_t seed,
+                                   const models::ModelSpec* whole, int tp_rank) {
   // A tensor's id counts the model's tensors before it (a pipeline stage's
   // plan starts past unit 0), so every rank initialises it alike.
   std::vector<int64_t> first_id(model.units.size() + 1, 0);
@@ -113,7 +127,7 @@ std::vector<UnitShard> make_shards(const models::ModelSpec& model, const planner
   for (const planner::UnitPlan& unit : plan.units) {
     const auto u = static_cast<size_t>(unit.unit_index);
     shards.emplace_back(model.units[u], unit, rank, first_id[u]);
-    shards.back().initialise(seed);
+    shards.back().initialise(seed, whole ? &whole->units[u] : nullptr, tp_rank);
   }
   return shards;
 }
@@ -166,12 +180,18 @@ void judge_against_reference(const planner::ResolvedScenario& resolved, std::vec
                              const RankGroups& groups, const RunStages& stages, Communicator& world, int64_t steps,
                              const RunOptions& options, RunResult& result) {
   result.replica_differing = replica_differences(shards, groups, world);
-  ModelParams trained = gather_stage_params(resolved, stages, shards, groups, world);
+  const bool tensor_parallel = groups.tp > 1;
+  ModelParams trained = tensor_parallel ? gather_tensor_parallel_params(resolved, shards, groups)
+                                        : gather_stage_params(resolved, stages, shards, groups, world);
   if (world.rank() != 0) return;
   const scenarios::Training& training = resolved.scenario().training();
-  ModelParams reference = reference_train(resolved.model, training, stages.stage_ranks, groups.shard->size(), steps,
-                                          options.seed, stages.stages > 1);
-  ParamError e = compare_params(resolved.model, trained, reference);
+  ModelParams reference =
+      tensor_parallel
+          ? reference_train_tensor_parallel(resolved.whole(), resolved.model, training, groups.data_ranks(),
+                                            groups.shard->size(), steps, options.seed)
+          : reference_train(resolved.model, training, stages.stage_ranks, groups.shard->size(), steps, options.seed,
+                            stages.stages > 1);
+  ParamError e = compare_params(tensor_parallel ? resolved.whole() : resolved.model, trained, reference);
   result.reference_error = e.max_relative;
   result.reference_differing = e.differing_elements;
   result.reference_elements = e.elements;
@@ -182,6 +202,42 @@ void judge_against_reference(const planner::ResolvedScenario& resolved, std::vec
   result.reference_tolerance = std::max(0.0, options.tolerance);
   const bool match = result.reference_bitwise ? e.differing_elements == 0 : e.max_relative <= options.tolerance;
   result.reference_ok = match && e.non_finite_elements == 0 && result.replica_differing == 0;
+}
+
+ModelParams gather_tensor_parallel_params(const planner::ResolvedScenario& resolved, std::vector<UnitShard>& shards,
+                                          const RankGroups& groups) {
+  Communicator& world = *groups.world;
+  ModelParams mine = gather_params(shards, *groups.shard);
+  // The first data-parallel place's ranks hold one piece each (tp rank = world rank).
+  if (groups.data_rank() == 0 && world.rank() > 0) {
+    for (size_t t = 0; t < mine.size(); ++t) {
+      world.send(mine[t].data(), static_cast<int64_t>(mine[t].size()), 0, static_cast<int64_t>(t));
+    }
+    world.wait_sends();
+  }
+  if (world.rank() != 0) return {};
+  ModelParams params;
+  size_t flat = 0;
+  for (size_t u = 0; u < resolved.model.units.size(); ++u) {
+    const models::UnitSpec& whole = resolved.whole().units[u];
+    for (size_t t = 0; t < whole.tensors.size(); ++t, ++flat) {
+      const models::TensorSpec& piece = resolved.model.units[u].tensors[t];
+      std::vector<float>& values = params.emplace_back(static_cast<size_t>(whole.tensors[t].numel()), 0.0f);
+      if (piece.tp_cut == models::TensorCut::kWhole) {  // every tp rank holds it whole: rank 0's
+        values = std::move(mine[flat]);
+        continue;
+      }
+      for (int r = 0; r < static_cast<int>(groups.tp); ++r) {
+        std::vector<float> received;
+        if (r > 0) {
+          received.resize(static_cast<size_t>(piece.numel()));
+          world.recv(received.data(), piece.numel(), r, static_cast<int64_t>(flat));
+        }
+        add_piece(piece, whole.tensors[t], r, r == 0 ? mine[flat] : received, values);
+      }
+    }
+  }
+  return params;
 }
 
 namespace {

@@ -20,8 +20,9 @@
 
 namespace ragged::backend {
 
-// InputError unless as many processes run as the scenario has GPUs.
-void check_launch(const planner::ResolvedScenario& resolved, const Communicator& comm);
+// InputError unless as many processes run as the scenario has GPUs and the
+// executor runs its mesh (`host`: tensor parallelism or pipeline stages).
+void check_launch(const planner::ResolvedScenario& resolved, const Communicator& comm, bool host);
 // Every rank runs the same scenario and options, checked before any other
 // collective (ranks given different files met in collectives of different
 // sizes: MPI_ERR_TRUNCATE, or a hang). Throws AgreedInputError on every rank.
@@ -33,8 +34,10 @@ planner::Plan plan_for_run(const planner::ResolvedScenario& resolved, models::DT
 // The checks plan_for_run makes, on a plan made elsewhere (a pipeline stage's).
 void check_plan_for_run(const planner::ResolvedScenario& resolved, const planner::Plan& plan);
 
-// This rank's shard of every unit, its master initialised from `seed`.
-std::vector<UnitShard> make_shards(const models::ModelSpec& model, const planner::Plan& plan, int rank, uint64_t seed);
+// This rank's shard of every unit, its master initialised from `seed`; a
+// tensor-parallel rank's (`whole`: the whole model) with its pieces' values.
+std::vector<UnitShard> make_shards(const models::ModelSpec& model, const planner::Plan& plan, int rank, uint64_t seed,
+                                   const models::ModelSpec* whole = nullptr, int tp_rank = 0);
 
 // Every rank's shards, gathered into whole tensors on every rank.
 ModelParams gather_params(std::vector<UnitShard>& shards, Communicator& comm);
@@ -45,6 +48,11 @@ ModelParams gather_params(std::vector<UnitShard>& shards, Communicator& comm);
 // bitwise (result.replica_differing; reference_ok is false otherwise).
 // Pipeline stages (run_stages.hpp) bring their units to world rank 0, and
 // the reference reduces as they do: once a step.
+// The trained whole model at world rank 0 under tensor parallelism: each tp
+// rank's pieces, all-gathered in its shard group, sent by the first
+// data-parallel place's ranks and laid into whole tensors (empty elsewhere).
+ModelParams gather_tensor_parallel_params(const planner::ResolvedScenario& resolved, std::vector<UnitShard>& shards,
+                                          const RankGroups& groups);
 void judge_against_reference(const planner::ResolvedScenario& resolved, std::vector<UnitShard>& shards,
                              const RankGroups& groups, const RunStages& stages, Communicator& world, int64_t steps,
                              const RunOptions& options, RunResult& result);

@@ -5,6 +5,8 @@ list(APPEND RAGGED_BACKEND_SRCS
   ${CMAKE_CURRENT_LIST_DIR}/program_walk.cpp
   ${CMAKE_CURRENT_LIST_DIR}/host_executor.cpp
   ${CMAKE_CURRENT_LIST_DIR}/reference.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/reference_tp.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/tensor_pieces.cpp
   ${CMAKE_CURRENT_LIST_DIR}/finite_check.cpp
   ${CMAKE_CURRENT_LIST_DIR}/run_trace.cpp
   ${CMAKE_CURRENT_LIST_DIR}/run_support.cpp

@@ -114,6 +114,17 @@ class StepDevice {
   virtual void backward(int unit, int micro_batch, const DeviceParams& params, const DeviceGrads& grads,
                         std::byte* workspace, int64_t capacity) = 0;
 
+  // --- Tensor parallelism (a mesh's tp group; docs/MESH.md). A block
+  // computes as its parts (Op::part) between the group's exchanges of the
+  // hidden states (tensor_parallel: Op::group kTensor, no buffer); the
+  // all-reduce of the uncut weights' gradients goes through all_reduce on
+  // the tensor-parallel stream. The host runs them; a device that does not
+  // is refused a mesh before it starts (run_support's checks).
+  virtual void forward_part(int unit, int micro_batch, models::UnitPart part, const DeviceParams& params);
+  virtual void backward_part(int unit, int micro_batch, models::UnitPart part, const DeviceParams& params,
+                             const DeviceGrads& grads);
+  virtual void tensor_parallel(const planner::Op& op);
+
   // --- Pipeline stages: a micro-batch's activations sent on to the next
   // stage or its gradient back (Op::peer, Op::message, planner::
   // carries_gradient), and their receipt, which the stage's next compute

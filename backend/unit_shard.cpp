@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "backend/tensor_pieces.hpp"
 #include "backend/workload.hpp"
 #include "common/errors.hpp"
 
@@ -24,12 +25,14 @@ UnitShard::UnitShard(const models::UnitSpec& spec, const planner::UnitPlan& plan
   gathered_by_tensor_ = !layout_.fetch_groups.empty() || !persistent_tensors().empty();
 }
 
-void UnitShard::initialise(uint64_t seed) {
+void UnitShard::initialise(uint64_t seed, const models::UnitSpec* whole, int tp_rank) {
   std::fill(master_.begin(), master_.end(), 0.0f);
   for (const planner::ShardView& v : views_) {
     const models::TensorSpec& t = spec_->tensors[static_cast<size_t>(v.tensor)];
+    const models::TensorSpec& w = whole ? whole->tensors.at(static_cast<size_t>(v.tensor)) : t;
     for (int64_t i = 0; i < v.elements; ++i) {
-      master_[static_cast<size_t>(v.shard_offset + i)] = initial_value(seed, t, tensor_id(v.tensor), v.tensor_offset + i);
+      const int64_t index = whole ? whole_index(t, w, tp_rank, v.tensor_offset + i) : v.tensor_offset + i;
+      master_[static_cast<size_t>(v.shard_offset + i)] = initial_value(seed, w, tensor_id(v.tensor), index);
     }
   }
 }

@@ -18,7 +18,10 @@ class UnitShard {
   UnitShard(const models::UnitSpec& spec, const planner::UnitPlan& plan, int rank, int64_t first_tensor_id);
 
   // Fills the master shard with the model's initial values (initial_value()).
-  void initialise(uint64_t seed);
+  // A tensor-parallel rank's unit (`whole`: the whole model's same unit)
+  // holds pieces of the whole tensors: its values are theirs there
+  // (tensor_pieces.hpp).
+  void initialise(uint64_t seed, const models::UnitSpec* whole = nullptr, int tp_rank = 0);
 
   int64_t shard_size() const { return map_.shard_size(); }
   int64_t ranks() const { return map_.ranks(); }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/workload_internal.hpp"
+#include "backend/workload_state.hpp"
 #include "common/errors.hpp"
 #include "scenarios/scenario.pb.h"
 
@@ -87,44 +88,12 @@ size_t workload_tensor_count(const models::ModelSpec& model, int unit) {
   return spec.tensors.size() + (tied ? 1 : 0);
 }
 
-struct HostWorkload::State {
-  models::ModelSpec model;
-  int64_t sequences = 0;
-  int64_t seq_len = 0;
-  detail::Dims dims;
-  int64_t vocab = 0;
-  std::vector<detail::BlockLayout> blocks;  // indexed by unit
-  detail::HeadLayout head;
-  detail::Ctx ctx;
-
-  Batch batch;
-  bool has_batch = false;
-  std::vector<Buf> acts;        // output of each unit
-  std::vector<bool> forwarded;  // this micro-batch
-  std::vector<detail::BlockCache> caches;
-  detail::HeadCache head_cache;
-  Buf grad, grad_next;  // d loss / d acts[grad_unit]
-  int grad_unit = -1;
-
-  int units() const { return static_cast<int>(model.units.size()); }
-
-  const models::UnitSpec& unit_checked(int unit, size_t pointers) const {
-    RAGGED_ASSERT(unit >= 0 && unit < units(), fmt::format("host workload: no unit {}", unit));
-    RAGGED_ASSERT(has_batch, "host workload: set_batch before forward/backward");
-    RAGGED_ASSERT(pointers == workload_tensor_count(model, unit),
-                  fmt::format("host workload: unit {} takes {} tensors, got {}", model.units[unit].name,
-                              workload_tensor_count(model, unit), pointers));
-    return model.units[static_cast<size_t>(unit)];
-  }
-
-  // The head's weight: lm_head, or the tied table after the unit's tensors.
-  int head_weight(const models::UnitSpec& spec) const {
-    return head.weight >= 0 ? head.weight : static_cast<int>(spec.tensors.size());
-  }
-};
-
-HostWorkload::HostWorkload(const models::ModelSpec& model, int64_t sequences, int64_t seq_len) : state_(new State) {
+HostWorkload::HostWorkload(const models::ModelSpec& model, int64_t sequences, int64_t seq_len, TensorParallelRank tp)
+    : state_(new State) {
   State& s = *state_;
+  s.tp = tp;
+  RAGGED_ASSERT(tp.size >= 1 && tp.rank >= 0 && tp.rank < tp.size, "host workload: a rank of its tensor-parallel group");
+  if (tp.size > 1) check_tensor_parallel_supported(model, tp.size, sequences * seq_len, model.split.sequence_parallel);
   s.model = model;
   s.sequences = sequences;
   s.seq_len = seq_len;
@@ -147,6 +116,7 @@ HostWorkload::HostWorkload(const models::ModelSpec& model, int64_t sequences, in
   s.acts.resize(static_cast<size_t>(units));
   s.forwarded.assign(static_cast<size_t>(units), false);
   s.caches.resize(static_cast<size_t>(units));
+  if (tp.size > 1) s.tp_units.resize(static_cast<size_t>(units));
 }
 
 HostWorkload::~HostWorkload() = default;
@@ -159,10 +129,22 @@ void HostWorkload::set_batch(const Batch& batch) {
   const auto tokens = static_cast<size_t>(s.dims.tokens);
   RAGGED_ASSERT(batch.tokens.size() == tokens && batch.labels.size() == tokens,
                 "host workload: batch tokens and labels must hold sequences * seq_len ids");
+  const int64_t vocab = s.vocab * s.tp.size;  // a tp rank holds vocab / tp rows of the tables
   for (size_t i = 0; i < tokens; ++i) {
-    RAGGED_ASSERT(
-        batch.tokens[i] >= 0 && batch.tokens[i] < s.vocab && batch.labels[i] >= 0 && batch.labels[i] < s.vocab,
-        "host workload: token id outside the vocabulary");
+    RAGGED_ASSERT(batch.tokens[i] >= 0 && batch.tokens[i] < vocab && batch.labels[i] >= 0 && batch.labels[i] < vocab,
+                  "host workload: token id outside the vocabulary");
+  }
+  if (s.tp.size > 1) {
+    const auto local = [&s](int32_t id) {
+      const int64_t row = id - s.tp.rank * s.vocab;
+      return row >= 0 && row < s.vocab ? static_cast<int32_t>(row) : -1;
+    };
+    s.local_tokens.resize(tokens);
+    s.local_labels.resize(tokens);
+    for (size_t i = 0; i < tokens; ++i) {
+      s.local_tokens[i] = local(batch.tokens[i]);
+      s.local_labels[i] = local(batch.labels[i]);
+    }
   }
   s.batch = batch;
   s.has_batch = true;
@@ -170,8 +152,13 @@ void HostWorkload::set_batch(const Batch& batch) {
   s.grad_unit = -1;
 }
 
-void HostWorkload::forward(int unit, const ConstTensors& params) {
+void HostWorkload::forward(int unit, const ConstTensors& params, models::UnitPart part) {
   State& s = *state_;
+  if (s.tp.size > 1) {
+    tp_forward(unit, params, part);
+    return;
+  }
+  RAGGED_ASSERT(part == models::UnitPart::kWhole, "host workload: parts of a unit without tensor parallelism");
   const models::UnitSpec& spec = s.unit_checked(unit, params.size());
   const auto u = static_cast<size_t>(unit);
   RAGGED_ASSERT(unit == 0 || s.forwarded[u - 1], "host workload: forward runs the units in order");
@@ -201,11 +188,18 @@ void HostWorkload::loss_backward(int unit) {
   const auto u = static_cast<size_t>(unit);
   RAGGED_ASSERT(u + 1 == s.forwarded.size() && s.forwarded[u],
                 "host workload: the loss backward follows the head's forward");
-  detail::head_loss_backward(s.head_cache, s.batch.labels.data(), s.dims.tokens, s.vocab);
+  // A tp rank's probabilities are its vocabulary's: its labels are local (-1 off the rank).
+  const int32_t* labels = s.tp.size > 1 ? s.local_labels.data() : s.batch.labels.data();
+  detail::head_loss_backward(s.head_cache, labels, s.dims.tokens, s.vocab);
 }
 
-void HostWorkload::backward(int unit, const ConstTensors& params, const Tensors& grads) {
+void HostWorkload::backward(int unit, const ConstTensors& params, const Tensors& grads, models::UnitPart part) {
   State& s = *state_;
+  if (s.tp.size > 1) {
+    tp_backward(unit, params, grads, part);
+    return;
+  }
+  RAGGED_ASSERT(part == models::UnitPart::kWhole, "host workload: parts of a unit without tensor parallelism");
   const models::UnitSpec& spec = s.unit_checked(unit, params.size());
   RAGGED_ASSERT(grads.size() == params.size(), "host workload: one gradient per tensor");
   const auto u = static_cast<size_t>(unit);
@@ -274,6 +268,8 @@ double HostWorkload::loss() const {
 }
 
 double HostWorkload::gemm_flops() const { return state_->ctx.flops; }
+
+const TensorParallelRank& HostWorkload::tensor_parallel() const { return state_->tp; }
 
 std::vector<int64_t> HostWorkload::routing(int unit) const {
   const State& s = *state_;

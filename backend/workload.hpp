@@ -71,9 +71,45 @@ bool head_reads_embedding(const models::ModelSpec& model);
 // for a tied head.
 size_t workload_tensor_count(const models::ModelSpec& model, int unit);
 
+// A workload's place in its tensor-parallel group (docs/MESH.md): it holds
+// one tp rank's part of the model (models::ModelSplit) and, with sequence
+// parallelism, rows [rank * T / size, (rank + 1) * T / size) of each hidden
+// state between the parts of its units.
+struct TensorParallelRank {
+  int rank = 0;
+  int size = 1;
+};
+
+// A tensor-parallel collective of one unit's part: which pass it serves
+// (kAgain: a recomputed forward's, communication only: the host keeps its
+// activations) and what it moves.
+enum class TpPass { kForward, kBackward, kAgain };
+enum class TpCollective {
+  kAllGather,      // the hidden states (or their gradients) a part reads, from every rank's rows
+  kReduceScatter,  // a part's partial sums, each rank keeping its rows' total
+  kLossStats,      // the vocabulary-parallel loss's per-token statistics, gathered
+};
+struct TpStep {
+  int unit = 0;
+  models::UnitPart part = models::UnitPart::kWhole;
+  TpPass pass = TpPass::kForward;
+  TpCollective collective = TpCollective::kAllGather;
+};
+// `count` floats a rank, the ranks' slots one after another from `buffer`
+// (the in-place layout of Communicator::all_gather_in_place and
+// reduce_scatter_in_place); this rank's slot holds its input.
+struct TpExchange {
+  float* buffer = nullptr;
+  int64_t count = 0;
+};
+
+// InputError naming what the host's tensor parallelism does not compute for
+// `model` (one tp rank's split) at `tp` ranks over micro-batches of `tokens`.
+void check_tensor_parallel_supported(const models::ModelSpec& model, int tp, int64_t tokens, bool sequence_parallel);
+
 class HostWorkload {
  public:
-  HostWorkload(const models::ModelSpec& model, int64_t sequences, int64_t seq_len);
+  HostWorkload(const models::ModelSpec& model, int64_t sequences, int64_t seq_len, TensorParallelRank tp = {});
   ~HostWorkload();
   HostWorkload(const HostWorkload&) = delete;
   HostWorkload& operator=(const HostWorkload&) = delete;
@@ -81,14 +117,23 @@ class HostWorkload {
   // Starts a micro-batch.
   void set_batch(const Batch& batch);
   // Forward of unit u (in order 0..U-1): reads the activation unit u-1 left.
-  void forward(int unit, const ConstTensors& params);
+  // A tensor-parallel rank computes a block as its parts (models::UnitPart)
+  // between the exchanges of tp_begin/tp_end.
+  void forward(int unit, const ConstTensors& params, models::UnitPart part = models::UnitPart::kWhole);
   // The head's loss backward alone (the Program's loss_only op): the logits'
   // gradient, which the head's backward then reads; it runs it itself when
   // this was not called.
   void loss_backward(int unit);
   // Backward of unit u (in order U-1..0): adds this micro-batch's gradients
   // to `grads` and passes the activation gradient on.
-  void backward(int unit, const ConstTensors& params, const Tensors& grads);
+  void backward(int unit, const ConstTensors& params, const Tensors& grads,
+                models::UnitPart part = models::UnitPart::kWhole);
+  // A tensor-parallel collective: the buffer to exchange (this rank's slot
+  // filled), then, once the group exchanged it, what the result feeds (a
+  // residual, the next part's input, the loss).
+  TpExchange tp_begin(const TpStep& step);
+  void tp_end(const TpStep& step);
+  const TensorParallelRank& tensor_parallel() const;
   // Pipeline stages (a stage runs some units): the output of unit `unit`
   // (tokens x hidden), sent on to the next stage, and the same received
   // from the previous stage, as if this workload had run the unit; the
@@ -110,6 +155,8 @@ class HostWorkload {
   std::vector<int64_t> routing(int unit) const;
 
  private:
+  void tp_forward(int unit, const ConstTensors& params, models::UnitPart part);
+  void tp_backward(int unit, const ConstTensors& params, const Tensors& grads, models::UnitPart part);
   struct State;
   std::unique_ptr<State> state_;  // freed when the constructor throws too (LeakSanitizer found the raw pointer)
 };

@@ -11,6 +11,10 @@ namespace ragged::backend::detail {
 
 void embed_forward(const float* table, const int32_t* tokens, int64_t tokens_count, int64_t hidden, float* x) {
   for (int64_t t = 0; t < tokens_count; ++t) {
+    if (tokens[t] < 0) {
+      std::fill(x + t * hidden, x + (t + 1) * hidden, 0.0f);
+      continue;
+    }
     const float* row = table + static_cast<int64_t>(tokens[t]) * hidden;
     std::copy(row, row + hidden, x + t * hidden);
   }
@@ -24,6 +28,10 @@ void embed_backward(const int32_t* tokens, int64_t tokens_count, int64_t hidden,
   std::vector<double> sum(static_cast<size_t>(hidden));
   for (size_t begin = 0; begin < order.size();) {
     const int32_t token = tokens[order[begin]];
+    if (token < 0) {  // another tp rank's rows
+      while (begin < order.size() && tokens[order[begin]] == token) ++begin;
+      continue;
+    }
     std::fill(sum.begin(), sum.end(), 0.0);
     size_t end = begin;
     for (; end < order.size() && tokens[order[end]] == token; ++end) {

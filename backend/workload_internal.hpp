@@ -238,9 +238,9 @@ void block_backward(Ctx& ctx, const BlockLayout& lay, const ConstTensors& params
 
 // ---- embedding and head ----
 
-// x[t] = table[token[t]].
+// x[t] = table[token[t]] (zeros for a negative id: a row another tensor-parallel rank holds).
 void embed_forward(const float* table, const int32_t* tokens, int64_t tokens_count, int64_t hidden, float* x);
-// dtable[token] += the sum of dx over the token's positions (one add per row).
+// dtable[token] += the sum of dx over the token's positions (one add per row; negative ids skipped).
 void embed_backward(const int32_t* tokens, int64_t tokens_count, int64_t hidden, const float* dx, float* dtable);
 
 struct HeadCache {

@@ -117,7 +117,7 @@ void check_gpu_runnable(const planner::ResolvedScenario& resolved, const RunOpti
 
 RunResult run_on_gpu(const planner::ResolvedScenario& resolved, const RunOptions& options, Communicator& comm) {
   check_gpu_runnable(resolved, options);
-  check_launch(resolved, comm);
+  check_launch(resolved, comm, false);
   check_ranks_agree(resolved, options, comm);
   const scenarios::Training& training = resolved.scenario().training();
   CudaExecutorConfig config;

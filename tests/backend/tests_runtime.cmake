@@ -7,6 +7,7 @@
 # ranks and the uneven 3 and 5, and under HSDP.
 list(APPEND RAGGED_BACKEND_TEST_SRCS
   ${CMAKE_CURRENT_LIST_DIR}/run_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/reference_tp_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/verdict_test.cpp)
 
 if(RAGGED_HAVE_MPI AND MPIEXEC_EXECUTABLE)
@@ -176,6 +177,50 @@ if(RAGGED_HAVE_MPI AND MPIEXEC_EXECUTABLE)
   ragged_add_pipeline_check(4 2 ONE_F_ONE_B ragged --shard-group 1)
   ragged_add_pipeline_check(3 3 ONE_F_ONE_B ragged)
 
+  # Tensor parallelism (training.mesh.tp, Megatron's sequence-parallel
+  # split): a block computes as its attention and MLP parts between the tp
+  # group's all-gathers and reduce-scatters of the hidden states, the
+  # vocabulary-parallel embedding and loss, the uncut weights' gradients
+  # all-reduced over the group; FSDP (and HSDP) among the ranks at the same
+  # place in every tp group. Bitwise against the tensor-parallel reference
+  # (reference_tp.cpp), which TensorParallelReference checks against the
+  # plain one.
+  # ragged_add_tensor_parallel_check(NP TP STRATEGY [more ragged run args...])
+  function(ragged_add_tensor_parallel_check np tp strategy)
+    set(_name "backend.run.np${np}.tiny-llama-4xcpu.tp${tp}.${strategy}")
+    set(_reductions_args --ordered-reductions)
+    set(_expect pass)
+    if(RAGGED_RUN_REDUCTIONS STREQUAL "normal")
+      set(_name "${_name}.normal_reductions")
+      set(_reductions_args)
+      set(_expect tolerance)
+    endif()
+    if(ARGC GREATER 3)
+      string(REPLACE ";" "_" _extra "${ARGN}")
+      string(REGEX REPLACE "[^A-Za-z0-9_]+" "" _extra "${_extra}")
+      set(_name "${_name}.${_extra}")
+    endif()
+    set(_command ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np} ${_ragged_run_flags}
+        $<TARGET_FILE:ragged> run tiny-llama-4xcpu --gpus ${np} --tp ${tp} --strategy ${strategy}
+        --steps 2 --warmup 1 --check-reference ${_reductions_args} --verify-collectives --json ${ARGN})
+    string(REPLACE ";" "|" _command "${_command}")
+    add_test(NAME ${_name}
+      COMMAND ${CMAKE_COMMAND} -DEXPECT=${_expect} "-DCOMMAND=${_command}" -P ${_ragged_verdict_script})
+    set_tests_properties(${_name} PROPERTIES
+      LABELS "backend;mpi;correctness;mesh"
+      ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OPENBLAS_NUM_THREADS=1"
+      PROCESSORS ${np}
+      RESOURCE_LOCK ragged_mpi
+      TIMEOUT 300)
+  endfunction()
+  ragged_add_tensor_parallel_check(2 2 ragged)
+  ragged_add_tensor_parallel_check(4 2 ragged)
+  ragged_add_tensor_parallel_check(4 2 fsdp2 --checkpointing full)
+  ragged_add_tensor_parallel_check(4 2 zero3 --checkpointing selective)
+  ragged_add_tensor_parallel_check(4 4 fsdp1)
+  ragged_add_tensor_parallel_check(8 2 ragged --shard-group 2)
+  ragged_add_tensor_parallel_check(8 2 ragged --optimizer adam8bit)
+
   # The collectives a normal run uses (MPI's reduction order), against the
   # reference within the stated tolerance: the fast path is checked too.
   set(RAGGED_RUN_REDUCTIONS normal)
@@ -184,6 +229,7 @@ if(RAGGED_HAVE_MPI AND MPIEXEC_EXECUTABLE)
       ragged_add_run_check(4 ${model} ${strategy} default adamw)
     endforeach()
   endforeach()
+  ragged_add_tensor_parallel_check(8 4 ragged)
   ragged_add_run_check(4 tiny-moe-4xcpu ragged default muon)
   ragged_add_run_check(4 tiny-llama-4xcpu fsdp1 default adamw 2)
   ragged_add_run_check(4 tiny-moe-4xcpu ragged default shampoo 2)

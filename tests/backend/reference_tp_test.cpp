@@ -1,0 +1,83 @@
+// The tensor-parallel reference (reference_train_tensor_parallel): a tp
+// group's ranks computing Megatron's sequence-parallel split in one process
+// train the model as the plain reference does, to rounding: the host's
+// tensor-parallel math is the model's math. (MPI runs are then checked
+// against it bit for bit: tests_runtime.cmake's tensor-parallel checks.)
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "backend/reference.hpp"
+#include "backend/run_support.hpp"
+#include "backend/tensor_pieces.hpp"
+#include "backend/workload.hpp"
+#include "common/errors.hpp"
+#include "planner/resolved_scenario.hpp"
+#include "scenarios/scenario_loader.hpp"
+#include "scenarios/scenario_rules.hpp"
+
+namespace ragged::backend {
+namespace {
+
+planner::ResolvedScenario with_tp(const std::string& name, int tp, bool tied = false) {
+  auto loaded = scenarios::with_total_gpus(scenarios::load_scenario(name), tp);
+  loaded.written.mutable_training()->mutable_mesh()->set_tp(tp);
+  if (tied) loaded.written.mutable_model()->mutable_inline_spec()->set_tie_word_embeddings(true);
+  return planner::resolve_scenario(scenarios::rebuild(std::move(loaded)));
+}
+
+TEST(TensorParallelReference, TrainsAsThePlainReferenceDoesToRounding) {
+  for (int tp : {2, 4}) {
+    for (bool tied : {false, true}) {
+      const planner::ResolvedScenario r = with_tp("tiny-llama-4xcpu", tp, tied);
+      ASSERT_EQ(r.model.split.tp, tp);
+      const scenarios::Training& training = r.scenario().training();
+      const ModelParams split = reference_train_tensor_parallel(r.whole(), r.model, training, 1, 1, 2, 1234);
+      const ModelParams plain = reference_train(r.whole(), training, 1, 1, 2, 1234);
+      const ParamError e = compare_params(r.whole(), split, plain);
+      std::printf("tp %d%s, 2 steps: max relative difference %.3g (%s), %lld of %lld elements differ bitwise\n", tp,
+                  tied ? " (tied embeddings)" : "", e.max_relative, e.worst_tensor.c_str(),
+                  static_cast<long long>(e.differing_elements), static_cast<long long>(e.elements));
+      EXPECT_LT(e.max_relative, 1e-4) << "tp " << tp;
+      EXPECT_EQ(e.non_finite_elements, 0);
+      // The split sums in another order: not every bit agrees, but it trained.
+      EXPECT_GT(e.differing_elements, 0);
+    }
+  }
+}
+
+TEST(TensorParallelReference, ARanksShardsStartAsItsPiecesOfTheWholeModel) {
+  const planner::ResolvedScenario r = with_tp("tiny-llama-4xcpu", 2);
+  const ModelParams whole = initial_params(r.whole(), 1234);
+  const planner::Plan plan = plan_for_run(r, models::DType::kF32);
+  auto comm = make_local_communicator();
+  for (int rank = 0; rank < 2; ++rank) {
+    std::vector<UnitShard> shards = make_shards(r.model, plan, 0, 1234, &r.whole(), rank);
+    const ModelParams mine = gather_params(shards, *comm);
+    size_t flat = 0, cut = 0;
+    for (size_t u = 0; u < r.model.units.size(); ++u) {
+      for (size_t t = 0; t < r.model.units[u].tensors.size(); ++t, ++flat) {
+        const models::TensorSpec& piece = r.model.units[u].tensors[t];
+        cut += piece.tp_cut != models::TensorCut::kWhole;
+        EXPECT_EQ(mine[flat], piece_of(piece, r.whole().units[u].tensors[t], rank, whole[flat])) << piece.name;
+      }
+    }
+    EXPECT_GT(cut, 0u);
+  }
+}
+
+TEST(TensorParallelReference, WhatTheHostCannotSplitIsAnInputError) {
+  const planner::ResolvedScenario moe = with_tp("tiny-moe-4xcpu", 2);
+  try {
+    HostWorkload w(moe.model, 1, 128, TensorParallelRank{0, 2});
+    FAIL() << "a mixture of experts under tp on the host";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("mixture-of-experts"), std::string::npos) << e.what();
+  }
+  const planner::ResolvedScenario llama = with_tp("tiny-llama-4xcpu", 2);
+  EXPECT_THROW(HostWorkload(llama.model, 1, 127, TensorParallelRank{0, 2}), InputError);  // 127 rows in 2
+}
+
+}  // namespace
+}  // namespace ragged::backend

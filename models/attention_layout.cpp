@@ -23,6 +23,15 @@ void add_rotary(const ArchConfig& arch, UnitWriter& out) {
   out.add_elementwise("rotary", 2.0 * static_cast<double>((arch.heads + arch.kv_heads) * rotated) * b);
 }
 
+// The output projection runs in the attention's core part (it reads the
+// attention's output); everything else of the attention in its input part.
+void add_output_projection(UnitWriter& out, std::string_view name, int64_t n, int64_t k, bool bias, bool conv1d) {
+  const UnitPart input = out.part;
+  if (input == UnitPart::kAttentionInput) out.part = UnitPart::kAttentionCore;
+  add_projection(out, name, n, k, bias, conv1d);
+  out.part = input;
+}
+
 PartActivations add_gqa(const ArchConfig& arch, const CheckpointNames& names, int64_t layer, UnitWriter& out) {
   const int64_t h = arch.hidden;
   const int64_t q = arch.heads * arch.head_dim;
@@ -37,7 +46,7 @@ PartActivations add_gqa(const ArchConfig& arch, const CheckpointNames& names, in
     add_projection(out, names.k, kv, h, qkv_bias);
     add_projection(out, names.v, kv, h, qkv_bias);
   }
-  add_projection(out, names.o, h, q, arch.attention_bias, names.conv1d);
+  add_output_projection(out, names.o, h, q, arch.attention_bias, names.conv1d);
   if (arch.qk_norm) {
     out.add_tensor("self_attn.q_norm.weight", {arch.head_dim}, kRole);
     out.add_tensor("self_attn.k_norm.weight", {arch.head_dim}, kRole);
@@ -77,7 +86,7 @@ PartActivations add_mla(const ArchConfig& arch, int64_t layer, UnitWriter& out) 
   out.add_elementwise("kv_a_layernorm", 2.0 * static_cast<double>(arch.kv_lora_rank) * b);
   add_projection(out, "self_attn.kv_b_proj", arch.heads * (arch.qk_nope_head_dim + arch.v_head_dim),
                  arch.kv_lora_rank, false);
-  add_projection(out, "self_attn.o_proj", h, v, arch.attention_bias);
+  add_output_projection(out, "self_attn.o_proj", h, v, arch.attention_bias, false);
   // Rotary applies to the rope part of every q head and to the one shared k_pe.
   out.add_elementwise("rotary",
                       2.0 * static_cast<double>(arch.heads * arch.qk_rope_head_dim + arch.qk_rope_head_dim) * b);

@@ -171,9 +171,10 @@ void build_block(const ArchConfig& arch, const CheckpointNames& names, int64_t l
   // Each residual add reads two hidden states and writes one. A parallel block
   // (GPT-NeoX, Falcon) feeds the attention's norm and the MLP's the same input;
   // with a shared norm (Falcon-7B) both read its one output.
-  out.part = UnitPart::kAttention;
+  out.part = UnitPart::kAttentionInput;
   out.add_norm(arch, names.attention_norm, norm_op(arch, "input_layernorm", "attention_layer_norm"), arch.hidden);
   const PartActivations attention = detail::add_attention(arch, names, layer, out);
+  out.part = UnitPart::kAttentionCore;
   out.add_elementwise("attention_residual", 3.0 * h * b);
   out.part = UnitPart::kMlp;
   if (!arch.shared_block_norm) {

@@ -72,12 +72,15 @@ std::string_view loss_kernel_name(LossKernel kernel);
 
 // One GEMM of a unit, per token: [M x K] @ [K x N] with M = tokens * token_fraction,
 // repeated `count` times (the experts of a layer).
-// Which side of a block's tensor-parallel cut an op runs on: a block split at
-// its mesh collectives (planner::block_parts) runs its attention (input norm,
-// projections, attention core, residual) and its MLP (post-attention norm,
-// MLP or router and shared experts, residual) as compute ops of their own.
-// kWhole: an op of a unit that is never split (embedding, head, experts).
-enum class UnitPart { kWhole, kAttention, kMlp };
+// Which part of a block an op runs in when the block is cut at its mesh
+// collectives (planner::block_parts): the attention's input side (input
+// norm, q/k/v projections, their norms, rotary: kAttentionInput), its core
+// (the attention, the output projection, the residual: kAttentionCore) and
+// the MLP (post-attention norm, MLP or router and shared experts, residual:
+// kMlp) are what ops are tagged with; kAttention asks for both attention
+// tags (a block cut at tp's collectives only); kWhole is an op of a unit never
+// cut (embedding, head, experts) and asks for everything.
+enum class UnitPart { kWhole, kAttention, kAttentionInput, kAttentionCore, kMlp };
 
 struct GemmShape {
   std::string name;

@@ -11,13 +11,20 @@ int64_t gemm_rows(const models::GemmShape& g, const MicroBatch& batch) {
   return std::max<int64_t>(1, std::llround(static_cast<double>(batch.tokens()) * g.token_fraction));
 }
 
-// Whether an op tagged `op` belongs to the compute of `part` (kWhole: all).
+// Whether an op tagged `op` belongs to the compute of `part` (kWhole: all;
+// kAttention: both sides of the attention).
 bool in_part(models::UnitPart op, models::UnitPart part) {
-  return part == models::UnitPart::kWhole || op == part;
+  switch (part) {
+    case models::UnitPart::kWhole: return true;
+    case models::UnitPart::kAttention:
+      return op == models::UnitPart::kAttentionInput || op == models::UnitPart::kAttentionCore;
+    default: return op == part;
+  }
 }
 
+// The attention core runs in the attention's core part.
 bool has_attention(const models::UnitSpec& unit, models::UnitPart part) {
-  return unit.compute.attention && in_part(models::UnitPart::kAttention, part);
+  return unit.compute.attention && in_part(models::UnitPart::kAttentionCore, part);
 }
 
 bool math_attention(const models::UnitSpec& unit, const MicroBatch& batch, models::UnitPart part) {

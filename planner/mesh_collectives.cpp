@@ -24,6 +24,8 @@ Regions tensor_parallel_regions(const models::UnitSpec& unit, const models::Mode
   const bool experts_apart = has_router(unit) && model.split.ep > 1;
   switch (part) {
     case models::UnitPart::kAttention: return {1, 1};
+    case models::UnitPart::kAttentionInput: return {1, 0};
+    case models::UnitPart::kAttentionCore: return {0, 1};
     case models::UnitPart::kMlp: return {1, experts_apart ? 0 : 1};
     case models::UnitPart::kWhole: break;
   }
@@ -76,9 +78,11 @@ int64_t key_value_bytes(const models::UnitSpec& unit, const models::ModelSpec& m
 
 std::vector<models::UnitPart> block_parts(const models::UnitSpec& unit, const models::ModelSpec& model,
                                           const Mesh& mesh) {
-  if (mesh.tp > 1 && unit.kind == models::UnitKind::kBlock && !model.arch.parallel_block) {
-    return {models::UnitPart::kAttention, models::UnitPart::kMlp};
-  }
+  if (unit.kind != models::UnitKind::kBlock || model.arch.parallel_block) return {models::UnitPart::kWhole};
+  // Context parallelism gathers the keys and values between the projections
+  // and the attention core.
+  if (mesh.cp > 1) return {models::UnitPart::kAttentionInput, models::UnitPart::kAttentionCore, models::UnitPart::kMlp};
+  if (mesh.tp > 1) return {models::UnitPart::kAttention, models::UnitPart::kMlp};
   return {models::UnitPart::kWhole};
 }
 
@@ -106,7 +110,9 @@ std::vector<MeshCollective> mesh_collectives(const models::UnitSpec& unit, const
     return out;
   }
   if (mesh.tp > 1) add_tensor_parallel(unit, model, mesh, tokens, element_bytes, backward, part, out);
-  const bool attention = unit.compute.attention && part != models::UnitPart::kMlp;
+  const bool attention = unit.compute.attention && (part == models::UnitPart::kWhole ||
+                                                    part == models::UnitPart::kAttention ||
+                                                    part == models::UnitPart::kAttentionCore);
   if (mesh.cp > 1 && attention) {
     const int64_t kv = mesh.cp * key_value_bytes(unit, model, tokens, element_bytes);
     add(out, OpKind::kAllGather, Group::kContext, kv, false, "cp key/value all-gather");

@@ -44,7 +44,9 @@ struct MeshCollective {
 // The parts a unit computes as (models::UnitPart): a block of a mesh with
 // tensor parallelism is cut at its collectives, attention then MLP, so that
 // its second all-gather follows the attention's reduce-scatter as it does
-// in Megatron's and torchtitan's blocks; everything else computes whole.
+// in Megatron's and torchtitan's blocks; with context parallelism the
+// attention is cut once more between its projections and its core, where
+// the keys and values are gathered; everything else computes whole.
 std::vector<models::UnitPart> block_parts(const models::UnitSpec& unit, const models::ModelSpec& model,
                                           const Mesh& mesh);
 

@@ -224,6 +224,8 @@ class ProgramBuilder {
   static std::string_view part_label(models::UnitPart part) {
     switch (part) {
       case models::UnitPart::kAttention: return " attention";
+      case models::UnitPart::kAttentionInput: return " attention input";
+      case models::UnitPart::kAttentionCore: return " attention core";
       case models::UnitPart::kMlp: return " mlp";
       case models::UnitPart::kWhole: break;
     }

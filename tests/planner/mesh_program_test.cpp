@@ -170,6 +170,43 @@ TEST(MeshProgram, EachPartOfABlockWaitsForItsOwnCollectives) {
   EXPECT_NEAR(parts, whole, whole * 1e-12);
 }
 
+std::string part_name(models::UnitPart part) {
+  switch (part) {
+    case models::UnitPart::kWhole: return " whole";
+    case models::UnitPart::kAttention: return " attention";
+    case models::UnitPart::kAttentionInput: return " attention input";
+    case models::UnitPart::kAttentionCore: return " attention core";
+    case models::UnitPart::kMlp: return " mlp";
+  }
+  return "?";
+}
+
+TEST(MeshProgram, ContextParallelGathersKeysAndValuesBetweenProjectionsAndCore) {
+  ProgramSetup s(std::string(kSequence) + "mesh { tp: 2 cp: 2 }");
+  const Program p = s.build();
+  // Block 2's ops in issue order, forward then backward (no checkpointing).
+  std::vector<std::string> order;
+  for (const Op& op : p.ops) {
+    const bool mesh = op.group == Group::kTensor || op.group == Group::kContext;
+    const bool compute = op.kind == OpKind::kComputeFwd || op.kind == OpKind::kComputeBwd;
+    if (op.unit != 2 || op.micro_batch != 0 || !(mesh || compute)) continue;
+    order.push_back(std::string(op_kind_name(op.kind)) + (op.group == Group::kContext ? " cp" : "") + " " +
+                    part_name(op.part));
+  }
+  const std::vector<std::string> expected = {
+      "all_gather  attention input", "compute_fwd  attention input", "all_gather cp  attention core",
+      "compute_fwd  attention core", "reduce_scatter  attention core", "all_gather  mlp", "compute_fwd  mlp",
+      "reduce_scatter  mlp",
+      // backward: the MLP, the core (the output gradient gathered, the keys
+      // and values gathered again, their gradients reduce-scattered), the
+      // projections.
+      "all_gather  mlp", "compute_bwd  mlp", "reduce_scatter  mlp", "all_gather  attention core",
+      "all_gather cp  attention core", "compute_bwd  attention core", "reduce_scatter cp  attention core",
+      "compute_bwd  attention input", "reduce_scatter  attention input", "all_reduce  whole"};
+  for (const std::string& line : order) std::printf("  %s\n", line.c_str());
+  EXPECT_EQ(order, expected);
+}
+
 TEST(MeshProgram, TensorParallelDividesThePersistentState) {
   // The same shard group of 4 with and without tp 2 (8 GPUs either way).
   ProgramSetup fsdp("shard_group_size: 4");
@@ -212,6 +249,22 @@ TEST(MeshProgram, ExpertParallelDispatchAndCombineBytes) {
       EXPECT_EQ(op.group, Group::kExpertShard) << op.name;
     }
   }
+}
+
+// DeepEP sends a token once to each rank holding one of its experts; with
+// NeMo Automodel's FakeBalancedGate token i takes experts 2i and 2i + 1 of
+// 8, both on rank (i mod 4) of ep 4: one copy a token instead of top-2.
+TEST(MeshProgram, DeepEpSendsATokenOncePerRank) {
+  ProgramSetup s(std::string(kSequence) + "mesh { ep: 4 expert_dispatcher: DEEPEP expert_routing: CONSECUTIVE }",
+                 kTinyMoe);
+  const Program p = s.build();
+  const int64_t per_rank = 2 * 512 * 1 * 128 * 2;
+  const auto ops = mesh_ops_of(p, 2);
+  std::printf("ep 4, DeepEP + FakeBalancedGate: each rank dispatches %lld bytes (tokens x 1 rank x hidden x 2); "
+              "group all-to-all %lld\n", static_cast<long long>(per_rank),
+              static_cast<long long>(ops.at({Group::kExpert, OpKind::kAllToAll, "fwd"}).second));
+  EXPECT_EQ(ops.at({Group::kExpert, OpKind::kAllToAll, "fwd"}), std::make_pair(2, 4 * per_rank));
+  EXPECT_EQ(ops.at({Group::kExpert, OpKind::kAllToAll, "bwd"}), std::make_pair(2, 4 * per_rank));
 }
 
 TEST(MeshProgram, RaisingEpLowersTheFsdpAllGatherBytes) {

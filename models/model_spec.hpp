@@ -62,9 +62,13 @@ enum class LossKernel {
   // logits.float(), a contiguous copy of the shifted logits, CrossEntropyLoss.
   kShiftedFp32Logits,
 };
+// The RMSNorms when not compiled: PyTorch's eager ops (planner/eager_kernels.hpp)
+// or one fused kernel each way (Transformer Engine's RMSNorm).
+enum class NormKernel { kEager, kFused };
 struct KernelChoices {
   AttentionKernel attention = AttentionKernel::kFlash2;
   LossKernel loss = LossKernel::kFp32Logits;
+  NormKernel norm = NormKernel::kEager;
   bool operator==(const KernelChoices&) const = default;
 };
 std::string_view attention_kernel_name(AttentionKernel kernel);

@@ -112,7 +112,8 @@ double elementwise_bytes(const models::UnitSpec& unit, const MicroBatch& batch, 
     if (!selected(op, ops) || !in_part(op.part, part)) continue;
     const EagerFactors eager = eager_traffic_factors(op.name);
     const double bytes = backward ? op.backward_bytes() : op.bytes_per_token;
-    per_token += bytes * (fuse ? 1.0 : (backward ? eager.backward : eager.forward));
+    const bool one_kernel = fuse || fused_by_kernel_choice(op.name, batch.kernels);
+    per_token += bytes * (one_kernel ? 1.0 : (backward ? eager.backward : eager.forward));
   }
   return per_token * static_cast<double>(batch.tokens());
 }
@@ -123,7 +124,8 @@ int64_t elementwise_kernels(const models::UnitSpec& unit, const MicroBatch& batc
   const bool fuse = fused(unit, batch);
   int64_t kernels = 0;
   for (const models::ElementwiseOp& op : unit.compute.elementwise) {
-    if (selected(op, ops) && in_part(op.part, part)) kernels += fuse ? 1 : eager_kernel_count(op.name);
+    if (!selected(op, ops) || !in_part(op.part, part)) continue;
+    kernels += fuse || fused_by_kernel_choice(op.name, batch.kernels) ? 1 : eager_kernel_count(op.name);
   }
   return kernels;
 }

@@ -27,13 +27,26 @@ namespace ragged::planner {
 // (torch.nn.functional.layer_norm: read x, write y; models/ names its ops
 // "..._layer_norm") and an element-wise MLP activation (F.gelu, F.relu) are
 // single kernels.
+namespace {
+
+bool ends_with(std::string_view name, std::string_view suffix) {
+  return name.size() >= suffix.size() && name.substr(name.size() - suffix.size()) == suffix;
+}
+
+// An RMSNorm of models/ (a LayerNorm is named "..._layer_norm").
+bool rms_norm(std::string_view name) {
+  return !ends_with(name, "layer_norm") && (ends_with(name, "norm") || ends_with(name, "layernorm"));
+}
+
+}  // namespace
+
+bool fused_by_kernel_choice(std::string_view name, const models::KernelChoices& kernels) {
+  return kernels.norm == models::NormKernel::kFused && rms_norm(name);
+}
+
 EagerFactors eager_traffic_factors(std::string_view name) {
-  auto ends_with = [&](std::string_view suffix) {
-    return name.size() >= suffix.size() && name.substr(name.size() - suffix.size()) == suffix;
-  };
   auto both = [](double factor) { return EagerFactors{factor, factor}; };
-  if (ends_with("layer_norm")) return both(1.0);
-  if (ends_with("norm") || ends_with("layernorm")) return both(9.0);
+  if (rms_norm(name)) return both(9.0);
   if (name == "rotary") return both(5.0);
   if (name == "swiglu") return both(10.0 / 6.0);
   if (name == "cross_entropy") return {14.0 / 6.0, 22.0 / 6.0};
@@ -56,11 +69,7 @@ double eager_traffic_factor(std::string_view name) { return eager_traffic_factor
 //    MoE routing and permutation, taken as single kernels like their
 //    traffic) = 1.
 int64_t eager_kernel_count(std::string_view name) {
-  auto ends_with = [&](std::string_view suffix) {
-    return name.size() >= suffix.size() && name.substr(name.size() - suffix.size()) == suffix;
-  };
-  if (ends_with("layer_norm")) return 1;
-  if (ends_with("norm") || ends_with("layernorm")) return 8;
+  if (rms_norm(name)) return 8;
   if (name == "rotary") return 6;
   if (name == "swiglu") return 2;
   if (name == "cross_entropy") return 3;

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "models/model_spec.hpp"
+
 namespace ragged::planner {
 
 // Eager traffic / fused traffic for an op of models/ (by its name), forward
@@ -16,6 +18,11 @@ struct EagerFactors {
   double backward = 1.0;
 };
 EagerFactors eager_traffic_factors(std::string_view op_name);
+// Whether the op is one fused kernel although the model runs eagerly: an
+// RMSNorm under NormKernel::kFused (Transformer Engine's RMSNorm reads x
+// and writes y in one kernel forward, reads x and dy and writes dx in one
+// backward).
+bool fused_by_kernel_choice(std::string_view op_name, const models::KernelChoices& kernels);
 // The forward's.
 double eager_traffic_factor(std::string_view op_name);
 

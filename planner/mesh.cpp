@@ -22,6 +22,8 @@ Mesh mesh_of(const scenarios::Training& training) {
   mesh.dp_replicate = m.dp_replicate() > 0 ? m.dp_replicate() : std::max(1, training.replicate_group_size());
   mesh.sequence_parallel = !m.has_sequence_parallel() || m.sequence_parallel();
   mesh.pp = std::max(1, m.pp());
+  if (m.expert_dispatcher() == scenarios::DEEPEP) mesh.expert_dispatcher = ExpertDispatcher::kDeepEp;
+  if (m.expert_routing() == scenarios::CONSECUTIVE) mesh.expert_routing = ExpertRouting::kConsecutive;
   return mesh;
 }
 

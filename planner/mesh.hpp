@@ -16,6 +16,12 @@
 
 namespace ragged::planner {
 
+// How expert parallelism moves tokens to their experts' ranks and which
+// experts they pick (scenario.proto, ExpertDispatcher and ExpertRouting;
+// planner/expert_dispatch.hpp counts the copies sent).
+enum class ExpertDispatcher { kAllToAll, kDeepEp };
+enum class ExpertRouting { kUniform, kConsecutive };
+
 struct Mesh {
   int64_t dp_replicate = 1;
   int64_t dp_shard = 1;
@@ -24,6 +30,8 @@ struct Mesh {
   int64_t ep = 1;
   bool sequence_parallel = true;
   int64_t pp = 1;
+  ExpertDispatcher expert_dispatcher = ExpertDispatcher::kAllToAll;
+  ExpertRouting expert_routing = ExpertRouting::kUniform;
 
   int64_t gpus() const { return pp * dp_replicate * dp_shard * cp * tp; }
   // The ranks of one pipeline stage.

@@ -1,8 +1,10 @@
 #include "planner/mesh_collectives.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "common/errors.hpp"
+#include "planner/expert_dispatch.hpp"
 
 namespace ragged::planner {
 namespace {
@@ -119,9 +121,11 @@ std::vector<MeshCollective> mesh_collectives(const models::UnitSpec& unit, const
     if (backward) add(out, OpKind::kReduceScatter, Group::kContext, kv, true, "cp key/value gradient reduce-scatter");
   }
   if (mesh.ep > 1 && unit.kind == models::UnitKind::kExperts) {
-    // An all-to-all's bytes are the whole group's (each rank sends its top-k
-    // copies of its tokens, spread over the ep ranks).
-    const int64_t routed = mesh.ep * tokens * model.arch.experts_per_token * model.arch.hidden * element_bytes;
+    // An all-to-all's bytes are the whole group's (each rank sends its
+    // tokens' copies, top-k each or one per rank with DeepEP, spread over
+    // the ep ranks).
+    const double copies = expert_dispatch_copies(model.arch.experts, model.arch.experts_per_token, mesh);
+    const int64_t routed = std::llround(static_cast<double>(mesh.ep * tokens * model.arch.hidden * element_bytes) * copies);
     add(out, OpKind::kAllToAll, Group::kExpert, routed, false, backward ? "ep combine (bwd)" : "ep dispatch");
     add(out, OpKind::kAllToAll, Group::kExpert, routed, true, backward ? "ep dispatch (bwd)" : "ep combine");
   }

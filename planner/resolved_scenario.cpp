@@ -156,6 +156,7 @@ models::KernelChoices kernel_choices(const scenarios::Training& training) {
     case scenarios::SHIFTED_FP32_LOGITS: kernels.loss = models::LossKernel::kShiftedFp32Logits; break;
     default: kernels.loss = models::LossKernel::kFp32Logits; break;
   }
+  kernels.norm = training.norm() == scenarios::FUSED_NORM ? models::NormKernel::kFused : models::NormKernel::kEager;
   return kernels;
 }
 

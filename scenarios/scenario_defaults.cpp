@@ -147,6 +147,8 @@ void default_mesh(Training* training, int64_t gpus) {
   if (!mesh->has_ep()) mesh->set_ep(1);
   if (!mesh->has_sequence_parallel()) mesh->set_sequence_parallel(true);
   if (!mesh->has_pp()) mesh->set_pp(1);
+  if (mesh->expert_dispatcher() == EXPERT_DISPATCHER_UNSPECIFIED) mesh->set_expert_dispatcher(ALL_TO_ALL);
+  if (mesh->expert_routing() == EXPERT_ROUTING_UNSPECIFIED) mesh->set_expert_routing(UNIFORM);
   // The ranks one pipeline stage's tp rank leaves to data parallelism.
   const int64_t tp = int64_t{std::max(1, mesh->tp())} * std::max(1, mesh->pp());
   const int64_t cp = std::max(1, mesh->cp());
@@ -201,6 +203,7 @@ void default_training(Training* training, int64_t cluster_gpus, const Gpu& gpu) 
   if (training->compile_scope() == COMPILE_SCOPE_UNSPECIFIED) training->set_compile_scope(WHOLE_MODEL);
   if (training->attention() == ATTENTION_KERNEL_UNSPECIFIED) training->set_attention(FLASH_ATTENTION_2);
   if (training->loss() == LOSS_KERNEL_UNSPECIFIED) training->set_loss(FP32_LOGITS);
+  if (training->norm() == NORM_KERNEL_UNSPECIFIED) training->set_norm(EAGER_NORM);
   if (!training->allocator().has_expandable_segments()) training->mutable_allocator()->set_expandable_segments(false);
   if (!training->allocator().has_outside_gib()) {
     // A host rank has no CUDA context and no NCCL communicator.

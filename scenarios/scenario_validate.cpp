@@ -148,6 +148,9 @@ void check_kernels(const Training& t, const Gpu& gpu, Checker& c) {
                                       "outputs.logits false, or use another loss");
   }
   check_metrics(t.outputs(), c);
+  if (t.norm() != EAGER_NORM && t.norm() != FUSED_NORM) {
+    c.unknown_value("training.norm", t.norm(), "EAGER_NORM or FUSED_NORM", "EAGER_NORM");
+  }
   if (t.compile_scope() != WHOLE_MODEL && t.compile_scope() != TRANSFORMER_BLOCKS) {
     c.unknown_value("training.compile_scope", t.compile_scope(), "WHOLE_MODEL or TRANSFORMER_BLOCKS", "WHOLE_MODEL");
   } else if (t.compile_scope() == TRANSFORMER_BLOCKS && !t.compiled()) {
@@ -266,6 +269,12 @@ void check_mesh(const Training& t, int64_t gpus, Checker& c) {
     c.fail("training.mesh.dp_replicate", fmt::format("dp_replicate is {}, but replicate_group_size is {}; they are "
                                                      "the same replicas: set one of them", m.dp_replicate(),
                                                      t.replicate_group_size()));
+  }
+  if (m.expert_dispatcher() != ALL_TO_ALL && m.expert_dispatcher() != DEEPEP) {
+    c.unknown_value("training.mesh.expert_dispatcher", m.expert_dispatcher(), "ALL_TO_ALL or DEEPEP", "ALL_TO_ALL");
+  }
+  if (m.expert_routing() != UNIFORM && m.expert_routing() != CONSECUTIVE) {
+    c.unknown_value("training.mesh.expert_routing", m.expert_routing(), "UNIFORM or CONSECUTIVE", "UNIFORM");
   }
   if (t.shard_group_size() % m.ep() != 0) {
     c.fail("training.mesh.ep", fmt::format("ep is {}; expert parallelism is carved out of dp_shard x cp ({}), so ep "

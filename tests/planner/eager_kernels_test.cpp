@@ -132,6 +132,36 @@ TEST(KernelWork, ChunkedLossMovesTheHeadGradientGemmsToTheForward) {
   EXPECT_DOUBLE_EQ(total_flops(backward_work(fp32.units.back(), MicroBatch{2, 8192, false})), 2 * logits_gemm);
 }
 
+// Transformer Engine's RMSNorm (NormKernel::kFused) in an eager model: the
+// norms move their fused bytes in one kernel each way, the rest (rotary,
+// SwiGLU) stays eager.
+TEST(EagerKernels, FusedNormsLeaveTheOtherOpsEager) {
+  const models::ModelSpec model = models::catalog_model("llama3-8b");
+  const models::UnitSpec& block = model.units[1];
+  MicroBatch eager{2, 8192, false}, te_norm{2, 8192, false};
+  te_norm.kernels.norm = models::NormKernel::kFused;
+  for (bool backward : {false, true}) {
+    double expected = 0;
+    for (const auto& op : block.compute.elementwise) {
+      const bool norm = op.name.find("norm") != std::string::npos;
+      const EagerFactors f = eager_traffic_factors(op.name);
+      expected += backward ? op.backward_bytes() * (norm ? 1.0 : f.backward) : op.bytes_per_token * (norm ? 1.0 : f.forward);
+    }
+    const ComputeWork work = backward ? backward_work(block, te_norm) : forward_work(block, te_norm);
+    const ComputeWork all_eager = backward ? backward_work(block, eager) : forward_work(block, eager);
+    std::printf("llama3-8b block %s, eager with TE RMSNorm: %.0f bytes a token by hand, %.0f computed (all eager %.0f)\n",
+                backward ? "backward" : "forward", expected, work.elementwise_bytes / 16384,
+                all_eager.elementwise_bytes / 16384);
+    EXPECT_DOUBLE_EQ(work.elementwise_bytes, expected * 16384);
+    EXPECT_LT(work.elementwise_bytes, all_eager.elementwise_bytes);
+  }
+  // Two RMSNorms of one kernel, rotary 6, residuals 1 each, SwiGLU 2.
+  EXPECT_EQ(forward_work(block, te_norm).elementwise_kernels, 1 + 6 + 1 + 1 + 2 + 1);
+  EXPECT_FALSE(fused_by_kernel_choice("attention_layer_norm", te_norm.kernels));  // a LayerNorm: one kernel anyway
+  EXPECT_TRUE(fused_by_kernel_choice("qk_norm", te_norm.kernels));
+  EXPECT_FALSE(fused_by_kernel_choice("qk_norm", eager.kernels));
+}
+
 TEST(EagerKernels, KernelCountsFromTheSameReferenceCode) {
   EXPECT_EQ(eager_kernel_count("input_layernorm"), 8);  // float, pow, mean, +eps, rsqrt, mul, type_as, *weight
   EXPECT_EQ(eager_kernel_count("q_a_layernorm"), 8);

@@ -271,11 +271,15 @@ void HostDevice::backward_part(int unit, int micro_batch, models::UnitPart part,
 }
 
 void HostDevice::tensor_parallel(const Op& op) {
-  RAGGED_ASSERT(groups_.tensor != nullptr, "host device: a tensor-parallel op without a tp group: " + op.name);
+  const bool context = op.group == planner::Group::kContext;
+  Communicator* group = context ? groups_.context : groups_.tensor;
+  RAGGED_ASSERT(group != nullptr, "host device: a mesh op without its group: " + op.name);
   TpStep step{model_unit(op.unit), op.part, tp_pass(op.pass), TpCollective::kAllGather};
   switch (op.kind) {
-    case OpKind::kAllGather: break;
-    case OpKind::kReduceScatter: step.collective = TpCollective::kReduceScatter; break;
+    case OpKind::kAllGather: step.collective = context ? TpCollective::kKeyValueGather : TpCollective::kAllGather; break;
+    case OpKind::kReduceScatter:
+      step.collective = context ? TpCollective::kKeyValueGradientScatter : TpCollective::kReduceScatter;
+      break;
     case OpKind::kAllReduce:
       RAGGED_ASSERT(is_head(op.unit), "host device: a tp all-reduce of activations (sequence parallelism is off?): " +
                                           op.name);
@@ -285,10 +289,10 @@ void HostDevice::tensor_parallel(const Op& op) {
   }
   HostWorkload& w = workload(op.micro_batch);
   const TpExchange x = w.tp_begin(step);
-  if (step.collective == TpCollective::kReduceScatter) {
-    groups_.tensor->reduce_scatter_in_place(x.buffer, x.count);
+  if (step.collective == TpCollective::kReduceScatter || step.collective == TpCollective::kKeyValueGradientScatter) {
+    group->reduce_scatter_in_place(x.buffer, x.count);
   } else {
-    groups_.tensor->all_gather_in_place(x.buffer, x.count);
+    group->all_gather_in_place(x.buffer, x.count);
   }
   w.tp_end(step);
   if (step.collective == TpCollective::kLossStats) record_loss(w);

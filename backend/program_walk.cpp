@@ -309,7 +309,7 @@ void ProgramWalk::all_reduce_uncut_gradients(const Op& op) {
 
 void ProgramWalk::execute(const Op& op, int64_t step) {
   const int u = op.unit;
-  if (op.group == planner::Group::kTensor) {
+  if (op.group == planner::Group::kTensor || op.group == planner::Group::kContext) {
     if (op.kind == OpKind::kAllReduce && op.buffer >= 0) {
       all_reduce_uncut_gradients(op);
     } else {
@@ -354,7 +354,7 @@ void ProgramWalk::execute(const Op& op, int64_t step) {
       break;
     case OpKind::kGradAccumulate: {
       // The step's gradient is the mean over every rank's micro-batches.
-      const float scale = 1.0f / static_cast<float>(config_.world_size * program_.micro_batches);
+      const float scale = 1.0f / static_cast<float>(config_.world_size * config_.token_shares * program_.micro_batches);
       device_.accumulate(op.stream, u, reduced_slot(op), scale);
       break;
     }

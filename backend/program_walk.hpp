@@ -37,6 +37,10 @@ struct WalkConfig {
   DataConfig data;
   int world_rank = 0;  // this rank among every rank of the job (the batch it trains on)
   int world_size = 1;
+  // Ranks that read the same sequences and each train its share of their
+  // tokens (context parallelism): the step's gradient is the mean over
+  // world_size x token_shares such ranks.
+  int token_shares = 1;
   // The head multiplies by the embedding table (head_reads_embedding): its
   // forward and backward also read the embedding's gathered table.
   bool tied_embeddings = false;

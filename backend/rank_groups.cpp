@@ -6,12 +6,14 @@
 
 namespace ragged::backend {
 
-RankGroups split_rank_groups(Communicator& world, int64_t shard_ranks, int64_t tp) {
+RankGroups split_rank_groups(Communicator& world, int64_t shard_ranks, int64_t tp, int64_t cp) {
   RAGGED_ASSERT(tp >= 1 && world.size() % tp == 0, "the tensor-parallel group divides the world");
   RAGGED_ASSERT(shard_ranks >= 1 && (world.size() / tp) % shard_ranks == 0, "the shard group size divides the world");
   RankGroups groups;
   groups.world = &world;
   groups.tp = tp;
+  groups.cp = cp;
+  RAGGED_ASSERT(cp >= 1 && shard_ranks % cp == 0, "the context-parallel group lies inside the shard group");
   const int rank = world.rank();
   const int place = groups.data_rank();       // the data-parallel place of this rank's tp group
   const int in_tp = rank % static_cast<int>(tp);  // this rank's place in it
@@ -19,6 +21,10 @@ RankGroups split_rank_groups(Communicator& world, int64_t shard_ranks, int64_t t
   if (tp > 1) {
     groups.own_tensor = world.split(place, rank);
     groups.tensor = groups.own_tensor.get();
+  }
+  if (cp > 1) {
+    groups.own_context = world.split((place / static_cast<int>(cp)) * static_cast<int>(tp) + in_tp, rank);
+    groups.context = groups.own_context.get();
   }
   if (tp == 1 && shard_ranks == world.size()) {
     groups.shard = &world;
@@ -42,6 +48,9 @@ std::string describe(const RankGroups& groups, std::string_view kind) {
   if (groups.tensor != nullptr) {
     text += fmt::format(" (tensor parallel: {} groups of {}; {}-rank shard groups)", ranks / groups.tensor->size(),
                         groups.tensor->size(), groups.shard->size());
+  }
+  if (groups.context != nullptr) {
+    text += fmt::format(" (context parallel: {} groups of {})", ranks / groups.context->size(), groups.context->size());
   }
   return text;
 }

@@ -23,16 +23,23 @@ struct RankGroups {
   Communicator* shard = nullptr;     // all-gathers, reduce-scatters, the optimizers' all-to-alls
   Communicator* replicas = nullptr;  // HSDP all-reduces (one rank without HSDP)
   Communicator* tensor = nullptr;    // the tp group's exchanges (null without tensor parallelism)
-  std::unique_ptr<Communicator> own_shard, own_replicas, own_tensor;
+  Communicator* context = nullptr;   // the cp group's keys and values (null without context parallelism)
+  std::unique_ptr<Communicator> own_shard, own_replicas, own_tensor, own_context;
   int64_t tp = 1;
-  // This rank's data-parallel place (which sequences it reads; its tp group's
-  // ranks share them) and the number of such places.
+  int64_t cp = 1;
+  // This rank's data-parallel place (its tp group's ranks share its tokens)
+  // and the number of such places; a cp group's places read the same
+  // sequences, each its share of their tokens.
   int data_rank() const { return world->rank() / static_cast<int>(tp); }
   int data_ranks() const { return world->size() / static_cast<int>(tp); }
+  int reading_rank() const { return data_rank() / static_cast<int>(cp); }
+  int reading_ranks() const { return data_ranks() / static_cast<int>(cp); }
 };
-// Splits `world` (every rank calls it); without HSDP and tp the shard group
-// is the world itself. Ordered reductions carry over from `world`.
-RankGroups split_rank_groups(Communicator& world, int64_t shard_ranks, int64_t tp = 1);
+// Splits `world` (every rank calls it); without HSDP, tp and cp the shard
+// group is the world itself. The cp group is the places cp x (place / cp)
+// and on at the same tp place (ranks numbered tp innermost, then cp). Ordered
+// reductions carry over from `world`.
+RankGroups split_rank_groups(Communicator& world, int64_t shard_ranks, int64_t tp = 1, int64_t cp = 1);
 
 // "4 mpi ranks", or under HSDP "4 mpi ranks (HSDP: 2 replicas of 2-rank shard groups)".
 std::string describe(const RankGroups& groups, std::string_view kind);

@@ -80,8 +80,8 @@ void step_tensor(const models::TensorSpec& t, const scenarios::Optimizer& o, std
 
 ModelParams reference_train_with(const models::ModelSpec& model, const scenarios::Training& training, int world,
                                  int shard_ranks, int64_t steps, uint64_t seed, bool micro_batches_first,
-                                 const TrainMicroBatch& train_micro_batch) {
-  RAGGED_ASSERT(shard_ranks >= 1 && world % shard_ranks == 0, "reference_train: shard groups divide the world");
+                                 const TrainMicroBatch& train_micro_batch, int shares) {
+  RAGGED_ASSERT(shard_ranks >= 1 && (world * shares) % shard_ranks == 0, "reference_train: shard groups divide the world");
   ModelParams params = initial_params(model, seed);
   const scenarios::Optimizer& o = training.optimizer();
   std::vector<TensorState> states(params.size());
@@ -111,32 +111,36 @@ ModelParams reference_train_with(const models::ModelSpec& model, const scenarios
   }
   const int64_t sequences = training.micro_batch_size();
   const int micro_batches = training.gradient_accumulation_steps();
-  const float scale = 1.0f / static_cast<float>(world * micro_batches);
+  const float scale = 1.0f / static_cast<float>(world * shares * micro_batches);
   const auto zeros = [&params] {
     ModelParams z;
     for (const auto& p : params) z.emplace_back(p.size(), 0.0f);
     return z;
   };
-  // One rank's micro-batch, forward and backward, its gradients added to `local`.
-  const auto train = [&](int64_t step, int mb, int rank, ModelParams& local) {
+  // One rank's micro-batch, forward and backward, its gradients (one set per
+  // share of its tokens) added to `locals`.
+  const auto train = [&](int64_t step, int mb, int rank, std::vector<ModelParams>& locals) {
     train_micro_batch(params,
                       synthetic_batch(seed, first_sequence(step, mb, micro_batches, rank, world, sequences), sequences,
                                       training.sequence_length(), model.arch.vocab),
-                      local);
+                      locals);
   };
   // The ranks' gradients summed in rank order within a shard group (as the
-  // reduce-scatter sums them), the groups' sums in group order (the HSDP
-  // all-reduce), then scaled into the accumulator. `micro_batches` of them
-  // run per rank before the reduction: all of a pipeline stage's, or one.
+  // reduce-scatter sums them; a rank's shares are ranks of the group in
+  // turn), the groups' sums in group order (the HSDP all-reduce), then
+  // scaled into the accumulator. `micro_batches` of them run per rank
+  // before the reduction: all of a pipeline stage's, or one.
   const auto reduce = [&](int64_t step, int first_mb, int mbs, ModelParams& grads) {
     ModelParams sum = zeros(), group = zeros();
+    int64_t members = 0;
     for (int rank = 0; rank < world; ++rank) {
-      ModelParams local = zeros();
-      for (int mb = first_mb; mb < first_mb + mbs; ++mb) train(step, mb, rank, local);
-      for (size_t i = 0; i < group.size(); ++i) {
-        for (size_t e = 0; e < group[i].size(); ++e) group[i][e] += local[i][e];
-      }
-      if ((rank + 1) % shard_ranks == 0) {
+      std::vector<ModelParams> locals(static_cast<size_t>(shares), zeros());
+      for (int mb = first_mb; mb < first_mb + mbs; ++mb) train(step, mb, rank, locals);
+      for (const ModelParams& local : locals) {
+        for (size_t i = 0; i < group.size(); ++i) {
+          for (size_t e = 0; e < group[i].size(); ++e) group[i][e] += local[i][e];
+        }
+        if (++members % shard_ranks != 0) continue;
         for (size_t i = 0; i < sum.size(); ++i) {
           for (size_t e = 0; e < sum[i].size(); ++e) sum[i][e] += group[i][e];
           std::fill(group[i].begin(), group[i].end(), 0.0f);
@@ -177,7 +181,8 @@ ModelParams reference_train(const models::ModelSpec& model, const scenarios::Tra
   // A tied head also reads (and adds to the gradient of) the embedding table.
   const bool tied = head_reads_embedding(model);
   const size_t head = model.units.size() - 1;
-  const auto train = [&](const ModelParams& params, const Batch& batch, ModelParams& local) {
+  const auto train = [&](const ModelParams& params, const Batch& batch, std::vector<ModelParams>& locals) {
+    ModelParams& local = locals.front();
     workload.set_batch(batch);
     for (size_t u = 0; u < model.units.size(); ++u) {
       ConstTensors view;
@@ -199,7 +204,7 @@ ModelParams reference_train(const models::ModelSpec& model, const scenarios::Tra
       workload.backward(static_cast<int>(u), view, grad_view);
     }
   };
-  return reference_train_with(model, training, world, shard_ranks, steps, seed, micro_batches_first, train);
+  return reference_train_with(model, training, world, shard_ranks, steps, seed, micro_batches_first, train, 1);
 }
 
 ParamError compare_params(const models::ModelSpec& model, const ModelParams& params, const ModelParams& reference) {

@@ -30,23 +30,28 @@ ModelParams initial_params(const models::ModelSpec& model, uint64_t seed);
 ModelParams reference_train(const models::ModelSpec& model, const scenarios::Training& training, int world,
                             int shard_ranks, int64_t steps, uint64_t seed, bool micro_batches_first = false);
 
-// The same training with each data-parallel rank a tensor-parallel group of
-// `split.split.tp` ranks (Megatron's sequence-parallel split, as
-// workload_tp.cpp computes a rank's part), played out in one process: the
-// group's exchanges in the order the math needs them, partial sums added
-// in rank order (0 + r0 + r1 ...) as ordered reductions add them, the uncut
-// weights' gradients summed over the group the same way; the optimizer
-// steps whole tensors of `whole`.
+// The same training with each data-parallel place a grid of cp x tp ranks
+// (`split.split.tp`, `cp`: Megatron's sequence-parallel split and the
+// head-tail context split, as workload_tp.cpp computes a rank's part),
+// played out in one process: the groups' exchanges in the order the math
+// needs them, partial sums added in rank order (0 + r0 + r1 ...) as ordered
+// reductions add them, the uncut weights' gradients summed over the tp group
+// the same way, the cp ranks' gradients ranks of the shard group in turn;
+// the optimizer steps whole tensors of `whole`. `world`: the places reading
+// distinct sequences; `shard_ranks`: the shard group (cp ranks included).
 ModelParams reference_train_tensor_parallel(const models::ModelSpec& whole, const models::ModelSpec& split,
                                             const scenarios::Training& training, int world, int shard_ranks,
-                                            int64_t steps, uint64_t seed);
+                                            int64_t steps, uint64_t seed, int cp = 1);
 
 // One rank's micro-batch `batch` of the model `params`, forward and backward,
-// its gradients added to `local` (reference_train's inner step).
-using TrainMicroBatch = std::function<void(const ModelParams& params, const Batch& batch, ModelParams& local)>;
+// its gradients added to `locals` (reference_train's inner step): one set,
+// or one per share of its tokens when `shares` ranks read the same sequences
+// (context parallelism), each then a rank of the shard group in turn.
+using TrainMicroBatch =
+    std::function<void(const ModelParams& params, const Batch& batch, std::vector<ModelParams>& locals)>;
 ModelParams reference_train_with(const models::ModelSpec& model, const scenarios::Training& training, int world,
                                  int shard_ranks, int64_t steps, uint64_t seed, bool micro_batches_first,
-                                 const TrainMicroBatch& train_micro_batch);
+                                 const TrainMicroBatch& train_micro_batch, int shares);
 
 struct ParamError {
   // Max over tensors of |p - ref| / |ref| (L2 norms); infinity for a tensor

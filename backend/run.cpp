@@ -64,8 +64,10 @@ RunResult run(const planner::ResolvedScenario& resolved, const RunOptions& optio
   // FSDP and HSDP inside each pipeline stage (the whole world without stages).
   const RunStages stages = split_stages(resolved, comm);
   const int tp = std::max(1, training.mesh().tp());
-  const RankGroups groups = split_rank_groups(*stages.comm, training.shard_group_size(), tp);
+  const int cp = std::max(1, training.mesh().cp());
+  const RankGroups groups = split_rank_groups(*stages.comm, training.shard_group_size(), tp, cp);
   const int tp_rank = groups.tensor != nullptr ? groups.tensor->rank() : 0;
+  const int cp_rank = groups.context != nullptr ? groups.context->rank() : 0;
   Communicator& shard = *groups.shard;
   const planner::Plan plan = stages.stages > 1 ? stages.pipeline.plans[static_cast<size_t>(stages.stage)]
                                                : plan_for_run(resolved, models::DType::kF32);
@@ -98,7 +100,8 @@ RunResult run(const planner::ResolvedScenario& resolved, const RunOptions& optio
   HostWorkloads host;
   for (int mb = 0; mb < (stages.stages > 1 ? program.micro_batches : 1); ++mb) {
     workloads.push_back(std::make_unique<HostWorkload>(resolved.model, training.micro_batch_size(),
-                                                       training.sequence_length(), TensorParallelRank{tp_rank, tp}));
+                                                       training.sequence_length(), TensorParallelRank{tp_rank, tp},
+                                                       ContextParallelRank{cp_rank, cp}));
     host.per_micro_batch.push_back(workloads.back().get());
   }
   for (const planner::UnitPlan& unit : plan.units) host.model_units.push_back(unit.unit_index);
@@ -113,8 +116,9 @@ RunResult run(const planner::ResolvedScenario& resolved, const RunOptions& optio
   walk.data = DataConfig{options.seed, training.micro_batch_size(), training.sequence_length(),
                          resolved.whole().arch.vocab};
   // The data-parallel rank: a micro-batch's stages, and a tp group, share its sequences.
-  walk.world_rank = groups.data_rank();
-  walk.world_size = groups.data_ranks();
+  walk.world_rank = groups.reading_rank();
+  walk.world_size = groups.reading_ranks();
+  walk.token_shares = cp;  // a cp group's ranks read the same sequences, each its chunks
   walk.tied_embeddings = host.tied_embeddings;
   HostExecutor executor(program, shards, optimizer, groups, std::move(host), walk);
 

@@ -19,15 +19,16 @@ namespace ragged::backend {
 void check_launch(const planner::ResolvedScenario& resolved, const Communicator& comm, bool host) {
   const scenarios::Scenario& s = resolved.scenario();
   const scenarios::Mesh& mesh = s.training().mesh();
-  const bool host_tp = host && mesh.tp() > 1 && mesh.cp() <= 1 && mesh.ep() <= 1 && mesh.pp() <= 1;
-  if ((mesh.tp() > 1 && !host_tp) || mesh.cp() > 1 || mesh.ep() > 1) {
+  const bool mesh_inside = mesh.tp() > 1 || mesh.cp() > 1;
+  const bool host_mesh = host && mesh_inside && mesh.ep() <= 1 && mesh.pp() <= 1;
+  if ((mesh_inside && !host_mesh) || mesh.ep() > 1) {
     throw InputError(fmt::format("training.mesh: {} has tp {}, cp {}, ep {}; `ragged run` runs FSDP and HSDP, and on "
-                                 "the host pipeline stages or tensor parallelism (not both) so far (context and expert "
-                                 "parallelism, and tp on the GPU, are simulated: ragged simulate); set them to 1 for "
-                                 "ragged run{}",
+                                 "the host pipeline stages or tensor and context parallelism (not both) so far (expert "
+                                 "parallelism, and tp and cp on the GPU, are simulated: ragged simulate); set them to "
+                                 "1 for ragged run{}",
                                  s.name(), mesh.tp(), mesh.cp(), mesh.ep(), host ? "" : ", or run on --device cpu"));
   }
-  if (host_tp) {
+  if (host_mesh && mesh.tp() > 1) {
     // Each tp rank holds whole key/value heads and an equal share of the vocabulary.
     const models::ArchConfig& whole = resolved.whole().arch;
     if (whole.kv_heads % mesh.tp() != 0 || whole.vocab % mesh.tp() != 0) {
@@ -180,15 +181,15 @@ void judge_against_reference(const planner::ResolvedScenario& resolved, std::vec
                              const RankGroups& groups, const RunStages& stages, Communicator& world, int64_t steps,
                              const RunOptions& options, RunResult& result) {
   result.replica_differing = replica_differences(shards, groups, world);
-  const bool tensor_parallel = groups.tp > 1;
+  const bool tensor_parallel = groups.tp > 1 || groups.cp > 1;
   ModelParams trained = tensor_parallel ? gather_tensor_parallel_params(resolved, shards, groups)
                                         : gather_stage_params(resolved, stages, shards, groups, world);
   if (world.rank() != 0) return;
   const scenarios::Training& training = resolved.scenario().training();
   ModelParams reference =
       tensor_parallel
-          ? reference_train_tensor_parallel(resolved.whole(), resolved.model, training, groups.data_ranks(),
-                                            groups.shard->size(), steps, options.seed)
+          ? reference_train_tensor_parallel(resolved.whole(), resolved.model, training, groups.reading_ranks(),
+                                            groups.shard->size(), steps, options.seed, static_cast<int>(groups.cp))
           : reference_train(resolved.model, training, stages.stage_ranks, groups.shard->size(), steps, options.seed,
                             stages.stages > 1);
   ParamError e = compare_params(tensor_parallel ? resolved.whole() : resolved.model, trained, reference);

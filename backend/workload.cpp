@@ -88,16 +88,33 @@ size_t workload_tensor_count(const models::ModelSpec& model, int unit) {
   return spec.tensors.size() + (tied ? 1 : 0);
 }
 
-HostWorkload::HostWorkload(const models::ModelSpec& model, int64_t sequences, int64_t seq_len, TensorParallelRank tp)
+int64_t context_position(int rank, int size, int64_t index, int64_t local_len) {
+  const int64_t chunk = local_len / 2;
+  const int64_t which = index < chunk ? rank : 2 * size - 1 - rank;
+  return which * chunk + index % chunk;
+}
+
+HostWorkload::HostWorkload(const models::ModelSpec& model, int64_t sequences, int64_t seq_len, TensorParallelRank tp,
+                           ContextParallelRank cp)
     : state_(new State) {
   State& s = *state_;
   s.tp = tp;
+  s.cp = cp;
   RAGGED_ASSERT(tp.size >= 1 && tp.rank >= 0 && tp.rank < tp.size, "host workload: a rank of its tensor-parallel group");
-  if (tp.size > 1) check_tensor_parallel_supported(model, tp.size, sequences * seq_len, model.split.sequence_parallel);
+  RAGGED_ASSERT(cp.size >= 1 && cp.rank >= 0 && cp.rank < cp.size, "host workload: a rank of its context-parallel group");
+  if (cp.size > 1 && seq_len % (2 * cp.size) != 0) {
+    throw InputError(fmt::format("training.mesh.cp {}: sequences of {} tokens do not cut into 2 x cp equal chunks; use "
+                                 "a sequence_length that 2 x cp divides",
+                                 cp.size, seq_len));
+  }
+  const int64_t local_len = seq_len / cp.size;  // a cp rank's tokens of each sequence
+  if (tp.size > 1 || cp.size > 1) {
+    check_tensor_parallel_supported(model, tp.size, sequences * local_len, model.split.sequence_parallel);
+  }
   s.model = model;
   s.sequences = sequences;
   s.seq_len = seq_len;
-  s.dims = detail::Dims{sequences * seq_len, model.arch.hidden, seq_len};
+  s.dims = detail::Dims{sequences * local_len, model.arch.hidden, local_len};
   s.vocab = model.arch.vocab;
   RAGGED_ASSERT(sequences >= 0 && seq_len >= 0, "host workload: negative batch shape");
   check_workload_supported(model);
@@ -116,7 +133,7 @@ HostWorkload::HostWorkload(const models::ModelSpec& model, int64_t sequences, in
   s.acts.resize(static_cast<size_t>(units));
   s.forwarded.assign(static_cast<size_t>(units), false);
   s.caches.resize(static_cast<size_t>(units));
-  if (tp.size > 1) s.tp_units.resize(static_cast<size_t>(units));
+  if (tp.size > 1 || cp.size > 1) s.tp_units.resize(static_cast<size_t>(units));
 }
 
 HostWorkload::~HostWorkload() = default;
@@ -126,14 +143,33 @@ void HostWorkload::set_batch(const Batch& batch) {
   RAGGED_ASSERT(batch.sequences == s.sequences && batch.seq_len == s.seq_len,
                 fmt::format("host workload: batch of {}x{} tokens, built for {}x{}", batch.sequences, batch.seq_len,
                             s.sequences, s.seq_len));
-  const auto tokens = static_cast<size_t>(s.dims.tokens);
-  RAGGED_ASSERT(batch.tokens.size() == tokens && batch.labels.size() == tokens,
+  const auto whole = static_cast<size_t>(s.sequences * s.seq_len);
+  RAGGED_ASSERT(batch.tokens.size() == whole && batch.labels.size() == whole,
                 "host workload: batch tokens and labels must hold sequences * seq_len ids");
   const int64_t vocab = s.vocab * s.tp.size;  // a tp rank holds vocab / tp rows of the tables
-  for (size_t i = 0; i < tokens; ++i) {
+  for (size_t i = 0; i < whole; ++i) {
     RAGGED_ASSERT(batch.tokens[i] >= 0 && batch.tokens[i] < vocab && batch.labels[i] >= 0 && batch.labels[i] < vocab,
                   "host workload: token id outside the vocabulary");
   }
+  s.batch = batch;
+  if (s.cp.size > 1) {
+    // This cp rank's chunks of each sequence, in order, and their positions.
+    const int64_t local_len = s.dims.seq_len;
+    s.positions.resize(static_cast<size_t>(s.dims.tokens));
+    s.batch.tokens.resize(static_cast<size_t>(s.dims.tokens));
+    s.batch.labels.resize(static_cast<size_t>(s.dims.tokens));
+    for (int64_t q = 0; q < s.sequences; ++q) {
+      for (int64_t i = 0; i < local_len; ++i) {
+        const int64_t position = context_position(s.cp.rank, s.cp.size, i, local_len);
+        const auto at = static_cast<size_t>(q * local_len + i);
+        const auto from = static_cast<size_t>(q * s.seq_len + position);
+        s.positions[at] = static_cast<int32_t>(position);
+        s.batch.tokens[at] = batch.tokens[from];
+        s.batch.labels[at] = batch.labels[from];
+      }
+    }
+  }
+  const auto tokens = static_cast<size_t>(s.dims.tokens);
   if (s.tp.size > 1) {
     const auto local = [&s](int32_t id) {
       const int64_t row = id - s.tp.rank * s.vocab;
@@ -142,19 +178,25 @@ void HostWorkload::set_batch(const Batch& batch) {
     s.local_tokens.resize(tokens);
     s.local_labels.resize(tokens);
     for (size_t i = 0; i < tokens; ++i) {
-      s.local_tokens[i] = local(batch.tokens[i]);
-      s.local_labels[i] = local(batch.labels[i]);
+      s.local_tokens[i] = local(s.batch.tokens[i]);
+      s.local_labels[i] = local(s.batch.labels[i]);
     }
   }
-  s.batch = batch;
   s.has_batch = true;
   s.forwarded.assign(s.forwarded.size(), false);
   s.grad_unit = -1;
 }
 
+// Under tensor parallelism every unit runs the parallel path; under context
+// parallelism alone the blocks (their attention reads every rank's keys).
+bool HostWorkload::in_parts(int unit) const {
+  const State& s = *state_;
+  return s.tp.size > 1 || (s.cp.size > 1 && s.model.units.at(static_cast<size_t>(unit)).kind == UnitKind::kBlock);
+}
+
 void HostWorkload::forward(int unit, const ConstTensors& params, models::UnitPart part) {
   State& s = *state_;
-  if (s.tp.size > 1) {
+  if (in_parts(unit)) {
     tp_forward(unit, params, part);
     return;
   }
@@ -195,7 +237,7 @@ void HostWorkload::loss_backward(int unit) {
 
 void HostWorkload::backward(int unit, const ConstTensors& params, const Tensors& grads, models::UnitPart part) {
   State& s = *state_;
-  if (s.tp.size > 1) {
+  if (in_parts(unit)) {
     tp_backward(unit, params, grads, part);
     return;
   }

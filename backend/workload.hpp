@@ -80,6 +80,19 @@ struct TensorParallelRank {
   int size = 1;
 };
 
+// A workload's place in its context-parallel group: of each sequence it
+// holds the load-balanced chunks `rank` and 2 x size - 1 - rank of 2 x size
+// equal chunks (torchtitan's head-tail split), and its attention reads every
+// rank's keys and values.
+struct ContextParallelRank {
+  int rank = 0;
+  int size = 1;
+};
+
+// Position within its sequence of local token `index` (of `local_len` a
+// sequence) of context-parallel rank `rank` of `size`.
+int64_t context_position(int rank, int size, int64_t index, int64_t local_len);
+
 // A tensor-parallel collective of one unit's part: which pass it serves
 // (kAgain: a recomputed forward's, communication only: the host keeps its
 // activations) and what it moves.
@@ -88,6 +101,10 @@ enum class TpCollective {
   kAllGather,      // the hidden states (or their gradients) a part reads, from every rank's rows
   kReduceScatter,  // a part's partial sums, each rank keeping its rows' total
   kLossStats,      // the vocabulary-parallel loss's per-token statistics, gathered
+  // Context parallelism: every cp rank's keys and values, gathered; the
+  // gradients of each rank's keys and values, reduce-scattered.
+  kKeyValueGather,
+  kKeyValueGradientScatter,
 };
 struct TpStep {
   int unit = 0;
@@ -109,7 +126,8 @@ void check_tensor_parallel_supported(const models::ModelSpec& model, int tp, int
 
 class HostWorkload {
  public:
-  HostWorkload(const models::ModelSpec& model, int64_t sequences, int64_t seq_len, TensorParallelRank tp = {});
+  HostWorkload(const models::ModelSpec& model, int64_t sequences, int64_t seq_len, TensorParallelRank tp = {},
+               ContextParallelRank cp = {});
   ~HostWorkload();
   HostWorkload(const HostWorkload&) = delete;
   HostWorkload& operator=(const HostWorkload&) = delete;
@@ -134,6 +152,8 @@ class HostWorkload {
   TpExchange tp_begin(const TpStep& step);
   void tp_end(const TpStep& step);
   const TensorParallelRank& tensor_parallel() const;
+
+  struct State;  // workload_state.hpp
   // Pipeline stages (a stage runs some units): the output of unit `unit`
   // (tokens x hidden), sent on to the next stage, and the same received
   // from the previous stage, as if this workload had run the unit; the
@@ -157,7 +177,10 @@ class HostWorkload {
  private:
   void tp_forward(int unit, const ConstTensors& params, models::UnitPart part);
   void tp_backward(int unit, const ConstTensors& params, const Tensors& grads, models::UnitPart part);
-  struct State;
+  // A part's exchange run in place when the workload has no tp group
+  // (context parallelism alone): a gather of one rank, a sum of one.
+  void local_exchange(int unit, models::UnitPart part, TpPass pass, TpCollective collective);
+  bool in_parts(int unit) const;
   std::unique_ptr<State> state_;  // freed when the constructor throws too (LeakSanitizer found the raw pointer)
 };
 

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "backend/workload_internal.hpp"
+#include "common/errors.hpp"
 
 namespace ragged::backend::detail {
 namespace {
@@ -26,13 +27,15 @@ double dot(const float* a, const float* b, int64_t n) {
 // Where query i, key j, value j, output i and lse i of one (sequence, head) sit.
 struct Rows {
   const CoreShape& s;
-  int64_t first;  // the sequence's first token
+  int64_t first_q, first_k;  // the sequence's first query and first key
   int64_t h, g;
-  const float* q(const float* base, int64_t i) const { return base + ((first + i) * s.heads + h) * s.qk_dim; }
-  const float* k(const float* base, int64_t j) const { return base + ((first + j) * s.groups + g) * s.qk_dim; }
-  const float* v(const float* base, int64_t j) const { return base + ((first + j) * s.groups + g) * s.v_dim; }
-  int64_t u_at(int64_t i) const { return ((first + i) * s.heads + h) * s.v_dim; }
-  int64_t lse_at(int64_t i) const { return (first + i) * s.heads + h; }
+  const float* q(const float* base, int64_t i) const { return base + ((first_q + i) * s.heads + h) * s.qk_dim; }
+  const float* k(const float* base, int64_t j) const { return base + ((first_k + j) * s.groups + g) * s.qk_dim; }
+  const float* v(const float* base, int64_t j) const { return base + ((first_k + j) * s.groups + g) * s.v_dim; }
+  int64_t u_at(int64_t i) const { return ((first_q + i) * s.heads + h) * s.v_dim; }
+  int64_t lse_at(int64_t i) const { return (first_q + i) * s.heads + h; }
+  // The last key query i sees (causal).
+  int64_t last_key(int64_t i) const { return s.positions == nullptr ? i : s.positions[first_q + i]; }
 };
 
 void gqa_forward(Ctx& ctx, const AttentionLayout& lay, const ConstTensors& params, const Dims& dims, const float* n1,
@@ -79,19 +82,21 @@ void core_forward(const CoreShape& s, const float* q, const float* k, const floa
   const double scale = core_scale(s);
   const int64_t rep = s.heads / s.groups;
   std::vector<double> p(static_cast<size_t>(s.seq_len)), out(static_cast<size_t>(s.v_dim));
-  for (int64_t first = 0; first < s.tokens; first += s.seq_len) {
+  const int64_t queries = s.queries_per_sequence();
+  for (int64_t seq = 0; seq * s.seq_len < s.tokens; ++seq) {
     for (int64_t h = 0; h < s.heads; ++h) {
-      const Rows r{s, first, h, h / rep};
-      for (int64_t i = 0; i < s.seq_len; ++i) {
+      const Rows r{s, seq * queries, seq * s.seq_len, h, h / rep};
+      for (int64_t i = 0; i < queries; ++i) {
+        const int64_t last = r.last_key(i);
         double max = sinks == nullptr ? -std::numeric_limits<double>::infinity() : sinks[h];
-        for (int64_t j = 0; j <= i; ++j) {
+        for (int64_t j = 0; j <= last; ++j) {
           p[static_cast<size_t>(j)] = scale * dot(r.q(q, i), r.k(k, j), s.qk_dim);
           max = std::max(max, p[static_cast<size_t>(j)]);
         }
         double sum = sinks == nullptr ? 0.0 : std::exp(sinks[h] - max);
-        for (int64_t j = 0; j <= i; ++j) sum += p[static_cast<size_t>(j)] = std::exp(p[static_cast<size_t>(j)] - max);
+        for (int64_t j = 0; j <= last; ++j) sum += p[static_cast<size_t>(j)] = std::exp(p[static_cast<size_t>(j)] - max);
         std::fill(out.begin(), out.end(), 0.0);
-        for (int64_t j = 0; j <= i; ++j) {
+        for (int64_t j = 0; j <= last; ++j) {
           const float* vj = r.v(v, j);
           for (int64_t c = 0; c < s.v_dim; ++c) out[static_cast<size_t>(c)] += p[static_cast<size_t>(j)] * vj[c];
         }
@@ -115,29 +120,30 @@ void core_backward(const CoreShape& s, const float* q, const float* k, const flo
   std::vector<double> dv_sum(static_cast<size_t>(s.tokens * s.groups * s.v_dim), 0.0);
   std::vector<double> sink_sums(static_cast<size_t>(s.heads), 0.0);
   std::vector<double> dqi(static_cast<size_t>(s.qk_dim));
-  for (int64_t first = 0; first < s.tokens; first += s.seq_len) {
+  const int64_t queries = s.queries_per_sequence();
+  for (int64_t seq = 0; seq * s.seq_len < s.tokens; ++seq) {
     for (int64_t h = 0; h < s.heads; ++h) {
-      const Rows r{s, first, h, h / rep};
-      for (int64_t i = 0; i < s.seq_len; ++i) {
+      const Rows r{s, seq * queries, seq * s.seq_len, h, h / rep};
+      for (int64_t i = 0; i < queries; ++i) {
         const float* dui = du + r.u_at(i);
         const float* qi = r.q(q, i);
         const double l = lse[r.lse_at(i)];
         const double d = dot(dui, u + r.u_at(i), s.v_dim);
         if (sinks != nullptr) sink_sums[static_cast<size_t>(h)] -= std::exp(sinks[h] - l) * d;
         std::fill(dqi.begin(), dqi.end(), 0.0);
-        for (int64_t j = 0; j <= i; ++j) {
+        for (int64_t j = 0; j <= r.last_key(i); ++j) {
           const float* kj = r.k(k, j);
           const double p = std::exp(scale * dot(qi, kj, s.qk_dim) - l);
           const double ds = p * (dot(dui, r.v(v, j), s.v_dim) - d) * scale;
-          double* dkj = dk_sum.data() + ((first + j) * s.groups + r.g) * s.qk_dim;
-          double* dvj = dv_sum.data() + ((first + j) * s.groups + r.g) * s.v_dim;
+          double* dkj = dk_sum.data() + ((r.first_k + j) * s.groups + r.g) * s.qk_dim;
+          double* dvj = dv_sum.data() + ((r.first_k + j) * s.groups + r.g) * s.v_dim;
           for (int64_t c = 0; c < s.qk_dim; ++c) {
             dqi[static_cast<size_t>(c)] += ds * kj[c];
             dkj[c] += ds * qi[c];
           }
           for (int64_t c = 0; c < s.v_dim; ++c) dvj[c] += p * dui[c];
         }
-        float* dq_out = dq + ((first + i) * s.heads + h) * s.qk_dim;
+        float* dq_out = dq + ((r.first_q + i) * s.heads + h) * s.qk_dim;
         for (int64_t c = 0; c < s.qk_dim; ++c) dq_out[c] = static_cast<float>(dqi[static_cast<size_t>(c)]);
       }
     }
@@ -146,6 +152,41 @@ void core_backward(const CoreShape& s, const float* q, const float* k, const flo
   for (size_t i = 0; i < dv_sum.size(); ++i) dv[i] = static_cast<float>(dv_sum[i]);
   if (dsinks == nullptr) return;
   for (int64_t h = 0; h < s.heads; ++h) dsinks[h] += static_cast<float>(sink_sums[static_cast<size_t>(h)]);
+}
+
+void attention_input_forward(Ctx& ctx, const AttentionLayout& lay, const ConstTensors& params, const Dims& dims,
+                             const float* n1, AttentionCache& cache) {
+  RAGGED_ASSERT(!lay.mla, "host workload: MLA attention computes whole");
+  gqa_forward(ctx, lay, params, dims, n1, cache);
+}
+
+void attention_core_forward(Ctx& ctx, const AttentionLayout& lay, const ConstTensors& params, const CoreShape& shape,
+                            const float* k, const float* v, AttentionCache& cache, float* out) {
+  const int64_t queries = static_cast<int64_t>(cache.q.size()) / (lay.heads * lay.qk_dim);
+  cache.u.resize(static_cast<size_t>(queries * lay.heads * lay.v_dim));
+  cache.lse.resize(static_cast<size_t>(queries * lay.heads));
+  core_forward(shape, cache.q.data(), k, v, param_at(params, lay.sinks), cache.u.data(), cache.lse.data());
+  linear_forward(ctx, bind(lay.o, params, nullptr), cache.u.data(), queries, out);
+}
+
+void attention_core_backward(Ctx& ctx, const AttentionLayout& lay, const ConstTensors& params, const Tensors& grads,
+                             const CoreShape& shape, const float* k, const float* v, const AttentionCache& cache,
+                             const float* dout, Buf& dq, Buf& dk, Buf& dv) {
+  const int64_t queries = static_cast<int64_t>(cache.q.size()) / (lay.heads * lay.qk_dim);
+  Buf du(static_cast<size_t>(queries * lay.heads * lay.v_dim));
+  linear_backward(ctx, bind(lay.o, params, &grads), cache.u.data(), dout, queries, du.data(), 0.0f);
+  dq.resize(cache.q.size());
+  dk.resize(static_cast<size_t>(shape.tokens * lay.kv_heads * lay.qk_dim));
+  dv.resize(static_cast<size_t>(shape.tokens * lay.kv_heads * lay.v_dim));
+  core_backward(shape, cache.q.data(), k, v, param_at(params, lay.sinks), cache.u.data(), cache.lse.data(), du.data(),
+                dq.data(), dk.data(), dv.data(), grad_at(&grads, lay.sinks));
+}
+
+void attention_input_backward(Ctx& ctx, const AttentionLayout& lay, const ConstTensors& params, const Tensors& grads,
+                              const Dims& dims, const float* n1, const AttentionCache& cache, Buf& dq, Buf& dk,
+                              const Buf& dv, float* dn1) {
+  RAGGED_ASSERT(!lay.mla, "host workload: MLA attention computes whole");
+  gqa_backward(ctx, lay, params, grads, dims, n1, cache, dq, dk, dv, dn1);
 }
 
 void attention_forward(Ctx& ctx, const AttentionLayout& lay, const ConstTensors& params, const Dims& dims,

@@ -188,6 +188,24 @@ void attention_forward(Ctx& ctx, const AttentionLayout& lay, const ConstTensors&
 void attention_backward(Ctx& ctx, const AttentionLayout& lay, const ConstTensors& params, const Tensors& grads,
                         const Dims& dims, const float* n1, const AttentionCache& cache, const float* dout, float* dn1);
 
+// The attention in two parts around context parallelism's exchange of keys
+// and values (GQA): the projections (cache.q, k, v of the rank's tokens),
+// then the core over `shape`'s keys `k`, `v` (every token of the rank's
+// sequences) and the output projection. The core's backward leaves dq for
+// the rank's queries and dk, dv for every key; the projections' backward
+// reads dq and the rank's own keys' dk, dv.
+struct CoreShape;
+void attention_input_forward(Ctx& ctx, const AttentionLayout& lay, const ConstTensors& params, const Dims& dims,
+                             const float* n1, AttentionCache& cache);
+void attention_core_forward(Ctx& ctx, const AttentionLayout& lay, const ConstTensors& params, const CoreShape& shape,
+                            const float* k, const float* v, AttentionCache& cache, float* out);
+void attention_core_backward(Ctx& ctx, const AttentionLayout& lay, const ConstTensors& params, const Tensors& grads,
+                             const CoreShape& shape, const float* k, const float* v, const AttentionCache& cache,
+                             const float* dout, Buf& dq, Buf& dk, Buf& dv);
+void attention_input_backward(Ctx& ctx, const AttentionLayout& lay, const ConstTensors& params, const Tensors& grads,
+                              const Dims& dims, const float* n1, const AttentionCache& cache, Buf& dq, Buf& dk,
+                              const Buf& dv, float* dn1);
+
 // Causal softmax attention within each sequence of seq_len tokens: q
 // [tokens, heads, qk_dim], k [tokens, groups, qk_dim], v [tokens, groups,
 // v_dim], u [tokens, heads, v_dim]; head h reads kv head h / (heads /
@@ -195,6 +213,13 @@ void attention_backward(Ctx& ctx, const AttentionLayout& lay, const ConstTensors
 // denominator with no value. lse [tokens, heads] is kept for backward.
 struct CoreShape {
   int64_t tokens = 0, seq_len = 0, heads = 0, groups = 0, qk_dim = 0, v_dim = 0;
+  // Context parallelism: each sequence's keys are its seq_len tokens, its
+  // queries `queries` of them (0: all), query i of a sequence at position
+  // positions[i] (null: i); q, u, lse and dq hold queries' rows, k, v, dk
+  // and dv keys' (tokens / seq_len sequences of seq_len).
+  int64_t queries = 0;
+  const int32_t* positions = nullptr;
+  int64_t queries_per_sequence() const { return queries > 0 ? queries : seq_len; }
 };
 void core_forward(const CoreShape& s, const float* q, const float* k, const float* v, const float* sinks, float* u,
                   double* lse);

@@ -24,6 +24,10 @@ struct TpUnitState {
   detail::Buf grad_gathered;  // a backward part's gathered output gradient
   detail::Buf dx1;          // a block's rows of the gradient of that residual
   detail::Buf scratch;      // a recomputed pass's exchange: communication only (the host kept the activations)
+  // Context parallelism: the exchange of keys and values (or their
+  // gradients), every key and value of the rank's sequences, the core's
+  // gradients of the rank's queries and of every key, and of its own keys.
+  detail::Buf kv, k_all, v_all, dq, dk_all, dv_all, dk, dv;
 };
 
 // The head's vocabulary-parallel cross-entropy: per token and rank, the
@@ -37,6 +41,8 @@ struct TpLoss {
 
 struct HostWorkload::State {
   TensorParallelRank tp;
+  ContextParallelRank cp;
+  std::vector<int32_t> positions;  // context parallelism: each local token's position in its sequence
   std::vector<TpUnitState> tp_units;  // per unit, when tp.size > 1
   TpLoss tp_loss;
   // A tp rank's rows of the vocabulary: its token and label ids (-1 off the rank).

@@ -40,6 +40,92 @@ bool is_row_parallel_bias(const models::TensorSpec& t) {
 
 int part_index(UnitPart part) { return part == UnitPart::kMlp ? 1 : 0; }
 
+// Which exchanges a block part has around it in `pass` (docs/MESH.md): a
+// gather of its input before, a reduce-scatter of its partial output after.
+bool gathers_before(UnitPart part, bool backward) {
+  if (backward) return part != UnitPart::kAttentionInput;
+  return part != UnitPart::kAttentionCore;
+}
+bool scatters_after(UnitPart part, bool backward) {
+  if (backward) return part != UnitPart::kAttentionCore;
+  return part != UnitPart::kAttentionInput;
+}
+
+// Widths of a rank's keys and of its values (its kv heads).
+int64_t key_width(const detail::AttentionLayout& lay) { return lay.kv_heads * lay.qk_dim; }
+int64_t value_width(const detail::AttentionLayout& lay) { return lay.kv_heads * lay.v_dim; }
+
+// The keys the attention core of a cp rank reads: every token of its sequences.
+detail::CoreShape core_over_every_key(const HostWorkload::State& s, const detail::AttentionLayout& lay) {
+  detail::CoreShape shape{s.sequences * s.seq_len, s.seq_len, lay.heads, lay.kv_heads, lay.qk_dim, lay.v_dim};
+  shape.queries = s.dims.seq_len;
+  shape.positions = s.positions.data();
+  return shape;
+}
+
+}  // namespace
+
+namespace {
+
+// A cp rank's slot: its tokens' keys, then their values (gather), or the
+// gradients it computed for rank q's keys and values in slot q (scatter).
+TpExchange key_value_exchange(HostWorkload::State& s, size_t u, bool gather) {
+  TpUnitState& t = s.tp_units.at(u);
+  const detail::AttentionLayout& lay = s.blocks.at(u).attention;
+  const int64_t tokens = s.dims.tokens, local_len = s.dims.seq_len;
+  const int64_t kw = key_width(lay), vw = value_width(lay), slot = tokens * (kw + vw);
+  t.kv.assign(static_cast<size_t>(s.cp.size * slot), 0.0f);
+  const auto fill = [&](int rank, const float* k, const float* v, bool every_key) {
+    float* out = t.kv.data() + rank * slot;
+    for (int64_t q = 0; q < s.sequences; ++q) {
+      for (int64_t i = 0; i < local_len; ++i) {
+        const int64_t row = q * local_len + i;
+        const int64_t from = every_key ? q * s.seq_len + context_position(rank, s.cp.size, i, local_len) : row;
+        std::copy(k + from * kw, k + (from + 1) * kw, out + row * kw);
+        std::copy(v + from * vw, v + (from + 1) * vw, out + tokens * kw + row * vw);
+      }
+    }
+  };
+  const detail::AttentionCache& c = s.caches.at(u).attention;
+  if (gather) {
+    fill(s.cp.rank, c.k.data(), c.v.data(), false);
+  } else {
+    for (int q = 0; q < s.cp.size; ++q) fill(q, t.dk_all.data(), t.dv_all.data(), true);
+  }
+  return {t.kv.data(), slot};
+}
+
+// Every rank's keys and values, at their positions in their sequences.
+void place_keys_and_values(HostWorkload::State& s, size_t u) {
+  TpUnitState& t = s.tp_units.at(u);
+  const detail::AttentionLayout& lay = s.blocks.at(u).attention;
+  const int64_t tokens = s.dims.tokens, local_len = s.dims.seq_len;
+  const int64_t kw = key_width(lay), vw = value_width(lay), slot = tokens * (kw + vw);
+  t.k_all.resize(static_cast<size_t>(s.sequences * s.seq_len * kw));
+  t.v_all.resize(static_cast<size_t>(s.sequences * s.seq_len * vw));
+  for (int r = 0; r < s.cp.size; ++r) {
+    const float* in = t.kv.data() + r * slot;
+    for (int64_t q = 0; q < s.sequences; ++q) {
+      for (int64_t i = 0; i < local_len; ++i) {
+        const int64_t row = q * local_len + i;
+        const int64_t to = q * s.seq_len + context_position(r, s.cp.size, i, local_len);
+        std::copy(in + row * kw, in + (row + 1) * kw, t.k_all.data() + to * kw);
+        std::copy(in + tokens * kw + row * vw, in + tokens * kw + (row + 1) * vw, t.v_all.data() + to * vw);
+      }
+    }
+  }
+}
+
+// This rank's slot of the reduce-scattered gradients: its own keys' and values'.
+void own_key_value_gradients(HostWorkload::State& s, size_t u) {
+  TpUnitState& t = s.tp_units.at(u);
+  const detail::AttentionLayout& lay = s.blocks.at(u).attention;
+  const int64_t tokens = s.dims.tokens, kw = key_width(lay), vw = value_width(lay), slot = tokens * (kw + vw);
+  const float* mine = t.kv.data() + s.cp.rank * slot;
+  t.dk.assign(mine, mine + tokens * kw);
+  t.dv.assign(mine + tokens * kw, mine + slot);
+}
+
 }  // namespace
 
 void check_tensor_parallel_supported(const models::ModelSpec& model, int tp, int64_t tokens, bool sequence_parallel) {
@@ -65,7 +151,7 @@ void check_tensor_parallel_supported(const models::ModelSpec& model, int tp, int
 
 TpExchange HostWorkload::tp_begin(const TpStep& step) {
   State& s = *state_;
-  RAGGED_ASSERT(s.tp.size > 1, "host workload: a tensor-parallel exchange without tensor parallelism");
+  RAGGED_ASSERT(!s.tp_units.empty(), "host workload: a mesh exchange without a mesh");
   const auto u = static_cast<size_t>(step.unit);
   TpUnitState& t = s.tp_units.at(u);
   const int64_t n = s.rows() * s.dims.hidden;  // a rank's slot
@@ -73,6 +159,9 @@ TpExchange HostWorkload::tp_begin(const TpStep& step) {
   if (step.collective == TpCollective::kLossStats) {
     // The head's forward filled this rank's slot: 3 doubles a token, moved as floats.
     return {reinterpret_cast<float*>(s.tp_loss.stats.data()), s.dims.tokens * 3 * 2};
+  }
+  if (step.collective == TpCollective::kKeyValueGather || step.collective == TpCollective::kKeyValueGradientScatter) {
+    return key_value_exchange(s, u, step.collective == TpCollective::kKeyValueGather);
   }
   if (step.pass == TpPass::kAgain) {
     t.scratch.assign(whole, 0.0f);
@@ -128,6 +217,14 @@ void HostWorkload::tp_end(const TpStep& step) {
     s.forwarded[u] = true;
     return;
   }
+  if (step.collective == TpCollective::kKeyValueGather) {
+    place_keys_and_values(s, u);
+    return;
+  }
+  if (step.collective == TpCollective::kKeyValueGradientScatter) {
+    own_key_value_gradients(s, u);
+    return;
+  }
   if (step.pass == TpPass::kAgain || step.collective == TpCollective::kAllGather) return;  // a part reads the gather
   TpUnitState& t = s.tp_units.at(u);
   const int64_t n = s.rows() * s.dims.hidden;
@@ -141,7 +238,7 @@ void HostWorkload::tp_end(const TpStep& step) {
     if (kind == UnitKind::kEmbedding) {
       s.acts[u].assign(total, total + n);
       s.forwarded[u] = true;
-    } else if (step.part == UnitPart::kAttention) {
+    } else if (step.part != UnitPart::kMlp) {  // the attention's output (its core's, under cp)
       add(s.acts.at(u - 1), t.x1);
     } else {
       add(t.x1, s.acts[u]);
@@ -168,8 +265,10 @@ void HostWorkload::tp_forward(int unit, const ConstTensors& params, UnitPart par
   TpUnitState& t = s.tp_units[u];
   const int64_t tokens = s.dims.tokens, h = s.dims.hidden;
   const auto whole = static_cast<size_t>(tokens * h);
+  const bool block = spec.kind == UnitKind::kBlock;
+  if (block && gathers_before(part, false)) local_exchange(unit, part, TpPass::kForward, TpCollective::kAllGather);
   const Buf& input = t.gathered[part_index(part)];
-  RAGGED_ASSERT(spec.kind == UnitKind::kEmbedding || input.size() == whole,
+  RAGGED_ASSERT(spec.kind == UnitKind::kEmbedding || part == UnitPart::kAttentionCore || input.size() == whole,
                 fmt::format("host workload: {} computes before its input is gathered", spec.name));
   t.partial.resize(whole);
   switch (spec.kind) {
@@ -179,18 +278,31 @@ void HostWorkload::tp_forward(int unit, const ConstTensors& params, UnitPart par
     case UnitKind::kBlock: {
       const detail::BlockLayout& lay = s.blocks[u];
       detail::BlockCache& c = s.caches[u];
-      if (part == UnitPart::kAttention) {
-        c.n1.resize(whole);
-        detail::rms_norm_forward(input.data(), detail::param_at(params, lay.in_norm), tokens, h, c.n1.data());
-        detail::attention_forward(s.ctx, lay.attention, params, s.dims, c.n1.data(), c.attention, t.partial.data());
-        break;
+      switch (part) {
+        case UnitPart::kAttention:
+        case UnitPart::kAttentionInput:
+          c.n1.resize(whole);
+          detail::rms_norm_forward(input.data(), detail::param_at(params, lay.in_norm), tokens, h, c.n1.data());
+          if (part == UnitPart::kAttention) {
+            detail::attention_forward(s.ctx, lay.attention, params, s.dims, c.n1.data(), c.attention, t.partial.data());
+          } else {
+            detail::attention_input_forward(s.ctx, lay.attention, params, s.dims, c.n1.data(), c.attention);
+          }
+          break;
+        case UnitPart::kAttentionCore:
+          detail::attention_core_forward(s.ctx, lay.attention, params, core_over_every_key(s, lay.attention),
+                                         t.k_all.data(), t.v_all.data(), c.attention, t.partial.data());
+          break;
+        case UnitPart::kMlp:
+          c.n2.resize(whole);
+          detail::rms_norm_forward(input.data(), detail::param_at(params, lay.post_norm), tokens, h, c.n2.data());
+          c.dense.x = c.n2;
+          detail::glu_forward(s.ctx, detail::bind_glu(lay.dense, h, 0, params, nullptr), c.dense);
+          std::copy(c.dense.y.begin(), c.dense.y.end(), t.partial.begin());
+          break;
+        case UnitPart::kWhole: RAGGED_ASSERT(false, "host workload: a parallel block computes as its parts");
       }
-      RAGGED_ASSERT(part == UnitPart::kMlp, "host workload: a tensor-parallel block computes as its two parts");
-      c.n2.resize(whole);
-      detail::rms_norm_forward(input.data(), detail::param_at(params, lay.post_norm), tokens, h, c.n2.data());
-      c.dense.x = c.n2;
-      detail::glu_forward(s.ctx, detail::bind_glu(lay.dense, h, 0, params, nullptr), c.dense);
-      std::copy(c.dense.y.begin(), c.dense.y.end(), t.partial.begin());
+      if (scatters_after(part, false)) local_exchange(unit, part, TpPass::kForward, TpCollective::kReduceScatter);
       break;
     }
     case UnitKind::kHead: {
@@ -232,7 +344,9 @@ void HostWorkload::tp_backward(int unit, const ConstTensors& params, const Tenso
   TpUnitState& t = s.tp_units[u];
   const int64_t tokens = s.dims.tokens, h = s.dims.hidden;
   const auto whole = static_cast<size_t>(tokens * h);
-  RAGGED_ASSERT(spec.kind == UnitKind::kHead || t.grad_gathered.size() == whole,
+  const bool block = spec.kind == UnitKind::kBlock;
+  if (block && gathers_before(part, true)) local_exchange(unit, part, TpPass::kBackward, TpCollective::kAllGather);
+  RAGGED_ASSERT(spec.kind == UnitKind::kHead || part == UnitPart::kAttentionInput || t.grad_gathered.size() == whole,
                 fmt::format("host workload: {}'s backward before its output gradient is gathered", spec.name));
   t.partial.resize(whole);
   switch (spec.kind) {
@@ -247,17 +361,35 @@ void HostWorkload::tp_backward(int unit, const ConstTensors& params, const Tenso
       const detail::BlockLayout& lay = s.blocks[u];
       const detail::BlockCache& c = s.caches[u];
       Buf dn(whole);
-      if (part == UnitPart::kMlp) {
-        detail::glu_backward(s.ctx, detail::bind_glu(lay.dense, h, 0, params, &grads), c.dense, t.grad_gathered.data(),
-                             dn.data());
-        detail::rms_norm_backward(t.gathered[1].data(), detail::param_at(params, lay.post_norm), dn.data(), tokens, h,
-                                  t.partial.data(), detail::grad_at(&grads, lay.post_norm));
-        break;
+      switch (part) {
+        case UnitPart::kMlp:
+          detail::glu_backward(s.ctx, detail::bind_glu(lay.dense, h, 0, params, &grads), c.dense,
+                               t.grad_gathered.data(), dn.data());
+          detail::rms_norm_backward(t.gathered[1].data(), detail::param_at(params, lay.post_norm), dn.data(), tokens,
+                                    h, t.partial.data(), detail::grad_at(&grads, lay.post_norm));
+          break;
+        case UnitPart::kAttentionCore:
+          // dq of this rank's queries, dk and dv of every key: the cp group
+          // then sums each rank's keys' gradients (the Program's reduce-scatter).
+          detail::attention_core_backward(s.ctx, lay.attention, params, grads, core_over_every_key(s, lay.attention),
+                                          t.k_all.data(), t.v_all.data(), c.attention, t.grad_gathered.data(), t.dq,
+                                          t.dk_all, t.dv_all);
+          break;
+        case UnitPart::kAttention:
+        case UnitPart::kAttentionInput:
+          if (part == UnitPart::kAttention) {
+            detail::attention_backward(s.ctx, lay.attention, params, grads, s.dims, c.n1.data(), c.attention,
+                                       t.grad_gathered.data(), dn.data());
+          } else {
+            detail::attention_input_backward(s.ctx, lay.attention, params, grads, s.dims, c.n1.data(), c.attention,
+                                             t.dq, t.dk, t.dv, dn.data());
+          }
+          detail::rms_norm_backward(t.gathered[0].data(), detail::param_at(params, lay.in_norm), dn.data(), tokens, h,
+                                    t.partial.data(), detail::grad_at(&grads, lay.in_norm));
+          break;
+        case UnitPart::kWhole: RAGGED_ASSERT(false, "host workload: a parallel block computes as its parts");
       }
-      detail::attention_backward(s.ctx, lay.attention, params, grads, s.dims, c.n1.data(), c.attention,
-                                 t.grad_gathered.data(), dn.data());
-      detail::rms_norm_backward(t.gathered[0].data(), detail::param_at(params, lay.in_norm), dn.data(), tokens, h,
-                                t.partial.data(), detail::grad_at(&grads, lay.in_norm));
+      if (scatters_after(part, true)) local_exchange(unit, part, TpPass::kBackward, TpCollective::kReduceScatter);
       break;
     }
     case UnitKind::kEmbedding:
@@ -267,6 +399,13 @@ void HostWorkload::tp_backward(int unit, const ConstTensors& params, const Tenso
     case UnitKind::kExperts:
       RAGGED_ASSERT(false, "host workload: experts under tensor parallelism (check_tensor_parallel_supported)");
   }
+}
+
+void HostWorkload::local_exchange(int unit, UnitPart part, TpPass pass, TpCollective collective) {
+  if (state_->tp.size > 1) return;  // the Program's tp collectives run it
+  const TpStep step{unit, part, pass, collective};
+  tp_begin(step);
+  tp_end(step);
 }
 
 }  // namespace ragged::backend

@@ -1,8 +1,9 @@
-// The tensor-parallel reference (reference_train_tensor_parallel): a tp
-// group's ranks computing Megatron's sequence-parallel split in one process
-// train the model as the plain reference does, to rounding: the host's
-// tensor-parallel math is the model's math. (MPI runs are then checked
-// against it bit for bit: tests_runtime.cmake's tensor-parallel checks.)
+// The mesh reference (reference_train_tensor_parallel): a data place's
+// cp x tp ranks computing Megatron's sequence-parallel split and the
+// head-tail context split in one process train the model as the plain
+// reference does, to rounding: the host's mesh math is the model's math.
+// (MPI runs are then checked against it bit for bit: tests_runtime.cmake's
+// tensor- and context-parallel checks.)
 
 #include <gtest/gtest.h>
 
@@ -20,9 +21,10 @@
 namespace ragged::backend {
 namespace {
 
-planner::ResolvedScenario with_tp(const std::string& name, int tp, bool tied = false) {
-  auto loaded = scenarios::with_total_gpus(scenarios::load_scenario(name), tp);
+planner::ResolvedScenario with_tp(const std::string& name, int tp, bool tied = false, int cp = 1) {
+  auto loaded = scenarios::with_total_gpus(scenarios::load_scenario(name), tp * cp);
   loaded.written.mutable_training()->mutable_mesh()->set_tp(tp);
+  loaded.written.mutable_training()->mutable_mesh()->set_cp(cp);
   if (tied) loaded.written.mutable_model()->mutable_inline_spec()->set_tie_word_embeddings(true);
   return planner::resolve_scenario(scenarios::rebuild(std::move(loaded)));
 }
@@ -45,6 +47,34 @@ TEST(TensorParallelReference, TrainsAsThePlainReferenceDoesToRounding) {
       EXPECT_GT(e.differing_elements, 0);
     }
   }
+}
+
+TEST(TensorParallelReference, ContextParallelTrainsAsThePlainReferenceDoesToRounding) {
+  // Each cp rank attends from its head-tail chunks over every key of the
+  // sequence; alone and under tp 2.
+  for (const auto& [tp, cp] : {std::pair{1, 2}, std::pair{1, 4}, std::pair{2, 2}}) {
+    const planner::ResolvedScenario r = with_tp("tiny-llama-4xcpu", tp, false, cp);
+    const scenarios::Training& training = r.scenario().training();
+    ASSERT_EQ(training.shard_group_size(), cp);
+    const ModelParams split = reference_train_tensor_parallel(r.whole(), r.model, training, 1, cp, 2, 1234, cp);
+    const ModelParams plain = reference_train(r.whole(), training, 1, 1, 2, 1234);
+    const ParamError e = compare_params(r.whole(), split, plain);
+    std::printf("tp %d x cp %d, 2 steps: max relative difference %.3g (%s)\n", tp, cp, e.max_relative,
+                e.worst_tensor.c_str());
+    EXPECT_LT(e.max_relative, 1e-4) << "tp " << tp << " cp " << cp;
+    EXPECT_EQ(e.non_finite_elements, 0);
+  }
+}
+
+TEST(TensorParallelReference, ContextChunksAreHeadAndTail) {
+  // cp 2, 8 tokens a sequence, 4 a rank: rank 0 holds chunks 0 and 3, rank 1 chunks 1 and 2.
+  std::vector<int64_t> zero, one;
+  for (int64_t i = 0; i < 4; ++i) {
+    zero.push_back(context_position(0, 2, i, 4));
+    one.push_back(context_position(1, 2, i, 4));
+  }
+  EXPECT_EQ(zero, (std::vector<int64_t>{0, 1, 6, 7}));
+  EXPECT_EQ(one, (std::vector<int64_t>{2, 3, 4, 5}));
 }
 
 TEST(TensorParallelReference, ARanksShardsStartAsItsPiecesOfTheWholeModel) {

@@ -25,8 +25,8 @@ if(RAGGED_HAVE_MPI AND MPIEXEC_EXECUTABLE)
   # With SHARD_GROUP < NP the run is HSDP: NP / SHARD_GROUP replicas.
   # RAGGED_RUN_REDUCTIONS: "ordered" (bitwise) or "normal" (in tolerance).
   set(RAGGED_RUN_REDUCTIONS ordered)
-  function(ragged_add_run_check np model strategy granularity optimizer)
-    set(_name "backend.run.np${np}.${model}.${strategy}.${granularity}.${optimizer}")
+  # The name suffix, ragged run flags and verdict of RAGGED_RUN_REDUCTIONS.
+  macro(ragged_run_reductions)
     set(_reductions_args --ordered-reductions)
     set(_expect pass)
     if(RAGGED_RUN_REDUCTIONS STREQUAL "normal")
@@ -34,6 +34,10 @@ if(RAGGED_HAVE_MPI AND MPIEXEC_EXECUTABLE)
       set(_reductions_args)
       set(_expect tolerance)
     endif()
+  endmacro()
+  function(ragged_add_run_check np model strategy granularity optimizer)
+    set(_name "backend.run.np${np}.${model}.${strategy}.${granularity}.${optimizer}")
+    ragged_run_reductions()
     set(_hsdp_args)
     if(ARGC GREATER 5)
       set(_name "${_name}.hsdp${ARGV5}")
@@ -188,13 +192,7 @@ if(RAGGED_HAVE_MPI AND MPIEXEC_EXECUTABLE)
   # ragged_add_tensor_parallel_check(NP TP STRATEGY [more ragged run args...])
   function(ragged_add_tensor_parallel_check np tp strategy)
     set(_name "backend.run.np${np}.tiny-llama-4xcpu.tp${tp}.${strategy}")
-    set(_reductions_args --ordered-reductions)
-    set(_expect pass)
-    if(RAGGED_RUN_REDUCTIONS STREQUAL "normal")
-      set(_name "${_name}.normal_reductions")
-      set(_reductions_args)
-      set(_expect tolerance)
-    endif()
+    ragged_run_reductions()
     if(ARGC GREATER 3)
       string(REPLACE ";" "_" _extra "${ARGN}")
       string(REGEX REPLACE "[^A-Za-z0-9_]+" "" _extra "${_extra}")
@@ -220,6 +218,14 @@ if(RAGGED_HAVE_MPI AND MPIEXEC_EXECUTABLE)
   ragged_add_tensor_parallel_check(4 4 fsdp1)
   ragged_add_tensor_parallel_check(8 2 ragged --shard-group 2)
   ragged_add_tensor_parallel_check(8 2 ragged --optimizer adam8bit)
+  # Context parallelism (training.mesh.cp): each rank holds the head-tail
+  # chunks of every sequence, the attention's keys and values gathered over
+  # the cp group between the projections and the core, their gradients
+  # reduce-scattered; alone and under tp 2 (tp 2 x cp 2 x FSDP 2 on 8 ranks).
+  ragged_add_tensor_parallel_check(4 1 fsdp2 --cp 2 --checkpointing full)
+  ragged_add_tensor_parallel_check(8 1 ragged --cp 4)
+  ragged_add_tensor_parallel_check(8 2 ragged --cp 2)
+  ragged_add_tensor_parallel_check(8 2 zero3 --cp 2 --checkpointing selective)
 
   # The collectives a normal run uses (MPI's reduction order), against the
   # reference within the stated tolerance: the fast path is checked too.

@@ -138,6 +138,10 @@ void ProgramBuilder::finish_backward(int u, int mb, int k, uint32_t bwd, int gra
   if (pipelined() && mb != last_backward_[static_cast<size_t>(u)]) return;  // gathered and unreduced to the last
   if (gathers_[k].emitted && !gathers_[k].is_freed) release_params(k, bwd);
   const uint32_t done = replicated_gradients(u, mb, bwd, grads);
+  if (reduce_after_chunk()) {
+    held_grads_.push_back({u, done, grads});
+    return;
+  }
   // The root group reduces the head's gradients with the embedding's.
   if (is_head(u) && root_group() && units_ > 1) {
     root_head_grads_ = grads;

@@ -101,7 +101,16 @@ class ProgramBuilder {
 
   void receive(int mb, int lower_chunk, bool backward);
 
-  void send(int mb, int lower_chunk, bool backward);
+  void send(int mb, int lower_chunk, bool backward, std::vector<uint32_t> also_after = {});
+  // scenarios::AFTER_CHUNK_BACKWARD (torch.distributed.pipelining's
+  // run_post_backward): a chunk's last backward holds its units' gradients
+  // (finish_backward) and reduces them here, after the chunk's backward, in
+  // the chunk's forward order, the compute stream waiting for each; returns
+  // the reductions (the gradient send waits for them too).
+  bool reduce_after_chunk() const {
+    return pipelined() && in_.training->pipeline().gradient_sync() == scenarios::AFTER_CHUNK_BACKWARD;
+  }
+  std::vector<uint32_t> reduce_chunk(int mb, std::vector<uint32_t>& grads_ready);
 
   // A received input is what the next compute reads.
   void take_stage_input(std::vector<uint32_t>& deps) {
@@ -337,6 +346,12 @@ class ProgramBuilder {
   std::vector<int> last_backward_;       // per unit
   std::optional<uint32_t> stage_input_;  // the receive the next compute reads
   std::vector<uint32_t> mesh_waits_;     // the last unit's mesh collectives after its compute, for the next compute
+  struct HeldGradients {
+    int unit;
+    uint32_t done;  // the op that made them
+    int grads;      // their buffer
+  };
+  std::vector<HeldGradients> held_grads_;  // reduce_after_chunk: the chunk's, until its backward ends
   bool reshard_ = true;
   int window_ = 2;
   int units_ = 0;

@@ -50,12 +50,14 @@ void ProgramBuilder::run_pipeline(std::vector<uint32_t>& grads_ready) {
       for (auto u = units.rbegin(); u != units.rend(); ++u) {
         backward_unit(*u, a.micro_batch, grads_ready, BackwardPart::kWeight);
       }
+      reduce_chunk(a.micro_batch, grads_ready);
     } else {
       const BackwardPart part =
           a.pass == PipelineAction::Pass::kBackwardInput ? BackwardPart::kInput : BackwardPart::kWhole;
       if (chunk < last_chunk()) receive(a.micro_batch, chunk, true);
       for (auto u = units.rbegin(); u != units.rend(); ++u) backward_unit(*u, a.micro_batch, grads_ready, part);
-      if (chunk > 0) send(a.micro_batch, chunk - 1, true);
+      std::vector<uint32_t> reduced = reduce_chunk(a.micro_batch, grads_ready);
+      if (chunk > 0) send(a.micro_batch, chunk - 1, true, std::move(reduced));
     }
   }
 }
@@ -72,9 +74,28 @@ void ProgramBuilder::receive(int mb, int lower_chunk, bool backward) {
   stage_input_ = id;
 }
 
-void ProgramBuilder::send(int mb, int lower_chunk, bool backward) {
+std::vector<uint32_t> ProgramBuilder::reduce_chunk(int mb, std::vector<uint32_t>& grads_ready) {
+  std::vector<uint32_t> reduced;
+  if (held_grads_.empty()) return reduced;
+  // The chunk's backward is over when its last unit's gradients are (the
+  // compute stream ran the others before it).
+  const uint32_t chunk_done = held_grads_.back().done;
+  // run_post_backward walks the FSDP states in registration order: the
+  // chunk's units as the forward meets them.
+  for (auto h = held_grads_.rbegin(); h != held_grads_.rend(); ++h) {
+    const uint32_t r = grads_.reduce(h->unit, mb, chunk_done, h->grads);
+    grads_ready[static_cast<size_t>(h->unit)] = r;
+    compute_waits_.push_back(r);  // FSDPParamGroup.post_backward / the final callback: wait_event
+    reduced.push_back(r);
+  }
+  held_grads_.clear();
+  return reduced;
+}
+
+void ProgramBuilder::send(int mb, int lower_chunk, bool backward, std::vector<uint32_t> also_after) {
   const int to = stage_of(backward ? lower_chunk : lower_chunk + 1);
   std::vector<uint32_t> deps = mesh_waits_;  // the chunk's last collectives make what is sent
+  deps.insert(deps.end(), also_after.begin(), also_after.end());
   if (const auto last = w_.last_on(Stream::kCompute)) deps.push_back(*last);
   const uint32_t id =
       w_.collective(OpKind::kSend, Stream::kPipelineSend, Group::kPipeline, -1, mb,

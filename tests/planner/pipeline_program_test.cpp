@@ -5,6 +5,7 @@
 // published to (1F1B: pp on the first stage; GPipe: all of them).
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -143,6 +144,60 @@ TEST(PipelineProgram, ZeroBubbleH1SplitsEveryBackwardIntoItsInputAndItsWeightGra
     std::printf("stage %zu: backward %.4g FLOPs = input %.4g + weights %.4g\n", st, whole, input, weight);
     EXPECT_NEAR(input + weight, whole, 1e-9 * whole);
     EXPECT_GT(weight, 0.3 * whole);  // dW is about half a block's GEMMs
+  }
+}
+
+// training.pipeline.gradient_sync AFTER_CHUNK_BACKWARD (torch.distributed.
+// pipelining's run_post_backward): a stage reduces its chunk's gradients only
+// after the chunk's last backward, and its compute stream (or the gradient
+// send) waits for every reduction; PER_UNIT_GRADIENT_SYNC reduces a unit's
+// beside the backward of the units below it. Same reductions, same bytes.
+TEST(PipelineProgram, TorchPipeliningReducesAChunkAfterItsLastBackwardAndWaitsForIt) {
+  const std::string base = "mesh { pp: 2 } gradient_accumulation_steps: 4 ";
+  const Stages per_unit = stages_of(base);
+  const Stages after = stages_of(base + "pipeline { gradient_sync: AFTER_CHUNK_BACKWARD }");
+  for (size_t st = 0; st < 2; ++st) {
+    const auto summary = [](const Program& p) {
+      size_t last_bwd = 0, reductions = 0, before_last_bwd = 0, waited = 0;
+      int64_t bytes = 0;
+      for (size_t i = 0; i < p.ops.size(); ++i) {
+        if (p.ops[i].kind == OpKind::kComputeBwd) last_bwd = i;
+      }
+      for (size_t i = 0; i < p.ops.size(); ++i) {
+        if (p.ops[i].kind != OpKind::kReduceScatter) continue;
+        ++reductions;
+        bytes += p.ops[i].bytes;
+        if (i < last_bwd) ++before_last_bwd;
+        // The reduction's chain: the reduce-scatter and the ops of its unit
+        // after it off the compute stream (the shard's accumulation).
+        std::set<uint32_t> chain;
+        for (size_t j = i; j < p.ops.size(); ++j) {
+          if (p.ops[j].unit == p.ops[i].unit && p.ops[j].stream != Stream::kCompute) chain.insert(static_cast<uint32_t>(j));
+        }
+        for (const Op& later : p.ops) {
+          const bool holds = later.stream == Stream::kCompute || later.kind == OpKind::kSend;
+          if (holds && std::any_of(later.deps.begin(), later.deps.end(), [&](uint32_t d) { return chain.count(d) > 0; })) {
+            ++waited;
+            break;
+          }
+        }
+      }
+      return std::array<int64_t, 4>{static_cast<int64_t>(reductions), bytes, static_cast<int64_t>(before_last_bwd),
+                                    static_cast<int64_t>(waited)};
+    };
+    const auto a = summary(per_unit.programs[st]), b = summary(after.programs[st]);
+    std::printf("stage %zu: reduce-scatters %lld (%lld bytes); issued before the chunk's last backward: per unit %lld, "
+                "after chunk %lld; waited for by compute or the send: per unit %lld, after chunk %lld of %lld\n",
+                st, static_cast<long long>(b[0]), static_cast<long long>(b[1]), static_cast<long long>(a[2]),
+                static_cast<long long>(b[2]), static_cast<long long>(a[3]), static_cast<long long>(b[3]),
+                static_cast<long long>(b[0]));
+    EXPECT_EQ(a[0], b[0]);
+    EXPECT_EQ(a[1], b[1]);
+    EXPECT_GT(b[0], 1);
+    EXPECT_GT(a[2], 0);       // per unit: the first units' reductions overlap the chunk's remaining backward
+    EXPECT_EQ(b[2], 0);       // after chunk: none before the chunk's last backward
+    EXPECT_EQ(b[3], b[0]);    // and every one holds the compute stream or the send
+    EXPECT_TRUE(graph_problems(after.programs[st]).empty());
   }
 }
 

@@ -1,20 +1,26 @@
 #include "fuzz_targets.hpp"
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <sstream>
 #include <string>
 
 #include "cli/cli.hpp"
+#include "common/file_io.hpp"
 #include "common/errors.hpp"
 #include "models/hf_config.hpp"
 #include "models/model_spec.hpp"
 #include "planner/resolved_scenario.hpp"
 #include "scenarios/scenario_loader.hpp"
+#include "sim/compute_model.hpp"
 #include "traces/chrome_trace.hpp"
 #include "traces/protobuf_log.hpp"
 #include "traces/trace_compare.hpp"
 #include "traces/trace_io.hpp"
 #include "traces/trace_stats.hpp"
 #include "traces/trace_validate.hpp"
+#include "validation/validation_set.hpp"
 
 namespace ragged::fuzz {
 namespace {
@@ -62,6 +68,37 @@ void trace_text(std::string_view data) {
   trace(data, first != std::string_view::npos && data[first] == '{' ? traces::TraceFormat::kJson : traces::TraceFormat::kText);
 }
 
+// A calibration file as `ragged simulate --calibration` reads it (the reader
+// takes a path: the input goes through a file of this process's own), then a
+// GEMM, an attention and a memory-bound op costed with it.
+void calibration(std::string_view data) {
+  static const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("ragged-fuzz-calibration-" + std::to_string(::getpid()) + ".json");
+  write_file_atomically(path, std::string(data));
+  try {
+    const sim::ComputeModel model = sim::ComputeModel::from_calibration(path, "h100");
+    static_cast<void>(model.gemm_seconds({4096, 4096, 4096, 1}));
+    planner::AttentionWork attention;
+    attention.batch = 1;
+    attention.seq_len = 4096;
+    attention.heads = 32;
+    attention.qk_head_dim = attention.v_head_dim = 128;
+    attention.flops = 1e12;
+    static_cast<void>(model.attention_seconds(attention, true));
+    static_cast<void>(model.memory_seconds(1e9));
+  } catch (const InputError&) {
+  }
+}
+
+// A validation set (validation/runs.textproto) as `ragged validate` reads it,
+// its scenario files looked for in the repository's validation folder.
+void validation_set(std::string_view data) {
+  try {
+    static_cast<void>(validation::parse_validation_set(data, "fuzz/runs.textproto", validation::default_validation_dir()));
+  } catch (const InputError&) {
+  }
+}
+
 // The command line: one argument per line. Only the commands that read and
 // print run (models, inspect, scenario, plan, compare); simulate, run and
 // validate start simulations or MPI and write files. Exit code 1 is a finding.
@@ -96,6 +133,8 @@ const std::vector<FuzzTarget> kTargets = {
     {"trace_binary", trace_binary},
     {"trace_text", trace_text},
     {"cli_args", cli_args},
+    {"calibration", calibration},
+    {"validation_set", validation_set},
 };
 
 }  // namespace

@@ -175,12 +175,18 @@ TEST(CliOutput, AHangupSaysSoBeforeTheCommandEnds) {
     ::_exit(127);
   }
   // Once the command catches SIGHUP (its handler is in place: bit 0 of
-  // /proc's SigCgt mask); the search it runs takes minutes.
+  // /proc's SigCgt mask); the search it runs takes minutes. The child must
+  // have become `ragged tune` first: before the exec it carries this test
+  // process's own handlers (an in-process cli::run installed them).
+  const auto read_proc = [pid](const char* name) {
+    std::ifstream proc(fs::path("/proc") / std::to_string(pid) / name);  // size 0 to stat: read as a stream
+    return std::string((std::istreambuf_iterator<char>(proc)), std::istreambuf_iterator<char>());
+  };
   for (int i = 0; i < 1000; ++i) {
-    std::ifstream proc(fs::path("/proc") / std::to_string(pid) / "status");  // size 0 to stat: read as a stream
-    const std::string status_text((std::istreambuf_iterator<char>(proc)), std::istreambuf_iterator<char>());
+    const std::string status_text = read_proc("status");
     const size_t at = status_text.find("SigCgt:");
-    if (at != std::string::npos && (std::stoull(status_text.substr(at + 7), nullptr, 16) & 1u) != 0) break;
+    const bool exec_done = read_proc("cmdline").find("tune") != std::string::npos;
+    if (exec_done && at != std::string::npos && (std::stoull(status_text.substr(at + 7), nullptr, 16) & 1u) != 0) break;
     ::usleep(10000);
   }
   ::kill(pid, SIGHUP);

@@ -1,6 +1,7 @@
 #include "common/file_io.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <climits>
 #include <csignal>
 #include <cstring>
+#include <ctime>
 #include <mutex>
 #include <utility>
 
@@ -151,6 +153,26 @@ std::string temporary_name(const std::filesystem::path& dir, const std::string& 
   return "." + name.substr(0, room) + std::string(suffix);
 }
 
+// Temporaries of `prefix` (temporary_name's, before its random part) that
+// a killed writer left beside the target: a writer holds an exclusive
+// advisory lock on its temporary while it writes (the kernel drops it when
+// the writer dies), so one that can be locked now is abandoned. A temporary
+// younger than a minute is left alone: its writer may not have locked it yet.
+void remove_abandoned_temporaries(const std::filesystem::path& dir, const std::string& prefix) {
+  constexpr time_t kYoungSeconds = 60;
+  const time_t now = ::time(nullptr);
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() != prefix.size() + 6 || !name.starts_with(prefix)) continue;
+    Fd fd(::open(it->path().c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+    struct stat st {};
+    if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (now - st.st_mtime < kYoungSeconds) continue;
+    if (::flock(fd.get(), LOCK_EX | LOCK_NB) == 0) ::unlink(it->path().c_str());
+  }
+}
+
 void sync_directory(const std::filesystem::path& dir) {
   Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (fd.get() >= 0) ::fsync(fd.get());  // best effort: some filesystems refuse fsync on directories
@@ -199,9 +221,12 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view c
   const std::filesystem::path target = std::filesystem::is_symlink(path, ec) ? std::filesystem::canonical(path, ec) : path;
   const std::filesystem::path& final_path = ec ? path : target;
   const std::filesystem::path dir = final_path.parent_path().empty() ? "." : final_path.parent_path();
-  std::string tmp = (dir / temporary_name(dir, final_path.filename().string())).string();
+  const std::string pattern = temporary_name(dir, final_path.filename().string());
+  remove_abandoned_temporaries(dir, pattern.substr(0, pattern.size() - 6));
+  std::string tmp = (dir / pattern).string();
   Fd fd(::mkstemp(tmp.data()));
   if (fd.get() < 0) throw InputError(fmt::format("cannot write '{}': {}", path.string(), errno_text()));
+  ::flock(fd.get(), LOCK_EX | LOCK_NB);  // ours while we write: not abandoned (best effort: some filesystems refuse)
   const TemporaryGuard named(tmp);
   const mode_t mode = exists ? static_cast<mode_t>(existing.st_mode & 07777) : default_file_mode();
   bool ok = ::fchmod(fd.get(), mode) == 0 && write_all(fd.get(), contents) && ::fsync(fd.get()) == 0;

@@ -1,8 +1,11 @@
 #include "common/file_io.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -55,6 +58,31 @@ TEST_F(FileIoTest, ATargetNearTheNameLimitIsWrittenThroughAShortenedTemporary) {
   int entries = 0;
   for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir_)) ++entries;
   EXPECT_EQ(entries, 1);
+}
+
+// A writer killed by SIGKILL (no handler runs) leaves its hidden temporary;
+// the next write of the same target removes it, but not one another live
+// writer still holds.
+TEST_F(FileIoTest, AKilledWritersTemporaryIsRemovedByTheNextWriteAndALiveOnesIsNot) {
+  const fs::path abandoned = dir_ / ".out.json.tmp.AbC123";
+  std::ofstream(abandoned) << std::string(1 << 20, 'x');
+  const fs::path live = dir_ / ".out.json.tmp.LiVe42";
+  std::ofstream(live) << "being written";
+  const int held = ::open(live.c_str(), O_RDONLY);
+  ASSERT_GE(held, 0);
+  ASSERT_EQ(::flock(held, LOCK_EX | LOCK_NB), 0);
+  const fs::path other = dir_ / ".other.json.tmp.ZzZ999";
+  std::ofstream(other) << "another target's";
+  const fs::path young = dir_ / ".out.json.tmp.NeW000";  // just made: its writer may lock it next
+  std::ofstream(young) << "starting";
+  for (const fs::path& p : {abandoned, live, other}) fs::last_write_time(p, fs::file_time_type::clock::now() - std::chrono::hours(1));
+  write_file_atomically(dir_ / "out.json", "done");
+  EXPECT_EQ(read_file(dir_ / "out.json"), "done");
+  EXPECT_FALSE(fs::exists(abandoned));
+  EXPECT_TRUE(fs::exists(live));
+  EXPECT_TRUE(fs::exists(other));
+  EXPECT_TRUE(fs::exists(young));
+  ::close(held);
 }
 
 TEST_F(FileIoTest, WriteIntoMissingDirectoryIsInputErrorAndKeepsNothing) {

@@ -62,7 +62,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
     err << "ragged: error: " << one_line(e.what()) << "; see '" << command << " --help'\n";
     return kExitBadInput;
   } catch (const InputError& e) {
-    err << "ragged: error: " << one_line(e.what()) << '\n';
+    err << "ragged: error: " << error_lines(e.what()) << '\n';
     return kExitBadInput;
   } catch (const CheckFailure& e) {
     err << "ragged: check failed: " << one_line(e.what()) << '\n';
@@ -71,6 +71,18 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
     err << "ragged: internal error: " << one_line(e.what()) << '\n';
     return kExitInternal;
   }
+}
+
+std::string error_lines(std::string_view text) {
+  constexpr std::string_view kMore = "\n  and ";
+  std::string out;
+  for (size_t line = 0; !text.empty() && line < 5; ++line) {
+    const size_t next = text.find(kMore);
+    if (line > 0) out += "\n  and ";
+    out += one_line(text.substr(0, next));
+    text = next == std::string_view::npos ? std::string_view() : text.substr(next + kMore.size());
+  }
+  return out;
 }
 
 std::string one_line(std::string_view text) {

@@ -30,5 +30,9 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
 // become one space, and a word longer than 80 characters keeps its first 32
 // and last 24 ("...(5000 characters)..." between them).
 std::string one_line(std::string_view text);
+// An input error as one_line lines: the first problem, then each further one
+// an InputError lists ("\n  and ...": scenario_loader's few more problems)
+// on its own line, five lines at most.
+std::string error_lines(std::string_view text);
 
 }  // namespace ragged::cli

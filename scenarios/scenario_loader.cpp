@@ -84,7 +84,15 @@ LoadedScenario finish(LoadedScenario loaded) {
   if (!issues.empty()) {
     std::string message = issues.front().message;
     if (issues.size() > 1) message += fmt::format(" ({} more problem{})", issues.size() - 1, issues.size() > 2 ? "s" : "");
-    throw_field_error(loaded, issues.front().path, message);
+    std::string text = field_error_text(loaded.origin, loaded.locations, issues.front().path, message);
+    // A few more are each a located line of their own; many, only counted.
+    constexpr size_t kListed = 4;
+    if (issues.size() <= kListed) {
+      for (size_t i = 1; i < issues.size(); ++i) {
+        text += "\n  and " + field_error_text(loaded.origin, loaded.locations, issues[i].path, issues[i].message);
+      }
+    }
+    throw InputError(text);
   }
   return loaded;
 }

@@ -13,6 +13,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "cli/cli.hpp"
 #include "cli_test_util.hpp"
 #include "common/file_io.hpp"
@@ -67,6 +69,18 @@ TEST_F(CliErrors, ZeroGpus) {
   std::string path = write("zero.textproto", "model { catalog: \"llama3-8b\" }\n"
                                              "cluster { gpu { preset: \"h100\" } gpus_per_node: 8 nodes: 0 }\n");
   expect_bad_input(run_cli({"scenario", "validate", path}), "zero.textproto:2:51: cluster.nodes: nodes is 0");
+}
+
+TEST_F(CliErrors, AFewProblemsAreListedALineEach) {
+  std::string path = write("two.textproto", "model { catalog: \"llama3-8b\" }\n"
+                                            "cluster { gpu { preset: \"h100\" } gpus_per_node: 0 nodes: 0 }\n");
+  const CliResult r = run_cli({"scenario", "validate", path});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_EQ(r.err.rfind("ragged: error: ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("two.textproto:2:34: cluster.gpus_per_node: gpus_per_node is 0"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("(1 more problem)\n  and "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("two.textproto:2:51: cluster.nodes: nodes is 0"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 2) << r.err;
 }
 
 TEST_F(CliErrors, BlockThatDoesNotDivideATensor) {

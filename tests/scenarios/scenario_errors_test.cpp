@@ -206,6 +206,9 @@ TEST(ScenarioErrors, SeveralProblemsReportTheFirstAndCount) {
   std::string error = parse_error(replace(replace(minimal_scenario(), "nodes: 2", "nodes: 0"), "gpus_per_node: 8", "gpus_per_node: 0"));
   EXPECT_CONTAINS(error, "cluster.gpus_per_node");
   EXPECT_CONTAINS(error, "(1 more problem)");
+  // The other one is listed, located, on a line of its own.
+  EXPECT_CONTAINS(error, "\n  and test.textproto:");
+  EXPECT_CONTAINS(error, "cluster.nodes");
 }
 
 TEST(ScenarioErrors, SyntaxErrorHasPosition) {

@@ -6,6 +6,7 @@
 
 #include "cli/validators.hpp"
 #include "common/errors.hpp"
+#include "models/hf_config.hpp"
 #include "scenarios/field_ranges.hpp"
 #include "scenarios/gpu_presets.hpp"
 
@@ -82,17 +83,37 @@ int64_t ClusterOptions::model_node_size() const {
   return preset != nullptr ? preset->nvlink_domain_gpus : kModelGpusPerNode;
 }
 
+namespace {
+
+// Text for a quoted text-format string: quotes, backslashes and line breaks
+// of a path or folder name escaped.
+std::string escaped(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
 scenarios::LoadedScenario ClusterOptions::model_scenario(const std::string& model, int64_t gpus) const {
   if (gpus < 1) throw InputError("--model needs --gpus N (the number of GPUs to shard over)");
   const int64_t per_node = gpus_per_node > 0 ? gpus_per_node : std::min(model_node_size(), gpus);
   check_whole_nodes(gpus, per_node);
   const std::string preset = gpu.empty() ? "h100" : gpu;
-  const bool is_file = model.ends_with(".json") || model.find('/') != std::string::npos;
+  const bool is_file = models::names_a_config(model);
+  const std::string config = is_file ? models::config_file(model).string() : model;
   const std::string text = fmt::format(
       "name: \"{}-{}x{}\"\nmodel {{ {}: \"{}\" }}\n"
       "cluster {{ gpu {{ preset: \"{}\" }} gpus_per_node: {} nodes: {} }}\n",
-      is_file ? "model" : model, gpus, preset, is_file ? "hf_config" : "catalog", model, preset, per_node,
-      gpus / per_node);
+      escaped(is_file ? models::config_folder_name(config) : model), gpus, preset, is_file ? "hf_config" : "catalog",
+      escaped(config), preset, per_node, gpus / per_node);
   scenarios::LoadedScenario loaded = scenarios::parse_scenario(text, scenarios::ScenarioFormat::kText, "--model", ".");
   if (nics_per_node == 0 && nic_gbps == 0) return loaded;
   set_nics(*this, loaded.written.mutable_cluster());

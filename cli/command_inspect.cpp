@@ -20,13 +20,7 @@ struct InspectOptions {
 };
 
 models::ModelSpec load_model(const std::string& name_or_path) {
-  bool is_file = name_or_path.ends_with(".json") || name_or_path.find('/') != std::string::npos;
-  if (is_file) {
-    std::filesystem::path path = name_or_path;
-    std::error_code error;  // a name too long or unreadable is read as a file, and refused there
-    if (std::filesystem::is_directory(path, error)) path /= "config.json";
-    return models::load_hf_config(path);
-  }
+  if (models::names_a_config(name_or_path)) return models::load_hf_config(name_or_path);
   return models::catalog_model(name_or_path);
 }
 

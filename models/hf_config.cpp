@@ -277,8 +277,8 @@ json parse_object(std::string_view json_text, const std::string& origin) {
 std::string model_name(const HfFields& f) {
   std::string name = f.string_or("_name_or_path", "");
   if (!name.empty()) return name;
-  name = std::filesystem::path(f.origin()).parent_path().filename().string();
-  return name.empty() ? f.model_type() : name;
+  name = config_folder_name(f.origin());
+  return name == "model" ? f.model_type() : name;
 }
 
 }  // namespace
@@ -308,7 +308,28 @@ ArchConfig arch_from_hf_json(std::string_view json_text, const std::string& orig
 }
 
 ModelSpec load_hf_config(const std::filesystem::path& path) {
-  return build_model(arch_from_hf_json(read_file(path), path.string()));
+  const std::filesystem::path file = config_file(path);
+  return build_model(arch_from_hf_json(read_file(file), file.string()));
+}
+
+bool names_a_config(const std::string& model) {
+  if (model.ends_with(".json") || model.find('/') != std::string::npos || model == "." || model == "..") return true;
+  std::error_code error;  // a name too long to be a path is a catalog name, refused there
+  return std::filesystem::is_directory(model, error);
+}
+
+std::filesystem::path config_file(const std::filesystem::path& path) {
+  std::error_code error;  // a name too long or unreadable is read as a file, and refused there
+  return std::filesystem::is_directory(path, error) ? path / "config.json" : path;
+}
+
+std::string config_folder_name(const std::filesystem::path& config) {
+  if (config.parent_path().empty()) return "model";  // a bare origin ("config.json", a test's text) names no folder
+  std::error_code error;
+  std::filesystem::path whole = std::filesystem::absolute(config, error);
+  if (error) whole = config;
+  const std::string name = whole.lexically_normal().parent_path().filename().string();
+  return name.empty() || name == "." || name == ".." ? "model" : name;
 }
 
 }  // namespace ragged::models

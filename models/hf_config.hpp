@@ -13,8 +13,20 @@
 
 namespace ragged::models {
 
-// `origin` names the source in error messages (usually the file path).
+// `origin` names the source in error messages (usually the file path). An
+// unnamed config (no _name_or_path) is named after the folder holding it.
 ArchConfig arch_from_hf_json(std::string_view json_text, const std::string& origin);
+// A config.json, or a folder holding one (a Hugging Face checkpoint).
 ModelSpec load_hf_config(const std::filesystem::path& path);
+
+// Whether a --model value names a config (a .json file, a path with a
+// folder, ".", "..", or an existing folder) rather than a catalog model.
+bool names_a_config(const std::string& model);
+// The config.json `path` names (the file, or config.json in the folder).
+std::filesystem::path config_file(const std::filesystem::path& path);
+// The name of the folder holding `config` ("llama2-7b" for
+// "./config.json" run from llama2-7b/), "model" when there is none (a bare
+// "config.json" names no folder).
+std::string config_folder_name(const std::filesystem::path& config);
 
 }  // namespace ragged::models

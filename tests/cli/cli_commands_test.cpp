@@ -1,4 +1,6 @@
 #include <gtest/gtest.h>
+
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "cli_test_util.hpp"
@@ -66,6 +68,23 @@ TEST(CliCommands, InspectReadsHfConfig) {
   auto result = run_cli({"inspect", std::string(RAGGED_SOURCE_DIR) + "/tests/models/data/qwen3/config.json"});
   ASSERT_EQ(result.code, 0) << result.err;
   EXPECT_NE(result.out.find("qwen3"), std::string::npos);
+}
+
+// A checkpoint folder is a model too, named after the folder however the
+// path is written (".", "./config.json" and the folder itself).
+TEST(CliCommands, AConfigIsNamedAfterItsFolder) {
+  const std::filesystem::path folder = std::string(RAGGED_SOURCE_DIR) + "/tests/models/data/gpt2-xl";
+  const std::filesystem::path previous = std::filesystem::current_path();
+  std::filesystem::current_path(folder);
+  for (const char* model : {".", "./config.json"}) {
+    const auto result = run_cli({"simulate", "--model", model, "--gpus", "8"});
+    EXPECT_EQ(result.code, 0) << model << ": " << result.err;
+    EXPECT_EQ(result.out.rfind("gpt2-xl-8xh100: gpt2-xl on 8 x h100", 0), 0u) << model << ": " << result.out;
+    EXPECT_EQ(run_cli({"inspect", model}).out.rfind("gpt2-xl  (", 0), 0u) << model;
+  }
+  std::filesystem::current_path(previous);
+  const auto whole = run_cli({"simulate", "--model", folder.string(), "--gpus", "8"});
+  EXPECT_EQ(whole.out.rfind("gpt2-xl-8xh100: gpt2-xl on 8 x h100", 0), 0u) << whole.out << whole.err;
 }
 
 TEST(CliCommands, InspectReadsEveryGpt2StyleFixture) {

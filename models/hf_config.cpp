@@ -314,8 +314,12 @@ ModelSpec load_hf_config(const std::filesystem::path& path) {
 
 bool names_a_config(const std::string& model) {
   if (model.ends_with(".json") || model.find('/') != std::string::npos || model == "." || model == "..") return true;
-  std::error_code error;  // a name too long to be a path is a catalog name, refused there
-  return std::filesystem::is_directory(model, error);
+  // A folder holding a config.json (a catalog name that is also a folder of
+  // something else stays a catalog name); a name too long to be a path is a
+  // catalog name, refused there.
+  std::error_code error;
+  return std::filesystem::is_directory(model, error) &&
+         std::filesystem::is_regular_file(std::filesystem::path(model) / "config.json", error);
 }
 
 std::filesystem::path config_file(const std::filesystem::path& path) {

@@ -20,7 +20,8 @@ ArchConfig arch_from_hf_json(std::string_view json_text, const std::string& orig
 ModelSpec load_hf_config(const std::filesystem::path& path);
 
 // Whether a --model value names a config (a .json file, a path with a
-// folder, ".", "..", or an existing folder) rather than a catalog model.
+// folder, ".", "..", or a folder holding a config.json) rather than a
+// catalog model.
 bool names_a_config(const std::string& model);
 // The config.json `path` names (the file, or config.json in the folder).
 std::filesystem::path config_file(const std::filesystem::path& path);

@@ -2,13 +2,31 @@
 
 #include <algorithm>
 
+#include <google/protobuf/text_format.h>
+
 #include "common/units.hpp"
+#include "scenarios/scenario.pb.h"
+#include "sim/prediction_band.hpp"
 #include "traces/metrics.hpp"
 
 namespace ragged::gui {
 namespace {
 
 QString text(const std::string& s) { return QString::fromStdString(s); }
+
+// The regime band of a done row, from the scenario its trace carries; none
+// when the trace holds no scenario or no validation row compares.
+RowBand band_of(const SimulationRow& row) {
+  const traces::Summary* s = row.summary();
+  scenarios::Scenario scenario;
+  if (s == nullptr ||
+      !google::protobuf::TextFormat::ParseFromString(row.outcome.trace->metadata().scenario_text(), &scenario)) {
+    return {};
+  }
+  const sim::PredictionBand band = sim::regime_band(scenario, *s);
+  if (band.throughput.rows == 0) return {};
+  return {band.tokens_low, band.tokens_high, sim::band_sentence(band.throughput)};
+}
 
 QString state_text(const SimulationRow& row) {
   if (row.outcome.state == RunState::kRunning) return QStringLiteral("running %1%").arg(qRound(100 * row.progress));
@@ -26,8 +44,8 @@ int SimulationResultsModel::columnCount(const QModelIndex& parent) const { retur
 
 QVariant SimulationResultsModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
-  static const char* names[kColumns] = {"GPUs",         "strategy", "state",       "step time", "tokens/s/GPU",
-                                        "MFU",          "exposed comm", "peak memory", "capacity", "memory"};
+  static const char* names[kColumns] = {"GPUs", "strategy",     "state",       "step time", "tokens/s/GPU", "80% band",
+                                        "MFU",  "exposed comm", "peak memory", "capacity",  "memory"};
   return section >= 0 && section < kColumns ? QVariant(QString::fromLatin1(names[section])) : QVariant();
 }
 
@@ -36,6 +54,10 @@ QVariant SimulationResultsModel::data(const QModelIndex& index, int role) const 
   const SimulationRow& row = rows_[static_cast<size_t>(index.row())];
   const traces::Summary* s = row.summary();
   if (role == Qt::ToolTipRole && row.outcome.state == RunState::kFailed) return text(row.outcome.error);
+  const RowBand& band = bands_[static_cast<size_t>(index.row())];
+  if (role == Qt::ToolTipRole && index.column() == kBand && !band.text.empty()) {
+    return QStringLiteral("where a run like it published its tokens/s per GPU: ") + text(band.text);
+  }
   if (role == Qt::ToolTipRole && index.column() == kCapacity && s != nullptr) {
     return QStringLiteral("what the caching allocator may reserve: the HBM (%1) less the CUDA context and NCCL")
         .arg(text(format_bytes(static_cast<double>(s->hbm_capacity_bytes()))));
@@ -73,6 +95,9 @@ QVariant SimulationResultsModel::data(const QModelIndex& index, int role) const 
   switch (index.column()) {
     case kStepTime: return text(format_seconds(s->step_time_s()));
     case kTokensPerGpu: return QString::number(qRound64(s->tokens_per_s_per_gpu()));
+    case kBand:
+      return band.text.empty() ? QStringLiteral("-")
+                               : QStringLiteral("%1..%2").arg(qRound64(band.low)).arg(qRound64(band.high));
     case kMfu: return QStringLiteral("%1%").arg(100 * s->mfu(), 0, 'f', 1);
     case kExposed: return text(format_seconds(s->exposed_comm_s()));
     case kPeakMemory: return text(format_bytes(static_cast<double>(s->peak_reserved_bytes())));
@@ -85,6 +110,7 @@ QVariant SimulationResultsModel::data(const QModelIndex& index, int role) const 
 void SimulationResultsModel::reset_rows(std::vector<SimulationRow> rows) {
   beginResetModel();
   rows_ = std::move(rows);
+  bands_.assign(rows_.size(), RowBand{});
   for (SimulationRow& row : rows_) {
     row.progress = 0;
     row.outcome = {};
@@ -115,6 +141,7 @@ void SimulationResultsModel::set_outcome(int row, const SimulationOutcome& outco
   SimulationRow& r = rows_[static_cast<size_t>(row)];
   r.outcome = outcome;
   r.progress = outcome.state == RunState::kDone ? 1.0 : r.progress;
+  bands_[static_cast<size_t>(row)] = band_of(r);
   row_changed(row);
 }
 

@@ -21,12 +21,21 @@ struct SimulationRow {
   const traces::Summary* summary() const { return outcome.trace ? &outcome.trace->summary() : nullptr; }
 };
 
+// Where a run like a done row's published its tokens/s per GPU: the regime's
+// band of validation residuals (sim::regime_band, as `ragged tune` shows
+// it), and the sentence saying how many rows held it; empty text: no band.
+struct RowBand {
+  double low = 0;
+  double high = 0;
+  std::string text;
+};
+
 class SimulationResultsModel : public QAbstractTableModel {
   Q_OBJECT
 
  public:
   enum Column {
-    kGpus, kStrategy, kState, kStepTime, kTokensPerGpu, kMfu, kExposed, kPeakMemory, kCapacity, kFits, kColumns
+    kGpus, kStrategy, kState, kStepTime, kTokensPerGpu, kBand, kMfu, kExposed, kPeakMemory, kCapacity, kFits, kColumns
   };
   static constexpr int kValueRole = Qt::UserRole + 1;  // the number behind a cell (seconds, bytes, ratio)
 
@@ -44,6 +53,7 @@ class SimulationResultsModel : public QAbstractTableModel {
   void set_outcome(int row, const SimulationOutcome& outcome);
 
   const std::vector<SimulationRow>& rows() const { return rows_; }
+  const RowBand& band(int row) const { return bands_.at(static_cast<size_t>(row)); }
   int finished_rows() const;
   int rows_in(RunState state) const;
   // "4 of 6 simulated, 1 failed, 1 cancelled": what the finished rows are.
@@ -53,6 +63,7 @@ class SimulationResultsModel : public QAbstractTableModel {
   void row_changed(int row);
 
   std::vector<SimulationRow> rows_;
+  std::vector<RowBand> bands_;  // per row
 };
 
 }  // namespace ragged::gui

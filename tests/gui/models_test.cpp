@@ -258,6 +258,14 @@ class ModelsTest : public QObject {
              trace->summary().tokens_per_s_per_gpu());
     QVERIFY(results.data(results.index(1, SimulationResultsModel::kState)).toString().contains("boom"));
     QCOMPARE(results.data(results.index(0, SimulationResultsModel::kFits)).toString(), QString("fits"));
+    // Its band from the regime's validation residuals, as ragged tune shows it, around the prediction.
+    const RowBand& done = results.band(0);
+    QVERIFY2(done.low <= trace->summary().tokens_per_s_per_gpu() && trace->summary().tokens_per_s_per_gpu() <= done.high,
+             done.text.c_str());
+    QVERIFY(done.low < done.high);
+    QVERIFY(results.data(results.index(0, SimulationResultsModel::kBand)).toString().contains(".."));
+    QVERIFY(results.data(results.index(0, SimulationResultsModel::kBand), Qt::ToolTipRole).toString().contains("validation rows"));
+    QVERIFY(results.data(results.index(1, SimulationResultsModel::kBand)).toString().isEmpty());  // failed: no figures
     // The same step with its peak 1 GiB under the allocator's capacity: within the simulator's memory error.
     auto tight = std::make_shared<traces::Trace>(*trace);
     tight->mutable_summary()->set_peak_reserved_bytes(traces::allocator_capacity_of(trace->summary()) - (1LL << 30));

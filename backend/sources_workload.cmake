@@ -9,4 +9,5 @@ list(APPEND RAGGED_BACKEND_SRCS
   ${CMAKE_CURRENT_LIST_DIR}/workload_layout.cpp
   ${CMAKE_CURRENT_LIST_DIR}/workload_mla.cpp
   ${CMAKE_CURRENT_LIST_DIR}/workload_moe.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/workload_cp.cpp
   ${CMAKE_CURRENT_LIST_DIR}/workload_tp.cpp)

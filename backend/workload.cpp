@@ -88,12 +88,6 @@ size_t workload_tensor_count(const models::ModelSpec& model, int unit) {
   return spec.tensors.size() + (tied ? 1 : 0);
 }
 
-int64_t context_position(int rank, int size, int64_t index, int64_t local_len) {
-  const int64_t chunk = local_len / 2;
-  const int64_t which = index < chunk ? rank : 2 * size - 1 - rank;
-  return which * chunk + index % chunk;
-}
-
 HostWorkload::HostWorkload(const models::ModelSpec& model, int64_t sequences, int64_t seq_len, TensorParallelRank tp,
                            ContextParallelRank cp)
     : state_(new State) {

@@ -7,6 +7,7 @@
 // --fail-on-oom makes it exit kExitOutOfMemory.
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 
 #include <fmt/format.h>
@@ -19,6 +20,7 @@
 #include "cli/simulate_report.hpp"
 #include "cli/validators.hpp"
 #include "common/errors.hpp"
+#include "common/input_limits.hpp"
 #include "common/progress_bar.hpp"
 #include "planner/mesh.hpp"
 #include "scenarios/scenario_rules.hpp"
@@ -36,6 +38,7 @@ struct SimulateOptions {
   std::string trace_path;
   std::string chrome_path;
   std::string sweep;
+  std::string sweep_global_batch;  // --sweep-global-batch: tokens a step keeps at every GPU count
   std::string mode = "auto";
   std::string calibration;
   GoodputOptions goodput;
@@ -52,6 +55,30 @@ std::vector<int64_t> parse_sweep(const std::string& text) {
   const std::string key = "gpus=";
   if (text.rfind(key, 0) != 0) throw InputError(fmt::format("--sweep '{}': write gpus=N1,N2,... (e.g. gpus=64,256,1024)", text));
   return parse_count_list(text.substr(key.size()), "--sweep", "GPU count");
+}
+
+// --sweep-global-batch: the gradient accumulation steps that keep `tokens`
+// a step at this GPU count, each data-parallel rank keeping its micro-batch
+// (tp, cp and pp ranks share theirs); a count that does not divide is an
+// error naming the step it would need.
+void keep_global_batch(ScenarioOptions& at, const std::string& text) {
+  const double tokens = parse_token_count(text, "--sweep-global-batch");
+  const planner::ResolvedScenario r = at.resolve().front();
+  const scenarios::Training& t = r.scenario().training();
+  const planner::Mesh mesh = planner::mesh_of(t);
+  const int64_t data_ranks = scenarios::total_gpus(r.scenario()) / (mesh.tp * mesh.cp * mesh.pp);
+  const double per_step = static_cast<double>(data_ranks) * static_cast<double>(t.micro_batch_size()) *
+                          static_cast<double>(t.sequence_length());
+  const double steps = tokens / per_step;
+  if (steps < 1 || steps != std::floor(steps) || steps > limits::kMaxAccumulation) {
+    throw InputError(fmt::format(
+        "--sweep-global-batch {}: at {} GPUs, {} data-parallel ranks x micro-batch {} x {} tokens = {:g} tokens a "
+        "micro-batch step, which does not divide {:g} into 1 to {} accumulation steps; choose GPU counts or a batch "
+        "that do (or --micro-batch)",
+        text, scenarios::total_gpus(r.scenario()), data_ranks, t.micro_batch_size(), t.sequence_length(), per_step,
+        tokens, limits::kMaxAccumulation));
+  }
+  at.sets.push_back(fmt::format("training.gradient_accumulation_steps={}", static_cast<int64_t>(steps)));
 }
 
 std::string label_of(const planner::ResolvedScenario& r) {
@@ -102,10 +129,14 @@ SimulationReport simulate_one(const planner::ResolvedScenario& resolved, const S
 void run(const SimulateOptions& options, Context& context) {
   std::vector<planner::ResolvedScenario> configs;
   const bool sweeping = !options.sweep.empty();
+  if (!options.sweep_global_batch.empty() && !sweeping) {
+    throw InputError("--sweep-global-batch keeps the global batch of a --sweep: add --sweep gpus=N1,N2,...");
+  }
   if (sweeping) {
     for (int64_t gpus : parse_sweep(options.sweep)) {
       ScenarioOptions at = options.scenario;
       at.gpus = gpus;
+      if (!options.sweep_global_batch.empty()) keep_global_batch(at, options.sweep_global_batch);
       for (auto& r : at.resolve()) configs.push_back(std::move(r));
     }
   } else {
@@ -166,7 +197,11 @@ void add_simulate_command(CLI::App& app, Context& context) {
   options->scenario.add_whatif_to(cmd);
   cmd->add_option("--trace", options->trace_path, "Write the predicted trace (.pb, .json or .textproto)");
   cmd->add_option("--chrome-trace", options->chrome_path, "Write a Chrome trace JSON that Perfetto opens");
-  cmd->add_option("--sweep", options->sweep, "Scaling table over GPU counts: gpus=64,256,1024");
+  cmd->add_option("--sweep", options->sweep,
+                  "Scaling table over GPU counts: gpus=64,256,1024 (each GPU keeps its micro-batch: the global batch "
+                  "grows with the GPUs)");
+  cmd->add_option("--sweep-global-batch", options->sweep_global_batch,
+                  "Keep the sweep's global batch at this many tokens (4Mi): the accumulation steps follow the GPUs");
   cmd->add_option("--mode", options->mode, "Network simulation: auto (full up to 64 nodes, else symmetric), full, symmetric, steps")
       ->capture_default_str();
   cmd->add_option("--calibration", options->calibration, "Compute calibration file measured by `ragged run` on a GPU");

@@ -149,18 +149,25 @@ void print_simulation_comparison(const std::vector<SimulationReport>& reports, s
 
 void print_sweep(const std::vector<SimulationReport>& reports, std::ostream& out) {
   Table table;
-  table.column("GPUs").column("strategy", Table::Align::kLeft).column("step time").column("tokens/s/GPU").column("MFU");
+  table.column("GPUs").column("strategy", Table::Align::kLeft).column("global batch").column("step time");
+  table.column("tokens/s/GPU").column("MFU");
   table.column("exposed comm").column("peak GiB").column("memory", Table::Align::kLeft).column("mode", Table::Align::kLeft);
   table.column("wall s").column("sim memory");
   for (const auto& r : reports) {
     const traces::Summary& s = summary(r);
+    // Tokens a step: every GPU's share of the step's tokens.
+    const double step_tokens =
+        s.tokens_per_s_per_gpu() * s.step_time_s() * static_cast<double>(r.result.trace.metadata().world_size());
     table.row({format_integer(r.result.trace.metadata().world_size()), r.result.trace.metadata().strategy(),
-               format_seconds(s.step_time_s()), format_integer(static_cast<int64_t>(s.tokens_per_s_per_gpu() + 0.5)),
+               format_count(step_tokens), format_seconds(s.step_time_s()),
+               format_integer(static_cast<int64_t>(s.tokens_per_s_per_gpu() + 0.5)),
                fmt::format("{:.1f}%", 100 * s.mfu()), format_seconds(s.exposed_comm_s()), gib(s.peak_reserved_bytes()),
                memory_verdict(s), sim::mode_name(r.result.stats.mode), fmt::format("{:.2f}", r.result.stats.wall_seconds),
                format_bytes(static_cast<double>(r.sim_memory_bytes))});
   }
-  out << reports.front().result.trace.metadata().scenario_name() << " (predicted, scaling)\n";
+  out << reports.front().result.trace.metadata().scenario_name()
+      << " (predicted, scaling; global batch: tokens a step, which grows with the GPUs unless "
+         "--sweep-global-batch keeps it)\n";
   table.print(out, "  ");
 }
 

@@ -66,6 +66,32 @@ TEST(CliSimulate, SweepTabulatesEveryGpuCount) {
   EXPECT_NE(table.out.find("scaling"), std::string::npos) << table.out;
 }
 
+// By default each GPU keeps its micro-batch, so the global batch grows with
+// the GPUs (the table says so); --sweep-global-batch keeps it by the
+// accumulation steps, and names a GPU count that cannot.
+TEST(CliSimulate, SweepSaysWhatTheGlobalBatchDoesAndCanKeepIt) {
+  const auto tokens_per_step = [](const nlohmann::json& run) {
+    return run["tokens_per_s_per_gpu"].get<double>() * run["step_time_s"].get<double>() * run["gpus"].get<double>();
+  };
+  auto grows = run_cli({"simulate", "llama3-8b-8xh100", "--sweep", "gpus=8,32", "--json"});
+  ASSERT_EQ(grows.code, 0) << grows.err;
+  const auto a = nlohmann::json::parse(grows.out);
+  EXPECT_NEAR(tokens_per_step(a[1]) / tokens_per_step(a[0]), 4.0, 1e-6);
+  auto kept = run_cli({"simulate", "llama3-8b-8xh100", "--sweep", "gpus=8,32", "--sweep-global-batch", "512Ki", "--json"});
+  ASSERT_EQ(kept.code, 0) << kept.err;
+  const auto b = nlohmann::json::parse(kept.out);
+  std::printf("global batch at 8 and 32 GPUs: %.0f and %.0f tokens (512Ki = 524288)\n", tokens_per_step(b[0]),
+              tokens_per_step(b[1]));
+  EXPECT_NEAR(tokens_per_step(b[0]), 524288, 1);
+  EXPECT_NEAR(tokens_per_step(b[1]), 524288, 1);
+  auto table = run_cli({"simulate", "llama3-8b-8xh100", "--sweep", "gpus=8,32"});
+  EXPECT_NE(table.out.find("global batch"), std::string::npos) << table.out;
+  auto uneven = run_cli({"simulate", "llama3-8b-8xh100", "--sweep", "gpus=8,16", "--sweep-global-batch", "128Ki"});
+  EXPECT_EQ(uneven.code, 2);
+  EXPECT_NE(uneven.err.find("at 16 GPUs"), std::string::npos) << uneven.err;
+  EXPECT_EQ(run_cli({"simulate", "llama3-8b-8xh100", "--sweep-global-batch", "128Ki"}).code, 2);
+}
+
 TEST(CliSimulate, WritesTraceAndChromeTrace) {
   fs::path dir = fs::temp_directory_path() / ("ragged_cli_sim_" + std::to_string(::getpid()));
   fs::create_directories(dir);

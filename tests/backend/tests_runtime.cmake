@@ -149,28 +149,38 @@ if(RAGGED_HAVE_MPI AND MPIEXEC_EXECUTABLE)
   # gradients are reduced once a step; every schedule, alone and with FSDP
   # (and HSDP) inside the stages, bitwise against the reference.
   # ragged_add_pipeline_check(NP PP SCHEDULE STRATEGY [more ragged run args...])
-  function(ragged_add_pipeline_check np pp schedule strategy)
-    string(TOLOWER "${schedule}" _schedule)
-    set(_name "backend.run.np${np}.tiny-llama-4xcpu.pp${pp}.${_schedule}.${strategy}")
-    if(ARGC GREATER 4)
-      string(REPLACE ";" "_" _extra "${ARGN}")
-      string(REGEX REPLACE "[^A-Za-z0-9_]+" "" _extra "${_extra}")
-      set(_name "${_name}.${_extra}")
+  # One MPI check of `ragged run`: NAME gets the extra run arguments (ARGN
+  # after LABEL) as a suffix; the verdict script judges it against EXPECT.
+  function(ragged_add_mpi_run_test name np expect label)
+    set(_args ${ARGN})
+    list(FIND _args "--" _split)
+    list(SUBLIST _args 0 ${_split} _extra)
+    math(EXPR _from "${_split} + 1")
+    list(SUBLIST _args ${_from} -1 _run)
+    if(_extra)
+      string(REPLACE ";" "_" _suffix "${_extra}")
+      string(REGEX REPLACE "[^A-Za-z0-9_]+" "" _suffix "${_suffix}")
+      set(name "${name}.${_suffix}")
     endif()
-    set(_command ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np} ${_ragged_run_flags}
-        $<TARGET_FILE:ragged> run tiny-llama-4xcpu --gpus ${np} --pp ${pp} --strategy ${strategy}
-        --set training.pipeline.schedule=${schedule} --set training.pipeline.micro_batches=4
-        --set training.gradient_accumulation_steps=4
-        --steps 2 --warmup 1 --check-reference --ordered-reductions --verify-collectives --json ${ARGN})
+    set(_command ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np} ${_ragged_run_flags} $<TARGET_FILE:ragged> run
+        ${_run} ${_extra})
     string(REPLACE ";" "|" _command "${_command}")
-    add_test(NAME ${_name}
-      COMMAND ${CMAKE_COMMAND} -DEXPECT=pass "-DCOMMAND=${_command}" -P ${_ragged_verdict_script})
-    set_tests_properties(${_name} PROPERTIES
-      LABELS "backend;mpi;correctness;pipeline"
+    add_test(NAME ${name}
+      COMMAND ${CMAKE_COMMAND} -DEXPECT=${expect} "-DCOMMAND=${_command}" -P ${_ragged_verdict_script})
+    set_tests_properties(${name} PROPERTIES
+      LABELS "backend;mpi;correctness;${label}"
       ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OPENBLAS_NUM_THREADS=1"
       PROCESSORS ${np}
       RESOURCE_LOCK ragged_mpi
       TIMEOUT 300)
+  endfunction()
+  function(ragged_add_pipeline_check np pp schedule strategy)
+    string(TOLOWER "${schedule}" _schedule)
+    ragged_add_mpi_run_test("backend.run.np${np}.tiny-llama-4xcpu.pp${pp}.${_schedule}.${strategy}" ${np} pass pipeline
+      ${ARGN} -- tiny-llama-4xcpu --gpus ${np} --pp ${pp} --strategy ${strategy}
+      --set training.pipeline.schedule=${schedule} --set training.pipeline.micro_batches=4
+      --set training.gradient_accumulation_steps=4
+      --steps 2 --warmup 1 --check-reference --ordered-reductions --verify-collectives --json)
   endfunction()
   foreach(schedule ONE_F_ONE_B GPIPE INTERLEAVED_1F1B ZERO_BUBBLE_H1)
     ragged_add_pipeline_check(2 2 ${schedule} ragged)
@@ -193,23 +203,8 @@ if(RAGGED_HAVE_MPI AND MPIEXEC_EXECUTABLE)
   function(ragged_add_tensor_parallel_check np tp strategy)
     set(_name "backend.run.np${np}.tiny-llama-4xcpu.tp${tp}.${strategy}")
     ragged_run_reductions()
-    if(ARGC GREATER 3)
-      string(REPLACE ";" "_" _extra "${ARGN}")
-      string(REGEX REPLACE "[^A-Za-z0-9_]+" "" _extra "${_extra}")
-      set(_name "${_name}.${_extra}")
-    endif()
-    set(_command ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np} ${_ragged_run_flags}
-        $<TARGET_FILE:ragged> run tiny-llama-4xcpu --gpus ${np} --tp ${tp} --strategy ${strategy}
-        --steps 2 --warmup 1 --check-reference ${_reductions_args} --verify-collectives --json ${ARGN})
-    string(REPLACE ";" "|" _command "${_command}")
-    add_test(NAME ${_name}
-      COMMAND ${CMAKE_COMMAND} -DEXPECT=${_expect} "-DCOMMAND=${_command}" -P ${_ragged_verdict_script})
-    set_tests_properties(${_name} PROPERTIES
-      LABELS "backend;mpi;correctness;mesh"
-      ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OPENBLAS_NUM_THREADS=1"
-      PROCESSORS ${np}
-      RESOURCE_LOCK ragged_mpi
-      TIMEOUT 300)
+    ragged_add_mpi_run_test(${_name} ${np} ${_expect} mesh ${ARGN} -- tiny-llama-4xcpu --gpus ${np} --tp ${tp}
+      --strategy ${strategy} --steps 2 --warmup 1 --check-reference ${_reductions_args} --verify-collectives --json)
   endfunction()
   ragged_add_tensor_parallel_check(2 2 ragged)
   ragged_add_tensor_parallel_check(4 2 ragged)

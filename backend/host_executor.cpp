@@ -149,12 +149,14 @@ void HostDevice::pack(planner::Stream, int unit, std::byte* gathered, const std:
   shards_[static_cast<size_t>(unit)].pack(floats(per_tensor), floats(gathered));
 }
 
-void HostDevice::all_gather(planner::Stream, std::byte* buffer, int64_t shard_elements, Elements) {
-  groups_.shard->all_gather_in_place(floats(buffer), shard_elements);
+void HostDevice::all_gather(planner::Stream, std::byte* buffer, int64_t shard_elements, Elements,
+                            planner::Group group) {
+  groups_.fsdp(group).all_gather_in_place(floats(buffer), shard_elements);
 }
 
-void HostDevice::reduce_scatter(planner::Stream, std::byte* buffer, int64_t shard_elements, Elements) {
-  groups_.shard->reduce_scatter_in_place(floats(buffer), shard_elements);
+void HostDevice::reduce_scatter(planner::Stream, std::byte* buffer, int64_t shard_elements, Elements,
+                                planner::Group group) {
+  groups_.fsdp(group).reduce_scatter_in_place(floats(buffer), shard_elements);
 }
 
 // The replicas' HSDP all-reduce, or the tp group's of the uncut weights' gradients.
@@ -356,5 +358,33 @@ HostExecutor::HostExecutor(const planner::Program& program, std::vector<UnitShar
       device_(program, shards, optimizer, groups, std::move(workloads)),
       walk_(std::make_unique<ProgramWalk>(program, arena_, reinterpret_cast<std::byte*>(arena_memory_.data()), shards,
                                           device_, config)) {}
+
+void HostDevice::expert_parallel(const Op& op) {
+  Communicator* group = groups_.expert;
+  RAGGED_ASSERT(group != nullptr && op.kind == OpKind::kAllToAll, "host device: an ep all-to-all without its group: " + op.name);
+  HostWorkload& w = workload(op.micro_batch);
+  const EpStep step{model_unit(op.unit), tp_pass(op.pass)};
+  const EpExchange x = w.ep_begin(step);
+  const auto ranks = static_cast<size_t>(group->size());
+  RAGGED_ASSERT(x.send_counts.size() == ranks, "host device: one count per rank of the ep group");
+  // The counts first (exact in a float up to 2^24 floats a rank), then the rows.
+  std::vector<float> counts_out(x.send_counts.begin(), x.send_counts.end()), counts_in(ranks);
+  std::vector<int64_t> ones(ranks, 1), places(ranks);
+  for (size_t r = 0; r < ranks; ++r) places[r] = static_cast<int64_t>(r);
+  group->all_to_all_v(counts_out.data(), ones, places, counts_in.data(), ones, places);
+  std::vector<int64_t> send_displs(ranks, 0), recv_displs(ranks, 0);
+  x.recv_counts->assign(ranks, 0);
+  int64_t sent = 0, received = 0;
+  for (size_t r = 0; r < ranks; ++r) {
+    send_displs[r] = sent;
+    recv_displs[r] = received;
+    sent += x.send_counts[r];
+    (*x.recv_counts)[r] = static_cast<int64_t>(counts_in[r]);
+    received += (*x.recv_counts)[r];
+  }
+  x.recv->resize(static_cast<size_t>(received));
+  group->all_to_all_v(x.send, x.send_counts, send_displs, x.recv->data(), *x.recv_counts, recv_displs);
+  w.ep_end(step);
+}
 
 }  // namespace ragged::backend

@@ -70,8 +70,10 @@ class HostDevice final : public StepDevice {
   void copy_out(planner::Stream stream, int unit, std::byte* per_tensor, const std::byte* gathered) override;
   void pack(planner::Stream stream, int unit, std::byte* gathered, const std::byte* per_tensor) override;
   void scale_by_one(planner::Stream, std::byte*, Elements, int64_t) override {}  // x * 1 is x in fp32
-  void all_gather(planner::Stream stream, std::byte* buffer, int64_t shard_elements, Elements kind) override;
-  void reduce_scatter(planner::Stream stream, std::byte* buffer, int64_t shard_elements, Elements kind) override;
+  void all_gather(planner::Stream stream, std::byte* buffer, int64_t shard_elements, Elements kind,
+                  planner::Group group) override;
+  void reduce_scatter(planner::Stream stream, std::byte* buffer, int64_t shard_elements, Elements kind,
+                      planner::Group group) override;
   void all_reduce(planner::Stream stream, std::byte* data, int64_t elements, Elements kind) override;
   void accumulate(planner::Stream stream, int unit, const std::byte* reduced, float scale) override;
   std::optional<NonFinite> gradient_non_finite(int unit) override;
@@ -91,6 +93,9 @@ class HostDevice final : public StepDevice {
   // reduce-scatters, the vocabulary-parallel loss's one all-reduce as a
   // gather of each rank's per-token statistics, combined in rank order.
   void tensor_parallel(const planner::Op& op) override;
+  // The ep group's all-to-all of an experts unit's rows: each rank's counts
+  // first (one float per rank), then the rows.
+  void expert_parallel(const planner::Op& op) override;
   void pipeline_send(const planner::Op& op) override;
   void pipeline_recv(const planner::Op& op) override;
   double mean_loss() override { return loss_count_ ? losses_ / loss_count_ : 0.0; }

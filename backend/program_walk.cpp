@@ -25,6 +25,10 @@ void StepDevice::tensor_parallel(const Op& op) {
   throw InternalError("this device runs no tensor-parallel exchanges (the run checks refuse its mesh): " + op.name);
 }
 
+void StepDevice::expert_parallel(const Op& op) {
+  throw InternalError("this device runs no expert-parallel exchanges (the run checks refuse its mesh): " + op.name);
+}
+
 int64_t first_sequence(int64_t step, int micro_batch, int micro_batches, int rank, int world, int64_t sequences) {
   return (((step - 1) * micro_batches + micro_batch) * world + rank) * sequences;
 }
@@ -49,6 +53,9 @@ ProgramWalk::ProgramWalk(const planner::Program& program, const planner::ArenaPl
       per_tensor_(shards.size(), false),
       fetched_(shards.size()) {
   for (const Op& op : program.ops) {
+    RAGGED_ASSERT((op.kind != OpKind::kAlloc && op.kind != OpKind::kFree) ||
+                      (op.buffer >= 0 && op.buffer < static_cast<int>(program.buffers.size())),
+                  "program walk: an alloc or free of a buffer of the Program: " + op.name);
     if (op.kind == OpKind::kAlloc) alloc_op_[static_cast<size_t>(op.buffer)] = op.id;
     if (op.kind == OpKind::kFree) free_op_[static_cast<size_t>(op.buffer)] = op.id;
   }
@@ -153,7 +160,7 @@ bool ProgramWalk::gather_by_tensor(const Op& op) {
       if (!slot_filled_[static_cast<size_t>(op.buffer)]) fill_group_slot(op.stream, data(op.buffer), op.unit, group);
       slot_filled_[static_cast<size_t>(op.buffer)] = true;
       if (op.kind != OpKind::kAllGather) return true;
-      device_.all_gather(op.stream, data(op.buffer), s.group_shard_elements(group), Elements::kParams);
+      device_.all_gather(op.stream, data(op.buffer), s.group_shard_elements(group), Elements::kParams, s.group());
       if (group.size() == 1) fetched_[static_cast<size_t>(op.unit)][static_cast<size_t>(group.front())] = data(op.buffer);
       return true;
     case OpKind::kCopyOut:
@@ -195,7 +202,8 @@ void ProgramWalk::gather_persistent() {
     for (int t : s.persistent_tensors()) {
       const std::vector<int> group = {t};
       fill_group_slot(planner::Stream::kAllGather, next, static_cast<int>(u), group);
-      device_.all_gather(planner::Stream::kAllGather, next, s.group_shard_elements(group), Elements::kParams);
+      device_.all_gather(planner::Stream::kAllGather, next, s.group_shard_elements(group), Elements::kParams,
+                         s.group());
       fetched_[u][static_cast<size_t>(t)] = next;
       next += s.ranks() * s.group_shard_elements(group) * static_cast<int64_t>(sizeof(float));
     }
@@ -317,6 +325,10 @@ void ProgramWalk::execute(const Op& op, int64_t step) {
     }
     return;
   }
+  if (op.group == planner::Group::kExpert) {
+    device_.expert_parallel(op);
+    return;
+  }
   if (u >= 0 && op.buffer >= 0 && gather_by_tensor(op)) return;
   switch (op.kind) {
     case OpKind::kAlloc: allocate(op); break;
@@ -330,7 +342,7 @@ void ProgramWalk::execute(const Op& op, int64_t step) {
     }
     case OpKind::kAllGather:
       fill_own_slot(op);
-      device_.all_gather(op.stream, data(op.buffer), shard(u).shard_size(), Elements::kParams);
+      device_.all_gather(op.stream, data(op.buffer), shard(u).shard_size(), Elements::kParams, shard(u).group());
       params_[static_cast<size_t>(u)] = op.buffer;
       per_tensor_[static_cast<size_t>(u)] = false;
       break;
@@ -347,7 +359,7 @@ void ProgramWalk::execute(const Op& op, int64_t step) {
     }
     case OpKind::kComputeBwd: compute_backward(op); break;
     case OpKind::kReduceScatter:
-      device_.reduce_scatter(op.stream, data(op.buffer), shard(u).shard_size(), Elements::kReduce);
+      device_.reduce_scatter(op.stream, data(op.buffer), shard(u).shard_size(), Elements::kReduce, shard(u).group());
       break;
     case OpKind::kAllReduce:  // HSDP: the reduced slot summed over the replicas
       device_.all_reduce(op.stream, reduced_slot(op), shard(u).shard_size(), Elements::kReduce);

@@ -6,7 +6,7 @@
 
 namespace ragged::backend {
 
-RankGroups split_rank_groups(Communicator& world, int64_t shard_ranks, int64_t tp, int64_t cp) {
+RankGroups split_rank_groups(Communicator& world, int64_t shard_ranks, int64_t tp, int64_t cp, int64_t ep) {
   RAGGED_ASSERT(tp >= 1 && world.size() % tp == 0, "the tensor-parallel group divides the world");
   RAGGED_ASSERT(shard_ranks >= 1 && (world.size() / tp) % shard_ranks == 0, "the shard group size divides the world");
   RankGroups groups;
@@ -36,6 +36,19 @@ RankGroups split_rank_groups(Communicator& world, int64_t shard_ranks, int64_t t
     groups.shard = groups.own_shard.get();
   }
   groups.replicas = groups.own_replicas.get();
+  RAGGED_ASSERT(ep >= 1 && shard_ranks % ep == 0, "the expert-parallel group lies inside the shard group");
+  groups.ep = ep;
+  if (ep > 1) {
+    // A group of m members `stride` ranks apart, its color its first rank's
+    // place among the groups (planner::group_span).
+    const auto color = [rank](int64_t members, int64_t stride) {
+      return static_cast<int>((rank / (members * stride)) * stride + rank % stride);
+    };
+    groups.own_expert = world.split(color(ep, tp), rank);
+    groups.own_expert_shard = world.split(color(shard_ranks / ep, ep * tp), rank);
+    groups.expert = groups.own_expert.get();
+    groups.expert_shard = groups.own_expert_shard.get();
+  }
   return groups;
 }
 
@@ -51,6 +64,12 @@ std::string describe(const RankGroups& groups, std::string_view kind) {
   }
   if (groups.context != nullptr) {
     text += fmt::format(" (context parallel: {} groups of {})", ranks / groups.context->size(), groups.context->size());
+  }
+  if (groups.expert != nullptr) {
+    const int count = ranks / groups.expert->size();
+    text += fmt::format(" (expert parallel: {} group{} of {}; experts sharded over {} rank{})", count,
+                        count == 1 ? "" : "s", groups.expert->size(), groups.expert_shard->size(),
+                        groups.expert_shard->size() == 1 ? "" : "s");
   }
   return text;
 }

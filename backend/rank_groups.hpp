@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "backend/communicator.hpp"
+#include "planner/group.hpp"
 
 namespace ragged::backend {
 
@@ -24,9 +25,19 @@ struct RankGroups {
   Communicator* replicas = nullptr;  // HSDP all-reduces (one rank without HSDP)
   Communicator* tensor = nullptr;    // the tp group's exchanges (null without tensor parallelism)
   Communicator* context = nullptr;   // the cp group's keys and values (null without context parallelism)
-  std::unique_ptr<Communicator> own_shard, own_replicas, own_tensor, own_context;
+  // Expert parallelism: the ep group's token all-to-alls, and the ranks
+  // FSDP shards one ep rank's experts over (the same place in every ep
+  // group of a shard group); null without it.
+  Communicator* expert = nullptr;
+  Communicator* expert_shard = nullptr;
+  std::unique_ptr<Communicator> own_shard, own_replicas, own_tensor, own_context, own_expert, own_expert_shard;
   int64_t tp = 1;
   int64_t cp = 1;
+  int64_t ep = 1;
+  // The FSDP group of a unit planned over `group` (planner::UnitPlan::group).
+  Communicator& fsdp(planner::Group group) const {
+    return group == planner::Group::kExpertShard ? *expert_shard : *shard;
+  }
   // This rank's data-parallel place (its tp group's ranks share its tokens)
   // and the number of such places; a cp group's places read the same
   // sequences, each its share of their tokens.
@@ -37,9 +48,12 @@ struct RankGroups {
 };
 // Splits `world` (every rank calls it); without HSDP, tp and cp the shard
 // group is the world itself. The cp group is the places cp x (place / cp)
-// and on at the same tp place (ranks numbered tp innermost, then cp). Ordered
-// reductions carry over from `world`.
-RankGroups split_rank_groups(Communicator& world, int64_t shard_ranks, int64_t tp = 1, int64_t cp = 1);
+// and on at the same tp place (ranks numbered tp innermost, then cp); the ep
+// group `ep` consecutive places, the expert shard group the places of a
+// shard group at the same place in their ep group (planner::group_span).
+// Ordered reductions carry over from `world`.
+RankGroups split_rank_groups(Communicator& world, int64_t shard_ranks, int64_t tp = 1, int64_t cp = 1,
+                             int64_t ep = 1);
 
 // "4 mpi ranks", or under HSDP "4 mpi ranks (HSDP: 2 replicas of 2-rank shard groups)".
 std::string describe(const RankGroups& groups, std::string_view kind);

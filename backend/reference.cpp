@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "backend/expert_pieces.hpp"
 #include "backend/program_walk.hpp"
 #include "backend/host_optimizer.hpp"
 #include "backend/workload.hpp"
@@ -80,8 +81,10 @@ void step_tensor(const models::TensorSpec& t, const scenarios::Optimizer& o, std
 
 ModelParams reference_train_with(const models::ModelSpec& model, const scenarios::Training& training, int world,
                                  int shard_ranks, int64_t steps, uint64_t seed, bool micro_batches_first,
-                                 const TrainMicroBatch& train_micro_batch, int shares) {
+                                 const TrainMicroBatch& train_micro_batch, int shares, int joint,
+                                 const RegroupGradients& regroup) {
   RAGGED_ASSERT(shard_ranks >= 1 && (world * shares) % shard_ranks == 0, "reference_train: shard groups divide the world");
+  RAGGED_ASSERT(joint >= 1 && world % joint == 0, "reference_train: ranks trained jointly divide the world");
   ModelParams params = initial_params(model, seed);
   const scenarios::Optimizer& o = training.optimizer();
   std::vector<TensorState> states(params.size());
@@ -133,17 +136,23 @@ ModelParams reference_train_with(const models::ModelSpec& model, const scenarios
   const auto reduce = [&](int64_t step, int first_mb, int mbs, ModelParams& grads) {
     ModelParams sum = zeros(), group = zeros();
     int64_t members = 0;
-    for (int rank = 0; rank < world; ++rank) {
-      std::vector<ModelParams> locals(static_cast<size_t>(shares), zeros());
-      for (int mb = first_mb; mb < first_mb + mbs; ++mb) train(step, mb, rank, locals);
-      for (const ModelParams& local : locals) {
-        for (size_t i = 0; i < group.size(); ++i) {
-          for (size_t e = 0; e < group[i].size(); ++e) group[i][e] += local[i][e];
-        }
-        if (++members % shard_ranks != 0) continue;
-        for (size_t i = 0; i < sum.size(); ++i) {
-          for (size_t e = 0; e < sum[i].size(); ++e) sum[i][e] += group[i][e];
-          std::fill(group[i].begin(), group[i].end(), 0.0f);
+    for (int first = 0; first < world; first += joint) {
+      std::vector<std::vector<ModelParams>> locals(static_cast<size_t>(joint));
+      for (int j = 0; j < joint; ++j) {
+        locals[static_cast<size_t>(j)].assign(static_cast<size_t>(shares), zeros());
+        for (int mb = first_mb; mb < first_mb + mbs; ++mb) train(step, mb, first + j, locals[static_cast<size_t>(j)]);
+      }
+      if (regroup) regroup(locals);
+      for (const std::vector<ModelParams>& rank : locals) {
+        for (const ModelParams& local : rank) {
+          for (size_t i = 0; i < group.size(); ++i) {
+            for (size_t e = 0; e < group[i].size(); ++e) group[i][e] += local[i][e];
+          }
+          if (++members % shard_ranks != 0) continue;
+          for (size_t i = 0; i < sum.size(); ++i) {
+            for (size_t e = 0; e < sum[i].size(); ++e) sum[i][e] += group[i][e];
+            std::fill(group[i].begin(), group[i].end(), 0.0f);
+          }
         }
       }
     }
@@ -169,8 +178,44 @@ ModelParams reference_train_with(const models::ModelSpec& model, const scenarios
   return params;
 }
 
+namespace {
+
+// Each routed expert's gradients of an ep group's ranks, summed in rank
+// order from zero, held by the expert's rank alone.
+void gradients_to_expert_ranks(const models::ModelSpec& model, std::vector<std::vector<ModelParams>>& locals) {
+  const auto ep = static_cast<int64_t>(locals.size());
+  const int64_t local_experts = model.arch.experts / ep;
+  size_t flat = 0;
+  for (const models::UnitSpec& unit : model.units) {
+    for (const models::TensorSpec& t : unit.tensors) {
+      const ExpertSlices slices = expert_slices(t, model.arch);
+      for (int64_t k = 0; k < slices.experts; ++k) {
+        const int64_t owner = (slices.first_expert + k) / local_experts;
+        const auto length = static_cast<size_t>(t.numel() / slices.experts);
+        const size_t begin = static_cast<size_t>(k) * length;
+        std::vector<float> sum(length, 0.0f);
+        for (std::vector<ModelParams>& rank : locals) {
+          std::vector<float>& g = rank.front()[flat];
+          for (size_t e = 0; e < length; ++e) sum[e] += g[begin + e];
+        }
+        for (int64_t r = 0; r < ep; ++r) {
+          std::vector<float>& g = locals[static_cast<size_t>(r)].front()[flat];
+          if (r == owner) {
+            std::copy(sum.begin(), sum.end(), g.begin() + static_cast<std::ptrdiff_t>(begin));
+          } else {
+            std::fill_n(g.begin() + static_cast<std::ptrdiff_t>(begin), length, 0.0f);
+          }
+        }
+      }
+      ++flat;
+    }
+  }
+}
+
+}  // namespace
+
 ModelParams reference_train(const models::ModelSpec& model, const scenarios::Training& training, int world,
-                            int shard_ranks, int64_t steps, uint64_t seed, bool micro_batches_first) {
+                            int shard_ranks, int64_t steps, uint64_t seed, bool micro_batches_first, int ep) {
   HostWorkload workload(model, training.micro_batch_size(), training.sequence_length());
   std::vector<size_t> unit_base;  // each unit's first tensor in params
   size_t base = 0;
@@ -204,7 +249,12 @@ ModelParams reference_train(const models::ModelSpec& model, const scenarios::Tra
       workload.backward(static_cast<int>(u), view, grad_view);
     }
   };
-  return reference_train_with(model, training, world, shard_ranks, steps, seed, micro_batches_first, train, 1);
+  if (ep <= 1) return reference_train_with(model, training, world, shard_ranks, steps, seed, micro_batches_first, train, 1);
+  const RegroupGradients to_experts = [&model](std::vector<std::vector<ModelParams>>& locals) {
+    gradients_to_expert_ranks(model, locals);
+  };
+  return reference_train_with(model, training, world, shard_ranks, steps, seed, micro_batches_first, train, 1, ep,
+                              to_experts);
 }
 
 ParamError compare_params(const models::ModelSpec& model, const ModelParams& params, const ModelParams& reference) {

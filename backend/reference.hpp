@@ -27,8 +27,14 @@ ModelParams initial_params(const models::ModelSpec& model, uint64_t seed);
 // Pipeline stages (`micro_batches_first`) reduce once a step: a rank's
 // micro-batches add up in its own gradients first (in micro-batch order),
 // then the ranks' sums are reduced as above.
+// Expert parallelism (`ep` > 1: every `ep` consecutive ranks an ep group):
+// each routed expert's weight gradients are made on the rank that holds it,
+// from every rank of its ep group in rank order, so the reference adds the
+// group's contributions to an expert in rank order and gives the sum to
+// that rank (the others none) before the reduction.
 ModelParams reference_train(const models::ModelSpec& model, const scenarios::Training& training, int world,
-                            int shard_ranks, int64_t steps, uint64_t seed, bool micro_batches_first = false);
+                            int shard_ranks, int64_t steps, uint64_t seed, bool micro_batches_first = false,
+                            int ep = 1);
 
 // The same training with each data-parallel place a grid of cp x tp ranks
 // (`split.split.tp`, `cp`: Megatron's sequence-parallel split and the
@@ -49,9 +55,14 @@ ModelParams reference_train_tensor_parallel(const models::ModelSpec& whole, cons
 // (context parallelism), each then a rank of the shard group in turn.
 using TrainMicroBatch =
     std::function<void(const ModelParams& params, const Batch& batch, std::vector<ModelParams>& locals)>;
+// `joint` consecutive ranks train before any of them is reduced, and
+// `regroup` (when set) may move gradients between their locals
+// ([rank][share]) first.
+using RegroupGradients = std::function<void(std::vector<std::vector<ModelParams>>& locals)>;
 ModelParams reference_train_with(const models::ModelSpec& model, const scenarios::Training& training, int world,
                                  int shard_ranks, int64_t steps, uint64_t seed, bool micro_batches_first,
-                                 const TrainMicroBatch& train_micro_batch, int shares);
+                                 const TrainMicroBatch& train_micro_batch, int shares, int joint = 1,
+                                 const RegroupGradients& regroup = {});
 
 struct ParamError {
   // Max over tensors of |p - ref| / |ref| (L2 norms); infinity for a tensor

@@ -65,9 +65,12 @@ RunResult run(const planner::ResolvedScenario& resolved, const RunOptions& optio
   const RunStages stages = split_stages(resolved, comm);
   const int tp = std::max(1, training.mesh().tp());
   const int cp = std::max(1, training.mesh().cp());
-  const RankGroups groups = split_rank_groups(*stages.comm, training.shard_group_size(), tp, cp);
+  const int ep = std::max(1, training.mesh().ep());
+  const RankGroups groups = split_rank_groups(*stages.comm, training.shard_group_size(), tp, cp, ep);
   const int tp_rank = groups.tensor != nullptr ? groups.tensor->rank() : 0;
   const int cp_rank = groups.context != nullptr ? groups.context->rank() : 0;
+  const ExpertPlace experts{groups.expert != nullptr ? groups.expert->rank() : 0,
+                            groups.expert_shard != nullptr ? groups.expert_shard->rank() : 0};
   Communicator& shard = *groups.shard;
   const planner::Plan plan = stages.stages > 1 ? stages.pipeline.plans[static_cast<size_t>(stages.stage)]
                                                : plan_for_run(resolved, models::DType::kF32);
@@ -77,8 +80,8 @@ RunResult run(const planner::ResolvedScenario& resolved, const RunOptions& optio
   if (stages.stages > 1) inputs.pipeline = &stage;
   const planner::Program program = planner::build_program(inputs, shard.rank());
   const ScopedOpNames op_names([&program](int64_t op) { return op_label(program, op); });
-  std::vector<UnitShard> shards =
-      make_shards(resolved.model, plan, shard.rank(), options.seed, tp > 1 ? &resolved.whole() : nullptr, tp_rank);
+  std::vector<UnitShard> shards = make_shards(resolved.model, plan, shard.rank(), options.seed,
+                                             tp > 1 || ep > 1 ? &resolved.whole() : nullptr, tp_rank, experts);
   planner::OptimizerContext context;
   context.model = &resolved.model;
   context.plan = &plan;
@@ -101,7 +104,8 @@ RunResult run(const planner::ResolvedScenario& resolved, const RunOptions& optio
   for (int mb = 0; mb < (stages.stages > 1 ? program.micro_batches : 1); ++mb) {
     workloads.push_back(std::make_unique<HostWorkload>(resolved.model, training.micro_batch_size(),
                                                        training.sequence_length(), TensorParallelRank{tp_rank, tp},
-                                                       ContextParallelRank{cp_rank, cp}));
+                                                       ContextParallelRank{cp_rank, cp},
+                                                       ExpertParallelRank{experts.rank, ep}));
     host.per_micro_batch.push_back(workloads.back().get());
   }
   for (const planner::UnitPlan& unit : plan.units) host.model_units.push_back(unit.unit_index);

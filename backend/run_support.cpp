@@ -19,14 +19,21 @@ namespace ragged::backend {
 void check_launch(const planner::ResolvedScenario& resolved, const Communicator& comm, bool host) {
   const scenarios::Scenario& s = resolved.scenario();
   const scenarios::Mesh& mesh = s.training().mesh();
-  const bool mesh_inside = mesh.tp() > 1 || mesh.cp() > 1;
-  const bool host_mesh = host && mesh_inside && mesh.ep() <= 1 && mesh.pp() <= 1;
-  if ((mesh_inside && !host_mesh) || mesh.ep() > 1) {
+  const bool mesh_inside = mesh.tp() > 1 || mesh.cp() > 1 || mesh.ep() > 1;
+  // The host runs tp and cp together, or ep alone, without pipeline stages.
+  const bool host_mesh = host && mesh_inside && mesh.pp() <= 1 && (mesh.ep() <= 1 || (mesh.tp() <= 1 && mesh.cp() <= 1));
+  if (mesh_inside && !host_mesh) {
     throw InputError(fmt::format("training.mesh: {} has tp {}, cp {}, ep {}; `ragged run` runs FSDP and HSDP, and on "
-                                 "the host pipeline stages or tensor and context parallelism (not both) so far (expert "
-                                 "parallelism, and tp and cp on the GPU, are simulated: ragged simulate); set them to "
-                                 "1 for ragged run{}",
+                                 "the host pipeline stages, tensor and context parallelism, or expert parallelism (one "
+                                 "of the three) so far (the others, and any mesh on the GPU, are simulated: ragged "
+                                 "simulate); set them to 1 for ragged run{}",
                                  s.name(), mesh.tp(), mesh.cp(), mesh.ep(), host ? "" : ", or run on --device cpu"));
+  }
+  if (host_mesh && mesh.ep() > 1 && (s.training().optimizer().has_muon() || s.training().optimizer().has_shampoo())) {
+    throw InputError(fmt::format("training.optimizer: {} gathers each matrix to an owner rank of the shard group; "
+                                 "`ragged run` does not yet own the routed experts' matrices within their expert "
+                                 "shard group (training.mesh.ep {}): use adamw or adam8bit, or ep 1",
+                                 s.training().optimizer().has_muon() ? "muon" : "shampoo", mesh.ep()));
   }
   if (host_mesh && mesh.tp() > 1) {
     // Each tp rank holds whole key/value heads and an equal share of the vocabulary.
@@ -118,7 +125,9 @@ void check_plan_for_run(const planner::ResolvedScenario& resolved, const planner
 }
 
 std::vector<UnitShard> make_shards(const models::ModelSpec& model, const planner::Plan& plan, int rank, uint64_t seed,
-                                   const models::ModelSpec* whole, int tp_rank) {
+                                   const models::ModelSpec* whole, int tp_rank, ExpertPlace experts) {
+  const std::vector<std::vector<TensorOrigin>> origins =
+      whole ? tensor_origins(*whole, model, experts.rank) : std::vector<std::vector<TensorOrigin>>();
   // A tensor's id counts the model's tensors before it (a pipeline stage's
   // plan starts past unit 0), so every rank initialises it alike.
   std::vector<int64_t> first_id(model.units.size() + 1, 0);
@@ -127,18 +136,20 @@ std::vector<UnitShard> make_shards(const models::ModelSpec& model, const planner
   shards.reserve(plan.units.size());
   for (const planner::UnitPlan& unit : plan.units) {
     const auto u = static_cast<size_t>(unit.unit_index);
-    shards.emplace_back(model.units[u], unit, rank, first_id[u]);
-    shards.back().initialise(seed, whole ? &whole->units[u] : nullptr, tp_rank);
+    const int unit_rank = unit.group == planner::Group::kExpertShard ? experts.shard_rank : rank;
+    shards.emplace_back(model.units[u], unit, unit_rank, first_id[u]);
+    shards.back().initialise(seed, whole ? &origins[u] : nullptr, tp_rank);
   }
   return shards;
 }
 
-ModelParams gather_params(std::vector<UnitShard>& shards, Communicator& comm) {
+ModelParams gather_params(std::vector<UnitShard>& shards, Communicator& comm, Communicator* expert_comm) {
   ModelParams params;
   for (UnitShard& s : shards) {
     std::vector<float> buffer(static_cast<size_t>(s.shard_size() * s.ranks()));
     std::copy(s.master().begin(), s.master().end(), buffer.begin() + s.rank() * s.shard_size());
-    comm.all_gather_in_place(buffer.data(), s.shard_size());
+    Communicator& group = s.group() == planner::Group::kExpertShard ? *expert_comm : comm;
+    group.all_gather_in_place(buffer.data(), s.shard_size());
     std::vector<float> per_tensor;
     const float* base = buffer.data();
     if (!s.contiguous()) {
@@ -182,17 +193,19 @@ void judge_against_reference(const planner::ResolvedScenario& resolved, std::vec
                              const RunOptions& options, RunResult& result) {
   result.replica_differing = replica_differences(shards, groups, world);
   const bool tensor_parallel = groups.tp > 1 || groups.cp > 1;
-  ModelParams trained = tensor_parallel ? gather_tensor_parallel_params(resolved, shards, groups)
-                                        : gather_stage_params(resolved, stages, shards, groups, world);
+  const bool expert_parallel = groups.ep > 1;
+  ModelParams trained = tensor_parallel   ? gather_tensor_parallel_params(resolved, shards, groups)
+                        : expert_parallel ? gather_expert_parallel_params(resolved, shards, groups)
+                                          : gather_stage_params(resolved, stages, shards, groups, world);
   if (world.rank() != 0) return;
   const scenarios::Training& training = resolved.scenario().training();
   ModelParams reference =
       tensor_parallel
           ? reference_train_tensor_parallel(resolved.whole(), resolved.model, training, groups.reading_ranks(),
                                             groups.shard->size(), steps, options.seed, static_cast<int>(groups.cp))
-          : reference_train(resolved.model, training, stages.stage_ranks, groups.shard->size(), steps, options.seed,
-                            stages.stages > 1);
-  ParamError e = compare_params(tensor_parallel ? resolved.whole() : resolved.model, trained, reference);
+          : reference_train(resolved.whole(), training, stages.stage_ranks, groups.shard->size(), steps, options.seed,
+                            stages.stages > 1, static_cast<int>(groups.ep));
+  ParamError e = compare_params(resolved.whole(), trained, reference);
   result.reference_error = e.max_relative;
   result.reference_differing = e.differing_elements;
   result.reference_elements = e.elements;
@@ -235,6 +248,50 @@ ModelParams gather_tensor_parallel_params(const planner::ResolvedScenario& resol
           world.recv(received.data(), piece.numel(), r, static_cast<int64_t>(flat));
         }
         add_piece(piece, whole.tensors[t], r, r == 0 ? mine[flat] : received, values);
+      }
+    }
+  }
+  return params;
+}
+
+ModelParams gather_expert_parallel_params(const planner::ResolvedScenario& resolved, std::vector<UnitShard>& shards,
+                                          const RankGroups& groups) {
+  Communicator& world = *groups.world;
+  ModelParams mine = gather_params(shards, *groups.shard, groups.expert_shard);
+  const models::ModelSpec& split = resolved.model;
+  // The first ep group's ranks (world ranks 0..ep-1) hold every expert: rank
+  // 0 the dense tensors and its experts, the others their experts.
+  const auto experts_unit = [&split](size_t u) { return split.units[u].kind == models::UnitKind::kExperts; };
+  const int ep = static_cast<int>(groups.ep);
+  if (world.rank() > 0 && world.rank() < ep) {
+    size_t flat = 0;
+    for (size_t u = 0; u < split.units.size(); ++u) {
+      for (size_t t = 0; t < split.units[u].tensors.size(); ++t, ++flat) {
+        if (experts_unit(u)) world.send(mine[flat].data(), static_cast<int64_t>(mine[flat].size()), 0, static_cast<int64_t>(flat));
+      }
+    }
+    world.wait_sends();
+  }
+  if (world.rank() != 0) return {};
+  const models::ModelSpec& whole = resolved.whole();
+  ModelParams params;
+  for (const models::UnitSpec& unit : whole.units) {
+    for (const models::TensorSpec& t : unit.tensors) params.emplace_back(static_cast<size_t>(t.numel()), 0.0f);
+  }
+  for (int r = 0; r < ep; ++r) {
+    const std::vector<std::vector<TensorOrigin>> origins = tensor_origins(whole, split, r);
+    size_t flat = 0;
+    for (size_t u = 0; u < split.units.size(); ++u) {
+      for (size_t t = 0; t < split.units[u].tensors.size(); ++t, ++flat) {
+        if (r > 0 && !experts_unit(u)) continue;
+        std::vector<float> received;
+        if (r > 0) {
+          received.resize(mine[flat].size());
+          world.recv(received.data(), static_cast<int64_t>(received.size()), r, static_cast<int64_t>(flat));
+        }
+        const std::vector<float>& values = r == 0 ? mine[flat] : received;
+        const TensorOrigin& o = origins[u][t];
+        std::copy(values.begin(), values.end(), params[static_cast<size_t>(o.id)].begin() + o.first);
       }
     }
   }

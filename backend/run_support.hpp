@@ -34,13 +34,23 @@ planner::Plan plan_for_run(const planner::ResolvedScenario& resolved, models::DT
 // The checks plan_for_run makes, on a plan made elsewhere (a pipeline stage's).
 void check_plan_for_run(const planner::ResolvedScenario& resolved, const planner::Plan& plan);
 
-// This rank's shard of every unit, its master initialised from `seed`; a
-// tensor-parallel rank's (`whole`: the whole model) with its pieces' values.
-std::vector<UnitShard> make_shards(const models::ModelSpec& model, const planner::Plan& plan, int rank, uint64_t seed,
-                                   const models::ModelSpec* whole = nullptr, int tp_rank = 0);
+// This rank's place in an expert-parallel mesh: its ep rank (whose experts
+// it holds) and its rank in the expert shard group.
+struct ExpertPlace {
+  int rank = 0;
+  int shard_rank = 0;
+};
 
-// Every rank's shards, gathered into whole tensors on every rank.
-ModelParams gather_params(std::vector<UnitShard>& shards, Communicator& comm);
+// This rank's shard of every unit (`rank` in the shard group; a unit of
+// routed experts: `experts.shard_rank` in the expert shard group), its
+// master initialised from `seed`; a mesh rank's (`whole`: the whole model)
+// with its pieces' values.
+std::vector<UnitShard> make_shards(const models::ModelSpec& model, const planner::Plan& plan, int rank, uint64_t seed,
+                                   const models::ModelSpec* whole = nullptr, int tp_rank = 0, ExpertPlace experts = {});
+
+// Every rank's shards, gathered into whole tensors on every rank (a unit of
+// routed experts over `expert_comm`, its expert shard group).
+ModelParams gather_params(std::vector<UnitShard>& shards, Communicator& comm, Communicator* expert_comm = nullptr);
 
 // Every rank takes part in the gather over its shard group; world rank 0
 // trains the reference for `steps` steps and fills `result`'s reference
@@ -52,6 +62,11 @@ ModelParams gather_params(std::vector<UnitShard>& shards, Communicator& comm);
 // rank's pieces, all-gathered in its shard group, sent by the first
 // data-parallel place's ranks and laid into whole tensors (empty elsewhere).
 ModelParams gather_tensor_parallel_params(const planner::ResolvedScenario& resolved, std::vector<UnitShard>& shards,
+                                          const RankGroups& groups);
+// The same under expert parallelism: the first ep group's ranks send their
+// routed experts (gathered in their expert shard groups), laid into the
+// whole model's tensors (expert_pieces.hpp) with rank 0's other tensors.
+ModelParams gather_expert_parallel_params(const planner::ResolvedScenario& resolved, std::vector<UnitShard>& shards,
                                           const RankGroups& groups);
 void judge_against_reference(const planner::ResolvedScenario& resolved, std::vector<UnitShard>& shards,
                              const RankGroups& groups, const RunStages& stages, Communicator& world, int64_t steps,

@@ -7,6 +7,7 @@ list(APPEND RAGGED_BACKEND_SRCS
   ${CMAKE_CURRENT_LIST_DIR}/reference.cpp
   ${CMAKE_CURRENT_LIST_DIR}/reference_tp.cpp
   ${CMAKE_CURRENT_LIST_DIR}/tensor_pieces.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/expert_pieces.cpp
   ${CMAKE_CURRENT_LIST_DIR}/finite_check.cpp
   ${CMAKE_CURRENT_LIST_DIR}/run_trace.cpp
   ${CMAKE_CURRENT_LIST_DIR}/run_support.cpp

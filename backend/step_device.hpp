@@ -89,9 +89,13 @@ class StepDevice {
   virtual void scale_by_one(planner::Stream stream, std::byte* data, Elements kind, int64_t n) = 0;
 
   // --- Collectives, in place, on the group the stream serves (all-gather
-  // and reduce-scatter: the shard group; all-reduce: the replicas).
-  virtual void all_gather(planner::Stream stream, std::byte* buffer, int64_t shard_elements, Elements kind) = 0;
-  virtual void reduce_scatter(planner::Stream stream, std::byte* buffer, int64_t shard_elements, Elements kind) = 0;
+  // and reduce-scatter: the unit's FSDP group, `group`: the shard group or,
+  // for routed experts under expert parallelism, the expert shard group;
+  // all-reduce: the replicas).
+  virtual void all_gather(planner::Stream stream, std::byte* buffer, int64_t shard_elements, Elements kind,
+                          planner::Group group) = 0;
+  virtual void reduce_scatter(planner::Stream stream, std::byte* buffer, int64_t shard_elements, Elements kind,
+                              planner::Group group) = 0;
   virtual void all_reduce(planner::Stream stream, std::byte* data, int64_t elements, Elements kind) = 0;
 
   // --- The gradient shard and the optimizer.
@@ -124,6 +128,9 @@ class StepDevice {
   virtual void backward_part(int unit, int micro_batch, models::UnitPart part, const DeviceParams& params,
                              const DeviceGrads& grads);
   virtual void tensor_parallel(const planner::Op& op);
+  // Expert parallelism: an experts unit's token all-to-all (Op::group
+  // kExpert) between its block and its experts' ranks.
+  virtual void expert_parallel(const planner::Op& op);
 
   // --- Pipeline stages: a micro-batch's activations sent on to the next
   // stage or its gradient back (Op::peer, Op::message, planner::

@@ -13,6 +13,7 @@ UnitShard::UnitShard(const models::UnitSpec& spec, const planner::UnitPlan& plan
       map_(plan.problem, plan.layout),
       layout_(plan.layout),
       rank_(rank),
+      group_(plan.group),
       first_tensor_id_(first_tensor_id),
       views_(map_.shard_views(rank)),
       master_(static_cast<size_t>(plan.layout.shard_size), 0.0f),
@@ -25,14 +26,15 @@ UnitShard::UnitShard(const models::UnitSpec& spec, const planner::UnitPlan& plan
   gathered_by_tensor_ = !layout_.fetch_groups.empty() || !persistent_tensors().empty();
 }
 
-void UnitShard::initialise(uint64_t seed, const models::UnitSpec* whole, int tp_rank) {
+void UnitShard::initialise(uint64_t seed, const std::vector<TensorOrigin>* origins, int tp_rank) {
   std::fill(master_.begin(), master_.end(), 0.0f);
   for (const planner::ShardView& v : views_) {
     const models::TensorSpec& t = spec_->tensors[static_cast<size_t>(v.tensor)];
-    const models::TensorSpec& w = whole ? whole->tensors.at(static_cast<size_t>(v.tensor)) : t;
+    const TensorOrigin origin = origins ? origins->at(static_cast<size_t>(v.tensor)) : TensorOrigin{tensor_id(v.tensor), &t, 0};
     for (int64_t i = 0; i < v.elements; ++i) {
-      const int64_t index = whole ? whole_index(t, w, tp_rank, v.tensor_offset + i) : v.tensor_offset + i;
-      master_[static_cast<size_t>(v.shard_offset + i)] = initial_value(seed, w, tensor_id(v.tensor), index);
+      const int64_t index = t.tp_cut != models::TensorCut::kWhole ? whole_index(t, *origin.whole, tp_rank, v.tensor_offset + i)
+                                                                  : origin.first + v.tensor_offset + i;
+      master_[static_cast<size_t>(v.shard_offset + i)] = initial_value(seed, *origin.whole, origin.id, index);
     }
   }
 }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "backend/expert_pieces.hpp"
 #include "models/model_spec.hpp"
 #include "planner/dbuffer.hpp"
 #include "planner/plan.hpp"
@@ -18,14 +19,16 @@ class UnitShard {
   UnitShard(const models::UnitSpec& spec, const planner::UnitPlan& plan, int rank, int64_t first_tensor_id);
 
   // Fills the master shard with the model's initial values (initial_value()).
-  // A tensor-parallel rank's unit (`whole`: the whole model's same unit)
-  // holds pieces of the whole tensors: its values are theirs there
-  // (tensor_pieces.hpp).
-  void initialise(uint64_t seed, const models::UnitSpec* whole = nullptr, int tp_rank = 0);
+  // A mesh rank's unit (`origins`: where each of its tensors lies in the
+  // whole model, expert_pieces.hpp) holds pieces of the whole tensors (tp
+  // rank `tp_rank`'s, an ep rank's experts): its values are theirs there.
+  void initialise(uint64_t seed, const std::vector<TensorOrigin>* origins = nullptr, int tp_rank = 0);
 
   int64_t shard_size() const { return map_.shard_size(); }
   int64_t ranks() const { return map_.ranks(); }
   int rank() const { return rank_; }
+  // The ranks it is sharded over: the shard group, or the expert shard group.
+  planner::Group group() const { return group_; }
   bool contiguous() const { return map_.placement() == planner::Placement::kContiguous; }
   const planner::DBufferMap& map() const { return map_; }
   const planner::UnitLayout& layout() const { return layout_; }
@@ -79,6 +82,7 @@ class UnitShard {
   planner::UnitLayout layout_;
   bool gathered_by_tensor_ = false;
   int rank_;
+  planner::Group group_;
   int64_t first_tensor_id_;
   std::vector<planner::ShardView> views_;
   std::vector<int64_t> unsharded_offsets_;

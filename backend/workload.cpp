@@ -61,11 +61,6 @@ void check_workload_supported(const models::ModelSpec& model) {
                                  "(FP32_LOGITS) to run",
                                  models::loss_kernel_name(model.kernels.loss)));
   }
-  if (model.split.ep > 1) {
-    throw InputError(fmt::format("training.mesh.ep is {}: `ragged run` keeps every expert on every rank; `ragged plan` "
-                                 "and `ragged simulate` model expert parallelism. Set training.mesh.ep to 1 to run",
-                                 model.split.ep));
-  }
   if (parts.empty()) return;
   throw InputError(fmt::format(
       "model {} ({}): `ragged run` computes Llama-style and mixture-of-experts blocks (RMSNorm, separate q/k/v, a "
@@ -89,11 +84,19 @@ size_t workload_tensor_count(const models::ModelSpec& model, int unit) {
 }
 
 HostWorkload::HostWorkload(const models::ModelSpec& model, int64_t sequences, int64_t seq_len, TensorParallelRank tp,
-                           ContextParallelRank cp)
+                           ContextParallelRank cp, ExpertParallelRank ep)
     : state_(new State) {
   State& s = *state_;
   s.tp = tp;
   s.cp = cp;
+  s.ep = ep;
+  RAGGED_ASSERT(ep.size == model.split.ep && ep.rank >= 0 && ep.rank < ep.size,
+                "host workload: a rank of the expert-parallel group the model was split for");
+  if (ep.size > 1 && (tp.size > 1 || cp.size > 1)) {
+    throw InputError(fmt::format("training.mesh.ep {} with tp {} and cp {}: `ragged run` runs expert parallelism with "
+                                 "FSDP and HSDP (tp and cp 1) so far; `ragged simulate` models the whole mesh",
+                                 ep.size, tp.size, cp.size));
+  }
   RAGGED_ASSERT(tp.size >= 1 && tp.rank >= 0 && tp.rank < tp.size, "host workload: a rank of its tensor-parallel group");
   RAGGED_ASSERT(cp.size >= 1 && cp.rank >= 0 && cp.rank < cp.size, "host workload: a rank of its context-parallel group");
   if (cp.size > 1 && seq_len % (2 * cp.size) != 0) {
@@ -120,9 +123,16 @@ HostWorkload::HostWorkload(const models::ModelSpec& model, int64_t sequences, in
   RAGGED_ASSERT(embed.tensors.size() == 1 && embed.tensors[0].shape == std::vector<int64_t>({s.vocab, s.dims.hidden}),
                 "host workload: the embedding unit holds one [vocab, hidden] table");
   s.blocks.resize(static_cast<size_t>(units));
+  s.experts.resize(static_cast<size_t>(units));
   for (int u = 1; u + 1 < units; ++u) {
-    s.blocks[static_cast<size_t>(u)] = detail::block_layout(model, model.units[static_cast<size_t>(u)]);
+    const models::UnitSpec& unit = model.units[static_cast<size_t>(u)];
+    if (unit.kind == UnitKind::kExperts) {
+      s.experts[static_cast<size_t>(u)] = detail::experts_layout(model, unit);
+    } else {
+      s.blocks[static_cast<size_t>(u)] = detail::block_layout(model, unit);
+    }
   }
+  if (ep.size > 1) s.ep_units.resize(static_cast<size_t>(units));
   s.head = detail::head_layout(model, model.units.back());
   s.acts.resize(static_cast<size_t>(units));
   s.forwarded.assign(static_cast<size_t>(units), false);
@@ -207,8 +217,8 @@ void HostWorkload::forward(int unit, const ConstTensors& params, models::UnitPar
     case UnitKind::kBlock:
       detail::block_forward(s.ctx, s.blocks[u], params, s.dims, s.acts[u - 1].data(), s.caches[u], s.acts[u].data());
       break;
-    case UnitKind::kExperts:
-      RAGGED_ASSERT(false, "host workload: experts in units of their own (check_workload_supported refuses them)");
+    case UnitKind::kExperts:  // its output comes with the combine (ep_end)
+      experts_forward(unit, params);
       break;
     case UnitKind::kHead:
       detail::head_forward(s.ctx, params[static_cast<size_t>(s.head.norm)],
@@ -254,6 +264,10 @@ void HostWorkload::backward(int unit, const ConstTensors& params, const Tensors&
   if (spec.kind == UnitKind::kEmbedding) {
     detail::embed_backward(s.batch.tokens.data(), s.dims.tokens, s.dims.hidden, s.grad.data(), grads[0]);
     s.grad_unit = -1;
+    return;
+  }
+  if (spec.kind == UnitKind::kExperts) {  // the block's gradient comes with the exchange back (ep_end)
+    experts_backward(unit, params, grads);
     return;
   }
   s.grad_next.resize(static_cast<size_t>(size));

@@ -89,6 +89,16 @@ struct ContextParallelRank {
   int size = 1;
 };
 
+// A workload's place in its expert-parallel group (docs/MESH.md): of every
+// mixture-of-experts layer it holds routed experts [rank x E / size, (rank +
+// 1) x E / size) in a unit of their own (models::UnitKind::kExperts) and
+// computes them for the rows every rank of the group routes there; its own
+// tokens' rows go to their experts' ranks and come back.
+struct ExpertParallelRank {
+  int rank = 0;
+  int size = 1;
+};
+
 // Position within its sequence of local token `index` (of `local_len` a
 // sequence) of context-parallel rank `rank` of `size`.
 int64_t context_position(int rank, int size, int64_t index, int64_t local_len);
@@ -120,6 +130,27 @@ struct TpExchange {
   int64_t count = 0;
 };
 
+// An expert-parallel all-to-all of an experts unit (the Program's "ep
+// dispatch" and "ep combine" ops): the first of a pass's two sends each
+// routed row to its expert's rank (forward: the expert's input, with the
+// expert's index on that rank in front; backward: its output's gradient),
+// the second returns what the experts made of them (forward: their outputs;
+// backward: their input gradients). A recomputed pass (TpPass::kAgain)
+// moves the forward's rows again, communication only.
+struct EpStep {
+  int unit = 0;
+  TpPass pass = TpPass::kForward;
+};
+// `send_counts[r]` floats go to rank r of the group, one after another from
+// `send`; whoever exchanges resizes `recv` and fills it with every rank's
+// floats for this rank in rank order, their counts in `recv_counts`.
+struct EpExchange {
+  const float* send = nullptr;
+  std::vector<int64_t> send_counts;
+  std::vector<float>* recv = nullptr;
+  std::vector<int64_t>* recv_counts = nullptr;
+};
+
 // InputError naming what the host's tensor parallelism does not compute for
 // `model` (one tp rank's split) at `tp` ranks over micro-batches of `tokens`.
 void check_tensor_parallel_supported(const models::ModelSpec& model, int tp, int64_t tokens, bool sequence_parallel);
@@ -127,7 +158,7 @@ void check_tensor_parallel_supported(const models::ModelSpec& model, int tp, int
 class HostWorkload {
  public:
   HostWorkload(const models::ModelSpec& model, int64_t sequences, int64_t seq_len, TensorParallelRank tp = {},
-               ContextParallelRank cp = {});
+               ContextParallelRank cp = {}, ExpertParallelRank ep = {});
   ~HostWorkload();
   HostWorkload(const HostWorkload&) = delete;
   HostWorkload& operator=(const HostWorkload&) = delete;
@@ -152,6 +183,12 @@ class HostWorkload {
   TpExchange tp_begin(const TpStep& step);
   void tp_end(const TpStep& step);
   const TensorParallelRank& tensor_parallel() const;
+  // An expert-parallel exchange: the rows to send, then, once the group
+  // exchanged them, what the received rows feed (the experts' inputs or
+  // output gradients on their rank; back home, the mixture's output or its
+  // input gradient).
+  EpExchange ep_begin(const EpStep& step);
+  void ep_end(const EpStep& step);
 
   struct State;  // workload_state.hpp
   // Pipeline stages (a stage runs some units): the output of unit `unit`
@@ -180,6 +217,9 @@ class HostWorkload {
   // A part's exchange run in place when the workload has no tp group
   // (context parallelism alone): a gather of one rank, a sum of one.
   void local_exchange(int unit, models::UnitPart part, TpPass pass, TpCollective collective);
+  // An experts unit's routed experts on this rank, over the rows the group sent.
+  void experts_forward(int unit, const ConstTensors& params);
+  void experts_backward(int unit, const ConstTensors& params, const Tensors& grads);
   bool in_parts(int unit) const;
   std::unique_ptr<State> state_;  // freed when the constructor throws too (LeakSanitizer found the raw pointer)
 };

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "backend/workload_internal.hpp"
+#include "common/errors.hpp"
 
 namespace ragged::backend::detail {
 
@@ -21,6 +22,13 @@ void block_forward(Ctx& ctx, const BlockLayout& lay, const ConstTensors& params,
   attention_forward(ctx, lay.attention, params, dims, c.n1.data(), c.attention, c.a.data());
   for (size_t i = 0; i < size; ++i) c.x1[i] = x[i] + c.a[i];
   rms_norm_forward(c.x1.data(), param_at(params, lay.post_norm), t, h, c.n2.data());
+  if (lay.experts_apart) {
+    // The experts unit adds the mixture's output and the residual; until
+    // then the block's output is x1.
+    moe_forward(ctx, lay.experts, params, dims, c.n2.data(), c.moe, nullptr);
+    std::copy(c.x1.begin(), c.x1.end(), x2);
+    return;
+  }
   if (lay.moe) {
     moe_forward(ctx, lay.experts, params, dims, c.n2.data(), c.moe, c.mlp_out.data());
   } else {
@@ -37,7 +45,11 @@ void block_backward(Ctx& ctx, const BlockLayout& lay, const ConstTensors& params
   const int64_t h = dims.hidden;
   const size_t size = static_cast<size_t>(t * h);
   Buf dn2(size);
-  if (lay.moe) {
+  if (lay.experts_apart) {
+    RAGGED_ASSERT(c.dn2_routed.size() == size, "host workload: the experts unit's backward precedes its block's");
+    std::copy(c.dn2_routed.begin(), c.dn2_routed.end(), dn2.begin());
+    moe_finish_backward(ctx, lay.experts, params, grads, dims, c.n2.data(), c.moe, c.dgates, dx2, dn2.data());
+  } else if (lay.moe) {
     moe_backward(ctx, lay.experts, params, grads, dims, c.n2.data(), c.moe, dx2, dn2.data());
   } else {
     glu_backward(ctx, bind_glu(lay.dense, h, 0, params, &grads), c.dense, dx2, dn2.data());

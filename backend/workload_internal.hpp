@@ -120,10 +120,10 @@ struct GluLayout {
 };
 
 struct MoeLayout {
-  int64_t experts = 0;
+  int64_t experts = 0;  // the routed experts the router picks among (every rank's)
   int64_t top_k = 0;
   LinearSlot router;
-  std::vector<GluLayout> routed;  // one per expert; fused: one for all
+  std::vector<GluLayout> routed;  // one per expert; fused: one for all; empty: in a unit of their own
   bool has_shared = false;
   GluLayout shared;
 };
@@ -132,8 +132,18 @@ struct BlockLayout {
   int in_norm = -1, post_norm = -1;
   AttentionLayout attention;
   bool moe = false;
+  // Expert parallelism: the routed experts are the next unit's
+  // (models::UnitKind::kExperts), which adds their output and the residual.
+  bool experts_apart = false;
   GluLayout dense;
   MoeLayout experts;
+};
+
+// The routed experts of a unit of their own: `local` of them (one expert-
+// parallel rank's share), stored per expert or fused.
+struct ExpertsLayout {
+  int64_t local = 0;
+  std::vector<GluLayout> routed;
 };
 
 struct HeadLayout {
@@ -142,6 +152,7 @@ struct HeadLayout {
 };
 
 BlockLayout block_layout(const models::ModelSpec& model, const models::UnitSpec& unit);
+ExpertsLayout experts_layout(const models::ModelSpec& model, const models::UnitSpec& unit);
 HeadLayout head_layout(const models::ModelSpec& model, const models::UnitSpec& unit);
 
 // ---- caches: what forward keeps for backward ----
@@ -169,6 +180,10 @@ struct MoeCache {
 
 struct BlockCache {
   Buf n1, a, x1, n2, mlp_out;
+  // Experts apart: the routed experts' input gradient and the gates'
+  // gradients the experts unit's backward left for the block's.
+  Buf dn2_routed;
+  std::vector<double> dgates;
   AttentionCache attention;
   GluCache dense;
   MoeCache moe;
@@ -249,7 +264,25 @@ void glu_backward(Ctx& ctx, const GluWeights& w, const GluCache& cache, const fl
 // (ties to the lowest index) and their gates (softmax over the chosen
 // logits) into cache.experts/weights, and each expert's rows in token order.
 void route_top_k(const MoeLayout& lay, int64_t tokens, MoeCache& cache);
-// out = the experts' (and shared experts') sum; dn2 overwritten.
+// Routed expert `expert` of a layout (fused: its slice of the fused tensors).
+GluWeights routed_weights(const std::vector<GluLayout>& routed, int64_t hidden, int64_t expert,
+                          const ConstTensors& params, const Tensors* grads);
+// out = the sum over experts, in expert order, of each routed row's gate x
+// its expert's output (cache.routed[e].y), then + the shared experts' output.
+void moe_combine(const MoeLayout& lay, const MoeCache& cache, int64_t tokens, int64_t hidden, float* out);
+// Each routed row's output gradient (gate x dout) into dy[e], and d loss /
+// d gate of each (token, choice) into dgates.
+void moe_routed_gradients(const MoeLayout& lay, const MoeCache& cache, int64_t hidden, const float* dout,
+                          std::vector<Buf>& dy, std::vector<double>& dgates);
+// dn2 += expert e's input gradient rows (dx, its rows in token order).
+void add_expert_rows(const GluCache& expert, int64_t hidden, const float* dx, float* dn2);
+// The rest of the mixture's backward once the routed experts' input
+// gradients are in dn2: the gates' softmax, the shared experts, the router.
+void moe_finish_backward(Ctx& ctx, const MoeLayout& lay, const ConstTensors& params, const Tensors& grads,
+                         const Dims& dims, const float* n2, const MoeCache& cache, const std::vector<double>& dgates,
+                         const float* dout, float* dn2);
+// out = the experts' (and shared experts') sum; dn2 overwritten. Experts
+// apart (lay.routed empty): the routing and the shared experts' output only.
 void moe_forward(Ctx& ctx, const MoeLayout& lay, const ConstTensors& params, const Dims& dims, const float* n2,
                  MoeCache& cache, float* out);
 void moe_backward(Ctx& ctx, const MoeLayout& lay, const ConstTensors& params, const Tensors& grads, const Dims& dims,

@@ -16,8 +16,9 @@ using models::UnitSpec;
 
 class TensorMap {
  public:
-  explicit TensorMap(const UnitSpec& unit) : unit_(unit), used_(unit.tensors.size(), false) {
-    const std::string prefix = unit.name + ".";
+  // Names are looked up without `prefix` (default: the unit's name and a dot).
+  explicit TensorMap(const UnitSpec& unit, std::string prefix = "") : unit_(unit), used_(unit.tensors.size(), false) {
+    if (prefix.empty()) prefix = unit.name + ".";
     for (size_t i = 0; i < unit.tensors.size(); ++i) {
       std::string_view name = unit.tensors[i].name;
       if (name.starts_with(prefix)) name.remove_prefix(prefix.size());
@@ -126,6 +127,46 @@ GluLayout swiglu_layout(TensorMap& map, const std::string& base, const std::stri
   return lay;
 }
 
+// Mixtral names its block "block_sparse_moe.", the others "mlp.".
+std::string moe_block(const TensorMap& map) {
+  return map.has("block_sparse_moe.gate.weight") || map.has("block_sparse_moe.experts.0.w1.weight")
+             ? "block_sparse_moe."
+             : "mlp.";
+}
+
+bool has_routed(const TensorMap& map) {
+  const std::string block = moe_block(map);
+  return map.has(block + "experts.0.w1.weight") || map.has(block + "experts.0.gate_proj.weight") ||
+         map.has("mlp.experts.gate_up_proj");
+}
+
+// `count` routed experts: one fused set or one SwiGLU each.
+std::vector<GluLayout> routed_layout(const ArchConfig& arch, TensorMap& map, int64_t count) {
+  const int64_t h = arch.hidden;
+  const int64_t f = arch.moe_intermediate;
+  std::vector<GluLayout> routed;
+  if (map.has("mlp.experts.gate_up_proj")) {
+    GluLayout glu;
+    glu.fused = true;
+    glu.width = f;
+    glu.gate = LinearSlot{map.need("mlp.experts.gate_up_proj", {count, h, 2 * f}),
+                          map.find("mlp.experts.gate_up_proj_bias", {count, 2 * f}), 2 * f, h};
+    glu.down = LinearSlot{map.need("mlp.experts.down_proj", {count, f, h}),
+                          map.find("mlp.experts.down_proj_bias", {count, h}), h, f};
+    routed.push_back(glu);
+    return routed;
+  }
+  const std::string block = moe_block(map);
+  const bool w123 = map.has(block + "experts.0.w1.weight");
+  for (int64_t i = 0; i < count; ++i) {
+    const std::string base = block + "experts." + std::to_string(i) + ".";
+    routed.push_back(w123 ? swiglu_layout(map, base, "w1", "w3", "w2", h, f)
+                          : swiglu_layout(map, base, "gate_proj", "up_proj", "down_proj", h, f));
+  }
+  return routed;
+}
+
+// The router, the shared experts and (unless in a unit of their own) the routed experts.
 MoeLayout moe_layout(const ArchConfig& arch, TensorMap& map) {
   MoeLayout lay;
   lay.experts = arch.experts;
@@ -134,32 +175,12 @@ MoeLayout moe_layout(const ArchConfig& arch, TensorMap& map) {
     throw InternalError(fmt::format("host workload: top_k {} of {} experts", lay.top_k, lay.experts));
   }
   const int64_t h = arch.hidden;
-  const int64_t f = arch.moe_intermediate;
   const int64_t e = arch.experts;
-  const bool mixtral = map.has("block_sparse_moe.gate.weight");
-  const bool fused = map.has("mlp.router.weight");
-  const std::string block = mixtral ? "block_sparse_moe." : "mlp.";
-  const std::string router = block + (fused ? "router" : "gate");
+  const std::string block = moe_block(map);
+  const std::string router = block + (map.has("mlp.router.weight") ? "router" : "gate");
   lay.router = LinearSlot{map.need(router + ".weight", {e, h}), map.find(router + ".bias", {e}), e, h};
   if (lay.router.bias < 0) lay.router.bias = map.find(router + ".e_score_correction_bias", {e});
-
-  if (fused) {
-    GluLayout glu;
-    glu.fused = true;
-    glu.width = f;
-    glu.gate = LinearSlot{map.need("mlp.experts.gate_up_proj", {e, h, 2 * f}),
-                          map.find("mlp.experts.gate_up_proj_bias", {e, 2 * f}), 2 * f, h};
-    glu.down =
-        LinearSlot{map.need("mlp.experts.down_proj", {e, f, h}), map.find("mlp.experts.down_proj_bias", {e, h}), h, f};
-    lay.routed.push_back(glu);
-  } else {
-    const bool w123 = map.has(block + "experts.0.w1.weight");
-    for (int64_t i = 0; i < e; ++i) {
-      const std::string base = block + "experts." + std::to_string(i) + ".";
-      lay.routed.push_back(w123 ? swiglu_layout(map, base, "w1", "w3", "w2", h, f)
-                                : swiglu_layout(map, base, "gate_proj", "up_proj", "down_proj", h, f));
-    }
-  }
+  if (has_routed(map)) lay.routed = routed_layout(arch, map, e);
   const std::string shared = block + "shared_experts.";
   if (map.has(shared + "gate_proj.weight")) {
     lay.has_shared = true;
@@ -181,9 +202,24 @@ BlockLayout block_layout(const models::ModelSpec& model, const UnitSpec& unit) {
   lay.moe = map.has("mlp.gate.weight") || map.has("mlp.router.weight") || map.has("block_sparse_moe.gate.weight");
   if (lay.moe) {
     lay.experts = moe_layout(arch, map);
+    lay.experts_apart = lay.experts.routed.empty();
   } else {
     lay.dense = swiglu_layout(map, "mlp.", "gate_proj", "up_proj", "down_proj", arch.hidden, arch.intermediate);
   }
+  map.check_all_used();
+  return lay;
+}
+
+ExpertsLayout experts_layout(const models::ModelSpec& model, const UnitSpec& unit) {
+  // "layers.3.experts" holds tensors named after their block, "layers.3.".
+  const std::string suffix = ".experts";
+  RAGGED_ASSERT(unit.kind == models::UnitKind::kExperts && unit.name.ends_with(suffix),
+                "host workload: a unit of routed experts is named after its block");
+  TensorMap map(unit, unit.name.substr(0, unit.name.size() - suffix.size()) + ".");
+  ExpertsLayout lay;
+  RAGGED_ASSERT(model.split.ep >= 1 && model.arch.experts % model.split.ep == 0, "host workload: ep divides the experts");
+  lay.local = model.arch.experts / model.split.ep;
+  lay.routed = routed_layout(model.arch, map, lay.local);
   map.check_all_used();
   return lay;
 }

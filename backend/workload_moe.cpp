@@ -11,16 +11,13 @@
 #include "backend/workload_internal.hpp"
 
 namespace ragged::backend::detail {
-namespace {
 
-GluWeights routed_weights(const MoeLayout& lay, int64_t hidden, int64_t expert, const ConstTensors& params,
-                          const Tensors* grads) {
-  const bool fused = lay.routed.size() == 1 && lay.routed[0].fused;
-  const GluLayout& glu = lay.routed[static_cast<size_t>(fused ? 0 : expert)];
+GluWeights routed_weights(const std::vector<GluLayout>& routed, int64_t hidden, int64_t expert,
+                          const ConstTensors& params, const Tensors* grads) {
+  const bool fused = routed.size() == 1 && routed[0].fused;
+  const GluLayout& glu = routed[static_cast<size_t>(fused ? 0 : expert)];
   return bind_glu(glu, hidden, fused ? expert : 0, params, grads);
 }
-
-}  // namespace
 
 void route_top_k(const MoeLayout& lay, int64_t tokens, MoeCache& cache) {
   const int64_t k = lay.top_k;
@@ -58,6 +55,19 @@ void route_top_k(const MoeLayout& lay, int64_t tokens, MoeCache& cache) {
 }
 
 
+void moe_combine(const MoeLayout& lay, const MoeCache& cache, int64_t tokens, int64_t hidden, float* out) {
+  std::fill(out, out + tokens * hidden, 0.0f);
+  for (int64_t e = 0; e < lay.experts; ++e) {
+    const GluCache& c = cache.routed[static_cast<size_t>(e)];
+    for (size_t i = 0; i < c.rows.size(); ++i) {
+      float* row = out + c.rows[i] * hidden;
+      const float* y = c.y.data() + static_cast<int64_t>(i) * hidden;
+      for (int64_t j = 0; j < hidden; ++j) row[j] += c.gates[i] * y[j];
+    }
+  }
+  if (lay.has_shared) add_into(out, cache.shared.y.data(), tokens * hidden);
+}
+
 void moe_forward(Ctx& ctx, const MoeLayout& lay, const ConstTensors& params, const Dims& dims, const float* n2,
                  MoeCache& cache, float* out) {
   const int64_t t = dims.tokens;
@@ -65,54 +75,55 @@ void moe_forward(Ctx& ctx, const MoeLayout& lay, const ConstTensors& params, con
   cache.logits.resize(static_cast<size_t>(t * lay.experts));
   linear_forward(ctx, bind(lay.router, params, nullptr), n2, t, cache.logits.data());
   route_top_k(lay, t, cache);
-  std::fill(out, out + t * h, 0.0f);
-  for (int64_t e = 0; e < lay.experts; ++e) {
+  for (int64_t e = 0; e < lay.experts && !lay.routed.empty(); ++e) {
     GluCache& c = cache.routed[static_cast<size_t>(e)];
     const int64_t n = static_cast<int64_t>(c.rows.size());
     c.x.resize(static_cast<size_t>(n * h));
     for (int64_t i = 0; i < n; ++i) std::copy(n2 + c.rows[i] * h, n2 + (c.rows[i] + 1) * h, c.x.begin() + i * h);
     if (n == 0) continue;
-    glu_forward(ctx, routed_weights(lay, h, e, params, nullptr), c);
-    for (int64_t i = 0; i < n; ++i) {
-      float* row = out + c.rows[i] * h;
-      const float* y = c.y.data() + i * h;
-      for (int64_t j = 0; j < h; ++j) row[j] += c.gates[i] * y[j];
-    }
+    glu_forward(ctx, routed_weights(lay.routed, h, e, params, nullptr), c);
   }
-  if (!lay.has_shared) return;
-  cache.shared.x.assign(n2, n2 + t * h);
-  glu_forward(ctx, bind_glu(lay.shared, h, 0, params, nullptr), cache.shared);
-  add_into(out, cache.shared.y.data(), t * h);
+  if (lay.has_shared) {
+    cache.shared.x.assign(n2, n2 + t * h);
+    glu_forward(ctx, bind_glu(lay.shared, h, 0, params, nullptr), cache.shared);
+  }
+  if (!lay.routed.empty()) moe_combine(lay, cache, t, h, out);
 }
 
-void moe_backward(Ctx& ctx, const MoeLayout& lay, const ConstTensors& params, const Tensors& grads, const Dims& dims,
-                  const float* n2, const MoeCache& cache, const float* dout, float* dn2) {
-  const int64_t t = dims.tokens;
-  const int64_t h = dims.hidden;
-  std::fill(dn2, dn2 + t * h, 0.0f);
-  // d loss / d gate of each (token, choice), then through the softmax over the chosen logits.
-  std::vector<double> dgates(cache.weights.size(), 0.0);
-  Buf dy, dx;
+void moe_routed_gradients(const MoeLayout& lay, const MoeCache& cache, int64_t hidden, const float* dout,
+                          std::vector<Buf>& dy, std::vector<double>& dgates) {
+  const int64_t h = hidden;
+  dgates.assign(cache.weights.size(), 0.0);
+  dy.resize(static_cast<size_t>(lay.experts));
   for (int64_t e = 0; e < lay.experts; ++e) {
     const GluCache& c = cache.routed[static_cast<size_t>(e)];
     const int64_t n = static_cast<int64_t>(c.rows.size());
-    if (n == 0) continue;
-    dy.resize(static_cast<size_t>(n * h));
-    dx.resize(dy.size());
+    Buf& out = dy[static_cast<size_t>(e)];
+    out.resize(static_cast<size_t>(n * h));
     for (int64_t i = 0; i < n; ++i) {
       const float* d = dout + c.rows[i] * h;
       const float* y = c.y.data() + i * h;
       const float gate = c.gates[i];
       double dgate = 0;
       for (int64_t j = 0; j < h; ++j) {
-        dy[i * h + j] = gate * d[j];
+        out[i * h + j] = gate * d[j];
         dgate += static_cast<double>(d[j]) * y[j];
       }
       dgates[static_cast<size_t>(c.slots[i])] = dgate;
     }
-    glu_backward(ctx, routed_weights(lay, h, e, params, &grads), c, dy.data(), dx.data());
-    for (int64_t i = 0; i < n; ++i) add_into(dn2 + c.rows[i] * h, dx.data() + i * h, h);
   }
+}
+
+void add_expert_rows(const GluCache& expert, int64_t hidden, const float* dx, float* dn2) {
+  for (size_t i = 0; i < expert.rows.size(); ++i) {
+    add_into(dn2 + expert.rows[i] * hidden, dx + static_cast<int64_t>(i) * hidden, hidden);
+  }
+}
+
+void moe_finish_backward(Ctx& ctx, const MoeLayout& lay, const ConstTensors& params, const Tensors& grads,
+                         const Dims& dims, const float* n2, const MoeCache& cache, const std::vector<double>& dgates,
+                         const float* dout, float* dn2) {
+  const int64_t t = dims.tokens;
   Buf dlogits(cache.logits.size(), 0.0f);
   const int64_t k = lay.top_k;
   for (int64_t r = 0; r < t; ++r) {
@@ -125,11 +136,30 @@ void moe_backward(Ctx& ctx, const MoeLayout& lay, const ConstTensors& params, co
     }
   }
   if (lay.has_shared) {
-    dx.resize(static_cast<size_t>(t * h));
-    glu_backward(ctx, bind_glu(lay.shared, h, 0, params, &grads), cache.shared, dout, dx.data());
-    add_into(dn2, dx.data(), t * h);
+    Buf dx(static_cast<size_t>(t * dims.hidden));
+    glu_backward(ctx, bind_glu(lay.shared, dims.hidden, 0, params, &grads), cache.shared, dout, dx.data());
+    add_into(dn2, dx.data(), t * dims.hidden);
   }
   linear_backward(ctx, bind(lay.router, params, &grads), n2, dlogits.data(), t, dn2, 1.0f);
+}
+
+void moe_backward(Ctx& ctx, const MoeLayout& lay, const ConstTensors& params, const Tensors& grads, const Dims& dims,
+                  const float* n2, const MoeCache& cache, const float* dout, float* dn2) {
+  const int64_t t = dims.tokens;
+  const int64_t h = dims.hidden;
+  std::fill(dn2, dn2 + t * h, 0.0f);
+  std::vector<Buf> dy;
+  std::vector<double> dgates;
+  moe_routed_gradients(lay, cache, h, dout, dy, dgates);
+  Buf dx;
+  for (int64_t e = 0; e < lay.experts; ++e) {
+    const GluCache& c = cache.routed[static_cast<size_t>(e)];
+    if (c.rows.empty()) continue;
+    dx.resize(dy[static_cast<size_t>(e)].size());
+    glu_backward(ctx, routed_weights(lay.routed, h, e, params, &grads), c, dy[static_cast<size_t>(e)].data(), dx.data());
+    add_expert_rows(c, h, dx.data(), dn2);
+  }
+  moe_finish_backward(ctx, lay, params, grads, dims, n2, cache, dgates, dout, dn2);
 }
 
 }  // namespace ragged::backend::detail

@@ -39,9 +39,28 @@ struct TpLoss {
   std::vector<double> max, sum;  // per token, combined
 };
 
+// An experts unit's rows on one expert-parallel rank. As the source of its
+// own tokens' rows: what it sent each rank, in (expert, token) order. As the
+// owner of its experts: per source rank and local expert, the rows received
+// (GluCache.x) and what the experts made of them.
+struct EpUnitState {
+  bool second[3] = {false, false, false};  // per TpPass: the pass's first exchange ran
+  detail::Buf dispatched, combined;  // the forward's two sends, kept for a recomputed pass
+  std::vector<int64_t> dispatched_counts, combined_counts;
+  detail::Buf send, recv;
+  std::vector<int64_t> recv_counts;
+  std::vector<std::vector<detail::GluCache>> owned;  // [source][local expert]
+  std::vector<std::vector<detail::Buf>> owned_dy, owned_dx;  // [source][local expert]
+  detail::Buf again;  // a recomputed pass's received rows, unread
+  std::vector<int64_t> again_counts;
+};
+
 struct HostWorkload::State {
   TensorParallelRank tp;
   ContextParallelRank cp;
+  ExpertParallelRank ep;
+  std::vector<EpUnitState> ep_units;  // per unit, when ep.size > 1
+  std::vector<detail::ExpertsLayout> experts;  // per unit: an experts unit's layout
   std::vector<int32_t> positions;  // context parallelism: each local token's position in its sequence
   std::vector<TpUnitState> tp_units;  // per unit, when tp.size > 1
   TpLoss tp_loss;

@@ -161,11 +161,16 @@ void CudaStepDevice::scale_by_one(planner::Stream s, std::byte* data, Elements k
   scale_in_place(data, type_of(kind), 1.0f, n, stream(s));
 }
 
-void CudaStepDevice::all_gather(planner::Stream s, std::byte* buffer, int64_t shard_elements, Elements kind) {
+// The GPU runs FSDP and HSDP only (run_support's checks refuse a mesh): every unit's group is the shard group.
+void CudaStepDevice::all_gather(planner::Stream s, std::byte* buffer, int64_t shard_elements, Elements kind,
+                                planner::Group group) {
+  RAGGED_ASSERT(group == planner::Group::kShard, "the GPU shards every unit over the shard group");
   collectives_.all_gather_in_place(buffer, shard_elements, type_of(kind), s, stream(s));
 }
 
-void CudaStepDevice::reduce_scatter(planner::Stream s, std::byte* buffer, int64_t shard_elements, Elements kind) {
+void CudaStepDevice::reduce_scatter(planner::Stream s, std::byte* buffer, int64_t shard_elements, Elements kind,
+                                    planner::Group group) {
+  RAGGED_ASSERT(group == planner::Group::kShard, "the GPU shards every unit over the shard group");
   collectives_.reduce_scatter_in_place(buffer, shard_elements, type_of(kind), s, stream(s));
 }
 

@@ -74,8 +74,10 @@ class CudaStepDevice final : public StepDevice {
   void copy_out(planner::Stream stream, int unit, std::byte* per_tensor, const std::byte* gathered) override;
   void pack(planner::Stream stream, int unit, std::byte* gathered, const std::byte* per_tensor) override;
   void scale_by_one(planner::Stream stream, std::byte* data, Elements kind, int64_t n) override;
-  void all_gather(planner::Stream stream, std::byte* buffer, int64_t shard_elements, Elements kind) override;
-  void reduce_scatter(planner::Stream stream, std::byte* buffer, int64_t shard_elements, Elements kind) override;
+  void all_gather(planner::Stream stream, std::byte* buffer, int64_t shard_elements, Elements kind,
+                  planner::Group group) override;
+  void reduce_scatter(planner::Stream stream, std::byte* buffer, int64_t shard_elements, Elements kind,
+                      planner::Group group) override;
   void all_reduce(planner::Stream stream, std::byte* data, int64_t elements, Elements kind) override;
   void accumulate(planner::Stream stream, int unit, const std::byte* reduced, float scale) override;
   // Checked after the step on the master shards (cuda_run.cpp): a NaN in a

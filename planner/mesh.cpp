@@ -24,6 +24,7 @@ Mesh mesh_of(const scenarios::Training& training) {
   mesh.pp = std::max(1, m.pp());
   if (m.expert_dispatcher() == scenarios::DEEPEP) mesh.expert_dispatcher = ExpertDispatcher::kDeepEp;
   if (m.expert_routing() == scenarios::CONSECUTIVE) mesh.expert_routing = ExpertRouting::kConsecutive;
+  mesh.batch_first = m.sequence_layout() == scenarios::BATCH_FIRST;
   return mesh;
 }
 

@@ -32,6 +32,10 @@ struct Mesh {
   int64_t pp = 1;
   ExpertDispatcher expert_dispatcher = ExpertDispatcher::kAllToAll;
   ExpertRouting expert_routing = ExpertRouting::kUniform;
+  // DTensor's [b, s, h] sharded on the sequence (scenario.proto, BATCH_FIRST):
+  // every sequence-parallel gather and reduce-scatter is rearranged by a copy
+  // of its whole buffer on the compute stream.
+  bool batch_first = false;
 
   int64_t gpus() const { return pp * dp_replicate * dp_shard * cp * tp; }
   // The ranks of one pipeline stage.

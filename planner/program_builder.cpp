@@ -136,6 +136,24 @@ void ProgramBuilder::mesh_after(int u, int mb, Pass pass, uint32_t compute, mode
   }
 }
 
+// With a batch-first layout (DTensor's Shard(1)) torch's functional
+// collectives gather into a rank-major buffer and rearrange it with
+// torch.cat(torch.chunk(buffer, tp, dim=0), dim=1), and a reduce-scatter on
+// dim 1 first concatenates its input's chunks along dim 0
+// (torch/distributed/_functional_collectives.py, all_gather_tensor and
+// reduce_scatter_tensor): one copy kernel of the whole buffer, read and
+// written, on the compute stream beside each of the part's sequence-parallel
+// collectives.
+ComputeWork ProgramBuilder::with_layout_copies(int u, Pass pass, models::UnitPart part, ComputeWork work) const {
+  if (!mesh_.batch_first || mesh_.tp == 1 || !mesh_.sequence_parallel) return work;
+  for (const MeshCollective& c : mesh_collectives(spec(u), *in_.model, mesh_, batch_, p_, pass, part)) {
+    if (c.group != Group::kTensor || (c.kind != OpKind::kAllGather && c.kind != OpKind::kReduceScatter)) continue;
+    work.elementwise_bytes += 2.0 * static_cast<double>(c.bytes);
+    work.elementwise_kernels += 1;
+  }
+  return work;
+}
+
 std::vector<uint32_t> ProgramBuilder::compute_parts(OpKind kind, int u, int mb, Pass pass, std::string_view what,
                                                     std::vector<uint32_t> deps, const PartWork& work,
                                                     bool issued_first) {
@@ -145,7 +163,7 @@ std::vector<uint32_t> ProgramBuilder::compute_parts(OpKind kind, int u, int mb, 
     if (i > 0) deps.clear();  // the compute stream runs the parts in order
     if (i > 0 || !issued_first) mesh_before(u, mb, pass, deps, parts[i], i > 0);
     const std::string name = fmt::format("{}{} {}", spec(u).name, part_label(parts[i]), what);
-    ops.push_back(w_.compute(kind, u, mb, name, work(parts[i]), deps));
+    ops.push_back(w_.compute(kind, u, mb, name, with_layout_copies(u, pass, parts[i], work(parts[i])), deps));
     program_.ops[ops.back()].part = parts[i];
     mesh_after(u, mb, pass, ops.back(), parts[i]);
   }

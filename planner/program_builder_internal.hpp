@@ -245,6 +245,9 @@ class ProgramBuilder {
   // `deps` (whose mesh collectives the caller may already have issued:
   // `issued_first`). Returns the ops, one per part, in order.
   using PartWork = std::function<ComputeWork(models::UnitPart)>;
+  // `work` with the copies a batch-first layout adds around the part's
+  // sequence-parallel collectives (Mesh::batch_first).
+  ComputeWork with_layout_copies(int u, Pass pass, models::UnitPart part, ComputeWork work) const;
   std::vector<uint32_t> compute_parts(OpKind kind, int u, int mb, Pass pass, std::string_view what,
                                       std::vector<uint32_t> deps, const PartWork& work, bool issued_first = false);
   std::vector<models::UnitPart> parts_of(int u, Pass pass) const {

@@ -276,6 +276,10 @@ void check_mesh(const Training& t, int64_t gpus, Checker& c) {
   if (m.expert_routing() != UNIFORM && m.expert_routing() != CONSECUTIVE) {
     c.unknown_value("training.mesh.expert_routing", m.expert_routing(), "UNIFORM or CONSECUTIVE", "UNIFORM");
   }
+  if (m.sequence_layout() != SEQUENCE_FIRST && m.sequence_layout() != BATCH_FIRST) {
+    c.unknown_value("training.mesh.sequence_layout", m.sequence_layout(), "SEQUENCE_FIRST or BATCH_FIRST",
+                    "SEQUENCE_FIRST");
+  }
   if (t.shard_group_size() % m.ep() != 0) {
     c.fail("training.mesh.ep", fmt::format("ep is {}; expert parallelism is carved out of dp_shard x cp ({}), so ep "
                                            "must divide it", m.ep(), t.shard_group_size()));

@@ -125,6 +125,51 @@ TEST(MeshProgram, SelectiveRecomputationGathersTheRecomputedMatmulsInputsAgain) 
   EXPECT_EQ(ops.count({Group::kContext, OpKind::kAllGather, "recompute"}), 0u);
 }
 
+// Element-wise traffic and kernels of unit `unit`'s compute ops (micro-batch 0), by op kind.
+std::map<OpKind, std::pair<double, int64_t>> compute_traffic_of(const Program& p, int unit) {
+  std::map<OpKind, std::pair<double, int64_t>> out;
+  for (const Op& op : p.ops) {
+    if (op.unit != unit || op.micro_batch != 0 || op.stream != Stream::kCompute) continue;
+    if (op.kind != OpKind::kComputeFwd && op.kind != OpKind::kComputeBwd && op.kind != OpKind::kRecompute) continue;
+    out[op.kind].first += op.work.elementwise_bytes;
+    out[op.kind].second += op.work.elementwise_kernels;
+  }
+  return out;
+}
+
+TEST(MeshProgram, BatchFirstLayoutCopiesEverySequenceParallelBuffer) {
+  // DTensor's Shard(1) on [b, s, h]: torch's all_gather_tensor rearranges the
+  // rank-major gathered buffer with chunk + cat, reduce_scatter_tensor
+  // concatenates its input's chunks along dim 0 first: one copy of the whole
+  // buffer (read and written) on the compute stream per collective. A block
+  // has 2 all-gathers and 2 reduce-scatters in each of its forward, its
+  // recompute (full checkpointing) and its backward.
+  const std::string base = std::string(kSequence) + "activation_checkpointing: FULL ";
+  ProgramSetup seq(base + "mesh { tp: 2 }");
+  ProgramSetup batch(base + "mesh { tp: 2 sequence_layout: BATCH_FIRST }");
+  const auto before = compute_traffic_of(seq.build(), 1);
+  const auto after = compute_traffic_of(batch.build(), 1);
+  const double buffer = 2.0 * 512 * 256 * 2;  // tokens x hidden x bf16, the gathered buffer
+  const std::pair<OpKind, const char*> passes[] = {
+      {OpKind::kComputeFwd, "forward"}, {OpKind::kRecompute, "recompute"}, {OpKind::kComputeBwd, "backward"}};
+  for (const auto& [kind, pass] : passes) {
+    const double added = after.at(kind).first - before.at(kind).first;
+    std::printf("batch-first copies, a block's %s: 4 collectives x 2 x %.0f bytes = %.0f; built %.0f more\n", pass,
+                buffer, 4 * 2 * buffer, added);
+    EXPECT_DOUBLE_EQ(added, 4 * 2 * buffer);
+    EXPECT_EQ(after.at(kind).second - before.at(kind).second, 4);
+  }
+  // The collectives themselves are the same.
+  const auto seq_ops = mesh_ops_of(seq.build(), 1);
+  const auto batch_ops = mesh_ops_of(batch.build(), 1);
+  ASSERT_EQ(seq_ops.size(), batch_ops.size());
+  for (const auto& [key, value] : seq_ops) EXPECT_EQ(batch_ops.at(key), value);
+  // Without sequence parallelism the all-reduces leave the layout alone.
+  ProgramSetup plain(base + "mesh { tp: 2 sequence_parallel: false }");
+  ProgramSetup plain_batch(base + "mesh { tp: 2 sequence_parallel: false sequence_layout: BATCH_FIRST }");
+  EXPECT_EQ(compute_traffic_of(plain.build(), 1), compute_traffic_of(plain_batch.build(), 1));
+}
+
 TEST(MeshProgram, EachPartOfABlockWaitsForItsOwnCollectives) {
   ProgramSetup s(std::string(kSequence) + "mesh { tp: 2 }");
   const Program p = s.build();

@@ -1,13 +1,17 @@
-// ragged scenario validate|list|show: check scenario files, list and print
-// the shipped ones.
+// ragged scenario validate|list|show|import: check scenario files, list and
+// print the shipped ones, turn another stack's training config into one.
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
 #include "cli/model_report.hpp"
+#include "cli/scenario_options.hpp"
 #include "cli/table.hpp"
+#include "cli/validators.hpp"
+#include "common/input_limits.hpp"
 #include "common/units.hpp"
+#include "importers/import_config.hpp"
 #include "planner/mesh.hpp"
 #include "planner/resolved_scenario.hpp"
 #include "scenarios/scenario_rules.hpp"
@@ -45,6 +49,48 @@ void print_validated(const planner::ResolvedScenario& resolved, std::ostream& ou
                      resolved.granularity.overrides.empty() ? "" : fmt::format(" + {} override(s)", resolved.granularity.overrides.size()));
 }
 
+// ragged scenario import CONFIG [-o OUT]: the scenario a torchtitan, llm-foundry
+// or DeepSpeed config maps to, resolved (its model built) before anything is written.
+void add_import_command(CLI::App* cmd, Context& context) {
+  auto options = std::make_shared<ScenarioOptions>();
+  auto out = std::make_shared<std::string>();
+  auto* import = cmd->add_subcommand(
+      "import", "Turn a torchtitan job TOML, an llm-foundry YAML or a DeepSpeed JSON into a scenario file; every "
+                "field of the config is accounted for in its comments (mapped, or why not)");
+  import->add_option("config", options->scenario, "The config: .toml (torchtitan), .yaml (llm-foundry), .json (DeepSpeed)")
+      ->required();
+  import->add_option("-o,--output", *out,
+                     "Write the scenario here (an MPT model's config.json beside it, named after it); default: stdout");
+  import->add_option("--model", options->model,
+                     "The model, a catalog name or a config.json: required for DeepSpeed, replaces the config's");
+  import->add_option("--gpus", options->gpus, "Number of GPUs, where the config does not fix it")
+      ->check(whole_number(1, kMaxCount));
+  options->cluster.add_to(import);
+  import->add_option("--micro-batch", options->micro_batch,
+                     "Sequences per GPU per micro-step, where the config has none or \"auto\"")
+      ->check(whole_number(1, limits::kMaxMicroBatch));
+  import->add_option("--seq-len", options->sequence_length, "Sequence length, where the config has none (DeepSpeed)")
+      ->check(sequence_length_value());
+  import->callback([&context, options, out] {
+    // Resolved first: a model that cannot be built is an error before any file is written.
+    const planner::ResolvedScenario resolved = planner::resolve_scenario(options->load());
+    const importers::ImportedConfig imported =
+        importers::write_imported(options->scenario, options->import_options(), *out);
+    for (const std::string& warning : imported.warnings) context.err << "ragged: warning: " << warning << '\n';
+    if (out->empty()) {
+      context.out << imported.scenario_text;
+      return;
+    }
+    const std::filesystem::path written(*out);
+    context.out << fmt::format("{}: {} imported as {}{}\n", options->scenario, importers::format_name(imported.format),
+                               written.string(),
+                               imported.model_config_name.empty()
+                                   ? ""
+                                   : fmt::format(" (model: {})", (written.parent_path() / imported.model_config_name).string()));
+    print_validated(resolved, context.out);
+  });
+}
+
 }  // namespace
 
 void add_scenario_command(CLI::App& app, Context& context) {
@@ -67,6 +113,8 @@ void add_scenario_command(CLI::App& app, Context& context) {
       print_validated(resolved, context.out);
     }
   });
+
+  add_import_command(cmd, context);
 
   auto* list = cmd->add_subcommand("list", "List the shipped scenarios");
   auto list_json = std::make_shared<bool>(false);

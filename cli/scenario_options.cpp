@@ -224,12 +224,28 @@ void set_kernels(scenarios::LoadedScenario& loaded, const std::string& attention
 
 }  // namespace
 
+importers::ImportOptions ScenarioOptions::import_options() const {
+  importers::ImportOptions o;
+  o.model = model;
+  o.gpus = gpus;
+  o.gpu = cluster.gpu;
+  o.gpus_per_node = cluster.gpus_per_node;
+  o.nics_per_node = cluster.nics_per_node;
+  o.nic_gbps = cluster.nic_gbps;
+  o.micro_batch = micro_batch;
+  if (!sequence_length.empty()) o.sequence_length = parse_sequence_length(sequence_length);
+  return o;
+}
+
 scenarios::LoadedScenario ScenarioOptions::load() const {
-  if (!model.empty() && !scenario.empty()) throw InputError("give either a scenario or --model, not both");
+  // A training config of another stack: imported with the options it lacks.
+  const bool imported = !scenario.empty() && importers::config_format_of(scenario).has_value();
+  if (!model.empty() && !scenario.empty() && !imported) throw InputError("give either a scenario or --model, not both");
   scenarios::LoadedScenario loaded =
-      model.empty() ? scenarios::load_scenario(scenario.empty() ? scenarios::kDefaultScenario : scenario)
-                    : cluster.model_scenario(model, gpus);
-  if (model.empty()) {
+      imported        ? importers::load_imported(scenario, import_options())
+      : model.empty() ? scenarios::load_scenario(scenario.empty() ? scenarios::kDefaultScenario : scenario)
+                      : cluster.model_scenario(model, gpus);
+  if (model.empty() && !imported) {
     cluster.apply(loaded, gpus > 0 ? gpus : scenarios::total_gpus(loaded.scenario), gpus > 0);
     // Below one node the node shrinks (with_total_gpus), unless its size was given.
     const int64_t per_node = cluster.node_size(loaded.scenario);

@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/cluster_options.hpp"
+#include "importers/import_config.hpp"
 #include "planner/resolved_scenario.hpp"
 
 namespace ragged::cli {
@@ -60,7 +61,14 @@ struct ScenarioOptions {
   // Also offer --slow-gpus and --slow-links.
   void add_whatif_to(CLI::App* command);
 
-  // The scenario with every option applied but --strategy.
+  // What a config import takes from these options (--model, --gpus, the
+  // cluster options, --micro-batch, --seq-len).
+  importers::ImportOptions import_options() const;
+
+  // The scenario with every option applied but --strategy. A torchtitan
+  // TOML, llm-foundry YAML or DeepSpeed JSON given as the scenario is
+  // imported first (importers/), with --model, --gpus and the cluster
+  // options supplying what the config does not say.
   scenarios::LoadedScenario load() const;
   // The scenarios to run: one, or one per strategy with --strategy all.
   std::vector<planner::ResolvedScenario> resolve() const;

@@ -5,6 +5,15 @@ find_package(Protobuf REQUIRED)
 find_package(fmt REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(nlohmann_json REQUIRED)
+# The config importers (importers/): torchtitan's TOML through toml++,
+# llm-foundry's YAML through yaml-cpp.
+find_package(tomlplusplus QUIET)
+find_package(yaml-cpp QUIET)
+if(NOT tomlplusplus_FOUND OR NOT yaml-cpp_FOUND)
+  message(FATAL_ERROR "`ragged scenario import` needs toml++ and yaml-cpp (found: toml++ ${tomlplusplus_FOUND}, "
+                      "yaml-cpp ${yaml-cpp_FOUND}): run scripts/install-deps (Debian packages libtomlplusplus-dev "
+                      "libyaml-cpp-dev)")
+endif()
 # SimGrid ships no CMake package in Debian: pkg-config (../shared/reference/simgrid.md).
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(SIMGRID REQUIRED IMPORTED_TARGET simgrid)

@@ -222,10 +222,18 @@ ModelParams gather_tensor_parallel_params(const planner::ResolvedScenario& resol
                                           const RankGroups& groups) {
   Communicator& world = *groups.world;
   ModelParams mine = gather_params(shards, *groups.shard);
-  // The first data-parallel place's ranks hold one piece each (tp rank = world rank).
+  // The first data-parallel place's ranks hold one piece each (tp rank =
+  // world rank) of the cut tensors, which rank 0 receives; an uncut tensor
+  // is rank 0's own (a send no receive matches would never finish).
   if (groups.data_rank() == 0 && world.rank() > 0) {
-    for (size_t t = 0; t < mine.size(); ++t) {
-      world.send(mine[t].data(), static_cast<int64_t>(mine[t].size()), 0, static_cast<int64_t>(t));
+    size_t flat = 0;
+    for (const models::UnitSpec& unit : resolved.model.units) {
+      for (const models::TensorSpec& piece : unit.tensors) {
+        if (piece.tp_cut != models::TensorCut::kWhole) {
+          world.send(mine[flat].data(), static_cast<int64_t>(mine[flat].size()), 0, static_cast<int64_t>(flat));
+        }
+        ++flat;
+      }
     }
     world.wait_sends();
   }

@@ -35,8 +35,8 @@ using models::UnitPart;
 namespace {
 
 bool is_row_parallel_bias(const models::TensorSpec& t) {
-  return t.tp_cut == models::TensorCut::kWhole &&
-         (t.name.ends_with("o_proj.bias") || t.name.ends_with("down_proj.bias"));
+  return t.tp_cut == models::TensorCut::kWhole && (t.name.ends_with("o_proj.bias") || t.name.ends_with("down_proj.bias") ||
+                                                   t.name.ends_with("down_proj_bias") || t.name.ends_with("w2.bias"));
 }
 
 int part_index(UnitPart part) { return part == UnitPart::kMlp ? 1 : 0; }
@@ -63,7 +63,6 @@ void check_tensor_parallel_supported(const models::ModelSpec& model, int tp, int
                                    tokens, tp));
   }
   if (model.arch.attention == models::AttentionKind::kMla) problems.push_back("MLA attention");
-  if (model.arch.is_moe()) problems.push_back("mixture-of-experts blocks");
   for (const models::UnitSpec& unit : model.units) {
     for (const models::TensorSpec& t : unit.tensors) {
       if (is_row_parallel_bias(t)) problems.push_back(fmt::format("a bias after a row-parallel projection ({})", t.name));
@@ -222,6 +221,12 @@ void HostWorkload::tp_forward(int unit, const ConstTensors& params, UnitPart par
         case UnitPart::kMlp:
           c.n2.resize(whole);
           detail::rms_norm_forward(input.data(), detail::param_at(params, lay.post_norm), tokens, h, c.n2.data());
+          if (lay.moe) {
+            // Every rank routes every token alike (the router is whole); its
+            // experts' columns give partial outputs, summed by the reduce-scatter.
+            detail::moe_forward(s.ctx, lay.experts, params, s.dims, c.n2.data(), c.moe, t.partial.data());
+            break;
+          }
           c.dense.x = c.n2;
           detail::glu_forward(s.ctx, detail::bind_glu(lay.dense, h, 0, params, nullptr), c.dense);
           std::copy(c.dense.y.begin(), c.dense.y.end(), t.partial.begin());
@@ -289,8 +294,15 @@ void HostWorkload::tp_backward(int unit, const ConstTensors& params, const Tenso
       Buf dn(whole);
       switch (part) {
         case UnitPart::kMlp:
-          detail::glu_backward(s.ctx, detail::bind_glu(lay.dense, h, 0, params, &grads), c.dense,
-                               t.grad_gathered.data(), dn.data());
+          // Partial outputs make partial gate gradients, hence partial router
+          // gradients (all-reduced with the uncut weights') and input gradients.
+          if (lay.moe) {
+            detail::moe_backward(s.ctx, lay.experts, params, grads, s.dims, c.n2.data(), c.moe,
+                                 t.grad_gathered.data(), dn.data());
+          } else {
+            detail::glu_backward(s.ctx, detail::bind_glu(lay.dense, h, 0, params, &grads), c.dense,
+                                 t.grad_gathered.data(), dn.data());
+          }
           detail::rms_norm_backward(t.gathered[1].data(), detail::param_at(params, lay.post_norm), dn.data(), tokens,
                                     h, t.partial.data(), detail::grad_at(&grads, lay.post_norm));
           break;

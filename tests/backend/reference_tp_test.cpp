@@ -49,6 +49,22 @@ TEST(TensorParallelReference, TrainsAsThePlainReferenceDoesToRounding) {
   }
 }
 
+TEST(TensorParallelReference, MixtureOfExpertsTrainsAsThePlainReferenceDoesToRounding) {
+  // The router whole on every rank (every rank routes alike), the experts'
+  // and shared experts' columns cut: partial outputs, gate and router
+  // gradients, summed by the group; 2 data-parallel places.
+  const planner::ResolvedScenario r = with_tp("tiny-moe-4xcpu", 2);
+  const scenarios::Training& training = r.scenario().training();
+  const ModelParams split = reference_train_tensor_parallel(r.whole(), r.model, training, 2, 2, 2, 1234);
+  const ModelParams plain = reference_train(r.whole(), training, 2, 2, 2, 1234);
+  const ParamError e = compare_params(r.whole(), split, plain);
+  std::printf("tiny MoE, tp 2, 2 places, 2 steps: max relative difference %.3g (%s)\n", e.max_relative,
+              e.worst_tensor.c_str());
+  EXPECT_LT(e.max_relative, 1e-4);
+  EXPECT_EQ(e.non_finite_elements, 0);
+  EXPECT_GT(e.differing_elements, 0);
+}
+
 TEST(TensorParallelReference, ContextParallelTrainsAsThePlainReferenceDoesToRounding) {
   // Each cp rank attends from its head-tail chunks over every key of the
   // sequence; alone and under tp 2.
@@ -98,12 +114,15 @@ TEST(TensorParallelReference, ARanksShardsStartAsItsPiecesOfTheWholeModel) {
 }
 
 TEST(TensorParallelReference, WhatTheHostCannotSplitIsAnInputError) {
-  const planner::ResolvedScenario moe = with_tp("tiny-moe-4xcpu", 2);
+  // GPT-OSS adds biases after its row-parallel projections (o_proj, the
+  // experts' down_proj): every tp rank would add them once.
+  const planner::ResolvedScenario biased = with_tp("gpt-oss-120b-256xh800", 2);
   try {
-    HostWorkload w(moe.model, 1, 128, TensorParallelRank{0, 2});
-    FAIL() << "a mixture of experts under tp on the host";
+    HostWorkload w(biased.model, 1, 128, TensorParallelRank{0, 2});
+    FAIL() << "biases after row-parallel projections under tp on the host";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("mixture-of-experts"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("o_proj.bias"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("down_proj_bias"), std::string::npos) << e.what();
   }
   const planner::ResolvedScenario llama = with_tp("tiny-llama-4xcpu", 2);
   EXPECT_THROW(HostWorkload(llama.model, 1, 127, TensorParallelRank{0, 2}), InputError);  // 127 rows in 2

@@ -222,25 +222,30 @@ if(RAGGED_HAVE_MPI AND MPIEXEC_EXECUTABLE)
   ragged_add_tensor_parallel_check(8 1 ragged --cp 4)
   ragged_add_tensor_parallel_check(8 2 ragged --cp 2)
   ragged_add_tensor_parallel_check(8 2 zero3 --cp 2 --checkpointing selective)
-  # Expert parallelism (training.mesh.ep): each rank of an ep group holds
-  # 1/ep of every layer's routed experts in a unit of their own, sharded over
-  # its expert shard group; the routed rows go to their experts' ranks and
-  # back (all-to-alls, counts first), the experts' weight gradients are made
-  # there from every rank's rows. Bitwise against the reference, whose
-  # experts' gradients are summed on their ranks as the run sums them.
-  # ragged_add_expert_parallel_check(NP EP STRATEGY [more ragged run args...])
-  function(ragged_add_expert_parallel_check np ep strategy)
-    set(_name "backend.run.np${np}.tiny-moe-4xcpu.ep${ep}.${strategy}")
+  # Mixture-of-experts blocks on a mesh. Expert parallelism (training.mesh.ep):
+  # each rank of an ep group holds 1/ep of every layer's routed experts in a
+  # unit of their own, sharded over its expert shard group; the routed rows go
+  # to their experts' ranks and back (all-to-alls, counts first), the experts'
+  # weight gradients are made there from every rank's rows. Bitwise against
+  # the reference, whose experts' gradients are summed on their ranks as the
+  # run sums them. Tensor parallelism: the router whole on every tp rank, the
+  # experts' columns cut (partial outputs, gate and router gradients).
+  # ragged_add_moe_mesh_check(NP TP EP STRATEGY [more ragged run args...])
+  function(ragged_add_moe_mesh_check np tp ep strategy)
+    set(_name "backend.run.np${np}.tiny-moe-4xcpu.tp${tp}.ep${ep}.${strategy}")
     ragged_run_reductions()
-    ragged_add_mpi_run_test(${_name} ${np} ${_expect} mesh ${ARGN} -- tiny-moe-4xcpu --gpus ${np} --ep ${ep}
-      --strategy ${strategy} --steps 2 --warmup 1 --check-reference ${_reductions_args} --verify-collectives --json)
+    ragged_add_mpi_run_test(${_name} ${np} ${_expect} mesh ${ARGN} -- tiny-moe-4xcpu --gpus ${np} --tp ${tp}
+      --ep ${ep} --strategy ${strategy} --steps 2 --warmup 1 --check-reference ${_reductions_args} --verify-collectives
+      --json)
   endfunction()
-  ragged_add_expert_parallel_check(2 2 ragged)
-  ragged_add_expert_parallel_check(4 2 ragged)
-  ragged_add_expert_parallel_check(4 4 ragged)
-  ragged_add_expert_parallel_check(4 2 ragged --shard-group 2)
-  ragged_add_expert_parallel_check(4 2 fsdp2 --checkpointing full)
-  ragged_add_expert_parallel_check(4 2 zero3 --checkpointing selective --set training.gradient_accumulation_steps=2)
+  ragged_add_moe_mesh_check(2 1 2 ragged)
+  ragged_add_moe_mesh_check(4 1 2 ragged)
+  ragged_add_moe_mesh_check(4 1 4 ragged)
+  ragged_add_moe_mesh_check(4 1 2 ragged --shard-group 2)
+  ragged_add_moe_mesh_check(4 1 2 fsdp2 --checkpointing full)
+  ragged_add_moe_mesh_check(4 1 2 zero3 --checkpointing selective --set training.gradient_accumulation_steps=2)
+  ragged_add_moe_mesh_check(4 2 1 ragged)
+  ragged_add_moe_mesh_check(4 2 1 fsdp2 --checkpointing full)
 
   # The collectives a normal run uses (MPI's reduction order), against the
   # reference within the stated tolerance: the fast path is checked too.
@@ -251,7 +256,7 @@ if(RAGGED_HAVE_MPI AND MPIEXEC_EXECUTABLE)
     endforeach()
   endforeach()
   ragged_add_tensor_parallel_check(8 4 ragged)
-  ragged_add_expert_parallel_check(4 2 ragged)
+  ragged_add_moe_mesh_check(4 1 2 ragged)
   ragged_add_run_check(4 tiny-moe-4xcpu ragged default muon)
   ragged_add_run_check(4 tiny-llama-4xcpu fsdp1 default adamw 2)
   ragged_add_run_check(4 tiny-moe-4xcpu ragged default shampoo 2)

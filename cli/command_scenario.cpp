@@ -73,9 +73,12 @@ void add_import_command(CLI::App* cmd, Context& context) {
       ->check(sequence_length_value());
   import->callback([&context, options, out] {
     // Resolved first: a model that cannot be built is an error before any file is written.
-    const planner::ResolvedScenario resolved = planner::resolve_scenario(options->load());
+    const importers::ImportOptions import_options = options->import_options();
+    const std::string name = out->empty() ? "" : std::filesystem::path(*out).stem().string();
+    const planner::ResolvedScenario resolved =
+        planner::resolve_scenario(importers::load_imported(options->scenario, import_options, name));
     const importers::ImportedConfig imported =
-        importers::write_imported(options->scenario, options->import_options(), *out);
+        importers::write_imported(options->scenario, import_options, *out);
     for (const std::string& warning : imported.warnings) context.err << "ragged: warning: " << warning << '\n';
     if (out->empty()) {
       context.out << imported.scenario_text;

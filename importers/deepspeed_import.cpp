@@ -48,7 +48,8 @@ std::string why_ignored(std::string_view path) {
 
 bool enabled(const ConfigDocument& doc, ScenarioDraft& draft, const std::string& path) {
   if (doc.is_auto(path)) {
-    draft.not_modelled(path, std::string(kAuto) + "; taken as disabled unless the other half-precision block is on", true);
+    draft.not_modelled(path, std::string(kAuto) + " (--bf16/--fp16); bf16 assumed unless the other block is enabled "
+                             "(--set training.precision.param=FP16 for fp16)", true);
     return false;
   }
   return doc.boolean(path).value_or(false);

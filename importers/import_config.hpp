@@ -67,6 +67,7 @@ ImportedConfig write_imported(const std::filesystem::path& path, const ImportOpt
 // FILE` and `ragged tune FILE` run it; a model config goes to the user's
 // cache ($XDG_CACHE_HOME/ragged/import, else ~/.cache/ragged/import), named
 // by a hash of its contents.
-scenarios::LoadedScenario load_imported(const std::filesystem::path& path, const ImportOptions& options);
+scenarios::LoadedScenario load_imported(const std::filesystem::path& path, const ImportOptions& options,
+                                        const std::string& scenario_name = "");
 
 }  // namespace ragged::importers

@@ -311,7 +311,7 @@ ImportedConfig import_torchtitan(const ConfigDocument& doc, const ImportOptions&
   if (auto optimizer = doc.string("optimizer.name")) {
     if (*optimizer == "AdamW" || *optimizer == "Adam") {
       scenarios::AdamW* adamw = t.mutable_optimizer()->mutable_adamw();
-      draft.mapped("training.optimizer.adamw", "{}", {"optimizer.name"});
+      draft.mapped("training.optimizer", "adamw", {"optimizer.name"});
       auto set = [&](const char* path, const char* field, void (scenarios::AdamW::*setter)(double)) {
         if (auto value = doc.number(path, 0, 1e6)) {
           (adamw->*setter)(*value);

@@ -4,6 +4,7 @@
 // x cp x tp (ep carved out of dp_shard x cp), as Ragged's training.mesh does.
 
 #include <algorithm>
+#include <charconv>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -250,8 +251,10 @@ ImportedConfig import_torchtitan(const ConfigDocument& doc, const ImportOptions&
       if (option == "op") {
         value = scenarios::SELECTIVE;
       } else {
-        const int64_t every = doc.integer("activation_checkpoint.selective_ac_option", 1, limits::kMaxLayers).value_or(0);
-        if (every == 0) {
+        // A layer count, written as a string ("2": every second block).
+        int64_t every = 0;
+        const auto [end, error] = std::from_chars(option.data(), option.data() + option.size(), every);
+        if (error != std::errc() || end != option.data() + option.size() || every < 1 || every > limits::kMaxLayers) {
           doc.fail("activation_checkpoint.selective_ac_option", fmt::format("\"{}\": give \"op\" or a layer count such "
                                                                             "as \"2\"", option));
         }

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "import_test_util.hpp"
@@ -93,6 +94,33 @@ TEST(FoundryImport, AnAutoMicroBatchNeedsMicroBatch) {
   const scenarios::Scenario s = written(import_config(path, options));
   EXPECT_EQ(s.training().micro_batch_size(), 2);
   EXPECT_EQ(s.training().gradient_accumulation_steps(), 4);
+}
+
+TEST(FoundryImport, ShardingStrategiesAndPrefetch) {
+  const auto dir = testing::scratch("foundry_sharding");
+  const std::string head =
+      "max_seq_len: 2048\nmodel:\n  name: hf_causal_lm\n  pretrained_model_name_or_path: meta-llama/Meta-Llama-3-8B\n"
+      "device_train_microbatch_size: 1\nprecision: amp_bf16\n";
+  struct Case {
+    const char* strategy;
+    int shard_group;  // 0: every GPU
+    bool reshard;
+  };
+  for (const Case& c : {Case{"HYBRID_SHARD", 8, true}, Case{"SHARD_GRAD_OP", 0, false},
+                        Case{"_HYBRID_SHARD_ZERO2", 8, false}, Case{"NO_SHARD", 1, true}}) {
+    SCOPED_TRACE(c.strategy);
+    const auto path = testing::config_file(
+        dir, "s.yaml", head + fmt::format("fsdp_config:\n  sharding_strategy: {}\n  mixed_precision: DEFAULT\n"
+                                          "  backward_prefetch: NONE\n", c.strategy));
+    const scenarios::Scenario s = written(import_config(path, on_gpus(16)));
+    EXPECT_EQ(s.training().shard_group_size(), c.shard_group);
+    EXPECT_EQ(s.training().has_reshard_after_forward() ? s.training().reshard_after_forward() : true, c.reshard);
+    EXPECT_EQ(s.training().precision().reduce(), scenarios::FP32);  // DEFAULT: fp32 reductions
+    EXPECT_EQ(s.training().prefetch_depth(), 0);                   // backward_prefetch NONE
+  }
+  const auto bad = testing::config_file(dir, "bad.yaml", head + "fsdp_config:\n  sharding_strategy: FULL\n");
+  testing::expect_one_line(testing::import_error(bad, on_gpus(8)),
+                           "bad.yaml:8:3: fsdp_config.sharding_strategy: \"FULL\": give FULL_SHARD, SHARD_GRAD_OP");
 }
 
 TEST(FoundryImport, TheImportedMptScenarioSimulates) {

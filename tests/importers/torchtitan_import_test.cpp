@@ -95,6 +95,36 @@ TEST(TorchtitanImport, TheGpuCountComesFromGpusWhenTheShardDegreeIsMinusOne) {
   testing::expect_one_line(testing::import_error(data("torchtitan_llama3_70b.toml"), on_gpus(12)), "give --gpus a multiple of 8");
 }
 
+TEST(TorchtitanImport, PipelineLayerCheckpointingAndReshardSettings) {
+  const auto dir = testing::scratch("torchtitan_pipeline");
+  const auto path = testing::config_file(dir, "pp.toml",
+                                         "[model]\nname = \"llama3\"\nflavor = \"8B\"\n"
+                                         "[training]\nlocal_batch_size = 8\nseq_len = 4096\nglobal_batch_size = 128\n"
+                                         "mixed_precision_reduce = \"bfloat16\"\n"
+                                         "[parallelism]\ndata_parallel_shard_degree = 4\npipeline_parallel_degree = 2\n"
+                                         "pipeline_parallel_schedule = \"Interleaved1F1B\"\n"
+                                         "pipeline_parallel_microbatch_size = 2\nfsdp_reshard_after_forward = \"never\"\n"
+                                         "[activation_checkpoint]\nmode = \"selective\"\nselective_ac_option = \"2\"\n");
+  const ImportedConfig imported = import_config(path, ImportOptions{});  // 4 x 2 GPUs: the config fixes the count
+  const scenarios::Scenario s = written(imported);
+  EXPECT_EQ(scenarios::total_gpus(s), 8);
+  const scenarios::Training& t = s.training();
+  EXPECT_EQ(t.mesh().pp(), 2);
+  EXPECT_EQ(t.mesh().dp_shard(), 4);
+  EXPECT_EQ(t.micro_batch_size(), 2);                   // pipeline_parallel_microbatch_size
+  EXPECT_EQ(t.pipeline().micro_batches(), 4);           // local_batch_size 8 / 2
+  EXPECT_EQ(t.pipeline().schedule(), scenarios::INTERLEAVED_1F1B);
+  EXPECT_EQ(t.gradient_accumulation_steps(), 4);        // 128 / (8 x 4 data-parallel ranks)
+  EXPECT_EQ(t.activation_checkpointing(), scenarios::FULL);  // selective "2": every 2nd block
+  EXPECT_EQ(t.checkpoint_every(), 2);
+  EXPECT_FALSE(t.reshard_after_forward());
+  EXPECT_EQ(t.precision().reduce(), scenarios::BF16);
+  // --gpus that contradicts the fixed degrees names the field.
+  testing::expect_one_line(testing::import_error(path, on_gpus(16)),
+                           "pp.toml:10:30: parallelism.data_parallel_shard_degree: 4 with the other degrees makes 8 GPUs, "
+                           "but --gpus is 16");
+}
+
 TEST(TorchtitanImport, TheImportedScenarioSimulates) {
   testing::scratch("torchtitan_simulates");
   scenarios::LoadedScenario loaded = load_imported(data("torchtitan_llama3_8b.toml"), on_gpus(8));

@@ -33,28 +33,24 @@ std::string value_text(const ConfigValue& value) {
 }
 
 void ConfigDocument::add(std::string path, ConfigValue value) {
-  for (ConfigLeaf& existing : leaves_) {
-    if (existing.path == path) {
-      existing.value = std::move(value);
-      return;
-    }
+  if (const auto existing = index_.find(path); existing != index_.end()) {
+    leaves_[existing->second].value = std::move(value);
+    return;
   }
   if (leaves_.size() >= kMaxConfigLeaves) {
     throw InputError(fmt::format("{}: more than {} fields: not a training config this importer reads", origin_,
                                  kMaxConfigLeaves));
   }
+  index_.emplace(path, leaves_.size());
   leaves_.push_back({std::move(path), std::move(value)});
   read_.push_back(false);
 }
 
 const ConfigLeaf* ConfigDocument::leaf(std::string_view path) const {
-  for (size_t i = 0; i < leaves_.size(); ++i) {
-    if (leaves_[i].path == path) {
-      read_[i] = true;
-      return &leaves_[i];
-    }
-  }
-  return nullptr;
+  const auto found = index_.find(std::string(path));
+  if (found == index_.end()) return nullptr;
+  read_[found->second] = true;
+  return &leaves_[found->second];
 }
 
 const ConfigValue* ConfigDocument::find(std::string_view path) const {
@@ -77,10 +73,9 @@ bool ConfigDocument::was_read(const ConfigLeaf& l) const {
 }
 
 std::string ConfigDocument::located(std::string_view path, const std::string& message) const {
-  for (const ConfigLeaf& l : leaves_) {
-    if (l.path == path && l.value.line > 0) {
-      return fmt::format("{}:{}:{}: {}: {}", origin_, l.value.line, l.value.column, path, message);
-    }
+  if (const auto found = index_.find(std::string(path)); found != index_.end()) {
+    const ConfigValue& v = leaves_[found->second].value;
+    if (v.line > 0) return fmt::format("{}:{}:{}: {}: {}", origin_, v.line, v.column, path, message);
   }
   return fmt::format("{}: {}: {}", origin_, path, message);
 }
@@ -90,8 +85,8 @@ void ConfigDocument::fail(std::string_view path, const std::string& message) con
 }
 
 std::string ConfigDocument::quoted(std::string_view path) const {
-  for (const ConfigLeaf& l : leaves_) {
-    if (l.path != path) continue;
+  if (const auto found = index_.find(std::string(path)); found != index_.end()) {
+    const ConfigLeaf& l = leaves_[found->second];
     return l.value.line > 0 ? fmt::format("{} = {} (line {})", path, value_text(l.value), l.value.line)
                             : fmt::format("{} = {}", path, value_text(l.value));
   }

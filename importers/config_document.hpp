@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace ragged::importers {
@@ -79,6 +80,7 @@ class ConfigDocument {
   std::string origin_;
   std::string format_;
   std::vector<ConfigLeaf> leaves_;
+  std::unordered_map<std::string, size_t> index_;  // path -> leaves_ index
   mutable std::vector<bool> read_;
 };
 

@@ -9,6 +9,7 @@
 #include "cli/cli.hpp"
 #include "common/file_io.hpp"
 #include "common/errors.hpp"
+#include "importers/import_config.hpp"
 #include "models/hf_config.hpp"
 #include "models/model_spec.hpp"
 #include "planner/resolved_scenario.hpp"
@@ -99,6 +100,39 @@ void validation_set(std::string_view data) {
   }
 }
 
+// A training config as `ragged scenario import` reads it (through a file of
+// this process's own, named with the format's extension), on 8 GPUs with the
+// flags a DeepSpeed config needs. What the importer writes must load: a
+// scenario of its own that the loader refuses is a finding.
+void import_config(std::string_view data, const char* extension) {
+  static const std::string stem =
+      (std::filesystem::temp_directory_path() / ("ragged-fuzz-import-" + std::to_string(::getpid()))).string();
+  const std::filesystem::path path = stem + extension;
+  write_file_atomically(path, std::string(data));
+  importers::ImportOptions options;
+  options.gpus = 8;
+  if (std::string_view(extension) == ".json") {
+    options.model = "llama3-8b";
+    options.sequence_length = 2048;
+    options.micro_batch = 1;
+  }
+  std::string text;
+  try {
+    text = importers::import_config(path, options).scenario_text;
+  } catch (const InputError&) {
+    return;
+  }
+  try {
+    scenarios::parse_scenario(text, scenarios::ScenarioFormat::kText, "imported", ".");
+  } catch (const InputError& e) {
+    throw InternalError(std::string("the importer wrote a scenario the loader refuses: ") + e.what());
+  }
+}
+
+void import_torchtitan(std::string_view data) { import_config(data, ".toml"); }
+void import_llm_foundry(std::string_view data) { import_config(data, ".yaml"); }
+void import_deepspeed(std::string_view data) { import_config(data, ".json"); }
+
 // The command line: one argument per line. Only the commands that read and
 // print run (models, inspect, scenario, plan, compare); simulate, run and
 // validate start simulations or MPI and write files. Exit code 1 is a finding.
@@ -135,6 +169,9 @@ const std::vector<FuzzTarget> kTargets = {
     {"cli_args", cli_args},
     {"calibration", calibration},
     {"validation_set", validation_set},
+    {"import_torchtitan", import_torchtitan},
+    {"import_llm_foundry", import_llm_foundry},
+    {"import_deepspeed", import_deepspeed},
 };
 
 }  // namespace

@@ -142,6 +142,7 @@ void run(const SimulateOptions& options, Context& context) {
   } else {
     configs = options.scenario.resolve();
   }
+  options.scenario.warn_about_import(context.err);
   options.goodput.apply(configs);
   if ((!options.trace_path.empty() || !options.chrome_path.empty() || options.breakdown) && configs.size() != 1) {
     throw InputError(

@@ -179,6 +179,9 @@ void run(const TuneCommandOptions& o, Context& context) {
   if (o.gpu_hour_price > 0) report.gpu_hour_price = o.gpu_hour_price;
 
   const scenarios::LoadedScenario base = base_of(o, counts);
+  ScenarioOptions imported = o.scenario;
+  if (!counts.empty()) imported.gpus = counts.front();
+  imported.warn_about_import(context.err);
   tune::TuneOptions options;
   options.constraints = constraints_of(o, context.err);
   options.rank_by = rank_by_of(o);

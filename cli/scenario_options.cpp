@@ -237,6 +237,17 @@ importers::ImportOptions ScenarioOptions::import_options() const {
   return o;
 }
 
+void ScenarioOptions::warn_about_import(std::ostream& err) const {
+  if (scenario.empty() || !importers::config_format_of(scenario)) return;
+  try {
+    for (const std::string& warning : importers::import_config(scenario, import_options()).warnings) {
+      err << "ragged: warning: " << warning << '\n';
+    }
+  } catch (const InputError&) {
+    // Said by load() where it matters (a --sweep imports at each count).
+  }
+}
+
 scenarios::LoadedScenario ScenarioOptions::load() const {
   // A training config of another stack: imported with the options it lacks.
   const bool imported = !scenario.empty() && importers::config_format_of(scenario).has_value();

@@ -64,6 +64,9 @@ struct ScenarioOptions {
   // What a config import takes from these options (--model, --gpus, the
   // cluster options, --micro-batch, --seq-len).
   importers::ImportOptions import_options() const;
+  // When the scenario is such a config: its fields that change the
+  // prediction and are not modelled, each a "ragged: warning:" line on `err`.
+  void warn_about_import(std::ostream& err) const;
 
   // The scenario with every option applied but --strategy. A torchtitan
   // TOML, llm-foundry YAML or DeepSpeed JSON given as the scenario is

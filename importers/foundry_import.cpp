@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -15,6 +16,7 @@
 #include "importers/format_importers.hpp"
 #include "importers/scenario_draft.hpp"
 #include "models/catalog.hpp"
+#include "models/hf_config.hpp"
 
 namespace ragged::importers {
 namespace {
@@ -40,6 +42,15 @@ std::string catalog_for_hf_id(const std::string& id) {
     if (lower(entry.source) == wanted) return entry.arch.name;
   }
   return "";
+}
+
+// A local checkpoint (a folder holding config.json, or the file) as an absolute path; "" otherwise.
+std::string local_config(const std::string& id) {
+  if (id.empty() || !models::names_a_config(id)) return "";
+  std::error_code error;
+  const std::filesystem::path config = models::config_file(id);
+  if (!std::filesystem::is_regular_file(config, error)) return "";
+  return std::filesystem::absolute(config, error).lexically_normal().string();
 }
 
 // The MPT fields a config.json of model_type mpt takes as they are.
@@ -132,6 +143,10 @@ ImportedConfig import_llm_foundry(const ConfigDocument& doc, const ImportOptions
     doc.mark_read("model.name");
     sidecar = mpt_config(doc, draft, name);
     draft.scenario().mutable_model()->set_hf_config(name + ".config.json");
+  } else if (const std::string local = local_config(doc.string("model.pretrained_model_name_or_path").value_or(""));
+             model_name == "hf_causal_lm" && !local.empty()) {
+    draft.scenario().mutable_model()->set_hf_config(local);
+    draft.mapped("model.hf_config", fmt::format("\"{}\"", local), {"model.name", "model.pretrained_model_name_or_path"});
   } else if (model_name == "hf_causal_lm") {
     const std::string id = doc.string("model.pretrained_model_name_or_path").value_or("");
     draft.set_model(catalog_for_hf_id(id), {"model.name", "model.pretrained_model_name_or_path"},

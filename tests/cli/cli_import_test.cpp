@@ -66,6 +66,17 @@ TEST(CliImport, SimulateAndTuneReadAConfigDirectly) {
   EXPECT_NE(tuned.out.find("\"fsdp2\""), std::string::npos) << tuned.out;
 }
 
+TEST(CliImport, SimulateWarnsOfWhatItDoesNotModel) {
+  scratch("import_warnings");
+  const auto result = run_cli({"simulate", example("torchtitan_llama3_405b.toml"), "--gpus", "128", "--layers", "2"});
+  ASSERT_EQ(result.code, 0) << result.err;
+  EXPECT_NE(result.err.find("ragged: warning: " + example("torchtitan_llama3_405b.toml") +
+                            ": model.converters = [\"float8\"] (line 21): float8/MX linears are not modelled"),
+            std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("parallelism.enable_async_tensor_parallel = true (line 42)"), std::string::npos);
+  EXPECT_EQ(result.out.rfind("torchtitan_llama3_405b: llama3.1-405b-2l on 128 x h100", 0), 0u) << result.out;
+}
+
 TEST(CliImport, WhatAConfigLacksIsOneLineNamingTheFlag) {
   scratch("import_errors");
   testing::expect_one_line_error(run_cli({"scenario", "import", example("torchtitan_llama3_8b.toml")}),

@@ -72,6 +72,17 @@ TEST(FoundryImport, AHuggingFaceLlamaIsTheCatalogModel) {
   EXPECT_NE(imported.scenario_text.find("fsdp_config.backward_prefetch = \"BACKWARD_PRE\""), std::string::npos);
 }
 
+TEST(FoundryImport, ALocalCheckpointIsItsConfigJson) {
+  const auto dir = testing::scratch("foundry_local");
+  const std::string folder = std::string(RAGGED_SOURCE_DIR) + "/tests/models/data/gpt2-xl";
+  const auto path = testing::config_file(dir, "local.yaml",
+                                         "max_seq_len: 1024\nmodel:\n  name: hf_causal_lm\n"
+                                         "  pretrained_model_name_or_path: " + folder + "\n"
+                                         "device_train_microbatch_size: 1\nglobal_train_batch_size: 8\n");
+  const scenarios::Scenario s = written(import_config(path, on_gpus(8)));
+  EXPECT_EQ(s.model().hf_config(), folder + "/config.json");
+}
+
 TEST(FoundryImport, TheGlobalBatchMustSplitOverTheGpus) {
   const std::string error = testing::import_error(data("foundry_hf-llama-3.1-8B.yaml"), on_gpus(64));
   testing::expect_one_line(error, "foundry_hf-llama-3.1-8B.yaml:71:1: global_train_batch_size: 8 sequences over 64 GPUs");

@@ -21,8 +21,9 @@ const std::string& GradientReduction::name(int u) const {
   return model_.units[static_cast<size_t>(plan_.units[static_cast<size_t>(u)].unit_index)].name;
 }
 
-int GradientReduction::unsharded_grads(int u) {
-  const int64_t grad_bytes = traits_.grads_in_reduce_dtype ? bytes_.reduce : bytes_.param;
+int GradientReduction::unsharded_grads(int u, int64_t element_bytes) {
+  const int64_t grad_bytes =
+      element_bytes > 0 ? element_bytes : (traits_.grads_in_reduce_dtype ? bytes_.reduce : bytes_.param);
   const int grads = w_.buffer(name(u) + " unsharded grads", BufferKind::kUnshardedGrads, u,
                               layout(u).padded_elements() * grad_bytes);
   // Autograd allocates each parameter's gradient separately unless the

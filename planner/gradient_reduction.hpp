@@ -38,7 +38,9 @@ class GradientReduction {
                     std::vector<uint32_t>* compute_waits);
 
   // Unit u's unsharded gradient buffer, allocated now on the compute stream.
-  int unsharded_grads(int u);
+  // `element_bytes` > 0: held in that dtype (FSDP2's accumulation in the
+  // reduce dtype while gradient sync is off).
+  int unsharded_grads(int u, int64_t element_bytes = 0);
   // Gradients of unit u (buffer `grads`, written by op `grads_done`) to its
   // reduced, accumulated shard, after the strategy's backpressure wait.
   // Returns the accumulation.

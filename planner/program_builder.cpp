@@ -38,6 +38,7 @@ ProgramBuilder::ProgramBuilder(const ProgramInputs& in, int rank)
   if (traits_.max_unsharded_units > 0) window_ = std::min(window_, traits_.max_unsharded_units);
   units_ = static_cast<int>(in.plan->units.size());
   if (pipelined()) prepare_pipeline();
+  if (defers_gradient_sync()) stage_grads_.assign(static_cast<size_t>(units_), -1);
 }
 
 Program ProgramBuilder::build() {

@@ -75,12 +75,13 @@ void ProgramBuilder::backward_unit(int u, int mb, std::vector<uint32_t>& grads_r
     // forward) to the embedding's reduce.
     const bool tied = in_.model->arch.tie_embeddings;
     int grads = -1;
-    if (pipelined()) {
+    if (pipelined() || (defers_gradient_sync() && !tied && !(is_head(u) && head_grads_ >= 0))) {
       // A stage accumulates each unit's gradients over the step's
       // micro-batches, reduced after the last (PyTorch's pipelining turns
-      // FSDP's gradient sync off for the others).
+      // FSDP's gradient sync off for the others); so does FSDP2 with its
+      // gradient sync off on the accumulation micro-batches.
       int& held = stage_grads_[static_cast<size_t>(u)];
-      if (held < 0) held = grads_.unsharded_grads(u);
+      if (held < 0) held = pipelined() ? grads_.unsharded_grads(u) : grads_.unsharded_grads(u, r_);
       grads = held;
     } else if (is_head(u) && head_grads_ >= 0) {
       grads = head_grads_;
@@ -138,6 +139,24 @@ void ProgramBuilder::finish_backward(int u, int mb, int k, uint32_t bwd, int gra
   if (pipelined() && mb != last_backward_[static_cast<size_t>(u)]) return;  // gathered and unreduced to the last
   if (gathers_[k].emitted && !gathers_[k].is_freed) release_params(k, bwd);
   const uint32_t done = replicated_gradients(u, mb, bwd, grads);
+  if (defers_gradient_sync() && stage_grads_[static_cast<size_t>(u)] == grads) {
+    // FSDPParamGroup.post_backward without gradient sync: the first
+    // micro-batch's gradients cast to the reduce dtype
+    // (to_accumulated_grad_if_needed), each later one added to them
+    // (accumulate_unsharded_grad_if_needed), on the compute stream; the
+    // last micro-batch's are added, then reduced as usual.
+    // (Gradients already in the reduce dtype are kept as autograd made them.)
+    const int64_t elements = gathered_elements(u);
+    const int64_t bytes = mb == 0 ? (p_ == r_ ? 0 : elements * (p_ + r_)) : elements * (p_ + 2 * r_);
+    const uint32_t accumulated =
+        bytes == 0 ? done
+                   : w_.traffic(OpKind::kGradAccumulate, Stream::kCompute, u, mb,
+                                spec(u).name + " accumulate unsharded grads", bytes, {done}, grads);
+    if (mb + 1 < program_.micro_batches) return;
+    stage_grads_[static_cast<size_t>(u)] = -1;
+    grads_ready[u] = grads_.reduce(u, mb, accumulated, grads);
+    return;
+  }
   if (reduce_after_chunk()) {
     held_grads_.push_back({u, done, grads});
     return;

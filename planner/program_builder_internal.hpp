@@ -107,6 +107,13 @@ class ProgramBuilder {
   // (finish_backward) and reduces them here, after the chunk's backward, in
   // the chunk's forward order, the compute stream waiting for each; returns
   // the reductions (the gradient send waits for them too).
+  // scenarios::LAST_MICRO_BATCH (FSDP2's set_requires_gradient_sync(False)
+  // on the accumulation micro-batches): each unit's unsharded gradients are
+  // held over the step and accumulated on the compute stream, reduced after
+  // the last micro-batch's backward (finish_backward).
+  bool defers_gradient_sync() const {
+    return !pipelined() && in_.training->accumulation_gradient_sync() == scenarios::LAST_MICRO_BATCH;
+  }
   bool reduce_after_chunk() const {
     return pipelined() && in_.training->pipeline().gradient_sync() == scenarios::AFTER_CHUNK_BACKWARD;
   }

@@ -205,6 +205,9 @@ void default_training(Training* training, int64_t cluster_gpus, const Gpu& gpu) 
   if (training->attention() == ATTENTION_KERNEL_UNSPECIFIED) training->set_attention(FLASH_ATTENTION_2);
   if (training->loss() == LOSS_KERNEL_UNSPECIFIED) training->set_loss(FP32_LOGITS);
   if (training->norm() == NORM_KERNEL_UNSPECIFIED) training->set_norm(EAGER_NORM);
+  if (training->accumulation_gradient_sync() == ACCUMULATION_GRADIENT_SYNC_UNSPECIFIED) {
+    training->set_accumulation_gradient_sync(EVERY_MICRO_BATCH);
+  }
   if (!training->allocator().has_expandable_segments()) training->mutable_allocator()->set_expandable_segments(false);
   if (!training->allocator().has_outside_gib()) {
     // A host rank has no CUDA context and no NCCL communicator.

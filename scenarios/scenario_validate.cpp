@@ -151,6 +151,16 @@ void check_kernels(const Training& t, const Gpu& gpu, Checker& c) {
   if (t.norm() != EAGER_NORM && t.norm() != FUSED_NORM) {
     c.unknown_value("training.norm", t.norm(), "EAGER_NORM or FUSED_NORM", "EAGER_NORM");
   }
+  if (t.accumulation_gradient_sync() != EVERY_MICRO_BATCH && t.accumulation_gradient_sync() != LAST_MICRO_BATCH) {
+    c.unknown_value("training.accumulation_gradient_sync", t.accumulation_gradient_sync(),
+                    "EVERY_MICRO_BATCH or LAST_MICRO_BATCH", "EVERY_MICRO_BATCH");
+  } else if (t.accumulation_gradient_sync() == LAST_MICRO_BATCH && t.strategy() != FSDP2) {
+    c.fail("training.accumulation_gradient_sync", "LAST_MICRO_BATCH is FSDP2's set_requires_gradient_sync(False) on "
+                                                  "the accumulation micro-batches: set strategy: FSDP2, or remove it");
+  } else if (t.accumulation_gradient_sync() == LAST_MICRO_BATCH && t.mesh().pp() > 1) {
+    c.fail("training.accumulation_gradient_sync", "with pipeline stages the schedule decides when gradients are "
+                                                  "reduced (training.pipeline.gradient_sync): remove it");
+  }
   if (t.compile_scope() != WHOLE_MODEL && t.compile_scope() != TRANSFORMER_BLOCKS) {
     c.unknown_value("training.compile_scope", t.compile_scope(), "WHOLE_MODEL or TRANSFORMER_BLOCKS", "WHOLE_MODEL");
   } else if (t.compile_scope() == TRANSFORMER_BLOCKS && !t.compiled()) {

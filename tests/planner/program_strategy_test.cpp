@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <numeric>
 #include <string>
 #include <utility>
@@ -357,6 +358,49 @@ TEST(ProgramCompute, ForwardFlopsOfAStepAreTheModelsForwardFlopsPerToken) {
   EXPECT_NEAR(backward / (backward_per_token * tokens), 1.0, 1e-9);
   EXPECT_NEAR((forward + backward) / (setup.model().executed_flops_per_token(384) * tokens), 1.0, 1e-9);
   EXPECT_DOUBLE_EQ(program.model_flops_per_step, setup.model().model_flops_per_token(384) * tokens);
+}
+
+
+// FSDP2's set_requires_gradient_sync(False) on all but the last
+// accumulation micro-batch (NeMo Automodel's get_sync_ctx, KempnerForge's
+// maybe_no_sync): one reduce-scatter a unit a step, after the last
+// micro-batch's backward, where the default reduces every micro-batch; each
+// micro-batch's unsharded gradients accumulated on the compute stream in the
+// reduce dtype (the first cast to it, the later ones added: bf16 read, fp32
+// read and written).
+TEST(ProgramStrategy, Fsdp2WithoutGradientSyncReducesOnceAfterTheLastMicroBatch) {
+  const std::string fields = "strategy: FSDP2 gradient_accumulation_steps: 4 precision { param: BF16 reduce: FP32 } ";
+  ProgramSetup every(fields);
+  ProgramSetup last(fields + "accumulation_gradient_sync: LAST_MICRO_BATCH");
+  const Program per_micro_batch = every.build();
+  const Program deferred = last.build();
+  for (int u = 0; u < last.units(); ++u) {
+    int reductions = 0, reduced_micro_batch = -1;
+    for (const Op* rs : ops_of(deferred, OpKind::kReduceScatter)) {
+      if (rs->unit != u) continue;
+      ++reductions;
+      reduced_micro_batch = rs->micro_batch;
+    }
+    EXPECT_EQ(reductions, 1) << u;
+    EXPECT_EQ(reduced_micro_batch, 3) << u;
+    int every_reductions = 0;
+    for (const Op* rs : ops_of(per_micro_batch, OpKind::kReduceScatter)) every_reductions += rs->unit == u;
+    EXPECT_EQ(every_reductions, 4) << u;
+    std::vector<int64_t> accumulated;
+    for (const Op* acc : ops_of(deferred, OpKind::kGradAccumulate)) {
+      if (acc->unit == u && acc->stream == Stream::kCompute) accumulated.push_back(acc->bytes);
+    }
+    ASSERT_EQ(accumulated.size(), 4u) << u;
+    const int64_t elements = last.shard(u) * 8;  // the unit's padded unsharded elements over the 8 ranks
+    EXPECT_EQ(accumulated[0], elements * (2 + 4)) << u;
+    std::printf("unit %d: %lld elements; accumulated %lld, %lld, %lld, %lld bytes (first x (2 + 4), then x (2 + 2 x 4))\n", u,
+                static_cast<long long>(elements), static_cast<long long>(accumulated[0]),
+                static_cast<long long>(accumulated[1]), static_cast<long long>(accumulated[2]),
+                static_cast<long long>(accumulated[3]));
+    for (size_t mb = 1; mb < 4; ++mb) EXPECT_EQ(accumulated[mb], elements * (2 + 2 * 4)) << u;
+  }
+  EXPECT_THROW(ProgramSetup("strategy: FSDP1 gradient_accumulation_steps: 4 accumulation_gradient_sync: LAST_MICRO_BATCH"),
+               std::exception);
 }
 
 }  // namespace

@@ -60,7 +60,9 @@ std::optional<int64_t> batch_field(const ConfigDocument& doc, ScenarioDraft& dra
     draft.not_modelled(path, kAuto);
     return std::nullopt;
   }
-  return doc.integer(path, 1, int64_t{1} << 40);
+  // Each at most 2^20 (accumulation at most limits::kMaxAccumulation): their products stay far inside int64.
+  return doc.integer(path, 1, std::string_view(path) == "gradient_accumulation_steps" ? limits::kMaxAccumulation
+                                                                                       : limits::kMaxGpus * limits::kMaxMicroBatch);
 }
 
 }  // namespace
@@ -183,6 +185,10 @@ ImportedConfig import_deepspeed(const ConfigDocument& doc, const ImportOptions& 
                                                  *global, micro, gpus, *global / micro));
       }
       steps = *global / (micro * gpus);
+      if (steps > limits::kMaxAccumulation) {
+        doc.fail("train_batch_size", fmt::format("{} makes {} accumulation steps; at most {}: give a smaller batch or "
+                                                 "more GPUs", *global, steps, limits::kMaxAccumulation));
+      }
     } else if (*global != micro * steps * gpus) {
       doc.fail("train_batch_size", fmt::format("{} is not micro-batch {} x accumulation {} x {} GPUs = {}; give "
                                                "--gpus {}, or fix the batch fields",

@@ -299,6 +299,11 @@ ImportedConfig import_llm_foundry(const ConfigDocument& doc, const ImportOptions
                            "give a --gpus that divides {} / {}",
                            *global, gpus, micro, *global, micro));
     }
+    if (*global / gpus / micro > limits::kMaxAccumulation) {
+      doc.fail("global_train_batch_size", fmt::format("{} makes {} accumulation steps; at most {}: give a smaller "
+                                                      "global batch or more GPUs",
+                                                      *global, *global / gpus / micro, limits::kMaxAccumulation));
+    }
     t.set_gradient_accumulation_steps(static_cast<int32_t>(*global / gpus / micro));
     draft.mapped("training.gradient_accumulation_steps", fmt::format("{}", *global / gpus / micro),
                  {"global_train_batch_size", "device_train_microbatch_size"});

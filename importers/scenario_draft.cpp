@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "common/errors.hpp"
+#include "common/input_limits.hpp"
 #include "models/catalog.hpp"
 #include "models/hf_config.hpp"
 #include "scenarios/gpu_presets.hpp"
@@ -91,6 +92,13 @@ int64_t ScenarioDraft::set_cluster(int64_t config_gpus, const std::vector<std::s
   const std::string preset_name = options_.gpu.empty() ? "h100" : options_.gpu;
   const scenarios::GpuPreset& preset = scenarios::find_gpu_preset(preset_name);
   if (gpus <= 0) gpus = config_gpus;
+  if (gpus > limits::kMaxGpus) {
+    if (options_.gpus > 0) {
+      throw InputError(fmt::format("--gpus {}: at most {} GPUs", gpus, limits::kMaxGpus));
+    }
+    doc_.fail(from.empty() ? missing_field : from.front(),
+              fmt::format("makes {} GPUs; at most {}: give --gpus N", gpus, limits::kMaxGpus));
+  }
   const int64_t per_node =
       options_.gpus_per_node > 0 ? options_.gpus_per_node : std::min<int64_t>(preset.nvlink_domain_gpus, gpus);
   if (gpus % per_node != 0) {

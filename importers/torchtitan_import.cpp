@@ -98,6 +98,19 @@ ImportedConfig import_torchtitan(const ConfigDocument& doc, const ImportOptions&
   const int64_t cp = doc.integer("parallelism.context_parallel_degree", 1, limits::kMaxGpus).value_or(1);
   const int64_t pp = doc.integer("parallelism.pipeline_parallel_degree", 1, limits::kMaxGpus).value_or(1);
   const int64_t ep = doc.integer("parallelism.expert_parallel_degree", 1, limits::kMaxGpus).value_or(1);
+  // Each degree is at most 2^20, and so must their product be (a GPU count):
+  // checked one factor at a time, so that no product overflows.
+  int64_t product = 1;
+  for (const auto& [path, degree] : {std::pair{"parallelism.data_parallel_replicate_degree", replicate},
+                                     std::pair{"parallelism.tensor_parallel_degree", tp},
+                                     std::pair{"parallelism.context_parallel_degree", cp},
+                                     std::pair{"parallelism.pipeline_parallel_degree", pp},
+                                     std::pair{"parallelism.data_parallel_shard_degree", std::max<int64_t>(shard, 1)}}) {
+    product *= degree;
+    if (product > limits::kMaxGpus) {
+      doc.fail(path, fmt::format("the degrees multiply to more than {} GPUs; give smaller degrees", limits::kMaxGpus));
+    }
+  }
   const int64_t others = replicate * tp * cp * pp;
   const std::vector<std::string> degrees = {"parallelism.data_parallel_replicate_degree",
                                             "parallelism.data_parallel_shard_degree", "parallelism.tensor_parallel_degree",
@@ -203,6 +216,11 @@ ImportedConfig import_torchtitan(const ConfigDocument& doc, const ImportOptions&
                fmt::format("{} is not a multiple of local_batch_size {} x {} data-parallel ranks = {}; give a multiple, "
                            "or -1",
                            *global, local, replicate * dp_shard, per_step));
+    }
+    if (*global / per_step > limits::kMaxAccumulation) {
+      doc.fail("training.global_batch_size", fmt::format("{} makes {} accumulation steps; at most {}: give a smaller "
+                                                         "global batch or more GPUs",
+                                                         *global, *global / per_step, limits::kMaxAccumulation));
     }
     t.set_gradient_accumulation_steps(static_cast<int32_t>(*global / per_step));
     draft.mapped("training.gradient_accumulation_steps", fmt::format("{}", *global / per_step),

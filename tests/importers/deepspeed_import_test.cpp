@@ -88,6 +88,12 @@ TEST(DeepSpeedImport, TheModelAndTheSequenceComeFromTheCommandLine) {
                            "Trainer's per-device batch; give --micro-batch N");
 }
 
+TEST(DeepSpeedImport, AGpuCountBeyondTheLimitIsRefused) {
+  testing::expect_one_line(
+      testing::import_error(std::string(RAGGED_SOURCE_DIR) + "/tests/fuzz/corpus/import_deepspeed/huge-batch.json", llama(0)),
+      "huge-batch.json:1:2: train_batch_size: makes 68719476736 GPUs; at most 1048576: give --gpus N");
+}
+
 TEST(DeepSpeedImport, TheImportedScenarioSimulates) {
   testing::scratch("deepspeed_simulates");
   scenarios::LoadedScenario loaded = load_imported(data("deepspeed_examples_ds_config_fp16_z3.json"), llama(8, 1));

@@ -125,6 +125,22 @@ TEST(TorchtitanImport, PipelineLayerCheckpointingAndReshardSettings) {
                            "but --gpus is 16");
 }
 
+TEST(TorchtitanImport, DegreesAndBatchesTooLargeAreRefusedBeforeTheyOverflow) {
+  const auto dir = testing::scratch("torchtitan_huge");
+  const auto path = testing::config_file(dir, "huge.toml",
+                                         "[model]\nname = \"llama3\"\nflavor = \"8B\"\n[training]\nseq_len = 8192\n"
+                                         "[parallelism]\ndata_parallel_replicate_degree = 1048576\n"
+                                         "tensor_parallel_degree = 1048576\ncontext_parallel_degree = 1048576\n"
+                                         "pipeline_parallel_degree = 1048576\n");
+  testing::expect_one_line(testing::import_error(path, on_gpus(8)),
+                           "huge.toml:8:26: parallelism.tensor_parallel_degree: the degrees multiply to more than 1048576 GPUs");
+  const auto batch = testing::config_file(dir, "batch.toml",
+                                          "[model]\nname = \"llama3\"\nflavor = \"8B\"\n[training]\nseq_len = 8192\n"
+                                          "local_batch_size = 1\nglobal_batch_size = 1099511627776\n");
+  testing::expect_one_line(testing::import_error(batch, on_gpus(8)),
+                           "training.global_batch_size: 1099511627776 makes 137438953472 accumulation steps; at most 4096");
+}
+
 TEST(TorchtitanImport, TheImportedScenarioSimulates) {
   testing::scratch("torchtitan_simulates");
   scenarios::LoadedScenario loaded = load_imported(data("torchtitan_llama3_8b.toml"), on_gpus(8));

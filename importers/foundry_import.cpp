@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/errors.hpp"
 #include "common/input_limits.hpp"
 #include "importers/format_importers.hpp"
 #include "importers/scenario_draft.hpp"
@@ -87,7 +88,24 @@ std::string mpt_config(const ConfigDocument& doc, ScenarioDraft& draft, const st
     from.push_back(path);
   }
   draft.mapped("model.hf_config", "(an MPT config.json)", from);
-  return config.dump(2) + "\n";
+  std::string text = config.dump(2) + "\n";
+  // Checked as the planner will read it, the error located in the YAML:
+  // "<origin>: field 'n_layers' must be >= 1" is model.n_layers's.
+  const std::string origin = "the model block";
+  try {
+    models::arch_from_hf_json(text, origin);
+  } catch (const InputError& e) {
+    std::string message = e.what();
+    if (message.starts_with(origin + ": ")) message = message.substr(origin.size() + 2);
+    std::string path = "model.name";
+    if (const size_t open = message.find("field '"); open != std::string::npos) {
+      const size_t close = message.find('\'', open + 7);
+      const std::string field = "model." + message.substr(open + 7, close - open - 7);
+      if (close != std::string::npos && doc.has(field)) path = field;
+    }
+    doc.fail(path, message);
+  }
+  return text;
 }
 
 scenarios::DType dtype_of_precision(const ConfigDocument& doc, ScenarioDraft& draft) {

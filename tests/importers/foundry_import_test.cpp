@@ -83,6 +83,13 @@ TEST(FoundryImport, ALocalCheckpointIsItsConfigJson) {
   EXPECT_EQ(s.model().hf_config(), folder + "/config.json");
 }
 
+TEST(FoundryImport, AnMptModelThatCannotBeBuiltIsLocatedInTheYaml) {
+  testing::expect_one_line(
+      testing::import_error(std::string(RAGGED_SOURCE_DIR) + "/tests/fuzz/corpus/import_llm_foundry/mpt-bad-widths.yaml",
+                            on_gpus(8)),
+      "mpt-bad-widths.yaml:6:3: model.n_layers: field 'n_layers' must be >= 1 (got 0)");
+}
+
 TEST(FoundryImport, TheGlobalBatchMustSplitOverTheGpus) {
   const std::string error = testing::import_error(data("foundry_hf-llama-3.1-8B.yaml"), on_gpus(64));
   testing::expect_one_line(error, "foundry_hf-llama-3.1-8B.yaml:71:1: global_train_batch_size: 8 sequences over 64 GPUs");

@@ -10,9 +10,16 @@ find_package(nlohmann_json REQUIRED)
 find_package(tomlplusplus QUIET)
 find_package(yaml-cpp QUIET)
 if(NOT tomlplusplus_FOUND OR NOT yaml-cpp_FOUND)
-  message(FATAL_ERROR "`ragged scenario import` needs toml++ and yaml-cpp (found: toml++ ${tomlplusplus_FOUND}, "
-                      "yaml-cpp ${yaml-cpp_FOUND}): run scripts/install-deps (Debian packages libtomlplusplus-dev "
-                      "libyaml-cpp-dev)")
+  set(_missing)
+  if(NOT tomlplusplus_FOUND)
+    list(APPEND _missing "toml++ (libtomlplusplus-dev)")
+  endif()
+  if(NOT yaml-cpp_FOUND)
+    list(APPEND _missing "yaml-cpp (libyaml-cpp-dev)")
+  endif()
+  string(REPLACE ";" " and " _missing "${_missing}")
+  message(FATAL_ERROR "`ragged scenario import` needs ${_missing}: run scripts/install-deps, which installs the "
+                      "Debian packages libtomlplusplus-dev and libyaml-cpp-dev")
 endif()
 # SimGrid ships no CMake package in Debian: pkg-config (../shared/reference/simgrid.md).
 find_package(PkgConfig REQUIRED)

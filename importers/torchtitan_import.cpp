@@ -57,8 +57,12 @@ std::string why_ignored(std::string_view path) {
   if (path.starts_with("lr_scheduler.") || path.starts_with("optimizer.")) {
     return "optimizer settings with no bearing on a step's time or memory";
   }
-  if (path.starts_with("training.")) return "the run's length, data and numerics, no bearing on one step";
-  if (path.starts_with("model.")) return "model files (tokenizer, weights), not the architecture";
+  for (std::string_view run : {"training.steps", "training.dataset", "training.dataset_path", "training.max_norm",
+                               "training.seed", "training.deterministic", "training.gc_freq", "training.warmup_steps",
+                               "training.gc_debug", "training.skip_nan_inf", "training.max_norm_type"}) {
+    if (path == run) return "the run's length, data and numerics, no bearing on one step";
+  }
+  if (path == "model.hf_assets_path" || path == "model.tokenizer_path") return "model files (tokenizer, weights), not the architecture";
   if (path.starts_with("quantize.") || path.starts_with("float8.") || path.starts_with("mx.")) {
     return "quantization settings left unused: model.converters enables no quantization";
   }
@@ -66,7 +70,10 @@ std::string why_ignored(std::string_view path) {
     return "process-group timeouts, fault tolerance and estimation tools, outside the step";
   }
   if (path.starts_with("activation_checkpoint.")) return "settings of another activation_checkpoint.mode";
-  if (path.starts_with("parallelism.")) return "settings of a parallelism this config does not use";
+  if (path.starts_with("parallelism.pipeline") || path.starts_with("experimental.pipeline") ||
+      path.starts_with("parallelism.context_parallel") || path.starts_with("experimental.context_parallel")) {
+    return "settings of a parallelism this config does not use";
+  }
   return "not read by the importer (unknown to it)";
 }
 
@@ -90,62 +97,72 @@ ImportedConfig import_torchtitan(const ConfigDocument& doc, const ImportOptions&
                                                "70B and 405B and deepseek_v3 671B are)",
                                                model_name, flavor));
 
-  // The mesh.
-  const int64_t replicate = doc.integer("parallelism.data_parallel_replicate_degree", 1, limits::kMaxGpus).value_or(1);
-  const int64_t shard = doc.integer("parallelism.data_parallel_shard_degree", -1, limits::kMaxGpus).value_or(-1);
-  if (shard == 0) doc.fail("parallelism.data_parallel_shard_degree", "0 shards nothing; give -1 (every GPU left) or N >= 1");
-  const int64_t tp = doc.integer("parallelism.tensor_parallel_degree", 1, limits::kMaxGpus).value_or(1);
-  const int64_t cp = doc.integer("parallelism.context_parallel_degree", 1, limits::kMaxGpus).value_or(1);
-  const int64_t pp = doc.integer("parallelism.pipeline_parallel_degree", 1, limits::kMaxGpus).value_or(1);
-  const int64_t ep = doc.integer("parallelism.expert_parallel_degree", 1, limits::kMaxGpus).value_or(1);
+  // The mesh. torchtitan before 2025 kept the degrees under [training]
+  // (context and pipeline under [experimental]); [parallelism] since.
+  auto key = [&doc](const char* field) {
+    for (const char* section : {"parallelism.", "training.", "experimental."}) {
+      const std::string path = std::string(section) + field;
+      if (doc.has(path)) return path;
+    }
+    return std::string("parallelism.") + field;
+  };
+  // The 2024 layout: no [parallelism] table (its defaults differ: the optimizer).
+  const bool old_layout = !doc.has_section("parallelism") && doc.has("training.batch_size");
+  const std::string replicate_path = key("data_parallel_replicate_degree");
+  const std::string shard_path = key("data_parallel_shard_degree");
+  const std::string tp_path = key("tensor_parallel_degree");
+  const std::string cp_path = key("context_parallel_degree");
+  const std::string pp_path = key("pipeline_parallel_degree");
+  const std::string ep_path = key("expert_parallel_degree");
+  const int64_t replicate = doc.integer(replicate_path, 1, limits::kMaxGpus).value_or(1);
+  const int64_t shard = doc.integer(shard_path, -1, limits::kMaxGpus).value_or(-1);
+  if (shard == 0) doc.fail(shard_path, "0 shards nothing; give -1 (every GPU left) or N >= 1");
+  const int64_t tp = doc.integer(tp_path, 1, limits::kMaxGpus).value_or(1);
+  const int64_t cp = doc.integer(cp_path, 1, limits::kMaxGpus).value_or(1);
+  const int64_t pp = doc.integer(pp_path, 1, limits::kMaxGpus).value_or(1);
+  const int64_t ep = doc.integer(ep_path, 1, limits::kMaxGpus).value_or(1);
   // Each degree is at most 2^20, and so must their product be (a GPU count):
   // checked one factor at a time, so that no product overflows.
   int64_t product = 1;
-  for (const auto& [path, degree] : {std::pair{"parallelism.data_parallel_replicate_degree", replicate},
-                                     std::pair{"parallelism.tensor_parallel_degree", tp},
-                                     std::pair{"parallelism.context_parallel_degree", cp},
-                                     std::pair{"parallelism.pipeline_parallel_degree", pp},
-                                     std::pair{"parallelism.data_parallel_shard_degree", std::max<int64_t>(shard, 1)}}) {
+  for (const auto& [path, degree] : {std::pair{&replicate_path, replicate}, std::pair{&tp_path, tp},
+                                     std::pair{&cp_path, cp}, std::pair{&pp_path, pp},
+                                     std::pair{&shard_path, std::max<int64_t>(shard, 1)}}) {
     product *= degree;
     if (product > limits::kMaxGpus) {
-      doc.fail(path, fmt::format("the degrees multiply to more than {} GPUs; give smaller degrees", limits::kMaxGpus));
+      doc.fail(*path, fmt::format("the degrees multiply to more than {} GPUs; give smaller degrees", limits::kMaxGpus));
     }
   }
   const int64_t others = replicate * tp * cp * pp;
-  const std::vector<std::string> degrees = {"parallelism.data_parallel_replicate_degree",
-                                            "parallelism.data_parallel_shard_degree", "parallelism.tensor_parallel_degree",
-                                            "parallelism.context_parallel_degree", "parallelism.pipeline_parallel_degree"};
+  const std::vector<std::string> degrees = {replicate_path, shard_path, tp_path, cp_path, pp_path};
   if (shard > 0 && options.gpus > 0 && shard * others != options.gpus) {
-    doc.fail("parallelism.data_parallel_shard_degree",
+    doc.fail(shard_path,
              fmt::format("{} with the other degrees makes {} GPUs, but --gpus is {}; give --gpus {}, or set it to -1 "
                          "(every GPU the other degrees leave)",
                          shard, shard * others, options.gpus, shard * others));
   }
-  const int64_t gpus =
-      draft.set_cluster(shard > 0 ? shard * others : 0, degrees, "parallelism.data_parallel_shard_degree",
-                        "-1 (every GPU the other degrees leave), so the config does not fix the GPU count");
+  const int64_t gpus = draft.set_cluster(shard > 0 ? shard * others : 0, degrees, shard_path,
+                                         "-1 (every GPU the other degrees leave), so the config does not fix the GPU count");
   if (gpus % others != 0) {
-    doc.fail("parallelism.tensor_parallel_degree",
-             fmt::format("replicate {} x tp {} x cp {} x pp {} = {} does not divide the {} GPUs; give --gpus a "
-                         "multiple of {}",
-                         replicate, tp, cp, pp, others, gpus, others));
+    doc.fail(tp_path, fmt::format("replicate {} x tp {} x cp {} x pp {} = {} does not divide the {} GPUs; give --gpus a "
+                                  "multiple of {}",
+                                  replicate, tp, cp, pp, others, gpus, others));
   }
   const int64_t dp_shard = gpus / others;
   t.set_strategy(scenarios::FSDP2);
   draft.assumed("training.strategy", "FSDP2", "torchtitan shards with FSDP2 (fully_shard)");
   scenarios::Mesh* mesh = t.mutable_mesh();
-  auto set_degree = [&](const char* field, int64_t value, const char* path, void (scenarios::Mesh::*set)(int32_t)) {
+  auto set_degree = [&](const char* field, int64_t value, const std::string& path, void (scenarios::Mesh::*set)(int32_t)) {
     if (!doc.has(path)) return;
     if (value > 1) (mesh->*set)(static_cast<int32_t>(value));
     draft.mapped(fmt::format("training.mesh.{}", field), fmt::format("{}", value), {path});
   };
-  set_degree("dp_replicate", replicate, "parallelism.data_parallel_replicate_degree", &scenarios::Mesh::set_dp_replicate);
+  set_degree("dp_replicate", replicate, replicate_path, &scenarios::Mesh::set_dp_replicate);
   if (shard > 0) mesh->set_dp_shard(static_cast<int32_t>(shard));
-  draft.mapped("training.mesh.dp_shard", fmt::format("{}", dp_shard), {"parallelism.data_parallel_shard_degree"});
-  set_degree("tp", tp, "parallelism.tensor_parallel_degree", &scenarios::Mesh::set_tp);
-  set_degree("cp", cp, "parallelism.context_parallel_degree", &scenarios::Mesh::set_cp);
-  set_degree("pp", pp, "parallelism.pipeline_parallel_degree", &scenarios::Mesh::set_pp);
-  set_degree("ep", ep, "parallelism.expert_parallel_degree", &scenarios::Mesh::set_ep);
+  draft.mapped("training.mesh.dp_shard", fmt::format("{}", dp_shard), {shard_path});
+  set_degree("tp", tp, tp_path, &scenarios::Mesh::set_tp);
+  set_degree("cp", cp, cp_path, &scenarios::Mesh::set_cp);
+  set_degree("pp", pp, pp_path, &scenarios::Mesh::set_pp);
+  set_degree("ep", ep, ep_path, &scenarios::Mesh::set_ep);
   if (auto etp = doc.integer("parallelism.expert_tensor_parallel_degree", 1, limits::kMaxGpus)) {
     if (*etp == 1) draft.agrees("parallelism.expert_tensor_parallel_degree", "experts not split by tp, as Ragged has them");
     else draft.not_modelled("parallelism.expert_tensor_parallel_degree", "tp inside experts is not modelled (experts are cut by ep only)", true);
@@ -187,22 +204,25 @@ ImportedConfig import_torchtitan(const ConfigDocument& doc, const ImportOptions&
                  {"parallelism.pipeline_parallel_microbatch_size"});
     draft.mapped("training.pipeline.micro_batches", fmt::format("{}", local / pipeline_micro),
                  {local_path, "parallelism.pipeline_parallel_microbatch_size"});
-    if (auto schedule = doc.string("parallelism.pipeline_parallel_schedule")) {
+    const std::string schedule_path = key("pipeline_parallel_schedule");
+    if (auto schedule = doc.string(schedule_path)) {
       scenarios::PipelineSchedule value = scenarios::PIPELINE_SCHEDULE_UNSPECIFIED;
       if (*schedule == "1F1B") value = scenarios::ONE_F_ONE_B;
       else if (*schedule == "GPipe") value = scenarios::GPIPE;
       else if (*schedule == "Interleaved1F1B") value = scenarios::INTERLEAVED_1F1B;
       if (value == scenarios::PIPELINE_SCHEDULE_UNSPECIFIED) {
-        draft.not_modelled("parallelism.pipeline_parallel_schedule",
-                           "Ragged models GPipe, 1F1B, Interleaved1F1B and ZB-H1; 1F1B used", true);
+        draft.not_modelled(schedule_path, "Ragged models GPipe, 1F1B, Interleaved1F1B and ZB-H1; 1F1B used", true);
       } else {
         t.mutable_pipeline()->set_schedule(value);
-        draft.mapped("training.pipeline.schedule", scenarios::PipelineSchedule_Name(value),
-                     {"parallelism.pipeline_parallel_schedule"});
+        draft.mapped("training.pipeline.schedule", scenarios::PipelineSchedule_Name(value), {schedule_path});
       }
     }
-    draft.not_modelled_section("parallelism.pipeline_parallel",
-                               "stage splits are Ragged's own (balanced compute), not torchtitan's");
+    for (const ConfigLeaf& leaf : doc.leaves()) {
+      if ((leaf.path.starts_with("parallelism.pipeline_parallel") || leaf.path.starts_with("experimental.pipeline_parallel")) &&
+          !doc.was_read(leaf)) {
+        draft.not_modelled(leaf.path, "stage splits and micro-batch counts are Ragged's own (balanced compute)");
+      }
+    }
   } else if (local_path != nullptr && doc.has(local_path)) {
     t.set_micro_batch_size(static_cast<int32_t>(local));
     draft.mapped("training.micro_batch_size", fmt::format("{}", local), {local_path});
@@ -327,6 +347,26 @@ ImportedConfig import_torchtitan(const ConfigDocument& doc, const ImportOptions&
   } else if (doc.has("model.converters")) {
     draft.agrees("model.converters", "no quantization");
   }
+  // 2024's [float8] section.
+  if (auto float8 = doc.boolean("float8.enable_float8_linear"); float8 && *float8) {
+    draft.not_modelled("float8.enable_float8_linear",
+                       "float8 linears are not modelled: every GEMM is costed in bf16, so the step is predicted slower "
+                       "than it runs", true);
+    draft.not_modelled_section("float8", "float8 settings, not modelled (see float8.enable_float8_linear)");
+  } else if (float8) {
+    draft.agrees("float8.enable_float8_linear", "no float8");
+  }
+  // 2024's model.norm_type: torchtitan's fused RMSNorm is one Triton kernel each way.
+  if (auto norm = doc.string("model.norm_type")) {
+    if (*norm == "rmsnorm") {
+      draft.agrees("model.norm_type", "RMSNorm in PyTorch ops (training.norm EAGER_NORM)");
+    } else if (*norm == "fused_rmsnorm") {
+      t.set_norm(scenarios::FUSED_NORM);
+      draft.mapped("training.norm", "FUSED_NORM", {"model.norm_type"});
+    } else {
+      draft.not_modelled("model.norm_type", "Llama's blocks use RMSNorm in Ragged's model; RMSNorm costed", true);
+    }
+  }
 
   // The optimizer.
   if (auto optimizer = doc.string("optimizer.name")) {
@@ -354,6 +394,13 @@ ImportedConfig import_torchtitan(const ConfigDocument& doc, const ImportOptions&
         adamw->set_implementation(value);
         draft.mapped("training.optimizer.adamw.implementation", scenarios::AdamWImplementation_Name(value),
                      {"optimizer.implementation"});
+      } else if (auto fused = doc.boolean("optimizer.fused")) {  // 2024: optimizer.fused, default false (foreach)
+        adamw->set_implementation(*fused ? scenarios::FUSED_KERNEL : scenarios::FOREACH);
+        draft.mapped("training.optimizer.adamw.implementation", *fused ? "FUSED_KERNEL" : "FOREACH", {"optimizer.fused"});
+      } else if (old_layout) {
+        adamw->set_implementation(scenarios::FOREACH);
+        draft.assumed("training.optimizer.adamw.implementation", "FOREACH",
+                      "torchtitan of 2024 (this config's layout): optimizer.fused false, torch.optim.AdamW(foreach=True)");
       } else {
         draft.assumed("training.optimizer.adamw.implementation", "FUSED_KERNEL", "torchtitan's implementation \"fused\"");
       }

@@ -37,6 +37,7 @@ std::vector<Example> examples() {
   ImportOptions deepseek = testing::on_gpus(8);
   deepseek.model = "gpt-oss-20b";
   return {{"torchtitan_llama3_8b.toml", testing::on_gpus(8)},
+          {"torchtitan_2024_llama3_8b.toml", testing::on_gpus(8)},
           {"torchtitan_llama3_70b.toml", testing::on_gpus(64)},
           {"torchtitan_llama3_405b.toml", testing::on_gpus(128)},
           {"torchtitan_deepseek_v3_16b.toml", deepseek},

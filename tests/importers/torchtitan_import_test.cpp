@@ -141,6 +141,25 @@ TEST(TorchtitanImport, DegreesAndBatchesTooLargeAreRefusedBeforeTheyOverflow) {
                            "training.global_batch_size: 1099511627776 makes 137438953472 accumulation steps; at most 4096");
 }
 
+// TorchTitan's paper ran its Llama 3 8B rows (arXiv 2410.06511) with the
+// October 2024 llama3_8b.toml: degrees under [training] and [experimental],
+// batch_size, compile, [float8], optimizer.fused false. Imported on the
+// calibration's GPUs with its local batch of 2, it is the shipped scenario
+// written by hand from the paper.
+TEST(TorchtitanImport, The2024ConfigOfTheCalibrationRunIsTheShippedScenario) {
+  testing::scratch("torchtitan_2024");
+  ImportOptions options = on_gpus(8);
+  options.gpu = "h100-sxm-95g";
+  scenarios::LoadedScenario imported = load_imported(data("torchtitan_2024_llama3_8b.toml"), options);
+  imported.written.mutable_training()->set_micro_batch_size(2);
+  imported = scenarios::rebuild(std::move(imported));
+  const scenarios::LoadedScenario shipped = scenarios::load_scenario("llama3-8b-8xh100");
+  EXPECT_EQ(imported.scenario.model().DebugString(), shipped.scenario.model().DebugString());
+  EXPECT_EQ(imported.scenario.cluster().DebugString(), shipped.scenario.cluster().DebugString());
+  EXPECT_EQ(imported.scenario.training().DebugString(), shipped.scenario.training().DebugString());
+  EXPECT_EQ(imported.written.training().optimizer().adamw().implementation(), scenarios::FOREACH);
+}
+
 TEST(TorchtitanImport, TheImportedScenarioSimulates) {
   testing::scratch("torchtitan_simulates");
   scenarios::LoadedScenario loaded = load_imported(data("torchtitan_llama3_8b.toml"), on_gpus(8));

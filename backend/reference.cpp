@@ -81,8 +81,7 @@ void step_tensor(const models::TensorSpec& t, const scenarios::Optimizer& o, std
 
 ModelParams reference_train_with(const models::ModelSpec& model, const scenarios::Training& training, int world,
                                  int shard_ranks, int64_t steps, uint64_t seed, bool micro_batches_first,
-                                 const TrainMicroBatch& train_micro_batch, int shares, int joint,
-                                 const RegroupGradients& regroup) {
+                                 const TrainMicroBatch& train_micro_batch, int shares, int joint) {
   RAGGED_ASSERT(shard_ranks >= 1 && (world * shares) % shard_ranks == 0, "reference_train: shard groups divide the world");
   RAGGED_ASSERT(joint >= 1 && world % joint == 0, "reference_train: ranks trained jointly divide the world");
   ModelParams params = initial_params(model, seed);
@@ -120,13 +119,15 @@ ModelParams reference_train_with(const models::ModelSpec& model, const scenarios
     for (const auto& p : params) z.emplace_back(p.size(), 0.0f);
     return z;
   };
-  // One rank's micro-batch, forward and backward, its gradients (one set per
-  // share of its tokens) added to `locals`.
-  const auto train = [&](int64_t step, int mb, int rank, std::vector<ModelParams>& locals) {
-    train_micro_batch(params,
-                      synthetic_batch(seed, first_sequence(step, mb, micro_batches, rank, world, sequences), sequences,
-                                      training.sequence_length(), model.arch.vocab),
-                      locals);
+  // `joint` ranks' micro-batch, forward and backward, their gradients (one
+  // set per share of a rank's tokens) added to `locals`.
+  const auto train = [&](int64_t step, int mb, int first, std::vector<std::vector<ModelParams>>& locals) {
+    std::vector<Batch> batches;
+    for (int rank = first; rank < first + joint; ++rank) {
+      batches.push_back(synthetic_batch(seed, first_sequence(step, mb, micro_batches, rank, world, sequences), sequences,
+                                        training.sequence_length(), model.arch.vocab));
+    }
+    train_micro_batch(params, batches, locals);
   };
   // The ranks' gradients summed in rank order within a shard group (as the
   // reduce-scatter sums them; a rank's shares are ranks of the group in
@@ -138,11 +139,8 @@ ModelParams reference_train_with(const models::ModelSpec& model, const scenarios
     int64_t members = 0;
     for (int first = 0; first < world; first += joint) {
       std::vector<std::vector<ModelParams>> locals(static_cast<size_t>(joint));
-      for (int j = 0; j < joint; ++j) {
-        locals[static_cast<size_t>(j)].assign(static_cast<size_t>(shares), zeros());
-        for (int mb = first_mb; mb < first_mb + mbs; ++mb) train(step, mb, first + j, locals[static_cast<size_t>(j)]);
-      }
-      if (regroup) regroup(locals);
+      for (std::vector<ModelParams>& rank : locals) rank.assign(static_cast<size_t>(shares), zeros());
+      for (int mb = first_mb; mb < first_mb + mbs; ++mb) train(step, mb, first, locals);
       for (const std::vector<ModelParams>& rank : locals) {
         for (const ModelParams& local : rank) {
           for (size_t i = 0; i < group.size(); ++i) {
@@ -226,8 +224,7 @@ ModelParams reference_train(const models::ModelSpec& model, const scenarios::Tra
   // A tied head also reads (and adds to the gradient of) the embedding table.
   const bool tied = head_reads_embedding(model);
   const size_t head = model.units.size() - 1;
-  const auto train = [&](const ModelParams& params, const Batch& batch, std::vector<ModelParams>& locals) {
-    ModelParams& local = locals.front();
+  const auto train_one = [&](const ModelParams& params, const Batch& batch, ModelParams& local) {
     workload.set_batch(batch);
     for (size_t u = 0; u < model.units.size(); ++u) {
       ConstTensors view;
@@ -249,12 +246,13 @@ ModelParams reference_train(const models::ModelSpec& model, const scenarios::Tra
       workload.backward(static_cast<int>(u), view, grad_view);
     }
   };
-  if (ep <= 1) return reference_train_with(model, training, world, shard_ranks, steps, seed, micro_batches_first, train, 1);
-  const RegroupGradients to_experts = [&model](std::vector<std::vector<ModelParams>>& locals) {
-    gradients_to_expert_ranks(model, locals);
+  const auto train = [&](const ModelParams& params, const std::vector<Batch>& batches,
+                         std::vector<std::vector<ModelParams>>& locals) {
+    for (size_t j = 0; j < batches.size(); ++j) train_one(params, batches[j], locals[j].front());
+    if (ep > 1) gradients_to_expert_ranks(model, locals);
   };
-  return reference_train_with(model, training, world, shard_ranks, steps, seed, micro_batches_first, train, 1, ep,
-                              to_experts);
+  return reference_train_with(model, training, world, shard_ranks, steps, seed, micro_batches_first, train, 1,
+                              std::max(ep, 1));
 }
 
 ParamError compare_params(const models::ModelSpec& model, const ModelParams& params, const ModelParams& reference) {

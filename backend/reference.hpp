@@ -45,24 +45,25 @@ ModelParams reference_train(const models::ModelSpec& model, const scenarios::Tra
 // the same way, the cp ranks' gradients ranks of the shard group in turn;
 // the optimizer steps whole tensors of `whole`. `world`: the places reading
 // distinct sequences; `shard_ranks`: the shard group (cp ranks included).
+// Under expert parallelism (`ep`) an ep group's places are played out
+// together, each holding its experts (expert_pieces.hpp) and exchanging the
+// routed rows with the places at the same tp rank; an expert's gradients are
+// its place's.
 ModelParams reference_train_tensor_parallel(const models::ModelSpec& whole, const models::ModelSpec& split,
                                             const scenarios::Training& training, int world, int shard_ranks,
-                                            int64_t steps, uint64_t seed, int cp = 1);
+                                            int64_t steps, uint64_t seed, int cp = 1, int ep = 1);
 
-// One rank's micro-batch `batch` of the model `params`, forward and backward,
-// its gradients added to `locals` (reference_train's inner step): one set,
-// or one per share of its tokens when `shares` ranks read the same sequences
-// (context parallelism), each then a rank of the shard group in turn.
-using TrainMicroBatch =
-    std::function<void(const ModelParams& params, const Batch& batch, std::vector<ModelParams>& locals)>;
-// `joint` consecutive ranks train before any of them is reduced, and
-// `regroup` (when set) may move gradients between their locals
-// ([rank][share]) first.
-using RegroupGradients = std::function<void(std::vector<std::vector<ModelParams>>& locals)>;
+// `joint` consecutive ranks' micro-batches (`batches`, one a rank) of the
+// model `params`, forward and backward, their gradients added to `locals`
+// (reference_train's inner step), [rank][share]: one set a rank, or one per
+// share of its tokens when `shares` ranks read the same sequences (context
+// parallelism), each then a rank of the shard group in turn. Ranks that
+// exchange what they compute (an ep group's) are trained jointly.
+using TrainMicroBatch = std::function<void(const ModelParams& params, const std::vector<Batch>& batches,
+                                           std::vector<std::vector<ModelParams>>& locals)>;
 ModelParams reference_train_with(const models::ModelSpec& model, const scenarios::Training& training, int world,
                                  int shard_ranks, int64_t steps, uint64_t seed, bool micro_batches_first,
-                                 const TrainMicroBatch& train_micro_batch, int shares, int joint = 1,
-                                 const RegroupGradients& regroup = {});
+                                 const TrainMicroBatch& train_micro_batch, int shares, int joint = 1);
 
 struct ParamError {
   // Max over tensors of |p - ref| / |ref| (L2 norms); infinity for a tensor

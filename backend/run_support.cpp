@@ -20,14 +20,15 @@ void check_launch(const planner::ResolvedScenario& resolved, const Communicator&
   const scenarios::Scenario& s = resolved.scenario();
   const scenarios::Mesh& mesh = s.training().mesh();
   const bool mesh_inside = mesh.tp() > 1 || mesh.cp() > 1 || mesh.ep() > 1;
-  // The host runs tp and cp together, or ep alone, without pipeline stages.
-  const bool host_mesh = host && mesh_inside && mesh.pp() <= 1 && (mesh.ep() <= 1 || (mesh.tp() <= 1 && mesh.cp() <= 1));
+  // The host runs tp with cp or with ep, without pipeline stages.
+  const bool host_mesh = host && mesh_inside && mesh.pp() <= 1 && (mesh.ep() <= 1 || mesh.cp() <= 1);
   if (mesh_inside && !host_mesh) {
-    throw InputError(fmt::format("training.mesh: {} has tp {}, cp {}, ep {}; `ragged run` runs FSDP and HSDP, and on "
-                                 "the host pipeline stages, tensor and context parallelism, or expert parallelism (one "
-                                 "of the three) so far (the others, and any mesh on the GPU, are simulated: ragged "
-                                 "simulate); set them to 1 for ragged run{}",
-                                 s.name(), mesh.tp(), mesh.cp(), mesh.ep(), host ? "" : ", or run on --device cpu"));
+    throw InputError(fmt::format("training.mesh: {} has tp {}, cp {}, ep {}, pp {}; `ragged run` runs FSDP and HSDP, "
+                                 "and on the host pipeline stages, or tensor parallelism with context or expert "
+                                 "parallelism (not all three) so far (the others, and any mesh on the GPU, are "
+                                 "simulated: ragged simulate); set them to 1 for ragged run{}",
+                                 s.name(), mesh.tp(), mesh.cp(), mesh.ep(), mesh.pp(),
+                                 host ? "" : ", or run on --device cpu"));
   }
   if (host_mesh && mesh.ep() > 1 && (s.training().optimizer().has_muon() || s.training().optimizer().has_shampoo())) {
     throw InputError(fmt::format("training.optimizer: {} gathers each matrix to an owner rank of the shard group; "
@@ -193,16 +194,16 @@ void judge_against_reference(const planner::ResolvedScenario& resolved, std::vec
                              const RunOptions& options, RunResult& result) {
   result.replica_differing = replica_differences(shards, groups, world);
   const bool tensor_parallel = groups.tp > 1 || groups.cp > 1;
-  const bool expert_parallel = groups.ep > 1;
-  ModelParams trained = tensor_parallel   ? gather_tensor_parallel_params(resolved, shards, groups)
-                        : expert_parallel ? gather_expert_parallel_params(resolved, shards, groups)
-                                          : gather_stage_params(resolved, stages, shards, groups, world);
+  const bool mesh = tensor_parallel || groups.ep > 1;
+  ModelParams trained = mesh ? gather_mesh_params(resolved, shards, groups)
+                             : gather_stage_params(resolved, stages, shards, groups, world);
   if (world.rank() != 0) return;
   const scenarios::Training& training = resolved.scenario().training();
   ModelParams reference =
       tensor_parallel
           ? reference_train_tensor_parallel(resolved.whole(), resolved.model, training, groups.reading_ranks(),
-                                            groups.shard->size(), steps, options.seed, static_cast<int>(groups.cp))
+                                            groups.shard->size(), steps, options.seed, static_cast<int>(groups.cp),
+                                            static_cast<int>(groups.ep))
           : reference_train(resolved.whole(), training, stages.stage_ranks, groups.shard->size(), steps, options.seed,
                             stages.stages > 1, static_cast<int>(groups.ep));
   ParamError e = compare_params(resolved.whole(), trained, reference);
@@ -218,18 +219,27 @@ void judge_against_reference(const planner::ResolvedScenario& resolved, std::vec
   result.reference_ok = match && e.non_finite_elements == 0 && result.replica_differing == 0;
 }
 
-ModelParams gather_tensor_parallel_params(const planner::ResolvedScenario& resolved, std::vector<UnitShard>& shards,
-                                          const RankGroups& groups) {
+ModelParams gather_mesh_params(const planner::ResolvedScenario& resolved, std::vector<UnitShard>& shards,
+                               const RankGroups& groups) {
   Communicator& world = *groups.world;
-  ModelParams mine = gather_params(shards, *groups.shard);
-  // The first data-parallel place's ranks hold one piece each (tp rank =
-  // world rank) of the cut tensors, which rank 0 receives; an uncut tensor
-  // is rank 0's own (a send no receive matches would never finish).
-  if (groups.data_rank() == 0 && world.rank() > 0) {
+  ModelParams mine = gather_params(shards, *groups.shard, groups.expert_shard);
+  const models::ModelSpec& split = resolved.model;
+  const models::ModelSpec& whole = resolved.whole();
+  const auto tp = static_cast<int>(groups.tp);
+  // The first ep group's places (world ranks 0 .. ep x tp - 1; rank r is tp
+  // rank r % tp of ep rank r / tp) hold every piece: the first place the
+  // dense tensors (tp rank 0 the uncut ones), each place its experts.
+  const auto held = [&](int rank, size_t unit, const models::TensorSpec& piece) {
+    const bool experts = split.units[unit].kind == models::UnitKind::kExperts;
+    return (experts || rank / tp == 0) && (piece.tp_cut != models::TensorCut::kWhole || rank % tp == 0);
+  };
+  const int senders = static_cast<int>(groups.ep) * tp;
+  if (world.rank() > 0 && world.rank() < senders) {
     size_t flat = 0;
-    for (const models::UnitSpec& unit : resolved.model.units) {
-      for (const models::TensorSpec& piece : unit.tensors) {
-        if (piece.tp_cut != models::TensorCut::kWhole) {
+    for (size_t u = 0; u < split.units.size(); ++u) {
+      for (const models::TensorSpec& piece : split.units[u].tensors) {
+        // Only what rank 0 receives: a send no receive matches would never finish.
+        if (held(world.rank(), u, piece)) {
           world.send(mine[flat].data(), static_cast<int64_t>(mine[flat].size()), 0, static_cast<int64_t>(flat));
         }
         ++flat;
@@ -239,59 +249,16 @@ ModelParams gather_tensor_parallel_params(const planner::ResolvedScenario& resol
   }
   if (world.rank() != 0) return {};
   ModelParams params;
-  size_t flat = 0;
-  for (size_t u = 0; u < resolved.model.units.size(); ++u) {
-    const models::UnitSpec& whole = resolved.whole().units[u];
-    for (size_t t = 0; t < whole.tensors.size(); ++t, ++flat) {
-      const models::TensorSpec& piece = resolved.model.units[u].tensors[t];
-      std::vector<float>& values = params.emplace_back(static_cast<size_t>(whole.tensors[t].numel()), 0.0f);
-      if (piece.tp_cut == models::TensorCut::kWhole) {  // every tp rank holds it whole: rank 0's
-        values = std::move(mine[flat]);
-        continue;
-      }
-      for (int r = 0; r < static_cast<int>(groups.tp); ++r) {
-        std::vector<float> received;
-        if (r > 0) {
-          received.resize(static_cast<size_t>(piece.numel()));
-          world.recv(received.data(), piece.numel(), r, static_cast<int64_t>(flat));
-        }
-        add_piece(piece, whole.tensors[t], r, r == 0 ? mine[flat] : received, values);
-      }
-    }
-  }
-  return params;
-}
-
-ModelParams gather_expert_parallel_params(const planner::ResolvedScenario& resolved, std::vector<UnitShard>& shards,
-                                          const RankGroups& groups) {
-  Communicator& world = *groups.world;
-  ModelParams mine = gather_params(shards, *groups.shard, groups.expert_shard);
-  const models::ModelSpec& split = resolved.model;
-  // The first ep group's ranks (world ranks 0..ep-1) hold every expert: rank
-  // 0 the dense tensors and its experts, the others their experts.
-  const auto experts_unit = [&split](size_t u) { return split.units[u].kind == models::UnitKind::kExperts; };
-  const int ep = static_cast<int>(groups.ep);
-  if (world.rank() > 0 && world.rank() < ep) {
-    size_t flat = 0;
-    for (size_t u = 0; u < split.units.size(); ++u) {
-      for (size_t t = 0; t < split.units[u].tensors.size(); ++t, ++flat) {
-        if (experts_unit(u)) world.send(mine[flat].data(), static_cast<int64_t>(mine[flat].size()), 0, static_cast<int64_t>(flat));
-      }
-    }
-    world.wait_sends();
-  }
-  if (world.rank() != 0) return {};
-  const models::ModelSpec& whole = resolved.whole();
-  ModelParams params;
   for (const models::UnitSpec& unit : whole.units) {
     for (const models::TensorSpec& t : unit.tensors) params.emplace_back(static_cast<size_t>(t.numel()), 0.0f);
   }
-  for (int r = 0; r < ep; ++r) {
-    const std::vector<std::vector<TensorOrigin>> origins = tensor_origins(whole, split, r);
+  for (int r = 0; r < senders; ++r) {
+    const std::vector<std::vector<TensorOrigin>> origins = tensor_origins(whole, split, r / tp);
     size_t flat = 0;
     for (size_t u = 0; u < split.units.size(); ++u) {
       for (size_t t = 0; t < split.units[u].tensors.size(); ++t, ++flat) {
-        if (r > 0 && !experts_unit(u)) continue;
+        const models::TensorSpec& piece = split.units[u].tensors[t];
+        if (!held(r, u, piece)) continue;
         std::vector<float> received;
         if (r > 0) {
           received.resize(mine[flat].size());
@@ -299,7 +266,11 @@ ModelParams gather_expert_parallel_params(const planner::ResolvedScenario& resol
         }
         const std::vector<float>& values = r == 0 ? mine[flat] : received;
         const TensorOrigin& o = origins[u][t];
-        std::copy(values.begin(), values.end(), params[static_cast<size_t>(o.id)].begin() + o.first);
+        std::vector<float>& into = params[static_cast<size_t>(o.id)];
+        for (int64_t i = 0; i < piece.numel(); ++i) {
+          const int64_t at = piece.tp_cut == models::TensorCut::kWhole ? i : whole_index(piece, *o.whole, r % tp, i);
+          into[static_cast<size_t>(o.first + at)] = values[static_cast<size_t>(i)];
+        }
       }
     }
   }

@@ -58,16 +58,13 @@ ModelParams gather_params(std::vector<UnitShard>& shards, Communicator& comm, Co
 // bitwise (result.replica_differing; reference_ok is false otherwise).
 // Pipeline stages (run_stages.hpp) bring their units to world rank 0, and
 // the reference reduces as they do: once a step.
-// The trained whole model at world rank 0 under tensor parallelism: each tp
-// rank's pieces, all-gathered in its shard group, sent by the first
-// data-parallel place's ranks and laid into whole tensors (empty elsewhere).
-ModelParams gather_tensor_parallel_params(const planner::ResolvedScenario& resolved, std::vector<UnitShard>& shards,
-                                          const RankGroups& groups);
-// The same under expert parallelism: the first ep group's ranks send their
-// routed experts (gathered in their expert shard groups), laid into the
-// whole model's tensors (expert_pieces.hpp) with rank 0's other tensors.
-ModelParams gather_expert_parallel_params(const planner::ResolvedScenario& resolved, std::vector<UnitShard>& shards,
-                                          const RankGroups& groups);
+// The trained whole model at world rank 0 on a mesh: each rank's pieces
+// (tp's cuts, an ep rank's experts: expert_pieces.hpp), all-gathered in
+// their FSDP groups, sent by the first ep group's ranks (the first
+// data-parallel place under tp and cp alone) and laid into whole tensors
+// (empty elsewhere).
+ModelParams gather_mesh_params(const planner::ResolvedScenario& resolved, std::vector<UnitShard>& shards,
+                               const RankGroups& groups);
 void judge_against_reference(const planner::ResolvedScenario& resolved, std::vector<UnitShard>& shards,
                              const RankGroups& groups, const RunStages& stages, Communicator& world, int64_t steps,
                              const RunOptions& options, RunResult& result);

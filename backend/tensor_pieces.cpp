@@ -26,13 +26,4 @@ std::vector<float> piece_of(const models::TensorSpec& piece, const models::Tenso
   return out;
 }
 
-void add_piece(const models::TensorSpec& piece, const models::TensorSpec& whole, int tp_rank,
-               const std::vector<float>& values, std::vector<float>& into) {
-  RAGGED_ASSERT(static_cast<int64_t>(values.size()) == piece.numel() && static_cast<int64_t>(into.size()) == whole.numel(),
-                "add_piece: a piece's values into the whole tensor");
-  for (int64_t i = 0; i < piece.numel(); ++i) {
-    into[static_cast<size_t>(whole_index(piece, whole, tp_rank, i))] += values[static_cast<size_t>(i)];
-  }
-}
-
 }  // namespace ragged::backend

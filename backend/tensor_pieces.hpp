@@ -18,8 +18,4 @@ int64_t whole_index(const models::TensorSpec& piece, const models::TensorSpec& w
 std::vector<float> piece_of(const models::TensorSpec& piece, const models::TensorSpec& whole, int tp_rank,
                             const std::vector<float>& values);
 
-// Adds `values` of rank `tp_rank`'s piece into the whole tensor's `into`.
-void add_piece(const models::TensorSpec& piece, const models::TensorSpec& whole, int tp_rank,
-               const std::vector<float>& values, std::vector<float>& into);
-
 }  // namespace ragged::backend

@@ -92,10 +92,10 @@ HostWorkload::HostWorkload(const models::ModelSpec& model, int64_t sequences, in
   s.ep = ep;
   RAGGED_ASSERT(ep.size == model.split.ep && ep.rank >= 0 && ep.rank < ep.size,
                 "host workload: a rank of the expert-parallel group the model was split for");
-  if (ep.size > 1 && (tp.size > 1 || cp.size > 1)) {
-    throw InputError(fmt::format("training.mesh.ep {} with tp {} and cp {}: `ragged run` runs expert parallelism with "
-                                 "FSDP and HSDP (tp and cp 1) so far; `ragged simulate` models the whole mesh",
-                                 ep.size, tp.size, cp.size));
+  if (ep.size > 1 && cp.size > 1) {
+    throw InputError(fmt::format("training.mesh.ep {} with cp {}: `ragged run` runs expert parallelism with FSDP, HSDP "
+                                 "and tensor parallelism so far; `ragged simulate` models the whole mesh",
+                                 ep.size, cp.size));
   }
   RAGGED_ASSERT(tp.size >= 1 && tp.rank >= 0 && tp.rank < tp.size, "host workload: a rank of its tensor-parallel group");
   RAGGED_ASSERT(cp.size >= 1 && cp.rank >= 0 && cp.rank < cp.size, "host workload: a rank of its context-parallel group");

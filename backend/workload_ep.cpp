@@ -31,6 +31,16 @@ namespace {
 
 int pass_index(TpPass pass) { return static_cast<int>(pass); }
 
+// The gradient of an experts unit's output over every token: its own (a tp
+// rank's: every rank's rows, gathered before the unit's backward).
+const float* output_gradient_of_experts(const HostWorkload::State& s, size_t unit) {
+  if (s.tp.size == 1) return s.grad.data();
+  const Buf& gathered = s.tp_units[unit].grad_gathered;
+  RAGGED_ASSERT(static_cast<int64_t>(gathered.size()) == s.dims.tokens * s.dims.hidden,
+                "host workload: the experts' output gradient is gathered before their backward");
+  return gathered.data();
+}
+
 }  // namespace
 
 void HostWorkload::experts_forward(int unit, const ConstTensors& params) {
@@ -97,7 +107,8 @@ EpExchange HostWorkload::ep_begin(const EpStep& step) {
     std::vector<Buf> dy;
     if (step.pass == TpPass::kBackward) {
       RAGGED_ASSERT(s.grad_unit == step.unit, "host workload: the experts unit's backward follows the next unit's");
-      detail::moe_routed_gradients(s.blocks[u - 1].experts, moe, h, s.grad.data(), dy, s.caches[u - 1].dgates);
+      detail::moe_routed_gradients(s.blocks[u - 1].experts, moe, h, output_gradient_of_experts(s, u), dy,
+                                   s.caches[u - 1].dgates);
     }
     for (int r = 0; r < ranks; ++r) {
       const size_t before = st.send.size();
@@ -202,9 +213,12 @@ void HostWorkload::ep_end(const EpStep& step) {
   }
   const int64_t size = s.dims.tokens * h;
   if (step.pass == TpPass::kForward) {
-    Buf& out = block.mlp_out;
+    // Under tp the sum is a partial one (the rank's expert columns), which
+    // the tp group's reduce-scatter adds into each rank's rows of x2.
+    Buf& out = s.tp.size > 1 ? s.tp_units[u].partial : block.mlp_out;
     out.resize(static_cast<size_t>(size));
     detail::moe_combine(s.blocks[u - 1].experts, moe, s.dims.tokens, h, out.data());
+    if (s.tp.size > 1) return;
     s.acts[u].resize(static_cast<size_t>(size));
     for (int64_t i = 0; i < size; ++i) s.acts[u][static_cast<size_t>(i)] = block.x1[static_cast<size_t>(i)] + out[static_cast<size_t>(i)];
     return;

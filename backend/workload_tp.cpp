@@ -102,7 +102,7 @@ TpExchange HostWorkload::tp_begin(const TpStep& step) {
   if (step.pass == TpPass::kForward) {
     rows = step.part == UnitPart::kMlp ? t.x1.data() : s.acts.at(u - 1).data();
   } else {
-    const bool from_output = step.part == UnitPart::kMlp || kind == UnitKind::kEmbedding;
+    const bool from_output = step.part == UnitPart::kMlp || kind == UnitKind::kEmbedding || kind == UnitKind::kExperts;
     RAGGED_ASSERT(!from_output || s.grad_unit == step.unit, "host workload: a gradient gathered out of order");
     rows = from_output ? s.grad.data() : t.dx1.data();
   }
@@ -160,7 +160,10 @@ void HostWorkload::tp_end(const TpStep& step) {
   };
   const models::UnitKind kind = s.model.units[u].kind;
   if (step.pass == TpPass::kForward) {
-    if (kind == UnitKind::kEmbedding) {
+    if (kind == UnitKind::kExperts) {  // the mixture's output and the block's residual
+      add(s.tp_units.at(u - 1).x1, s.acts[u]);
+      s.forwarded[u] = true;
+    } else if (kind == UnitKind::kEmbedding) {
       s.acts[u].assign(total, total + n);
       s.forwarded[u] = true;
     } else if (step.part != UnitPart::kMlp) {  // the attention's output (its core's, under cp)
@@ -193,7 +196,8 @@ void HostWorkload::tp_forward(int unit, const ConstTensors& params, UnitPart par
   const bool block = spec.kind == UnitKind::kBlock;
   if (block && gathers_before(part, false)) local_exchange(unit, part, TpPass::kForward, TpCollective::kAllGather);
   const Buf& input = t.gathered[part_index(part)];
-  RAGGED_ASSERT(spec.kind == UnitKind::kEmbedding || part == UnitPart::kAttentionCore || input.size() == whole,
+  RAGGED_ASSERT(spec.kind == UnitKind::kEmbedding || spec.kind == UnitKind::kExperts ||
+                    part == UnitPart::kAttentionCore || input.size() == whole,
                 fmt::format("host workload: {} computes before its input is gathered", spec.name));
   t.partial.resize(whole);
   switch (spec.kind) {
@@ -223,8 +227,10 @@ void HostWorkload::tp_forward(int unit, const ConstTensors& params, UnitPart par
           detail::rms_norm_forward(input.data(), detail::param_at(params, lay.post_norm), tokens, h, c.n2.data());
           if (lay.moe) {
             // Every rank routes every token alike (the router is whole); its
-            // experts' columns give partial outputs, summed by the reduce-scatter.
+            // experts' columns give partial outputs, summed by the reduce-scatter
+            // (the experts unit's, when they are a unit of their own).
             detail::moe_forward(s.ctx, lay.experts, params, s.dims, c.n2.data(), c.moe, t.partial.data());
+            if (lay.experts_apart) s.forwarded[u] = true;
             break;
           }
           c.dense.x = c.n2;
@@ -262,8 +268,9 @@ void HostWorkload::tp_forward(int unit, const ConstTensors& params, UnitPart par
       hc.has_gradient = false;
       break;
     }
-    case UnitKind::kExperts:
-      RAGGED_ASSERT(false, "host workload: experts under tensor parallelism (check_tensor_parallel_supported)");
+    case UnitKind::kExperts:  // its partial output comes with the combine (ep_end)
+      experts_forward(unit, params);
+      break;
   }
 }
 
@@ -277,7 +284,9 @@ void HostWorkload::tp_backward(int unit, const ConstTensors& params, const Tenso
   const auto whole = static_cast<size_t>(tokens * h);
   const bool block = spec.kind == UnitKind::kBlock;
   if (block && gathers_before(part, true)) local_exchange(unit, part, TpPass::kBackward, TpCollective::kAllGather);
-  RAGGED_ASSERT(spec.kind == UnitKind::kHead || part == UnitPart::kAttentionInput || t.grad_gathered.size() == whole,
+  const bool experts_gathered = part == UnitPart::kMlp && s.blocks[u].experts_apart;  // the experts unit's gather
+  RAGGED_ASSERT(spec.kind == UnitKind::kHead || part == UnitPart::kAttentionInput || experts_gathered ||
+                    t.grad_gathered.size() == whole,
                 fmt::format("host workload: {}'s backward before its output gradient is gathered", spec.name));
   t.partial.resize(whole);
   switch (spec.kind) {
@@ -296,7 +305,16 @@ void HostWorkload::tp_backward(int unit, const ConstTensors& params, const Tenso
         case UnitPart::kMlp:
           // Partial outputs make partial gate gradients, hence partial router
           // gradients (all-reduced with the uncut weights') and input gradients.
-          if (lay.moe) {
+          if (lay.experts_apart) {
+            // The experts unit gathered the output gradient and left the
+            // routed experts' input gradient and the gates'.
+            const Buf& dout = s.tp_units.at(u + 1).grad_gathered;
+            RAGGED_ASSERT(c.dn2_routed.size() == whole && dout.size() == whole,
+                          "host workload: the experts unit's backward precedes its block's");
+            std::copy(c.dn2_routed.begin(), c.dn2_routed.end(), dn.begin());
+            detail::moe_finish_backward(s.ctx, lay.experts, params, grads, s.dims, c.n2.data(), c.moe, c.dgates,
+                                        dout.data(), dn.data());
+          } else if (lay.moe) {
             detail::moe_backward(s.ctx, lay.experts, params, grads, s.dims, c.n2.data(), c.moe,
                                  t.grad_gathered.data(), dn.data());
           } else {
@@ -334,8 +352,9 @@ void HostWorkload::tp_backward(int unit, const ConstTensors& params, const Tenso
       detail::embed_backward(s.local_tokens.data(), tokens, h, t.grad_gathered.data(), grads[0]);
       s.grad_unit = -1;
       break;
-    case UnitKind::kExperts:
-      RAGGED_ASSERT(false, "host workload: experts under tensor parallelism (check_tensor_parallel_supported)");
+    case UnitKind::kExperts:  // its input gradient goes home with the exchange (ep_end)
+      experts_backward(unit, params, grads);
+      break;
   }
 }
 

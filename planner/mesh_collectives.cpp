@@ -129,8 +129,15 @@ std::vector<MeshCollective> mesh_collectives(const models::UnitSpec& unit, const
     add(out, OpKind::kAllToAll, Group::kExpert, routed, false, backward ? "ep combine (bwd)" : "ep dispatch");
     add(out, OpKind::kAllToAll, Group::kExpert, routed, true, backward ? "ep dispatch (bwd)" : "ep combine");
   }
+  // Before the compute the outer dimension's collective comes first (tp's
+  // gather of the hidden states, then ep's dispatch of them); after it the
+  // inner one's (ep's combine, then tp's reduce-scatter of the combined sum).
+  const auto nesting = [](const MeshCollective& c) {
+    const int inner = c.group == Group::kExpert ? 1 : 0;
+    return c.after_compute ? 2 + (1 - inner) : inner;
+  };
   std::stable_sort(out.begin(), out.end(),
-                   [](const MeshCollective& a, const MeshCollective& b) { return a.after_compute < b.after_compute; });
+                   [&nesting](const MeshCollective& a, const MeshCollective& b) { return nesting(a) < nesting(b); });
   if (pass == Pass::kRecompute) {
     for (MeshCollective& c : out) c.what += " (recompute)";
   }

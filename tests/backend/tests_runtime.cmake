@@ -246,6 +246,12 @@ if(RAGGED_HAVE_MPI AND MPIEXEC_EXECUTABLE)
   ragged_add_moe_mesh_check(4 1 2 zero3 --checkpointing selective --set training.gradient_accumulation_steps=2)
   ragged_add_moe_mesh_check(4 2 1 ragged)
   ragged_add_moe_mesh_check(4 2 1 fsdp2 --checkpointing full)
+  # tp 2 x FSDP 2 x ep 2 on 8 ranks (dp_shard 4, the experts' FSDP over 2):
+  # the routed rows of every token go to the experts' ranks at the same tp
+  # rank, whose partial outputs the experts unit's tp reduce-scatter adds.
+  ragged_add_moe_mesh_check(8 2 2 ragged)
+  ragged_add_moe_mesh_check(8 2 2 fsdp2 --checkpointing full)
+  ragged_add_moe_mesh_check(4 2 2 zero3 --checkpointing selective)
 
   # The collectives a normal run uses (MPI's reduction order), against the
   # reference within the stated tolerance: the fast path is checked too.

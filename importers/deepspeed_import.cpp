@@ -181,8 +181,10 @@ ImportedConfig import_deepspeed(const ConfigDocument& doc, const ImportOptions& 
     if (steps == 0) {
       if (*global % (micro * gpus) != 0) {
         doc.fail("train_batch_size", fmt::format("{} sequences are not a whole number of micro-batches of {} on {} "
-                                                 "GPUs; give a --gpus that divides {}",
-                                                 *global, micro, gpus, *global / micro));
+                                                 "GPUs; give --gpus {}",
+                                                 *global, micro, gpus,
+                                                 *global / micro == 1 ? "1 (the config's)"
+                                                                      : fmt::format("N where N divides {}", *global / micro)));
       }
       steps = *global / (micro * gpus);
       if (steps > limits::kMaxAccumulation) {

@@ -109,8 +109,12 @@ ConfigDocument read_json(std::string_view text, const std::string& origin, const
     root = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     const auto [line, column] = line_column(text, e.byte > 0 ? e.byte - 1 : 0);
+    // "[json.exception.parse_error.101] parse error at line 2, column 24: syntax error while parsing value -
+    // invalid literal; last read: '"train_batch_size" : G'": the part after the position.
     std::string what = e.what();
-    if (const size_t colon = what.rfind(": "); colon != std::string::npos) what = what.substr(colon + 2);
+    if (const size_t position = what.find("column "); position != std::string::npos) {
+      if (const size_t colon = what.find(": ", position); colon != std::string::npos) what = what.substr(colon + 2);
+    }
     throw InputError(fmt::format("{}:{}:{}: malformed JSON: {}", origin, line, column, clipped(what)));
   }
   if (!root.is_object()) {

@@ -76,6 +76,10 @@ TEST(ConfigReaders, JsonLeavesAndErrorsAreLocated) {
   EXPECT_EQ(doc.quoted("zero_optimization.stage"), "zero_optimization.stage = 3 (line 3)");
   testing::expect_one_line(error_of([] { read_json("{\n  \"a\": 1,\n  \"b\": }\n", "ds.json", "json"); }),
                            "ds.json:3:8: malformed JSON");
+  // DeepSpeedExamples' templates hold placeholders: the message quotes what was read.
+  testing::expect_one_line(error_of([] { read_json("{\n  \"train_batch_size\" : GB_SIZE,\n}\n", "t.json", "json"); }),
+                           "t.json:2:24: malformed JSON: syntax error while parsing value - invalid literal; last read: "
+                           "'\"train_batch_size\" : G'");
 }
 
 TEST(ConfigReaders, AnInputOverSixteenMibIsRefusedUnread) {

@@ -60,7 +60,8 @@ TEST(DeepSpeedImport, TheGpuCountFollowsFromTheBatchFields) {
   EXPECT_NE(imported.scenario_text.find("no zero_optimization.stage (stage 0"), std::string::npos);
   // --gpus 16 contradicts 24 = 3 x 1 x GPUs.
   testing::expect_one_line(testing::import_error(data("deepspeed_examples_bing_bert_squad_bsz24.json"), llama(16)),
-                           "deepspeed_examples_bing_bert_squad_bsz24.json:2:3: train_batch_size: 24 sequences are not a whole number");
+                           "deepspeed_examples_bing_bert_squad_bsz24.json:2:3: train_batch_size: 24 sequences are not a whole number "
+                           "of micro-batches of 3 on 16 GPUs; give --gpus N where N divides 8");
 }
 
 TEST(DeepSpeedImport, ZeroStage2IsImportedAsStage3WithAWarning) {

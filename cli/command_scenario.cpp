@@ -9,6 +9,7 @@
 #include "cli/scenario_options.hpp"
 #include "cli/table.hpp"
 #include "cli/validators.hpp"
+#include "common/errors.hpp"
 #include "common/input_limits.hpp"
 #include "common/units.hpp"
 #include "importers/import_config.hpp"
@@ -106,6 +107,11 @@ void add_scenario_command(CLI::App& app, Context& context) {
   validate->add_option("scenario", *file, "A .textproto or .json scenario, or a shipped scenario name")->required();
   validate->add_flag("--json", *json, "Print the scenario with defaults applied as JSON");
   validate->callback([&context, file, json] {
+    if (const auto format = importers::config_format_of(*file)) {
+      throw InputError(fmt::format("{}: this {} is not a scenario: `ragged scenario import {}` (with --gpus N where the "
+                                   "config does not fix it) writes its scenario; simulate and tune read it as it is",
+                                   *file, importers::format_name(*format), *file));
+    }
     planner::ResolvedScenario resolved = planner::resolve_scenario(scenarios::load_scenario(*file));
     if (*json) {
       nlohmann::json out = {{"origin", resolved.loaded.origin}, {"valid", true}, {"name", resolved.scenario().name()},

@@ -87,6 +87,9 @@ TEST(CliImport, WhatAConfigLacksIsOneLineNamingTheFlag) {
   testing::expect_one_line_error(
       run_cli({"scenario", "import", example("torchtitan_deepseek_v3_16b.toml"), "--gpus", "8"}),
       "torchtitan_deepseek_v3_16b.toml:22:10: model.flavor");
+  // validate takes scenarios; a config is sent to import.
+  testing::expect_one_line_error(run_cli({"scenario", "validate", example("foundry_mpt-7b.yaml")}),
+                                 "foundry_mpt-7b.yaml: this llm-foundry training YAML is not a scenario: `ragged scenario import");
 }
 
 }  // namespace

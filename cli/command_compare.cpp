@@ -10,6 +10,7 @@
 #include "common/units.hpp"
 #include "traces/trace_comparability.hpp"
 #include "traces/trace_compare.hpp"
+#include "traces/kineto_import.hpp"
 #include "traces/trace_io.hpp"
 #include "traces/trace_names.hpp"
 
@@ -22,12 +23,15 @@ void add_compare_command(CLI::App& app, Context& context) {
   auto force = std::make_shared<bool>(false);
   auto* cmd = app.add_subcommand("compare", "Compare a predicted trace with a measured one, op kind by op kind");
   cmd->add_option("predicted", *predicted, "Trace written by `ragged simulate --trace`")->required();
-  cmd->add_option("measured", *measured, "Trace written by `ragged run --trace`")->required();
+  cmd->add_option("measured", *measured,
+                  "Trace written by `ragged run --trace`, or a PyTorch profiler (Kineto) trace of the same run's "
+                  "steps (JSON from torch.profiler)")
+      ->required();
   cmd->add_flag("--json", *json, "Print JSON");
   cmd->add_flag("--force", *force, "Compare traces of different runs (model, GPUs, strategy, batch ...) anyway, with a warning");
   cmd->callback([&context, predicted, measured, json, force] {
     const traces::Trace predicted_trace = traces::read_trace(*predicted);
-    const traces::Trace measured_trace = traces::read_trace(*measured);
+    const traces::Trace measured_trace = traces::read_measured_trace(*measured, predicted_trace);
     // Traces of different runs make errors of their differences: refused, naming them.
     const traces::Comparability comparable = traces::comparability(predicted_trace, measured_trace);
     if (!comparable.comparable()) {

@@ -23,6 +23,7 @@
 #include "scenarios/scenario_loader.hpp"
 #include "scenarios/scenario_rules.hpp"
 #include "traces/trace_comparability.hpp"
+#include "traces/kineto_import.hpp"
 #include "traces/trace_compare.hpp"
 #include "traces/trace_io.hpp"
 
@@ -143,7 +144,7 @@ void CompareTab::open_files(const QString& predicted, const QString& measured) {
   task_.run([this, p_file, m_file, anyway]() -> std::function<void()> {
     try {
       auto p = std::make_shared<const traces::Trace>(traces::read_trace(p_file));
-      auto m = std::make_shared<const traces::Trace>(traces::read_trace(m_file));
+      auto m = std::make_shared<const traces::Trace>(traces::read_measured_trace(m_file, *p));
       // Traces of different runs make errors of their differences: refused, as `ragged compare`.
       const traces::Comparability comparable = traces::comparability(*p, *m);
       QString warning;

@@ -100,13 +100,43 @@ std::pair<int, int> line_column(std::string_view text, size_t byte) {
   return {line, static_cast<int>(std::min(byte, text.size()) - line_start) + 1};
 }
 
+// nlohmann refuses a number beyond a double ("number overflow parsing '1e400'")
+// with no position: the number is found as a value in the text (after ':', ',' or
+// '['), and the field is the last key read before it.
+std::string number_overflow(std::string_view text, const std::string& origin, std::string_view what,
+                            const std::string& key) {
+  std::string number;
+  if (const size_t open = what.find('\''); open != std::string_view::npos) {
+    const size_t close = what.find('\'', open + 1);
+    if (close != std::string_view::npos) number = std::string(what.substr(open + 1, close - open - 1));
+  }
+  std::string where = origin;
+  for (size_t at = number.empty() ? std::string_view::npos : text.find(number); at != std::string_view::npos;
+       at = text.find(number, at + 1)) {
+    const size_t before = text.find_last_not_of(" \t\r\n", at == 0 ? 0 : at - 1);
+    if (at > 0 && before != std::string_view::npos && (text[before] == ':' || text[before] == ',' || text[before] == '[')) {
+      const auto [line, column] = line_column(text, at);
+      where = fmt::format("{}:{}:{}", origin, line, column);
+      break;
+    }
+  }
+  return fmt::format("{}: {}: the number {} is beyond a double's range (about 1.8e308): write a smaller number",
+                     where, key.empty() ? "a value" : clipped(key), clipped(number));
+}
+
 }  // namespace
 
 ConfigDocument read_json(std::string_view text, const std::string& origin, const std::string& format) {
   const scenarios::FieldLocations locations = scenarios::locate_json_fields(text, origin);  // refuses deep nesting
   nlohmann::json root;
+  std::string last_key;  // the field whose value is being read, for a number beyond a double
+  const nlohmann::json::parser_callback_t note_key = [&last_key](int, nlohmann::json::parse_event_t event,
+                                                                  nlohmann::json& parsed) {
+    if (event == nlohmann::json::parse_event_t::key) last_key = parsed.get<std::string>();
+    return true;
+  };
   try {
-    root = nlohmann::json::parse(text);
+    root = nlohmann::json::parse(text, note_key);
   } catch (const nlohmann::json::parse_error& e) {
     const auto [line, column] = line_column(text, e.byte > 0 ? e.byte - 1 : 0);
     // "[json.exception.parse_error.101] parse error at line 2, column 24: syntax error while parsing value -
@@ -116,6 +146,8 @@ ConfigDocument read_json(std::string_view text, const std::string& origin, const
       if (const size_t colon = what.find(": ", position); colon != std::string::npos) what = what.substr(colon + 2);
     }
     throw InputError(fmt::format("{}:{}:{}: malformed JSON: {}", origin, line, column, clipped(what)));
+  } catch (const nlohmann::json::out_of_range& e) {  // a number beyond a double (1e400): no byte offset of its own
+    throw InputError(number_overflow(text, origin, e.what(), last_key));
   }
   if (!root.is_object()) {
     throw InputError(fmt::format("{}: the JSON's top level is not an object: not a DeepSpeed config", origin));

@@ -127,8 +127,19 @@ int64_t ScenarioDraft::set_cluster(int64_t config_gpus, const std::vector<std::s
 
 namespace {
 
+// One comment line of the written scenario: a value or a key read from the
+// input may hold a line break (a TOML "a\nb", a quoted YAML key), which would
+// end the comment and leave the rest to the scenario parser; control bytes
+// become spaces.
+std::string comment_line(std::string text, std::string_view indent = "   ") {
+  for (char& c : text) {
+    if ((static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == '\x7f') c = ' ';
+  }
+  return fmt::format("#{}{}\n", indent, text);
+}
+
 std::string record_line(const std::string& field, const std::string& value, const std::string& source) {
-  return fmt::format("#   {}: {}  <- {}\n", field, value, source);
+  return comment_line(fmt::format("{}: {}  <- {}", field, value, source));
 }
 
 // The record whose scenario field holds `path` (or lies under it): the input field a loader check is about.
@@ -157,7 +168,8 @@ ImportedConfig ScenarioDraft::finish(ConfigFormat format,
   }
 
   const std::string file = std::filesystem::path(doc_.origin()).filename().string();
-  std::string text = fmt::format("# Imported by `ragged scenario import` from {} ({}).\n", file, format_name(format));
+  std::string text =
+      comment_line(fmt::format("Imported by `ragged scenario import` from {} ({}).", file, format_name(format)), " ");
   text += "# Every field of the input is accounted for: mapped, or listed as not mapped with the reason.\n";
   if (!mapped_.empty()) {
     text += "#\n# Mapped from the config:\n";
@@ -173,11 +185,11 @@ ImportedConfig ScenarioDraft::finish(ConfigFormat format,
   }
   if (!agrees_.empty()) {
     text += "#\n# Read, nothing to set (what Ragged models already):\n";
-    for (const std::string& line : agrees_) text += "#   " + line + "\n";
+    for (const std::string& line : agrees_) text += comment_line(line);
   }
   if (!not_modelled_.empty()) {
     text += "#\n# Not mapped: not modelled by Ragged (the prediction assumes otherwise):\n";
-    for (const std::string& line : not_modelled_) text += "#   " + line + "\n";
+    for (const std::string& line : not_modelled_) text += comment_line(line);
   }
   // Everything nobody read, under its reason, in the input's order.
   std::vector<std::pair<std::string, std::vector<std::string>>> groups;
@@ -194,8 +206,8 @@ ImportedConfig ScenarioDraft::finish(ConfigFormat format,
     group->second.push_back(doc_.quoted(leaf.path));
   }
   for (const auto& [why, fields] : groups) {
-    text += fmt::format("#\n# Not mapped: {}:\n", why);
-    for (const std::string& field : fields) text += "#   " + field + "\n";
+    text += "#\n" + comment_line(fmt::format("Not mapped: {}:", why), " ");
+    for (const std::string& field : fields) text += comment_line(field);
   }
   text += "\n";
 

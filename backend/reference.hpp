@@ -53,6 +53,11 @@ ModelParams reference_train_tensor_parallel(const models::ModelSpec& whole, cons
                                             const scenarios::Training& training, int world, int shard_ranks,
                                             int64_t steps, uint64_t seed, int cp = 1, int ep = 1);
 
+// An ep group's all-to-all among workloads in one process (the places'
+// ranks at one tp rank): each receives every member's rows for it, in member
+// order, as Communicator::all_to_all_v delivers them.
+void expert_exchange(const std::vector<HostWorkload*>& members, const EpStep& step);
+
 // `joint` consecutive ranks' micro-batches (`batches`, one a rank) of the
 // model `params`, forward and backward, their gradients added to `locals`
 // (reference_train's inner step), [rank][share]: one set a rank, or one per

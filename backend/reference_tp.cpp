@@ -92,8 +92,8 @@ class Grid {
   std::vector<std::unique_ptr<HostWorkload>> ranks_;
 };
 
-// An ep group's all-to-all among `members` (the places' ranks at one tp
-// rank): each receives every member's rows for it, in member order.
+}  // namespace
+
 void expert_exchange(const std::vector<HostWorkload*>& members, const EpStep& step) {
   std::vector<EpExchange> x;
   for (HostWorkload* w : members) x.push_back(w->ep_begin(step));
@@ -109,8 +109,6 @@ void expert_exchange(const std::vector<HostWorkload*>& members, const EpStep& st
   }
   for (HostWorkload* w : members) w->ep_end(step);
 }
-
-}  // namespace
 
 ModelParams reference_train_tensor_parallel(const models::ModelSpec& whole, const models::ModelSpec& split,
                                             const scenarios::Training& training, int world, int shard_ranks,

@@ -90,24 +90,6 @@ TEST(ExpertPieces, FusedExpertsAreRowsOfTheWholeTensor) {
   EXPECT_TRUE(seen);
 }
 
-// The group's all-to-all in one process: rank r receives every rank's
-// floats for r, in rank order.
-void exchange_rows(const std::vector<HostWorkload*>& ranks, const EpStep& step) {
-  std::vector<EpExchange> x;
-  for (HostWorkload* w : ranks) x.push_back(w->ep_begin(step));
-  for (size_t r = 0; r < ranks.size(); ++r) {
-    x[r].recv->clear();
-    x[r].recv_counts->clear();
-    for (size_t s = 0; s < ranks.size(); ++s) {
-      int64_t offset = 0;
-      for (size_t q = 0; q < r; ++q) offset += x[s].send_counts[q];
-      x[r].recv->insert(x[r].recv->end(), x[s].send + offset, x[s].send + offset + x[s].send_counts[r]);
-      x[r].recv_counts->push_back(x[s].send_counts[r]);
-    }
-  }
-  for (HostWorkload* w : ranks) w->ep_end(step);
-}
-
 // Each tensor of an ep rank's model as the whole model's values there.
 ModelParams split_params(const models::ModelSpec& split, const std::vector<std::vector<TensorOrigin>>& origins,
                          const ModelParams& whole) {
@@ -190,27 +172,27 @@ TEST(ExpertParallelWorkload, TwoRanksComputeTheWholeModelOnTheirTokensBitForBit)
   const int units = static_cast<int>(split.units.size());
   const auto is_experts = [&split](int u) { return split.units[static_cast<size_t>(u)].kind == models::UnitKind::kExperts; };
   for (int u = 0; u < units; ++u) {
-    if (is_experts(u)) exchange_rows(ranks, EpStep{u, TpPass::kForward});
+    if (is_experts(u)) expert_exchange(ranks, EpStep{u, TpPass::kForward});
     for (int rank = 0; rank < 2; ++rank) {
       ranks[static_cast<size_t>(rank)]->forward(u, unit_tensors(split, u, split_values[static_cast<size_t>(rank)],
                                                                 split_grads[static_cast<size_t>(rank)]).params);
     }
-    if (is_experts(u)) exchange_rows(ranks, EpStep{u, TpPass::kForward});
+    if (is_experts(u)) expert_exchange(ranks, EpStep{u, TpPass::kForward});
   }
   for (int rank = 0; rank < 2; ++rank) {
     const double loss = ranks[static_cast<size_t>(rank)]->loss();
     EXPECT_EQ(loss, whole_loss[static_cast<size_t>(rank)]) << "rank " << rank;
   }
   // A recomputed pass moves the rows again and changes nothing.
-  exchange_rows(ranks, EpStep{2, TpPass::kAgain});
-  exchange_rows(ranks, EpStep{2, TpPass::kAgain});
+  expert_exchange(ranks, EpStep{2, TpPass::kAgain});
+  expert_exchange(ranks, EpStep{2, TpPass::kAgain});
   for (int u = units - 1; u >= 0; --u) {
-    if (is_experts(u)) exchange_rows(ranks, EpStep{u, TpPass::kBackward});
+    if (is_experts(u)) expert_exchange(ranks, EpStep{u, TpPass::kBackward});
     for (int rank = 0; rank < 2; ++rank) {
       Tensors2 t = unit_tensors(split, u, split_values[static_cast<size_t>(rank)], split_grads[static_cast<size_t>(rank)]);
       ranks[static_cast<size_t>(rank)]->backward(u, t.params, t.grads);
     }
-    if (is_experts(u)) exchange_rows(ranks, EpStep{u, TpPass::kBackward});
+    if (is_experts(u)) expert_exchange(ranks, EpStep{u, TpPass::kBackward});
   }
 
   // Each rank's own tensors carry its own tokens' gradients; an expert's,

@@ -50,38 +50,27 @@ TEST(TensorParallelReference, TrainsAsThePlainReferenceDoesToRounding) {
 }
 
 TEST(TensorParallelReference, MixtureOfExpertsTrainsAsThePlainReferenceDoesToRounding) {
-  // The router whole on every rank (every rank routes alike), the experts'
-  // and shared experts' columns cut: partial outputs, gate and router
-  // gradients, summed by the group; 2 data-parallel places.
-  const planner::ResolvedScenario r = with_tp("tiny-moe-4xcpu", 2);
-  const scenarios::Training& training = r.scenario().training();
-  const ModelParams split = reference_train_tensor_parallel(r.whole(), r.model, training, 2, 2, 2, 1234);
-  const ModelParams plain = reference_train(r.whole(), training, 2, 2, 2, 1234);
-  const ParamError e = compare_params(r.whole(), split, plain);
-  std::printf("tiny MoE, tp 2, 2 places, 2 steps: max relative difference %.3g (%s)\n", e.max_relative,
-              e.worst_tensor.c_str());
-  EXPECT_LT(e.max_relative, 1e-4);
-  EXPECT_EQ(e.non_finite_elements, 0);
-  EXPECT_GT(e.differing_elements, 0);
-}
-
-TEST(TensorParallelReference, ExpertParallelPlacesTrainAsThePlainReferenceDoesToRounding) {
-  // tp 2 x ep 2: two places' tp ranks, each place holding half the routed
+  // The router whole on every tp rank (every rank routes alike), the
+  // experts' and shared experts' columns cut: partial outputs, gate and
+  // router gradients, summed by the group; 2 data-parallel places. Under ep 2
+  // the two places are played out together, each holding half the routed
   // experts, the rows exchanged between the places at one tp rank.
-  auto loaded = scenarios::with_total_gpus(scenarios::load_scenario("tiny-moe-4xcpu"), 4);
-  loaded.written.mutable_training()->mutable_mesh()->set_tp(2);
-  loaded.written.mutable_training()->mutable_mesh()->set_ep(2);
-  const planner::ResolvedScenario r = planner::resolve_scenario(scenarios::rebuild(std::move(loaded)));
-  ASSERT_EQ(r.model.split.ep, 2);
-  const scenarios::Training& training = r.scenario().training();
-  const ModelParams split = reference_train_tensor_parallel(r.whole(), r.model, training, 2, 2, 2, 1234, 1, 2);
-  const ModelParams plain = reference_train(r.whole(), training, 2, 2, 2, 1234);
-  const ParamError e = compare_params(r.whole(), split, plain);
-  std::printf("tiny MoE, tp 2 x ep 2, 2 steps: max relative difference %.3g (%s)\n", e.max_relative,
-              e.worst_tensor.c_str());
-  EXPECT_LT(e.max_relative, 1e-4);
-  EXPECT_EQ(e.non_finite_elements, 0);
-  EXPECT_GT(e.differing_elements, 0);
+  for (const int ep : {1, 2}) {
+    auto loaded = scenarios::with_total_gpus(scenarios::load_scenario("tiny-moe-4xcpu"), 4);
+    loaded.written.mutable_training()->mutable_mesh()->set_tp(2);
+    loaded.written.mutable_training()->mutable_mesh()->set_ep(ep);
+    const planner::ResolvedScenario r = planner::resolve_scenario(scenarios::rebuild(std::move(loaded)));
+    ASSERT_EQ(r.model.split.ep, ep);
+    const scenarios::Training& training = r.scenario().training();
+    const ModelParams split = reference_train_tensor_parallel(r.whole(), r.model, training, 2, 2, 2, 1234, 1, ep);
+    const ModelParams plain = reference_train(r.whole(), training, 2, 2, 2, 1234);
+    const ParamError e = compare_params(r.whole(), split, plain);
+    std::printf("tiny MoE, tp 2 x ep %d, 2 places, 2 steps: max relative difference %.3g (%s)\n", ep, e.max_relative,
+                e.worst_tensor.c_str());
+    EXPECT_LT(e.max_relative, 1e-4) << "ep " << ep;
+    EXPECT_EQ(e.non_finite_elements, 0);
+    EXPECT_GT(e.differing_elements, 0);
+  }
 }
 
 TEST(TensorParallelReference, ContextParallelTrainsAsThePlainReferenceDoesToRounding) {

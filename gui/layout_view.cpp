@@ -51,14 +51,9 @@ void LayoutView::paintEvent(QPaintEvent*) {
     const QRectF area = column_rect(static_cast<int>(c));
     const double row_h = area.height() / std::max(1, bars.drawn_ranks);
     const double per_element = area.width() / std::max<double>(1, static_cast<double>(bars.shard_size));
-    const double padded = static_cast<double>(bars.shard_size * bars.ranks);
     p.setPen(palette().color(QPalette::Text));
-    p.drawText(QRectF(area.left(), 2, area.width(), kHeader - 4), Qt::AlignLeft | Qt::AlignTop,
-               QStringLiteral("%1: S = %2, padding %3% over %4 ranks%5")
-                   .arg(QString::fromStdString(bars.strategy), QString::fromStdString(format_count(static_cast<double>(bars.shard_size))))
-                   .arg(padded > 0 ? 100.0 * static_cast<double>(bars.padding_elements()) / padded : 0.0, 0, 'f', 2)
-                   .arg(bars.ranks)
-                   .arg(bars.drawn_ranks < bars.ranks ? QStringLiteral(" (first %1 drawn)").arg(bars.drawn_ranks) : QString()));
+    p.drawText(QRectF(area.left(), 2, area.width(), kHeader - 2), Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap,
+               QString::fromStdString(layout_header(bars)));
     p.setPen(Qt::NoPen);
     for (const LayoutPiece& piece : bars.pieces) {
       const QRectF r(area.left() + static_cast<double>(piece.begin) * per_element, area.top() + piece.rank * row_h,

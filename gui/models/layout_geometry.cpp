@@ -6,6 +6,7 @@
 
 #include "common/errors.hpp"
 #include "common/units.hpp"
+#include "gui/models/plan_summary.hpp"
 
 namespace ragged::gui {
 namespace {
@@ -71,6 +72,13 @@ LayoutBars layout_bars(const std::string& strategy, const planner::UnitProblem& 
     add_rank(std::move(pieces), rank, S, bars.pieces);
   }
   return bars;
+}
+
+std::string layout_header(const LayoutBars& bars) {
+  return fmt::format("{}: S = {} over {} ranks{}\npadding {} of the unit's parameters (the model's {})", bars.strategy,
+                     format_count(static_cast<double>(bars.shard_size)), bars.ranks,
+                     bars.drawn_ranks < bars.ranks ? fmt::format(" (first {} drawn)", bars.drawn_ranks) : "",
+                     padding_percent(bars.padding_ratio), padding_percent(bars.model_padding_ratio));
 }
 
 const LayoutPiece* piece_at(const LayoutBars& bars, int rank, int64_t element) {

@@ -37,7 +37,16 @@ struct LayoutBars {
   std::vector<LayoutPiece> pieces;  // by rank, then by begin; they tile [0, S) of every drawn rank
 
   int64_t padding_elements() const;  // over the drawn ranks
+  // The padding as the plan counts it (planner::Plan::padding_ratio, docs/METRICS.md: (m*S - params) /
+  // params), of this unit and of the whole model under the same strategy: the figure Explore's plan
+  // line shows. Set by unit_layouts; 0 when built from a bare layout.
+  double padding_ratio = 0;
+  double model_padding_ratio = 0;
 };
+
+// "fsdp2: S = 1.2M over 256 ranks\npadding 98.246% of the unit's parameters (the model's 0.590%)": the
+// header of one strategy's bars (two lines); padding percentages read as Explore's plan line writes them.
+std::string layout_header(const LayoutBars& bars);
 
 LayoutBars layout_bars(const std::string& strategy, const planner::UnitProblem& problem,
                        const planner::UnitLayout& layout, const std::vector<std::string>& tensor_names,

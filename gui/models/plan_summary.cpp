@@ -34,10 +34,13 @@ PlanSummary summarize_plan(const planner::ResolvedScenario& resolved) {
   return s;
 }
 
+std::string padding_percent(double ratio) { return fmt::format("{:.3f}%", 100 * ratio); }
+
 std::string plan_summary_line(const PlanSummary& s) {
-  return fmt::format("{} on {} GPUs (shard group {}), {}: padding {:.3f}% (bound {:.3f}%), S {}, copies {}/step, "
+  return fmt::format("{} on {} GPUs (shard group {}), {}: padding {} of the parameters (bound {}), S {}, copies {}/step, "
                      "static memory {} of the allocator's {} (HBM {}){}",
-                     s.model, s.gpus, s.shard_ranks, s.strategy, 100 * s.padding_ratio, 100 * s.lower_bound_padding_ratio,
+                     s.model, s.gpus, s.shard_ranks, s.strategy, padding_percent(s.padding_ratio),
+                     padding_percent(s.lower_bound_padding_ratio),
                      format_count(static_cast<double>(s.max_shard_elements)),
                      format_count(static_cast<double>(s.copy_elements_per_step)),
                      format_bytes(static_cast<double>(s.memory.peak_total())),

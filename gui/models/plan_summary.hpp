@@ -32,7 +32,10 @@ struct PlanSummary {
 
 PlanSummary summarize_plan(const planner::ResolvedScenario& resolved);
 
-// One line for the status bar: "padding 0.01% (bound 0.00%), S 12.3M, static memory 41.2 GiB of the
+// A padding ratio as the plan line and the Layout tab write it: "0.590%".
+std::string padding_percent(double ratio);
+
+// One line for the status bar: "padding 0.010% of the parameters (bound 0.000%), S 12.3M, static memory 41.2 GiB of the
 // allocator's 78.5 GiB (HBM 79.6 GiB)".
 std::string plan_summary_line(const PlanSummary& summary);
 

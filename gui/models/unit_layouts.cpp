@@ -27,14 +27,23 @@ std::vector<LayoutBars> unit_layouts(const planner::ResolvedScenario& resolved, 
   RAGGED_ASSERT(unit_index >= 0 && static_cast<size_t>(unit_index) < resolved.model.units.size(), "unit index in range");
   const models::UnitSpec& unit = resolved.model.units[static_cast<size_t>(unit_index)];
   const scenarios::Training& training = resolved.scenario().training();
-  const planner::UnitProblem problem = planner::unit_problem(unit, resolved.granularity, training.shard_group_size(),
-                                                             planner::plan_options_for(training));
+  const planner::PlanOptions options = planner::plan_options_for(training);
   std::vector<std::string> names;
   for (const auto& t : unit.tensors) names.push_back(t.name);
   std::vector<LayoutBars> out;
   for (scenarios::Strategy s : strategies) {
-    const planner::UnitLayout layout = planner::make_strategy(s)->plan_unit(problem);
-    out.push_back(layout_bars(scenarios::strategy_name(s), problem, layout, names, max_ranks));
+    // Planned as planner::plan_scenario plans it (a routed experts' unit over its own ranks), so that the
+    // unit's padding and the model's are the plan's own figures.
+    const auto strategy = planner::make_strategy(s);
+    const planner::Plan unit_plan = planner::plan_model(resolved.model, resolved.granularity, training.shard_group_size(),
+                                                        *strategy, options, {unit_index});
+    const planner::Plan model_plan =
+        planner::plan_model(resolved.model, resolved.granularity, training.shard_group_size(), *strategy, options);
+    const planner::UnitPlan& planned = unit_plan.units.front();
+    LayoutBars bars = layout_bars(scenarios::strategy_name(s), planned.problem, planned.layout, names, max_ranks);
+    bars.padding_ratio = unit_plan.padding_ratio();
+    bars.model_padding_ratio = model_plan.padding_ratio();
+    out.push_back(std::move(bars));
   }
   return out;
 }

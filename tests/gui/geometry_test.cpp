@@ -5,9 +5,13 @@
 #include <algorithm>
 #include <QtTest>
 
+#include <cmath>
+#include <cstdio>
+
 #include <numeric>
 
 #include "gui/models/layout_geometry.hpp"
+#include "gui/models/plan_summary.hpp"
 #include "gui/models/sweep_series.hpp"
 #include "gui/models/timeline_geometry.hpp"
 #include "gui/models/unit_layouts.hpp"
@@ -119,6 +123,32 @@ class GeometryTest : public QObject {
       QCOMPARE(bars.padding_elements(), bars.shard_size * bars.ranks - params);
     }
     QVERIFY(layouts[0].padding_elements() <= layouts[1].padding_elements());
+  }
+
+  // Issue 51: the plan line said 98.2% and the Layout tab 49.8% for the same layer (padding over the
+  // parameters against padding over the padded buffer). One definition now, the plan's (docs/METRICS.md:
+  // (m*S - params) / params): the Layout tab's unit figure is the unit's plan, its model figure the plan
+  // line's, in the same words.
+  void layout_and_plan_line_show_one_padding_figure() {
+    auto resolved = planner::resolve_scenario(scenarios::load_scenario("gpt-oss-120b-256xh800"));
+    const int unit = most_interesting_unit(resolved.model);
+    const int64_t params = resolved.model.units[static_cast<size_t>(unit)].params();
+    for (scenarios::Strategy s : {scenarios::RAGGED, scenarios::FSDP2}) {
+      const LayoutBars bars = unit_layouts(resolved, unit, {s}).front();
+      const double unit_ratio = static_cast<double>(bars.shard_size * bars.ranks - params) / static_cast<double>(params);
+      QVERIFY2(std::abs(bars.padding_ratio - unit_ratio) < 1e-12, bars.strategy.c_str());
+      planner::ResolvedScenario as = resolved;
+      as.loaded.scenario.mutable_training()->set_strategy(s);
+      const PlanSummary plan = summarize_plan(as);
+      QCOMPARE(bars.model_padding_ratio, plan.padding_ratio);
+      const std::string header = layout_header(bars), line = plan_summary_line(plan);
+      const std::string model_figure = padding_percent(plan.padding_ratio);
+      QVERIFY2(header.find("(the model's " + model_figure + ")") != std::string::npos, header.c_str());
+      QVERIFY2(line.find("padding " + model_figure + " of the parameters") != std::string::npos, line.c_str());
+      QVERIFY2(header.find("padding " + padding_percent(unit_ratio) + " of the unit's parameters") != std::string::npos,
+               header.c_str());
+      std::printf("%s: unit %s, model %s\n", bars.strategy.c_str(), padding_percent(unit_ratio).c_str(), model_figure.c_str());
+    }
   }
 
   void granule_marks_fall_every_granule_and_vanish_when_dense() {

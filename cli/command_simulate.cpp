@@ -22,6 +22,7 @@
 #include "common/errors.hpp"
 #include "common/input_limits.hpp"
 #include "common/progress_bar.hpp"
+#include "planner/global_batch.hpp"
 #include "planner/mesh.hpp"
 #include "scenarios/scenario_rules.hpp"
 #include "sim/compute_breakdown.hpp"
@@ -58,27 +59,13 @@ std::vector<int64_t> parse_sweep(const std::string& text) {
 }
 
 // --sweep-global-batch: the gradient accumulation steps that keep `tokens`
-// a step at this GPU count, each data-parallel rank keeping its micro-batch
-// (tp, cp and pp ranks share theirs); a count that does not divide is an
-// error naming the step it would need.
+// a step at this GPU count (planner::accumulation_for_global_batch, as the
+// dashboard's Sweep tab does).
 void keep_global_batch(ScenarioOptions& at, const std::string& text) {
   const double tokens = parse_token_count(text, "--sweep-global-batch");
   const planner::ResolvedScenario r = at.resolve().front();
-  const scenarios::Training& t = r.scenario().training();
-  const planner::Mesh mesh = planner::mesh_of(t);
-  const int64_t data_ranks = scenarios::total_gpus(r.scenario()) / (mesh.tp * mesh.cp * mesh.pp);
-  const double per_step = static_cast<double>(data_ranks) * static_cast<double>(t.micro_batch_size()) *
-                          static_cast<double>(t.sequence_length());
-  const double steps = tokens / per_step;
-  if (steps < 1 || steps != std::floor(steps) || steps > limits::kMaxAccumulation) {
-    throw InputError(fmt::format(
-        "--sweep-global-batch {}: at {} GPUs, {} data-parallel ranks x micro-batch {} x {} tokens = {:g} tokens a "
-        "micro-batch step, which does not divide {:g} into 1 to {} accumulation steps; choose GPU counts or a batch "
-        "that do (or --micro-batch)",
-        text, scenarios::total_gpus(r.scenario()), data_ranks, t.micro_batch_size(), t.sequence_length(), per_step,
-        tokens, limits::kMaxAccumulation));
-  }
-  at.sets.push_back(fmt::format("training.gradient_accumulation_steps={}", static_cast<int64_t>(steps)));
+  const int64_t steps = planner::accumulation_for_global_batch(r.scenario(), tokens, "--sweep-global-batch " + text);
+  at.sets.push_back(fmt::format("training.gradient_accumulation_steps={}", steps));
 }
 
 std::string label_of(const planner::ResolvedScenario& r) {

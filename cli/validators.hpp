@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "common/token_count.hpp"  // parse_token_count, shared with the dashboard
+
 namespace ragged::cli {
 
 // A whole number from `min` to `max` (decimal, no sign for positives needed).
@@ -24,11 +26,6 @@ CLI::Validator number_between(double min, double max);
 // listed twice is kept once, with a note on `notes` (each is work to do).
 std::vector<int64_t> parse_count_list(const std::string& text, const std::string& option, const std::string& what,
                                       int64_t min = 1, int64_t max = INT64_MAX, std::ostream* notes = nullptr);
-
-// A count of tokens with an optional decimal suffix: 4096, 4M, 1.5B, 15T
-// (K = 1e3, M = 1e6, B or G = 1e9, T = 1e12); InputError naming `option`
-// when it is not one or is not positive.
-double parse_token_count(const std::string& text, const std::string& option);
 
 // "N:F": a whole number N from 1 to `max_count` and a fraction F from
 // `min_fraction` to 1 (--slow-gpus, --slow-links).

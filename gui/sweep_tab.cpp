@@ -1,6 +1,8 @@
 #include "gui/sweep_tab.hpp"
 
 #include <QChartView>
+#include <QCheckBox>
+#include <QLineEdit>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QXYSeries>
@@ -10,7 +12,10 @@
 #include <QVBoxLayout>
 
 #include "gui/chart_builders.hpp"
+#include "common/token_count.hpp"
+#include "common/units.hpp"
 #include "gui/models/sweep_series.hpp"
+#include "planner/global_batch.hpp"
 #include "scenarios/scenario_rules.hpp"
 
 namespace ragged::gui {
@@ -25,8 +30,20 @@ SweepTab::SweepTab(QWidget* parent) : QWidget(parent) {
   status_->setWordWrap(true);
   connect(run_button_, &QPushButton::clicked, this, &SweepTab::run_default);
   connect(cancel_button_, &QPushButton::clicked, this, &SweepTab::cancel);
+  keep_batch_ = new QCheckBox(QStringLiteral("keep the global batch at"), this);
+  keep_batch_->setToolTip(QStringLiteral("Unticked, each GPU keeps its micro-batch and the global batch grows with the "
+                                         "GPUs; ticked, the accumulation steps keep this many tokens a step (ragged "
+                                         "simulate --sweep-global-batch)"));
+  batch_tokens_ = new QLineEdit(this);
+  batch_tokens_->setPlaceholderText(QStringLiteral("tokens, e.g. 4Mi"));
+  batch_tokens_->setMaximumWidth(110);
+  batch_tokens_->setEnabled(false);
+  connect(keep_batch_, &QCheckBox::toggled, batch_tokens_, &QLineEdit::setEnabled);
   controls->addWidget(run_button_);
   controls->addWidget(cancel_button_);
+  controls->addWidget(keep_batch_);
+  controls->addWidget(batch_tokens_);
+  controls->addWidget(new QLabel(QStringLiteral("tokens"), this));
   controls->addWidget(progress_, 1);
   throughput_view_ = new QChartView(this);
   memory_view_ = new QChartView(this);
@@ -54,8 +71,9 @@ SweepTab::SweepTab(QWidget* parent) : QWidget(parent) {
     refresh_charts();
     cancel_button_->setEnabled(false);
     // A sweep dropped before it ran (a new scenario) finishes with nothing: what to do stays.
-    status_->setText(results_.rows().empty() ? hint()
-                                             : results_.finished_text() + QStringLiteral(". Click a point to open it in Explore."));
+    status_->setText(results_.rows().empty() ? left_out_ + hint()
+                                             : left_out_ + results_.finished_text() +
+                                                   QStringLiteral(". Click a point to open it in Explore."));
   });
   status_->setText(hint());
   refresh_charts();
@@ -64,6 +82,9 @@ SweepTab::SweepTab(QWidget* parent) : QWidget(parent) {
 void SweepTab::set_scenario(std::shared_ptr<const planner::ResolvedScenario> resolved) {
   if (resolved_ && resolved && resolved_->loaded.written.SerializeAsString() == resolved->loaded.written.SerializeAsString()) return;
   resolved_ = std::move(resolved);
+  // The batch to keep starts as the scenario's own.
+  if (resolved_) batch_tokens_->setText(QString::number(qRound64(planner::global_batch_tokens(resolved_->scenario()))));
+  left_out_.clear();
   jobs_.start({});  // a sweep of the previous scenario is stale
   results_.reset_rows({});
   refresh_charts();
@@ -85,25 +106,42 @@ void SweepTab::run(const std::vector<int64_t>& gpu_counts) {
   if (!resolved_) return;
   std::vector<planner::ResolvedScenario> batch;
   std::vector<SimulationRow> rows;
-  std::vector<std::pair<int, std::string>> failed;
+  double keep_tokens = 0;  // 0: the global batch grows with the GPUs
+  if (keep_batch_->isChecked()) {
+    try {
+      keep_tokens = parse_token_count(batch_tokens_->text().trimmed().toStdString(), "the global batch to keep");
+    } catch (const std::exception& e) {
+      status_->setText(QString::fromUtf8(e.what()));
+      return;
+    }
+  }
+  QStringList left_out;  // GPU counts that cannot train the batch kept, or the scenario at all
   for (int64_t gpus : gpu_counts) {
-    for (scenarios::Strategy s : scenarios::all_strategies()) {
-      try {
+    try {
+      scenarios::LoadedScenario loaded = scenarios::with_total_gpus(resolved_->loaded, gpus);
+      if (keep_tokens > 0) {
+        const int64_t steps = planner::accumulation_for_global_batch(
+            loaded.scenario, keep_tokens, "the global batch of " + format_integer(static_cast<int64_t>(keep_tokens)) + " tokens");
+        loaded.scenario.mutable_training()->set_gradient_accumulation_steps(steps);
+      }
+      for (scenarios::Strategy s : scenarios::all_strategies()) {
         planner::ResolvedScenario at = *resolved_;  // the model and granularity do not depend on the GPU count
-        at.loaded = scenarios::with_total_gpus(resolved_->loaded, gpus);
+        at.loaded = loaded;
         at.loaded.scenario.mutable_training()->set_strategy(s);
         batch.push_back(std::move(at));
         rows.push_back({gpus, scenarios::strategy_name(s), 0, {}});
-      } catch (const std::exception& e) {
-        status_->setText(QString::fromUtf8(e.what()));
       }
+    } catch (const std::exception& e) {
+      left_out << QString::fromUtf8(e.what());
     }
   }
+  left_out_ = left_out.isEmpty() ? QString()
+                                 : QStringLiteral("Left out: %1. ").arg(left_out.join(QStringLiteral("; ")));
   results_.reset_rows(std::move(rows));
   progress_->setRange(0, static_cast<int>(batch.size()));
   progress_->setValue(0);
   cancel_button_->setEnabled(true);
-  status_->setText(QStringLiteral("simulating %1 configurations…").arg(batch.size()));
+  status_->setText(left_out_ + QStringLiteral("simulating %1 configurations…").arg(batch.size()));
   jobs_.start(std::move(batch));
   refresh_charts();
 }

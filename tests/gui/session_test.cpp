@@ -18,6 +18,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <cmath>
+
 #include "gui/compare_tab.hpp"
 #include "gui/explore_tab.hpp"
 #include "gui/main_window.hpp"
@@ -238,6 +240,40 @@ class SessionTest : public QObject {
     sweep->run({8});
     QTRY_VERIFY_WITH_TIMEOUT(all_finished(sweep->results_model()), 60000);
     QTRY_VERIFY_WITH_TIMEOUT(sweep->status_text().startsWith(QStringLiteral("6 of 6 simulated")), 5000);
+  }
+
+  // Issue 51: the Sweep tab keeps a global batch as ragged simulate --sweep-global-batch does: at 8 and 32
+  // GPUs every row trains 512Ki tokens a step; 64 GPUs (2 x 8,192 tokens each) cannot and is left out, named.
+  void sweep_can_keep_the_global_batch() {
+    MainWindow window;
+    window.show();
+    for (auto* box : window.explore()->findChildren<QCheckBox*>()) box->setChecked(false);
+    QVERIFY(window.explore()->open_scenario(QStringLiteral("llama3-8b-8xh100")));
+    QTRY_VERIFY_WITH_TIMEOUT(window.explore()->resolved() != nullptr, 20000);
+    SweepTab* sweep = window.sweep();
+    QCOMPARE(sweep->batch_tokens_edit()->text(), QStringLiteral("131072"));  // the scenario's: 8 x 2 x 8,192
+    QVERIFY(!sweep->batch_tokens_edit()->isEnabled());
+    QTest::mouseClick(sweep->keep_batch_box(), Qt::LeftButton, {}, QPoint(5, sweep->keep_batch_box()->height() / 2));
+    QVERIFY(sweep->keep_batch_box()->isChecked());
+    QVERIFY(sweep->batch_tokens_edit()->isEnabled());
+    sweep->batch_tokens_edit()->selectAll();
+    QTest::keyClicks(sweep->batch_tokens_edit(), QStringLiteral("512Ki"));
+    sweep->run({8, 32, 64});
+    QTRY_VERIFY_WITH_TIMEOUT(all_finished(sweep->results_model()), 60000);
+    QCOMPARE(sweep->results_model()->rows().size(), size_t{12});
+    for (const auto& row : sweep->results_model()->rows()) {
+      QCOMPARE(row.outcome.state, RunState::kDone);
+      const traces::Summary& s = *row.summary();
+      const double tokens = s.tokens_per_s_per_gpu() * s.step_time_s() * static_cast<double>(row.gpus);
+      QVERIFY2(std::abs(tokens - 524288) < 1, qPrintable(QStringLiteral("%1 GPUs: %2 tokens").arg(row.gpus).arg(tokens)));
+    }
+    QTRY_VERIFY_WITH_TIMEOUT(sweep->status_text().contains(QStringLiteral("at 64 GPUs")), 5000);
+    // Unticked, the batch grows with the GPUs again.
+    sweep->keep_batch_box()->setChecked(false);
+    sweep->run({32});
+    QTRY_VERIFY_WITH_TIMEOUT(all_finished(sweep->results_model()), 60000);
+    const traces::Summary& grown = *sweep->results_model()->rows().front().summary();
+    QVERIFY(std::abs(grown.tokens_per_s_per_gpu() * grown.step_time_s() * 32 - 32 * 2 * 8192) < 1);
   }
 
   void save_export_and_keep_the_window_state() {

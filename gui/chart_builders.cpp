@@ -1,6 +1,8 @@
 #include "gui/chart_builders.hpp"
 
 #include <QAreaSeries>
+#include <QCursor>
+#include <QToolTip>
 #include <QBarCategoryAxis>
 #include <QBarSeries>
 #include <QBarSet>
@@ -13,8 +15,10 @@
 #include <QValueAxis>
 
 #include <algorithm>
+#include <cmath>
 
 #include "common/units.hpp"
+#include "gui/models/axis_scale.hpp"
 #include "traces/metrics.hpp"
 
 namespace ragged::gui {
@@ -30,13 +34,39 @@ QChart* new_chart(const QString& title) {
   return chart;
 }
 
-double metric_value(const traces::Summary& s, StrategyMetric metric) {
+// `metric` in the chart's unit (bytes over `unit_bytes` for memory).
+double metric_value(const traces::Summary& s, StrategyMetric metric, double unit_bytes) {
   switch (metric) {
     case StrategyMetric::kTokensPerGpu: return s.tokens_per_s_per_gpu();
     case StrategyMetric::kMfu: return 100 * s.mfu();
-    case StrategyMetric::kPeakMemory: return static_cast<double>(s.peak_reserved_bytes()) / kGiB;
+    case StrategyMetric::kPeakMemory: return static_cast<double>(s.peak_reserved_bytes()) / unit_bytes;
   }
   return 0;
+}
+
+// 0 .. a round top over `max` x `headroom`, in round ticks.
+void round_ticks(QValueAxis* axis, double max, double headroom = 1.0) {
+  const NiceAxis n = nice_axis(max, 5, headroom);
+  axis->setRange(0, n.top);
+  axis->setTickCount(n.intervals + 1);
+  axis->setLabelFormat(QStringLiteral("%.%1f").arg(n.decimals));
+}
+
+// Hovering a bar shows its category, set and value (and keeps the text in kHoverTextProperty).
+void values_on_hover(QAbstractBarSeries* series, const QStringList& categories, const QString& unit, int decimals) {
+  QObject::connect(series, &QAbstractBarSeries::hovered, series,
+                   [series, categories, unit, decimals](bool on, int index, QBarSet* set) {
+                     if (!on) {
+                       QToolTip::hideText();
+                       return;
+                     }
+                     const QString text = QStringLiteral("%1, %2: %3 %4")
+                                              .arg(categories.value(index), set->label())
+                                              .arg(set->at(index), 0, 'f', decimals)
+                                              .arg(unit);
+                     series->setProperty(kHoverTextProperty, text);
+                     QToolTip::showText(QCursor::pos(), text);
+                   });
 }
 
 }  // namespace
@@ -52,25 +82,41 @@ QColor strategy_color(const std::string& strategy) {
 }
 
 QChart* strategy_chart(const std::vector<SimulationRow>& rows, StrategyMetric metric) {
-  static const char* titles[] = {"tokens/s per GPU", "MFU (%)", "peak memory (GiB)"};
-  QChart* chart = new_chart(QString::fromLatin1(titles[static_cast<int>(metric)]));
+  // Memory in the unit its largest figure reads best in (MiB for a tiny scenario).
+  double largest_bytes = 0;
+  for (const auto& row : rows) {
+    if (const traces::Summary* s = row.summary()) {
+      largest_bytes = std::max({largest_bytes, static_cast<double>(s->peak_reserved_bytes()),
+                                static_cast<double>(traces::allocator_capacity_of(*s))});
+    }
+  }
+  const ByteUnit unit = byte_unit_for(largest_bytes);
+  const QString memory_title = QStringLiteral("peak memory (%1)").arg(text(unit.name));
+  const QString title = metric == StrategyMetric::kTokensPerGpu ? QStringLiteral("tokens/s per GPU")
+                        : metric == StrategyMetric::kMfu        ? QStringLiteral("MFU (%)")
+                                                                : memory_title;
+  QChart* chart = new_chart(title);
   auto* series = new QHorizontalBarSeries();
   QStringList categories;
-  auto* set = new QBarSet(QString::fromLatin1(titles[static_cast<int>(metric)]));
+  auto* set = new QBarSet(title);
   double top = 0, capacity = 0, hbm = 0;
-  // The first strategy on top.
+  // The first strategy on top; a run out of memory says so on its bar, drawn red.
+  QList<int> oom;
   for (auto it = rows.rbegin(); it != rows.rend(); ++it) {
     const traces::Summary* s = it->summary();
-    categories << text(it->strategy);
-    const double v = s != nullptr ? metric_value(*s, metric) : 0;
+    if (s != nullptr && s->oom()) oom << static_cast<int>(categories.size());
+    categories << text(it->strategy) + (s != nullptr && s->oom() ? QStringLiteral(" OOM") : QString());
+    const double v = s != nullptr ? metric_value(*s, metric, unit.bytes) : 0;
     *set << v;
     top = std::max(top, v);
     if (s != nullptr) {
-      capacity = static_cast<double>(traces::allocator_capacity_of(*s)) / kGiB;
-      hbm = static_cast<double>(s->hbm_capacity_bytes()) / kGiB;
+      capacity = static_cast<double>(traces::allocator_capacity_of(*s));
+      hbm = static_cast<double>(s->hbm_capacity_bytes());
     }
   }
   set->setColor(metric == StrategyMetric::kPeakMemory ? QColor(0x8172b2) : QColor(0x4c72b0));
+  set->setSelectedColor(QColor(0xd62728));
+  set->selectBars(oom);
   series->append(set);
   series->setLabelsVisible(true);
   series->setLabelsPosition(QAbstractBarSeries::LabelsInsideEnd);
@@ -84,12 +130,17 @@ QChart* strategy_chart(const std::vector<SimulationRow>& rows, StrategyMetric me
   chart->addAxis(x, Qt::AlignBottom);
   series->attachAxis(x);
   series->attachAxis(y);
+  values_on_hover(series, categories,
+                  metric == StrategyMetric::kTokensPerGpu ? QStringLiteral("tokens/s")
+                  : metric == StrategyMetric::kMfu        ? QStringLiteral("%")
+                                                          : text(unit.name),
+                  metric == StrategyMetric::kTokensPerGpu ? 0 : 2);
   if (metric == StrategyMetric::kPeakMemory && capacity > 0) {
     const double n = std::max<double>(1, static_cast<double>(rows.size()));
     auto* line = new QLineSeries();
-    line->setName(QStringLiteral("allocator %1 GiB (HBM %2)").arg(capacity, 0, 'f', 1).arg(hbm, 0, 'f', 1));
-    line->append(capacity, -0.5);
-    line->append(capacity, n - 0.5);
+    line->setName(QStringLiteral("allocator's capacity %1 (HBM %2)").arg(text(format_bytes(capacity)), text(format_bytes(hbm))));
+    line->append(capacity / unit.bytes, -0.5);
+    line->append(capacity / unit.bytes, n - 0.5);
     line->setPen(QPen(Qt::red, 2, Qt::DashLine));
     auto* hidden_y = new QValueAxis();
     hidden_y->setRange(-0.5, n - 0.5);
@@ -99,11 +150,9 @@ QChart* strategy_chart(const std::vector<SimulationRow>& rows, StrategyMetric me
     line->attachAxis(x);
     line->attachAxis(hidden_y);
     chart->legend()->setVisible(true);
-    top = std::max(top, capacity);
-    chart->setTitle(chart->title() + QStringLiteral(": red is the allocator's capacity"));
+    top = std::max(top, capacity / unit.bytes);
   }
-  x->setRange(0, top > 0 ? top * 1.1 : 1);
-  x->applyNiceNumbers();
+  round_ticks(x, top, 1.05);
   return chart;
 }
 
@@ -126,29 +175,36 @@ QChart* unit_breakdown_chart(const std::vector<traces::UnitTimes>& rows) {
   auto* x = new QBarCategoryAxis();
   x->append(categories);
   auto* y = new QValueAxis();
-  y->setRange(0, top > 0 ? top * 1.1 : 1);
+  round_ticks(y, top);
+  y->setTitleText(QStringLiteral("ms"));
   chart->addAxis(x, Qt::AlignBottom);
   chart->addAxis(y, Qt::AlignLeft);
   series->attachAxis(x);
   series->attachAxis(y);
+  values_on_hover(series, categories, QStringLiteral("ms"), 3);
   return chart;
 }
 
 QChart* memory_breakdown_chart(const std::vector<MemoryPart>& parts, int64_t capacity_bytes, int64_t hbm_bytes) {
-  int64_t total = 0;
-  for (const auto& p : parts) total += p.bytes;
-  QChart* chart = new_chart(QStringLiteral("memory of one rank: %1 of the allocator's %2 (HBM %3)")
+  int64_t total = 0, largest = 0;
+  for (const auto& p : parts) {
+    total += p.bytes;
+    largest = std::max(largest, p.bytes);
+  }
+  const ByteUnit unit = byte_unit_for(static_cast<double>(largest));
+  // Two short lines: the title must not be cut at 1,100 x 700.
+  QChart* chart = new_chart(QStringLiteral("memory of one rank: %1<br>of the allocator's %2 (HBM %3)")
                                 .arg(text(format_bytes(static_cast<double>(total))),
                                      text(format_bytes(static_cast<double>(capacity_bytes))),
                                      text(format_bytes(static_cast<double>(hbm_bytes)))));
   auto* series = new QHorizontalBarSeries();
-  auto* set = new QBarSet(QStringLiteral("GiB"));
+  auto* set = new QBarSet(text(unit.name));
   QStringList categories;
   double top = 0;
   for (const auto& p : parts) {
     categories << text(p.name);
-    *set << static_cast<double>(p.bytes) / kGiB;
-    top = std::max(top, static_cast<double>(p.bytes) / kGiB);
+    *set << static_cast<double>(p.bytes) / unit.bytes;
+    top = std::max(top, static_cast<double>(p.bytes) / unit.bytes);
   }
   series->append(set);
   series->setLabelsVisible(true);
@@ -159,46 +215,55 @@ QChart* memory_breakdown_chart(const std::vector<MemoryPart>& parts, int64_t cap
   auto* y = new QBarCategoryAxis();
   y->append(categories);
   auto* x = new QValueAxis();
-  x->setRange(0, top > 0 ? top * 1.2 : 1);
-  x->setTitleText(QStringLiteral("GiB"));
+  round_ticks(x, top, 1.2);  // room for the labels outside the bars
+  x->setTitleText(text(unit.name));
   chart->addAxis(y, Qt::AlignLeft);
   chart->addAxis(x, Qt::AlignBottom);
   series->attachAxis(x);
   series->attachAxis(y);
+  values_on_hover(series, categories, text(unit.name), 3);
   return chart;
 }
 
 QChart* sweep_chart(const std::vector<SweepSeries>& series, SweepMetric metric, int64_t capacity_bytes) {
   const bool memory = metric == SweepMetric::kPeakMemory;
-  QChart* chart = new_chart(memory ? QStringLiteral("peak memory per GPU (GiB) against GPUs")
+  double largest_bytes = static_cast<double>(capacity_bytes);
+  for (const SweepSeries& s : series) {
+    for (const SweepPoint& p : s.points) largest_bytes = std::max(largest_bytes, static_cast<double>(p.peak_bytes));
+  }
+  const ByteUnit unit = byte_unit_for(largest_bytes);
+  const double unit_bytes = unit.bytes;
+  QChart* chart = new_chart(memory ? QStringLiteral("peak memory per GPU (%1) against GPUs").arg(text(unit.name))
                                    : QStringLiteral("tokens/s per GPU against GPUs"));
   auto* x = new QLogValueAxis();
   x->setBase(2);
   x->setLabelFormat(QStringLiteral("%d"));
   x->setRange(6, 20000);
   x->setTitleText(QStringLiteral("GPUs"));
-  double top = memory ? static_cast<double>(capacity_bytes) / kGiB : 0;
+  double top = memory ? static_cast<double>(capacity_bytes) / unit_bytes : 0;
   double bottom = top > 0 ? top : 1e30;
   for (const SweepSeries& s : series) {
     for (const SweepPoint& p : s.points) {
-      const double v = memory ? static_cast<double>(p.peak_bytes) / kGiB : p.tokens_per_s_per_gpu;
+      const double v = memory ? static_cast<double>(p.peak_bytes) / unit_bytes : p.tokens_per_s_per_gpu;
       top = std::max(top, v);
       bottom = std::min(bottom, v);
     }
   }
-  top = top > 0 ? top * 1.15 : 1;
-  // Memory spans orders of magnitude (a rank-major layout at 16,384 GPUs): log scale.
+  // Memory spans orders of magnitude (a rank-major layout at 16,384 GPUs): log scale from a
+  // power of ten to a power of ten, so that every tick is round.
   QAbstractAxis* y = nullptr;
   if (memory) {
     auto* log_y = new QLogValueAxis();
     log_y->setBase(10);
     log_y->setLabelFormat(QStringLiteral("%g"));
-    bottom = bottom < 1e30 ? std::max(1e-3, bottom / 2) : 1;
-    log_y->setRange(bottom, std::max(top, bottom * 10));
+    bottom = bottom < 1e30 ? std::pow(10.0, std::floor(std::log10(std::max(1e-3, bottom / 2)))) : 1;
+    top = std::pow(10.0, std::ceil(std::log10(std::max(top * 1.15, bottom * 10))));
+    log_y->setRange(bottom, top);
     y = log_y;
   } else {
     auto* linear_y = new QValueAxis();
-    linear_y->setRange(0, top);
+    round_ticks(linear_y, top, 1.1);
+    top = linear_y->max();
     y = linear_y;
   }
   const double floor = memory ? bottom : 0;
@@ -234,7 +299,7 @@ QChart* sweep_chart(const std::vector<SweepSeries>& series, SweepMetric metric, 
     oom->setColor(Qt::red);
     oom->setMarkerSize(9);
     for (const SweepPoint& p : s.points) {
-      const double v = memory ? static_cast<double>(p.peak_bytes) / kGiB : p.tokens_per_s_per_gpu;
+      const double v = memory ? static_cast<double>(p.peak_bytes) / unit_bytes : p.tokens_per_s_per_gpu;
       line->append(static_cast<double>(p.gpus), v);
       if (p.oom) oom->append(static_cast<double>(p.gpus), v);
     }
@@ -254,8 +319,8 @@ QChart* sweep_chart(const std::vector<SweepSeries>& series, SweepMetric metric, 
     auto* capacity = new QLineSeries();
     capacity->setName(QStringLiteral("allocator's capacity (above: OOM)"));
     capacity->setPen(QPen(Qt::red, 2, Qt::DashLine));
-    capacity->append(6, static_cast<double>(capacity_bytes) / kGiB);
-    capacity->append(20000, static_cast<double>(capacity_bytes) / kGiB);
+    capacity->append(6, static_cast<double>(capacity_bytes) / unit_bytes);
+    capacity->append(20000, static_cast<double>(capacity_bytes) / unit_bytes);
     chart->addSeries(capacity);
     capacity->attachAxis(x);
     capacity->attachAxis(y);

@@ -15,7 +15,10 @@ namespace ragged::gui {
 
 enum class StrategyMetric { kTokensPerGpu, kMfu, kPeakMemory };
 
-// One bar per finished strategy; kPeakMemory adds the GPU's HBM as a line.
+// One bar per finished strategy; kPeakMemory (in the binary unit its figures
+// read best in) adds the allocator's capacity as a line. A run out of memory
+// is named "<strategy> OOM" and its bar drawn red (selected) in every metric.
+// Axes run from 0 in round ticks; hovering a bar shows its value.
 QChart* strategy_chart(const std::vector<SimulationRow>& rows, StrategyMetric metric);
 
 // A stacked bar per unit row, one segment per phase (ms per step).
@@ -31,6 +34,8 @@ QChart* memory_breakdown_chart(const std::vector<MemoryPart>& parts, int64_t cap
 // strategy is out of memory are shaded. A strategy's line and OOM markers
 // carry its name in the kStrategyProperty property (what a click opens).
 inline constexpr const char* kStrategyProperty = "strategy";
+// A bar series keeps the text its last hovered bar showed here.
+inline constexpr const char* kHoverTextProperty = "hover_text";
 enum class SweepMetric { kThroughput, kPeakMemory };
 QChart* sweep_chart(const std::vector<SweepSeries>& series, SweepMetric metric, int64_t capacity_bytes);
 

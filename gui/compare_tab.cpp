@@ -9,6 +9,7 @@
 #include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QItemSelectionModel>
 #include <QLabel>
 #include <QProgressBar>
 #include <QPushButton>
@@ -103,8 +104,22 @@ CompareTab::CompareTab(QWidget* parent) : QWidget(parent) {
   ops_table_ = new_error_table(&ops_, this);
   predicted_view_ = new TimelineView(this);
   measured_view_ = new TimelineView(this);
-  connect(predicted_view_, &TimelineView::range_changed, measured_view_, &TimelineView::set_range);
-  connect(measured_view_, &TimelineView::range_changed, predicted_view_, &TimelineView::set_range);
+  // One time axis: the views start at their own step's beginning, so a range moves by offsets.
+  auto follow = [](TimelineView* from, TimelineView* to) {
+    return [from, to](qint64 begin, qint64 end) {
+      const int64_t shift = to->timeline().begin_ns - from->timeline().begin_ns;
+      to->set_range(begin + shift, end + shift);
+    };
+  };
+  connect(predicted_view_, &TimelineView::range_changed, this, follow(predicted_view_, measured_view_));
+  connect(measured_view_, &TimelineView::range_changed, this, follow(measured_view_, predicted_view_));
+  connect(ops_table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+          [this](const QModelIndex& current) { select_op_row(current.row()); });
+  connect(kinds_table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+          [this](const QModelIndex& current) { select_kind_row(current.row()); });
+  step_box_ = new QComboBox(this);
+  step_box_->setToolTip(QStringLiteral("The measured step the lower timeline shows"));
+  connect(step_box_, &QComboBox::activated, this, [this] { show_measured_step(step_box_->currentData().toInt()); });
 
   auto* tables = new QSplitter(Qt::Horizontal, this);
   tables->addWidget(titled(QStringLiteral("per op kind, worst first"), kinds_table_, this));
@@ -114,7 +129,11 @@ CompareTab::CompareTab(QWidget* parent) : QWidget(parent) {
   auto* top = new QWidget(this);
   auto* top_layout = new QVBoxLayout(top);
   top_layout->setContentsMargins(0, 0, 0, 0);
-  top_layout->addWidget(summary_);
+  auto* summary_row = new QHBoxLayout();
+  summary_row->addWidget(summary_, 1);
+  summary_row->addWidget(new QLabel(QStringLiteral("measured step"), top));
+  summary_row->addWidget(step_box_, 0, Qt::AlignTop);
+  top_layout->addLayout(summary_row);
   top_layout->addWidget(tables, 1);
   auto* splitter = new QSplitter(Qt::Vertical, this);
   splitter->addWidget(top);
@@ -166,6 +185,9 @@ void CompareTab::open_files(const QString& predicted, const QString& measured) {
         ops_.clear();
         predicted_view_->set_timeline(nullptr, {});
         measured_view_->set_timeline(nullptr, {});
+        predicted_.reset();
+        measured_.reset();
+        step_box_->clear();
         summary_->setText(message);
         Q_EMIT error(message);
       };
@@ -210,23 +232,70 @@ void CompareTab::show_comparison(const std::shared_ptr<const traces::Trace>& p,
                              .arg(bytes(c.predicted_concurrent_bytes))
                        : QStringLiteral("<br>memory curves not overlaid: a trace without the state and buffers count "
                                         "(written by an older ragged)")));
-  std::vector<MemoryPoint> measured_memory = tm.memory;
-  // The measured curve over the predicted one, shifted to start together.
-  for (auto& point : measured_memory) point.time_ns += tp.begin_ns - tm.begin_ns;
-  const MemoryQuantity quantity = overlay ? MemoryQuantity::kStateAndBuffers : MemoryQuantity::kAllocator;
+  predicted_ = p;
+  measured_ = m;
+  measured_steps_ = c.measured_steps;
+  overlay_ = overlay;
   predicted_view_->set_timeline(p, std::move(tp));
   predicted_view_->set_title(QStringLiteral("predicted"));
+  step_box_->clear();
+  for (int step : trace_steps(*m)) step_box_->addItem(QString::number(step), step);
+  step_box_->setCurrentIndex(step_box_->findData(tm.step));
+  show_measured_timeline(std::move(tm));
+  Q_EMIT compared();
+}
+
+void CompareTab::show_measured_step(int step) {
+  if (!measured_) return;
+  step_box_->setCurrentIndex(step_box_->findData(step));
+  show_measured_timeline(build_timeline(*measured_, -1, step));
+}
+
+void CompareTab::show_measured_timeline(Timeline tm) {
+  const MemoryQuantity quantity = overlay_ ? MemoryQuantity::kStateAndBuffers : MemoryQuantity::kAllocator;
+  // The measured curve over the predicted one, shifted to start together.
+  std::vector<MemoryPoint> measured_memory = tm.memory;
+  for (auto& point : measured_memory) point.time_ns += predicted_view_->timeline().begin_ns - tm.begin_ns;
   predicted_view_->set_memory_quantity(quantity);
-  if (overlay) predicted_view_->set_overlay_memory(std::move(measured_memory), QStringLiteral("measured"));
-  measured_view_->set_timeline(m, std::move(tm));
+  if (overlay_) predicted_view_->set_overlay_memory(std::move(measured_memory), QStringLiteral("measured step %1").arg(tm.step));
+  const int step = tm.step;
+  measured_view_->set_timeline(measured_, std::move(tm));
   measured_view_->set_memory_quantity(quantity);
-  measured_view_->set_title(QStringLiteral("measured, step %1 (of %2)").arg(measured_view_->timeline().step).arg(c.measured_steps));
-  // One time scale for both: the longer of the two.
+  measured_view_->set_title(QStringLiteral("measured, step %1 (of %2)").arg(step).arg(measured_steps_));
+  // One time axis for both, the longer step's; one memory axis, the higher curve's.
   const int64_t span = std::max(predicted_view_->timeline().end_ns - predicted_view_->timeline().begin_ns,
                                 measured_view_->timeline().end_ns - measured_view_->timeline().begin_ns);
-  predicted_view_->set_range(predicted_view_->timeline().begin_ns, predicted_view_->timeline().begin_ns + span);
-  measured_view_->set_range(measured_view_->timeline().begin_ns, measured_view_->timeline().begin_ns + span);
-  Q_EMIT compared();
+  for (TimelineView* view : {predicted_view_, measured_view_}) view->set_memory_floor_top(0);
+  const int64_t top = std::max(predicted_view_->memory_top(), measured_view_->memory_top());
+  for (TimelineView* view : {predicted_view_, measured_view_}) {
+    view->set_shared_span(span);
+    view->set_memory_floor_top(top);
+    view->show_all();
+  }
+  if (const int row = ops_table_->currentIndex().row(); row >= 0) select_op_row(row);
+}
+
+void CompareTab::select_op_row(int row) {
+  if (row < 0 || row >= static_cast<int>(ops_.rows().size())) return;
+  const uint64_t op = ops_.rows()[static_cast<size_t>(row)].op_id;
+  const bool in_predicted = predicted_view_->select_op(op);
+  const bool in_measured = measured_view_->select_op(op);
+  // Where only one trace has the op, the other keeps the same stretch of the step.
+  if (in_predicted && !in_measured) {
+    const int64_t shift = measured_view_->timeline().begin_ns - predicted_view_->timeline().begin_ns;
+    measured_view_->set_range(predicted_view_->from_ns() + shift, predicted_view_->to_ns() + shift);
+  }
+  if (in_measured && !in_predicted) {
+    const int64_t shift = predicted_view_->timeline().begin_ns - measured_view_->timeline().begin_ns;
+    predicted_view_->set_range(measured_view_->from_ns() + shift, measured_view_->to_ns() + shift);
+  }
+}
+
+void CompareTab::select_kind_row(int row) {
+  if (row < 0 || row >= static_cast<int>(kinds_.rows().size())) return;
+  const traces::OpKind kind = kinds_.rows()[static_cast<size_t>(row)].kind;
+  predicted_view_->select_kind(kind);
+  measured_view_->select_kind(kind);
 }
 
 void CompareTab::run_both(const QString& scenario) {

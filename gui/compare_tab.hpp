@@ -5,7 +5,10 @@
 // aligned, memory curves of one quantity (state + parameter and gradient
 // buffers) overlaid, step time / peak memory / exposed communication / MFU
 // errors, and the ops joined by Program op id (traces::compare_traces) in
-// two tables, per op and per op kind, worst first.
+// two tables, per op and per op kind, worst first. Both timelines run on one
+// time axis and one memory axis that fit the longer and the higher of the
+// two; the measured one shows any measured step; a row of the op table
+// outlines (and zooms to) that op in both, a row of the kind table its kind.
 
 #include <QProcess>
 #include <QTemporaryDir>
@@ -46,6 +49,11 @@ class CompareTab : public QWidget {
   const TimelineView* measured_view() const { return measured_view_; }
   LatestTask* task() { return &task_; }
   QString summary_text() const;
+  QComboBox* step_box() const { return step_box_; }
+  QTableView* ops_table() const { return ops_table_; }
+  QTableView* kinds_table() const { return kinds_table_; }
+  // The measured timeline of one of the measured trace's steps (with the overlay and the shared axes).
+  void show_measured_step(int step);
   QList<QWidget*> exportable_views() const;
 
  Q_SIGNALS:
@@ -57,6 +65,9 @@ class CompareTab : public QWidget {
   void start_stage();
   void stage_finished(int exit_code, QProcess::ExitStatus status);
 
+  void select_op_row(int row);
+  void show_measured_timeline(Timeline measured);
+  void select_kind_row(int row);
   void show_comparison(const std::shared_ptr<const traces::Trace>& predicted,
                        const std::shared_ptr<const traces::Trace>& measured, const traces::TraceComparison& c,
                        Timeline predicted_timeline, Timeline measured_timeline, const QString& warning);
@@ -80,6 +91,10 @@ class CompareTab : public QWidget {
   QTableView* ops_table_ = nullptr;
   TimelineView* predicted_view_ = nullptr;
   TimelineView* measured_view_ = nullptr;
+  QComboBox* step_box_ = nullptr;  // the measured step shown
+  std::shared_ptr<const traces::Trace> predicted_, measured_;
+  int measured_steps_ = 0;
+  bool overlay_ = false;  // both traces count state + buffers: the curves overlay on it
 };
 
 // The `ragged` command beside this executable (or $RAGGED_CLI).

@@ -139,6 +139,9 @@ void ExploreTab::build_ui() {
     picked_ = true;
     select_row(index.row());
   });
+  // Every strategy's row shows without scrolling (an OOM among them): the settings table gives way first.
+  results_view_->setMinimumHeight(22 * (static_cast<int>(scenarios::all_strategies().size()) + 1) + 6);
+  results_view_->setVerticalScrollBarPolicy(Qt::ScrollBarAsNeeded);
   left_layout->addWidget(results_view_, 2);
 
   auto* right = new QWidget(this);

@@ -91,6 +91,18 @@ void MainWindow::build_menus() {
     if (problem.isEmpty()) statusBar()->showMessage(QStringLiteral("exported %1").arg(path), 5000);
     else show_error(problem);
   });
+  file->addAction(QStringLiteral("Export trace for &Perfetto…"), this, [this] {
+    if (!timeline_->has_trace()) {
+      show_error(timeline_->export_perfetto(QString()));
+      return;
+    }
+    const QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Export the Timeline's trace for ui.perfetto.dev"),
+                                                      QStringLiteral("trace.json"), QStringLiteral("Chrome trace JSON (*.json)"));
+    if (path.isEmpty()) return;
+    const QString problem = timeline_->export_perfetto(path);
+    if (problem.isEmpty()) statusBar()->showMessage(QStringLiteral("wrote %1: open it at ui.perfetto.dev").arg(path), 8000);
+    else show_error(problem);
+  });
   file->addSeparator();
   file->addAction(QStringLiteral("&Quit"), QKeySequence::Quit, this, &QWidget::close);
 

@@ -9,6 +9,7 @@
 
 #include <chrono>
 
+#include "traces/chrome_trace.hpp"
 #include "traces/trace_io.hpp"
 #include "traces/trace_names.hpp"
 
@@ -73,6 +74,16 @@ void TimelineTab::open_file(const QString& path) {
       };
     }
   });
+}
+
+QString TimelineTab::export_perfetto(const QString& path) const {
+  if (!trace_) return QStringLiteral("no trace to export: open one (File > Open trace) or simulate in Explore");
+  try {
+    traces::write_chrome_trace(*trace_, path.toStdString());
+  } catch (const std::exception& e) {
+    return QString::fromUtf8(e.what());
+  }
+  return {};
 }
 
 void TimelineTab::show_trace(std::shared_ptr<const traces::Trace> trace, const QString& label) {

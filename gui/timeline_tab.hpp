@@ -28,6 +28,11 @@ class TimelineTab : public QWidget {
   TimelineView* view() { return view_; }
   LatestTask* task() { return &task_; }
   double last_open_ms() const { return last_open_ms_; }
+  bool has_trace() const { return trace_ != nullptr; }
+  const QString& label() const { return label_; }
+  // Writes the trace shown (every rank of it) as Chrome trace-event JSON for ui.perfetto.dev
+  // (traces::write_chrome_trace, written atomically); the problem, or empty when written.
+  QString export_perfetto(const QString& path) const;
 
  Q_SIGNALS:
   void error(const QString& message);

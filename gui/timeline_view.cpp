@@ -9,6 +9,7 @@
 
 #include <algorithm>
 
+#include "gui/models/axis_scale.hpp"
 #include "gui/tooltip.hpp"
 #include "common/units.hpp"
 #include "traces/trace_names.hpp"
@@ -16,7 +17,7 @@
 namespace ragged::gui {
 namespace {
 
-constexpr double kLeft = 110, kRight = 12, kTop = 24, kLaneHeight = 26, kAxis = 22;
+constexpr double kLeft = 110, kRight = 12, kTop = 24, kLaneHeight = 26, kAxis = 22, kLegend = 20;
 
 QString qs(std::string_view s) { return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size())); }
 
@@ -53,6 +54,8 @@ void TimelineView::set_timeline(std::shared_ptr<const traces::Trace> trace, Time
   trace_ = std::move(trace);
   timeline_ = std::move(timeline);
   overlay_.clear();
+  selected_op_ = -1;
+  selected_kind_ = traces::OP_KIND_UNSPECIFIED;
   show_all();
 }
 
@@ -67,9 +70,59 @@ void TimelineView::set_memory_quantity(MemoryQuantity quantity) {
   update();
 }
 
+int64_t TimelineView::shown_end_ns() const {
+  return std::max({timeline_.end_ns, timeline_.begin_ns + shared_span_ns_, timeline_.begin_ns + 1});
+}
+
 void TimelineView::show_all() {
   from_ns_ = timeline_.begin_ns;
-  to_ns_ = std::max(timeline_.end_ns, timeline_.begin_ns + 1);
+  to_ns_ = shown_end_ns();
+  update();
+}
+
+bool TimelineView::is_selected(const TimelineBar& bar) const {
+  if (trace_ == nullptr || bar.event < 0) return false;
+  if (selected_op_ >= 0) return trace_->events(bar.event).op_id() == static_cast<uint64_t>(selected_op_);
+  return selected_kind_ != traces::OP_KIND_UNSPECIFIED && bar.kind == selected_kind_;
+}
+
+std::vector<int> TimelineView::selected_events() const {
+  std::vector<int> out;
+  for (const TimelineLane& lane : timeline_.lanes) {
+    for (const TimelineBar& bar : lane.bars) {
+      if (is_selected(bar)) out.push_back(bar.event);
+    }
+  }
+  return out;
+}
+
+bool TimelineView::select_op(uint64_t op_id) {
+  clear_selection();
+  int64_t from = INT64_MAX, to = INT64_MIN;
+  for (const TimelineLane& lane : timeline_.lanes) {
+    for (const TimelineBar& bar : lane.bars) {
+      if (trace_ == nullptr || bar.event < 0 || trace_->events(bar.event).op_id() != op_id) continue;
+      from = std::min(from, bar.start_ns);
+      to = std::max(to, bar.end_ns);
+    }
+  }
+  if (from > to) return false;
+  selected_op_ = static_cast<int64_t>(op_id);
+  // The op in the middle third of the view, at least 1 us wide.
+  const int64_t width = std::max<int64_t>(1000, to - from);
+  set_range(std::max(timeline_.begin_ns, from - width), std::min(shown_end_ns(), to + width));
+  return true;
+}
+
+void TimelineView::select_kind(traces::OpKind kind) {
+  clear_selection();
+  selected_kind_ = kind;
+  update();
+}
+
+void TimelineView::clear_selection() {
+  selected_op_ = -1;
+  selected_kind_ = traces::OP_KIND_UNSPECIFIED;
   update();
 }
 
@@ -91,7 +144,7 @@ QRectF TimelineView::plot_rect() const {
 
 QRectF TimelineView::memory_rect() const {
   const QRectF plot = plot_rect();
-  const double h = std::max(60.0, height() - plot.bottom() - kAxis - 8);
+  const double h = std::max(60.0, height() - plot.bottom() - kAxis - 8 - kLegend);
   return {plot.left(), plot.bottom() + kAxis, plot.width(), h};
 }
 
@@ -132,7 +185,13 @@ void TimelineView::paintEvent(QPaintEvent*) {
       const double x0 = std::max(plot.left(), x_of(bar.start_ns)), x1 = std::min(plot.right(), x_of(bar.end_ns));
       QColor c = op_kind_color(bar.kind);
       if (bar.ops > 1) c = c.lighter(115);
-      p.fillRect(QRectF(x0, y + 3, std::max(1.0, x1 - x0), kLaneHeight - 6), c);
+      const QRectF r(x0, y + 3, std::max(1.0, x1 - x0), kLaneHeight - 6);
+      p.fillRect(r, c);
+      if (is_selected(bar)) {
+        p.setPen(QPen(palette().color(QPalette::Highlight), 2.5));
+        p.drawRect(r.adjusted(-1.5, -2, 1.5, 2));
+        p.setPen(Qt::NoPen);
+      }
       ++drawn_bars_;
     }
     p.setClipRect(QRectF(0, plot.top(), width(), plot.height()));
@@ -151,16 +210,31 @@ void TimelineView::paintEvent(QPaintEvent*) {
   const QRectF mem = memory_rect();
   p.setPen(palette().color(QPalette::Mid));
   p.drawRect(mem);
-  int64_t top = timeline_.peak(quantity_);
-  for (const auto& m : overlay_) top = std::max(top, memory_value(m, quantity_));
-  if (top <= 0) return;
+  draw_legend(p);
+  const int64_t peak = memory_top();
+  if (peak <= 0) return;
+  // Round ticks in the unit the peak reads best in; the curve's scale is the axis's top.
+  const ByteUnit unit = byte_unit_for(static_cast<double>(peak));
+  const NiceAxis axis = nice_axis(static_cast<double>(peak) / unit.bytes, 4);
+  const double top = axis.top * unit.bytes;
+  p.setPen(QPen(palette().color(QPalette::Midlight), 0, Qt::DotLine));
+  for (int i = 1; i < axis.intervals; ++i) {
+    const double y = mem.bottom() - mem.height() * i / axis.intervals;
+    p.drawLine(QPointF(mem.left(), y), QPointF(mem.right(), y));
+  }
+  p.setPen(palette().color(QPalette::Text));
+  const QStringList ticks = memory_ticks();
+  for (int i = 0; i < ticks.size(); ++i) {
+    const double y = mem.bottom() - mem.height() * i / axis.intervals;
+    p.drawText(QRectF(4, y - 8, kLeft - 10, 16), Qt::AlignRight | Qt::AlignVCenter, ticks[i]);
+  }
   auto curve = [&](const std::vector<MemoryPoint>& points, auto value) {
     QPainterPath path;
     bool first = true;
     double last_y = mem.bottom();
     for (const MemoryPoint& m : points) {
       const double x = std::clamp(x_of(m.time_ns), mem.left(), mem.right());
-      const double y = mem.bottom() - mem.height() * static_cast<double>(value(m)) / static_cast<double>(top);
+      const double y = mem.bottom() - mem.height() * static_cast<double>(value(m)) / top;
       if (first) path.moveTo(x, y);
       else {
         path.lineTo(x, last_y);  // a step: the level holds until the next sample
@@ -187,15 +261,86 @@ void TimelineView::paintEvent(QPaintEvent*) {
   }
   p.setClipping(false);
   p.setPen(palette().color(QPalette::Text));
-  p.drawText(QRectF(4, mem.top(), kLeft - 8, mem.height()), Qt::AlignRight | Qt::AlignVCenter | Qt::TextWordWrap,
-             QStringLiteral("%1\npeak %2%3")
+  int64_t own_peak = timeline_.peak(quantity_);
+  p.drawText(mem.adjusted(6, 2, -6, -2), Qt::AlignLeft | Qt::AlignTop,
+             QStringLiteral("%1, peak %2%3")
                  .arg(QString::fromStdString(memory_axis_label(quantity_)),
-                      QString::fromStdString(format_bytes(static_cast<double>(top))),
-                      overlay_.empty() ? QString() : QStringLiteral("\nred: ") + overlay_label_));
+                      QString::fromStdString(format_bytes(static_cast<double>(own_peak))),
+                      overlay_.empty() ? QString() : QStringLiteral("; red: ") + overlay_label_));
+}
+
+int64_t TimelineView::memory_top() const {
+  int64_t top = std::max(memory_floor_top_, timeline_.peak(quantity_));
+  for (const auto& m : overlay_) top = std::max(top, memory_value(m, quantity_));
+  return top;
+}
+
+QStringList TimelineView::memory_ticks() const {
+  const int64_t peak = memory_top();
+  if (peak <= 0) return {};
+  const ByteUnit unit = byte_unit_for(static_cast<double>(peak));
+  const NiceAxis axis = nice_axis(static_cast<double>(peak) / unit.bytes, 4);
+  QStringList ticks;
+  for (int i = 0; i <= axis.intervals; ++i) {
+    ticks << QStringLiteral("%1 %2").arg(i * axis.step, 0, 'f', axis.decimals).arg(QString::fromStdString(unit.name));
+  }
+  return ticks;
+}
+
+std::vector<std::pair<QString, QColor>> TimelineView::legend() const {
+  std::vector<traces::OpKind> kinds;
+  for (const TimelineLane& lane : timeline_.lanes) {
+    for (const TimelineBar& bar : lane.bars) {
+      if (std::find(kinds.begin(), kinds.end(), bar.kind) == kinds.end()) kinds.push_back(bar.kind);
+    }
+  }
+  std::sort(kinds.begin(), kinds.end());
+  std::vector<std::pair<QString, QColor>> entries;
+  for (traces::OpKind kind : kinds) {
+    const QColor color = op_kind_color(kind);
+    const QString name = qs(traces::op_kind_name(kind));
+    auto same = std::find_if(entries.begin(), entries.end(), [&](const auto& e) { return e.second == color; });
+    if (same != entries.end()) same->first += QStringLiteral(" + ") + name;
+    else entries.emplace_back(name, color);
+  }
+  return entries;
+}
+
+void TimelineView::draw_legend(QPainter& p) const {
+  double x = kLeft;
+  const double y = height() - kLegend + 3;
+  const QFontMetricsF metrics(font());
+  for (const auto& [name, color] : legend()) {
+    const double w = metrics.horizontalAdvance(name);
+    if (x + 16 + w > width() - kRight) break;  // what does not fit is left out, not clipped
+    p.fillRect(QRectF(x, y + 2, 10, 10), color);
+    p.setPen(palette().color(QPalette::Text));
+    p.drawText(QRectF(x + 14, y - 2, w + 2, kLegend - 2), Qt::AlignLeft | Qt::AlignVCenter, name);
+    x += 14 + w + 14;
+  }
+}
+
+QString TimelineView::describe_memory_at(QPoint point) const {
+  const int64_t t = ns_at(point.x());
+  auto at = [t](const std::vector<MemoryPoint>& points) -> const MemoryPoint* {
+    auto it = std::upper_bound(points.begin(), points.end(), t,
+                               [](int64_t time, const MemoryPoint& m) { return time < m.time_ns; });
+    return it == points.begin() ? nullptr : &*std::prev(it);
+  };
+  const MemoryPoint* m = at(timeline_.memory);
+  if (m == nullptr) return {};
+  auto b = [](int64_t bytes) { return QString::fromStdString(format_bytes(static_cast<double>(bytes))); };
+  QString text = QStringLiteral("at %1: reserved %2, allocated %3")
+                     .arg(QString::fromStdString(format_seconds(static_cast<double>(t - timeline_.begin_ns) * 1e-9)),
+                          b(m->reserved), b(m->allocated));
+  if (m->state_and_buffers > 0) text += QStringLiteral(", state + buffers %1").arg(b(m->state_and_buffers));
+  if (const MemoryPoint* o = at(overlay_)) text += QStringLiteral("\n%1: %2").arg(overlay_label_, b(memory_value(*o, quantity_)));
+  return text;
 }
 
 QString TimelineView::describe_at(QPoint point) const {
   const QRectF plot = plot_rect();
+  if (trace_ != nullptr && memory_rect().contains(point)) return describe_memory_at(point);
   if (!plot.contains(point) || trace_ == nullptr) return {};
   const auto lane_index = static_cast<size_t>((point.y() - plot.top()) / kLaneHeight);
   if (lane_index >= timeline_.lanes.size()) return {};
@@ -239,7 +384,7 @@ void TimelineView::wheelEvent(QWheelEvent* event) {
   const int64_t at = ns_at(event->position().x());
   const auto from = at - static_cast<int64_t>(static_cast<double>(at - from_ns_) * factor);
   const auto to = at + static_cast<int64_t>(static_cast<double>(to_ns_ - at) * factor);
-  zoom_to(std::max(timeline_.begin_ns, from), std::min(std::max(timeline_.end_ns, timeline_.begin_ns + 1), std::max(to, from + 1000)));
+  zoom_to(std::max(timeline_.begin_ns, from), std::min(shown_end_ns(), std::max(to, from + 1000)));
   event->accept();
 }
 

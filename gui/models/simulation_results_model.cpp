@@ -1,5 +1,7 @@
 #include "gui/models/simulation_results_model.hpp"
 
+#include <QColor>
+
 #include <algorithm>
 
 #include <google/protobuf/text_format.h>
@@ -31,6 +33,9 @@ RowBand band_of(const SimulationRow& row) {
 QString state_text(const SimulationRow& row) {
   if (row.outcome.state == RunState::kRunning) return QStringLiteral("running %1%").arg(qRound(100 * row.progress));
   if (row.outcome.state == RunState::kFailed) return QStringLiteral("failed: ") + text(row.outcome.error);
+  // An OOM leads the row (the memory column is off to the right): "done, OOM".
+  const traces::Summary* s = row.summary();
+  if (row.outcome.state == RunState::kDone && s != nullptr && s->oom()) return QStringLiteral("done, OOM");
   return text(run_state_name(row.outcome.state));
 }
 
@@ -61,6 +66,14 @@ QVariant SimulationResultsModel::data(const QModelIndex& index, int role) const 
   if (role == Qt::ToolTipRole && index.column() == kCapacity && s != nullptr) {
     return QStringLiteral("what the caching allocator may reserve: the HBM (%1) less the CUDA context and NCCL")
         .arg(text(format_bytes(static_cast<double>(s->hbm_capacity_bytes()))));
+  }
+  const bool oom = s != nullptr && s->oom();
+  if (role == Qt::BackgroundRole && oom) return QColor(0xfd, 0xe0, 0xe0);  // the whole row, at a glance
+  if (role == Qt::ForegroundRole && oom) return QColor(0xb0, 0x00, 0x20);
+  if (role == Qt::ToolTipRole && oom) {
+    return QStringLiteral("out of memory: peak %1 of the allocator's %2")
+        .arg(text(format_bytes(static_cast<double>(s->peak_reserved_bytes()))),
+             text(format_bytes(static_cast<double>(traces::allocator_capacity_of(*s)))));
   }
   if (role == Qt::TextAlignmentRole) {
     return index.column() == kStrategy || index.column() == kState ? QVariant(int(Qt::AlignLeft | Qt::AlignVCenter))

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "traces/trace_names.hpp"
@@ -31,6 +32,12 @@ int first_step(const traces::Trace& trace) {
   int step = -1;
   for (const traces::Event& e : trace.events()) step = step < 0 ? e.step() : std::min(step, e.step());
   return std::max(step, 0);
+}
+
+std::vector<int> trace_steps(const traces::Trace& trace) {
+  std::set<int> steps;
+  for (const traces::Event& e : trace.events()) steps.insert(e.step());
+  return {steps.begin(), steps.end()};
 }
 
 Timeline build_timeline(const traces::Trace& trace, int rank, int step) {

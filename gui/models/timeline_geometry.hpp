@@ -83,6 +83,8 @@ Timeline build_timeline(const traces::Trace& trace, int rank = -1, int step = -1
 
 // The first step the events of a trace carry (a measured trace's first measured step).
 int first_step(const traces::Trace& trace);
+// Every step the events of a trace carry, in order (a measured trace's measured steps).
+std::vector<int> trace_steps(const traces::Trace& trace);
 
 // The bars of `lane` overlapping [from_ns, to_ns), neighbours closer than
 // `ns_per_pixel` merged: at most about (to - from) / ns_per_pixel bars.

@@ -16,6 +16,7 @@
 #include <QStatusBar>
 #include <QTableView>
 #include <QTemporaryDir>
+#include <QWheelEvent>
 #include <QtTest>
 
 #include <cmath>
@@ -482,6 +483,92 @@ class SessionTest : public QObject {
     compare->open_files(m, p);  // swapped: compare_traces' InputError in the dialog
     QTRY_VERIFY_WITH_TIMEOUT(window.last_error().contains(QStringLiteral("not a predicted one")), 20000);
     QCOMPARE(compare->ops_model()->rowCount(), 0);  // nothing of the earlier comparison stays
+  }
+
+  // Issue 51, Compare's usability: a measured trace of two steps whose clock starts 5 s later than the
+  // prediction's. The measured timeline shows either step (the chooser); both views keep one time axis
+  // (a zoom in one shows the same stretch of the step in the other, by offsets, not absolute times) and
+  // one memory axis; a row of the op table outlines that op in both timelines and zooms both to it.
+  void compare_selects_ops_and_steps_on_one_axis() {
+    QTemporaryDir dir;
+    const auto resolved = planner::resolve_scenario(scenarios::load_scenario("tiny-llama-4xcpu"));
+    const traces::Trace predicted = sim::simulate_in_child(resolved, {}).trace;
+    traces::Trace measured = predicted;
+    measured.mutable_metadata()->set_source(traces::MEASURED);
+    measured.clear_events();
+    measured.clear_memory();
+    const int64_t clock = 5'000'000'000, length = static_cast<int64_t>(predicted.summary().step_time_s() * 1.5e9);
+    int64_t peak = 0;
+    for (const auto& m : predicted.memory()) peak = std::max(peak, m.state_and_buffers_bytes());
+    for (int step : {1, 2}) {
+      const double slower = step == 1 ? 1.2 : 1.4;
+      const int64_t at = clock + (step - 1) * length;
+      for (const auto& e : predicted.events()) {
+        traces::Event* copy = measured.add_events();
+        *copy = e;
+        copy->set_step(step);
+        copy->set_start_ns(at + static_cast<int64_t>(static_cast<double>(e.start_ns()) * slower));
+        copy->set_end_ns(at + static_cast<int64_t>(static_cast<double>(e.end_ns()) * slower));
+      }
+      for (const auto& m : predicted.memory()) {
+        traces::MemorySample* copy = measured.add_memory();
+        *copy = m;
+        copy->set_time_ns(at + static_cast<int64_t>(static_cast<double>(m.time_ns()) * slower));
+        copy->set_state_and_buffers_bytes(m.state_and_buffers_bytes() * (step == 2 ? 2 : 1));
+      }
+    }
+    const QString p = dir.filePath(QStringLiteral("p.pb")), m = dir.filePath(QStringLiteral("m.pb"));
+    traces::write_trace(predicted, p.toStdString());
+    traces::write_trace(measured, m.toStdString());
+    MainWindow window;
+    window.resize(1100, 700);
+    window.show();
+    window.tabs()->setCurrentWidget(window.compare());
+    CompareTab* compare = window.compare();
+    QSignalSpy compared(compare, &CompareTab::compared);
+    compare->open_files(p, m);
+    QVERIFY(compared.wait(20000));
+    const TimelineView* pv = compare->predicted_view();
+    const TimelineView* mv = compare->measured_view();
+    QCOMPARE(compare->step_box()->count(), 2);
+    QCOMPARE(mv->timeline().step, 1);
+    // The second step, through the chooser as a user picks it.
+    compare->step_box()->setCurrentIndex(1);
+    Q_EMIT compare->step_box()->activated(1);
+    QCOMPARE(mv->timeline().step, 2);
+    QVERIFY(mv->title().contains(QStringLiteral("step 2")));
+    // One time axis that holds the longer (measured, 1.4x) step, one memory axis that holds the higher curve.
+    const int64_t measured_length = mv->timeline().end_ns - mv->timeline().begin_ns;
+    QVERIFY(measured_length > pv->timeline().end_ns - pv->timeline().begin_ns);
+    QCOMPARE(pv->to_ns() - pv->from_ns(), measured_length);
+    QCOMPARE(mv->to_ns() - mv->from_ns(), measured_length);
+    QCOMPARE(pv->memory_top(), mv->memory_top());
+    QCOMPARE(pv->memory_ticks(), mv->memory_ticks());
+    QCOMPARE(mv->memory_top(), 2 * peak);
+    // A zoom in the predicted view shows the same stretch of the measured step.
+    auto* pw = const_cast<TimelineView*>(pv);
+    const QPointF middle(110 + (pw->width() - 122) / 2.0, 40);
+    QWheelEvent zoom(middle, pw->mapToGlobal(middle), QPoint(), QPoint(0, 120), Qt::NoButton, Qt::NoModifier,
+                     Qt::NoScrollPhase, false);
+    QApplication::sendEvent(pw, &zoom);
+    QVERIFY(pv->to_ns() - pv->from_ns() < measured_length);
+    QCOMPARE(mv->from_ns() - mv->timeline().begin_ns, pv->from_ns() - pv->timeline().begin_ns);
+    QCOMPARE(mv->to_ns() - mv->from_ns(), pv->to_ns() - pv->from_ns());
+    // The op table's worst row, clicked: outlined in both timelines, each zoomed to it.
+    QTableView* ops = compare->ops_table();
+    const QModelIndex first = ops->model()->index(0, 0);
+    QTest::mouseClick(ops->viewport(), Qt::LeftButton, {}, ops->visualRect(first).center());
+    const uint64_t op = compare->ops_model()->rows().front().op_id;
+    for (const TimelineView* view : {pv, mv}) {
+      QCOMPARE(view->selected_op(), static_cast<int64_t>(op));
+      const std::vector<int> outlined = view->selected_events();
+      QVERIFY(!outlined.empty());
+      for (int e : outlined) {
+        const auto& event = (view == pv ? predicted : measured).events(e);
+        QCOMPARE(event.op_id(), op);
+        QVERIFY(view->from_ns() <= event.start_ns() && event.end_ns() <= view->to_ns());
+      }
+    }
   }
 
   // Issue 51: a prediction of one model against a run of another compared

@@ -4,7 +4,12 @@
 // names the tensor, its interval and local units under the cursor; a click
 // on a Sweep chart's point opens that configuration.
 
+#include <QAction>
+#include <QBarCategoryAxis>
+#include <QBarSet>
+#include <QAbstractBarSeries>
 #include <QChartView>
+#include <QValueAxis>
 #include <QComboBox>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -12,14 +17,25 @@
 #include <QXYSeries>
 #include <QtTest>
 
+#include <cmath>
+#include <memory>
+
 #include "gui/chart_builders.hpp"
 #include "gui/layout_view.hpp"
+#include "gui/main_window.hpp"
+#include "gui/models/memory_breakdown_model.hpp"
+#include "gui/models/plan_summary.hpp"
+#include "gui/models/simulation_results_model.hpp"
 #include "gui/models/unit_layouts.hpp"
 #include "gui/sweep_tab.hpp"
 #include "gui/timeline_tab.hpp"
 #include "scenarios/scenario_loader.hpp"
 #include "sim/simulation_child.hpp"
+#include "traces/chrome_trace.hpp"
+#include "traces/metrics.hpp"
 #include "traces/trace_io.hpp"
+#include "traces/trace_names.hpp"
+#include "traces/unit_breakdown.hpp"
 
 using namespace ragged;
 using namespace ragged::gui;
@@ -156,6 +172,129 @@ class ViewsTest : public QObject {
       QVERIFY2(tip.contains(column == 0 ? QStringLiteral("interval [") : QStringLiteral("a chunk of")), qPrintable(tip));
       QVERIFY(tip.contains(QString::fromStdString(view.layouts()[static_cast<size_t>(column)].strategy)));
     }
+  }
+
+  // Issue 51: an OOM was only in the results table's last column, off to the right. The state column (the
+  // first the eye meets) says it, the row is red, and each strategy chart names it on its bar, drawn red.
+  void an_oom_shows_in_the_rows_and_the_bars() {
+    auto fits = std::make_shared<traces::Trace>(sim::simulate_in_child(resolved("llama3-8b-8xh100"), {}).trace);
+    auto oom = std::make_shared<traces::Trace>(*fits);
+    oom->mutable_summary()->set_oom(true);
+    oom->mutable_summary()->set_peak_reserved_bytes(traces::allocator_capacity_of(oom->summary()) + (1LL << 30));
+    SimulationResultsModel model;
+    model.reset_rows({{8, "ragged", 0, {}}, {8, "fsdp2", 0, {}}});
+    model.set_outcome(0, {RunState::kDone, fits, {}, 0, nullptr});
+    model.set_outcome(1, {RunState::kDone, oom, {}, 0, nullptr});
+    QCOMPARE(model.index(0, SimulationResultsModel::kState).data().toString(), QStringLiteral("done"));
+    QCOMPARE(model.index(1, SimulationResultsModel::kState).data().toString(), QStringLiteral("done, OOM"));
+    QVERIFY(!model.index(0, SimulationResultsModel::kStrategy).data(Qt::BackgroundRole).isValid());
+    for (int c : {SimulationResultsModel::kStrategy, SimulationResultsModel::kState, SimulationResultsModel::kStepTime}) {
+      QVERIFY(model.index(1, c).data(Qt::BackgroundRole).isValid());  // the whole row
+    }
+    for (StrategyMetric metric : {StrategyMetric::kTokensPerGpu, StrategyMetric::kMfu, StrategyMetric::kPeakMemory}) {
+      std::unique_ptr<QChart> chart(strategy_chart(model.rows(), metric));
+      QBarCategoryAxis* categories = nullptr;
+      for (QAbstractAxis* a : chart->axes()) {
+        if (auto* c = qobject_cast<QBarCategoryAxis*>(a)) categories = c;
+      }
+      QVERIFY(categories != nullptr);
+      const int at = static_cast<int>(categories->categories().indexOf(QStringLiteral("fsdp2 OOM")));
+      QVERIFY2(at >= 0, qPrintable(categories->categories().join(QLatin1Char(','))));
+      QVERIFY(categories->categories().contains(QStringLiteral("ragged")));
+      auto* bars = qobject_cast<QAbstractBarSeries*>(chart->series().front());
+      QBarSet* set = bars->barSets().front();
+      QVERIFY(set->isBarSelected(at));
+      QVERIFY(!set->isBarSelected(1 - at));
+      QCOMPARE(set->selectedColor(), QColor(0xd62728));
+      // Hovering a bar shows its value.
+      Q_EMIT bars->hovered(true, at, set);
+      const QString hover = bars->property(kHoverTextProperty).toString();
+      QVERIFY2(hover.startsWith(QStringLiteral("fsdp2 OOM, ")), qPrintable(hover));
+      QVERIFY2(hover.contains(QString::number(set->at(at), 'f', metric == StrategyMetric::kTokensPerGpu ? 0 : 2)),
+               qPrintable(hover));
+    }
+  }
+
+  // Issue 51: memory axes in a unit that fits the data (MiB for a tiny scenario, where GiB read 0.00),
+  // round ticks (they read 7.2, 14.4, 21.7), values on hover; a colour legend of the op kinds.
+  void memory_axes_fit_tiny_scenarios_and_tick_round() {
+    const auto tiny = resolved("tiny-llama-4xcpu");
+    auto trace = std::make_shared<const traces::Trace>(sim::simulate_in_child(tiny, {}).trace);
+    const PlanSummary plan = summarize_plan(tiny);
+    std::unique_ptr<QChart> chart(memory_breakdown_chart(memory_parts(plan.memory, &trace->summary()),
+                                                         plan.allocator_bytes, plan.hbm_bytes));
+    QValueAxis* x = nullptr;
+    for (QAbstractAxis* a : chart->axes()) {
+      if (auto* v = qobject_cast<QValueAxis*>(a)) x = v;
+    }
+    QVERIFY(x != nullptr);
+    QVERIFY2(x->titleText() == QStringLiteral("MiB") || x->titleText() == QStringLiteral("KiB"), qPrintable(x->titleText()));
+    const auto round = [](double step) {
+      const double m = step / std::pow(10.0, std::floor(std::log10(step) + 1e-9));
+      return std::abs(m - 1) < 1e-9 || std::abs(m - 2) < 1e-9 || std::abs(m - 5) < 1e-9;
+    };
+    QCOMPARE(x->min(), 0.0);
+    const double step = (x->max() - x->min()) / (x->tickCount() - 1);
+    QVERIFY2(round(step), qPrintable(QString::number(step)));
+    // The unit-time chart ticks round too.
+    std::unique_ptr<QChart> units(unit_breakdown_chart(traces::unit_times(*trace)));
+    for (QAbstractAxis* a : units->axes()) {
+      if (auto* v = qobject_cast<QValueAxis*>(a)) QVERIFY(round((v->max() - v->min()) / (v->tickCount() - 1)));
+    }
+    // The Timeline's memory axis: round ticks in MiB (or KiB), the value under the cursor, a legend of kinds.
+    TimelineTab tab;
+    tab.resize(1100, 600);
+    tab.show();
+    tab.show_trace(trace, QStringLiteral("tiny"));
+    QVERIFY(QTest::qWaitForWindowExposed(&tab));
+    TimelineView* view = tab.view();
+    const QStringList ticks = view->memory_ticks();
+    QVERIFY2(ticks.size() >= 3, qPrintable(ticks.join(QLatin1Char(','))));
+    QVERIFY2(ticks.front() == QStringLiteral("0 MiB") || ticks.front() == QStringLiteral("0 KiB"), qPrintable(ticks.front()));
+    const double second = ticks[1].section(QLatin1Char(' '), 0, 0).toDouble();
+    QVERIFY2(round(second), qPrintable(ticks[1]));
+    const QString hover = view->describe_at(QPoint(110 + (view->width() - 122) / 2, view->height() - 60));
+    QVERIFY2(hover.contains(QStringLiteral("reserved")) && hover.contains(QStringLiteral("allocated")), qPrintable(hover));
+    QStringList names;
+    for (const auto& [name, color] : view->legend()) names << name;
+    QVERIFY2(names.contains(QStringLiteral("all_gather")), qPrintable(names.join(QLatin1Char(','))));
+    QVERIFY2(names.filter(QStringLiteral("compute")).size() >= 1, qPrintable(names.join(QLatin1Char(','))));
+    for (const auto& [name, color] : view->legend()) {
+      QCOMPARE(color, op_kind_color(static_cast<traces::OpKind>(
+                          [&] {
+                            for (int k = 0; k < 64; ++k) {
+                              if (traces::OpKind_IsValid(k) &&
+                                  name.split(QStringLiteral(" + ")).front().toStdString() ==
+                                      traces::op_kind_name(static_cast<traces::OpKind>(k))) {
+                                return k;
+                              }
+                            }
+                            return 0;
+                          }())));
+    }
+  }
+
+  // Issue 51: the shown trace exports for ui.perfetto.dev from the GUI (File > Export trace for Perfetto).
+  void the_shown_trace_exports_for_perfetto() {
+    MainWindow window;
+    window.show();
+    QAction* action = nullptr;
+    for (QAction* a : window.findChildren<QAction*>()) {
+      if (a->text().contains(QStringLiteral("Perfetto"))) action = a;
+    }
+    QVERIFY(action != nullptr);
+    QVERIFY(!window.timeline()->export_perfetto(QStringLiteral("x.json")).isEmpty());  // nothing shown yet
+    auto trace = std::make_shared<const traces::Trace>(sim::simulate_in_child(resolved("tiny-llama-4xcpu"), {}).trace);
+    window.timeline()->show_trace(trace, QStringLiteral("tiny"));
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("trace.json"));
+    QCOMPARE(window.timeline()->export_perfetto(path), QString());
+    QFile file(path);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    const QByteArray json = file.readAll();
+    QCOMPARE(json, QByteArray::fromStdString(traces::to_chrome_trace(*trace)));
+    QVERIFY(json.contains("traceEvents"));
+    QVERIFY(!window.timeline()->export_perfetto(dir.filePath(QStringLiteral("no/such/dir/t.json"))).isEmpty());
   }
 
   void a_click_on_a_sweep_point_opens_it() {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include <fmt/format.h>
 #include <simgrid/version.h>
@@ -95,7 +96,9 @@ SimulationResult simulate(const planner::ResolvedScenario& resolved, const Simul
 
   // A pipeline runs one Program per stage, each on its stage's rank 0;
   // otherwise every rank runs the representative rank's.
-  const planner::ScenarioPrograms built = planner::build_scenario_programs(resolved);
+  std::optional<planner::ScenarioPrograms> own;
+  const planner::ScenarioPrograms& built =
+      options.programs != nullptr ? *options.programs : own.emplace(planner::build_scenario_programs(resolved));
   const std::vector<planner::Program>& programs = built.programs;
   const int rank = built.rank;
   const int64_t stages = std::max(1, training.mesh().pp());

@@ -17,6 +17,10 @@
 #include "sim/straggler_report.hpp"
 #include "traces/trace.pb.h"
 
+namespace ragged::planner {
+struct ScenarioPrograms;
+}
+
 namespace ragged::sim {
 
 enum class ModeChoice { kAuto, kFull, kSymmetric, kSteps };
@@ -29,6 +33,10 @@ struct SimulationOptions {
   // (both on by default; off to see what each contributes).
   bool share_gpu = true;   // NCCL's kernels take SMs and HBM bandwidth from concurrent work
   bool host_issue = true;  // no op starts before the framework's CPU thread has issued it
+  // planner::build_scenario_programs(resolved), when the caller has built it
+  // already (tune's memory floor): simulate() runs these instead of building
+  // them again. Null: simulate() builds them.
+  const planner::ScenarioPrograms* programs = nullptr;
 };
 
 inline constexpr int64_t kFullModeMaxNodes = 64;

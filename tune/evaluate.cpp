@@ -32,8 +32,7 @@ void add_simulation(Evaluation& e, const sim::SimulationSummary& simulated) {
 
 // The planner's figures of a resolved scenario (outcome left to the verdict):
 // a pipeline's are its most loaded stage's.
-Evaluation floors(const planner::ResolvedScenario& resolved) {
-  const planner::ScenarioPrograms built = planner::build_scenario_programs(resolved);
+Evaluation floors(const planner::ResolvedScenario& resolved, const planner::ScenarioPrograms& built) {
   const std::vector<planner::Program>& programs = built.programs;
   const int rank = built.rank;
   Evaluation e;
@@ -80,7 +79,8 @@ Evaluation invalid(const std::string& message) {
 }  // namespace
 
 Evaluation plan_and_prune(const scenarios::LoadedScenario& scenario, double headroom) {
-  return verdict(floors(planner::resolve_scenario(scenario)), headroom);
+  const planner::ResolvedScenario resolved = planner::resolve_scenario(scenario);
+  return verdict(floors(resolved, planner::build_scenario_programs(resolved)), headroom);
 }
 
 Evaluation evaluate(const scenarios::LoadedScenario& scenario, const EvaluateOptions& options) {
@@ -90,13 +90,16 @@ Evaluation evaluate(const scenarios::LoadedScenario& scenario, const EvaluateOpt
   if (known && known->outcome == Outcome::kInvalid) return *known;
 
   std::optional<planner::ResolvedScenario> resolved;
+  // Built once: the floors read them and the simulation runs them.
+  std::optional<planner::ScenarioPrograms> built;
   Evaluation planned;
   try {
     if (known) {
       planned = *known;
     } else {
       resolved = planner::resolve_scenario(scenario);
-      planned = floors(*resolved);
+      built = planner::build_scenario_programs(*resolved);
+      planned = floors(*resolved, *built);
     }
   } catch (const InputError& error) {
     Evaluation e = invalid(error.what());
@@ -111,7 +114,9 @@ Evaluation evaluate(const scenarios::LoadedScenario& scenario, const EvaluateOpt
   if (known && known->outcome == Outcome::kSimulated) return *known;
   try {
     if (!resolved) resolved = planner::resolve_scenario(scenario);
-    add_simulation(e, sim::simulate_summary_in_child(*resolved));
+    sim::SimulationOptions simulation;
+    if (built) simulation.programs = &*built;
+    add_simulation(e, sim::simulate_summary_in_child(*resolved, simulation));
   } catch (const std::exception& error) {
     e.outcome = Outcome::kFailed;
     e.message = error.what();

@@ -31,7 +31,20 @@ QChart* new_chart(const QString& title) {
   chart->setTitle(title);
   chart->setAnimationOptions(QChart::NoAnimation);
   chart->legend()->setAlignment(Qt::AlignBottom);
+  // Tight margins and a smaller legend: at 1,100 x 700 a chart is a third of the window's right side.
+  chart->setMargins(QMargins(2, 2, 2, 2));
+  chart->setBackgroundRoundness(0);
+  QFont small = chart->legend()->font();
+  small.setPointSizeF(std::max(6.0, small.pointSizeF() - 1.5));
+  chart->legend()->setFont(small);
   return chart;
+}
+
+// Category labels a size smaller: a narrow chart elides them to "..." otherwise.
+void small_labels(QAbstractAxis* axis) {
+  QFont font = axis->labelsFont();
+  font.setPointSizeF(std::max(6.0, font.pointSizeF() - 1.5));
+  axis->setLabelsFont(font);
 }
 
 // `metric` in the chart's unit (bytes over `unit_bytes` for memory).
@@ -45,8 +58,8 @@ double metric_value(const traces::Summary& s, StrategyMetric metric, double unit
 }
 
 // 0 .. a round top over `max` x `headroom`, in round ticks.
-void round_ticks(QValueAxis* axis, double max, double headroom = 1.0) {
-  const NiceAxis n = nice_axis(max, 5, headroom);
+void round_ticks(QValueAxis* axis, double max, double headroom = 1.0, int ticks = 5) {
+  const NiceAxis n = nice_axis(max, ticks, headroom);
   axis->setRange(0, n.top);
   axis->setTickCount(n.intervals + 1);
   axis->setLabelFormat(QStringLiteral("%.%1f").arg(n.decimals));
@@ -125,6 +138,7 @@ QChart* strategy_chart(const std::vector<SimulationRow>& rows, StrategyMetric me
   chart->legend()->setVisible(false);
   auto* y = new QBarCategoryAxis();
   y->append(categories);
+  small_labels(y);
   auto* x = new QValueAxis();
   chart->addAxis(y, Qt::AlignLeft);
   chart->addAxis(x, Qt::AlignBottom);
@@ -138,7 +152,8 @@ QChart* strategy_chart(const std::vector<SimulationRow>& rows, StrategyMetric me
   if (metric == StrategyMetric::kPeakMemory && capacity > 0) {
     const double n = std::max<double>(1, static_cast<double>(rows.size()));
     auto* line = new QLineSeries();
-    line->setName(QStringLiteral("allocator's capacity %1 (HBM %2)").arg(text(format_bytes(capacity)), text(format_bytes(hbm))));
+    line->setName(QStringLiteral("capacity %1").arg(text(format_bytes(capacity))));
+    line->setProperty("hbm", hbm);
     line->append(capacity / unit.bytes, -0.5);
     line->append(capacity / unit.bytes, n - 0.5);
     line->setPen(QPen(Qt::red, 2, Qt::DashLine));
@@ -150,14 +165,15 @@ QChart* strategy_chart(const std::vector<SimulationRow>& rows, StrategyMetric me
     line->attachAxis(x);
     line->attachAxis(hidden_y);
     chart->legend()->setVisible(true);
+    chart->legend()->markers(series).first()->setVisible(false);  // the bars are named by the title
     top = std::max(top, capacity / unit.bytes);
   }
-  round_ticks(x, top, 1.05);
+  round_ticks(x, top, 1.05, 3);  // a narrow chart: few labels, so that they do not run into each other
   return chart;
 }
 
 QChart* unit_breakdown_chart(const std::vector<traces::UnitTimes>& rows) {
-  QChart* chart = new_chart(QStringLiteral("time per unit and step (ms)"));
+  QChart* chart = new_chart(QStringLiteral("ms per unit"));
   auto* series = new QStackedBarSeries();
   double top = 0;
   for (int p = 0; p < traces::kUnitPhases; ++p) {
@@ -174,6 +190,7 @@ QChart* unit_breakdown_chart(const std::vector<traces::UnitTimes>& rows) {
   chart->addSeries(series);
   auto* x = new QBarCategoryAxis();
   x->append(categories);
+  small_labels(x);
   auto* y = new QValueAxis();
   round_ticks(y, top);
   y->setTitleText(QStringLiteral("ms"));
@@ -182,6 +199,7 @@ QChart* unit_breakdown_chart(const std::vector<traces::UnitTimes>& rows) {
   series->attachAxis(x);
   series->attachAxis(y);
   values_on_hover(series, categories, QStringLiteral("ms"), 3);
+  chart->legend()->setAlignment(Qt::AlignRight);  // eight phases: a column beside the bars, not elided under them
   return chart;
 }
 
@@ -192,8 +210,8 @@ QChart* memory_breakdown_chart(const std::vector<MemoryPart>& parts, int64_t cap
     largest = std::max(largest, p.bytes);
   }
   const ByteUnit unit = byte_unit_for(static_cast<double>(largest));
-  // Two short lines: the title must not be cut at 1,100 x 700.
-  QChart* chart = new_chart(QStringLiteral("memory of one rank: %1<br>of the allocator's %2 (HBM %3)")
+  // Three short lines: the title must not be cut at 1,100 x 700.
+  QChart* chart = new_chart(QStringLiteral("memory of one rank: %1<br>of the allocator's %2<br>(HBM %3)")
                                 .arg(text(format_bytes(static_cast<double>(total))),
                                      text(format_bytes(static_cast<double>(capacity_bytes))),
                                      text(format_bytes(static_cast<double>(hbm_bytes)))));
@@ -202,6 +220,7 @@ QChart* memory_breakdown_chart(const std::vector<MemoryPart>& parts, int64_t cap
   QStringList categories;
   double top = 0;
   for (const auto& p : parts) {
+    if (p.bytes == 0) continue;  // an empty part is a row of nothing, and crowds the names out
     categories << text(p.name);
     *set << static_cast<double>(p.bytes) / unit.bytes;
     top = std::max(top, static_cast<double>(p.bytes) / unit.bytes);
@@ -214,8 +233,9 @@ QChart* memory_breakdown_chart(const std::vector<MemoryPart>& parts, int64_t cap
   chart->legend()->setVisible(false);
   auto* y = new QBarCategoryAxis();
   y->append(categories);
+  small_labels(y);
   auto* x = new QValueAxis();
-  round_ticks(x, top, 1.2);  // room for the labels outside the bars
+  round_ticks(x, top, 1.2, 4);  // room for the labels outside the bars
   x->setTitleText(text(unit.name));
   chart->addAxis(y, Qt::AlignLeft);
   chart->addAxis(x, Qt::AlignBottom);

@@ -94,6 +94,11 @@ CompareTab::CompareTab(QWidget* parent) : QWidget(parent) {
   controls->addWidget(run_button_);
   controls->addWidget(cancel_button_);
   controls->addWidget(progress_, 1);
+  step_box_ = new QComboBox(this);
+  step_box_->setToolTip(QStringLiteral("The measured step the lower timeline shows"));
+  connect(step_box_, &QComboBox::activated, this, [this] { show_measured_step(step_box_->currentData().toInt()); });
+  controls->addWidget(new QLabel(QStringLiteral("measured step"), this));
+  controls->addWidget(step_box_);
 
   summary_ = new QLabel(QStringLiteral("Open a predicted and a measured trace of the same scenario, or simulate and "
                                        "run a tiny scenario here."),
@@ -117,9 +122,6 @@ CompareTab::CompareTab(QWidget* parent) : QWidget(parent) {
           [this](const QModelIndex& current) { select_op_row(current.row()); });
   connect(kinds_table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
           [this](const QModelIndex& current) { select_kind_row(current.row()); });
-  step_box_ = new QComboBox(this);
-  step_box_->setToolTip(QStringLiteral("The measured step the lower timeline shows"));
-  connect(step_box_, &QComboBox::activated, this, [this] { show_measured_step(step_box_->currentData().toInt()); });
 
   auto* tables = new QSplitter(Qt::Horizontal, this);
   tables->addWidget(titled(QStringLiteral("per op kind, worst first"), kinds_table_, this));
@@ -129,11 +131,7 @@ CompareTab::CompareTab(QWidget* parent) : QWidget(parent) {
   auto* top = new QWidget(this);
   auto* top_layout = new QVBoxLayout(top);
   top_layout->setContentsMargins(0, 0, 0, 0);
-  auto* summary_row = new QHBoxLayout();
-  summary_row->addWidget(summary_, 1);
-  summary_row->addWidget(new QLabel(QStringLiteral("measured step"), top));
-  summary_row->addWidget(step_box_, 0, Qt::AlignTop);
-  top_layout->addLayout(summary_row);
+  top_layout->addWidget(summary_);
   top_layout->addWidget(tables, 1);
   auto* splitter = new QSplitter(Qt::Vertical, this);
   splitter->addWidget(top);

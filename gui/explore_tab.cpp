@@ -31,7 +31,7 @@ void replace_chart(QChartView* view, QChart* chart) {
 QChartView* new_chart_view(QWidget* parent) {
   auto* view = new QChartView(parent);
   view->setRenderHint(QPainter::Antialiasing);
-  view->setMinimumSize(260, 200);
+  view->setMinimumSize(180, 150);
   return view;
 }
 
@@ -146,6 +146,8 @@ void ExploreTab::build_ui() {
 
   auto* right = new QWidget(this);
   auto* grid = new QGridLayout(right);
+  grid->setContentsMargins(0, 0, 0, 0);
+  grid->setSpacing(2);
   tokens_view_ = new_chart_view(right);
   mfu_view_ = new_chart_view(right);
   memory_view_ = new_chart_view(right);
@@ -154,7 +156,7 @@ void ExploreTab::build_ui() {
   grid->addWidget(tokens_view_, 0, 0);
   grid->addWidget(mfu_view_, 0, 1);
   grid->addWidget(memory_view_, 0, 2);
-  grid->addWidget(units_view_, 1, 0, 1, 2);
+  grid->addWidget(units_view_, 1, 0, 1, 2);  // its unit names and phase legend need the width
   grid->addWidget(breakdown_view_, 1, 2);
 
   auto* splitter = new QSplitter(this);

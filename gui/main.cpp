@@ -35,7 +35,9 @@ int main(int argc, char** argv) {
                               QStringLiteral("gpus"), QStringLiteral("16384"));
   QCommandLineOption width(QStringLiteral("width"), QStringLiteral("With --screenshots: scale the images to this width, 256 colours"),
                            QStringLiteral("pixels"), QStringLiteral("0"));
-  parser.addOptions({trace, compare, screenshots, sweep_to, timed, width});
+  QCommandLineOption window_size(QStringLiteral("window"), QStringLiteral("With --screenshots: the window's size (default 1600x950)"),
+                                 QStringLiteral("WxH"), QStringLiteral("1600x950"));
+  parser.addOptions({trace, compare, screenshots, sweep_to, timed, width, window_size});
   parser.process(app);
   const QStringList positional = parser.positionalArguments();
   const QStringList traces = parser.value(compare).split(QLatin1Char(','), Qt::SkipEmptyParts);
@@ -51,6 +53,14 @@ int main(int argc, char** argv) {
     if (!positional.isEmpty()) options.scenario = positional.front();
     options.sweep_to = parser.value(sweep_to).toLongLong();
     options.width = parser.value(width).toInt();
+    const QStringList size = parser.value(window_size).split(QLatin1Char('x'));
+    options.window_width = size.size() == 2 ? size[0].toInt() : 0;
+    options.window_height = size.size() == 2 ? size[1].toInt() : 0;
+    if (options.window_width < 400 || options.window_height < 300) {
+      std::fprintf(stderr, "ragged-dash: error: --window %s: give WxH, at least 400x300 (e.g. 1100x700)\n",
+                   qPrintable(parser.value(window_size)));
+      return 2;
+    }
     if (options.sweep_to < 8) {
       std::fprintf(stderr, "ragged-dash: error: --sweep-to %s: give a GPU count of at least 8\n", qPrintable(parser.value(sweep_to)));
       return 2;

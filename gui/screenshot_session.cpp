@@ -43,7 +43,7 @@ QStringList take_screenshots(MainWindow& window, const ScreenshotOptions& option
     return saved;
   };
   if (!QDir().mkpath(options.directory)) return fail(QStringLiteral("%1: cannot create the folder").arg(options.directory));
-  window.resize(1600, 950);
+  window.resize(options.window_width, options.window_height);
   window.show();
   ExploreTab* explore = window.explore();
   if (!explore->open_scenario(options.scenario)) return fail(window.last_error());

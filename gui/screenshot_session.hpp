@@ -20,6 +20,7 @@ struct ScreenshotOptions {
   QString compare_scenario = QStringLiteral("tiny-llama-4xcpu");
   int64_t sweep_to = 16384;  // the sweep's largest GPU count
   int width = 0;             // scale the images to this width (0: as drawn); 256 colours when scaled
+  int window_width = 1600, window_height = 950;  // the window drawn (--window 1100x700: a small screen)
   int timeout_ms = 240000;
 };
 

@@ -45,7 +45,7 @@ QColor op_kind_color(traces::OpKind kind) {
 
 TimelineView::TimelineView(QWidget* parent) : QWidget(parent) {
   setMouseTracking(true);
-  setMinimumSize(500, 220);
+  setMinimumSize(400, 170);
   setAutoFillBackground(true);
   setBackgroundRole(QPalette::Base);
 }
@@ -144,7 +144,7 @@ QRectF TimelineView::plot_rect() const {
 
 QRectF TimelineView::memory_rect() const {
   const QRectF plot = plot_rect();
-  const double h = std::max(60.0, height() - plot.bottom() - kAxis - 8 - kLegend);
+  const double h = std::max(40.0, height() - plot.bottom() - kAxis - 8 - kLegend);
   return {plot.left(), plot.bottom() + kAxis, plot.width(), h};
 }
 
@@ -215,7 +215,7 @@ void TimelineView::paintEvent(QPaintEvent*) {
   if (peak <= 0) return;
   // Round ticks in the unit the peak reads best in; the curve's scale is the axis's top.
   const ByteUnit unit = byte_unit_for(static_cast<double>(peak));
-  const NiceAxis axis = nice_axis(static_cast<double>(peak) / unit.bytes, 4);
+  const NiceAxis axis = nice_axis(static_cast<double>(peak) / unit.bytes, memory_rect().height() < 90 ? 2 : 4);
   const double top = axis.top * unit.bytes;
   p.setPen(QPen(palette().color(QPalette::Midlight), 0, Qt::DotLine));
   for (int i = 1; i < axis.intervals; ++i) {
@@ -279,7 +279,7 @@ QStringList TimelineView::memory_ticks() const {
   const int64_t peak = memory_top();
   if (peak <= 0) return {};
   const ByteUnit unit = byte_unit_for(static_cast<double>(peak));
-  const NiceAxis axis = nice_axis(static_cast<double>(peak) / unit.bytes, 4);
+  const NiceAxis axis = nice_axis(static_cast<double>(peak) / unit.bytes, memory_rect().height() < 90 ? 2 : 4);
   QStringList ticks;
   for (int i = 0; i <= axis.intervals; ++i) {
     ticks << QStringLiteral("%1 %2").arg(i * axis.step, 0, 'f', axis.decimals).arg(QString::fromStdString(unit.name));

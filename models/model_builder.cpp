@@ -372,7 +372,7 @@ ModelSpec build_model(const ArchConfig& arch, const KernelChoices& kernels, cons
   }
   const int64_t local_experts = arch.experts / split.ep;
   const bool experts_unit = split.ep > 1;
-  ModelSpec local = build_units(tensor_parallel_arch(arch, split.tp), kernels, local_experts, experts_unit);
+  ModelSpec local = build_units(tensor_parallel_arch(arch, split.tp, split.vocabulary_parallel), kernels, local_experts, experts_unit);
   local.name = arch.name;
   local.split = split;
   if (split.tp > 1) {

@@ -204,6 +204,7 @@ struct ModelSplit {
   int64_t tp = 1;
   int64_t ep = 1;
   bool sequence_parallel = true;
+  bool vocabulary_parallel = true;  // false: the embedding and the head whole on every tp rank
   bool trivial() const { return tp == 1 && ep == 1; }
   bool operator==(const ModelSplit&) const = default;
 };
@@ -261,6 +262,6 @@ std::vector<SplitProblem> check_split(const ArchConfig& arch, const ModelSplit& 
 // replicated, when tp exceeds them), MLP and expert widths and the
 // vocabulary (rounded up) over tp; hidden width, routed-expert count and
 // everything else as they are.
-ArchConfig tensor_parallel_arch(const ArchConfig& arch, int64_t tp);
+ArchConfig tensor_parallel_arch(const ArchConfig& arch, int64_t tp, bool vocabulary_parallel = true);
 
 }  // namespace ragged::models

@@ -46,7 +46,7 @@ std::vector<SplitProblem> check_split(const ArchConfig& arch, const ModelSplit& 
   return out;
 }
 
-ArchConfig tensor_parallel_arch(const ArchConfig& arch, int64_t tp) {
+ArchConfig tensor_parallel_arch(const ArchConfig& arch, int64_t tp, bool vocabulary_parallel) {
   if (tp <= 1) return arch;
   ArchConfig local = arch;
   local.heads = arch.heads / tp;
@@ -54,7 +54,7 @@ ArchConfig tensor_parallel_arch(const ArchConfig& arch, int64_t tp) {
   local.intermediate = arch.intermediate / tp;
   local.moe_intermediate = arch.moe_intermediate / tp;
   // Megatron pads the vocabulary to a multiple of tp (make_vocab_size_divisible_by).
-  local.vocab = ceil_div(arch.vocab, tp);
+  local.vocab = vocabulary_parallel ? ceil_div(arch.vocab, tp) : arch.vocab;
   return local;
 }
 

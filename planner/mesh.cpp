@@ -22,6 +22,7 @@ Mesh mesh_of(const scenarios::Training& training) {
   mesh.dp_replicate = m.dp_replicate() > 0 ? m.dp_replicate() : std::max(1, training.replicate_group_size());
   mesh.sequence_parallel = !m.has_sequence_parallel() || m.sequence_parallel();
   mesh.pp = std::max(1, m.pp());
+  mesh.vocabulary_parallel = !m.has_vocabulary_parallel() || m.vocabulary_parallel();
   if (m.expert_dispatcher() == scenarios::DEEPEP) mesh.expert_dispatcher = ExpertDispatcher::kDeepEp;
   if (m.expert_routing() == scenarios::CONSECUTIVE) mesh.expert_routing = ExpertRouting::kConsecutive;
   mesh.batch_first = m.sequence_layout() == scenarios::BATCH_FIRST;
@@ -45,7 +46,8 @@ GroupSpan group_span(const Mesh& mesh, Group group) {
 std::string mesh_text(const Mesh& mesh) {
   if (mesh.fsdp_only()) return "";
   std::vector<std::string> parts;
-  if (mesh.tp > 1) parts.push_back(fmt::format("tp {}{}", mesh.tp, mesh.sequence_parallel ? "" : " (no sp)"));
+  if (mesh.tp > 1) parts.push_back(fmt::format("tp {}{}{}", mesh.tp, mesh.sequence_parallel ? "" : " (no sp)",
+                                     mesh.vocabulary_parallel ? "" : ", vocabulary replicated"));
   if (mesh.cp > 1) parts.push_back(fmt::format("cp {}", mesh.cp));
   parts.push_back(fmt::format("dp_shard {}", mesh.dp_shard));
   if (mesh.dp_replicate > 1) parts.push_back(fmt::format("dp_replicate {}", mesh.dp_replicate));

@@ -36,6 +36,7 @@ struct Mesh {
   // every sequence-parallel gather and reduce-scatter is rearranged by a copy
   // of its whole buffer on the compute stream.
   bool batch_first = false;
+  bool vocabulary_parallel = true;  // the embedding and the head split by the vocabulary over tp
 
   int64_t gpus() const { return pp * dp_replicate * dp_shard * cp * tp; }
   // The ranks of one pipeline stage.
@@ -46,7 +47,7 @@ struct Mesh {
   int64_t expert_shard_ranks() const { return dp_shard * cp / ep; }
   // Only FSDP (and HSDP): no tensor, context, expert or pipeline parallelism.
   bool fsdp_only() const { return tp == 1 && cp == 1 && ep == 1 && pp == 1; }
-  models::ModelSplit model_split() const { return {tp, ep, sequence_parallel}; }
+  models::ModelSplit model_split() const { return {tp, ep, sequence_parallel, vocabulary_parallel}; }
 };
 
 // The mesh of a defaulted scenario's training block.

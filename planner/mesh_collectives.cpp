@@ -52,6 +52,10 @@ void add(std::vector<MeshCollective>& out, OpKind kind, Group group, int64_t byt
 void add_tensor_parallel(const models::UnitSpec& unit, const models::ModelSpec& model, const Mesh& mesh,
                          int64_t tokens, int64_t element_bytes, bool backward, models::UnitPart part,
                          std::vector<MeshCollective>& out) {
+  // A replicated embedding or head computes whole on every tp rank: its
+  // input and output are the replicated hidden states, nothing to reduce.
+  const bool vocabulary = unit.kind == models::UnitKind::kEmbedding || unit.kind == models::UnitKind::kHead;
+  if (vocabulary && !model.split.vocabulary_parallel) return;
   const Regions r = tensor_parallel_regions(unit, model, part);
   const int64_t bytes = tokens * model.arch.hidden * element_bytes;
   if (mesh.sequence_parallel) {

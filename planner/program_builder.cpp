@@ -61,7 +61,9 @@ Program ProgramBuilder::build() {
       whole.model_flops_per_token(batch_.seq_len) * static_cast<double>(program_.tokens_per_step);
   const auto kept = [this](int u) { return kept_gathered(u); };
   gathers_ =
-      pipelined() ? GatherSchedule(gather_passes(), kept, true) : GatherSchedule(units_, program_.micro_batches, kept);
+      pipelined() ? GatherSchedule(gather_passes(), kept,
+                                   reshards_each_pass() ? StageGathers::kWhenResharded : StageGathers::kOncePerStep)
+                  : GatherSchedule(units_, program_.micro_batches, kept);
   loop_.previous_step_outputs(outputs_bytes());
   std::vector<uint32_t> grads_ready(units_, 0);
   if (pipelined()) {

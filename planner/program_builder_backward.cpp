@@ -40,6 +40,10 @@ void ProgramBuilder::backward_unit(int u, int mb, std::vector<uint32_t>& grads_r
   {
     bool regather = !kept_gathered(u);
     int k = gathers_.find(u, mb, regather);
+    if (reshards_each_pass()) {  // the parameters this backward computes with: its own gather or an earlier one
+      k = gathers_.find(u, mb, true);
+      regather = gathers_[k].backward && gathers_[k].micro_batch == mb;
+    }
     if (regather) {
       issue_gathers_through(std::min(k + window_ - 1, gather_limit(mb)));
       issue_gathers_through(k);
@@ -111,6 +115,10 @@ void ProgramBuilder::backward_unit(int u, int mb, std::vector<uint32_t>& grads_r
       w_.free(logits_gradient, Stream::kCompute, {bwd});
     }
     if (regather) block_host_on_fetch(first_compute >= 0 ? static_cast<uint32_t>(first_compute) : bwd, gathers_[k]);
+    if (reshards_each_pass()) {  // held gathered after the backward: its window slot is free from here
+      gathers_[k].computed = bwd;
+      gathers_[k].is_computed = true;
+    }
     w_.free(workspace, Stream::kCompute, {bwd});
     if (part == BackwardPart::kInput) {
       // The weight gradients read the saved inputs: they stay until then.
@@ -128,7 +136,7 @@ void ProgramBuilder::weight_gradients(int u, int mb, std::vector<uint32_t>& grad
                                     std::move(weight_work_[at]), {input_gradient_[at]});
   program_.ops[wgrad].buffer = stage_grads_[static_cast<size_t>(u)];
   program_.ops[wgrad].weight_gradients_only = true;
-  finish_backward(u, mb, gathers_.find(u, mb, false), wgrad, stage_grads_[static_cast<size_t>(u)], grads_ready);
+  finish_backward(u, mb, gathers_.find(u, mb, true), wgrad, stage_grads_[static_cast<size_t>(u)], grads_ready);
 }
 
 void ProgramBuilder::finish_backward(int u, int mb, int k, uint32_t bwd, int grads,

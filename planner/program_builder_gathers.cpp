@@ -17,7 +17,7 @@ void ProgramBuilder::issue_gathers_through(int through) {
       const Gather& g = gathers_[slot];
       if (g.is_freed)
         deps.push_back(g.freed);
-      else if (g.is_computed && kept_gathered(g.unit) && !g.backward)
+      else if (g.is_computed && ((kept_gathered(g.unit) && !g.backward) || reshards_each_pass()))
         deps.push_back(g.computed);
       else
         return;

@@ -57,9 +57,19 @@ class ProgramBuilder {
   // Units that stay gathered from their forward to their backward: the last
   // one (backward starts with it) and the embedding when the head's GEMM
   // reads its table (tied embeddings) or it is in FSDP's root group.
+  // A pipeline stage keeps them all gathered over the step unless it
+  // reshards after each forward (reshards_each_pass), when the stage's root
+  // group (its embedding or head) alone stays gathered.
   bool kept_gathered(int u) const {
-    return pipelined() || !reshard_ || u == units_ - 1 || (u == 0 && (in_.model->arch.tie_embeddings || root_group()));
+    if (pipelined()) return !reshard_ || is_head(u) || is_embedding(u);
+    return !reshard_ || u == units_ - 1 || (u == 0 && (in_.model->arch.tie_embeddings || root_group()));
   }
+  // torch.distributed.pipelining over FSDP2 with reshard_after_forward=True
+  // (training.reshard_after_forward under pp > 1): every forward reshards its
+  // unit, every backward gathers it again and leaves it gathered (the stage
+  // turns reshard_after_backward off until the last backward), so a unit is
+  // gathered for each backward and each forward that does not follow one.
+  bool reshards_each_pass() const { return pipelined() && reshard_; }
   // FSDP's root group (the embedding and the head) is the whole model's: a
   // pipeline stage holds a part of it.
   bool root_group() const { return traits_.root_group_outside_blocks && !pipelined(); }

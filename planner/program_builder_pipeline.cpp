@@ -30,6 +30,9 @@ void ProgramBuilder::prepare_pipeline() {
 std::vector<GatherPass> ProgramBuilder::gather_passes() const {
   std::vector<GatherPass> passes;
   for (const PipelineAction& a : actions_) {
+    // ZB-H1's weight gradients read the saved inputs and output gradients,
+    // not the parameters: they gather nothing.
+    if (a.pass == PipelineAction::Pass::kBackwardWeight) continue;
     std::vector<int> units = chunk_units_[static_cast<size_t>(a.chunk)];
     const bool backward = a.pass != PipelineAction::Pass::kForward;
     if (backward) std::reverse(units.begin(), units.end());

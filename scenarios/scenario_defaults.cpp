@@ -199,7 +199,10 @@ void default_training(Training* training, int64_t cluster_gpus, const Gpu& gpu) 
   default_optimizer(training->mutable_optimizer());
   default_granularity(training);
   if (!training->has_prefetch_depth()) training->set_prefetch_depth(1);
-  if (!training->has_reshard_after_forward()) training->set_reshard_after_forward(true);
+  // With pipeline stages a stage keeps its parameters gathered over the step
+  // unless told otherwise: torchtitan's fsdp_reshard_after_forward "default"
+  // (`not pp_enabled`), NeMo Automodel's apply_fsdp (`not pp_enabled`).
+  if (!training->has_reshard_after_forward()) training->set_reshard_after_forward(training->mesh().pp() <= 1);
   if (!training->has_compiled()) training->set_compiled(false);
   if (training->compile_scope() == COMPILE_SCOPE_UNSPECIFIED) training->set_compile_scope(WHOLE_MODEL);
   if (training->attention() == ATTENTION_KERNEL_UNSPECIFIED) training->set_attention(FLASH_ATTENTION_2);

@@ -316,6 +316,11 @@ void check_mesh(const Training& t, int64_t gpus, Checker& c) {
                        "divide them: pick a sequence_length or micro_batch_size that does, or set sequence_parallel: false",
                        int64_t{t.micro_batch_size()} * t.sequence_length() / cp, tp));
   }
+  if (m.has_vocabulary_parallel() && !m.vocabulary_parallel() && m.sequence_parallel()) {
+    c.fail("training.mesh.vocabulary_parallel",
+           "a replicated embedding and head read and write the whole tokens' hidden states, which sequence "
+           "parallelism spreads over tp: set sequence_parallel: false with it");
+  }
 }
 
 void check_training(const Training& t, int64_t gpus, Checker& c) {

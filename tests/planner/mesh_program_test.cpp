@@ -89,6 +89,34 @@ TEST(MeshProgram, TensorParallelWithoutSequenceParallelAllReduces) {
   EXPECT_EQ(ops.size(), 2u);
 }
 
+// A tp plan that leaves the embedding and the head out (KempnerForge's
+// pipeline stages: apply_tensor_parallel parallelizes the output head only
+// under sequence parallelism, never the token embedding): both whole on each
+// tp rank, their tensors uncut, no tp collectives around them.
+TEST(MeshProgram, AReplicatedVocabularyKeepsTheWholeTablesAndNoTensorParallelCollectives) {
+  ProgramSetup split(std::string(kSequence) + "mesh { tp: 2 sequence_parallel: false }");
+  ProgramSetup whole(std::string(kSequence) + "mesh { tp: 2 sequence_parallel: false vocabulary_parallel: false }");
+  const Program p = whole.build();
+  const int head = whole.units() - 1;
+  std::printf("tp 2: embedding %lld and head %lld parameters a rank replicated, %lld and %lld vocabulary-parallel\n",
+              static_cast<long long>(whole.spec(0).params()), static_cast<long long>(whole.spec(head).params()),
+              static_cast<long long>(split.spec(0).params()), static_cast<long long>(split.spec(head).params()));
+  EXPECT_EQ(whole.spec(0).params(), 2 * split.spec(0).params());
+  EXPECT_GT(whole.spec(head).params(), split.spec(head).params());
+  for (const models::TensorSpec& t : whole.spec(0).tensors) EXPECT_EQ(t.tp_cut, models::TensorCut::kWhole) << t.name;
+  for (const models::TensorSpec& t : whole.spec(head).tensors) EXPECT_EQ(t.tp_cut, models::TensorCut::kWhole) << t.name;
+  EXPECT_TRUE(mesh_ops_of(p, 0).empty());
+  EXPECT_TRUE(mesh_ops_of(p, head).empty());
+  EXPECT_FALSE(mesh_ops_of(split.build(), head).empty());
+  // The blocks keep their tp all-reduces.
+  const Program q = split.build();
+  for (const OpKind kind : {OpKind::kAllReduce}) {
+    for (const std::string pass : {"fwd", "bwd"}) {
+      EXPECT_EQ(mesh_ops_of(p, 1).at({Group::kTensor, kind, pass}), mesh_ops_of(q, 1).at({Group::kTensor, kind, pass}));
+    }
+  }
+}
+
 TEST(MeshProgram, ContextParallelGathersKeysAndValues) {
   ProgramSetup s(std::string(kSequence) + "mesh { cp: 2 }");
   const Program p = s.build();

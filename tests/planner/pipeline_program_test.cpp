@@ -210,6 +210,53 @@ TEST(PipelineProgram, TorchPipeliningReducesAChunkAfterItsLastBackwardAndWaitsFo
   }
 }
 
+// torch.distributed.pipelining over FSDP2 with reshard_after_forward=True
+// (stage.py turns only reshard_after_backward off): each forward reshards a
+// block, each backward gathers it again and leaves it gathered, so the
+// forward right after a backward needs no gather, nor a backward right
+// after one. Under 1F1B stage s runs w = pp - s forwards before its first
+// backward (each gathers), then m - w backwards each followed by a forward
+// (the backward gathers), then w backwards (the first gathers): m + 1
+// gathers of a block a step on every stage, against one kept. The stage's
+// root group (its embedding or head) is never resharded after forward
+// (FSDPState._lazy_init sets the root's post_forward_mesh_info to None):
+// once. Kept gathered (the default with stages): once.
+TEST(PipelineProgram, ReshardingAfterForwardGathersABlockForEachBackwardAndEachForwardNotAfterOne) {
+  const int m = 4, pp = 2;
+  const std::string base = "mesh { pp: 2 } gradient_accumulation_steps: 4 strategy: FSDP2 ";
+  const Stages kept = stages_of(base);
+  const Stages resharded = stages_of(base + "reshard_after_forward: true");
+  for (int st = 0; st < pp; ++st) {
+    const auto gathers = [](const Program& p) {
+      std::map<int, int> out;
+      for (const Op& op : p.ops) {
+        if (op.kind == OpKind::kAllGather && op.group == Group::kShard) ++out[op.unit];
+      }
+      return out;
+    };
+    const auto once = gathers(kept.programs[static_cast<size_t>(st)]);
+    const auto each = gathers(resharded.programs[static_cast<size_t>(st)]);
+    const Program& p = resharded.programs[static_cast<size_t>(st)];
+    const int expected = m + 1;
+    for (const auto& [unit, count] : each) {
+      const bool block = p.ops.end() != std::find_if(p.ops.begin(), p.ops.end(), [&](const Op& op) {
+                           return op.unit == unit && op.name.rfind("layers.", 0) == 0;
+                         });
+      std::printf("stage %d unit %d (%s): %d all-gathers a step resharding after forward (analytic %d), %d kept\n", st,
+                  unit, block ? "block" : "embedding/head", count, block ? expected : 1, once.at(unit));
+      EXPECT_EQ(count, block ? expected : 1) << "stage " << st << " unit " << unit;
+      EXPECT_EQ(once.at(unit), 1);
+    }
+    EXPECT_TRUE(graph_problems(p).empty());
+  }
+  // Every schedule builds resharding after forward and keeps the contract
+  // (ZB-H1's weight passes gather nothing).
+  for (const std::string schedule : {"GPIPE", "ZERO_BUBBLE_H1", "INTERLEAVED_1F1B virtual_stages: 2"}) {
+    const Stages s = stages_of(base + "reshard_after_forward: true pipeline { schedule: " + schedule + " }");
+    for (const Program& p : s.programs) EXPECT_TRUE(graph_problems(p).empty()) << schedule;
+  }
+}
+
 TEST(PipelineProgram, EveryUnitRunsOnOneStageAndEachProgramKeepsTheContract) {
   const Stages s = stages_of("mesh { pp: 2 } gradient_accumulation_steps: 4");
   std::multiset<int> units;

@@ -99,7 +99,7 @@ TEST(ResidualTable, MalformedFilesNameTheLineTheColumnAndTheFix) {
 // stacks' rows alone holds its published figure about as often as stated.
 // A band rebuilt from the other stacks' rows alone: how often it held a
 // row's published throughput. The stated share is the band's within its
-// regime; across stacks it held for 69.8% at 2026-11-29 (docs/SIMULATOR.md
+// regime; across stacks it held for 69.5% (237 of 341) at 2026-11-29 (docs/SIMULATOR.md
 // section 13 says so): this guards against a collapse, not the 80% claim.
 TEST(ResidualTable, HeldOutBandsCoverTwoThirdsOfAnotherStacksRows) {
   const sim::ResidualTable table = checked_in();

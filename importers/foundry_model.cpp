@@ -87,7 +87,8 @@ std::string mpt_config(const ConfigDocument& doc, ScenarioDraft& draft, const st
     from.push_back(path);
   }
   draft.mapped("model.hf_config", "(an MPT config.json)", from);
-  std::string text = config.dump(2) + "\n";
+  // The YAML is UTF-8 (read_yaml checks); the file's name in _comment may not be.
+  std::string text = config.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   // Checked as the planner will read it, the error located in the YAML:
   // "<origin>: field 'n_layers' must be >= 1" is model.n_layers's.
   const std::string origin = "the model block";

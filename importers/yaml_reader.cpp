@@ -2,6 +2,7 @@
 // "${a.b}" interpolations resolved (llm-foundry writes its shared values
 // under `variables:` and refers to them).
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <optional>
@@ -10,6 +11,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "common/errors.hpp"
+#include "common/utf8.hpp"
 #include "importers/config_readers.hpp"
 
 namespace ragged::importers {
@@ -216,6 +218,15 @@ class YamlFlattener {
 }  // namespace
 
 ConfigDocument read_yaml(std::string_view text, const std::string& origin, const std::string& format) {
+  // yaml-cpp takes any bytes: an invalid one would reach the written scenario
+  // (refused by its loader) or the MPT config.json (nlohmann's dump throws).
+  if (const std::optional<size_t> at = invalid_utf8_at(text)) {
+    size_t line_start = text.rfind('\n', *at == 0 ? 0 : *at - 1);
+    line_start = line_start == std::string_view::npos || *at == 0 ? 0 : line_start + 1;
+    const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(*at), '\n');
+    throw InputError(fmt::format("{}:{}:{}: byte 0x{:02X} is not UTF-8: a YAML config is UTF-8 text; save the file as "
+                                 "UTF-8", origin, line, *at - line_start + 1, static_cast<unsigned char>(text[*at])));
+  }
   check_nesting(text, origin);
   ConfigDocument doc(origin, format);
   YAML::Node root;

@@ -59,5 +59,21 @@ TEST(ImportFuzzFindings, ALineBreakInAValueOrAKeyStaysInItsComment) {
       << imported.scenario_text;
 }
 
+// yaml-cpp takes any bytes: a model block's "n_layers: 0\xAD" reached the MPT
+// config.json, whose dump threw nlohmann's type_error.316 (internal error, exit 1).
+TEST(ImportFuzzFindings, AYamlConfigThatIsNotUtf8IsRefusedAtItsByte) {
+  const auto dir = testing::scratch("fuzz_utf8");
+  const auto path = testing::config_file(dir, "bad.yaml", "model:\n  name: mpt_causal_lm\n  n_layers: 0\xad\n");
+  testing::expect_one_line(testing::import_error(path, testing::on_gpus(8)),
+                           "bad.yaml:3:14: byte 0xAD is not UTF-8: a YAML config is UTF-8 text; save the file as UTF-8");
+  std::string error;
+  try {
+    read_yaml("\xff: 1\n", "f.yaml", "yaml");
+  } catch (const InputError& e) {
+    error = e.what();
+  }
+  testing::expect_one_line(error, "f.yaml:1:1: byte 0xFF is not UTF-8");
+}
+
 }  // namespace
 }  // namespace ragged::importers

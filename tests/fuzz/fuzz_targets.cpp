@@ -26,6 +26,28 @@
 namespace ragged::fuzz {
 namespace {
 
+// The file of this process's own that a path-reading entry point is fed
+// through, removed when the process exits (libFuzzer and the replay both end
+// with exit()): runs left one file per process in the temporary folder.
+class InputFile {
+ public:
+  InputFile(const std::string& stem, const std::string& extension)
+      : path_(std::filesystem::temp_directory_path() / (stem + "-" + std::to_string(::getpid()) + extension)) {}
+  ~InputFile() {
+    std::error_code ignored;
+    std::filesystem::remove(path_, ignored);
+  }
+  InputFile(const InputFile&) = delete;
+  InputFile& operator=(const InputFile&) = delete;
+  const std::filesystem::path& write(std::string_view data) const {
+    write_file_atomically(path_, std::string(data));
+    return path_;
+  }
+
+ private:
+  std::filesystem::path path_;
+};
+
 // A scenario as `ragged scenario validate` reads it: parsed, defaulted,
 // validated, its model built and its granularity checked.
 void load_scenario(std::string_view data, scenarios::ScenarioFormat format, const char* origin) {
@@ -73,9 +95,8 @@ void trace_text(std::string_view data) {
 // takes a path: the input goes through a file of this process's own), then a
 // GEMM, an attention and a memory-bound op costed with it.
 void calibration(std::string_view data) {
-  static const std::filesystem::path path =
-      std::filesystem::temp_directory_path() / ("ragged-fuzz-calibration-" + std::to_string(::getpid()) + ".json");
-  write_file_atomically(path, std::string(data));
+  static const InputFile file("ragged-fuzz-calibration", ".json");
+  const std::filesystem::path& path = file.write(data);
   try {
     const sim::ComputeModel model = sim::ComputeModel::from_calibration(path, "h100");
     static_cast<void>(model.gemm_seconds({4096, 4096, 4096, 1}));
@@ -105,10 +126,10 @@ void validation_set(std::string_view data) {
 // flags a DeepSpeed config needs. What the importer writes must load: a
 // scenario of its own that the loader refuses is a finding.
 void import_config(std::string_view data, const char* extension) {
-  static const std::string stem =
-      (std::filesystem::temp_directory_path() / ("ragged-fuzz-import-" + std::to_string(::getpid()))).string();
-  const std::filesystem::path path = stem + extension;
-  write_file_atomically(path, std::string(data));
+  static const InputFile toml("ragged-fuzz-import", ".toml"), yaml("ragged-fuzz-import", ".yaml"),
+      json("ragged-fuzz-import", ".json");
+  const std::string_view format(extension);
+  const std::filesystem::path& path = (format == ".toml" ? toml : format == ".yaml" ? yaml : json).write(data);
   importers::ImportOptions options;
   options.gpus = 8;
   if (std::string_view(extension) == ".json") {

@@ -255,8 +255,8 @@ Event measured_event(const Event& op, int step, Interval gpu, double origin_us) 
 
 Trace read_measured_trace(const std::filesystem::path& path, const Trace& predicted) {
   const std::string data = read_file(path, kMaxTraceBytes);
-  if (!looks_like_kineto(data)) return read_trace(path);
-  Trace trace = import_kineto(data, predicted, path.string()).trace;
+  Trace trace = looks_like_kineto(data) ? import_kineto(data, predicted, path.string()).trace
+                                        : parse_trace(data, format_for_path(path), path.string());
   check_trace(trace, path.string());
   return trace;
 }
@@ -291,13 +291,15 @@ KinetoImport import_kineto(std::string_view data, const Trace& predicted, const 
     const int step = static_cast<int>(s) + 1;
     std::vector<Interval> compute, comm;
     std::map<OpKind, size_t> next;  // per kind: the next Program collective to match
-    std::vector<const Kernel*> in_step;
+    std::vector<const Kernel*> compute_kernels;  // the step's kernels that are not NCCL's
     for (const Kernel& k : parsed.kernels) {
       if (k.launch < window.start || k.launch >= window.end) continue;
-      in_step.push_back(&k);
       const std::optional<OpKind> kind = nccl_kind(k.name);
       (kind ? comm : compute).push_back(k.gpu);
-      if (!kind) continue;
+      if (!kind) {
+        compute_kernels.push_back(&k);
+        continue;
+      }
       const auto it = ops.collectives.find(*kind);
       size_t& n = next[*kind];
       if (it == ops.collectives.end() || n >= it->second.size()) {
@@ -310,8 +312,8 @@ KinetoImport import_kineto(std::string_view data, const Trace& predicted, const 
     std::map<std::pair<int, bool>, size_t> used;
     for (const Window& w : fsdp_windows(parsed.fsdp, window)) {
       Interval span{1e300, -1e300};
-      for (const Kernel* k : in_step) {
-        if (nccl_kind(k->name) || k->launch < w.cpu.start || k->launch >= w.cpu.end) continue;
+      for (const Kernel* k : compute_kernels) {
+        if (k->launch < w.cpu.start || k->launch >= w.cpu.end) continue;
         span = {std::min(span.start, k->gpu.start), std::max(span.end, k->gpu.end)};
       }
       const std::optional<int> unit = unit_of(ops, w.fqn);

@@ -368,6 +368,9 @@ void HostDevice::expert_parallel(const Op& op) {
   const auto ranks = static_cast<size_t>(group->size());
   RAGGED_ASSERT(x.send_counts.size() == ranks, "host device: one count per rank of the ep group");
   // The counts first (exact in a float up to 2^24 floats a rank), then the rows.
+  for (const int64_t count : x.send_counts) {
+    RAGGED_ASSERT(count < (int64_t{1} << 24), "host device: an ep exchange's count travels exactly as a float: " + op.name);
+  }
   std::vector<float> counts_out(x.send_counts.begin(), x.send_counts.end()), counts_in(ranks);
   std::vector<int64_t> ones(ranks, 1), places(ranks);
   for (size_t r = 0; r < ranks; ++r) places[r] = static_cast<int64_t>(r);

@@ -1,11 +1,13 @@
 #include "cli/cli.hpp"
 
 #include <exception>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
 #include "common/errors.hpp"
+#include "common/utf8.hpp"
 #include "common/version.hpp"
 #include "traces/protobuf_log.hpp"
 
@@ -15,15 +17,24 @@ namespace {
 
 // A word of the message (a path, a name, a number echoed from the input)
 // longer than kMaxWord keeps its start and end: a 5,000-character name does
-// not fill the line.
+// not fill the line. `starts` holds where each of the word's characters
+// begins in `text`, so no cut splits a character or an escape.
 constexpr size_t kMaxWord = 80;
 
-void shorten_word(std::string& text, size_t start) {
-  const size_t length = text.size() - start;
+void shorten_word(std::string& text, const std::vector<size_t>& starts) {
+  if (starts.empty()) return;
+  const size_t length = text.size() - starts.front();
   if (length <= kMaxWord) return;
-  const std::string tail = text.substr(text.size() - 24);
-  text.resize(start + 32);
-  text += fmt::format("...({} characters)...", length) + tail;
+  size_t head = starts.front();
+  for (size_t s : starts) {
+    if (s > starts.front() + 32) break;
+    head = s;
+  }
+  size_t tail = text.size();
+  for (auto s = starts.rbegin(); s != starts.rend() && *s >= text.size() - 24; ++s) tail = *s;
+  const std::string end = text.substr(tail);
+  text.resize(head);
+  text += fmt::format("...({} characters)...", length) + end;
 }
 
 }  // namespace
@@ -87,22 +98,25 @@ std::string error_lines(std::string_view text) {
 
 std::string one_line(std::string_view text) {
   std::string out;
+  std::vector<size_t> word;  // where each character of the current word starts in `out`
   bool space = false;
-  size_t word_start = 0;
-  for (char c : text) {
+  for (size_t at = 0; at < text.size();) {
+    const char c = text[at];
     if (c == '\n' || c == '\r' || c == '\t' || c == ' ') {
       space = !out.empty();
+      ++at;
       continue;
     }
     if (space) {
-      shorten_word(out, word_start);
+      shorten_word(out, word);
       out += ' ';
-      word_start = out.size();
+      word.clear();
     }
     space = false;
-    out += c;
+    word.push_back(out.size());
+    out += printable_character(text, at);
   }
-  shorten_word(out, word_start);
+  shorten_word(out, word);
   return out;
 }
 

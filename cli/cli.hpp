@@ -27,8 +27,11 @@ struct QuietExit {
 int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
 
 // An error message as one line: runs of white space (newlines included)
-// become one space, and a word longer than 80 characters keeps its first 32
-// and last 24 ("...(5000 characters)..." between them).
+// become one space, every other control byte, byte that is not UTF-8 or
+// character that steers the terminal is escaped (common/utf8.hpp's
+// printable: "\x1b", "\xff"), and a word longer than 80 characters keeps its
+// first 32 and last 24 ("...(5000 characters)..." between them). Every line
+// Ragged prints on stderr that may quote an input goes through it.
 std::string one_line(std::string_view text);
 // An input error as one_line lines: the first problem, then each further one
 // an InputError lists ("\n  and ...": scenario_loader's few more problems)

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/cli.hpp"
 #include "cli/commands.hpp"
 #include "cli/table.hpp"
 #include "common/errors.hpp"
@@ -39,8 +40,10 @@ void add_compare_command(CLI::App& app, Context& context) {
         throw InputError(fmt::format("the traces are of different runs: {}; pass --force to compare them anyway",
                                      comparable.describe()));
       }
-      context.err << fmt::format("ragged: warning: the traces are of different runs: {}; compared anyway (--force)\n",
-                                 comparable.describe());
+      context.err << "ragged: warning: "
+                  << one_line(fmt::format("the traces are of different runs: {}; compared anyway (--force)",
+                                          comparable.describe()))
+                  << '\n';
     }
     traces::TraceComparison c = traces::compare_traces(predicted_trace, measured_trace);
     if (*json) {

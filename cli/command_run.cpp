@@ -230,7 +230,7 @@ void add_run_command(CLI::App& app, Context& context) {
       // An error on some ranks only would leave the others in a collective:
       // report it and end the whole job.
       if (comm->size() > 1) {
-        context.err << "ragged: error on rank " << comm->rank() << ": " << e.what() << '\n';
+        context.err << "ragged: error on rank " << comm->rank() << ": " << one_line(e.what()) << '\n';
         comm->abort(dynamic_cast<const InputError*>(&e) ? kExitBadInput : kExitInternal);
       }
       throw;

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/cli.hpp"
 #include "cli/commands.hpp"
 #include "cli/model_report.hpp"
 #include "cli/scenario_options.hpp"
@@ -80,7 +81,7 @@ void add_import_command(CLI::App* cmd, Context& context) {
         planner::resolve_scenario(importers::load_imported(options->scenario, import_options, name));
     const importers::ImportedConfig imported =
         importers::write_imported(options->scenario, import_options, *out);
-    for (const std::string& warning : imported.warnings) context.err << "ragged: warning: " << warning << '\n';
+    for (const std::string& warning : imported.warnings) context.err << "ragged: warning: " << one_line(warning) << '\n';
     if (out->empty()) {
       context.out << imported.scenario_text;
       return;

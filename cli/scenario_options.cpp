@@ -1,5 +1,6 @@
 #include "cli/validators.hpp"
 #include "cli/scenario_options.hpp"
+#include "cli/cli.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -241,7 +242,7 @@ void ScenarioOptions::warn_about_import(std::ostream& err) const {
   if (scenario.empty() || !importers::config_format_of(scenario)) return;
   try {
     for (const std::string& warning : importers::import_config(scenario, import_options()).warnings) {
-      err << "ragged: warning: " << warning << '\n';
+      err << "ragged: warning: " << one_line(warning) << '\n';
     }
   } catch (const InputError&) {
     // Said by load() where it matters (a --sweep imports at each count).

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "common/input_limits.hpp"
+#include "common/utf8.hpp"
 #include "importers/format_importers.hpp"
 #include "importers/scenario_draft.hpp"
 
@@ -73,7 +74,8 @@ ImportedConfig import_torchtitan(const ConfigDocument& doc, const ImportOptions&
   scenarios::Scenario& s = draft.scenario();
   scenarios::Training& t = draft.training();
   if (auto description = doc.string("job.description")) {
-    s.set_description(*description);
+    // A scenario's text holds no control characters (reports print it): they become spaces.
+    s.set_description(steering_as_spaces(*description));
     draft.mapped("description", fmt::format("\"{}\"", *description), {"job.description"});
   }
 

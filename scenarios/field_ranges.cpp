@@ -229,6 +229,12 @@ class RangeWalker {
         if (const auto at = invalid_utf8_at(v)) {
           issues_.push_back({path, fmt::format("{} is not valid UTF-8 (byte {} of {}): write the text as UTF-8",
                                                field->name(), *at + 1, v.size())});
+        } else if (const auto steering = steering_character_at(v)) {
+          // Every report prints the names: an ESC would colour or clear the reader's terminal.
+          size_t character = *steering;
+          issues_.push_back({path, fmt::format("{} holds the control character {} (byte {} of {}): remove it; "
+                                               "text fields hold printable text, tabs and line breaks",
+                                               field->name(), printable_character(v, character), *steering + 1, v.size())});
         }
         return;
       }

@@ -54,7 +54,7 @@ TEST(ImportFuzzFindings, ALineBreakInAValueOrAKeyStaysInItsComment) {
   const ImportedConfig imported = import_config(testing::config_file(dir, "broken.toml", toml), testing::on_gpus(8));
   const scenarios::Scenario s = testing::written(imported);
   EXPECT_EQ(s.name(), "broken");
-  EXPECT_EQ(s.description(), std::string("x\nname: \"y\"\r\0z", 14));
+  EXPECT_EQ(s.description(), "x\nname: \"y\"  z");  // a carriage return and a NUL would steer a terminal
   EXPECT_NE(imported.scenario_text.find("#   description: \"x name: \"y\"  z\"  <- job.description"), std::string::npos)
       << imported.scenario_text;
 }

@@ -263,6 +263,17 @@ TEST(ScenarioErrors, InvalidUtf8InAStringNamesTheField) {
   EXPECT_CONTAINS(parse_error(text), ":1:1: name: name is not valid UTF-8 (byte 4 of 8): write the text as UTF-8");
 }
 
+// Every report prints the scenario's and the model's names: an ESC in one
+// would colour or clear the reader's terminal (it passed validation before).
+TEST(ScenarioErrors, AControlCharacterInAStringNamesTheField) {
+  std::string text = minimal_scenario();
+  text = "name: \"red\\x1b[31m\"\n" + text;
+  EXPECT_CONTAINS(parse_error(text), ":1:1: name: name holds the control character \\x1b (byte 4 of 8): remove it");
+  EXPECT_CONTAINS(parse_error("description: \"a\\xc2\\x9b2J\"\n" + minimal_scenario()),
+                  "description holds the control character \\u009b (byte 2 of 5)");
+  EXPECT_EQ(parse_error("description: \"two\\nlines\\tand a tab\"\n" + minimal_scenario()), "");
+}
+
 TEST(ScenarioErrors, MalformedJson) {
   std::string error = parse_error("{\"model\": ", ScenarioFormat::kJson);
   EXPECT_CONTAINS(error, "test.textproto");

@@ -82,8 +82,8 @@ struct HostOptimizer::UnitState {
 };
 
 HostOptimizer::HostOptimizer(const scenarios::Optimizer& optimizer, std::vector<UnitShard>* shards,
-                             std::vector<planner::OwnedMatrix> owned, Communicator* comm)
-    : optimizer_(optimizer), shards_(shards), owned_(std::move(owned)), comm_(comm) {
+                             std::vector<planner::OwnedMatrix> owned, Communicator* comm, Communicator* expert_comm)
+    : optimizer_(optimizer), shards_(shards), owned_(std::move(owned)), comm_(comm), expert_comm_(expert_comm) {
   for (const planner::OwnedMatrix& m : owned_) {
     const auto& t = (*shards_)[static_cast<size_t>(m.unit)].spec().tensors[static_cast<size_t>(m.tensor)];
     if (t.matrices() > 1) {
@@ -98,7 +98,7 @@ HostOptimizer::HostOptimizer(const scenarios::Optimizer& optimizer, std::vector<
       const int unit = static_cast<int>(state_.size());
       for (size_t i = 0; i < owned_.size(); ++i) {
         const planner::OwnedMatrix& m = owned_[i];
-        if (m.unit == unit && m.owner == comm_->rank()) {
+        if (m.unit == unit && m.owner == comm_for(m.group).rank()) {
           state->shampoo.emplace(i, shampoo_matrix(m.rows, m.cols, p.block_size));
         }
       }
@@ -243,9 +243,23 @@ static void exchange(const UnitShard& s, const std::vector<planner::OwnedMatrix>
   }
 }
 
+Communicator& HostOptimizer::comm_for(planner::Group group) const {
+  if (group != planner::Group::kExpertShard) return *comm_;
+  RAGGED_ASSERT(expert_comm_ != nullptr, "the routed experts' matrices need their expert shard group");
+  return *expert_comm_;
+}
+
+// A unit's matrices share its group (planner::UnitPlan::group).
+static planner::Group unit_group(const std::vector<planner::OwnedMatrix>& owned, int unit) {
+  for (const planner::OwnedMatrix& m : owned) {
+    if (m.unit == unit) return m.group;
+  }
+  return planner::Group::kShard;
+}
+
 void HostOptimizer::gather_to_owners(int unit) {
   UnitState& st = *state_[static_cast<size_t>(unit)];
-  exchange(shard(unit), owned_, unit, true, st.update, st.gathered, *comm_);
+  exchange(shard(unit), owned_, unit, true, st.update, st.gathered, comm_for(unit_group(owned_, unit)));
 }
 
 void HostOptimizer::orthogonalize(int unit, int64_t step) {
@@ -262,7 +276,7 @@ void HostOptimizer::orthogonalize(int unit, int64_t step) {
 
 void HostOptimizer::scatter_from_owners(int unit) {
   UnitState& st = *state_[static_cast<size_t>(unit)];
-  exchange(shard(unit), owned_, unit, false, st.update, st.gathered, *comm_);
+  exchange(shard(unit), owned_, unit, false, st.update, st.gathered, comm_for(unit_group(owned_, unit)));
   st.gathered.clear();
 }
 

@@ -44,7 +44,7 @@ bool starts_tile_row(const Adam8bitTiles& tiles, int64_t tensor_offset);
 class HostOptimizer {
  public:
   HostOptimizer(const scenarios::Optimizer& optimizer, std::vector<UnitShard>* shards,
-                std::vector<planner::OwnedMatrix> owned, Communicator* comm);
+                std::vector<planner::OwnedMatrix> owned, Communicator* comm, Communicator* expert_comm = nullptr);
   ~HostOptimizer();
 
   // Phases of one unit's update, as the Program's optimizer ops order them.
@@ -73,6 +73,9 @@ class HostOptimizer {
   std::vector<UnitShard>* shards_;
   std::vector<planner::OwnedMatrix> owned_;
   Communicator* comm_;
+  Communicator* expert_comm_;  // the routed experts' matrices travel over their expert shard group
+  // Where a matrix of `group` (planner::OwnedMatrix::group) goes to its owner.
+  Communicator& comm_for(planner::Group group) const;
   std::vector<std::unique_ptr<UnitState>> state_;
 };
 

@@ -96,7 +96,7 @@ RunResult run(const planner::ResolvedScenario& resolved, const RunOptions& optio
       break;
     }
   }
-  HostOptimizer optimizer(training.optimizer(), &shards, std::move(owned), &shard);
+  HostOptimizer optimizer(training.optimizer(), &shards, std::move(owned), &shard, groups.expert_shard);
   // A stage holds several micro-batches at once (its schedule's): one
   // workload each keeps their activations apart.
   std::vector<std::unique_ptr<HostWorkload>> workloads;

@@ -30,12 +30,6 @@ void check_launch(const planner::ResolvedScenario& resolved, const Communicator&
                                  s.name(), mesh.tp(), mesh.cp(), mesh.ep(), mesh.pp(),
                                  host ? "" : ", or run on --device cpu"));
   }
-  if (host_mesh && mesh.ep() > 1 && (s.training().optimizer().has_muon() || s.training().optimizer().has_shampoo())) {
-    throw InputError(fmt::format("training.optimizer: {} gathers each matrix to an owner rank of the shard group; "
-                                 "`ragged run` does not yet own the routed experts' matrices within their expert "
-                                 "shard group (training.mesh.ep {}): use adamw or adam8bit, or ep 1",
-                                 s.training().optimizer().has_muon() ? "muon" : "shampoo", mesh.ep()));
-  }
   if (host_mesh && mesh.tp() > 1) {
     // Each tp rank holds whole key/value heads and an equal share of the vocabulary.
     const models::ArchConfig& whole = resolved.whole().arch;

@@ -111,6 +111,21 @@ std::vector<int> assign_owners(const std::vector<double>& costs, int64_t ranks) 
   return owners;
 }
 
+int64_t group_ranks(const Plan& plan, Group group) {
+  if (group == Group::kExpertShard) {
+    for (const UnitPlan& unit : plan.units) {
+      if (unit.group == Group::kExpertShard) return unit.layout.ranks;
+    }
+  }
+  return plan.ranks;
+}
+
+int rank_in_group(const Plan& plan, Group group, int shard_rank) {
+  if (group != Group::kExpertShard) return shard_rank;
+  const int64_t ep = plan.ranks / group_ranks(plan, group);
+  return static_cast<int>(shard_rank / ep);
+}
+
 std::vector<OwnedMatrix> owned_matrices(const OptimizerContext& c) {
   std::vector<OwnedMatrix> matrices;
   if (!owner_based(c.optimizer)) return matrices;
@@ -123,14 +138,23 @@ std::vector<OwnedMatrix> owned_matrices(const OptimizerContext& c) {
                          ? newton_schulz_flops(rows, cols, c.optimizer.muon().ns_steps())
                          : shampoo_flops(rows, cols, c.optimizer.shampoo().block_size(), c.optimizer.shampoo().precondition_frequency());
       for (int64_t m = 0; m < tensors[t].matrices(); ++m) {
-        matrices.push_back({unit.unit_index, static_cast<int>(t), rows, cols, flops, 0});
+        matrices.push_back({unit.unit_index, static_cast<int>(t), rows, cols, flops, 0, unit.group});
       }
     }
   }
-  std::vector<double> costs;
-  for (const OwnedMatrix& m : matrices) costs.push_back(m.flops);
-  std::vector<int> owners = assign_owners(costs, c.plan->ranks);
-  for (size_t i = 0; i < matrices.size(); ++i) matrices[i].owner = owners[i];
+  // Owners are balanced within each group: the shard group's matrices over
+  // its ranks, the routed experts' over their expert shard group.
+  for (Group group : {Group::kShard, Group::kExpertShard}) {
+    std::vector<double> costs;
+    std::vector<size_t> members;
+    for (size_t i = 0; i < matrices.size(); ++i) {
+      if (matrices[i].group != group) continue;
+      costs.push_back(matrices[i].flops);
+      members.push_back(i);
+    }
+    const std::vector<int> owners = assign_owners(costs, group_ranks(*c.plan, group));
+    for (size_t k = 0; k < members.size(); ++k) matrices[members[k]].owner = owners[k];
+  }
   return matrices;
 }
 
@@ -150,7 +174,7 @@ void add_optimizer_ops(ProgramWriter& w, const OptimizerContext& c, const std::v
     for (const OwnedMatrix& m : matrices) {
       if (m.unit != unit.unit_index) continue;
       gathered += m.rows * m.cols;
-      if (m.owner == c.rank) {
+      if (m.owner == rank_in_group(*c.plan, unit.group, c.rank)) {
         const int64_t a = std::min(m.rows, m.cols), b = std::max(m.rows, m.cols);
         const int steps = c.optimizer.has_muon() ? c.optimizer.muon().ns_steps() : 1;
         if (c.optimizer.has_muon()) {
@@ -171,13 +195,13 @@ void add_optimizer_ops(ProgramWriter& w, const OptimizerContext& c, const std::v
       last = w.traffic(OpKind::kOptimizer, Stream::kCompute, u, -1, name + " momentum",
                        static_cast<int64_t>(3.0 * c.master_bytes * static_cast<double>(shard)), {last});
       w.program().ops[last].phase = OptimizerPhase::kMomentum;
-      last = w.collective(OpKind::kAllToAll, Stream::kAllGather, Group::kShard, u, -1, name + " gather to owners",
+      last = w.collective(OpKind::kAllToAll, Stream::kAllGather, unit.group, u, -1, name + " gather to owners",
                           gathered * c.param_bytes, -1, {last});
       w.program().ops[last].phase = OptimizerPhase::kGather;
       last = w.compute(OpKind::kOptimizer, u, -1, name + (c.optimizer.has_muon() ? " newton-schulz" : " shampoo"),
                        std::move(owned), {last});
       w.program().ops[last].phase = OptimizerPhase::kOrthogonalize;
-      last = w.collective(OpKind::kAllToAll, Stream::kAllGather, Group::kShard, u, -1, name + " scatter from owners",
+      last = w.collective(OpKind::kAllToAll, Stream::kAllGather, unit.group, u, -1, name + " scatter from owners",
                           gathered * c.param_bytes, -1, {last});
       w.program().ops[last].phase = OptimizerPhase::kScatter;
     }
@@ -217,7 +241,7 @@ int64_t optimizer_state_bytes(const OptimizerContext& c) {
   if (o.has_muon()) bytes += static_cast<int64_t>(share * static_cast<double>(shard)) * c.master_bytes;
   if (o.has_shampoo()) {
     for (const OwnedMatrix& m : owned_matrices(c)) {
-      if (m.owner == c.rank) bytes += shampoo_state_bytes(m.rows, m.cols, o.shampoo().block_size());
+      if (m.owner == rank_in_group(*c.plan, m.group, c.rank)) bytes += shampoo_state_bytes(m.rows, m.cols, o.shampoo().block_size());
     }
   }
   return bytes;

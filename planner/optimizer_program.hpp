@@ -34,8 +34,21 @@ struct OwnedMatrix {
   int64_t rows = 0;
   int64_t cols = 0;
   double flops = 0;  // on its owner, per step
-  int owner = 0;
+  int owner = 0;     // a rank of `group`
+  // The group the matrix's unit is sharded over, and so the ranks its owner
+  // is chosen among: the shard group, or for routed experts under expert
+  // parallelism the expert shard group (each ep rank owns its own experts'
+  // matrices among the ranks sharding them).
+  Group group = Group::kShard;
 };
+
+// The rank of shard-group rank `shard_rank` in `group` (kShard or
+// kExpertShard: the shard group's consecutive ep ranks form an expert group,
+// so its rank in the expert shard group is shard_rank / ep).
+int rank_in_group(const Plan& plan, Group group, int shard_rank);
+// The ranks of `group` (kShard: the shard group; kExpertShard: its expert
+// shard groups' size, Plan::ranks / ep).
+int64_t group_ranks(const Plan& plan, Group group);
 
 // Whether Muon/Shampoo process a tensor as whole matrices: the hidden
 // matrices; embeddings, the head and vectors stay on AdamW (standard Muon

@@ -295,8 +295,19 @@ int representative_rank(const ProgramInputs& inputs) {
   context.model = inputs.model;
   context.plan = inputs.plan;
   context.optimizer = inputs.training->optimizer();
-  std::vector<double> load(static_cast<size_t>(inputs.plan->ranks), 0.0);
-  for (const auto& m : owned_matrices(context)) load[static_cast<size_t>(m.owner)] += m.flops;
+  // A shard-group rank's load: the dense matrices it owns and those of the
+  // routed experts it owns in its expert shard group.
+  const Plan& plan = *inputs.plan;
+  std::vector<double> dense(static_cast<size_t>(plan.ranks), 0.0);
+  std::vector<double> experts(static_cast<size_t>(group_ranks(plan, Group::kExpertShard)), 0.0);
+  for (const auto& m : owned_matrices(context)) {
+    (m.group == Group::kExpertShard ? experts : dense)[static_cast<size_t>(m.owner)] += m.flops;
+  }
+  std::vector<double> load(dense.size());
+  for (int r = 0; r < plan.ranks; ++r) {
+    load[static_cast<size_t>(r)] =
+        dense[static_cast<size_t>(r)] + experts[static_cast<size_t>(rank_in_group(plan, Group::kExpertShard, r))];
+  }
   return static_cast<int>(std::max_element(load.begin(), load.end()) - load.begin());
 }
 

@@ -294,10 +294,13 @@ void check_mesh(const Training& t, int64_t gpus, Checker& c) {
     c.fail("training.mesh.ep", fmt::format("ep is {}; expert parallelism is carved out of dp_shard x cp ({}), so ep "
                                            "must divide it", m.ep(), t.shard_group_size()));
   }
-  if ((tp > 1 || m.ep() > 1) && (t.optimizer().has_muon() || t.optimizer().has_shampoo())) {
-    c.fail(tp > 1 ? "training.mesh.tp" : "training.mesh.ep",
-           fmt::format("{} owns whole matrices, which tensor and expert parallelism split over ranks outside the "
-                       "shard group; that ownership is not modelled: use adamw or adam8bit, or tp and ep 1",
+  // Under expert parallelism a routed expert's matrices are owned within its
+  // expert shard group (planner::OwnedMatrix::group); a tp-cut matrix would
+  // need its owner to gather across the tp group too.
+  if (tp > 1 && (t.optimizer().has_muon() || t.optimizer().has_shampoo())) {
+    c.fail("training.mesh.tp",
+           fmt::format("{} owns whole matrices, which tensor parallelism splits over ranks outside the shard group; "
+                       "that ownership is not modelled: use adamw or adam8bit, or tp 1",
                        t.optimizer().has_muon() ? "Muon" : "Shampoo"));
   }
   if (m.cp() > 1 && t.attention() == MATH) {

@@ -252,6 +252,11 @@ if(RAGGED_HAVE_MPI AND MPIEXEC_EXECUTABLE)
   ragged_add_moe_mesh_check(8 2 2 ragged)
   ragged_add_moe_mesh_check(8 2 2 fsdp2 --checkpointing full)
   ragged_add_moe_mesh_check(4 2 2 zero3 --checkpointing selective)
+  # Muon and Shampoo own whole matrices: a routed expert's matrix goes to an
+  # owner in its expert shard group (planner::OwnedMatrix::group), where its
+  # ep rank's experts are sharded; the dense ones to owners of the shard group.
+  ragged_add_moe_mesh_check(4 1 2 ragged --optimizer muon)
+  ragged_add_moe_mesh_check(8 1 2 fsdp2 --optimizer shampoo)
 
   # The collectives a normal run uses (MPI's reduction order), against the
   # reference within the stated tolerance: the fast path is checked too.

@@ -12,6 +12,7 @@
 
 #include "planner/mesh.hpp"
 #include "planner/mesh_collectives.hpp"
+#include "planner/optimizer_program.hpp"
 #include "program_test_util.hpp"
 
 namespace ragged::planner {
@@ -355,6 +356,49 @@ TEST(MeshProgram, RaisingEpLowersTheFsdpAllGatherBytes) {
       EXPECT_LT(gathered, previous);
     }
     previous = gathered;
+  }
+}
+
+// Muon under expert parallelism: each ep rank holds its own experts, sharded
+// over its expert shard group, so their matrices are owned there (8 ranks,
+// ep 4: expert shard groups of 2, shard-group ranks r and r + 4) and travel
+// over that group; the dense matrices are owned over the shard group of 8.
+TEST(MeshProgram, MuonOwnsTheRoutedExpertsWithinTheirExpertShardGroup) {
+  constexpr int kSteps = 2;
+  ProgramSetup s("mesh { ep: 4 } optimizer { muon { ns_steps: 2 } }", kTinyMoe);
+  OptimizerContext context;
+  context.model = &s.model();
+  context.plan = &s.plan();
+  context.optimizer = s.training().optimizer();
+  const std::vector<OwnedMatrix> matrices = owned_matrices(context);
+  std::map<Group, int> count;
+  for (const OwnedMatrix& m : matrices) {
+    const bool expert = s.model().units[static_cast<size_t>(m.unit)].kind == models::UnitKind::kExperts;
+    EXPECT_EQ(m.group, expert ? Group::kExpertShard : Group::kShard);
+    EXPECT_LT(m.owner, expert ? 2 : 8);
+    ++count[m.group];
+  }
+  // Per layer: q, k, v, o (4 dense; the router is a vector-like [8, 128]
+  // matrix, owned too) and 2 local experts x 3 projections.
+  std::printf("muon, ep 4: %d dense matrices owned over 8 ranks, %d routed-expert matrices per ep rank over 2\n",
+              count[Group::kShard], count[Group::kExpertShard]);
+  EXPECT_EQ(count[Group::kExpertShard], 2 * 2 * 3);
+  for (int r = 0; r < 8; ++r) EXPECT_EQ(rank_in_group(s.plan(), Group::kExpertShard, r), r / 4);
+  // The experts' Newton-Schulz GEMMs over both ranks of each expert shard
+  // group run every local expert matrix once, the all-to-alls on that group.
+  for (int place = 0; place < 4; ++place) {
+    size_t gemms = 0;
+    for (int r : {place, place + 4}) {
+      const Program p = s.build(r);
+      for (const Op& op : p.ops) {
+        if (s.spec(op.unit).kind != models::UnitKind::kExperts) continue;
+        if (op.kind == OpKind::kAllToAll && op.phase != OptimizerPhase::kNone) {
+          EXPECT_EQ(op.group, Group::kExpertShard) << op.name;
+        }
+        if (op.kind == OpKind::kOptimizer && op.phase == OptimizerPhase::kOrthogonalize) gemms += op.work.gemms.size();
+      }
+    }
+    EXPECT_EQ(gemms, static_cast<size_t>(3 * kSteps * count[Group::kExpertShard])) << "ep place " << place;
   }
 }
 

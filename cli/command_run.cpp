@@ -24,6 +24,7 @@
 #include "cli/commands.hpp"
 #include "cli/scenario_options.hpp"
 #include "common/errors.hpp"
+#include "common/file_io.hpp"
 #include "common/input_limits.hpp"
 #include "common/units.hpp"
 #include "traces/chrome_trace.hpp"
@@ -201,6 +202,12 @@ void add_run_command(CLI::App& app, Context& context) {
       if (cmd->count("--warmup") == 0) o->run.warmup_steps = defaults.warmup_steps();
       if (cmd->count("--seed") == 0) o->run.seed = defaults.seed();
       if (!o->inject_nan.empty()) o->run.inject_nan = parse_injection(o->inject_nan);
+      // Rank 0 writes the traces: a path it cannot write is said before the run.
+      if (backend::launcher_rank() <= 0) {
+        for (const std::string& path : {o->trace_path, o->chrome_path}) {
+          if (!path.empty()) check_output_target(path);
+        }
+      }
     } catch (const InputError& e) {
       // Every rank of an mpirun reads the same arguments and files, so each
       // finds this alike: the first rank says it, once, and ends the job

@@ -20,6 +20,7 @@
 #include "cli/simulate_report.hpp"
 #include "cli/validators.hpp"
 #include "common/errors.hpp"
+#include "common/file_io.hpp"
 #include "common/input_limits.hpp"
 #include "common/progress_bar.hpp"
 #include "planner/global_batch.hpp"
@@ -134,6 +135,10 @@ void run(const SimulateOptions& options, Context& context) {
   if ((!options.trace_path.empty() || !options.chrome_path.empty() || options.breakdown) && configs.size() != 1) {
     throw InputError(
         "--trace, --chrome-trace and --breakdown describe one simulation: drop --strategy all / --sweep, or pick one");
+  }
+  // Before the simulation: a path it cannot write is said now, not after minutes.
+  for (const std::string& path : {options.trace_path, options.chrome_path}) {
+    if (!path.empty()) check_output_target(path);
   }
   std::vector<SimulationReport> reports;
   std::vector<GoodputReport> goodputs;

@@ -172,6 +172,8 @@ void run(const TuneCommandOptions& o, Context& context) {
   if (!o.write_path.empty() && counts.size() > 1) {
     throw InputError("--write takes the winner of one GPU count: drop it, or give one --gpus count");
   }
+  // Before the search (minutes): rank 0 writes the winner.
+  if (!o.write_path.empty() && backend::launcher_rank() <= 0) check_output_target(o.write_path);
   if (o.gpu_hour_price > 0 && o.train_tokens.empty()) throw InputError("--gpu-hour-price needs --train-tokens");
   ReportOptions report;
   report.top = static_cast<size_t>(o.top);

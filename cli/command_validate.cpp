@@ -13,6 +13,7 @@
 #include "cli/commands.hpp"
 #include "cli/validate_report.hpp"
 #include "common/errors.hpp"
+#include "common/file_io.hpp"
 #include "validation/residual_export.hpp"
 #include "validation/validation_run.hpp"
 
@@ -42,6 +43,7 @@ void add_validate_command(CLI::App& app, Context& context) {
                                    "--filter and --set",
                                    *residuals));
     }
+    if (!residuals->empty()) check_output_target(*residuals);  // before the whole set is predicted
     const auto set = validation::load_validation_set(directory->empty() ? validation::default_validation_dir() : std::filesystem::path(*directory));
     validation::RunOptions options;
     options.filter = *filter;

@@ -135,10 +135,22 @@ mode_t default_file_mode() {
   return static_cast<mode_t>(0666 & ~mask);
 }
 
-// Writes to an existing non-regular target (FIFO, device, terminal) in place.
+// Writes to an existing non-regular target (FIFO, device, terminal) in
+// place. Opened non-blocking: a FIFO that no process reads is refused at
+// once (a plain open waited for a reader forever); the writes then block as
+// the reader takes the data.
 void write_in_place(const std::filesystem::path& path, std::string_view contents) {
-  Fd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  Fd fd(::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC));
+  if (fd.get() < 0 && errno == ENXIO) {
+    throw InputError(fmt::format("cannot write '{}': it is a FIFO that no process reads; start its reader first "
+                                 "(e.g. 'cat {} &') or give a file",
+                                 path.string(), path.string()));
+  }
   if (fd.get() < 0) throw InputError(fmt::format("cannot write '{}': {}", path.string(), errno_text()));
+  const int flags = ::fcntl(fd.get(), F_GETFL);
+  if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    throw InputError(fmt::format("cannot write '{}': {}", path.string(), errno_text()));
+  }
   if (!write_all(fd.get(), contents)) throw InputError(fmt::format("cannot write '{}': {}", path.string(), errno_text()));
 }
 
@@ -206,21 +218,63 @@ std::string read_file(const std::filesystem::path& path, int64_t max_bytes) {
   return data;
 }
 
-void write_file_atomically(const std::filesystem::path& path, std::string_view contents) {
-  struct stat existing {};
+namespace {
+
+// Where write_file_atomically puts `path`'s contents: the file itself, or,
+// for a symbolic link to a regular file, the file it names (the link kept);
+// and the folder of its temporary.
+struct WriteTarget {
+  std::filesystem::path final_path;
+  std::filesystem::path dir;
+};
+
+WriteTarget write_target(const std::filesystem::path& path) {
+  std::error_code ec;
+  const std::filesystem::path target = std::filesystem::is_symlink(path, ec) ? std::filesystem::canonical(path, ec) : path;
+  WriteTarget t{ec ? path : target, {}};
+  t.dir = t.final_path.parent_path().empty() ? "." : t.final_path.parent_path();
+  return t;
+}
+
+// The stat of an existing target; refuses a directory.
+bool stat_target(const std::filesystem::path& path, struct stat& existing) {
   const bool exists = ::stat(path.c_str(), &existing) == 0;
   if (exists && S_ISDIR(existing.st_mode)) {
     throw InputError(fmt::format("cannot write '{}': it is a directory; give a file name", path.string()));
   }
+  return exists;
+}
+
+}  // namespace
+
+void check_output_target(const std::filesystem::path& path) {
+  struct stat existing {};
+  if (stat_target(path, existing) && !S_ISREG(existing.st_mode)) {
+    if (::access(path.c_str(), W_OK) != 0) throw InputError(fmt::format("cannot write '{}': {}", path.string(), errno_text()));
+    return;  // a FIFO's reader may start later: its absence is said at the write
+  }
+  const WriteTarget t = write_target(path);
+  const long limit = ::pathconf(t.dir.c_str(), _PC_NAME_MAX);
+  if (limit > 0 && t.final_path.filename().string().size() > static_cast<size_t>(limit)) {
+    throw InputError(fmt::format("cannot write '{}': {}", path.string(), std::strerror(ENAMETOOLONG)));
+  }
+  // The write's own first step, undone: the folder exists, is writable, has room for a name.
+  std::string tmp = (t.dir / temporary_name(t.dir, t.final_path.filename().string())).string();
+  Fd fd(::mkstemp(tmp.data()));
+  if (fd.get() < 0) throw InputError(fmt::format("cannot write '{}': {}", path.string(), errno_text()));
+  ::unlink(tmp.c_str());
+}
+
+void write_file_atomically(const std::filesystem::path& path, std::string_view contents) {
+  struct stat existing {};
+  const bool exists = stat_target(path, existing);
   if (exists && !S_ISREG(existing.st_mode)) {
     write_in_place(path, contents);
     return;
   }
-  // A symbolic link to a regular file: replace the file it names, keep the link.
-  std::error_code ec;
-  const std::filesystem::path target = std::filesystem::is_symlink(path, ec) ? std::filesystem::canonical(path, ec) : path;
-  const std::filesystem::path& final_path = ec ? path : target;
-  const std::filesystem::path dir = final_path.parent_path().empty() ? "." : final_path.parent_path();
+  const WriteTarget t = write_target(path);
+  const std::filesystem::path& final_path = t.final_path;
+  const std::filesystem::path& dir = t.dir;
   const std::string pattern = temporary_name(dir, final_path.filename().string());
   remove_abandoned_temporaries(dir, pattern.substr(0, pattern.size() - 6));
   std::string tmp = (dir / pattern).string();

@@ -161,6 +161,28 @@ TEST_F(CliErrors, HostileInputsEndInOneShortLine) {
   }
 }
 
+// An output path that cannot be written is refused before the work: each
+// case holds a later failure (a missing calibration file, a missing
+// validation folder) or a report the work prints, which came first before
+// (a --mode full simulation of 10,240 GPUs ran 15.5 s, a search minutes,
+// before the write failed).
+TEST_F(CliErrors, AnOutputThatCannotBeWrittenIsRefusedBeforeTheWork) {
+  const std::string missing = (dir_ / "missing" / "out").string();
+  const std::string tiny_search = std::string(RAGGED_SOURCE_DIR) + "/tests/tune/data/tiny-llama-8xsmall.textproto";
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"simulate", "tiny-llama-4xcpu", "--calibration", (dir_ / "none.json").string(), "--trace", missing + ".pb"},
+       "cannot write '" + missing + ".pb': No such file or directory"},
+      {{"simulate", "tiny-llama-4xcpu", "--calibration", (dir_ / "none.json").string(), "--chrome-trace", dir_.string()},
+       "it is a directory; give a file name"},
+      {{"validate", (dir_ / "no-set").string(), "--write-residuals", missing + ".tsv"}, "cannot write '" + missing + ".tsv'"},
+      {{"tune", tiny_search, "--strategies", "ragged", "--no-cache", "--write", missing + ".textproto"},
+       "cannot write '" + missing + ".textproto'"},
+      {{"run", "tiny-llama-4xcpu", "--gpus", "1", "--steps", "1", "--trace", missing + ".json"},
+       "cannot write '" + missing + ".json'"},
+  };
+  for (const auto& [args, needle] : cases) expect_bad_input(run_cli(args), needle);
+}
+
 // The report that cannot reach standard output is an error with its own
 // exit code, and the trace the command writes is still written.
 TEST(CliOutput, AReportThatCannotBeWrittenFailsAndTheTraceIsStillWritten) {

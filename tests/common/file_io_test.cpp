@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -132,16 +133,53 @@ TEST_F(FileIoTest, ReadRefusesAFileOverTheCap) {
 TEST_F(FileIoTest, AnExistingFifoIsWrittenInPlaceAndStaysAFifo) {
   const fs::path fifo = dir_ / "trace.pb";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // The reader opens first (a FIFO no process reads is refused, below).
+  const int read_end = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(read_end, 0);
+  ASSERT_EQ(::fcntl(read_end, F_SETFL, 0), 0);
   std::string received;
   std::thread reader([&] {
-    std::ifstream in(fifo, std::ios::binary);
-    received.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    std::array<char, 64> buffer{};
+    for (ssize_t n; (n = ::read(read_end, buffer.data(), buffer.size())) > 0;) received.append(buffer.data(), n);
+    ::close(read_end);
   });
   write_file_atomically(fifo, "through the pipe");
   reader.join();
   EXPECT_EQ(received, "through the pipe");
   EXPECT_TRUE(fs::is_fifo(fifo));
   EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator{}), 1);
+}
+
+// A plain open(O_WRONLY) of a FIFO waits for a reader: `--trace fifo` with
+// none hung forever after the simulation (issue 52, "some output targets
+// block forever").
+TEST_F(FileIoTest, AFifoThatNoProcessReadsIsRefusedAtOnce) {
+  const fs::path fifo = dir_ / "nobody-reads.pb";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_NO_THROW(check_output_target(fifo));  // its reader may start later
+  const std::string error = message_of([&] { write_file_atomically(fifo, "x"); });
+  EXPECT_NE(error.find("it is a FIFO that no process reads; start its reader first"), std::string::npos) << error;
+  EXPECT_TRUE(fs::is_fifo(fifo));
+}
+
+// What the write would refuse is refused before the work that makes the
+// contents, and the check leaves nothing behind.
+TEST_F(FileIoTest, CheckOutputTargetRefusesWhatTheWriteWouldAndWritesNothing) {
+  EXPECT_NE(message_of([&] { check_output_target(dir_ / "missing" / "t.pb"); }).find("No such file or directory"),
+            std::string::npos);
+  EXPECT_NE(message_of([&] { check_output_target(dir_); }).find("it is a directory; give a file name"),
+            std::string::npos);
+  EXPECT_NE(message_of([&] { check_output_target(dir_ / std::string(300, 'n')); }).find("File name too long"),
+            std::string::npos);
+  const fs::path fine = dir_ / "t.pb";
+  check_output_target(fine);
+  EXPECT_FALSE(fs::exists(fine));
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator{}), 0);
+  write_file_atomically(fine, "kept");
+  check_output_target(fine);
+  EXPECT_EQ(read_file(fine), "kept");
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator{}), 1);
+  EXPECT_NO_THROW(check_output_target("/dev/null"));
 }
 
 TEST_F(FileIoTest, ADeviceIsNeverReplaced) {

@@ -18,19 +18,19 @@ std::atomic<StartupDeadline*> g_current{nullptr};
 
 }  // namespace
 
-StartupDeadline::StartupDeadline(double timeout_s, int rank) {
+StartupDeadline::StartupDeadline(double timeout_s, int rank, std::string option) {
   if (timeout_s <= 0) {
     disarmed_ = true;
     return;
   }
   g_current.store(this, std::memory_order_release);
-  thread_ = std::thread([this, timeout_s, rank] {
+  thread_ = std::thread([this, timeout_s, rank, option = std::move(option)] {
     std::unique_lock lock(mutex_);
     if (changed_.wait_for(lock, std::chrono::duration<double>(timeout_s), [this] { return disarmed_; })) return;
     const std::string line = fmt::format(
-        "ragged: error: rank {}: the job did not start within --collective-timeout {:g} s: a rank never reached the "
+        "ragged: error: rank {}: the job did not start within {} {:g} s: a rank never reached the "
         "start (stopped, or its node hung); ending the job\n",
-        rank, timeout_s);
+        rank, option, timeout_s);
     const ssize_t ignored = ::write(STDERR_FILENO, line.data(), line.size());
     (void)ignored;
     std::_Exit(kExitLostRank);  // MPI may be inside its start-up exchange: no MPI_Abort; the launcher ends the rest

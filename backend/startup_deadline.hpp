@@ -10,14 +10,16 @@
 
 #include <condition_variable>
 #include <mutex>
+#include <string>
 #include <thread>
 
 namespace ragged::backend {
 
 class StartupDeadline {
  public:
-  // timeout_s <= 0: no deadline. `rank`: this process's, for the line.
-  StartupDeadline(double timeout_s, int rank);
+  // timeout_s <= 0: no deadline. `rank`: this process's, and `option` the
+  // one that set the timeout, for the line.
+  StartupDeadline(double timeout_s, int rank, std::string option = "--collective-timeout");
   ~StartupDeadline();
   StartupDeadline(const StartupDeadline&) = delete;
   StartupDeadline& operator=(const StartupDeadline&) = delete;

@@ -7,7 +7,6 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
-#include <csignal>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -21,6 +20,7 @@
 #include "cli/validators.hpp"
 #include "common/input_limits.hpp"
 #include "cli/cli.hpp"
+#include "cli/startup_stop_hook.hpp"
 #include "cli/commands.hpp"
 #include "cli/scenario_options.hpp"
 #include "common/errors.hpp"
@@ -134,14 +134,6 @@ backend::RunResult run_on_device(const planner::ResolvedScenario& resolved, cons
 // How long a rank other than the first waits before saying an input error
 // every rank should have found (the first says it and ends the job).
 constexpr auto kFirstRankSpeaksFirst = std::chrono::seconds(5);
-
-// A test hook (tests/backend/startup_stop_test.sh): the rank named by
-// RAGGED_TEST_STOP_RANK_AT_STARTUP stops itself before MPI starts, as a rank
-// whose node froze would, so the start-up deadline is what ends the job.
-void stop_here_if_asked() {
-  const char* rank = std::getenv("RAGGED_TEST_STOP_RANK_AT_STARTUP");
-  if (rank != nullptr && std::to_string(backend::launcher_rank()) == rank) std::raise(SIGSTOP);
-}
 
 // The reference's tolerance where sums run in another order than the
 // reference's (MPI's or NCCL's reductions, cuBLAS's GEMMs): AdamW's first

@@ -19,6 +19,7 @@
 #include "cli/commands.hpp"
 #include "cli/goodput_options.hpp"
 #include "cli/scenario_options.hpp"
+#include "cli/startup_stop_hook.hpp"
 #include "cli/tune_report.hpp"
 #include "cli/validators.hpp"
 #include "common/errors.hpp"
@@ -197,7 +198,8 @@ void run(const TuneCommandOptions& o, Context& context) {
   if (backend::launched_by_mpi()) {
     // MPI's start-up and the farm's first collective wait for every rank:
     // bounded by the same timeout.
-    backend::StartupDeadline startup(o.task_timeout_s, backend::launcher_rank());
+    backend::StartupDeadline startup(o.task_timeout_s, backend::launcher_rank(), "--task-timeout");
+    stop_here_if_asked();
     auto farm = std::make_unique<backend::MpiTaskFarm>(work, jobs_for(o), o.task_timeout_s);
     startup.disarm();
     if (!farm->is_root()) {

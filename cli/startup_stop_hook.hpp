@@ -1,0 +1,21 @@
+#pragma once
+// A test hook of `ragged run` and `ragged tune` under mpirun
+// (tests/backend/startup_stop_test.sh, tests/cli/tune_startup_stop_test.sh):
+// the rank named by RAGGED_TEST_STOP_RANK_AT_STARTUP stops itself before MPI
+// starts, as a rank whose node froze would, so the start-up deadline
+// (backend/startup_deadline.hpp) is what ends the job.
+
+#include <csignal>
+#include <cstdlib>
+#include <string>
+
+#include "backend/communicator.hpp"
+
+namespace ragged::cli {
+
+inline void stop_here_if_asked() {
+  const char* rank = std::getenv("RAGGED_TEST_STOP_RANK_AT_STARTUP");
+  if (rank != nullptr && std::to_string(backend::launcher_rank()) == rank) std::raise(SIGSTOP);
+}
+
+}  // namespace ragged::cli

@@ -5,6 +5,7 @@
 #include <span>
 #include <utility>
 
+#include "backend/mesh_step.hpp"
 #include "common/errors.hpp"
 
 namespace ragged::backend {
@@ -247,16 +248,6 @@ ConstTensors const_floats(const DeviceParams& params) {
   return out;
 }
 
-TpPass tp_pass(planner::Pass pass) {
-  switch (pass) {
-    case planner::Pass::kForward: return TpPass::kForward;
-    case planner::Pass::kBackward: return TpPass::kBackward;
-    case planner::Pass::kRecompute:
-    case planner::Pass::kSelectiveRecompute: break;
-  }
-  return TpPass::kAgain;
-}
-
 }  // namespace
 
 void HostDevice::forward_part(int unit, int micro_batch, models::UnitPart part, const DeviceParams& params) {
@@ -276,22 +267,10 @@ void HostDevice::tensor_parallel(const Op& op) {
   const bool context = op.group == planner::Group::kContext;
   Communicator* group = context ? groups_.context : groups_.tensor;
   RAGGED_ASSERT(group != nullptr, "host device: a mesh op without its group: " + op.name);
-  TpStep step{model_unit(op.unit), op.part, tp_pass(op.pass), TpCollective::kAllGather};
-  switch (op.kind) {
-    case OpKind::kAllGather: step.collective = context ? TpCollective::kKeyValueGather : TpCollective::kAllGather; break;
-    case OpKind::kReduceScatter:
-      step.collective = context ? TpCollective::kKeyValueGradientScatter : TpCollective::kReduceScatter;
-      break;
-    case OpKind::kAllReduce:
-      RAGGED_ASSERT(is_head(op.unit), "host device: a tp all-reduce of activations (sequence parallelism is off?): " +
-                                          op.name);
-      step.collective = TpCollective::kLossStats;
-      break;
-    default: RAGGED_ASSERT(false, "host device: not a tensor-parallel collective: " + op.name);
-  }
+  const TpStep step = tensor_parallel_step(op, model_unit(op.unit), is_head(op.unit));
   HostWorkload& w = workload(op.micro_batch);
   const TpExchange x = w.tp_begin(step);
-  if (step.collective == TpCollective::kReduceScatter || step.collective == TpCollective::kKeyValueGradientScatter) {
+  if (sums_partials(step.collective)) {
     group->reduce_scatter_in_place(x.buffer, x.count);
   } else {
     group->all_gather_in_place(x.buffer, x.count);

@@ -2,28 +2,25 @@
 
 #include <fmt/format.h>
 
-#include "common/errors.hpp"
+#include "backend/group_colors.hpp"
 
 namespace ragged::backend {
 
 RankGroups split_rank_groups(Communicator& world, int64_t shard_ranks, int64_t tp, int64_t cp, int64_t ep) {
-  RAGGED_ASSERT(tp >= 1 && world.size() % tp == 0, "the tensor-parallel group divides the world");
-  RAGGED_ASSERT(shard_ranks >= 1 && (world.size() / tp) % shard_ranks == 0, "the shard group size divides the world");
+  const planner::Mesh mesh = run_mesh(world.size(), shard_ranks, tp, cp, ep);
+  const GroupColors colors = group_colors(world.rank(), mesh);
+  const int rank = world.rank();
   RankGroups groups;
   groups.world = &world;
   groups.tp = tp;
   groups.cp = cp;
-  RAGGED_ASSERT(cp >= 1 && shard_ranks % cp == 0, "the context-parallel group lies inside the shard group");
-  const int rank = world.rank();
-  const int place = groups.data_rank();       // the data-parallel place of this rank's tp group
-  const int in_tp = rank % static_cast<int>(tp);  // this rank's place in it
-  const int size = static_cast<int>(shard_ranks);
+  groups.ep = ep;
   if (tp > 1) {
-    groups.own_tensor = world.split(place, rank);
+    groups.own_tensor = world.split(colors.tensor, rank);
     groups.tensor = groups.own_tensor.get();
   }
   if (cp > 1) {
-    groups.own_context = world.split((place / static_cast<int>(cp)) * static_cast<int>(tp) + in_tp, rank);
+    groups.own_context = world.split(colors.context, rank);
     groups.context = groups.own_context.get();
   }
   if (tp == 1 && shard_ranks == world.size()) {
@@ -31,21 +28,14 @@ RankGroups split_rank_groups(Communicator& world, int64_t shard_ranks, int64_t t
     groups.own_replicas = make_local_communicator();
     groups.own_replicas->set_ordered_reductions(world.ordered_reductions());
   } else {
-    groups.own_shard = world.split((place / size) * static_cast<int>(tp) + in_tp, rank);
-    groups.own_replicas = world.split((place % size) * static_cast<int>(tp) + in_tp, rank);
+    groups.own_shard = world.split(colors.shard, rank);
+    groups.own_replicas = world.split(colors.replicas, rank);
     groups.shard = groups.own_shard.get();
   }
   groups.replicas = groups.own_replicas.get();
-  RAGGED_ASSERT(ep >= 1 && shard_ranks % ep == 0, "the expert-parallel group lies inside the shard group");
-  groups.ep = ep;
   if (ep > 1) {
-    // A group of m members `stride` ranks apart, its color its first rank's
-    // place among the groups (planner::group_span).
-    const auto color = [rank](int64_t members, int64_t stride) {
-      return static_cast<int>((rank / (members * stride)) * stride + rank % stride);
-    };
-    groups.own_expert = world.split(color(ep, tp), rank);
-    groups.own_expert_shard = world.split(color(shard_ranks / ep, ep * tp), rank);
+    groups.own_expert = world.split(colors.expert, rank);
+    groups.own_expert_shard = world.split(colors.expert_shard, rank);
     groups.expert = groups.own_expert.get();
     groups.expert_shard = groups.own_expert_shard.get();
   }

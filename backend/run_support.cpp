@@ -20,17 +20,24 @@ void check_launch(const planner::ResolvedScenario& resolved, const Communicator&
   const scenarios::Scenario& s = resolved.scenario();
   const scenarios::Mesh& mesh = s.training().mesh();
   const bool mesh_inside = mesh.tp() > 1 || mesh.cp() > 1 || mesh.ep() > 1;
-  // The host runs tp with cp or with ep, without pipeline stages.
+  // The host runs tp with cp or with ep, without pipeline stages; the GPU tp alone.
   const bool host_mesh = host && mesh_inside && mesh.pp() <= 1 && (mesh.ep() <= 1 || mesh.cp() <= 1);
-  if (mesh_inside && !host_mesh) {
+  const bool gpu_mesh = !host && mesh.tp() > 1 && mesh.cp() <= 1 && mesh.ep() <= 1 && mesh.pp() <= 1;
+  if (mesh_inside && !host && !gpu_mesh) {
+    throw InputError(fmt::format("training.mesh: {} has tp {}, cp {}, ep {}, pp {}; the GPU executor runs tensor "
+                                 "parallelism alone so far (context and expert parallelism, and pipeline stages with "
+                                 "them, run on --device cpu; ragged simulate models every mesh); set cp and ep to 1, "
+                                 "or run on --device cpu",
+                                 s.name(), mesh.tp(), mesh.cp(), mesh.ep(), mesh.pp()));
+  }
+  if (mesh_inside && host && !host_mesh) {
     throw InputError(fmt::format("training.mesh: {} has tp {}, cp {}, ep {}, pp {}; `ragged run` runs FSDP and HSDP, "
                                  "and on the host pipeline stages, or tensor parallelism with context or expert "
-                                 "parallelism (not all three) so far (the others, and any mesh on the GPU, are "
-                                 "simulated: ragged simulate); set them to 1 for ragged run{}",
-                                 s.name(), mesh.tp(), mesh.cp(), mesh.ep(), mesh.pp(),
-                                 host ? "" : ", or run on --device cpu"));
+                                 "parallelism (not all three) so far (the others are simulated: ragged simulate); "
+                                 "set them to 1 for ragged run",
+                                 s.name(), mesh.tp(), mesh.cp(), mesh.ep(), mesh.pp()));
   }
-  if (host_mesh && mesh.tp() > 1) {
+  if ((host_mesh || gpu_mesh) && mesh.tp() > 1) {
     // Each tp rank holds whole key/value heads and an equal share of the vocabulary.
     const models::ArchConfig& whole = resolved.whole().arch;
     if (whole.kv_heads % mesh.tp() != 0 || whole.vocab % mesh.tp() != 0) {

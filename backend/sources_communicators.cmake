@@ -5,6 +5,7 @@ list(APPEND RAGGED_BACKEND_SRCS
   ${CMAKE_CURRENT_LIST_DIR}/communicator.cpp
   ${CMAKE_CURRENT_LIST_DIR}/communicator_local.cpp
   ${CMAKE_CURRENT_LIST_DIR}/rank_groups.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/group_colors.cpp
   ${CMAKE_CURRENT_LIST_DIR}/communicator_mpi.cpp
   ${CMAKE_CURRENT_LIST_DIR}/mpi_thread_level.cpp
   ${CMAKE_CURRENT_LIST_DIR}/task_farm_mpi.cpp

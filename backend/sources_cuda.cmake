@@ -50,6 +50,10 @@ add_library(ragged_backend_cuda STATIC
   ${_ragged_cuda_dir}/gpu_workload_moe_kernels.cu
   ${_ragged_cuda_dir}/workload_kernels.cu
   ${_ragged_cuda_dir}/workload_reductions.cu
+  # One tensor-parallel rank's compute (gpu_workload_mesh.hpp)
+  ${_ragged_cuda_dir}/gpu_mesh_plan.cpp
+  ${_ragged_cuda_dir}/gpu_workload_mesh.cpp
+  ${_ragged_cuda_dir}/mesh_kernels.cu
   # The Program on the GPU (cuda_executor.hpp, cuda_run.hpp)
   ${_ragged_cuda_dir}/device_layout.cpp
   ${_ragged_cuda_dir}/adam8bit_layout.cpp

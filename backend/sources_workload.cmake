@@ -11,4 +11,5 @@ list(APPEND RAGGED_BACKEND_SRCS
   ${CMAKE_CURRENT_LIST_DIR}/workload_moe.cpp
   ${CMAKE_CURRENT_LIST_DIR}/workload_cp.cpp
   ${CMAKE_CURRENT_LIST_DIR}/workload_ep.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/workload_tp.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/workload_tp.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/mesh_step.cpp)

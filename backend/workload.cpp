@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/mesh_step.hpp"
 #include "backend/workload_internal.hpp"
 #include "backend/workload_state.hpp"
 #include "common/errors.hpp"
@@ -175,10 +176,7 @@ void HostWorkload::set_batch(const Batch& batch) {
   }
   const auto tokens = static_cast<size_t>(s.dims.tokens);
   if (s.tp.size > 1) {
-    const auto local = [&s](int32_t id) {
-      const int64_t row = id - s.tp.rank * s.vocab;
-      return row >= 0 && row < s.vocab ? static_cast<int32_t>(row) : -1;
-    };
+    const auto local = [&s](int32_t id) { return local_vocabulary_id(id, s.tp.rank, s.vocab); };
     s.local_tokens.resize(tokens);
     s.local_labels.resize(tokens);
     for (size_t i = 0; i < tokens; ++i) {

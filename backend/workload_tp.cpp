@@ -23,6 +23,7 @@
 
 #include <fmt/ranges.h>
 
+#include "backend/mesh_step.hpp"
 #include "backend/workload_cp.hpp"
 #include "backend/workload_state.hpp"
 
@@ -40,17 +41,6 @@ bool is_row_parallel_bias(const models::TensorSpec& t) {
 }
 
 int part_index(UnitPart part) { return part == UnitPart::kMlp ? 1 : 0; }
-
-// Which exchanges a block part has around it in `pass` (docs/MESH.md): a
-// gather of its input before, a reduce-scatter of its partial output after.
-bool gathers_before(UnitPart part, bool backward) {
-  if (backward) return part != UnitPart::kAttentionInput;
-  return part != UnitPart::kAttentionCore;
-}
-bool scatters_after(UnitPart part, bool backward) {
-  if (backward) return part != UnitPart::kAttentionCore;
-  return part != UnitPart::kAttentionInput;
-}
 
 }  // namespace
 

@@ -22,6 +22,10 @@ std::string_view stream_name(StreamKind kind) {
       return "reduce-scatter";
     case StreamKind::all_reduce:
       return "all-reduce";
+    case StreamKind::tensor_parallel:
+      return "tensor-parallel";
+    case StreamKind::context_parallel:
+      return "context-parallel";
   }
   return "unknown";
 }

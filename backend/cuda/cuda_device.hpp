@@ -17,8 +17,9 @@
 
 namespace ragged::backend::gpu {
 
-enum class StreamKind { compute, all_gather, reduce_scatter, all_reduce };
-inline constexpr int kStreamKinds = 4;
+// The mesh's streams carry a rank's tp and cp exchanges (docs/MESH.md).
+enum class StreamKind { compute, all_gather, reduce_scatter, all_reduce, tensor_parallel, context_parallel };
+inline constexpr int kStreamKinds = 6;
 std::string_view stream_name(StreamKind kind);  // "compute", "all-gather", ...
 
 struct MemoryInfo {

@@ -6,6 +6,7 @@
 
 #include "backend/cuda/cuda_check.hpp"
 #include "backend/cuda/kernels.hpp"
+#include "backend/mesh_step.hpp"
 #include "backend/progress.hpp"
 #include "common/errors.hpp"
 
@@ -24,13 +25,13 @@ StreamKind stream_kind(planner::Stream stream) {
     case planner::Stream::kAllGather: return StreamKind::all_gather;
     case planner::Stream::kReduceScatter: return StreamKind::reduce_scatter;
     case planner::Stream::kAllReduce: return StreamKind::all_reduce;
-    case planner::Stream::kTensorParallel:
-    case planner::Stream::kContextParallel:
+    case planner::Stream::kTensorParallel: return StreamKind::tensor_parallel;
+    case planner::Stream::kContextParallel: return StreamKind::context_parallel;
     case planner::Stream::kExpertParallel:
     case planner::Stream::kPipelineSend:
-    case planner::Stream::kPipelineRecv: break;  // a mesh's: ragged run refuses meshes (check_launch)
+    case planner::Stream::kPipelineRecv: break;  // ep and pp: refused on the GPU (check_launch)
   }
-  RAGGED_ASSERT(false, "the CUDA executor runs FSDP's streams only");
+  RAGGED_ASSERT(false, "the CUDA executor runs FSDP's and tp's streams only");
   return StreamKind::compute;
 }
 
@@ -41,17 +42,18 @@ bool is_collective(OpKind kind) {
 }  // namespace
 
 CudaStepDevice::CudaStepDevice(const planner::Program& program, const std::vector<UnitShard>& shards,
-                               std::vector<DeviceUnit>& units, DeviceCollectives& collectives, GpuWorkload& workload,
+                               std::vector<DeviceUnit>& units, DeviceCollectives& collectives, GpuWorkloads workloads,
                                CudaDevice& device, const CudaExecutorConfig& config, CollectiveWatcher* watcher)
     : program_(program),
       shards_(shards),
       units_(units),
       collectives_(collectives),
-      workload_(workload),
+      workloads_(workloads),
       device_(device),
       config_(config),
       watcher_(watcher) {
   RAGGED_ASSERT(units.size() == shards.size(), "one device unit per shard");
+  RAGGED_ASSERT((workloads.plain == nullptr) != (workloads.mesh == nullptr), "the GPU device runs one workload");
   for (size_t i = 0; i < program.ops.size(); ++i) {
     started_.push_back(std::make_unique<CudaEvent>());
     finished_.push_back(std::make_unique<CudaEvent>());
@@ -75,7 +77,8 @@ int64_t CudaStepDevice::element_bytes(Elements kind) const { return gpu::element
 
 void CudaStepDevice::begin_step() {
   step_start_.record(device_.stream(StreamKind::compute));
-  for (StreamKind kind : {StreamKind::all_gather, StreamKind::reduce_scatter, StreamKind::all_reduce}) {
+  for (StreamKind kind : {StreamKind::all_gather, StreamKind::reduce_scatter, StreamKind::all_reduce,
+                          StreamKind::tensor_parallel, StreamKind::context_parallel}) {
     step_start_.wait_on(device_.stream(kind));
   }
 }
@@ -201,16 +204,79 @@ void CudaStepDevice::optimizer(const Op& op, int64_t step) {
   CUDA_CHECK(cudaMemsetAsync(d.grad, 0, static_cast<size_t>(n) * sizeof(float), s));
 }
 
+GpuWorkload& CudaStepDevice::plain() const {
+  RAGGED_ASSERT(workloads_.plain != nullptr, "the GPU device: a whole unit's compute under a mesh");
+  return *workloads_.plain;
+}
+
+GpuMeshWorkload& CudaStepDevice::mesh() const {
+  RAGGED_ASSERT(workloads_.mesh != nullptr, "the GPU device: a mesh op without a mesh (check_launch)");
+  return *workloads_.mesh;
+}
+
+namespace {
+
+std::vector<const void*> pointers(const DeviceParams& params) { return {params.begin(), params.end()}; }
+std::vector<void*> pointers(const DeviceGrads& grads) { return {grads.begin(), grads.end()}; }
+
+}  // namespace
+
+void CudaStepDevice::set_batch(int, const Batch& batch) {
+  if (workloads_.mesh != nullptr) {
+    workloads_.mesh->set_batch(batch);
+  } else {
+    plain().set_batch(batch);
+  }
+}
+
+// Under a mesh the embedding and the head keep their activations in the
+// mesh workload (gpu_workload_mesh.hpp), not in the Program's buffer.
 void CudaStepDevice::forward(int unit, int, const DeviceParams& params, std::byte* saved, int64_t capacity) {
-  workload_.forward(unit, std::vector<const void*>(params.begin(), params.end()), saved, capacity);
+  if (workloads_.mesh != nullptr) {
+    workloads_.mesh->forward(unit, pointers(params));
+    return;
+  }
+  plain().forward(unit, pointers(params), saved, capacity);
 }
 
 void CudaStepDevice::recompute(int unit, int, const DeviceParams& params, std::byte* workspace, int64_t capacity) {
-  workload_.recompute(unit, std::vector<const void*>(params.begin(), params.end()), workspace, capacity);
+  plain().recompute(unit, pointers(params), workspace, capacity);
 }
 
 void CudaStepDevice::loss_backward(int unit, int, std::byte* gradient, int64_t capacity) {
-  workload_.loss_backward(unit, gradient, capacity);
+  if (workloads_.mesh != nullptr) {
+    workloads_.mesh->loss_backward(unit);
+    return;
+  }
+  plain().loss_backward(unit, gradient, capacity);
+}
+
+void CudaStepDevice::forward_part(int unit, int, models::UnitPart part, const DeviceParams& params) {
+  mesh().forward_part(unit, part, pointers(params));
+}
+
+void CudaStepDevice::backward_part(int unit, int, models::UnitPart part, const DeviceParams& params,
+                                   const DeviceGrads& grads) {
+  mesh().backward_part(unit, part, pointers(params), pointers(grads));
+}
+
+void CudaStepDevice::tensor_parallel(const Op& op) {
+  RAGGED_ASSERT(op.group == planner::Group::kTensor, "the GPU runs no context-parallel exchange (check_launch): " +
+                                                         op.name);
+  const bool head = shards_[static_cast<size_t>(op.unit)].spec().kind == models::UnitKind::kHead;
+  const TpStep step = tensor_parallel_step(op, op.unit, head);  // the GPU's units are the model's (no stages)
+  const cudaStream_t s = stream(op.stream);
+  const MeshExchange x = mesh().exchange_begin(step, s);
+  if (sums_partials(step.collective)) {
+    collectives_.reduce_scatter_in_place(x.buffer, x.count, x.type, op.stream, s);
+  } else {
+    collectives_.all_gather_in_place(x.buffer, x.count, x.type, op.stream, s);
+  }
+  mesh().exchange_end(step, s);
+}
+
+double CudaStepDevice::mean_loss() {
+  return workloads_.mesh != nullptr ? workloads_.mesh->take_mean_loss() : plain().take_mean_loss();
 }
 
 void CudaStepDevice::pipeline_send(const Op& op) {
@@ -223,27 +289,30 @@ void CudaStepDevice::pipeline_recv(const Op& op) {
 
 void CudaStepDevice::backward(int unit, int, const DeviceParams& params, const DeviceGrads& grads,
                               std::byte* workspace, int64_t capacity) {
-  workload_.backward(unit, std::vector<const void*>(params.begin(), params.end()),
-                     std::vector<void*>(grads.begin(), grads.end()), workspace, capacity);
+  if (workloads_.mesh != nullptr) {
+    workloads_.mesh->backward(unit, pointers(params), pointers(grads));
+    return;
+  }
+  plain().backward(unit, pointers(params), pointers(grads), workspace, capacity);
 }
 
 namespace {
 
-WalkConfig walk_config(const CudaExecutorConfig& config, const DeviceCollectives& collectives) {
+WalkConfig walk_config(const CudaExecutorConfig& config) {
   WalkConfig walk;
   walk.data = config.data;
-  walk.world_rank = collectives.rank();
-  walk.world_size = collectives.size();
-  return walk;  // tied embeddings: refused on the GPU (check_gpu_supported)
+  walk.world_rank = config.data_rank;
+  walk.world_size = config.data_ranks;
+  return walk;  // tied embeddings: refused on the GPU (check_gpu_supported); cp: refused (check_launch)
 }
 
 }  // namespace
 
 CudaExecutor::CudaExecutor(const planner::Program& program, const planner::ArenaPlan& arena, std::byte* step_memory,
                            const std::vector<UnitShard>& shards, std::vector<DeviceUnit>& units,
-                           DeviceCollectives& collectives, GpuWorkload& workload, CudaDevice& device,
+                           DeviceCollectives& collectives, GpuWorkloads workloads, CudaDevice& device,
                            CudaExecutorConfig config, CollectiveWatcher* watcher)
-    : device_(program, shards, units, collectives, workload, device, config, watcher),
-      walk_(program, arena, step_memory, shards, device_, walk_config(config, collectives)) {}
+    : device_(program, shards, units, collectives, workloads, device, config, watcher),
+      walk_(program, arena, step_memory, shards, device_, walk_config(config)) {}
 
 }  // namespace ragged::backend::gpu

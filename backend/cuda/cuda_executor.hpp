@@ -10,7 +10,9 @@
 // parameter dtype), all-gathers and reduce-scatters in place through NCCL
 // (DBuffer zero copy for ragged), FSDP2's copy-out and copy-in as one launch
 // of rank-major pieces each, compute through the GPU workload, the update
-// as AdamW or block-wise 8-bit Adam.
+// as AdamW or block-wise 8-bit Adam. Under tensor parallelism the compute
+// runs through the mesh workload (gpu_workload_mesh.hpp): a block as its
+// parts, the tp group's exchanges through NCCL on the tensor-parallel stream.
 
 #include <cstddef>
 #include <cstdint>
@@ -23,6 +25,7 @@
 #include "backend/cuda/device_units.hpp"
 #include "backend/cuda/executor_kernels.hpp"
 #include "backend/cuda/gpu_workload.hpp"
+#include "backend/cuda/gpu_workload_mesh.hpp"
 #include "backend/program_walk.hpp"
 #include "backend/step_device.hpp"
 #include "backend/measured_step.hpp"
@@ -41,6 +44,16 @@ struct CudaExecutorConfig {
   AdamWParams adamw;  // AdamW's, or 8-bit Adam's (whose units say so: DeviceUnit::adam8bit)
   int64_t persistent_bytes = 0;  // held for the whole run (memory samples)
   int64_t private_bytes = 0;     // the workload's private buffers (reserved memory)
+  // The data-parallel place whose sequences this rank reads, among how many
+  // (a tp group's ranks read the same ones: RankGroups::reading_rank).
+  int data_rank = 0;
+  int data_ranks = 1;
+};
+
+// The GPU's compute: the plain workload, or under a mesh the mesh workload.
+struct GpuWorkloads {
+  GpuWorkload* plain = nullptr;
+  GpuMeshWorkload* mesh = nullptr;
 };
 
 // The GPU as a StepDevice: each Program stream is a CUDA stream, each op
@@ -49,7 +62,7 @@ class CudaStepDevice final : public StepDevice {
  public:
   // `watcher` (nullable: one rank, or no timeout) follows every collective issued.
   CudaStepDevice(const planner::Program& program, const std::vector<UnitShard>& shards, std::vector<DeviceUnit>& units,
-                 DeviceCollectives& collectives, GpuWorkload& workload, CudaDevice& device,
+                 DeviceCollectives& collectives, GpuWorkloads workloads, CudaDevice& device,
                  const CudaExecutorConfig& config, CollectiveWatcher* watcher);
   ~CudaStepDevice() override;
   CudaStepDevice(const CudaStepDevice&) = delete;
@@ -85,26 +98,33 @@ class CudaStepDevice final : public StepDevice {
   std::optional<NonFinite> gradient_non_finite(int) override { return std::nullopt; }
   void optimizer(const planner::Op& op, int64_t step) override;
   // One micro-batch at a time: the GPU runs no pipeline stages (check_gpu_runnable).
-  void set_batch(int, const Batch& batch) override { workload_.set_batch(batch); }
+  void set_batch(int, const Batch& batch) override;
   void forward(int unit, int micro_batch, const DeviceParams& params, std::byte* saved, int64_t capacity) override;
   void recompute(int unit, int micro_batch, const DeviceParams& params, std::byte* workspace,
                  int64_t capacity) override;
   void loss_backward(int unit, int micro_batch, std::byte* gradient, int64_t capacity) override;
   void backward(int unit, int micro_batch, const DeviceParams& params, const DeviceGrads& grads, std::byte* workspace,
                 int64_t capacity) override;
+  void forward_part(int unit, int micro_batch, models::UnitPart part, const DeviceParams& params) override;
+  void backward_part(int unit, int micro_batch, models::UnitPart part, const DeviceParams& params,
+                     const DeviceGrads& grads) override;
+  // The tp group's exchange the op names, in place through NCCL on its stream.
+  void tensor_parallel(const planner::Op& op) override;
   void pipeline_send(const planner::Op& op) override;
   void pipeline_recv(const planner::Op& op) override;
-  double mean_loss() override { return workload_.take_mean_loss(); }
+  double mean_loss() override;
 
  private:
   cudaStream_t stream(planner::Stream stream) const;
   ElementType type_of(Elements kind) const;
+  GpuWorkload& plain() const;
+  GpuMeshWorkload& mesh() const;
 
   const planner::Program& program_;
   const std::vector<UnitShard>& shards_;
   std::vector<DeviceUnit>& units_;
   DeviceCollectives& collectives_;
-  GpuWorkload& workload_;
+  GpuWorkloads workloads_;
   CudaDevice& device_;
   CudaExecutorConfig config_;
   CollectiveWatcher* watcher_;
@@ -118,7 +138,7 @@ class CudaExecutor {
   // `step_memory` holds arena.bytes for the step's buffers.
   CudaExecutor(const planner::Program& program, const planner::ArenaPlan& arena, std::byte* step_memory,
                const std::vector<UnitShard>& shards, std::vector<DeviceUnit>& units, DeviceCollectives& collectives,
-               GpuWorkload& workload, CudaDevice& device, CudaExecutorConfig config,
+               GpuWorkloads workloads, CudaDevice& device, CudaExecutorConfig config,
                CollectiveWatcher* watcher = nullptr);
 
   // Enqueues the step, waits for the device, reads the events.

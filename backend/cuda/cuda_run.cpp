@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -13,6 +14,7 @@
 #include "backend/cuda/device_collectives.hpp"
 #include "backend/cuda/device_units.hpp"
 #include "backend/cuda/gpu_workload.hpp"
+#include "backend/cuda/gpu_workload_mesh.hpp"
 #include "backend/host_optimizer.hpp"
 #include "backend/run_stages.hpp"
 #include "backend/run_support.hpp"
@@ -24,7 +26,9 @@
 #include "common/errors.hpp"
 #include "common/units.hpp"
 #include "planner/arena_plan.hpp"
+#include "planner/checkpointing_plan.hpp"
 #include "planner/memory_breakdown.hpp"
+#include "planner/mesh.hpp"
 #include "planner/program_builder.hpp"
 #include "planner/strategy_traits.hpp"
 
@@ -84,6 +88,21 @@ void check_gpu_runnable(const planner::ResolvedScenario& resolved, const RunOpti
   if (t.precision().master() != scenarios::FP32) {
     throw InputError("training.precision.master: the GPU backend keeps fp32 master weights; set master: FP32");
   }
+  const planner::Mesh mesh = planner::mesh_of(t);
+  if (mesh.tp > 1) {
+    if (!mesh.vocabulary_parallel) {
+      throw InputError(fmt::format("training.mesh.vocabulary_parallel: false: the GPU splits the embedding and the head "
+                                   "by the vocabulary over tp {}; leave it true, or run on --device cpu",
+                                   mesh.tp));
+    }
+    if (planner::checkpointing_mode(t.activation_checkpointing()) != models::Checkpointing::kNone) {
+      throw InputError(fmt::format("training.activation_checkpointing: {}: under tp {} the GPU keeps every activation "
+                                   "of a block's parts and recomputes none; set it to NONE, or run on --device cpu",
+                                   scenarios::Checkpointing_Name(t.activation_checkpointing()), mesh.tp));
+    }
+    check_gpu_tensor_parallel(resolved.model, static_cast<int>(mesh.tp),
+                              t.micro_batch_size() * t.sequence_length(), mesh.sequence_parallel);
+  }
   if (t.checkpoint_every() > 1) {
     throw InputError(fmt::format("training.checkpoint_every: {}: the GPU workload checkpoints every block or none; "
                                  "simulate it, or remove checkpoint_every to run", t.checkpoint_every()));
@@ -124,8 +143,9 @@ RunResult run_on_gpu(const planner::ResolvedScenario& resolved, const RunOptions
   config.params = element_type(training.precision().param(), "training.precision.param");
   config.reduce = element_type(training.precision().reduce(), "training.precision.reduce");
   config.grads = planner::strategy_traits(training.strategy()).grads_in_reduce_dtype ? config.reduce : config.params;
+  // Token ids over the whole vocabulary (a tp rank holds a share of its rows).
   config.data = DataConfig{options.seed, training.micro_batch_size(), training.sequence_length(),
-                           resolved.model.arch.vocab};
+                           resolved.whole().arch.vocab};
   config.adamw = adamw_params(training.optimizer());
 
   const planner::Plan plan =
@@ -136,15 +156,21 @@ RunResult run_on_gpu(const planner::ResolvedScenario& resolved, const RunOptions
                                    "not run; use RAGGED or FSDP2", plan.strategy));
     }
   }
-  const RankGroups groups = split_rank_groups(comm, training.shard_group_size());
+  const int tp = std::max(1, training.mesh().tp());  // cp and ep: refused (check_launch)
+  const RankGroups groups = split_rank_groups(comm, training.shard_group_size(), tp);
   const int shard_rank = groups.shard->rank();
+  const int tp_rank = groups.tensor != nullptr ? groups.tensor->rank() : 0;
+  config.data_rank = groups.reading_rank();
+  config.data_ranks = groups.reading_ranks();
   const planner::Program program = planner::build_program(planner::program_inputs(resolved, plan), shard_rank);
   const planner::ArenaPlan arena = planner::plan_arena(program, 256, planner::bytes_beside_unit_state);
-  std::vector<UnitShard> shards = make_shards(resolved.model, plan, shard_rank, options.seed);
+  std::vector<UnitShard> shards =
+      make_shards(resolved.model, plan, shard_rank, options.seed, tp > 1 ? &resolved.whole() : nullptr, tp_rank);
   const GpuWorkloadConfig workload_config{training.micro_batch_size(), training.sequence_length(), config.params,
                                           config.grads,
                                           planner::checkpointing_mode(training.activation_checkpointing())};
-  config.private_bytes = gpu_private_bytes(resolved.model, workload_config);
+  config.private_bytes = tp > 1 ? gpu_mesh_private_bytes(resolved.model, workload_config, tp)
+                                : gpu_private_bytes(resolved.model, workload_config);
   config.persistent_bytes = device_units_bytes(shards, training.optimizer());
   const int64_t arena_bytes = config.persistent_bytes + arena.bytes + config.private_bytes + kArenaSlackBytes;
 
@@ -157,7 +183,7 @@ RunResult run_on_gpu(const planner::ResolvedScenario& resolved, const RunOptions
     std::fflush(stderr);
     comm.abort(kExitLostRank);
   };
-  DeviceCollectives collectives(training.shard_group_size(), options.collective_timeout_s, on_lost);
+  DeviceCollectives collectives(training.shard_group_size(), options.collective_timeout_s, on_lost, tp);
   if (collectives.rank() != comm.rank() || collectives.size() != comm.size() || collectives.shard_rank() != shard_rank) {
     throw InternalError(fmt::format("NCCL sees rank {} of {}, the launch rank {} of {}", collectives.rank(),
                                     collectives.size(), comm.rank(), comm.size()));
@@ -172,7 +198,14 @@ RunResult run_on_gpu(const planner::ResolvedScenario& resolved, const RunOptions
   const cudaStream_t compute = device.stream(StreamKind::compute);
   std::vector<DeviceUnit> units = make_device_units(shards, training.optimizer(), device.arena(), compute);
   std::byte* step_memory = device.arena().allocate_array<std::byte>(arena.bytes);
-  GpuWorkload workload(resolved.model, workload_config, device.cublas(), compute, device.arena());
+  std::unique_ptr<GpuWorkload> plain;
+  std::unique_ptr<GpuMeshWorkload> mesh;
+  if (tp > 1) {
+    mesh = std::make_unique<GpuMeshWorkload>(resolved.model, workload_config, TensorParallelRank{tp_rank, tp},
+                                             device.cublas(), compute, device.arena());
+  } else {
+    plain = std::make_unique<GpuWorkload>(resolved.model, workload_config, device.cublas(), compute, device.arena());
+  }
   const std::unique_ptr<Watchdog> watchdog = groups.world->start_watchdog(options.collective_timeout_s);
   disarm_startup_deadline();  // the watchdog bounds every wait from here
   std::unique_ptr<CollectiveWatcher> watcher;
@@ -184,8 +217,8 @@ RunResult run_on_gpu(const planner::ResolvedScenario& resolved, const RunOptions
                                          [ordinal] { CUDA_CHECK(cudaSetDevice(ordinal)); }},
         options.collective_timeout_s, comm.rank(), on_lost);
   }
-  CudaExecutor executor(program, arena, step_memory, shards, units, collectives, workload, device, config,
-                        watcher.get());
+  CudaExecutor executor(program, arena, step_memory, shards, units, collectives, GpuWorkloads{plain.get(), mesh.get()},
+                        device, config, watcher.get());
 
   try {
     RunResult result;
@@ -212,6 +245,12 @@ RunResult run_on_gpu(const planner::ResolvedScenario& resolved, const RunOptions
     }
     result.trace = measured_trace(resolved, program, ran.measured, comm,
                                   fmt::format("{} (cuda), {}", device.info().name, describe(groups, "nccl")));
+    if (tp > 1) {
+      result.trace.mutable_metadata()->add_executor_notes(fmt::format(
+          "under tp {} the GPU keeps every unit's activations in the mesh workload's own memory ({}, held beside the "
+          "arena), as the host workload does; the Program's activation buffers are allocated but not written",
+          tp, format_bytes(static_cast<double>(config.private_bytes))));
+    }
     const int64_t per_step_grads = program.bytes_of(planner::BufferKind::kGradShards);
     if (per_step_grads > 0) {
       result.trace.mutable_metadata()->add_executor_notes(fmt::format(

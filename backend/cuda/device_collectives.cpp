@@ -6,14 +6,13 @@
 
 #include "backend/cuda/cuda_check.hpp"
 #include "backend/cuda/nccl_communicator.hpp"
+#include "backend/group_colors.hpp"
 #include "common/errors.hpp"
 
 namespace ragged::backend::gpu {
 namespace {
 
 ncclDataType_t nccl_type(ElementType type) { return type == ElementType::bf16 ? ncclBfloat16 : ncclFloat32; }
-
-size_t index_of(planner::Stream stream) { return static_cast<size_t>(stream); }
 
 // The pointer `elements` elements of `type` past `base`.
 void* advance(void* base, int64_t elements, ElementType type) {
@@ -22,7 +21,7 @@ void* advance(void* base, int64_t elements, ElementType type) {
 
 }  // namespace
 
-DeviceCollectives::DeviceCollectives(int64_t shard_ranks, double timeout_s, LostHandler on_lost)
+DeviceCollectives::DeviceCollectives(int64_t shard_ranks, double timeout_s, LostHandler on_lost, int64_t tp, int64_t cp)
     : timeout_s_(timeout_s), on_lost_(std::move(on_lost)) {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
@@ -32,22 +31,26 @@ DeviceCollectives::DeviceCollectives(int64_t shard_ranks, double timeout_s, Lost
   size_ = world.size;
   try {
     settle(world_, ncclInProgress, "ncclCommInitRankConfig", __FILE__, __LINE__);
-    if (shard_ranks < 1 || size_ % shard_ranks != 0) {
-      throw InputError(fmt::format("training.shard_group_size: {} does not divide the {} NCCL ranks", shard_ranks, size_));
+    if (shard_ranks < 1 || tp < 1 || cp < 1 || size_ % (shard_ranks * tp) != 0 || shard_ranks % cp != 0) {
+      throw InputError(fmt::format("training.shard_group_size: {} (with tp {}, cp {}) does not divide the {} NCCL ranks",
+                                   shard_ranks, tp, cp, size_));
     }
     shard_size_ = static_cast<int>(shard_ranks);
-    shard_rank_ = rank_ % shard_size_;
+    const GroupColors colors = group_colors(rank_, run_mesh(size_, shard_ranks, tp, cp));
     // key = rank: every communicator numbers its ranks in world order. A
     // split inherits the world's non-blocking configuration.
-    const int shard_group = rank_ / shard_size_, replica_group = shard_rank_;
     const auto split = [&](planner::Stream stream, int color) {
       ncclComm_t& part = per_stream_[index_of(stream)];
       settle(world_, ncclCommSplit(world_, color, rank_, &part, nullptr), "ncclCommSplit", __FILE__, __LINE__);
       settle(part, ncclInProgress, "ncclCommSplit", __FILE__, __LINE__);
+      NCCL_CHECK(ncclCommUserRank(part, &group_rank_[index_of(stream)]));
     };
-    split(planner::Stream::kAllGather, shard_group);
-    split(planner::Stream::kReduceScatter, shard_group);
-    split(planner::Stream::kAllReduce, replica_group);
+    split(planner::Stream::kAllGather, colors.shard);
+    split(planner::Stream::kReduceScatter, colors.shard);
+    split(planner::Stream::kAllReduce, colors.replicas);
+    // Every rank splits alike (ncclCommSplit is collective over the world).
+    if (tp > 1) split(planner::Stream::kTensorParallel, colors.tensor);
+    if (cp > 1) split(planner::Stream::kContextParallel, colors.context);
   } catch (...) {
     release();
     throw;
@@ -86,7 +89,7 @@ ncclResult_t DeviceCollectives::async_state(ncclComm_t comm) const {
 }
 
 CommStatus DeviceCollectives::status(std::string* error) const {
-  std::array<ncclComm_t, 4> comms{};
+  std::array<ncclComm_t, planner::kStreams> comms{};
   {
     const std::lock_guard lock(mutex_);
     if (aborted_) {
@@ -132,7 +135,7 @@ void DeviceCollectives::all_gather_in_place(void* buffer, int64_t count, Element
   if (count == 0) return;
   const ncclComm_t c = comm(on);
   settle(c,
-         ncclAllGather(advance(buffer, shard_rank_ * count, type), buffer, static_cast<size_t>(count), nccl_type(type),
+         ncclAllGather(advance(buffer, rank_in(on) * count, type), buffer, static_cast<size_t>(count), nccl_type(type),
                        c, stream),
          "ncclAllGather", __FILE__, __LINE__);
 }
@@ -143,7 +146,7 @@ void DeviceCollectives::reduce_scatter_in_place(void* buffer, int64_t count, Ele
   if (count == 0) return;
   const ncclComm_t c = comm(on);
   settle(c,
-         ncclReduceScatter(buffer, advance(buffer, shard_rank_ * count, type), static_cast<size_t>(count),
+         ncclReduceScatter(buffer, advance(buffer, rank_in(on) * count, type), static_cast<size_t>(count),
                            nccl_type(type), ncclSum, c, stream),
          "ncclReduceScatter", __FILE__, __LINE__);
 }

@@ -6,10 +6,12 @@
 // world communicator: operations on one communicator run one after another,
 // so a single communicator would serialise the prefetching all-gather
 // behind the reduce-scatter. Every rank issues each stream's collectives in
-// the Program's order, so the communicators never disagree. Under HSDP the
-// all-gather and reduce-scatter communicators span the rank's shard group
-// (consecutive ranks, as backend/rank_groups.hpp numbers them) and the
-// all-reduce one its replicas.
+// the Program's order, so the communicators never disagree. The groups are
+// the host's (backend/group_colors.hpp): the all-gather and reduce-scatter
+// communicators span the rank's shard group, the all-reduce one its
+// replicas, and under a mesh the tensor-parallel stream's its tp group (its
+// exchanges of hidden states and the uncut weights' all-reduce) and the
+// context-parallel stream's its cp group.
 //
 // The communicators are non-blocking (ncclConfig_t::blocking = 0), so that
 // no NCCL call can hold the host while a peer is lost: a call that returns
@@ -39,9 +41,10 @@ class DeviceCollectives {
   using LostHandler = std::function<void(const std::string& line)>;
 
   // Joins the NCCL world (init_nccl_world) on the current device, in shard
-  // groups of `shard_ranks` (the world when it is the world's size). A call
-  // waits at most `timeout_s` for NCCL (0: as long as it takes).
-  DeviceCollectives(int64_t shard_ranks, double timeout_s, LostHandler on_lost);
+  // groups of `shard_ranks` (the world when it is the world's size; with tp
+  // or cp their groups too, as run_mesh places them). A call waits at most
+  // `timeout_s` for NCCL (0: as long as it takes).
+  DeviceCollectives(int64_t shard_ranks, double timeout_s, LostHandler on_lost, int64_t tp = 1, int64_t cp = 1);
   ~DeviceCollectives();
   DeviceCollectives(const DeviceCollectives&) = delete;
   DeviceCollectives& operator=(const DeviceCollectives&) = delete;
@@ -57,18 +60,22 @@ class DeviceCollectives {
 
   int rank() const { return rank_; }  // in the world
   int size() const { return size_; }
-  int shard_rank() const { return shard_rank_; }
+  int shard_rank() const { return rank_in(planner::Stream::kAllGather); }
   int shard_size() const { return shard_size_; }
+  // This rank's place in the group of the communicator of stream `on`.
+  int rank_in(planner::Stream on) const { return group_rank_[index_of(on)]; }
 
   // In place as NCCL documents it: the all-gather's input is this rank's
-  // slot buffer + shard_rank() * count, the reduce-scatter's output that
-  // slot. The all-reduce sums `count` elements at `buffer` over the replicas.
+  // slot buffer + rank_in(on) * count, the reduce-scatter's output that
+  // slot. The all-reduce sums `count` elements at `buffer` over the group
+  // of stream `on` (the replicas, or the tp group).
   void all_gather_in_place(void* buffer, int64_t count, ElementType type, planner::Stream on, cudaStream_t stream);
   void reduce_scatter_in_place(void* buffer, int64_t count, ElementType type, planner::Stream on,
                                cudaStream_t stream);
   void all_reduce_in_place(void* buffer, int64_t count, ElementType type, planner::Stream on, cudaStream_t stream);
 
  private:
+  static size_t index_of(planner::Stream stream) { return static_cast<size_t>(stream); }
   ncclComm_t comm(planner::Stream on) const;
   // Waits until `comm` finished the call that returned `result` (a
   // non-blocking communicator's ncclInProgress); throws NCCL's error.
@@ -82,10 +89,10 @@ class DeviceCollectives {
   mutable std::mutex mutex_;  // abort() against the watchdog thread's status()
   bool aborted_ = false;
   ncclComm_t world_ = nullptr;
-  std::array<ncclComm_t, 4> per_stream_{};  // indexed by planner::Stream
+  std::array<ncclComm_t, planner::kStreams> per_stream_{};  // indexed by planner::Stream
+  std::array<int, planner::kStreams> group_rank_{};          // this rank's place in each
   int rank_ = 0;
   int size_ = 1;
-  int shard_rank_ = 0;
   int shard_size_ = 1;
 };
 

@@ -14,41 +14,19 @@
 #include "common/errors.hpp"
 
 namespace ragged::backend::gpu {
+
+void detail::upload(void* device, const std::vector<int32_t>& host, cudaStream_t stream) {
+  CUDA_CHECK(cudaMemcpyAsync(device, host.data(), host.size() * sizeof(int32_t), cudaMemcpyHostToDevice, stream));
+}
+
 namespace {
 
 using detail::BlockPlan;
+using detail::group_by_token;
+using detail::upload;
+using detail::with_types;
 using models::Checkpointing;
 using models::UnitKind;
-
-// Calls f(S{}, G{}) with the configured storage and gradient types.
-template <typename F>
-void with_types(const GpuWorkloadConfig& config, F&& f) {
-  if (config.params == ElementType::f32) {
-    f(float{}, float{});
-  } else if (config.grads == ElementType::f32) {
-    f(uint16_t{}, float{});
-  } else {
-    f(uint16_t{}, uint16_t{});
-  }
-}
-
-// A stable counting sort of the positions by token: rows[v] is where token
-// v's positions start in `order` (the embedding's backward sums them in order).
-void group_by_token(const std::vector<int32_t>& tokens, int64_t vocab, std::vector<int32_t>& order,
-                    std::vector<int32_t>& rows) {
-  rows.assign(static_cast<size_t>(vocab + 1), 0);
-  for (int32_t token : tokens) ++rows[static_cast<size_t>(token) + 1];
-  for (size_t v = 1; v < rows.size(); ++v) rows[v] += rows[v - 1];
-  std::vector<int32_t> next(rows.begin(), rows.end() - 1);
-  order.resize(tokens.size());
-  for (size_t p = 0; p < tokens.size(); ++p) {
-    order[static_cast<size_t>(next[static_cast<size_t>(tokens[p])]++)] = static_cast<int32_t>(p);
-  }
-}
-
-void upload(void* device, const std::vector<int32_t>& host, cudaStream_t stream) {
-  CUDA_CHECK(cudaMemcpyAsync(device, host.data(), host.size() * sizeof(int32_t), cudaMemcpyHostToDevice, stream));
-}
 
 }  // namespace
 

@@ -44,10 +44,45 @@ void project_backward(Gemms& gemms, const LinearSlot& slot, const Params& params
 }  // namespace
 
 template <typename S>
+void attention_forward_part(Gemms& gemms, const BlockPlan& plan, const Params& params, const Regions& cache, S* out) {
+  const ragged::backend::detail::AttentionLayout& att = plan.layout.attention;
+  const int64_t t = plan.tokens;
+  const S* n1 = at<S>(cache, kNorm1);
+  S* q = at<S>(cache, kQuery);
+  S* k = at<S>(cache, kKey);
+  S* v = at<S>(cache, kValue);
+  project(gemms, att.q, params, n1, q, t);
+  project(gemms, att.k, params, n1, k, t);
+  project(gemms, att.v, params, n1, v, t);
+  S* u = at<S>(cache, kMixed);
+  attention_forward(u, q, k, v, param<S>(params, att.q_norm), param<S>(params, att.k_norm), attention_shape(plan),
+                    gemms.stream());
+  project(gemms, att.o, params, u, out, t);
+}
+
+template <typename S>
+void mlp_forward_part(Gemms& gemms, const BlockPlan& plan, const Params& params, const MoeRouting& routing,
+                      const Regions& cache, S* out) {
+  const ragged::backend::detail::BlockLayout& lay = plan.layout;
+  if (lay.moe) {
+    moe_forward(gemms, plan, params, routing, cache, out);
+    return;
+  }
+  const int64_t t = plan.tokens;
+  const S* n2 = at<S>(cache, kNorm2);
+  S* gate = at<S>(cache, kGate);
+  S* up = at<S>(cache, kUp);
+  S* product = at<S>(cache, kProduct);
+  project(gemms, lay.dense.gate, params, n2, gate, t);
+  project(gemms, lay.dense.up, params, n2, up, t);
+  swiglu_forward(product, gate, up, t * plan.ffn, gemms.stream());
+  if (out != nullptr) project(gemms, lay.dense.down, params, product, out, t);
+}
+
+template <typename S>
 void block_forward(Gemms& gemms, const BlockPlan& plan, const Params& params, const MoeRouting& routing, const S* x,
                    const Regions& cache, S* out) {
   const ragged::backend::detail::BlockLayout& lay = plan.layout;
-  const ragged::backend::detail::AttentionLayout& att = lay.attention;
   const int64_t t = plan.tokens, h = plan.hidden;
   const cudaStream_t stream = gemms.stream();
   S* n1 = at<S>(cache, kNorm1);
@@ -57,35 +92,13 @@ void block_forward(Gemms& gemms, const BlockPlan& plan, const Params& params, co
   } else {
     keep_and_rms_norm(at<S>(cache, kInput), n1, x, w_in, t, h, stream);
   }
-  S* q = at<S>(cache, kQuery);
-  S* k = at<S>(cache, kKey);
-  S* v = at<S>(cache, kValue);
-  project(gemms, att.q, params, n1, q, t);
-  project(gemms, att.k, params, n1, k, t);
-  project(gemms, att.v, params, n1, v, t);
-  S* u = at<S>(cache, kMixed);
-  attention_forward(u, q, k, v, param<S>(params, att.q_norm), param<S>(params, att.k_norm), attention_shape(plan),
-                    stream);
   // The attention output lands in x1, which then becomes x + it.
   S* x1 = at<S>(cache, kResidual1);
-  project(gemms, att.o, params, u, x1, t);
+  attention_forward_part(gemms, plan, params, cache, x1);
   add(x1, x, x1, t * h, stream);
-  S* n2 = at<S>(cache, kNorm2);
-  rms_norm_forward(n2, x1, param<S>(params, lay.post_norm), t, h, stream);
-  if (lay.moe) {
-    moe_forward(gemms, plan, params, routing, cache, out);
-    if (out != nullptr) add(out, x1, out, t * h, stream);
-    return;
-  }
-  S* gate = at<S>(cache, kGate);
-  S* up = at<S>(cache, kUp);
-  S* product = at<S>(cache, kProduct);
-  project(gemms, lay.dense.gate, params, n2, gate, t);
-  project(gemms, lay.dense.up, params, n2, up, t);
-  swiglu_forward(product, gate, up, t * plan.ffn, stream);
-  if (out == nullptr) return;
-  project(gemms, lay.dense.down, params, product, out, t);
-  add(out, x1, out, t * h, stream);
+  rms_norm_forward(at<S>(cache, kNorm2), x1, param<S>(params, lay.post_norm), t, h, stream);
+  mlp_forward_part(gemms, plan, params, routing, cache, out);
+  if (out != nullptr) add(out, x1, out, t * h, stream);
 }
 
 template <typename S>
@@ -114,34 +127,35 @@ void block_rebuild_selective(Gemms& gemms, const BlockPlan& plan, const Params& 
 }
 
 template <typename S, typename G>
-void block_backward(Gemms& gemms, const BlockPlan& plan, const Params& params, const Grads& grads,
-                    const MoeRouting& routing, const Regions& cache, std::byte* scratch, const S* dx2, S* dx) {
+void mlp_backward_part(Gemms& gemms, const BlockPlan& plan, const Params& params, const Grads& grads,
+                       const MoeRouting& routing, const Regions& cache, std::byte* scratch, const S* dy) {
   const ragged::backend::detail::BlockLayout& lay = plan.layout;
-  const ragged::backend::detail::AttentionLayout& att = lay.attention;
-  const int64_t t = plan.tokens, h = plan.hidden;
+  if (lay.moe) {
+    moe_backward<S, G>(gemms, plan, params, grads, routing, cache, scratch, dy);
+    return;
+  }
+  const int64_t t = plan.tokens;
+  auto scratch_at = [&](BlockScratch s) { return reinterpret_cast<S*>(scratch + plan.scratch_offset[s]); };
+  // The product's gradient becomes the gate's in place.
+  S* dgate = scratch_at(kDGate);
+  S* dup = scratch_at(kDUp);
+  S* dn2 = scratch_at(kDNorm2);
+  const S* n2 = at<S>(cache, kNorm2);
+  project_backward<S, G>(gemms, lay.dense.down, params, grads, at<S>(cache, kProduct), dy, dgate, 0.0f, t);
+  swiglu_backward(dgate, dup, at<S>(cache, kGate), at<S>(cache, kUp), t * plan.ffn, gemms.stream());
+  project_backward<S, G>(gemms, lay.dense.gate, params, grads, n2, dgate, dn2, 0.0f, t);
+  project_backward<S, G>(gemms, lay.dense.up, params, grads, n2, dup, dn2, 1.0f, t);
+}
+
+template <typename S, typename G>
+void attention_backward_part(Gemms& gemms, const BlockPlan& plan, const Params& params, const Grads& grads,
+                             const Regions& cache, std::byte* scratch, const S* dy) {
+  const ragged::backend::detail::AttentionLayout& att = plan.layout.attention;
+  const int64_t t = plan.tokens;
   const cudaStream_t stream = gemms.stream();
   auto scratch_at = [&](BlockScratch s) { return reinterpret_cast<S*>(scratch + plan.scratch_offset[s]); };
-
-  S* dn2 = scratch_at(kDNorm2);
-  if (lay.moe) {
-    moe_backward<S, G>(gemms, plan, params, grads, routing, cache, scratch, dx2);
-  } else {
-    // MLP: the product's gradient becomes the gate's in place.
-    S* dgate = scratch_at(kDGate);
-    S* dup = scratch_at(kDUp);
-    const S* n2 = at<S>(cache, kNorm2);
-    project_backward<S, G>(gemms, lay.dense.down, params, grads, at<S>(cache, kProduct), dx2, dgate, 0.0f, t);
-    swiglu_backward(dgate, dup, at<S>(cache, kGate), at<S>(cache, kUp), t * plan.ffn, stream);
-    project_backward<S, G>(gemms, lay.dense.gate, params, grads, n2, dgate, dn2, 0.0f, t);
-    project_backward<S, G>(gemms, lay.dense.up, params, grads, n2, dup, dn2, 1.0f, t);
-  }
-  const S* x1 = at<S>(cache, kResidual1);
-  rms_norm_weight_grad(grad<G>(grads, lay.post_norm), dn2, x1, t, h, stream);
-  // dx1 = dx2 + rms backward of dn2, kept in the output until dx is complete.
-  rms_norm_backward(dx, dx2, dn2, x1, param<S>(params, lay.post_norm), t, h, stream);
-
-  // Attention: u's gradient becomes q's in place; the softmax's per-row
-  // statistics sit in dn1's place until the projections' backward.
+  // u's gradient becomes q's in place; the softmax's per-row statistics sit
+  // in dn1's place until the projections' backward.
   S* dq = scratch_at(kDQuery);
   S* dk = scratch_at(kDKey);
   S* dv = scratch_at(kDValue);
@@ -150,7 +164,7 @@ void block_backward(Gemms& gemms, const BlockPlan& plan, const Params& params, c
   const S* k_norm = param<S>(params, att.k_norm);
   const S* q = at<S>(cache, kQuery);
   const S* k = at<S>(cache, kKey);
-  project_backward<S, G>(gemms, att.o, params, grads, at<S>(cache, kMixed), dx, dq, 0.0f, t);
+  project_backward<S, G>(gemms, att.o, params, grads, at<S>(cache, kMixed), dy, dq, 0.0f, t);
   attention_backward(dq, dk, dv, reinterpret_cast<double*>(dn1), at<S>(cache, kMixed), q, k, at<S>(cache, kValue),
                      q_norm, k_norm, attention_shape(plan), stream);
   if (q_norm != nullptr) {
@@ -165,6 +179,23 @@ void block_backward(Gemms& gemms, const BlockPlan& plan, const Params& params, c
   project_backward<S, G>(gemms, att.q, params, grads, n1, dq, dn1, 0.0f, t);
   project_backward<S, G>(gemms, att.k, params, grads, n1, dk, dn1, 1.0f, t);
   project_backward<S, G>(gemms, att.v, params, grads, n1, dv, dn1, 1.0f, t);
+}
+
+template <typename S, typename G>
+void block_backward(Gemms& gemms, const BlockPlan& plan, const Params& params, const Grads& grads,
+                    const MoeRouting& routing, const Regions& cache, std::byte* scratch, const S* dx2, S* dx) {
+  const ragged::backend::detail::BlockLayout& lay = plan.layout;
+  const int64_t t = plan.tokens, h = plan.hidden;
+  const cudaStream_t stream = gemms.stream();
+  auto scratch_at = [&](BlockScratch s) { return reinterpret_cast<S*>(scratch + plan.scratch_offset[s]); };
+  mlp_backward_part<S, G>(gemms, plan, params, grads, routing, cache, scratch, dx2);
+  const S* dn2 = scratch_at(kDNorm2);
+  const S* x1 = at<S>(cache, kResidual1);
+  rms_norm_weight_grad(grad<G>(grads, lay.post_norm), dn2, x1, t, h, stream);
+  // dx1 = dx2 + rms backward of dn2, kept in the output until dx is complete.
+  rms_norm_backward(dx, dx2, dn2, x1, param<S>(params, lay.post_norm), t, h, stream);
+  attention_backward_part<S, G>(gemms, plan, params, grads, cache, scratch, dx);
+  const S* dn1 = scratch_at(kDNorm1);
   const S* x = at<S>(cache, kInput);
   rms_norm_weight_grad(grad<G>(grads, lay.in_norm), dn1, x, t, h, stream);
   rms_norm_backward(dx, dx, dn1, x, param<S>(params, lay.in_norm), t, h, stream);
@@ -173,13 +204,19 @@ void block_backward(Gemms& gemms, const BlockPlan& plan, const Params& params, c
 #define RAGGED_BLOCK(S)                                                                                            \
   template void block_forward(Gemms&, const BlockPlan&, const Params&, const MoeRouting&, const S*, const Regions&, \
                               S*);                                                                                 \
-  template void block_rebuild_selective<S>(Gemms&, const BlockPlan&, const Params&, const Regions&);
+  template void block_rebuild_selective<S>(Gemms&, const BlockPlan&, const Params&, const Regions&);               \
+  template void attention_forward_part(Gemms&, const BlockPlan&, const Params&, const Regions&, S*);              \
+  template void mlp_forward_part(Gemms&, const BlockPlan&, const Params&, const MoeRouting&, const Regions&, S*);
 RAGGED_BLOCK(float)
 RAGGED_BLOCK(uint16_t)
 #undef RAGGED_BLOCK
 #define RAGGED_BLOCK_BACKWARD(S, G)                                                                              \
   template void block_backward<S, G>(Gemms&, const BlockPlan&, const Params&, const Grads&, const MoeRouting&, \
-                                     const Regions&, std::byte*, const S*, S*);
+                                     const Regions&, std::byte*, const S*, S*);                                 \
+  template void mlp_backward_part<S, G>(Gemms&, const BlockPlan&, const Params&, const Grads&, const MoeRouting&, \
+                                        const Regions&, std::byte*, const S*);                                  \
+  template void attention_backward_part<S, G>(Gemms&, const BlockPlan&, const Params&, const Grads&,            \
+                                              const Regions&, std::byte*, const S*);
 RAGGED_BLOCK_BACKWARD(float, float)
 RAGGED_BLOCK_BACKWARD(uint16_t, float)
 RAGGED_BLOCK_BACKWARD(uint16_t, uint16_t)

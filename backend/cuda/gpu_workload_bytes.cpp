@@ -292,6 +292,20 @@ PrivatePlan private_plan(const models::ModelSpec& model, const GpuWorkloadConfig
   return plan;
 }
 
+void group_by_token(const std::vector<int32_t>& tokens, int64_t vocab, std::vector<int32_t>& order,
+                    std::vector<int32_t>& rows) {
+  rows.assign(static_cast<size_t>(vocab + 1), 0);
+  for (int32_t token : tokens) {
+    if (token >= 0) ++rows[static_cast<size_t>(token) + 1];
+  }
+  for (size_t v = 1; v < rows.size(); ++v) rows[v] += rows[v - 1];
+  std::vector<int32_t> next(rows.begin(), rows.end() - 1);
+  order.assign(static_cast<size_t>(rows.back()), 0);
+  for (size_t p = 0; p < tokens.size(); ++p) {
+    if (tokens[p] >= 0) order[static_cast<size_t>(next[static_cast<size_t>(tokens[p])]++)] = static_cast<int32_t>(p);
+  }
+}
+
 RoutingLayout routing_layout(int64_t copies) {
   RoutingLayout out;
   out.gates = 4 * copies;

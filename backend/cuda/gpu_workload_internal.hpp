@@ -31,6 +31,21 @@ T* grad(const Grads& grads, int index) {
   return index < 0 ? nullptr : static_cast<T*>(grads[static_cast<size_t>(index)]);
 }
 
+// Calls f(S{}, G{}) with the configured storage and gradient types.
+template <typename F>
+void with_types(const GpuWorkloadConfig& config, F&& f) {
+  if (config.params == ElementType::f32) {
+    f(float{}, float{});
+  } else if (config.grads == ElementType::f32) {
+    f(uint16_t{}, float{});
+  } else {
+    f(uint16_t{}, uint16_t{});
+  }
+}
+
+// Enqueues the copy of `host` to `device` on `stream` (`host` must outlive it).
+void upload(void* device, const std::vector<int32_t>& host, cudaStream_t stream);
+
 // Row-major GEMMs of projections y = x W^T, W [out x in]: activations in
 // the parameter dtype, weight gradients in the gradient dtype, fp32
 // accumulation; fp32 runs pedantic (no TF32) to compare with the host.
@@ -81,6 +96,27 @@ void block_rebuild_selective(Gemms& gemms, const BlockPlan& plan, const Params& 
 template <typename S, typename G>
 void block_backward(Gemms& gemms, const BlockPlan& plan, const Params& params, const Grads& grads,
                     const MoeRouting& routing, const Regions& cache, std::byte* scratch, const S* dx2, S* dx);
+
+// A block's halves, which block_forward/block_backward compose and a
+// tensor-parallel rank runs as the Program's parts (gpu_workload_mesh.cpp):
+// the attention from the norm-1 output in the cache (q, k, v, the mixed
+// heads) to out = o_proj(u); the MLP (or the experts) from the norm-2 output
+// to out (none: stop before the down projection, as a recompute does).
+template <typename S>
+void attention_forward_part(Gemms& gemms, const BlockPlan& plan, const Params& params, const Regions& cache, S* out);
+template <typename S>
+void mlp_forward_part(Gemms& gemms, const BlockPlan& plan, const Params& params, const MoeRouting& routing,
+                      const Regions& cache, S* out);
+// From the gradient dy of the MLP's output: dn2 in `scratch` at kDNorm2 and
+// every MLP (or expert and router) gradient written.
+template <typename S, typename G>
+void mlp_backward_part(Gemms& gemms, const BlockPlan& plan, const Params& params, const Grads& grads,
+                       const MoeRouting& routing, const Regions& cache, std::byte* scratch, const S* dy);
+// From the gradient dy of o_proj's output: dn1 in `scratch` at kDNorm1 and
+// the projections' and q/k norms' gradients written.
+template <typename S, typename G>
+void attention_backward_part(Gemms& gemms, const BlockPlan& plan, const Params& params, const Grads& grads,
+                             const Regions& cache, std::byte* scratch, const S* dy);
 
 // The experts of a block (gpu_workload_moe.cpp), from the norm-2 output in
 // the cache: its regions and, when `out` is not null, out = the experts'

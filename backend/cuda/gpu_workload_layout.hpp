@@ -170,4 +170,43 @@ struct ExpertRouting {
 };
 ExpertRouting route_experts(const ragged::backend::detail::MoeLayout& lay, int64_t tokens, std::vector<float> logits);
 
+// The private memory of a tensor-parallel rank's workload (gpu_workload_mesh.cpp),
+// byte offsets into one block: it keeps every unit's activations itself, as
+// the host workload does, rather than in the Program's activation buffers
+// (the parts' caches outlive their compute op). `rows` = tokens / tp: a
+// rank's rows of a hidden state between the parts.
+enum MeshBuffer {
+  kMeshHeadCache,     // the head's input (gathered), norm output, fp32 logits then probabilities
+  kMeshStats,         // the loss's statistics, [tp][tokens][3] doubles
+  kMeshRowLosses,     // double per token
+  kMeshLossSum,       // one double
+  kMeshLogitsGrad,    // the logits' gradient (bf16; fp32 overwrites the probabilities)
+  kMeshPartial,       // a part's partial output or input gradient, tokens x hidden, reduce-scattered in place
+  kMeshGradGathered,  // a backward part's gathered output gradient, tokens x hidden
+  kMeshScratch,       // backward scratch (the largest block's or the head's)
+  kMeshGrad,          // the rank's rows of the gradient passed down
+  kMeshResidualGrad,  // the rows of a block's residual gradient between its parts
+  kMeshTokens,        // int32 per token: the rank's vocabulary row, -1 off the rank
+  kMeshLabels,
+  kMeshTokenOrder,
+  kMeshTokenRows,     // vocab + 1
+  kMeshBuffers
+};
+struct MeshPlan {
+  int64_t tokens = 0, rows = 0, hidden = 0, vocab = 0, element = 0;
+  std::array<int64_t, kMeshBuffers> offset{};
+  // Per unit (-1: none): its output rows, a block's rows after its
+  // attention, a block's cache (BlockPlan::regions with nothing dropped).
+  std::vector<int64_t> output, residual, cache;
+  int64_t bytes = 0;
+};
+// InputError when `tp` does not split the micro-batch's tokens in equal rows.
+MeshPlan mesh_plan(const models::ModelSpec& model, const GpuWorkloadConfig& config, int tp);
+
+// A stable counting sort of the positions by token: rows[v] is where token
+// v's positions start in `order` (the embedding's backward sums them in
+// order). Negative ids (rows another tensor-parallel rank holds) are left out.
+void group_by_token(const std::vector<int32_t>& tokens, int64_t vocab, std::vector<int32_t>& order,
+                    std::vector<int32_t>& rows);
+
 }  // namespace ragged::backend::gpu::detail

@@ -28,7 +28,14 @@ __device__ inline float sigmoid(float x) { return __fdiv_rn(1.0f, __fadd_rn(1.0f
 
 template <typename T>
 __global__ void embedding_gather_kernel(T* x, const T* table, const int32_t* tokens, int64_t n, int64_t hidden) {
-  for (int64_t i = first_index(); i < n; i += grid_stride()) x[i] = table[tokens[i / hidden] * hidden + i % hidden];
+  for (int64_t i = first_index(); i < n; i += grid_stride()) {
+    const int32_t token = tokens[i / hidden];
+    if (token < 0) {
+      store(x[i], 0.0f);
+    } else {
+      x[i] = table[token * hidden + i % hidden];
+    }
+  }
 }
 
 template <typename T>

@@ -17,7 +17,8 @@
 
 namespace ragged::backend::gpu {
 
-// x[t, :] = table[tokens[t], :].
+// x[t, :] = table[tokens[t], :], zeros for a negative id (a row another
+// tensor-parallel rank holds).
 template <typename S>
 void embedding_gather(S* x, const S* table, const int32_t* tokens, int64_t count, int64_t hidden, cudaStream_t stream);
 // dtable[v, :] = the sum, in order, of dx[p, :] over the positions p of

@@ -7,6 +7,7 @@
 # ranks and the uneven 3 and 5, and under HSDP.
 list(APPEND RAGGED_BACKEND_TEST_SRCS
   ${CMAKE_CURRENT_LIST_DIR}/run_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/mesh_launch_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/reference_tp_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/expert_parallel_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/verdict_test.cpp)

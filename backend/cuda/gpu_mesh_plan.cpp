@@ -1,0 +1,68 @@
+// Where a tensor-parallel rank's GPU workload keeps what it computes
+// (gpu_workload_layout.hpp, MeshPlan), known without a GPU.
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "backend/cuda/gpu_workload_layout.hpp"
+#include "common/errors.hpp"
+
+namespace ragged::backend::gpu::detail {
+
+MeshPlan mesh_plan(const models::ModelSpec& model, const GpuWorkloadConfig& config, int tp) {
+  MeshPlan p;
+  p.tokens = config.sequences * config.seq_len;
+  if (tp < 1 || p.tokens % tp != 0) {
+    throw InputError(fmt::format("training.mesh.tp {}: a micro-batch of {} tokens does not split into equal rows; use "
+                                 "a micro_batch_size x sequence_length that tp divides",
+                                 tp, p.tokens));
+  }
+  p.rows = p.tokens / tp;
+  p.hidden = model.arch.hidden;
+  p.vocab = model.arch.vocab;
+  p.element = element_bytes(config.params);
+  const HeadPlan head = head_plan(model, config);
+  const int64_t whole = p.tokens * p.hidden * p.element, rows = p.rows * p.hidden * p.element;
+  int64_t scratch = head.dnorm_bytes;
+  const auto units = static_cast<int>(model.units.size());
+  std::vector<int64_t> cache_bytes(static_cast<size_t>(units), 0);
+  for (int u = 1; u + 1 < units; ++u) {
+    const BlockPlan block = block_plan(model, config, u);
+    cache_bytes[static_cast<size_t>(u)] = block.saved_bytes();
+    scratch = std::max(scratch, block.scratch_bytes);
+  }
+  const std::array<int64_t, kMeshBuffers> sizes = {head.saved_bytes(),
+                                                   tp * p.tokens * 3 * 8,
+                                                   p.tokens * 8,
+                                                   8,
+                                                   head.dlogits_bytes,
+                                                   whole,
+                                                   whole,
+                                                   scratch,
+                                                   rows,
+                                                   rows,
+                                                   4 * p.tokens,
+                                                   4 * p.tokens,
+                                                   4 * p.tokens,
+                                                   4 * (p.vocab + 1)};
+  const auto carve = [&p](int64_t bytes) {
+    const int64_t at = p.bytes;
+    p.bytes = round_up(p.bytes + bytes, 256);
+    return at;
+  };
+  for (size_t i = 0; i < sizes.size(); ++i) p.offset[i] = carve(sizes[i]);
+  p.output.assign(static_cast<size_t>(units), -1);
+  p.residual.assign(static_cast<size_t>(units), -1);
+  p.cache.assign(static_cast<size_t>(units), -1);
+  for (int u = 0; u + 1 < units; ++u) {
+    const auto i = static_cast<size_t>(u);
+    p.output[i] = carve(rows);
+    if (u == 0) continue;
+    p.residual[i] = carve(rows);
+    p.cache[i] = carve(cache_bytes[i]);
+  }
+  return p;
+}
+
+}  // namespace ragged::backend::gpu::detail

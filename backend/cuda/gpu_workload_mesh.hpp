@@ -1,0 +1,83 @@
+#pragma once
+// One tensor-parallel rank's compute on the GPU (docs/MESH.md): the host's
+// HostWorkload under a mesh (backend/workload_tp.cpp) with the GPU
+// workload's kernels (gpu_workload_internal.hpp), on the rank's split of the
+// model (models::ModelSplit: its heads, kv heads, MLP columns and vocabulary
+// rows). A block computes as the Program's parts between the tp group's
+// exchanges, which the CUDA executor runs through NCCL on the
+// tensor-parallel stream between exchange_begin and exchange_end:
+//   block  attention: X = gather(x); p = o_proj(attn(rms(X))) over the rank's
+//          heads; x1 = x + scatter(p). MLP: X1 = gather(x1); p =
+//          down(swiglu(rms(X1))) over its columns; x2 = x1 + scatter(p).
+//   embed  p = lookups of the rank's table rows (zeros elsewhere); x = scatter(p).
+//   head   X = gather(x); the rank's vocabulary's logits of rms(X); per token
+//          their maximum, sum of exponentials and the target's logit,
+//          gathered and combined in rank order into the loss.
+// The backward runs the conjugates. The uncut weights (norms) get partial
+// gradients, which the Program's all-reduce on the tp group sums.
+//
+// It keeps every activation in its own memory (MeshPlan), as the host
+// workload does, not in the Program's activation buffers: the run refuses
+// activation checkpointing with a mesh on the GPU. Dense Llama-style blocks
+// only (the run refuses experts, and context parallelism, on the GPU).
+// Compute calls enqueue on the compute stream given at construction; the
+// exchange calls on the stream they are given.
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "backend/cuda/gpu_workload.hpp"
+#include "backend/workload.hpp"
+#include "models/model_spec.hpp"
+
+namespace ragged::backend::gpu {
+
+// `count` elements of `type` a rank, the ranks' slots one after another from
+// `buffer` (NCCL's in-place all-gather and reduce-scatter).
+struct MeshExchange {
+  void* buffer = nullptr;
+  int64_t count = 0;
+  ElementType type = ElementType::f32;
+};
+
+// InputError naming what the GPU does not compute for one tp rank's split `model`.
+void check_gpu_tensor_parallel(const models::ModelSpec& model, int tp, int64_t tokens, bool sequence_parallel);
+
+// The private memory GpuMeshWorkload carves (MeshPlan::bytes).
+int64_t gpu_mesh_private_bytes(const models::ModelSpec& model, const GpuWorkloadConfig& config, int tp);
+
+class GpuMeshWorkload {
+ public:
+  GpuMeshWorkload(const models::ModelSpec& model, GpuWorkloadConfig config, TensorParallelRank tp,
+                  cublasHandle_t cublas, cudaStream_t compute, DeviceArena& arena);
+  ~GpuMeshWorkload();
+  GpuMeshWorkload(const GpuMeshWorkload&) = delete;
+  GpuMeshWorkload& operator=(const GpuMeshWorkload&) = delete;
+
+  // Token ids over the whole vocabulary; the rank keeps its rows' ids.
+  void set_batch(const Batch& batch);
+  // The embedding and the head (whole units), and a block's parts.
+  void forward(int unit, const std::vector<const void*>& params);
+  void forward_part(int unit, models::UnitPart part, const std::vector<const void*>& params);
+  void loss_backward(int unit);
+  // WRITE every gradient of the unit (or the part's tensors), as GpuWorkload does.
+  void backward(int unit, const std::vector<const void*>& params, const std::vector<void*>& grads);
+  void backward_part(int unit, models::UnitPart part, const std::vector<const void*>& params,
+                     const std::vector<void*>& grads);
+  // The buffer a tp exchange moves (this rank's slot filled on `stream`),
+  // then what its result feeds, also on `stream`.
+  MeshExchange exchange_begin(const TpStep& step, cudaStream_t stream);
+  void exchange_end(const TpStep& step, cudaStream_t stream);
+  // Mean cross-entropy of every head forward since the last call (synchronises).
+  double take_mean_loss();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace ragged::backend::gpu

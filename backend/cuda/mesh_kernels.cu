@@ -1,0 +1,80 @@
+// The vocabulary-parallel cross-entropy (mesh_kernels.hpp): one block per row.
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "backend/cuda/cuda_check.hpp"
+#include "backend/cuda/mesh_kernels.hpp"
+#include "backend/cuda/workload_device.cuh"
+
+namespace ragged::backend::gpu {
+namespace {
+
+using kernel_detail::block_reduce;
+using kernel_detail::kMaxBlocks;
+
+constexpr int kRowThreads = 512;
+
+unsigned row_blocks(int64_t rows) { return static_cast<unsigned>(std::clamp<int64_t>(rows, 1, kMaxBlocks)); }
+
+__global__ void __launch_bounds__(kRowThreads)
+    vocabulary_stats_kernel(double* stats, const float* logits, const int32_t* labels, int64_t rows, int64_t vocab) {
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const float* row = logits + r * vocab;
+    float max = -INFINITY;
+    for (int64_t v = threadIdx.x; v < vocab; v += blockDim.x) max = fmaxf(max, row[v]);
+    max = block_reduce(max, -INFINITY, [](float a, float b) { return fmaxf(a, b); });
+    double sum = 0;
+    for (int64_t v = threadIdx.x; v < vocab; v += blockDim.x) sum += exp(static_cast<double>(row[v]) - max);
+    sum = block_reduce(sum, 0.0, [](double a, double b) { return a + b; });
+    if (threadIdx.x == 0) {
+      stats[r * 3] = max;
+      stats[r * 3 + 1] = sum;
+      stats[r * 3 + 2] = labels[r] >= 0 ? static_cast<double>(row[labels[r]]) : 0.0;
+    }
+  }
+}
+
+// Every thread combines the ranks' statistics alike, in rank order.
+__global__ void __launch_bounds__(kRowThreads)
+    vocabulary_softmax_kernel(float* logits, double* row_losses, const double* stats, int ranks, int64_t rows,
+                              int64_t vocab) {
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    double max = stats[r * 3];
+    for (int q = 1; q < ranks; ++q) max = fmax(max, stats[(q * rows + r) * 3]);
+    double sum = 0, target = 0;
+    for (int q = 0; q < ranks; ++q) {
+      const double* at = stats + (q * rows + r) * 3;
+      sum += at[1] * exp(at[0] - max);
+      target += at[2];
+    }
+    if (threadIdx.x == 0) row_losses[r] = max + log(sum) - target;
+    const double inv_sum = 1.0 / sum;
+    float* row = logits + r * vocab;
+    for (int64_t v = threadIdx.x; v < vocab; v += blockDim.x) {
+      const float e = static_cast<float>(exp(static_cast<double>(row[v]) - max));
+      row[v] = static_cast<float>(static_cast<double>(e) * inv_sum);
+    }
+  }
+}
+
+}  // namespace
+
+void vocabulary_stats(double* stats, const float* logits, const int32_t* labels, int64_t rows, int64_t vocab,
+                      cudaStream_t stream) {
+  if (rows <= 0) return;
+  vocabulary_stats_kernel<<<row_blocks(rows), kRowThreads, 0, stream>>>(stats, logits, labels, rows, vocab);
+  CUDA_CHECK_LAUNCH();
+}
+
+void vocabulary_softmax(float* logits, double* row_losses, const double* stats, int ranks, int64_t rows,
+                        int64_t vocab, cudaStream_t stream) {
+  if (rows <= 0) return;
+  vocabulary_softmax_kernel<<<row_blocks(rows), kRowThreads, 0, stream>>>(logits, row_losses, stats, ranks, rows,
+                                                                          vocab);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace ragged::backend::gpu

@@ -1,0 +1,185 @@
+// The GPU's tensor-parallel compute (gpu_workload_mesh.hpp): where it keeps
+// what it computes (known without a GPU), and, on a GPU, one rank's parts
+// and exchanges in the Program's order against the whole-block workload.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backend/cuda/gpu_workload_layout.hpp"
+#include "backend/cuda/gpu_workload_mesh.hpp"
+#include "backend/mesh_step.hpp"
+#include "common/errors.hpp"
+#include "planner/resolved_scenario.hpp"
+#include "scenarios/scenario_loader.hpp"
+#include "scenarios/scenario_rules.hpp"
+#include "tests/backend/gpu_workload_harness.hpp"
+
+namespace ragged::backend::gpu {
+namespace {
+
+using models::UnitKind;
+using models::UnitPart;
+
+planner::ResolvedScenario with_tp(const std::string& name, int tp) {
+  auto loaded = scenarios::with_total_gpus(scenarios::load_scenario(name), tp);
+  loaded.written.mutable_training()->mutable_mesh()->set_tp(tp);
+  return planner::resolve_scenario(scenarios::rebuild(std::move(loaded)));
+}
+
+TEST(GpuMeshPlan, EveryBufferHasItsBytesAndNoneOverlap) {
+  const planner::ResolvedScenario r = with_tp("tiny-llama-4xcpu", 2);
+  const GpuWorkloadConfig config{2, 128, ElementType::bf16, ElementType::f32};
+  const detail::MeshPlan p = detail::mesh_plan(r.model, config, 2);
+  EXPECT_EQ(p.tokens, 256);
+  EXPECT_EQ(p.rows, 128);
+  EXPECT_EQ(p.vocab * 2, r.whole().arch.vocab);  // the rank's vocabulary rows
+  const detail::HeadPlan head = detail::head_plan(r.model, config);
+  const int64_t whole = p.tokens * p.hidden * 2, rows = p.rows * p.hidden * 2;
+  // [begin, end) of every buffer, in carving order: each starts at or after the previous end.
+  std::vector<std::pair<int64_t, int64_t>> spans;
+  const std::array<int64_t, detail::kMeshBuffers> sizes = {
+      head.saved_bytes(), 2 * p.tokens * 3 * 8, p.tokens * 8, 8, head.dlogits_bytes, whole, whole, 0,
+      rows, rows, 4 * p.tokens, 4 * p.tokens, 4 * p.tokens, 4 * (p.vocab + 1)};
+  for (int b = 0; b < detail::kMeshBuffers; ++b) {
+    if (b == detail::kMeshScratch) continue;  // the largest scratch, checked below
+    spans.emplace_back(p.offset[static_cast<size_t>(b)], p.offset[static_cast<size_t>(b)] + sizes[static_cast<size_t>(b)]);
+  }
+  for (size_t u = 0; u + 1 < r.model.units.size(); ++u) {
+    spans.emplace_back(p.output[u], p.output[u] + rows);
+    if (u == 0) {
+      EXPECT_EQ(p.residual[u], -1);
+      EXPECT_EQ(p.cache[u], -1);
+      continue;
+    }
+    const detail::BlockPlan block = detail::block_plan(r.model, config, static_cast<int>(u));
+    EXPECT_GE(p.offset[detail::kMeshScratch + 1] - p.offset[detail::kMeshScratch], block.scratch_bytes);
+    spans.emplace_back(p.residual[u], p.residual[u] + rows);
+    spans.emplace_back(p.cache[u], p.cache[u] + block.saved_bytes());
+  }
+  std::sort(spans.begin(), spans.end());
+  for (size_t i = 1; i < spans.size(); ++i) EXPECT_LE(spans[i - 1].second, spans[i].first) << i;
+  EXPECT_LE(spans.back().second, p.bytes);
+  EXPECT_EQ(gpu_mesh_private_bytes(r.model, config, 2), p.bytes);
+}
+
+TEST(GpuMeshPlan, RefusesRowsTpDoesNotSplitAndExpertsByName) {
+  const planner::ResolvedScenario r = with_tp("tiny-llama-4xcpu", 2);
+  EXPECT_THROW(detail::mesh_plan(r.model, GpuWorkloadConfig{1, 3}, 2), InputError);
+  const planner::ResolvedScenario moe = with_tp("tiny-moe-4xcpu", 2);
+  try {
+    check_gpu_tensor_parallel(moe.model, 2, 128, true);
+    FAIL() << "experts under tp ran on the GPU";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("holds experts, which run tensor-parallel on --device cpu"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_NO_THROW(check_gpu_tensor_parallel(r.model, 2, 256, true));
+}
+
+TEST(GpuMeshPlan, TheEmbeddingsBackwardSkipsAnotherRanksRows) {
+  std::vector<int32_t> order, rows;
+  detail::group_by_token({2, -1, 0, 2, -1, 1}, 3, order, rows);
+  EXPECT_EQ(rows, (std::vector<int32_t>{0, 1, 2, 4}));
+  EXPECT_EQ(order, (std::vector<int32_t>{2, 5, 0, 3}));
+}
+
+// tp 1: the mesh workload's parts, exchanges (in place over one rank) and
+// vocabulary-parallel loss in the Program's order make in fp32 the bits the
+// whole-block workload makes: the same kernels on the same values, the
+// residual sums commuted.
+class GpuMeshWorkloadTest : public gpu_test::GpuWorkloadTest {
+ protected:
+  gpu_test::Result run_mesh(const test_util::ModelStore& store, const GpuWorkloadConfig& config, const Batch& batch) {
+    device_->arena().reset();
+    GpuMeshWorkload work(store.model, config, TensorParallelRank{0, 1}, device_->cublas(), stream_, device_->arena());
+    const int units = store.units();
+    std::vector<std::vector<const void*>> params(static_cast<size_t>(units));
+    std::vector<std::vector<void*>> grads(static_cast<size_t>(units));
+    for (int u = 0; u < units; ++u) {
+      for (const std::vector<float>& tensor : store.params[static_cast<size_t>(u)]) {
+        params[static_cast<size_t>(u)].push_back(upload(tensor, config.params));
+        grads[static_cast<size_t>(u)].push_back(
+            device_->arena().allocate(tensor.size() * static_cast<size_t>(element_bytes(config.grads))));
+      }
+    }
+    const auto exchange = [&](int unit, UnitPart part, TpPass pass, TpCollective collective) {
+      const TpStep step{unit, part, pass, collective};
+      work.exchange_begin(step, stream_);  // one rank: the collective leaves its slot as it is
+      work.exchange_end(step, stream_);
+    };
+    work.set_batch(batch);
+    for (int u = 0; u < units; ++u) {
+      const auto p = static_cast<size_t>(u);
+      switch (store.model.units[p].kind) {
+        case UnitKind::kEmbedding:
+          work.forward(u, params[p]);
+          exchange(u, UnitPart::kWhole, TpPass::kForward, TpCollective::kReduceScatter);
+          break;
+        case UnitKind::kHead:
+          exchange(u, UnitPart::kWhole, TpPass::kForward, TpCollective::kAllGather);
+          work.forward(u, params[p]);
+          exchange(u, UnitPart::kWhole, TpPass::kForward, TpCollective::kLossStats);
+          break;
+        default:
+          for (UnitPart part : {UnitPart::kAttention, UnitPart::kMlp}) {
+            exchange(u, part, TpPass::kForward, TpCollective::kAllGather);
+            work.forward_part(u, part, params[p]);
+            exchange(u, part, TpPass::kForward, TpCollective::kReduceScatter);
+          }
+      }
+    }
+    for (int u = units - 1; u >= 0; --u) {
+      const auto p = static_cast<size_t>(u);
+      switch (store.model.units[p].kind) {
+        case UnitKind::kHead:
+          work.loss_backward(u);
+          work.backward(u, params[p], grads[p]);
+          exchange(u, UnitPart::kWhole, TpPass::kBackward, TpCollective::kReduceScatter);
+          break;
+        case UnitKind::kEmbedding:
+          exchange(u, UnitPart::kWhole, TpPass::kBackward, TpCollective::kAllGather);
+          work.backward(u, params[p], grads[p]);
+          break;
+        default:
+          for (UnitPart part : {UnitPart::kMlp, UnitPart::kAttention}) {
+            exchange(u, part, TpPass::kBackward, TpCollective::kAllGather);
+            work.backward_part(u, part, params[p], grads[p]);
+            exchange(u, part, TpPass::kBackward, TpCollective::kReduceScatter);
+          }
+      }
+    }
+    gpu_test::Result result;
+    result.loss = work.take_mean_loss();
+    for (int u = 0; u < units; ++u) {
+      result.grads.emplace_back();
+      for (size_t i = 0; i < grads[static_cast<size_t>(u)].size(); ++i) {
+        const size_t count = store.params[static_cast<size_t>(u)][i].size();
+        result.grads.back().push_back(download(grads[static_cast<size_t>(u)][i], count, config.grads));
+      }
+    }
+    return result;
+  }
+};
+
+TEST_F(GpuMeshWorkloadTest, OneRanksPartsMakeTheWholeBlocksBitsInFp32) {
+  const planner::ResolvedScenario r = planner::resolve_scenario(scenarios::load_scenario("tiny-llama-4xcpu"));
+  test_util::ModelStore store(r.model, 11);
+  const GpuWorkloadConfig config{2, 128, ElementType::f32, ElementType::f32};
+  const Batch batch = synthetic_batch(5, 0, 2, 128, r.model.arch.vocab);
+  const gpu_test::Result whole = run(store, config, batch);
+  const gpu_test::Result parts = run_mesh(store, config, batch);
+  EXPECT_EQ(parts.loss, whole.loss);
+  for (size_t u = 0; u < whole.grads.size(); ++u) {
+    for (size_t i = 0; i < whole.grads[u].size(); ++i) {
+      EXPECT_EQ(parts.grads[u][i], whole.grads[u][i]) << r.model.units[u].tensors[i].name;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ragged::backend::gpu

@@ -16,6 +16,8 @@
 
 #include "common/errors.hpp"
 #include "gui/chart_builders.hpp"
+#include "gui/import_notes_dialog.hpp"
+#include "gui/models/config_import.hpp"
 #include "gui/settings_delegate.hpp"
 #include "scenarios/scenario_rules.hpp"
 
@@ -73,9 +75,10 @@ void ExploreTab::build_ui() {
   scenario_box_->setToolTip(QStringLiteral("A shipped scenario"));
   connect(scenario_box_, &QComboBox::activated, this, [this] { open_scenario(scenario_box_->currentText()); });
   auto* open_file = new QPushButton(QStringLiteral("Scenario file…"), left);
+  open_file->setToolTip(QStringLiteral("A scenario, or a torchtitan TOML, llm-foundry YAML or DeepSpeed JSON to import"));
   connect(open_file, &QPushButton::clicked, this, [this] {
-    const QString path = QFileDialog::getOpenFileName(this, QStringLiteral("Open a scenario"), QString(),
-                                                      QStringLiteral("Scenarios (*.textproto *.txtpb *.json);;All files (*)"));
+    const QString path = QFileDialog::getOpenFileName(this, QStringLiteral("Open a scenario or a training config"), QString(),
+                                                      QString::fromLatin1(kScenarioFileFilter));
     if (!path.isEmpty()) open_scenario(path);
   });
   auto* open_config = new QPushButton(QStringLiteral("config.json…"), left);
@@ -89,6 +92,12 @@ void ExploreTab::build_ui() {
   pick->addWidget(open_file);
   pick->addWidget(open_config);
   left_layout->addLayout(pick);
+  notes_dialog_ = new ImportNotesDialog(this);
+  notes_button_ = new QPushButton(QStringLiteral("Import notes…"), left);
+  notes_button_->setToolTip(QStringLiteral("Every field of the imported config: mapped, or not and why"));
+  notes_button_->hide();
+  connect(notes_button_, &QPushButton::clicked, notes_dialog_, &QDialog::show);
+  pick->addWidget(notes_button_);
 
   settings_view_ = new QTableView(left);
   settings_view_->setModel(&settings_);
@@ -178,12 +187,29 @@ void ExploreTab::build_ui() {
 }
 
 bool ExploreTab::open_scenario(const QString& name_or_path) {
+  if (is_importable_config(name_or_path.toStdString())) return import_config(name_or_path);
   try {
     open_loaded(scenarios::load_scenario(name_or_path.toStdString()));
   } catch (const std::exception& e) {
     Q_EMIT error(QString::fromUtf8(e.what()));
     return false;
   }
+  return true;
+}
+
+bool ExploreTab::import_config(const QString& path) {
+  try {
+    ConfigImport imported = import_config_file(path.toStdString(), settings_.settings());
+    open_loaded(std::move(imported.loaded));
+    imported_ = true;
+    notes_dialog_->set_import(imported, path);
+  } catch (const std::exception& e) {
+    Q_EMIT error(QString::fromUtf8(e.what()));
+    return false;
+  }
+  notes_button_->show();
+  notes_dialog_->show();
+  Q_EMIT notice(notes_dialog_->summary());
   return true;
 }
 
@@ -206,6 +232,9 @@ void ExploreTab::open_loaded(scenarios::LoadedScenario loaded) {
   base_ = std::move(loaded);
   current_ = base_;
   valid_ = true;
+  imported_ = false;  // import_config sets it again
+  notes_button_->hide();
+  notes_dialog_->hide();
   const QString origin = QString::fromStdString(base_.origin);
   const int shipped = scenario_box_->findText(origin.startsWith(QStringLiteral("builtin:")) ? origin.mid(8) : origin);
   if (shipped >= 0) scenario_box_->setCurrentIndex(shipped);

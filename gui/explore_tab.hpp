@@ -1,6 +1,6 @@
 #pragma once
-// Explore: a scenario (shipped, a file, or a model and cluster picked
-// here), its knobs, the plan the moment a knob changes, and every strategy
+// Explore: a scenario (shipped, a file, a torchtitan/llm-foundry/DeepSpeed
+// config imported, or a model and cluster picked here), its knobs, the plan the moment a knob changes, and every strategy
 // simulated in the background (progress, Cancel; results of settings that
 // changed meanwhile are dropped) with their throughput, MFU, peak memory
 // against HBM, per-unit time and memory breakdowns.
@@ -28,14 +28,23 @@ class QTimer;
 
 namespace ragged::gui {
 
+class ImportNotesDialog;
+
+// What File > Open and Explore's button offer: scenarios, and the training
+// configs the importers read (torchtitan .toml, llm-foundry .yaml, DeepSpeed .json).
+inline constexpr char kScenarioFileFilter[] =
+    "Scenarios and training configs (*.textproto *.txtpb *.json *.toml *.yaml *.yml);;All files (*)";
+
 class ExploreTab : public QWidget {
   Q_OBJECT
 
  public:
   explicit ExploreTab(QWidget* parent = nullptr);
 
-  // A shipped scenario's name or a scenario file; an error is reported
-  // through error() and the current scenario stays.
+  // A shipped scenario's name, a scenario file or a training config of
+  // another stack (imported, the window's settings filling what it lacks,
+  // its notes shown); an error is reported through error() and the current
+  // scenario stays.
   bool open_scenario(const QString& name_or_path);
   // A catalog model or a config.json on the current GPU preset and count.
   bool open_model(const QString& model);
@@ -57,6 +66,9 @@ class ExploreTab : public QWidget {
   QString plan_text() const;
   QString settings_error() const;
   QList<QWidget*> exportable_views() const;
+  // The notes of the config the scenario was imported from (hidden for any other scenario).
+  ImportNotesDialog* import_notes() { return notes_dialog_; }
+  bool imported() const { return imported_; }
 
  Q_SIGNALS:
   void error(const QString& message);  // a problem worth a dialog (opening a file)
@@ -66,6 +78,7 @@ class ExploreTab : public QWidget {
 
  private:
   void build_ui();
+  bool import_config(const QString& path);
   void drop_results();
   void settings_edited();
   void replan();
@@ -85,11 +98,14 @@ class ExploreTab : public QWidget {
   std::shared_ptr<const PlanSummary> plan_;
   int selected_row_ = -1;
   bool picked_ = false;  // a row was clicked: keep it
+  bool imported_ = false;  // the scenario came from a config: its notes apply
 
   QComboBox* scenario_box_ = nullptr;
   QTableView* settings_view_ = nullptr;
   QLabel* plan_label_ = nullptr;
   QLabel* error_label_ = nullptr;
+  QPushButton* notes_button_ = nullptr;
+  ImportNotesDialog* notes_dialog_ = nullptr;
   QPushButton* run_button_ = nullptr;
   QPushButton* cancel_button_ = nullptr;
   QCheckBox* auto_run_ = nullptr;

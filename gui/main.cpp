@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
   QCommandLineParser parser;
   parser.setApplicationDescription(QStringLiteral("Explore sharding trade-offs and compare predicted with measured runs"));
   parser.addHelpOption();
-  parser.addPositionalArgument(QStringLiteral("scenario"), QStringLiteral("A shipped scenario or a scenario file"));
+  parser.addPositionalArgument(QStringLiteral("scenario"), QStringLiteral("A shipped scenario, a scenario file, or a torchtitan/llm-foundry/DeepSpeed config to import"));
   QCommandLineOption trace(QStringLiteral("trace"), QStringLiteral("Open a trace in Timeline"), QStringLiteral("file"));
   QCommandLineOption compare(QStringLiteral("compare"), QStringLiteral("Open PREDICTED,MEASURED traces in Compare"),
                              QStringLiteral("predicted,measured"));

@@ -66,9 +66,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 
 void MainWindow::build_menus() {
   QMenu* file = menuBar()->addMenu(QStringLiteral("&File"));
-  file->addAction(QStringLiteral("&Open scenario…"), QKeySequence::Open, this, [this] {
-    const QString path = QFileDialog::getOpenFileName(this, QStringLiteral("Open a scenario"), QString(),
-                                                      QStringLiteral("Scenarios (*.textproto *.txtpb *.json);;All files (*)"));
+  file->addAction(QStringLiteral("&Open scenario or config…"), QKeySequence::Open, this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, QStringLiteral("Open a scenario or a training config"), QString(),
+                                                      QString::fromLatin1(kScenarioFileFilter));
     if (!path.isEmpty() && explore_->open_scenario(path)) tabs_->setCurrentWidget(explore_);
   });
   file->addAction(QStringLiteral("&Save scenario as…"), QKeySequence::Save, this, [this] {

@@ -144,7 +144,10 @@ ImportedConfig write_imported(const std::filesystem::path& path, const ImportOpt
 
 scenarios::LoadedScenario load_imported(const std::filesystem::path& path, const ImportOptions& options,
                                         const std::string& scenario_name) {
-  const ImportedConfig imported = import_config(path, options, scenario_name);
+  return load_imported(import_config(path, options, scenario_name), path);
+}
+
+scenarios::LoadedScenario load_imported(const ImportedConfig& imported, const std::filesystem::path& path) {
   std::filesystem::path base = path.parent_path().empty() ? std::filesystem::path(".") : path.parent_path();
   if (!imported.model_config_json.empty()) base = cached_model_config(imported).parent_path();
   // Located errors would point into the generated text: the origin says it is the import.

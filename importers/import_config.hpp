@@ -69,5 +69,7 @@ ImportedConfig write_imported(const std::filesystem::path& path, const ImportOpt
 // by a hash of its contents.
 scenarios::LoadedScenario load_imported(const std::filesystem::path& path, const ImportOptions& options,
                                         const std::string& scenario_name = "");
+// The same, from an import already made (the dashboard shows its notes too).
+scenarios::LoadedScenario load_imported(const ImportedConfig& imported, const std::filesystem::path& path);
 
 }  // namespace ragged::importers

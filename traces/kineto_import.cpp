@@ -7,141 +7,43 @@
 #include <utility>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
+#include <fmt/ranges.h>
 
 #include "common/errors.hpp"
 #include "common/file_io.hpp"
+#include "traces/kineto_import_events.hpp"
 #include "traces/trace_io.hpp"
+#include "traces/trace_names.hpp"
 #include "traces/trace_validate.hpp"
 
 namespace ragged::traces {
 namespace {
 
-using nlohmann::json;
+using kineto::Annotation;
+using kineto::Interval;
+using kineto::Kernel;
 
-struct Interval {
-  double start = 0;  // microseconds, the trace's clock
-  double end = 0;
-};
-
-struct Kernel {
-  std::string name;
-  Interval gpu;
-  double launch = 0;  // when the CPU launched it
-};
-
-struct Annotation {
-  std::string name;
-  Interval cpu;
-};
-
-struct Parsed {
-  std::vector<Annotation> steps, fsdp;
-  std::vector<Kernel> kernels;
-  std::vector<std::pair<double, std::pair<int64_t, int64_t>>> memory;  // time, (allocated, reserved)
-  std::string device;
-};
-
-double number(const json& e, const char* key, const std::string& where) {
-  const auto it = e.find(key);
-  if (it == e.end() || !it->is_number()) {
-    throw InputError(fmt::format("{}: an event without a number in \"{}\"", where, key));
+// The steps that trained: a "ProfilerStep#N" that launched no GPU kernel
+// (the last one when the loop ends before the profiler stops, the steps of
+// a CPU-only trace) is left out, with a note.
+std::vector<Annotation> training_steps(const kineto::KinetoEvents& parsed, std::vector<std::string>& notes) {
+  std::vector<Annotation> out;
+  std::vector<std::string> idle;
+  for (const Annotation& step : parsed.steps) {
+    const bool launched = std::any_of(parsed.kernels.begin(), parsed.kernels.end(), [&](const Kernel& k) {
+      return k.launch >= step.cpu.start && k.launch < step.cpu.end;
+    });
+    if (launched) out.push_back(step);
+    else idle.push_back(step.name);
   }
-  return it->get<double>();
-}
-
-std::string text(const json& e, const char* key) {
-  const auto it = e.find(key);
-  return it != e.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-bool starts_with_any(const std::string& name, std::initializer_list<std::string_view> prefixes) {
-  return std::any_of(prefixes.begin(), prefixes.end(), [&](std::string_view p) { return name.starts_with(p); });
-}
-
-// The FSDP phase annotations of FSDP2 ("FSDP::") and FSDP1 ("FullyShardedDataParallel::").
-bool is_fsdp_annotation(const std::string& name) {
-  return starts_with_any(name, {"FSDP::", "FullyShardedDataParallel::"});
-}
-
-Parsed parse(std::string_view data, const std::string& origin) {
-  json doc;
-  try {
-    doc = json::parse(data);
-  } catch (const json::exception& e) {
-    throw InputError(fmt::format("{}: not JSON: {}", origin, e.what()));
+  if (!idle.empty()) {
+    notes.push_back(fmt::format("left out, no GPU kernel launched in them: {}", fmt::join(idle, ", ")));
   }
-  const auto events = doc.find("traceEvents");
-  if (!doc.is_object() || events == doc.end() || !events->is_array()) {
-    throw InputError(fmt::format("{}: traceEvents: a PyTorch profiler trace holds a \"traceEvents\" array "
-                                 "(torch.profiler's export_chrome_trace)",
-                                 origin));
-  }
-  Parsed out;
-  if (const auto props = doc.find("deviceProperties"); props != doc.end() && props->is_array() && !props->empty()) {
-    out.device = text(props->front(), "name");
-  }
-  std::map<int64_t, double> launches;  // correlation id -> CPU launch time
-  std::vector<std::pair<int64_t, Kernel>> kernels;
-  const std::string where = origin + ": traceEvents";
-  for (const json& e : *events) {
-    if (!e.is_object()) continue;
-    const std::string ph = text(e, "ph"), cat = text(e, "cat"), name = text(e, "name");
-    const json& args = e.contains("args") && e["args"].is_object() ? e["args"] : json::object();
-    if (name == "[memory]") {
-      if (args.contains("Total Allocated") && args["Total Allocated"].is_number() &&
-          (!args.contains("Device Type") || args["Device Type"] == 1)) {
-        const double reserved = args.contains("Total Reserved") && args["Total Reserved"].is_number()
-                                    ? args["Total Reserved"].get<double>()
-                                    : 0.0;
-        out.memory.push_back({number(e, "ts", where),
-                              {static_cast<int64_t>(args["Total Allocated"].get<double>()), static_cast<int64_t>(reserved)}});
-      }
-      continue;
-    }
-    if (ph != "X") continue;
-    const double ts = number(e, "ts", where), dur = number(e, "dur", where);
-    const Interval span{ts, ts + dur};
-    const int64_t correlation = args.contains("correlation") && args["correlation"].is_number_integer()
-                                    ? args["correlation"].get<int64_t>()
-                                    : -1;
-    if (cat == "kernel") {
-      kernels.push_back({correlation, Kernel{name, span, ts}});
-    } else if (cat == "cuda_runtime" || cat == "cuda_driver") {
-      if (correlation >= 0) launches[correlation] = ts;
-    } else if (cat == "user_annotation") {
-      if (name.starts_with("ProfilerStep#")) out.steps.push_back({name, span});
-      if (is_fsdp_annotation(name)) out.fsdp.push_back({name, span});
-    }
-  }
-  for (auto& [correlation, kernel] : kernels) {
-    if (const auto it = launches.find(correlation); it != launches.end()) kernel.launch = it->second;
-    out.kernels.push_back(std::move(kernel));
-  }
-  const auto by_start = [](const auto& a, const auto& b) { return a.cpu.start < b.cpu.start; };
-  std::sort(out.steps.begin(), out.steps.end(), by_start);
-  std::sort(out.fsdp.begin(), out.fsdp.end(), by_start);
-  std::sort(out.kernels.begin(), out.kernels.end(), [](const Kernel& a, const Kernel& b) { return a.gpu.start < b.gpu.start; });
-  if (out.steps.empty()) {
-    throw InputError(fmt::format("{}: no \"ProfilerStep#N\" annotation: profile whole training steps (torch.profiler "
-                                 "with a schedule, calling prof.step() after each step)",
-                                 origin));
-  }
-  if (out.kernels.empty()) {
-    throw InputError(fmt::format("{}: no GPU kernel (cat \"kernel\"): profile with activities including "
-                                 "ProfilerActivity.CUDA",
-                                 origin));
+  const auto unlaunched = std::count_if(parsed.kernels.begin(), parsed.kernels.end(), [](const Kernel& k) { return k.launch < 0; });
+  if (unlaunched > 0) {
+    notes.push_back(fmt::format("{} kernels without a launch event (args.correlation) are in no step", unlaunched));
   }
   return out;
-}
-
-// The collective kind of an NCCL kernel, by its name.
-std::optional<OpKind> nccl_kind(const std::string& name) {
-  if (!starts_with_any(name, {"ncclDevKernel_", "ncclKernel_"})) return std::nullopt;
-  if (name.find("AllGather") != std::string::npos) return ALL_GATHER;
-  if (name.find("ReduceScatter") != std::string::npos) return REDUCE_SCATTER;
-  if (name.find("AllReduce") != std::string::npos) return ALL_REDUCE;
-  return OP_KIND_UNSPECIFIED;  // send/recv, broadcast: a collective the Program's kinds do not name
 }
 
 // Busy time: the union of the intervals.
@@ -181,7 +83,8 @@ ProgramOps program_ops(const Trace& predicted) {
     switch (e->kind()) {
       case ALL_GATHER:
       case REDUCE_SCATTER:
-      case ALL_REDUCE: ops.collectives[e->kind()].push_back(e); break;
+      case ALL_REDUCE:
+      case ALL_TO_ALL: ops.collectives[e->kind()].push_back(e); break;
       case COMPUTE_FWD:
       case COMPUTE_BWD: ops.compute[{e->unit(), e->kind() == COMPUTE_BWD}].push_back(e); break;
       default: break;
@@ -255,6 +158,9 @@ Event measured_event(const Event& op, int step, Interval gpu, double origin_us) 
 
 Trace read_measured_trace(const std::filesystem::path& path, const Trace& predicted) {
   const std::string data = read_file(path, kMaxTraceBytes);
+  if (data.starts_with("\x1f\x8b")) {  // gzip's magic bytes: tensorboard_trace_handler(use_gzip=True) writes .json.gz
+    throw InputError(fmt::format("{}: gzip-compressed; decompress it first (gunzip -k {})", path.string(), path.string()));
+  }
   Trace trace = looks_like_kineto(data) ? import_kineto(data, predicted, path.string()).trace
                                         : parse_trace(data, format_for_path(path), path.string());
   check_trace(trace, path.string());
@@ -273,33 +179,42 @@ KinetoImport import_kineto(std::string_view data, const Trace& predicted, const 
   if (predicted.metadata().source() != PREDICTED) {
     throw InputError("a PyTorch profiler trace is read against a prediction: give `ragged simulate --trace`'s first");
   }
-  const Parsed parsed = parse(data, origin);
+  const kineto::KinetoEvents parsed = kineto::parse_kineto(data, origin);
   const ProgramOps ops = program_ops(predicted);
   KinetoImport out;
   out.kernels = static_cast<int>(parsed.kernels.size());
-  out.steps = static_cast<int>(parsed.steps.size());
+  const std::vector<Annotation> steps = training_steps(parsed, out.notes);
+  if (steps.empty()) {
+    throw InputError(fmt::format("{}: no \"ProfilerStep#N\" launched a GPU kernel: profile steps of training on the "
+                                 "GPU (activities including ProfilerActivity.CUDA, the schedule's active steps)",
+                                 origin));
+  }
+  out.steps = static_cast<int>(steps.size());
   Trace& trace = out.trace;
   *trace.mutable_metadata() = predicted.metadata();
   trace.mutable_metadata()->set_source(MEASURED);
   trace.mutable_metadata()->set_device(parsed.device.empty() ? "PyTorch profiler trace" : parsed.device);
   trace.mutable_metadata()->set_steps(out.steps);
   trace.mutable_metadata()->clear_executor_notes();
-  const double origin_us = parsed.steps.front().cpu.start;
+  // The one fact about its run a profiler trace states: a different GPU count makes another run.
+  if (parsed.world_size > 0) trace.mutable_metadata()->set_world_size(static_cast<int32_t>(parsed.world_size));
+  const double origin_us = steps.front().cpu.start;
   std::vector<double> step_s, compute_s, comm_s;
-  for (size_t s = 0; s < parsed.steps.size(); ++s) {
-    const Interval window = parsed.steps[s].cpu;
+  for (size_t s = 0; s < steps.size(); ++s) {
+    const Interval window = steps[s].cpu;
     const int step = static_cast<int>(s) + 1;
     std::vector<Interval> compute, comm;
     std::map<OpKind, size_t> next;  // per kind: the next Program collective to match
     std::vector<const Kernel*> compute_kernels;  // the step's kernels that are not NCCL's
     for (const Kernel& k : parsed.kernels) {
       if (k.launch < window.start || k.launch >= window.end) continue;
-      const std::optional<OpKind> kind = nccl_kind(k.name);
+      const std::optional<OpKind> kind = kineto::collective_kind(k, parsed.c10d);
       (kind ? comm : compute).push_back(k.gpu);
       if (!kind) {
         compute_kernels.push_back(&k);
         continue;
       }
+      ++out.nccl_kernels[*kind];
       const auto it = ops.collectives.find(*kind);
       size_t& n = next[*kind];
       if (it == ops.collectives.end() || n >= it->second.size()) {
@@ -362,11 +277,21 @@ KinetoImport import_kineto(std::string_view data, const Trace& predicted, const 
     summary.set_peak_reserved_bytes(std::max(summary.peak_reserved_bytes(), bytes.second));
   }
   summary.set_peak_state_and_buffers_bytes(summary.peak_allocated_bytes());
-  out.notes.push_back(fmt::format("read from a PyTorch profiler trace ({}): {} steps, {} kernels; {} NCCL kernels "
-                                  "matched to the Program's collectives in order ({} not), {} FSDP unit spans matched "
-                                  "to its compute ops ({} not)",
-                                  origin, out.steps, out.kernels, out.collectives_matched, out.collectives_unmatched,
-                                  out.compute_matched, out.compute_unmatched));
+  std::vector<std::string> kinds;
+  for (const auto& [kind, count] : out.nccl_kernels) {
+    kinds.push_back(fmt::format("{} {}", count, kind == OP_KIND_UNSPECIFIED ? "other" : op_kind_name(kind)));
+  }
+  out.notes.insert(out.notes.begin(),
+                   fmt::format("read from a PyTorch profiler trace ({}): {} steps, {} kernels; NCCL kernels by the "
+                               "collective called: {}; {} matched to the Program's collectives in order ({} not), {} "
+                               "FSDP unit spans matched to its compute ops ({} not)",
+                               origin, out.steps, out.kernels, kinds.empty() ? "none" : fmt::format("{}", fmt::join(kinds, ", ")),
+                               out.collectives_matched, out.collectives_unmatched, out.compute_matched,
+                               out.compute_unmatched));
+  if (parsed.world_size > 0) {
+    out.notes.push_back(fmt::format("the profiled run had {} rank{} (distributedInfo.world_size)", parsed.world_size,
+                                    parsed.world_size == 1 ? "" : "s"));
+  }
   out.notes.push_back("the run is taken to be the prediction's scenario (a profiler trace does not state its model); "
                       "its memory is the allocator's total allocated (activations included), not the persistent state "
                       "and parameter and gradient buffers alone; a backward span includes the recomputed forward");

@@ -6,23 +6,31 @@
 //
 // What is read from the Chrome-trace JSON torch.profiler exports
 // (`prof.export_chrome_trace`, `tensorboard_trace_handler`):
-//  - steps: the "ProfilerStep#N" user annotations (their CPU spans);
+//  - steps: the "ProfilerStep#N" user annotations (their CPU spans) that
+//    launched a GPU kernel;
 //  - GPU kernels (cat "kernel") and the CUDA runtime launch each came from
 //    (args.correlation), so a kernel belongs to the step and the FSDP
 //    annotation its launch lay in;
-//  - collectives: NCCL kernels (ncclDevKernel_* / ncclKernel_*), of a kind
-//    by their name (AllGather, ReduceScatter, AllReduce), matched in their
-//    order within a step to the Program's collectives of that kind in op order;
+//  - collectives: NCCL kernels (ncclDevKernel_* / ncclKernel_*), of the
+//    kind of the collective called (all-gather, reduce-scatter, all-reduce,
+//    all-to-all): the kernel's "Collective name", else the c10d annotation
+//    ("nccl:all_reduce", ...) its launch lies in, else the kernel's name
+//    (NCCL runs an all-to-all as SendRecv kernels, and so do some builds
+//    every collective), matched in their order within a step to the
+//    Program's collectives of that kind in op order;
 //  - compute: FSDP2's annotations "FSDP::pre_forward (fqn)" ...
 //    "FSDP::post_forward (fqn)" and "FSDP::pre_backward (fqn)" ...
 //    "FSDP::post_backward (fqn)" bound a unit's forward and backward; the
 //    kernels launched between them are that unit's compute op (matched to
 //    the Program's unit whose name is the fqn or ends it: "layers.3" for
 //    "model.layers.3"), its span from the first kernel's start to the last's end;
-//  - memory: the "[memory]" events' "Total Allocated" and "Total Reserved".
+//  - memory: the "[memory]" events' "Total Allocated" and "Total Reserved";
+//  - the run's GPU count: distributedInfo.world_size, so that a trace of
+//    another world size is refused as another run (trace_comparability).
 // What cannot be matched is counted and said, never guessed.
 
 #include <filesystem>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,6 +50,7 @@ struct KinetoImport {
   int kernels = 0;                    // GPU kernels read
   int collectives_matched = 0;        // NCCL kernels joined to a Program collective
   int collectives_unmatched = 0;
+  std::map<OpKind, int> nccl_kernels;  // by the collective called; OP_KIND_UNSPECIFIED: broadcast, send/recv, ...
   int compute_matched = 0;            // FSDP-annotated compute spans joined to a Program compute op
   int compute_unmatched = 0;
   std::vector<std::string> notes;     // what was not matched, and why

@@ -19,6 +19,17 @@ void detail::upload(void* device, const std::vector<int32_t>& host, cudaStream_t
   CUDA_CHECK(cudaMemcpyAsync(device, host.data(), host.size() * sizeof(int32_t), cudaMemcpyHostToDevice, stream));
 }
 
+double detail::take_mean_loss(double* device, int& forwards, cudaStream_t stream) {
+  if (forwards == 0) return 0.0;
+  double sum = 0;
+  CUDA_CHECK(cudaMemcpyAsync(&sum, device, sizeof(double), cudaMemcpyDeviceToHost, stream));
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  CUDA_CHECK(cudaMemsetAsync(device, 0, sizeof(double), stream));
+  const double mean = sum / forwards;
+  forwards = 0;
+  return mean;
+}
+
 namespace {
 
 using detail::BlockPlan;
@@ -279,15 +290,7 @@ void GpuWorkload::backward(int unit, const std::vector<const void*>& params, con
 
 double GpuWorkload::take_mean_loss() {
   State& s = *state_;
-  if (s.head_forwards == 0) return 0.0;
-  double sum = 0;
-  double* device = s.buffer<double>(detail::kLossSum);
-  CUDA_CHECK(cudaMemcpyAsync(&sum, device, sizeof(double), cudaMemcpyDeviceToHost, s.stream()));
-  CUDA_CHECK(cudaStreamSynchronize(s.stream()));
-  CUDA_CHECK(cudaMemsetAsync(device, 0, sizeof(double), s.stream()));
-  const double mean = sum / s.head_forwards;
-  s.head_forwards = 0;
-  return mean;
+  return detail::take_mean_loss(s.buffer<double>(detail::kLossSum), s.head_forwards, s.stream());
 }
 
 double GpuWorkload::gemm_flops() const { return state_->gemms.flops(); }

@@ -46,6 +46,10 @@ void with_types(const GpuWorkloadConfig& config, F&& f) {
 // Enqueues the copy of `host` to `device` on `stream` (`host` must outlive it).
 void upload(void* device, const std::vector<int32_t>& host, cudaStream_t stream);
 
+// The mean of the `forwards` head forwards' mean losses summed at `device`
+// (0 when none), read after synchronising `stream`; the sum and the count restart.
+double take_mean_loss(double* device, int& forwards, cudaStream_t stream);
+
 // Row-major GEMMs of projections y = x W^T, W [out x in]: activations in
 // the parameter dtype, weight gradients in the gradient dtype, fp32
 // accumulation; fp32 runs pedantic (no TF32) to compare with the host.

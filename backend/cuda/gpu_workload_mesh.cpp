@@ -341,15 +341,7 @@ void GpuMeshWorkload::exchange_end(const TpStep& step, cudaStream_t stream) {
 
 double GpuMeshWorkload::take_mean_loss() {
   State& s = *state_;
-  if (s.head_forwards == 0) return 0.0;
-  double sum = 0;
-  double* device = s.at<double>(detail::kMeshLossSum);
-  CUDA_CHECK(cudaMemcpyAsync(&sum, device, sizeof(double), cudaMemcpyDeviceToHost, s.stream()));
-  CUDA_CHECK(cudaStreamSynchronize(s.stream()));
-  CUDA_CHECK(cudaMemsetAsync(device, 0, sizeof(double), s.stream()));
-  const double mean = sum / s.head_forwards;
-  s.head_forwards = 0;
-  return mean;
+  return detail::take_mean_loss(s.at<double>(detail::kMeshLossSum), s.head_forwards, s.stream());
 }
 
 }  // namespace ragged::backend::gpu

@@ -12,7 +12,6 @@
 namespace ragged::backend::gpu {
 namespace {
 
-using kernel_detail::block_reduce;
 using kernel_detail::kMaxBlocks;
 
 constexpr int kRowThreads = 512;
@@ -23,12 +22,9 @@ __global__ void __launch_bounds__(kRowThreads)
     vocabulary_stats_kernel(double* stats, const float* logits, const int32_t* labels, int64_t rows, int64_t vocab) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const float* row = logits + r * vocab;
-    float max = -INFINITY;
-    for (int64_t v = threadIdx.x; v < vocab; v += blockDim.x) max = fmaxf(max, row[v]);
-    max = block_reduce(max, -INFINITY, [](float a, float b) { return fmaxf(a, b); });
+    float max = 0;
     double sum = 0;
-    for (int64_t v = threadIdx.x; v < vocab; v += blockDim.x) sum += exp(static_cast<double>(row[v]) - max);
-    sum = block_reduce(sum, 0.0, [](double a, double b) { return a + b; });
+    kernel_detail::row_max_and_sum(row, vocab, max, sum);
     if (threadIdx.x == 0) {
       stats[r * 3] = max;
       stats[r * 3 + 1] = sum;

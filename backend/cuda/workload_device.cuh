@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 namespace ragged::backend::gpu::kernel_detail {
@@ -64,6 +65,17 @@ __device__ V block_reduce(V value, V identity, Op op) {
   const V result = partial[0];
   __syncthreads();
   return result;
+}
+
+// A row of fp32 logits, reduced by the whole block: its maximum and the sum
+// of exp(logit - maximum) in double, as the host's loss computes them.
+__device__ inline void row_max_and_sum(const float* row, int64_t vocab, float& max, double& sum) {
+  max = -INFINITY;
+  for (int64_t v = threadIdx.x; v < vocab; v += blockDim.x) max = fmaxf(max, row[v]);
+  max = block_reduce(max, -INFINITY, [](float a, float b) { return fmaxf(a, b); });
+  sum = 0;
+  for (int64_t v = threadIdx.x; v < vocab; v += blockDim.x) sum += exp(static_cast<double>(row[v]) - max);
+  sum = block_reduce(sum, 0.0, [](double a, double b) { return a + b; });
 }
 
 }  // namespace ragged::backend::gpu::kernel_detail

@@ -276,12 +276,9 @@ __global__ void __launch_bounds__(kRowThreads)
                                  int64_t vocab) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     float* row = logits + r * vocab;
-    float max = -INFINITY;
-    for (int64_t v = threadIdx.x; v < vocab; v += blockDim.x) max = fmaxf(max, row[v]);
-    max = block_reduce(max, -INFINITY, [](float a, float b) { return fmaxf(a, b); });
+    float max = 0;
     double sum = 0;
-    for (int64_t v = threadIdx.x; v < vocab; v += blockDim.x) sum += exp(static_cast<double>(row[v]) - max);
-    sum = block_reduce(sum, 0.0, [](double a, double b) { return a + b; });
+    kernel_detail::row_max_and_sum(row, vocab, max, sum);
     if (threadIdx.x == 0) row_losses[r] = static_cast<double>(max) + log(sum) - row[labels[r]];
     __syncthreads();
     const double inv_sum = 1.0 / sum;

@@ -153,16 +153,7 @@ class GpuMeshWorkloadTest : public gpu_test::GpuWorkloadTest {
           }
       }
     }
-    gpu_test::Result result;
-    result.loss = work.take_mean_loss();
-    for (int u = 0; u < units; ++u) {
-      result.grads.emplace_back();
-      for (size_t i = 0; i < grads[static_cast<size_t>(u)].size(); ++i) {
-        const size_t count = store.params[static_cast<size_t>(u)][i].size();
-        result.grads.back().push_back(download(grads[static_cast<size_t>(u)][i], count, config.grads));
-      }
-    }
-    return result;
+    return result_of(store, work.take_mean_loss(), grads, config.grads);
   }
 };
 

@@ -91,13 +91,18 @@ class GpuWorkloadTest : public ::testing::Test {
       work.recompute(u, params[static_cast<size_t>(u)], workspace, bytes);
       work.backward(u, params[static_cast<size_t>(u)], grads[static_cast<size_t>(u)], workspace, bytes);
     }
+    return result_of(store, work.take_mean_loss(), grads, config.grads);
+  }
+
+  // The loss and every unit's gradients, read back as floats.
+  Result result_of(const ModelStore& store, double loss, const std::vector<std::vector<void*>>& grads,
+                   ElementType type) {
     Result result;
-    result.loss = work.take_mean_loss();
-    for (int u = 0; u < units; ++u) {
+    result.loss = loss;
+    for (size_t u = 0; u < grads.size(); ++u) {
       result.grads.emplace_back();
-      for (size_t i = 0; i < grads[static_cast<size_t>(u)].size(); ++i) {
-        const size_t count = store.params[static_cast<size_t>(u)][i].size();
-        result.grads.back().push_back(download(grads[static_cast<size_t>(u)][i], count, config.grads));
+      for (size_t i = 0; i < grads[u].size(); ++i) {
+        result.grads.back().push_back(download(grads[u][i], store.params[u][i].size(), type));
       }
     }
     return result;

@@ -53,10 +53,10 @@ struct SimulateOptions {
 };
 
 // "gpus=64,256,1024" -> {64, 256, 1024}.
-std::vector<int64_t> parse_sweep(const std::string& text) {
+std::vector<int64_t> parse_sweep(const std::string& text, std::ostream& notes) {
   const std::string key = "gpus=";
   if (text.rfind(key, 0) != 0) throw InputError(fmt::format("--sweep '{}': write gpus=N1,N2,... (e.g. gpus=64,256,1024)", text));
-  return parse_count_list(text.substr(key.size()), "--sweep", "GPU count");
+  return parse_count_list(text.substr(key.size()), "--sweep", "GPU count", 1, INT64_MAX, &notes);
 }
 
 // --sweep-global-batch: the gradient accumulation steps that keep `tokens`
@@ -121,7 +121,7 @@ void run(const SimulateOptions& options, Context& context) {
     throw InputError("--sweep-global-batch keeps the global batch of a --sweep: add --sweep gpus=N1,N2,...");
   }
   if (sweeping) {
-    for (int64_t gpus : parse_sweep(options.sweep)) {
+    for (int64_t gpus : parse_sweep(options.sweep, context.err)) {
       ScenarioOptions at = options.scenario;
       at.gpus = gpus;
       if (!options.sweep_global_batch.empty()) keep_global_batch(at, options.sweep_global_batch);

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -70,6 +71,23 @@ TEST_F(CliTune, ListValuesAreCheckedAndFoldedNotWrapped) {
   const auto huge = run_cli(tune_args({"--global-batch-tokens", "1e30"}));
   EXPECT_EQ(huge.code, 2);
   EXPECT_NE(huge.err.find("--global-batch-tokens 1e+30: too large"), std::string::npos) << huge.err;
+}
+
+// The note names a few repeated values, not all: 3,000 values each given
+// twice made a 17,000-character line. simulate --sweep folds its list with
+// the same note (it folded silently).
+TEST_F(CliTune, ARepeatedListIsOneShortNote) {
+  std::string prefetch;
+  for (int depth = 0; depth <= 16; ++depth) prefetch += fmt::format("{}{},{}", depth == 0 ? "" : ",", depth, depth);
+  const auto tuned = run_cli(tune_args({"--prefetch", prefetch, "--micro-batches", "1", "--top", "1"}));
+  ASSERT_EQ(tuned.code, 0) << tuned.err;
+  EXPECT_NE(tuned.err.find("ragged: note: --prefetch lists 17 values (0, 1, 2, 3, 4, 5, 6, 7, ...) more than "
+                           "once; each is tried once\n"),
+            std::string::npos)
+      << tuned.err;
+  const auto swept = run_cli({"simulate", "tiny-llama-4xcpu", "--sweep", "gpus=4,4,8,4"});
+  ASSERT_EQ(swept.code, 0) << swept.err;
+  EXPECT_EQ(swept.err, "ragged: note: --sweep lists 4 more than once; each is tried once\n");
 }
 
 // The winner's file simulates to the figures the search ranked it by.

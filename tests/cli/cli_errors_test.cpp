@@ -196,6 +196,37 @@ TEST(CliOutput, AReportThatCannotBeWrittenFailsAndTheTraceIsStillWritten) {
   fs::remove(trace);
 }
 
+// A reader that went away (`ragged simulate ... | head -0`) is a failed
+// write, said in one line (exit 6), not a silent death by SIGPIPE; the
+// trace is still written.
+TEST(CliOutput, AReaderThatWentAwayIsSaidAndTheTraceIsStillWritten) {
+  const std::string tag = std::to_string(::getpid());
+  const fs::path trace = fs::temp_directory_path() / ("ragged_closed_pipe_" + tag + ".pb");
+  const fs::path err = fs::temp_directory_path() / ("ragged_closed_pipe_" + tag + ".err");
+  const std::string binary = std::string(RAGGED_BINARY_DIR) + "/ragged";
+  int ends[2];
+  ASSERT_EQ(::pipe(ends), 0);
+  ::close(ends[0]);  // nobody reads
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::dup2(ends[1], STDOUT_FILENO);
+    std::freopen(err.c_str(), "w", stderr);
+    std::signal(SIGPIPE, SIG_DFL);  // as a shell starts it
+    ::execl(binary.c_str(), binary.c_str(), "simulate", "tiny-llama-4xcpu", "--trace", trace.c_str(),
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(ends[1]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == kExitOutputFailed) << status;
+  EXPECT_EQ(read_file(err), "ragged: error: cannot write the report to standard output: Broken pipe\n");
+  EXPECT_TRUE(fs::exists(trace));
+  fs::remove(trace);
+  fs::remove(err);
+}
+
 // A command stopped by SIGHUP (its terminal closed) says so in one line,
 // then ends by the signal as the shell expects.
 TEST(CliOutput, AHangupSaysSoBeforeTheCommandEnds) {

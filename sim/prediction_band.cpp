@@ -31,8 +31,8 @@ PredictionBand regime_band(const scenarios::Scenario& scenario, const traces::Su
                            const ResidualTable& table) {
   PredictionBand band;
   const Regime regime = regime_of(scenario, predicted);
-  band.throughput = error_band(table.rows, regime, BandMetric::kThroughput);
-  band.memory = error_band(table.rows, regime, BandMetric::kPeakMemory);
+  band.throughput = error_band(table.rows, regime, BandMetric::kThroughput, table.throughput_level);
+  band.memory = error_band(table.rows, regime, BandMetric::kPeakMemory, table.memory_level);
   band.tokens_low = band.tokens_high = predicted.tokens_per_s_per_gpu();
   band.memory_low = band.memory_high = predicted.peak_reserved_bytes();
   cover(predicted.tokens_per_s_per_gpu(), band.throughput, band.tokens_low, band.tokens_high);
@@ -58,8 +58,13 @@ PredictionBand prediction_band(const planner::ResolvedScenario& resolved, const 
 
 std::string band_sentence(const ErrorBand& band) {
   if (band.rows == 0) return "no validation row to compare";
-  return fmt::format("{} of {} comparable validation rows ({:.0f}%) were within {}..{} of their prediction", band.held,
-                     band.rows, 100.0 * band.held / band.rows, percent(band.low), percent(band.high));
+  std::string sentence =
+      fmt::format("{} of {} comparable validation rows ({:.0f}%) were within {}..{} of their prediction", band.held,
+                  band.rows, 100.0 * band.held / band.rows, percent(band.low), percent(band.high));
+  if (band.share > kBandShare + 1e-9) {
+    sentence += fmt::format(" (the width that held {:.0f}% of another stack's rows)", 100 * kBandShare);
+  }
+  return sentence;
 }
 
 std::string regime_sentence(const Regime& regime, const ErrorBand& band) {

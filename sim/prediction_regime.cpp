@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <optional>
 
 #include "common/errors.hpp"
@@ -86,8 +87,23 @@ Regime regime_of(const scenarios::Scenario& scenario, const traces::Summary& pre
           communication_class(share), sequence_class(t.sequence_length()), scenarios::strategy_name(t.strategy())};
 }
 
-ErrorBand error_band(const std::vector<ResidualRow>& rows, const Regime& regime, BandMetric metric, double share,
-                     int min_rows) {
+namespace {
+
+// A row as the band reads it: its regime worked out once.
+struct Sample {
+  Regime regime;
+  std::optional<double> error;
+  const std::string* id;
+};
+
+std::vector<Sample> samples_of(const std::vector<ResidualRow>& rows, BandMetric metric) {
+  std::vector<Sample> samples;
+  samples.reserve(rows.size());
+  for (const ResidualRow& row : rows) samples.push_back({regime_of(row), error_of(row, metric), &row.id});
+  return samples;
+}
+
+ErrorBand band_over(const std::vector<const Sample*>& samples, const Regime& regime, double share, int min_rows) {
   ErrorBand band;
   band.share = share;
   std::vector<RegimeFactor> factors;
@@ -98,11 +114,10 @@ ErrorBand error_band(const std::vector<ResidualRow>& rows, const Regime& regime,
   for (;;) {
     std::vector<double> errors;
     std::vector<std::string> ids;
-    for (const ResidualRow& row : rows) {
-      const std::optional<double> error = error_of(row, metric);
-      if (!error || !matches(regime_of(row), regime, factors)) continue;
-      errors.push_back(*error);
-      ids.push_back(row.id);
+    for (const Sample* sample : samples) {
+      if (!sample->error || !matches(sample->regime, regime, factors)) continue;
+      errors.push_back(*sample->error);
+      ids.push_back(*sample->id);
     }
     if (static_cast<int>(errors.size()) >= min_rows || factors.empty()) {
       band.matched = factors;
@@ -115,26 +130,58 @@ ErrorBand error_band(const std::vector<ResidualRow>& rows, const Regime& regime,
   }
 }
 
+}  // namespace
+
+ErrorBand error_band(const std::vector<ResidualRow>& rows, const Regime& regime, BandMetric metric, double share,
+                     int min_rows) {
+  const std::vector<Sample> samples = samples_of(rows, metric);
+  std::vector<const Sample*> all;
+  for (const Sample& sample : samples) all.push_back(&sample);
+  return band_over(all, regime, share, min_rows);
+}
+
 std::pair<double, double> published_range(double predicted, const ErrorBand& band) {
   return {predicted / (1 + band.high), predicted / (1 + band.low)};
 }
 
 HeldOutCoverage held_out_coverage(const std::vector<ResidualRow>& rows, BandMetric metric, double share,
                                   int min_rows) {
-  HeldOutCoverage coverage;
-  for (const ResidualRow& row : rows) {
-    const std::optional<double> error = error_of(row, metric);
-    if (!error) continue;
-    std::vector<ResidualRow> others;
-    for (const ResidualRow& other : rows) {
-      if (other.stack != row.stack) others.push_back(other);
+  const std::vector<Sample> samples = samples_of(rows, metric);
+  // Each stack's rows against the rows of every other stack.
+  std::map<std::string, std::vector<const Sample*>> others;
+  for (const ResidualRow& row : rows) others.try_emplace(row.stack);
+  for (auto& [stack, rest] : others) {
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (rows[i].stack != stack) rest.push_back(&samples[i]);
     }
-    const ErrorBand band = error_band(others, regime_of(row), metric, share, min_rows);
+  }
+  HeldOutCoverage coverage;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const std::optional<double>& error = samples[i].error;
+    if (!error) continue;
+    const ErrorBand band = band_over(others.at(rows[i].stack), samples[i].regime, share, min_rows);
     if (band.rows == 0) continue;
     ++coverage.rows;
     if (*error >= band.low && *error <= band.high) ++coverage.inside;
   }
   return coverage;
+}
+
+std::optional<double> held_out_level(const std::vector<ResidualRow>& rows, BandMetric metric, double target,
+                                     int min_rows) {
+  const auto reaches = [&](double level) {
+    const HeldOutCoverage c = held_out_coverage(rows, metric, level, min_rows);
+    return c.rows == 0 || c.share() >= target;
+  };
+  if (reaches(target)) return target;
+  if (!reaches(1.0)) return std::nullopt;
+  // Coverage grows with the level; 12 halvings find it within 0.0001.
+  double low = target, high = 1.0;
+  for (int i = 0; i < 12; ++i) {
+    const double mid = (low + high) / 2;
+    (reaches(mid) ? high : low) = mid;
+  }
+  return high;
 }
 
 }  // namespace ragged::sim

@@ -11,6 +11,7 @@
 // docs/SIMULATOR.md section 13.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -75,5 +76,16 @@ struct HeldOutCoverage {
 };
 HeldOutCoverage held_out_coverage(const std::vector<ResidualRow>& rows, BandMetric metric, double share = kBandShare,
                                   int min_rows = kMinRegimeRows);
+
+// The share of its regime's rows a band must hold so that, built from the
+// other stacks' rows alone, it holds `target` of each stack's rows: the
+// smallest level in [target, 1] whose held-out coverage reaches `target`;
+// none when even all of a regime's rows do not (too few stacks: the band
+// cannot be calibrated across stacks). A band of `target` over rows that one
+// stack dominates is too narrow for a run of another stack, as the
+// validation set shows (docs/SIMULATOR.md section 13); this is the width
+// that held across stacks, found from the table itself.
+std::optional<double> held_out_level(const std::vector<ResidualRow>& rows, BandMetric metric,
+                                     double target = kBandShare, int min_rows = kMinRegimeRows);
 
 }  // namespace ragged::sim

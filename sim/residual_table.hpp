@@ -41,6 +41,11 @@ struct ResidualTable {
   std::string origin;                 // the file as errors name it
   std::vector<std::string> comments;  // the header comments, '#' removed
   std::vector<ResidualRow> rows;
+  // The share of a regime's rows each band holds (sim::held_out_level: what
+  // held 80% of another stack's rows; the built-in table sets them when it
+  // loads and a level exists, a parsed one keeps the stated 80%).
+  double throughput_level = 0.8;
+  double memory_level = 0.8;
 };
 
 // `origin` names the text in errors ("validation/residuals.tsv").

@@ -8,7 +8,7 @@
 
 #include "common/input_limits.hpp"
 #include "common/units.hpp"
-#include "common/utf8.hpp"
+#include "scenarios/text_format.hpp"
 
 namespace ragged::scenarios {
 namespace {
@@ -224,18 +224,9 @@ class RangeWalker {
         return;
       }
       case Cpp::CPPTYPE_STRING: {
-        // Protobuf's parsers let invalid UTF-8 in; its serializer then refuses it.
+        // Protobuf's parsers let any byte in: reports print the text, its serializer refuses invalid UTF-8.
         const std::string v = index < 0 ? r->GetString(message, field) : r->GetRepeatedString(message, field, index);
-        if (const auto at = invalid_utf8_at(v)) {
-          issues_.push_back({path, fmt::format("{} is not valid UTF-8 (byte {} of {}): write the text as UTF-8",
-                                               field->name(), *at + 1, v.size())});
-        } else if (const auto steering = steering_character_at(v)) {
-          // Every report prints the names: an ESC would colour or clear the reader's terminal.
-          size_t character = *steering;
-          issues_.push_back({path, fmt::format("{} holds the control character {} (byte {} of {}): remove it; "
-                                               "text fields hold printable text, tabs and line breaks",
-                                               field->name(), printable_character(v, character), *steering + 1, v.size())});
-        }
+        if (auto problem = text_field_problem(field->name(), v)) issues_.push_back({path, std::move(*problem)});
         return;
       }
       default: return;  // bools

@@ -3,12 +3,14 @@
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "common/errors.hpp"
+#include "common/utf8.hpp"
 
 namespace ragged::scenarios {
 namespace {
@@ -56,7 +58,53 @@ std::string explain_text_error(const std::string& message) {
                      type->name(), fmt::join(fields, ", "));
 }
 
+// The first string field of `message` (depth first) with a text problem, and its path.
+std::optional<std::pair<std::string, std::string>> first_text_problem(const pb::Message& message,
+                                                                      const std::string& prefix) {
+  const pb::Reflection* r = message.GetReflection();
+  std::vector<const pb::FieldDescriptor*> fields;
+  r->ListFields(message, &fields);
+  for (const pb::FieldDescriptor* field : fields) {
+    const std::string path = prefix.empty() ? field->name() : prefix + "." + field->name();
+    const int count = field->is_repeated() ? r->FieldSize(message, field) : 1;
+    for (int i = 0; i < count; ++i) {
+      const std::string at = field->is_repeated() ? fmt::format("{}[{}]", path, i) : path;
+      if (field->cpp_type() == pb::FieldDescriptor::CPPTYPE_MESSAGE) {
+        const pb::Message& inner = field->is_repeated() ? r->GetRepeatedMessage(message, field, i) : r->GetMessage(message, field);
+        if (auto problem = first_text_problem(inner, at)) return problem;
+      } else if (field->cpp_type() == pb::FieldDescriptor::CPPTYPE_STRING) {
+        const std::string value = field->is_repeated() ? r->GetRepeatedString(message, field, i) : r->GetString(message, field);
+        if (auto problem = text_field_problem(field->name(), value)) return std::make_pair(at, *problem);
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
+
+std::optional<std::string> text_field_problem(std::string_view field_name, std::string_view value) {
+  if (const auto at = invalid_utf8_at(value)) {
+    return fmt::format("{} is not valid UTF-8 (byte {} of {}): write the text as UTF-8", field_name, *at + 1, value.size());
+  }
+  if (const auto steering = steering_character_at(value)) {
+    // Every report prints the names: an ESC would colour or clear the reader's terminal.
+    size_t character = *steering;
+    return fmt::format("{} holds the control character {} (byte {} of {}): remove it; text fields hold printable "
+                       "text, tabs and line breaks",
+                       field_name, printable_character(value, character), *steering + 1, value.size());
+  }
+  return std::nullopt;
+}
+
+void check_text_fields(const google::protobuf::Message& message, const std::string& origin,
+                       const FieldLocations& locations) {
+  const auto problem = first_text_problem(message, "");
+  if (!problem) return;
+  const std::optional<FieldLocation> at = locations.find(problem->first);
+  throw InputError(fmt::format("{}: {}: {}", at ? fmt::format("{}:{}:{}", origin, at->line, at->column) : origin,
+                               problem->first, problem->second));
+}
 
 void parse_text_message(std::string_view text, const std::string& origin, const FieldLocations& locations,
                         google::protobuf::Message* message) {

@@ -217,6 +217,7 @@ ValidationSet parse_validation_set(std::string_view text, const std::string& ori
   set.locations = scenarios::locate_textproto_fields(text);
   Manifest message;
   scenarios::parse_text_message(text, origin, set.locations, &message);
+  scenarios::check_text_fields(message, origin, set.locations);  // reports print its notes and reasons
   set.runs.assign(message.runs().begin(), message.runs().end());
   if (set.runs.empty()) throw InputError(fmt::format("{}: no runs: add runs {{ id: ... }} entries", origin));
   std::map<std::string, size_t> ids;

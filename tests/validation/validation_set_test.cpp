@@ -44,6 +44,23 @@ TEST_F(ValidationSetTest, UnknownFieldNamesLineColumnAndTheFieldsOfRun) {
   EXPECT_CONTAINS(e, "shipped_scenario");
 }
 
+// Reports print a run's notes and reasons: a byte that is not UTF-8 ended
+// `ragged validate --json` in nlohmann's type_error (internal error), an ESC
+// reached the terminal.
+TEST_F(ValidationSetTest, TextThatIsNotUtf8OrSteersTheTerminalIsRefusedAtItsField) {
+  const std::string manifest = manifest_path();
+  EXPECT_CONTAINS(error(run_entry("a", "scenario: \"scenarios/s.textproto\"", "published { tokens_per_s_per_gpu: 1 }",
+                                  "  excluded: \"\\377 not modelled\"\n")),
+                  manifest + ":7:3: runs[0].excluded: excluded is not valid UTF-8 (byte 1 of 14)");
+  EXPECT_CONTAINS(error(run_entry("a") + run_entry("b", "scenario: \"scenarios/s.textproto\"",
+                                                   "published { tokens_per_s_per_gpu: 1 }",
+                                                   "  notes: \"red \\x1b[31m\"\n")),
+                  manifest + ":14:3: runs[1].notes: notes holds the control character \\x1b (byte 5 of 9)");
+  EXPECT_EQ(error(run_entry("a", "scenario: \"scenarios/s.textproto\"", "published { tokens_per_s_per_gpu: 1 }",
+                            "  notes: \"two\\nlines\"\n")),
+            "");
+}
+
 TEST_F(ValidationSetTest, SyntaxErrorNamesLine) {
   std::string e = error("runs {\n  id: \"a\"\n");
   EXPECT_CONTAINS(e, manifest_path() + ":3:");

@@ -47,6 +47,18 @@ void small_labels(QAbstractAxis* axis) {
   axis->setLabelsFont(font);
 }
 
+// A category name on lines of at most `width` characters (a longer word
+// keeps its own line), broken at spaces: a chart a third of a 1,100-pixel
+// window wide cuts a one-line "layers (mean of 32)" short.
+QString wrapped(const QString& name, qsizetype width) {
+  QStringList lines;
+  for (const QString& word : name.split(QLatin1Char(' '), Qt::SkipEmptyParts)) {
+    if (!lines.isEmpty() && lines.back().size() + 1 + word.size() <= width) lines.back() += QLatin1Char(' ') + word;
+    else lines << word;
+  }
+  return lines.join(QStringLiteral("<br>"));
+}
+
 // `metric` in the chart's unit (bytes over `unit_bytes` for memory).
 double metric_value(const traces::Summary& s, StrategyMetric metric, double unit_bytes) {
   switch (metric) {
@@ -189,7 +201,7 @@ QChart* unit_breakdown_chart(const std::vector<traces::UnitTimes>& rows) {
   }
   chart->addSeries(series);
   auto* x = new QBarCategoryAxis();
-  x->append(categories);
+  for (const QString& name : categories) x->append(wrapped(name, 10));
   small_labels(x);
   auto* y = new QValueAxis();
   round_ticks(y, top);

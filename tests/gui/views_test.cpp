@@ -11,6 +11,7 @@
 #include <QChartView>
 #include <QValueAxis>
 #include <QComboBox>
+#include <QGraphicsTextItem>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QWheelEvent>
@@ -21,6 +22,7 @@
 #include <memory>
 
 #include "gui/chart_builders.hpp"
+#include "gui/explore_tab.hpp"
 #include "gui/layout_view.hpp"
 #include "gui/main_window.hpp"
 #include "gui/models/memory_breakdown_model.hpp"
@@ -292,6 +294,36 @@ class ViewsTest : public QObject {
     }
     std::unique_ptr<QChart> chart(memory_breakdown_chart({{"activations", 1LL << 30}}, 80LL << 30, 81LL << 30));
     for (const QString& line : chart->title().split(QStringLiteral("<br>"))) QVERIFY2(line.size() <= 36, qPrintable(line));
+  }
+
+  // Issue 51: at 1,100 x 700 the per-unit chart cut "layers (mean of 32)" to "layers (...": a category's
+  // name now wraps, and the labels of the strategy and per-unit charts show whole. The memory breakdown
+  // (the last view) still cuts its part names ("allocator ove..."): two lines do not fit its rows' height
+  // either, so it is not checked here until its names are shortened.
+  void explores_chart_labels_are_not_cut_at_1100_by_700() {
+    MainWindow window;
+    window.resize(1100, 700);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    ExploreTab* explore = window.explore();
+    QVERIFY(explore->open_scenario(QStringLiteral("llama3-8b-8xh100")));
+    QTRY_VERIFY_WITH_TIMEOUT(!explore->results_model()->rows().empty() &&
+                                 explore->results_model()->finished_rows() == static_cast<int>(explore->results_model()->rows().size()),
+                             60000);
+    QTest::qWait(100);
+    int labels = 0;
+    const QList<QWidget*> views = explore->exportable_views();
+    for (QWidget* widget : views.mid(0, views.size() - 1)) {
+      auto* view = qobject_cast<QChartView*>(widget);
+      for (QGraphicsItem* item : view->scene()->items()) {
+        auto* label = dynamic_cast<QGraphicsTextItem*>(item);
+        if (label == nullptr || !label->isVisible() || label->toPlainText().isEmpty()) continue;
+        ++labels;
+        QVERIFY2(!label->toPlainText().endsWith(QStringLiteral("...")),
+                 qPrintable(view->chart()->title() + QStringLiteral(": ") + label->toPlainText().replace(QChar(0x2028), QLatin1Char('/')).replace(QLatin1Char('\n'), QLatin1Char('/')) + QStringLiteral(" in a plot %1 wide").arg(view->chart()->plotArea().width())));
+      }
+    }
+    QVERIFY(labels > 30);  // the axes' labels were read
   }
 
   // Issue 51: the shown trace exports for ui.perfetto.dev from the GUI (File > Export trace for Perfetto).

@@ -8,6 +8,7 @@
 
 #include <iostream>
 
+#include "backend/communicator.hpp"
 #include "cli/cli.hpp"
 
 namespace {
@@ -30,6 +31,10 @@ int finish_standard_output(int code) {
   return code == ragged::cli::kExitOk ? ragged::cli::kExitOutputFailed : code;
 }
 
+// Under mpirun the launcher ends every other rank with SIGTERM once one
+// fails or is interrupted: rank 0 says so, once, not each of N ranks.
+bool g_say_stopped = true;
+
 // A command ended by SIGHUP (its terminal went away), SIGTERM or SIGINT
 // says so in one line before it ends as the signal asks (what it was writing
 // is removed by common/file_io.cpp's own handler, which chains to this one).
@@ -38,8 +43,10 @@ void say_stopped(int signal) {
   const char* line = signal == SIGHUP    ? "ragged: stopped by SIGHUP (the terminal went away); no output written\n"
                      : signal == SIGTERM ? "ragged: stopped by SIGTERM; no output written\n"
                                          : "ragged: interrupted; no output written\n";
-  const ssize_t ignored = ::write(STDERR_FILENO, line, std::strlen(line));
-  (void)ignored;
+  if (g_say_stopped) {
+    const ssize_t ignored = ::write(STDERR_FILENO, line, std::strlen(line));
+    (void)ignored;
+  }
   std::signal(signal, SIG_DFL);
   std::raise(signal);
 }
@@ -47,6 +54,7 @@ void say_stopped(int signal) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  g_say_stopped = ragged::backend::launcher_rank() <= 0;
   std::signal(SIGPIPE, SIG_IGN);
   for (int signal : {SIGHUP, SIGTERM, SIGINT}) std::signal(signal, say_stopped);
   try {

@@ -227,8 +227,14 @@ void add_run_command(CLI::App& app, Context& context) {
       throw;
     } catch (const std::exception& e) {
       // An error on some ranks only would leave the others in a collective:
-      // report it and end the whole job.
+      // report it and end the whole job. Bad input is mostly found by every
+      // rank alike (a check of the plan): rank 0 says it and ends the job;
+      // another rank still here after the grace period was alone in finding
+      // it and says it itself (each rank said it, interleaved, before).
       if (comm->size() > 1) {
+        if (comm->rank() != 0 && dynamic_cast<const InputError*>(&e) != nullptr) {
+          std::this_thread::sleep_for(kFirstRankSpeaksFirst);
+        }
         context.err << "ragged: error on rank " << comm->rank() << ": " << one_line(e.what()) << '\n';
         comm->abort(dynamic_cast<const InputError*>(&e) ? kExitBadInput : kExitInternal);
       }

@@ -11,17 +11,6 @@ int64_t gemm_rows(const models::GemmShape& g, const MicroBatch& batch) {
   return std::max<int64_t>(1, std::llround(static_cast<double>(batch.tokens()) * g.token_fraction));
 }
 
-// Whether an op tagged `op` belongs to the compute of `part` (kWhole: all;
-// kAttention: both sides of the attention).
-bool in_part(models::UnitPart op, models::UnitPart part) {
-  switch (part) {
-    case models::UnitPart::kWhole: return true;
-    case models::UnitPart::kAttention:
-      return op == models::UnitPart::kAttentionInput || op == models::UnitPart::kAttentionCore;
-    default: return op == part;
-  }
-}
-
 // The attention core runs in the attention's core part.
 bool has_attention(const models::UnitSpec& unit, models::UnitPart part) {
   return unit.compute.attention && in_part(models::UnitPart::kAttentionCore, part);
@@ -147,6 +136,15 @@ ComputeWork backward_work(const models::UnitSpec& unit, const MicroBatch& batch,
 }
 
 }  // namespace
+
+bool in_part(models::UnitPart op, models::UnitPart part) {
+  switch (part) {
+    case models::UnitPart::kWhole: return true;
+    case models::UnitPart::kAttention:
+      return op == models::UnitPart::kAttentionInput || op == models::UnitPart::kAttentionCore;
+    default: return op == part;
+  }
+}
 
 double total_flops(const ComputeWork& work) {
   double flops = work.attention.flops + work.other_flops;

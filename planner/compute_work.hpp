@@ -23,6 +23,10 @@ struct MicroBatch {
   int64_t tokens() const { return sequences * seq_len / cp; }
 };
 
+// Whether an op tagged `op` belongs to the compute of `part` (kWhole: all;
+// kAttention: both sides of the attention).
+bool in_part(models::UnitPart op, models::UnitPart part);
+
 // The unit's forward: its GEMMs (a chunked loss adds the logits GEMM's
 // gradient GEMMs), FlashAttention's FLOPs or the math backend's GEMMs and
 // element-wise passes, the element-wise traffic.

@@ -26,6 +26,8 @@ Mesh mesh_of(const scenarios::Training& training) {
   if (m.expert_dispatcher() == scenarios::DEEPEP) mesh.expert_dispatcher = ExpertDispatcher::kDeepEp;
   if (m.expert_routing() == scenarios::CONSECUTIVE) mesh.expert_routing = ExpertRouting::kConsecutive;
   mesh.batch_first = m.sequence_layout() == scenarios::BATCH_FIRST;
+  mesh.per_projection_inputs = m.column_input() == scenarios::PER_PROJECTION;
+  mesh.merged_input_gathers = training.compiled();
   return mesh;
 }
 

@@ -37,6 +37,11 @@ struct Mesh {
   // of its whole buffer on the compute stream.
   bool batch_first = false;
   bool vocabulary_parallel = true;  // the embedding and the head split by the vocabulary over tp
+  // Each column-parallel projection redistributes its own input
+  // (scenario.proto, PER_PROJECTION); under torch.compile its forward
+  // gathers are merged into one (`merged_input_gathers`).
+  bool per_projection_inputs = false;
+  bool merged_input_gathers = false;
 
   int64_t gpus() const { return pp * dp_replicate * dp_shard * cp * tp; }
   // The ranks of one pipeline stage.

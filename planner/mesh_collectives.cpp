@@ -15,6 +15,9 @@ namespace {
 struct Regions {
   int gathers = 0;
   int reductions = 0;
+  // Reductions of the gathered inputs' gradients in the backward: one per
+  // region, or one per column-parallel projection (PER_PROJECTION).
+  int input_gradients = 0;
 };
 
 bool has_router(const models::UnitSpec& unit) {
@@ -22,7 +25,23 @@ bool has_router(const models::UnitSpec& unit) {
                      [](const models::TensorSpec& t) { return t.role == models::TensorRole::kRouter; });
 }
 
-Regions tensor_parallel_regions(const models::UnitSpec& unit, const models::ModelSpec& model, models::UnitPart part) {
+// The column-parallel projections of a block part (their weights cut by
+// rows, reading the hidden width): q, k and v (one when fused), gate and up.
+int column_projections(const models::UnitSpec& unit, const models::ModelSpec& model, models::UnitPart part) {
+  int count = 0;
+  for (const models::GemmShape& g : unit.compute.gemms) {
+    if (!in_part(g.part, part) || g.routed_experts || g.k != model.arch.hidden) continue;
+    // A block's tensors carry its layer prefix ("layers.3."), its GEMMs not.
+    const std::string suffix = "." + g.name + ".weight";
+    const auto weight = std::find_if(unit.tensors.begin(), unit.tensors.end(), [&](const models::TensorSpec& t) {
+      return t.name.size() >= suffix.size() && t.name.compare(t.name.size() - suffix.size(), suffix.size(), suffix) == 0;
+    });
+    if (weight != unit.tensors.end() && weight->tp_cut == models::TensorCut::kRows) ++count;
+  }
+  return std::max(count, 1);
+}
+
+Regions base_regions(const models::UnitSpec& unit, const models::ModelSpec& model, models::UnitPart part) {
   const bool experts_apart = has_router(unit) && model.split.ep > 1;
   switch (part) {
     case models::UnitPart::kAttention: return {1, 1};
@@ -44,6 +63,22 @@ Regions tensor_parallel_regions(const models::UnitSpec& unit, const models::Mode
   return {2, experts_apart ? 1 : 2};
 }
 
+Regions tensor_parallel_regions(const models::UnitSpec& unit, const models::ModelSpec& model, const Mesh& mesh,
+                                models::UnitPart part) {
+  Regions r = base_regions(unit, model, part);
+  r.input_gradients = r.gathers;
+  // Per projection: a dense block's attention or MLP part (a mixture of
+  // experts' MLP, a parallel or whole block keep one region's collectives).
+  const bool dense_part = (part == models::UnitPart::kAttention || part == models::UnitPart::kAttentionInput ||
+                           part == models::UnitPart::kMlp) && !has_router(unit);
+  if (mesh.per_projection_inputs && dense_part && r.gathers > 0) {
+    const int projections = column_projections(unit, model, part);
+    r.input_gradients = projections;
+    if (!mesh.merged_input_gathers) r.gathers = projections;
+  }
+  return r;
+}
+
 void add(std::vector<MeshCollective>& out, OpKind kind, Group group, int64_t bytes, bool after, std::string what,
          int times = 1) {
   for (int i = 0; i < times; ++i) out.push_back({kind, group, bytes, after, what});
@@ -56,14 +91,16 @@ void add_tensor_parallel(const models::UnitSpec& unit, const models::ModelSpec& 
   // input and output are the replicated hidden states, nothing to reduce.
   const bool vocabulary = unit.kind == models::UnitKind::kEmbedding || unit.kind == models::UnitKind::kHead;
   if (vocabulary && !model.split.vocabulary_parallel) return;
-  const Regions r = tensor_parallel_regions(unit, model, part);
+  const Regions r = tensor_parallel_regions(unit, model, mesh, part);
   const int64_t bytes = tokens * model.arch.hidden * element_bytes;
   if (mesh.sequence_parallel) {
     // Forward: gather before, reduce-scatter after; backward: the conjugates.
     add(out, OpKind::kAllGather, Group::kTensor, bytes, false, "tp all-gather", backward ? r.reductions : r.gathers);
-    add(out, OpKind::kReduceScatter, Group::kTensor, bytes, true, "tp reduce-scatter", backward ? r.gathers : r.reductions);
+    add(out, OpKind::kReduceScatter, Group::kTensor, bytes, true, "tp reduce-scatter",
+        backward ? r.input_gradients : r.reductions);
   } else {
-    add(out, OpKind::kAllReduce, Group::kTensor, bytes, true, "tp all-reduce", backward ? r.gathers : r.reductions);
+    add(out, OpKind::kAllReduce, Group::kTensor, bytes, true, "tp all-reduce",
+        backward ? r.input_gradients : r.reductions);
   }
   if (unit.kind == models::UnitKind::kHead && !backward) {
     add(out, OpKind::kAllReduce, Group::kTensor, tokens * 3 * 4, true, "tp loss all-reduce");
@@ -110,7 +147,7 @@ std::vector<MeshCollective> mesh_collectives(const models::UnitSpec& unit, const
   const int64_t tokens = batch.tokens();
   if (pass == Pass::kSelectiveRecompute) {
     if (mesh.tp == 1 || !mesh.sequence_parallel || !models::is_block_part(unit.kind)) return out;
-    const Regions r = tensor_parallel_regions(unit, model, part);
+    const Regions r = tensor_parallel_regions(unit, model, mesh, part);
     add(out, OpKind::kAllGather, Group::kTensor, tokens * model.arch.hidden * element_bytes, false,
         "tp all-gather (recompute)", r.gathers);
     return out;

@@ -81,6 +81,33 @@ TEST(MeshProgram, TensorParallelSequenceParallelBytesPerBlock) {
   EXPECT_EQ(mesh_ops_of(p, 0).at({Group::kTensor, OpKind::kReduceScatter, "fwd"}), std::make_pair(1, expected));
 }
 
+// KempnerForge's tp plan: ColwiseParallel(input_layouts=Shard(1)) on each
+// of q, k, v, gate and up, no PrepareModuleInput: each projection gathers
+// its own input in the forward (eager; torch.compile's CSE merges the
+// identical gathers into one a region) and reduce-scatters its own input's
+// gradient in the backward (three for the attention, two for the MLP).
+TEST(MeshProgram, PerProjectionInputsReduceEachProjectionsInputGradient) {
+  const int64_t expected = 2 * 512 * 256 * 2;
+  for (const bool compiled : {false, true}) {
+    ProgramSetup s(std::string(kSequence) + "mesh { tp: 2 column_input: PER_PROJECTION } compiled: " +
+                   (compiled ? "true" : "false"));
+    const auto ops = mesh_ops_of(s.build(), 1);
+    const int forward_gathers = compiled ? 2 : 3 + 2;
+    std::printf("per-projection inputs, %s: forward %d all-gathers, backward %d reduce-scatters of %lld bytes\n",
+                compiled ? "compiled" : "eager", ops.at({Group::kTensor, OpKind::kAllGather, "fwd"}).first,
+                ops.at({Group::kTensor, OpKind::kReduceScatter, "bwd"}).first, static_cast<long long>(expected));
+    EXPECT_EQ(ops.at({Group::kTensor, OpKind::kAllGather, "fwd"}), std::make_pair(forward_gathers, expected));
+    EXPECT_EQ(ops.at({Group::kTensor, OpKind::kReduceScatter, "fwd"}), std::make_pair(2, expected));
+    EXPECT_EQ(ops.at({Group::kTensor, OpKind::kAllGather, "bwd"}), std::make_pair(2, expected));
+    EXPECT_EQ(ops.at({Group::kTensor, OpKind::kReduceScatter, "bwd"}), std::make_pair(3 + 2, expected));
+  }
+  // Without sequence parallelism the input gradients are all-reduced, one a projection.
+  ProgramSetup plain(std::string(kSequence) + "mesh { tp: 2 sequence_parallel: false column_input: PER_PROJECTION }");
+  const auto ops = mesh_ops_of(plain.build(), 1);
+  EXPECT_EQ(ops.at({Group::kTensor, OpKind::kAllReduce, "fwd"}), std::make_pair(2, expected));
+  EXPECT_EQ(ops.at({Group::kTensor, OpKind::kAllReduce, "bwd"}), std::make_pair(3 + 2, expected));
+}
+
 TEST(MeshProgram, TensorParallelWithoutSequenceParallelAllReduces) {
   ProgramSetup s(std::string(kSequence) + "mesh { tp: 2 sequence_parallel: false }");
   const auto ops = mesh_ops_of(s.build(), 1);

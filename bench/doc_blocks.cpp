@@ -127,7 +127,7 @@ std::string normalise_volatile(std::string_view line) {
   return text;
 }
 
-std::vector<std::string> output_lines(std::string_view text) {
+std::vector<std::string> split_lines(std::string_view text) {
   std::vector<std::string> lines;
   std::size_t start = 0;
   while (start < text.size()) {
@@ -136,6 +136,11 @@ std::vector<std::string> output_lines(std::string_view text) {
     lines.emplace_back(text.substr(start, end - start));
     start = end + 1;
   }
+  return lines;
+}
+
+std::vector<std::string> output_lines(std::string_view text) {
+  std::vector<std::string> lines = split_lines(text);
   while (!lines.empty() && is_blank(lines.back())) lines.pop_back();
   return lines;
 }

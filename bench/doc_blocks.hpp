@@ -44,7 +44,10 @@ std::vector<DocBlock> parse_doc_blocks(const std::vector<std::string>& lines, st
 // `line` with its volatile figures replaced by placeholders.
 std::string normalise_volatile(std::string_view line);
 
-// Lines as printed: split at '\n', trailing blank lines removed.
+// `text` split at '\n' (a final '\n' ends the last line, it opens no new one).
+std::vector<std::string> split_lines(std::string_view text);
+
+// Lines as printed: split_lines with trailing blank lines removed.
 std::vector<std::string> output_lines(std::string_view text);
 
 struct OutputDifference {

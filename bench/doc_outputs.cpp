@@ -122,18 +122,6 @@ CommandRun run_command(const std::string& command, std::string_view where) {
   return run;
 }
 
-std::vector<std::string> split_lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::size_t start = 0;
-  while (start < text.size()) {
-    auto end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    lines.push_back(text.substr(start, end - start));
-    start = end + 1;
-  }
-  return lines;
-}
-
 std::string join_lines(const std::vector<std::string>& lines, bool final_newline) {
   std::string text;
   for (std::size_t i = 0; i < lines.size(); ++i) {

@@ -20,14 +20,15 @@ void check_launch(const planner::ResolvedScenario& resolved, const Communicator&
   const scenarios::Scenario& s = resolved.scenario();
   const scenarios::Mesh& mesh = s.training().mesh();
   const bool mesh_inside = mesh.tp() > 1 || mesh.cp() > 1 || mesh.ep() > 1;
-  // The host runs tp with cp or with ep, without pipeline stages; the GPU tp alone.
+  // The host runs tp with cp or with ep, without pipeline stages; the GPU
+  // tp and cp, no ep.
   const bool host_mesh = host && mesh_inside && mesh.pp() <= 1 && (mesh.ep() <= 1 || mesh.cp() <= 1);
-  const bool gpu_mesh = !host && mesh.tp() > 1 && mesh.cp() <= 1 && mesh.ep() <= 1 && mesh.pp() <= 1;
+  const bool gpu_mesh = !host && mesh_inside && mesh.ep() <= 1 && mesh.pp() <= 1;
   if (mesh_inside && !host && !gpu_mesh) {
-    throw InputError(fmt::format("training.mesh: {} has tp {}, cp {}, ep {}, pp {}; the GPU executor runs tensor "
-                                 "parallelism alone so far (context and expert parallelism, and pipeline stages with "
-                                 "them, run on --device cpu; ragged simulate models every mesh); set cp and ep to 1, "
-                                 "or run on --device cpu",
+    throw InputError(fmt::format("training.mesh: {} has tp {}, cp {}, ep {}, pp {}; the GPU executor runs tensor and "
+                                 "context parallelism so far (expert parallelism, and pipeline stages with a mesh, "
+                                 "run on --device cpu; ragged simulate models every mesh); set ep and pp to 1, or run "
+                                 "on --device cpu",
                                  s.name(), mesh.tp(), mesh.cp(), mesh.ep(), mesh.pp()));
   }
   if (mesh_inside && host && !host_mesh) {

@@ -50,9 +50,11 @@ add_library(ragged_backend_cuda STATIC
   ${_ragged_cuda_dir}/gpu_workload_moe_kernels.cu
   ${_ragged_cuda_dir}/workload_kernels.cu
   ${_ragged_cuda_dir}/workload_reductions.cu
+  ${_ragged_cuda_dir}/attention_kernels.cu
   # One tensor-parallel rank's compute (gpu_workload_mesh.hpp)
   ${_ragged_cuda_dir}/gpu_mesh_plan.cpp
   ${_ragged_cuda_dir}/gpu_workload_mesh.cpp
+  ${_ragged_cuda_dir}/gpu_workload_context.cpp
   ${_ragged_cuda_dir}/mesh_kernels.cu
   # The Program on the GPU (cuda_executor.hpp, cuda_run.hpp)
   ${_ragged_cuda_dir}/device_layout.cpp

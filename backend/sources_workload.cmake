@@ -9,6 +9,7 @@ list(APPEND RAGGED_BACKEND_SRCS
   ${CMAKE_CURRENT_LIST_DIR}/workload_layout.cpp
   ${CMAKE_CURRENT_LIST_DIR}/workload_mla.cpp
   ${CMAKE_CURRENT_LIST_DIR}/workload_moe.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/context_chunks.cpp
   ${CMAKE_CURRENT_LIST_DIR}/workload_cp.cpp
   ${CMAKE_CURRENT_LIST_DIR}/workload_ep.cpp
   ${CMAKE_CURRENT_LIST_DIR}/workload_tp.cpp

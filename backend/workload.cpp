@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/context_chunks.hpp"
 #include "backend/mesh_step.hpp"
 #include "backend/workload_internal.hpp"
 #include "backend/workload_state.hpp"
@@ -100,11 +101,7 @@ HostWorkload::HostWorkload(const models::ModelSpec& model, int64_t sequences, in
   }
   RAGGED_ASSERT(tp.size >= 1 && tp.rank >= 0 && tp.rank < tp.size, "host workload: a rank of its tensor-parallel group");
   RAGGED_ASSERT(cp.size >= 1 && cp.rank >= 0 && cp.rank < cp.size, "host workload: a rank of its context-parallel group");
-  if (cp.size > 1 && seq_len % (2 * cp.size) != 0) {
-    throw InputError(fmt::format("training.mesh.cp {}: sequences of {} tokens do not cut into 2 x cp equal chunks; use "
-                                 "a sequence_length that 2 x cp divides",
-                                 cp.size, seq_len));
-  }
+  if (cp.size > 1) check_context_split(cp.size, seq_len);
   const int64_t local_len = seq_len / cp.size;  // a cp rank's tokens of each sequence
   if (tp.size > 1 || cp.size > 1) {
     check_tensor_parallel_supported(model, tp.size, sequences * local_len, model.split.sequence_parallel);

@@ -31,7 +31,7 @@ StreamKind stream_kind(planner::Stream stream) {
     case planner::Stream::kPipelineSend:
     case planner::Stream::kPipelineRecv: break;  // ep and pp: refused on the GPU (check_launch)
   }
-  RAGGED_ASSERT(false, "the CUDA executor runs FSDP's and tp's streams only");
+  RAGGED_ASSERT(false, "the CUDA executor runs FSDP's, tp's and cp's streams only");
   return StreamKind::compute;
 }
 
@@ -261,8 +261,6 @@ void CudaStepDevice::backward_part(int unit, int, models::UnitPart part, const D
 }
 
 void CudaStepDevice::tensor_parallel(const Op& op) {
-  RAGGED_ASSERT(op.group == planner::Group::kTensor, "the GPU runs no context-parallel exchange (check_launch): " +
-                                                         op.name);
   const bool head = shards_[static_cast<size_t>(op.unit)].spec().kind == models::UnitKind::kHead;
   const TpStep step = tensor_parallel_step(op, op.unit, head);  // the GPU's units are the model's (no stages)
   const cudaStream_t s = stream(op.stream);
@@ -303,7 +301,8 @@ WalkConfig walk_config(const CudaExecutorConfig& config) {
   walk.data = config.data;
   walk.world_rank = config.data_rank;
   walk.world_size = config.data_ranks;
-  return walk;  // tied embeddings: refused on the GPU (check_gpu_supported); cp: refused (check_launch)
+  walk.token_shares = config.token_shares;
+  return walk;  // tied embeddings: refused on the GPU (check_gpu_supported)
 }
 
 }  // namespace

@@ -10,9 +10,11 @@
 // parameter dtype), all-gathers and reduce-scatters in place through NCCL
 // (DBuffer zero copy for ragged), FSDP2's copy-out and copy-in as one launch
 // of rank-major pieces each, compute through the GPU workload, the update
-// as AdamW or block-wise 8-bit Adam. Under tensor parallelism the compute
-// runs through the mesh workload (gpu_workload_mesh.hpp): a block as its
-// parts, the tp group's exchanges through NCCL on the tensor-parallel stream.
+// as AdamW or block-wise 8-bit Adam. Under tensor or context parallelism
+// the compute runs through the mesh workload (gpu_workload_mesh.hpp): a
+// block as its parts, the tp group's exchanges through NCCL on the
+// tensor-parallel stream, the cp group's keys and values on the
+// context-parallel one.
 
 #include <cstddef>
 #include <cstdint>
@@ -48,6 +50,8 @@ struct CudaExecutorConfig {
   // (a tp group's ranks read the same ones: RankGroups::reading_rank).
   int data_rank = 0;
   int data_ranks = 1;
+  // Ranks reading the same sequences, each its chunks of them (the cp group).
+  int token_shares = 1;
 };
 
 // The GPU's compute: the plain workload, or under a mesh the mesh workload.
@@ -108,7 +112,7 @@ class CudaStepDevice final : public StepDevice {
   void forward_part(int unit, int micro_batch, models::UnitPart part, const DeviceParams& params) override;
   void backward_part(int unit, int micro_batch, models::UnitPart part, const DeviceParams& params,
                      const DeviceGrads& grads) override;
-  // The tp group's exchange the op names, in place through NCCL on its stream.
+  // The tp or cp group's exchange the op names, in place through NCCL on its stream.
   void tensor_parallel(const planner::Op& op) override;
   void pipeline_send(const planner::Op& op) override;
   void pipeline_recv(const planner::Op& op) override;

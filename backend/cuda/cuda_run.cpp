@@ -8,6 +8,7 @@
 #include <string>
 
 #include "backend/collective_watcher.hpp"
+#include "backend/context_chunks.hpp"
 #include "backend/cuda/cuda_check.hpp"
 #include "backend/cuda/cuda_device.hpp"
 #include "backend/cuda/cuda_executor.hpp"
@@ -89,19 +90,21 @@ void check_gpu_runnable(const planner::ResolvedScenario& resolved, const RunOpti
     throw InputError("training.precision.master: the GPU backend keeps fp32 master weights; set master: FP32");
   }
   const planner::Mesh mesh = planner::mesh_of(t);
-  if (mesh.tp > 1) {
-    if (!mesh.vocabulary_parallel) {
-      throw InputError(fmt::format("training.mesh.vocabulary_parallel: false: the GPU splits the embedding and the head "
-                                   "by the vocabulary over tp {}; leave it true, or run on --device cpu",
-                                   mesh.tp));
-    }
+  if (mesh.tp > 1 && !mesh.vocabulary_parallel) {
+    throw InputError(fmt::format("training.mesh.vocabulary_parallel: false: the GPU splits the embedding and the head "
+                                 "by the vocabulary over tp {}; leave it true, or run on --device cpu",
+                                 mesh.tp));
+  }
+  if (mesh.tp > 1 || mesh.cp > 1) {
     if (planner::checkpointing_mode(t.activation_checkpointing()) != models::Checkpointing::kNone) {
-      throw InputError(fmt::format("training.activation_checkpointing: {}: under tp {} the GPU keeps every activation "
-                                   "of a block's parts and recomputes none; set it to NONE, or run on --device cpu",
-                                   scenarios::Checkpointing_Name(t.activation_checkpointing()), mesh.tp));
+      throw InputError(fmt::format("training.activation_checkpointing: {}: under tp {} and cp {} the GPU keeps every "
+                                   "activation of a block's parts and recomputes none; set it to NONE, or run on "
+                                   "--device cpu",
+                                   scenarios::Checkpointing_Name(t.activation_checkpointing()), mesh.tp, mesh.cp));
     }
-    check_gpu_tensor_parallel(resolved.model, static_cast<int>(mesh.tp),
-                              t.micro_batch_size() * t.sequence_length(), mesh.sequence_parallel);
+    if (mesh.cp > 1) check_context_split(static_cast<int>(mesh.cp), t.sequence_length());
+    check_tensor_parallel_supported(resolved.model, static_cast<int>(mesh.tp),
+                                    t.micro_batch_size() * t.sequence_length() / mesh.cp, mesh.sequence_parallel);
   }
   if (t.checkpoint_every() > 1) {
     throw InputError(fmt::format("training.checkpoint_every: {}: the GPU workload checkpoints every block or none; "
@@ -156,12 +159,16 @@ RunResult run_on_gpu(const planner::ResolvedScenario& resolved, const RunOptions
                                    "not run; use RAGGED or FSDP2", plan.strategy));
     }
   }
-  const int tp = std::max(1, training.mesh().tp());  // cp and ep: refused (check_launch)
-  const RankGroups groups = split_rank_groups(comm, training.shard_group_size(), tp);
+  const int tp = std::max(1, training.mesh().tp());  // ep: refused (check_launch)
+  const int cp = std::max(1, training.mesh().cp());
+  const bool in_mesh = tp > 1 || cp > 1;
+  const RankGroups groups = split_rank_groups(comm, training.shard_group_size(), tp, cp);
   const int shard_rank = groups.shard->rank();
   const int tp_rank = groups.tensor != nullptr ? groups.tensor->rank() : 0;
+  const int cp_rank = groups.context != nullptr ? groups.context->rank() : 0;
   config.data_rank = groups.reading_rank();
   config.data_ranks = groups.reading_ranks();
+  config.token_shares = cp;  // a cp group's ranks read the same sequences, each its chunks
   const planner::Program program = planner::build_program(planner::program_inputs(resolved, plan), shard_rank);
   const planner::ArenaPlan arena = planner::plan_arena(program, 256, planner::bytes_beside_unit_state);
   std::vector<UnitShard> shards =
@@ -169,8 +176,8 @@ RunResult run_on_gpu(const planner::ResolvedScenario& resolved, const RunOptions
   const GpuWorkloadConfig workload_config{training.micro_batch_size(), training.sequence_length(), config.params,
                                           config.grads,
                                           planner::checkpointing_mode(training.activation_checkpointing())};
-  config.private_bytes = tp > 1 ? gpu_mesh_private_bytes(resolved.model, workload_config, tp)
-                                : gpu_private_bytes(resolved.model, workload_config);
+  config.private_bytes = in_mesh ? gpu_mesh_private_bytes(resolved.model, workload_config, tp, cp)
+                                 : gpu_private_bytes(resolved.model, workload_config);
   config.persistent_bytes = device_units_bytes(shards, training.optimizer());
   const int64_t arena_bytes = config.persistent_bytes + arena.bytes + config.private_bytes + kArenaSlackBytes;
 
@@ -183,7 +190,7 @@ RunResult run_on_gpu(const planner::ResolvedScenario& resolved, const RunOptions
     std::fflush(stderr);
     comm.abort(kExitLostRank);
   };
-  DeviceCollectives collectives(training.shard_group_size(), options.collective_timeout_s, on_lost, tp);
+  DeviceCollectives collectives(training.shard_group_size(), options.collective_timeout_s, on_lost, tp, cp);
   if (collectives.rank() != comm.rank() || collectives.size() != comm.size() || collectives.shard_rank() != shard_rank) {
     throw InternalError(fmt::format("NCCL sees rank {} of {}, the launch rank {} of {}", collectives.rank(),
                                     collectives.size(), comm.rank(), comm.size()));
@@ -200,8 +207,9 @@ RunResult run_on_gpu(const planner::ResolvedScenario& resolved, const RunOptions
   std::byte* step_memory = device.arena().allocate_array<std::byte>(arena.bytes);
   std::unique_ptr<GpuWorkload> plain;
   std::unique_ptr<GpuMeshWorkload> mesh;
-  if (tp > 1) {
+  if (in_mesh) {
     mesh = std::make_unique<GpuMeshWorkload>(resolved.model, workload_config, TensorParallelRank{tp_rank, tp},
+                                             ContextParallelRank{cp_rank, cp},
                                              device.cublas(), compute, device.arena());
   } else {
     plain = std::make_unique<GpuWorkload>(resolved.model, workload_config, device.cublas(), compute, device.arena());
@@ -245,11 +253,12 @@ RunResult run_on_gpu(const planner::ResolvedScenario& resolved, const RunOptions
     }
     result.trace = measured_trace(resolved, program, ran.measured, comm,
                                   fmt::format("{} (cuda), {}", device.info().name, describe(groups, "nccl")));
-    if (tp > 1) {
+    if (in_mesh) {
       result.trace.mutable_metadata()->add_executor_notes(fmt::format(
-          "under tp {} the GPU keeps every unit's activations in the mesh workload's own memory ({}, held beside the "
-          "arena), as the host workload does; the Program's activation buffers are allocated but not written",
-          tp, format_bytes(static_cast<double>(config.private_bytes))));
+          "under tp {} and cp {} the GPU keeps every unit's activations in the mesh workload's own memory ({}, held "
+          "beside the arena), as the host workload does; the Program's activation buffers are allocated but not "
+          "written",
+          tp, cp, format_bytes(static_cast<double>(config.private_bytes))));
     }
     const int64_t per_step_grads = program.bytes_of(planner::BufferKind::kGradShards);
     if (per_step_grads > 0) {

@@ -5,13 +5,25 @@
 
 #include <algorithm>
 
+#include "backend/context_chunks.hpp"
 #include "backend/cuda/gpu_workload_layout.hpp"
 #include "common/errors.hpp"
 
 namespace ragged::backend::gpu::detail {
 
-MeshPlan mesh_plan(const models::ModelSpec& model, const GpuWorkloadConfig& config, int tp) {
+GpuWorkloadConfig context_local(const GpuWorkloadConfig& config, int cp) {
+  check_context_split(cp, config.seq_len);
+  GpuWorkloadConfig local = config;
+  local.seq_len = config.seq_len / cp;
+  return local;
+}
+
+MeshPlan mesh_plan(const models::ModelSpec& model, const GpuWorkloadConfig& sequences, int tp, int cp) {
   MeshPlan p;
+  p.cp = cp;
+  p.sequences = sequences.sequences;
+  p.seq_len = sequences.seq_len;
+  const GpuWorkloadConfig config = cp > 1 ? context_local(sequences, cp) : sequences;
   p.tokens = config.sequences * config.seq_len;
   if (tp < 1 || p.tokens % tp != 0) {
     throw InputError(fmt::format("training.mesh.tp {}: a micro-batch of {} tokens does not split into equal rows; use "
@@ -31,7 +43,12 @@ MeshPlan mesh_plan(const models::ModelSpec& model, const GpuWorkloadConfig& conf
     const BlockPlan block = block_plan(model, config, u);
     cache_bytes[static_cast<size_t>(u)] = block.saved_bytes();
     scratch = std::max(scratch, block.scratch_bytes);
+    p.kv_width = std::max(p.kv_width, block.kv_width);
   }
+  const ExpertBuffers experts = expert_buffers(model, config);
+  // Context parallelism's keys and values (a value is as wide as a key on the GPU).
+  const int64_t group_tokens = cp > 1 ? cp * p.tokens : 0;
+  const int64_t every_key = group_tokens * p.kv_width * p.element;
   const std::array<int64_t, kMeshBuffers> sizes = {head.saved_bytes(),
                                                    tp * p.tokens * 3 * 8,
                                                    p.tokens * 8,
@@ -45,7 +62,16 @@ MeshPlan mesh_plan(const models::ModelSpec& model, const GpuWorkloadConfig& conf
                                                    4 * p.tokens,
                                                    4 * p.tokens,
                                                    4 * p.tokens,
-                                                   4 * (p.vocab + 1)};
+                                                   4 * (p.vocab + 1),
+                                                   2 * every_key,
+                                                   every_key,
+                                                   every_key,
+                                                   every_key,
+                                                   every_key,
+                                                   cp > 1 ? 4 * p.tokens : 0,
+                                                   4 * group_tokens,
+                                                   experts.tables,
+                                                   experts.output};
   const auto carve = [&p](int64_t bytes) {
     const int64_t at = p.bytes;
     p.bytes = round_up(p.bytes + bytes, 256);

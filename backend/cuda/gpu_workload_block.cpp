@@ -18,11 +18,6 @@ S* at(const Regions& cache, BlockRegion region) {
   return reinterpret_cast<S*>(cache[static_cast<size_t>(region)]);
 }
 
-AttentionShape attention_shape(const BlockPlan& plan) {
-  const ragged::backend::detail::AttentionLayout& att = plan.layout.attention;
-  return AttentionShape{plan.tokens, plan.seq_len, att.heads, att.kv_heads, att.qk_dim};
-}
-
 // y = x W^T (+ b).
 template <typename S>
 void project(Gemms& gemms, const LinearSlot& slot, const Params& params, const S* x, S* y, int64_t rows) {
@@ -44,20 +39,29 @@ void project_backward(Gemms& gemms, const LinearSlot& slot, const Params& params
 }  // namespace
 
 template <typename S>
-void attention_forward_part(Gemms& gemms, const BlockPlan& plan, const Params& params, const Regions& cache, S* out) {
+void attention_input_forward_part(Gemms& gemms, const BlockPlan& plan, const Params& params, const Regions& cache) {
   const ragged::backend::detail::AttentionLayout& att = plan.layout.attention;
   const int64_t t = plan.tokens;
   const S* n1 = at<S>(cache, kNorm1);
-  S* q = at<S>(cache, kQuery);
-  S* k = at<S>(cache, kKey);
-  S* v = at<S>(cache, kValue);
-  project(gemms, att.q, params, n1, q, t);
-  project(gemms, att.k, params, n1, k, t);
-  project(gemms, att.v, params, n1, v, t);
+  project(gemms, att.q, params, n1, at<S>(cache, kQuery), t);
+  project(gemms, att.k, params, n1, at<S>(cache, kKey), t);
+  project(gemms, att.v, params, n1, at<S>(cache, kValue), t);
+}
+
+template <typename S>
+void attention_core_forward_part(Gemms& gemms, const BlockPlan& plan, const Params& params, const Regions& cache,
+                                 const KeysRead<S>& keys, S* out) {
+  const ragged::backend::detail::AttentionLayout& att = plan.layout.attention;
   S* u = at<S>(cache, kMixed);
-  attention_forward(u, q, k, v, param<S>(params, att.q_norm), param<S>(params, att.k_norm), attention_shape(plan),
-                    gemms.stream());
-  project(gemms, att.o, params, u, out, t);
+  attention_forward(u, at<S>(cache, kQuery), keys.k, keys.v, param<S>(params, att.q_norm), param<S>(params, att.k_norm),
+                    keys.shape, gemms.stream());
+  project(gemms, att.o, params, u, out, plan.tokens);
+}
+
+template <typename S>
+void attention_forward_part(Gemms& gemms, const BlockPlan& plan, const Params& params, const Regions& cache, S* out) {
+  attention_input_forward_part<S>(gemms, plan, params, cache);
+  attention_core_forward_part<S>(gemms, plan, params, cache, own_keys<S>(plan, cache), out);
 }
 
 template <typename S>
@@ -148,14 +152,27 @@ void mlp_backward_part(Gemms& gemms, const BlockPlan& plan, const Params& params
 }
 
 template <typename S, typename G>
-void attention_backward_part(Gemms& gemms, const BlockPlan& plan, const Params& params, const Grads& grads,
-                             const Regions& cache, std::byte* scratch, const S* dy) {
+void attention_core_backward_part(Gemms& gemms, const BlockPlan& plan, const Params& params, const Grads& grads,
+                                  const Regions& cache, std::byte* scratch, const S* dy, const KeysRead<S>& keys,
+                                  S* dk, S* dv) {
+  const ragged::backend::detail::AttentionLayout& att = plan.layout.attention;
+  auto scratch_at = [&](BlockScratch s) { return reinterpret_cast<S*>(scratch + plan.scratch_offset[s]); };
+  // u's gradient becomes q's in place; the softmax's per-row statistics sit
+  // in dn1's place until the projections' backward.
+  S* dq = scratch_at(kDQuery);
+  project_backward<S, G>(gemms, att.o, params, grads, at<S>(cache, kMixed), dy, dq, 0.0f, plan.tokens);
+  attention_backward(dq, dk, dv, reinterpret_cast<double*>(scratch_at(kDNorm1)), at<S>(cache, kMixed),
+                     at<S>(cache, kQuery), keys.k, keys.v, param<S>(params, att.q_norm), param<S>(params, att.k_norm),
+                     keys.shape, gemms.stream());
+}
+
+template <typename S, typename G>
+void attention_input_backward_part(Gemms& gemms, const BlockPlan& plan, const Params& params, const Grads& grads,
+                                   const Regions& cache, std::byte* scratch) {
   const ragged::backend::detail::AttentionLayout& att = plan.layout.attention;
   const int64_t t = plan.tokens;
   const cudaStream_t stream = gemms.stream();
   auto scratch_at = [&](BlockScratch s) { return reinterpret_cast<S*>(scratch + plan.scratch_offset[s]); };
-  // u's gradient becomes q's in place; the softmax's per-row statistics sit
-  // in dn1's place until the projections' backward.
   S* dq = scratch_at(kDQuery);
   S* dk = scratch_at(kDKey);
   S* dv = scratch_at(kDValue);
@@ -164,9 +181,6 @@ void attention_backward_part(Gemms& gemms, const BlockPlan& plan, const Params& 
   const S* k_norm = param<S>(params, att.k_norm);
   const S* q = at<S>(cache, kQuery);
   const S* k = at<S>(cache, kKey);
-  project_backward<S, G>(gemms, att.o, params, grads, at<S>(cache, kMixed), dy, dq, 0.0f, t);
-  attention_backward(dq, dk, dv, reinterpret_cast<double*>(dn1), at<S>(cache, kMixed), q, k, at<S>(cache, kValue),
-                     q_norm, k_norm, attention_shape(plan), stream);
   if (q_norm != nullptr) {
     rms_norm_weight_grad(grad<G>(grads, att.q_norm), dq, q, t * att.heads, att.qk_dim, stream);
     rms_norm_backward<S>(dq, nullptr, dq, q, q_norm, t * att.heads, att.qk_dim, stream);
@@ -179,6 +193,15 @@ void attention_backward_part(Gemms& gemms, const BlockPlan& plan, const Params& 
   project_backward<S, G>(gemms, att.q, params, grads, n1, dq, dn1, 0.0f, t);
   project_backward<S, G>(gemms, att.k, params, grads, n1, dk, dn1, 1.0f, t);
   project_backward<S, G>(gemms, att.v, params, grads, n1, dv, dn1, 1.0f, t);
+}
+
+template <typename S, typename G>
+void attention_backward_part(Gemms& gemms, const BlockPlan& plan, const Params& params, const Grads& grads,
+                             const Regions& cache, std::byte* scratch, const S* dy) {
+  auto scratch_at = [&](BlockScratch s) { return reinterpret_cast<S*>(scratch + plan.scratch_offset[s]); };
+  attention_core_backward_part<S, G>(gemms, plan, params, grads, cache, scratch, dy, own_keys<S>(plan, cache),
+                                     scratch_at(kDKey), scratch_at(kDValue));
+  attention_input_backward_part<S, G>(gemms, plan, params, grads, cache, scratch);
 }
 
 template <typename S, typename G>
@@ -206,6 +229,9 @@ void block_backward(Gemms& gemms, const BlockPlan& plan, const Params& params, c
                               S*);                                                                                 \
   template void block_rebuild_selective<S>(Gemms&, const BlockPlan&, const Params&, const Regions&);               \
   template void attention_forward_part(Gemms&, const BlockPlan&, const Params&, const Regions&, S*);              \
+  template void attention_input_forward_part<S>(Gemms&, const BlockPlan&, const Params&, const Regions&);          \
+  template void attention_core_forward_part(Gemms&, const BlockPlan&, const Params&, const Regions&,              \
+                                            const KeysRead<S>&, S*);                                               \
   template void mlp_forward_part(Gemms&, const BlockPlan&, const Params&, const MoeRouting&, const Regions&, S*);
 RAGGED_BLOCK(float)
 RAGGED_BLOCK(uint16_t)
@@ -216,7 +242,12 @@ RAGGED_BLOCK(uint16_t)
   template void mlp_backward_part<S, G>(Gemms&, const BlockPlan&, const Params&, const Grads&, const MoeRouting&, \
                                         const Regions&, std::byte*, const S*);                                  \
   template void attention_backward_part<S, G>(Gemms&, const BlockPlan&, const Params&, const Grads&,            \
-                                              const Regions&, std::byte*, const S*);
+                                              const Regions&, std::byte*, const S*);                            \
+  template void attention_core_backward_part<S, G>(Gemms&, const BlockPlan&, const Params&, const Grads&,       \
+                                                   const Regions&, std::byte*, const S*, const KeysRead<S>&, S*, \
+                                                   S*);                                                          \
+  template void attention_input_backward_part<S, G>(Gemms&, const BlockPlan&, const Params&, const Grads&,      \
+                                                    const Regions&, std::byte*);
 RAGGED_BLOCK_BACKWARD(float, float)
 RAGGED_BLOCK_BACKWARD(uint16_t, float)
 RAGGED_BLOCK_BACKWARD(uint16_t, uint16_t)

@@ -257,20 +257,28 @@ HeadPlan head_plan(const models::ModelSpec& model, const GpuWorkloadConfig& conf
   return p;
 }
 
+ExpertBuffers expert_buffers(const models::ModelSpec& model, const GpuWorkloadConfig& config) {
+  const int64_t tokens = config.sequences * config.seq_len;
+  ExpertBuffers out;
+  for (int u = 1; u + 1 < static_cast<int>(model.units.size()); ++u) {
+    const BlockPlan block = block_plan(model, config, u);
+    if (!block.layout.moe) continue;
+    out.tables = std::max(out.tables, routing_layout(tokens * block.layout.experts.top_k).bytes);
+    out.output = std::max(out.output, block.expert_rows * block.hidden * block.element);
+  }
+  return out;
+}
+
 PrivatePlan private_plan(const models::ModelSpec& model, const GpuWorkloadConfig& config) {
   check_config(config);
   const int64_t tokens = config.sequences * config.seq_len;
-  int64_t forward_scratch = 0, expert_tables = 0, expert_output = 0;
-  for (int u = 1; u + 1 < static_cast<int>(model.units.size()); ++u) {
+  int64_t forward_scratch = 0;
+  for (int u = 1; u + 1 < static_cast<int>(model.units.size()) && config.checkpointing != Checkpointing::kNone; ++u) {
     const BlockPlan block = block_plan(model, config, u);
-    if (config.checkpointing != Checkpointing::kNone) {
-      forward_scratch = std::max({forward_scratch, block.forward_scratch_bytes(config.checkpointing),
-                                  block.forward_scratch_bytes(Checkpointing::kSelective)});
-    }
-    if (!block.layout.moe) continue;
-    expert_tables = std::max(expert_tables, routing_layout(tokens * block.layout.experts.top_k).bytes);
-    expert_output = std::max(expert_output, block.expert_rows * block.hidden * block.element);
+    forward_scratch = std::max({forward_scratch, block.forward_scratch_bytes(config.checkpointing),
+                                block.forward_scratch_bytes(Checkpointing::kSelective)});
   }
+  const ExpertBuffers experts = expert_buffers(model, config);
   const int64_t stream = tokens * model.arch.hidden * element_bytes(config.params);
   const std::array<int64_t, kPrivateBuffers> sizes = {stream,
                                                       stream,
@@ -278,8 +286,8 @@ PrivatePlan private_plan(const models::ModelSpec& model, const GpuWorkloadConfig
                                                       4 * tokens,
                                                       4 * tokens,
                                                       4 * (model.arch.vocab + 1),
-                                                      expert_tables,
-                                                      expert_output,
+                                                      experts.tables,
+                                                      experts.output,
                                                       8 * tokens,
                                                       8,
                                                       forward_scratch};

@@ -16,6 +16,7 @@
 #include "backend/cuda/gemm.hpp"
 #include "backend/cuda/gpu_workload.hpp"
 #include "backend/cuda/gpu_workload_layout.hpp"
+#include "backend/cuda/workload_kernels.hpp"
 
 namespace ragged::backend::gpu::detail {
 
@@ -101,6 +102,23 @@ template <typename S, typename G>
 void block_backward(Gemms& gemms, const BlockPlan& plan, const Params& params, const Grads& grads,
                     const MoeRouting& routing, const Regions& cache, std::byte* scratch, const S* dx2, S* dx);
 
+// The keys and values an attention core reads, and its shape: the block's
+// own (its tokens' k and v in the cache), or under context parallelism
+// every token's of the rank's sequences, gathered (gpu_workload_context.cpp).
+// k holds the keys before the k norm, which the attention kernels apply.
+template <typename S>
+struct KeysRead {
+  const S* k = nullptr;
+  const S* v = nullptr;
+  AttentionShape shape;
+};
+template <typename S>
+KeysRead<S> own_keys(const BlockPlan& plan, const Regions& cache) {
+  const ragged::backend::detail::AttentionLayout& att = plan.layout.attention;
+  return {reinterpret_cast<const S*>(cache[kKey]), reinterpret_cast<const S*>(cache[kValue]),
+          AttentionShape{plan.tokens, plan.seq_len, att.heads, att.kv_heads, att.qk_dim}};
+}
+
 // A block's halves, which block_forward/block_backward compose and a
 // tensor-parallel rank runs as the Program's parts (gpu_workload_mesh.cpp):
 // the attention from the norm-1 output in the cache (q, k, v, the mixed
@@ -121,6 +139,27 @@ void mlp_backward_part(Gemms& gemms, const BlockPlan& plan, const Params& params
 template <typename S, typename G>
 void attention_backward_part(Gemms& gemms, const BlockPlan& plan, const Params& params, const Grads& grads,
                              const Regions& cache, std::byte* scratch, const S* dy);
+// The attention as context parallelism splits it around its exchange of
+// keys and values (the Program's kAttentionInput and kAttentionCore parts),
+// which attention_forward_part/attention_backward_part compose over the
+// block's own keys: the q, k, v projections of the norm-1 output; the core
+// over `keys` and the o projection into out. Backward: the core's from dy
+// (dq in scratch at kDQuery; the gradients of every key read into dk, dv,
+// keys.shape.key_rows() rows), then, with the rank's own keys' gradients in
+// scratch at kDKey and kDValue, the q/k norms' and the projections' (dn1 in
+// scratch at kDNorm1).
+template <typename S>
+void attention_input_forward_part(Gemms& gemms, const BlockPlan& plan, const Params& params, const Regions& cache);
+template <typename S>
+void attention_core_forward_part(Gemms& gemms, const BlockPlan& plan, const Params& params, const Regions& cache,
+                                 const KeysRead<S>& keys, S* out);
+template <typename S, typename G>
+void attention_core_backward_part(Gemms& gemms, const BlockPlan& plan, const Params& params, const Grads& grads,
+                                  const Regions& cache, std::byte* scratch, const S* dy, const KeysRead<S>& keys,
+                                  S* dk, S* dv);
+template <typename S, typename G>
+void attention_input_backward_part(Gemms& gemms, const BlockPlan& plan, const Params& params, const Grads& grads,
+                                   const Regions& cache, std::byte* scratch);
 
 // The experts of a block (gpu_workload_moe.cpp), from the norm-2 output in
 // the cache: its regions and, when `out` is not null, out = the experts'

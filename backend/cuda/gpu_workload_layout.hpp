@@ -147,6 +147,14 @@ struct PrivatePlan {
 };
 PrivatePlan private_plan(const models::ModelSpec& model, const GpuWorkloadConfig& config);
 
+// What the running MoE block's routing needs (MoeRouting): the routing
+// tables of its routed copies and one expert's output rows, the most any
+// block of `model` needs (0 for a dense model).
+struct ExpertBuffers {
+  int64_t tables = 0, output = 0;
+};
+ExpertBuffers expert_buffers(const models::ModelSpec& model, const GpuWorkloadConfig& config);
+
 // The routing tables of one block's micro-batch in the private kExpertRows
 // buffer, byte offsets for `copies` = tokens x top_k routed copies: per copy
 // (expert by expert, each expert's in token order) its token, its gate and
@@ -190,18 +198,40 @@ enum MeshBuffer {
   kMeshLabels,
   kMeshTokenOrder,
   kMeshTokenRows,     // vocab + 1
+  // Context parallelism (empty without it): the key/value exchange, cp
+  // slots (KeyValueSlot, context_chunks.hpp: a rank's tokens' keys, then
+  // their values); every token's keys and values of the rank's sequences,
+  // gathered, and their gradients; int32 per local token, its position;
+  // int32 per token of the group, gathered_key_rows.
+  kMeshKeyValues,
+  kMeshKeysAll,
+  kMeshValuesAll,
+  kMeshKeyGradsAll,
+  kMeshValueGradsAll,
+  kMeshPositions,
+  kMeshKeyRows,
+  // Mixture-of-experts blocks (empty without): the running block's routing (ExpertBuffers).
+  kMeshExpertRows,
+  kMeshExpertOutput,
   kMeshBuffers
 };
 struct MeshPlan {
+  // tokens: the rank's (sequences x seq_len / cp); seq_len: a whole
+  // sequence's; kv_width: a token's keys (and values) on this rank.
   int64_t tokens = 0, rows = 0, hidden = 0, vocab = 0, element = 0;
+  int cp = 1;
+  int64_t sequences = 0, seq_len = 0, kv_width = 0;
   std::array<int64_t, kMeshBuffers> offset{};
   // Per unit (-1: none): its output rows, a block's rows after its
   // attention, a block's cache (BlockPlan::regions with nothing dropped).
   std::vector<int64_t> output, residual, cache;
   int64_t bytes = 0;
 };
-// InputError when `tp` does not split the micro-batch's tokens in equal rows.
-MeshPlan mesh_plan(const models::ModelSpec& model, const GpuWorkloadConfig& config, int tp);
+// InputError when `tp` does not split the micro-batch's tokens in equal rows,
+// or `cp` its sequences into 2 x cp equal chunks.
+MeshPlan mesh_plan(const models::ModelSpec& model, const GpuWorkloadConfig& config, int tp, int cp = 1);
+// The blocks' and the head's config on a cp rank: seq_len / cp tokens of each sequence.
+GpuWorkloadConfig context_local(const GpuWorkloadConfig& config, int cp);
 
 // A stable counting sort of the positions by token: rows[v] is where token
 // v's positions start in `order` (the embedding's backward sums them in

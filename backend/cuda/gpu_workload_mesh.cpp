@@ -9,6 +9,7 @@
 #include "backend/cuda/cuda_check.hpp"
 #include "backend/cuda/device_arena.hpp"
 #include "backend/cuda/gpu_workload_internal.hpp"
+#include "backend/cuda/gpu_workload_mesh_state.hpp"
 #include "backend/cuda/mesh_kernels.hpp"
 #include "backend/cuda/workload_kernels.hpp"
 #include "backend/mesh_step.hpp"
@@ -21,83 +22,31 @@ using detail::MeshBuffer;
 using models::UnitKind;
 using models::UnitPart;
 
-void check_gpu_tensor_parallel(const models::ModelSpec& model, int tp, int64_t tokens, bool sequence_parallel) {
-  check_tensor_parallel_supported(model, tp, tokens, sequence_parallel);
-  for (int u = 0; u < static_cast<int>(model.units.size()); ++u) {
-    const models::UnitSpec& unit = model.units[static_cast<size_t>(u)];
-    if (unit.kind != UnitKind::kBlock || !detail::block_plan(model, GpuWorkloadConfig{}, u).layout.moe) continue;
-    throw InputError(fmt::format("training.mesh.tp {}: the GPU computes tensor parallelism for dense Llama-style "
-                                 "blocks; {} holds experts, which run tensor-parallel on --device cpu",
-                                 tp, unit.name));
-  }
+int64_t gpu_mesh_private_bytes(const models::ModelSpec& model, const GpuWorkloadConfig& config, int tp, int cp) {
+  return detail::mesh_plan(model, config, tp, cp).bytes;
 }
-
-int64_t gpu_mesh_private_bytes(const models::ModelSpec& model, const GpuWorkloadConfig& config, int tp) {
-  return detail::mesh_plan(model, config, tp).bytes;
-}
-
-struct GpuMeshWorkload::State {
-  models::ModelSpec model;
-  GpuWorkloadConfig config;
-  TensorParallelRank tp;
-  detail::Gemms gemms;
-  std::vector<BlockPlan> blocks;  // unit u at u - 1
-  detail::HeadPlan head;
-  detail::MeshPlan plan;
-  std::byte* base = nullptr;
-  std::vector<int32_t> tokens_host, labels_host, order_host, rows_host;
-  int head_forwards = 0;
-  bool head_dlogits = false;  // loss_backward ran since the head's forward
-
-  State(const models::ModelSpec& spec, const GpuWorkloadConfig& c, TensorParallelRank rank, cublasHandle_t cublas,
-        cudaStream_t stream)
-      : model(spec), config(c), tp(rank), gemms(cublas, stream, c) {}
-
-  cudaStream_t stream() const { return gemms.stream(); }
-  int units() const { return static_cast<int>(model.units.size()); }
-  template <typename T>
-  T* at(MeshBuffer which) const {
-    return reinterpret_cast<T*>(base + plan.offset[which]);
-  }
-  template <typename T>
-  T* unit_at(const std::vector<int64_t>& offsets, int unit) const {
-    const int64_t offset = offsets.at(static_cast<size_t>(unit));
-    RAGGED_ASSERT(offset >= 0, fmt::format("GPU mesh workload: unit {} keeps no such buffer", unit));
-    return reinterpret_cast<T*>(base + offset);
-  }
-  const BlockPlan& block(int unit) const { return blocks.at(static_cast<size_t>(unit) - 1); }
-  detail::Regions cache(int unit) const {
-    return block(unit).regions(models::Checkpointing::kNone, unit_at<std::byte>(plan.cache, unit), nullptr, false);
-  }
-  detail::HeadCache head_cache() const {
-    std::byte* saved = at<std::byte>(detail::kMeshHeadCache);
-    return detail::HeadCache{saved, saved + head.input_bytes,
-                             reinterpret_cast<float*>(saved + head.input_bytes + head.norm_bytes)};
-  }
-  const models::UnitSpec& unit_checked(int unit, size_t pointers) const {
-    RAGGED_ASSERT(unit >= 0 && unit < units(), fmt::format("GPU mesh workload: no unit {}", unit));
-    const models::UnitSpec& spec = model.units[static_cast<size_t>(unit)];
-    RAGGED_ASSERT(pointers == spec.tensors.size(), fmt::format("GPU mesh workload: unit {} takes {} tensors, got {}",
-                                                               spec.name, spec.tensors.size(), pointers));
-    return spec;
-  }
-  // A rank's slot of a hidden state: its rows.
-  int64_t slot() const { return plan.rows * plan.hidden; }
-  int64_t slot_bytes() const { return slot() * plan.element; }
-};
 
 GpuMeshWorkload::GpuMeshWorkload(const models::ModelSpec& model, GpuWorkloadConfig config, TensorParallelRank tp,
-                                 cublasHandle_t cublas, cudaStream_t compute, DeviceArena& arena)
-    : state_(std::make_unique<State>(model, config, tp, cublas, compute)) {
-  check_gpu_supported(model);
-  check_gpu_tensor_parallel(model, tp.size, config.sequences * config.seq_len, model.split.sequence_parallel);
+                                 ContextParallelRank cp, cublasHandle_t cublas, cudaStream_t compute,
+                                 DeviceArena& arena)
+    : state_(std::make_unique<State>(model, config, tp, cp, cublas, compute)) {
   State& s = *state_;
-  RAGGED_ASSERT(tp.rank >= 0 && tp.rank < tp.size, "GPU mesh workload: a rank of its tensor-parallel group");
-  for (int u = 1; u + 1 < s.units(); ++u) s.blocks.push_back(detail::block_plan(model, config, u));
-  s.head = detail::head_plan(model, config);
-  s.plan = detail::mesh_plan(model, config, tp.size);
+  check_gpu_supported(model);
+  check_tensor_parallel_supported(model, tp.size, s.config.sequences * s.config.seq_len,
+                                  model.split.sequence_parallel);
+  RAGGED_ASSERT(tp.rank >= 0 && tp.rank < tp.size && cp.rank >= 0 && cp.rank < cp.size,
+                "GPU mesh workload: a rank of its tensor- and context-parallel groups");
+  for (int u = 1; u + 1 < s.units(); ++u) s.blocks.push_back(detail::block_plan(model, s.config, u));
+  s.head = detail::head_plan(model, s.config);
+  s.plan = detail::mesh_plan(model, config, tp.size, cp.size);
   s.base = static_cast<std::byte*>(arena.allocate(static_cast<size_t>(s.plan.bytes)));
   CUDA_CHECK(cudaMemsetAsync(s.at<double>(detail::kMeshLossSum), 0, sizeof(double), compute));
+  if (cp.size > 1) {
+    s.positions_host = context_positions(cp.rank, cp.size, config.sequences, config.seq_len);
+    s.key_rows_host = gathered_key_rows(cp.size, config.sequences, config.seq_len);
+    detail::upload(s.at<int32_t>(detail::kMeshPositions), s.positions_host, compute);
+    detail::upload(s.at<int32_t>(detail::kMeshKeyRows), s.key_rows_host, compute);
+  }
 }
 
 GpuMeshWorkload::~GpuMeshWorkload() = default;
@@ -105,16 +54,24 @@ GpuMeshWorkload::~GpuMeshWorkload() = default;
 void GpuMeshWorkload::set_batch(const Batch& batch) {
   State& s = *state_;
   const auto tokens = static_cast<size_t>(s.plan.tokens);
-  RAGGED_ASSERT(batch.tokens.size() == tokens && batch.labels.size() == tokens,
-                fmt::format("GPU mesh workload: a batch of {} tokens, built for {}", batch.tokens.size(), tokens));
+  const auto sequences_tokens = static_cast<size_t>(s.plan.sequences * s.plan.seq_len);
+  RAGGED_ASSERT(batch.tokens.size() == sequences_tokens && batch.labels.size() == sequences_tokens,
+                fmt::format("GPU mesh workload: a batch of {} tokens, built for {}", batch.tokens.size(),
+                            sequences_tokens));
   s.tokens_host.resize(tokens);
   s.labels_host.resize(tokens);
   const int64_t whole = s.plan.vocab * s.tp.size;
+  const int64_t local_len = s.plan.seq_len / s.cp.size;
   for (size_t i = 0; i < tokens; ++i) {
-    RAGGED_ASSERT(batch.tokens[i] >= 0 && batch.tokens[i] < whole && batch.labels[i] >= 0 && batch.labels[i] < whole,
+    // Under cp the rank's chunks of each sequence, in order (the host's set_batch).
+    const size_t from = s.cp.size == 1 ? i
+                                       : static_cast<size_t>(static_cast<int64_t>(i) / local_len * s.plan.seq_len +
+                                                             s.positions_host[i]);
+    const int32_t token = batch.tokens[from], label = batch.labels[from];
+    RAGGED_ASSERT(token >= 0 && token < whole && label >= 0 && label < whole,
                   "GPU mesh workload: token id outside the vocabulary");
-    s.tokens_host[i] = local_vocabulary_id(batch.tokens[i], s.tp.rank, s.plan.vocab);
-    s.labels_host[i] = local_vocabulary_id(batch.labels[i], s.tp.rank, s.plan.vocab);
+    s.tokens_host[i] = local_vocabulary_id(token, s.tp.rank, s.plan.vocab);
+    s.labels_host[i] = local_vocabulary_id(label, s.tp.rank, s.plan.vocab);
   }
   detail::group_by_token(s.tokens_host, s.plan.vocab, s.order_host, s.rows_host);
   detail::upload(s.at<int32_t>(detail::kMeshTokens), s.tokens_host, s.stream());
@@ -128,6 +85,8 @@ void GpuMeshWorkload::forward(int unit, const std::vector<const void*>& params) 
   State& s = *state_;
   const models::UnitSpec& spec = s.unit_checked(unit, params.size());
   const int64_t t = s.plan.tokens, h = s.plan.hidden;
+  const bool head = spec.kind == UnitKind::kHead;
+  if (head) local_exchange(unit, UnitPart::kWhole, TpPass::kForward, TpCollective::kAllGather);
   detail::with_types(s.config, [&](auto storage, auto) {
     using S = decltype(storage);
     switch (spec.kind) {
@@ -151,12 +110,20 @@ void GpuMeshWorkload::forward(int unit, const std::vector<const void*>& params) 
         RAGGED_ASSERT(false, "GPU mesh workload: " + spec.name + " computes as its parts");
     }
   });
+  local_exchange(unit, UnitPart::kWhole, TpPass::kForward,
+                 head ? TpCollective::kLossStats : TpCollective::kReduceScatter);
 }
 
 void GpuMeshWorkload::forward_part(int unit, UnitPart part, const std::vector<const void*>& params) {
   State& s = *state_;
   const models::UnitSpec& spec = s.unit_checked(unit, params.size());
   RAGGED_ASSERT(spec.kind == UnitKind::kBlock, "GPU mesh workload: parts of a block only: " + spec.name);
+  if (gathers_before(part, false)) local_exchange(unit, part, TpPass::kForward, TpCollective::kAllGather);
+  if (part == UnitPart::kAttentionInput || part == UnitPart::kAttentionCore) {
+    context_forward_part(unit, part, params);
+    if (scatters_after(part, false)) local_exchange(unit, part, TpPass::kForward, TpCollective::kReduceScatter);
+    return;
+  }
   const BlockPlan& plan = s.block(unit);
   const detail::Regions cache = s.cache(unit);
   const int64_t t = s.plan.tokens, h = s.plan.hidden;
@@ -175,11 +142,12 @@ void GpuMeshWorkload::forward_part(int unit, UnitPart part, const std::vector<co
         rms_norm_forward(reinterpret_cast<S*>(cache[detail::kNorm2]),
                          reinterpret_cast<const S*>(cache[detail::kResidual1]),
                          detail::param<S>(params, plan.layout.post_norm), t, h, s.stream());
-        detail::mlp_forward_part<S>(s.gemms, plan, params, detail::MoeRouting{}, cache, partial);
+        detail::mlp_forward_part<S>(s.gemms, plan, params, s.routing(), cache, partial);
         break;
-      default: RAGGED_ASSERT(false, "GPU mesh workload: the attention's input and core parts are context parallelism's");
+      default: RAGGED_ASSERT(false, "GPU mesh workload: a block computes as its parts");
     }
   });
+  local_exchange(unit, part, TpPass::kForward, TpCollective::kReduceScatter);
 }
 
 void GpuMeshWorkload::loss_backward(int unit) {
@@ -201,6 +169,9 @@ void GpuMeshWorkload::backward(int unit, const std::vector<const void*>& params,
   const models::UnitSpec& spec = s.unit_checked(unit, params.size());
   RAGGED_ASSERT(grads.size() == params.size(), "GPU mesh workload: one gradient per tensor");
   if (spec.kind == UnitKind::kHead && !s.head_dlogits) loss_backward(unit);
+  if (spec.kind == UnitKind::kEmbedding) {
+    local_exchange(unit, UnitPart::kWhole, TpPass::kBackward, TpCollective::kAllGather);
+  }
   detail::with_types(s.config, [&](auto storage, auto gradient) {
     using S = decltype(storage);
     using G = decltype(gradient);
@@ -224,6 +195,9 @@ void GpuMeshWorkload::backward(int unit, const std::vector<const void*>& params,
         RAGGED_ASSERT(false, "GPU mesh workload: " + spec.name + " computes as its parts");
     }
   });
+  if (spec.kind == UnitKind::kHead) {
+    local_exchange(unit, UnitPart::kWhole, TpPass::kBackward, TpCollective::kReduceScatter);
+  }
 }
 
 void GpuMeshWorkload::backward_part(int unit, UnitPart part, const std::vector<const void*>& params,
@@ -232,35 +206,32 @@ void GpuMeshWorkload::backward_part(int unit, UnitPart part, const std::vector<c
   const models::UnitSpec& spec = s.unit_checked(unit, params.size());
   RAGGED_ASSERT(spec.kind == UnitKind::kBlock && grads.size() == params.size(),
                 "GPU mesh workload: a block part's backward, one gradient per tensor: " + spec.name);
+  if (gathers_before(part, true)) local_exchange(unit, part, TpPass::kBackward, TpCollective::kAllGather);
+  if (part == UnitPart::kAttentionInput || part == UnitPart::kAttentionCore) {
+    context_backward_part(unit, part, params, grads);
+    if (scatters_after(part, true)) local_exchange(unit, part, TpPass::kBackward, TpCollective::kReduceScatter);
+    return;
+  }
   const BlockPlan& plan = s.block(unit);
   const detail::Regions cache = s.cache(unit);
-  const int64_t t = s.plan.tokens, h = s.plan.hidden;
   std::byte* scratch = s.at<std::byte>(detail::kMeshScratch);
   detail::with_types(s.config, [&](auto storage, auto gradient) {
     using S = decltype(storage);
     using G = decltype(gradient);
     const S* dy = s.at<S>(detail::kMeshGradGathered);
-    S* partial = s.at<S>(detail::kMeshPartial);
-    // The norm's input gradient over the gathered rows is a partial sum (the
-    // rank's heads or columns), reduce-scattered by the Program.
-    const auto norm_backward = [&](detail::BlockScratch dnorm, detail::BlockRegion input, int weight) {
-      const S* dn = reinterpret_cast<const S*>(scratch + plan.scratch_offset[dnorm]);
-      const S* x = reinterpret_cast<const S*>(cache[input]);
-      rms_norm_weight_grad(detail::grad<G>(grads, weight), dn, x, t, h, s.stream());
-      rms_norm_backward<S>(partial, nullptr, dn, x, detail::param<S>(params, weight), t, h, s.stream());
-    };
     switch (part) {
       case UnitPart::kMlp:
-        detail::mlp_backward_part<S, G>(s.gemms, plan, params, grads, detail::MoeRouting{}, cache, scratch, dy);
-        norm_backward(detail::kDNorm2, detail::kResidual1, plan.layout.post_norm);
+        detail::mlp_backward_part<S, G>(s.gemms, plan, params, grads, s.routing(), cache, scratch, dy);
+        s.norm_backward<S, G>(unit, detail::kDNorm2, detail::kResidual1, plan.layout.post_norm, params, grads);
         break;
       case UnitPart::kAttention:
         detail::attention_backward_part<S, G>(s.gemms, plan, params, grads, cache, scratch, dy);
-        norm_backward(detail::kDNorm1, detail::kInput, plan.layout.in_norm);
+        s.norm_backward<S, G>(unit, detail::kDNorm1, detail::kInput, plan.layout.in_norm, params, grads);
         break;
-      default: RAGGED_ASSERT(false, "GPU mesh workload: the attention's input and core parts are context parallelism's");
+      default: RAGGED_ASSERT(false, "GPU mesh workload: a block computes as its parts");
     }
   });
+  local_exchange(unit, part, TpPass::kBackward, TpCollective::kReduceScatter);
 }
 
 MeshExchange GpuMeshWorkload::exchange_begin(const TpStep& step, cudaStream_t stream) {
@@ -273,8 +244,7 @@ MeshExchange GpuMeshWorkload::exchange_begin(const TpStep& step, cudaStream_t st
     case TpCollective::kReduceScatter: return {s.at<std::byte>(detail::kMeshPartial), s.slot(), s.config.params};
     case TpCollective::kAllGather: break;
     case TpCollective::kKeyValueGather:
-    case TpCollective::kKeyValueGradientScatter:
-      RAGGED_ASSERT(false, "GPU mesh workload: context parallelism runs on --device cpu (the run refuses it)");
+    case TpCollective::kKeyValueGradientScatter: return key_value_begin(step, stream);
   }
   // An all-gather of this rank's rows of what the part reads.
   const UnitKind kind = s.model.units.at(static_cast<size_t>(step.unit)).kind;
@@ -310,6 +280,10 @@ void GpuMeshWorkload::exchange_end(const TpStep& step, cudaStream_t stream) {
     ++s.head_forwards;
     return;
   }
+  if (step.collective == TpCollective::kKeyValueGather || step.collective == TpCollective::kKeyValueGradientScatter) {
+    key_value_end(step, stream);
+    return;
+  }
   if (step.collective != TpCollective::kReduceScatter) return;  // a part reads the gather
   const UnitKind kind = s.model.units.at(static_cast<size_t>(step.unit)).kind;
   detail::with_types(s.config, [&](auto storage, auto) {
@@ -337,6 +311,14 @@ void GpuMeshWorkload::exchange_end(const TpStep& step, cudaStream_t stream) {
       add(grad, residual_grad, total, n, stream);  // the block's input gradient: passed down
     }
   });
+}
+
+void GpuMeshWorkload::local_exchange(int unit, UnitPart part, TpPass pass, TpCollective collective) {
+  const State& s = *state_;
+  if (s.tp.size > 1 || s.cp.size == 1) return;
+  const TpStep step{unit, part, pass, collective};
+  exchange_begin(step, s.stream());  // a gather of one rank leaves the slot as it is
+  exchange_end(step, s.stream());
 }
 
 double GpuMeshWorkload::take_mean_loss() {

@@ -1,6 +1,6 @@
 #pragma once
-// One tensor-parallel rank's compute on the GPU (docs/MESH.md): the host's
-// HostWorkload under a mesh (backend/workload_tp.cpp) with the GPU
+// One tensor- or context-parallel rank's compute on the GPU (docs/MESH.md):
+// the host's HostWorkload under a mesh (backend/workload_tp.cpp) with the GPU
 // workload's kernels (gpu_workload_internal.hpp), on the rank's split of the
 // model (models::ModelSplit: its heads, kv heads, MLP columns and vocabulary
 // rows). A block computes as the Program's parts between the tp group's
@@ -16,10 +16,19 @@
 // The backward runs the conjugates. The uncut weights (norms) get partial
 // gradients, which the Program's all-reduce on the tp group sums.
 //
+// Under context parallelism a rank holds the head-tail chunks of each
+// sequence (context_chunks.hpp) and a block computes as its attention's
+// input part (the q, k, v projections), its core (the attention over every
+// key of the rank's sequences, gathered by the cp group, and the o
+// projection) and its MLP, as the host's workload_cp.cpp does.
+//
 // It keeps every activation in its own memory (MeshPlan), as the host
 // workload does, not in the Program's activation buffers: the run refuses
-// activation checkpointing with a mesh on the GPU. Dense Llama-style blocks
-// only (the run refuses experts, and context parallelism, on the GPU).
+// activation checkpointing with a mesh on the GPU. Llama-style and
+// mixture-of-experts blocks (the host's: every rank routes every token
+// alike, its experts' columns give partial outputs and gate gradients that
+// the group sums; the router's gradient is among the uncut weights'); no
+// expert parallelism (the run refuses it on the GPU).
 // Compute calls enqueue on the compute stream given at construction; the
 // exchange calls on the stream they are given.
 
@@ -44,16 +53,14 @@ struct MeshExchange {
   ElementType type = ElementType::f32;
 };
 
-// InputError naming what the GPU does not compute for one tp rank's split `model`.
-void check_gpu_tensor_parallel(const models::ModelSpec& model, int tp, int64_t tokens, bool sequence_parallel);
-
 // The private memory GpuMeshWorkload carves (MeshPlan::bytes).
-int64_t gpu_mesh_private_bytes(const models::ModelSpec& model, const GpuWorkloadConfig& config, int tp);
+int64_t gpu_mesh_private_bytes(const models::ModelSpec& model, const GpuWorkloadConfig& config, int tp, int cp = 1);
 
 class GpuMeshWorkload {
  public:
+  // `config` describes whole sequences; a cp rank computes its chunks of them.
   GpuMeshWorkload(const models::ModelSpec& model, GpuWorkloadConfig config, TensorParallelRank tp,
-                  cublasHandle_t cublas, cudaStream_t compute, DeviceArena& arena);
+                  ContextParallelRank cp, cublasHandle_t cublas, cudaStream_t compute, DeviceArena& arena);
   ~GpuMeshWorkload();
   GpuMeshWorkload(const GpuMeshWorkload&) = delete;
   GpuMeshWorkload& operator=(const GpuMeshWorkload&) = delete;
@@ -68,15 +75,28 @@ class GpuMeshWorkload {
   void backward(int unit, const std::vector<const void*>& params, const std::vector<void*>& grads);
   void backward_part(int unit, models::UnitPart part, const std::vector<const void*>& params,
                      const std::vector<void*>& grads);
-  // The buffer a tp exchange moves (this rank's slot filled on `stream`),
-  // then what its result feeds, also on `stream`.
+  // The buffer a tp or cp exchange moves (this rank's slot filled on
+  // `stream`), then what its result feeds, also on `stream`.
   MeshExchange exchange_begin(const TpStep& step, cudaStream_t stream);
   void exchange_end(const TpStep& step, cudaStream_t stream);
   // Mean cross-entropy of every head forward since the last call (synchronises).
   double take_mean_loss();
 
  private:
-  struct State;
+  // Context parallelism (gpu_workload_context.cpp): the attention's input
+  // and core parts, and the exchange of keys and values between them.
+  void context_forward_part(int unit, models::UnitPart part, const std::vector<const void*>& params);
+  void context_backward_part(int unit, models::UnitPart part, const std::vector<const void*>& params,
+                             const std::vector<void*>& grads);
+  MeshExchange key_value_begin(const TpStep& step, cudaStream_t stream);
+  void key_value_end(const TpStep& step, cudaStream_t stream);
+  // Under cp without a tp group the Program has no tp exchanges: the
+  // workload runs them itself, in place over one rank on the compute stream,
+  // as the host's local_exchange does. (Without cp or tp the caller drives
+  // every exchange, as the tests do.)
+  void local_exchange(int unit, models::UnitPart part, TpPass pass, TpCollective collective);
+
+  struct State;  // gpu_workload_mesh_state.hpp
   std::unique_ptr<State> state_;
 };
 

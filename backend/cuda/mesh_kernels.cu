@@ -1,4 +1,5 @@
-// The vocabulary-parallel cross-entropy (mesh_kernels.hpp): one block per row.
+// The vocabulary-parallel cross-entropy (mesh_kernels.hpp): one block per
+// row; the indexed row copies of context parallelism, one block per row.
 
 #include <cuda_runtime.h>
 
@@ -8,15 +9,15 @@
 #include "backend/cuda/cuda_check.hpp"
 #include "backend/cuda/mesh_kernels.hpp"
 #include "backend/cuda/workload_device.cuh"
+#include "common/errors.hpp"
 
 namespace ragged::backend::gpu {
 namespace {
 
-using kernel_detail::kMaxBlocks;
+using kernel_detail::row_blocks;
 
 constexpr int kRowThreads = 512;
 
-unsigned row_blocks(int64_t rows) { return static_cast<unsigned>(std::clamp<int64_t>(rows, 1, kMaxBlocks)); }
 
 __global__ void __launch_bounds__(kRowThreads)
     vocabulary_stats_kernel(double* stats, const float* logits, const int32_t* labels, int64_t rows, int64_t vocab) {
@@ -56,7 +57,26 @@ __global__ void __launch_bounds__(kRowThreads)
   }
 }
 
+// Rows move as 16-bit words (bf16 elements, or halves of fp32 ones).
+__global__ void copy_rows_indexed_kernel(uint16_t* dst, const int32_t* dst_rows, const uint16_t* src,
+                                         const int32_t* src_rows, int64_t rows, int64_t words) {
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    uint16_t* to = dst + (dst_rows != nullptr ? dst_rows[r] : r) * words;
+    const uint16_t* from = src + (src_rows != nullptr ? src_rows[r] : r) * words;
+    for (int64_t c = threadIdx.x; c < words; c += blockDim.x) to[c] = from[c];
+  }
+}
+
 }  // namespace
+
+void copy_rows_indexed(void* dst, const int32_t* dst_rows, const void* src, const int32_t* src_rows, int64_t rows,
+                       int64_t row_bytes, cudaStream_t stream) {
+  RAGGED_ASSERT(row_bytes % 2 == 0, "copy_rows_indexed: rows of whole 16-bit words");
+  if (rows <= 0 || row_bytes <= 0) return;
+  copy_rows_indexed_kernel<<<row_blocks(rows), kernel_detail::kThreads, 0, stream>>>(
+      static_cast<uint16_t*>(dst), dst_rows, static_cast<const uint16_t*>(src), src_rows, rows, row_bytes / 2);
+  CUDA_CHECK_LAUNCH();
+}
 
 void vocabulary_stats(double* stats, const float* logits, const int32_t* labels, int64_t rows, int64_t vocab,
                       cudaStream_t stream) {

@@ -1,7 +1,8 @@
 #pragma once
-// The kernels a tensor-parallel rank adds to the GPU workload
-// (gpu_workload_mesh.cpp): the vocabulary-parallel cross-entropy, the host's
-// math (workload_tp.cpp) as one block per token. Launches are asynchronous
+// The kernels a mesh rank adds to the GPU workload (gpu_workload_mesh.cpp,
+// gpu_workload_context.cpp): the vocabulary-parallel cross-entropy, the
+// host's math (workload_tp.cpp) as one block per token, and the row moves of
+// context parallelism's key/value exchange. Launches are asynchronous
 // on `stream`; results are reproducible bit for bit (fixed-order block
 // reductions, no atomics).
 
@@ -24,5 +25,10 @@ void vocabulary_stats(double* stats, const float* logits, const int32_t* labels,
 // whole-vocabulary softmax rounds them.
 void vocabulary_softmax(float* logits, double* row_losses, const double* stats, int ranks, int64_t rows,
                         int64_t vocab, cudaStream_t stream);
+
+// Row i of `rows` rows of `row_bytes` bytes (even): dst row dst_rows[i]
+// (null: i) = src row src_rows[i] (null: i); index tables in device memory.
+void copy_rows_indexed(void* dst, const int32_t* dst_rows, const void* src, const int32_t* src_rows, int64_t rows,
+                       int64_t row_bytes, cudaStream_t stream);
 
 }  // namespace ragged::backend::gpu

@@ -1,7 +1,8 @@
 #pragma once
 // Internal to the GPU workload's kernels (workload_kernels.cu, gpu_workload_moe_kernels.cu,
-// workload_reductions.cu): bf16 behind uint16_t, loads to fp32 and rounded
-// stores, grid-stride indices, launch sizes, a fixed-order block reduction.
+// workload_reductions.cu, attention_kernels.cu): bf16 behind uint16_t, loads
+// to fp32 and rounded stores, grid-stride indices, launch sizes, a
+// fixed-order block reduction and a row's RMSNorm scale.
 // Compiled by nvcc only.
 
 #include <cuda_bf16.h>
@@ -20,6 +21,9 @@ inline constexpr int64_t kMaxBlocks = 65536;
 inline unsigned blocks_for(int64_t n) {
   return static_cast<unsigned>(std::clamp<int64_t>((n + kThreads - 1) / kThreads, 1, kMaxBlocks));
 }
+
+// One block per row, as many as fit (the loops stride).
+inline unsigned row_blocks(int64_t rows) { return static_cast<unsigned>(std::clamp<int64_t>(rows, 1, kMaxBlocks)); }
 
 // uint16_t at the interface is bf16 on the device.
 template <typename S>
@@ -65,6 +69,21 @@ __device__ V block_reduce(V value, V identity, Op op) {
   const V result = partial[0];
   __syncthreads();
   return result;
+}
+
+inline constexpr double kNormEps = 1e-5;  // the host's kNormEps (workload_internal.hpp)
+
+struct SumOp {
+  __device__ double operator()(double a, double b) const { return a + b; }
+};
+
+// 1/sqrt(mean(x^2) + eps) of one row, reduced by the whole block.
+template <typename T>
+__device__ double row_rstd(const T* x, int64_t cols) {
+  double sum = 0;
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) sum += static_cast<double>(load(x[c])) * load(x[c]);
+  sum = block_reduce(sum, 0.0, SumOp{});
+  return 1.0 / sqrt(sum / static_cast<double>(cols) + kNormEps);
 }
 
 // A row of fp32 logits, reduced by the whole block: its maximum and the sum

@@ -71,15 +71,26 @@ void rms_norm_weight_grad(G* dw, const S* dy, const S* x, int64_t rows, int64_t 
 // kv head h / (heads / groups), scale 1/sqrt(dim); q and k rows RMSNormed
 // with q_norm/k_norm first when those are not null. One block per (token,
 // head); naive: scores are recomputed rather than kept.
+//
+// Context parallelism (the host's CoreShape::queries and positions): the
+// `tokens` rows of q are `queries` a sequence, query i at position
+// positions[i] (device memory) of its sequence, and k and v hold every
+// token of those tokens / queries sequences, seq_len each; query i reads
+// its sequence's keys up to its position. queries 0: every token a query
+// at its own position (positions unused).
 struct AttentionShape {
   int64_t tokens = 0, seq_len = 0, heads = 0, groups = 0, dim = 0;
+  int64_t queries = 0;
+  const int32_t* positions = nullptr;
+  int64_t queries_per_sequence() const { return queries > 0 ? queries : seq_len; }
+  int64_t key_rows() const { return tokens / queries_per_sequence() * seq_len; }
 };
 template <typename S>
 void attention_forward(S* u, const S* q, const S* k, const S* v, const S* q_norm, const S* k_norm,
                        const AttentionShape& shape, cudaStream_t stream);
 // du_dq holds du on entry and the gradient of the (normed) q on return; dk,
-// dv the gradients of the (normed) k and of v, summed over each group's
-// heads. stats: 2 doubles per (token, head) of scratch (log-sum-exp, du.u).
+// dv (key_rows() rows) the gradients of the (normed) k and of v, summed over
+// each group's heads and its queries. stats: 2 doubles per (token, head) of scratch (log-sum-exp, du.u).
 template <typename S>
 void attention_backward(S* du_dq, S* dk, S* dv, double* stats, const S* u, const S* q, const S* k, const S* v,
                         const S* q_norm, const S* k_norm, const AttentionShape& shape, cudaStream_t stream);

@@ -1,6 +1,6 @@
 // The GPU workload's reductions (workload_kernels.hpp): sums over rows per
-// column, the embedding's gradient rows, RMSNorm, causal softmax attention,
-// softmax with cross-entropy and the mean loss. Each splits its work in a fixed way and combines the parts in a
+// column, the embedding's gradient rows, RMSNorm, softmax with
+// cross-entropy and the mean loss (attention: attention_kernels.cu). Each splits its work in a fixed way and combines the parts in a
 // fixed order, in double, without atomics: results are reproducible bit for
 // bit.
 
@@ -21,29 +21,17 @@ namespace {
 using kernel_detail::block_reduce;
 using kernel_detail::dev;
 using kernel_detail::kMaxBlocks;
+using kernel_detail::row_blocks;
 using kernel_detail::kThreads;
+using kernel_detail::kNormEps;
 using kernel_detail::load;
+using kernel_detail::row_rstd;
+using kernel_detail::SumOp;
 using kernel_detail::store;
 
 constexpr int kRowThreads = 512;  // one block per row: softmax
 constexpr int kTile = 32;         // column sums: 32 columns x 32 row lanes a block
 
-unsigned row_blocks(int64_t rows) { return static_cast<unsigned>(std::clamp<int64_t>(rows, 1, kMaxBlocks)); }
-
-constexpr double kNormEps = 1e-5;  // the host's kNormEps (workload_internal.hpp)
-
-struct SumOp {
-  __device__ double operator()(double a, double b) const { return a + b; }
-};
-
-// 1/sqrt(mean(x^2) + eps) of one row, reduced by the whole block.
-template <typename T>
-__device__ double row_rstd(const T* x, int64_t cols) {
-  double sum = 0;
-  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) sum += static_cast<double>(load(x[c])) * load(x[c]);
-  sum = block_reduce(sum, 0.0, SumOp{});
-  return 1.0 / sqrt(sum / static_cast<double>(cols) + kNormEps);
-}
 
 template <typename T>
 __global__ void rms_norm_forward_kernel(T* kept, T* y, const T* x, const T* w, int64_t rows, int64_t cols) {
@@ -96,143 +84,6 @@ __global__ void rms_norm_weight_grad_kernel(G* dw, const T* dy, const T* x, int6
     }
     store(dw[c], static_cast<float>(sum));
   }
-}
-
-// Attention: thread c of a block holds element c of a (token, head) row;
-// blockDim.x is dim rounded up to a warp.
-struct Heads {
-  AttentionShape s;
-  double scale;
-  __device__ int64_t first_of(int64_t token) const { return token / s.seq_len * s.seq_len; }
-  __device__ int64_t q_at(int64_t token, int64_t h) const { return (token * s.heads + h) * s.dim; }
-  __device__ int64_t kv_at(int64_t token, int64_t g) const { return (token * s.groups + g) * s.dim; }
-  __device__ int64_t group(int64_t h) const { return h / (s.heads / s.groups); }
-};
-
-// Element c (this thread's) of a row, RMSNormed by `norm` when not null
-// (the whole block calls it: the rstd is a block reduction).
-template <typename T>
-__device__ float normed_element(const T* row, const T* norm, int64_t dim) {
-  const int64_t c = threadIdx.x;
-  const float x = c < dim ? load(row[c]) : 0.0f;
-  if (norm == nullptr) return x;
-  const double rstd = row_rstd(row, dim);
-  return c < dim ? __fmul_rn(static_cast<float>(x * rstd), load(norm[c])) : 0.0f;
-}
-
-__device__ inline double block_dot(float a, float b) {
-  return block_reduce(static_cast<double>(a) * static_cast<double>(b), 0.0, SumOp{});
-}
-
-// Block (i, h): the max and the sum of exp(score - max) over keys j <= i of i's sequence.
-template <typename T>
-__device__ void softmax_stats(const Heads& hd, int64_t i, int64_t h, float qc, const T* k, const T* k_norm, double& max,
-                              double& sum) {
-  const int64_t g = hd.group(h);
-  max = -INFINITY;
-  for (int64_t j = hd.first_of(i); j <= i; ++j) {
-    max = fmax(max, hd.scale * block_dot(qc, normed_element(k + hd.kv_at(j, g), k_norm, hd.s.dim)));
-  }
-  sum = 0;
-  for (int64_t j = hd.first_of(i); j <= i; ++j) {
-    sum += exp(hd.scale * block_dot(qc, normed_element(k + hd.kv_at(j, g), k_norm, hd.s.dim)) - max);
-  }
-}
-
-template <typename T>
-__global__ void attention_forward_kernel(T* u, const T* q, const T* k, const T* v, const T* q_norm, const T* k_norm,
-                                         Heads hd) {
-  const AttentionShape& s = hd.s;
-  for (int64_t row = blockIdx.x; row < s.tokens * s.heads; row += gridDim.x) {
-    const int64_t i = row / s.heads, h = row % s.heads, g = hd.group(h), c = threadIdx.x;
-    const float qc = normed_element(q + hd.q_at(i, h), q_norm, s.dim);
-    double max = 0, sum = 0;
-    softmax_stats(hd, i, h, qc, k, k_norm, max, sum);
-    double out = 0;
-    for (int64_t j = hd.first_of(i); j <= i; ++j) {
-      const double p = exp(hd.scale * block_dot(qc, normed_element(k + hd.kv_at(j, g), k_norm, s.dim)) - max);
-      if (c < s.dim) out += p * load(v[hd.kv_at(j, g) + c]);
-    }
-    if (c < s.dim) store(u[hd.q_at(i, h) + c], static_cast<float>(out / sum));
-  }
-}
-
-// Per (token, head): log-sum-exp of the scores and D = du . u.
-template <typename T>
-__global__ void attention_stats_kernel(double* stats, const T* du, const T* u, const T* q, const T* k, const T* q_norm,
-                                       const T* k_norm, Heads hd) {
-  const AttentionShape& s = hd.s;
-  for (int64_t row = blockIdx.x; row < s.tokens * s.heads; row += gridDim.x) {
-    const int64_t i = row / s.heads, h = row % s.heads, c = threadIdx.x;
-    const float qc = normed_element(q + hd.q_at(i, h), q_norm, s.dim);
-    double max = 0, sum = 0;
-    softmax_stats(hd, i, h, qc, k, k_norm, max, sum);
-    const int64_t at = hd.q_at(i, h) + c;
-    const double d = block_dot(c < s.dim ? load(du[at]) : 0.0f, c < s.dim ? load(u[at]) : 0.0f);
-    if (c == 0) {
-      stats[2 * row] = max + log(sum);
-      stats[2 * row + 1] = d;
-    }
-  }
-}
-
-// Block (j, g): dv_j = sum p_ij du_i, dk_j = scale sum dS_ij q_i over the
-// group's heads (in order) and the queries i >= j of j's sequence (in order).
-template <typename T>
-__global__ void attention_dkv_kernel(T* dk, T* dv, const double* stats, const T* du, const T* q, const T* k,
-                                     const T* v, const T* q_norm, const T* k_norm, Heads hd) {
-  const AttentionShape& s = hd.s;
-  const int64_t rep = s.heads / s.groups;
-  for (int64_t row = blockIdx.x; row < s.tokens * s.groups; row += gridDim.x) {
-    const int64_t j = row / s.groups, g = row % s.groups, c = threadIdx.x;
-    const float kc = normed_element(k + hd.kv_at(j, g), k_norm, s.dim);
-    const float vc = c < s.dim ? load(v[hd.kv_at(j, g) + c]) : 0.0f;
-    double dk_sum = 0, dv_sum = 0;
-    for (int64_t h = g * rep; h < (g + 1) * rep; ++h) {
-      for (int64_t i = j; i < hd.first_of(j) + s.seq_len; ++i) {
-        const float qc = normed_element(q + hd.q_at(i, h), q_norm, s.dim);
-        const float duc = c < s.dim ? load(du[hd.q_at(i, h) + c]) : 0.0f;
-        const double* st = stats + 2 * (i * s.heads + h);
-        const double p = exp(hd.scale * block_dot(qc, kc) - st[0]);
-        const double ds = p * (block_dot(duc, vc) - st[1]) * hd.scale;
-        dv_sum += p * duc;
-        dk_sum += ds * qc;
-      }
-    }
-    if (c < s.dim) {
-      store(dk[hd.kv_at(j, g) + c], static_cast<float>(dk_sum));
-      store(dv[hd.kv_at(j, g) + c], static_cast<float>(dv_sum));
-    }
-  }
-}
-
-// Block (i, h): dq_i = scale sum_j dS_ij k_j, written over du_i (read first).
-template <typename T>
-__global__ void attention_dq_kernel(T* du_dq, const double* stats, const T* q, const T* k, const T* v,
-                                    const T* q_norm, const T* k_norm, Heads hd) {
-  const AttentionShape& s = hd.s;
-  for (int64_t row = blockIdx.x; row < s.tokens * s.heads; row += gridDim.x) {
-    const int64_t i = row / s.heads, h = row % s.heads, g = hd.group(h), c = threadIdx.x;
-    const float qc = normed_element(q + hd.q_at(i, h), q_norm, s.dim);
-    const float duc = c < s.dim ? load(du_dq[hd.q_at(i, h) + c]) : 0.0f;
-    const double* st = stats + 2 * row;
-    double dq_sum = 0;
-    for (int64_t j = hd.first_of(i); j <= i; ++j) {
-      const float kc = normed_element(k + hd.kv_at(j, g), k_norm, s.dim);
-      const float vc = c < s.dim ? load(v[hd.kv_at(j, g) + c]) : 0.0f;
-      const double p = exp(hd.scale * block_dot(qc, kc) - st[0]);
-      dq_sum += p * (block_dot(duc, vc) - st[1]) * hd.scale * kc;
-    }
-    if (c < s.dim) store(du_dq[hd.q_at(i, h) + c], static_cast<float>(dq_sum));
-  }
-}
-
-unsigned head_threads(int64_t dim) { return static_cast<unsigned>((dim + 31) / 32 * 32); }
-
-Heads heads_of(const AttentionShape& shape) {
-  RAGGED_ASSERT(shape.dim > 0 && shape.dim <= 1024 && shape.seq_len > 0 && shape.tokens % shape.seq_len == 0,
-                "GPU attention: a head is 1 to 1024 wide and the tokens are whole sequences");
-  return Heads{shape, 1.0 / std::sqrt(static_cast<double>(shape.dim))};
 }
 
 template <typename T, typename G>
@@ -345,34 +196,6 @@ void rms_norm_weight_grad(G* dw, const S* dy, const S* x, int64_t rows, int64_t 
   CUDA_CHECK_LAUNCH();
 }
 
-template <typename S>
-void attention_forward(S* u, const S* q, const S* k, const S* v, const S* q_norm, const S* k_norm,
-                       const AttentionShape& shape, cudaStream_t stream) {
-  if (shape.tokens <= 0) return;
-  const Heads hd = heads_of(shape);
-  attention_forward_kernel<<<row_blocks(shape.tokens * shape.heads), head_threads(shape.dim), 0, stream>>>(
-      dev(u), dev(q), dev(k), dev(v), dev(q_norm), dev(k_norm), hd);
-  CUDA_CHECK_LAUNCH();
-}
-
-template <typename S>
-void attention_backward(S* du_dq, S* dk, S* dv, double* stats, const S* u, const S* q, const S* k, const S* v,
-                        const S* q_norm, const S* k_norm, const AttentionShape& shape, cudaStream_t stream) {
-  if (shape.tokens <= 0) return;
-  const Heads hd = heads_of(shape);
-  const unsigned threads = head_threads(shape.dim);
-  const unsigned rows = row_blocks(shape.tokens * shape.heads);
-  attention_stats_kernel<<<rows, threads, 0, stream>>>(stats, dev(du_dq), dev(u), dev(q), dev(k), dev(q_norm),
-                                                       dev(k_norm), hd);
-  CUDA_CHECK_LAUNCH();
-  attention_dkv_kernel<<<row_blocks(shape.tokens * shape.groups), threads, 0, stream>>>(
-      dev(dk), dev(dv), stats, dev(du_dq), dev(q), dev(k), dev(v), dev(q_norm), dev(k_norm), hd);
-  CUDA_CHECK_LAUNCH();
-  attention_dq_kernel<<<rows, threads, 0, stream>>>(dev(du_dq), stats, dev(q), dev(k), dev(v), dev(q_norm),
-                                                    dev(k_norm), hd);
-  CUDA_CHECK_LAUNCH();
-}
-
 void softmax_cross_entropy(float* logits, const int32_t* labels, double* row_losses, int64_t rows, int64_t vocab,
                            cudaStream_t stream) {
   if (rows <= 0) return;
@@ -396,11 +219,7 @@ void add_mean_loss(double* sum, const double* row_losses, int64_t rows, cudaStre
   template void keep_and_rms_norm(S*, S*, const S*, const S*, int64_t, int64_t, cudaStream_t);                       \
   template void rms_norm_backward(S*, const S*, const S*, const S*, const S*, int64_t, int64_t, cudaStream_t);       \
   template void rms_norm_weight_grad(float*, const S*, const S*, int64_t, int64_t, cudaStream_t);                    \
-  template void rms_norm_weight_grad(uint16_t*, const S*, const S*, int64_t, int64_t, cudaStream_t);                 \
-  template void attention_forward(S*, const S*, const S*, const S*, const S*, const S*, const AttentionShape&,       \
-                                  cudaStream_t);                                                                     \
-  template void attention_backward(S*, S*, S*, double*, const S*, const S*, const S*, const S*, const S*, const S*, \
-                                   const AttentionShape&, cudaStream_t);
+  template void rms_norm_weight_grad(uint16_t*, const S*, const S*, int64_t, int64_t, cudaStream_t);
 RAGGED_STORAGE(float)
 RAGGED_STORAGE(uint16_t)
 #undef RAGGED_STORAGE

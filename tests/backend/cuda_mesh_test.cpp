@@ -25,60 +25,89 @@ namespace {
 using models::UnitKind;
 using models::UnitPart;
 
-planner::ResolvedScenario with_tp(const std::string& name, int tp) {
-  auto loaded = scenarios::with_total_gpus(scenarios::load_scenario(name), tp);
+planner::ResolvedScenario with_mesh(const std::string& name, int tp, int cp = 1) {
+  auto loaded = scenarios::with_total_gpus(scenarios::load_scenario(name), tp * cp);
   loaded.written.mutable_training()->mutable_mesh()->set_tp(tp);
+  loaded.written.mutable_training()->mutable_mesh()->set_cp(cp);
   return planner::resolve_scenario(scenarios::rebuild(std::move(loaded)));
 }
 
+planner::ResolvedScenario with_tp(const std::string& name, int tp) { return with_mesh(name, tp); }
+
 TEST(GpuMeshPlan, EveryBufferHasItsBytesAndNoneOverlap) {
-  const planner::ResolvedScenario r = with_tp("tiny-llama-4xcpu", 2);
-  const GpuWorkloadConfig config{2, 128, ElementType::bf16, ElementType::f32};
-  const detail::MeshPlan p = detail::mesh_plan(r.model, config, 2);
-  EXPECT_EQ(p.tokens, 256);
-  EXPECT_EQ(p.rows, 128);
-  EXPECT_EQ(p.vocab * 2, r.whole().arch.vocab);  // the rank's vocabulary rows
-  const detail::HeadPlan head = detail::head_plan(r.model, config);
-  const int64_t whole = p.tokens * p.hidden * 2, rows = p.rows * p.hidden * 2;
-  // [begin, end) of every buffer, in carving order: each starts at or after the previous end.
-  std::vector<std::pair<int64_t, int64_t>> spans;
-  const std::array<int64_t, detail::kMeshBuffers> sizes = {
-      head.saved_bytes(), 2 * p.tokens * 3 * 8, p.tokens * 8, 8, head.dlogits_bytes, whole, whole, 0,
-      rows, rows, 4 * p.tokens, 4 * p.tokens, 4 * p.tokens, 4 * (p.vocab + 1)};
-  for (int b = 0; b < detail::kMeshBuffers; ++b) {
-    if (b == detail::kMeshScratch) continue;  // the largest scratch, checked below
-    spans.emplace_back(p.offset[static_cast<size_t>(b)], p.offset[static_cast<size_t>(b)] + sizes[static_cast<size_t>(b)]);
-  }
-  for (size_t u = 0; u + 1 < r.model.units.size(); ++u) {
-    spans.emplace_back(p.output[u], p.output[u] + rows);
-    if (u == 0) {
-      EXPECT_EQ(p.residual[u], -1);
-      EXPECT_EQ(p.cache[u], -1);
-      continue;
+  for (const auto& [tp, cp] : std::vector<std::pair<int, int>>{{2, 1}, {1, 2}, {2, 2}}) {
+    SCOPED_TRACE(testing::Message() << "tp " << tp << ", cp " << cp);
+    const planner::ResolvedScenario r = with_mesh("tiny-llama-4xcpu", tp, cp);
+    const GpuWorkloadConfig config{2, 128, ElementType::bf16, ElementType::f32};
+    const detail::MeshPlan p = detail::mesh_plan(r.model, config, tp, cp);
+    EXPECT_EQ(p.tokens, 256 / cp);  // the rank's chunks of the 2 sequences
+    EXPECT_EQ(p.rows, 256 / cp / tp);
+    EXPECT_EQ(p.seq_len, 128);
+    EXPECT_EQ(p.vocab * tp, r.whole().arch.vocab);  // the rank's vocabulary rows
+    const GpuWorkloadConfig local = cp > 1 ? detail::context_local(config, cp) : config;
+    const detail::HeadPlan head = detail::head_plan(r.model, local);
+    EXPECT_EQ(head.tokens, p.tokens);
+    const int64_t whole = p.tokens * p.hidden * 2, rows = p.rows * p.hidden * 2;
+    const int64_t group = cp > 1 ? cp * p.tokens : 0, keys = group * p.kv_width * 2;
+    EXPECT_EQ(p.kv_width, r.model.arch.kv_heads * r.model.arch.head_dim);
+    // [begin, end) of every buffer, in carving order: each starts at or after the previous end.
+    std::vector<std::pair<int64_t, int64_t>> spans;
+    const std::array<int64_t, detail::kMeshBuffers> sizes = {
+        head.saved_bytes(), tp * p.tokens * 3 * 8, p.tokens * 8, 8, head.dlogits_bytes, whole, whole, 0, rows, rows,
+        4 * p.tokens, 4 * p.tokens, 4 * p.tokens, 4 * (p.vocab + 1), 2 * keys, keys, keys, keys, keys,
+        cp > 1 ? 4 * p.tokens : 0, 4 * group, 0, 0};  // dense: no expert routing
+    for (int b = 0; b < detail::kMeshBuffers; ++b) {
+      if (b == detail::kMeshScratch) continue;  // the largest scratch, checked below
+      spans.emplace_back(p.offset[static_cast<size_t>(b)],
+                         p.offset[static_cast<size_t>(b)] + sizes[static_cast<size_t>(b)]);
     }
-    const detail::BlockPlan block = detail::block_plan(r.model, config, static_cast<int>(u));
-    EXPECT_GE(p.offset[detail::kMeshScratch + 1] - p.offset[detail::kMeshScratch], block.scratch_bytes);
-    spans.emplace_back(p.residual[u], p.residual[u] + rows);
-    spans.emplace_back(p.cache[u], p.cache[u] + block.saved_bytes());
+    for (size_t u = 0; u + 1 < r.model.units.size(); ++u) {
+      spans.emplace_back(p.output[u], p.output[u] + rows);
+      if (u == 0) {
+        EXPECT_EQ(p.residual[u], -1);
+        EXPECT_EQ(p.cache[u], -1);
+        continue;
+      }
+      const detail::BlockPlan block = detail::block_plan(r.model, local, static_cast<int>(u));
+      EXPECT_EQ(block.tokens, p.tokens);
+      EXPECT_GE(p.offset[detail::kMeshScratch + 1] - p.offset[detail::kMeshScratch], block.scratch_bytes);
+      spans.emplace_back(p.residual[u], p.residual[u] + rows);
+      spans.emplace_back(p.cache[u], p.cache[u] + block.saved_bytes());
+    }
+    std::sort(spans.begin(), spans.end());
+    for (size_t i = 1; i < spans.size(); ++i) EXPECT_LE(spans[i - 1].second, spans[i].first) << i;
+    EXPECT_LE(spans.back().second, p.bytes);
+    EXPECT_EQ(gpu_mesh_private_bytes(r.model, config, tp, cp), p.bytes);
   }
-  std::sort(spans.begin(), spans.end());
-  for (size_t i = 1; i < spans.size(); ++i) EXPECT_LE(spans[i - 1].second, spans[i].first) << i;
-  EXPECT_LE(spans.back().second, p.bytes);
-  EXPECT_EQ(gpu_mesh_private_bytes(r.model, config, 2), p.bytes);
 }
 
-TEST(GpuMeshPlan, RefusesRowsTpDoesNotSplitAndExpertsByName) {
-  const planner::ResolvedScenario r = with_tp("tiny-llama-4xcpu", 2);
-  EXPECT_THROW(detail::mesh_plan(r.model, GpuWorkloadConfig{1, 3}, 2), InputError);
-  const planner::ResolvedScenario moe = with_tp("tiny-moe-4xcpu", 2);
+TEST(GpuMeshPlan, RefusesSequencesCpDoesNotCutIntoEqualChunks) {
+  const planner::ResolvedScenario r = with_mesh("tiny-llama-4xcpu", 1, 2);
   try {
-    check_gpu_tensor_parallel(moe.model, 2, 128, true);
-    FAIL() << "experts under tp ran on the GPU";
+    detail::mesh_plan(r.model, GpuWorkloadConfig{2, 126}, 1, 2);  // 126 tokens: not 4 equal chunks
+    FAIL() << "a sequence cp cannot cut was planned";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("holds experts, which run tensor-parallel on --device cpu"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("training.mesh.cp 2: sequences of 126 tokens do not cut into 2 x cp equal "
+                                          "chunks"),
+              std::string::npos)
         << e.what();
   }
-  EXPECT_NO_THROW(check_gpu_tensor_parallel(r.model, 2, 256, true));
+  EXPECT_EQ(detail::context_local(GpuWorkloadConfig{2, 128}, 2).seq_len, 64);
+}
+
+TEST(GpuMeshPlan, RefusesRowsTpDoesNotSplitAndCarvesTheExpertsRouting) {
+  const planner::ResolvedScenario r = with_tp("tiny-llama-4xcpu", 2);
+  EXPECT_THROW(detail::mesh_plan(r.model, GpuWorkloadConfig{1, 3}, 2), InputError);
+  // A mixture-of-experts block under tp routes every token of the micro-batch on each rank.
+  const planner::ResolvedScenario moe = with_tp("tiny-moe-4xcpu", 2);
+  const GpuWorkloadConfig config{2, 64, ElementType::bf16, ElementType::f32};
+  const detail::ExpertBuffers experts = detail::expert_buffers(moe.model, config);
+  EXPECT_EQ(experts.tables, detail::routing_layout(2 * 64 * moe.model.arch.experts_per_token).bytes);
+  EXPECT_EQ(experts.output, 2 * 64 * moe.model.arch.hidden * 2);
+  const detail::MeshPlan p = detail::mesh_plan(moe.model, config, 2);
+  EXPECT_GE(p.offset[detail::kMeshExpertOutput] - p.offset[detail::kMeshExpertRows], experts.tables);
+  EXPECT_GE(p.bytes - p.offset[detail::kMeshExpertOutput], experts.output);
+  EXPECT_EQ(detail::expert_buffers(r.model, config).tables, 0);  // dense: none
 }
 
 TEST(GpuMeshPlan, TheEmbeddingsBackwardSkipsAnotherRanksRows) {
@@ -96,7 +125,8 @@ class GpuMeshWorkloadTest : public gpu_test::GpuWorkloadTest {
  protected:
   gpu_test::Result run_mesh(const test_util::ModelStore& store, const GpuWorkloadConfig& config, const Batch& batch) {
     device_->arena().reset();
-    GpuMeshWorkload work(store.model, config, TensorParallelRank{0, 1}, device_->cublas(), stream_, device_->arena());
+    GpuMeshWorkload work(store.model, config, TensorParallelRank{0, 1}, ContextParallelRank{0, 1}, device_->cublas(),
+                         stream_, device_->arena());
     const int units = store.units();
     std::vector<std::vector<const void*>> params(static_cast<size_t>(units));
     std::vector<std::vector<void*>> grads(static_cast<size_t>(units));
@@ -157,18 +187,19 @@ class GpuMeshWorkloadTest : public gpu_test::GpuWorkloadTest {
   }
 };
 
+// Dense and mixture-of-experts blocks (the experts' routing in the mesh
+// workload's own buffers).
 TEST_F(GpuMeshWorkloadTest, OneRanksPartsMakeTheWholeBlocksBitsInFp32) {
-  const planner::ResolvedScenario r = planner::resolve_scenario(scenarios::load_scenario("tiny-llama-4xcpu"));
-  test_util::ModelStore store(r.model, 11);
-  const GpuWorkloadConfig config{2, 128, ElementType::f32, ElementType::f32};
-  const Batch batch = synthetic_batch(5, 0, 2, 128, r.model.arch.vocab);
-  const gpu_test::Result whole = run(store, config, batch);
-  const gpu_test::Result parts = run_mesh(store, config, batch);
-  EXPECT_EQ(parts.loss, whole.loss);
-  for (size_t u = 0; u < whole.grads.size(); ++u) {
-    for (size_t i = 0; i < whole.grads[u].size(); ++i) {
-      EXPECT_EQ(parts.grads[u][i], whole.grads[u][i]) << r.model.units[u].tensors[i].name;
-    }
+  for (const std::string name : {"tiny-llama-4xcpu", "tiny-moe-4xcpu"}) {
+    SCOPED_TRACE(name);
+    const planner::ResolvedScenario r = planner::resolve_scenario(scenarios::load_scenario(name));
+    test_util::ModelStore store(r.model, 11);
+    const GpuWorkloadConfig config{2, 64, ElementType::f32, ElementType::f32};
+    const Batch batch = synthetic_batch(5, 0, 2, 64, r.model.arch.vocab);
+    const gpu_test::Result whole = run(store, config, batch);
+    const gpu_test::Result parts = run_mesh(store, config, batch);
+    EXPECT_EQ(parts.loss, whole.loss);
+    gpu_test::expect_gradients(parts, whole, r.model, 0);
   }
 }
 

@@ -138,4 +138,18 @@ inline double relative_error(const std::vector<float>& gpu, const std::vector<fl
   return norm == 0 ? std::sqrt(diff) : std::sqrt(diff / norm);
 }
 
+// Every gradient of `got` against `want`: bit for bit when `tolerance` is 0,
+// else within that relative_error per tensor.
+inline void expect_gradients(const Result& got, const Result& want, const models::ModelSpec& model, double tolerance) {
+  for (size_t u = 0; u < want.grads.size(); ++u) {
+    for (size_t i = 0; i < want.grads[u].size(); ++i) {
+      if (tolerance == 0) {
+        EXPECT_EQ(got.grads[u][i], want.grads[u][i]) << model.units[u].tensors[i].name;
+      } else {
+        EXPECT_LE(relative_error(got.grads[u][i], want.grads[u][i]), tolerance) << model.units[u].tensors[i].name;
+      }
+    }
+  }
+}
+
 }  // namespace ragged::backend::gpu::gpu_test

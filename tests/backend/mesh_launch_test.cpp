@@ -9,7 +9,7 @@
 #include <memory>
 #include <set>
 #include <string>
-#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "backend/communicator.hpp"
@@ -168,21 +168,20 @@ std::string launch_error(const planner::ResolvedScenario& resolved, bool host) {
   return "";
 }
 
-// The GPU runs tp alone; past the mesh checks the one process launched is
-// what check_launch finds wrong.
-TEST(CheckLaunch, TheGpuAcceptsTensorParallelismAloneAndRefusesTheRestByName) {
-  const std::string tp = launch_error(with_mesh(4, 2, 1, 1), false);
-  EXPECT_NE(tp.find("has 4 GPUs but 1 process run"), std::string::npos) << tp;
-  for (const auto& [cp, ep, model] : std::vector<std::tuple<int, int, std::string>>{
-           {2, 1, "tiny-llama-4xcpu"}, {1, 2, "tiny-moe-4xcpu"}}) {
-    const std::string refused = launch_error(with_mesh(4, 1, cp, ep, model), false);
-    EXPECT_NE(refused.find("training.mesh: "), std::string::npos) << refused;
-    EXPECT_NE(refused.find("the GPU executor runs tensor parallelism alone"), std::string::npos) << refused;
-    EXPECT_NE(refused.find("run on --device cpu"), std::string::npos) << refused;
-    // The host runs both.
-    const std::string host = launch_error(with_mesh(4, 1, cp, ep, model), true);
-    EXPECT_NE(host.find("has 4 GPUs but 1 process run"), std::string::npos) << host;
+// The GPU runs tp and cp (alone or together); past the mesh checks the one
+// process launched is what check_launch finds wrong.
+TEST(CheckLaunch, TheGpuAcceptsTensorAndContextParallelismAndRefusesExpertParallelismByName) {
+  for (const auto& [tp, cp] : std::vector<std::pair<int, int>>{{2, 1}, {1, 2}, {2, 2}}) {
+    const std::string accepted = launch_error(with_mesh(4, tp, cp, 1), false);
+    EXPECT_NE(accepted.find("has 4 GPUs but 1 process run"), std::string::npos) << accepted;
   }
+  const std::string refused = launch_error(with_mesh(4, 1, 1, 2, "tiny-moe-4xcpu"), false);
+  EXPECT_NE(refused.find("training.mesh: "), std::string::npos) << refused;
+  EXPECT_NE(refused.find("the GPU executor runs tensor and context parallelism so far"), std::string::npos) << refused;
+  EXPECT_NE(refused.find("set ep and pp to 1, or run on --device cpu"), std::string::npos) << refused;
+  // The host runs it.
+  const std::string host = launch_error(with_mesh(4, 1, 1, 2, "tiny-moe-4xcpu"), true);
+  EXPECT_NE(host.find("has 4 GPUs but 1 process run"), std::string::npos) << host;
 }
 
 }  // namespace

@@ -145,14 +145,30 @@ std::vector<std::string> output_lines(std::string_view text) {
   return lines;
 }
 
+std::vector<std::string> normalise_output(const std::vector<std::string>& lines) {
+  // `ragged plan --strategy all` ends each row of its table with the
+  // planner's wall time, under a "plan ms" header, until a blank line.
+  static const std::regex kLastNumber(R"(\d[\d.,]*\s*$)");
+  std::vector<std::string> normalised;
+  bool in_timed_table = false;
+  for (const std::string& line : lines) {
+    std::string text = normalise_volatile(line);
+    if (is_blank(line)) in_timed_table = false;
+    if (in_timed_table) text = std::regex_replace(text, kLastNumber, "<ms>");
+    if (line.ends_with("plan ms")) in_timed_table = true;
+    normalised.push_back(std::move(text));
+  }
+  return normalised;
+}
+
 std::optional<OutputDifference> first_difference(const std::vector<std::string>& documented,
                                                  const std::vector<std::string>& printed) {
-  const std::size_t n = std::max(documented.size(), printed.size());
+  const std::vector<std::string> doc = normalise_output(documented), fresh = normalise_output(printed);
+  const std::size_t n = std::max(doc.size(), fresh.size());
   for (std::size_t i = 0; i < n; ++i) {
-    const std::string doc_line = i < documented.size() ? documented[i] : "(none)";
-    const std::string new_line = i < printed.size() ? printed[i] : "(none)";
-    if (i >= documented.size() || i >= printed.size() || normalise_volatile(doc_line) != normalise_volatile(new_line)) {
-      return OutputDifference{i, doc_line, new_line};
+    if (i >= doc.size() || i >= fresh.size() || doc[i] != fresh[i]) {
+      return OutputDifference{i, i < documented.size() ? documented[i] : "(none)",
+                              i < printed.size() ? printed[i] : "(none)"};
     }
   }
   return std::nullopt;

@@ -9,7 +9,8 @@
 //   <!-- output: not regenerated: REASON -->  left as written (needs mpirun, a GPU, ...)
 //   <!-- output: slow: REASON -->             regenerated, left out by --skip-slow (the test)
 // Volatile figures (the simulator's wall time and memory, tune's wall time
-// and workers) are normalised before two outputs are compared.
+// and workers, the planner's wall time) are normalised before two outputs
+// are compared.
 
 #include <cstddef>
 #include <optional>
@@ -43,6 +44,10 @@ std::vector<DocBlock> parse_doc_blocks(const std::vector<std::string>& lines, st
 
 // `line` with its volatile figures replaced by placeholders.
 std::string normalise_volatile(std::string_view line);
+
+// normalise_volatile on every line, and the planner's wall time (the last
+// column under a "plan ms" header, up to a blank line) replaced too.
+std::vector<std::string> normalise_output(const std::vector<std::string>& lines);
 
 // `text` split at '\n' (a final '\n' ends the last line, it opens no new one).
 std::vector<std::string> split_lines(std::string_view text);

@@ -72,6 +72,15 @@ TEST(DocBlocks, WallTimesAndSimulatorMemoryAreNormalisedAndNothingElse) {
   EXPECT_EQ(normalise_volatile("  peak memory        74.97 GiB reserved"), "  peak memory        74.97 GiB reserved");
 }
 
+TEST(DocBlocks, ThePlannersWallTimeColumnIsNormalisedUpToTheBlankLine) {
+  EXPECT_EQ(normalise_output({"  strategy  padded  peak GiB  plan ms", "  ragged    77.31B     26.87     0.19", "",
+                              "  total 0.19"}),
+            (std::vector<std::string>{"  strategy  padded  peak GiB  plan ms", "  ragged    77.31B     26.87     <ms>", "",
+                                      "  total 0.19"}));
+  EXPECT_FALSE(first_difference({"  x  plan ms", "  ragged  26.87     0.19"}, {"  x  plan ms", "  ragged  26.87     0.21"}));
+  EXPECT_TRUE(first_difference({"  x  plan ms", "  ragged  26.87     0.19"}, {"  x  plan ms", "  ragged  26.88     0.19"}));
+}
+
 TEST(DocBlocks, TheFirstDifferenceIsFoundAfterNormalisingAndPastEitherEnd) {
   EXPECT_FALSE(first_difference({"rank 0, 0.03 s wall", "x"}, {"rank 0, 1.5 s wall", "x"}));
   auto moved = first_difference({"a", "step 2.94 s"}, {"a", "step 2.95 s"});

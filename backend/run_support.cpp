@@ -118,7 +118,6 @@ planner::Plan plan_for_run(const planner::ResolvedScenario& resolved, models::DT
 
 void check_plan_for_run(const planner::ResolvedScenario& resolved, const planner::Plan& plan) {
   const scenarios::Training& training = resolved.scenario().training();
-  if (training.optimizer().has_adam8bit() && !plan.honours_granularity()) {
   // The executors compute each region's input once; the per-projection
   // redistributions are a cost of another stack's tp plan the simulator models.
   if (training.mesh().tp() > 1 && training.mesh().column_input() == scenarios::PER_PROJECTION) {
@@ -126,6 +125,7 @@ void check_plan_for_run(const planner::ResolvedScenario& resolved, const planner
                      "projection redistributes its own input; `ragged run` gathers once per region: set PER_MODULE "
                      "(ragged simulate models both)");
   }
+  if (training.optimizer().has_adam8bit() && !plan.honours_granularity()) {
     throw InputError(fmt::format(
         "{} cuts 8-bit Adam's blocks across ranks at {} ranks (its shards do not fall on block boundaries), so no rank "
         "could quantise its blocks alone: use the ragged strategy, or a rank count whose shards align",

@@ -290,10 +290,10 @@ void check_mesh(const Training& t, int64_t gpus, Checker& c) {
     c.unknown_value("training.mesh.sequence_layout", m.sequence_layout(), "SEQUENCE_FIRST or BATCH_FIRST",
                     "SEQUENCE_FIRST");
   }
-  if (t.shard_group_size() % m.ep() != 0) {
   if (m.column_input() != PER_MODULE && m.column_input() != PER_PROJECTION) {
     c.unknown_value("training.mesh.column_input", m.column_input(), "PER_MODULE or PER_PROJECTION", "PER_MODULE");
   }
+  if (t.shard_group_size() % m.ep() != 0) {
     c.fail("training.mesh.ep", fmt::format("ep is {}; expert parallelism is carved out of dp_shard x cp ({}), so ep "
                                            "must divide it", m.ep(), t.shard_group_size()));
   }

@@ -58,6 +58,7 @@ struct TuneCommandOptions {
   std::string train_tokens;
   double gpu_hour_price = 0;
   int64_t top = 10;
+  bool exhaustive = false;
   std::string write_path;
   bool json = false;
   int64_t jobs = 0;
@@ -188,6 +189,7 @@ void run(const TuneCommandOptions& o, Context& context) {
   tune::TuneOptions options;
   options.constraints = constraints_of(o, context.err);
   options.rank_by = rank_by_of(o);
+  if (!o.exhaustive) options.exact_top = static_cast<size_t>(o.top);
   if (!o.no_cache)
     options.cache_dir = o.cache_dir.empty() ? tune::ResultCache::default_dir() : std::filesystem::path(o.cache_dir);
   const tune::Tuner tuner(base, options);
@@ -326,9 +328,13 @@ void add_tune_command(CLI::App& app, Context& context) {
       "Tokens to train, e.g. 15T: time to train on the winner (at its effective rate with --rank-by goodput)");
   cmd->add_option("--gpu-hour-price", o->gpu_hour_price, "Price of one GPU-hour: the cost of --train-tokens")
       ->check(number_between(0, 1e9));
-  cmd->add_option("--top", o->top, "Rows of the ranking to print")
+  cmd->add_option("--top", o->top,
+                  "Rows of the ranking to print: exact; a candidate whose step-time bound keeps it out of them is "
+                  "not simulated (reported bounded)")
       ->capture_default_str()
       ->check(whole_number(1, kMaxCount));
+  cmd->add_flag("--exhaustive", o->exhaustive,
+                "Simulate every candidate under the memory floor: the whole ranking, Pareto front and count that fit");
   cmd->add_option("--write", o->write_path, "Write the winner as a scenario file that `ragged simulate` reproduces");
   cmd->add_flag("--json", o->json, "Print JSON: every candidate with its verdict and figures, the ranking, the front");
   cmd->add_option("--jobs", o->jobs,

@@ -7,6 +7,7 @@
 #include "cli/table.hpp"
 #include "common/units.hpp"
 #include "scenarios/scenario_rules.hpp"
+#include "tune/bounded_search.hpp"
 #include "tune/candidate_scenario.hpp"
 
 namespace ragged::cli {
@@ -111,6 +112,12 @@ void print_counts(const tune::SearchResult& r, const ReportOptions& options, std
       "  {} candidates: {} pruned before simulation ({}: {} sharded state alone over the budget, {} with "
       "the activation floor), {} simulated, {} fit",
       all, n.pruned(), percent(n.pruned(), all), n.pruned_state, n.pruned_activations, n.simulated, n.fitting);
+  if (n.bounded > 0) {
+    out << fmt::format(
+        ", {} bounded (their step-time bound keeps them out of the top {}: not simulated, "
+        "--exhaustive simulates them)",
+        n.bounded, *r.exact_top);
+  }
   if (n.invalid > 0) out << fmt::format(", {} invalid", n.invalid);
   if (n.failed > 0) out << fmt::format(", {} failed", n.failed);
   out << '\n';
@@ -180,14 +187,26 @@ void print_ranking(const tune::Tuner& tuner, const tune::SearchResult& r, const 
     }
     table.row(std::move(row));
   }
-  out << fmt::format("\n  ranking (predicted{}; micro-batch is sequences x accumulation steps; 80% band: where the published "
-                     "tokens/s/GPU of comparable validation rows lay, the regime's alone, `ragged simulate` widens it "
-                     "for inputs left to the defaults{}):\n",
-                     r.by_goodput() ? ", by effective = tokens/s/GPU x goodput" : "",
-                     shown < r.ranking.ranked.size()
-                         ? fmt::format("; {} of {} that fit, --top N for more", shown, r.ranking.ranked.size())
-                         : "");
+  out << fmt::format(
+      "\n  ranking (predicted{}; micro-batch is sequences x accumulation steps; 80% band: where the published "
+      "tokens/s/GPU of comparable validation rows lay, the regime's alone, `ragged simulate` widens it "
+      "for inputs left to the defaults{}):\n",
+      r.by_goodput() ? ", by effective = tokens/s/GPU x goodput" : "",
+      shown < r.ranking.ranked.size()
+          ? fmt::format("; {} of {} {}that fit, --top N for more", shown, r.ranking.ranked.size(),
+                        r.counts.bounded > 0 ? "simulated candidates " : "")
+          : "");
   table.print(out, "  ");
+}
+
+// With bounded candidates the front is the simulated ones': exact down to
+// the k-th best rate (a bounded candidate is slower than that, so it cannot
+// take the place of a front point that fast), unsearched below it.
+std::string front_scope(const tune::SearchResult& r) {
+  if (r.counts.bounded == 0) return "";
+  return fmt::format(
+      "; over the simulated candidates: exact down to the {} best's {}, --exhaustive for the whole front",
+      tune::ordinal(*r.exact_top), precise_rate(*r.kth_best_rate));
 }
 
 void print_pareto(const tune::SearchResult& r, std::ostream& out) {
@@ -199,8 +218,9 @@ void print_pareto(const tune::SearchResult& r, std::ostream& out) {
     table.row({gib(r.evaluations[i].peak_reserved_bytes), precise_rate(r.ranked_rate(i)),
                tune::describe(r.candidates[i], r.gpus)});
   }
-  out << fmt::format("\n  {}throughput-memory Pareto front (no other fitting candidate is both faster and smaller):\n",
-                     r.by_goodput() ? "effective " : "");
+  out << fmt::format(
+      "\n  {}throughput-memory Pareto front (no other fitting candidate is both faster and smaller{}):\n",
+      r.by_goodput() ? "effective " : "", front_scope(r));
   table.print(out, "  ");
 }
 
@@ -329,6 +349,14 @@ void print_gpu_counts(const tune::Tuner& tuner, const std::vector<tune::GpuCount
                                planner::goodput_settings(tuner.base().scenario.goodput()).interruptions_per_gpu_hour)
                  : "");
   table.print(out, "  ");
+  size_t bounded = 0;
+  for (const auto& row : rows) bounded += row.result ? row.result->counts.bounded : 0;
+  if (bounded > 0) {
+    out << fmt::format(
+        "  fit: of the simulated candidates; {} more were bounded (their step-time bound keeps them out "
+        "of the top {}: not simulated, --exhaustive simulates them)\n",
+        bounded, options.top);
+  }
 }
 
 void print_min_gpus(const tune::Tuner& tuner, const tune::MinGpusResult& result, const ReportOptions& options,
@@ -386,7 +414,15 @@ nlohmann::json search_to_json(const tune::Tuner& tuner, const tune::SearchResult
         {"simulated", n.simulated},
         {"fit", n.fitting},
         {"invalid", n.invalid},
-        {"failed", n.failed}}},
+        {"failed", n.failed},
+        {"bounded", n.bounded}}},
+      // Exhaustive (null), or the k whose ranking is exact and the k-th best
+      // rate the bounds were held against (null when fewer fit): then the
+      // rest of the ranking, the front and "fit" are the simulated candidates'.
+      {"bounding", r.exact_top ? nlohmann::json{{"exact_top", *r.exact_top},
+                                                {"kth_best_rate", r.kth_best_rate ? nlohmann::json(*r.kth_best_rate)
+                                                                                  : nlohmann::json(nullptr)}}
+                               : nlohmann::json(nullptr)},
       {"candidates", std::move(candidates)},
       {"ranking", r.ranking.ranked},
       {"pareto", r.ranking.pareto},

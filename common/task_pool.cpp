@@ -11,8 +11,14 @@ TaskQueue::TaskQueue(const std::vector<std::string>& tasks, const MapOptions& op
 
 std::optional<size_t> TaskQueue::take() {
   const std::lock_guard lock(mutex_);
-  if (stopped_ || error_ || next_ == tasks_.size()) return std::nullopt;
-  return next_++;
+  while (!stopped_ && !error_ && next_ < tasks_.size()) {
+    const size_t index = next_++;
+    if (!options_.skip || !options_.skip(index)) return index;
+    ++completed_;
+    if (options_.progress) options_.progress(completed_, tasks_.size());
+  }
+  if (done_locked()) finished_.notify_all();
+  return std::nullopt;
 }
 
 void TaskQueue::complete(size_t index, std::string result) {

@@ -27,6 +27,10 @@ struct MapOptions {
   // Called with each result as it arrives, one call at a time; true hands out
   // no further task (those running still finish).
   std::function<bool(const std::string& result)> stop;
+  // Asked before task `index` is handed out, one call at a time with the
+  // others: true leaves it unrun (its result nullopt; it counts as done).
+  // With `stop` seeing the results, a caller bounds a search by it.
+  std::function<bool(size_t index)> skip;
 };
 
 class TaskRunner {
@@ -46,8 +50,9 @@ class TaskQueue {
  public:
   TaskQueue(const std::vector<std::string>& tasks, const MapOptions& options);
 
-  // The index of the next task to run; nullopt when every task is handed
-  // out, a result asked to stop, or a task failed.
+  // The index of the next task to run (those `skip` leaves out passed
+  // over); nullopt when every task is handed out, a result asked to stop,
+  // or a task failed.
   std::optional<size_t> take();
   const std::string& task(size_t index) const { return tasks_[index]; }
   void complete(size_t index, std::string result);

@@ -1,5 +1,6 @@
 #include "tune/evaluate.hpp"
 
+#include <algorithm>
 #include <optional>
 
 #include "common/errors.hpp"
@@ -9,6 +10,7 @@
 #include "planner/scenario_plan.hpp"
 #include "scenarios/scenario_rules.hpp"
 #include "sim/simulation_child.hpp"
+#include "sim/step_time_bound.hpp"
 
 namespace ragged::tune {
 namespace {
@@ -114,8 +116,13 @@ Evaluation evaluate(const scenarios::LoadedScenario& scenario, const EvaluateOpt
   if (known && known->outcome == Outcome::kSimulated) return *known;
   try {
     if (!resolved) resolved = planner::resolve_scenario(scenario);
+    if (!built) built = planner::build_scenario_programs(*resolved);
     sim::SimulationOptions simulation;
-    if (built) simulation.programs = &*built;
+    simulation.programs = &*built;
+    e.step_time_bound_s = sim::step_time_lower_bound(*resolved, *built, simulation);
+    for (const planner::Program& program : built->programs)
+      e.tokens_per_step = std::max(e.tokens_per_step, program.tokens_per_step);
+    if (!options.simulate) return e;
     add_simulation(e, sim::simulate_summary_in_child(*resolved, simulation));
   } catch (const std::exception& error) {
     e.outcome = Outcome::kFailed;

@@ -16,6 +16,8 @@ std::string outcome_name(Outcome outcome) {
       return "invalid";
     case Outcome::kFailed:
       return "failed";
+    case Outcome::kBounded:
+      return "bounded";
   }
   return "?";
 }
@@ -45,6 +47,8 @@ nlohmann::json to_json(const Evaluation& e) {
           {"static_peak_bytes", e.static_peak_bytes},
           {"capacity_bytes", e.capacity_bytes},
           {"checkpoint_bytes_per_gpu", e.checkpoint_bytes_per_gpu},
+          {"step_time_bound_s", e.step_time_bound_s},
+          {"tokens_per_step", e.tokens_per_step},
           {"step_time_s", e.step_time_s},
           {"tokens_per_s_per_gpu", e.tokens_per_s_per_gpu},
           {"mfu", e.mfu},
@@ -71,8 +75,10 @@ Evaluation evaluation_from_json(const nlohmann::json& j) {
     e.outcome = Outcome::kFailed;
   else if (outcome == "invalid")
     e.outcome = Outcome::kInvalid;
+  else if (outcome == "bounded")
+    e.outcome = Outcome::kBounded;
   else
-    throw InternalError("an evaluation's outcome is simulated, pruned, invalid or failed, not " + outcome);
+    throw InternalError("an evaluation's outcome is simulated, pruned, invalid, failed or bounded, not " + outcome);
   const int reason = j.at("prune_reason");
   RAGGED_ASSERT(reason >= 0 && reason <= static_cast<int>(PruneReason::kActivations), "a prune reason is known");
   e.prune_reason = static_cast<PruneReason>(reason);
@@ -82,6 +88,8 @@ Evaluation evaluation_from_json(const nlohmann::json& j) {
   e.static_peak_bytes = j.at("static_peak_bytes");
   e.capacity_bytes = j.at("capacity_bytes");
   e.checkpoint_bytes_per_gpu = j.at("checkpoint_bytes_per_gpu");
+  e.step_time_bound_s = j.value("step_time_bound_s", 0.0);
+  e.tokens_per_step = j.value("tokens_per_step", int64_t{0});
   e.step_time_s = j.at("step_time_s");
   e.tokens_per_s_per_gpu = j.at("tokens_per_s_per_gpu");
   e.mfu = j.at("mfu");

@@ -1,10 +1,12 @@
 #pragma once
 // What the tuner learns about one candidate: discarded before simulation
 // (its memory floor exceeds what it may use), rejected by the scenario's
-// own checks, failed in the simulator, or simulated with its figures. As
+// own checks, failed in the simulator, simulated with its figures, or left
+// unsimulated because its step-time bound keeps it out of the top k. As
 // JSON it travels between MPI ranks and lives in the result cache.
 
 #include <cstdint>
+#include <limits>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -16,6 +18,9 @@ enum class Outcome {
   kPruned,   // the planner's floor alone exceeds the memory budget: no simulation
   kInvalid,  // the scenario rejects the combination (a granularity the model does not allow)
   kFailed,   // the simulator refused it or failed
+  // Not simulated: even its step-time bound (sim::step_time_lower_bound)
+  // would rank it below the k-th best simulated candidate (Tuner's branch and bound).
+  kBounded,
 };
 
 enum class PruneReason {
@@ -36,6 +41,12 @@ struct Evaluation {
   int64_t capacity_bytes = 0;
   int64_t checkpoint_bytes_per_gpu = 0;  // planner::checkpoint_bytes_per_gpu: what the goodput saves and loads
 
+  // From the Programs and the simulator's cost models (a candidate that is
+  // not pruned): no simulation of it steps faster (sim::step_time_lower_bound;
+  // 0: no bound), and a GPU's tokens in a step.
+  double step_time_bound_s = 0;
+  int64_t tokens_per_step = 0;
+
   // From the simulator:
   double step_time_s = 0;
   double tokens_per_s_per_gpu = 0;
@@ -52,6 +63,13 @@ struct Evaluation {
 
   bool cached = false;  // read from the result cache (this run's, not the answer)
 
+  // The most tokens/s per GPU a simulation of it can predict: infinity
+  // without a bound.
+  double tokens_per_s_per_gpu_bound() const {
+    return step_time_bound_s > 0 ? static_cast<double>(tokens_per_step) / step_time_bound_s
+                                 : std::numeric_limits<double>::infinity();
+  }
+
   // Simulated without running out of memory and with a peak within `budget_bytes`,
   // reached without the allocator releasing its cache: a release means the step
   // reached the allocator's capacity, and the reserved peak it leaves behind
@@ -64,7 +82,7 @@ struct Evaluation {
 nlohmann::json to_json(const Evaluation& evaluation);
 Evaluation evaluation_from_json(const nlohmann::json& json);
 
-std::string outcome_name(Outcome outcome);          // "simulated", "pruned", "invalid", "failed"
+std::string outcome_name(Outcome outcome);          // "simulated", "pruned", "invalid", "failed", "bounded"
 std::string prune_reason_text(PruneReason reason);  // "persistent state over budget", ...
 
 // The bytes a candidate may use: capacity less the headroom.

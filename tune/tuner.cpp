@@ -9,6 +9,7 @@
 
 #include "common/errors.hpp"
 #include "scenarios/scenario_rules.hpp"
+#include "tune/bounded_search.hpp"
 #include "tune/candidate_goodput.hpp"
 #include "tune/candidate_scenario.hpp"
 #include "tune/evaluate.hpp"
@@ -111,13 +112,16 @@ scenarios::LoadedScenario Tuner::scenario_of(int64_t gpus, const Candidate& cand
   return candidate_scenario(base_at(gpus), candidate, sequence_length());
 }
 
-std::string Tuner::task_of(int64_t gpus, const Candidate& candidate) const {
-  return nlohmann::json{{"gpus", gpus}, {"candidate", candidate_json(candidate)}}.dump();
+std::string Tuner::task_of(int64_t gpus, const Candidate& candidate, size_t index, bool simulate) const {
+  return nlohmann::json{
+      {"gpus", gpus}, {"candidate", candidate_json(candidate)}, {"index", index}, {"simulate", simulate}}
+      .dump();
 }
 
 std::string Tuner::run_task(const std::string& task) const {
   const nlohmann::json j = nlohmann::json::parse(task);
   const int64_t gpus = j.at("gpus");
+  const EvaluateOptions options{options_.constraints.headroom, cache_ ? &*cache_ : nullptr, j.value("simulate", true)};
   std::optional<scenarios::LoadedScenario> scenario;
   Evaluation e;
   try {
@@ -126,8 +130,10 @@ std::string Tuner::run_task(const std::string& task) const {
     e.outcome = Outcome::kInvalid;  // the scenario's own checks rejected the combination
     e.message = error.what();
   }
-  if (scenario) e = evaluate(*scenario, {options_.constraints.headroom, cache_ ? &*cache_ : nullptr});
-  return to_json(e).dump();
+  if (scenario) e = evaluate(*scenario, options);
+  nlohmann::json result = to_json(e);
+  result["index"] = j.value("index", size_t{0});  // whose result it is (bounded_search.hpp)
+  return result.dump();
 }
 
 std::vector<Evaluation> Tuner::evaluate_all(TaskRunner& runner, int64_t gpus, const std::vector<Candidate>& candidates,
@@ -169,9 +175,14 @@ SearchResult Tuner::search_with(TaskRunner& runner, int64_t gpus, const Constrai
   out.batch = batch_shape(base.scenario, constraints);
   out.candidates = enumerate_candidates(base, constraints);
   out.budget_bytes = budget_of(base.scenario);
-  MapOptions map_options;
-  map_options.progress = progress;
-  out.evaluations = evaluate_all(runner, gpus, out.candidates, map_options);
+  out.exact_top = options_.exact_top;
+  if (options_.exact_top) {
+    evaluate_bounded(runner, out, progress);
+  } else {
+    MapOptions map_options;
+    map_options.progress = progress;
+    out.evaluations = evaluate_all(runner, gpus, out.candidates, map_options);
+  }
   if (options_.rank_by == RankBy::kGoodput) {
     out.goodput.resize(out.candidates.size());
     for (size_t i = 0; i < out.candidates.size(); ++i) {
@@ -199,11 +210,34 @@ SearchResult Tuner::search_with(TaskRunner& runner, int64_t gpus, const Constrai
       case Outcome::kPruned:
         ++(e.prune_reason == PruneReason::kPersistentState ? n.pruned_state : n.pruned_activations);
         break;
+      case Outcome::kBounded:
+        ++n.bounded;
+        break;
     }
   }
   out.counts.fitting = out.ranking.ranked.size();
   out.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
+}
+
+void Tuner::evaluate_bounded(TaskRunner& runner, SearchResult& out, const SearchProgress& progress) const {
+  const bool by_goodput = options_.rank_by == RankBy::kGoodput;
+  BoundedSearch search;
+  search.candidates = out.candidates.size();
+  search.top = *options_.exact_top;
+  search.budget_bytes = out.budget_bytes;
+  search.task = [&](size_t i, bool simulate) { return task_of(out.gpus, out.candidates[i], i, simulate); };
+  // Goodput never exceeds 1: a bound on tokens/s bounds the effective rate too.
+  search.rate = [&](size_t i, const Evaluation& e) {
+    return by_goodput
+               ? candidate_goodput(scenario_of(out.gpus, out.candidates[i]).scenario, e).effective_tokens_per_s_per_gpu
+               : e.tokens_per_s_per_gpu;
+  };
+  search.effective_rate = by_goodput;
+  search.progress = progress;
+  BoundedEvaluations bounded = tune::evaluate_bounded(runner, search);
+  out.evaluations = std::move(bounded.evaluations);
+  out.kth_best_rate = bounded.kth_best;
 }
 
 bool Tuner::fits_at(TaskRunner& runner, int64_t gpus, const SearchProgress& progress) const {

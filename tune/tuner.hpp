@@ -35,6 +35,10 @@ struct TuneOptions {
   Constraints constraints;
   std::optional<std::filesystem::path> cache_dir;  // nullopt: no cache
   RankBy rank_by = RankBy::kThroughput;
+  // k: the ranking's first k exact, by branch and bound (bounded_search.hpp):
+  // a candidate whose step-time bound keeps it out of them is not simulated.
+  // nullopt: every candidate that fits the memory floor is simulated.
+  std::optional<size_t> exact_top;
 };
 
 struct OutcomeCounts {
@@ -43,7 +47,8 @@ struct OutcomeCounts {
   size_t pruned_activations = 0;  // PruneReason::kActivations
   size_t invalid = 0;
   size_t failed = 0;
-  size_t cached = 0;  // of all of them, read from the cache
+  size_t bounded = 0;  // Outcome::kBounded: not simulated
+  size_t cached = 0;   // of all of them, read from the cache
   size_t fitting = 0;
 
   size_t pruned() const { return pruned_state + pruned_activations; }
@@ -57,8 +62,14 @@ struct SearchResult {
   std::vector<Evaluation> evaluations;  // one per candidate
   // Ranking by goodput: one per candidate, set for those that fit; else empty.
   std::vector<std::optional<planner::GoodputEstimate>> goodput;
+  // Of the simulated candidates (with bounded ones, exact in its first
+  // `exact_top`; the Pareto front and the count that fit are the simulated ones').
   Ranking ranking;
   OutcomeCounts counts;
+  std::optional<size_t> exact_top;  // TuneOptions::exact_top
+  // The k-th best rate the bounds were held against (nullopt: exhaustive,
+  // or fewer than k fit and nothing was bounded).
+  std::optional<double> kth_best_rate;
   double wall_seconds = 0;
   // FSDP alone fitted nothing, so tensor parallelism's default sizes were
   // searched too (Constraints::tps left to its default).
@@ -102,11 +113,14 @@ class Tuner {
   int64_t sequence_length() const;
 
  private:
-  std::string task_of(int64_t gpus, const Candidate& candidate) const;
+  // Candidate `index` of the search; `simulate` false: planned and bounded only.
+  std::string task_of(int64_t gpus, const Candidate& candidate, size_t index = 0, bool simulate = true) const;
   // The reserved-memory budget of a search: the allocator's capacity less the headroom.
   int64_t budget_of(const scenarios::Scenario& base) const;
   std::vector<Evaluation> evaluate_all(TaskRunner& runner, int64_t gpus, const std::vector<Candidate>& candidates,
                                        const MapOptions& map_options) const;
+  // The evaluations of `out`'s candidates by branch and bound.
+  void evaluate_bounded(TaskRunner& runner, SearchResult& out, const SearchProgress& progress) const;
 
   scenarios::LoadedScenario base_;
   TuneOptions options_;

@@ -90,6 +90,32 @@ TEST(LocalTaskPool, StopHandsOutNothingMore) {
   for (size_t i = 0; i < 10; ++i) EXPECT_EQ(results[i].has_value(), i <= 4) << i;
 }
 
+// A skip decided from the results so far (branch and bound): with one
+// thread, once task 2 has run every later odd task is left unrun, and
+// skipped tasks count as done for the progress.
+TEST(LocalTaskPool, SkippedTasksAreLeftUnrunAndCountAsDone) {
+  std::atomic<int> ran{0};
+  LocalTaskPool pool(
+      [&](const std::string& task) {
+        ++ran;
+        return task;
+      },
+      1);
+  bool two_done = false;
+  size_t last_done = 0;
+  MapOptions options;
+  options.stop = [&](const std::string& result) {
+    two_done = two_done || result == "2";
+    return false;
+  };
+  options.skip = [&](size_t index) { return two_done && index % 2 == 1; };
+  options.progress = [&](size_t done, size_t) { last_done = done; };
+  const auto results = pool.map(numbered(10), options);
+  EXPECT_EQ(ran.load(), 6);  // 0, 1, 2, 4, 6, 8
+  for (size_t i = 0; i < 10; ++i) EXPECT_EQ(results[i].has_value(), i <= 2 || i % 2 == 0) << i;
+  EXPECT_EQ(last_done, 10u);
+}
+
 TEST(LocalTaskPool, TheFirstFailureIsRethrownWithItsType) {
   LocalTaskPool pool(
       [](const std::string& task) -> std::string {

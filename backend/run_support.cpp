@@ -118,6 +118,11 @@ planner::Plan plan_for_run(const planner::ResolvedScenario& resolved, models::DT
 
 void check_plan_for_run(const planner::ResolvedScenario& resolved, const planner::Plan& plan) {
   const scenarios::Training& training = resolved.scenario().training();
+  // The executors reduce gradient shards in place; DDP's buckets are the simulator's alone.
+  if (training.strategy() == scenarios::DDP) {
+    throw InputError("training.strategy: DDP is simulated only (`ragged simulate`); `ragged run` executes the FSDP "
+                     "strategies: set strategy RAGGED, FSDP1 or FSDP2");
+  }
   // The executors compute each region's input once; the per-projection
   // redistributions are a cost of another stack's tp plan the simulator models.
   if (training.mesh().tp() > 1 && training.mesh().column_input() == scenarios::PER_PROJECTION) {

@@ -79,7 +79,7 @@ void ScenarioOptions::add_to(CLI::App* command, bool allow_all_strategies) {
                                   "training.pipeline's schedule (default 1F1B)")
       ->check(whole_number(1, kMaxCount));
   command->add_option("--strategy", strategy,
-                      std::string("Layout strategy: ragged, vescale-paper, fsdp1, fsdp2, zero3, megatron") +
+                      std::string("Layout strategy: ragged, vescale-paper, fsdp1, fsdp2, zero3, megatron, ddp") +
                           (allow_all_strategies ? ", or all" : ""));
   command->add_option("--granularity", granularity, "Sharding granularity: element, rows:K, block:RxC or matrix");
   command->add_option("--seq-len", sequence_length,
@@ -311,6 +311,11 @@ std::vector<planner::ResolvedScenario> ScenarioOptions::resolve() const {
   std::vector<planner::ResolvedScenario> out;
   for (scenarios::Strategy s : strategies) {
     scenarios::LoadedScenario copy = loaded;
+    if (s == scenarios::DDP && loaded.written.training().strategy() != scenarios::DDP) {
+      // DDP's defaults (a shard group of one) follow from what the scenario writes.
+      copy.written.mutable_training()->set_strategy(s);
+      copy = scenarios::rebuild(std::move(copy));
+    }
     copy.scenario.mutable_training()->set_strategy(s);
     out.push_back(planner::resolve_scenario(std::move(copy)));
   }

@@ -214,7 +214,9 @@ inline bool carries_gradient(const Op& op) { return op.message % 2 == 1; }
 struct PersistentMemory {
   int64_t master_params = 0;   // sharded master weights
   int64_t compute_params = 0;  // a persistent low-precision shard (ZeRO-3, Megatron-FSDP)
-  int64_t gradients = 0;       // the sharded gradient accumulator (0 when freed each step: BufferKind::kGradShards)
+  // The sharded gradient accumulator (0 when freed each step:
+  // BufferKind::kGradShards); DDP: its gradient buckets.
+  int64_t gradients = 0;
   int64_t optimizer_states = 0;
   int64_t gathered_small_params = 0;  // ZeRO-3's persistent small parameters, unsharded
 

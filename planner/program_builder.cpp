@@ -36,6 +36,10 @@ ProgramBuilder::ProgramBuilder(const ProgramInputs& in, int rank)
   reshard_ = t.reshard_after_forward();
   window_ = std::max(1, t.prefetch_depth() + 1);
   if (traits_.max_unsharded_units > 0) window_ = std::min(window_, traits_.max_unsharded_units);
+  if (traits_.replicated_params) {
+    window_ = 1;  // autocast casts a unit's parameters as its ops run, not ahead
+    ddp_.emplace(&w_, &loop_, *in.plan, *in.model, t, in.replicate_ranks, ElementBytes{p_, r_, o_});
+  }
   units_ = static_cast<int>(in.plan->units.size());
   if (pipelined()) prepare_pipeline();
   if (defers_gradient_sync()) stage_grads_.assign(static_cast<size_t>(units_), -1);
@@ -179,7 +183,7 @@ void ProgramBuilder::forward_unit(int u, int mb) {
     issue_gathers_through(k + window_ - 1);
     issue_gathers_through(k);
     RAGGED_ASSERT(gathers_[k].emitted, "an all-gather must be issued before its unit computes");
-    uint32_t ready = params_ready(gathers_[k]);
+    params_ready(gathers_[k]);
     int act = activation_buffer(u, mb);
     compute_alloc(act);
     // Interleaved 1F1B runs a micro-batch's chunks apart: index, not order.
@@ -187,7 +191,7 @@ void ProgramBuilder::forward_unit(int u, int mb) {
     if (activations_.size() <= at) activations_.resize(at + 1, -1);
     activations_[at] = act;
     // A chunked loss writes the head's weight gradient in its forward.
-    if (is_head(u) && chunked_loss()) {
+    if (is_head(u) && chunked_loss() && !ddp_) {
       if (!pipelined())
         head_grads_ = head_gradients();
       else if (stage_grads_[static_cast<size_t>(u)] < 0)
@@ -197,8 +201,10 @@ void ProgramBuilder::forward_unit(int u, int mb) {
     if (workspace >= 0) w_.alloc(workspace, Stream::kCompute, {});
     if (mode_of(u) != models::Checkpointing::kNone) return_kv(u, false);
     if (is_head(u)) loop_.return_logits(u, batch_.tokens(), false);
-    std::vector<uint32_t> deps = {ready};
-    if (is_head(u) && in_.model->arch.tie_embeddings) deps.push_back(embedding_ready(mb));
+    std::vector<uint32_t> deps = params_deps(gathers_[k]);
+    if (is_head(u) && in_.model->arch.tie_embeddings) {
+      for (uint32_t e : embedding_ready(mb)) deps.push_back(e);
+    }
     take_stage_input(deps);
     const uint32_t fwd = compute_parts(OpKind::kComputeFwd, u, mb, Pass::kForward, "forward", std::move(deps),
                                        [&](models::UnitPart part) { return forward_work(spec(u), batch_, part); })
@@ -244,6 +250,7 @@ void ProgramBuilder::fill_persistent(const OptimizerContext& optimizer) {
   m.master_params = shard_total * o_;
   m.compute_params = traits_.cast_before_gather ? 0 : shard_total * p_;
   m.gradients = traits_.grad_shards_freed_each_step ? 0 : shard_total * grads_.grad_shard_bytes();
+  if (ddp_) m.gradients = ddp_->bucket_bytes();
   m.optimizer_states = optimizer_state_bytes(optimizer);
   m.gathered_small_params = persistent_small * p_;
 }

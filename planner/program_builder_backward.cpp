@@ -24,6 +24,11 @@ int ProgramBuilder::loss_backward(int u, int mb, std::vector<uint32_t>& deps) {
 
 void ProgramBuilder::backward(int mb, std::vector<uint32_t>& grads_ready) {
   for (int u = units_ - 1; u >= 0; --u) backward_unit(u, mb, grads_ready);
+  if (ddp_) {  // the Reducer's finalize_backward, before the backward returns
+    if (const std::optional<uint32_t> synced = ddp_->finish_micro_batch(mb)) {
+      std::fill(grads_ready.begin(), grads_ready.end(), *synced);
+    }
+  }
   std::vector<uint32_t> reduced;  // the root's end-of-backward wait: the last reduction, which ends after the others
   if (traits_.root_fences_micro_batches) reduced = {grads_ready[0]};
   if (!loop_.train_metrics(units_ - 1, mb, batch_.tokens(), reduced)) {
@@ -49,10 +54,13 @@ void ProgramBuilder::backward_unit(int u, int mb, std::vector<uint32_t>& grads_r
       issue_gathers_through(k);
     }
     RAGGED_ASSERT(gathers_[k].emitted, "an all-gather must be issued before its unit computes");
-    uint32_t ready = regather ? params_ready(gathers_[k]) : gathers_[k].ready;
+    if (regather) params_ready(gathers_[k]);
+    const std::vector<uint32_t> ready = params_deps(gathers_[k]);
     const models::UnitSpec& s = spec(u);
-    std::vector<uint32_t> deps = {ready};
-    if (is_head(u) && in_.model->arch.tie_embeddings) deps.push_back(embedding_ready(mb));
+    std::vector<uint32_t> deps = ready;
+    if (is_head(u) && in_.model->arch.tie_embeddings) {
+      for (uint32_t e : embedding_ready(mb)) deps.push_back(e);
+    }
     take_stage_input(deps);
     // The backward's first part's collectives are issued ahead of the
     // recompute, which they overlap.
@@ -67,7 +75,7 @@ void ProgramBuilder::backward_unit(int u, int mb, std::vector<uint32_t>& grads_r
       // selective, the all-gathers its recomputed matmuls read.
       const Pass pass = mode == models::Checkpointing::kFull ? Pass::kRecompute : Pass::kSelectiveRecompute;
       const std::vector<uint32_t> ops =
-          compute_parts(OpKind::kRecompute, u, mb, pass, "recompute", {ready},
+          compute_parts(OpKind::kRecompute, u, mb, pass, "recompute", ready,
                         [&](models::UnitPart p) { return recompute_work(s, batch_, mode, p); });
       first_compute = ops.front();
       deps.push_back(ops.back());
@@ -79,7 +87,12 @@ void ProgramBuilder::backward_unit(int u, int mb, std::vector<uint32_t>& grads_r
     // forward) to the embedding's reduce.
     const bool tied = in_.model->arch.tie_embeddings;
     int grads = -1;
-    if (pipelined() || (defers_gradient_sync() && !tied && !(is_head(u) && head_grads_ >= 0))) {
+    if (ddp_) {
+      // A tied head's share of the table's gradient waits for the
+      // embedding's: autograd sums the two before AccumulateGrad.
+      if (tied && is_head(u)) tied_grads_ = ddp_->gradient_buffer(0, mb);
+      grads = tied && is_embedding(u) ? tied_grads_ : ddp_->gradient_buffer(u, mb);
+    } else if (pipelined() || (defers_gradient_sync() && !tied && !(is_head(u) && head_grads_ >= 0))) {
       // A stage accumulates each unit's gradients over the step's
       // micro-batches, reduced after the last (PyTorch's pipelining turns
       // FSDP's gradient sync off for the others); so does FSDP2 with its
@@ -147,6 +160,10 @@ void ProgramBuilder::finish_backward(int u, int mb, int k, uint32_t bwd, int gra
   if (pipelined() && mb != last_backward_[static_cast<size_t>(u)]) return;  // gathered and unreduced to the last
   if (gathers_[k].emitted && !gathers_[k].is_freed) release_params(k, bwd);
   const uint32_t done = replicated_gradients(u, mb, bwd, grads);
+  if (ddp_) {
+    grads_ready[u] = ddp_->after_backward(u, mb, done, grads);
+    return;
+  }
   if (defers_gradient_sync() && stage_grads_[static_cast<size_t>(u)] == grads) {
     // FSDPParamGroup.post_backward without gradient sync: the first
     // micro-batch's gradients cast to the reduce dtype

@@ -45,6 +45,10 @@ void ProgramBuilder::gather_root_head(int mb) {
 
 void ProgramBuilder::emit_gather(int k, std::vector<uint32_t> slot_free) {
   Gather& g = gathers_[k];
+  if (traits_.replicated_params) {
+    cast_replicated_params(g);
+    return;
+  }
   const UnitLayout& layout = unit(g.unit).layout;
   // FSDP1's limiter blocks the CPU until the unit leaving the window is
   // freed; it synchronizes on free events only, which a unit the root keeps
@@ -66,6 +70,19 @@ void ProgramBuilder::emit_gather(int k, std::vector<uint32_t> slot_free) {
   }
   g.ready = *last;
   g.emitted = true;
+}
+
+void ProgramBuilder::cast_replicated_params(Gather& g) {
+  g.emitted = true;
+  if (p_ == o_) return;
+  const int u = g.unit;
+  const int64_t elements = gathered_elements(u);
+  const int out = w_.buffer(spec(u).name + " autocast params", BufferKind::kUnshardedParams, u, elements * p_);
+  w_.alloc(out, Stream::kCompute, {});
+  g.ready = w_.traffic(OpKind::kCast, Stream::kCompute, u, g.micro_batch, gather_label(g) + " autocast cast",
+                       elements * (o_ + p_), {}, out);
+  host(g.ready).framework_ops = tensors(u, false);
+  g.params_buffers.push_back(out);
 }
 
 std::pair<uint32_t, uint32_t> ProgramBuilder::gather_group(Gather& g, const std::vector<int>& group,
@@ -144,6 +161,7 @@ uint32_t ProgramBuilder::copy_out(Gather& g, int source, uint32_t gathered) {
 
 void ProgramBuilder::release_params(int k, uint32_t after) {
   Gather& g = gathers_[k];
+  if (g.params_buffers.empty()) g.freed = after;  // DDP's own parameters: nothing to free
   for (int buffer : g.params_buffers) {
     g.freed = w_.free(buffer, Stream::kCompute, {after});
     const int64_t params = group_params(g.unit, program_.buffers[static_cast<size_t>(buffer)].tensors);

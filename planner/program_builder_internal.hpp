@@ -19,6 +19,7 @@
 
 #include "planner/checkpointing_plan.hpp"
 #include "planner/compute_work.hpp"
+#include "planner/ddp_reduction.hpp"
 #include "planner/gather_schedule.hpp"
 #include "planner/gradient_reduction.hpp"
 #include "planner/loop_buffers.hpp"
@@ -60,7 +61,12 @@ class ProgramBuilder {
   // A pipeline stage keeps them all gathered over the step unless it
   // reshards after each forward (reshards_each_pass), when the stage's root
   // group (its embedding or head) alone stays gathered.
+  // DDP: autocast's casts are saved for the backward unless the block
+  // recomputes its forward (full checkpointing wraps the blocks alone).
   bool kept_gathered(int u) const {
+    if (traits_.replicated_params) {
+      return mode_of(u) != models::Checkpointing::kFull || !models::is_block_part(spec(u).kind);
+    }
     if (pipelined()) return !reshard_ || is_head(u) || is_embedding(u);
     return !reshard_ || u == units_ - 1 || (u == 0 && (in_.model->arch.tie_embeddings || root_group()));
   }
@@ -155,6 +161,17 @@ class ProgramBuilder {
   void gather_root_head(int mb);
 
   void emit_gather(int k, std::vector<uint32_t> slot_free);
+
+  // DDP's "gather": the unit computes with its own parameters; under
+  // autocast (compute dtype below the master dtype) its ops cast them on
+  // the compute stream first, one kernel a parameter.
+  void cast_replicated_params(Gather& g);
+
+  // What a unit's compute waits for to read gather g's parameters: nothing
+  // when DDP uses them as they are.
+  static std::vector<uint32_t> params_deps(const Gather& g) {
+    return g.params_buffers.empty() ? std::vector<uint32_t>{} : std::vector<uint32_t>{g.ready};
+  }
 
   // One collective of gather g: the unit's (`group` empty) or a ZeRO-3 fetch
   // group's, with the strategy's cast and copy-in before it. Returns its
@@ -306,7 +323,7 @@ class ProgramBuilder {
 
   // The tied head reads the embedding table: the embedding's forward gather
   // of this micro-batch (kept until the embedding's backward).
-  uint32_t embedding_ready(int mb) const { return gathers_[gathers_.find(0, mb, false)].ready; }
+  std::vector<uint32_t> embedding_ready(int mb) const { return params_deps(gathers_[gathers_.find(0, mb, false)]); }
 
   void backward(int mb, std::vector<uint32_t>& grads_ready);
 
@@ -353,6 +370,7 @@ class ProgramBuilder {
   int64_t p_ = 2, r_ = 4, o_ = 4;
   std::vector<uint32_t> compute_waits_;  // for the compute stream's next op
   GradientReduction grads_;
+  std::optional<DdpReduction> ddp_;  // strategy DDP
   std::vector<models::Checkpointing> unit_mode_;  // per unit (planner/checkpointing_plan.hpp)
   int tied_grads_ = -1;       // the embedding's gradient buffer, allocated at a tied head's backward
   int head_grads_ = -1;       // the head's gradients, allocated in its forward by a chunked loss

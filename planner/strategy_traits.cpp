@@ -179,6 +179,11 @@ StrategyTraits strategy_traits(scenarios::Strategy strategy) {
       traits.grads_in_reduce_dtype = true;
       traits.reduce_queue_units = 0;
       break;
+    case scenarios::DDP:
+      // zero_grad(set_to_none=True) frees each .grad after the optimizer.
+      traits.replicated_params = true;
+      traits.grad_shards_freed_each_step = true;
+      break;
     default: break;
   }
   return traits;

@@ -80,6 +80,13 @@ struct StrategyTraits {
   // the whole backward (FSDP1, FSDP2; sources in strategy_traits.cpp).
   bool root_group_outside_blocks = false;
 
+  // DDP: every rank holds the whole model, which computes with its own
+  // parameters (cast per op by autocast when the compute dtype is below the
+  // master dtype): nothing is gathered or reduce-scattered, and the
+  // gradients are all-reduced in buckets over the replicas
+  // (planner/ddp_reduction.hpp).
+  bool replicated_params = false;
+
   // The optimizer updates one flat tensor per unit (FSDP1's flat parameter
   // with use_orig_params=False, ZeRO-3's flat fp32 partition), not each
   // parameter's shard.

@@ -176,6 +176,8 @@ void default_training(Training* training, int64_t cluster_gpus, const Gpu& gpu) 
   // derived from it are then left valid, so that one mistake is one problem.
   const int64_t gpus = cluster_gpus >= 1 && cluster_gpus <= limits::kMaxGpus ? cluster_gpus : 1;
   if (training->strategy() == STRATEGY_UNSPECIFIED) training->set_strategy(RAGGED);
+  // DDP shards nothing: every GPU is a replica.
+  if (training->strategy() == DDP && !training->has_shard_group_size()) training->set_shard_group_size(1);
   default_mesh(training, gpus);
   if (!training->has_micro_batch_size()) training->set_micro_batch_size(1);
   if (!training->has_sequence_length()) training->set_sequence_length(4096);
@@ -193,8 +195,11 @@ void default_training(Training* training, int64_t cluster_gpus, const Gpu& gpu) 
   }
   Precision* precision = training->mutable_precision();
   if (precision->param() == DTYPE_UNSPECIFIED) precision->set_param(BF16);
-  if (precision->reduce() == DTYPE_UNSPECIFIED) precision->set_reduce(FP32);
   if (precision->master() == DTYPE_UNSPECIFIED) precision->set_master(FP32);
+  // DDP reduces the gradients in the parameters' own dtype.
+  if (precision->reduce() == DTYPE_UNSPECIFIED) {
+    precision->set_reduce(training->strategy() == DDP ? precision->master() : FP32);
+  }
   if (training->activation_checkpointing() == CHECKPOINTING_UNSPECIFIED) training->set_activation_checkpointing(NONE);
   if (!training->has_checkpoint_every()) training->set_checkpoint_every(1);
   default_optimizer(training->mutable_optimizer());
@@ -211,6 +216,10 @@ void default_training(Training* training, int64_t cluster_gpus, const Gpu& gpu) 
   if (training->norm() == NORM_KERNEL_UNSPECIFIED) training->set_norm(EAGER_NORM);
   if (training->accumulation_gradient_sync() == ACCUMULATION_GRADIENT_SYNC_UNSPECIFIED) {
     training->set_accumulation_gradient_sync(EVERY_MICRO_BATCH);
+  }
+  if (training->strategy() == DDP) {
+    DataParallel* ddp = training->mutable_ddp();
+    if (!ddp->has_bucket_cap_mb()) ddp->set_bucket_cap_mb(25);  // torch's default bucket_cap_mb
   }
   if (!training->allocator().has_expandable_segments()) training->mutable_allocator()->set_expandable_segments(false);
   if (!training->allocator().has_outside_gib()) {

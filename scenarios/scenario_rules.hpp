@@ -37,8 +37,9 @@ int64_t allocator_capacity_bytes(const Scenario& scenario);
 // mesh.tp x mesh.cp x mesh.pp, which share their sequences).
 int64_t global_batch_sequences(const Scenario& scenario);
 std::string strategy_name(Strategy strategy);               // "ragged", "fsdp2", ...
-// Parses "ragged", "vescale-paper", "fsdp1", "fsdp2", "zero3", "megatron"; throws InputError.
+// Parses "ragged", "vescale-paper", "fsdp1", "fsdp2", "zero3", "megatron", "ddp"; throws InputError.
 Strategy parse_strategy(const std::string& name);
+// The sharding strategies ("all" of --strategy and tune), DDP aside.
 std::vector<Strategy> all_strategies();
 std::string checkpointing_name(Checkpointing mode);          // "none", "selective", "full"
 Checkpointing parse_checkpointing(const std::string& name);  // those names; throws InputError

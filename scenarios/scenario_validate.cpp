@@ -154,9 +154,10 @@ void check_kernels(const Training& t, const Gpu& gpu, Checker& c) {
   if (t.accumulation_gradient_sync() != EVERY_MICRO_BATCH && t.accumulation_gradient_sync() != LAST_MICRO_BATCH) {
     c.unknown_value("training.accumulation_gradient_sync", t.accumulation_gradient_sync(),
                     "EVERY_MICRO_BATCH or LAST_MICRO_BATCH", "EVERY_MICRO_BATCH");
-  } else if (t.accumulation_gradient_sync() == LAST_MICRO_BATCH && t.strategy() != FSDP2) {
-    c.fail("training.accumulation_gradient_sync", "LAST_MICRO_BATCH is FSDP2's set_requires_gradient_sync(False) on "
-                                                  "the accumulation micro-batches: set strategy: FSDP2, or remove it");
+  } else if (t.accumulation_gradient_sync() == LAST_MICRO_BATCH && t.strategy() != FSDP2 && t.strategy() != DDP) {
+    c.fail("training.accumulation_gradient_sync", "LAST_MICRO_BATCH is FSDP2's set_requires_gradient_sync(False) or "
+                                                  "DDP's no_sync() on the accumulation micro-batches: set strategy: "
+                                                  "FSDP2 or DDP, or remove it");
   } else if (t.accumulation_gradient_sync() == LAST_MICRO_BATCH && t.mesh().pp() > 1) {
     c.fail("training.accumulation_gradient_sync", "with pipeline stages the schedule decides when gradients are "
                                                   "reduced (training.pipeline.gradient_sync): remove it");
@@ -329,8 +330,37 @@ void check_mesh(const Training& t, int64_t gpus, Checker& c) {
   }
 }
 
+// DDP (torch's DistributedDataParallel) replicates the whole model on every
+// GPU and is data parallelism alone here.
+void check_ddp(const Training& t, Checker& c) {
+  if (t.strategy() != DDP) {
+    if (t.has_ddp()) {
+      c.fail("training.ddp", "the ddp block holds DistributedDataParallel's arguments: set strategy: DDP, or remove it");
+    }
+    return;
+  }
+  const Mesh& m = t.mesh();
+  if (m.tp() > 1 || m.cp() > 1 || m.ep() > 1 || m.pp() > 1) {
+    c.fail("training.mesh", fmt::format("DDP runs data parallelism alone, but the mesh has tp {}, cp {}, ep {}, pp {}: "
+                                        "set them to 1, or use an FSDP strategy",
+                                        m.tp(), m.cp(), m.ep(), m.pp()));
+  } else if (t.shard_group_size() != 1) {
+    c.fail("training.shard_group_size", fmt::format("DDP replicates every parameter on every GPU, but shard_group_size "
+                                                    "is {}: set it to 1 or leave it unset",
+                                                    t.shard_group_size()));
+  }
+  if (t.precision().reduce() != t.precision().master()) {
+    c.fail("training.precision.reduce", fmt::format("DDP all-reduces the gradients in the parameters' dtype (master "
+                                                    "{}), but reduce is {}: set reduce: {} or leave it unset",
+                                                    DType_Name(t.precision().master()),
+                                                    DType_Name(t.precision().reduce()),
+                                                    DType_Name(t.precision().master())));
+  }
+}
+
 void check_training(const Training& t, int64_t gpus, Checker& c) {
   check_mesh(t, gpus, c);
+  check_ddp(t, c);
   const int64_t tokens = int64_t{t.micro_batch_size()} * t.sequence_length();
   if (tokens > limits::kMaxMicroBatchTokens) {
     c.fail("training.micro_batch_size",

@@ -10,17 +10,11 @@
 namespace ragged::scenarios {
 namespace {
 
-using testing::minimal_scenario;
 using testing::parse_error;
+std::string with_training(const std::string& fields) { return testing::minimal_scenario_training(fields); }
 
-#define EXPECT_CONTAINS(haystack, needle) EXPECT_NE((haystack).find(needle), std::string::npos) << (haystack)
-
-// The minimal scenario (16 H100s) with its strategy line replaced by `fields`.
-std::string with_training(const std::string& fields) {
-  std::string text = minimal_scenario();
-  const std::string anchor = "  strategy: FSDP2\n";
-  return text.replace(text.find(anchor), anchor.size(), fields + "\n");
-}
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+#define EXPECT_CONTAINS(text, part) EXPECT_TRUE(contains(text, part)) << (text)
 
 Training training_of(const std::string& fields) {
   return parse_scenario(with_training(fields), ScenarioFormat::kText, "test.textproto", ".").scenario.training();

@@ -31,4 +31,11 @@ inline std::string minimal_scenario() {
          "}\n";
 }
 
+// The minimal scenario with its training block's strategy line replaced by `fields`.
+inline std::string minimal_scenario_training(const std::string& fields) {
+  std::string text = minimal_scenario();
+  const std::string anchor = "  strategy: FSDP2\n";
+  return text.replace(text.find(anchor), anchor.size(), fields + "\n");
+}
+
 }  // namespace ragged::scenarios::testing

@@ -15,6 +15,7 @@
 
 #include "common/errors.hpp"
 #include "common/file_io.hpp"
+#include "common/utf8.hpp"
 #include "models/hf_fields.hpp"
 #include "models/hf_readers.hpp"
 
@@ -274,11 +275,16 @@ json parse_object(std::string_view json_text, const std::string& origin) {
   return root;
 }
 
+// Reports, JSON and traces print the name: one from _name_or_path or from
+// the folder's name (any bytes) is shown escaped ("cfg\xff": a raw 0xFF
+// ended `inspect --json` in nlohmann's type_error, an ESC reached the terminal).
 std::string model_name(const HfFields& f) {
   std::string name = f.string_or("_name_or_path", "");
-  if (!name.empty()) return name;
-  name = config_folder_name(f.origin());
-  return name == "model" ? f.model_type() : name;
+  if (name.empty()) {
+    name = config_folder_name(f.origin());
+    if (name == "model") return f.model_type();
+  }
+  return printable(name);
 }
 
 }  // namespace

@@ -88,6 +88,25 @@ TEST_F(CliEcho, AShortenedWordKeepsItsCharactersWhole) {
   expect_escaped_error(wide, "(202 characters)");
 }
 
+// A config.json's model name (its _name_or_path, or its folder's name: any
+// bytes) is printed escaped in reports and JSON: a folder named "cfg\xff"
+// ended `inspect --json` in nlohmann's type_error (internal error, exit 1).
+TEST_F(CliEcho, AConfigsModelNameIsPrintedEscaped) {
+  const std::string fields = R"("model_type": "llama", "hidden_size": 256, "num_hidden_layers": 2, "vocab_size": 1024,
+      "num_attention_heads": 4, "intermediate_size": 512)";
+  fs::create_directories(dir_ / "cfg\xff");
+  const std::string folder_named = write("cfg\xff/config.json", "{" + fields + "}");
+  const CliResult json = run_cli({"inspect", folder_named, "--json"});
+  ASSERT_EQ(json.code, 0) << json.err;
+  EXPECT_NE(json.out.find("\"cfg\\\\xff\""), std::string::npos) << json.out;  // "cfg\\xff" in JSON
+  const std::string self_named =
+      write("config.json", "{\"_name_or_path\": \"a\\u001b[31mb\", " + fields + "}");
+  const CliResult report = run_cli({"inspect", self_named});
+  ASSERT_EQ(report.code, 0) << report.err;
+  EXPECT_EQ(report.out.rfind("a\\x1b[31mb  (llama, bf16)", 0), 0u) << report.out;
+  expect_printable(report.out);
+}
+
 // A warning quotes a trace's fields as an error does.
 TEST_F(CliEcho, TheWarningOfCompareForceIsEscaped) {
   const std::string predicted = (dir_ / "p.json").string();

@@ -77,6 +77,34 @@ void round_ticks(QValueAxis* axis, double max, double headroom = 1.0, int ticks 
   axis->setLabelFormat(QStringLiteral("%.%1f").arg(n.decimals));
 }
 
+// Each bar's value printed after its end, in dark text: inside the end, a
+// value wider than its bar was cut at the plot's left edge ("30.42" for
+// fsdp2's 680.42 tokens/s at 1,100 x 700), and outside, the theme's white
+// labels did not show on the white background. Qt Charts moves a value that
+// would pass the plot's end inside its bar: light bar colours keep it legible.
+void values_after_bars(QAbstractBarSeries* series, QBarSet* set, int precision) {
+  series->setLabelsVisible(true);
+  series->setLabelsPosition(QAbstractBarSeries::LabelsOutsideEnd);
+  series->setLabelsPrecision(precision);
+  set->setLabelColor(QColor(0x202020));
+}
+
+// 0 .. `max` x 1.5, the room a value printed after the longest bar needs, with round ticks from 0 (the
+// axis may end between two): rounding the end up to a tick as well left half a narrow chart empty.
+void ticks_with_room_for_values(QValueAxis* axis, double max, int ticks) {
+  const NiceAxis n = nice_axis(max, ticks);
+  const double end = max * 1.5;
+  if (n.top >= end) {
+    round_ticks(axis, max, 1.0, ticks);
+    return;
+  }
+  axis->setRange(0, end);
+  axis->setTickType(QValueAxis::TicksDynamic);
+  axis->setTickAnchor(0);
+  axis->setTickInterval(n.step);
+  axis->setLabelFormat(QStringLiteral("%.%1f").arg(n.decimals));
+}
+
 // Hovering a bar shows its category, set and value (and keeps the text in kHoverTextProperty).
 void values_on_hover(QAbstractBarSeries* series, const QStringList& categories, const QString& unit, int decimals) {
   QObject::connect(series, &QAbstractBarSeries::hovered, series,
@@ -139,13 +167,13 @@ QChart* strategy_chart(const std::vector<SimulationRow>& rows, StrategyMetric me
       hbm = static_cast<double>(s->hbm_capacity_bytes());
     }
   }
-  set->setColor(metric == StrategyMetric::kPeakMemory ? QColor(0x8172b2) : QColor(0x4c72b0));
+  set->setColor(metric == StrategyMetric::kPeakMemory ? QColor(0xb0a6d8) : QColor(0x8eaee0));
   set->setSelectedColor(QColor(0xd62728));
   set->selectBars(oom);
   series->append(set);
-  series->setLabelsVisible(true);
-  series->setLabelsPosition(QAbstractBarSeries::LabelsInsideEnd);
-  series->setLabelsPrecision(metric == StrategyMetric::kTokensPerGpu ? 5 : 3);
+  // Tokens/s to the unit of the largest ("1544", "680.4"), the rest to three significant digits.
+  const int whole_digits = top >= 1 ? static_cast<int>(std::floor(std::log10(top))) + 1 : 1;
+  values_after_bars(series, set, metric == StrategyMetric::kTokensPerGpu ? std::max(3, whole_digits) : 3);
   chart->addSeries(series);
   chart->legend()->setVisible(false);
   auto* y = new QBarCategoryAxis();
@@ -180,7 +208,7 @@ QChart* strategy_chart(const std::vector<SimulationRow>& rows, StrategyMetric me
     chart->legend()->markers(series).first()->setVisible(false);  // the bars are named by the title
     top = std::max(top, capacity / unit.bytes);
   }
-  round_ticks(x, top, 1.05, 3);  // a narrow chart: few labels, so that they do not run into each other
+  ticks_with_room_for_values(x, top, 3);  // a narrow chart: few tick labels, so that they do not run into each other
   return chart;
 }
 
@@ -229,31 +257,31 @@ QChart* memory_breakdown_chart(const std::vector<MemoryPart>& parts, int64_t cap
                                      text(format_bytes(static_cast<double>(hbm_bytes)))));
   auto* series = new QHorizontalBarSeries();
   auto* set = new QBarSet(text(unit.name));
-  QStringList categories;
+  set->setColor(QColor(0x8ec6ea));
+  QStringList categories, names;  // short on the axis, whole on hover
   double top = 0;
   for (const auto& p : parts) {
     if (p.bytes == 0) continue;  // an empty part is a row of nothing, and crowds the names out
-    categories << text(p.name);
+    categories << text(p.label());
+    names << text(p.name);
     *set << static_cast<double>(p.bytes) / unit.bytes;
     top = std::max(top, static_cast<double>(p.bytes) / unit.bytes);
   }
   series->append(set);
-  series->setLabelsVisible(true);
-  series->setLabelsPosition(QAbstractBarSeries::LabelsOutsideEnd);
-  series->setLabelsPrecision(3);
+  values_after_bars(series, set, 3);
   chart->addSeries(series);
   chart->legend()->setVisible(false);
   auto* y = new QBarCategoryAxis();
   y->append(categories);
   small_labels(y);
   auto* x = new QValueAxis();
-  round_ticks(x, top, 1.2, 4);  // room for the labels outside the bars
+  ticks_with_room_for_values(x, top, 4);
   x->setTitleText(text(unit.name));
   chart->addAxis(y, Qt::AlignLeft);
   chart->addAxis(x, Qt::AlignBottom);
   series->attachAxis(x);
   series->attachAxis(y);
-  values_on_hover(series, categories, text(unit.name), 3);
+  values_on_hover(series, names, text(unit.name), 3);
   return chart;
 }
 

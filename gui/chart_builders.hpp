@@ -18,13 +18,15 @@ enum class StrategyMetric { kTokensPerGpu, kMfu, kPeakMemory };
 // One bar per finished strategy; kPeakMemory (in the binary unit its figures
 // read best in) adds the allocator's capacity as a line. A run out of memory
 // is named "<strategy> OOM" and its bar drawn red (selected) in every metric.
-// Axes run from 0 in round ticks; hovering a bar shows its value.
+// Axes run from 0 in round ticks; each bar's value is printed after it, and hovering shows it too.
 QChart* strategy_chart(const std::vector<SimulationRow>& rows, StrategyMetric metric);
 
 // A stacked bar per unit row, one segment per phase (ms per step).
 QChart* unit_breakdown_chart(const std::vector<traces::UnitTimes>& rows);
 
-// A horizontal bar per part, GiB, with the allocator's capacity and the HBM in the title.
+// A horizontal bar per part (its short label on the axis, its name and value
+// on hover), in the unit its largest part reads best in, with the
+// allocator's capacity and the HBM in the title.
 // capacity_bytes: what the allocator may reserve (the HBM less the CUDA context and NCCL).
 QChart* memory_breakdown_chart(const std::vector<MemoryPart>& parts, int64_t capacity_bytes, int64_t hbm_bytes);
 

@@ -36,6 +36,14 @@ QString seconds(double s) { return QString::fromStdString(format_seconds(s)); }
 QString bytes(int64_t b) { return QString::fromStdString(format_bytes(static_cast<double>(b))); }
 double error_of(double predicted, double measured) { return measured != 0 ? (predicted - measured) / measured : 0; }
 
+// What the measured trace's reader or executor says of it (a profiler trace: what it read and matched),
+// as `ragged compare` prints it: the first note on the summary, every note on hover.
+QString executor_note_line(const std::vector<std::string>& notes) {
+  if (notes.empty()) return {};
+  const QString more = notes.size() > 1 ? QStringLiteral(" (%1 more notes on hover)").arg(notes.size() - 1) : QString();
+  return QStringLiteral("<br>measured: ") + QString::fromStdString(notes.front()).toHtmlEscaped() + more;
+}
+
 QTableView* new_error_table(QAbstractItemModel* model, QWidget* parent) {
   auto* table = new QTableView(parent);
   table->setModel(model);
@@ -187,6 +195,7 @@ void CompareTab::open_files(const QString& predicted, const QString& measured) {
         measured_.reset();
         step_box_->clear();
         summary_->setText(message);
+        summary_->setToolTip({});
         Q_EMIT error(message);
       };
     }
@@ -229,7 +238,11 @@ void CompareTab::show_comparison(const std::shared_ptr<const traces::Trace>& p,
                                         "prediction's streams run ahead of issue order there, to a peak of %1")
                              .arg(bytes(c.predicted_concurrent_bytes))
                        : QStringLiteral("<br>memory curves not overlaid: a trace without the state and buffers count "
-                                        "(written by an older ragged)")));
+                                        "(written by an older ragged)")) +
+      executor_note_line(c.executor_notes));
+  QStringList notes;
+  for (const std::string& note : c.executor_notes) notes << QString::fromStdString(note);
+  summary_->setToolTip(notes.join(QLatin1Char('\n')));
   predicted_ = p;
   measured_ = m;
   measured_steps_ = c.measured_steps;

@@ -79,7 +79,12 @@ ProgramOps program_ops(const Trace& predicted) {
   }
   std::sort(events.begin(), events.end(), [](const Event* a, const Event* b) { return a->op_id() < b->op_id(); });
   for (const Event* e : events) {
-    if (e->unit() >= 0 && !ops.unit_names.contains(e->unit())) ops.unit_names[e->unit()] = e->name().substr(0, e->name().find(' '));
+    // A unit is named by its compute ops ("layers.3 forward"): `ragged simulate` issues its buffers'
+    // allocations first, and "alloc layers.3 unsharded params" names no unit.
+    const bool compute = e->kind() == COMPUTE_FWD || e->kind() == COMPUTE_BWD;
+    if (compute && e->unit() >= 0 && !ops.unit_names.contains(e->unit())) {
+      ops.unit_names[e->unit()] = e->name().substr(0, e->name().find(' '));
+    }
     switch (e->kind()) {
       case ALL_GATHER:
       case REDUCE_SCATTER:

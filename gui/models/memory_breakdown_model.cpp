@@ -8,20 +8,21 @@ namespace ragged::gui {
 
 std::vector<MemoryPart> memory_parts(const planner::MemoryBreakdown& m, const traces::Summary* predicted) {
   std::vector<MemoryPart> parts = {
-      {"master params", m.persistent.master_params},
-      {"compute-dtype params", m.persistent.compute_params},
-      {"gradient shards", m.persistent.gradients},
-      {"optimizer states", m.persistent.optimizer_states},
-      {"persistent small params", m.persistent.gathered_small_params},
-      {"gathered params", m.unsharded_params},
-      {"gradients in flight", m.gradients_in_flight},
-      {"gradient shards of the step", m.grad_shards},
-      {"activations", m.activations},
-      {"workspace", m.workspace},
-      {"model outputs held", m.model_outputs},
+      {"master params", m.persistent.master_params, "master"},
+      {"compute-dtype params", m.persistent.compute_params, "params"},
+      {"gradient shards", m.persistent.gradients, "grad shards"},
+      {"optimizer states", m.persistent.optimizer_states, "optimizer"},
+      {"persistent small params", m.persistent.gathered_small_params, "small params"},
+      {"gathered params", m.unsharded_params, "gathered"},
+      {"gradients in flight", m.gradients_in_flight, "grads in flight"},
+      {"gradient shards of the step", m.grad_shards, "step grads"},
+      {"activations", m.activations, "activations"},
+      {"workspace", m.workspace, "workspace"},
+      {"model outputs held", m.model_outputs, "outputs"},
   };
   if (predicted != nullptr) {
-    parts.push_back({"allocator overhead", std::max<int64_t>(0, predicted->peak_reserved_bytes() - m.peak_total())});
+    parts.push_back(
+        {"allocator overhead", std::max<int64_t>(0, predicted->peak_reserved_bytes() - m.peak_total()), "allocator"});
   }
   return parts;
 }

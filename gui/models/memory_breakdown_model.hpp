@@ -18,6 +18,10 @@ namespace ragged::gui {
 struct MemoryPart {
   std::string name;
   int64_t bytes = 0;
+  // What a narrow chart's axis shows (a third of a 1,100-pixel window cut
+  // "allocator overhead" to "allocator ove..."); the name is in its tooltip.
+  std::string short_name;
+  const std::string& label() const { return short_name.empty() ? name : short_name; }
 };
 
 // The parts in a fixed order; "allocator overhead" only with a summary

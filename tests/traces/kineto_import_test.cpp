@@ -9,9 +9,8 @@
 #include <fstream>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
 #include "common/errors.hpp"
+#include "kineto_writer.hpp"
 #include "sample_trace.hpp"
 #include "traces/kineto_import.hpp"
 #include "traces/trace_compare.hpp"
@@ -20,40 +19,7 @@
 namespace ragged::traces {
 namespace {
 
-using nlohmann::json;
-
-// Events of one profiled program, in microseconds.
-class KinetoWriter {
- public:
-  void annotation(const std::string& name, double start, double end) {
-    events_.push_back({{"ph", "X"}, {"cat", "user_annotation"}, {"name", name}, {"ts", start}, {"dur", end - start},
-                       {"pid", 1}, {"tid", 1}});
-  }
-  // A kernel launched at `launch` (CPU) that ran [start, end) on the GPU.
-  void kernel(const std::string& name, double launch, double start, double end) {
-    const int id = ++correlation_;
-    events_.push_back({{"ph", "X"}, {"cat", "cuda_runtime"}, {"name", "cudaLaunchKernel"}, {"ts", launch}, {"dur", 5},
-                       {"pid", 1}, {"tid", 1}, {"args", {{"correlation", id}}}});
-    events_.push_back({{"ph", "X"}, {"cat", "kernel"}, {"name", name}, {"ts", start}, {"dur", end - start}, {"pid", 0},
-                       {"tid", 7}, {"args", {{"correlation", id}, {"device", 0}}}});
-  }
-  void memory(double at, int64_t allocated, int64_t reserved) {
-    events_.push_back({{"ph", "i"}, {"cat", "cpu_instant_event"}, {"name", "[memory]"}, {"ts", at}, {"pid", 1},
-                       {"tid", 1}, {"s", "t"},
-                       {"args", {{"Device Type", 1}, {"Device Id", 0}, {"Total Allocated", allocated},
-                                 {"Total Reserved", reserved}, {"Bytes", 1024}}}});
-  }
-  std::string text() const {
-    return json{{"schemaVersion", 1},
-                {"deviceProperties", json::array({{{"id", 0}, {"name", "NVIDIA H100 80GB HBM3"}}})},
-                {"traceEvents", events_}}
-        .dump();
-  }
-
- private:
-  json events_ = json::array();
-  int correlation_ = 0;
-};
+using testing::KinetoWriter;
 
 // A unit's forward or backward: its FSDP hooks around a compute kernel; the
 // hook before also launches the unit's collective.
@@ -116,6 +82,23 @@ TEST(KinetoImport, MatchesCollectivesInOrderAndFsdpUnitsByName) {
     }
   }
   EXPECT_EQ(reduce_scatters, 2);
+}
+
+// `ragged simulate`'s Program allocates a unit's buffers before anything else of it ("alloc layers.0
+// unsharded params", op 0): the unit is still "layers.0", so FSDP's "model.layers.0" spans join its
+// compute (it was named "alloc", and no span of a real prediction was matched).
+TEST(KinetoImport, AUnitIsNamedByItsComputeNotItsAllocations) {
+  Trace predicted = testing::make_sample_trace();
+  Event* alloc = predicted.add_events();
+  *alloc = predicted.events(0);
+  alloc->set_op_id(0);
+  alloc->set_kind(ALLOC);
+  alloc->set_unit(0);
+  alloc->set_name("alloc layers.0 unsharded params");
+  alloc->set_end_ns(alloc->start_ns());
+  const KinetoImport k = import_kineto(two_steps(), predicted, "steps.json");
+  EXPECT_EQ(k.compute_matched, 2 * 4);
+  EXPECT_EQ(k.compute_unmatched, 0);
 }
 
 TEST(KinetoImport, StepsMemoryAndBusyTimesAreTheProfilersOwn) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <tuple>
 
@@ -16,23 +17,13 @@ using planner::OpKind;
 
 namespace {
 
-// The ops the executor runs on the GPU's compute resources (Executor::execute's
-// last branch): their time alone is ComputeModel::cost; the rest take at
-// least nothing.
+// The ops Executor::execute runs as kernels (its last branch): their time
+// alone is ComputeModel::cost. Allocations, collectives and pipeline
+// transfers take at least nothing.
 bool runs_kernels(OpKind kind) {
-  switch (kind) {
-    case OpKind::kAlloc:
-    case OpKind::kFree:
-    case OpKind::kAllGather:
-    case OpKind::kReduceScatter:
-    case OpKind::kAllReduce:
-    case OpKind::kAllToAll:
-    case OpKind::kSend:
-    case OpKind::kRecv:
-      return false;
-    default:
-      return true;
-  }
+  constexpr OpKind kNoKernels[] = {OpKind::kAlloc,     OpKind::kFree,     OpKind::kAllGather, OpKind::kReduceScatter,
+                                   OpKind::kAllReduce, OpKind::kAllToAll, OpKind::kSend,      OpKind::kRecv};
+  return std::find(std::begin(kNoKernels), std::end(kNoKernels), kind) == std::end(kNoKernels);
 }
 
 // The ops of every stage (node = first[stage] + op id) and, with the host

@@ -130,6 +130,11 @@ void check_plan_for_run(const planner::ResolvedScenario& resolved, const planner
                      "projection redistributes its own input; `ragged run` gathers once per region: set PER_MODULE "
                      "(ragged simulate models both)");
   }
+  // The executors run TorchTitan's op list under selective checkpointing.
+  if (training.activation_checkpointing() == scenarios::SAVED_NAMES) {
+    throw InputError("training.activation_checkpointing: SAVED_NAMES (a JAX remat policy) is modelled by ragged "
+                     "simulate; `ragged run` runs NONE, SELECTIVE or FULL: set one of them");
+  }
   if (training.optimizer().has_adam8bit() && !plan.honours_granularity()) {
     throw InputError(fmt::format(
         "{} cuts 8-bit Adam's blocks across ranks at {} ranks (its shards do not fall on block boundaries), so no rank "

@@ -85,4 +85,23 @@ struct RoutedExperts {
 
 PartActivations add_moe_mlp(const ArchConfig& arch, UnitWriter& out, RoutedExperts& routed);
 
+// Where build_block put a dense block's ops (indices into the unit's
+// elementwise and gemms; npos: the block has none) and what its parts keep.
+struct BlockParts {
+  static constexpr size_t npos = static_cast<size_t>(-1);
+  int64_t layer = 0;
+  PartActivations attention;
+  PartActivations mlp;
+  size_t norm1 = npos;
+  size_t residual = npos;    // the attention's residual add
+  size_t norm2 = npos;       // the MLP's norm (npos: one norm shared by a parallel block)
+  size_t activation = npos;  // SwiGLU, or the plain MLP's activation
+  size_t mlp_gemms = 0;      // the first MLP GEMM; the ones before it are the attention's
+};
+
+// Named checkpointing (KernelChoices::saved_names): sets the unit's
+// saved_selective and named_recompute from the names (named_checkpointing.cpp).
+// Throws InputError for a mixture-of-experts block.
+void keep_named(const ArchConfig& arch, const BlockParts& parts, const SavedNames& names, UnitSpec& unit);
+
 }  // namespace ragged::models::detail

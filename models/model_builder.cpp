@@ -171,15 +171,23 @@ void build_block(const ArchConfig& arch, const CheckpointNames& names, int64_t l
   // Each residual add reads two hidden states and writes one. A parallel block
   // (GPT-NeoX, Falcon) feeds the attention's norm and the MLP's the same input;
   // with a shared norm (Falcon-7B) both read its one output.
+  const std::vector<ElementwiseOp>& elementwise = unit.compute.elementwise;
+  detail::BlockParts parts;
+  parts.layer = layer;
   out.part = UnitPart::kAttentionInput;
+  parts.norm1 = elementwise.size();
   out.add_norm(arch, names.attention_norm, norm_op(arch, "input_layernorm", "attention_layer_norm"), arch.hidden);
   const PartActivations attention = detail::add_attention(arch, names, layer, out);
   out.part = UnitPart::kAttentionCore;
+  parts.residual = elementwise.size();
   out.add_elementwise("attention_residual", 3.0 * h * b);
   out.part = UnitPart::kMlp;
   if (!arch.shared_block_norm) {
+    parts.norm2 = elementwise.size();
     out.add_norm(arch, names.mlp_norm, norm_op(arch, "post_attention_layernorm", "mlp_layer_norm"), arch.hidden);
   }
+  parts.mlp_gemms = unit.compute.gemms.size();
+  parts.activation = elementwise.size();  // a dense MLP's one element-wise op
   const PartActivations mlp =
       arch.is_moe_layer(layer) ? detail::add_moe_mlp(arch, out, routed) : detail::add_dense_mlp(arch, names, out);
   out.add_elementwise("mlp_residual", 3.0 * h * b);
@@ -206,6 +214,11 @@ void build_block(const ArchConfig& arch, const CheckpointNames& names, int64_t l
   // in-place mask add, softmax, matmul); FlashAttention keeps none.
   if (kernels.attention == AttentionKernel::kMath) act.scores_per_key = static_cast<double>(arch.heads) * b;
   act.returned_kv = returned_kv_bytes(arch);
+  if (kernels.saved_names) {
+    parts.attention = attention;
+    parts.mlp = mlp;
+    detail::keep_named(arch, parts, *kernels.saved_names, unit);
+  }
   if (separate) finish_experts_unit(routed.activations, units.back());
 }
 

@@ -65,10 +65,37 @@ enum class LossKernel {
 // The RMSNorms when not compiled: PyTorch's eager ops (planner/eager_kernels.hpp)
 // or one fused kernel each way (Transformer Engine's RMSNorm).
 enum class NormKernel { kEager, kFused };
+
+// The tensors of a dense transformer block a named checkpointing policy can
+// keep (scenario training.saved_activations; docs/MODELS.md, "Named
+// checkpointing"), as bits of SavedNames::mask.
+enum class BlockTensor : uint32_t {
+  kNormOut = 1,         // both norms' outputs
+  kQkv = 2,             // q, k and v (after rotary)
+  kAttentionOut = 4,    // the attention's output and its softmax statistics
+  kOutProj = 8,         // the output projection's
+  kResidual = 16,       // the attention's residual sum (the MLP norm's input)
+  kMlpIn = 32,          // gate and up
+  kMlpProduct = 64,     // the down projection's input
+  kMlpOut = 128,        // the down projection's
+};
+
+struct SavedNames {
+  uint32_t mask = 0;
+  bool has(BlockTensor t) const { return (mask & static_cast<uint32_t>(t)) != 0; }
+  SavedNames& add(BlockTensor t) {
+    mask |= static_cast<uint32_t>(t);
+    return *this;
+  }
+  bool operator==(const SavedNames&) const = default;
+};
 struct KernelChoices {
   AttentionKernel attention = AttentionKernel::kFlash2;
   LossKernel loss = LossKernel::kFp32Logits;
   NormKernel norm = NormKernel::kEager;
+  // Set: Checkpointing::kSelective keeps these tensors of each block (the
+  // scenario's SAVED_NAMES) instead of TorchTitan's op list.
+  std::optional<SavedNames> saved_names = std::nullopt;
   bool operator==(const KernelChoices&) const = default;
 };
 std::string_view attention_kernel_name(AttentionKernel kernel);
@@ -144,11 +171,22 @@ struct UnitCompute {
 // KernelChoices.
 struct ActivationBytes {
   double saved_none = 0;       // kept from forward to backward without checkpointing
-  double saved_selective = 0;  // TorchTitan's op-level policy: every other GEMM's output and the attention's kept
+  // TorchTitan's op-level policy: every other GEMM's output and the
+  // attention's kept; with KernelChoices::saved_names, the named tensors.
+  double saved_selective = 0;
   // true: selective recomputes every other GEMM (TorchTitan's op-level policy,
   // dense blocks); false: the element-wise results only (mixture-of-experts).
   bool selective_recomputes_gemms = true;
   double saved_full = 0;       // only the unit's input is kept; everything else recomputed in backward
+  // With KernelChoices::saved_names, the forward ops the block reruns before
+  // its backward (one flag per GemmShape and per ElementwiseOp of the unit's
+  // compute, and the attention); saved_selective is then what it keeps.
+  struct RecomputedOps {
+    std::vector<bool> gemms;
+    std::vector<bool> elementwise;
+    bool attention = false;
+  };
+  std::optional<RecomputedOps> named_recompute;
   double working = 0;          // transient peak of the unit's backward (MLP intermediates, the loss's gradients), freed after
   // The head: the logits' gradient in their dtype, the last of the loss's
   // backward (part of `working`), which the head's GEMM backward then reads
@@ -219,6 +257,11 @@ struct UnitSpec {
   int64_t params() const;
   int64_t bytes() const;  // parameters in their dtype
 };
+
+// The forward ops of `unit` its named checkpointing reruns
+// (ActivationBytes::named_recompute), as a unit of their own whose compute
+// holds only them.
+UnitSpec named_recompute_ops(const UnitSpec& unit);
 
 struct ModelSpec {
   std::string name;

@@ -2,14 +2,53 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
+#include "common/errors.hpp"
+
 namespace ragged::planner {
 
 models::Checkpointing checkpointing_mode(scenarios::Checkpointing mode) {
   switch (mode) {
     case scenarios::FULL: return models::Checkpointing::kFull;
-    case scenarios::SELECTIVE: return models::Checkpointing::kSelective;
+    case scenarios::SELECTIVE:
+    case scenarios::SAVED_NAMES: return models::Checkpointing::kSelective;
     default: return models::Checkpointing::kNone;
   }
+}
+
+std::optional<models::SavedNames> saved_names(const scenarios::Training& training) {
+  if (training.activation_checkpointing() != scenarios::SAVED_NAMES) return std::nullopt;
+  using models::BlockTensor;
+  models::SavedNames names;
+  for (int i = 0; i < training.saved_activations_size(); ++i) {
+    switch (training.saved_activations(i)) {
+      case scenarios::NORM_OUT: names.add(BlockTensor::kNormOut); break;
+      case scenarios::QKV_PROJ: names.add(BlockTensor::kQkv); break;
+      case scenarios::ATTENTION_OUT: names.add(BlockTensor::kAttentionOut); break;
+      case scenarios::OUT_PROJ: names.add(BlockTensor::kOutProj); break;
+      case scenarios::RESIDUAL: names.add(BlockTensor::kResidual); break;
+      case scenarios::MLP_IN: names.add(BlockTensor::kMlpIn); break;
+      case scenarios::MLP_PRODUCT: names.add(BlockTensor::kMlpProduct); break;
+      case scenarios::MLP_OUT: names.add(BlockTensor::kMlpOut); break;
+      case scenarios::DOTS:
+        if (training.attention() == scenarios::MATH) {
+          throw FieldError(fmt::format("training.saved_activations[{}]", i),
+                           "DOTS under MATH attention keeps the attention's S x S scores (its batched matmuls' "
+                           "outputs), which is not modelled: name the tensors, or use a fused attention kernel");
+        }
+        [[fallthrough]];  // a fused attention kernel is no dot: its output is recomputed
+      case scenarios::DOTS_NO_BATCH_DIMS:
+        names.add(BlockTensor::kQkv).add(BlockTensor::kOutProj).add(BlockTensor::kMlpIn).add(BlockTensor::kMlpOut);
+        break;
+      default:
+        throw FieldError(fmt::format("training.saved_activations[{}]", i),
+                         fmt::format("{} is not a tensor name: use NORM_OUT, QKV_PROJ, ATTENTION_OUT, OUT_PROJ, "
+                                     "RESIDUAL, MLP_IN, MLP_PRODUCT, MLP_OUT, DOTS or DOTS_NO_BATCH_DIMS",
+                                     static_cast<int>(training.saved_activations(i))));
+    }
+  }
+  return names;
 }
 
 std::vector<models::Checkpointing> unit_checkpointing(const models::ModelSpec& model, const Plan& plan,

@@ -196,6 +196,7 @@ ComputeWork recompute_work(const models::UnitSpec& unit, const MicroBatch& batch
                            models::UnitPart part) {
   if (!models::is_block_part(unit.kind) || mode == models::Checkpointing::kNone) return {};
   if (mode == models::Checkpointing::kFull) return forward_work(unit, batch, part);
+  if (unit.activations.named_recompute) return forward_work(models::named_recompute_ops(unit), batch, part);
   // Selective follows TorchTitan's op-level policy: matmul and attention
   // outputs are saved except every other matmul (the 2nd, 4th, ...), so
   // backward recomputes those GEMMs and every element-wise op. The math

@@ -8,6 +8,7 @@
 #include "common/errors.hpp"
 #include "models/catalog.hpp"
 #include "models/hf_config.hpp"
+#include "planner/checkpointing_plan.hpp"
 #include "planner/mesh.hpp"
 #include "planner/pipeline_stages.hpp"
 #include "planner/step_size.hpp"
@@ -157,6 +158,7 @@ models::KernelChoices kernel_choices(const scenarios::Training& training) {
     default: kernels.loss = models::LossKernel::kFp32Logits; break;
   }
   kernels.norm = training.norm() == scenarios::FUSED_NORM ? models::NormKernel::kFused : models::NormKernel::kEager;
+  kernels.saved_names = saved_names(training);
   return kernels;
 }
 

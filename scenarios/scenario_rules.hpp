@@ -41,7 +41,7 @@ std::string strategy_name(Strategy strategy);               // "ragged", "fsdp2"
 Strategy parse_strategy(const std::string& name);
 // The sharding strategies ("all" of --strategy and tune), DDP aside.
 std::vector<Strategy> all_strategies();
-std::string checkpointing_name(Checkpointing mode);          // "none", "selective", "full"
+std::string checkpointing_name(Checkpointing mode);          // "none", "selective", "full", "saved_names"
 Checkpointing parse_checkpointing(const std::string& name);  // those names; throws InputError
 std::string schedule_name(PipelineSchedule schedule);         // "gpipe", "1f1b", "interleaved", "zb-h1"
 PipelineSchedule parse_schedule(const std::string& name);     // those names; throws InputError

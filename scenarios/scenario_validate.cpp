@@ -374,6 +374,10 @@ void check_training(const Training& t, int64_t gpus, Checker& c) {
                        "activation_checkpointing is not FULL: set activation_checkpointing: FULL, or remove "
                        "checkpoint_every", t.checkpoint_every()));
   }
+  if (t.saved_activations_size() > 0 && t.activation_checkpointing() != SAVED_NAMES) {
+    c.fail("training.saved_activations", "names what SAVED_NAMES checkpointing keeps, but activation_checkpointing is "
+                                         "not SAVED_NAMES: set activation_checkpointing: SAVED_NAMES, or remove it");
+  }
   if (t.precision().param() == FP16 && t.precision().master() != FP32) {
     c.fail("training.precision.master", "fp16 parameters need fp32 master weights: set master: FP32");
   }

@@ -49,6 +49,7 @@ std::string checkpointing_name(Checkpointing mode) {
   switch (mode) {
     case SELECTIVE: return "selective";
     case FULL: return "full";
+    case SAVED_NAMES: return "saved_names";
     default: return "none";
   }
 }
@@ -57,7 +58,8 @@ Checkpointing parse_checkpointing(const std::string& name) {
   if (name == "none") return NONE;
   if (name == "selective") return SELECTIVE;
   if (name == "full") return FULL;
-  throw InputError(fmt::format("checkpointing '{}': use none, selective or full", name));
+  if (name == "saved_names") return SAVED_NAMES;
+  throw InputError(fmt::format("checkpointing '{}': use none, selective, full or saved_names", name));
 }
 
 std::string schedule_name(PipelineSchedule schedule) {

@@ -31,7 +31,7 @@ std::string regime_factor_name(RegimeFactor factor);  // "strategy", "GPU genera
 
 struct Regime {
   std::string generation;     // "ampere", "hopper", "blackwell", "cdna3"; "" unknown (a GPU given by its numbers)
-  std::string checkpointing;  // none, selective, full
+  std::string checkpointing;  // none, selective, full, saved_names
   std::string communication;  // exposed communication: "hidden" (< 1% of the step), "partly exposed" (< 5%), "exposed"
   std::string sequence;       // "short" (<= 4,096 tokens), "medium" (< 16,384), "long"
   std::string strategy;       // fsdp1, fsdp2, ...

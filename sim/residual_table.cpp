@@ -73,8 +73,9 @@ ResidualRow parse_row(const Cursor& at, const std::vector<std::string_view>& cel
   row.gpus = at.count(c[3], cells[3]);
   row.strategy = at.text(c[4], cells[4]);
   row.checkpointing = at.text(c[5], cells[5]);
-  if (row.checkpointing != "none" && row.checkpointing != "selective" && row.checkpointing != "full") {
-    at.fail(c[5], fmt::format("'{}' is not none, selective or full", shortened(row.checkpointing)));
+  if (row.checkpointing != "none" && row.checkpointing != "selective" && row.checkpointing != "full" &&
+      row.checkpointing != "saved_names") {
+    at.fail(c[5], fmt::format("'{}' is not none, selective, full or saved_names", shortened(row.checkpointing)));
   }
   row.sequence = at.count(c[6], cells[6]);
   row.exposed_comm_share = at.number(c[7], cells[7]);

@@ -26,7 +26,7 @@ struct ResidualRow {
   std::string gpu;            // the scenario's GPU preset
   int64_t gpus = 0;
   std::string strategy;       // fsdp1, fsdp2, zero3, ...
-  std::string checkpointing;  // none, selective, full
+  std::string checkpointing;  // none, selective, full, saved_names
   int64_t sequence = 0;       // tokens per sequence
   double exposed_comm_share = 0;  // predicted exposed communication / predicted step
   std::optional<double> throughput_error;  // absent: throughput not compared

@@ -3,6 +3,8 @@
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/text_format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <utility>
 
 #include <fmt/format.h>
@@ -48,6 +50,23 @@ const pb::FieldDescriptor& find_field(const pb::Descriptor& type, std::string_vi
                                closest_field(type, name)));
 }
 
+// An enum value named in any case (`full`, `Full`) as the enum spells it
+// (`FULL`), as the command line's own enum options take it; other text as given.
+std::string canonical_value(const pb::FieldDescriptor& field, const std::string& value) {
+  const pb::EnumDescriptor* values = field.enum_type();
+  if (values == nullptr) return value;
+  for (int i = 0; i < values->value_count(); ++i) {
+    const std::string& name = values->value(i)->name();
+    if (name.size() == value.size() &&
+        std::equal(name.begin(), name.end(), value.begin(), [](char a, char b) {
+          return std::toupper(static_cast<unsigned char>(a)) == std::toupper(static_cast<unsigned char>(b));
+        })) {
+      return name;
+    }
+  }
+  return value;
+}
+
 void apply_one(Scenario& scenario, const FieldOverride& o) {
   pb::Message* message = &scenario;
   std::string_view rest = o.path;
@@ -62,7 +81,7 @@ void apply_one(Scenario& scenario, const FieldOverride& o) {
     if (dot == std::string_view::npos) {
       const pb::Reflection& reflection = *message->GetReflection();
       reflection.ClearField(message, &field);
-      if (!pb::TextFormat::ParseFieldValueFromString(o.value, &field, message)) {
+      if (!pb::TextFormat::ParseFieldValueFromString(canonical_value(field, o.value), &field, message)) {
         throw InputError(fmt::format("--set {}={}: '{}' does not read as {} (written as in a scenario file)", o.path,
                                      o.value, o.value, expected_form(field)));
       }

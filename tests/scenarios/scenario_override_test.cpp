@@ -54,6 +54,18 @@ TEST(ScenarioOverride, SetsScalarsEnumsAndMessagesAndTheLastWins) {
   EXPECT_EQ(loaded.scenario.cluster().nodes(), 2);
 }
 
+// Enum values in any case, as --checkpointing full takes them (issue 51).
+TEST(ScenarioOverride, EnumValuesAreReadInAnyCase) {
+  for (const char* value : {"full", "Full", "FULL"}) {
+    const LoadedScenario changed =
+        with_overrides(minimal(), {parse_override(std::string("training.activation_checkpointing=") + value)});
+    EXPECT_EQ(changed.scenario.training().activation_checkpointing(), FULL) << value;
+  }
+  EXPECT_EQ(with_overrides(minimal(), {parse_override("training.strategy=fsdp1")}).scenario.training().strategy(), FSDP1);
+  EXPECT_NE(error_of([] { check_overrides({parse_override("training.activation_checkpointing=fulll")}); }).find("one of"),
+            std::string::npos);
+}
+
 TEST(ScenarioOverride, NoOverridesIsTheSameScenario) {
   const LoadedScenario loaded = minimal();
   EXPECT_EQ(with_overrides(loaded, {}).scenario.DebugString(), loaded.scenario.DebugString());

@@ -64,15 +64,15 @@ void ClusterOptions::add_to(CLI::App* command) {
       ->add_option("--gpus-per-node", gpus_per_node,
                    "GPUs in one node (cluster.gpus_per_node; default with --model: the GPU's NVLink domain, 8, or 72 for gb200); on a scenario the GPU count "
                    "stays and the nodes follow")
-      ->check(field_check("Cluster", "gpus_per_node", true));
+      ->transform(field_check("Cluster", "gpus_per_node", true));
   command
       ->add_option("--nics-per-node", nics_per_node, "NICs in one node (cluster.nics.per_node; default: one per GPU)")
-      ->check(field_check("Nics", "per_node", true));
+      ->transform(field_check("Nics", "per_node", true));
   command
       ->add_option("--nic-gbps", nic_gbps,
                    "Bandwidth of one NIC, Gbit/s per direction "
                    "(cluster.nics.bandwidth_gbits_per_s; default 400)")
-      ->check(field_check("Nics", "bandwidth_gbits_per_s", false));
+      ->transform(field_check("Nics", "bandwidth_gbits_per_s", false));
 }
 
 // With --model, a node is the GPU's NVLink domain as sold: 8 on a baseboard,

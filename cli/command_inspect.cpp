@@ -30,7 +30,7 @@ void add_inspect_command(CLI::App& app, Context& context) {
   auto options = std::make_shared<InspectOptions>();
   auto* cmd = app.add_subcommand("inspect", "Show a model's units, tensors, parameters and FLOPs per token");
   cmd->add_option("model", options->model, "A catalog name (see `ragged models`) or a Hugging Face config.json")->required();
-  cmd->add_option("--seq", options->seq_len, "Sequence length for attention FLOPs")->capture_default_str()->check(whole_number(1, kMaxCount));
+  cmd->add_option("--seq", options->seq_len, "Sequence length for attention FLOPs")->capture_default_str()->transform(whole_number(1, kMaxCount));
   cmd->add_flag("--tensors", options->tensors, "List the tensors of every distinct unit");
   cmd->add_flag("--json", options->json, "Print JSON (every tensor of every unit)");
   cmd->callback([&context, options] {

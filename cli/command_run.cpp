@@ -154,9 +154,9 @@ void add_run_command(CLI::App& app, Context& context) {
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
   cmd->add_option("--steps", o->run.steps, "Measured optimizer steps (default: the scenario's run.steps)")
-      ->check(whole_number(1, limits::kMaxRunSteps));
+      ->transform(whole_number(1, limits::kMaxRunSteps));
   cmd->add_option("--warmup", o->run.warmup_steps, "Steps run before measuring (default: run.warmup_steps)")
-      ->check(whole_number(0, limits::kMaxRunSteps));
+      ->transform(whole_number(0, limits::kMaxRunSteps));
   cmd->add_option("--seed", o->run.seed, "Seed of the synthetic data and initial weights (default: run.seed)");
   cmd->add_option("--trace", o->trace_path, "Write rank 0's measured trace (.pb, .json or .textproto)");
   cmd->add_option("--chrome-trace", o->chrome_path, "Write rank 0's trace as Chrome trace JSON");
@@ -169,14 +169,14 @@ void add_run_command(CLI::App& app, Context& context) {
   cmd->add_option("--tolerance", o->run.tolerance,
                   "Relative L2 error allowed per tensor against the reference (default: bitwise on cpu with "
                   "--ordered-reductions or one rank, else 1e-3)")
-      ->check(number_between(0, 1));
+      ->transform(number_between(0, 1));
   cmd->add_option("--inject-nan", o->inject_nan,
                   "Put a NaN into TENSOR's parameters after step STEP (TENSOR@STEP, default step 1): shows that the "
                   "checks catch it");
   cmd->add_option("--collective-timeout", o->run.collective_timeout_s,
                   "Seconds one collective may wait before the job is aborted, naming the ranks that did not arrive "
                   "(0: wait forever)")
-      ->check(number_between(0, 604800))
+      ->transform(number_between(0, 604800))
       ->capture_default_str();
   cmd->add_flag("--json", o->json, "Print JSON");
   cmd->callback([&context, o, cmd] {

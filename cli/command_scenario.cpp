@@ -66,11 +66,11 @@ void add_import_command(CLI::App* cmd, Context& context) {
   import->add_option("--model", options->model,
                      "The model, a catalog name or a config.json: required for DeepSpeed, replaces the config's");
   import->add_option("--gpus", options->gpus, "Number of GPUs, where the config does not fix it")
-      ->check(whole_number(1, kMaxCount));
+      ->transform(whole_number(1, kMaxCount));
   options->cluster.add_to(import);
   import->add_option("--micro-batch", options->micro_batch,
                      "Sequences per GPU per micro-step, where the config has none or \"auto\"")
-      ->check(whole_number(1, limits::kMaxMicroBatch));
+      ->transform(whole_number(1, limits::kMaxMicroBatch));
   import->add_option("--seq-len", options->sequence_length, "Sequence length, where the config has none (DeepSpeed)")
       ->check(sequence_length_value());
   import->callback([&context, options, out] {

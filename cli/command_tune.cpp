@@ -277,7 +277,7 @@ void add_tune_command(CLI::App& app, Context& context) {
       "--global-batch-tokens", o->global_batch_tokens,
       "Tokens per optimizer step over all GPUs, e.g. 4M or 16Mi (2^24) (default: the scenario's tokens per GPU x the GPUs)");
   cmd->add_option("--seq-len", o->sequence_length, "Sequence length (default: the scenario's)")
-      ->check(whole_number(1, kMaxCount));
+      ->transform(whole_number(1, kMaxCount));
   cmd->add_option("--headroom", o->headroom_percent,
                   "Percent of the allocator's memory (HBM less the CUDA context and NCCL) left free, against "
                   "fragmentation and run-to-run variation (default: the simulator's peak-memory error on its "
@@ -285,7 +285,7 @@ void add_tune_command(CLI::App& app, Context& context) {
       ->capture_default_str();
   cmd->add_option("--max-grad-accum", o->max_grad_accum, "Most gradient accumulation steps allowed")
       ->capture_default_str()
-      ->check(whole_number(1, kMaxCount));
+      ->transform(whole_number(1, kMaxCount));
   auto* strategies =
       cmd->add_option("--strategies", o->strategies,
                       "Strategies to try: ragged, vescale-paper, fsdp1, fsdp2, zero3, megatron or all (default)")
@@ -327,26 +327,26 @@ void add_tune_command(CLI::App& app, Context& context) {
       "--train-tokens", o->train_tokens,
       "Tokens to train, e.g. 15T: time to train on the winner (at its effective rate with --rank-by goodput)");
   cmd->add_option("--gpu-hour-price", o->gpu_hour_price, "Price of one GPU-hour: the cost of --train-tokens")
-      ->check(number_between(0, 1e9));
+      ->transform(number_between(0, 1e9));
   cmd->add_option("--top", o->top,
                   "Rows of the ranking to print: exact; a candidate whose step-time bound keeps it out of them is "
                   "not simulated (reported bounded)")
       ->capture_default_str()
-      ->check(whole_number(1, kMaxCount));
+      ->transform(whole_number(1, kMaxCount));
   cmd->add_flag("--exhaustive", o->exhaustive,
                 "Simulate every candidate under the memory floor: the whole ranking, Pareto front and count that fit");
   cmd->add_option("--write", o->write_path, "Write the winner as a scenario file that `ragged simulate` reproduces");
   cmd->add_flag("--json", o->json, "Print JSON: every candidate with its verdict and figures, the ranking, the front");
   cmd->add_option("--jobs", o->jobs,
                   "Simulations at once per rank (default: the hardware threads, shared by the ranks of a host)")
-      ->check(whole_number(1, 4096));
+      ->transform(whole_number(1, 4096));
   cmd->add_option("--cache-dir", o->cache_dir,
                   "Result cache folder (default: $XDG_CACHE_HOME/ragged/tune, else ~/.cache/ragged/tune)");
   cmd->add_flag("--no-cache", o->no_cache, "Neither read nor write the result cache");
   cmd->add_option("--task-timeout", o->task_timeout_s,
                   "Under mpirun: seconds rank 0 waits on a silent worker that holds candidates before it ends the "
                   "job, naming the rank (0: wait forever)")
-      ->check(number_between(0, 604800))
+      ->transform(number_between(0, 604800))
       ->capture_default_str();
   cmd->callback([&context, o, strategies] {
     o->strategies_given = strategies->count() > 0;

@@ -13,7 +13,7 @@ void add_field_option(CLI::App* command, const std::string& name, std::optional<
                       const std::string& help, const std::string& implies) {
   const std::optional<scenarios::FieldRange> range = scenarios::field_range("Goodput", field);
   command->add_option(name, value, help + " (goodput." + field + "; implies " + implies + ")")
-      ->check(number_between(range->min, range->max));
+      ->transform(number_between(range->min, range->max));
 }
 
 }  // namespace

@@ -63,21 +63,21 @@ CLI::Validator checkpointing_value() {
 
 void ScenarioOptions::add_to(CLI::App* command, bool allow_all_strategies) {
   add_source_to(command);
-  command->add_option("--gpus", gpus, "Number of GPUs (overrides the scenario's cluster size)")->check(whole_number(1, kMaxCount));
+  command->add_option("--gpus", gpus, "Number of GPUs (overrides the scenario's cluster size)")->transform(whole_number(1, kMaxCount));
   command->add_option("--shard-group", shard_group,
                       "GPUs per shard group; fewer than the GPUs makes HSDP: groups replicated, gradients all-reduced "
                       "across the replicas (default: the scenario's)")
-      ->check(whole_number(1, kMaxCount));
+      ->transform(whole_number(1, kMaxCount));
   command->add_option("--tp", tp, "Tensor-parallel ranks (training.mesh.tp): every block's matrices split Megatron-style")
-      ->check(whole_number(1, kMaxCount));
+      ->transform(whole_number(1, kMaxCount));
   command->add_option("--cp", cp, "Context-parallel ranks (training.mesh.cp): each sequence split, ring attention")
-      ->check(whole_number(1, kMaxCount));
+      ->transform(whole_number(1, kMaxCount));
   command->add_option("--ep", ep, "Expert-parallel ranks (training.mesh.ep), carved out of the FSDP group: each holds "
                                   "1/ep of the routed experts")
-      ->check(whole_number(1, kMaxCount));
+      ->transform(whole_number(1, kMaxCount));
   command->add_option("--pp", pp, "Pipeline stages (training.mesh.pp): the layers split over pp ranks, run in "
                                   "training.pipeline's schedule (default 1F1B)")
-      ->check(whole_number(1, kMaxCount));
+      ->transform(whole_number(1, kMaxCount));
   command->add_option("--strategy", strategy,
                       std::string("Layout strategy: ragged, vescale-paper, fsdp1, fsdp2, zero3, megatron, ddp") +
                           (allow_all_strategies ? ", or all" : ""));
@@ -88,7 +88,7 @@ void ScenarioOptions::add_to(CLI::App* command, bool allow_all_strategies) {
   command->add_option("--micro-batch", micro_batch,
                       "Sequences per GPU per micro-step (training.micro_batch_size; the accumulation steps stay the "
                       "scenario's) (default: the scenario's)")
-      ->check(whole_number(1, limits::kMaxMicroBatch));
+      ->transform(whole_number(1, limits::kMaxMicroBatch));
   command->add_option("--checkpointing", checkpointing,
                       "Activation checkpointing (training.activation_checkpointing): none, selective or full "
                       "(default: the scenario's)")
@@ -103,7 +103,7 @@ void ScenarioOptions::add_source_to(CLI::App* command) {
   command->add_option("--layers", layers,
                       "Keep the model's first N transformer blocks, same widths (model.layers): a scaled-down model "
                       "for runs on a few GPUs")
-      ->check(whole_number(1, kMaxCount));
+      ->transform(whole_number(1, kMaxCount));
   command->add_option("--attention", attention,
                       "Attention kernel (training.attention): math (scores in HBM), flash2, flash3 (Hopper) or triton "
                       "(flash-attn's Triton FlashAttention, llm-foundry's attn_impl: triton)");
@@ -127,12 +127,12 @@ void ScenarioOptions::add_whatif_to(CLI::App* command) {
       ->add_option("--slow-gpus", slow_gpus,
                    "N:F: N GPUs (chosen by whatif.slow_gpus.seed) at fraction F of their compute rate "
                    "(whatif.slow_gpus); simulates every node and the healthy cluster beside it")
-      ->check(count_and_fraction(kMaxCount, limits::kMinSlowFraction));
+      ->transform(count_and_fraction(kMaxCount, limits::kMinSlowFraction));
   command
       ->add_option("--slow-links", slow_links,
                    "N:F: N nodes' NICs (chosen by whatif.slow_links.seed) at fraction F of their bandwidth "
                    "(whatif.slow_links); simulates every node and the healthy cluster beside it")
-      ->check(count_and_fraction(kMaxCount, limits::kMinSlowFraction));
+      ->transform(count_and_fraction(kMaxCount, limits::kMinSlowFraction));
 }
 
 namespace {

@@ -4,9 +4,11 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cstdint>
 #include <cmath>
+#include <optional>
 #include <string>
 
 #include "common/errors.hpp"
@@ -26,6 +28,16 @@ CLI::Validator whole_number(int64_t min, int64_t max) {
           return fmt::format("{} is out of range: give {}", shortened(text), range);
         }
         if (error != std::errc() || end != text.data() + text.size()) {
+          // A count with a suffix (1Ki, 2K, 1.5k), as every count option takes it.
+          const std::optional<double> counted = end != begin ? suffixed_count(text) : std::nullopt;
+          if (counted && *counted == std::floor(*counted) && end != text.data() + text.size() &&
+              std::isalpha(static_cast<unsigned char>(text.back()))) {
+            if (*counted < static_cast<double>(min) || *counted > static_cast<double>(max)) {
+              return fmt::format("{} is out of range: give {}", shortened(text), range);
+            }
+            text = std::to_string(static_cast<int64_t>(*counted));
+            return "";
+          }
           return fmt::format("'{}' is not a whole number: give {}", shortened(text), range);
         }
         return "";
@@ -39,7 +51,10 @@ CLI::Validator number_between(double min, double max) {
       [min, max, range](std::string& text) -> std::string {
         double value = 0;
         const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-        if (error != std::errc() || end != text.data() + text.size()) {
+        if (error == std::errc() && end != text.data() + text.size() && suffixed_count(text)) {
+          value = *suffixed_count(text);  // 15T, 4Mi: a count with its suffix
+          text = fmt::format("{}", value);
+        } else if (error != std::errc() || end != text.data() + text.size()) {
           return fmt::format("'{}' is not a number: give {}", shortened(text), range);
         }
         if (!std::isfinite(value) || value < min || value > max) {
@@ -59,7 +74,17 @@ std::vector<int64_t> parse_count_list(const std::string& text, const std::string
     const size_t comma = text.find(',', start);
     const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     int64_t value = 0;
-    const auto [end, error] = std::from_chars(item.data(), item.data() + item.size(), value);
+    auto [end, error] = std::from_chars(item.data(), item.data() + item.size(), value);
+    // A count with a suffix (1Ki, 2K), as the single-count options take it.
+    const std::optional<double> counted = end != item.data() && end != item.data() + item.size() &&
+                                                  std::isalpha(static_cast<unsigned char>(item.back()))
+                                              ? suffixed_count(item)
+                                              : std::nullopt;
+    if (counted && *counted == std::floor(*counted) && *counted <= static_cast<double>(INT64_MAX)) {
+      value = static_cast<int64_t>(*counted);
+      end = item.data() + item.size();
+      error = std::errc();
+    }
     if (error != std::errc() || end != item.data() + item.size() || value < min) {
       throw InputError(min >= 1 ? fmt::format("{}: '{}' is not a positive {}", option, shortened(item), what)
                                 : fmt::format("{}: '{}' is not a {}, {} or more", option, shortened(item), what, min));
@@ -98,6 +123,7 @@ CLI::Validator count_and_fraction(int64_t max_count, double min_fraction) {
         std::string n = text.substr(0, colon), f = text.substr(colon + 1);
         if (std::string why = count(n); !why.empty()) return fmt::format("N: {}", why);
         if (std::string why = fraction(f); !why.empty()) return fmt::format("F: {}", why);
+        text = n + ":" + f;  // a suffixed N (1K) as its number
         return "";
       },
       "N:F");

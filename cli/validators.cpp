@@ -15,6 +15,18 @@
 #include "common/units.hpp"
 
 namespace ragged::cli {
+namespace {
+
+// A whole count written with a suffix (1Ki, 2K, 1.5k), as every count
+// option takes it; none for a plain number or anything else.
+std::optional<double> suffixed_whole(const std::string& text) {
+  if (text.empty() || !std::isalpha(static_cast<unsigned char>(text.back()))) return std::nullopt;
+  const std::optional<double> counted = suffixed_count(text);
+  if (!counted || *counted != std::floor(*counted)) return std::nullopt;
+  return counted;
+}
+
+}  // namespace
 
 CLI::Validator whole_number(int64_t min, int64_t max) {
   const std::string range = fmt::format("a whole number from {} to {}", format_integer(min), format_integer(max));
@@ -28,10 +40,7 @@ CLI::Validator whole_number(int64_t min, int64_t max) {
           return fmt::format("{} is out of range: give {}", shortened(text), range);
         }
         if (error != std::errc() || end != text.data() + text.size()) {
-          // A count with a suffix (1Ki, 2K, 1.5k), as every count option takes it.
-          const std::optional<double> counted = end != begin ? suffixed_count(text) : std::nullopt;
-          if (counted && *counted == std::floor(*counted) && end != text.data() + text.size() &&
-              std::isalpha(static_cast<unsigned char>(text.back()))) {
+          if (const std::optional<double> counted = suffixed_whole(text)) {
             if (*counted < static_cast<double>(min) || *counted > static_cast<double>(max)) {
               return fmt::format("{} is out of range: give {}", shortened(text), range);
             }
@@ -51,8 +60,10 @@ CLI::Validator number_between(double min, double max) {
       [min, max, range](std::string& text) -> std::string {
         double value = 0;
         const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-        if (error == std::errc() && end != text.data() + text.size() && suffixed_count(text)) {
-          value = *suffixed_count(text);  // 15T, 4Mi: a count with its suffix
+        const std::optional<double> counted =
+            error == std::errc() && end != text.data() + text.size() ? suffixed_count(text) : std::nullopt;
+        if (counted) {
+          value = *counted;  // 15T, 4Mi: a count with its suffix
           text = fmt::format("{}", value);
         } else if (error != std::errc() || end != text.data() + text.size()) {
           return fmt::format("'{}' is not a number: give {}", shortened(text), range);
@@ -75,12 +86,8 @@ std::vector<int64_t> parse_count_list(const std::string& text, const std::string
     const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     int64_t value = 0;
     auto [end, error] = std::from_chars(item.data(), item.data() + item.size(), value);
-    // A count with a suffix (1Ki, 2K), as the single-count options take it.
-    const std::optional<double> counted = end != item.data() && end != item.data() + item.size() &&
-                                                  std::isalpha(static_cast<unsigned char>(item.back()))
-                                              ? suffixed_count(item)
-                                              : std::nullopt;
-    if (counted && *counted == std::floor(*counted) && *counted <= static_cast<double>(INT64_MAX)) {
+    const std::optional<double> counted = suffixed_whole(item);
+    if (counted && *counted <= static_cast<double>(INT64_MAX)) {
       value = static_cast<int64_t>(*counted);
       end = item.data() + item.size();
       error = std::errc();

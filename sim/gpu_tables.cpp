@@ -187,17 +187,43 @@ TableInput hopper(std::string_view name, std::string_view source, Contention con
   return table;
 }
 
+// Maximum achievable matmul FLOPS (MAMF): the best bf16 torch.matmul rate a
+// shape search found (mean of 100 calls after 50 warm-up calls), against the
+// part's datasheet peak as the same table states it; one table, one method
+// (stas00/ml-engineering @b9e2972, compute/accelerator/README.md, "Maximum
+// Achievable Matmul FLOPS comparison table", BF16 rows). A kernel
+// measurement of the part, not of a training run.
+struct MamfRow {
+  std::string_view gpu;
+  double achieved_tflops;
+  double theory_tflops;
+};
+constexpr std::array<MamfRow, 4> kMamf = {{
+    {"h100", 794.5, 989.0},     // NVIDIA H100 SXM, torch 2.7.0+cu126
+    {"b200", 1745.0, 2250.0},   // NVIDIA B200 SXM, torch 2.7.1+cu128
+    {"gb200", 1822.0, 2500.0},  // NVIDIA GB200 SXM, torch 2.10.0.dev20250916+cu130
+    {"mi300x", 668.4, 1300.0},  // AMD MI300X, torch 2.5.1 ROCm 6.3, TunableOp on
+}};
+
+// A part the table does not list is taken to match the H100's share.
+double mamf_share(std::string_view gpu) {
+  const auto* row = std::find_if(kMamf.begin(), kMamf.end(), [&](const MamfRow& r) { return r.gpu == gpu; });
+  if (row == kMamf.end()) row = kMamf.begin();
+  return row->achieved_tflops / row->theory_tflops;
+}
+
 // A GPU with no measured curve (B200, GB200, MI300X): datasheet-scaled and
-// uncalibrated. It is taken to reach, at every GEMM size, the fraction of
-// its own dense bf16 peak that the H100 reaches of its own (the H100 curve at
-// factor 1 on efficiency, the way a100_over_h100 scales it, with no measured
-// point to set the factor), FlashAttention-2 at the H100's fractions of peak
-// (FlashAttention-3 is Hopper-only), the H100's share of HBM bandwidth, its
-// launch cost and its calibrated sustained clock (kHopperSustainedClock):
-// "as efficient as an H100" at the preset's peaks. Nothing here is fitted to
-// a measurement of the part (docs/SIMULATOR.md section 6, "Derived tables").
+// uncalibrated. Its GEMM curve is the H100's moved to the part's peak and
+// scaled by how the part's best matmul compares with the H100's in the MAMF
+// table (0.965 for B200, 0.907 for GB200, 0.640 for MI300X of the H100's
+// share of peak), the way a100_over_h100 scales it by the A100's best
+// square; FlashAttention-2 at the H100's fractions of peak (FlashAttention-3
+// is Hopper-only), the H100's share of HBM bandwidth, its launch cost and
+// its calibrated sustained clock (kHopperSustainedClock). Nothing here is
+// fitted to a training run (docs/SIMULATOR.md section 6, "Derived tables").
 TableInput datasheet_scaled(std::string_view name, std::string_view source, Contention contention) {
-  TableInput table{name,         preset_peak_tflops(name) * 1e12, preset_hbm_bytes_per_s(name), scaled_h100_curve(1.0),
+  TableInput table{name,         preset_peak_tflops(name) * 1e12, preset_hbm_bytes_per_s(name),
+                   scaled_h100_curve(mamf_share(name) / mamf_share("h100")),
                    h100_attention_forward(), h100_attention_backward(), kGpuMemoryEfficiency, kGpuLaunchSeconds,
                    source,       contention};
   table.sustained_clock = kHopperSustainedClock;
@@ -228,7 +254,8 @@ std::vector<GpuComputeSpec> build_tables() {
                               kA100Contention, 0, 0, kA100SustainedClock}));
   // No measured curve: derived from the H100's at each preset's datasheet peaks.
   constexpr std::string_view kDerived =
-      "derived, uncalibrated: H100 measurements scaled to this GPU's datasheet peak and HBM bandwidth";
+      "derived, uncalibrated: H100 measurements scaled to this GPU's datasheet peak, best matmul (MAMF) and HBM "
+      "bandwidth";
   tables.push_back(make_spec(datasheet_scaled("b200", kDerived, kBlackwellContention)));
   tables.push_back(make_spec(datasheet_scaled("gb200", kDerived, kBlackwellContention)));
   tables.push_back(make_spec(datasheet_scaled("mi300x", kDerived, kMi300xContention)));

@@ -112,7 +112,17 @@ planner::Plan plan_for_run(const planner::ResolvedScenario& resolved, models::DT
   auto strategy = planner::make_strategy(training.strategy());
   planner::Plan plan =
       planner::plan_model(resolved.model, resolved.granularity, training.shard_group_size(), *strategy, plan_options);
-  check_plan_for_run(resolved, plan);
+  // Every rank plans the same world from the same scenario (check_ranks_agree
+  // ran first), so every rank finds a refusal alike: rank 0 says it and no
+  // rank aborts the job (the launcher's SIGTERM would reach ranks still
+  // planning and each would say where it was).
+  try {
+    check_plan_for_run(resolved, plan);
+  } catch (const AgreedInputError&) {
+    throw;
+  } catch (const InputError& e) {
+    throw AgreedInputError(e.what());
+  }
   return plan;
 }
 

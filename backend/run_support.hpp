@@ -29,7 +29,8 @@ void check_launch(const planner::ResolvedScenario& resolved, const Communicator&
 void check_ranks_agree(const planner::ResolvedScenario& resolved, const RunOptions& options, Communicator& comm);
 
 // The scenario's plan with parameters of `param_dtype` (alignment), and
-// InputError when it cuts 8-bit Adam's blocks across ranks.
+// AgreedInputError when check_plan_for_run refuses it (every rank plans the
+// same world, so every rank finds it).
 planner::Plan plan_for_run(const planner::ResolvedScenario& resolved, models::DType param_dtype);
 // The checks plan_for_run makes, on a plan made elsewhere (a pipeline stage's).
 void check_plan_for_run(const planner::ResolvedScenario& resolved, const planner::Plan& plan);

@@ -20,4 +20,10 @@ class Watchdog {
 // The exit code of a job the watchdog aborted.
 inline constexpr int kExitLostRank = 4;
 
+// This rank found an error that rank 0 reports and ends the job with (every
+// rank finds bad input alike): the launcher's signal that follows ends this
+// rank without the handler's line, so the job says the error once, not once
+// per rank. Async-signal-safe to check; sticky for the process.
+void silence_signal_line();
+
 }  // namespace ragged::backend

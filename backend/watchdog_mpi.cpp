@@ -4,6 +4,19 @@
 // entered, step, op) to every peer, received with MPI_Iprobe, so a stopped
 // peer delays nothing but its own heartbeats.
 
+#include <atomic>
+
+#include "backend/watchdog.hpp"
+
+namespace ragged::backend {
+namespace {
+std::atomic<bool> g_signal_line_silenced{false};
+}  // namespace
+
+void silence_signal_line() { g_signal_line_silenced.store(true, std::memory_order_release); }
+
+}  // namespace ragged::backend
+
 #ifdef RAGGED_HAVE_MPI
 
 #include "backend/watchdog_mpi.hpp"
@@ -76,7 +89,7 @@ void write_number(int value) {
 
 void on_fatal_signal(int signal) {
   const int ready = g_line.ready.load(std::memory_order_acquire);
-  if (ready < 0) {
+  if (ready < 0 || g_signal_line_silenced.load(std::memory_order_acquire)) {
     chain(signal);
     return;
   }

@@ -14,6 +14,7 @@
 #include "backend/communicator.hpp"
 #include "backend/run.hpp"
 #include "backend/startup_deadline.hpp"
+#include "backend/watchdog.hpp"
 #ifdef RAGGED_HAVE_CUDA
 #include "backend/cuda/cuda_run.hpp"
 #endif
@@ -223,7 +224,14 @@ void add_run_command(CLI::App& app, Context& context) {
     try {
       result = run_on_device(resolved.front(), o->run, *comm);
     } catch (const AgreedInputError&) {
-      if (comm->rank() != 0) throw QuietExit{kExitBadInput};  // every rank found it: rank 0 says it, once
+      // Every rank found it: rank 0 says it, once, and its exit ends the job;
+      // the others wait for that, silently (had one ended first, the launcher
+      // would stop rank 0 as it spoke).
+      if (comm->rank() != 0) {
+        backend::silence_signal_line();
+        std::this_thread::sleep_for(kFirstRankSpeaksFirst);
+        throw QuietExit{kExitBadInput};
+      }
       throw;
     } catch (const std::exception& e) {
       // An error on some ranks only would leave the others in a collective:
@@ -233,6 +241,7 @@ void add_run_command(CLI::App& app, Context& context) {
       // it and says it itself (each rank said it, interleaved, before).
       if (comm->size() > 1) {
         if (comm->rank() != 0 && dynamic_cast<const InputError*>(&e) != nullptr) {
+          backend::silence_signal_line();  // rank 0's error ends the job: its SIGTERM here needs no line
           std::this_thread::sleep_for(kFirstRankSpeaksFirst);
         }
         context.err << "ragged: error on rank " << comm->rank() << ": " << one_line(e.what()) << '\n';

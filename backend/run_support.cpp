@@ -20,25 +20,24 @@ void check_launch(const planner::ResolvedScenario& resolved, const Communicator&
   const scenarios::Scenario& s = resolved.scenario();
   const scenarios::Mesh& mesh = s.training().mesh();
   const bool mesh_inside = mesh.tp() > 1 || mesh.cp() > 1 || mesh.ep() > 1;
-  // The host runs tp with cp or with ep, without pipeline stages; the GPU
-  // tp and cp, no ep.
-  const bool host_mesh = host && mesh_inside && mesh.pp() <= 1 && (mesh.ep() <= 1 || mesh.cp() <= 1);
-  const bool gpu_mesh = !host && mesh_inside && mesh.ep() <= 1 && mesh.pp() <= 1;
-  if (mesh_inside && !host && !gpu_mesh) {
-    throw InputError(fmt::format("training.mesh: {} has tp {}, cp {}, ep {}, pp {}; the GPU executor runs tensor and "
-                                 "context parallelism so far (expert parallelism, and pipeline stages with a mesh, "
-                                 "run on --device cpu; ragged simulate models every mesh); set ep and pp to 1, or run "
-                                 "on --device cpu",
+  // Both executors run tp with cp or with ep (not cp with ep), without
+  // pipeline stages; the host runs stages without a mesh, the GPU none.
+  const bool runs_mesh = mesh_inside && mesh.pp() <= 1 && (mesh.ep() <= 1 || mesh.cp() <= 1);
+  if (mesh_inside && !host && !runs_mesh) {
+    throw InputError(fmt::format("training.mesh: {} has tp {}, cp {}, ep {}, pp {}; the GPU executor runs tensor, "
+                                 "context and expert parallelism, tp with cp or with ep but not cp with ep, and no "
+                                 "pipeline stages so far (stages run on --device cpu; ragged simulate models every "
+                                 "mesh); set cp or ep to 1 and pp to 1",
                                  s.name(), mesh.tp(), mesh.cp(), mesh.ep(), mesh.pp()));
   }
-  if (mesh_inside && host && !host_mesh) {
+  if (mesh_inside && host && !runs_mesh) {
     throw InputError(fmt::format("training.mesh: {} has tp {}, cp {}, ep {}, pp {}; `ragged run` runs FSDP and HSDP, "
                                  "and on the host pipeline stages, or tensor parallelism with context or expert "
                                  "parallelism (not all three) so far (the others are simulated: ragged simulate); "
                                  "set them to 1 for ragged run",
                                  s.name(), mesh.tp(), mesh.cp(), mesh.ep(), mesh.pp()));
   }
-  if ((host_mesh || gpu_mesh) && mesh.tp() > 1) {
+  if (runs_mesh && mesh.tp() > 1) {
     // Each tp rank holds whole key/value heads and an equal share of the vocabulary.
     const models::ArchConfig& whole = resolved.whole().arch;
     if (whole.kv_heads % mesh.tp() != 0 || whole.vocab % mesh.tp() != 0) {

@@ -21,7 +21,8 @@
 namespace ragged::backend {
 
 // InputError unless as many processes run as the scenario has GPUs and the
-// executor runs its mesh (`host`: tensor parallelism or pipeline stages).
+// executor runs its mesh (either: tp with cp or with ep; `host`: also
+// pipeline stages without a mesh).
 void check_launch(const planner::ResolvedScenario& resolved, const Communicator& comm, bool host);
 // Every rank runs the same scenario and options, checked before any other
 // collective (ranks given different files met in collectives of different

@@ -55,6 +55,8 @@ add_library(ragged_backend_cuda STATIC
   ${_ragged_cuda_dir}/gpu_mesh_plan.cpp
   ${_ragged_cuda_dir}/gpu_workload_mesh.cpp
   ${_ragged_cuda_dir}/gpu_workload_context.cpp
+  ${_ragged_cuda_dir}/gpu_workload_experts.cpp
+  ${_ragged_cuda_dir}/gpu_workload_mesh_experts.cpp
   ${_ragged_cuda_dir}/mesh_kernels.cu
   # The Program on the GPU (cuda_executor.hpp, cuda_run.hpp)
   ${_ragged_cuda_dir}/device_layout.cpp

@@ -12,5 +12,6 @@ list(APPEND RAGGED_BACKEND_SRCS
   ${CMAKE_CURRENT_LIST_DIR}/context_chunks.cpp
   ${CMAKE_CURRENT_LIST_DIR}/workload_cp.cpp
   ${CMAKE_CURRENT_LIST_DIR}/workload_ep.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/expert_rows.cpp
   ${CMAKE_CURRENT_LIST_DIR}/workload_tp.cpp
   ${CMAKE_CURRENT_LIST_DIR}/mesh_step.cpp)

@@ -26,6 +26,8 @@ std::string_view stream_name(StreamKind kind) {
       return "tensor-parallel";
     case StreamKind::context_parallel:
       return "context-parallel";
+    case StreamKind::expert_parallel:
+      return "expert-parallel";
   }
   return "unknown";
 }

@@ -18,8 +18,16 @@
 namespace ragged::backend::gpu {
 
 // The mesh's streams carry a rank's tp and cp exchanges (docs/MESH.md).
-enum class StreamKind { compute, all_gather, reduce_scatter, all_reduce, tensor_parallel, context_parallel };
-inline constexpr int kStreamKinds = 6;
+enum class StreamKind {
+  compute,
+  all_gather,
+  reduce_scatter,
+  all_reduce,
+  tensor_parallel,
+  context_parallel,
+  expert_parallel
+};
+inline constexpr int kStreamKinds = 7;
 std::string_view stream_name(StreamKind kind);  // "compute", "all-gather", ...
 
 struct MemoryInfo {

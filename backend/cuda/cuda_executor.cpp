@@ -27,16 +27,17 @@ StreamKind stream_kind(planner::Stream stream) {
     case planner::Stream::kAllReduce: return StreamKind::all_reduce;
     case planner::Stream::kTensorParallel: return StreamKind::tensor_parallel;
     case planner::Stream::kContextParallel: return StreamKind::context_parallel;
-    case planner::Stream::kExpertParallel:
+    case planner::Stream::kExpertParallel: return StreamKind::expert_parallel;
     case planner::Stream::kPipelineSend:
-    case planner::Stream::kPipelineRecv: break;  // ep and pp: refused on the GPU (check_launch)
+    case planner::Stream::kPipelineRecv: break;  // pp: refused on the GPU (check_gpu_runnable)
   }
-  RAGGED_ASSERT(false, "the CUDA executor runs FSDP's, tp's and cp's streams only");
+  RAGGED_ASSERT(false, "the CUDA executor runs FSDP's, tp's, cp's and ep's streams only");
   return StreamKind::compute;
 }
 
-bool is_collective(OpKind kind) {
-  return kind == OpKind::kAllGather || kind == OpKind::kReduceScatter || kind == OpKind::kAllReduce;
+bool is_collective(const Op& op) {
+  return op.kind == OpKind::kAllGather || op.kind == OpKind::kReduceScatter || op.kind == OpKind::kAllReduce ||
+         (op.kind == OpKind::kAllToAll && op.group == planner::Group::kExpert);
 }
 
 }  // namespace
@@ -78,7 +79,7 @@ int64_t CudaStepDevice::element_bytes(Elements kind) const { return gpu::element
 void CudaStepDevice::begin_step() {
   step_start_.record(device_.stream(StreamKind::compute));
   for (StreamKind kind : {StreamKind::all_gather, StreamKind::reduce_scatter, StreamKind::all_reduce,
-                          StreamKind::tensor_parallel, StreamKind::context_parallel}) {
+                          StreamKind::tensor_parallel, StreamKind::context_parallel, StreamKind::expert_parallel}) {
     step_start_.wait_on(device_.stream(kind));
   }
 }
@@ -94,7 +95,7 @@ void CudaStepDevice::begin_op(const Op& op, const std::vector<int64_t>& waits) {
 
 void CudaStepDevice::end_op(const Op& op, int64_t step) {
   finished_[op.id]->record(stream(op.stream));
-  if (watcher_ != nullptr && is_collective(op.kind)) {
+  if (watcher_ != nullptr && is_collective(op)) {
     // Any answer but "not ready" ends the watch: an error surfaces in the
     // synchronisation of finish_step, named by CUDA_CHECK.
     watcher_->watch(Progress::instance().describe(step, op.id),
@@ -164,17 +165,15 @@ void CudaStepDevice::scale_by_one(planner::Stream s, std::byte* data, Elements k
   scale_in_place(data, type_of(kind), 1.0f, n, stream(s));
 }
 
-// The GPU runs FSDP and HSDP only (run_support's checks refuse a mesh): every unit's group is the shard group.
+// A unit's FSDP group: the shard group, or the expert shard group of a routed experts' unit.
 void CudaStepDevice::all_gather(planner::Stream s, std::byte* buffer, int64_t shard_elements, Elements kind,
                                 planner::Group group) {
-  RAGGED_ASSERT(group == planner::Group::kShard, "the GPU shards every unit over the shard group");
-  collectives_.all_gather_in_place(buffer, shard_elements, type_of(kind), s, stream(s));
+  collectives_.all_gather_in_place(buffer, shard_elements, type_of(kind), s, stream(s), group);
 }
 
 void CudaStepDevice::reduce_scatter(planner::Stream s, std::byte* buffer, int64_t shard_elements, Elements kind,
                                     planner::Group group) {
-  RAGGED_ASSERT(group == planner::Group::kShard, "the GPU shards every unit over the shard group");
-  collectives_.reduce_scatter_in_place(buffer, shard_elements, type_of(kind), s, stream(s));
+  collectives_.reduce_scatter_in_place(buffer, shard_elements, type_of(kind), s, stream(s), group);
 }
 
 void CudaStepDevice::all_reduce(planner::Stream s, std::byte* data, int64_t elements, Elements kind) {
@@ -271,6 +270,23 @@ void CudaStepDevice::tensor_parallel(const Op& op) {
     collectives_.all_gather_in_place(x.buffer, x.count, x.type, op.stream, s);
   }
   mesh().exchange_end(step, s);
+}
+
+// The counts first when the receivers need them, then the rows, each one
+// NCCL group of sends and receives on the expert-parallel stream.
+void CudaStepDevice::expert_parallel(const Op& op) {
+  RAGGED_ASSERT(op.kind == OpKind::kAllToAll, "the GPU's ep exchanges are all-to-alls: " + op.name);
+  const EpStep step{op.unit, tp_pass(op.pass)};  // the GPU's units are the model's (no stages)
+  const cudaStream_t s = stream(op.stream);
+  const ExpertRows counts = mesh().expert_counts(step, s);
+  if (!counts.sends.empty()) {
+    collectives_.exchange_rows(counts.send, counts.receive, counts.row_elements, counts.type, counts.sends,
+                               counts.receives, op.stream, s);
+  }
+  const ExpertRows rows = mesh().expert_begin(step, s);
+  collectives_.exchange_rows(rows.send, rows.receive, rows.row_elements, rows.type, rows.sends, rows.receives,
+                             op.stream, s);
+  mesh().expert_end(step, s);
 }
 
 double CudaStepDevice::mean_loss() {

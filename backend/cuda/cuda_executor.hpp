@@ -14,7 +14,8 @@
 // the compute runs through the mesh workload (gpu_workload_mesh.hpp): a
 // block as its parts, the tp group's exchanges through NCCL on the
 // tensor-parallel stream, the cp group's keys and values on the
-// context-parallel one.
+// context-parallel one; under expert parallelism too, the ep group's
+// dispatch and combine of routed rows on the expert-parallel one.
 
 #include <cstddef>
 #include <cstdint>
@@ -114,6 +115,8 @@ class CudaStepDevice final : public StepDevice {
                      const DeviceGrads& grads) override;
   // The tp or cp group's exchange the op names, in place through NCCL on its stream.
   void tensor_parallel(const planner::Op& op) override;
+  // An experts unit's ep dispatch or combine: NCCL sends and receives on the ep stream.
+  void expert_parallel(const planner::Op& op) override;
   void pipeline_send(const planner::Op& op) override;
   void pipeline_recv(const planner::Op& op) override;
   double mean_loss() override;

@@ -95,13 +95,16 @@ void check_gpu_runnable(const planner::ResolvedScenario& resolved, const RunOpti
                                  "by the vocabulary over tp {}; leave it true, or run on --device cpu",
                                  mesh.tp));
   }
-  if (mesh.tp > 1 || mesh.cp > 1) {
+  if (mesh.tp > 1 || mesh.cp > 1 || mesh.ep > 1) {
     if (planner::checkpointing_mode(t.activation_checkpointing()) != models::Checkpointing::kNone) {
-      throw InputError(fmt::format("training.activation_checkpointing: {}: under tp {} and cp {} the GPU keeps every "
-                                   "activation of a block's parts and recomputes none; set it to NONE, or run on "
-                                   "--device cpu",
-                                   scenarios::Checkpointing_Name(t.activation_checkpointing()), mesh.tp, mesh.cp));
+      throw InputError(fmt::format("training.activation_checkpointing: {}: under tp {}, cp {} and ep {} the GPU keeps "
+                                   "every activation of a block's parts and recomputes none; set it to NONE, or run "
+                                   "on --device cpu",
+                                   scenarios::Checkpointing_Name(t.activation_checkpointing()), mesh.tp, mesh.cp,
+                                   mesh.ep));
     }
+  }
+  if (mesh.tp > 1 || mesh.cp > 1) {
     if (mesh.cp > 1) check_context_split(static_cast<int>(mesh.cp), t.sequence_length());
     check_tensor_parallel_supported(resolved.model, static_cast<int>(mesh.tp),
                                     t.micro_batch_size() * t.sequence_length() / mesh.cp, mesh.sequence_parallel);
@@ -159,20 +162,23 @@ RunResult run_on_gpu(const planner::ResolvedScenario& resolved, const RunOptions
                                    "not run; use RAGGED or FSDP2", plan.strategy));
     }
   }
-  const int tp = std::max(1, training.mesh().tp());  // ep: refused (check_launch)
+  const int tp = std::max(1, training.mesh().tp());
   const int cp = std::max(1, training.mesh().cp());
-  const bool in_mesh = tp > 1 || cp > 1;
-  const RankGroups groups = split_rank_groups(comm, training.shard_group_size(), tp, cp);
+  const int ep = std::max(1, training.mesh().ep());  // with cp: refused (check_launch)
+  const bool in_mesh = tp > 1 || cp > 1 || ep > 1;
+  const RankGroups groups = split_rank_groups(comm, training.shard_group_size(), tp, cp, ep);
   const int shard_rank = groups.shard->rank();
   const int tp_rank = groups.tensor != nullptr ? groups.tensor->rank() : 0;
   const int cp_rank = groups.context != nullptr ? groups.context->rank() : 0;
+  const ExpertPlace experts{groups.expert != nullptr ? groups.expert->rank() : 0,
+                            groups.expert_shard != nullptr ? groups.expert_shard->rank() : 0};
   config.data_rank = groups.reading_rank();
   config.data_ranks = groups.reading_ranks();
   config.token_shares = cp;  // a cp group's ranks read the same sequences, each its chunks
   const planner::Program program = planner::build_program(planner::program_inputs(resolved, plan), shard_rank);
   const planner::ArenaPlan arena = planner::plan_arena(program, 256, planner::bytes_beside_unit_state);
-  std::vector<UnitShard> shards =
-      make_shards(resolved.model, plan, shard_rank, options.seed, tp > 1 ? &resolved.whole() : nullptr, tp_rank);
+  std::vector<UnitShard> shards = make_shards(resolved.model, plan, shard_rank, options.seed,
+                                             tp > 1 || ep > 1 ? &resolved.whole() : nullptr, tp_rank, experts);
   const GpuWorkloadConfig workload_config{training.micro_batch_size(), training.sequence_length(), config.params,
                                           config.grads,
                                           planner::checkpointing_mode(training.activation_checkpointing())};
@@ -190,7 +196,7 @@ RunResult run_on_gpu(const planner::ResolvedScenario& resolved, const RunOptions
     std::fflush(stderr);
     comm.abort(kExitLostRank);
   };
-  DeviceCollectives collectives(training.shard_group_size(), options.collective_timeout_s, on_lost, tp, cp);
+  DeviceCollectives collectives(training.shard_group_size(), options.collective_timeout_s, on_lost, tp, cp, ep);
   if (collectives.rank() != comm.rank() || collectives.size() != comm.size() || collectives.shard_rank() != shard_rank) {
     throw InternalError(fmt::format("NCCL sees rank {} of {}, the launch rank {} of {}", collectives.rank(),
                                     collectives.size(), comm.rank(), comm.size()));
@@ -209,7 +215,7 @@ RunResult run_on_gpu(const planner::ResolvedScenario& resolved, const RunOptions
   std::unique_ptr<GpuMeshWorkload> mesh;
   if (in_mesh) {
     mesh = std::make_unique<GpuMeshWorkload>(resolved.model, workload_config, TensorParallelRank{tp_rank, tp},
-                                             ContextParallelRank{cp_rank, cp},
+                                             ContextParallelRank{cp_rank, cp}, ExpertParallelRank{experts.rank, ep},
                                              device.cublas(), compute, device.arena());
   } else {
     plain = std::make_unique<GpuWorkload>(resolved.model, workload_config, device.cublas(), compute, device.arena());
@@ -255,10 +261,10 @@ RunResult run_on_gpu(const planner::ResolvedScenario& resolved, const RunOptions
                                   fmt::format("{} (cuda), {}", device.info().name, describe(groups, "nccl")));
     if (in_mesh) {
       result.trace.mutable_metadata()->add_executor_notes(fmt::format(
-          "under tp {} and cp {} the GPU keeps every unit's activations in the mesh workload's own memory ({}, held "
-          "beside the arena), as the host workload does; the Program's activation buffers are allocated but not "
-          "written",
-          tp, cp, format_bytes(static_cast<double>(config.private_bytes))));
+          "under tp {}, cp {} and ep {} the GPU keeps every unit's activations in the mesh workload's own memory "
+          "({}, held beside the arena; under ep the experts' rows for as many as every token routed to a rank), as "
+          "the host workload does; the Program's activation buffers are allocated but not written",
+          tp, cp, ep, format_bytes(static_cast<double>(config.private_bytes))));
     }
     const int64_t per_step_grads = program.bytes_of(planner::BufferKind::kGradShards);
     if (per_step_grads > 0) {

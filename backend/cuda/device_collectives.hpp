@@ -10,8 +10,11 @@
 // the host's (backend/group_colors.hpp): the all-gather and reduce-scatter
 // communicators span the rank's shard group, the all-reduce one its
 // replicas, and under a mesh the tensor-parallel stream's its tp group (its
-// exchanges of hidden states and the uncut weights' all-reduce) and the
-// context-parallel stream's its cp group.
+// exchanges of hidden states and the uncut weights' all-reduce), the
+// context-parallel stream's its cp group and the expert-parallel stream's
+// its ep group; the routed experts' units gather and reduce over their
+// expert shard group (planner::Group::kExpertShard), through communicators
+// of their own on the all-gather and reduce-scatter streams.
 //
 // The communicators are non-blocking (ncclConfig_t::blocking = 0), so that
 // no NCCL call can hold the host while a peer is lost: a call that returns
@@ -27,9 +30,11 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "backend/collective_wait.hpp"
 #include "backend/cuda/gpu_workload.hpp"
+#include "backend/expert_rows.hpp"
 #include "planner/program.hpp"
 
 namespace ragged::backend::gpu {
@@ -44,7 +49,8 @@ class DeviceCollectives {
   // groups of `shard_ranks` (the world when it is the world's size; with tp
   // or cp their groups too, as run_mesh places them). A call waits at most
   // `timeout_s` for NCCL (0: as long as it takes).
-  DeviceCollectives(int64_t shard_ranks, double timeout_s, LostHandler on_lost, int64_t tp = 1, int64_t cp = 1);
+  DeviceCollectives(int64_t shard_ranks, double timeout_s, LostHandler on_lost, int64_t tp = 1, int64_t cp = 1,
+                    int64_t ep = 1);
   ~DeviceCollectives();
   DeviceCollectives(const DeviceCollectives&) = delete;
   DeviceCollectives& operator=(const DeviceCollectives&) = delete;
@@ -62,21 +68,32 @@ class DeviceCollectives {
   int size() const { return size_; }
   int shard_rank() const { return rank_in(planner::Stream::kAllGather); }
   int shard_size() const { return shard_size_; }
-  // This rank's place in the group of the communicator of stream `on`.
-  int rank_in(planner::Stream on) const { return group_rank_[index_of(on)]; }
+  // This rank's place in the group of the communicator of stream `on` (of
+  // `group`: the shard group's, or the expert shard group's).
+  int rank_in(planner::Stream on, planner::Group group = planner::Group::kShard) const;
 
   // In place as NCCL documents it: the all-gather's input is this rank's
   // slot buffer + rank_in(on) * count, the reduce-scatter's output that
   // slot. The all-reduce sums `count` elements at `buffer` over the group
   // of stream `on` (the replicas, or the tp group).
-  void all_gather_in_place(void* buffer, int64_t count, ElementType type, planner::Stream on, cudaStream_t stream);
+  void all_gather_in_place(void* buffer, int64_t count, ElementType type, planner::Stream on, cudaStream_t stream,
+                           planner::Group group = planner::Group::kShard);
   void reduce_scatter_in_place(void* buffer, int64_t count, ElementType type, planner::Stream on,
-                               cudaStream_t stream);
+                               cudaStream_t stream, planner::Group group = planner::Group::kShard);
   void all_reduce_in_place(void* buffer, int64_t count, ElementType type, planner::Stream on, cudaStream_t stream);
+  // An all-to-all of uneven blocks over the group of stream `on` (the ep
+  // group): one ncclSend per block of `sends` (rows from `send`, to its
+  // peer, itself included) and one ncclRecv per block of `receives`, in one
+  // NCCL group; between two ranks the blocks match in the order listed.
+  // Empty blocks move nothing.
+  void exchange_rows(const void* send, void* receive, int64_t row_elements, ElementType type,
+                     const std::vector<RowBlock>& sends, const std::vector<RowBlock>& receives, planner::Stream on,
+                     cudaStream_t stream);
 
  private:
   static size_t index_of(planner::Stream stream) { return static_cast<size_t>(stream); }
-  ncclComm_t comm(planner::Stream on) const;
+  ncclComm_t comm(planner::Stream on, planner::Group group = planner::Group::kShard) const;
+  static size_t expert_index(planner::Stream on) { return on == planner::Stream::kAllGather ? 0 : 1; }
   // Waits until `comm` finished the call that returned `result` (a
   // non-blocking communicator's ncclInProgress); throws NCCL's error.
   void settle(ncclComm_t comm, ncclResult_t result, const char* call, const char* file, int line);
@@ -91,6 +108,9 @@ class DeviceCollectives {
   ncclComm_t world_ = nullptr;
   std::array<ncclComm_t, planner::kStreams> per_stream_{};  // indexed by planner::Stream
   std::array<int, planner::kStreams> group_rank_{};          // this rank's place in each
+  // Expert parallelism: the expert shard group's all-gather and reduce-scatter communicators.
+  std::array<ncclComm_t, 2> expert_shard_{};
+  std::array<int, 2> expert_shard_rank_{};
   int rank_ = 0;
   int size_ = 1;
   int shard_size_ = 1;

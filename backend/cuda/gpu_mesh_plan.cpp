@@ -7,9 +7,52 @@
 
 #include "backend/context_chunks.hpp"
 #include "backend/cuda/gpu_workload_layout.hpp"
+#include "backend/expert_rows.hpp"
 #include "common/errors.hpp"
 
 namespace ragged::backend::gpu::detail {
+
+namespace {
+
+bool is_experts(const models::ModelSpec& model, int unit) {
+  return model.units[static_cast<size_t>(unit)].kind == models::UnitKind::kExperts;
+}
+
+}  // namespace
+
+ExpertsPlan experts_plan(const models::ModelSpec& model, const GpuWorkloadConfig& config, int unit) {
+  check_experts_unit(model, unit);
+  RAGGED_ASSERT(unit > 1 && !is_experts(model, unit - 1), "GPU workload: an experts unit follows its block");
+  ExpertsPlan p;
+  p.layout = ragged::backend::detail::experts_layout(model, model.units[static_cast<size_t>(unit)]);
+  const ragged::backend::detail::MoeLayout moe =
+      ragged::backend::detail::block_layout(model, model.units[static_cast<size_t>(unit) - 1]).experts;
+  p.has_shared = moe.has_shared;
+  p.ranks = model.split.ep;
+  p.tokens = config.sequences * config.seq_len;
+  p.top_k = moe.top_k;
+  p.hidden = model.arch.hidden;
+  p.ffn = p.layout.routed.front().width;
+  p.element = element_bytes(config.params);
+  p.rows = owner_row_bound(p.ranks, p.tokens, p.top_k, p.layout.local);
+  const int64_t copies = p.tokens * p.top_k;
+  const auto carve = [&p](int64_t bytes) {
+    const int64_t at = p.bytes;
+    p.bytes += round_up(bytes);
+    return at;
+  };
+  p.combined = carve(copies * p.hidden * p.element);
+  p.shared_output = carve(p.has_shared ? p.tokens * p.hidden * p.element : 0);
+  p.input = carve(p.rows * p.hidden * p.element);
+  p.gate = carve(p.rows * p.ffn * p.element);
+  p.up = carve(p.rows * p.ffn * p.element);
+  p.product = carve(p.rows * p.ffn * p.element);
+  p.send_bytes = p.rows * p.hidden * p.element;
+  p.receive_bytes = std::max(p.rows, copies) * p.hidden * p.element;
+  p.scratch_bytes = 2 * round_up(p.rows * p.ffn * p.element);
+  p.counts_bytes = 2 * p.ranks * p.layout.local * 8;
+  return p;
+}
 
 GpuWorkloadConfig context_local(const GpuWorkloadConfig& config, int cp) {
   check_context_split(cp, config.seq_len);
@@ -39,7 +82,17 @@ MeshPlan mesh_plan(const models::ModelSpec& model, const GpuWorkloadConfig& sequ
   int64_t scratch = head.dnorm_bytes;
   const auto units = static_cast<int>(model.units.size());
   std::vector<int64_t> cache_bytes(static_cast<size_t>(units), 0);
+  ExpertsPlan exchange;  // the largest exchange buffers of the experts units
   for (int u = 1; u + 1 < units; ++u) {
+    if (is_experts(model, u)) {
+      const ExpertsPlan experts = experts_plan(model, config, u);
+      cache_bytes[static_cast<size_t>(u)] = experts.bytes;
+      exchange.send_bytes = std::max(exchange.send_bytes, experts.send_bytes);
+      exchange.receive_bytes = std::max(exchange.receive_bytes, experts.receive_bytes);
+      exchange.scratch_bytes = std::max(exchange.scratch_bytes, experts.scratch_bytes);
+      exchange.counts_bytes = std::max(exchange.counts_bytes, experts.counts_bytes);
+      continue;
+    }
     const BlockPlan block = block_plan(model, config, u);
     cache_bytes[static_cast<size_t>(u)] = block.saved_bytes();
     scratch = std::max(scratch, block.scratch_bytes);
@@ -71,7 +124,11 @@ MeshPlan mesh_plan(const models::ModelSpec& model, const GpuWorkloadConfig& sequ
                                                    cp > 1 ? 4 * p.tokens : 0,
                                                    4 * group_tokens,
                                                    experts.tables,
-                                                   experts.output};
+                                                   experts.output,
+                                                   exchange.send_bytes,
+                                                   exchange.receive_bytes,
+                                                   exchange.scratch_bytes,
+                                                   exchange.counts_bytes};
   const auto carve = [&p](int64_t bytes) {
     const int64_t at = p.bytes;
     p.bytes = round_up(p.bytes + bytes, 256);
@@ -85,7 +142,7 @@ MeshPlan mesh_plan(const models::ModelSpec& model, const GpuWorkloadConfig& sequ
     const auto i = static_cast<size_t>(u);
     p.output[i] = carve(rows);
     if (u == 0) continue;
-    p.residual[i] = carve(rows);
+    if (!is_experts(model, u)) p.residual[i] = carve(rows);  // an experts unit adds its block's
     p.cache[i] = carve(cache_bytes[i]);
   }
   return p;

@@ -69,6 +69,21 @@ void check_experts(const std::string& unit, const ragged::backend::detail::MoeLa
   if (moe.top_k > moe.experts) unsupported(unit, "mixture-of-experts routing a token to more experts than exist");
 }
 
+}  // namespace
+
+void check_experts_unit(const models::ModelSpec& model, int unit) {
+  const UnitSpec& spec = unit_of(model, unit, UnitKind::kExperts);
+  const ragged::backend::detail::ExpertsLayout lay = ragged::backend::detail::experts_layout(model, spec);
+  if (lay.routed.size() == 1 && lay.routed[0].fused) {
+    unsupported(spec.name, "fused expert tensors (one tensor holding every expert, gpt-oss style)");
+  }
+  for (const ragged::backend::detail::GluLayout& glu : lay.routed) {
+    if (has_bias(glu)) unsupported(spec.name, "expert biases");
+  }
+}
+
+namespace {
+
 ragged::backend::detail::BlockLayout supported_block_layout(const models::ModelSpec& model, const UnitSpec& spec) {
   if (model.arch.attention == models::AttentionKind::kMla) unsupported(spec.name, "multi-head latent attention (MLA)");
   ragged::backend::detail::BlockLayout lay;
@@ -213,7 +228,8 @@ BlockPlan block_plan(const models::ModelSpec& model, const GpuWorkloadConfig& co
   if (!p.layout.moe) return p;
 
   const ragged::backend::detail::MoeLayout& moe = p.layout.experts;
-  p.expert_ffn = moe.routed.front().width;
+  // Expert parallelism: the routed experts are the next unit's (experts_plan).
+  p.expert_ffn = moe.routed.empty() ? 0 : moe.routed.front().width;
   p.shared_ffn = moe.has_shared ? moe.shared.width : 0;
   p.expert_rows = p.tokens;
   auto copies = [&](int64_t width) { return round_up(p.tokens * moe.top_k * width * p.element); };
@@ -261,6 +277,7 @@ ExpertBuffers expert_buffers(const models::ModelSpec& model, const GpuWorkloadCo
   const int64_t tokens = config.sequences * config.seq_len;
   ExpertBuffers out;
   for (int u = 1; u + 1 < static_cast<int>(model.units.size()); ++u) {
+    if (model.units[static_cast<size_t>(u)].kind == UnitKind::kExperts) continue;
     const BlockPlan block = block_plan(model, config, u);
     if (!block.layout.moe) continue;
     out.tables = std::max(out.tables, routing_layout(tokens * block.layout.experts.top_k).bytes);
@@ -274,6 +291,7 @@ PrivatePlan private_plan(const models::ModelSpec& model, const GpuWorkloadConfig
   const int64_t tokens = config.sequences * config.seq_len;
   int64_t forward_scratch = 0;
   for (int u = 1; u + 1 < static_cast<int>(model.units.size()) && config.checkpointing != Checkpointing::kNone; ++u) {
+    if (model.units[static_cast<size_t>(u)].kind == UnitKind::kExperts) continue;
     const BlockPlan block = block_plan(model, config, u);
     forward_scratch = std::max({forward_scratch, block.forward_scratch_bytes(config.checkpointing),
                                 block.forward_scratch_bytes(Checkpointing::kSelective)});
@@ -340,7 +358,13 @@ void check_gpu_supported(const models::ModelSpec& model) {
   }
   const GpuWorkloadConfig any;
   detail::head_plan(model, any);
-  for (int u = 1; u + 1 < units; ++u) detail::block_plan(model, any, u);
+  for (int u = 1; u + 1 < units; ++u) {
+    if (model.units[static_cast<size_t>(u)].kind == models::UnitKind::kExperts) {
+      detail::check_experts_unit(model, u);
+    } else {
+      detail::block_plan(model, any, u);
+    }
+  }
 }
 
 GpuUnitBytes gpu_unit_bytes(const models::ModelSpec& model, const GpuWorkloadConfig& config, int unit) {
@@ -351,7 +375,8 @@ GpuUnitBytes gpu_unit_bytes(const models::ModelSpec& model, const GpuWorkloadCon
     case models::UnitKind::kEmbedding:
       return out;
     case models::UnitKind::kExperts:
-      throw InputError("GPU workload: experts in units of their own (training.mesh.ep > 1) do not run; set ep to 1");
+      throw InputError("GPU workload: experts in units of their own (training.mesh.ep > 1) run in the mesh workload "
+                       "(gpu_workload_mesh.hpp), which keeps their activations itself");
     case models::UnitKind::kBlock: {
       const detail::BlockPlan p = detail::block_plan(model, config, unit);
       out.saved = p.saved_bytes();

@@ -17,6 +17,7 @@
 #include "backend/cuda/gpu_workload.hpp"
 #include "backend/cuda/gpu_workload_layout.hpp"
 #include "backend/cuda/workload_kernels.hpp"
+#include "backend/expert_rows.hpp"
 
 namespace ragged::backend::gpu::detail {
 
@@ -175,6 +176,67 @@ void moe_rebuild_elementwise(Gemms& gemms, const BlockPlan& plan, const Regions&
 template <typename S, typename G>
 void moe_backward(Gemms& gemms, const BlockPlan& plan, const Params& params, const Grads& grads,
                   const MoeRouting& routing, const Regions& cache, std::byte* scratch, const S* dout);
+
+// The routing tables of MoeRouting (routing_layout) for `copies` routed copies.
+struct RoutingTables {
+  int32_t *rows, *slots, *slot_experts;
+  float *gates, *slot_gates;
+  double* dgates;
+};
+RoutingTables routing_tables(const MoeRouting& routing, int64_t copies);
+// A block's routing: route_experts on the host from the fp32 logits in its
+// cache (+ the router's bias), its tables uploaded (synchronises `stream`);
+// or the tables of a routing kept on the host uploaded again (`host` must
+// outlive the copy).
+template <typename S>
+ExpertRouting route_block(const BlockPlan& plan, const Params& params, const MoeRouting& routing, const Regions& cache,
+                          cudaStream_t stream);
+void upload_routing(const ExpertRouting& host, const MoeRouting& routing, cudaStream_t stream);
+// A SwiGLU MLP's backward on `rows` rows of input x: dy (which dx may
+// alias) -> dm (becoming the gate's gradient in place), dup -> dx; every
+// weight gradient written. An expert no row reached writes zeros instead.
+template <typename S>
+void glu_backward(Gemms& gemms, const ragged::backend::detail::GluLayout& glu, const Params& params,
+                  const Grads& grads, const S* x, const S* gate, const S* up, const S* product, const S* dy, S* dm,
+                  S* dup, S* dx, int64_t rows, int64_t hidden);
+template <typename G>
+void zero_weight_grad(Gemms& gemms, const Grads& grads, const ragged::backend::detail::LinearSlot& slot);
+// The end of a mixture's backward once the routed copies' input gradients
+// are in dn2 (scratch kDNorm2) and the gates' gradients in the tables: the
+// shared experts' input gradient added, then the gates' softmax into the
+// router, whose input gradient is added too; their gradients written.
+template <typename S, typename G>
+void shared_and_router_backward(Gemms& gemms, const BlockPlan& plan, const Params& params, const Grads& grads,
+                                const RoutingTables& tab, const Regions& cache, std::byte* scratch, const S* dout);
+
+// A block whose routed experts are a unit of their own (expert parallelism,
+// gpu_workload_experts.cpp), the host's moe_forward with experts apart: the
+// router's logits, the routing (returned, its tables uploaded), each copy's
+// norm-2 row gathered in copy order into kRoutedInput (what the dispatch
+// sends) and the shared experts' output into `shared_out` (when the block
+// has them). Its backward once the copies' input gradients came home
+// (`routed_dx`, copy order) and the gates' gradients wait in the tables:
+// dn2 = those rows added to their tokens in expert order (the host's
+// add_expert_rows), then shared_and_router_backward.
+template <typename S>
+ExpertRouting moe_forward_apart(Gemms& gemms, const BlockPlan& plan, const Params& params, const MoeRouting& routing,
+                                const Regions& cache, S* shared_out);
+template <typename S, typename G>
+void moe_backward_apart(Gemms& gemms, const BlockPlan& plan, const Params& params, const Grads& grads,
+                        const MoeRouting& routing, const ExpertRouting& host, const Regions& cache, std::byte* scratch,
+                        const S* dout, const S* routed_dx);
+// An experts unit's own experts on the rows sources sent (ExpertsPlan's
+// cache at `cache`, local expert j's rows at runs[j]): each expert's gate
+// and up GEMMs on its run, the SwiGLU product of every row, each expert's
+// down GEMM into `y` (the owner's order). Backward from the outputs'
+// gradients `dy` (the same order): the input gradients into `dx`, every
+// expert's gradients written (zeros for an expert no row reached).
+template <typename S>
+void experts_forward(Gemms& gemms, const ExpertsPlan& plan, const Params& params, const std::vector<ExpertRun>& runs,
+                     std::byte* cache, S* y);
+template <typename S, typename G>
+void experts_backward(Gemms& gemms, const ExpertsPlan& plan, const Params& params, const Grads& grads,
+                      const std::vector<ExpertRun>& runs, std::byte* cache, std::byte* scratch, const S* dy, S* dx);
 
 // The head's cache: input, norm output, fp32 probabilities.
 struct HeadCache {

@@ -213,6 +213,15 @@ enum MeshBuffer {
   // Mixture-of-experts blocks (empty without): the running block's routing (ExpertBuffers).
   kMeshExpertRows,
   kMeshExpertOutput,
+  // Expert parallelism (empty without; ExpertsPlan's exchange sizes): what an
+  // owner sends (its experts' outputs, their input gradients), what an
+  // exchange receives that no unit keeps (an owner's output gradients, a
+  // source's input gradients), an owner's backward scratch (gate and up
+  // gradients), and each peer's rows per local expert (int64, sent, received).
+  kMeshExpertSend,
+  kMeshExpertReceive,
+  kMeshExpertScratch,
+  kMeshExpertCounts,
   kMeshBuffers
 };
 struct MeshPlan {
@@ -223,13 +232,36 @@ struct MeshPlan {
   int64_t sequences = 0, seq_len = 0, kv_width = 0;
   std::array<int64_t, kMeshBuffers> offset{};
   // Per unit (-1: none): its output rows, a block's rows after its
-  // attention, a block's cache (BlockPlan::regions with nothing dropped).
+  // attention, a block's cache (BlockPlan::regions with nothing dropped) or
+  // an experts unit's (ExpertsPlan).
   std::vector<int64_t> output, residual, cache;
   int64_t bytes = 0;
 };
 // InputError when `tp` does not split the micro-batch's tokens in equal rows,
 // or `cp` its sequences into 2 x cp equal chunks.
 MeshPlan mesh_plan(const models::ModelSpec& model, const GpuWorkloadConfig& config, int tp, int cp = 1);
+// An experts unit's memory on an expert-parallel rank of `model`
+// (model.split.ep ranks, gpu_workload_experts.cpp), byte offsets into its
+// cache: as the source of its tokens' routed copies, what the experts made
+// of them (copy order, as its block's kRoutedInput sends them) and its
+// block's shared experts' output; as the owner of `layout.local` experts,
+// the rows every source sent (expert_rows.hpp's owner order) and their
+// gate, up and SwiGLU product. `rows` bounds the rows an owner receives
+// (owner_row_bound: routing is dropless). The exchange buffers every experts
+// unit shares come last.
+struct ExpertsPlan {
+  ragged::backend::detail::ExpertsLayout layout;
+  bool has_shared = false;
+  int ranks = 1;
+  int64_t tokens = 0, top_k = 0, hidden = 0, ffn = 0, element = 0, rows = 0;
+  int64_t combined = 0, shared_output = 0, input = 0, gate = 0, up = 0, product = 0, bytes = 0;
+  int64_t send_bytes = 0, receive_bytes = 0, scratch_bytes = 0, counts_bytes = 0;
+};
+ExpertsPlan experts_plan(const models::ModelSpec& model, const GpuWorkloadConfig& config, int unit);
+// InputError naming what an experts unit holds that the GPU does not run
+// (fused or biased experts).
+void check_experts_unit(const models::ModelSpec& model, int unit);
+
 // The blocks' and the head's config on a cp rank: seq_len / cp tokens of each sequence.
 GpuWorkloadConfig context_local(const GpuWorkloadConfig& config, int cp);
 

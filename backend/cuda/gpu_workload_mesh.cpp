@@ -27,16 +27,28 @@ int64_t gpu_mesh_private_bytes(const models::ModelSpec& model, const GpuWorkload
 }
 
 GpuMeshWorkload::GpuMeshWorkload(const models::ModelSpec& model, GpuWorkloadConfig config, TensorParallelRank tp,
-                                 ContextParallelRank cp, cublasHandle_t cublas, cudaStream_t compute,
-                                 DeviceArena& arena)
-    : state_(std::make_unique<State>(model, config, tp, cp, cublas, compute)) {
+                                 ContextParallelRank cp, ExpertParallelRank ep, cublasHandle_t cublas,
+                                 cudaStream_t compute, DeviceArena& arena)
+    : state_(std::make_unique<State>(model, config, tp, cp, ep, cublas, compute)) {
   State& s = *state_;
   check_gpu_supported(model);
-  check_tensor_parallel_supported(model, tp.size, s.config.sequences * s.config.seq_len,
-                                  model.split.sequence_parallel);
+  if (tp.size > 1 || cp.size > 1) {
+    check_tensor_parallel_supported(model, tp.size, s.config.sequences * s.config.seq_len,
+                                    model.split.sequence_parallel);
+  }
   RAGGED_ASSERT(tp.rank >= 0 && tp.rank < tp.size && cp.rank >= 0 && cp.rank < cp.size,
                 "GPU mesh workload: a rank of its tensor- and context-parallel groups");
-  for (int u = 1; u + 1 < s.units(); ++u) s.blocks.push_back(detail::block_plan(model, s.config, u));
+  RAGGED_ASSERT(ep.size == model.split.ep && ep.rank >= 0 && ep.rank < ep.size && (ep.size == 1 || cp.size == 1),
+                "GPU mesh workload: a rank of the expert-parallel group the model was split for (not with cp)");
+  s.experts.resize(static_cast<size_t>(s.units()));
+  for (int u = 1; u + 1 < s.units(); ++u) {
+    if (s.is_experts(u)) {
+      s.experts[static_cast<size_t>(u)].plan = detail::experts_plan(model, s.config, u);
+      s.blocks.emplace_back();
+    } else {
+      s.blocks.push_back(detail::block_plan(model, s.config, u));
+    }
+  }
   s.head = detail::head_plan(model, s.config);
   s.plan = detail::mesh_plan(model, config, tp.size, cp.size);
   s.base = static_cast<std::byte*>(arena.allocate(static_cast<size_t>(s.plan.bytes)));
@@ -84,6 +96,16 @@ void GpuMeshWorkload::set_batch(const Batch& batch) {
 void GpuMeshWorkload::forward(int unit, const std::vector<const void*>& params) {
   State& s = *state_;
   const models::UnitSpec& spec = s.unit_checked(unit, params.size());
+  if (spec.kind == UnitKind::kExperts) {
+    experts_forward(unit, params);
+    return;
+  }
+  if (spec.kind == UnitKind::kBlock) {  // the Program's whole block: no tp or cp group
+    RAGGED_ASSERT(s.tp.size == 1 && s.cp.size == 1, "GPU mesh workload: " + spec.name + " computes as its parts");
+    forward_part(unit, UnitPart::kAttention, params);
+    forward_part(unit, UnitPart::kMlp, params);
+    return;
+  }
   const int64_t t = s.plan.tokens, h = s.plan.hidden;
   const bool head = spec.kind == UnitKind::kHead;
   if (head) local_exchange(unit, UnitPart::kWhole, TpPass::kForward, TpCollective::kAllGather);
@@ -106,8 +128,7 @@ void GpuMeshWorkload::forward(int unit, const std::vector<const void*>& params) 
         break;
       }
       case UnitKind::kBlock:
-      case UnitKind::kExperts:
-        RAGGED_ASSERT(false, "GPU mesh workload: " + spec.name + " computes as its parts");
+      case UnitKind::kExperts: break;  // above
     }
   });
   local_exchange(unit, UnitPart::kWhole, TpPass::kForward,
@@ -125,6 +146,8 @@ void GpuMeshWorkload::forward_part(int unit, UnitPart part, const std::vector<co
     return;
   }
   const BlockPlan& plan = s.block(unit);
+  // A MoE block's experts unit makes its MLP's output (the combine, then tp's reduce-scatter).
+  const bool experts_apart = part == UnitPart::kMlp && plan.layout.experts_apart;
   const detail::Regions cache = s.cache(unit);
   const int64_t t = s.plan.tokens, h = s.plan.hidden;
   detail::with_types(s.config, [&](auto storage, auto) {
@@ -142,12 +165,16 @@ void GpuMeshWorkload::forward_part(int unit, UnitPart part, const std::vector<co
         rms_norm_forward(reinterpret_cast<S*>(cache[detail::kNorm2]),
                          reinterpret_cast<const S*>(cache[detail::kResidual1]),
                          detail::param<S>(params, plan.layout.post_norm), t, h, s.stream());
-        detail::mlp_forward_part<S>(s.gemms, plan, params, s.routing(), cache, partial);
+        if (experts_apart) {
+          mlp_forward_apart(unit, params);
+        } else {
+          detail::mlp_forward_part<S>(s.gemms, plan, params, s.routing(), cache, partial);
+        }
         break;
       default: RAGGED_ASSERT(false, "GPU mesh workload: a block computes as its parts");
     }
   });
-  local_exchange(unit, part, TpPass::kForward, TpCollective::kReduceScatter);
+  if (!experts_apart) local_exchange(unit, part, TpPass::kForward, TpCollective::kReduceScatter);
 }
 
 void GpuMeshWorkload::loss_backward(int unit) {
@@ -168,6 +195,16 @@ void GpuMeshWorkload::backward(int unit, const std::vector<const void*>& params,
   State& s = *state_;
   const models::UnitSpec& spec = s.unit_checked(unit, params.size());
   RAGGED_ASSERT(grads.size() == params.size(), "GPU mesh workload: one gradient per tensor");
+  if (spec.kind == UnitKind::kExperts) {
+    experts_backward(unit, params, grads);
+    return;
+  }
+  if (spec.kind == UnitKind::kBlock) {  // the Program's whole block: no tp or cp group
+    RAGGED_ASSERT(s.tp.size == 1 && s.cp.size == 1, "GPU mesh workload: " + spec.name + " computes as its parts");
+    backward_part(unit, UnitPart::kMlp, params, grads);
+    backward_part(unit, UnitPart::kAttention, params, grads);
+    return;
+  }
   if (spec.kind == UnitKind::kHead && !s.head_dlogits) loss_backward(unit);
   if (spec.kind == UnitKind::kEmbedding) {
     local_exchange(unit, UnitPart::kWhole, TpPass::kBackward, TpCollective::kAllGather);
@@ -191,8 +228,7 @@ void GpuMeshWorkload::backward(int unit, const std::vector<const void*>& params,
                            s.plan.hidden, s.stream());
         break;
       case UnitKind::kBlock:
-      case UnitKind::kExperts:
-        RAGGED_ASSERT(false, "GPU mesh workload: " + spec.name + " computes as its parts");
+      case UnitKind::kExperts: break;  // above
     }
   });
   if (spec.kind == UnitKind::kHead) {
@@ -206,7 +242,11 @@ void GpuMeshWorkload::backward_part(int unit, UnitPart part, const std::vector<c
   const models::UnitSpec& spec = s.unit_checked(unit, params.size());
   RAGGED_ASSERT(spec.kind == UnitKind::kBlock && grads.size() == params.size(),
                 "GPU mesh workload: a block part's backward, one gradient per tensor: " + spec.name);
-  if (gathers_before(part, true)) local_exchange(unit, part, TpPass::kBackward, TpCollective::kAllGather);
+  // A MoE block's experts unit gathered its MLP's output gradient.
+  const bool experts_gathered = part == UnitPart::kMlp && s.experts_apart(unit);
+  if (gathers_before(part, true) && !experts_gathered) {
+    local_exchange(unit, part, TpPass::kBackward, TpCollective::kAllGather);
+  }
   if (part == UnitPart::kAttentionInput || part == UnitPart::kAttentionCore) {
     context_backward_part(unit, part, params, grads);
     if (scatters_after(part, true)) local_exchange(unit, part, TpPass::kBackward, TpCollective::kReduceScatter);
@@ -221,7 +261,11 @@ void GpuMeshWorkload::backward_part(int unit, UnitPart part, const std::vector<c
     const S* dy = s.at<S>(detail::kMeshGradGathered);
     switch (part) {
       case UnitPart::kMlp:
-        detail::mlp_backward_part<S, G>(s.gemms, plan, params, grads, s.routing(), cache, scratch, dy);
+        if (experts_gathered) {
+          mlp_backward_apart(unit, params, grads);
+        } else {
+          detail::mlp_backward_part<S, G>(s.gemms, plan, params, grads, s.routing(), cache, scratch, dy);
+        }
         s.norm_backward<S, G>(unit, detail::kDNorm2, detail::kResidual1, plan.layout.post_norm, params, grads);
         break;
       case UnitPart::kAttention:
@@ -259,7 +303,7 @@ MeshExchange GpuMeshWorkload::exchange_begin(const TpStep& step, cudaStream_t st
       into = s.cache(step.unit)[step.part == UnitPart::kMlp ? detail::kResidual1 : detail::kInput];
     }
   } else {
-    const bool from_output = step.part == UnitPart::kMlp || kind == UnitKind::kEmbedding;
+    const bool from_output = step.part == UnitPart::kMlp || kind == UnitKind::kEmbedding || kind == UnitKind::kExperts;
     rows = s.at<std::byte>(from_output ? detail::kMeshGrad : detail::kMeshResidualGrad);
     into = s.at<std::byte>(detail::kMeshGradGathered);
   }
@@ -295,6 +339,8 @@ void GpuMeshWorkload::exchange_end(const TpStep& step, cudaStream_t stream) {
       if (kind == UnitKind::kEmbedding) {
         CUDA_CHECK(cudaMemcpyAsync(output(step.unit), total, static_cast<size_t>(s.slot_bytes()),
                                    cudaMemcpyDeviceToDevice, stream));
+      } else if (kind == UnitKind::kExperts) {  // the mixture's output and its block's residual
+        add(output(step.unit), s.unit_at<S>(s.plan.residual, step.unit - 1), total, n, stream);
       } else if (step.part == UnitPart::kMlp) {
         add(output(step.unit), s.unit_at<S>(s.plan.residual, step.unit), total, n, stream);
       } else {
@@ -315,10 +361,13 @@ void GpuMeshWorkload::exchange_end(const TpStep& step, cudaStream_t stream) {
 
 void GpuMeshWorkload::local_exchange(int unit, UnitPart part, TpPass pass, TpCollective collective) {
   const State& s = *state_;
-  if (s.tp.size > 1 || s.cp.size == 1) return;
-  const TpStep step{unit, part, pass, collective};
-  exchange_begin(step, s.stream());  // a gather of one rank leaves the slot as it is
-  exchange_end(step, s.stream());
+  if (s.tp.size > 1 || (s.cp.size == 1 && s.ep.size == 1)) return;
+  exchange_in_place(TpStep{unit, part, pass, collective}, s.stream());
+}
+
+void GpuMeshWorkload::exchange_in_place(const TpStep& step, cudaStream_t stream) {
+  exchange_begin(step, stream);  // a gather of one rank leaves the slot as it is
+  exchange_end(step, stream);
 }
 
 double GpuMeshWorkload::take_mean_loss() {

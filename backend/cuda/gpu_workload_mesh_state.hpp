@@ -16,13 +16,28 @@
 
 namespace ragged::backend::gpu {
 
+// An experts unit under expert parallelism: its memory, its block's routing
+// (kept on the host from the block's forward), the rows it sent each rank's
+// local experts and received from each source (expert_row_counts' order)
+// and where they lie, and which exchange of a pass comes next.
+struct ExpertsUnit {
+  detail::ExpertsPlan plan;
+  detail::ExpertRouting routing;
+  std::vector<int64_t> sent, received;
+  std::vector<RowBlock> source_blocks, owner_blocks;
+  std::vector<ExpertRun> runs;
+  bool second[2] = {false, false};  // per pass (forward, backward): its first exchange ran
+};
+
 struct GpuMeshWorkload::State {
   models::ModelSpec model;
   GpuWorkloadConfig config;  // a cp rank's: seq_len / cp tokens of each sequence
   TensorParallelRank tp;
   ContextParallelRank cp;
+  ExpertParallelRank ep;
   detail::Gemms gemms;
-  std::vector<detail::BlockPlan> blocks;  // unit u at u - 1
+  std::vector<detail::BlockPlan> blocks;  // unit u at u - 1 (an experts unit's: empty)
+  std::vector<ExpertsUnit> experts;       // per unit (an experts unit's)
   detail::HeadPlan head;
   detail::MeshPlan plan;
   std::byte* base = nullptr;
@@ -33,11 +48,12 @@ struct GpuMeshWorkload::State {
   bool head_dlogits = false;  // loss_backward ran since the head's forward
 
   State(const models::ModelSpec& spec, const GpuWorkloadConfig& c, TensorParallelRank tp_rank,
-        ContextParallelRank cp_rank, cublasHandle_t cublas, cudaStream_t stream)
+        ContextParallelRank cp_rank, ExpertParallelRank ep_rank, cublasHandle_t cublas, cudaStream_t stream)
       : model(spec),
         config(cp_rank.size > 1 ? detail::context_local(c, cp_rank.size) : c),
         tp(tp_rank),
         cp(cp_rank),
+        ep(ep_rank),
         gemms(cublas, stream, c) {}
 
   cudaStream_t stream() const { return gemms.stream(); }
@@ -53,6 +69,13 @@ struct GpuMeshWorkload::State {
     return reinterpret_cast<T*>(base + offset);
   }
   const detail::BlockPlan& block(int unit) const { return blocks.at(static_cast<size_t>(unit) - 1); }
+  bool is_experts(int unit) const { return model.units.at(static_cast<size_t>(unit)).kind == models::UnitKind::kExperts; }
+  // A block whose routed experts are the next unit's (expert parallelism).
+  bool experts_apart(int unit) const { return block(unit).layout.experts_apart; }
+  ExpertsUnit& experts_unit(int unit) {
+    RAGGED_ASSERT(is_experts(unit), fmt::format("GPU mesh workload: unit {} is no experts unit", unit));
+    return experts.at(static_cast<size_t>(unit));
+  }
   detail::Regions cache(int unit) const {
     return block(unit).regions(models::Checkpointing::kNone, unit_at<std::byte>(plan.cache, unit), nullptr, false);
   }

@@ -48,20 +48,6 @@ Span span(const std::vector<int64_t>& offsets, int64_t expert) {
   return Span{offsets[e], offsets[e + 1] - offsets[e]};
 }
 
-// The routing tables on the device (routing_layout).
-struct Tables {
-  int32_t *rows, *slots, *slot_experts;
-  float *gates, *slot_gates;
-  double* dgates;
-};
-Tables tables(const MoeRouting& routing, int64_t copies) {
-  auto* base = reinterpret_cast<std::byte*>(routing.rows);
-  const RoutingLayout at = routing_layout(copies);
-  return Tables{reinterpret_cast<int32_t*>(base + at.rows),         reinterpret_cast<int32_t*>(base + at.slots),
-                reinterpret_cast<int32_t*>(base + at.slot_experts), reinterpret_cast<float*>(base + at.gates),
-                reinterpret_cast<float*>(base + at.slot_gates),     reinterpret_cast<double*>(base + at.dgates)};
-}
-
 template <typename T>
 void upload(T* device, const std::vector<T>& host, cudaStream_t stream) {
   CUDA_CHECK(cudaMemcpyAsync(device, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice, stream));
@@ -80,14 +66,32 @@ std::vector<S> router_bias(const MoeLayout& lay, const Params& params, cudaStrea
 float to_float(float x) { return x; }
 float to_float(uint16_t bits) { return float_from_bf16(bits); }
 
-// Routes the block's tokens on the host from the fp32 logits in the cache
-// (+ the router's bias, added as the host's linear_forward adds it) and
-// uploads the tables; returns each expert's copies. Synchronises twice:
-// for the logits, and so that the host tables may go when it returns
-// (a copy from pageable memory need not be staged when the call returns).
+}  // namespace
+
+RoutingTables routing_tables(const MoeRouting& routing, int64_t copies) {
+  auto* base = reinterpret_cast<std::byte*>(routing.rows);
+  const RoutingLayout at = routing_layout(copies);
+  return RoutingTables{reinterpret_cast<int32_t*>(base + at.rows),   reinterpret_cast<int32_t*>(base + at.slots),
+                       reinterpret_cast<int32_t*>(base + at.slot_experts), reinterpret_cast<float*>(base + at.gates),
+                       reinterpret_cast<float*>(base + at.slot_gates), reinterpret_cast<double*>(base + at.dgates)};
+}
+
+void upload_routing(const ExpertRouting& host, const MoeRouting& routing, cudaStream_t stream) {
+  const RoutingTables device = routing_tables(routing, static_cast<int64_t>(host.slot_experts.size()));
+  upload(device.rows, host.rows, stream);
+  upload(device.gates, host.gates, stream);
+  upload(device.slots, host.slots, stream);
+  upload(device.slot_experts, host.slot_experts, stream);
+  upload(device.slot_gates, host.slot_gates, stream);
+}
+
+// Routes on the host from the fp32 logits in the cache (+ the router's bias,
+// added as the host's linear_forward adds it). Synchronises twice: for the
+// logits, and so that the caller may drop the host tables at once (a copy
+// from pageable memory need not be staged when the call returns).
 template <typename S>
-std::vector<int64_t> route(const BlockPlan& plan, const Params& params, const MoeRouting& routing, const Regions& cache,
-                           cudaStream_t stream) {
+ExpertRouting route_block(const BlockPlan& plan, const Params& params, const MoeRouting& routing, const Regions& cache,
+                          cudaStream_t stream) {
   const MoeLayout& lay = plan.layout.experts;
   std::vector<float> logits(static_cast<size_t>(plan.tokens * lay.experts));
   CUDA_CHECK(cudaMemcpyAsync(logits.data(), cache[static_cast<size_t>(kLogits)], logits.size() * sizeof(float),
@@ -96,25 +100,17 @@ std::vector<int64_t> route(const BlockPlan& plan, const Params& params, const Mo
   CUDA_CHECK(cudaStreamSynchronize(stream));
   for (size_t i = 0; i < logits.size() && !bias.empty(); ++i) logits[i] += to_float(bias[i % bias.size()]);
   ExpertRouting host = route_experts(lay, plan.tokens, std::move(logits));
-  const Tables device = tables(routing, plan.tokens * lay.top_k);
-  upload(device.rows, host.rows, stream);
-  upload(device.gates, host.gates, stream);
-  upload(device.slots, host.slots, stream);
-  upload(device.slot_experts, host.slot_experts, stream);
-  upload(device.slot_gates, host.slot_gates, stream);
+  upload_routing(host, routing, stream);
   CUDA_CHECK(cudaStreamSynchronize(stream));
-  return std::move(host.offsets);
+  return host;
 }
 
-// An expert no token reached: its weight gradient is zero (backward writes every gradient).
 template <typename G>
 void zero_weight_grad(Gemms& gemms, const Grads& grads, const ragged::backend::detail::LinearSlot& slot) {
   const auto bytes = static_cast<size_t>(slot.out * slot.in) * sizeof(G);
   CUDA_CHECK(cudaMemsetAsync(weight_grad(grads, slot), 0, bytes, gemms.stream()));
 }
 
-// A SwiGLU MLP's backward on `rows` rows of input x: dy (overwritten by dx)
-// -> dm (becoming dg in place), dup -> dx; every weight gradient written.
 template <typename S>
 void glu_backward(Gemms& gemms, const GluLayout& glu, const Params& params, const Grads& grads, const S* x,
                   const S* gate, const S* up, const S* product, const S* dy, S* dm, S* dup, S* dx, int64_t rows,
@@ -128,8 +124,6 @@ void glu_backward(Gemms& gemms, const GluLayout& glu, const Params& params, cons
   gemms.weight_grad(dm, x, weight_grad(grads, glu.gate), rows, f, hidden);
   gemms.weight_grad(dup, x, weight_grad(grads, glu.up), rows, f, hidden);
 }
-
-}  // namespace
 
 ExpertRouting route_experts(const MoeLayout& lay, int64_t tokens, std::vector<float> logits) {
   MoeCache cache;
@@ -161,8 +155,8 @@ void moe_forward(Gemms& gemms, const BlockPlan& plan, const Params& params, cons
   const cudaStream_t stream = gemms.stream();
   const S* n2 = at<S>(cache, kNorm2);
   gemms.forward_f32(n2, weight(params, lay.router), at<float>(cache, kLogits), t, lay.experts, h);
-  const std::vector<int64_t> offsets = route<S>(plan, params, routing, cache, stream);
-  const Tables tab = tables(routing, t * lay.top_k);
+  const std::vector<int64_t> offsets = route_block<S>(plan, params, routing, cache, stream).offsets;
+  const RoutingTables tab = routing_tables(routing, t * lay.top_k);
   S* x = at<S>(cache, kRoutedInput);
   gather_rows(x, n2, tab.rows, t * lay.top_k, h, stream);
   if (lay.has_shared) {
@@ -218,8 +212,8 @@ void moe_backward(Gemms& gemms, const BlockPlan& plan, const Params& params, con
   S* dm = scratch_at(kDGate);
   S* dup = scratch_at(kDUp);
   CUDA_CHECK(cudaMemsetAsync(dn2, 0, static_cast<size_t>(t * h) * sizeof(S), stream));
-  const std::vector<int64_t> offsets = route<S>(plan, params, routing, cache, stream);
-  const Tables tab = tables(routing, t * lay.top_k);
+  const std::vector<int64_t> offsets = route_block<S>(plan, params, routing, cache, stream).offsets;
+  const RoutingTables tab = routing_tables(routing, t * lay.top_k);
   const S* x = at<S>(cache, kRoutedInput);
   const S* gate = at<S>(cache, kRoutedGate);
   const S* up = at<S>(cache, kRoutedUp);
@@ -239,10 +233,22 @@ void moe_backward(Gemms& gemms, const BlockPlan& plan, const Params& params, con
                  s.count, h);
     add_rows(dn2, rows, tab.rows + s.first, s.count, h, stream);
   }
+  shared_and_router_backward<S, G>(gemms, plan, params, grads, tab, cache, scratch, dout);
+}
+
+template <typename S, typename G>
+void shared_and_router_backward(Gemms& gemms, const BlockPlan& plan, const Params& params, const Grads& grads,
+                                const RoutingTables& tab, const Regions& cache, std::byte* scratch, const S* dout) {
+  const MoeLayout& lay = plan.layout.experts;
+  const int64_t t = plan.tokens, h = plan.hidden;
+  const cudaStream_t stream = gemms.stream();
+  auto scratch_at = [&](BlockScratch s) { return reinterpret_cast<S*>(scratch + plan.scratch_offset[s]); };
+  S* dn2 = scratch_at(kDNorm2);
+  S* rows = scratch_at(kDRows);
   const S* n2 = at<S>(cache, kNorm2);
   if (lay.has_shared) {
     glu_backward(gemms, lay.shared, params, grads, n2, at<S>(cache, kSharedGate), at<S>(cache, kSharedUp),
-                 at<S>(cache, kSharedProduct), dout, dm, dup, rows, t, h);
+                 at<S>(cache, kSharedProduct), dout, scratch_at(kDGate), scratch_at(kDUp), rows, t, h);
     add(dn2, dn2, rows, t * h, stream);
   }
   // The gates' gradients wait in the routing tables until the rows are free for the logits'.
@@ -257,13 +263,71 @@ void moe_backward(Gemms& gemms, const BlockPlan& plan, const Params& params, con
   }
 }
 
+template <typename S>
+ExpertRouting moe_forward_apart(Gemms& gemms, const BlockPlan& plan, const Params& params, const MoeRouting& routing,
+                                const Regions& cache, S* shared_out) {
+  const MoeLayout& lay = plan.layout.experts;
+  const int64_t t = plan.tokens, h = plan.hidden, fs = plan.shared_ffn;
+  const cudaStream_t stream = gemms.stream();
+  const S* n2 = at<S>(cache, kNorm2);
+  gemms.forward_f32(n2, weight(params, lay.router), at<float>(cache, kLogits), t, lay.experts, h);
+  ExpertRouting host = route_block<S>(plan, params, routing, cache, stream);
+  gather_rows(at<S>(cache, kRoutedInput), n2, routing_tables(routing, t * lay.top_k).rows, t * lay.top_k, h, stream);
+  if (lay.has_shared) {
+    gemms.forward(n2, weight(params, lay.shared.gate), at<S>(cache, kSharedGate), t, fs, h);
+    gemms.forward(n2, weight(params, lay.shared.up), at<S>(cache, kSharedUp), t, fs, h);
+    S* shared = at<S>(cache, kSharedProduct);
+    swiglu_forward(shared, at<S>(cache, kSharedGate), at<S>(cache, kSharedUp), t * fs, stream);
+    gemms.forward(shared, weight(params, lay.shared.down), shared_out, t, h, fs);
+  }
+  return host;
+}
+
+template <typename S, typename G>
+void moe_backward_apart(Gemms& gemms, const BlockPlan& plan, const Params& params, const Grads& grads,
+                        const MoeRouting& routing, const ExpertRouting& host, const Regions& cache, std::byte* scratch,
+                        const S* dout, const S* routed_dx) {
+  const MoeLayout& lay = plan.layout.experts;
+  const int64_t t = plan.tokens, h = plan.hidden;
+  const cudaStream_t stream = gemms.stream();
+  S* dn2 = reinterpret_cast<S*>(scratch + plan.scratch_offset[kDNorm2]);
+  CUDA_CHECK(cudaMemsetAsync(dn2, 0, static_cast<size_t>(t * h) * sizeof(S), stream));
+  upload_routing(host, routing, stream);
+  const RoutingTables tab = routing_tables(routing, t * lay.top_k);
+  for (int64_t e = 0; e < lay.experts; ++e) {
+    const Span s = span(host.offsets, e);
+    if (s.count > 0) add_rows(dn2, routed_dx + s.first * h, tab.rows + s.first, s.count, h, stream);
+  }
+  shared_and_router_backward<S, G>(gemms, plan, params, grads, tab, cache, scratch, dout);
+}
+
+template ExpertRouting route_block<float>(const BlockPlan&, const Params&, const MoeRouting&, const Regions&,
+                                          cudaStream_t);
+template ExpertRouting route_block<uint16_t>(const BlockPlan&, const Params&, const MoeRouting&, const Regions&,
+                                             cudaStream_t);
+template void glu_backward(Gemms&, const GluLayout&, const Params&, const Grads&, const float*, const float*,
+                           const float*, const float*, const float*, float*, float*, float*, int64_t, int64_t);
+template void glu_backward(Gemms&, const GluLayout&, const Params&, const Grads&, const uint16_t*, const uint16_t*,
+                           const uint16_t*, const uint16_t*, const uint16_t*, uint16_t*, uint16_t*, uint16_t*, int64_t,
+                           int64_t);
+template void zero_weight_grad<float>(Gemms&, const Grads&, const ragged::backend::detail::LinearSlot&);
+template void zero_weight_grad<uint16_t>(Gemms&, const Grads&, const ragged::backend::detail::LinearSlot&);
+template ExpertRouting moe_forward_apart(Gemms&, const BlockPlan&, const Params&, const MoeRouting&, const Regions&,
+                                         float*);
+template ExpertRouting moe_forward_apart(Gemms&, const BlockPlan&, const Params&, const MoeRouting&, const Regions&,
+                                         uint16_t*);
 template void moe_forward(Gemms&, const BlockPlan&, const Params&, const MoeRouting&, const Regions&, float*);
 template void moe_forward(Gemms&, const BlockPlan&, const Params&, const MoeRouting&, const Regions&, uint16_t*);
 template void moe_rebuild_elementwise<float>(Gemms&, const BlockPlan&, const Regions&);
 template void moe_rebuild_elementwise<uint16_t>(Gemms&, const BlockPlan&, const Regions&);
 #define RAGGED_MOE_BACKWARD(S, G)                                                                            \
   template void moe_backward<S, G>(Gemms&, const BlockPlan&, const Params&, const Grads&, const MoeRouting&, \
-                                   const Regions&, std::byte*, const S*);
+                                   const Regions&, std::byte*, const S*);                                      \
+  template void moe_backward_apart<S, G>(Gemms&, const BlockPlan&, const Params&, const Grads&,                \
+                                         const MoeRouting&, const ExpertRouting&, const Regions&, std::byte*,  \
+                                         const S*, const S*);                                                  \
+  template void shared_and_router_backward<S, G>(Gemms&, const BlockPlan&, const Params&, const Grads&,        \
+                                                 const RoutingTables&, const Regions&, std::byte*, const S*);
 RAGGED_MOE_BACKWARD(float, float)
 RAGGED_MOE_BACKWARD(uint16_t, float)
 RAGGED_MOE_BACKWARD(uint16_t, uint16_t)

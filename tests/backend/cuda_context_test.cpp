@@ -68,8 +68,8 @@ class GpuContextParallelTest : public gpu_test::GpuWorkloadTest {
     Ranks ranks;
     for (int r = 0; r < cp; ++r) {
       ranks.push_back(std::make_unique<GpuMeshWorkload>(store.model, config, TensorParallelRank{0, 1},
-                                                        ContextParallelRank{r, cp}, device_->cublas(), stream_,
-                                                        device_->arena()));
+                                                        ContextParallelRank{r, cp}, ExpertParallelRank{},
+                                                        device_->cublas(), stream_, device_->arena()));
       grads[static_cast<size_t>(r)].resize(static_cast<size_t>(units));
       for (int u = 0; u < units; ++u) {
         for (const std::vector<float>& tensor : store.params[static_cast<size_t>(u)]) {

@@ -55,7 +55,7 @@ TEST(GpuMeshPlan, EveryBufferHasItsBytesAndNoneOverlap) {
     const std::array<int64_t, detail::kMeshBuffers> sizes = {
         head.saved_bytes(), tp * p.tokens * 3 * 8, p.tokens * 8, 8, head.dlogits_bytes, whole, whole, 0, rows, rows,
         4 * p.tokens, 4 * p.tokens, 4 * p.tokens, 4 * (p.vocab + 1), 2 * keys, keys, keys, keys, keys,
-        cp > 1 ? 4 * p.tokens : 0, 4 * group, 0, 0};  // dense: no expert routing
+        cp > 1 ? 4 * p.tokens : 0, 4 * group, 0, 0, 0, 0, 0, 0};  // dense: no expert routing or exchange
     for (int b = 0; b < detail::kMeshBuffers; ++b) {
       if (b == detail::kMeshScratch) continue;  // the largest scratch, checked below
       spans.emplace_back(p.offset[static_cast<size_t>(b)],
@@ -110,6 +110,67 @@ TEST(GpuMeshPlan, RefusesRowsTpDoesNotSplitAndCarvesTheExpertsRouting) {
   EXPECT_EQ(detail::expert_buffers(r.model, config).tables, 0);  // dense: none
 }
 
+planner::ResolvedScenario with_ep(int tp, int ep) {
+  auto loaded = scenarios::with_total_gpus(scenarios::load_scenario("tiny-moe-4xcpu"), tp * ep);
+  loaded.written.mutable_training()->mutable_mesh()->set_tp(tp);
+  loaded.written.mutable_training()->mutable_mesh()->set_ep(ep);
+  return planner::resolve_scenario(scenarios::rebuild(std::move(loaded)));
+}
+
+// An ep rank's experts unit keeps its copies' outputs and shared output as
+// their source, and as their owner the rows of every source's every token
+// routed to min(top_k, local) of its experts; the block before it keeps the
+// routed copies' rows (what the dispatch sends) but no routed expert's.
+TEST(GpuMeshPlan, ExpertParallelRanksCarveTheirExpertsUnitsAndExchanges) {
+  for (const int tp : {1, 2}) {
+    SCOPED_TRACE(testing::Message() << "tp " << tp << " x ep 2");
+    const planner::ResolvedScenario r = with_ep(tp, 2);
+    ASSERT_EQ(r.model.split.ep, 2);
+    check_gpu_supported(r.model);
+    const GpuWorkloadConfig config{2, 64, ElementType::bf16, ElementType::f32};
+    const detail::MeshPlan p = detail::mesh_plan(r.model, config, tp);
+    const int64_t t = 128, h = r.model.arch.hidden, k = r.model.arch.experts_per_token, local = 8 / 2;
+    int experts_units = 0;
+    std::vector<std::pair<int64_t, int64_t>> spans;
+    for (size_t u = 0; u + 1 < r.model.units.size(); ++u) {
+      spans.emplace_back(p.output[u], p.output[u] + p.rows * h * 2);
+      if (r.model.units[u].kind != UnitKind::kExperts) {
+        if (u == 0) continue;
+        const detail::BlockPlan block = detail::block_plan(r.model, config, static_cast<int>(u));
+        EXPECT_TRUE(block.layout.experts_apart);
+        EXPECT_EQ(block.expert_ffn, 0);
+        EXPECT_EQ(block.bytes[detail::kRoutedGate], 0);
+        EXPECT_EQ(block.bytes[detail::kRoutedInput], t * k * h * 2);
+        spans.emplace_back(p.residual[u], p.residual[u] + p.rows * h * 2);
+        spans.emplace_back(p.cache[u], p.cache[u] + block.saved_bytes());
+        continue;
+      }
+      ++experts_units;
+      EXPECT_EQ(p.residual[u], -1);
+      const detail::ExpertsPlan e = detail::experts_plan(r.model, config, static_cast<int>(u));
+      EXPECT_EQ(e.layout.local, local);
+      EXPECT_EQ(e.ranks, 2);
+      EXPECT_EQ(e.rows, 2 * t * std::min(k, local));
+      EXPECT_EQ(e.ffn * tp, r.whole().arch.moe_intermediate);  // a tp rank's columns of each expert
+      EXPECT_EQ(e.combined, 0);
+      EXPECT_GE(e.shared_output - e.combined, t * k * h * 2);
+      EXPECT_GE(e.product - e.input, e.rows * h * 2 + 2 * e.rows * e.ffn * 2);
+      EXPECT_EQ(e.bytes - e.product, detail::round_up(e.rows * e.ffn * 2));
+      spans.emplace_back(p.cache[u], p.cache[u] + e.bytes);
+      EXPECT_GE(p.offset[detail::kMeshExpertReceive] - p.offset[detail::kMeshExpertSend], e.rows * h * 2);
+      EXPECT_GE(p.offset[detail::kMeshExpertScratch] - p.offset[detail::kMeshExpertReceive],
+                std::max(e.rows, t * k) * h * 2);
+      EXPECT_GE(p.offset[detail::kMeshExpertCounts] - p.offset[detail::kMeshExpertScratch], 2 * e.rows * e.ffn * 2);
+      EXPECT_EQ(e.counts_bytes, 2 * 2 * local * 8);
+    }
+    EXPECT_EQ(experts_units, 2);
+    std::sort(spans.begin(), spans.end());
+    EXPECT_GE(spans.front().first, p.offset[detail::kMeshExpertCounts] + 2 * 2 * local * 8);
+    for (size_t i = 1; i < spans.size(); ++i) EXPECT_LE(spans[i - 1].second, spans[i].first) << i;
+    EXPECT_LE(spans.back().second, p.bytes);
+  }
+}
+
 TEST(GpuMeshPlan, TheEmbeddingsBackwardSkipsAnotherRanksRows) {
   std::vector<int32_t> order, rows;
   detail::group_by_token({2, -1, 0, 2, -1, 1}, 3, order, rows);
@@ -125,8 +186,8 @@ class GpuMeshWorkloadTest : public gpu_test::GpuWorkloadTest {
  protected:
   gpu_test::Result run_mesh(const test_util::ModelStore& store, const GpuWorkloadConfig& config, const Batch& batch) {
     device_->arena().reset();
-    GpuMeshWorkload work(store.model, config, TensorParallelRank{0, 1}, ContextParallelRank{0, 1}, device_->cublas(),
-                         stream_, device_->arena());
+    GpuMeshWorkload work(store.model, config, TensorParallelRank{0, 1}, ContextParallelRank{0, 1}, ExpertParallelRank{},
+                         device_->cublas(), stream_, device_->arena());
     const int units = store.units();
     std::vector<std::vector<const void*>> params(static_cast<size_t>(units));
     std::vector<std::vector<void*>> grads(static_cast<size_t>(units));

@@ -168,20 +168,24 @@ std::string launch_error(const planner::ResolvedScenario& resolved, bool host) {
   return "";
 }
 
-// The GPU runs tp and cp (alone or together); past the mesh checks the one
-// process launched is what check_launch finds wrong.
-TEST(CheckLaunch, TheGpuAcceptsTensorAndContextParallelismAndRefusesExpertParallelismByName) {
+// The GPU runs tp, cp and ep, tp with cp or with ep; past the mesh checks
+// the one process launched is what check_launch finds wrong. cp with ep is
+// refused by name on either device.
+TEST(CheckLaunch, TheGpuAcceptsTensorContextAndExpertParallelismAndRefusesCpWithEpByName) {
   for (const auto& [tp, cp] : std::vector<std::pair<int, int>>{{2, 1}, {1, 2}, {2, 2}}) {
     const std::string accepted = launch_error(with_mesh(4, tp, cp, 1), false);
     EXPECT_NE(accepted.find("has 4 GPUs but 1 process run"), std::string::npos) << accepted;
   }
-  const std::string refused = launch_error(with_mesh(4, 1, 1, 2, "tiny-moe-4xcpu"), false);
+  for (const int tp : {1, 2}) {
+    const std::string experts = launch_error(with_mesh(4, tp, 1, 2, "tiny-moe-4xcpu"), false);
+    EXPECT_NE(experts.find("has 4 GPUs but 1 process run"), std::string::npos) << experts;
+  }
+  const std::string refused = launch_error(with_mesh(8, 1, 2, 2, "tiny-moe-4xcpu"), false);
   EXPECT_NE(refused.find("training.mesh: "), std::string::npos) << refused;
-  EXPECT_NE(refused.find("the GPU executor runs tensor and context parallelism so far"), std::string::npos) << refused;
-  EXPECT_NE(refused.find("set ep and pp to 1, or run on --device cpu"), std::string::npos) << refused;
-  // The host runs it.
-  const std::string host = launch_error(with_mesh(4, 1, 1, 2, "tiny-moe-4xcpu"), true);
-  EXPECT_NE(host.find("has 4 GPUs but 1 process run"), std::string::npos) << host;
+  EXPECT_NE(refused.find("tp with cp or with ep but not cp with ep"), std::string::npos) << refused;
+  EXPECT_NE(refused.find("set cp or ep to 1 and pp to 1"), std::string::npos) << refused;
+  const std::string host = launch_error(with_mesh(8, 1, 2, 2, "tiny-moe-4xcpu"), true);
+  EXPECT_NE(host.find("(not all three)"), std::string::npos) << host;
 }
 
 }  // namespace

@@ -17,6 +17,7 @@ ragged_add_test(cuda
     ${CMAKE_CURRENT_LIST_DIR}/cuda_workload_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/cuda_mesh_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/cuda_context_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/cuda_expert_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/cuda_layout_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/cuda_adam8bit_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/cuda_contention_test.cpp

@@ -393,11 +393,7 @@ TEST(MeshProgram, RaisingEpLowersTheFsdpAllGatherBytes) {
 TEST(MeshProgram, MuonOwnsTheRoutedExpertsWithinTheirExpertShardGroup) {
   constexpr int kSteps = 2;
   ProgramSetup s("mesh { ep: 4 } optimizer { muon { ns_steps: 2 } }", kTinyMoe);
-  OptimizerContext context;
-  context.model = &s.model();
-  context.plan = &s.plan();
-  context.optimizer = s.training().optimizer();
-  const std::vector<OwnedMatrix> matrices = owned_matrices(context);
+  const std::vector<OwnedMatrix> matrices = owned_matrices(s.optimizer_context());
   std::map<Group, int> count;
   for (const OwnedMatrix& m : matrices) {
     const bool expert = s.model().units[static_cast<size_t>(m.unit)].kind == models::UnitKind::kExperts;

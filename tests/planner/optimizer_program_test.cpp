@@ -47,16 +47,6 @@ double optimal_makespan(const std::vector<double>& costs, int ranks) {
   return best;
 }
 
-OptimizerContext context_of(const ProgramSetup& setup, int rank = 0) {
-  OptimizerContext c;
-  c.model = &setup.model();
-  c.plan = &setup.plan();
-  c.optimizer = setup.training().optimizer();
-  c.rank = rank;
-  c.master_bytes = setup.training().precision().master() == scenarios::FP32 ? 4 : 2;
-  return c;
-}
-
 // Newton-Schulz on an a x b matrix (a <= b), per iteration: X X^T, A^2, (bA + cA^2) X.
 double newton_schulz_flops(int64_t rows, int64_t cols, int steps) {
   const double a = static_cast<double>(std::min(rows, cols)), b = static_cast<double>(std::max(rows, cols));
@@ -107,9 +97,9 @@ TEST(OptimizerProgram, AdamWUpdatesEachShardOnceWithTwoMasterStates) {
     const Program program = setup.build();
     const int64_t o = std::string(master) == "FP32" ? 4 : 2;
     EXPECT_EQ(program.persistent.optimizer_states, 2 * o * setup.shard_total()) << master;
-    EXPECT_EQ(optimizer_state_bytes(context_of(setup)), 2 * o * setup.shard_total()) << master;
+    EXPECT_EQ(optimizer_state_bytes(setup.optimizer_context()), 2 * o * setup.shard_total()) << master;
     EXPECT_EQ(program.count(OpKind::kAllToAll), 0u);
-    EXPECT_TRUE(owned_matrices(context_of(setup)).empty());
+    EXPECT_TRUE(owned_matrices(setup.optimizer_context()).empty());
     std::vector<const Op*> updates = ops_of(program, OpKind::kOptimizer);
     ASSERT_EQ(updates.size(), static_cast<size_t>(setup.units()));
     std::vector<int> seen(static_cast<size_t>(setup.units()), 0);
@@ -163,7 +153,7 @@ TEST(OptimizerProgram, EightBitAdamKeepsAboutAQuarterOfAdamWsState) {
   EXPECT_EQ(setup.training().granularity().default_spec().kind(), scenarios::BLOCK);
   const int64_t S = setup.shard_total();
   EXPECT_EQ(program.persistent.optimizer_states, 2 * S + 2 * 4 * ((S + 1023) / 1024));
-  OptimizerContext adamw = context_of(setup);
+  OptimizerContext adamw = setup.optimizer_context();
   adamw.optimizer.mutable_adamw();
   const double ratio =
       static_cast<double>(program.persistent.optimizer_states) / static_cast<double>(optimizer_state_bytes(adamw));
@@ -177,7 +167,7 @@ TEST(OptimizerProgram, EightBitAdamKeepsAboutAQuarterOfAdamWsState) {
 
 TEST(OptimizerProgram, MuonOwnsEveryHiddenMatrixAndNothingElse) {
   ProgramSetup setup("optimizer { muon { ns_steps: 3 } }");
-  std::vector<OwnedMatrix> matrices = owned_matrices(context_of(setup));
+  std::vector<OwnedMatrix> matrices = owned_matrices(setup.optimizer_context());
   ASSERT_EQ(matrices.size(), 4u * 7u);  // q, k, v, o, gate, up, down in each of four blocks
   std::vector<double> per_rank(8, 0.0);
   for (const OwnedMatrix& m : matrices) {
@@ -223,7 +213,7 @@ std::map<std::pair<int64_t, int64_t>, int> newton_schulz_runs(const Op& op, int 
 TEST(OptimizerProgram, MuonGathersOrthogonalisesAndScattersEveryMatrixExactlyOnce) {
   constexpr int kSteps = 3;
   ProgramSetup setup("optimizer { muon { ns_steps: 3 } }");
-  std::vector<OwnedMatrix> matrices = owned_matrices(context_of(setup));
+  std::vector<OwnedMatrix> matrices = owned_matrices(setup.optimizer_context());
   // (unit, (a, b)) -> matrices expected, and what the ranks' programs run.
   std::map<std::pair<int, std::pair<int64_t, int64_t>>, int> expected, ran;
   std::map<int, int64_t> unit_matrix_elements;
@@ -309,7 +299,7 @@ TEST(OptimizerProgram, MuonKeepsOneMomentumForMatricesAndAdamWStatesForTheRest) 
 
 TEST(OptimizerProgram, ShampooRunsEachMatrixsPreconditionerOnItsOwner) {
   ProgramSetup setup("optimizer { shampoo { block_size: 128 precondition_frequency: 10 } }");
-  std::vector<OwnedMatrix> matrices = owned_matrices(context_of(setup));
+  std::vector<OwnedMatrix> matrices = owned_matrices(setup.optimizer_context());
   ASSERT_EQ(matrices.size(), 28u);
   double expected = 0, ran = 0;
   for (const OwnedMatrix& m : matrices) expected += m.flops;
@@ -347,7 +337,7 @@ TEST(OptimizerProgram, ShampooKeepsFactorsOnOwnersAndAdamWStatesForTheRest) {
   const auto [matrix, all] = hidden_matrix_elements(setup.model());
   const double S = static_cast<double>(setup.shard_total());
   const auto adamw = static_cast<int64_t>((1 - static_cast<double>(matrix) / static_cast<double>(all)) * S) * 8;
-  const std::vector<OwnedMatrix> matrices = owned_matrices(context_of(setup));
+  const std::vector<OwnedMatrix> matrices = owned_matrices(setup.optimizer_context());
   int64_t factors_everywhere = 0;
   for (int rank = 0; rank < 8; ++rank) {
     int64_t factors = 0;

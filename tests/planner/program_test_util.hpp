@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "planner/layout_strategy.hpp"
+#include "planner/optimizer_program.hpp"
 #include "planner/plan.hpp"
 #include "planner/program.hpp"
 #include "planner/program_builder.hpp"
@@ -77,6 +78,16 @@ class ProgramSetup {
   }
 
   Program build(int rank = 0) const { return build_program(program_inputs(resolved_, plan_), rank); }
+  // What the optimizer's ops of `rank` are planned from.
+  OptimizerContext optimizer_context(int rank = 0) const {
+    OptimizerContext c;
+    c.model = &model();
+    c.plan = &plan_;
+    c.optimizer = training().optimizer();
+    c.rank = rank;
+    c.master_bytes = training().precision().master() == scenarios::FP32 ? 4 : 2;
+    return c;
+  }
 
  private:
   ResolvedScenario resolved_;

@@ -23,6 +23,16 @@ std::vector<std::string> numbered(int n) {
   return tasks;
 }
 
+// One thread that echoes its task and counts the tasks it ran, in list order.
+LocalTaskPool counting_echo(std::atomic<int>& ran) {
+  return LocalTaskPool(
+      [&ran](const std::string& task) {
+        ++ran;
+        return task;
+      },
+      1);
+}
+
 TEST(LocalTaskPool, EveryResultLandsInItsTasksSlot) {
   LocalTaskPool pool([](const std::string& task) { return "answer " + task; }, 4);
   EXPECT_EQ(pool.workers(), 4);
@@ -77,12 +87,7 @@ TEST(LocalTaskPool, ProgressCountsEveryTaskOnce) {
 // With one thread the order is the list's: a stop after task 4 leaves 5.. unrun.
 TEST(LocalTaskPool, StopHandsOutNothingMore) {
   std::atomic<int> ran{0};
-  LocalTaskPool pool(
-      [&](const std::string& task) {
-        ++ran;
-        return task;
-      },
-      1);
+  LocalTaskPool pool = counting_echo(ran);
   MapOptions options;
   options.stop = [](const std::string& result) { return result == "4"; };
   const auto results = pool.map(numbered(10), options);
@@ -95,12 +100,7 @@ TEST(LocalTaskPool, StopHandsOutNothingMore) {
 // skipped tasks count as done for the progress.
 TEST(LocalTaskPool, SkippedTasksAreLeftUnrunAndCountAsDone) {
   std::atomic<int> ran{0};
-  LocalTaskPool pool(
-      [&](const std::string& task) {
-        ++ran;
-        return task;
-      },
-      1);
+  LocalTaskPool pool = counting_echo(ran);
   bool two_done = false;
   size_t last_done = 0;
   MapOptions options;

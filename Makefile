@@ -30,7 +30,8 @@ configure: deps
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
-# The demo builds what it runs, the CLI alone; `make test` builds the rest.
+# The demo builds what it runs, the CLI alone without the executors (`ragged run`
+# execs ragged-run, which `make` builds); `make test` builds the rest.
 demo: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS) --target ragged
 	$(RAGGED) simulate

@@ -1,7 +1,8 @@
 # Communicators: local (one rank), MPI (host buffers; its file builds a
-# fallback that explains how to get MPI when the build has none), and the
-# verifiable-collective checks.
-list(APPEND RAGGED_BACKEND_SRCS
+# fallback that explains how to get MPI when the build has none), the
+# verifiable-collective checks, the MPI task farm and the start-up deadline:
+# ragged_backend_comm, all that `ragged tune` under mpirun needs.
+list(APPEND RAGGED_BACKEND_COMM_SRCS
   ${CMAKE_CURRENT_LIST_DIR}/communicator.cpp
   ${CMAKE_CURRENT_LIST_DIR}/communicator_local.cpp
   ${CMAKE_CURRENT_LIST_DIR}/rank_groups.cpp
@@ -14,4 +15,5 @@ list(APPEND RAGGED_BACKEND_SRCS
   ${CMAKE_CURRENT_LIST_DIR}/progress.cpp
   ${CMAKE_CURRENT_LIST_DIR}/collective_wait.cpp
   ${CMAKE_CURRENT_LIST_DIR}/collective_watcher.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/collective_check.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/collective_check.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/startup_deadline.cpp)

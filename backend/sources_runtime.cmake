@@ -13,5 +13,4 @@ list(APPEND RAGGED_BACKEND_SRCS
   ${CMAKE_CURRENT_LIST_DIR}/run_support.cpp
   ${CMAKE_CURRENT_LIST_DIR}/run_stages.cpp
   ${CMAKE_CURRENT_LIST_DIR}/step_loop.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/startup_deadline.cpp
   ${CMAKE_CURRENT_LIST_DIR}/run.cpp)

@@ -39,7 +39,7 @@ void shorten_word(std::string& text, const std::vector<size_t>& starts) {
 
 }  // namespace
 
-int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+int run_commands(int argc, const char* const* argv, std::ostream& out, std::ostream& err, AddCommand add_run) {
   CLI::App app{"Ragged: plan, predict and validate FSDP training with RaggedShard layouts", "ragged"};
   app.set_version_flag("--version", std::string("ragged ") + kVersion);
   app.require_subcommand(1);
@@ -50,7 +50,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   add_scenario_command(app, context);
   add_plan_command(app, context);
   add_simulate_command(app, context);
-  add_run_command(app, context);
+  add_run(app, context);
   add_compare_command(app, context);
   add_validate_command(app, context);
   add_tune_command(app, context);

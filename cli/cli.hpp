@@ -24,7 +24,13 @@ struct QuietExit {
   int code = kExitBadInput;
 };
 
+// Every command, `run` executing in this process (ragged-run and the tests:
+// link ragged::cli).
 int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
+// Every command but `run`'s execution (the light ragged: ragged::cli_commands,
+// no executor, CBLAS or CUDA): `run` is listed and answers with how to get
+// ragged-run.
+int run_without_executors(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
 
 // An error message as one line: runs of white space (newlines included)
 // become one space, every other control byte, byte that is not UTF-8 or

@@ -148,7 +148,7 @@ constexpr double kReorderedSumsTolerance = 1e-3;
 
 void add_run_command(CLI::App& app, Context& context) {
   auto o = std::make_shared<RunCommandOptions>();
-  auto* cmd = app.add_subcommand("run", "Execute the scenario for real (cpu: host BLAS + MPI; cuda: cuBLAS + NCCL; launch with mpirun -np N)");
+  auto* cmd = app.add_subcommand("run", kRunDescription);
   o->scenario.add_to(cmd, false);
   o->scenario.add_optimizer_to(cmd);
   cmd->add_option("--device", o->run.device, "cpu or cuda")

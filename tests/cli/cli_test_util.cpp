@@ -24,10 +24,12 @@ CliResult run_cli(const std::vector<std::string>& args) {
   return result;
 }
 
-CliResult run_binary(const std::string& args) {
+CliResult run_binary(const std::string& args) { return run_program(std::string(RAGGED_BINARY_DIR) + "/ragged", args); }
+
+CliResult run_program(const std::string& program, const std::string& args) {
   namespace fs = std::filesystem;
   fs::path err_file = fs::temp_directory_path() / ("ragged_cli_err_" + std::to_string(::getpid()));
-  std::string command = std::string(RAGGED_BINARY_DIR) + "/ragged " + args + " 2>" + err_file.string();
+  std::string command = program + " " + args + " 2>" + err_file.string();
   CliResult result;
   FILE* pipe = ::popen(command.c_str(), "r");
   if (pipe == nullptr) return result;

@@ -17,6 +17,8 @@ CliResult run_cli(const std::vector<std::string>& args);
 
 // The built `ragged` executable through the shell; stdout and stderr captured.
 CliResult run_binary(const std::string& args);
+// `program` (a path) with `args` through the shell, likewise.
+CliResult run_program(const std::string& program, const std::string& args);
 
 // Bad input as the CLI reports it: exit code 2, nothing on stdout, one line
 // "ragged: error: ..." on stderr containing `needle` (gtest expectations).

@@ -24,11 +24,12 @@ void check_launch(const planner::ResolvedScenario& resolved, const Communicator&
   // pipeline stages; the host runs stages without a mesh, the GPU none.
   const bool runs_mesh = mesh_inside && mesh.pp() <= 1 && (mesh.ep() <= 1 || mesh.cp() <= 1);
   if (mesh_inside && !host && !runs_mesh) {
-    throw InputError(fmt::format("training.mesh: {} has tp {}, cp {}, ep {}, pp {}; the GPU executor runs tensor, "
-                                 "context and expert parallelism, tp with cp or with ep but not cp with ep, and no "
-                                 "pipeline stages so far (stages run on --device cpu; ragged simulate models every "
-                                 "mesh); set cp or ep to 1 and pp to 1",
-                                 s.name(), mesh.tp(), mesh.cp(), mesh.ep(), mesh.pp()));
+    throw InputError(
+        fmt::format("training.mesh: {} has tp {}, cp {}, ep {}, pp {}; the GPU executor runs tensor, "
+                    "context and expert parallelism, tp with cp or with ep but not cp with ep, and no "
+                    "pipeline stages so far (stages run on --device cpu; ragged simulate models every "
+                    "mesh); set cp or ep to 1 and pp to 1",
+                    s.name(), mesh.tp(), mesh.cp(), mesh.ep(), mesh.pp()));
   }
   if (mesh_inside && host && !runs_mesh) {
     throw InputError(fmt::format("training.mesh: {} has tp {}, cp {}, ep {}, pp {}; `ragged run` runs FSDP and HSDP, "

@@ -97,11 +97,11 @@ void check_gpu_runnable(const planner::ResolvedScenario& resolved, const RunOpti
   }
   if (mesh.tp > 1 || mesh.cp > 1 || mesh.ep > 1) {
     if (planner::checkpointing_mode(t.activation_checkpointing()) != models::Checkpointing::kNone) {
-      throw InputError(fmt::format("training.activation_checkpointing: {}: under tp {}, cp {} and ep {} the GPU keeps "
-                                   "every activation of a block's parts and recomputes none; set it to NONE, or run "
-                                   "on --device cpu",
-                                   scenarios::Checkpointing_Name(t.activation_checkpointing()), mesh.tp, mesh.cp,
-                                   mesh.ep));
+      throw InputError(
+          fmt::format("training.activation_checkpointing: {}: under tp {}, cp {} and ep {} the GPU keeps "
+                      "every activation of a block's parts and recomputes none; set it to NONE, or run "
+                      "on --device cpu",
+                      scenarios::Checkpointing_Name(t.activation_checkpointing()), mesh.tp, mesh.cp, mesh.ep));
     }
   }
   if (mesh.tp > 1 || mesh.cp > 1) {
@@ -178,7 +178,7 @@ RunResult run_on_gpu(const planner::ResolvedScenario& resolved, const RunOptions
   const planner::Program program = planner::build_program(planner::program_inputs(resolved, plan), shard_rank);
   const planner::ArenaPlan arena = planner::plan_arena(program, 256, planner::bytes_beside_unit_state);
   std::vector<UnitShard> shards = make_shards(resolved.model, plan, shard_rank, options.seed,
-                                             tp > 1 || ep > 1 ? &resolved.whole() : nullptr, tp_rank, experts);
+                                              tp > 1 || ep > 1 ? &resolved.whole() : nullptr, tp_rank, experts);
   const GpuWorkloadConfig workload_config{training.micro_batch_size(), training.sequence_length(), config.params,
                                           config.grads,
                                           planner::checkpointing_mode(training.activation_checkpointing())};

@@ -34,9 +34,10 @@ DeviceCollectives::DeviceCollectives(int64_t shard_ranks, double timeout_s, Lost
     settle(world_, ncclInProgress, "ncclCommInitRankConfig", __FILE__, __LINE__);
     if (shard_ranks < 1 || tp < 1 || cp < 1 || ep < 1 || size_ % (shard_ranks * tp) != 0 || shard_ranks % cp != 0 ||
         shard_ranks % ep != 0) {
-      throw InputError(fmt::format("training.shard_group_size: {} (with tp {}, cp {}, ep {}) does not divide the {} "
-                                   "NCCL ranks",
-                                   shard_ranks, tp, cp, ep, size_));
+      throw InputError(
+          fmt::format("training.shard_group_size: {} (with tp {}, cp {}, ep {}) does not divide the {} "
+                      "NCCL ranks",
+                      shard_ranks, tp, cp, ep, size_));
     }
     shard_size_ = static_cast<int>(shard_ranks);
     const GroupColors colors = group_colors(rank_, run_mesh(size_, shard_ranks, tp, cp, ep));

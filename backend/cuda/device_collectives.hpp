@@ -78,8 +78,8 @@ class DeviceCollectives {
   // of stream `on` (the replicas, or the tp group).
   void all_gather_in_place(void* buffer, int64_t count, ElementType type, planner::Stream on, cudaStream_t stream,
                            planner::Group group = planner::Group::kShard);
-  void reduce_scatter_in_place(void* buffer, int64_t count, ElementType type, planner::Stream on,
-                               cudaStream_t stream, planner::Group group = planner::Group::kShard);
+  void reduce_scatter_in_place(void* buffer, int64_t count, ElementType type, planner::Stream on, cudaStream_t stream,
+                               planner::Group group = planner::Group::kShard);
   void all_reduce_in_place(void* buffer, int64_t count, ElementType type, planner::Stream on, cudaStream_t stream);
   // An all-to-all of uneven blocks over the group of stream `on` (the ep
   // group): one ncclSend per block of `sends` (rows from `send`, to its

@@ -170,7 +170,8 @@ void GpuWorkload::forward(int unit, const std::vector<const void*>& params, void
         break;
       }
       case UnitKind::kExperts:
-        RAGGED_ASSERT(false, "GPU workload: experts in units of their own run in the mesh workload (gpu_workload_mesh.hpp)");
+        RAGGED_ASSERT(false,
+                      "GPU workload: experts in units of their own run in the mesh workload (gpu_workload_mesh.hpp)");
         break;
       case UnitKind::kHead:
         if (saved_capacity < s.head.saved_bytes()) {
@@ -264,7 +265,8 @@ void GpuWorkload::backward(int unit, const std::vector<const void*>& params, con
         break;
       }
       case UnitKind::kExperts:
-        RAGGED_ASSERT(false, "GPU workload: experts in units of their own run in the mesh workload (gpu_workload_mesh.hpp)");
+        RAGGED_ASSERT(false,
+                      "GPU workload: experts in units of their own run in the mesh workload (gpu_workload_mesh.hpp)");
         break;
       case UnitKind::kBlock: {
         const BlockPlan& plan = s.blocks[static_cast<size_t>(unit) - 1];

@@ -375,8 +375,9 @@ GpuUnitBytes gpu_unit_bytes(const models::ModelSpec& model, const GpuWorkloadCon
     case models::UnitKind::kEmbedding:
       return out;
     case models::UnitKind::kExperts:
-      throw InputError("GPU workload: experts in units of their own (training.mesh.ep > 1) run in the mesh workload "
-                       "(gpu_workload_mesh.hpp), which keeps their activations itself");
+      throw InputError(
+          "GPU workload: experts in units of their own (training.mesh.ep > 1) run in the mesh workload "
+          "(gpu_workload_mesh.hpp), which keeps their activations itself");
     case models::UnitKind::kBlock: {
       const detail::BlockPlan p = detail::block_plan(model, config, unit);
       out.saved = p.saved_bytes();

@@ -35,7 +35,8 @@ void experts_forward(Gemms& gemms, const ExpertsPlan& plan, const Params& params
     const ExpertRun& run = runs[j];
     if (run.rows == 0) continue;
     const ragged::backend::detail::GluLayout& glu = plan.layout.routed[j];
-    gemms.forward(x + run.first * h, params[static_cast<size_t>(glu.gate.weight)], gate + run.first * f, run.rows, f, h);
+    gemms.forward(x + run.first * h, params[static_cast<size_t>(glu.gate.weight)], gate + run.first * f, run.rows, f,
+                  h);
     gemms.forward(x + run.first * h, params[static_cast<size_t>(glu.up.weight)], up + run.first * f, run.rows, f, h);
   }
   swiglu_forward(product, gate, up, rows_of(runs) * f, gemms.stream());
@@ -72,8 +73,8 @@ template void experts_forward(Gemms&, const ExpertsPlan&, const Params&, const s
                               float*);
 template void experts_forward(Gemms&, const ExpertsPlan&, const Params&, const std::vector<ExpertRun>&, std::byte*,
                               uint16_t*);
-#define RAGGED_EXPERTS_BACKWARD(S, G)                                                                       \
-  template void experts_backward<S, G>(Gemms&, const ExpertsPlan&, const Params&, const Grads&,            \
+#define RAGGED_EXPERTS_BACKWARD(S, G)                                                           \
+  template void experts_backward<S, G>(Gemms&, const ExpertsPlan&, const Params&, const Grads&, \
                                        const std::vector<ExpertRun>&, std::byte*, std::byte*, const S*, S*);
 RAGGED_EXPERTS_BACKWARD(float, float)
 RAGGED_EXPERTS_BACKWARD(uint16_t, float)

@@ -196,9 +196,9 @@ void upload_routing(const ExpertRouting& host, const MoeRouting& routing, cudaSt
 // alias) -> dm (becoming the gate's gradient in place), dup -> dx; every
 // weight gradient written. An expert no row reached writes zeros instead.
 template <typename S>
-void glu_backward(Gemms& gemms, const ragged::backend::detail::GluLayout& glu, const Params& params,
-                  const Grads& grads, const S* x, const S* gate, const S* up, const S* product, const S* dy, S* dm,
-                  S* dup, S* dx, int64_t rows, int64_t hidden);
+void glu_backward(Gemms& gemms, const ragged::backend::detail::GluLayout& glu, const Params& params, const Grads& grads,
+                  const S* x, const S* gate, const S* up, const S* product, const S* dy, S* dm, S* dup, S* dx,
+                  int64_t rows, int64_t hidden);
 template <typename G>
 void zero_weight_grad(Gemms& gemms, const Grads& grads, const ragged::backend::detail::LinearSlot& slot);
 // The end of a mixture's backward once the routed copies' input gradients

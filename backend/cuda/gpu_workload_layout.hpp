@@ -197,7 +197,7 @@ enum MeshBuffer {
   kMeshTokens,        // int32 per token: the rank's vocabulary row, -1 off the rank
   kMeshLabels,
   kMeshTokenOrder,
-  kMeshTokenRows,     // vocab + 1
+  kMeshTokenRows,  // vocab + 1
   // Context parallelism (empty without it): the key/value exchange, cp
   // slots (KeyValueSlot, context_chunks.hpp: a rank's tokens' keys, then
   // their values); every token's keys and values of the rank's sequences,

@@ -128,7 +128,8 @@ void GpuMeshWorkload::forward(int unit, const std::vector<const void*>& params) 
         break;
       }
       case UnitKind::kBlock:
-      case UnitKind::kExperts: break;  // above
+      case UnitKind::kExperts:
+        break;  // above
     }
   });
   local_exchange(unit, UnitPart::kWhole, TpPass::kForward,
@@ -228,7 +229,8 @@ void GpuMeshWorkload::backward(int unit, const std::vector<const void*>& params,
                            s.plan.hidden, s.stream());
         break;
       case UnitKind::kBlock:
-      case UnitKind::kExperts: break;  // above
+      case UnitKind::kExperts:
+        break;  // above
     }
   });
   if (spec.kind == UnitKind::kHead) {

@@ -87,8 +87,9 @@ void GpuMeshWorkload::experts_backward(int unit, const std::vector<const void*>&
     using S = decltype(storage);
     using G = decltype(gradient);
     detail::experts_backward<S, G>(s.gemms, experts.plan, params, grads, experts.runs,
-                                   s.unit_at<std::byte>(s.plan.cache, unit), s.at<std::byte>(detail::kMeshExpertScratch),
-                                   s.at<S>(detail::kMeshExpertReceive), s.at<S>(detail::kMeshExpertSend));
+                                   s.unit_at<std::byte>(s.plan.cache, unit),
+                                   s.at<std::byte>(detail::kMeshExpertScratch), s.at<S>(detail::kMeshExpertReceive),
+                                   s.at<S>(detail::kMeshExpertSend));
   });
 }
 
@@ -116,16 +117,6 @@ ExpertRows GpuMeshWorkload::expert_begin(const EpStep& step, cudaStream_t stream
   const bool second = experts.second[pass_index(step.pass)];
   const detail::ExpertsPlan& plan = experts.plan;
   std::byte* cache = s.unit_at<std::byte>(s.plan.cache, step.unit);
-  ExpertRows x;
-  x.row_elements = plan.hidden;
-  x.type = s.config.params;
-  if (!second) {  // to the experts' ranks
-    x.sends = experts.source_blocks;
-    x.receives = experts.owner_blocks;
-  } else {  // back to each source
-    x.sends = experts.owner_blocks;
-    x.receives = experts.source_blocks;
-  }
   if (step.pass == TpPass::kForward && !second) {
     // The counts arrived: where every row lands, and the owner's GEMMs.
     const int ranks = s.ep.size;
@@ -141,9 +132,14 @@ ExpertRows GpuMeshWorkload::expert_begin(const EpStep& step, cudaStream_t stream
     RAGGED_ASSERT(rows <= plan.rows, fmt::format("GPU mesh workload: {} rows came to {}'s experts, at most {} planned",
                                                  rows, s.model.units[static_cast<size_t>(step.unit)].name, plan.rows));
     const detail::Regions block = s.cache(step.unit - 1);
-    return ExpertRows{block[detail::kRoutedInput], cache + plan.input, plan.hidden, s.config.params,
-                      experts.source_blocks, experts.owner_blocks};
+    return ExpertRows{block[detail::kRoutedInput], cache + plan.input,  plan.hidden, s.config.params,
+                      experts.source_blocks,       experts.owner_blocks};
   }
+  ExpertRows x;
+  x.row_elements = plan.hidden;
+  x.type = s.config.params;
+  x.sends = second ? experts.owner_blocks : experts.source_blocks;  // back to each source, or to the experts' ranks
+  x.receives = second ? experts.source_blocks : experts.owner_blocks;
   if (step.pass == TpPass::kForward) {  // the experts' outputs home
     x.send = s.at<std::byte>(detail::kMeshExpertSend);
     x.receive = cache + plan.combined;
@@ -152,7 +148,9 @@ ExpertRows GpuMeshWorkload::expert_begin(const EpStep& step, cudaStream_t stream
   if (!second) {
     // Each copy's output gradient gate x dout, in place of its output; d loss
     // / d gate waits in the routing tables for the block's backward.
-    if (s.tp.size == 1) exchange_in_place(TpStep{step.unit, UnitPart::kWhole, TpPass::kBackward, TpCollective::kAllGather}, stream);
+    if (s.tp.size == 1) {  // the output gradient's gather, in place (tp's, under tp)
+      exchange_in_place(TpStep{step.unit, UnitPart::kWhole, TpPass::kBackward, TpCollective::kAllGather}, stream);
+    }
     detail::upload_routing(experts.routing, s.routing(), stream);
     const detail::RoutingTables tab = detail::routing_tables(s.routing(), plan.tokens * plan.top_k);
     const std::vector<int64_t>& offsets = experts.routing.offsets;

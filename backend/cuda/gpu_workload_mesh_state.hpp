@@ -69,7 +69,9 @@ struct GpuMeshWorkload::State {
     return reinterpret_cast<T*>(base + offset);
   }
   const detail::BlockPlan& block(int unit) const { return blocks.at(static_cast<size_t>(unit) - 1); }
-  bool is_experts(int unit) const { return model.units.at(static_cast<size_t>(unit)).kind == models::UnitKind::kExperts; }
+  bool is_experts(int unit) const {
+    return model.units.at(static_cast<size_t>(unit)).kind == models::UnitKind::kExperts;
+  }
   // A block whose routed experts are the next unit's (expert parallelism).
   bool experts_apart(int unit) const { return block(unit).layout.experts_apart; }
   ExpertsUnit& experts_unit(int unit) {

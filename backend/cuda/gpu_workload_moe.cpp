@@ -71,9 +71,9 @@ float to_float(uint16_t bits) { return float_from_bf16(bits); }
 RoutingTables routing_tables(const MoeRouting& routing, int64_t copies) {
   auto* base = reinterpret_cast<std::byte*>(routing.rows);
   const RoutingLayout at = routing_layout(copies);
-  return RoutingTables{reinterpret_cast<int32_t*>(base + at.rows),   reinterpret_cast<int32_t*>(base + at.slots),
+  return RoutingTables{reinterpret_cast<int32_t*>(base + at.rows),         reinterpret_cast<int32_t*>(base + at.slots),
                        reinterpret_cast<int32_t*>(base + at.slot_experts), reinterpret_cast<float*>(base + at.gates),
-                       reinterpret_cast<float*>(base + at.slot_gates), reinterpret_cast<double*>(base + at.dgates)};
+                       reinterpret_cast<float*>(base + at.slot_gates),     reinterpret_cast<double*>(base + at.dgates)};
 }
 
 void upload_routing(const ExpertRouting& host, const MoeRouting& routing, cudaStream_t stream) {
@@ -320,13 +320,12 @@ template void moe_forward(Gemms&, const BlockPlan&, const Params&, const MoeRout
 template void moe_forward(Gemms&, const BlockPlan&, const Params&, const MoeRouting&, const Regions&, uint16_t*);
 template void moe_rebuild_elementwise<float>(Gemms&, const BlockPlan&, const Regions&);
 template void moe_rebuild_elementwise<uint16_t>(Gemms&, const BlockPlan&, const Regions&);
-#define RAGGED_MOE_BACKWARD(S, G)                                                                            \
-  template void moe_backward<S, G>(Gemms&, const BlockPlan&, const Params&, const Grads&, const MoeRouting&, \
-                                   const Regions&, std::byte*, const S*);                                      \
-  template void moe_backward_apart<S, G>(Gemms&, const BlockPlan&, const Params&, const Grads&,                \
-                                         const MoeRouting&, const ExpertRouting&, const Regions&, std::byte*,  \
-                                         const S*, const S*);                                                  \
-  template void shared_and_router_backward<S, G>(Gemms&, const BlockPlan&, const Params&, const Grads&,        \
+#define RAGGED_MOE_BACKWARD(S, G)                                                                                  \
+  template void moe_backward<S, G>(Gemms&, const BlockPlan&, const Params&, const Grads&, const MoeRouting&,       \
+                                   const Regions&, std::byte*, const S*);                                          \
+  template void moe_backward_apart<S, G>(Gemms&, const BlockPlan&, const Params&, const Grads&, const MoeRouting&, \
+                                         const ExpertRouting&, const Regions&, std::byte*, const S*, const S*);    \
+  template void shared_and_router_backward<S, G>(Gemms&, const BlockPlan&, const Params&, const Grads&,            \
                                                  const RoutingTables&, const Regions&, std::byte*, const S*);
 RAGGED_MOE_BACKWARD(float, float)
 RAGGED_MOE_BACKWARD(uint16_t, float)

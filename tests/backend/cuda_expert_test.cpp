@@ -134,8 +134,7 @@ class GpuExpertParallelTest : public gpu_test::GpuWorkloadTest {
         result.grads.emplace_back();
         for (size_t t = 0; t < split.units[u].tensors.size(); ++t) {
           result.grads.back().push_back(download(grads[static_cast<size_t>(rank)][u][t],
-                                                 static_cast<size_t>(split.units[u].tensors[t].numel()),
-                                                 config.grads));
+                                                 static_cast<size_t>(split.units[u].tensors[t].numel()), config.grads));
         }
       }
       out.push_back(std::move(result));

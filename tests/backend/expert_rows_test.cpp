@@ -26,12 +26,10 @@ namespace {
 TEST(ExpertRows, SourcesSendInCopyOrderAndOwnersKeepEachExpertsRowsTogether) {
   const std::vector<int64_t> counts = expert_row_counts({0, 3, 3, 5, 6}, 2);
   EXPECT_EQ(counts, (std::vector<int64_t>{3, 0, 2, 1}));
-  EXPECT_EQ(source_row_blocks(counts, 2),
-            (std::vector<RowBlock>{{0, 0, 3}, {0, 3, 0}, {1, 3, 2}, {1, 5, 1}}));
+  EXPECT_EQ(source_row_blocks(counts, 2), (std::vector<RowBlock>{{0, 0, 3}, {0, 3, 0}, {1, 3, 2}, {1, 5, 1}}));
   const std::vector<int64_t> received = {3, 0, 1, 2};
   // Expert 0: source 0's 3 rows, then source 1's 1; expert 1: source 1's 2.
-  EXPECT_EQ(owner_row_blocks(received, 2),
-            (std::vector<RowBlock>{{0, 0, 3}, {0, 4, 0}, {1, 3, 1}, {1, 4, 2}}));
+  EXPECT_EQ(owner_row_blocks(received, 2), (std::vector<RowBlock>{{0, 0, 3}, {0, 4, 0}, {1, 3, 1}, {1, 4, 2}}));
   const std::vector<ExpertRun> runs = owner_expert_runs(received, 2);
   ASSERT_EQ(runs.size(), 2u);
   EXPECT_EQ(runs[0].first, 0);
@@ -89,7 +87,8 @@ TEST(ExpertRows, AreTheHostWorkloadsDispatchAndCombineInOrder) {
   };
   int experts_unit = 0;
   while (split.units[static_cast<size_t>(experts_unit)].kind != models::UnitKind::kExperts) {
-    for (int rank = 0; rank < 2; ++rank) ranks[static_cast<size_t>(rank)]->forward(experts_unit, params(rank, experts_unit));
+    for (int rank = 0; rank < 2; ++rank)
+      ranks[static_cast<size_t>(rank)]->forward(experts_unit, params(rank, experts_unit));
     ++experts_unit;
   }
   const int64_t local = split.arch.experts / 2;
@@ -119,19 +118,22 @@ TEST(ExpertRows, AreTheHostWorkloadsDispatchAndCombineInOrder) {
     EXPECT_EQ(row, x.send + total);
   }
   expert_exchange(ranks, EpStep{experts_unit, TpPass::kForward});
-  for (int rank = 0; rank < 2; ++rank) ranks[static_cast<size_t>(rank)]->forward(experts_unit, params(rank, experts_unit));
+  for (int rank = 0; rank < 2; ++rank)
+    ranks[static_cast<size_t>(rank)]->forward(experts_unit, params(rank, experts_unit));
   // The owner's combine returns each source what the source's blocks from it hold.
   for (int owner = 0; owner < 2; ++owner) {
     SCOPED_TRACE(testing::Message() << "owner " << owner);
     std::vector<int64_t> received;
     for (int source = 0; source < 2; ++source) {
-      for (int64_t j = 0; j < local; ++j) received.push_back(sent[static_cast<size_t>(source)][static_cast<size_t>(owner * local + j)]);
+      for (int64_t j = 0; j < local; ++j)
+        received.push_back(sent[static_cast<size_t>(source)][static_cast<size_t>(owner * local + j)]);
     }
     const EpExchange back = ranks[static_cast<size_t>(owner)]->ep_begin(EpStep{experts_unit, TpPass::kForward});
     for (int source = 0; source < 2; ++source) {
       int64_t mine = 0, theirs = 0;
       for (const RowBlock& b : owner_row_blocks(received, 2)) mine += b.peer == source ? b.rows : 0;
-      for (const RowBlock& b : source_row_blocks(sent[static_cast<size_t>(source)], 2)) theirs += b.peer == owner ? b.rows : 0;
+      for (const RowBlock& b : source_row_blocks(sent[static_cast<size_t>(source)], 2))
+        theirs += b.peer == owner ? b.rows : 0;
       EXPECT_EQ(back.send_counts[static_cast<size_t>(source)], mine * h) << "to source " << source;
       EXPECT_EQ(mine, theirs);
     }

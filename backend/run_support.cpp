@@ -133,6 +133,10 @@ void check_plan_for_run(const planner::ResolvedScenario& resolved, const planner
     throw InputError("training.strategy: DDP is simulated only (`ragged simulate`); `ragged run` executes the FSDP "
                      "strategies: set strategy RAGGED, FSDP1 or FSDP2");
   }
+  if (training.strategy() == scenarios::MEGATRON_DDP) {
+    throw InputError("training.strategy: MEGATRON_DDP is simulated only (`ragged simulate`); `ragged run` executes "
+                     "the FSDP strategies: set strategy RAGGED, FSDP1 or FSDP2");
+  }
   // The executors compute each region's input once; the per-projection
   // redistributions are a cost of another stack's tp plan the simulator models.
   if (training.mesh().tp() > 1 && training.mesh().column_input() == scenarios::PER_PROJECTION) {

@@ -1,6 +1,6 @@
 #pragma once
 // One interface, one file per strategy: ragged (ours), vescale-paper, fsdp1,
-// fsdp2, zero3, megatron, ddp. A strategy lays out one unit; plan_model (plan.hpp)
+// fsdp2, zero3, megatron, ddp, megatron-ddp. A strategy lays out one unit; plan_model (plan.hpp)
 // applies it to every unit of a model.
 
 #include <memory>
@@ -29,6 +29,7 @@ std::unique_ptr<LayoutStrategy> make_fsdp2_strategy();
 std::unique_ptr<LayoutStrategy> make_zero3_strategy();
 std::unique_ptr<LayoutStrategy> make_megatron_strategy();
 std::unique_ptr<LayoutStrategy> make_ddp_strategy();  // a group of one: the whole unit
+std::unique_ptr<LayoutStrategy> make_megatron_ddp_strategy();  // the distributed optimizer's shards
 
 std::unique_ptr<LayoutStrategy> make_strategy(scenarios::Strategy strategy);
 

@@ -1,6 +1,7 @@
 #include "planner/program_builder.hpp"
 
 #include <algorithm>
+#include <numeric>
 
 #include "common/errors.hpp"
 #include "planner/program_builder_internal.hpp"
@@ -38,10 +39,20 @@ ProgramBuilder::ProgramBuilder(const ProgramInputs& in, int rank)
   if (traits_.max_unsharded_units > 0) window_ = std::min(window_, traits_.max_unsharded_units);
   if (traits_.replicated_params) {
     window_ = 1;  // autocast casts a unit's parameters as its ops run, not ahead
-    ddp_.emplace(&w_, &loop_, *in.plan, *in.model, t, in.replicate_ranks, ElementBytes{p_, r_, o_});
+    if (t.strategy() == scenarios::DDP)
+      ddp_.emplace(&w_, &loop_, *in.plan, *in.model, t, in.replicate_ranks, ElementBytes{p_, r_, o_});
   }
   units_ = static_cast<int>(in.plan->units.size());
   if (pipelined()) prepare_pipeline();
+  if (t.strategy() == scenarios::MEGATRON_DDP) {
+    std::vector<std::vector<int>> chunks = chunk_units_;
+    if (!pipelined()) {  // one model chunk: every unit
+      chunks.emplace_back(static_cast<size_t>(units_));
+      std::iota(chunks.back().begin(), chunks.back().end(), 0);
+    }
+    distopt_.emplace(&w_, *in.plan, t, in.replicate_ranks, ElementBytes{p_, r_, o_}, chunks,
+                     !pipelined() || in.pipeline->stage == 0);
+  }
   if (defers_gradient_sync()) stage_grads_.assign(static_cast<size_t>(units_), -1);
 }
 
@@ -70,6 +81,7 @@ Program ProgramBuilder::build() {
                   : GatherSchedule(units_, program_.micro_batches, kept);
   loop_.previous_step_outputs(outputs_bytes());
   std::vector<uint32_t> grads_ready(units_, 0);
+  if (distopt_) distopt_->start_step();
   if (pipelined()) {
     run_pipeline(grads_ready);
   } else {
@@ -78,8 +90,10 @@ Program ProgramBuilder::build() {
       backward(mb, grads_ready);
     }
   }
+  if (distopt_) std::fill(grads_ready.begin(), grads_ready.end(), distopt_->finish_backward());
   OptimizerContext optimizer = optimizer_context();
   add_optimizer_ops(w_, optimizer, grads_ready);
+  if (distopt_) distopt_->after_optimizer(*w_.last_on(Stream::kCompute));
   loop_.step_end();
   fill_persistent(optimizer);
   return std::move(program_);
@@ -191,7 +205,7 @@ void ProgramBuilder::forward_unit(int u, int mb) {
     if (activations_.size() <= at) activations_.resize(at + 1, -1);
     activations_[at] = act;
     // A chunked loss writes the head's weight gradient in its forward.
-    if (is_head(u) && chunked_loss() && !ddp_) {
+    if (is_head(u) && chunked_loss() && !traits_.replicated_params) {
       if (!pipelined())
         head_grads_ = head_gradients();
       else if (stage_grads_[static_cast<size_t>(u)] < 0)
@@ -202,6 +216,9 @@ void ProgramBuilder::forward_unit(int u, int mb) {
     if (mode_of(u) != models::Checkpointing::kNone) return_kv(u, false);
     if (is_head(u)) loop_.return_logits(u, batch_.tokens(), false);
     std::vector<uint32_t> deps = params_deps(gathers_[k]);
+    if (distopt_) {
+      for (uint32_t gathered : distopt_->before_forward(u)) deps.push_back(gathered);
+    }
     if (is_head(u) && in_.model->arch.tie_embeddings) {
       for (uint32_t e : embedding_ready(mb)) deps.push_back(e);
     }
@@ -251,6 +268,10 @@ void ProgramBuilder::fill_persistent(const OptimizerContext& optimizer) {
   m.compute_params = traits_.cast_before_gather ? 0 : shard_total * p_;
   m.gradients = traits_.grad_shards_freed_each_step ? 0 : shard_total * grads_.grad_shard_bytes();
   if (ddp_) m.gradients = ddp_->bucket_bytes();
+  if (distopt_) {  // the parameters and main gradients whole, the master weights sharded
+    m.compute_params = distopt_->param_buffer_bytes();
+    m.gradients = distopt_->grad_buffer_bytes();
+  }
   m.optimizer_states = optimizer_state_bytes(optimizer);
   m.gathered_small_params = persistent_small * p_;
 }

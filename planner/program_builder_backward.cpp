@@ -92,6 +92,8 @@ void ProgramBuilder::backward_unit(int u, int mb, std::vector<uint32_t>& grads_r
       // embedding's: autograd sums the two before AccumulateGrad.
       if (tied && is_head(u)) tied_grads_ = ddp_->gradient_buffer(0, mb);
       grads = tied && is_embedding(u) ? tied_grads_ : ddp_->gradient_buffer(u, mb);
+    } else if (distopt_) {
+      grads = -1;  // the wgrad GEMMs accumulate into the main-grad buffer (gradient_accumulation_fusion)
     } else if (pipelined() || (defers_gradient_sync() && !tied && !(is_head(u) && head_grads_ >= 0))) {
       // A stage accumulates each unit's gradients over the step's
       // micro-batches, reduced after the last (PyTorch's pipelining turns
@@ -162,6 +164,10 @@ void ProgramBuilder::finish_backward(int u, int mb, int k, uint32_t bwd, int gra
   const uint32_t done = replicated_gradients(u, mb, bwd, grads);
   if (ddp_) {
     grads_ready[u] = ddp_->after_backward(u, mb, done, grads);
+    return;
+  }
+  if (distopt_) {  // the other micro-batches run under no_sync()
+    if (pipelined() || mb + 1 == program_.micro_batches) distopt_->after_backward(u, done);
     return;
   }
   if (defers_gradient_sync() && stage_grads_[static_cast<size_t>(u)] == grads) {

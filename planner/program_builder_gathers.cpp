@@ -74,7 +74,7 @@ void ProgramBuilder::emit_gather(int k, std::vector<uint32_t> slot_free) {
 
 void ProgramBuilder::cast_replicated_params(Gather& g) {
   g.emitted = true;
-  if (p_ == o_) return;
+  if (p_ == o_ || distopt_) return;  // Megatron's model holds its parameters in the compute dtype
   const int u = g.unit;
   const int64_t elements = gathered_elements(u);
   const int out = w_.buffer(spec(u).name + " autocast params", BufferKind::kUnshardedParams, u, elements * p_);

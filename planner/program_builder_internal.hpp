@@ -20,6 +20,7 @@
 #include "planner/checkpointing_plan.hpp"
 #include "planner/compute_work.hpp"
 #include "planner/ddp_reduction.hpp"
+#include "planner/distopt_reduction.hpp"
 #include "planner/gather_schedule.hpp"
 #include "planner/gradient_reduction.hpp"
 #include "planner/loop_buffers.hpp"
@@ -371,6 +372,7 @@ class ProgramBuilder {
   std::vector<uint32_t> compute_waits_;  // for the compute stream's next op
   GradientReduction grads_;
   std::optional<DdpReduction> ddp_;  // strategy DDP
+  std::optional<DistOptReduction> distopt_;  // strategy MEGATRON_DDP
   std::vector<models::Checkpointing> unit_mode_;  // per unit (planner/checkpointing_plan.hpp)
   int tied_grads_ = -1;       // the embedding's gradient buffer, allocated at a tied head's backward
   int head_grads_ = -1;       // the head's gradients, allocated in its forward by a chunked loss

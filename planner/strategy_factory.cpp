@@ -12,6 +12,7 @@ std::unique_ptr<LayoutStrategy> make_strategy(scenarios::Strategy strategy) {
     case scenarios::ZERO3: return make_zero3_strategy();
     case scenarios::MEGATRON: return make_megatron_strategy();
     case scenarios::DDP: return make_ddp_strategy();
+    case scenarios::MEGATRON_DDP: return make_megatron_ddp_strategy();
     default: break;
   }
   throw InputError("no layout strategy for an unspecified strategy");

@@ -184,6 +184,16 @@ StrategyTraits strategy_traits(scenarios::Strategy strategy) {
       traits.replicated_params = true;
       traits.grad_shards_freed_each_step = true;
       break;
+    case scenarios::MEGATRON_DDP:
+      // Every rank holds its parameters whole in the compute dtype
+      // (Float16Module); the distributed optimizer copies its updated fp32
+      // shard into them (_copy_main_params_to_model_params) before the
+      // all-gather. The gradient reduce-scatters and the parameter
+      // all-gathers share the dp_cp group's communicator.
+      traits.replicated_params = true;
+      traits.cast_before_gather = false;
+      traits.one_communicator = true;
+      break;
     default: break;
   }
   return traits;

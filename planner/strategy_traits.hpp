@@ -84,7 +84,9 @@ struct StrategyTraits {
   // parameters (cast per op by autocast when the compute dtype is below the
   // master dtype): nothing is gathered or reduce-scattered, and the
   // gradients are all-reduced in buckets over the replicas
-  // (planner/ddp_reduction.hpp).
+  // (planner/ddp_reduction.hpp). Megatron's DDP likewise holds its
+  // parameters (in the compute dtype), its buckets reduce-scattered and
+  // all-gathered by the distributed optimizer (planner/distopt_reduction.hpp).
   bool replicated_params = false;
 
   // The optimizer updates one flat tensor per unit (FSDP1's flat parameter

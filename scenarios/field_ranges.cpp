@@ -88,6 +88,7 @@ const std::vector<FieldRange> kRanges = {
     closed("Training.prefetch_depth", 0, lim::kMaxPrefetch, "units gathered ahead; 0 disables prefetching"),
     closed("Training.checkpoint_every", 1, lim::kMaxLayers, "blocks per checkpointed block"),
     positive("DataParallel.bucket_cap_mb", lim::kMaxHbmGib * 1024, "MiB of gradients a DDP bucket holds"),
+    closed("MegatronDataParallel.bucket_size", 1, lim::kMaxParams, "parameters a Megatron DDP gradient bucket holds"),
     closed("ModelOutputs.metric_cross_entropies", 0, lim::kMaxMetricCrossEntropies,
            "full-vocabulary cross-entropies the loop computes per micro-batch"),
     closed("AdamW.lr", 0, kAnyFinite, "the step size"),

@@ -221,6 +221,16 @@ void default_training(Training* training, int64_t cluster_gpus, const Gpu& gpu) 
     DataParallel* ddp = training->mutable_ddp();
     if (!ddp->has_bucket_cap_mb()) ddp->set_bucket_cap_mb(25);  // torch's default bucket_cap_mb
   }
+  if (training->strategy() == MEGATRON_DDP) {
+    // Megatron-LM's DistributedDataParallel (distributed_data_parallel.py):
+    // buckets of max(40M, 1M x dp) parameters, dp its data-parallel group
+    // (dp_replicate x dp_shard, context parallelism aside); both overlaps off.
+    MegatronDataParallel* ddp = training->mutable_megatron_ddp();
+    const int64_t dp = int64_t{training->mesh().dp_replicate()} * training->mesh().dp_shard();
+    if (!ddp->has_bucket_size()) ddp->set_bucket_size(std::max<int64_t>(40'000'000, 1'000'000 * dp));
+    if (!ddp->has_overlap_grad_reduce()) ddp->set_overlap_grad_reduce(false);
+    if (!ddp->has_overlap_param_gather()) ddp->set_overlap_param_gather(false);
+  }
   if (!training->allocator().has_expandable_segments()) training->mutable_allocator()->set_expandable_segments(false);
   if (!training->allocator().has_outside_gib()) {
     // A host rank has no CUDA context and no NCCL communicator.

@@ -358,9 +358,38 @@ void check_ddp(const Training& t, Checker& c) {
   }
 }
 
+// Megatron-LM's DistributedDataParallel with its distributed optimizer:
+// Adam over contiguous shards of the main-grad buffer.
+void check_megatron_ddp(const Training& t, Checker& c) {
+  if (t.strategy() != MEGATRON_DDP) {
+    if (t.has_megatron_ddp()) {
+      c.fail("training.megatron_ddp", "the megatron_ddp block holds Megatron-LM's DistributedDataParallelConfig: set "
+                                      "strategy: MEGATRON_DDP, or remove it");
+    }
+    return;
+  }
+  const MegatronDataParallel& d = t.megatron_ddp();
+  if (d.overlap_param_gather() && !d.overlap_grad_reduce()) {
+    c.fail("training.megatron_ddp.overlap_param_gather", "Megatron-LM overlaps the parameter all-gather only with "
+                                                         "overlap_grad_reduce (arguments.py): set overlap_grad_reduce: "
+                                                         "true, or overlap_param_gather: false");
+  }
+  if (t.precision().reduce() != FP32 && t.precision().reduce() != t.precision().param()) {
+    c.fail("training.precision.reduce", fmt::format("Megatron's main gradients are FP32 (accumulate_allreduce_grads_in_"
+                                                    "fp32) or the parameters' {} (grad_reduce_in_bf16), but reduce is "
+                                                    "{}: set one of them",
+                                                    DType_Name(t.precision().param()), DType_Name(t.precision().reduce())));
+  }
+  if (!t.optimizer().has_adamw()) {
+    c.fail("training.optimizer", "Megatron's distributed optimizer steps Adam over contiguous shards of its buffers: "
+                                 "set adamw, or use an FSDP strategy");
+  }
+}
+
 void check_training(const Training& t, int64_t gpus, Checker& c) {
   check_mesh(t, gpus, c);
   check_ddp(t, c);
+  check_megatron_ddp(t, c);
   const int64_t tokens = int64_t{t.micro_batch_size()} * t.sequence_length();
   if (tokens > limits::kMaxMicroBatchTokens) {
     c.fail("training.micro_batch_size",

@@ -218,12 +218,13 @@ inline std::vector<std::string> graph_problems(const Program& program) {
         op.kind == OpKind::kComputeFwd || op.kind == OpKind::kComputeBwd || op.kind == OpKind::kRecompute;
     // DDP computes with the module's own parameters (an autocast copy only
     // below the master dtype) and autograd may write straight into .grad.
-    const bool ddp = program.strategy == "ddp";
+    // Megatron's DDP holds its parameters and gradients in persistent buffers.
+    const bool ddp = program.strategy == "ddp" || program.strategy == "megatron-ddp";
     if (compute && op.unit >= 0) {
       if (!ddp && live.gathered_sets(op.unit) == 0) fail(op, "computes without the unit's gathered parameters");
       if (live.count(BufferKind::kActivations, op.unit) == 0) fail(op, "computes without the unit's activations");
       if (op.kind == OpKind::kComputeBwd && !op.loss_only && live.count(BufferKind::kUnshardedGrads, op.unit) == 0 &&
-          !(ddp && live.count(BufferKind::kGradShards, op.unit) > 0)) {
+          !(ddp && live.count(BufferKind::kGradShards, op.unit) > 0) && program.strategy != "megatron-ddp") {
         fail(op, "backward without the unit's gradient buffer");
       }
     }

@@ -64,7 +64,7 @@ TEST(FieldRanges, UnknownEnumNumberIsRefused) {
   std::string text = minimal_scenario();
   text.replace(text.find("strategy: FSDP2"), 15, "strategy: 42");
   EXPECT_EQ(parse_error(text), "test.textproto:8:3: training.strategy: strategy is 42; use RAGGED, VESCALE_PAPER, FSDP1, "
-                               "FSDP2, ZERO3, MEGATRON or DDP");
+                               "FSDP2, ZERO3, MEGATRON, DDP or MEGATRON_DDP");
 }
 
 TEST(FieldRanges, DefaultsDerivedFromABadClusterAddNoProblems) {

@@ -26,6 +26,18 @@ inline UnitLayout start_layout(const UnitProblem& problem, Placement placement) 
   return layout;
 }
 
+// Places the tensors one after the other in the unit's order, each starting
+// on a multiple of `align` elements; returns where the last one ends.
+inline int64_t place_in_order(const UnitProblem& problem, UnitLayout& layout, int64_t align) {
+  int64_t end = 0;
+  for (const PlanTensor& t : problem.tensors) {
+    const int64_t offset = round_up(end, align);
+    layout.slots.push_back({offset, t.elements});
+    end = offset + t.elements;
+  }
+  return end;
+}
+
 // Sets S; the baselines do not round S to the collective alignment, they report whether it is.
 inline void set_shard_size(UnitLayout& layout, const UnitProblem& problem, int64_t shard) {
   layout.shard_size = shard;

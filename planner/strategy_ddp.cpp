@@ -29,11 +29,7 @@ UnitLayout DdpStrategy::plan_unit(const UnitProblem& problem) const {
                                  problem.ranks));
   }
   UnitLayout layout = baseline::start_layout(problem, Placement::kContiguous);
-  int64_t end = 0;
-  for (const PlanTensor& t : problem.tensors) {
-    layout.slots.push_back({end, t.elements});
-    end += t.elements;
-  }
+  const int64_t end = baseline::place_in_order(problem, layout, 1);
   baseline::set_shard_size(layout, problem, end);
   layout.lower_bound_shard_size = end;
   return layout;

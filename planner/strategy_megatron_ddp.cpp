@@ -31,12 +31,7 @@ class MegatronDdpStrategy final : public LayoutStrategy {
 UnitLayout MegatronDdpStrategy::plan_unit(const UnitProblem& problem) const {
   const int64_t m = problem.ranks;
   UnitLayout layout = baseline::start_layout(problem, Placement::kContiguous);
-  int64_t end = 0;
-  for (const PlanTensor& t : problem.tensors) {
-    const int64_t offset = baseline::round_up(end, kParamStartAlign);
-    layout.slots.push_back({offset, t.elements});
-    end = offset + t.elements;
-  }
+  const int64_t end = baseline::place_in_order(problem, layout, kParamStartAlign);
   baseline::set_shard_size(layout, problem, baseline::round_up(end, std::lcm(m, kBucketEndDivisor)) / m);
   layout.honours_granularity = baseline::contiguous_honours_granularity(problem, layout);
   // The model's parameters and gradients are views of the buffers: the

@@ -11,17 +11,12 @@ namespace ragged::scenarios {
 namespace {
 
 using testing::parse_error;
+using testing::training_with;
 std::string with_training(const std::string& fields) { return testing::minimal_scenario_training(fields); }
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-#define EXPECT_CONTAINS(text, part) EXPECT_TRUE(contains(text, part)) << (text)
-
-Training training_of(const std::string& fields) {
-  return parse_scenario(with_training(fields), ScenarioFormat::kText, "test.textproto", ".").scenario.training();
-}
+#define EXPECT_CONTAINS(haystack, needle) EXPECT_NE((haystack).find(needle), std::string::npos) << (haystack)
 
 TEST(MegatronDdpScenario, MegatronLmsDefaultsOverTheDataParallelGroup) {
-  const Training t = training_of("strategy: MEGATRON_DDP");
+  const Training t = training_with("strategy: MEGATRON_DDP");
   EXPECT_EQ(t.shard_group_size(), 16);  // the distributed optimizer shards over every data-parallel rank
   EXPECT_EQ(t.precision().reduce(), FP32);
   EXPECT_EQ(t.megatron_ddp().bucket_size(), 40'000'000);
@@ -34,7 +29,7 @@ TEST(MegatronDdpScenario, MegatronLmsDefaultsOverTheDataParallelGroup) {
 
 TEST(MegatronDdpScenario, TheBucketGrowsWithTheDataParallelGroupNotWithContextParallelism) {
   // 16 GPUs: tp 2 x cp 2 leaves dp 4 -> 40M; dp 64 on 64 GPUs -> 64M.
-  EXPECT_EQ(training_of("strategy: MEGATRON_DDP mesh { tp: 2 cp: 2 }").megatron_ddp().bucket_size(), 40'000'000);
+  EXPECT_EQ(training_with("strategy: MEGATRON_DDP mesh { tp: 2 cp: 2 }").megatron_ddp().bucket_size(), 40'000'000);
   const std::string big = testing::minimal_scenario_training("strategy: MEGATRON_DDP");
   std::string text = big;
   text.replace(text.find("nodes: 2"), 8, "nodes: 8");

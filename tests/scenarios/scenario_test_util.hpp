@@ -38,4 +38,10 @@ inline std::string minimal_scenario_training(const std::string& fields) {
   return text.replace(text.find(anchor), anchor.size(), fields + "\n");
 }
 
+// The defaulted training block of the minimal scenario with `fields` as its training.
+inline Training training_with(const std::string& fields) {
+  return parse_scenario(minimal_scenario_training(fields), ScenarioFormat::kText, "test.textproto", ".")
+      .scenario.training();
+}
+
 }  // namespace ragged::scenarios::testing

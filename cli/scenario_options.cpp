@@ -79,7 +79,8 @@ void ScenarioOptions::add_to(CLI::App* command, bool allow_all_strategies) {
                                   "training.pipeline's schedule (default 1F1B)")
       ->transform(whole_number(1, kMaxCount));
   command->add_option("--strategy", strategy,
-                      std::string("Layout strategy: ragged, vescale-paper, fsdp1, fsdp2, zero3, megatron, ddp") +
+                      std::string("Layout strategy: ragged, vescale-paper, fsdp1, fsdp2, zero3, megatron, ddp, "
+                                  "megatron-ddp") +
                           (allow_all_strategies ? ", or all" : ""));
   command->add_option("--granularity", granularity, "Sharding granularity: element, rows:K, block:RxC or matrix");
   command->add_option("--seq-len", sequence_length,
@@ -311,8 +312,9 @@ std::vector<planner::ResolvedScenario> ScenarioOptions::resolve() const {
   std::vector<planner::ResolvedScenario> out;
   for (scenarios::Strategy s : strategies) {
     scenarios::LoadedScenario copy = loaded;
-    if (s == scenarios::DDP && loaded.written.training().strategy() != scenarios::DDP) {
-      // DDP's defaults (a shard group of one) follow from what the scenario writes.
+    if ((s == scenarios::DDP || s == scenarios::MEGATRON_DDP) && loaded.written.training().strategy() != s) {
+      // DDP's defaults (a shard group of one) and Megatron DDP's (its buckets)
+      // follow from what the scenario writes, and are checked with it.
       copy.written.mutable_training()->set_strategy(s);
       copy = scenarios::rebuild(std::move(copy));
     }

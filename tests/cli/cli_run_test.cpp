@@ -57,6 +57,16 @@ TEST_F(CliRun, RefusesBlockFormsTheWorkloadsDoNotCompute) {
   }
 }
 
+// The strategies whose buckets only the simulator models are refused by
+// name, pointing at `ragged simulate`, before any work.
+TEST_F(CliRun, RefusesTheSimulatedOnlyStrategies) {
+  for (const std::string strategy : {"ddp", "megatron-ddp"}) {
+    auto result = run_cli({"run", "tiny-llama-4xcpu", "--gpus", "1", "--steps", "1", "--strategy", strategy});
+    EXPECT_EQ(result.code, 2) << strategy << ": " << result.out;
+    EXPECT_NE(result.err.find("is simulated only (`ragged simulate`)"), std::string::npos) << result.err;
+  }
+}
+
 TEST_F(CliRun, PredictedAndMeasuredTracesCompareOpByOp) {
   const std::string predicted = (dir_ / "p.pb").string(), measured = (dir_ / "m.pb").string();
   ASSERT_EQ(run_cli({"simulate", "tiny-llama-4xcpu", "--gpus", "1", "--trace", predicted}).code, 0);

@@ -84,6 +84,17 @@ void check_cluster(const Cluster& cluster, Checker& c) {
                          "tdp_watts ({})", gpu.power_limit_watts(), floor, gpu.tdp_watts()));
     }
   }
+  // A collective reads and writes the GPU's memory as it sends: no GPU sends
+  // over NVLink faster than its HBM delivers (the simulator shares HBM
+  // between collectives and kernels by their demand; beyond this it would
+  // starve the kernels of a bandwidth no link can use).
+  if (gpu.has_hbm_bandwidth_gbytes_per_s() && cluster.has_intra_node() &&
+      cluster.intra_node().bandwidth_gbytes_per_s() > gpu.hbm_bandwidth_gbytes_per_s()) {
+    c.fail("cluster.intra_node.bandwidth_gbytes_per_s",
+           fmt::format("{} GB/s per GPU and direction is more than the GPU's HBM bandwidth ({} GB/s): a GPU cannot "
+                       "send faster than its memory delivers; set it at most cluster.gpu.hbm_bandwidth_gbytes_per_s",
+                       cluster.intra_node().bandwidth_gbytes_per_s(), gpu.hbm_bandwidth_gbytes_per_s()));
+  }
   const int64_t gpus = int64_t{cluster.gpus_per_node()} * cluster.nodes();
   if (gpus > limits::kMaxGpus) {
     c.fail("cluster.nodes", fmt::format("gpus_per_node {} x nodes {} is {} GPUs; at most {} (2^20) are simulated",

@@ -126,5 +126,22 @@ TEST(GpuPresets, FlashAttention3IsRejectedOffHopper) {
   }
 }
 
+// NVLink above the GPU's own HBM bandwidth is refused by name (a what-if at
+// 90 TB/s made a 12.9 s step 67 s: its collectives' HBM demand starved the
+// kernels); every preset's link lies below its HBM.
+TEST(GpuPresets, ALinkFasterThanTheGpusMemoryIsRefused) {
+  for (const GpuPreset& preset : gpu_presets()) {
+    EXPECT_LT(preset.intra_node_gbytes_per_s, preset.hbm_bandwidth_gbytes_per_s) << preset.name;
+  }
+  std::string text = testing::minimal_scenario();
+  const std::string anchor = "  gpus_per_node: 8\n";
+  text.insert(text.find(anchor) + anchor.size(), "  intra_node { bandwidth_gbytes_per_s: 90000 }\n");
+  const std::string error = testing::parse_error(text);
+  EXPECT_NE(error.find("cluster.intra_node.bandwidth_gbytes_per_s"), std::string::npos) << error;
+  EXPECT_NE(error.find("more than the GPU's HBM bandwidth (3350 GB/s)"), std::string::npos) << error;
+  text.replace(text.find("90000"), 5, "3350");
+  EXPECT_EQ(testing::parse_error(text), "");
+}
+
 }  // namespace
 }  // namespace ragged::scenarios

@@ -237,10 +237,14 @@ void print_plan(const PlanReport& r, std::ostream& out) {
                      b.pipeline > 0 ? fmt::format("; pipeline sends and receives {}", format_bytes(static_cast<double>(b.pipeline)))
                                     : "");
   const auto& m = r.memory;
-  out << fmt::format("  memory per rank (GiB): master {} + compute shard {} + gradients {} + optimizer {} + small params {}"
+  // The data-parallel strategies keep the whole compute-dtype copy, not a shard.
+  const scenarios::Strategy strategy = r.resolved.scenario().training().strategy();
+  const bool replicated = strategy == scenarios::DDP || strategy == scenarios::MEGATRON_DDP;
+  out << fmt::format("  memory per rank (GiB): master {} + compute {} {} + gradients {} + optimizer {} + small params {}"
                      " | in flight: unsharded params {} + gradients {} + gradient shards {} + activations {}"
                      " + workspace {} + model outputs {} = {} of the allocator's {}\n",
-                     gib(m.persistent.master_params), gib(m.persistent.compute_params), gib(m.persistent.gradients),
+                     gib(m.persistent.master_params), replicated ? "params" : "shard", gib(m.persistent.compute_params),
+                     gib(m.persistent.gradients),
                      gib(m.persistent.optimizer_states), gib(m.persistent.gathered_small_params), gib(m.unsharded_params),
                      gib(m.gradients_in_flight), gib(m.grad_shards), gib(m.activations), gib(m.workspace),
                      gib(m.model_outputs), gib(m.peak_total()),

@@ -1,3 +1,7 @@
+#include <string>
+#include <utility>
+#include <vector>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -13,6 +17,19 @@ TEST(CliPlan, DefaultScenarioPrintsUnitsTotalsAndMemory) {
   ASSERT_EQ(result.code, 0) << result.err;
   for (const char* needle : {"llama3-8b on 8 GPUs", "layers.0-31", "total", "gap to the lower bound", "memory per rank"}) {
     EXPECT_NE(result.out.find(needle), std::string::npos) << needle << "\n" << result.out;
+  }
+}
+
+// A sharding strategy holds a shard of the compute-dtype parameters; the
+// data-parallel ones the whole copy, and the memory line says which.
+TEST(CliPlan, MemoryLineNamesAShardOrTheWholeComputeCopy) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"fsdp2", "compute shard"}, {"ddp", "compute params"}, {"megatron-ddp", "compute params"}};
+  for (const auto& [strategy, label] : cases) {
+    auto result = run_cli({"plan", "tiny-llama-4xcpu", "--strategy", strategy});
+    ASSERT_EQ(result.code, 0) << strategy << ": " << result.err;
+    EXPECT_NE(result.out.find(" + " + label + " "), std::string::npos)
+        << strategy << "\n" << result.out;
   }
 }
 

@@ -40,9 +40,7 @@ DdpReduction::DdpReduction(ProgramWriter* writer, LoopBuffers* loop, const Plan&
   all_reduces_.assign(buckets_.size(), 0);
 }
 
-const std::string& DdpReduction::name(int u) const {
-  return model_.units[static_cast<size_t>(plan_.units[static_cast<size_t>(u)].unit_index)].name;
-}
+const std::string& DdpReduction::name(int u) const { return planned_unit(model_, plan_, u).name; }
 
 bool DdpReduction::synchronises(int mb) const {
   return replicate_ranks_ > 1 && (!sync_last_only_ || mb + 1 == micro_batches_);

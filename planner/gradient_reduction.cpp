@@ -17,9 +17,7 @@ GradientReduction::GradientReduction(ProgramWriter* writer, LoopBuffers* loop, c
       compute_waits_(*compute_waits),
       queue_(traits_, model) {}
 
-const std::string& GradientReduction::name(int u) const {
-  return model_.units[static_cast<size_t>(plan_.units[static_cast<size_t>(u)].unit_index)].name;
-}
+const std::string& GradientReduction::name(int u) const { return planned_unit(model_, plan_, u).name; }
 
 int GradientReduction::unsharded_grads(int u, int64_t element_bytes) {
   const int64_t grad_bytes =

@@ -64,6 +64,11 @@ double lower_bound_padding_ratio(const models::ModelSpec& model, const Granulari
 Plan plan_model(const models::ModelSpec& model, const GranularityPolicy& policy, int64_t ranks,
                 const LayoutStrategy& strategy, const PlanOptions& options = {}, const std::vector<int>& units = {});
 
+// The model's unit that the plan's unit `u` plans.
+inline const models::UnitSpec& planned_unit(const models::ModelSpec& model, const Plan& plan, int u) {
+  return model.units[static_cast<size_t>(plan.units[static_cast<size_t>(u)].unit_index)];
+}
+
 // The ranks a unit of `model` is sharded over when the shard group has `ranks`.
 int64_t unit_ranks(const models::UnitSpec& unit, const models::ModelSpec& model, int64_t ranks);
 

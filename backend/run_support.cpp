@@ -144,6 +144,12 @@ void check_plan_for_run(const planner::ResolvedScenario& resolved, const planner
                      "projection redistributes its own input; `ragged run` gathers once per region: set PER_MODULE "
                      "(ragged simulate models both)");
   }
+  // The executors run each tp collective whole; the chunked overlap is the simulator's model of two runtimes.
+  if (training.mesh().tp_overlap() == scenarios::ASYNC_TP || training.mesh().tp_overlap() == scenarios::USERBUFFERS) {
+    throw InputError(fmt::format("training.mesh.tp_overlap: {} is simulated only (`ragged simulate`); `ragged run` "
+                                 "runs each tp collective whole: set TP_OVERLAP_NONE",
+                                 scenarios::TpOverlap_Name(training.mesh().tp_overlap())));
+  }
   // The executors run TorchTitan's op list under selective checkpointing.
   if (training.activation_checkpointing() == scenarios::SAVED_NAMES) {
     throw InputError("training.activation_checkpointing: SAVED_NAMES (a JAX remat policy) is modelled by ragged "

@@ -159,10 +159,12 @@ ImportedConfig import_torchtitan(const ConfigDocument& doc, const ImportOptions&
     else draft.not_modelled("parallelism.expert_tensor_parallel_degree", "tp inside experts is not modelled (experts are cut by ep only)", true);
   }
   if (auto async = doc.boolean("parallelism.enable_async_tensor_parallel")) {
-    if (!*async || tp == 1) draft.agrees("parallelism.enable_async_tensor_parallel", "tp's collectives run as their own ops");
-    else draft.not_modelled("parallelism.enable_async_tensor_parallel",
-                            "async TP (collectives fused into micro-pipelined GEMMs) is not modelled: tp's all-gathers "
-                            "and reduce-scatters run as their own ops, so exposed tp time is overestimated", true);
+    if (!*async || tp == 1) {
+      draft.agrees("parallelism.enable_async_tensor_parallel", "tp's collectives run as their own ops");
+    } else {
+      mesh->set_tp_overlap(scenarios::ASYNC_TP);
+      draft.mapped("training.mesh.tp_overlap", "ASYNC_TP", {"parallelism.enable_async_tensor_parallel"});
+    }
   }
   if (auto reshard = doc.string("parallelism.fsdp_reshard_after_forward")) {
     const bool value = *reshard == "always" || (*reshard == "default" && pp == 1);

@@ -5,11 +5,11 @@
 #include "planner/eager_kernels.hpp"
 
 namespace ragged::planner {
-namespace {
-
 int64_t gemm_rows(const models::GemmShape& g, const MicroBatch& batch) {
   return std::max<int64_t>(1, std::llround(static_cast<double>(batch.tokens()) * g.token_fraction));
 }
+
+namespace {
 
 // The attention core runs in the attention's core part.
 bool has_attention(const models::UnitSpec& unit, models::UnitPart part) {

@@ -23,6 +23,9 @@ struct MicroBatch {
   int64_t tokens() const { return sequences * seq_len / cp; }
 };
 
+// The rows (tokens) of one micro-batch a GEMM of the unit multiplies.
+int64_t gemm_rows(const models::GemmShape& g, const MicroBatch& batch);
+
 // Whether an op tagged `op` belongs to the compute of `part` (kWhole: all;
 // kAttention: both sides of the attention).
 bool in_part(models::UnitPart op, models::UnitPart part);

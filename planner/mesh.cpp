@@ -28,6 +28,8 @@ Mesh mesh_of(const scenarios::Training& training) {
   mesh.batch_first = m.sequence_layout() == scenarios::BATCH_FIRST;
   mesh.per_projection_inputs = m.column_input() == scenarios::PER_PROJECTION;
   mesh.merged_input_gathers = training.compiled();
+  if (m.tp_overlap() == scenarios::ASYNC_TP) mesh.tp_overlap = TpOverlap::kAsyncTp;
+  if (m.tp_overlap() == scenarios::USERBUFFERS) mesh.tp_overlap = TpOverlap::kUserbuffers;
   return mesh;
 }
 

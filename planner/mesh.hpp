@@ -21,6 +21,9 @@ namespace ragged::planner {
 // planner/expert_dispatch.hpp counts the copies sent).
 enum class ExpertDispatcher { kAllToAll, kDeepEp };
 enum class ExpertRouting { kUniform, kConsecutive };
+// How the tp collectives meet their GEMMs (scenario.proto, TpOverlap;
+// planner/tp_overlap.hpp).
+enum class TpOverlap { kNone, kAsyncTp, kUserbuffers };
 
 struct Mesh {
   int64_t dp_replicate = 1;
@@ -42,6 +45,7 @@ struct Mesh {
   // gathers are merged into one (`merged_input_gathers`).
   bool per_projection_inputs = false;
   bool merged_input_gathers = false;
+  TpOverlap tp_overlap = TpOverlap::kNone;
 
   int64_t gpus() const { return pp * dp_replicate * dp_shard * cp * tp; }
   // The ranks of one pipeline stage.

@@ -20,23 +20,13 @@ struct Regions {
   int input_gradients = 0;
 };
 
-bool has_router(const models::UnitSpec& unit) {
-  return std::any_of(unit.tensors.begin(), unit.tensors.end(),
-                     [](const models::TensorSpec& t) { return t.role == models::TensorRole::kRouter; });
-}
-
 // The column-parallel projections of a block part (their weights cut by
 // rows, reading the hidden width): q, k and v (one when fused), gate and up.
 int column_projections(const models::UnitSpec& unit, const models::ModelSpec& model, models::UnitPart part) {
   int count = 0;
   for (const models::GemmShape& g : unit.compute.gemms) {
     if (!in_part(g.part, part) || g.routed_experts || g.k != model.arch.hidden) continue;
-    // A block's tensors carry its layer prefix ("layers.3."), its GEMMs not.
-    const std::string suffix = "." + g.name + ".weight";
-    const auto weight = std::find_if(unit.tensors.begin(), unit.tensors.end(), [&](const models::TensorSpec& t) {
-      return t.name.size() >= suffix.size() && t.name.compare(t.name.size() - suffix.size(), suffix.size(), suffix) == 0;
-    });
-    if (weight != unit.tensors.end() && weight->tp_cut == models::TensorCut::kRows) ++count;
+    if (gemm_tp_cut(unit, g) == models::TensorCut::kRows) ++count;
   }
   return std::max(count, 1);
 }
@@ -118,6 +108,20 @@ int64_t key_value_bytes(const models::UnitSpec& unit, const models::ModelSpec& m
 }
 
 }  // namespace
+
+bool has_router(const models::UnitSpec& unit) {
+  return std::any_of(unit.tensors.begin(), unit.tensors.end(),
+                     [](const models::TensorSpec& t) { return t.role == models::TensorRole::kRouter; });
+}
+
+models::TensorCut gemm_tp_cut(const models::UnitSpec& unit, const models::GemmShape& gemm) {
+  // A block's tensors carry its layer prefix ("layers.3."), its GEMMs not.
+  const std::string suffix = "." + gemm.name + ".weight";
+  const auto weight = std::find_if(unit.tensors.begin(), unit.tensors.end(), [&](const models::TensorSpec& t) {
+    return t.name.size() >= suffix.size() && t.name.compare(t.name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  });
+  return weight != unit.tensors.end() ? weight->tp_cut : models::TensorCut::kWhole;
+}
 
 std::vector<models::UnitPart> block_parts(const models::UnitSpec& unit, const models::ModelSpec& model,
                                           const Mesh& mesh) {

@@ -50,6 +50,16 @@ struct MeshCollective {
 std::vector<models::UnitPart> block_parts(const models::UnitSpec& unit, const models::ModelSpec& model,
                                           const Mesh& mesh);
 
+// Whether the unit routes tokens to experts (a mixture-of-experts block).
+bool has_router(const models::UnitSpec& unit);
+
+// How tensor parallelism cut the stored weight of one of the unit's GEMMs:
+// kRows its first dimension (a column-parallel projection in nn.Linear's
+// [out, in] layout, a row-parallel one in GPT-2's transposed Conv1D),
+// kColumns its second, kWhole when it is not cut (or has no weight of its
+// name).
+models::TensorCut gemm_tp_cut(const models::UnitSpec& unit, const models::GemmShape& gemm);
+
 // The stream a mesh group's collectives run on.
 Stream mesh_stream(Group group);
 

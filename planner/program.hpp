@@ -199,6 +199,14 @@ struct Op {
   // Collectives: the whole buffer (nccl-tests' S), an all-to-all's the bytes
   // its whole group sends; copies/casts: bytes read + written.
   int64_t bytes = 0;
+  // Collectives: -1, NCCL's ring (its kernel holds the GPU's nccl_ctas);
+  // from 0, a runtime's own transfer over peer-mapped memory (an overlapped
+  // tp step, tp_overlap.hpp) holding that many SMs (0: the copy engines),
+  // which pays one hop's latency, not a ring's.
+  // Compute ops: -1, or the SMs its GEMMs leave to a transfer beside them
+  // (Transformer Engine's sm_margin): they are then launched on the rest,
+  // not one persistent CTA per SM.
+  int ctas = -1;
   double flops = 0;      // compute ops: executed FLOPs
   ComputeWork work;      // compute, recompute and optimizer ops
   std::vector<uint32_t> deps;  // ops (on any stream) that must finish first

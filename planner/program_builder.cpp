@@ -137,6 +137,11 @@ void ProgramBuilder::mesh_before(int u, int mb, Pass pass, std::vector<uint32_t>
   }
   if (mesh_.fsdp_only()) return;
   if (const auto last = w_.last_on(Stream::kCompute)) input.push_back(*last);
+  const TpOverlapSides sides = overlap_sides(u, pass, part);
+  if (sides.gathered > 0) {
+    issue_gather_steps(u, mb, pass, part, sides.gathered, input);
+    return;
+  }
   for (const MeshCollective& c : mesh_collectives(spec(u), *in_.model, mesh_, batch_, p_, pass, part)) {
     if (c.after_compute) continue;
     deps.push_back(w_.collective(c.kind, mesh_stream(c.group), c.group, u, mb, mesh_label(u, c, pass, part), c.bytes,
@@ -147,7 +152,7 @@ void ProgramBuilder::mesh_before(int u, int mb, Pass pass, std::vector<uint32_t>
 }
 
 void ProgramBuilder::mesh_after(int u, int mb, Pass pass, uint32_t compute, models::UnitPart part) {
-  if (mesh_.fsdp_only()) return;
+  if (mesh_.fsdp_only() || overlap_sides(u, pass, part).scattered > 0) return;
   for (const MeshCollective& c : mesh_collectives(spec(u), *in_.model, mesh_, batch_, p_, pass, part)) {
     if (!c.after_compute) continue;
     mesh_waits_.push_back(w_.collective(c.kind, mesh_stream(c.group), c.group, u, mb, mesh_label(u, c, pass, part),
@@ -184,6 +189,12 @@ std::vector<uint32_t> ProgramBuilder::compute_parts(OpKind kind, int u, int mb, 
     if (i > 0) deps.clear();  // the compute stream runs the parts in order
     if (i > 0 || !issued_first) mesh_before(u, mb, pass, deps, parts[i], i > 0);
     const std::string name = fmt::format("{}{} {}", spec(u).name, part_label(parts[i]), what);
+    if (const TpOverlapSides sides = overlap_sides(u, pass, parts[i]); sides.any()) {
+      ops.push_back(overlapped_compute(kind, u, mb, pass, parts[i], name, deps,
+                                       with_layout_copies(u, pass, parts[i], work(parts[i])), sides));
+      mesh_after(u, mb, pass, ops.back(), parts[i]);
+      continue;
+    }
     ops.push_back(w_.compute(kind, u, mb, name, with_layout_copies(u, pass, parts[i], work(parts[i])), deps));
     program_.ops[ops.back()].part = parts[i];
     mesh_after(u, mb, pass, ops.back(), parts[i]);

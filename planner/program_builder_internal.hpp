@@ -30,6 +30,7 @@
 #include "planner/program_builder.hpp"
 #include "planner/program_writer.hpp"
 #include "planner/strategy_traits.hpp"
+#include "planner/tp_overlap.hpp"
 #include "planner/unit_buffers.hpp"
 
 namespace ragged::planner::internal {
@@ -285,6 +286,17 @@ class ProgramBuilder {
   ComputeWork with_layout_copies(int u, Pass pass, models::UnitPart part, ComputeWork work) const;
   std::vector<uint32_t> compute_parts(OpKind kind, int u, int mb, Pass pass, std::string_view what,
                                       std::vector<uint32_t> deps, const PartWork& work, bool issued_first = false);
+  // Overlapped tensor parallelism (planner/tp_overlap.hpp): the sides of a
+  // part the overlap takes over; the gather's steps, issued by mesh_before
+  // and consumed by the part's compute; the part's compute in its chunks
+  // between those steps and the scatter's transfers. Returns the last op.
+  TpOverlapSides overlap_sides(int u, Pass pass, models::UnitPart part) const {
+    return tp_overlap_sides(spec(u), *in_.model, mesh_, batch_, p_, pass, part);
+  }
+  void issue_gather_steps(int u, int mb, Pass pass, models::UnitPart part, int64_t gathered,
+                          const std::vector<uint32_t>& input);
+  uint32_t overlapped_compute(OpKind kind, int u, int mb, Pass pass, models::UnitPart part, const std::string& name,
+                              std::vector<uint32_t> deps, ComputeWork whole, const TpOverlapSides& sides);
   std::vector<models::UnitPart> parts_of(int u, Pass pass) const {
     std::vector<models::UnitPart> parts = block_parts(spec(u), *in_.model, mesh_);
     if (pass == Pass::kBackward) std::reverse(parts.begin(), parts.end());
@@ -386,6 +398,14 @@ class ProgramBuilder {
   std::vector<int> last_backward_;       // per unit
   std::optional<uint32_t> stage_input_;  // the receive the next compute reads
   std::vector<uint32_t> mesh_waits_;     // the last unit's mesh collectives after its compute, for the next compute
+  struct GatherSteps {
+    int unit;
+    int micro_batch;
+    Pass pass;
+    models::UnitPart part;
+    std::vector<uint32_t> steps;  // the transfers of chunks 2..n (the first is the rank's own)
+  };
+  std::vector<GatherSteps> gather_steps_;  // issued, not yet consumed by their part's compute
   struct HeldGradients {
     int unit;
     uint32_t done;  // the op that made them

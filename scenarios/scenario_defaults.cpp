@@ -151,6 +151,7 @@ void default_mesh(Training* training, int64_t gpus) {
   if (mesh->expert_routing() == EXPERT_ROUTING_UNSPECIFIED) mesh->set_expert_routing(UNIFORM);
   if (mesh->sequence_layout() == SEQUENCE_LAYOUT_UNSPECIFIED) mesh->set_sequence_layout(SEQUENCE_FIRST);
   if (mesh->column_input() == COLUMN_INPUT_UNSPECIFIED) mesh->set_column_input(PER_MODULE);
+  if (mesh->tp_overlap() == TP_OVERLAP_UNSPECIFIED) mesh->set_tp_overlap(TP_OVERLAP_NONE);
   // The ranks one pipeline stage's tp rank leaves to data parallelism.
   const int64_t tp = int64_t{std::max(1, mesh->tp())} * std::max(1, mesh->pp());
   const int64_t cp = std::max(1, mesh->cp());

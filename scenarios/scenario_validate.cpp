@@ -305,6 +305,16 @@ void check_mesh(const Training& t, int64_t gpus, Checker& c) {
   if (m.column_input() != PER_MODULE && m.column_input() != PER_PROJECTION) {
     c.unknown_value("training.mesh.column_input", m.column_input(), "PER_MODULE or PER_PROJECTION", "PER_MODULE");
   }
+  if (m.tp_overlap() != TP_OVERLAP_NONE && m.tp_overlap() != ASYNC_TP && m.tp_overlap() != USERBUFFERS) {
+    c.unknown_value("training.mesh.tp_overlap", m.tp_overlap(), "TP_OVERLAP_NONE, ASYNC_TP or USERBUFFERS",
+                    "TP_OVERLAP_NONE");
+  } else if (m.tp_overlap() != TP_OVERLAP_NONE && (tp == 1 || !m.sequence_parallel())) {
+    c.fail("training.mesh.tp_overlap",
+           fmt::format("{} overlaps sequence parallelism's all-gathers and reduce-scatters with the GEMMs; {}: set "
+                       "tp_overlap: TP_OVERLAP_NONE, or {}",
+                       TpOverlap_Name(m.tp_overlap()), tp == 1 ? "tp is 1" : "sequence_parallel is false",
+                       tp == 1 ? "a training.mesh.tp above 1" : "sequence_parallel: true"));
+  }
   if (t.shard_group_size() % m.ep() != 0) {
     c.fail("training.mesh.ep", fmt::format("ep is {}; expert parallelism is carved out of dp_shard x cp ({}), so ep "
                                            "must divide it", m.ep(), t.shard_group_size()));

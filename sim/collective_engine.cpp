@@ -147,7 +147,7 @@ CollectiveDemand CollectiveEngine::demand(const planner::Op& op, int rank) {
   const Shape& s = shape(op.kind, op.group, stage_of(rank));
   if (s.rings.members <= 1 || op.bytes <= 0) return {};
   CollectiveDemand d;
-  d.ctas = s.latency.nodes > 1 ? ctas_inter_node_ : ctas_intra_node_;
+  d.ctas = op.ctas >= 0 ? op.ctas : s.latency.nodes > 1 ? ctas_inter_node_ : ctas_intra_node_;
   d.hbm_bytes_per_s = hbm_traffic_per_byte(op.kind) * s.gpu_send_rate;
   return d;
 }
@@ -264,9 +264,11 @@ double CollectiveEngine::run_phases(const planner::Op& op, const Shape& s, const
   const double start = sg4::Engine::get_clock();
   const int64_t n = s.rings.members;
   const double buffer = static_cast<double>(op.bytes);
+  // A direct transfer (Op::ctas >= 0) crosses one hop: a two-rank ring's latency.
+  const RingShape latency = op.ctas >= 0 ? RingShape{2, s.latency.nodes, false} : s.latency;
   if (op.kind == OpKind::kAllToAll) {
     const double bandwidth = launch_and_wait(s.unit_flows, buffer, holders, traffic, bottleneck);
-    const double total = best_collective_time(s.latency, bandwidth).seconds;
+    const double total = best_collective_time(latency, bandwidth).seconds;
     sg4::this_actor::sleep_for(std::max(0.0, total - bandwidth));
     return sg4::Engine::get_clock() - start;
   }
@@ -277,7 +279,7 @@ double CollectiveEngine::run_phases(const planner::Op& op, const Shape& s, const
     // Every step moves 1/n of the buffer per hop, then pays one step latency.
     const int64_t steps = static_cast<int64_t>(rounds) * (n - 1);
     const double base = ring_base_latency_seconds(Protocol::kSimple);
-    const double step_latency = (ring_latency_seconds(Protocol::kSimple, s.latency) - base) / static_cast<double>(steps);
+    const double step_latency = (ring_latency_seconds(Protocol::kSimple, latency) - base) / static_cast<double>(steps);
     sg4::this_actor::sleep_for(base);
     for (int64_t step = 0; step < steps; ++step) {
       launch_and_wait(s.unit_flows, per_hop / static_cast<double>(steps), holders, traffic, bottleneck);
@@ -286,7 +288,7 @@ double CollectiveEngine::run_phases(const planner::Op& op, const Shape& s, const
     return sg4::Engine::get_clock() - start;
   }
   const double bandwidth = launch_and_wait(s.unit_flows, per_hop, holders, traffic, bottleneck);
-  const CollectiveTime t = best_collective_time(s.latency, bandwidth);
+  const CollectiveTime t = best_collective_time(latency, bandwidth);
   sg4::this_actor::sleep_for(std::max(0.0, t.seconds - bandwidth));
   return sg4::Engine::get_clock() - start;
 }

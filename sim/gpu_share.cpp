@@ -132,7 +132,8 @@ int GpuShare::begin_collective(int ctas) {
   const auto dispatched = [&] {
     return std::none_of(ahead.begin(), ahead.end(), [&](int k) { return dispatching_.contains(k); });
   };
-  if (resources_.sms > 0 && (persistent_ctas_ > 0 || !ahead.empty())) {
+  // A copy-engine transfer (no CTAs) waits for no SM.
+  if (resources_.sms > 0 && ctas > 0 && (persistent_ctas_ > 0 || !ahead.empty())) {
     pending_ctas_ += ctas;
     changed_->wait(lock, [&] {
       return dispatched() && (persistent_ctas_ == 0 || unheld_sms() >= ctas);

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "backend/run.hpp"
+#include "backend/run_support.hpp"
 #include "common/errors.hpp"
 #include "scenarios/scenario_loader.hpp"
 #include "scenarios/scenario_rules.hpp"
@@ -95,6 +96,23 @@ TEST(BackendRun, ShampooRefusesFusedExperts) {
     ADD_FAILURE() << "a fused-expert tensor must be refused";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("Shampoo on the host needs one matrix per tensor"), std::string::npos)
+        << e.what();
+  }
+}
+
+// The overlapped tensor parallelism is the simulator's model of two
+// runtimes; the executors run each collective whole and say so.
+TEST(BackendRun, RefusesTheSimulatedOnlyTensorParallelOverlap) {
+  auto loaded = scenarios::load_scenario("tiny-llama-4xcpu");
+  loaded.written.mutable_training()->mutable_mesh()->set_tp(2);
+  loaded.written.mutable_training()->mutable_mesh()->set_tp_overlap(scenarios::ASYNC_TP);
+  const planner::ResolvedScenario resolved = planner::resolve_scenario(scenarios::rebuild(std::move(loaded)));
+  try {
+    plan_for_run(resolved, models::DType::kF32);
+    ADD_FAILURE() << "ASYNC_TP must be refused";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("training.mesh.tp_overlap: ASYNC_TP is simulated only (`ragged simulate`)"),
+              std::string::npos)
         << e.what();
   }
 }

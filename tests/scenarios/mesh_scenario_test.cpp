@@ -90,6 +90,18 @@ TEST(MeshScenario, CpNeedsAFlashKernel) {
   EXPECT_CONTAINS(error, "training.mesh.cp: context parallelism runs a flash attention kernel");
 }
 
+TEST(MeshScenario, TpOverlapNeedsSequenceParallelTensorParallelism) {
+  EXPECT_EQ(training_of("  mesh { tp: 2 }").mesh().tp_overlap(), TP_OVERLAP_NONE);
+  EXPECT_EQ(training_of("  mesh { tp: 2 tp_overlap: ASYNC_TP }").mesh().tp_overlap(), ASYNC_TP);
+  EXPECT_CONTAINS(parse_error(with_training("  mesh { tp_overlap: USERBUFFERS }")),
+                  "training.mesh.tp_overlap: USERBUFFERS overlaps sequence parallelism's all-gathers and "
+                  "reduce-scatters with the GEMMs; tp is 1: set tp_overlap: TP_OVERLAP_NONE, or a training.mesh.tp "
+                  "above 1");
+  EXPECT_CONTAINS(parse_error(with_training("  mesh { tp: 2 sequence_parallel: false tp_overlap: ASYNC_TP }")),
+                  "training.mesh.tp_overlap: ASYNC_TP overlaps sequence parallelism's all-gathers and reduce-scatters "
+                  "with the GEMMs; sequence_parallel is false");
+}
+
 TEST(MeshScenario, WholeMatrixOptimizersRefuseTensorParallelism) {
   const std::string error = parse_error(with_training("  optimizer { muon {} }\n  mesh { tp: 2 }"));
   EXPECT_CONTAINS(error, "training.mesh.tp: Muon owns whole matrices");

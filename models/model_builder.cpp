@@ -315,7 +315,7 @@ ModelSpec build_units(const ArchConfig& arch, const KernelChoices& kernels, int6
   for (int64_t layer = 0; layer < arch.layers; ++layer) {
     build_block(arch, names, layer, kernels, local_experts, experts_unit, spec.units);
   }
-  spec.units.push_back(build_head(arch, names, kernels.loss));
+  spec.units.push_back(build_head(arch, names, effective_loss(kernels)));
   return spec;
 }
 

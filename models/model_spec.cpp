@@ -38,6 +38,11 @@ std::string_view attention_kernel_name(AttentionKernel kernel) {
   RAGGED_ASSERT(false, "unknown AttentionKernel");
 }
 
+LossKernel effective_loss(const KernelChoices& kernels) {
+  const bool fp32_logits = kernels.loss == LossKernel::kFp32Logits || kernels.loss == LossKernel::kShiftedFp32Logits;
+  return kernels.compiled_loss && fp32_logits ? LossKernel::kFused : kernels.loss;
+}
+
 std::string_view loss_kernel_name(LossKernel kernel) {
   switch (kernel) {
     case LossKernel::kFp32Logits: return "fp32-logits";

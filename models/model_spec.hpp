@@ -96,10 +96,18 @@ struct KernelChoices {
   // Set: Checkpointing::kSelective keeps these tensors of each block (the
   // scenario's SAVED_NAMES) instead of TorchTitan's op list.
   std::optional<SavedNames> saved_names = std::nullopt;
+  // The loss runs inside torch.compile (training.compile_scope WHOLE_MODEL).
+  bool compiled_loss = false;
   bool operator==(const KernelChoices&) const = default;
 };
 std::string_view attention_kernel_name(AttentionKernel kernel);
 std::string_view loss_kernel_name(LossKernel kernel);
+// The loss the model holds memory and moves bytes for: a compiled
+// cross_entropy(logits.float()) is lowered by Inductor to reductions over the
+// compute-dtype logits (the fp32 copy, the fp32 log-softmax and the fp32
+// gradients are never materialised), which is what the fused kernel holds
+// and moves; every other choice as declared.
+LossKernel effective_loss(const KernelChoices& kernels);
 
 // One GEMM of a unit, per token: [M x K] @ [K x N] with M = tokens * token_fraction,
 // repeated `count` times (the experts of a layer).

@@ -13,7 +13,7 @@ LoopBuffers::LoopBuffers(ProgramWriter* writer, const scenarios::Training& train
       grad_shards_freed_(strategy_traits(training.strategy()).grad_shards_freed_each_step),
       vocab_(model.arch.vocab),
       returned_logits_(model.units.empty() ? 0.0 : model.units.back().activations.returned_logits),
-      fused_loss_(model.kernels.loss == models::LossKernel::kFused),
+      fused_loss_(models::effective_loss(model.kernels) == models::LossKernel::kFused),
       grad_shards_(units, -1) {}
 
 uint32_t LoopBuffers::grad_shard(int u, const std::string& name, int64_t bytes, Stream stream, uint32_t reduced) {

@@ -159,6 +159,15 @@ models::KernelChoices kernel_choices(const scenarios::Training& training) {
   }
   kernels.norm = training.norm() == scenarios::FUSED_NORM ? models::NormKernel::kFused : models::NormKernel::kEager;
   kernels.saved_names = saved_names(training);
+  // A vocabulary-parallel loss runs through DTensor's loss_parallel handlers
+  // (torch/distributed/tensor/parallel/loss.py, _log_softmax: the fp32
+  // log-softmax of the local shard materialised between its two
+  // all-reduces); that Inductor fuses it is not established, so it is held
+  // as written.
+  const bool vocabulary_parallel_loss =
+      training.mesh().tp() > 1 && (!training.mesh().has_vocabulary_parallel() || training.mesh().vocabulary_parallel());
+  kernels.compiled_loss =
+      training.compiled() && training.compile_scope() == scenarios::WHOLE_MODEL && !vocabulary_parallel_loss;
   return kernels;
 }
 

@@ -136,6 +136,12 @@ TEST_F(FileIoTest, AnExistingFifoIsWrittenInPlaceAndStaysAFifo) {
   // The reader opens first (a FIFO no process reads is refused, below).
   const int read_end = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
   ASSERT_GE(read_end, 0);
+  // A read of a FIFO with no writer is end-of-file: the test holds a write
+  // end of its own until the write is done, so that a reader scheduled first
+  // (a loaded machine) waits for the data instead of closing the FIFO under
+  // the write.
+  const int held_writer = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+  ASSERT_GE(held_writer, 0);
   ASSERT_EQ(::fcntl(read_end, F_SETFL, 0), 0);
   std::string received;
   std::thread reader([&] {
@@ -143,8 +149,10 @@ TEST_F(FileIoTest, AnExistingFifoIsWrittenInPlaceAndStaysAFifo) {
     for (ssize_t n; (n = ::read(read_end, buffer.data(), buffer.size())) > 0;) received.append(buffer.data(), n);
     ::close(read_end);
   });
-  write_file_atomically(fifo, "through the pipe");
+  const std::string error = message_of([&] { write_file_atomically(fifo, "through the pipe"); });
+  ::close(held_writer);
   reader.join();
+  EXPECT_EQ(error, "");
   EXPECT_EQ(received, "through the pipe");
   EXPECT_TRUE(fs::is_fifo(fifo));
   EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator{}), 1);

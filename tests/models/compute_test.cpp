@@ -136,6 +136,38 @@ TEST(ActivationTest, LossKernelsChangeTheHead) {
   EXPECT_DOUBLE_EQ(chunked.units[1].activations.saved_none, catalog_model("llama3-8b").units[1].activations.saved_none);
 }
 
+// A loss inside torch.compile (compile_scope WHOLE_MODEL) is lowered by
+// Inductor to reductions over the compute-dtype logits: an fp32-logits loss
+// then holds and moves what the fused kernel does, 4 bytes a vocabulary
+// entry less kept to the backward and no fp32 working pieces; the kernel
+// declared stays what `ragged run` checks.
+TEST(ActivationTest, ACompiledLossHoldsNoFp32Logits) {
+  const double b = 2, vocab = 128256;
+  const ArchConfig arch = find_catalog_entry("llama3-8b").arch;
+  KernelChoices eager{AttentionKernel::kFlash2, LossKernel::kFp32Logits};
+  KernelChoices compiled = eager;
+  compiled.compiled_loss = true;
+  EXPECT_EQ(effective_loss(eager), LossKernel::kFp32Logits);
+  EXPECT_EQ(effective_loss(compiled), LossKernel::kFused);
+  KernelChoices shifted = compiled;
+  shifted.loss = LossKernel::kShiftedFp32Logits;
+  EXPECT_EQ(effective_loss(shifted), LossKernel::kFused);
+  KernelChoices chunked = compiled;
+  chunked.loss = LossKernel::kChunked;
+  EXPECT_EQ(effective_loss(chunked), LossKernel::kChunked);
+  const UnitSpec eager_head = build_model(arch, eager).units.back();
+  const UnitSpec compiled_head = build_model(arch, compiled).units.back();
+  const UnitSpec fused_head = build_model(arch, {AttentionKernel::kFlash2, LossKernel::kFused}).units.back();
+  std::printf("head kept per token: fp32 logits %.0f bytes, compiled %.0f (fused kernel %.0f); working %.0f -> %.0f\n",
+              eager_head.activations.saved_none, compiled_head.activations.saved_none,
+              fused_head.activations.saved_none, eager_head.activations.working, compiled_head.activations.working);
+  EXPECT_DOUBLE_EQ(compiled_head.activations.saved_none, fused_head.activations.saved_none);
+  EXPECT_DOUBLE_EQ(eager_head.activations.saved_none - compiled_head.activations.saved_none, (4 - b) * vocab - 4);
+  EXPECT_DOUBLE_EQ(eager_head.activations.working, 8 * vocab);
+  EXPECT_DOUBLE_EQ(compiled_head.activations.working, b * vocab);
+  EXPECT_EQ(compiled_head.compute.elementwise.back().name, "fused_cross_entropy");
+}
+
 // Hugging Face's causal-LM loss: logits.float() and a shifted contiguous
 // fp32 copy in the forward (the compute-dtype logits are dropped by the
 // reassignment); its backward holds two fp32 gradients at once, as

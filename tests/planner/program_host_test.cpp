@@ -71,7 +71,9 @@ TEST(ProgramHost, EagerIssuesMoreKernelsThanCompiled) {
   ProgramSetup eager(strategy_field(scenarios::FSDP2) + "sequence_length: 256 compiled: false");
   ProgramSetup compiled(strategy_field(scenarios::FSDP2) + "sequence_length: 256 compiled: true");
   const Program e = eager.build(), c = compiled.build();
-  ASSERT_EQ(e.ops.size(), c.ops.size());
+  // The same ops but the head's: a compiled loss holds no fp32 working
+  // pieces (models::effective_loss), two allocations and frees fewer.
+  EXPECT_EQ(e.ops.size(), c.ops.size() + 4);
   EXPECT_GT(sum_over(e, &HostWork::framework_ops), sum_over(c, &HostWork::framework_ops) + 100);
 }
 

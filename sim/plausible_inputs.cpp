@@ -111,6 +111,14 @@ void add_software(const scenarios::LoadedScenario& loaded, std::vector<Plausible
                        w.loss() == scenarios::LOSS_KERNEL_UNSPECIFIED, {"FP32_LOGITS", "FUSED", "CHUNKED"}));
   out.push_back(choice("torch.compile", "training.compiled", t.compiled() ? "true" : "false", !w.has_compiled(),
                        {"false", "true"}));
+  // How the sequence-parallel collectives meet the GEMMs (docs/SIMULATOR.md
+  // section 11): a stack's choice the scenario may not know.
+  if (t.mesh().tp() > 1 && t.mesh().sequence_parallel()) {
+    out.push_back(choice("tensor-parallel overlap", "training.mesh.tp_overlap",
+                         scenarios::TpOverlap_Name(t.mesh().tp_overlap()),
+                         w.mesh().tp_overlap() == scenarios::TP_OVERLAP_UNSPECIFIED,
+                         {"TP_OVERLAP_NONE", "ASYNC_TP", "USERBUFFERS"}));
+  }
   out.push_back(choice("allocator expandable segments", "training.allocator.expandable_segments",
                        t.allocator().expandable_segments() ? "true" : "false",
                        !w.allocator().has_expandable_segments(), {"false", "true"}));

@@ -4,12 +4,15 @@
 // and every sensitivity value is a real re-simulation, sorted by effect.
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "planner/resolved_scenario.hpp"
+#include "scenarios/scenario_loader.hpp"
+#include "sim/plausible_inputs.hpp"
 #include "sim/prediction_band.hpp"
 #include "sim/simulation_child.hpp"
 
@@ -135,6 +138,33 @@ TEST(Sensitivity, ReSimulatesEachValueWithTheInputChangedAndSorts) {
   EXPECT_EQ(rows.front().input.field, "cluster.nics.bandwidth_gbits_per_s");
   EXPECT_NEAR(rows.front().outcomes[static_cast<size_t>(rows.front().low)].tokens_per_s_per_gpu, 1000, 1e-9);
   for (size_t i = 1; i < rows.size(); ++i) EXPECT_GE(rows[i - 1].effect(), rows[i].effect()) << i;
+}
+
+// The tp overlap is an input only where tensor parallelism runs sequence
+// parallel: left to the default on torchtitan's vanilla TP row (the other two
+// runtimes its values), stated on its async twin, absent without tp.
+TEST(Sensitivity, TensorParallelOverlapIsAnInputOfSequenceParallelMeshes) {
+  const auto overlap_of = [](const std::string& row) -> std::optional<PlausibleInput> {
+    const auto inputs = plausible_inputs(scenarios::load_scenario(std::string(RAGGED_SOURCE_DIR) +
+                                                                  "/validation/scenarios/" + row + ".textproto"));
+    for (const PlausibleInput& input : inputs) {
+      if (input.field == "training.mesh.tp_overlap") return input;
+    }
+    return std::nullopt;
+  };
+  const auto vanilla = overlap_of("torchtitan-asynctp-llama3-8b-fsdp8-tp8-64g");
+  ASSERT_TRUE(vanilla.has_value());
+  EXPECT_EQ(vanilla->simulated, "TP_OVERLAP_NONE");
+  EXPECT_TRUE(vanilla->left_to_default);
+  EXPECT_FALSE(vanilla->widens_band());  // a software choice, not the hardware's range
+  ASSERT_EQ(vanilla->values.size(), 2u);
+  EXPECT_EQ(vanilla->values[0].label, "ASYNC_TP");
+  EXPECT_EQ(vanilla->values[1].label, "USERBUFFERS");
+  const auto async = overlap_of("torchtitan-asynctp-llama3-8b-fsdp8-tp8-64g-async");
+  ASSERT_TRUE(async.has_value());
+  EXPECT_EQ(async->simulated, "ASYNC_TP");
+  EXPECT_FALSE(async->left_to_default);
+  EXPECT_FALSE(overlap_of("yafsdp-fsdp1-a100-llama2-7b-s2048-64g").has_value());
 }
 
 // The real simulator: YaFSDP's FSDP1 baseline at 64 A100s, the network is

@@ -152,7 +152,7 @@ void ProgramBuilder::mesh_before(int u, int mb, Pass pass, std::vector<uint32_t>
 }
 
 void ProgramBuilder::mesh_after(int u, int mb, Pass pass, uint32_t compute, models::UnitPart part) {
-  if (mesh_.fsdp_only() || overlap_sides(u, pass, part).scattered > 0) return;
+  if (mesh_.fsdp_only()) return;
   for (const MeshCollective& c : mesh_collectives(spec(u), *in_.model, mesh_, batch_, p_, pass, part)) {
     if (!c.after_compute) continue;
     mesh_waits_.push_back(w_.collective(c.kind, mesh_stream(c.group), c.group, u, mb, mesh_label(u, c, pass, part),
@@ -192,7 +192,7 @@ std::vector<uint32_t> ProgramBuilder::compute_parts(OpKind kind, int u, int mb, 
     if (const TpOverlapSides sides = overlap_sides(u, pass, parts[i]); sides.any()) {
       ops.push_back(overlapped_compute(kind, u, mb, pass, parts[i], name, deps,
                                        with_layout_copies(u, pass, parts[i], work(parts[i])), sides));
-      mesh_after(u, mb, pass, ops.back(), parts[i]);
+      if (sides.scattered == 0) mesh_after(u, mb, pass, ops.back(), parts[i]);  // else the chunks scattered it
       continue;
     }
     ops.push_back(w_.compute(kind, u, mb, name, with_layout_copies(u, pass, parts[i], work(parts[i])), deps));

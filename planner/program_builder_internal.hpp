@@ -295,6 +295,9 @@ class ProgramBuilder {
   }
   void issue_gather_steps(int u, int mb, Pass pass, models::UnitPart part, int64_t gathered,
                           const std::vector<uint32_t>& input);
+  // One step or chunk of an overlapped tp collective on the tp stream.
+  uint32_t tp_transfer(OpKind kind, int u, int mb, Pass pass, models::UnitPart part, std::string what, int64_t bytes,
+                       int ctas, std::vector<uint32_t> deps);
   uint32_t overlapped_compute(OpKind kind, int u, int mb, Pass pass, models::UnitPart part, const std::string& name,
                               std::vector<uint32_t> deps, ComputeWork whole, const TpOverlapSides& sides);
   std::vector<models::UnitPart> parts_of(int u, Pass pass) const {

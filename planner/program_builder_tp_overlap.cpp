@@ -8,6 +8,17 @@
 
 namespace ragged::planner::internal {
 
+uint32_t ProgramBuilder::tp_transfer(OpKind kind, int u, int mb, Pass pass, models::UnitPart part, std::string what,
+                                     int64_t bytes, int ctas, std::vector<uint32_t> deps) {
+  const MeshCollective c{kind, Group::kTensor, bytes, kind == OpKind::kReduceScatter, std::move(what)};
+  const uint32_t id = w_.collective(kind, Stream::kTensorParallel, Group::kTensor, u, mb, mesh_label(u, c, pass, part),
+                                    bytes, -1, std::move(deps));
+  program_.ops[id].part = part;
+  program_.ops[id].pass = pass;
+  program_.ops[id].ctas = ctas;
+  return id;
+}
+
 void ProgramBuilder::issue_gather_steps(int u, int mb, Pass pass, models::UnitPart part, int64_t gathered,
                                         const std::vector<uint32_t>& input) {
   const TpOverlapShape shape = tp_overlap_shape(mesh_);
@@ -15,15 +26,9 @@ void ProgramBuilder::issue_gather_steps(int u, int mb, Pass pass, models::UnitPa
   GatherSteps issued{u, mb, pass, part, {}};
   for (int s = 0; s < transfers; ++s) {
     // An all-gather of S / transfers moves S / tp into each rank: one peer's chunk.
-    const uint32_t id = w_.collective(
-        OpKind::kAllGather, Stream::kTensorParallel, Group::kTensor, u, mb,
-        fmt::format("{}{} {} tp all-gather step {}/{}", spec(u).name, part_label(part),
-                    pass == Pass::kBackward ? "(bwd)" : "(fwd)", s + 2, shape.gather_steps),
-        gathered / transfers, -1, input);
-    program_.ops[id].part = part;
-    program_.ops[id].pass = pass;
-    program_.ops[id].ctas = shape.gather_ctas;
-    issued.steps.push_back(id);
+    issued.steps.push_back(tp_transfer(OpKind::kAllGather, u, mb, pass, part,
+                                       fmt::format("tp all-gather step {}/{}", s + 2, shape.gather_steps),
+                                       gathered / transfers, shape.gather_ctas, input));
   }
   gather_steps_.push_back(std::move(issued));
 }
@@ -68,14 +73,9 @@ uint32_t ProgramBuilder::overlapped_compute(OpKind kind, int u, int mb, Pass pas
     const uint32_t produced = compute(fmt::format("{} (scattered chunk {}/{})", name, c + 1, chunks), piece, {});
     if (c >= transfers) continue;
     // A reduce-scatter of S / transfers moves this chunk's share out of each rank.
-    sent.push_back(w_.collective(
-        OpKind::kReduceScatter, Stream::kTensorParallel, Group::kTensor, u, mb,
-        fmt::format("{}{} {} tp reduce-scatter chunk {}/{}", spec(u).name, part_label(part),
-                    pass == Pass::kBackward ? "(bwd)" : "(fwd)", c + 1, chunks),
-        sides.scattered / transfers, -1, {produced}));
-    program_.ops[sent.back()].part = part;
-    program_.ops[sent.back()].pass = pass;
-    program_.ops[sent.back()].ctas = shape.scatter_ctas;
+    sent.push_back(tp_transfer(OpKind::kReduceScatter, u, mb, pass, part,
+                               fmt::format("tp reduce-scatter chunk {}/{}", c + 1, chunks),
+                               sides.scattered / transfers, shape.scatter_ctas, {produced}));
   }
   if (!split.beside_scatter.gemms.empty()) compute(name + " (weight gradients)", std::move(split.beside_scatter), {});
   if (shape.local_reduction) {

@@ -164,8 +164,8 @@ models::KernelChoices kernel_choices(const scenarios::Training& training) {
   // log-softmax of the local shard materialised between its two
   // all-reduces); that Inductor fuses it is not established, so it is held
   // as written.
-  const bool vocabulary_parallel_loss =
-      training.mesh().tp() > 1 && (!training.mesh().has_vocabulary_parallel() || training.mesh().vocabulary_parallel());
+  const Mesh mesh = mesh_of(training);
+  const bool vocabulary_parallel_loss = mesh.tp > 1 && mesh.vocabulary_parallel;
   kernels.compiled_loss =
       training.compiled() && training.compile_scope() == scenarios::WHOLE_MODEL && !vocabulary_parallel_loss;
   return kernels;

@@ -8,16 +8,15 @@
 namespace ragged::planner {
 namespace {
 
-// Moves one GEMM equal to `g` from `from` to `to`; false when `from` has
-// none (ZB-H1's input pass leaves the weight gradients for later).
-bool move_gemm(const Gemm& g, ComputeWork& from, ComputeWork& to) {
+// Moves one GEMM equal to `g` from `from` to `to`, if `from` has one (ZB-H1's
+// input pass leaves the weight gradients for later).
+void move_gemm(const Gemm& g, ComputeWork& from, ComputeWork& to) {
   const auto it = std::find_if(from.gemms.begin(), from.gemms.end(), [&](const Gemm& x) {
     return x.m == g.m && x.n == g.n && x.k == g.k && x.count == g.count && x.weight_gradient == g.weight_gradient;
   });
-  if (it == from.gemms.end()) return false;
+  if (it == from.gemms.end()) return;
   to.gemms.push_back(*it);
   from.gemms.erase(it);
-  return true;
 }
 
 enum class Role { kNone, kColumn, kRow };

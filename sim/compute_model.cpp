@@ -393,7 +393,7 @@ double OpCost::seconds() const {
 }
 
 OpCost ComputeModel::cost(const planner::Op& op) const {
-  const bool persistent = persistent_gemms_run() && op.ctas < 0;
+  const bool persistent = persistent_gemms_of(op);
   OpCost c;
   const ComputeParts p = parts_of(op, &c);
   c.fixed = p.launches;
@@ -424,7 +424,7 @@ ComputeParts ComputeModel::parts_of(const planner::Op& op, OpCost* kernels) cons
         p.gemm_flops += gemm.flops();
         launches += work > 0 ? 1 : 0;
         if (kernels != nullptr && work > 0) {
-          (persistent_gemms_run() && op.ctas < 0 ? kernels->persistent : kernels->sm_kernels).push_back(work);
+          (persistent_gemms_of(op) ? kernels->persistent : kernels->sm_kernels).push_back(work);
         }
       }
       p.attention = attention_work_seconds(op.work.attention, op.kind == OpKind::kComputeBwd);

@@ -170,6 +170,9 @@ class ComputeModel {
   double fastest_gemm_rate() const;
   // Whether the GEMMs run as persistent kernels here (section 6b: only with SM sharing).
   bool persistent_gemms_run() const { return spec_.persistent_gemms && spec_.sms > 0; }
+  // An op launched on the SMs a transfer leaves (Op::ctas >= 0: Transformer
+  // Engine's sm_margin) runs its GEMMs SM-bound, not one CTA per SM.
+  bool persistent_gemms_of(const planner::Op& op) const { return persistent_gemms_run() && op.ctas < 0; }
   // A GEMM's time without its launch.
   double gemm_work_seconds(const planner::Gemm& gemm) const;
   // parts(), and each GEMM kernel's work into `kernels` (its persistent or

@@ -62,6 +62,54 @@ bool fused(const models::UnitSpec& unit, const MicroBatch& batch) {
   return batch.fused_elementwise && (!batch.fused_blocks_only || models::is_block_part(unit.kind));
 }
 
+// PyTorch's ring attention (_templated_ring_attention, _SDPAMerger and
+// _templated_ring_attention_backward, convert_to_f32 by default) on the cp
+// rank that runs every step whole (the last, under the load-balanced
+// chunks; the others wait for it at the next collective). Per element of
+// the rank's attention output (heads x value head dim a token) and of its
+// keys and values, eager: the forward casts each step's output to fp32
+// (2 B read, 4 written), merges every step after the first as
+// out - sigmoid(lse_i - lse) * (out - out_i) (three fp32 passes: 32 B),
+// casts the result back (6 B) and concatenates the keys and values for
+// each next step (4 B); the backward zeroes fp32 accumulators (4 B), adds
+// each step's gradient to them (10 B; the keys' and values' half-chunks
+// re-concatenated: 13 B), flattens the keys' and values' for the ring
+// (8 B) and casts them back (6 B). Compiled, a merge or an accumulation is
+// one pass: the fp32 accumulator and the step's result read, the
+// accumulator written (10 B). SAC saves the attention's output, so its
+// selective recompute reruns none of this (recompute_work).
+struct RingMerge {
+  double bytes_per_token = 0;
+  int64_t kernels = 0;
+};
+
+RingMerge ring_merge_work(const models::UnitSpec& unit, const MicroBatch& batch, bool backward, models::UnitPart part) {
+  if (batch.cp < 2 || !batch.ring_merges_in_fp32 || !has_attention(unit, part) || math_attention(unit, batch, part))
+    return {};
+  const models::AttentionShape& shape = *unit.compute.attention;
+  const double out = static_cast<double>(shape.heads * shape.v_head_dim);
+  const double kv = static_cast<double>(batch.key_value_width);
+  const double cp = static_cast<double>(batch.cp);
+  const int64_t steps = batch.cp;
+  if (fused(unit, batch)) {
+    if (!backward) return {10.0 * (cp - 1) * out, steps - 1};
+    return {10.0 * cp * (out + kv), 2 * steps};
+  }
+  if (!backward) {
+    return {(6.0 * cp + 32.0 * (cp - 1) + 6.0) * out + 4.0 * (cp - 1) * kv,
+            steps + 9 * (steps - 1) + 1};  // casts, 8 merge ops and a concatenation per later step, the cast back
+  }
+  return {(10.0 + 10.0 * cp) * out + (20.0 + 13.0 * (cp - 1) + 8.0 * cp) * kv,
+          5 + 6 * steps};  // zeroes and casts back; adds, half-chunk concatenations and the ring's flattening per step
+}
+
+void add_ring_merges(const models::UnitSpec& unit, const MicroBatch& batch, bool backward, models::UnitPart part,
+                     ComputeWork& work) {
+  const RingMerge merge = ring_merge_work(unit, batch, backward, part);
+  work.elementwise_bytes += merge.bytes_per_token * static_cast<double>(batch.tokens());
+  work.elementwise_kernels += merge.kernels;
+}
+
 // Forward: the two batched GEMMs; the mask add reads the scores and the mask
 // and writes the scores (3 passes), the softmax reads and writes (2). Fused
 // (torch.compile): one pass reads the scores and writes the probabilities.
@@ -132,6 +180,7 @@ ComputeWork backward_work(const models::UnitSpec& unit, const MicroBatch& batch,
   }
   work.attention = attention(unit, batch, 2.5, part);
   if (math_attention(unit, batch, part)) add_math_backward(unit, batch, work);
+  add_ring_merges(unit, batch, true, part, work);
   return work;
 }
 
@@ -167,6 +216,7 @@ ComputeWork forward_work(const models::UnitSpec& unit, const MicroBatch& batch, 
   work.elementwise_bytes = elementwise_bytes(unit, batch, false, part);
   work.elementwise_kernels = elementwise_kernels(unit, batch, part);
   if (math_attention(unit, batch, part)) add_math_forward(unit, batch, work);
+  add_ring_merges(unit, batch, false, part, work);
   return work;
 }
 

@@ -20,6 +20,16 @@ struct MicroBatch {
   // Context parallelism: each rank holds seq_len / cp of every sequence's
   // tokens and attends over the whole of it (seq_len is the context).
   int64_t cp = 1;
+  // With cp > 1: the steps of the ring merged, and their gradients
+  // accumulated, by the framework's own fp32 ops, as PyTorch's context
+  // parallelism does (torch.distributed.tensor.experimental,
+  // _templated_ring_attention; ring_merge_work in compute_work.cpp). False:
+  // the attention kernels do it (Transformer Engine's context parallelism,
+  // Megatron's runtimes).
+  bool ring_merges_in_fp32 = false;
+  // Elements of one token's keys and values (both) on a rank, for the
+  // ring's gradient accumulators of them.
+  int64_t key_value_width = 0;
   int64_t tokens() const { return sequences * seq_len / cp; }
 };
 

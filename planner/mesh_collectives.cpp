@@ -100,14 +100,17 @@ void add_tensor_parallel(const models::UnitSpec& unit, const models::ModelSpec& 
 // Bytes of the keys and values of `tokens` tokens one rank holds.
 int64_t key_value_bytes(const models::UnitSpec& unit, const models::ModelSpec& model, int64_t tokens,
                         int64_t element_bytes) {
-  const models::AttentionShape& a = *unit.compute.attention;
-  const int64_t width = model.arch.attention == models::AttentionKind::kMla
-                            ? a.heads * (a.qk_head_dim + a.v_head_dim)
-                            : 2 * model.arch.kv_heads * a.qk_head_dim;
-  return tokens * width * element_bytes;
+  return tokens * key_value_width(unit, model) * element_bytes;
 }
 
 }  // namespace
+
+int64_t key_value_width(const models::UnitSpec& unit, const models::ModelSpec& model) {
+  if (!unit.compute.attention) return 0;
+  const models::AttentionShape& a = *unit.compute.attention;
+  return model.arch.attention == models::AttentionKind::kMla ? a.heads * (a.qk_head_dim + a.v_head_dim)
+                                                              : 2 * model.arch.kv_heads * a.qk_head_dim;
+}
 
 bool has_router(const models::UnitSpec& unit) {
   return std::any_of(unit.tensors.begin(), unit.tensors.end(),
@@ -163,7 +166,14 @@ std::vector<MeshCollective> mesh_collectives(const models::UnitSpec& unit, const
   if (mesh.cp > 1 && attention) {
     const int64_t kv = mesh.cp * key_value_bytes(unit, model, tokens, element_bytes);
     add(out, OpKind::kAllGather, Group::kContext, kv, false, "cp key/value all-gather");
-    if (backward) add(out, OpKind::kReduceScatter, Group::kContext, kv, true, "cp key/value gradient reduce-scatter");
+    // PyTorch's ring passes its fp32 key and value gradient accumulators to
+    // the next rank after every step (an all-to-all), each pass hidden
+    // behind the next step's kernels but the last: written as the
+    // reduce-scatter that moves that last pass's bytes off each rank.
+    const int64_t gradients =
+        batch.ring_merges_in_fp32 ? mesh.cp * key_value_bytes(unit, model, tokens, 4) / (mesh.cp - 1) : kv;
+    if (backward)
+      add(out, OpKind::kReduceScatter, Group::kContext, gradients, true, "cp key/value gradient reduce-scatter");
   }
   if (mesh.ep > 1 && unit.kind == models::UnitKind::kExperts) {
     // An all-to-all's bytes are the whole group's (each rank sends its

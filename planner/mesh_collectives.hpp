@@ -15,7 +15,8 @@
 //  - context parallelism: the keys and values of the cp ranks' chunks
 //    all-gathered before the attention (torchtitan's default allgather
 //    rotation), gathered again in the backward and their gradients
-//    reduce-scattered after it;
+//    reduce-scattered after it (under PyTorch's ring attention, its fp32
+//    accumulators' last pass around the ring: MicroBatch::ring_merges_in_fp32);
 //  - expert parallelism: the routed experts' token dispatch all-to-all
 //    before them and the combine after them, top-k copies of each token at
 //    the hidden width; in the backward the same two the other way.
@@ -59,6 +60,11 @@ bool has_router(const models::UnitSpec& unit);
 // kColumns its second, kWhole when it is not cut (or has no weight of its
 // name).
 models::TensorCut gemm_tp_cut(const models::UnitSpec& unit, const models::GemmShape& gemm);
+
+// Elements of one token's keys and values (both) on a rank: the kv heads'
+// under grouped-query attention, every head's under MLA; 0 without
+// attention.
+int64_t key_value_width(const models::UnitSpec& unit, const models::ModelSpec& model);
 
 // The stream a mesh group's collectives run on.
 Stream mesh_stream(Group group);

@@ -34,6 +34,15 @@ ProgramBuilder::ProgramBuilder(const ProgramInputs& in, int rank)
                       in.model->kernels,
                       t.compile_scope() == scenarios::TRANSFORMER_BLOCKS,
                       mesh_.cp};
+  // Megatron's runtimes run context parallelism in Transformer Engine's
+  // attention; the others in PyTorch's ring attention.
+  batch_.ring_merges_in_fp32 = t.strategy() != scenarios::MEGATRON && t.strategy() != scenarios::MEGATRON_DDP;
+  for (const models::UnitSpec& unit : in.model->units) {
+    if (unit.compute.attention) {
+      batch_.key_value_width = key_value_width(unit, *in.model);
+      break;
+    }
+  }
   reshard_ = t.reshard_after_forward();
   window_ = std::max(1, t.prefetch_depth() + 1);
   if (traits_.max_unsharded_units > 0) window_ = std::min(window_, traits_.max_unsharded_units);

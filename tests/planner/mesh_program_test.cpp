@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "planner/compute_work.hpp"
 #include "planner/mesh.hpp"
 #include "planner/mesh_collectives.hpp"
 #include "planner/optimizer_program.hpp"
@@ -158,9 +159,63 @@ TEST(MeshProgram, ContextParallelGathersKeysAndValues) {
               static_cast<long long>(ops.at({Group::kContext, OpKind::kAllGather, "fwd"}).second));
   EXPECT_EQ(ops.at({Group::kContext, OpKind::kAllGather, "fwd"}), std::make_pair(1, expected));
   EXPECT_EQ(ops.at({Group::kContext, OpKind::kAllGather, "bwd"}), std::make_pair(1, expected));
-  EXPECT_EQ(ops.at({Group::kContext, OpKind::kReduceScatter, "bwd"}), std::make_pair(1, expected));
+  // PyTorch's ring passes its fp32 gradient accumulators on: the last pass's
+  // bytes leave each rank, as many as a reduce-scatter of twice the bf16
+  // buffer moves at cp 2.
+  std::printf("cp 2, per block: key/value gradients' last fp32 pass %lld bytes (local tokens x 2 x kv heads x "
+              "head dim x 4) = a reduce-scatter of %lld; built %lld\n",
+              static_cast<long long>(local_tokens * 2 * 4 * 32 * 4), static_cast<long long>(2 * expected),
+              static_cast<long long>(ops.at({Group::kContext, OpKind::kReduceScatter, "bwd"}).second));
+  EXPECT_EQ(ops.at({Group::kContext, OpKind::kReduceScatter, "bwd"}), std::make_pair(1, 2 * expected));
   // A GPU's share of the tokens, for tokens/s: the cp rank's.
   EXPECT_EQ(p.tokens_per_step, local_tokens);
+  // Megatron's runtimes run Transformer Engine's context parallelism: the
+  // gradients reduce-scattered in bf16.
+  ProgramSetup megatron(std::string(kSequence) + "strategy: MEGATRON mesh { cp: 2 }");
+  EXPECT_EQ(mesh_ops_of(megatron.build(), 1).at({Group::kContext, OpKind::kReduceScatter, "bwd"}),
+            std::make_pair(1, expected));
+}
+
+TEST(MeshProgram, PyTorchsRingMergesEachStepInFp32) {
+  ProgramSetup s(std::string(kSequence) + "mesh { cp: 2 }");
+  const models::UnitSpec& block = s.spec(1);
+  MicroBatch ring{2, 512, false};
+  ring.cp = 2;
+  ring.key_value_width = key_value_width(block, s.model());
+  MicroBatch merged_by_kernels = ring;
+  ring.ring_merges_in_fp32 = true;
+  const double tokens = 2 * 512 / 2;
+  const double out = 8 * 32, kv = 2 * 4 * 32;
+  ASSERT_EQ(ring.key_value_width, 256);
+  const auto extra = [&](const MicroBatch& batch, auto work) {
+    return work(batch).elementwise_bytes - work(merged_by_kernels).elementwise_bytes;
+  };
+  const auto core = models::UnitPart::kAttentionCore;
+  const auto forward = [&](const MicroBatch& b) { return forward_work(block, b, core); };
+  const auto backward = [&](const MicroBatch& b) { return backward_work(block, b, core); };
+  // Eager, cp 2: two casts to fp32 (6 B), one merge (32 B), the cast back
+  // (6 B) per output element; the keys and values concatenated once (4 B).
+  const double forward_bytes = tokens * ((6 * 2 + 32 + 6) * out + 4 * kv);
+  // Zeroed fp32 accumulators (4 B), two adds (10 B), the cast back (6 B) per
+  // query-gradient element; per key/value element also a half-chunk
+  // concatenation (13 B after the first step) and two flattenings (8 B).
+  const double backward_bytes = tokens * ((10 + 10 * 2) * out + (20 + 13 + 8 * 2) * kv);
+  std::printf("cp 2 eager ring merges per block: forward %.0f bytes, backward %.0f; built %.0f, %.0f\n",
+              forward_bytes, backward_bytes, extra(ring, forward), extra(ring, backward));
+  EXPECT_DOUBLE_EQ(extra(ring, forward), forward_bytes);
+  EXPECT_DOUBLE_EQ(extra(ring, backward), backward_bytes);
+  // Only the attention core merges; selective recomputation reruns none of it
+  // (SAC saves the attention's output), full recomputation all of it.
+  EXPECT_DOUBLE_EQ(forward_work(block, ring, models::UnitPart::kMlp).elementwise_bytes,
+                   forward_work(block, merged_by_kernels, models::UnitPart::kMlp).elementwise_bytes);
+  EXPECT_DOUBLE_EQ(recompute_work(block, ring, models::Checkpointing::kSelective, core).elementwise_bytes,
+                   recompute_work(block, merged_by_kernels, models::Checkpointing::kSelective, core).elementwise_bytes);
+  EXPECT_DOUBLE_EQ(recompute_work(block, ring, models::Checkpointing::kFull, core).elementwise_bytes,
+                   forward_work(block, ring, core).elementwise_bytes);
+  // Compiled: one pass per merge and per accumulation (10 B).
+  ring.fused_elementwise = merged_by_kernels.fused_elementwise = true;
+  EXPECT_DOUBLE_EQ(extra(ring, forward), tokens * 10 * out);
+  EXPECT_DOUBLE_EQ(extra(ring, backward), tokens * 10 * 2 * (out + kv));
 }
 
 TEST(MeshProgram, FullRecomputationRepeatsTheForwardsCollectives) {

@@ -32,6 +32,7 @@ void silence_signal_line() { g_signal_line_silenced.store(true, std::memory_orde
 #include <cstdio>
 #include <cstring>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "backend/mpi_check.hpp"
@@ -42,6 +43,10 @@ namespace ragged::backend {
 namespace {
 
 constexpr int kHeartbeatTag = 7;
+// A stopping watchdog's count of the heartbeats it sent a peer (quiesce).
+constexpr int kStoppedTag = 8;
+// How long a stopping watchdog waits for its peers to stop too (quiesce).
+constexpr double kQuiesceSeconds = 3.0;
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -130,14 +135,7 @@ class MpiWatchdog final : public Watchdog {
     thread_.join();
     for (size_t i = 0; i < kFatalSignals.size(); ++i) sigaction(kFatalSignals[i], &g_previous[i], nullptr);
     g_line.ready.store(-1, std::memory_order_release);
-    for (Peer& p : peers_) {
-      if (p.send != MPI_REQUEST_NULL) {
-        MPI_Cancel(&p.send);
-        MPI_Request_free(&p.send);
-      }
-    }
-    drain();
-    MPI_Comm_free(&comm_);
+    if (quiesce()) MPI_Comm_free(&comm_);
   }
 
   MpiWatchdog(const MpiWatchdog&) = delete;
@@ -149,7 +147,72 @@ class MpiWatchdog final : public Watchdog {
     std::array<int64_t, 3> state{0, 0, -1};  // collectives entered, step, op (as it last said)
     std::array<int64_t, 3> out{};            // our heartbeat to it, alive until its send completes
     MPI_Request send = MPI_REQUEST_NULL;
+    int64_t sent = 0;      // heartbeats sent to it
+    int64_t received = 0;  // heartbeats received from it
   };
+
+  // Whether no heartbeat is left in flight on the communicator, so that it
+  // can be freed. MPI reuses a freed communicator's context id for the next
+  // communicator created, and Open MPI delivers a message that arrives for
+  // an unknown context id to the communicator that takes it next, out of
+  // sequence with that communicator's own messages: a late heartbeat hung
+  // the next communicator's collectives (4 of 142 runs of the MPI tests
+  // under load). So each rank, its thread stopped, tells every peer how
+  // many heartbeats it sent it, and waits until it has received what each
+  // peer says it sent and its own sends are done. Point-to-point only: a
+  // peer that does not stop within a few seconds (still busy, or gone)
+  // leaves this rank's communicator allocated instead (its context id is
+  // then never reused) and its requests freed, with the buffers they read
+  // kept alive.
+  bool quiesce() {
+    std::vector<int64_t> told(static_cast<size_t>(size_), 0), owed(told.size(), -1);
+    std::vector<MPI_Request> stops(told.size(), MPI_REQUEST_NULL);
+    owed[static_cast<size_t>(rank_)] = 0;
+    for (int r = 0; r < size_; ++r) {
+      if (r == rank_) continue;
+      told[static_cast<size_t>(r)] = peers_[static_cast<size_t>(r)].sent;
+      if (MPI_Isend(&told[static_cast<size_t>(r)], 1, MPI_INT64_T, r, kStoppedTag, comm_,
+                    &stops[static_cast<size_t>(r)]) != MPI_SUCCESS)
+        stops[static_cast<size_t>(r)] = MPI_REQUEST_NULL;
+    }
+    const auto finished = [](MPI_Request& request) {
+      int done = 1;
+      if (request != MPI_REQUEST_NULL && MPI_Test(&request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) done = 0;
+      return done != 0;
+    };
+    const double deadline = now_s() + kQuiesceSeconds;
+    for (;;) {
+      drain();
+      for (;;) {
+        int arrived = 0;
+        MPI_Status status;
+        if (MPI_Iprobe(MPI_ANY_SOURCE, kStoppedTag, comm_, &arrived, &status) != MPI_SUCCESS || !arrived) break;
+        if (MPI_Recv(&owed[static_cast<size_t>(status.MPI_SOURCE)], 1, MPI_INT64_T, status.MPI_SOURCE, kStoppedTag,
+                     comm_, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+          break;
+      }
+      bool quiet = true;
+      for (int r = 0; r < size_; ++r) {
+        Peer& p = peers_[static_cast<size_t>(r)];
+        const int64_t expected = owed[static_cast<size_t>(r)];
+        quiet = quiet && expected >= 0 && p.received >= expected;
+        quiet = finished(p.send) && quiet;
+        quiet = finished(stops[static_cast<size_t>(r)]) && quiet;
+      }
+      if (quiet) return true;
+      if (now_s() > deadline) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    for (Peer& p : peers_) {
+      if (p.send != MPI_REQUEST_NULL) MPI_Request_free(&p.send);
+    }
+    for (MPI_Request& stop : stops) {
+      if (stop != MPI_REQUEST_NULL) MPI_Request_free(&stop);
+    }
+    // The freed sends may still read their buffers: keep them for the process's life.
+    static_cast<void>(new std::pair<std::vector<Peer>, std::vector<int64_t>>(std::move(peers_), std::move(told)));
+    return false;
+  }
 
   void loop() {
     while (!stop_.load(std::memory_order_relaxed)) {
@@ -176,7 +239,9 @@ class MpiWatchdog final : public Watchdog {
         if (MPI_Test(&p.send, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || !done) continue;
       }
       p.out = {progress.collectives_entered(), progress.step(), progress.op()};
-      if (MPI_Isend(p.out.data(), 3, MPI_INT64_T, r, kHeartbeatTag, comm_, &p.send) != MPI_SUCCESS) {
+      if (MPI_Isend(p.out.data(), 3, MPI_INT64_T, r, kHeartbeatTag, comm_, &p.send) == MPI_SUCCESS) {
+        ++p.sent;
+      } else {
         p.send = MPI_REQUEST_NULL;
       }
     }
@@ -195,6 +260,7 @@ class MpiWatchdog final : public Watchdog {
       Peer& p = peers_[static_cast<size_t>(status.MPI_SOURCE)];
       p.state = state;
       p.heard_at = now_s();
+      ++p.received;
     }
   }
 

@@ -5,12 +5,14 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <chrono>
 #include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backend/collective_check.hpp"
@@ -104,6 +106,35 @@ TEST(MpiCommunicator, KeepsTheProvidedThreadLevelAndGatesTheWatchdogOnIt) {
   } else {
     EXPECT_THROW(world().start_watchdog(60), InputError);
   }
+}
+
+// A watchdog's heartbeats must all be received before its communicator is
+// freed: MPI gives the next communicator created the freed one's context id,
+// and Open MPI delivers a late message for that id there, out of sequence
+// with the new communicator's own messages (collectives and the task farm
+// hung that way, about 1 run in 36 under load). Ranks stop their watchdogs
+// 40 ms apart, each having sent heartbeats every 50 ms; the next
+// communicator then holds no message.
+TEST(MpiCommunicator, AStoppedWatchdogLeavesNoMessageForTheNextCommunicator) {
+  if (world().size() == 1 || provided_mpi_thread_level() != MpiThreadLevel::kMultiple)
+    GTEST_SKIP() << "the watchdog runs with two ranks or more on MPI_THREAD_MULTIPLE";
+  {
+    const std::unique_ptr<Watchdog> watchdog = world().start_watchdog(0.25);  // a heartbeat every 50 ms
+    ASSERT_NE(watchdog, nullptr);
+    world().barrier();
+    std::this_thread::sleep_for(std::chrono::milliseconds(120 + 40 * world().rank()));
+  }
+  MPI_Comm next = MPI_COMM_NULL;
+  MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &next));
+  MPI_CHECK(MPI_Barrier(next));
+  int stray = 0;
+  for (int poll = 0; poll < 50 && !stray; ++poll) {
+    MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, next, &stray, MPI_STATUS_IGNORE));
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  EXPECT_EQ(stray, 0) << "a message arrived on a communicator nobody sent on";
+  MPI_CHECK(MPI_Barrier(next));
+  MPI_CHECK(MPI_Comm_free(&next));
 }
 
 TEST(MpiCommunicator, AllGatherReadsOnlyTheOwnSlotAndFillsEveryOther) {

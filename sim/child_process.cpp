@@ -8,12 +8,16 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstdio>
 #include <csignal>
 #include <cstring>
 #include <exception>
 #include <fstream>
+#include <iterator>
+#include <optional>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -94,7 +98,54 @@ bool complete(const std::string& data) {
   return data.size() >= space + 1 + std::stoull(data.substr(0, space));
 }
 
-std::string run(const Work& work, const ChildControl* control, ChildUsage* usage) {
+// The child's user + system time in clock ticks (/proc/<pid>/stat fields 14
+// and 15, counted after the command name, which may hold spaces), -1 where
+// unreadable.
+int64_t cpu_ticks(pid_t pid) {
+  std::ifstream stat(fmt::format("/proc/{}/stat", pid));
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const size_t name_end = text.rfind(')');
+  if (name_end == std::string::npos) return -1;
+  std::istringstream fields(text.substr(name_end + 1));
+  std::string field;
+  int64_t utime = 0, stime = 0;
+  for (int i = 3; i <= 13; ++i) fields >> field;
+  if (!(fields >> utime >> stime)) return -1;
+  return utime + stime;
+}
+
+// Watches a child for the stall described in child_process.hpp.
+class StallWatch {
+ public:
+  StallWatch(pid_t pid, double stall_seconds) : pid_(pid), stall_seconds_(stall_seconds) {}
+
+  // Whether the child has neither run nor sent anything for stall_seconds.
+  bool stalled(size_t bytes_received) {
+    if (stall_seconds_ <= 0) return false;
+    const Clock::time_point now = Clock::now();
+    if (now - checked_ < std::chrono::milliseconds(250)) return false;
+    checked_ = now;
+    const int64_t ticks = cpu_ticks(pid_);
+    if (ticks != ticks_ || bytes_received != bytes_) {
+      ticks_ = ticks;
+      bytes_ = bytes_received;
+      moved_ = now;
+      return false;
+    }
+    return std::chrono::duration<double>(now - moved_).count() >= stall_seconds_;
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  pid_t pid_;
+  double stall_seconds_;
+  int64_t ticks_ = -2;
+  size_t bytes_ = 0;
+  Clock::time_point checked_{}, moved_ = Clock::now();
+};
+
+// One fork of the work; nullopt when the child stalled and was killed.
+std::optional<std::string> run_once(const Work& work, const ChildControl* control, ChildUsage* usage) {
   int result_pipe[2];
   int progress_pipe[2] = {-1, -1};
   if (::pipe2(result_pipe, O_CLOEXEC) != 0) throw InternalError(fmt::format("pipe failed: {}", std::strerror(errno)));
@@ -126,12 +177,18 @@ std::string run(const Work& work, const ChildControl* control, ChildUsage* usage
   ::fcntl(result_fd, F_SETFL, ::fcntl(result_fd, F_GETFL) | O_NONBLOCK);
 
   std::string data, progress_bytes;
-  bool result_open = true, progress_open = progress_fd >= 0, exited = false, cancelled = false;
+  bool result_open = true, progress_open = progress_fd >= 0, exited = false, cancelled = false, stalled = false;
   int status = 0;
   struct rusage rusage {};
+  StallWatch watch(pid, control != nullptr ? control->stall_seconds : kStallSeconds);
   while (!exited) {
     if (control != nullptr && control->cancelled && control->cancelled()) {
       cancelled = true;
+      ::kill(pid, SIGKILL);
+      break;
+    }
+    if (watch.stalled(data.size() + progress_bytes.size())) {
+      stalled = true;
       ::kill(pid, SIGKILL);
       break;
     }
@@ -162,10 +219,11 @@ std::string run(const Work& work, const ChildControl* control, ChildUsage* usage
     while (::wait4(pid, &status, 0, &rusage) < 0 && errno == EINTR) {
     }
   }
-  if (!cancelled) drain(result_fd, data);
+  if (!cancelled && !stalled) drain(result_fd, data);
   ::close(result_fd);
   if (progress_fd >= 0) ::close(progress_fd);
   if (cancelled) throw Cancelled();
+  if (stalled) return std::nullopt;
   if (usage != nullptr) {
     usage->cpu_seconds = static_cast<double>(rusage.ru_utime.tv_sec + rusage.ru_stime.tv_sec) +
                          static_cast<double>(rusage.ru_utime.tv_usec + rusage.ru_stime.tv_usec) * 1e-6;
@@ -187,6 +245,17 @@ std::string run(const Work& work, const ChildControl* control, ChildUsage* usage
   if (tag == 'I') throw InputError(message);
   if (tag == 'E') throw InternalError(message);
   return message;
+}
+
+std::string run(const Work& work, const ChildControl* control, ChildUsage* usage) {
+  for (int attempt = 1; attempt <= kForkAttempts; ++attempt) {
+    if (std::optional<std::string> answer = run_once(work, control, usage)) return *std::move(answer);
+  }
+  const double stall_seconds = control != nullptr ? control->stall_seconds : kStallSeconds;
+  throw InternalError(fmt::format(
+      "the simulation process used no CPU and sent nothing for {:g} s, {} times (each killed and forked again): "
+      "a lock held by another thread at the fork, or a stopped process",
+      stall_seconds, kForkAttempts));
 }
 
 }  // namespace

@@ -3,12 +3,23 @@
 // simulation runs in a forked child. run_in_child returns what the child's
 // work returned; an InputError in the child is rethrown as one here, any other
 // failure (exception, crash) becomes an InternalError naming it.
+//
+// The child is forked from a process that may have other threads (the
+// tuner's workers, MPI's): a lock one of them held at the fork stays held in
+// the child, which then sleeps forever. GCC 12's AddressSanitizer has no fork
+// handler for its allocator's locks, so a sanitized tune met this; any
+// library's lock could do the same. A child that has used no CPU time and
+// sent nothing for `stall_seconds` is therefore killed and forked again
+// (kForkAttempts in all) before the call fails.
 
 #include <functional>
 #include <stdexcept>
 #include <string>
 
 namespace ragged::sim {
+
+inline constexpr double kStallSeconds = 30;
+inline constexpr int kForkAttempts = 3;
 
 struct ChildUsage {
   double cpu_seconds = 0;       // user + system time of the child
@@ -39,6 +50,8 @@ struct ChildControl {
   // Added to the child's nice value: background work yields the CPU to an
   // interactive parent (the dashboard's event loop).
   int nice = 0;
+  // No CPU time and no bytes for this long: the child is stuck (see above).
+  double stall_seconds = kStallSeconds;
 };
 
 // The same with a control: `work` gets a progress function that sends a

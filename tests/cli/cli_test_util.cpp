@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <regex>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -38,9 +39,16 @@ CliResult run_program(const std::string& program, const std::string& args) {
   while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) result.out.append(buffer, n);
   int status = ::pclose(pipe);
   result.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  result.err = read_file(err_file);
+  result.err = without_sanitizer_notes(read_file(err_file));
   fs::remove(err_file);
   return result;
+}
+
+std::string without_sanitizer_notes(const std::string& err) {
+  static const std::regex note(
+      R"(==[0-9]+==WARNING: ASan is ignoring requested __asan_handle_no_return[^\n]*\n)"
+      R"((False positive error reports may follow\n)?(For details see [^\n]*\n)?)");
+  return std::regex_replace(err, note, "");
 }
 
 void expect_one_line_error(const CliResult& result, const std::string& needle) {

@@ -20,6 +20,12 @@ CliResult run_binary(const std::string& args);
 // `program` (a path) with `args` through the shell, likewise.
 CliResult run_program(const std::string& program, const std::string& args);
 
+// `err` without the warning a sanitized build's runtime prints once per
+// process when SimGrid switches stacks ("==<pid>==WARNING: ASan is ignoring
+// requested __asan_handle_no_return" and its two lines of advice): not
+// Ragged's output. run_program applies it; anything else is kept.
+std::string without_sanitizer_notes(const std::string& err);
+
 // Bad input as the CLI reports it: exit code 2, nothing on stdout, one line
 // "ragged: error: ..." on stderr containing `needle` (gtest expectations).
 void expect_one_line_error(const CliResult& result, const std::string& needle);

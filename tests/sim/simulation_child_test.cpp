@@ -2,6 +2,7 @@
 // simulation result's round trip through bytes (what the dashboard runs).
 
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -10,7 +11,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <new>
 #include <string>
 #include <thread>
 #include <vector>
@@ -108,6 +111,63 @@ TEST(ChildControl, TheChildDiesWithItsParent) {
   const bool gone = process_gone(child);
   if (!gone) ::kill(child, SIGKILL);
   EXPECT_TRUE(gone) << "the simulation child " << child << " outlived its parent";
+}
+
+// A child that sleeps forever (as one does that inherited a lock another
+// thread held at the fork) is killed and forked again; the forks count
+// themselves in memory shared with the parent.
+std::atomic<int>* shared_counter() {
+  void* memory = ::mmap(nullptr, sizeof(std::atomic<int>), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (memory == MAP_FAILED) return nullptr;
+  return new (memory) std::atomic<int>(0);
+}
+
+TEST(ChildControl, AChildThatStallsIsForkedAgain) {
+  std::atomic<int>* forks = shared_counter();
+  ASSERT_NE(forks, nullptr);
+  ChildControl control;
+  control.stall_seconds = 0.5;
+  const auto work = [forks](const std::function<void(double)>&) -> std::string {
+    if (++*forks == 1) ::pause();  // the first fork is stuck
+    return "done";
+  };
+  EXPECT_EQ(run_in_child(work, control), "done");
+  EXPECT_EQ(forks->load(), 2);
+  ::munmap(forks, sizeof *forks);
+}
+
+TEST(ChildControl, AChildThatAlwaysStallsFailsNamingTheStall) {
+  std::atomic<int>* forks = shared_counter();
+  ASSERT_NE(forks, nullptr);
+  ChildControl control;
+  control.stall_seconds = 0.3;
+  const auto work = [forks](const std::function<void(double)>&) -> std::string {
+    ++*forks;
+    ::pause();
+    return "never";
+  };
+  try {
+    run_in_child(work, control);
+    ADD_FAILURE() << "a child that never runs must fail";
+  } catch (const InternalError& e) {
+    EXPECT_NE(std::string(e.what()).find("used no CPU and sent nothing for 0.3 s, 3 times"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(forks->load(), kForkAttempts);
+  ::munmap(forks, sizeof *forks);
+}
+
+// A child that works slowly is left alone: a stall is no CPU at all.
+TEST(ChildControl, ABusyChildIsNotTakenForAStalledOne) {
+  ChildControl control;
+  control.stall_seconds = 1;
+  const auto work = [](const std::function<void(double)>&) -> std::string {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    volatile uint64_t spins = 0;
+    while (std::chrono::steady_clock::now() < until) spins = spins + 1;
+    return "worked";
+  };
+  EXPECT_EQ(run_in_child(work, control), "worked");
 }
 
 TEST(ChildControl, ProgressFractionsArriveInOrder) {

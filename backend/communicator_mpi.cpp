@@ -33,6 +33,7 @@
 #include <deque>
 #include <vector>
 
+#include "backend/exit_deadline.hpp"
 #include "backend/mpi_check.hpp"
 #include "backend/progress.hpp"
 #include "backend/watchdog_mpi.hpp"
@@ -88,10 +89,14 @@ void set_max_elements_per_call(int64_t elements) {
 
 namespace {
 
-// Registered with atexit only when Ragged initialised MPI itself.
+// Registered with atexit only when Ragged initialised MPI itself. The ranks
+// meet first when the work armed the exit deadline (exit_deadline.hpp):
+// MPI_Finalize waits for every rank, unbounded.
 void finalize_mpi_at_exit() {
   int finalized = 1;
-  if (MPI_Finalized(&finalized) == MPI_SUCCESS && !finalized) MPI_Finalize();
+  if (MPI_Finalized(&finalized) != MPI_SUCCESS || finalized) return;
+  meet_at_exit();
+  MPI_Finalize();
 }
 
 // MPI's level as MpiThreadLevel (MPI orders them: SINGLE < FUNNELED <

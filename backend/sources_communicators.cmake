@@ -1,6 +1,6 @@
 # Communicators: local (one rank), MPI (host buffers; its file builds a
 # fallback that explains how to get MPI when the build has none), the
-# verifiable-collective checks, the MPI task farm and the start-up deadline:
+# verifiable-collective checks, the MPI task farm, the start-up and exit deadlines:
 # ragged_backend_comm, all that `ragged tune` under mpirun needs.
 list(APPEND RAGGED_BACKEND_COMM_SRCS
   ${CMAKE_CURRENT_LIST_DIR}/communicator.cpp
@@ -16,4 +16,5 @@ list(APPEND RAGGED_BACKEND_COMM_SRCS
   ${CMAKE_CURRENT_LIST_DIR}/collective_wait.cpp
   ${CMAKE_CURRENT_LIST_DIR}/collective_watcher.cpp
   ${CMAKE_CURRENT_LIST_DIR}/collective_check.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/startup_deadline.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/startup_deadline.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/exit_deadline_mpi.cpp)

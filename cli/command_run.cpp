@@ -13,6 +13,7 @@
 
 #include "backend/communicator.hpp"
 #include "backend/run.hpp"
+#include "backend/exit_deadline.hpp"
 #include "backend/startup_deadline.hpp"
 #include "backend/watchdog.hpp"
 #ifdef RAGGED_HAVE_CUDA
@@ -249,6 +250,9 @@ void add_run_command(CLI::App& app, Context& context) {
       }
       throw;
     }
+    // The work is done; the ranks' meeting at exit is bounded too (exit_deadline.hpp).
+    backend::arm_exit_deadline(o->run.collective_timeout_s);
+    stop_here_if_asked("RAGGED_TEST_STOP_RANK_AT_EXIT");
     if (comm->rank() != 0) return;
     if (!o->trace_path.empty()) traces::write_trace(result.trace, o->trace_path);
     if (!o->chrome_path.empty()) traces::write_chrome_trace(result.trace, o->chrome_path);

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "backend/communicator.hpp"
+#include "backend/exit_deadline.hpp"
 #include "backend/startup_deadline.hpp"
 #include "backend/task_farm_mpi.hpp"
 #include "cli/commands.hpp"
@@ -204,8 +205,11 @@ void run(const TuneCommandOptions& o, Context& context) {
     stop_here_if_asked();
     auto farm = std::make_unique<backend::MpiTaskFarm>(work, jobs_for(o), o.task_timeout_s);
     startup.disarm();
+    // The search's end is bounded too: the ranks meet at exit (exit_deadline.hpp).
+    backend::arm_exit_deadline(o.task_timeout_s, "--task-timeout");
     if (!farm->is_root()) {
       farm->serve();
+      stop_here_if_asked("RAGGED_TEST_STOP_RANK_AT_EXIT");
       return;
     }
     runner = std::move(farm);

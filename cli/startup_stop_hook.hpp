@@ -1,9 +1,12 @@
 #pragma once
-// A test hook of `ragged run` and `ragged tune` under mpirun
-// (tests/backend/startup_stop_test.sh, tests/cli/tune_startup_stop_test.sh):
-// the rank named by RAGGED_TEST_STOP_RANK_AT_STARTUP stops itself before MPI
-// starts, as a rank whose node froze would, so the start-up deadline
-// (backend/startup_deadline.hpp) is what ends the job.
+// Test hooks of `ragged run` and `ragged tune` under mpirun
+// (tests/backend/startup_stop_test.sh, tests/cli/tune_startup_stop_test.sh,
+// tests/backend/exit_stop_test.sh, tests/cli/tune_exit_stop_test.sh): the
+// rank named by RAGGED_TEST_STOP_RANK_AT_STARTUP stops itself before MPI
+// starts, the one named by RAGGED_TEST_STOP_RANK_AT_EXIT once its work is
+// done, as a rank whose node froze would, so the start-up deadline
+// (backend/startup_deadline.hpp) or the exit deadline
+// (backend/exit_deadline.hpp) is what ends the job.
 
 #include <csignal>
 #include <cstdlib>
@@ -13,8 +16,8 @@
 
 namespace ragged::cli {
 
-inline void stop_here_if_asked() {
-  const char* rank = std::getenv("RAGGED_TEST_STOP_RANK_AT_STARTUP");
+inline void stop_here_if_asked(const char* variable = "RAGGED_TEST_STOP_RANK_AT_STARTUP") {
+  const char* rank = std::getenv(variable);
   if (rank != nullptr && std::to_string(backend::launcher_rank()) == rank) std::raise(SIGSTOP);
 }
 

@@ -10,6 +10,7 @@ list(APPEND RAGGED_BACKEND_TEST_SRCS
   ${CMAKE_CURRENT_LIST_DIR}/communicator_check_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/collective_wait_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/collective_watcher_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/exit_deadline_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/mpi_thread_level_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/worker_clock_test.cpp)
 

@@ -296,12 +296,13 @@ if(RAGGED_HAVE_MPI AND MPIEXEC_EXECUTABLE)
     TIMEOUT 120)
 
   # A rank lost (SIGSTOP) in a run, a worker lost in a search, a rank lost
-  # before the start: each ends the job within seconds, named (Open MPI's
+  # before the start or after the work: each ends the job within seconds, named (Open MPI's
   # mpirun: -x passes the test's tag to find the rank to stop).
   if(_ragged_mpirun_version MATCHES "Open MPI|OpenRTE")
     foreach(_lost IN ITEMS "backend.run.np2.stopped_rank_times_out:lost_rank_test.sh"
                            "backend.tune.np2.lost_worker_times_out:lost_worker_test.sh"
-                           "backend.run.np2.stopped_at_startup_times_out:startup_stop_test.sh")
+                           "backend.run.np2.stopped_at_startup_times_out:startup_stop_test.sh"
+                           "backend.run.np2.stopped_at_exit_times_out:exit_stop_test.sh")
       string(REPLACE ":" ";" _lost "${_lost}")
       list(GET _lost 0 _name)
       list(GET _lost 1 _script)

@@ -1,7 +1,6 @@
 #pragma once
 // Test hooks of `ragged run` and `ragged tune` under mpirun
-// (tests/backend/startup_stop_test.sh, tests/cli/tune_startup_stop_test.sh,
-// tests/backend/exit_stop_test.sh, tests/cli/tune_exit_stop_test.sh): the
+// (tests/backend/stop_hook_test.sh): the
 // rank named by RAGGED_TEST_STOP_RANK_AT_STARTUP stops itself before MPI
 // starts, the one named by RAGGED_TEST_STOP_RANK_AT_EXIT once its work is
 // done, as a rank whose node froze would, so the start-up deadline

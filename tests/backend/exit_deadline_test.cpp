@@ -1,6 +1,6 @@
 // The exit deadline's line (backend/exit_deadline.hpp): the ranks that did
 // not end, named, a long list shortened. The meeting itself runs under
-// mpirun: backend.run.np2.stopped_at_exit_times_out (exit_stop_test.sh).
+// mpirun: backend.run.np2.stopped_at_exit_times_out (stop_hook_test.sh).
 
 #include <vector>
 

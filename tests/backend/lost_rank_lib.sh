@@ -1,5 +1,5 @@
 # Shared by the lost-rank tests (lost_rank_test.sh, lost_worker_test.sh,
-# startup_stop_test.sh): a job of tagged ragged processes, the ranks found by
+# stop_hook_test.sh): a job of tagged ragged processes, the ranks found by
 # their tag, the job's end awaited and judged. Sourced after `tag`, `err` and
 # `out` are set; `launcher` is the mpirun's pid.
 

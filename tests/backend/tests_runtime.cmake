@@ -301,14 +301,21 @@ if(RAGGED_HAVE_MPI AND MPIEXEC_EXECUTABLE)
   if(_ragged_mpirun_version MATCHES "Open MPI|OpenRTE")
     foreach(_lost IN ITEMS "backend.run.np2.stopped_rank_times_out:lost_rank_test.sh"
                            "backend.tune.np2.lost_worker_times_out:lost_worker_test.sh"
-                           "backend.run.np2.stopped_at_startup_times_out:startup_stop_test.sh"
-                           "backend.run.np2.stopped_at_exit_times_out:exit_stop_test.sh")
+                           "backend.run.np2.stopped_at_startup_times_out:stop_hook_test.sh startup"
+                           "backend.run.np2.stopped_at_exit_times_out:stop_hook_test.sh exit")
       string(REPLACE ":" ";" _lost "${_lost}")
       list(GET _lost 0 _name)
       list(GET _lost 1 _script)
+      # "stop_hook_test.sh WHEN": the moment goes first, the command (run) after the binary.
+      separate_arguments(_script)
+      list(POP_FRONT _script _file)
+      set(_run)
+      if(_script)
+        set(_run run)
+      endif()
       add_test(NAME ${_name}
-        COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/${_script} ${MPIEXEC_EXECUTABLE} $<TARGET_FILE:ragged>
-                ${_ragged_run_flags})
+        COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/${_file} ${_script} ${MPIEXEC_EXECUTABLE} $<TARGET_FILE:ragged>
+                ${_run} ${_ragged_run_flags})
       set_tests_properties(${_name} PROPERTIES
         LABELS "backend;mpi;reliability"
         ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OPENBLAS_NUM_THREADS=1"

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "backend/communicator.hpp"
+#include "backend/startup_deadline.hpp"
 #include "backend/watchdog.hpp"
 
 #ifdef RAGGED_HAVE_MPI
@@ -78,6 +79,14 @@ Clock::duration seconds(double s) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
 }
 
+// Past `give_up`: the line, unless this process was stopped meanwhile (a poll
+// that took over kSuspendedSeconds): then it is the lost rank, and it ends
+// without one.
+[[noreturn]] void give_up_waiting(Clock::time_point polled_at, const std::string& line) {
+  if (Clock::now() - polled_at > seconds(kSuspendedSeconds)) std::_Exit(kExitLostRank);
+  end_process(line);
+}
+
 // Receives one message of the tag from any rank if one is there.
 bool receive_ended(int& from) {
   int arrived = 0;
@@ -105,7 +114,9 @@ void meet_at_exit() {
     std::vector<bool> ended(static_cast<size_t>(size), false);
     ended[0] = true;
     int missing = size - 1;
+    Clock::time_point polled_at = Clock::now();
     while (missing > 0) {
+      const Clock::time_point previous_poll = std::exchange(polled_at, Clock::now());
       int from = -1;
       if (receive_ended(from)) {
         if (from > 0 && from < size && !ended[static_cast<size_t>(from)]) {
@@ -119,7 +130,7 @@ void meet_at_exit() {
         for (int r = 1; r < size; ++r) {
           if (!ended[static_cast<size_t>(r)]) absent.push_back(r);
         }
-        end_process(ranks_that_did_not_end_line(absent, d.timeout_s, d.option));
+        give_up_waiting(previous_poll, ranks_that_did_not_end_line(absent, d.timeout_s, d.option));
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
@@ -129,11 +140,13 @@ void meet_at_exit() {
   // Eight bytes go eagerly: the send completes whether or not rank 0 listens.
   MPI_Send(&token, 1, MPI_INT64_T, 0, kEndedTag, MPI_COMM_WORLD);
   const Clock::time_point give_up = Clock::now() + seconds(d.timeout_s + kRankZeroSpeaksFirstSeconds);
+  Clock::time_point polled_at = Clock::now();
   for (;;) {
+    const Clock::time_point previous_poll = std::exchange(polled_at, Clock::now());
     int from = -1;
     if (receive_ended(from) && from == 0) return;
     if (Clock::now() > give_up) {
-      end_process(fmt::format("ragged: error: rank {}: rank 0 did not reach the end of the job within {} {:g} s "
+      give_up_waiting(previous_poll, fmt::format("ragged: error: rank {}: rank 0 did not reach the end of the job within {} {:g} s "
                               "(stopped, or its node hung); ending the job",
                               rank, d.option, d.timeout_s));
     }

@@ -25,8 +25,15 @@ StartupDeadline::StartupDeadline(double timeout_s, int rank, std::string option)
   }
   g_current.store(this, std::memory_order_release);
   thread_ = std::thread([this, timeout_s, rank, option = std::move(option)] {
+    const auto armed_at = std::chrono::steady_clock::now();
     std::unique_lock lock(mutex_);
     if (changed_.wait_for(lock, std::chrono::duration<double>(timeout_s), [this] { return disarmed_; })) return;
+    // Woken long after the deadline: this process was itself stopped (it is
+    // the lost rank, continued by the launcher ending the job), so the line
+    // is the others' to say.
+    const double late_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - armed_at).count() - timeout_s;
+    if (late_s > kSuspendedSeconds) std::_Exit(kExitLostRank);
     const std::string line = fmt::format(
         "ragged: error: rank {}: the job did not start within {} {:g} s: a rank never reached the "
         "start (stopped, or its node hung); ending the job\n",

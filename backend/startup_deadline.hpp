@@ -15,6 +15,11 @@
 
 namespace ragged::backend {
 
+// A deadline's thread that wakes this much after its time was stopped with
+// its process (SIGSTOP; a frozen node): that process is the lost rank, and it
+// ends without a line, which is the ranks' that waited for it.
+inline constexpr double kSuspendedSeconds = 1.0;
+
 class StartupDeadline {
  public:
   // timeout_s <= 0: no deadline. `rank`: this process's, and `option` the

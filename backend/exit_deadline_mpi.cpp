@@ -1,10 +1,7 @@
 #include "backend/exit_deadline.hpp"
 
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdint>
-#include <cstdlib>
 #include <thread>
 #include <utility>
 
@@ -12,7 +9,6 @@
 
 #include "backend/communicator.hpp"
 #include "backend/startup_deadline.hpp"
-#include "backend/watchdog.hpp"
 
 #ifdef RAGGED_HAVE_MPI
 #include <mpi.h>
@@ -37,13 +33,6 @@ Deadline& deadline() {
 // The ranks other than 0 wait this much longer than rank 0, so that a live
 // rank 0 speaks first and its exit ends them.
 constexpr double kRankZeroSpeaksFirstSeconds = 2.0;
-
-[[noreturn]] void end_process(const std::string& line) {
-  const std::string text = line + "\n";
-  const ssize_t ignored = ::write(STDERR_FILENO, text.data(), text.size());
-  (void)ignored;
-  std::_Exit(kExitLostRank);  // a peer may never finalise: no MPI call, the launcher ends the rest
-}
 
 }  // namespace
 
@@ -79,12 +68,17 @@ Clock::duration seconds(double s) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
 }
 
-// Past `give_up`: the line, unless this process was stopped meanwhile (a poll
-// that took over kSuspendedSeconds): then it is the lost rank, and it ends
-// without one.
-[[noreturn]] void give_up_waiting(Clock::time_point polled_at, const std::string& line) {
-  if (Clock::now() - polled_at > seconds(kSuspendedSeconds)) std::_Exit(kExitLostRank);
-  end_process(line);
+// Polls `done` every millisecond until it holds; past `give_up` ends this
+// rank with `line()`, silently when a poll took over kSuspendedSeconds (this
+// process was the one stopped).
+template <typename Done, typename Line>
+void poll_until(Clock::time_point give_up, Done done, Line line) {
+  Clock::time_point polled_at = Clock::now();
+  while (!done()) {
+    const Clock::time_point previous = std::exchange(polled_at, Clock::now());
+    if (polled_at > give_up) end_rank_past_deadline(line(), polled_at - previous > seconds(kSuspendedSeconds));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 
 // Receives one message of the tag from any rank if one is there.
@@ -110,48 +104,39 @@ void meet_at_exit() {
     return;
   int64_t token = 1;
   if (rank == 0) {
-    const Clock::time_point give_up = Clock::now() + seconds(d.timeout_s);
     std::vector<bool> ended(static_cast<size_t>(size), false);
     ended[0] = true;
     int missing = size - 1;
-    Clock::time_point polled_at = Clock::now();
-    while (missing > 0) {
-      const Clock::time_point previous_poll = std::exchange(polled_at, Clock::now());
-      int from = -1;
-      if (receive_ended(from)) {
+    const auto all_ended = [&] {
+      for (int from = -1; receive_ended(from);) {
         if (from > 0 && from < size && !ended[static_cast<size_t>(from)]) {
           ended[static_cast<size_t>(from)] = true;
           --missing;
         }
-        continue;
       }
-      if (Clock::now() > give_up) {
-        std::vector<int> absent;
-        for (int r = 1; r < size; ++r) {
-          if (!ended[static_cast<size_t>(r)]) absent.push_back(r);
-        }
-        give_up_waiting(previous_poll, ranks_that_did_not_end_line(absent, d.timeout_s, d.option));
+      return missing == 0;
+    };
+    poll_until(Clock::now() + seconds(d.timeout_s), all_ended, [&] {
+      std::vector<int> absent;
+      for (int r = 1; r < size; ++r) {
+        if (!ended[static_cast<size_t>(r)]) absent.push_back(r);
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+      return ranks_that_did_not_end_line(absent, d.timeout_s, d.option);
+    });
     for (int r = 1; r < size; ++r) MPI_Send(&token, 1, MPI_INT64_T, r, kEndedTag, MPI_COMM_WORLD);
     return;
   }
   // Eight bytes go eagerly: the send completes whether or not rank 0 listens.
   MPI_Send(&token, 1, MPI_INT64_T, 0, kEndedTag, MPI_COMM_WORLD);
-  const Clock::time_point give_up = Clock::now() + seconds(d.timeout_s + kRankZeroSpeaksFirstSeconds);
-  Clock::time_point polled_at = Clock::now();
-  for (;;) {
-    const Clock::time_point previous_poll = std::exchange(polled_at, Clock::now());
+  const auto answered = [] {
     int from = -1;
-    if (receive_ended(from) && from == 0) return;
-    if (Clock::now() > give_up) {
-      give_up_waiting(previous_poll, fmt::format("ragged: error: rank {}: rank 0 did not reach the end of the job within {} {:g} s "
-                              "(stopped, or its node hung); ending the job",
-                              rank, d.option, d.timeout_s));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+    return receive_ended(from) && from == 0;
+  };
+  poll_until(Clock::now() + seconds(d.timeout_s + kRankZeroSpeaksFirstSeconds), answered, [&] {
+    return fmt::format("ragged: error: rank {}: rank 0 did not reach the end of the job within {} {:g} s (stopped, or "
+                       "its node hung); ending the job",
+                       rank, d.option, d.timeout_s);
+  });
 }
 
 #else  // no MPI in this build

@@ -18,6 +18,16 @@ std::atomic<StartupDeadline*> g_current{nullptr};
 
 }  // namespace
 
+void end_rank_past_deadline(const std::string& line, bool this_rank_was_stopped) {
+  if (!this_rank_was_stopped) {
+    const std::string text = line + "\n";
+    const ssize_t ignored = ::write(STDERR_FILENO, text.data(), text.size());
+    (void)ignored;
+  }
+  // MPI may be inside an exchange a peer never finishes: no MPI call; the launcher ends the rest.
+  std::_Exit(kExitLostRank);
+}
+
 StartupDeadline::StartupDeadline(double timeout_s, int rank, std::string option) {
   if (timeout_s <= 0) {
     disarmed_ = true;
@@ -28,19 +38,13 @@ StartupDeadline::StartupDeadline(double timeout_s, int rank, std::string option)
     const auto armed_at = std::chrono::steady_clock::now();
     std::unique_lock lock(mutex_);
     if (changed_.wait_for(lock, std::chrono::duration<double>(timeout_s), [this] { return disarmed_; })) return;
-    // Woken long after the deadline: this process was itself stopped (it is
-    // the lost rank, continued by the launcher ending the job), so the line
-    // is the others' to say.
+    // Woken long after the deadline: this process was itself stopped.
     const double late_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - armed_at).count() - timeout_s;
-    if (late_s > kSuspendedSeconds) std::_Exit(kExitLostRank);
-    const std::string line = fmt::format(
-        "ragged: error: rank {}: the job did not start within {} {:g} s: a rank never reached the "
-        "start (stopped, or its node hung); ending the job\n",
-        rank, option, timeout_s);
-    const ssize_t ignored = ::write(STDERR_FILENO, line.data(), line.size());
-    (void)ignored;
-    std::_Exit(kExitLostRank);  // MPI may be inside its start-up exchange: no MPI_Abort; the launcher ends the rest
+    end_rank_past_deadline(fmt::format("ragged: error: rank {}: the job did not start within {} {:g} s: a rank never "
+                                       "reached the start (stopped, or its node hung); ending the job",
+                                       rank, option, timeout_s),
+                           late_s > kSuspendedSeconds);
   });
 }
 

@@ -20,6 +20,11 @@ namespace ragged::backend {
 // ends without a line, which is the ranks' that waited for it.
 inline constexpr double kSuspendedSeconds = 1.0;
 
+// Ends this rank for a deadline that passed (start-up, or exit_deadline.hpp's
+// meeting): `line` on stderr, unless this rank was the one stopped, then
+// exit kExitLostRank without any MPI call.
+[[noreturn]] void end_rank_past_deadline(const std::string& line, bool this_rank_was_stopped);
+
 class StartupDeadline {
  public:
   // timeout_s <= 0: no deadline. `rank`: this process's, and `option` the

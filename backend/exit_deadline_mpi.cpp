@@ -69,14 +69,16 @@ Clock::duration seconds(double s) {
 }
 
 // Polls `done` every millisecond until it holds; past `give_up` ends this
-// rank with `line()`, silently when a poll took over kSuspendedSeconds (this
-// process was the one stopped).
+// rank with `line()`, silently when any poll took over kSuspendedSeconds
+// (this process was the one stopped).
 template <typename Done, typename Line>
 void poll_until(Clock::time_point give_up, Done done, Line line) {
   Clock::time_point polled_at = Clock::now();
+  bool stopped = false;
   while (!done()) {
     const Clock::time_point previous = std::exchange(polled_at, Clock::now());
-    if (polled_at > give_up) end_rank_past_deadline(line(), polled_at - previous > seconds(kSuspendedSeconds));
+    stopped = stopped || polled_at - previous > seconds(kSuspendedSeconds);
+    if (polled_at > give_up) end_rank_past_deadline(line(), stopped);
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 }

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -35,16 +36,24 @@ StartupDeadline::StartupDeadline(double timeout_s, int rank, std::string option)
   }
   g_current.store(this, std::memory_order_release);
   thread_ = std::thread([this, timeout_s, rank, option = std::move(option)] {
-    const auto armed_at = std::chrono::steady_clock::now();
+    using Clock = std::chrono::steady_clock;
+    const Clock::time_point due =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
+    // Waited in slices: a slice that took over kSuspendedSeconds means this
+    // process was itself stopped (the lost rank, continued by the launcher
+    // ending the job, perhaps just after its own deadline), so the line is
+    // the others' to say.
+    bool stopped = false;
     std::unique_lock lock(mutex_);
-    if (changed_.wait_for(lock, std::chrono::duration<double>(timeout_s), [this] { return disarmed_; })) return;
-    // Woken long after the deadline: this process was itself stopped.
-    const double late_s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - armed_at).count() - timeout_s;
+    for (Clock::time_point polled_at = Clock::now(); polled_at < due;) {
+      if (changed_.wait_for(lock, std::chrono::milliseconds(100), [this] { return disarmed_; })) return;
+      const Clock::time_point previous = std::exchange(polled_at, Clock::now());
+      stopped = stopped || polled_at - previous > std::chrono::duration<double>(kSuspendedSeconds);
+    }
     end_rank_past_deadline(fmt::format("ragged: error: rank {}: the job did not start within {} {:g} s: a rank never "
                                        "reached the start (stopped, or its node hung); ending the job",
                                        rank, option, timeout_s),
-                           late_s > kSuspendedSeconds);
+                           stopped);
   });
 }
 

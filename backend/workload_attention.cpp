@@ -41,9 +41,9 @@ struct Rows {
 void gqa_forward(Ctx& ctx, const AttentionLayout& lay, const ConstTensors& params, const Dims& dims, const float* n1,
                  AttentionCache& c) {
   const int64_t t = dims.tokens;
-  const Linear q = bind(lay.q, params, nullptr);
-  const Linear k = bind(lay.k, params, nullptr);
-  const Linear v = bind(lay.v, params, nullptr);
+  const Linear q = bind_linear(lay.q, params, nullptr);
+  const Linear k = bind_linear(lay.k, params, nullptr);
+  const Linear v = bind_linear(lay.v, params, nullptr);
   c.q_raw.resize(static_cast<size_t>(t * q.out));
   c.k_raw.resize(static_cast<size_t>(t * k.out));
   c.v.resize(static_cast<size_t>(t * v.out));
@@ -52,7 +52,8 @@ void gqa_forward(Ctx& ctx, const AttentionLayout& lay, const ConstTensors& param
   linear_forward(ctx, v, n1, t, c.v.data());
   c.q = c.q_raw;
   c.k = c.k_raw;
-  if (lay.q_norm >= 0) rms_norm_forward(c.q_raw.data(), param_at(params, lay.q_norm), t * lay.heads, lay.qk_dim, c.q.data());
+  if (lay.q_norm >= 0)
+    rms_norm_forward(c.q_raw.data(), param_at(params, lay.q_norm), t * lay.heads, lay.qk_dim, c.q.data());
   if (lay.k_norm >= 0) {
     rms_norm_forward(c.k_raw.data(), param_at(params, lay.k_norm), t * lay.kv_heads, lay.qk_dim, c.k.data());
   }
@@ -67,12 +68,12 @@ void gqa_backward(Ctx& ctx, const AttentionLayout& lay, const ConstTensors& para
                       grad_at(&grads, lay.q_norm));
   }
   if (lay.k_norm >= 0) {
-    rms_norm_backward(c.k_raw.data(), param_at(params, lay.k_norm), dk.data(), t * lay.kv_heads, lay.qk_dim,
-                      dk.data(), grad_at(&grads, lay.k_norm));
+    rms_norm_backward(c.k_raw.data(), param_at(params, lay.k_norm), dk.data(), t * lay.kv_heads, lay.qk_dim, dk.data(),
+                      grad_at(&grads, lay.k_norm));
   }
-  linear_backward(ctx, bind(lay.q, params, &grads), n1, dq.data(), t, dn1, 0.0f);
-  linear_backward(ctx, bind(lay.k, params, &grads), n1, dk.data(), t, dn1, 1.0f);
-  linear_backward(ctx, bind(lay.v, params, &grads), n1, dv.data(), t, dn1, 1.0f);
+  linear_backward(ctx, bind_linear(lay.q, params, &grads), n1, dq.data(), t, dn1, 0.0f);
+  linear_backward(ctx, bind_linear(lay.k, params, &grads), n1, dk.data(), t, dn1, 1.0f);
+  linear_backward(ctx, bind_linear(lay.v, params, &grads), n1, dv.data(), t, dn1, 1.0f);
 }
 
 }  // namespace
@@ -94,7 +95,8 @@ void core_forward(const CoreShape& s, const float* q, const float* k, const floa
           max = std::max(max, p[static_cast<size_t>(j)]);
         }
         double sum = sinks == nullptr ? 0.0 : std::exp(sinks[h] - max);
-        for (int64_t j = 0; j <= last; ++j) sum += p[static_cast<size_t>(j)] = std::exp(p[static_cast<size_t>(j)] - max);
+        for (int64_t j = 0; j <= last; ++j)
+          sum += p[static_cast<size_t>(j)] = std::exp(p[static_cast<size_t>(j)] - max);
         std::fill(out.begin(), out.end(), 0.0);
         for (int64_t j = 0; j <= last; ++j) {
           const float* vj = r.v(v, j);
@@ -166,7 +168,7 @@ void attention_core_forward(Ctx& ctx, const AttentionLayout& lay, const ConstTen
   cache.u.resize(static_cast<size_t>(queries * lay.heads * lay.v_dim));
   cache.lse.resize(static_cast<size_t>(queries * lay.heads));
   core_forward(shape, cache.q.data(), k, v, param_at(params, lay.sinks), cache.u.data(), cache.lse.data());
-  linear_forward(ctx, bind(lay.o, params, nullptr), cache.u.data(), queries, out);
+  linear_forward(ctx, bind_linear(lay.o, params, nullptr), cache.u.data(), queries, out);
 }
 
 void attention_core_backward(Ctx& ctx, const AttentionLayout& lay, const ConstTensors& params, const Tensors& grads,
@@ -174,7 +176,7 @@ void attention_core_backward(Ctx& ctx, const AttentionLayout& lay, const ConstTe
                              const float* dout, Buf& dq, Buf& dk, Buf& dv) {
   const int64_t queries = static_cast<int64_t>(cache.q.size()) / (lay.heads * lay.qk_dim);
   Buf du(static_cast<size_t>(queries * lay.heads * lay.v_dim));
-  linear_backward(ctx, bind(lay.o, params, &grads), cache.u.data(), dout, queries, du.data(), 0.0f);
+  linear_backward(ctx, bind_linear(lay.o, params, &grads), cache.u.data(), dout, queries, du.data(), 0.0f);
   dq.resize(cache.q.size());
   dk.resize(static_cast<size_t>(shape.tokens * lay.kv_heads * lay.qk_dim));
   dv.resize(static_cast<size_t>(shape.tokens * lay.kv_heads * lay.v_dim));
@@ -200,17 +202,18 @@ void attention_forward(Ctx& ctx, const AttentionLayout& lay, const ConstTensors&
   cache.lse.resize(static_cast<size_t>(dims.tokens * lay.heads));
   core_forward(core_shape(lay, dims), cache.q.data(), cache.k.data(), cache.v.data(), param_at(params, lay.sinks),
                cache.u.data(), cache.lse.data());
-  linear_forward(ctx, bind(lay.o, params, nullptr), cache.u.data(), dims.tokens, out);
+  linear_forward(ctx, bind_linear(lay.o, params, nullptr), cache.u.data(), dims.tokens, out);
 }
 
 void attention_backward(Ctx& ctx, const AttentionLayout& lay, const ConstTensors& params, const Tensors& grads,
                         const Dims& dims, const float* n1, const AttentionCache& cache, const float* dout, float* dn1) {
   const int64_t t = dims.tokens;
   Buf du(static_cast<size_t>(t * lay.heads * lay.v_dim));
-  linear_backward(ctx, bind(lay.o, params, &grads), cache.u.data(), dout, t, du.data(), 0.0f);
+  linear_backward(ctx, bind_linear(lay.o, params, &grads), cache.u.data(), dout, t, du.data(), 0.0f);
   Buf dq(cache.q.size()), dk(cache.k.size()), dv(cache.v.size());
   core_backward(core_shape(lay, dims), cache.q.data(), cache.k.data(), cache.v.data(), param_at(params, lay.sinks),
-                cache.u.data(), cache.lse.data(), du.data(), dq.data(), dk.data(), dv.data(), grad_at(&grads, lay.sinks));
+                cache.u.data(), cache.lse.data(), du.data(), dq.data(), dk.data(), dv.data(),
+                grad_at(&grads, lay.sinks));
   if (lay.mla) {
     mla_backward(ctx, lay, params, grads, dims, n1, cache, dq.data(), dk.data(), dv.data(), dn1);
   } else {

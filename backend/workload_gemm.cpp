@@ -132,7 +132,7 @@ float* grad_at(const Tensors* grads, int index) {
   return index < 0 || grads == nullptr ? nullptr : (*grads)[static_cast<size_t>(index)];
 }
 
-Linear bind(const LinearSlot& slot, const ConstTensors& params, const Tensors* grads) {
+Linear bind_linear(const LinearSlot& slot, const ConstTensors& params, const Tensors* grads) {
   RAGGED_ASSERT(slot.weight >= 0, "binding a projection that the unit does not have");
   return Linear{param_at(params, slot.weight),
                 param_at(params, slot.bias),

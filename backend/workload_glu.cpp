@@ -21,10 +21,10 @@ GluWeights bind_glu(const GluLayout& lay, int64_t hidden, int64_t expert, const 
   w.fused = lay.fused;
   w.hidden = hidden;
   w.width = lay.width;
-  w.gate = bind(lay.gate, params, grads);
-  w.down = bind(lay.down, params, grads);
+  w.gate = bind_linear(lay.gate, params, grads);
+  w.down = bind_linear(lay.down, params, grads);
   if (!lay.fused) {
-    w.up = bind(lay.up, params, grads);
+    w.up = bind_linear(lay.up, params, grads);
     return w;
   }
   // Expert `expert` of the fused tensors: x @ gate_up[e] + b[e], then m @ down[e] + b[e].

@@ -91,7 +91,7 @@ struct LinearSlot {
   int64_t in = 0;
 };
 
-Linear bind(const LinearSlot& slot, const ConstTensors& params, const Tensors* grads);
+Linear bind_linear(const LinearSlot& slot, const ConstTensors& params, const Tensors* grads);
 const float* param_at(const ConstTensors& params, int index);
 float* grad_at(const Tensors* grads, int index);
 

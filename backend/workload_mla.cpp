@@ -18,21 +18,21 @@ void mla_forward(Ctx& ctx, const AttentionLayout& lay, const ConstTensors& param
   if (lay.q_lora > 0) {
     c.qa.resize(static_cast<size_t>(t * lay.q_lora));
     c.qa_n.resize(c.qa.size());
-    linear_forward(ctx, bind(lay.q_a, params, nullptr), n1, t, c.qa.data());
+    linear_forward(ctx, bind_linear(lay.q_a, params, nullptr), n1, t, c.qa.data());
     rms_norm_forward(c.qa.data(), param_at(params, lay.q_a_norm), t, lay.q_lora, c.qa_n.data());
-    linear_forward(ctx, bind(lay.q_b, params, nullptr), c.qa_n.data(), t, c.q.data());
+    linear_forward(ctx, bind_linear(lay.q_b, params, nullptr), c.qa_n.data(), t, c.q.data());
   } else {
-    linear_forward(ctx, bind(lay.q, params, nullptr), n1, t, c.q.data());
+    linear_forward(ctx, bind_linear(lay.q, params, nullptr), n1, t, c.q.data());
   }
   c.kv.resize(static_cast<size_t>(t * kv_width));
-  linear_forward(ctx, bind(lay.kv_a, params, nullptr), n1, t, c.kv.data());
+  linear_forward(ctx, bind_linear(lay.kv_a, params, nullptr), n1, t, c.kv.data());
   c.c.resize(static_cast<size_t>(t * lay.kv_lora));
   for (int64_t r = 0; r < t; ++r) {
     std::copy(c.kv.begin() + r * kv_width, c.kv.begin() + r * kv_width + lay.kv_lora, c.c.begin() + r * lay.kv_lora);
   }
   rms_norm_forward(c.c.data(), param_at(params, lay.kv_a_norm), t, lay.kv_lora, c.c.data());
   c.kvb.resize(static_cast<size_t>(t * heads * kvb_width));
-  linear_forward(ctx, bind(lay.kv_b, params, nullptr), c.c.data(), t, c.kvb.data());
+  linear_forward(ctx, bind_linear(lay.kv_b, params, nullptr), c.c.data(), t, c.kvb.data());
   c.k.resize(static_cast<size_t>(t * heads * lay.qk_dim));
   c.v.resize(static_cast<size_t>(t * heads * lay.v_dim));
   for (int64_t r = 0; r < t; ++r) {
@@ -69,7 +69,7 @@ void mla_backward(Ctx& ctx, const AttentionLayout& lay, const ConstTensors& para
     }
   }
   Buf dc(c.c.size());
-  linear_backward(ctx, bind(lay.kv_b, params, &grads), c.c.data(), dkvb.data(), t, dc.data(), 0.0f);
+  linear_backward(ctx, bind_linear(lay.kv_b, params, &grads), c.c.data(), dkvb.data(), t, dc.data(), 0.0f);
   // Through the latent's norm, which read the first kv_lora columns of kv.
   Buf latent(c.c.size());
   for (int64_t r = 0; r < t; ++r) {
@@ -80,17 +80,17 @@ void mla_backward(Ctx& ctx, const AttentionLayout& lay, const ConstTensors& para
   for (int64_t r = 0; r < t; ++r) {
     std::copy(dc.begin() + r * lay.kv_lora, dc.begin() + (r + 1) * lay.kv_lora, dkv.begin() + r * kv_width);
   }
-  linear_backward(ctx, bind(lay.kv_a, params, &grads), n1, dkv.data(), t, dn1, 0.0f);
+  linear_backward(ctx, bind_linear(lay.kv_a, params, &grads), n1, dkv.data(), t, dn1, 0.0f);
 
   if (lay.q_lora == 0) {
-    linear_backward(ctx, bind(lay.q, params, &grads), n1, dq, t, dn1, 1.0f);
+    linear_backward(ctx, bind_linear(lay.q, params, &grads), n1, dq, t, dn1, 1.0f);
     return;
   }
   Buf dqa(c.qa.size());
-  linear_backward(ctx, bind(lay.q_b, params, &grads), c.qa_n.data(), dq, t, dqa.data(), 0.0f);
+  linear_backward(ctx, bind_linear(lay.q_b, params, &grads), c.qa_n.data(), dq, t, dqa.data(), 0.0f);
   rms_norm_backward(c.qa.data(), param_at(params, lay.q_a_norm), dqa.data(), t, lay.q_lora, dqa.data(),
                     grad_at(&grads, lay.q_a_norm));
-  linear_backward(ctx, bind(lay.q_a, params, &grads), n1, dqa.data(), t, dn1, 1.0f);
+  linear_backward(ctx, bind_linear(lay.q_a, params, &grads), n1, dqa.data(), t, dn1, 1.0f);
 }
 
 }  // namespace ragged::backend::detail

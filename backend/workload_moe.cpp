@@ -54,7 +54,6 @@ void route_top_k(const MoeLayout& lay, int64_t tokens, MoeCache& cache) {
   }
 }
 
-
 void moe_combine(const MoeLayout& lay, const MoeCache& cache, int64_t tokens, int64_t hidden, float* out) {
   std::fill(out, out + tokens * hidden, 0.0f);
   for (int64_t e = 0; e < lay.experts; ++e) {
@@ -73,7 +72,7 @@ void moe_forward(Ctx& ctx, const MoeLayout& lay, const ConstTensors& params, con
   const int64_t t = dims.tokens;
   const int64_t h = dims.hidden;
   cache.logits.resize(static_cast<size_t>(t * lay.experts));
-  linear_forward(ctx, bind(lay.router, params, nullptr), n2, t, cache.logits.data());
+  linear_forward(ctx, bind_linear(lay.router, params, nullptr), n2, t, cache.logits.data());
   route_top_k(lay, t, cache);
   for (int64_t e = 0; e < lay.experts && !lay.routed.empty(); ++e) {
     GluCache& c = cache.routed[static_cast<size_t>(e)];
@@ -128,7 +127,8 @@ void moe_finish_backward(Ctx& ctx, const MoeLayout& lay, const ConstTensors& par
   const int64_t k = lay.top_k;
   for (int64_t r = 0; r < t; ++r) {
     double mean = 0;
-    for (int64_t j = 0; j < k; ++j) mean += cache.weights[static_cast<size_t>(r * k + j)] * dgates[static_cast<size_t>(r * k + j)];
+    for (int64_t j = 0; j < k; ++j)
+      mean += cache.weights[static_cast<size_t>(r * k + j)] * dgates[static_cast<size_t>(r * k + j)];
     for (int64_t j = 0; j < k; ++j) {
       const auto slot = static_cast<size_t>(r * k + j);
       dlogits[static_cast<size_t>(r * lay.experts + cache.experts[slot])] =
@@ -140,7 +140,7 @@ void moe_finish_backward(Ctx& ctx, const MoeLayout& lay, const ConstTensors& par
     glu_backward(ctx, bind_glu(lay.shared, dims.hidden, 0, params, &grads), cache.shared, dout, dx.data());
     add_into(dn2, dx.data(), t * dims.hidden);
   }
-  linear_backward(ctx, bind(lay.router, params, &grads), n2, dlogits.data(), t, dn2, 1.0f);
+  linear_backward(ctx, bind_linear(lay.router, params, &grads), n2, dlogits.data(), t, dn2, 1.0f);
 }
 
 void moe_backward(Ctx& ctx, const MoeLayout& lay, const ConstTensors& params, const Tensors& grads, const Dims& dims,
@@ -156,7 +156,8 @@ void moe_backward(Ctx& ctx, const MoeLayout& lay, const ConstTensors& params, co
     const GluCache& c = cache.routed[static_cast<size_t>(e)];
     if (c.rows.empty()) continue;
     dx.resize(dy[static_cast<size_t>(e)].size());
-    glu_backward(ctx, routed_weights(lay.routed, h, e, params, &grads), c, dy[static_cast<size_t>(e)].data(), dx.data());
+    glu_backward(ctx, routed_weights(lay.routed, h, e, params, &grads), c, dy[static_cast<size_t>(e)].data(),
+                 dx.data());
     add_expert_rows(c, h, dx.data(), dn2);
   }
   moe_finish_backward(ctx, lay, params, grads, dims, n2, cache, dgates, dout, dn2);

@@ -8,24 +8,15 @@
 namespace ragged::cli {
 namespace {
 
-std::string tokens(double value) { return format_integer(static_cast<int64_t>(value + 0.5)); }
-std::string gib(int64_t bytes) { return fmt::format("{:.2f}", static_cast<double>(bytes) / kGiB); }
-
 nlohmann::json error_band_json(const sim::ErrorBand& band) {
   nlohmann::json matched = nlohmann::json::array(), dropped = nlohmann::json::array();
   for (sim::RegimeFactor f : band.matched) matched.push_back(sim::regime_factor_name(f));
   for (sim::RegimeFactor f : band.dropped) dropped.push_back(sim::regime_factor_name(f));
   // share: what the band claims for a run of any stack; regime_share: the
   // share of its regime's rows it holds to do so (sim::held_out_level).
-  return {{"share", sim::kBandShare},
-          {"regime_share", band.share},
-          {"rows", band.rows},
-          {"rows_within", band.held},
-          {"low_error", band.low},
-          {"high_error", band.high},
-          {"matched", matched},
-          {"dropped", dropped},
-          {"row_ids", band.ids}};
+  return {{"share", sim::kBandShare}, {"regime_share", band.share}, {"rows", band.rows},
+          {"rows_within", band.held}, {"low_error", band.low},      {"high_error", band.high},
+          {"matched", matched},       {"dropped", dropped},         {"row_ids", band.ids}};
 }
 
 nlohmann::json outcome_json(const sim::InputOutcome& o) {
@@ -56,33 +47,35 @@ nlohmann::json input_json(const sim::InputSensitivity& s) {
 std::string end_text(const sim::InputSensitivity& s, int index) {
   if (index < 0) return "-";
   const sim::InputOutcome& o = s.outcomes[static_cast<size_t>(index)];
-  return fmt::format("{}: {}{}", o.label, tokens(o.tokens_per_s_per_gpu), o.oom ? " (OOM)" : "");
+  return fmt::format("{}: {}{}", o.label, format_rounded(o.tokens_per_s_per_gpu), o.oom ? " (OOM)" : "");
 }
 
 std::string memory_end_text(const sim::InputSensitivity& s, int index) {
   if (index < 0) return "-";
-  return gib(s.outcomes[static_cast<size_t>(index)].peak_reserved_bytes);
+  return format_gib(s.outcomes[static_cast<size_t>(index)].peak_reserved_bytes);
 }
 
 }  // namespace
 
 std::string tokens_range_text(const sim::PredictionBand& band) {
   if (band.throughput.rows == 0) return "-";
-  return fmt::format("{}..{}", tokens(band.tokens_low), tokens(band.tokens_high));
+  return fmt::format("{}..{}", format_rounded(band.tokens_low), format_rounded(band.tokens_high));
 }
 
 void print_band(const sim::PredictionBand& band, const sim::Regime& regime, std::ostream& out) {
-  out << fmt::format("  tokens/s band      {} per GPU: {}\n", tokens_range_text(band), sim::band_sentence(band.throughput));
+  out << fmt::format("  tokens/s band      {} per GPU: {}\n", tokens_range_text(band),
+                     sim::band_sentence(band.throughput));
   out << fmt::format("                     regime: {}\n", sim::regime_sentence(regime, band.throughput));
   if (!band.widened_by.empty()) {
-    out << fmt::format("                     widened for inputs left to the defaults: {}\n", sim::widening_sentence(band));
+    out << fmt::format("                     widened for inputs left to the defaults: {}\n",
+                       sim::widening_sentence(band));
   }
   if (band.memory.rows == 0) {
     out << "  memory band        none: no validation row publishes its memory\n";
     return;
   }
-  out << fmt::format("  memory band        {}..{} GiB reserved: {}\n                     regime: {}\n", gib(band.memory_low),
-                     gib(band.memory_high), sim::band_sentence(band.memory),
+  out << fmt::format("  memory band        {}..{} GiB reserved: {}\n                     regime: {}\n",
+                     format_gib(band.memory_low), format_gib(band.memory_high), sim::band_sentence(band.memory),
                      sim::regime_sentence(regime, band.memory));
 }
 
@@ -91,8 +84,9 @@ void add_band_json(const sim::PredictionBand& band, const sim::Regime& regime, n
   out["peak_memory_bytes_range"] = {band.memory_low, band.memory_high};
   nlohmann::json widened = nlohmann::json::array();
   for (const sim::InputSensitivity& s : band.widened_by) widened.push_back(input_json(s));
-  out["band"] = {{"what", "the published figure's range: the prediction over (1 + error) for the central errors of "
-                          "comparable validation rows (docs/SIMULATOR.md section 13)"},
+  out["band"] = {{"what",
+                  "the published figure's range: the prediction over (1 + error) for the central errors of "
+                  "comparable validation rows (docs/SIMULATOR.md section 13)"},
                  {"regime",
                   {{"gpu_generation", regime.generation},
                    {"activation_checkpointing", regime.checkpointing},

@@ -12,19 +12,18 @@
 #include <thread>
 
 #include "backend/communicator.hpp"
-#include "backend/run.hpp"
 #include "backend/exit_deadline.hpp"
+#include "backend/run.hpp"
 #include "backend/startup_deadline.hpp"
 #include "backend/watchdog.hpp"
 #ifdef RAGGED_HAVE_CUDA
 #include "backend/cuda/cuda_run.hpp"
 #endif
-#include "cli/validators.hpp"
-#include "common/input_limits.hpp"
 #include "cli/cli.hpp"
-#include "cli/startup_stop_hook.hpp"
 #include "cli/commands.hpp"
 #include "cli/scenario_options.hpp"
+#include "cli/startup_stop_hook.hpp"
+#include "cli/validators.hpp"
 #include "common/errors.hpp"
 #include "common/file_io.hpp"
 #include "common/input_limits.hpp"
@@ -57,27 +56,31 @@ void print(const backend::RunResult& r, const std::string& label, std::ostream& 
                                                          format_seconds(spread.max), format_seconds(spread.stddev))
                                            : "");
   out << fmt::format("  tokens/s per GPU   {}  ({} tokens per GPU per step)\n",
-                     format_integer(static_cast<int64_t>(s.tokens_per_s_per_gpu() + 0.5)), format_integer(s.tokens_per_step()));
+                     format_rounded(s.tokens_per_s_per_gpu()), format_integer(s.tokens_per_step()));
   out << fmt::format("  MFU                {:.1f}% (of the scenario GPU's bf16 peak)\n", 100 * s.mfu());
   out << fmt::format("  exposed comm       {} ({:.1f}% of the step: the compute stream idle)\n",
-                     format_seconds(s.exposed_comm_s()), s.step_time_s() > 0 ? 100 * s.exposed_comm_s() / s.step_time_s() : 0.0);
+                     format_seconds(s.exposed_comm_s()),
+                     s.step_time_s() > 0 ? 100 * s.exposed_comm_s() / s.step_time_s() : 0.0);
   out << fmt::format("  busy               compute {}, communication {} (means per step; compute + exposed = step)\n",
                      format_seconds(s.compute_s()), format_seconds(s.comm_s()));
-  out << fmt::format("  peak memory        {} (rank 0: shards, optimizer states and the Program's parameter and "
-                     "gradient buffers)\n",
-                     format_bytes(static_cast<double>(s.peak_state_and_buffers_bytes())));
+  out << fmt::format(
+      "  peak memory        {} (rank 0: shards, optimizer states and the Program's parameter and "
+      "gradient buffers)\n",
+      format_bytes(static_cast<double>(s.peak_state_and_buffers_bytes())));
   if (r.program_peak_bytes > 0) {
     const double held = static_cast<double>(r.arena_held_bytes);
     const double peak = static_cast<double>(r.program_peak_bytes);
-    out << fmt::format("  arena              {} held (shards, states, step buffers at planned offsets) for a Program "
-                       "peak of {} ({:+.2f}%{})\n",
-                       format_bytes(held), format_bytes(peak), 100.0 * (held / peak - 1.0),
-                       r.device_used_bytes < 0 ? "; the host workload keeps activations outside the arena" : "");
+    out << fmt::format(
+        "  arena              {} held (shards, states, step buffers at planned offsets) for a Program "
+        "peak of {} ({:+.2f}%{})\n",
+        format_bytes(held), format_bytes(peak), 100.0 * (held / peak - 1.0),
+        r.device_used_bytes < 0 ? "; the host workload keeps activations outside the arena" : "");
   }
   if (r.device_used_bytes >= 0) {
-    out << fmt::format("  device memory      {} used on the GPU (cudaMemGetInfo: arena, workload buffers, cuBLAS, "
-                       "NCCL, CUDA context)\n",
-                       format_bytes(static_cast<double>(r.device_used_bytes)));
+    out << fmt::format(
+        "  device memory      {} used on the GPU (cudaMemGetInfo: arena, workload buffers, cuBLAS, "
+        "NCCL, CUDA context)\n",
+        format_bytes(static_cast<double>(r.device_used_bytes)));
   }
   std::string losses;
   for (double l : r.losses) losses += fmt::format("{}{:.6f}", losses.empty() ? "" : " ", l);
@@ -87,11 +90,11 @@ void print(const backend::RunResult& r, const std::string& label, std::ostream& 
   }
   if (!r.non_finite.empty()) out << fmt::format("  not finite         {} (the run stopped there)\n", r.non_finite);
   if (r.reference_error >= 0) {
-    const std::string claim = r.reference_bitwise
-                                  ? fmt::format("{} of {} elements differ bitwise (the claim: none)",
-                                                format_integer(r.reference_differing), format_integer(r.reference_elements))
-                                  : fmt::format("max relative error {:.3g} ({}) of a tolerance {:.3g}", r.reference_error,
-                                                r.worst_tensor, r.reference_tolerance);
+    const std::string claim =
+        r.reference_bitwise ? fmt::format("{} of {} elements differ bitwise (the claim: none)",
+                                          format_integer(r.reference_differing), format_integer(r.reference_elements))
+                            : fmt::format("max relative error {:.3g} ({}) of a tolerance {:.3g}", r.reference_error,
+                                          r.worst_tensor, r.reference_tolerance);
     out << fmt::format("  reference          {}: {}\n", claim, r.reference_ok ? "OK" : "FAILED");
     if (r.reference_non_finite > 0) {
       out << fmt::format("  reference          {} elements NaN or infinite, first {}\n",
@@ -113,7 +116,8 @@ backend::NanInjection parse_injection(const std::string& text) {
     char* end = nullptr;
     const long long value = std::strtoll(step.c_str(), &end, 10);
     if (step.empty() || *end != '\0' || value < 1 || value > 1'000'000) {
-      throw InputError(fmt::format("--inject-nan {}: the step after '@' must be a whole number from 1 to 1,000,000", text));
+      throw InputError(
+          fmt::format("--inject-nan {}: the step after '@' must be a whole number from 1 to 1,000,000", text));
     }
     injection.step = value;
   }
@@ -128,8 +132,9 @@ backend::RunResult run_on_device(const planner::ResolvedScenario& resolved, cons
 #ifdef RAGGED_HAVE_CUDA
   return backend::gpu::run_on_gpu(resolved, options, comm);
 #else
-  throw InputError("--device cuda: this build has no CUDA backend (CMake found no CUDA toolkit with NCCL; CUDA lives "
-                   "under /usr/local/cuda); rebuild there, or use --device cpu");
+  throw InputError(
+      "--device cuda: this build has no CUDA backend (CMake found no CUDA toolkit with NCCL; CUDA lives "
+      "under /usr/local/cuda); rebuild there, or use --device cpu");
 #endif
 }
 
@@ -162,7 +167,8 @@ void add_run_command(CLI::App& app, Context& context) {
   cmd->add_option("--seed", o->run.seed, "Seed of the synthetic data and initial weights (default: run.seed)");
   cmd->add_option("--trace", o->trace_path, "Write rank 0's measured trace (.pb, .json or .textproto)");
   cmd->add_option("--chrome-trace", o->chrome_path, "Write rank 0's trace as Chrome trace JSON");
-  cmd->add_flag("--verify-collectives", o->run.verify_collectives, "Check every collective on exactly predictable inputs");
+  cmd->add_flag("--verify-collectives", o->run.verify_collectives,
+                "Check every collective on exactly predictable inputs");
   cmd->add_flag("--check-reference", o->run.check_reference,
                 "Compare the trained parameters with a single-process unsharded run");
   cmd->add_flag("--ordered-reductions", o->run.ordered_reductions,
@@ -293,7 +299,9 @@ void add_run_command(CLI::App& app, Context& context) {
       // (copy-out and casts are FSDP2's copy overhead, measured).
       nlohmann::json per_step = nlohmann::json::array();
       for (const traces::StepFigures& f : s.per_step()) {
-        per_step.push_back({{"step_time_s", f.step_time_s()}, {"compute_s", f.compute_s()}, {"comm_s", f.comm_s()},
+        per_step.push_back({{"step_time_s", f.step_time_s()},
+                            {"compute_s", f.compute_s()},
+                            {"comm_s", f.comm_s()},
                             {"exposed_comm_s", f.exposed_comm_s()}});
       }
       j["per_step"] = std::move(per_step);
@@ -304,8 +312,10 @@ void add_run_command(CLI::App& app, Context& context) {
       const double steps = std::max(1, s.per_step_size());
       nlohmann::json kinds = nlohmann::json::array();
       for (const traces::KindTotals& k : traces::totals_by_kind(result.trace)) {
-        kinds.push_back({{"kind", traces::op_kind_name(k.kind)}, {"ops", k.count / static_cast<int64_t>(steps)},
-                         {"busy_s", k.busy_s / steps}, {"bytes", k.bytes / static_cast<int64_t>(steps)}});
+        kinds.push_back({{"kind", traces::op_kind_name(k.kind)},
+                         {"ops", k.count / static_cast<int64_t>(steps)},
+                         {"busy_s", k.busy_s / steps},
+                         {"bytes", k.bytes / static_cast<int64_t>(steps)}});
       }
       j["kinds"] = std::move(kinds);
       context.out << j.dump(2) << '\n';

@@ -28,16 +28,29 @@ StepBytes step_bytes(const planner::Program& program) {
       continue;
     }
     switch (op.kind) {
-      case OpKind::kAllGather: b.all_gather += op.bytes; break;
-      case OpKind::kReduceScatter: b.reduce_scatter += op.bytes; break;
-      case OpKind::kAllReduce: b.all_reduce += op.bytes; break;
-      case OpKind::kAllToAll: b.all_to_all += op.bytes; break;
+      case OpKind::kAllGather:
+        b.all_gather += op.bytes;
+        break;
+      case OpKind::kReduceScatter:
+        b.reduce_scatter += op.bytes;
+        break;
+      case OpKind::kAllReduce:
+        b.all_reduce += op.bytes;
+        break;
+      case OpKind::kAllToAll:
+        b.all_to_all += op.bytes;
+        break;
       case OpKind::kCopyIn:
       case OpKind::kCopyOut:
-      case OpKind::kCast: b.copies += op.bytes; break;
+      case OpKind::kCast:
+        b.copies += op.bytes;
+        break;
       case OpKind::kSend:
-      case OpKind::kRecv: b.pipeline += op.bytes; break;
-      default: break;
+      case OpKind::kRecv:
+        b.pipeline += op.bytes;
+        break;
+      default:
+        break;
     }
   }
   return b;
@@ -48,8 +61,6 @@ std::string percent(double ratio) { return fmt::format("{:.2f}%", 100.0 * ratio)
 double ratio(int64_t padded, int64_t params) {
   return params ? static_cast<double>(padded - params) / static_cast<double>(params) : 0.0;
 }
-
-std::string gib(int64_t bytes) { return fmt::format("{:.2f}", static_cast<double>(bytes) / kGiB); }
 
 std::string granularity_text(const planner::ResolvedScenario& r) {
   std::string text = r.granularity.default_spec.describe();
@@ -75,8 +86,8 @@ std::vector<std::vector<size_t>> layout_runs(const PlanReport& r) {
   for (size_t i = 0; i < r.plan.units.size(); ++i) {
     const size_t kind = is_experts(r, i) ? 1 : 0;
     size_t& run = open[kind];
-    const bool same = run != SIZE_MAX &&
-                      problem_signature(r.plan.units[runs[run].front()].problem) == problem_signature(r.plan.units[i].problem);
+    const bool same = run != SIZE_MAX && problem_signature(r.plan.units[runs[run].front()].problem) ==
+                                             problem_signature(r.plan.units[i].problem);
     if (same) {
       runs[run].push_back(i);
       continue;
@@ -87,7 +98,9 @@ std::vector<std::vector<size_t>> layout_runs(const PlanReport& r) {
   }
   // Each experts' run after the block run holding the unit before its first.
   std::stable_sort(runs.begin(), runs.end(), [&](const auto& a, const auto& b) {
-    auto key = [&](const std::vector<size_t>& run) { return is_experts(r, run.front()) ? run.front() - 1 : run.front(); };
+    auto key = [&](const std::vector<size_t>& run) {
+      return is_experts(r, run.front()) ? run.front() - 1 : run.front();
+    };
     return key(a) < key(b);
   });
   return runs;
@@ -120,8 +133,10 @@ PlanReport make_plan_report(planner::ResolvedScenario resolved) {
       StagePlan stage{pipeline.plans[s], std::move(programs[s]), {}, {}, {}};
       stage.memory = planner::memory_breakdown(stage.program);
       stage.bytes = step_bytes(stage.program);
-      for (int chunk : pipeline.stages.chunks_of(static_cast<int64_t>(s))) stage.blocks.push_back(blocks[static_cast<size_t>(chunk)]);
-      if (!report.stages.empty() && stage.memory.peak_total() > report.stages[report.reported_stage].memory.peak_total()) {
+      for (int chunk : pipeline.stages.chunks_of(static_cast<int64_t>(s)))
+        stage.blocks.push_back(blocks[static_cast<size_t>(chunk)]);
+      if (!report.stages.empty() &&
+          stage.memory.peak_total() > report.stages[report.reported_stage].memory.peak_total()) {
         report.reported_stage = report.stages.size();
       }
       report.stages.push_back(std::move(stage));
@@ -146,7 +161,9 @@ void print_stages(const PlanReport& r, std::ostream& out) {
   const scenarios::Training& t = r.resolved.scenario().training();
   out << fmt::format("  pipeline: {} stages, {} schedule, {} micro-batches per step{}\n", r.stages.size(), r.schedule,
                      t.gradient_accumulation_steps(),
-                     t.pipeline().virtual_stages() > 1 ? fmt::format(", {} model chunks per stage", t.pipeline().virtual_stages()) : "");
+                     t.pipeline().virtual_stages() > 1
+                         ? fmt::format(", {} model chunks per stage", t.pipeline().virtual_stages())
+                         : "");
   Table table;
   table.column("stage").column("units", Table::Align::kLeft).column("blocks", Table::Align::kLeft).column("params");
   table.column("activations GiB").column("peak GiB").column("sent+received/step");
@@ -155,9 +172,10 @@ void print_stages(const PlanReport& r, std::ostream& out) {
     const auto& units = r.resolved.model.units;
     const std::string span = units[static_cast<size_t>(stage.plan.units.front().unit_index)].name + " .. " +
                              units[static_cast<size_t>(stage.plan.units.back().unit_index)].name;
-    table.row({std::to_string(s) + (s == r.reported_stage ? " *" : ""), span, fmt::format("{}", fmt::join(stage.blocks, "+")),
-               format_count(static_cast<double>(stage.plan.params())), gib(stage.memory.activations),
-               gib(stage.memory.peak_total()), format_bytes(static_cast<double>(stage.bytes.pipeline))});
+    table.row({std::to_string(s) + (s == r.reported_stage ? " *" : ""), span,
+               fmt::format("{}", fmt::join(stage.blocks, "+")), format_count(static_cast<double>(stage.plan.params())),
+               format_gib(stage.memory.activations), format_gib(stage.memory.peak_total()),
+               format_bytes(static_cast<double>(stage.bytes.pipeline))});
   }
   table.print(out, "  ");
   out << fmt::format("  * the stage with the highest memory peak: the tables below are its rank's\n\n");
@@ -172,10 +190,11 @@ void print_padding_hint(const PlanReport& r, std::ostream& out) {
   for (const auto& u : r.plan.units) {
     for (const auto& t : u.problem.tensors) largest_granule = std::max(largest_granule, t.granule);
   }
-  out << fmt::format("  note: the lower bound itself pads {}: with granules up to {} elements, tensors that span several "
-                     "shards force S to a multiple of their granules. This padding is unavoidable at {} ranks with "
-                     "this granularity.\n",
-                     percent(bound), format_count(static_cast<double>(largest_granule)), r.plan.ranks);
+  out << fmt::format(
+      "  note: the lower bound itself pads {}: with granules up to {} elements, tensors that span several "
+      "shards force S to a multiple of their granules. This padding is unavoidable at {} ranks with "
+      "this granularity.\n",
+      percent(bound), format_count(static_cast<double>(largest_granule)), r.plan.ranks);
   const planner::PlanOptions options = planner::plan_options_for(r.resolved.scenario().training());
   std::string suggestions;
   for (int64_t group = r.plan.ranks / 2; group >= 1 && r.plan.ranks % group == 0; group /= 2) {
@@ -195,10 +214,10 @@ void print_padding_hint(const PlanReport& r, std::ostream& out) {
 void print_plan(const PlanReport& r, std::ostream& out) {
   const auto& s = r.resolved.scenario();
   const std::string mesh = planner::mesh_text(planner::mesh_of(s.training()));
-  out << fmt::format("{} on {} GPUs ({}shard group {} x {} replica{}), strategy {}, granularity {}\n", r.resolved.model.name,
-                     scenarios::total_gpus(s), mesh.empty() ? "" : "mesh " + mesh + ", ", r.plan.ranks,
-                     s.training().replicate_group_size(), s.training().replicate_group_size() > 1 ? "s" : "",
-                     r.plan.strategy, granularity_text(r.resolved));
+  out << fmt::format("{} on {} GPUs ({}shard group {} x {} replica{}), strategy {}, granularity {}\n",
+                     r.resolved.model.name, scenarios::total_gpus(s), mesh.empty() ? "" : "mesh " + mesh + ", ",
+                     r.plan.ranks, s.training().replicate_group_size(),
+                     s.training().replicate_group_size() > 1 ? "s" : "", r.plan.strategy, granularity_text(r.resolved));
   if (r.resolved.whole_model) {
     out << fmt::format("  one rank holds {} of the model's {} parameters before FSDP shards them (tp {}, ep {})\n",
                        format_count(static_cast<double>(r.resolved.model.params())),
@@ -209,8 +228,16 @@ void print_plan(const PlanReport& r, std::ostream& out) {
                      r.plan.plan_seconds * 1e3);
   if (!r.stages.empty()) print_stages(r, out);
   Table table;
-  table.column("unit", Table::Align::kLeft).column("count").column("params/unit").column("shard S").column("padded/unit");
-  table.column("padding").column("lower bound").column("gathered/unit").column("copies/collective").column("granules", Table::Align::kLeft);
+  table.column("unit", Table::Align::kLeft)
+      .column("count")
+      .column("params/unit")
+      .column("shard S")
+      .column("padded/unit");
+  table.column("padding")
+      .column("lower bound")
+      .column("gathered/unit")
+      .column("copies/collective")
+      .column("granules", Table::Align::kLeft);
   for (const std::vector<size_t>& run : layout_runs(r)) {
     const auto& u = r.plan.units[run.front()];
     const auto& c = u.layout.copies;
@@ -221,34 +248,34 @@ void print_plan(const PlanReport& r, std::ostream& out) {
                format_count(static_cast<double>(u.padded())), format_count(static_cast<double>(copies)),
                u.layout.honours_granularity ? "whole" : "split"});
   }
-  table.rule().row({"total", std::to_string(r.plan.units.size()), format_count(static_cast<double>(r.plan.params())), "",
-                    format_count(static_cast<double>(r.plan.padded_params())), percent(r.plan.padding_ratio()),
+  table.rule().row({"total", std::to_string(r.plan.units.size()), format_count(static_cast<double>(r.plan.params())),
+                    "", format_count(static_cast<double>(r.plan.padded_params())), percent(r.plan.padding_ratio()),
                     percent(r.plan.lower_bound_padding_ratio()), "", "", ""});
   table.print(out, "  ");
   out << fmt::format("\n  gap to the lower bound: {:.3f} percentage points\n",
                      100.0 * (r.plan.padding_ratio() - r.plan.lower_bound_padding_ratio()));
   const StepBytes& b = r.bytes;
-  out << fmt::format("  per step per rank: all-gather {}, reduce-scatter {}, all-reduce {}, all-to-all {}, copies {}{}{}\n",
-                     format_bytes(static_cast<double>(b.all_gather)), format_bytes(static_cast<double>(b.reduce_scatter)),
-                     format_bytes(static_cast<double>(b.all_reduce)), format_bytes(static_cast<double>(b.all_to_all)),
-                     format_bytes(static_cast<double>(b.copies)),
-                     b.mesh > 0 ? fmt::format("; the mesh's tp/cp/ep collectives {}", format_bytes(static_cast<double>(b.mesh)))
-                                : "",
-                     b.pipeline > 0 ? fmt::format("; pipeline sends and receives {}", format_bytes(static_cast<double>(b.pipeline)))
-                                    : "");
+  out << fmt::format(
+      "  per step per rank: all-gather {}, reduce-scatter {}, all-reduce {}, all-to-all {}, copies {}{}{}\n",
+      format_bytes(static_cast<double>(b.all_gather)), format_bytes(static_cast<double>(b.reduce_scatter)),
+      format_bytes(static_cast<double>(b.all_reduce)), format_bytes(static_cast<double>(b.all_to_all)),
+      format_bytes(static_cast<double>(b.copies)),
+      b.mesh > 0 ? fmt::format("; the mesh's tp/cp/ep collectives {}", format_bytes(static_cast<double>(b.mesh))) : "",
+      b.pipeline > 0 ? fmt::format("; pipeline sends and receives {}", format_bytes(static_cast<double>(b.pipeline)))
+                     : "");
   const auto& m = r.memory;
   // The data-parallel strategies keep the whole compute-dtype copy, not a shard.
   const scenarios::Strategy strategy = r.resolved.scenario().training().strategy();
   const bool replicated = strategy == scenarios::DDP || strategy == scenarios::MEGATRON_DDP;
-  out << fmt::format("  memory per rank (GiB): master {} + compute {} {} + gradients {} + optimizer {} + small params {}"
-                     " | in flight: unsharded params {} + gradients {} + gradient shards {} + activations {}"
-                     " + workspace {} + model outputs {} = {} of the allocator's {}\n",
-                     gib(m.persistent.master_params), replicated ? "params" : "shard", gib(m.persistent.compute_params),
-                     gib(m.persistent.gradients),
-                     gib(m.persistent.optimizer_states), gib(m.persistent.gathered_small_params), gib(m.unsharded_params),
-                     gib(m.gradients_in_flight), gib(m.grad_shards), gib(m.activations), gib(m.workspace),
-                     gib(m.model_outputs), gib(m.peak_total()),
-                     gib(scenarios::allocator_capacity_bytes(r.resolved.scenario())));
+  out << fmt::format(
+      "  memory per rank (GiB): master {} + compute {} {} + gradients {} + optimizer {} + small params {}"
+      " | in flight: unsharded params {} + gradients {} + gradient shards {} + activations {}"
+      " + workspace {} + model outputs {} = {} of the allocator's {}\n",
+      format_gib(m.persistent.master_params), replicated ? "params" : "shard", format_gib(m.persistent.compute_params),
+      format_gib(m.persistent.gradients), format_gib(m.persistent.optimizer_states),
+      format_gib(m.persistent.gathered_small_params), format_gib(m.unsharded_params), format_gib(m.gradients_in_flight),
+      format_gib(m.grad_shards), format_gib(m.activations), format_gib(m.workspace), format_gib(m.model_outputs),
+      format_gib(m.peak_total()), format_gib(scenarios::allocator_capacity_bytes(r.resolved.scenario())));
   print_padding_hint(r, out);
   if (!r.plan.honours_granularity()) {
     out << "  note: this strategy cuts through granules (quantization blocks or matrices straddle ranks)\n";
@@ -258,22 +285,28 @@ void print_plan(const PlanReport& r, std::ostream& out) {
 void print_plan_comparison(const std::vector<PlanReport>& reports, std::ostream& out) {
   const auto& first = reports.front();
   out << fmt::format("{} on {} GPUs (shard group {}), granularity {}\n\n", first.resolved.model.name,
-                     scenarios::total_gpus(first.resolved.scenario()), first.plan.ranks, granularity_text(first.resolved));
+                     scenarios::total_gpus(first.resolved.scenario()), first.plan.ranks,
+                     granularity_text(first.resolved));
   Table table;
-  table.column("strategy", Table::Align::kLeft).column("padded").column("padding").column("lower bound").column("gap pp");
+  table.column("strategy", Table::Align::kLeft)
+      .column("padded")
+      .column("padding")
+      .column("lower bound")
+      .column("gap pp");
   table.column("max shard S").column("granules", Table::Align::kLeft).column("collectives/step").column("copies/step");
   table.column("peak GiB").column("plan ms");
   for (const PlanReport& r : reports) {
     const StepBytes& b = r.bytes;
-    table.row({r.plan.strategy, format_count(static_cast<double>(r.plan.padded_params())), percent(r.plan.padding_ratio()),
-               percent(r.plan.lower_bound_padding_ratio()),
+    table.row({r.plan.strategy, format_count(static_cast<double>(r.plan.padded_params())),
+               percent(r.plan.padding_ratio()), percent(r.plan.lower_bound_padding_ratio()),
                // The bound holds for contiguous layouts that keep granules whole; the others have no gap to it.
                r.plan.honours_granularity() && r.plan.units.front().layout.placement == planner::Placement::kContiguous
                    ? fmt::format("{:.3f}", 100.0 * (r.plan.padding_ratio() - r.plan.lower_bound_padding_ratio()))
                    : "-",
-               format_count(static_cast<double>(r.plan.max_shard_size())), r.plan.honours_granularity() ? "whole" : "split",
+               format_count(static_cast<double>(r.plan.max_shard_size())),
+               r.plan.honours_granularity() ? "whole" : "split",
                format_bytes(static_cast<double>(b.all_gather + b.reduce_scatter + b.all_reduce + b.all_to_all)),
-               format_bytes(static_cast<double>(b.copies)), gib(r.memory.peak_total()),
+               format_bytes(static_cast<double>(b.copies)), format_gib(r.memory.peak_total()),
                fmt::format("{:.2f}", r.plan.plan_seconds * 1e3)});
   }
   table.print(out, "  ");
@@ -314,8 +347,11 @@ nlohmann::json plan_to_json(const PlanReport& r) {
                      {"lower_bound_padding_ratio", ratio(u.lower_bound_padded(), u.params())},
                      {"honours_granularity", u.layout.honours_granularity},
                      {"placement", u.layout.placement == planner::Placement::kContiguous ? "contiguous" : "rank_major"},
-                     {"copy_elements", {{"all_gather_in", c.all_gather_in}, {"all_gather_out", c.all_gather_out},
-                                        {"reduce_scatter_in", c.reduce_scatter_in}, {"reduce_scatter_out", c.reduce_scatter_out}}}});
+                     {"copy_elements",
+                      {{"all_gather_in", c.all_gather_in},
+                       {"all_gather_out", c.all_gather_out},
+                       {"reduce_scatter_in", c.reduce_scatter_in},
+                       {"reduce_scatter_out", c.reduce_scatter_out}}}});
   }
   const auto& m = r.memory;
   const StepBytes& b = r.bytes;
@@ -333,16 +369,29 @@ nlohmann::json plan_to_json(const PlanReport& r) {
       {"honours_granularity", r.plan.honours_granularity()},
       {"plan_seconds", r.plan.plan_seconds},
       {"distinct_units", r.plan.distinct_units},
-      {"bytes_per_step", {{"all_gather", b.all_gather}, {"reduce_scatter", b.reduce_scatter}, {"all_reduce", b.all_reduce},
-                          {"all_to_all", b.all_to_all}, {"copies", b.copies}, {"mesh", b.mesh}, {"pipeline", b.pipeline}}},
-      {"memory_bytes", {{"master_params", m.persistent.master_params}, {"compute_params", m.persistent.compute_params},
-                        {"gradients", m.persistent.gradients}, {"optimizer_states", m.persistent.optimizer_states},
-                        {"gathered_small_params", m.persistent.gathered_small_params},
-                        {"unsharded_params", m.unsharded_params}, {"gradients_in_flight", m.gradients_in_flight},
-                        {"grad_shards", m.grad_shards}, {"activations", m.activations}, {"workspace", m.workspace},
-                        {"model_outputs", m.model_outputs}, {"peak", m.peak_total()},
-                        {"hbm_capacity", hbm_bytes(r.resolved)},
-                        {"allocator_capacity", scenarios::allocator_capacity_bytes(r.resolved.scenario())}}},
+      {"bytes_per_step",
+       {{"all_gather", b.all_gather},
+        {"reduce_scatter", b.reduce_scatter},
+        {"all_reduce", b.all_reduce},
+        {"all_to_all", b.all_to_all},
+        {"copies", b.copies},
+        {"mesh", b.mesh},
+        {"pipeline", b.pipeline}}},
+      {"memory_bytes",
+       {{"master_params", m.persistent.master_params},
+        {"compute_params", m.persistent.compute_params},
+        {"gradients", m.persistent.gradients},
+        {"optimizer_states", m.persistent.optimizer_states},
+        {"gathered_small_params", m.persistent.gathered_small_params},
+        {"unsharded_params", m.unsharded_params},
+        {"gradients_in_flight", m.gradients_in_flight},
+        {"grad_shards", m.grad_shards},
+        {"activations", m.activations},
+        {"workspace", m.workspace},
+        {"model_outputs", m.model_outputs},
+        {"peak", m.peak_total()},
+        {"hbm_capacity", hbm_bytes(r.resolved)},
+        {"allocator_capacity", scenarios::allocator_capacity_bytes(r.resolved.scenario())}}},
       {"units", std::move(units)},
       {"pipeline", pipeline_json(r)},
   };

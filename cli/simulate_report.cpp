@@ -21,7 +21,6 @@ namespace {
 
 const traces::Summary& summary(const SimulationReport& r) { return r.result.trace.summary(); }
 
-std::string gib(int64_t bytes) { return fmt::format("{:.2f}", static_cast<double>(bytes) / kGiB); }
 std::string ms(double seconds) { return fmt::format("{:.1f}", seconds * 1e3); }
 
 using traces::memory_verdict;
@@ -42,9 +41,9 @@ void print_stages(const traces::Summary& s, std::ostream& out) {
   out << "  per stage          stage   rank   compute    pipeline wait      ends   peak GiB\n";
   for (const traces::StageFigures& stage : s.stages()) {
     const double share = s.step_time_s() > 0 ? 100 * stage.pipeline_wait_s() / s.step_time_s() : 0.0;
-    out << fmt::format("                     {:>5} {:>6} {:>9} {:>9} ({:>4.1f}%) {:>9} {:>10}\n", stage.stage(), stage.rank(),
-                       format_seconds(stage.compute_s()), format_seconds(stage.pipeline_wait_s()), share,
-                       format_seconds(stage.end_s()), gib(stage.peak_reserved_bytes()));
+    out << fmt::format("                     {:>5} {:>6} {:>9} {:>9} ({:>4.1f}%) {:>9} {:>10}\n", stage.stage(),
+                       stage.rank(), format_seconds(stage.compute_s()), format_seconds(stage.pipeline_wait_s()), share,
+                       format_seconds(stage.end_s()), format_gib(stage.peak_reserved_bytes()));
   }
 }
 
@@ -61,13 +60,14 @@ void print_simulation(const SimulationReport& r, std::ostream& out) {
   }
   out << fmt::format("  step time          {}\n", format_seconds(s.step_time_s()));
   out << fmt::format("  tokens/s per GPU   {}  ({} tokens per GPU per step)\n",
-                     format_integer(static_cast<int64_t>(s.tokens_per_s_per_gpu() + 0.5)), format_integer(s.tokens_per_step()));
+                     format_rounded(s.tokens_per_s_per_gpu()), format_integer(s.tokens_per_step()));
   out << fmt::format("  MFU                {:.1f}%\n", 100 * s.mfu());
   out << fmt::format("  exposed comm       {} ({:.1f}% of the step)\n", format_seconds(s.exposed_comm_s()),
                      s.step_time_s() > 0 ? 100 * s.exposed_comm_s() / s.step_time_s() : 0.0);
   if (s.pipeline_wait_s() > 0) {
     out << fmt::format("  pipeline wait      {} ({:.1f}% of the step: the bubble and the transfers between stages)\n",
-                       format_seconds(s.pipeline_wait_s()), s.step_time_s() > 0 ? 100 * s.pipeline_wait_s() / s.step_time_s() : 0.0);
+                       format_seconds(s.pipeline_wait_s()),
+                       s.step_time_s() > 0 ? 100 * s.pipeline_wait_s() / s.step_time_s() : 0.0);
   }
   out << fmt::format("  busy               compute {}, communication {}\n", format_seconds(s.compute_s()),
                      format_seconds(s.comm_s()));
@@ -76,15 +76,16 @@ void print_simulation(const SimulationReport& r, std::ostream& out) {
   out << fmt::format(
       "  peak memory        {} GiB reserved, {} GiB allocated, of {} GiB ({} less {} for the CUDA context and "
       "NCCL): {}\n",
-      gib(s.peak_reserved_bytes()), gib(s.peak_allocated_bytes()), gib(allocator_capacity), gib(s.hbm_capacity_bytes()),
-      gib(s.hbm_capacity_bytes() - allocator_capacity), memory_verdict_detail(s));
+      format_gib(s.peak_reserved_bytes()), format_gib(s.peak_allocated_bytes()), format_gib(allocator_capacity),
+      format_gib(s.hbm_capacity_bytes()), format_gib(s.hbm_capacity_bytes() - allocator_capacity),
+      memory_verdict_detail(s));
   if (r.band) print_band(*r.band, sim::regime_of(r.scenario, s), out);
   if (traces::oom_marginally(s)) {
     const int64_t over = s.peak_reserved_bytes() - allocator_capacity;
     out << fmt::format(
         "  memory margin      {} GiB over ({:.1f}%), within this simulator's peak-memory error on its calibration runs "
         "({:.1f}%): the real run may fit; leave room (checkpointing, a smaller micro-batch, more GPUs) or measure\n",
-        gib(over), 100.0 * static_cast<double>(over) / static_cast<double>(allocator_capacity),
+        format_gib(over), 100.0 * static_cast<double>(over) / static_cast<double>(allocator_capacity),
         100 * traces::kPeakMemoryPredictionError);
   }
   if (traces::fits_tightly(s)) {
@@ -92,14 +93,14 @@ void print_simulation(const SimulationReport& r, std::ostream& out) {
     out << fmt::format(
         "  memory margin      {} GiB free ({:.1f}%), less than this simulator's peak-memory error on its calibration "
         "runs ({:.1f}%): the real run may thrash the caching allocator or run out of memory; leave more room\n",
-        gib(free), 100.0 * static_cast<double>(free) / static_cast<double>(allocator_capacity),
+        format_gib(free), 100.0 * static_cast<double>(free) / static_cast<double>(allocator_capacity),
         100 * traces::kPeakMemoryPredictionError);
   }
   const int stages = std::max(1, r.scenario.training().mesh().pp());
-  const std::string reported =
-      stages > 1 ? fmt::format("stage {} of {} (rank {}: the stage with the highest memory peak)", stats.reported_stage,
-                               stages, stats.representative_rank)
-                 : fmt::format("rank {}", stats.representative_rank);
+  const std::string reported = stages > 1
+                                   ? fmt::format("stage {} of {} (rank {}: the stage with the highest memory peak)",
+                                                 stats.reported_stage, stages, stats.representative_rank)
+                                   : fmt::format("rank {}", stats.representative_rank);
   out << fmt::format("  simulation         {} mode, {} simulated node{}, {} flows, {}, {:.2f} s wall, {} of memory\n",
                      sim::mode_name(stats.mode), stats.simulated_nodes, stats.simulated_nodes == 1 ? "" : "s",
                      format_integer(stats.flows), reported, stats.wall_seconds,
@@ -115,12 +116,15 @@ void print_simulation(const SimulationReport& r, std::ostream& out) {
   out << '\n';
   // Per unit (ms per micro-batch summed over the step); identical blocks averaged.
   // The mesh's column only where tp, cp or ep ran collectives.
-  const std::vector<traces::UnitTimes> rows = traces::with_blocks_averaged(traces::unit_times(r.result.trace, traces::first_traced_rank(r.result.trace)));
-  const bool mesh = std::any_of(rows.begin(), rows.end(), [](const traces::UnitTimes& t) { return !t.mesh_kinds.empty(); });
+  const std::vector<traces::UnitTimes> rows =
+      traces::with_blocks_averaged(traces::unit_times(r.result.trace, traces::first_traced_rank(r.result.trace)));
+  const bool mesh =
+      std::any_of(rows.begin(), rows.end(), [](const traces::UnitTimes& t) { return !t.mesh_kinds.empty(); });
   const int phases = mesh ? traces::kUnitPhases : static_cast<int>(traces::UnitPhase::kMesh);
   Table table;
   table.column("unit", Table::Align::kLeft);
-  for (int p = 0; p < phases; ++p) table.column(std::string(traces::unit_phase_name(static_cast<traces::UnitPhase>(p))));
+  for (int p = 0; p < phases; ++p)
+    table.column(std::string(traces::unit_phase_name(static_cast<traces::UnitPhase>(p))));
   for (const traces::UnitTimes& t : rows) {
     std::vector<std::string> cells = {t.name};
     for (int p = 0; p < phases; ++p) cells.push_back(ms(t.seconds[static_cast<size_t>(p)]));
@@ -138,12 +142,13 @@ void print_simulation_comparison(const std::vector<SimulationReport>& reports, s
   for (const auto& r : reports) {
     const traces::Summary& s = summary(r);
     table.row({r.result.trace.metadata().strategy(), format_seconds(s.step_time_s()),
-               format_integer(static_cast<int64_t>(s.tokens_per_s_per_gpu() + 0.5)), fmt::format("{:.1f}%", 100 * s.mfu()),
-               format_seconds(s.exposed_comm_s()), gib(s.peak_reserved_bytes()), memory_verdict(s),
+               format_rounded(s.tokens_per_s_per_gpu()), fmt::format("{:.1f}%", 100 * s.mfu()),
+               format_seconds(s.exposed_comm_s()), format_gib(s.peak_reserved_bytes()), memory_verdict(s),
                fmt::format("{:.2f}", r.result.stats.wall_seconds)});
   }
   const auto& meta = reports.front().result.trace.metadata();
-  out << fmt::format("{} on {} GPUs (predicted, strategies side by side)\n", meta.scenario_name(), format_integer(meta.world_size()));
+  out << fmt::format("{} on {} GPUs (predicted, strategies side by side)\n", meta.scenario_name(),
+                     format_integer(meta.world_size()));
   table.print(out, "  ");
 }
 
@@ -151,7 +156,10 @@ void print_sweep(const std::vector<SimulationReport>& reports, std::ostream& out
   Table table;
   table.column("GPUs").column("strategy", Table::Align::kLeft).column("global batch").column("step time");
   table.column("tokens/s/GPU").column("MFU");
-  table.column("exposed comm").column("peak GiB").column("memory", Table::Align::kLeft).column("mode", Table::Align::kLeft);
+  table.column("exposed comm")
+      .column("peak GiB")
+      .column("memory", Table::Align::kLeft)
+      .column("mode", Table::Align::kLeft);
   table.column("wall s").column("sim memory");
   for (const auto& r : reports) {
     const traces::Summary& s = summary(r);
@@ -159,10 +167,10 @@ void print_sweep(const std::vector<SimulationReport>& reports, std::ostream& out
     const double step_tokens =
         s.tokens_per_s_per_gpu() * s.step_time_s() * static_cast<double>(r.result.trace.metadata().world_size());
     table.row({format_integer(r.result.trace.metadata().world_size()), r.result.trace.metadata().strategy(),
-               format_count(step_tokens), format_seconds(s.step_time_s()),
-               format_integer(static_cast<int64_t>(s.tokens_per_s_per_gpu() + 0.5)),
-               fmt::format("{:.1f}%", 100 * s.mfu()), format_seconds(s.exposed_comm_s()), gib(s.peak_reserved_bytes()),
-               memory_verdict(s), sim::mode_name(r.result.stats.mode), fmt::format("{:.2f}", r.result.stats.wall_seconds),
+               format_count(step_tokens), format_seconds(s.step_time_s()), format_rounded(s.tokens_per_s_per_gpu()),
+               fmt::format("{:.1f}%", 100 * s.mfu()), format_seconds(s.exposed_comm_s()),
+               format_gib(s.peak_reserved_bytes()), memory_verdict(s), sim::mode_name(r.result.stats.mode),
+               fmt::format("{:.2f}", r.result.stats.wall_seconds),
                format_bytes(static_cast<double>(r.sim_memory_bytes))});
   }
   out << reports.front().result.trace.metadata().scenario_name()
@@ -192,7 +200,8 @@ nlohmann::json simulation_to_json(const SimulationReport& r) {
   const traces::Summary& s = summary(r);
   const auto& meta = r.result.trace.metadata();
   nlohmann::json units = nlohmann::json::array();
-  for (const auto& [unit, by_kind] : traces::kind_seconds_by_unit(r.result.trace, traces::first_traced_rank(r.result.trace))) {
+  for (const auto& [unit, by_kind] :
+       traces::kind_seconds_by_unit(r.result.trace, traces::first_traced_rank(r.result.trace))) {
     nlohmann::json kinds = nlohmann::json::object();
     for (const auto& [k, v] : by_kind) kinds[traces::OpKind_Name(k)] = v;
     units.push_back({{"unit", unit}, {"seconds_by_kind", kinds}});
@@ -232,7 +241,8 @@ nlohmann::json simulation_to_json(const SimulationReport& r) {
       {"sim_memory_bytes", r.sim_memory_bytes},
       {"units", std::move(units)},
       {"forced_full", r.result.stats.forced_full},
-      {"whatif", r.result.stats.whatif.ranks.empty() ? nlohmann::json(nullptr) : sim::straggler_to_json(r.result.stats.whatif)},
+      {"whatif",
+       r.result.stats.whatif.ranks.empty() ? nlohmann::json(nullptr) : sim::straggler_to_json(r.result.stats.whatif)},
   };
   if (r.band) add_band_json(*r.band, sim::regime_of(r.scenario, s), out);
   if (!r.sensitivity.empty()) out["sensitivity"] = sensitivity_to_json(r.sensitivity);

@@ -10,7 +10,7 @@
 namespace ragged::cli {
 namespace {
 
-std::string gib(int64_t bytes) { return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / kGiB); }
+std::string gib_text(int64_t bytes) { return format_gib(bytes) + " GiB"; }
 
 // How many of the largest parts to name: the ones a change can move.
 constexpr size_t kPartsNamed = 3;
@@ -20,19 +20,18 @@ std::string parts_text(const std::vector<sim::MemoryPart>& parts) {
   int64_t total = 0;
   for (size_t i = 0; i < parts.size(); ++i) {
     total += parts[i].bytes;
-    if (i < kPartsNamed) text += fmt::format("{}{} {}", i == 0 ? "" : ", ", parts[i].what, gib(parts[i].bytes));
+    if (i < kPartsNamed) text += fmt::format("{}{} {}", i == 0 ? "" : ", ", parts[i].what, gib_text(parts[i].bytes));
   }
-  return fmt::format("{} (the largest parts of the planner's {} at the peak)", text, gib(total));
+  return fmt::format("{} (the largest parts of the planner's {} at the peak)", text, gib_text(total));
 }
 
 std::string fix_text(const sim::MemoryFix& fix) {
   if (!fix.simulated) {
-    return fmt::format("{}: still over, its state and activations alone need {}", fix.flags, gib(fix.floor_bytes));
+    return fmt::format("{}: still over, its state and activations alone need {}", fix.flags, gib_text(fix.floor_bytes));
   }
-  if (fix.oom) return fmt::format("{}: still over, peak {}", fix.flags, gib(fix.peak_reserved_bytes));
-  return fmt::format("{}: peak {}, fits{}, {} tokens/s per GPU", fix.flags, gib(fix.peak_reserved_bytes),
-                     fix.tight ? " tightly" : "",
-                     format_integer(static_cast<int64_t>(fix.tokens_per_s_per_gpu + 0.5)));
+  if (fix.oom) return fmt::format("{}: still over, peak {}", fix.flags, gib_text(fix.peak_reserved_bytes));
+  return fmt::format("{}: peak {}, fits{}, {} tokens/s per GPU", fix.flags, gib_text(fix.peak_reserved_bytes),
+                     fix.tight ? " tightly" : "", format_rounded(fix.tokens_per_s_per_gpu));
 }
 
 // One row per fix under a label, the label on the first.
@@ -50,8 +49,8 @@ void print_out_of_memory(const SimulationReport& r, std::ostream& out) {
   out << fmt::format(
       "OUT OF MEMORY        the step needs {} per GPU at its peak, {} more than the allocator's {} ({} of HBM less "
       "{} for the CUDA context and NCCL)\n",
-      gib(s.peak_reserved_bytes()), gib(s.peak_reserved_bytes() - capacity), gib(capacity), gib(s.hbm_capacity_bytes()),
-      gib(s.hbm_capacity_bytes() - capacity));
+      gib_text(s.peak_reserved_bytes()), gib_text(s.peak_reserved_bytes() - capacity), gib_text(capacity),
+      gib_text(s.hbm_capacity_bytes()), gib_text(s.hbm_capacity_bytes() - capacity));
   if (!r.oom_advice) return;
   const OutOfMemoryAdvice& advice = *r.oom_advice;
   if (!advice.parts.empty()) out << fmt::format("  did not fit        {}\n", parts_text(advice.parts));
@@ -64,7 +63,8 @@ void print_out_of_memory(const SimulationReport& r, std::ostream& out) {
     print_fixes("would fit", fitting, out);
   }
   print_fixes("tried", over, out);
-  out << "                     (each change simulated like `ragged simulate` with it, unless its floor alone is over)\n";
+  out << "                     (each change simulated like `ragged simulate` with it, unless its floor alone is "
+         "over)\n";
 }
 
 }  // namespace ragged::cli

@@ -13,8 +13,6 @@
 namespace ragged::cli {
 namespace {
 
-std::string gib(int64_t bytes) { return fmt::format("{:.2f}", static_cast<double>(bytes) / kGiB); }
-std::string rate(double tokens_per_s) { return format_integer(static_cast<int64_t>(tokens_per_s + 0.5)); }
 // With a tenth: neighbours on the Pareto front can differ by less than one.
 std::string precise_rate(double tokens_per_s) {
   const int64_t tenths = static_cast<int64_t>(tokens_per_s * 10 + 0.5);
@@ -36,7 +34,7 @@ double simulator_seconds(const tune::SearchResult& r) {
 
 // Hours or days where seconds would be unreadable.
 std::string long_duration(double seconds) {
-  if (seconds >= 100 * 86400) return format_integer(static_cast<int64_t>(seconds / 86400 + 0.5)) + " days";
+  if (seconds >= 100 * 86400) return format_rounded(seconds / 86400) + " days";
   if (seconds >= 2 * 86400) return fmt::format("{:.1f} days", seconds / 86400);
   if (seconds >= 3600) return fmt::format("{:.1f} hours", seconds / 3600);
   return format_seconds(seconds);
@@ -60,7 +58,7 @@ std::string group_text(const tune::Candidate& c, int64_t gpus) {
 // cp ranks share them.
 std::string per_gpu_text(const tune::BatchShape& b) {
   if (b.global_sequences % b.gpus == 0) return format_integer(b.global_sequences / b.gpus);
-  return format_integer(static_cast<int64_t>(b.tokens_per_gpu() + 0.5)) + " tokens";
+  return format_rounded(b.tokens_per_gpu()) + " tokens";
 }
 
 bool any_mesh(const tune::SearchResult& r) {
@@ -80,12 +78,10 @@ bool any_granularity(const tune::SearchResult& r) {
 std::string training_text(const tune::SearchResult& r, const ReportOptions& options) {
   const tune::TrainingTime t =
       tune::training_time(*options.train_tokens, r.ranked_rate(r.best()), r.gpus, options.gpu_hour_price);
-  return fmt::format("{} tokens in {} on {} GPUs, {} GPU-hours{}", format_count(*options.train_tokens),
-                     long_duration(t.seconds), format_integer(r.gpus),
-                     format_integer(static_cast<int64_t>(t.gpu_hours + 0.5)),
-                     t.cost ? fmt::format(", {} at {:g} per GPU-hour",
-                                          format_integer(static_cast<int64_t>(*t.cost + 0.5)), *options.gpu_hour_price)
-                            : "");
+  return fmt::format(
+      "{} tokens in {} on {} GPUs, {} GPU-hours{}", format_count(*options.train_tokens), long_duration(t.seconds),
+      format_integer(r.gpus), format_rounded(t.gpu_hours),
+      t.cost ? fmt::format(", {} at {:g} per GPU-hour", format_rounded(*t.cost), *options.gpu_hour_price) : "");
 }
 
 // Candidate i's goodput as `ragged simulate --goodput` reports it.
@@ -170,19 +166,17 @@ void print_ranking(const tune::Tuner& tuner, const tune::SearchResult& r, const 
     const tune::Evaluation& e = r.evaluations[i];
     std::vector<std::string> row = {std::to_string(k + 1), scenarios::strategy_name(c.strategy)};
     if (mesh) row.push_back(tune::mesh_text(c).empty() ? "-" : tune::mesh_text(c));
-    row.insert(row.end(), {group_text(c, r.gpus),
-                                    fmt::format("{} x {}", c.micro_batch, c.grad_accum),
-                                    scenarios::checkpointing_name(c.checkpointing),
-                                    std::to_string(c.prefetch),
-                                    c.reshard ? "yes" : "no"});
+    row.insert(row.end(),
+               {group_text(c, r.gpus), fmt::format("{} x {}", c.micro_batch, c.grad_accum),
+                scenarios::checkpointing_name(c.checkpointing), std::to_string(c.prefetch), c.reshard ? "yes" : "no"});
     if (granularity) row.push_back(c.granularity.empty() ? "-" : c.granularity);
-    row.push_back(rate(e.tokens_per_s_per_gpu));
+    row.push_back(format_rounded(e.tokens_per_s_per_gpu));
     const std::optional<sim::PredictionBand> band = candidate_band(tuner, r, i);
     row.push_back(band ? tokens_range_text(*band) : "-");
-    if (r.by_goodput()) row.insert(row.end(), {goodput_percent(r, i), rate(r.ranked_rate(i))});
+    if (r.by_goodput()) row.insert(row.end(), {goodput_percent(r, i), format_rounded(r.ranked_rate(i))});
     for (std::string cell :
-         {format_seconds(e.step_time_s), fmt::format("{:.1f}%", 100 * e.mfu), gib(e.peak_reserved_bytes),
-          gib(e.capacity_bytes - e.peak_reserved_bytes), format_seconds(e.exposed_comm_s)}) {
+         {format_seconds(e.step_time_s), fmt::format("{:.1f}%", 100 * e.mfu), format_gib(e.peak_reserved_bytes),
+          format_gib(e.capacity_bytes - e.peak_reserved_bytes), format_seconds(e.exposed_comm_s)}) {
       row.push_back(std::move(cell));
     }
     table.row(std::move(row));
@@ -215,7 +209,7 @@ void print_pareto(const tune::SearchResult& r, std::ostream& out) {
       .column(r.by_goodput() ? "effective tokens/s/GPU" : "tokens/s/GPU")
       .column("configuration", Table::Align::kLeft);
   for (size_t i : r.ranking.pareto) {
-    table.row({gib(r.evaluations[i].peak_reserved_bytes), precise_rate(r.ranked_rate(i)),
+    table.row({format_gib(r.evaluations[i].peak_reserved_bytes), precise_rate(r.ranked_rate(i)),
                tune::describe(r.candidates[i], r.gpus)});
   }
   out << fmt::format(
@@ -262,7 +256,7 @@ void print_search(const tune::Tuner& tuner, const tune::SearchResult& r, const R
       "{} GiB)\n",
       s.name(), model_text(s.model()), format_integer(r.gpus), s.cluster().gpu().preset(),
       format_integer(r.batch.global_sequences), format_integer(r.batch.sequence_length), per_gpu_text(r.batch),
-      gib(r.budget_bytes), 100 * (1 - tuner.options().constraints.headroom), gib(capacity));
+      format_gib(r.budget_bytes), 100 * (1 - tuner.options().constraints.headroom), format_gib(capacity));
   print_counts(r, options, out);
   if (r.widened_to_tensor_parallelism) {
     out << "  nothing fitted with FSDP alone: tensor parallelism of 2, 4 and 8 (those a node holds) and pipelines of 2 "
@@ -270,24 +264,24 @@ void print_search(const tune::Tuner& tuner, const tune::SearchResult& r, const R
   }
   if (!r.any_fits()) {
     const auto closest = smallest_peak(r);
-    out << fmt::format(
-        "\n  nothing fits in {} GiB on {} GPUs{}; `ragged tune --min-gpus` finds how many it needs\n",
-        gib(r.budget_bytes), format_integer(r.gpus),
-        closest ? fmt::format(" (smallest simulated peak {} GiB: {})", gib(r.evaluations[*closest].peak_reserved_bytes),
-                              tune::describe(r.candidates[*closest], r.gpus))
-                : "");
+    out << fmt::format("\n  nothing fits in {} GiB on {} GPUs{}; `ragged tune --min-gpus` finds how many it needs\n",
+                       format_gib(r.budget_bytes), format_integer(r.gpus),
+                       closest ? fmt::format(" (smallest simulated peak {} GiB: {})",
+                                             format_gib(r.evaluations[*closest].peak_reserved_bytes),
+                                             tune::describe(r.candidates[*closest], r.gpus))
+                               : "");
     return;
   }
   print_ranking(tuner, r, options, out);
   print_pareto(r, out);
   const tune::Evaluation& best = r.evaluations[r.best()];
-  out << fmt::format(
-      "\nbest: {}\n  {} tokens/s per GPU{}, step {}, MFU {:.1f}%, peak {} of {} GiB\n",
-      tune::describe(r.candidates[r.best()], r.gpus), rate(best.tokens_per_s_per_gpu),
-      r.by_goodput()
-          ? fmt::format(" ({} effective at {} goodput)", rate(r.ranked_rate(r.best())), goodput_percent(r, r.best()))
-          : "",
-      format_seconds(best.step_time_s), 100 * best.mfu, gib(best.peak_reserved_bytes), gib(best.capacity_bytes));
+  out << fmt::format("\nbest: {}\n  {} tokens/s per GPU{}, step {}, MFU {:.1f}%, peak {} of {} GiB\n",
+                     tune::describe(r.candidates[r.best()], r.gpus), format_rounded(best.tokens_per_s_per_gpu),
+                     r.by_goodput() ? fmt::format(" ({} effective at {} goodput)",
+                                                  format_rounded(r.ranked_rate(r.best())), goodput_percent(r, r.best()))
+                                    : "",
+                     format_seconds(best.step_time_s), 100 * best.mfu, format_gib(best.peak_reserved_bytes),
+                     format_gib(best.capacity_bytes));
   if (options.train_tokens) out << "  time to train: " << training_text(r, options) << '\n';
   if (r.by_goodput()) {
     print_goodput(goodput_report_of(tuner, r, r.best(), fmt::format("best on {} GPUs", format_integer(r.gpus))),
@@ -329,15 +323,15 @@ void print_gpu_counts(const tune::Tuner& tuner, const std::vector<tune::GpuCount
       continue;
     }
     const tune::Evaluation& e = r.evaluations[r.best()];
-    cells.push_back(rate(e.tokens_per_s_per_gpu));
-    if (by_goodput) cells.insert(cells.end(), {goodput_percent(r, r.best()), rate(r.ranked_rate(r.best()))});
-    cells.insert(cells.end(),
-                 {format_seconds(e.step_time_s), fmt::format("{:.1f}%", 100 * e.mfu), gib(e.peak_reserved_bytes)});
+    cells.push_back(format_rounded(e.tokens_per_s_per_gpu));
+    if (by_goodput) cells.insert(cells.end(), {goodput_percent(r, r.best()), format_rounded(r.ranked_rate(r.best()))});
+    cells.insert(cells.end(), {format_seconds(e.step_time_s), fmt::format("{:.1f}%", 100 * e.mfu),
+                               format_gib(e.peak_reserved_bytes)});
     if (options.train_tokens) {
       const auto t =
           tune::training_time(*options.train_tokens, r.ranked_rate(r.best()), r.gpus, options.gpu_hour_price);
-      cells.insert(cells.end(), {long_duration(t.seconds), format_integer(static_cast<int64_t>(t.gpu_hours + 0.5))});
-      if (t.cost) cells.push_back(format_integer(static_cast<int64_t>(*t.cost + 0.5)));
+      cells.insert(cells.end(), {long_duration(t.seconds), format_rounded(t.gpu_hours)});
+      if (t.cost) cells.push_back(format_rounded(*t.cost));
     }
     cells.push_back(tune::describe(r.candidates[r.best()], r.gpus));
     table.row(std::move(cells));

@@ -22,7 +22,6 @@ std::string tokens(double value) {
   return value >= 100 ? format_integer(std::llround(value)) : fmt::format("{:.1f}", value);
 }
 std::string percent(std::optional<double> value) { return value ? fmt::format("{:+.1f}%", 100 * *value) : "-"; }
-std::string gib(int64_t bytes) { return fmt::format("{:.1f}", static_cast<double>(bytes) / kGiB); }
 
 std::string published_text(const RowResult& row) {
   auto value = validation::published_tokens_per_s(row.run.published());
@@ -53,15 +52,16 @@ void print_rows(const std::vector<RowResult>& rows, validation::Set set, std::os
     const bool simulated = row.status == RowStatus::kSimulated;
     const auto& published = row.run.published();
     table.row({row.run.id(), row.model, std::to_string(row.gpus), row.strategy, row.checkpointing, published_text(row),
-               simulated ? tokens(row.predicted.tokens_per_s_per_gpu) : "failed", percent(validation::throughput_error(row)),
-               validation::published_memory_text(published),
-               simulated ? gib(validation::predicted_memory_bytes(row)) : "-", percent(validation::memory_error(row)),
-               simulated ? oom_text(row) : "-"});
+               simulated ? tokens(row.predicted.tokens_per_s_per_gpu) : "failed",
+               percent(validation::throughput_error(row)), validation::published_memory_text(published),
+               simulated ? format_gib(validation::predicted_memory_bytes(row), 1) : "-",
+               percent(validation::memory_error(row)), simulated ? oom_text(row) : "-"});
   }
   if (count == 0) return;
-  out << fmt::format("{} set: tokens/s per GPU, published against predicted; memory: peak reserved GiB "
-                     "(alloc: peak allocated, where the source gives that)\n",
-                     validation::set_name(set));
+  out << fmt::format(
+      "{} set: tokens/s per GPU, published against predicted; memory: peak reserved GiB "
+      "(alloc: peak allocated, where the source gives that)\n",
+      validation::set_name(set));
   table.print(out, "  ");
   out << '\n';
 }
@@ -74,9 +74,10 @@ void print_remeasured(const std::vector<RowResult>& rows, std::ostream& out) {
     const auto spread = validation::published_spread(row.run);
     if (!validation::throughput_compared(row) || !spread || *spread <= kSpreadShown) continue;
     if (!any) {
-      out << fmt::format("measured again by their source, {:.0f}% apart or more (the summary uses the published figure "
-                         "above; * = the source states a difference; --json lists every row measured again):\n",
-                         100 * kSpreadShown);
+      out << fmt::format(
+          "measured again by their source, {:.0f}% apart or more (the summary uses the published figure "
+          "above; * = the source states a difference; --json lists every row measured again):\n",
+          100 * kSpreadShown);
     }
     any = true;
     const std::vector<double> errors = validation::remeasured_errors(row);
@@ -112,8 +113,8 @@ void print_summary(const std::vector<RowResult>& rows, std::ostream& out) {
     table.row({validation::set_name(set), std::to_string(s.rows), std::to_string(s.simulated), std::to_string(s.failed),
                std::to_string(s.excluded), any ? fmt::format("{:.1f}%", 100 * s.mean_abs_error) : "-",
                any ? fmt::format("{:.1f}%", 100 * s.max_abs_error) : "-", any ? s.max_error_id : "-",
-               fmt::format("{}/{}", s.oom_agree, s.oom_rows), std::to_string(s.false_ooms), std::to_string(s.missed_ooms),
-               std::to_string(s.tight_fits),
+               fmt::format("{}/{}", s.oom_agree, s.oom_rows), std::to_string(s.false_ooms),
+               std::to_string(s.missed_ooms), std::to_string(s.tight_fits),
                s.memory_rows > 0 ? fmt::format("{}/{}", s.memory_within_tolerance, s.memory_rows) : "-"});
   }
   out << "summary (error = predicted / published - 1 of tokens/s per GPU, over the simulated rows with a published "
@@ -121,8 +122,10 @@ void print_summary(const std::vector<RowResult>& rows, std::ostream& out) {
   table.print(out, "  ");
   for (const validation::SetSummary& s : summaries) {
     if (s.throughput_excluded == 0) continue;
-    out << fmt::format("  {}: {} of the simulated rows compared on memory and OOM only, not in the throughput "
-                       "columns\n", validation::set_name(s.set), s.throughput_excluded);
+    out << fmt::format(
+        "  {}: {} of the simulated rows compared on memory and OOM only, not in the throughput "
+        "columns\n",
+        validation::set_name(s.set), s.throughput_excluded);
   }
   const std::vector<validation::SourceSummary> sources = validation::summarize_by_source(rows, validation::VALIDATION);
   if (!sources.empty()) {
@@ -145,44 +148,54 @@ void print_summary(const std::vector<RowResult>& rows, std::ostream& out) {
   }
   for (const validation::SetSummary& s : summaries) {
     if (s.first_prediction_rows == 0) continue;
-    out << fmt::format("  {}: out of sample, {} of the {} rows recorded their first prediction (made before any "
-                       "change for them): mean |error| {:.1f}% as first predicted, max {:.1f}%; {:.1f}% now over the "
-                       "same rows\n",
-                       validation::set_name(s.set), s.first_prediction_rows, s.throughput_rows,
-                       100 * s.first_mean_abs_error, 100 * s.first_max_abs_error,
-                       100 * s.current_mean_abs_error_of_first);
+    out << fmt::format(
+        "  {}: out of sample, {} of the {} rows recorded their first prediction (made before any "
+        "change for them): mean |error| {:.1f}% as first predicted, max {:.1f}%; {:.1f}% now over the "
+        "same rows\n",
+        validation::set_name(s.set), s.first_prediction_rows, s.throughput_rows, 100 * s.first_mean_abs_error,
+        100 * s.first_max_abs_error, 100 * s.current_mean_abs_error_of_first);
   }
   for (const validation::SetSummary& s : summaries) {
     if (s.remeasured_rows == 0) continue;
-    out << fmt::format("  {}: {} rows measured more than once by their source, the measurements {:.1f}% apart at most "
-                       "({}); {} predicted within the range of their measurements\n",
-                       validation::set_name(s.set), s.remeasured_rows, 100 * s.max_published_spread, s.max_spread_id,
-                       s.within_published_range);
+    out << fmt::format(
+        "  {}: {} rows measured more than once by their source, the measurements {:.1f}% apart at most "
+        "({}); {} predicted within the range of their measurements\n",
+        validation::set_name(s.set), s.remeasured_rows, 100 * s.max_published_spread, s.max_spread_id,
+        s.within_published_range);
   }
 }
 
-nlohmann::json optional_number(std::optional<double> value) { return value ? nlohmann::json(*value) : nlohmann::json(); }
+nlohmann::json optional_number(std::optional<double> value) {
+  return value ? nlohmann::json(*value) : nlohmann::json();
+}
 
 nlohmann::json row_json(const RowResult& row) {
   const auto& run = row.run;
   const auto& p = run.published();
-  nlohmann::json published = {{"tokens_per_s_per_gpu", optional_number(validation::published_tokens_per_s(p))},
-                              {"ran", validation::published_ran(p)},
-                              {"peak_memory_gib",
-                               p.has_peak_memory_gib() ? nlohmann::json(p.peak_memory_gib()) : nlohmann::json()},
-                              {"peak_allocated_gib",
-                               p.has_peak_allocated_gib() ? nlohmann::json(p.peak_allocated_gib()) : nlohmann::json()}};
+  nlohmann::json published = {
+      {"tokens_per_s_per_gpu", optional_number(validation::published_tokens_per_s(p))},
+      {"ran", validation::published_ran(p)},
+      {"peak_memory_gib", p.has_peak_memory_gib() ? nlohmann::json(p.peak_memory_gib()) : nlohmann::json()},
+      {"peak_allocated_gib", p.has_peak_allocated_gib() ? nlohmann::json(p.peak_allocated_gib()) : nlohmann::json()}};
   if (p.has_tflops()) {
-    published["tflops"] = {{"per_gpu", p.tflops().per_gpu()}, {"flops_per_token", p.tflops().flops_per_token()},
+    published["tflops"] = {{"per_gpu", p.tflops().per_gpu()},
+                           {"flops_per_token", p.tflops().flops_per_token()},
                            {"convention", p.tflops().convention()}};
   }
   nlohmann::json out = {
-      {"id", run.id()}, {"set", validation::set_name(run.set())}, {"status", validation::status_name(row.status)},
+      {"id", run.id()},
+      {"set", validation::set_name(run.set())},
+      {"status", validation::status_name(row.status)},
       {"scenario", run.scenario_source_case() == validation::Run::kShippedScenario ? "builtin:" + run.shipped_scenario()
-                                                                                    : run.scenario()},
-      {"source", {{"title", run.source().title()}, {"url", run.source().url()}, {"commit", run.source().commit()},
-                  {"table", run.source().table()}, {"row", run.source().row()}}},
-      {"published", published}, {"notes", run.notes()}};
+                                                                                   : run.scenario()},
+      {"source",
+       {{"title", run.source().title()},
+        {"url", run.source().url()},
+        {"commit", run.source().commit()},
+        {"table", run.source().table()},
+        {"row", run.source().row()}}},
+      {"published", published},
+      {"notes", run.notes()}};
   if (row.status == RowStatus::kExcluded) {
     out["excluded"] = run.excluded();
     return out;
@@ -198,18 +211,27 @@ nlohmann::json row_json(const RowResult& row) {
     return out;
   }
   const auto& q = row.predicted;
-  out["predicted"] = {{"tokens_per_s_per_gpu", q.tokens_per_s_per_gpu}, {"step_time_s", q.step_time_s}, {"mfu", q.mfu},
-                      {"compute_s", q.compute_s}, {"comm_s", q.comm_s}, {"exposed_comm_s", q.exposed_comm_s},
-                      {"peak_reserved_bytes", q.peak_reserved_bytes}, {"peak_allocated_bytes", q.peak_allocated_bytes},
+  out["predicted"] = {{"tokens_per_s_per_gpu", q.tokens_per_s_per_gpu},
+                      {"step_time_s", q.step_time_s},
+                      {"mfu", q.mfu},
+                      {"compute_s", q.compute_s},
+                      {"comm_s", q.comm_s},
+                      {"exposed_comm_s", q.exposed_comm_s},
+                      {"peak_reserved_bytes", q.peak_reserved_bytes},
+                      {"peak_allocated_bytes", q.peak_allocated_bytes},
                       {"hbm_capacity_bytes", q.capacity_bytes},
                       {"allocator_capacity_bytes", q.allocator_capacity_bytes},
-                      {"oom", q.oom}, {"fits_tightly", validation::fits_tightly(row)}, {"simulation_mode", q.mode},
+                      {"oom", q.oom},
+                      {"fits_tightly", validation::fits_tightly(row)},
+                      {"simulation_mode", q.mode},
                       {"simulation_wall_s", q.wall_seconds}};
   out["error"] = optional_number(validation::throughput_error(row));
   if (row.run.has_first_prediction()) {
     const validation::FirstPrediction& f = row.run.first_prediction();
-    out["first_prediction"] = {{"tokens_per_s_per_gpu", f.tokens_per_s_per_gpu()}, {"oom", f.oom()},
-                               {"commit", f.commit()}, {"date", f.date()},
+    out["first_prediction"] = {{"tokens_per_s_per_gpu", f.tokens_per_s_per_gpu()},
+                               {"oom", f.oom()},
+                               {"commit", f.commit()},
+                               {"date", f.date()},
                                {"error", optional_number(validation::first_prediction_error(row))}};
   }
   if (!run.throughput_excluded().empty()) out["throughput_excluded"] = run.throughput_excluded();
@@ -220,11 +242,15 @@ nlohmann::json row_json(const RowResult& row) {
     nlohmann::json list = nlohmann::json::array();
     for (int i = 0; i < run.remeasured_size(); ++i) {
       const validation::Remeasurement& r = run.remeasured(i);
-      list.push_back({{"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu()}, {"error", errors[static_cast<size_t>(i)]},
+      list.push_back({{"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu()},
+                      {"error", errors[static_cast<size_t>(i)]},
                       {"differs", r.differs()},
-                      {"source", {{"title", r.source().title()}, {"url", r.source().url()},
-                                  {"commit", r.source().commit()}, {"table", r.source().table()},
-                                  {"row", r.source().row()}}}});
+                      {"source",
+                       {{"title", r.source().title()},
+                        {"url", r.source().url()},
+                        {"commit", r.source().commit()},
+                        {"table", r.source().table()},
+                        {"row", r.source().row()}}}});
     }
     out["remeasured"] = list;
     out["published_spread"] = optional_number(validation::published_spread(run));
@@ -234,19 +260,32 @@ nlohmann::json row_json(const RowResult& row) {
 }
 
 nlohmann::json summary_json(const validation::SetSummary& s) {
-  return {{"rows", s.rows}, {"simulated", s.simulated}, {"failed", s.failed}, {"excluded", s.excluded},
-          {"throughput_excluded", s.throughput_excluded}, {"throughput_rows", s.throughput_rows},
+  return {{"rows", s.rows},
+          {"simulated", s.simulated},
+          {"failed", s.failed},
+          {"excluded", s.excluded},
+          {"throughput_excluded", s.throughput_excluded},
+          {"throughput_rows", s.throughput_rows},
           {"mean_abs_error", s.mean_abs_error},
-          {"max_abs_error", s.max_abs_error}, {"max_error_id", s.max_error_id}, {"oom_rows", s.oom_rows},
-          {"oom_agree", s.oom_agree}, {"false_ooms", s.false_ooms}, {"missed_ooms", s.missed_ooms},
+          {"max_abs_error", s.max_abs_error},
+          {"max_error_id", s.max_error_id},
+          {"oom_rows", s.oom_rows},
+          {"oom_agree", s.oom_agree},
+          {"false_ooms", s.false_ooms},
+          {"missed_ooms", s.missed_ooms},
           {"tight_fits", s.tight_fits},
-          {"memory_rows", s.memory_rows}, {"memory_within_tolerance", s.memory_within_tolerance},
-          {"memory_tolerance", validation::kMemoryTolerance}, {"mean_abs_memory_error", s.mean_abs_memory_error},
-          {"first_prediction_rows", s.first_prediction_rows}, {"first_mean_abs_error", s.first_mean_abs_error},
+          {"memory_rows", s.memory_rows},
+          {"memory_within_tolerance", s.memory_within_tolerance},
+          {"memory_tolerance", validation::kMemoryTolerance},
+          {"mean_abs_memory_error", s.mean_abs_memory_error},
+          {"first_prediction_rows", s.first_prediction_rows},
+          {"first_mean_abs_error", s.first_mean_abs_error},
           {"first_max_abs_error", s.first_max_abs_error},
           {"current_mean_abs_error_of_first", s.current_mean_abs_error_of_first},
-          {"remeasured_rows", s.remeasured_rows}, {"within_published_range", s.within_published_range},
-          {"max_published_spread", s.max_published_spread}, {"max_spread_id", s.max_spread_id}};
+          {"remeasured_rows", s.remeasured_rows},
+          {"within_published_range", s.within_published_range},
+          {"max_published_spread", s.max_published_spread},
+          {"max_spread_id", s.max_spread_id}};
 }
 
 }  // namespace
@@ -289,13 +328,15 @@ void print_validation(const validation::ValidationSet& set, const std::vector<Ro
 
 nlohmann::json validation_to_json(const validation::ValidationSet& set, const std::vector<RowResult>& rows,
                                   const std::vector<scenarios::FieldOverride>& overrides) {
-  nlohmann::json out = {{"manifest", set.origin}, {"rows", nlohmann::json::array()}, {"summary", nlohmann::json::object()}};
+  nlohmann::json out = {
+      {"manifest", set.origin}, {"rows", nlohmann::json::array()}, {"summary", nlohmann::json::object()}};
   if (!overrides.empty()) {
     out["overrides"] = nlohmann::json::array();
     for (const scenarios::FieldOverride& o : overrides) out["overrides"].push_back(o.path + "=" + o.value);
   }
   for (const RowResult& row : rows) out["rows"].push_back(row_json(row));
-  for (validation::Set s : kSets) out["summary"][validation::set_name(s)] = summary_json(validation::summarize(rows, s));
+  for (validation::Set s : kSets)
+    out["summary"][validation::set_name(s)] = summary_json(validation::summarize(rows, s));
   return out;
 }
 

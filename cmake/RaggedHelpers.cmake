@@ -23,6 +23,9 @@ function(ragged_add_library name)
   target_include_directories(ragged_${name} PUBLIC ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR})
   target_link_libraries(ragged_${name} PUBLIC ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
   ragged_set_warnings(ragged_${name})
+  if(RAGGED_UNITY_BUILD)
+    set_target_properties(ragged_${name} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE ${RAGGED_UNITY_BATCH})
+  endif()
 endfunction()
 
 # ragged_add_test(NAME SRCS a_test.cpp DEPS ragged::x [LABELS l1 l2])
@@ -34,6 +37,9 @@ function(ragged_add_test name)
   target_compile_definitions(test_${name} PRIVATE
     RAGGED_SOURCE_DIR="${PROJECT_SOURCE_DIR}" RAGGED_BINARY_DIR="${PROJECT_BINARY_DIR}")
   ragged_set_warnings(test_${name})
+  if(RAGGED_UNITY_BUILD)
+    set_target_properties(test_${name} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE ${RAGGED_UNITY_BATCH})
+  endif()
   gtest_discover_tests(test_${name}
     WORKING_DIRECTORY ${PROJECT_BINARY_DIR}
     PROPERTIES LABELS "${name};${ARG_LABELS}"

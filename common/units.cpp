@@ -9,8 +9,7 @@ namespace ragged {
 namespace {
 
 // Scales `value` down by `base` until it is under `base`, naming the unit used.
-std::string scaled(double value, double base, const std::array<const char*, 6>& units,
-                   const char* separator) {
+std::string scaled(double value, double base, const std::array<const char*, 6>& units, const char* separator) {
   size_t unit = 0;
   double magnitude = std::fabs(value);
   while (magnitude >= base && unit + 1 < units.size()) {
@@ -25,13 +24,9 @@ std::string scaled(double value, double base, const std::array<const char*, 6>& 
 
 }  // namespace
 
-std::string format_bytes(double bytes) {
-  return scaled(bytes, 1024.0, {"B", "KiB", "MiB", "GiB", "TiB", "PiB"}, " ");
-}
+std::string format_bytes(double bytes) { return scaled(bytes, 1024.0, {"B", "KiB", "MiB", "GiB", "TiB", "PiB"}, " "); }
 
-std::string format_count(double count) {
-  return scaled(count, 1000.0, {"", "K", "M", "B", "T", "P"}, "");
-}
+std::string format_count(double count) { return scaled(count, 1000.0, {"", "K", "M", "B", "T", "P"}, ""); }
 
 std::string format_flops(double flops) {
   return scaled(flops, 1000.0, {"FLOP", "KFLOP", "MFLOP", "GFLOP", "TFLOP", "PFLOP"}, " ");
@@ -62,6 +57,12 @@ std::string format_integer(int64_t value) {
     out.push_back(digits[i]);
   }
   return value < 0 ? "-" + out : out;
+}
+
+std::string format_rounded(double value) { return format_integer(static_cast<int64_t>(value + 0.5)); }
+
+std::string format_gib(int64_t bytes, int decimals) {
+  return fmt::format("{:.{}f}", static_cast<double>(bytes) / kGiB, decimals);
 }
 
 }  // namespace ragged

@@ -18,7 +18,7 @@ namespace {
 
 constexpr const char* kAuto = "\"auto\": filled in by the Hugging Face Trainer from its own arguments";
 
-std::string why_ignored(std::string_view path) {
+std::string deepspeed_why_ignored(std::string_view path) {
   if (path.starts_with("fp16.") || path.starts_with("bf16.") || path.starts_with("amp.")) {
     return "loss scaling and its window, no bearing on a step's time or memory";
   }
@@ -48,8 +48,11 @@ std::string why_ignored(std::string_view path) {
 
 bool enabled(const ConfigDocument& doc, ScenarioDraft& draft, const std::string& path) {
   if (doc.is_auto(path)) {
-    draft.not_modelled(path, std::string(kAuto) + " (--bf16/--fp16); bf16 assumed unless the other block is enabled "
-                             "(--set training.precision.param=FP16 for fp16)", true);
+    draft.not_modelled(path,
+                       std::string(kAuto) +
+                           " (--bf16/--fp16); bf16 assumed unless the other block is enabled "
+                           "(--set training.precision.param=FP16 for fp16)",
+                       true);
     return false;
   }
   return doc.boolean(path).value_or(false);
@@ -61,8 +64,10 @@ std::optional<int64_t> batch_field(const ConfigDocument& doc, ScenarioDraft& dra
     return std::nullopt;
   }
   // Each at most 2^20 (accumulation at most limits::kMaxAccumulation): their products stay far inside int64.
-  return doc.integer(path, 1, std::string_view(path) == "gradient_accumulation_steps" ? limits::kMaxAccumulation
-                                                                                       : limits::kMaxGpus * limits::kMaxMicroBatch);
+  return doc.integer(path, 1,
+                     std::string_view(path) == "gradient_accumulation_steps"
+                         ? limits::kMaxAccumulation
+                         : limits::kMaxGpus * limits::kMaxMicroBatch);
 }
 
 }  // namespace
@@ -101,11 +106,12 @@ ImportedConfig import_deepspeed(const ConfigDocument& doc, const ImportOptions& 
     if (device == "none") {
       draft.agrees(device_path, "on the GPU");
     } else {
-      draft.not_modelled(device_path,
-                         fmt::format("offload to {} is not modelled: the prediction keeps the {} on the GPU (memory "
-                                     "overestimated, the transfers and the CPU optimizer left out)",
-                                     device, std::string(offload).ends_with("param") ? "parameters" : "optimizer states"),
-                         true);
+      draft.not_modelled(
+          device_path,
+          fmt::format("offload to {} is not modelled: the prediction keeps the {} on the GPU (memory "
+                      "overestimated, the transfers and the CPU optimizer left out)",
+                      device, std::string(offload).ends_with("param") ? "parameters" : "optimizer states"),
+          true);
       draft.not_modelled_section(offload, "offload settings, not modelled (see its device)");
     }
   }
@@ -113,9 +119,13 @@ ImportedConfig import_deepspeed(const ConfigDocument& doc, const ImportOptions& 
   // Precision: bf16 or fp16 compute and reduction, fp32 master partitions.
   const bool bf16 = enabled(doc, draft, "bf16.enabled");
   const bool fp16 = enabled(doc, draft, "fp16.enabled");
-  if (bf16 && fp16) doc.fail("fp16.enabled", "both fp16 and bf16 are enabled; DeepSpeed takes one: disable one of them");
+  if (bf16 && fp16)
+    doc.fail("fp16.enabled", "both fp16 and bf16 are enabled; DeepSpeed takes one: disable one of them");
   const bool any_auto = doc.is_auto("bf16.enabled") || doc.is_auto("fp16.enabled");
-  const scenarios::DType compute = bf16 ? scenarios::BF16 : fp16 ? scenarios::FP16 : any_auto ? scenarios::BF16 : scenarios::FP32;
+  const scenarios::DType compute = bf16       ? scenarios::BF16
+                                   : fp16     ? scenarios::FP16
+                                   : any_auto ? scenarios::BF16
+                                              : scenarios::FP32;
   scenarios::Precision* precision = t.mutable_precision();
   precision->set_param(compute);
   precision->set_master(scenarios::FP32);
@@ -132,18 +142,20 @@ ImportedConfig import_deepspeed(const ConfigDocument& doc, const ImportOptions& 
   if (auto reduce = doc.string("communication_data_type")) {
     std::string text = *reduce;
     std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
-    const scenarios::DType value = text == "fp32" || text == "float32" ? scenarios::FP32
+    const scenarios::DType value = text == "fp32" || text == "float32"    ? scenarios::FP32
                                    : text == "bf16" || text == "bfloat16" ? scenarios::BF16
-                                   : text == "fp16" || text == "float16" ? scenarios::FP16
+                                   : text == "fp16" || text == "float16"  ? scenarios::FP16
                                                                           : scenarios::DTYPE_UNSPECIFIED;
-    if (value == scenarios::DTYPE_UNSPECIFIED) doc.fail("communication_data_type", fmt::format("\"{}\": give fp32, bf16 or fp16", *reduce));
+    if (value == scenarios::DTYPE_UNSPECIFIED)
+      doc.fail("communication_data_type", fmt::format("\"{}\": give fp32, bf16 or fp16", *reduce));
     precision->set_reduce(value);
     draft.mapped("training.precision.reduce", enum_text(value), {"communication_data_type"});
   } else {
     precision->set_reduce(compute);
     draft.assumed("training.precision.reduce", enum_text(compute), "DeepSpeed reduces gradients in their own dtype");
   }
-  draft.assumed("training.precision.master", "FP32", "ZeRO keeps fp32 partitions of the parameters and optimizer states");
+  draft.assumed("training.precision.master", "FP32",
+                "ZeRO keeps fp32 partitions of the parameters and optimizer states");
   if (doc.has("data_types.grad_accum_dtype")) {
     draft.not_modelled("data_types.grad_accum_dtype", "the accumulation buffer's dtype is not a scenario setting");
   }
@@ -158,9 +170,13 @@ ImportedConfig import_deepspeed(const ConfigDocument& doc, const ImportOptions& 
                                                    ? "\"auto\": the Trainer's per-device batch; give --micro-batch N"
                                                    : "not in the config; give --micro-batch N");
   }
-  if (micro > limits::kMaxMicroBatch) doc.fail("train_micro_batch_size_per_gpu", fmt::format("{} is out of range; give at most {}", micro, limits::kMaxMicroBatch));
-  if (micro_config) draft.mapped("training.micro_batch_size", fmt::format("{}", micro), {"train_micro_batch_size_per_gpu"});
-  else draft.from_command_line("training.micro_batch_size", fmt::format("{}", micro), "--micro-batch");
+  if (micro > limits::kMaxMicroBatch)
+    doc.fail("train_micro_batch_size_per_gpu",
+             fmt::format("{} is out of range; give at most {}", micro, limits::kMaxMicroBatch));
+  if (micro_config)
+    draft.mapped("training.micro_batch_size", fmt::format("{}", micro), {"train_micro_batch_size_per_gpu"});
+  else
+    draft.from_command_line("training.micro_batch_size", fmt::format("{}", micro), "--micro-batch");
   t.set_micro_batch_size(static_cast<int32_t>(micro));
 
   int64_t config_gpus = 0;
@@ -173,23 +189,25 @@ ImportedConfig import_deepspeed(const ConfigDocument& doc, const ImportOptions& 
     }
     config_gpus = *global / (micro * steps);
   }
-  const int64_t gpus = draft.set_cluster(config_gpus, {"train_batch_size", "train_micro_batch_size_per_gpu",
-                                                       "gradient_accumulation_steps"},
-                                         "train_batch_size", "the config does not fix the GPU count");
+  const int64_t gpus = draft.set_cluster(
+      config_gpus, {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps"},
+      "train_batch_size", "the config does not fix the GPU count");
   int64_t steps = accumulation.value_or(0);
   if (global) {
     if (steps == 0) {
       if (*global % (micro * gpus) != 0) {
-        doc.fail("train_batch_size", fmt::format("{} sequences are not a whole number of micro-batches of {} on {} "
-                                                 "GPUs; give --gpus {}",
-                                                 *global, micro, gpus,
-                                                 *global / micro == 1 ? "1 (the config's)"
-                                                                      : fmt::format("N where N divides {}", *global / micro)));
+        doc.fail("train_batch_size",
+                 fmt::format(
+                     "{} sequences are not a whole number of micro-batches of {} on {} "
+                     "GPUs; give --gpus {}",
+                     *global, micro, gpus,
+                     *global / micro == 1 ? "1 (the config's)" : fmt::format("N where N divides {}", *global / micro)));
       }
       steps = *global / (micro * gpus);
       if (steps > limits::kMaxAccumulation) {
         doc.fail("train_batch_size", fmt::format("{} makes {} accumulation steps; at most {}: give a smaller batch or "
-                                                 "more GPUs", *global, steps, limits::kMaxAccumulation));
+                                                 "more GPUs",
+                                                 *global, steps, limits::kMaxAccumulation));
       }
     } else if (*global != micro * steps * gpus) {
       doc.fail("train_batch_size", fmt::format("{} is not micro-batch {} x accumulation {} x {} GPUs = {}; give "
@@ -208,11 +226,14 @@ ImportedConfig import_deepspeed(const ConfigDocument& doc, const ImportOptions& 
   // Activation checkpointing: the block configures deepspeed.checkpointing, which the model's code calls.
   if (doc.has_section("activation_checkpointing")) {
     t.set_activation_checkpointing(scenarios::FULL);
-    draft.assumed("training.activation_checkpointing", "FULL",
-                  "an activation_checkpointing block: the model checkpoints each block through deepspeed.checkpointing");
-    for (const char* flag : {"activation_checkpointing.cpu_checkpointing", "activation_checkpointing.partition_activations"}) {
+    draft.assumed(
+        "training.activation_checkpointing", "FULL",
+        "an activation_checkpointing block: the model checkpoints each block through deepspeed.checkpointing");
+    for (const char* flag :
+         {"activation_checkpointing.cpu_checkpointing", "activation_checkpointing.partition_activations"}) {
       if (auto on = doc.boolean(flag); on && *on) {
-        draft.not_modelled(flag, "checkpoints moved to the CPU or split over model-parallel ranks are not modelled", true);
+        draft.not_modelled(flag, "checkpoints moved to the CPU or split over model-parallel ranks are not modelled",
+                           true);
       } else if (on) {
         draft.agrees(flag, "checkpoints kept whole on the GPU");
       }
@@ -249,7 +270,7 @@ ImportedConfig import_deepspeed(const ConfigDocument& doc, const ImportOptions& 
       draft.not_modelled("optimizer.type", "only Adam-style updates are costed here; AdamW (fused) used", true);
     }
   }
-  return draft.finish(ConfigFormat::kDeepSpeed, why_ignored);
+  return draft.finish(ConfigFormat::kDeepSpeed, deepspeed_why_ignored);
 }
 
 }  // namespace ragged::importers

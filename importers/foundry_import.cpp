@@ -24,24 +24,28 @@ scenarios::DType dtype_of_precision(const ConfigDocument& doc, ScenarioDraft& dr
   doc.fail("precision", fmt::format("\"{}\": give amp_bf16, amp_fp16, amp_fp8 or fp32", precision));
 }
 
-std::string why_ignored(std::string_view path) {
-  if (path.starts_with("variables.")) return "values the other fields refer to (${variables...}), mapped where referred to";
+std::string foundry_why_ignored(std::string_view path) {
+  if (path.starts_with("variables."))
+    return "values the other fields refer to (${variables...}), mapped where referred to";
   if (path.starts_with("tokenizer.") || path.starts_with("train_loader.") || path.starts_with("eval_loader.") ||
       path.starts_with("icl_") || path.starts_with("eval_gauntlet")) {
     return "tokenizer, data loaders and evaluation, outside the training step";
   }
-  if (path.starts_with("scheduler.") || path.starts_with("optimizer.")) return "optimizer schedule, no bearing on a step";
+  if (path.starts_with("scheduler.") || path.starts_with("optimizer."))
+    return "optimizer schedule, no bearing on a step";
   if (path.starts_with("callbacks.") || path.starts_with("loggers.") || path == "progress_bar" ||
       path == "log_to_console" || path == "console_log_interval" || path == "run_name" || path.starts_with("save_") ||
       path.starts_with("load_") || path == "autoresume") {
     return "logging, callbacks and checkpoints, outside the training step";
   }
-  if (path.starts_with("algorithms.")) return "Composer algorithms (gradient clipping: a norm over the shards), not modelled";
+  if (path.starts_with("algorithms."))
+    return "Composer algorithms (gradient clipping: a norm over the shards), not modelled";
   if (path == "max_duration" || path.starts_with("eval_") || path == "seed" || path == "device_eval_batch_size" ||
       path == "dist_timeout" || path == "global_seed") {
     return "the run's length, seeds, timeouts and evaluation, no bearing on one step";
   }
-  if (path.starts_with("model.")) return "model settings with no bearing on shapes or kernels (initialization, dropout)";
+  if (path.starts_with("model."))
+    return "model settings with no bearing on shapes or kernels (initialization, dropout)";
   if (path.starts_with("fsdp_config.")) return "FSDP settings for checkpoints and initialization, no bearing on a step";
   return "not read by the importer (unknown to it)";
 }
@@ -76,8 +80,9 @@ ImportedConfig import_llm_foundry(const ConfigDocument& doc, const ImportOptions
     t.set_shard_group_size(1);
     draft.mapped("training.shard_group_size", "1", {"fsdp_config.sharding_strategy"});
   } else {
-    doc.fail("fsdp_config.sharding_strategy",
-             fmt::format("\"{}\": give FULL_SHARD, SHARD_GRAD_OP, HYBRID_SHARD, _HYBRID_SHARD_ZERO2 or NO_SHARD", sharding));
+    doc.fail(
+        "fsdp_config.sharding_strategy",
+        fmt::format("\"{}\": give FULL_SHARD, SHARD_GRAD_OP, HYBRID_SHARD, _HYBRID_SHARD_ZERO2 or NO_SHARD", sharding));
   }
   if (sharding == "SHARD_GRAD_OP" || sharding == "_HYBRID_SHARD_ZERO2") {
     t.set_reshard_after_forward(false);
@@ -102,7 +107,8 @@ ImportedConfig import_llm_foundry(const ConfigDocument& doc, const ImportOptions
   }
   precision->set_master(scenarios::FP32);
   draft.mapped("training.precision.param", enum_text(precision->param()), {"precision", "fsdp_config.mixed_precision"});
-  draft.mapped("training.precision.reduce", enum_text(precision->reduce()), {"precision", "fsdp_config.mixed_precision"});
+  draft.mapped("training.precision.reduce", enum_text(precision->reduce()),
+               {"precision", "fsdp_config.mixed_precision"});
   draft.assumed("training.precision.master", "FP32", "FSDP keeps fp32 sharded parameters");
 
   if (auto ac = doc.boolean("fsdp_config.activation_checkpointing")) {
@@ -116,13 +122,15 @@ ImportedConfig import_llm_foundry(const ConfigDocument& doc, const ImportOptions
     draft.agrees("fsdp_config.activation_cpu_offload", "activations stay on the GPU");
   }
   if (auto limit = doc.boolean("fsdp_config.limit_all_gathers"); limit && !*limit) {
-    draft.not_modelled("fsdp_config.limit_all_gathers", "FSDP1's rate limiter is always modelled (two gathers in flight)");
+    draft.not_modelled("fsdp_config.limit_all_gathers",
+                       "FSDP1's rate limiter is always modelled (two gathers in flight)");
   } else {
     draft.agrees("fsdp_config.limit_all_gathers", "FSDP1's rate limiter, as modelled");
   }
   if (auto prefetch = doc.string("fsdp_config.backward_prefetch")) {
     if (*prefetch == "BACKWARD_PRE") {
-      draft.agrees("fsdp_config.backward_prefetch", "the next unit gathered during a unit's backward (prefetch_depth 1)");
+      draft.agrees("fsdp_config.backward_prefetch",
+                   "the next unit gathered during a unit's backward (prefetch_depth 1)");
     } else if (*prefetch == "NONE") {
       t.set_prefetch_depth(0);
       draft.mapped("training.prefetch_depth", "0", {"fsdp_config.backward_prefetch"});
@@ -143,9 +151,9 @@ ImportedConfig import_llm_foundry(const ConfigDocument& doc, const ImportOptions
   int64_t micro = 0;
   if (doc.is_auto("device_train_microbatch_size") || !doc.has("device_train_microbatch_size")) {
     if (options.micro_batch == 0) {
-      doc.fail("device_train_microbatch_size",
-               doc.has("device_train_microbatch_size") ? "\"auto\" leaves it to Composer's search; give --micro-batch N"
-                                                       : "not in the config; give --micro-batch N");
+      doc.fail("device_train_microbatch_size", doc.has("device_train_microbatch_size")
+                                                   ? "\"auto\" leaves it to Composer's search; give --micro-batch N"
+                                                   : "not in the config; give --micro-batch N");
     }
     micro = options.micro_batch;
     draft.from_command_line("training.micro_batch_size", fmt::format("{}", micro), "--micro-batch");
@@ -217,7 +225,7 @@ ImportedConfig import_llm_foundry(const ConfigDocument& doc, const ImportOptions
     }
   }
 
-  ImportedConfig out = draft.finish(ConfigFormat::kLlmFoundry, why_ignored);
+  ImportedConfig out = draft.finish(ConfigFormat::kLlmFoundry, foundry_why_ignored);
   if (mpt) {
     out.model_config_json = sidecar;
     out.model_config_name = name + ".config.json";

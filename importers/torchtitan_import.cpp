@@ -15,7 +15,6 @@
 namespace ragged::importers {
 namespace {
 
-
 // torchtitan's model name and flavor -> the catalog model with its architecture.
 std::string catalog_model(const std::string& name, const std::string& flavor) {
   struct Known {
@@ -35,7 +34,7 @@ std::string catalog_model(const std::string& name, const std::string& flavor) {
   return "";
 }
 
-std::string why_ignored(std::string_view path) {
+std::string torchtitan_why_ignored(std::string_view path) {
   if (path.starts_with("job.") || path.starts_with("profiling.") || path.starts_with("metrics.") ||
       path.starts_with("validation.")) {
     return "logging, profiling and evaluation, outside the training step";
@@ -52,7 +51,8 @@ std::string why_ignored(std::string_view path) {
                                "training.gc_debug", "training.skip_nan_inf", "training.max_norm_type"}) {
     if (path == run) return "the run's length, data and numerics, no bearing on one step";
   }
-  if (path == "model.hf_assets_path" || path == "model.tokenizer_path") return "model files (tokenizer, weights), not the architecture";
+  if (path == "model.hf_assets_path" || path == "model.tokenizer_path")
+    return "model files (tokenizer, weights), not the architecture";
   if (path.starts_with("quantize.") || path.starts_with("float8.") || path.starts_with("mx.")) {
     return "quantization settings left unused: model.converters enables no quantization";
   }
@@ -83,10 +83,11 @@ ImportedConfig import_torchtitan(const ConfigDocument& doc, const ImportOptions&
   const std::string model_name = doc.string("model.name").value_or("");
   const std::string flavor = doc.string("model.flavor").value_or("");
   draft.set_model(catalog_model(model_name, flavor), {"model.name", "model.flavor"}, "model.flavor",
-                  flavor.empty() ? std::string("the config names no model (model.name and model.flavor)")
-                                 : fmt::format("torchtitan's {} flavor \"{}\" is not in Ragged's catalog (its llama3 8B, "
-                                               "70B and 405B and deepseek_v3 671B are)",
-                                               model_name, flavor));
+                  flavor.empty()
+                      ? std::string("the config names no model (model.name and model.flavor)")
+                      : fmt::format("torchtitan's {} flavor \"{}\" is not in Ragged's catalog (its llama3 8B, "
+                                    "70B and 405B and deepseek_v3 671B are)",
+                                    model_name, flavor));
 
   // The mesh. torchtitan before 2025 kept the degrees under [training]
   // (context and pipeline under [experimental]); [parallelism] since.
@@ -115,9 +116,9 @@ ImportedConfig import_torchtitan(const ConfigDocument& doc, const ImportOptions&
   // Each degree is at most 2^20, and so must their product be (a GPU count):
   // checked one factor at a time, so that no product overflows.
   int64_t product = 1;
-  for (const auto& [path, degree] : {std::pair{&replicate_path, replicate}, std::pair{&tp_path, tp},
-                                     std::pair{&cp_path, cp}, std::pair{&pp_path, pp},
-                                     std::pair{&shard_path, std::max<int64_t>(shard, 1)}}) {
+  for (const auto& [path, degree] :
+       {std::pair{&replicate_path, replicate}, std::pair{&tp_path, tp}, std::pair{&cp_path, cp},
+        std::pair{&pp_path, pp}, std::pair{&shard_path, std::max<int64_t>(shard, 1)}}) {
     product *= degree;
     if (product > limits::kMaxGpus) {
       doc.fail(*path, fmt::format("the degrees multiply to more than {} GPUs; give smaller degrees", limits::kMaxGpus));
@@ -131,18 +132,21 @@ ImportedConfig import_torchtitan(const ConfigDocument& doc, const ImportOptions&
                          "(every GPU the other degrees leave)",
                          shard, shard * others, options.gpus, shard * others));
   }
-  const int64_t gpus = draft.set_cluster(shard > 0 ? shard * others : 0, degrees, shard_path,
-                                         "-1 (every GPU the other degrees leave), so the config does not fix the GPU count");
+  const int64_t gpus =
+      draft.set_cluster(shard > 0 ? shard * others : 0, degrees, shard_path,
+                        "-1 (every GPU the other degrees leave), so the config does not fix the GPU count");
   if (gpus % others != 0) {
-    doc.fail(tp_path, fmt::format("replicate {} x tp {} x cp {} x pp {} = {} does not divide the {} GPUs; give --gpus a "
-                                  "multiple of {}",
-                                  replicate, tp, cp, pp, others, gpus, others));
+    doc.fail(tp_path,
+             fmt::format("replicate {} x tp {} x cp {} x pp {} = {} does not divide the {} GPUs; give --gpus a "
+                         "multiple of {}",
+                         replicate, tp, cp, pp, others, gpus, others));
   }
   const int64_t dp_shard = gpus / others;
   t.set_strategy(scenarios::FSDP2);
   draft.assumed("training.strategy", "FSDP2", "torchtitan shards with FSDP2 (fully_shard)");
   scenarios::Mesh* mesh = t.mutable_mesh();
-  auto set_degree = [&](const char* field, int64_t value, const std::string& path, void (scenarios::Mesh::*set)(int32_t)) {
+  auto set_degree = [&](const char* field, int64_t value, const std::string& path,
+                        void (scenarios::Mesh::*set)(int32_t)) {
     if (!doc.has(path)) return;
     if (value > 1) (mesh->*set)(static_cast<int32_t>(value));
     draft.mapped(fmt::format("training.mesh.{}", field), fmt::format("{}", value), {path});
@@ -155,8 +159,11 @@ ImportedConfig import_torchtitan(const ConfigDocument& doc, const ImportOptions&
   set_degree("pp", pp, pp_path, &scenarios::Mesh::set_pp);
   set_degree("ep", ep, ep_path, &scenarios::Mesh::set_ep);
   if (auto etp = doc.integer("parallelism.expert_tensor_parallel_degree", 1, limits::kMaxGpus)) {
-    if (*etp == 1) draft.agrees("parallelism.expert_tensor_parallel_degree", "experts not split by tp, as Ragged has them");
-    else draft.not_modelled("parallelism.expert_tensor_parallel_degree", "tp inside experts is not modelled (experts are cut by ep only)", true);
+    if (*etp == 1)
+      draft.agrees("parallelism.expert_tensor_parallel_degree", "experts not split by tp, as Ragged has them");
+    else
+      draft.not_modelled("parallelism.expert_tensor_parallel_degree",
+                         "tp inside experts is not modelled (experts are cut by ep only)", true);
   }
   if (auto async = doc.boolean("parallelism.enable_async_tensor_parallel")) {
     if (!*async || tp == 1) {
@@ -169,10 +176,12 @@ ImportedConfig import_torchtitan(const ConfigDocument& doc, const ImportOptions&
   if (auto reshard = doc.string("parallelism.fsdp_reshard_after_forward")) {
     const bool value = *reshard == "always" || (*reshard == "default" && pp == 1);
     if (*reshard != "always" && *reshard != "never" && *reshard != "default") {
-      doc.fail("parallelism.fsdp_reshard_after_forward", fmt::format("\"{}\": give \"default\", \"always\" or \"never\"", *reshard));
+      doc.fail("parallelism.fsdp_reshard_after_forward",
+               fmt::format("\"{}\": give \"default\", \"always\" or \"never\"", *reshard));
     }
     t.set_reshard_after_forward(value);
-    draft.mapped("training.reshard_after_forward", value ? "true" : "false", {"parallelism.fsdp_reshard_after_forward"});
+    draft.mapped("training.reshard_after_forward", value ? "true" : "false",
+                 {"parallelism.fsdp_reshard_after_forward"});
   }
 
   // The batch: local_batch_size sequences per data-parallel rank (split into
@@ -200,9 +209,12 @@ ImportedConfig import_torchtitan(const ConfigDocument& doc, const ImportOptions&
     const std::string schedule_path = key("pipeline_parallel_schedule");
     if (auto schedule = doc.string(schedule_path)) {
       scenarios::PipelineSchedule value = scenarios::PIPELINE_SCHEDULE_UNSPECIFIED;
-      if (*schedule == "1F1B") value = scenarios::ONE_F_ONE_B;
-      else if (*schedule == "GPipe") value = scenarios::GPIPE;
-      else if (*schedule == "Interleaved1F1B") value = scenarios::INTERLEAVED_1F1B;
+      if (*schedule == "1F1B")
+        value = scenarios::ONE_F_ONE_B;
+      else if (*schedule == "GPipe")
+        value = scenarios::GPIPE;
+      else if (*schedule == "Interleaved1F1B")
+        value = scenarios::INTERLEAVED_1F1B;
       if (value == scenarios::PIPELINE_SCHEDULE_UNSPECIFIED) {
         draft.not_modelled(schedule_path, "Ragged models GPipe, 1F1B, Interleaved1F1B and ZB-H1; 1F1B used", true);
       } else {
@@ -211,7 +223,8 @@ ImportedConfig import_torchtitan(const ConfigDocument& doc, const ImportOptions&
       }
     }
     for (const ConfigLeaf& leaf : doc.leaves()) {
-      if ((leaf.path.starts_with("parallelism.pipeline_parallel") || leaf.path.starts_with("experimental.pipeline_parallel")) &&
+      if ((leaf.path.starts_with("parallelism.pipeline_parallel") ||
+           leaf.path.starts_with("experimental.pipeline_parallel")) &&
           !doc.was_read(leaf)) {
         draft.not_modelled(leaf.path, "stage splits and micro-batch counts are Ragged's own (balanced compute)");
       }
@@ -225,10 +238,11 @@ ImportedConfig import_torchtitan(const ConfigDocument& doc, const ImportOptions&
   if (auto global = doc.integer("training.global_batch_size", -1, int64_t{1} << 40); global && *global > 0) {
     const int64_t per_step = local * replicate * dp_shard;
     if (*global % per_step != 0) {
-      doc.fail("training.global_batch_size",
-               fmt::format("{} is not a multiple of local_batch_size {} x {} data-parallel ranks = {}; give a multiple, "
-                           "or -1",
-                           *global, local, replicate * dp_shard, per_step));
+      doc.fail(
+          "training.global_batch_size",
+          fmt::format("{} is not a multiple of local_batch_size {} x {} data-parallel ranks = {}; give a multiple, "
+                      "or -1",
+                      *global, local, replicate * dp_shard, per_step));
     }
     if (*global / per_step > limits::kMaxAccumulation) {
       doc.fail("training.global_batch_size", fmt::format("{} makes {} accumulation steps; at most {}: give a smaller "
@@ -250,7 +264,7 @@ ImportedConfig import_torchtitan(const ConfigDocument& doc, const ImportOptions&
   }
 
   map_torchtitan_kernels(doc, draft, old_layout);
-  return draft.finish(ConfigFormat::kTorchtitan, why_ignored);
+  return draft.finish(ConfigFormat::kTorchtitan, torchtitan_why_ignored);
 }
 
 }  // namespace ragged::importers

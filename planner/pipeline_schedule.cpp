@@ -7,7 +7,7 @@
 namespace ragged::planner {
 namespace {
 
-using Pass = PipelineAction::Pass;
+using ActionPass = PipelineAction::Pass;
 
 // Warm-up forwards, then one forward and one backward in turn, then the
 // remaining backwards, over `forwards` and `backwards` in their order.
@@ -25,7 +25,7 @@ std::vector<PipelineAction> one_forward_one_backward(const std::vector<PipelineA
   return out;
 }
 
-std::vector<PipelineAction> passes(Pass pass, int micro_batches) {
+std::vector<PipelineAction> passes(ActionPass pass, int micro_batches) {
   std::vector<PipelineAction> out;
   for (int mb = 0; mb < micro_batches; ++mb) out.push_back({pass, mb, 0});
   return out;
@@ -39,8 +39,8 @@ std::vector<PipelineAction> interleaved(int stages, int stage, int micro_batches
   for (int k = 0; k < total; ++k) {
     const int micro_batch = (k / (stages * chunks)) * stages + k % stages;
     const int round_chunk = (k / stages) % chunks;
-    forwards.push_back({Pass::kForward, micro_batch, round_chunk});
-    backwards.push_back({Pass::kBackward, micro_batch, chunks - 1 - round_chunk});
+    forwards.push_back({ActionPass::kForward, micro_batch, round_chunk});
+    backwards.push_back({ActionPass::kBackward, micro_batch, chunks - 1 - round_chunk});
   }
   const size_t warmup = static_cast<size_t>((stages - stage - 1) * 2 + (chunks - 1) * stages);
   return one_forward_one_backward(forwards, backwards, warmup);
@@ -51,19 +51,19 @@ std::vector<PipelineAction> interleaved(int stages, int stage, int micro_batches
 // stage s runs F(x), B(x - (pp - 1 - s)), W(x - (pp - 1)), so the last stage,
 // whose B the others wait for, defers its W most.
 std::vector<PipelineAction> zero_bubble_h1(int stages, int stage, int micro_batches) {
-  const std::vector<PipelineAction> order = one_forward_one_backward(
-      passes(Pass::kForward, micro_batches), passes(Pass::kBackwardInput, micro_batches),
-      static_cast<size_t>(stages - stage - 1));
+  const std::vector<PipelineAction> order = one_forward_one_backward(passes(ActionPass::kForward, micro_batches),
+                                                                     passes(ActionPass::kBackwardInput, micro_batches),
+                                                                     static_cast<size_t>(stages - stage - 1));
   const int delay = stage;
   std::vector<PipelineAction> out;
   int next_weight = 0;
   for (const PipelineAction& a : order) {
     out.push_back(a);
-    if (a.pass == Pass::kBackwardInput && a.micro_batch - delay >= next_weight) {
-      out.push_back({Pass::kBackwardWeight, next_weight++, 0});
+    if (a.pass == ActionPass::kBackwardInput && a.micro_batch - delay >= next_weight) {
+      out.push_back({ActionPass::kBackwardWeight, next_weight++, 0});
     }
   }
-  while (next_weight < micro_batches) out.push_back({Pass::kBackwardWeight, next_weight++, 0});
+  while (next_weight < micro_batches) out.push_back({ActionPass::kBackwardWeight, next_weight++, 0});
   return out;
 }
 
@@ -71,10 +71,14 @@ std::vector<PipelineAction> zero_bubble_h1(int stages, int stage, int micro_batc
 
 std::string_view pipeline_schedule_name(PipelineScheduleKind kind) {
   switch (kind) {
-    case PipelineScheduleKind::kGpipe: return "GPipe";
-    case PipelineScheduleKind::kOneFOneB: return "1F1B";
-    case PipelineScheduleKind::kInterleaved1F1B: return "interleaved 1F1B";
-    case PipelineScheduleKind::kZeroBubbleH1: return "ZB-H1";
+    case PipelineScheduleKind::kGpipe:
+      return "GPipe";
+    case PipelineScheduleKind::kOneFOneB:
+      return "1F1B";
+    case PipelineScheduleKind::kInterleaved1F1B:
+      return "interleaved 1F1B";
+    case PipelineScheduleKind::kZeroBubbleH1:
+      return "ZB-H1";
   }
   return "?";
 }
@@ -86,18 +90,20 @@ std::vector<PipelineAction> stage_schedule(PipelineScheduleKind kind, int stages
   RAGGED_ASSERT(chunks == 1 || kind == PipelineScheduleKind::kInterleaved1F1B, "chunks only interleave");
   switch (kind) {
     case PipelineScheduleKind::kGpipe: {
-      std::vector<PipelineAction> out = passes(Pass::kForward, micro_batches);
-      const std::vector<PipelineAction> backwards = passes(Pass::kBackward, micro_batches);
+      std::vector<PipelineAction> out = passes(ActionPass::kForward, micro_batches);
+      const std::vector<PipelineAction> backwards = passes(ActionPass::kBackward, micro_batches);
       out.insert(out.end(), backwards.begin(), backwards.end());
       return out;
     }
     case PipelineScheduleKind::kOneFOneB:
-      return one_forward_one_backward(passes(Pass::kForward, micro_batches), passes(Pass::kBackward, micro_batches),
+      return one_forward_one_backward(passes(ActionPass::kForward, micro_batches),
+                                      passes(ActionPass::kBackward, micro_batches),
                                       static_cast<size_t>(stages - stage - 1));
     case PipelineScheduleKind::kInterleaved1F1B:
       RAGGED_ASSERT(micro_batches % stages == 0, "interleaved 1F1B runs micro-batches in rounds of pp");
       return interleaved(stages, stage, micro_batches, chunks);
-    case PipelineScheduleKind::kZeroBubbleH1: return zero_bubble_h1(stages, stage, micro_batches);
+    case PipelineScheduleKind::kZeroBubbleH1:
+      return zero_bubble_h1(stages, stage, micro_batches);
   }
   throw InternalError("stage_schedule: unknown schedule");
 }

@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <string>
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include <gtest/gtest.h>
 
@@ -19,8 +19,8 @@ namespace {
 using test_util::ModelStore;
 using test_util::NamedArch;
 
-constexpr int64_t kSequences = 2;
-constexpr int64_t kSeqLen = 4;
+constexpr int64_t kGradientSequences = 2;
+constexpr int64_t kGradientSeqLen = 4;
 constexpr double kRelTol = 1e-2;
 // Absolute slack, relative to the tensor's largest gradient: an element whose
 // gradient is below ~0.1% of it moves the loss less than fp32 resolves.
@@ -60,8 +60,8 @@ class WorkloadGradientTest : public ::testing::TestWithParam<NamedArch> {
   void SetUp() override {
     model_ = models::build_model(GetParam().arch);
     store_ = std::make_unique<ModelStore>(model_, 7);
-    work_ = std::make_unique<HostWorkload>(model_, kSequences, kSeqLen);
-    work_->set_batch(synthetic_batch(11, 3, kSequences, kSeqLen, model_.arch.vocab));
+    work_ = std::make_unique<HostWorkload>(model_, kGradientSequences, kGradientSeqLen);
+    work_->set_batch(synthetic_batch(11, 3, kGradientSequences, kGradientSeqLen, model_.arch.vocab));
     store_->forward(*work_);
     store_->backward(*work_);
   }

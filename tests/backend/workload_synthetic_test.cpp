@@ -12,29 +12,29 @@
 namespace ragged::backend {
 namespace {
 
-constexpr int64_t kSeqLen = 16;
+constexpr int64_t kBatchSeqLen = 16;
 constexpr int64_t kVocab = 1000;
 
 TEST(WorkloadSyntheticTest, BatchIsAPureFunctionOfItsArguments) {
-  const Batch a = synthetic_batch(5, 2, 3, kSeqLen, kVocab);
-  const Batch b = synthetic_batch(5, 2, 3, kSeqLen, kVocab);
+  const Batch a = synthetic_batch(5, 2, 3, kBatchSeqLen, kVocab);
+  const Batch b = synthetic_batch(5, 2, 3, kBatchSeqLen, kVocab);
   EXPECT_EQ(a.tokens, b.tokens);
   EXPECT_EQ(a.labels, b.labels);
   EXPECT_EQ(a.sequences, 3);
-  EXPECT_EQ(a.seq_len, kSeqLen);
+  EXPECT_EQ(a.seq_len, kBatchSeqLen);
   EXPECT_EQ(a.first_sequence, 2);
-  ASSERT_EQ(a.tokens.size(), static_cast<size_t>(3 * kSeqLen));
+  ASSERT_EQ(a.tokens.size(), static_cast<size_t>(3 * kBatchSeqLen));
   ASSERT_EQ(a.labels.size(), a.tokens.size());
-  EXPECT_NE(synthetic_batch(6, 2, 3, kSeqLen, kVocab).tokens, a.tokens) << "the seed changes the data";
+  EXPECT_NE(synthetic_batch(6, 2, 3, kBatchSeqLen, kVocab).tokens, a.tokens) << "the seed changes the data";
 }
 
 TEST(WorkloadSyntheticTest, ShardsAreSlicesOfTheGlobalBatch) {
-  const Batch global = synthetic_batch(9, 0, 8, kSeqLen, kVocab);
+  const Batch global = synthetic_batch(9, 0, 8, kBatchSeqLen, kVocab);
   for (int64_t first : {0, 1, 3, 6}) {
     for (int64_t count : {1, 2}) {
-      const Batch shard = synthetic_batch(9, first, count, kSeqLen, kVocab);
-      const auto begin = static_cast<ptrdiff_t>(first * kSeqLen);
-      const auto end = static_cast<ptrdiff_t>((first + count) * kSeqLen);
+      const Batch shard = synthetic_batch(9, first, count, kBatchSeqLen, kVocab);
+      const auto begin = static_cast<ptrdiff_t>(first * kBatchSeqLen);
+      const auto end = static_cast<ptrdiff_t>((first + count) * kBatchSeqLen);
       EXPECT_EQ(shard.tokens, std::vector<int32_t>(global.tokens.begin() + begin, global.tokens.begin() + end))
           << "sequences [" << first << ", " << first + count << ")";
       EXPECT_EQ(shard.labels, std::vector<int32_t>(global.labels.begin() + begin, global.labels.begin() + end));
@@ -43,18 +43,18 @@ TEST(WorkloadSyntheticTest, ShardsAreSlicesOfTheGlobalBatch) {
 }
 
 TEST(WorkloadSyntheticTest, LabelsAreTheNextTokens) {
-  const Batch batch = synthetic_batch(3, 4, 5, kSeqLen, kVocab);
+  const Batch batch = synthetic_batch(3, 4, 5, kBatchSeqLen, kVocab);
   // The same sequences one token longer: their last token is the label of our last position.
-  const Batch longer = synthetic_batch(3, 4, 5, kSeqLen + 1, kVocab);
+  const Batch longer = synthetic_batch(3, 4, 5, kBatchSeqLen + 1, kVocab);
   std::set<int32_t> distinct;
   for (int64_t s = 0; s < batch.sequences; ++s) {
-    for (int64_t p = 0; p < kSeqLen; ++p) {
-      const auto i = static_cast<size_t>(s * kSeqLen + p);
+    for (int64_t p = 0; p < kBatchSeqLen; ++p) {
+      const auto i = static_cast<size_t>(s * kBatchSeqLen + p);
       ASSERT_GE(batch.tokens[i], 0);
       ASSERT_LT(batch.tokens[i], kVocab);
       distinct.insert(batch.tokens[i]);
-      EXPECT_EQ(longer.tokens[static_cast<size_t>(s * (kSeqLen + 1) + p)], batch.tokens[i]);
-      EXPECT_EQ(batch.labels[i], longer.tokens[static_cast<size_t>(s * (kSeqLen + 1) + p + 1)]);
+      EXPECT_EQ(longer.tokens[static_cast<size_t>(s * (kBatchSeqLen + 1) + p)], batch.tokens[i]);
+      EXPECT_EQ(batch.labels[i], longer.tokens[static_cast<size_t>(s * (kBatchSeqLen + 1) + p + 1)]);
     }
   }
   EXPECT_GT(distinct.size(), 50u) << "tokens spread over the vocabulary";

@@ -19,11 +19,11 @@ namespace {
 using test_util::ModelStore;
 using test_util::NamedArch;
 
-constexpr int64_t kSequences = 2;
-constexpr int64_t kSeqLen = 8;
+constexpr int64_t kTrainingSequences = 2;
+constexpr int64_t kTrainingSeqLen = 8;
 
-Batch test_batch(const models::ModelSpec& model, int64_t first = 1, int64_t sequences = kSequences) {
-  return synthetic_batch(21, first, sequences, kSeqLen, model.arch.vocab);
+Batch test_batch(const models::ModelSpec& model, int64_t first = 1, int64_t sequences = kTrainingSequences) {
+  return synthetic_batch(21, first, sequences, kTrainingSeqLen, model.arch.vocab);
 }
 
 class WorkloadTrainingTest : public ::testing::TestWithParam<NamedArch> {
@@ -34,7 +34,7 @@ class WorkloadTrainingTest : public ::testing::TestWithParam<NamedArch> {
 
 TEST_P(WorkloadTrainingTest, GradientsAccumulateExactly) {
   ModelStore store(model_, 3);
-  HostWorkload work(model_, kSequences, kSeqLen);
+  HostWorkload work(model_, kTrainingSequences, kTrainingSeqLen);
   work.set_batch(test_batch(model_));
   store.forward(work);
   store.backward(work);
@@ -63,7 +63,7 @@ TEST_P(WorkloadTrainingTest, RunsAreBitwiseDeterministic) {
   std::vector<std::vector<std::vector<float>>> grads[2];
   for (int run = 0; run < 2; ++run) {
     ModelStore store(model_, 3);
-    HostWorkload work(model_, kSequences, kSeqLen);
+    HostWorkload work(model_, kTrainingSequences, kTrainingSeqLen);
     work.set_batch(test_batch(model_));
     losses[run] = store.forward(work);
     store.backward(work);
@@ -77,15 +77,15 @@ TEST_P(WorkloadTrainingTest, RunsAreBitwiseDeterministic) {
 // are the means over its shards (routing follows the global token index).
 TEST_P(WorkloadTrainingTest, ShardsAddUpToTheGlobalBatch) {
   ModelStore global_store(model_, 3);
-  HostWorkload global(model_, 2 * kSequences, kSeqLen);
-  global.set_batch(test_batch(model_, 4, 2 * kSequences));
+  HostWorkload global(model_, 2 * kTrainingSequences, kTrainingSeqLen);
+  global.set_batch(test_batch(model_, 4, 2 * kTrainingSequences));
   const double global_loss = global_store.forward(global);
   global_store.backward(global);
 
   ModelStore shard_store(model_, 3);
-  HostWorkload shard(model_, kSequences, kSeqLen);
+  HostWorkload shard(model_, kTrainingSequences, kTrainingSeqLen);
   double shard_loss = 0;
-  for (int64_t first : {4 + kSequences, int64_t{4}}) {
+  for (int64_t first : {4 + kTrainingSequences, int64_t{4}}) {
     shard.set_batch(test_batch(model_, first));
     shard_loss += shard_store.forward(shard) / 2.0;
     shard_store.backward(shard);
@@ -113,7 +113,7 @@ TEST_P(WorkloadTrainingTest, ShardsAddUpToTheGlobalBatch) {
 
 TEST_P(WorkloadTrainingTest, SgdLowersTheLoss) {
   ModelStore store(model_, 3);
-  HostWorkload work(model_, kSequences, kSeqLen);
+  HostWorkload work(model_, kTrainingSequences, kTrainingSeqLen);
   work.set_batch(test_batch(model_));
   std::vector<double> losses;
   for (int step = 0; step < 6; ++step) {
@@ -145,11 +145,11 @@ TEST(WorkloadFlopsTest, CountsEveryGemm) {
     }
     if (head_reads_embedding(model)) weights += static_cast<double>(model.units[0].tensors[0].numel());
     ModelStore store(model, 3);
-    HostWorkload work(model, kSequences, kSeqLen);
+    HostWorkload work(model, kTrainingSequences, kTrainingSeqLen);
     work.set_batch(test_batch(model));
     EXPECT_EQ(work.gemm_flops(), 0.0);
     store.forward(work);
-    const double tokens = kSequences * kSeqLen;
+    const double tokens = kTrainingSequences * kTrainingSeqLen;
     EXPECT_DOUBLE_EQ(work.gemm_flops(), 2 * tokens * weights) << name;
     store.backward(work);
     EXPECT_DOUBLE_EQ(work.gemm_flops(), 6 * tokens * weights) << name;
@@ -159,19 +159,20 @@ TEST(WorkloadFlopsTest, CountsEveryGemm) {
 TEST(WorkloadMisuseTest, ReportsWrongCallsAndUnknownTensors) {
   const models::ModelSpec model = models::build_model(test_util::test_arch("llama"));
   ModelStore store(model, 3);
-  HostWorkload work(model, kSequences, kSeqLen);
+  HostWorkload work(model, kTrainingSequences, kTrainingSeqLen);
   EXPECT_THROW(work.forward(0, store.param_view(0)), InternalError) << "no batch yet";
   work.set_batch(test_batch(model));
   EXPECT_THROW(work.forward(1, store.param_view(1)), InternalError) << "unit 0 first";
   EXPECT_THROW(work.forward(1, store.param_view(2)), InternalError) << "wrong tensor count";
   EXPECT_THROW(work.loss(), InternalError);
-  EXPECT_THROW(work.set_batch(synthetic_batch(1, 0, kSequences + 1, kSeqLen, model.arch.vocab)), InternalError);
+  EXPECT_THROW(work.set_batch(synthetic_batch(1, 0, kTrainingSequences + 1, kTrainingSeqLen, model.arch.vocab)),
+               InternalError);
 
   models::ModelSpec odd = model;
   odd.units[1].tensors.push_back(
       models::TensorSpec{"layers.0.mlp.mystery.weight", {4, 4}, models::DType::kBF16, models::TensorRole::kMlp});
   try {
-    HostWorkload unsupported(odd, kSequences, kSeqLen);
+    HostWorkload unsupported(odd, kTrainingSequences, kTrainingSeqLen);
     ADD_FAILURE() << "an unknown tensor is refused";
   } catch (const InternalError& error) {
     EXPECT_NE(std::string(error.what()).find("layers.0.mlp.mystery.weight"), std::string::npos) << error.what();
@@ -184,7 +185,8 @@ TEST(WorkloadSupportTest, RefusesBlockFormsItDoesNotCompute) {
     std::vector<std::string> parts;  // what the refusal must name
   };
   const Case cases[] = {
-      {"gpt2-xl", {"LayerNorm with bias", "a two-matrix MLP", "a fused q/k/v projection", "learned position embeddings"}},
+      {"gpt2-xl",
+       {"LayerNorm with bias", "a two-matrix MLP", "a fused q/k/v projection", "learned position embeddings"}},
       {"gpt-neox-20b", {"attention and MLP in parallel"}},
       {"mpt-30b", {"ALiBi attention biases", "LayerNorm,"}},
       {"opt-30b", {"learned position embeddings"}},
@@ -192,8 +194,9 @@ TEST(WorkloadSupportTest, RefusesBlockFormsItDoesNotCompute) {
   };
   for (const Case& c : cases) {
     const models::ModelSpec model = models::catalog_model(c.model);
-    for (const auto& attempt : std::vector<std::function<void()>>{
-             [&] { check_workload_supported(model); }, [&] { HostWorkload work(model, kSequences, kSeqLen); }}) {
+    for (const auto& attempt :
+         std::vector<std::function<void()>>{[&] { check_workload_supported(model); },
+                                            [&] { HostWorkload work(model, kTrainingSequences, kTrainingSeqLen); }}) {
       try {
         attempt();
         ADD_FAILURE() << c.model << " was accepted";

@@ -24,18 +24,12 @@ using nlohmann::json;
 using test_util::find_gemm;
 using test_util::find_tensor;
 using test_util::find_unit;
-
-std::filesystem::path fixture(const std::string& checkpoint) {
-  return std::filesystem::path(RAGGED_SOURCE_DIR) / "tests/models/data" / checkpoint / "config.json";
-}
+using test_util::fixture;
+using test_util::fixture_json;
+using test_util::import_error;
+using test_util::shape_of;
 
 ModelSpec load(const std::string& checkpoint) { return load_hf_config(fixture(checkpoint)); }
-
-std::vector<int64_t> shape_of(const ModelSpec& model, const std::string& name) {
-  const TensorSpec* tensor = find_tensor(model, name);
-  EXPECT_NE(tensor, nullptr) << name;
-  return tensor == nullptr ? std::vector<int64_t>{} : tensor->shape;
-}
 
 std::vector<std::string> op_names(const UnitSpec& unit) {
   std::vector<std::string> names;
@@ -50,9 +44,9 @@ constexpr int64_t gpt_block(int64_t h) { return 12 * h * h + 13 * h; }
 
 struct Expected {
   const char* checkpoint;
-  int64_t params;        // from the shapes, written out per family below
-  double published;      // as its authors state it
-  double gap;            // (params - published) / published, explained in `why`
+  int64_t params;    // from the shapes, written out per family below
+  double published;  // as its authors state it
+  double gap;        // (params - published) / published, explained in `why`
   const char* why;
 };
 
@@ -146,9 +140,9 @@ TEST(GptFamiliesTest, TensorNamesOfTheOtherFamilies) {
   EXPECT_EQ(shape_of(mpt, "blocks.31.attn.Wqkv.weight"), (std::vector<int64_t>{12288, 4096}));
   EXPECT_EQ(shape_of(mpt, "blocks.0.ffn.up_proj.weight"), (std::vector<int64_t>{16384, 4096}));
   EXPECT_EQ(shape_of(mpt, "norm_f.weight"), (std::vector<int64_t>{4096}));
-  EXPECT_EQ(find_tensor(mpt, "blocks.0.norm_1.bias"), nullptr);      // no_bias
+  EXPECT_EQ(find_tensor(mpt, "blocks.0.norm_1.bias"), nullptr);  // no_bias
   EXPECT_EQ(find_tensor(mpt, "blocks.0.attn.Wqkv.bias"), nullptr);
-  EXPECT_EQ(find_tensor(mpt, "wpe.weight"), nullptr);                // ALiBi: no position table
+  EXPECT_EQ(find_tensor(mpt, "wpe.weight"), nullptr);  // ALiBi: no position table
 
   const ModelSpec opt = load("opt-1.3b");
   EXPECT_EQ(shape_of(opt, "embed_positions.weight"), (std::vector<int64_t>{2050, 2048}));  // offset of 2 rows
@@ -195,8 +189,7 @@ TEST(GptFamiliesTest, Opt350mProjectsItsTokenTableAndHasNoFinalNorm) {
   // PaLM model FLOPs: the tied head is a vocab x 512 GEMM.
   const double embeddings = 50272.0 * 512 + 2050.0 * 1024;
   EXPECT_DOUBLE_EQ(opt.model_flops_per_token(2048),
-                   6.0 * (static_cast<double>(opt.params()) - embeddings + 50272.0 * 512) +
-                       12.0 * 24 * 16 * 64 * 2048);
+                   6.0 * (static_cast<double>(opt.params()) - embeddings + 50272.0 * 512) + 12.0 * 24 * 16 * 64 * 2048);
 }
 
 TEST(GptFamiliesTest, GemmsFollowTheKernels) {
@@ -233,12 +226,12 @@ TEST(GptFamiliesTest, GemmsFollowTheKernels) {
 TEST(GptFamiliesTest, ElementwiseOpsOfEachBlockForm) {
   using Names = std::vector<std::string>;
   // GPT-2: learned positions, so no rotary pass; LayerNorms and the GELU are single kernels.
-  EXPECT_EQ(op_names(load("gpt2").units[1]), (Names{"attention_layer_norm", "attention_residual", "mlp_layer_norm",
-                                                    "mlp_activation", "mlp_residual"}));
+  EXPECT_EQ(op_names(load("gpt2").units[1]),
+            (Names{"attention_layer_norm", "attention_residual", "mlp_layer_norm", "mlp_activation", "mlp_residual"}));
   EXPECT_EQ(op_names(load("gpt2").units[0]), (Names{"embedding_lookup", "position_embedding"}));
   // MPT: ALiBi is a bias inside the attention kernel, no rotary pass either.
-  EXPECT_EQ(op_names(load("mpt-7b").units[1]), (Names{"attention_layer_norm", "attention_residual", "mlp_layer_norm",
-                                                      "mlp_activation", "mlp_residual"}));
+  EXPECT_EQ(op_names(load("mpt-7b").units[1]),
+            (Names{"attention_layer_norm", "attention_residual", "mlp_layer_norm", "mlp_activation", "mlp_residual"}));
   // Falcon-7B: one shared norm, rotary on every dim of q and the one k head.
   const UnitSpec falcon = load("falcon-7b").units[1];
   EXPECT_EQ(op_names(falcon),
@@ -298,13 +291,6 @@ TEST(GptFamiliesTest, ModelFlopsFollowPaLM) {
   for (const UnitSpec& unit : neox.units) gemm_forward += unit.compute.gemm_forward_flops_per_token();
   EXPECT_DOUBLE_EQ(gemm_forward, 2.0 * matrices);
 }
-
-// The InputError message of importing `config` (origin "bad/config.json").
-std::string import_error(const json& config) {
-  return test_util::input_error_of([&] { arch_from_hf_json(config.dump(), "bad/config.json"); });
-}
-
-json fixture_json(const std::string& checkpoint) { return json::parse(read_file(fixture(checkpoint))); }
 
 void expect_error(const json& config, const std::string& part) {
   const std::string message = import_error(config);

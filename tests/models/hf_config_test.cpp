@@ -17,18 +17,10 @@ namespace {
 
 using nlohmann::json;
 using test_util::find_tensor;
+using test_util::fixture;
+using test_util::fixture_json;
+using test_util::import_error;
 using test_util::input_error_of;
-
-std::filesystem::path fixture(const std::string& model_type) {
-  return std::filesystem::path(RAGGED_SOURCE_DIR) / "tests/models/data" / model_type / "config.json";
-}
-
-json fixture_json(const std::string& model_type) { return json::parse(read_file(fixture(model_type))); }
-
-// The InputError message of importing `config` (origin "bad/config.json").
-std::string import_error(const json& config) {
-  return input_error_of([&] { arch_from_hf_json(config.dump(), "bad/config.json"); });
-}
 
 void expect_matches_catalog(const std::string& model_type, const std::string& catalog_name) {
   const ModelSpec imported = load_hf_config(fixture(model_type));
@@ -36,8 +28,7 @@ void expect_matches_catalog(const std::string& model_type, const std::string& ca
   EXPECT_EQ(imported.params(), published.params()) << model_type << " vs " << catalog_name;
   EXPECT_EQ(imported.tensor_count(), published.tensor_count()) << model_type;
   EXPECT_DOUBLE_EQ(imported.model_flops_per_token(8192), published.model_flops_per_token(8192)) << model_type;
-  EXPECT_DOUBLE_EQ(imported.executed_flops_per_token(8192), published.executed_flops_per_token(8192))
-      << model_type;
+  EXPECT_DOUBLE_EQ(imported.executed_flops_per_token(8192), published.executed_flops_per_token(8192)) << model_type;
   EXPECT_EQ(imported.name, model_type);  // no _name_or_path: the fixture's directory
   EXPECT_EQ(imported.arch.family, published.arch.family);
 }
@@ -186,8 +177,7 @@ TEST(HfConfigErrorTest, WrongTypes) {
   EXPECT_NE(import_error(config).find("field 'tie_word_embeddings' must be true or false"), std::string::npos);
   config = fixture_json("llama");
   config["torch_dtype"] = "int8";
-  EXPECT_NE(import_error(config).find("field 'torch_dtype' must be bfloat16, float16 or float32"),
-            std::string::npos);
+  EXPECT_NE(import_error(config).find("field 'torch_dtype' must be bfloat16, float16 or float32"), std::string::npos);
   config = fixture_json("gpt_oss");
   config["layer_types"] = json::array({"sliding_attention"});
   EXPECT_NE(import_error(config).find("field 'layer_types' must have num_hidden_layers (36)"), std::string::npos);
@@ -239,9 +229,7 @@ TEST(HfConfigErrorTest, UnsupportedLayouts) {
   EXPECT_NE(import_error(deepseek).find("moe_layer_freq 2 is unsupported"), std::string::npos);
 }
 
-TEST(HfConfigErrorTest, MissingFile) {
-  EXPECT_THROW(load_hf_config(fixture("no_such_type")), InputError);
-}
+TEST(HfConfigErrorTest, MissingFile) { EXPECT_THROW(load_hf_config(fixture("no_such_type")), InputError); }
 
 }  // namespace
 }  // namespace ragged::models

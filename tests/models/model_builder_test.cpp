@@ -13,17 +13,12 @@
 namespace ragged::models {
 namespace {
 
-using Shape = std::vector<int64_t>;
 using test_util::count_role;
 using test_util::find_gemm;
 using test_util::find_tensor;
 using test_util::find_unit;
-
-Shape shape_of(const ModelSpec& model, const std::string& name) {
-  const TensorSpec* tensor = find_tensor(model, name);
-  EXPECT_NE(tensor, nullptr) << "no tensor " << name;
-  return tensor == nullptr ? Shape{} : tensor->shape;
-}
+using test_util::Shape;
+using test_util::shape_of;
 
 TEST(ModelBuilderTest, Llama3_8bUnitsInOrder) {
   const ModelSpec model = catalog_model("llama3-8b");
@@ -48,10 +43,10 @@ TEST(ModelBuilderTest, Llama3_8bLayerTensors) {
     EXPECT_EQ(tensor.dtype, DType::kBF16);
   }
   const std::vector<std::string> expected = {
-      "layers.0.input_layernorm.weight",          "layers.0.self_attn.q_proj.weight",
-      "layers.0.self_attn.k_proj.weight",         "layers.0.self_attn.v_proj.weight",
-      "layers.0.self_attn.o_proj.weight",         "layers.0.post_attention_layernorm.weight",
-      "layers.0.mlp.gate_proj.weight",            "layers.0.mlp.up_proj.weight",
+      "layers.0.input_layernorm.weight",  "layers.0.self_attn.q_proj.weight",
+      "layers.0.self_attn.k_proj.weight", "layers.0.self_attn.v_proj.weight",
+      "layers.0.self_attn.o_proj.weight", "layers.0.post_attention_layernorm.weight",
+      "layers.0.mlp.gate_proj.weight",    "layers.0.mlp.up_proj.weight",
       "layers.0.mlp.down_proj.weight"};
   EXPECT_EQ(names, expected);
   EXPECT_EQ(shape_of(model, "layers.0.self_attn.q_proj.weight"), (Shape{4096, 4096}));

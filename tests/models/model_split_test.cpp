@@ -14,20 +14,15 @@
 namespace ragged::models {
 namespace {
 
-using Shape = std::vector<int64_t>;
 using test_util::find_gemm;
 using test_util::find_tensor;
 using test_util::find_unit;
+using test_util::Shape;
+using test_util::shape_of;
 
 ModelSpec split_of(const std::string& name, int64_t tp, int64_t ep, bool sequence_parallel = true) {
   const ModelSpec whole = catalog_model(name);
   return build_model(whole.arch, whole.kernels, ModelSplit{tp, ep, sequence_parallel});
-}
-
-Shape shape_of(const ModelSpec& model, const std::string& name) {
-  const TensorSpec* tensor = find_tensor(model, name);
-  EXPECT_NE(tensor, nullptr) << "no tensor " << name;
-  return tensor == nullptr ? Shape{} : tensor->shape;
 }
 
 TEST(ModelSplit, TensorParallelCutsColumnsAndRowsMegatronStyle) {
@@ -100,7 +95,8 @@ TEST(ModelSplit, SequenceParallelSpreadsEveryActivationOverTp) {
               sp.units[1].activations.saved_none, no_sp.units[1].activations.saved_none);
   EXPECT_DOUBLE_EQ(sp.units[1].activations.saved_none, w.saved_none / 4);
   EXPECT_DOUBLE_EQ(sp.units[1].activations.saved_full, w.saved_full / 4);
-  EXPECT_DOUBLE_EQ(sp.units[1].compute.elementwise_bytes_per_token(), whole.units[1].compute.elementwise_bytes_per_token() / 4);
+  EXPECT_DOUBLE_EQ(sp.units[1].compute.elementwise_bytes_per_token(),
+                   whole.units[1].compute.elementwise_bytes_per_token() / 4);
   // Without it the block keeps its hidden-wide inputs whole on every rank:
   // four norm inputs and outputs of 4096 bf16 values above the split parts.
   EXPECT_DOUBLE_EQ(no_sp.units[1].activations.saved_none - sp.units[1].activations.saved_none, 4 * 4096 * 2 * 0.75);
@@ -136,7 +132,8 @@ TEST(ModelSplit, ExpertParallelGivesEachRankItsExpertsAsAUnit) {
                    whole_block->activations.saved_none);
   // 58 MoE layers of 256 experts x 3 x 2048 x 7168 parameters, a 64th each.
   double expert_params = 0;
-  for (const UnitSpec& u : local.units) expert_params += u.kind == UnitKind::kExperts ? static_cast<double>(u.params()) : 0;
+  for (const UnitSpec& u : local.units)
+    expert_params += u.kind == UnitKind::kExperts ? static_cast<double>(u.params()) : 0;
   EXPECT_DOUBLE_EQ(expert_params, 58.0 * 256 * 3 * 2048 * 7168 / 64);
 }
 

@@ -15,16 +15,15 @@
 #include <fmt/format.h>
 
 #include "common/errors.hpp"
+#include "layout_test_util.hpp"
 #include "planner/layout_check.hpp"
 #include "planner/layout_strategy.hpp"
 
 namespace ragged::planner {
 namespace {
 
-PlanTensor matrix(int64_t rows, int64_t row_size, int64_t granule = 1) {
-  return {rows * row_size, granule, rows, row_size};
-}
-PlanTensor vec(int64_t n, int64_t granule = 1) { return {n, granule, n, 1}; }
+using layout_test::matrix;
+using layout_test::vec;
 
 UnitProblem unit(std::vector<PlanTensor> tensors, int64_t ranks, int64_t collective_align = 1,
                  int64_t tensor_align = 1) {
@@ -75,7 +74,7 @@ TEST(Fsdp1, AlignsEveryTensorAndSplitsTheFlatBufferEvenly) {
   EXPECT_EQ(l.shard_size, 8);
   EXPECT_TRUE(l.aligned_shards);
   EXPECT_EQ(slots_of(l), (std::vector<std::pair<int64_t, int64_t>>{{0, 5}, {8, 13}, {24, 7}}));
-  EXPECT_TRUE(l.honours_granularity);                            // boundary 16 is 8 elements into the 13-element tensor
+  EXPECT_TRUE(l.honours_granularity);                           // boundary 16 is 8 elements into the 13-element tensor
   EXPECT_EQ(copies_of(l), (std::vector<int64_t>{0, 0, 0, 0}));  // the tail pad makes F.pad unnecessary
   EXPECT_FALSE(plan_valid(*fsdp1, unit({vec(5), vec(13, 3), vec(7)}, 4, 8, 8)).honours_granularity);
 }
@@ -142,8 +141,8 @@ TEST(Zero3, ChunksEveryTensorByElements) {
 TEST(Zero3, FetchesTheFirstModuleThenPrefetchSets) {
   auto zero3 = make_zero3_strategy();
   const int64_t h = 8192, kv = 1024, f = 28672;
-  UnitLayout l = plan_valid(*zero3, unit({vec(h), matrix(h, h, 1), matrix(kv, h, 1), matrix(kv, h, 1),
-                                          matrix(h, h, 1), vec(h), matrix(f, h, 1), matrix(f, h, 1), matrix(h, f, 1)},
+  UnitLayout l = plan_valid(*zero3, unit({vec(h), matrix(h, h, 1), matrix(kv, h, 1), matrix(kv, h, 1), matrix(h, h, 1),
+                                          vec(h), matrix(f, h, 1), matrix(f, h, 1), matrix(h, f, 1)},
                                          32));
   EXPECT_EQ(l.fetch_groups, (std::vector<std::vector<int>>{{1}, {2, 3, 4}, {6}, {7}, {8}}));
   const int64_t set = l.slots[2].length + l.slots[3].length + l.slots[4].length;
@@ -152,10 +151,10 @@ TEST(Zero3, FetchesTheFirstModuleThenPrefetchSets) {
   // Smaller matrices coalesce more: 4,096-wide Llama-2-7B projections (16.8M)
   // make {k, v, o} and {gate, up} sets; down_proj is left alone at the end.
   const int64_t g = 4096, m = 11008;
-  UnitLayout small = plan_valid(*zero3, unit({vec(g), matrix(g, g, 1), matrix(g, g, 1), matrix(g, g, 1),
-                                              matrix(g, g, 1), vec(g), matrix(m, g, 1), matrix(m, g, 1),
-                                              matrix(g, m, 1)},
-                                             4));
+  UnitLayout small =
+      plan_valid(*zero3, unit({vec(g), matrix(g, g, 1), matrix(g, g, 1), matrix(g, g, 1), matrix(g, g, 1), vec(g),
+                               matrix(m, g, 1), matrix(m, g, 1), matrix(g, m, 1)},
+                              4));
   EXPECT_EQ(small.fetch_groups, (std::vector<std::vector<int>>{{1}, {2, 3, 4}, {6, 7}, {8}}));
 }
 

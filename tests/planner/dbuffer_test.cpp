@@ -3,12 +3,13 @@
 #include <gtest/gtest.h>
 
 #include "common/errors.hpp"
+#include "layout_test_util.hpp"
 #include "planner/layout_strategy.hpp"
 
 namespace ragged::planner {
 namespace {
 
-PlanTensor matrix(int64_t rows, int64_t cols, int64_t granule = 1) { return {rows * cols, granule, rows, cols}; }
+using layout_test::matrix;
 
 UnitProblem problem_of(std::vector<PlanTensor> tensors, int64_t ranks) {
   UnitProblem p;

@@ -10,18 +10,12 @@
 namespace ragged::scenarios {
 namespace {
 
+using testing::minimal_scenario_training;
 using testing::parse_error;
-std::string with_training(const std::string& fields) { return testing::minimal_scenario_training(fields); }
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-#define EXPECT_CONTAINS(text, part) EXPECT_TRUE(contains(text, part)) << (text)
-
-Training training_of(const std::string& fields) {
-  return parse_scenario(with_training(fields), ScenarioFormat::kText, "test.textproto", ".").scenario.training();
-}
+using testing::training_with;
 
 TEST(DdpScenario, EveryGpuIsAReplicaReducingInTheParametersDtype) {
-  const Training t = training_of("strategy: DDP precision { master: BF16 }");
+  const Training t = training_with("strategy: DDP precision { master: BF16 }");
   EXPECT_EQ(t.shard_group_size(), 1);
   EXPECT_EQ(t.replicate_group_size(), 16);
   EXPECT_EQ(t.mesh().dp_replicate(), 16);
@@ -33,23 +27,25 @@ TEST(DdpScenario, EveryGpuIsAReplicaReducingInTheParametersDtype) {
 }
 
 TEST(DdpScenario, NoSyncIsDdpsGradientSyncOnTheLastMicroBatch) {
-  EXPECT_EQ(parse_error(with_training("strategy: DDP gradient_accumulation_steps: 4 "
-                                      "accumulation_gradient_sync: LAST_MICRO_BATCH")),
+  EXPECT_EQ(parse_error(minimal_scenario_training("strategy: DDP gradient_accumulation_steps: 4 "
+                                                  "accumulation_gradient_sync: LAST_MICRO_BATCH")),
             "");
-  EXPECT_CONTAINS(parse_error(with_training("strategy: ZERO3 accumulation_gradient_sync: LAST_MICRO_BATCH")),
-                  "set strategy: FSDP2 or DDP");
+  EXPECT_CONTAINS(
+      parse_error(minimal_scenario_training("strategy: ZERO3 accumulation_gradient_sync: LAST_MICRO_BATCH")),
+      "set strategy: FSDP2 or DDP");
 }
 
 TEST(DdpScenario, WhatDdpCannotRunIsRefusedAtItsField) {
-  EXPECT_CONTAINS(parse_error(with_training("strategy: DDP shard_group_size: 8")),
+  EXPECT_CONTAINS(parse_error(minimal_scenario_training("strategy: DDP shard_group_size: 8")),
                   "training.shard_group_size: DDP replicates every parameter on every GPU, but shard_group_size is 8");
-  EXPECT_CONTAINS(parse_error(with_training("strategy: DDP mesh { tp: 2 }")),
+  EXPECT_CONTAINS(parse_error(minimal_scenario_training("strategy: DDP mesh { tp: 2 }")),
                   "training.mesh: DDP runs data parallelism alone, but the mesh has tp 2");
-  EXPECT_CONTAINS(parse_error(with_training("strategy: DDP precision { reduce: BF16 master: FP32 }")),
+  EXPECT_CONTAINS(parse_error(minimal_scenario_training("strategy: DDP precision { reduce: BF16 master: FP32 }")),
                   "training.precision.reduce: DDP all-reduces the gradients in the parameters' dtype (master FP32)");
-  EXPECT_CONTAINS(parse_error(with_training("strategy: FSDP2 ddp { bucket_cap_mb: 50 }")),
+  EXPECT_CONTAINS(parse_error(minimal_scenario_training("strategy: FSDP2 ddp { bucket_cap_mb: 50 }")),
                   "training.ddp: the ddp block holds DistributedDataParallel's arguments: set strategy: DDP");
-  EXPECT_CONTAINS(parse_error(with_training("strategy: DDP ddp { bucket_cap_mb: 0 }")), "training.ddp.bucket_cap_mb");
+  EXPECT_CONTAINS(parse_error(minimal_scenario_training("strategy: DDP ddp { bucket_cap_mb: 0 }")),
+                  "training.ddp.bucket_cap_mb");
 }
 
 }  // namespace

@@ -10,10 +10,9 @@
 namespace ragged::scenarios {
 namespace {
 
+using testing::minimal_scenario_training;
 using testing::parse_error;
 using testing::training_with;
-std::string with_training(const std::string& fields) { return testing::minimal_scenario_training(fields); }
-#define EXPECT_CONTAINS(haystack, needle) EXPECT_NE((haystack).find(needle), std::string::npos) << (haystack)
 
 TEST(MegatronDdpScenario, MegatronLmsDefaultsOverTheDataParallelGroup) {
   const Training t = training_with("strategy: MEGATRON_DDP");
@@ -38,17 +37,18 @@ TEST(MegatronDdpScenario, TheBucketGrowsWithTheDataParallelGroupNotWithContextPa
 }
 
 TEST(MegatronDdpScenario, EveryInputItCannotRunIsOneLocatedErrorNamingTheFix) {
-  EXPECT_CONTAINS(parse_error(with_training("strategy: FSDP2 megatron_ddp { overlap_grad_reduce: true }")),
+  EXPECT_CONTAINS(parse_error(minimal_scenario_training("strategy: FSDP2 megatron_ddp { overlap_grad_reduce: true }")),
                   "training.megatron_ddp: the megatron_ddp block holds Megatron-LM's DistributedDataParallelConfig: "
                   "set strategy: MEGATRON_DDP, or remove it");
-  EXPECT_CONTAINS(parse_error(with_training("strategy: MEGATRON_DDP megatron_ddp { overlap_param_gather: true }")),
-                  "training.megatron_ddp.overlap_param_gather: Megatron-LM overlaps the parameter all-gather only "
-                  "with overlap_grad_reduce");
-  EXPECT_CONTAINS(parse_error(with_training("strategy: MEGATRON_DDP precision { reduce: FP16 }")),
+  EXPECT_CONTAINS(
+      parse_error(minimal_scenario_training("strategy: MEGATRON_DDP megatron_ddp { overlap_param_gather: true }")),
+      "training.megatron_ddp.overlap_param_gather: Megatron-LM overlaps the parameter all-gather only "
+      "with overlap_grad_reduce");
+  EXPECT_CONTAINS(parse_error(minimal_scenario_training("strategy: MEGATRON_DDP precision { reduce: FP16 }")),
                   "training.precision.reduce: Megatron's main gradients are FP32");
-  EXPECT_CONTAINS(parse_error(with_training("strategy: MEGATRON_DDP optimizer { muon {} }")),
+  EXPECT_CONTAINS(parse_error(minimal_scenario_training("strategy: MEGATRON_DDP optimizer { muon {} }")),
                   "training.optimizer: Megatron's distributed optimizer steps Adam");
-  EXPECT_CONTAINS(parse_error(with_training("strategy: MEGATRON_DDP megatron_ddp { bucket_size: 0 }")),
+  EXPECT_CONTAINS(parse_error(minimal_scenario_training("strategy: MEGATRON_DDP megatron_ddp { bucket_size: 0 }")),
                   "training.megatron_ddp.bucket_size");
 }
 

@@ -13,8 +13,6 @@ namespace {
 using testing::minimal_scenario;
 using testing::parse_error;
 
-#define EXPECT_CONTAINS(haystack, needle) EXPECT_NE((haystack).find(needle), std::string::npos) << (haystack)
-
 // The minimal scenario (16 H100s, llama3-8b) with `fields` added to its training block.
 std::string with_training(const std::string& fields) {
   std::string text = minimal_scenario();
@@ -52,8 +50,8 @@ TEST(MeshScenario, DpSizesSetTheFsdpGroups) {
 }
 
 TEST(MeshScenario, GlobalBatchCountsDataParallelRanksOnly) {
-  const Scenario s = parse_scenario(with_training("  micro_batch_size: 2\n  mesh { tp: 4 cp: 2 }"), ScenarioFormat::kText,
-                                    "test.textproto", ".")
+  const Scenario s = parse_scenario(with_training("  micro_batch_size: 2\n  mesh { tp: 4 cp: 2 }"),
+                                    ScenarioFormat::kText, "test.textproto", ".")
                          .scenario;
   EXPECT_EQ(global_batch_sequences(s), 16 / 8 * 2);
 }
@@ -71,8 +69,9 @@ TEST(MeshScenario, ConflictingShardGroupNamesBoth) {
 
 TEST(MeshScenario, ProductMustBeTheGpuCount) {
   const std::string error = parse_error(with_training("  replicate_group_size: 4\n  mesh { tp: 2 dp_shard: 4 }"));
-  EXPECT_CONTAINS(error, "training.replicate_group_size: shard_group_size 4 x replicate_group_size 4 x mesh.tp 2 is "
-                         "not the 16 GPUs");
+  EXPECT_CONTAINS(error,
+                  "training.replicate_group_size: shard_group_size 4 x replicate_group_size 4 x mesh.tp 2 is "
+                  "not the 16 GPUs");
 }
 
 TEST(MeshScenario, EpIsCarvedOutOfTheShardGroup) {
@@ -129,7 +128,8 @@ TEST(MeshScenario, PipelineStagesDefaultTo1F1BOverTheAccumulationSteps) {
   EXPECT_EQ(t.pipeline().micro_batches(), 8);
   EXPECT_EQ(t.pipeline().virtual_stages(), 1);
   const Scenario s = parse_scenario(with_training("  gradient_accumulation_steps: 8\n  mesh { pp: 4 tp: 2 }"),
-                                    ScenarioFormat::kText, "test.textproto", ".").scenario;
+                                    ScenarioFormat::kText, "test.textproto", ".")
+                         .scenario;
   EXPECT_EQ(global_batch_sequences(s), 2 * 8);  // two data-parallel ranks, 8 micro-batches of 1
 }
 
@@ -153,8 +153,9 @@ TEST(MeshScenario, PipelineMicroBatchesMustAgreeWithTheAccumulationSteps) {
 TEST(MeshScenario, InterleavedRunsRoundsOfPp) {
   const std::string error = parse_error(
       with_training("  gradient_accumulation_steps: 6\n  mesh { pp: 4 }\n  pipeline { schedule: INTERLEAVED_1F1B }"));
-  EXPECT_CONTAINS(error, "training.pipeline.micro_batches: INTERLEAVED_1F1B runs micro-batches in rounds of pp (4); "
-                         "6 is not a multiple: use 8");
+  EXPECT_CONTAINS(error,
+                  "training.pipeline.micro_batches: INTERLEAVED_1F1B runs micro-batches in rounds of pp (4); "
+                  "6 is not a multiple: use 8");
 }
 
 TEST(MeshScenario, VirtualStagesOnlyInterleave) {
@@ -168,9 +169,11 @@ TEST(MeshScenario, LayersPerStageGiveOnePerStage) {
 }
 
 TEST(MeshScenario, OnlyTheFirstAndTheLastStageMayHoldNoBlock) {
-  EXPECT_EQ(training_of("  mesh { pp: 4 }\n  pipeline { layers_per_stage: [0, 16, 16, 0] }").pipeline().layers_per_stage(0),
-            0);
-  const std::string error = parse_error(with_training("  mesh { pp: 4 }\n  pipeline { layers_per_stage: [8, 0, 16, 8] }"));
+  EXPECT_EQ(
+      training_of("  mesh { pp: 4 }\n  pipeline { layers_per_stage: [0, 16, 16, 0] }").pipeline().layers_per_stage(0),
+      0);
+  const std::string error =
+      parse_error(with_training("  mesh { pp: 4 }\n  pipeline { layers_per_stage: [8, 0, 16, 8] }"));
   EXPECT_CONTAINS(error, "training.pipeline.layers_per_stage[1]: 0 blocks; every stage between the first and the last");
 }
 

@@ -10,10 +10,10 @@
 namespace ragged::scenarios {
 namespace {
 
-LoadedScenario minimal() { return parse_scenario(testing::minimal_scenario(), ScenarioFormat::kText, "t", "."); }
+using testing::loaded_minimal_scenario;
 
 TEST(ScenarioDefaults, PresetFillsGpuAndLinks) {
-  const Scenario s = minimal().scenario;
+  const Scenario s = loaded_minimal_scenario().scenario;
   EXPECT_DOUBLE_EQ(s.cluster().gpu().peak_bf16_tflops(), 989.4);
   EXPECT_DOUBLE_EQ(s.cluster().gpu().hbm_capacity_gib(), 79.6);
   EXPECT_DOUBLE_EQ(s.cluster().intra_node().bandwidth_gbytes_per_s(), 450);
@@ -24,7 +24,7 @@ TEST(ScenarioDefaults, PresetFillsGpuAndLinks) {
 }
 
 TEST(ScenarioDefaults, TrainingDefaults) {
-  const Training t = minimal().scenario.training();
+  const Training t = loaded_minimal_scenario().scenario.training();
   EXPECT_EQ(t.strategy(), FSDP2);  // written, kept
   EXPECT_EQ(t.shard_group_size(), 16);
   EXPECT_EQ(t.replicate_group_size(), 1);
@@ -49,7 +49,7 @@ TEST(ScenarioDefaults, TrainingDefaults) {
 // docs/SIMULATOR.md section 9: Llama 3's interruption rate and storage cap,
 // synchronous checkpoints, PyTorch's NCCL timeout as the relaunch.
 TEST(ScenarioDefaults, GoodputDefaults) {
-  const Goodput g = minimal().scenario.goodput();
+  const Goodput g = loaded_minimal_scenario().scenario.goodput();
   EXPECT_NEAR(g.interruptions_per_gpu_hour(), 1.9733e-5, 1e-9);  // 419 / (54 x 24 x 16,384)
   EXPECT_DOUBLE_EQ(g.storage_gbytes_per_s_per_node(), 40);
   EXPECT_DOUBLE_EQ(g.storage_aggregate_tbytes_per_s(), 2);
@@ -58,7 +58,8 @@ TEST(ScenarioDefaults, GoodputDefaults) {
   EXPECT_DOUBLE_EQ(g.restart_minutes(), 10);
   EXPECT_DOUBLE_EQ(g.checkpoint_interval_minutes(), 0);
   EXPECT_DOUBLE_EQ(g.train_tokens(), 0);
-  const std::string text = testing::minimal_scenario() + "goodput { interruptions_per_gpu_hour: 0 restart_minutes: 3 }\n";
+  const std::string text =
+      testing::minimal_scenario() + "goodput { interruptions_per_gpu_hour: 0 restart_minutes: 3 }\n";
   const Goodput written = parse_scenario(text, ScenarioFormat::kText, "t", ".").scenario.goodput();
   EXPECT_DOUBLE_EQ(written.interruptions_per_gpu_hour(), 0) << "a written zero is kept";
   EXPECT_DOUBLE_EQ(written.restart_minutes(), 3);
@@ -67,20 +68,21 @@ TEST(ScenarioDefaults, GoodputDefaults) {
 TEST(ScenarioDefaults, WrittenValuesOverridePreset) {
   std::string text = testing::minimal_scenario();
   text.replace(text.find("preset: \"h100\""), 14, "preset: \"h100\" hbm_capacity_gib: 64");
-  EXPECT_DOUBLE_EQ(parse_scenario(text, ScenarioFormat::kText, "t", ".").scenario.cluster().gpu().hbm_capacity_gib(), 64);
+  EXPECT_DOUBLE_EQ(parse_scenario(text, ScenarioFormat::kText, "t", ".").scenario.cluster().gpu().hbm_capacity_gib(),
+                   64);
 }
 
 // GPUs of one SKU spread 1.5% in sustained clock (gpu_presets.cpp); a CPU
 // rank is nominal, and a written spread is kept, 0 included.
 TEST(ScenarioDefaults, GpuClockSpreadDefaultsByPreset) {
-  EXPECT_DOUBLE_EQ(minimal().scenario.cluster().gpu().clock_spread(), kDefaultClockSpread);
+  EXPECT_DOUBLE_EQ(loaded_minimal_scenario().scenario.cluster().gpu().clock_spread(), kDefaultClockSpread);
   std::string cpu = testing::minimal_scenario();
   cpu.replace(cpu.find("preset: \"h100\""), 14, "preset: \"cpu\"");
   EXPECT_DOUBLE_EQ(parse_scenario(cpu, ScenarioFormat::kText, "t", ".").scenario.cluster().gpu().clock_spread(), 0);
   std::string identical = testing::minimal_scenario();
   identical.replace(identical.find("preset: \"h100\""), 14, "preset: \"h100\" clock_spread: 0");
-  EXPECT_DOUBLE_EQ(
-      parse_scenario(identical, ScenarioFormat::kText, "t", ".").scenario.cluster().gpu().clock_spread(), 0);
+  EXPECT_DOUBLE_EQ(parse_scenario(identical, ScenarioFormat::kText, "t", ".").scenario.cluster().gpu().clock_spread(),
+                   0);
   std::string wide = testing::minimal_scenario();
   wide.replace(wide.find("preset: \"h100\""), 14, "preset: \"h100\" clock_spread: 0.5");
   try {
@@ -95,7 +97,8 @@ TEST(ScenarioDefaults, GpuClockSpreadDefaultsByPreset) {
 TEST(ScenarioDefaults, EightBitAdamDefaultsToItsBlockGranularity) {
   std::string text = testing::minimal_scenario();
   text.replace(text.find("strategy: FSDP2"), 15, "optimizer { adam8bit { block_rows: 64 block_cols: 32 } }");
-  const GranularitySpec spec = parse_scenario(text, ScenarioFormat::kText, "t", ".").scenario.training().granularity().default_spec();
+  const GranularitySpec spec =
+      parse_scenario(text, ScenarioFormat::kText, "t", ".").scenario.training().granularity().default_spec();
   EXPECT_EQ(spec.kind(), BLOCK);
   EXPECT_EQ(spec.block_rows(), 64);
   EXPECT_EQ(spec.block_cols(), 32);
@@ -122,7 +125,7 @@ TEST(ScenarioDefaults, HsdpReplicasDeriveShardGroup) {
 }
 
 TEST(ScenarioDefaults, WithTotalGpusRescalesNodesAndGroups) {
-  LoadedScenario loaded = minimal();
+  LoadedScenario loaded = loaded_minimal_scenario();
   LoadedScenario bigger = with_total_gpus(loaded, 64);
   EXPECT_EQ(bigger.scenario.cluster().nodes(), 8);
   EXPECT_EQ(bigger.scenario.training().shard_group_size(), 64);

@@ -17,8 +17,6 @@ std::string replace(std::string text, const std::string& from, const std::string
   return text.replace(at, from.size(), to);
 }
 
-#define EXPECT_CONTAINS(haystack, needle) EXPECT_NE((haystack).find(needle), std::string::npos) << (haystack)
-
 TEST(ScenarioErrors, MinimalScenarioIsValid) { EXPECT_EQ(parse_error(minimal_scenario()), ""); }
 
 TEST(ScenarioErrors, UnknownFieldNamesLineFieldAndAlternatives) {
@@ -63,8 +61,8 @@ TEST(ScenarioErrors, BadEnumValue) {
 }
 
 TEST(ScenarioErrors, OutsideAllocatorMemoryMustLeaveTheAllocatorSome) {
-  std::string error = parse_error(
-      replace(minimal_scenario(), "strategy: FSDP2", "strategy: FSDP2\n  allocator { outside_gib: 80 }"));
+  std::string error =
+      parse_error(replace(minimal_scenario(), "strategy: FSDP2", "strategy: FSDP2\n  allocator { outside_gib: 80 }"));
   EXPECT_CONTAINS(error, "training.allocator.outside_gib:");
   EXPECT_CONTAINS(error, "leaves nothing of the GPU's 79.6 GiB");
   EXPECT_CONTAINS(error, "set it below that");
@@ -74,15 +72,17 @@ TEST(ScenarioErrors, OutsideAllocatorMemoryMustLeaveTheAllocatorSome) {
 }
 
 TEST(ScenarioErrors, ShardGroupMustDivideGpus) {
-  std::string error = parse_error(replace(minimal_scenario(), "strategy: FSDP2", "strategy: FSDP2\n  shard_group_size: 3"));
+  std::string error =
+      parse_error(replace(minimal_scenario(), "strategy: FSDP2", "strategy: FSDP2\n  shard_group_size: 3"));
   EXPECT_CONTAINS(error, ":9:3: training.shard_group_size:");
   EXPECT_CONTAINS(error, "must divide the 16 GPUs");
 }
 
 TEST(ScenarioErrors, HsdpGroupsMustMultiplyToGpus) {
-  std::string error = parse_error(
-      replace(minimal_scenario(), "strategy: FSDP2", "strategy: FSDP2\n  shard_group_size: 8\n  replicate_group_size: 4"));
-  EXPECT_CONTAINS(error, "training.replicate_group_size: shard_group_size 8 x replicate_group_size 4 is not the 16 GPUs");
+  std::string error = parse_error(replace(minimal_scenario(), "strategy: FSDP2",
+                                          "strategy: FSDP2\n  shard_group_size: 8\n  replicate_group_size: 4"));
+  EXPECT_CONTAINS(error,
+                  "training.replicate_group_size: shard_group_size 8 x replicate_group_size 4 is not the 16 GPUs");
 }
 
 TEST(ScenarioErrors, NegativeSequenceLength) {
@@ -91,27 +91,33 @@ TEST(ScenarioErrors, NegativeSequenceLength) {
 }
 
 TEST(ScenarioErrors, EightBitAdamRejectsElementGranularity) {
-  std::string error = parse_error(replace(minimal_scenario(), "strategy: FSDP2",
-                                          "optimizer { adam8bit {} }\n  granularity { default_spec { kind: ELEMENT } }"));
+  std::string error =
+      parse_error(replace(minimal_scenario(), "strategy: FSDP2",
+                          "optimizer { adam8bit {} }\n  granularity { default_spec { kind: ELEMENT } }"));
   EXPECT_CONTAINS(error, "training.granularity.default_spec: 8-bit Adam quantizes 32x32 tiles");
 }
 
 TEST(ScenarioErrors, ShampooSettingsOutOfRangeNameTheField) {
-  const std::string zero_eps = parse_error(replace(minimal_scenario(), "strategy: FSDP2", "optimizer { shampoo { epsilon: 0 } }"));
+  const std::string zero_eps =
+      parse_error(replace(minimal_scenario(), "strategy: FSDP2", "optimizer { shampoo { epsilon: 0 } }"));
   EXPECT_CONTAINS(zero_eps, "training.optimizer.shampoo.epsilon: epsilon is 0; it must be a positive number");
-  const std::string negative_lr = parse_error(replace(minimal_scenario(), "strategy: FSDP2", "optimizer { shampoo { lr: -0.1 } }"));
+  const std::string negative_lr =
+      parse_error(replace(minimal_scenario(), "strategy: FSDP2", "optimizer { shampoo { lr: -0.1 } }"));
   EXPECT_CONTAINS(negative_lr, "training.optimizer.shampoo.lr: lr is -0.1; it must be a finite number >= 0");
-  const std::string decay = parse_error(replace(minimal_scenario(), "strategy: FSDP2", "optimizer { shampoo { weight_decay: inf } }"));
+  const std::string decay =
+      parse_error(replace(minimal_scenario(), "strategy: FSDP2", "optimizer { shampoo { weight_decay: inf } }"));
   EXPECT_CONTAINS(decay, "training.optimizer.shampoo.weight_decay: weight_decay is inf");
-  const std::string frequency = parse_error(replace(minimal_scenario(), "strategy: FSDP2", "optimizer { shampoo { precondition_frequency: 0 } }"));
+  const std::string frequency = parse_error(
+      replace(minimal_scenario(), "strategy: FSDP2", "optimizer { shampoo { precondition_frequency: 0 } }"));
   EXPECT_CONTAINS(frequency, "training.optimizer.shampoo.precondition_frequency: precondition_frequency is 0");
 }
 
 TEST(ScenarioErrors, FlashAttention3NeedsAHopperGpu) {
-  const std::string a100 = parse_error(replace(replace(minimal_scenario(), "\"h100\"", "\"a100-80g\""), "strategy: FSDP2",
-                                               "attention: FLASH_ATTENTION_3"));
-  EXPECT_CONTAINS(a100, ":8:3: training.attention: FLASH_ATTENTION_3 runs only on Hopper GPUs (h100, h100-sxm-95g, h200, "
-                        "h800), not on cluster.gpu.preset 'a100-80g': use FLASH_ATTENTION_2");
+  const std::string a100 = parse_error(replace(replace(minimal_scenario(), "\"h100\"", "\"a100-80g\""),
+                                               "strategy: FSDP2", "attention: FLASH_ATTENTION_3"));
+  EXPECT_CONTAINS(a100,
+                  ":8:3: training.attention: FLASH_ATTENTION_3 runs only on Hopper GPUs (h100, h100-sxm-95g, h200, "
+                  "h800), not on cluster.gpu.preset 'a100-80g': use FLASH_ATTENTION_2");
   EXPECT_EQ(parse_error(replace(minimal_scenario(), "strategy: FSDP2", "attention: FLASH_ATTENTION_3")), "");
   EXPECT_EQ(parse_error(replace(minimal_scenario(), "strategy: FSDP2", "attention: MATH loss: CHUNKED")), "");
 }
@@ -119,28 +125,32 @@ TEST(ScenarioErrors, FlashAttention3NeedsAHopperGpu) {
 TEST(ScenarioErrors, CheckpointEveryNeedsFullCheckpointingAndAPositiveCount) {
   const std::string selective = parse_error(
       replace(minimal_scenario(), "strategy: FSDP2", "activation_checkpointing: SELECTIVE checkpoint_every: 2"));
-  EXPECT_CONTAINS(selective, "training.checkpoint_every: checkpoint_every 2 picks the blocks that full checkpointing "
-                             "recomputes, but activation_checkpointing is not FULL: set activation_checkpointing: FULL");
+  EXPECT_CONTAINS(selective,
+                  "training.checkpoint_every: checkpoint_every 2 picks the blocks that full checkpointing "
+                  "recomputes, but activation_checkpointing is not FULL: set activation_checkpointing: FULL");
   const std::string zero =
       parse_error(replace(minimal_scenario(), "strategy: FSDP2", "activation_checkpointing: FULL checkpoint_every: 0"));
   EXPECT_CONTAINS(zero, "training.checkpoint_every: checkpoint_every is 0");
-  EXPECT_EQ(parse_error(replace(minimal_scenario(), "strategy: FSDP2", "activation_checkpointing: FULL checkpoint_every: 2")),
-            "");
+  EXPECT_EQ(
+      parse_error(replace(minimal_scenario(), "strategy: FSDP2", "activation_checkpointing: FULL checkpoint_every: 2")),
+      "");
 }
 
 TEST(ScenarioErrors, ReturnedLogitsAndTheLoopsMetricsNeedLogitsToRead) {
   const std::string chunked =
       parse_error(replace(minimal_scenario(), "strategy: FSDP2", "loss: CHUNKED outputs { logits: true }"));
-  EXPECT_CONTAINS(chunked, "training.outputs.logits: the CHUNKED loss never makes the whole logits for the model to "
-                           "return: set outputs.logits false, or use another loss");
+  EXPECT_CONTAINS(chunked,
+                  "training.outputs.logits: the CHUNKED loss never makes the whole logits for the model to "
+                  "return: set outputs.logits false, or use another loss");
   const std::string unheld = parse_error(
       replace(minimal_scenario(), "strategy: FSDP2", "loss: FUSED outputs { logits: true metric_cross_entropies: 2 }"));
-  EXPECT_CONTAINS(unheld, "training.outputs.metric_cross_entropies: the metrics read the returned logits after the "
-                          "backward: set outputs.logits and outputs.held_until_next_forward true (Composer keeps "
-                          "state.outputs), or set it to 0");
-  const std::string many = parse_error(replace(
-      minimal_scenario(), "strategy: FSDP2",
-      "loss: FUSED outputs { logits: true held_until_next_forward: true metric_cross_entropies: 17 }"));
+  EXPECT_CONTAINS(unheld,
+                  "training.outputs.metric_cross_entropies: the metrics read the returned logits after the "
+                  "backward: set outputs.logits and outputs.held_until_next_forward true (Composer keeps "
+                  "state.outputs), or set it to 0");
+  const std::string many = parse_error(
+      replace(minimal_scenario(), "strategy: FSDP2",
+              "loss: FUSED outputs { logits: true held_until_next_forward: true metric_cross_entropies: 17 }"));
   EXPECT_CONTAINS(many, "training.outputs.metric_cross_entropies: metric_cross_entropies is 17");
   EXPECT_EQ(parse_error(replace(minimal_scenario(), "strategy: FSDP2",
                                 "loss: FUSED outputs { logits: true held_until_next_forward: true "
@@ -150,12 +160,17 @@ TEST(ScenarioErrors, ReturnedLogitsAndTheLoopsMetricsNeedLogitsToRead) {
 }
 
 TEST(ScenarioErrors, CompileScopeNeedsCompiledAndAKnownValue) {
-  const std::string eager = parse_error(replace(minimal_scenario(), "strategy: FSDP2", "compile_scope: TRANSFORMER_BLOCKS"));
-  EXPECT_CONTAINS(eager, "training.compile_scope: compile_scope TRANSFORMER_BLOCKS says what torch.compile covers, but "
-                         "compiled is not true: set compiled: true, or remove compile_scope");
-  const std::string unknown = parse_error(replace(minimal_scenario(), "strategy: FSDP2", "compiled: true compile_scope: 9"));
+  const std::string eager =
+      parse_error(replace(minimal_scenario(), "strategy: FSDP2", "compile_scope: TRANSFORMER_BLOCKS"));
+  EXPECT_CONTAINS(eager,
+                  "training.compile_scope: compile_scope TRANSFORMER_BLOCKS says what torch.compile covers, but "
+                  "compiled is not true: set compiled: true, or remove compile_scope");
+  const std::string unknown =
+      parse_error(replace(minimal_scenario(), "strategy: FSDP2", "compiled: true compile_scope: 9"));
   EXPECT_CONTAINS(unknown, "training.compile_scope: compile_scope is 9; use WHOLE_MODEL or TRANSFORMER_BLOCKS");
-  EXPECT_EQ(parse_error(replace(minimal_scenario(), "strategy: FSDP2", "compiled: true compile_scope: TRANSFORMER_BLOCKS")), "");
+  EXPECT_EQ(
+      parse_error(replace(minimal_scenario(), "strategy: FSDP2", "compiled: true compile_scope: TRANSFORMER_BLOCKS")),
+      "");
   EXPECT_EQ(parse_error(replace(minimal_scenario(), "strategy: FSDP2", "compiled: true")), "");
 }
 
@@ -176,8 +191,9 @@ TEST(ScenarioErrors, AdamWImplementationIsAKnownValueOnPlainAdamWOnly) {
 
 TEST(ScenarioErrors, KernelValuesOutOfRangeNameTheField) {
   const std::string attention = parse_error(replace(minimal_scenario(), "strategy: FSDP2", "attention: 7"));
-  EXPECT_CONTAINS(attention, "training.attention: attention is 7; use MATH, FLASH_ATTENTION_2, FLASH_ATTENTION_3 or "
-                             "TRITON_FLASH_ATTENTION");
+  EXPECT_CONTAINS(attention,
+                  "training.attention: attention is 7; use MATH, FLASH_ATTENTION_2, FLASH_ATTENTION_3 or "
+                  "TRITON_FLASH_ATTENTION");
   EXPECT_EQ(parse_error(replace(replace(minimal_scenario(), "\"h100\"", "\"a100-80g\""), "strategy: FSDP2",
                                 "attention: TRITON_FLASH_ATTENTION")),
             "");
@@ -189,7 +205,8 @@ TEST(ScenarioErrors, KernelValuesOutOfRangeNameTheField) {
 }
 
 TEST(ScenarioErrors, RowsGranularityNeedsRows) {
-  std::string error = parse_error(replace(minimal_scenario(), "strategy: FSDP2", "granularity { default_spec { kind: ROWS } }"));
+  std::string error =
+      parse_error(replace(minimal_scenario(), "strategy: FSDP2", "granularity { default_spec { kind: ROWS } }"));
   EXPECT_CONTAINS(error, "training.granularity.default_spec.rows: rows is 0");
 }
 
@@ -203,7 +220,8 @@ TEST(ScenarioErrors, OverridePathHasIndexAndLine) {
 }
 
 TEST(ScenarioErrors, SeveralProblemsReportTheFirstAndCount) {
-  std::string error = parse_error(replace(replace(minimal_scenario(), "nodes: 2", "nodes: 0"), "gpus_per_node: 8", "gpus_per_node: 0"));
+  std::string error =
+      parse_error(replace(replace(minimal_scenario(), "nodes: 2", "nodes: 0"), "gpus_per_node: 8", "gpus_per_node: 0"));
   EXPECT_CONTAINS(error, "cluster.gpus_per_node");
   EXPECT_CONTAINS(error, "(1 more problem)");
   // The other one is listed, located, on a line of its own.
@@ -217,23 +235,26 @@ TEST(ScenarioErrors, SyntaxErrorHasPosition) {
 }
 
 TEST(ScenarioErrors, JsonUnknownFieldHasPathAndLine) {
-  std::string json = "{\n  \"model\": {\"catalog\": \"llama3-8b\"},\n  \"cluster\": {\n    \"gpu\": {\"preset\": \"h100\"},\n"
-                     "    \"gpusPerNode\": 8,\n    \"nodez\": 2\n  }\n}\n";
+  std::string json =
+      "{\n  \"model\": {\"catalog\": \"llama3-8b\"},\n  \"cluster\": {\n    \"gpu\": {\"preset\": \"h100\"},\n"
+      "    \"gpusPerNode\": 8,\n    \"nodez\": 2\n  }\n}\n";
   std::string error = parse_error(json, ScenarioFormat::kJson);
   EXPECT_CONTAINS(error, "test.textproto:6:5: cluster.nodez: unknown field 'nodez'");
 }
 
 TEST(ScenarioErrors, JsonWrongTypeHasPathAndLine) {
-  std::string json = "{\"model\": {\"catalog\": \"llama3-8b\"},\n \"cluster\": {\"gpu\": {\"preset\": \"h100\"},\n"
-                     "  \"gpus_per_node\": \"eight\", \"nodes\": 1}}";
+  std::string json =
+      "{\"model\": {\"catalog\": \"llama3-8b\"},\n \"cluster\": {\"gpu\": {\"preset\": \"h100\"},\n"
+      "  \"gpus_per_node\": \"eight\", \"nodes\": 1}}";
   std::string error = parse_error(json, ScenarioFormat::kJson);
   EXPECT_CONTAINS(error, ":3:3: cluster.gpus_per_node:");
   EXPECT_CONTAINS(error, "eight");
 }
 
 TEST(ScenarioErrors, JsonCamelCaseValueErrorsUseProtoNames) {
-  std::string json = "{\"model\": {\"catalog\": \"llama3-8b\"},\n \"cluster\": {\"gpu\": {\"preset\": \"h100\"},\n"
-                     "  \"gpusPerNode\": 0, \"nodes\": 1}}";
+  std::string json =
+      "{\"model\": {\"catalog\": \"llama3-8b\"},\n \"cluster\": {\"gpu\": {\"preset\": \"h100\"},\n"
+      "  \"gpusPerNode\": 0, \"nodes\": 1}}";
   std::string error = parse_error(json, ScenarioFormat::kJson);
   EXPECT_CONTAINS(error, ":3:3: cluster.gpus_per_node: gpus_per_node is 0");
 }

@@ -15,6 +15,8 @@
 namespace ragged::scenarios {
 namespace {
 
+using testing::loaded_minimal_scenario;
+
 std::string error_of(const std::function<void()>& action) {
   try {
     action();
@@ -23,8 +25,6 @@ std::string error_of(const std::function<void()>& action) {
   }
   return "";
 }
-
-LoadedScenario minimal() { return parse_scenario(testing::minimal_scenario(), ScenarioFormat::kText, "t.textproto", "."); }
 
 TEST(ScenarioOverride, ParsesPathAndValueAndRejectsOtherForms) {
   const FieldOverride o = parse_override("training.prefetch_depth=0");
@@ -37,7 +37,7 @@ TEST(ScenarioOverride, ParsesPathAndValueAndRejectsOtherForms) {
 }
 
 TEST(ScenarioOverride, SetsScalarsEnumsAndMessagesAndTheLastWins) {
-  const LoadedScenario loaded = minimal();
+  const LoadedScenario loaded = loaded_minimal_scenario();
   const LoadedScenario changed = with_overrides(
       loaded, {parse_override("training.prefetch_depth=0"), parse_override("training.activation_checkpointing=FULL"),
                parse_override("cluster.gpu={ preset: \"a100-80g\" }"), parse_override("cluster.nodes=4"),
@@ -57,17 +57,21 @@ TEST(ScenarioOverride, SetsScalarsEnumsAndMessagesAndTheLastWins) {
 // Enum values in any case, as --checkpointing full takes them (issue 51).
 TEST(ScenarioOverride, EnumValuesAreReadInAnyCase) {
   for (const char* value : {"full", "Full", "FULL"}) {
-    const LoadedScenario changed =
-        with_overrides(minimal(), {parse_override(std::string("training.activation_checkpointing=") + value)});
+    const LoadedScenario changed = with_overrides(
+        loaded_minimal_scenario(), {parse_override(std::string("training.activation_checkpointing=") + value)});
     EXPECT_EQ(changed.scenario.training().activation_checkpointing(), FULL) << value;
   }
-  EXPECT_EQ(with_overrides(minimal(), {parse_override("training.strategy=fsdp1")}).scenario.training().strategy(), FSDP1);
-  EXPECT_NE(error_of([] { check_overrides({parse_override("training.activation_checkpointing=fulll")}); }).find("one of"),
-            std::string::npos);
+  EXPECT_EQ(with_overrides(loaded_minimal_scenario(), {parse_override("training.strategy=fsdp1")})
+                .scenario.training()
+                .strategy(),
+            FSDP1);
+  EXPECT_NE(
+      error_of([] { check_overrides({parse_override("training.activation_checkpointing=fulll")}); }).find("one of"),
+      std::string::npos);
 }
 
 TEST(ScenarioOverride, NoOverridesIsTheSameScenario) {
-  const LoadedScenario loaded = minimal();
+  const LoadedScenario loaded = loaded_minimal_scenario();
   EXPECT_EQ(with_overrides(loaded, {}).scenario.DebugString(), loaded.scenario.DebugString());
 }
 
@@ -76,7 +80,8 @@ TEST(ScenarioOverride, BadPathsAndValuesNameTheOverrideAndTheFix) {
             "--set training.prefech: 'prefech' is not a field of Training; did you mean 'prefetch_depth'?");
   EXPECT_NE(error_of([] { check_overrides({parse_override("training.prefetch_depth=x")}); }).find("type int32"),
             std::string::npos);
-  const std::string enum_error = error_of([] { check_overrides({parse_override("training.activation_checkpointing=ON")}); });
+  const std::string enum_error =
+      error_of([] { check_overrides({parse_override("training.activation_checkpointing=ON")}); });
   EXPECT_NE(enum_error.find("one of"), std::string::npos) << enum_error;
   EXPECT_NE(enum_error.find("SELECTIVE"), std::string::npos) << enum_error;
   EXPECT_NE(error_of([] { check_overrides({parse_override("cluster.nodes.count=1")}); }).find("has no field 'count'"),
@@ -88,7 +93,8 @@ TEST(ScenarioOverride, BadPathsAndValuesNameTheOverrideAndTheFix) {
 }
 
 TEST(ScenarioOverride, AnOutOfRangeValueIsTheScenarioRuleErrorNamingTheOverride) {
-  const std::string error = error_of([] { with_overrides(minimal(), {parse_override("training.prefetch_depth=-3")}); });
+  const std::string error =
+      error_of([] { with_overrides(loaded_minimal_scenario(), {parse_override("training.prefetch_depth=-3")}); });
   EXPECT_NE(error.find("--set training.prefetch_depth=-3"), std::string::npos) << error;
   EXPECT_NE(error.find("training.prefetch_depth: prefetch_depth is -3"), std::string::npos) << error;
 }

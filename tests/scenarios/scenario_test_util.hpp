@@ -6,6 +6,9 @@
 #include "common/errors.hpp"
 #include "scenarios/scenario_loader.hpp"
 
+// Expects `needle` in the string `haystack`, printing the whole text if it is not there.
+#define EXPECT_CONTAINS(haystack, needle) EXPECT_NE((haystack).find(needle), std::string::npos) << (haystack)
+
 namespace ragged::scenarios::testing {
 
 // The message of the InputError that parsing `text` raises, or "" if it parses.
@@ -29,6 +32,11 @@ inline std::string minimal_scenario() {
          "training {\n"
          "  strategy: FSDP2\n"
          "}\n";
+}
+
+// The minimal scenario, loaded.
+inline LoadedScenario loaded_minimal_scenario() {
+  return parse_scenario(minimal_scenario(), ScenarioFormat::kText, "t.textproto", ".");
 }
 
 // The minimal scenario with its training block's strategy line replaced by `fields`.

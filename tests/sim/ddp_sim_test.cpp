@@ -13,21 +13,20 @@
 #include "scenarios/scenario_loader.hpp"
 #include "sim/simulation.hpp"
 #include "sim/simulation_child.hpp"
+#include "small_model.hpp"
 
 namespace ragged::sim {
 namespace {
 
-// hidden 1024, 4 blocks of 4 h^2 + 3 h i + 2 h, embedding and head v h, a final norm h.
-constexpr int64_t kHidden = 1024, kLayers = 4, kIntermediate = 2816, kVocab = 32768;
-constexpr int64_t kParams = kLayers * (4 * kHidden * kHidden + 3 * kHidden * kIntermediate + 2 * kHidden) +
-                            2 * kVocab * kHidden + kHidden;
+using testing::kHidden;
+using testing::kIntermediate;
+using testing::kLayers;
+using testing::kParams;
+using testing::kVocab;
 
 planner::ResolvedScenario ddp_on(int gpus) {
   const std::string text =
-      "model { inline_spec { hidden_size: 1024 num_layers: 4 vocab_size: 32768 intermediate_size: 2816\n"
-      "                      num_attention_heads: 8 num_key_value_heads: 8 } }\n"
-      "cluster { gpu { preset: \"a100-80g\" } gpus_per_node: " +
-      std::to_string(gpus) +
+      testing::small_model_block() + "cluster { gpu { preset: \"a100-80g\" } gpus_per_node: " + std::to_string(gpus) +
       " nodes: 1 }\n"
       "training { strategy: DDP ddp { bucket_cap_mb: 4 } micro_batch_size: 2 sequence_length: 2048\n"
       "           precision { param: BF16 master: FP32 } }\n";
@@ -54,11 +53,12 @@ TEST(DdpSim, EveryGradientByteIsAllReducedOnceBesideTheBackward) {
     EXPECT_NE(e.kind(), traces::REDUCE_SCATTER) << e.name();
   }
   const traces::Summary& s = result.trace.summary();
-  std::printf("all-reduced %lld bytes in %d buckets (the fp32 gradients: %lld bytes), %.2f ms of all-reduce, "
-              "%.2f ms exposed, backward ends %.2f ms, last all-reduce %.2f ms\n",
-              static_cast<long long>(reduced), buckets, static_cast<long long>(kParams * 4), 1e3 * reduce_seconds,
-              1e3 * s.exposed_comm_s(), 1e-6 * static_cast<double>(last_backward_end),
-              1e-6 * static_cast<double>(last_reduce_end));
+  std::printf(
+      "all-reduced %lld bytes in %d buckets (the fp32 gradients: %lld bytes), %.2f ms of all-reduce, "
+      "%.2f ms exposed, backward ends %.2f ms, last all-reduce %.2f ms\n",
+      static_cast<long long>(reduced), buckets, static_cast<long long>(kParams * 4), 1e3 * reduce_seconds,
+      1e3 * s.exposed_comm_s(), 1e-6 * static_cast<double>(last_backward_end),
+      1e-6 * static_cast<double>(last_reduce_end));
   EXPECT_EQ(reduced, kParams * 4);
   EXPECT_GT(buckets, 2);
   // The first buckets are reduced while the backward still runs, so less

@@ -16,24 +16,23 @@
 #include "scenarios/scenario_loader.hpp"
 #include "sim/simulation.hpp"
 #include "sim/simulation_child.hpp"
+#include "small_model.hpp"
 
 namespace ragged::sim {
 namespace {
 
-// hidden 1024, 4 blocks of 4 h^2 + 3 h i + 2 h, embedding and head v h, a final norm h.
-constexpr int64_t kHidden = 1024, kLayers = 4, kIntermediate = 2816, kVocab = 32768;
-constexpr int64_t kParams =
-    kLayers * (4 * kHidden * kHidden + 3 * kHidden * kIntermediate + 2 * kHidden) + 2 * kVocab * kHidden + kHidden;
+using testing::kHidden;
+using testing::kIntermediate;
+using testing::kLayers;
+using testing::kParams;
+using testing::kVocab;
 
 planner::ResolvedScenario megatron_ddp(const std::string& fields, int nodes = 1) {
-  const std::string text =
-      "model { inline_spec { hidden_size: 1024 num_layers: 4 vocab_size: 32768 intermediate_size: 2816\n"
-      "                      num_attention_heads: 8 num_key_value_heads: 8 } }\n"
-      "cluster { gpu { preset: \"h100\" } gpus_per_node: 8 nodes: " +
-      std::to_string(nodes) +
-      " }\n"
-      "training { strategy: MEGATRON_DDP micro_batch_size: 2 sequence_length: 2048 " +
-      fields + " }\n";
+  const std::string text = testing::small_model_block() +
+                           "cluster { gpu { preset: \"h100\" } gpus_per_node: 8 nodes: " + std::to_string(nodes) +
+                           " }\n"
+                           "training { strategy: MEGATRON_DDP micro_batch_size: 2 sequence_length: 2048 " +
+                           fields + " }\n";
   return planner::resolve_scenario(
       scenarios::parse_scenario(text, scenarios::ScenarioFormat::kText, "megatron_ddp.textproto", "."));
 }

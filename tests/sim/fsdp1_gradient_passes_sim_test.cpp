@@ -18,19 +18,20 @@
 #include "sim/compute_model.hpp"
 #include "sim/simulation.hpp"
 #include "sim/simulation_child.hpp"
+#include "small_model.hpp"
 
 namespace ragged::sim {
 namespace {
 
-constexpr int64_t kHidden = 1024, kLayers = 4, kIntermediate = 2816;
+using testing::kHidden;
+using testing::kIntermediate;
+using testing::kLayers;
 
 planner::ResolvedScenario fsdp1_on_8_a100s() {
-  const std::string text =
-      "model { inline_spec { hidden_size: 1024 num_layers: 4 vocab_size: 32768 intermediate_size: 2816\n"
-      "                      num_attention_heads: 8 num_key_value_heads: 8 } }\n"
-      "cluster { gpu { preset: \"a100-80g\" } gpus_per_node: 8 nodes: 1 }\n"
-      "training { strategy: FSDP1 micro_batch_size: 1 sequence_length: 2048\n"
-      "           precision { param: BF16 reduce: FP32 master: FP32 } }\n";
+  const std::string text = testing::small_model_block() +
+                           "cluster { gpu { preset: \"a100-80g\" } gpus_per_node: 8 nodes: 1 }\n"
+                           "training { strategy: FSDP1 micro_batch_size: 1 sequence_length: 2048\n"
+                           "           precision { param: BF16 reduce: FP32 master: FP32 } }\n";
   return planner::resolve_scenario(
       scenarios::parse_scenario(text, scenarios::ScenarioFormat::kText, "fsdp1.textproto", "."));
 }

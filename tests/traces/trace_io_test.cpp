@@ -69,9 +69,9 @@ TEST(TraceIo, FileContentsAreInTheFormatTheExtensionNames) {
   write_trace(trace, dir / "a.textproto");
   write_trace(trace, dir / "a.pb");
 
-  auto json = nlohmann::json::parse(read_file(dir / "a.json"));
-  EXPECT_EQ(json["metadata"]["scenario_name"], "tiny-llama");
-  EXPECT_EQ(json["events"].size(), 18u);
+  auto trace_json = nlohmann::json::parse(read_file(dir / "a.json"));
+  EXPECT_EQ(trace_json["metadata"]["scenario_name"], "tiny-llama");
+  EXPECT_EQ(trace_json["events"].size(), 18u);
 
   std::string text = read_file(dir / "a.textproto");
   EXPECT_NE(text.find("scenario_name: \"tiny-llama\""), std::string::npos) << text.substr(0, 300);
@@ -179,8 +179,7 @@ TEST(TraceIo, ParsedButInvalidTraceIsInputError) {
   ScratchDir dir;
   write_file_atomically(dir / "empty.textproto", "metadata { world_size: 1 }\n");
   std::string message = input_error([&] { read_trace(dir / "empty.textproto"); });
-  EXPECT_NE(message.find("empty.textproto: metadata.source is SOURCE_UNSPECIFIED"), std::string::npos)
-      << message;
+  EXPECT_NE(message.find("empty.textproto: metadata.source is SOURCE_UNSPECIFIED"), std::string::npos) << message;
 }
 
 TEST(TraceIo, ParseTraceNamesTheOrigin) {

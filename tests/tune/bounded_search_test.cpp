@@ -27,11 +27,7 @@ TuneOptions mesh_search() {
   return options;
 }
 
-SearchResult search(const scenarios::LoadedScenario& base, const TuneOptions& options, int threads = 2) {
-  const Tuner tuner(base, options);
-  LocalTaskPool pool([&](const std::string& task) { return tuner.run_task(task); }, threads);
-  return tuner.search(pool, 8);
-}
+using testing::search_locally;
 
 void expect_same_figures(const Evaluation& bounded, const Evaluation& exhaustive, const std::string& what) {
   EXPECT_EQ(bounded.outcome, exhaustive.outcome) << what;
@@ -75,13 +71,13 @@ void expect_exact_top(const SearchResult& all, const SearchResult& bounded, size
 }
 
 TEST(BoundedSearch, TheTopKEqualsTheExhaustiveSearchs) {
-  const SearchResult all = search(testing::small_scenario(), mesh_search());
+  const SearchResult all = search_locally(testing::small_scenario(), mesh_search());
   ASSERT_GE(all.ranking.ranked.size(), 10u);
   EXPECT_FALSE(all.exact_top.has_value());
   for (size_t k : {1, 3, 10}) {
     TuneOptions options = mesh_search();
     options.exact_top = k;
-    const SearchResult bounded = search(testing::small_scenario(), options);
+    const SearchResult bounded = search_locally(testing::small_scenario(), options);
     expect_exact_top(all, bounded, k);
     if (k == 1) {
       EXPECT_GT(bounded.counts.bounded, 0u);
@@ -94,8 +90,8 @@ TEST(BoundedSearch, TheTopKEqualsTheExhaustiveSearchs) {
 TEST(BoundedSearch, TheAnswerDoesNotDependOnTheWorkers) {
   TuneOptions options = mesh_search();
   options.exact_top = 3;
-  const SearchResult one = search(testing::small_scenario(), options, 1);
-  const SearchResult two = search(testing::small_scenario(), options, 2);
+  const SearchResult one = search_locally(testing::small_scenario(), options, 1);
+  const SearchResult two = search_locally(testing::small_scenario(), options, 2);
   ASSERT_EQ(one.evaluations.size(), two.evaluations.size());
   for (size_t i = 0; i < one.evaluations.size(); ++i) {
     EXPECT_EQ(one.evaluations[i].outcome, two.evaluations[i].outcome) << describe(one.candidates[i], 8);
@@ -113,9 +109,9 @@ TEST(BoundedSearch, RankedByGoodputTheTopKIsExactToo) {
   base = scenarios::rebuild(std::move(base));
   TuneOptions options = mesh_search();
   options.rank_by = RankBy::kGoodput;
-  const SearchResult all = search(base, options);
+  const SearchResult all = search_locally(base, options);
   options.exact_top = 3;
-  const SearchResult bounded = search(base, options);
+  const SearchResult bounded = search_locally(base, options);
   ASSERT_TRUE(bounded.by_goodput());
   expect_exact_top(all, bounded, 3);
 }

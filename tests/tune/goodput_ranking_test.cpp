@@ -47,18 +47,14 @@ TuneOptions by_goodput() {
   return options;
 }
 
-SearchResult search(const scenarios::LoadedScenario& base, const TuneOptions& options) {
-  const Tuner tuner(base, options);
-  LocalTaskPool pool([&](const std::string& task) { return tuner.run_task(task); }, 2);
-  return tuner.search(pool, scenarios::total_gpus(base.scenario));
-}
+using testing::search_locally;
 
 // Interruptions often enough, and storage slow enough, that goodput is far
 // from 100% and differs between candidates.
 const Interruptions kHarsh = {0.2, 1, 0.01, 0.001};
 
 TEST(GoodputRanking, WinnerMaximisesEffectiveThroughputOverEveryFittingCandidate) {
-  const SearchResult r = search(with_goodput(small_scenario(), kHarsh), by_goodput());
+  const SearchResult r = search_locally(with_goodput(small_scenario(), kHarsh), by_goodput());
   ASSERT_TRUE(r.by_goodput());
   ASSERT_TRUE(r.any_fits());
   size_t fitting = 0;
@@ -87,7 +83,7 @@ TEST(GoodputRanking, WinnerMaximisesEffectiveThroughputOverEveryFittingCandidate
 TEST(GoodputRanking, FiguresEqualWhatSimulateGoodputComputes) {
   const scenarios::LoadedScenario base = with_goodput(small_scenario(), kHarsh);
   const Tuner tuner(base, by_goodput());
-  const SearchResult r = search(base, by_goodput());
+  const SearchResult r = search_locally(base, by_goodput());
   ASSERT_TRUE(r.any_fits());
   const planner::ResolvedScenario resolved =
       planner::resolve_scenario(tuner.scenario_of(r.gpus, r.candidates[r.best()]));
@@ -131,8 +127,8 @@ TEST(GoodputRanking, HighInterruptionRateMovesTheWinnerToTheShorterCheckpointLoa
   TuneOptions throughput = options;
   throughput.rank_by = RankBy::kThroughput;
 
-  const SearchResult fast = search(base, throughput);
-  const SearchResult good = search(base, options);
+  const SearchResult fast = search_locally(base, throughput);
+  const SearchResult good = search_locally(base, options);
   ASSERT_EQ(fast.ranking.ranked.size(), 2u);
   ASSERT_EQ(good.ranking.ranked.size(), 2u);
   const size_t hsdp = fast.best(), fsdp = good.best();
@@ -167,8 +163,8 @@ TEST(GoodputRanking, OtherGoodputSettingsReadEveryCandidateFromTheCache) {
   TempDir dir("goodput_cache");
   TuneOptions options = by_goodput();
   options.cache_dir = dir.path();
-  const SearchResult mild = search(with_goodput(small_scenario(), {}), options);
-  const SearchResult harsh = search(with_goodput(small_scenario(), kHarsh), options);
+  const SearchResult mild = search_locally(with_goodput(small_scenario(), {}), options);
+  const SearchResult harsh = search_locally(with_goodput(small_scenario(), kHarsh), options);
   EXPECT_EQ(mild.counts.cached, 0u);
   EXPECT_EQ(harsh.counts.cached, harsh.candidates.size());
   ASSERT_TRUE(harsh.any_fits());

@@ -57,8 +57,7 @@ TEST(PipelineEvaluate, PrebuiltProgramsSimulateExactlyAsRebuiltOnes) {
 
 TEST(PipelineEvaluate, TheSearchRanksWhatTheSimulationsPredict) {
   const Tuner tuner(testing::small_scenario(), pipeline_options());
-  LocalTaskPool pool([&](const std::string& task) { return tuner.run_task(task); }, 2);
-  const SearchResult r = tuner.search(pool, 8);
+  const SearchResult r = testing::search_locally(testing::small_scenario(), pipeline_options());
   ASSERT_TRUE(r.any_fits());
   // The winner and the next ones, simulated afresh (Programs built by the simulation).
   for (size_t k = 0; k < std::min<size_t>(3, r.ranking.ranked.size()); ++k) {
@@ -66,7 +65,8 @@ TEST(PipelineEvaluate, TheSearchRanksWhatTheSimulationsPredict) {
     const sim::SimulationSummary fresh =
         sim::simulate_summary_in_child(planner::resolve_scenario(tuner.scenario_of(8, r.candidates[i])));
     EXPECT_EQ(r.evaluations[i].step_time_s, fresh.summary.step_time_s()) << describe(r.candidates[i], 8);
-    EXPECT_EQ(r.evaluations[i].peak_reserved_bytes, fresh.summary.peak_reserved_bytes()) << describe(r.candidates[i], 8);
+    EXPECT_EQ(r.evaluations[i].peak_reserved_bytes, fresh.summary.peak_reserved_bytes())
+        << describe(r.candidates[i], 8);
     std::printf("#%zu %s: %.3f ms, %lld bytes\n", k + 1, describe(r.candidates[i], 8).c_str(),
                 r.evaluations[i].step_time_s * 1e3, static_cast<long long>(r.evaluations[i].peak_reserved_bytes));
   }

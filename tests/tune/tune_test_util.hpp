@@ -9,6 +9,8 @@
 #include <string>
 
 #include "scenarios/scenario_loader.hpp"
+#include "scenarios/scenario_rules.hpp"
+#include "tune/tuner.hpp"
 
 namespace ragged::tune::testing {
 
@@ -17,6 +19,13 @@ inline std::string small_scenario_path() {
 }
 
 inline scenarios::LoadedScenario small_scenario() { return scenarios::load_scenario_file(small_scenario_path()); }
+
+// `options` searched over every GPU of `base` by a pool of `threads` local workers.
+inline SearchResult search_locally(const scenarios::LoadedScenario& base, const TuneOptions& options, int threads = 2) {
+  const Tuner tuner(base, options);
+  LocalTaskPool pool([&](const std::string& task) { return tuner.run_task(task); }, threads);
+  return tuner.search(pool, scenarios::total_gpus(base.scenario));
+}
 
 // A fresh folder under the temporary directory, removed with the object.
 class TempDir {

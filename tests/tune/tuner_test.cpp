@@ -20,6 +20,7 @@
 namespace ragged::tune {
 namespace {
 
+using testing::search_locally;
 using testing::small_scenario;
 using testing::TempDir;
 
@@ -29,12 +30,6 @@ TuneOptions small_options() {
   options.constraints.strategies = {scenarios::RAGGED, scenarios::FSDP2};
   options.constraints.tps = {1};
   return options;
-}
-
-SearchResult search_small(const TuneOptions& options, int jobs) {
-  const Tuner tuner(small_scenario(), options);
-  LocalTaskPool pool([&](const std::string& task) { return tuner.run_task(task); }, jobs);
-  return tuner.search(pool, 8);
 }
 
 nlohmann::json answers(const SearchResult& r) {
@@ -49,7 +44,7 @@ nlohmann::json answers(const SearchResult& r) {
 }
 
 TEST(Tuner, WinnerFitsAndIsAtLeastAsFastAsEveryOtherFittingCandidate) {
-  const SearchResult r = search_small(small_options(), 2);
+  const SearchResult r = search_locally(small_scenario(), small_options(), 2);
   std::printf("%zu candidates: %zu pruned, %zu simulated, %zu fit, budget %lld bytes\n", r.candidates.size(),
               r.counts.pruned(), r.counts.simulated, r.counts.fitting, static_cast<long long>(r.budget_bytes));
   ASSERT_EQ(r.candidates.size(), 96u);
@@ -82,7 +77,7 @@ TEST(Tuner, WinnerFitsAndIsAtLeastAsFastAsEveryOtherFittingCandidate) {
 TEST(Tuner, PruningNeverDiscardsACandidateThatASimulationSaysFits) {
   const TuneOptions options = small_options();
   const Tuner tuner(small_scenario(), options);
-  const SearchResult r = search_small(options, 2);
+  const SearchResult r = search_locally(small_scenario(), options, 2);
   size_t checked = 0;
   for (size_t i = 0; i < r.candidates.size(); ++i) {
     if (r.evaluations[i].outcome != Outcome::kPruned) continue;
@@ -98,8 +93,8 @@ TEST(Tuner, PruningNeverDiscardsACandidateThatASimulationSaysFits) {
 }
 
 TEST(Tuner, AnyNumberOfWorkersGivesTheSameAnswer) {
-  const SearchResult one = search_small(small_options(), 1);
-  const SearchResult four = search_small(small_options(), 4);
+  const SearchResult one = search_locally(small_scenario(), small_options(), 1);
+  const SearchResult four = search_locally(small_scenario(), small_options(), 4);
   EXPECT_EQ(answers(one), answers(four));
   EXPECT_EQ(one.ranking.ranked, four.ranking.ranked);
   EXPECT_EQ(one.ranking.pareto, four.ranking.pareto);
@@ -112,20 +107,20 @@ TEST(Tuner, CacheAnswersARepeatedSearchIdentically) {
   TempDir dir("cache");
   TuneOptions cached = small_options();
   cached.cache_dir = dir.path();
-  const SearchResult first = search_small(cached, 2);
+  const SearchResult first = search_locally(small_scenario(), cached, 2);
   EXPECT_EQ(first.counts.cached, 0u);
-  const SearchResult second = search_small(cached, 2);
+  const SearchResult second = search_locally(small_scenario(), cached, 2);
   EXPECT_EQ(second.counts.cached, second.candidates.size());
   EXPECT_EQ(answers(first), answers(second));
   std::printf("first search %.2f s, repeated from the cache %.2f s\n", first.wall_seconds, second.wall_seconds);
 
   TuneOptions roomy = cached;
   roomy.constraints.headroom = 0.5;
-  const SearchResult pruned_more = search_small(roomy, 2);
+  const SearchResult pruned_more = search_locally(small_scenario(), roomy, 2);
   EXPECT_GT(pruned_more.counts.pruned(), first.counts.pruned());
   TuneOptions uncached = small_options();
   uncached.constraints.headroom = 0.5;
-  EXPECT_EQ(answers(pruned_more), answers(search_small(uncached, 2)));
+  EXPECT_EQ(answers(pruned_more), answers(search_locally(small_scenario(), uncached, 2)));
 }
 
 // The winner's scenario file, read back as `ragged simulate` reads it,
@@ -133,7 +128,7 @@ TEST(Tuner, CacheAnswersARepeatedSearchIdentically) {
 TEST(Tuner, WinnersScenarioFileReproducesItsFigures) {
   const TuneOptions options = small_options();
   const Tuner tuner(small_scenario(), options);
-  const SearchResult r = search_small(options, 2);
+  const SearchResult r = search_locally(small_scenario(), options, 2);
   ASSERT_TRUE(r.any_fits());
   const Candidate& best = r.candidates[r.best()];
   const std::string text = scenario_file_text(tuner.scenario_of(8, best), describe(best, 8));
@@ -193,13 +188,13 @@ TEST(Tuner, NothingFittingWithFsdpAloneWidensToTensorParallelism) {
   options.constraints.strategies = {scenarios::RAGGED};
   options.constraints.checkpointing = {scenarios::NONE};
   options.constraints.micro_batches = {2};
-  const SearchResult r = search_small(options, 2);
+  const SearchResult r = search_locally(small_scenario(), options, 2);
   EXPECT_TRUE(r.widened_to_tensor_parallelism);
   ASSERT_TRUE(r.any_fits());
   EXPECT_GT(r.candidates[r.best()].tp, 1);
   TuneOptions fsdp_alone = options;
   fsdp_alone.constraints.tps = {1};
-  const SearchResult alone = search_small(fsdp_alone, 2);
+  const SearchResult alone = search_locally(small_scenario(), fsdp_alone, 2);
   EXPECT_FALSE(alone.any_fits());
   EXPECT_FALSE(alone.widened_to_tensor_parallelism);
 }
@@ -212,10 +207,11 @@ TEST(Tuner, ASmallGlobalBatchIsAnsweredByAMesh) {
   options.constraints.global_batch_tokens = 2 * 1024;  // 2 sequences on 8 GPUs
   options.constraints.checkpointing = {scenarios::FULL};
   options.constraints.prefetch_depths = {1};
-  const SearchResult r = search_small(options, 2);
+  const SearchResult r = search_locally(small_scenario(), options, 2);
   ASSERT_TRUE(r.any_fits());
   const Candidate& best = r.candidates[r.best()];
-  std::printf("best: %s, %.0f tokens/s per GPU\n", describe(best, 8).c_str(), r.evaluations[r.best()].tokens_per_s_per_gpu);
+  std::printf("best: %s, %.0f tokens/s per GPU\n", describe(best, 8).c_str(),
+              r.evaluations[r.best()].tokens_per_s_per_gpu);
   EXPECT_EQ(best.tp, 4);
   EXPECT_EQ(best.micro_batch * best.grad_accum, 1) << "2 sequences over 2 data-parallel ranks";
 }

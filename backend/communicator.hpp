@@ -46,6 +46,9 @@ class Communicator {
   // The ranks of this group that pass the same `color`, numbered by `key`
   // (MPI_Comm_split; every rank calls it); ordered reductions carry over.
   virtual std::unique_ptr<Communicator> split(int color, int key) = 0;
+  // Every rank of the group has arrived. MPI's waits without holding a core,
+  // so ranks that wait for one rank's long serial work (rank 0's reference
+  // training) leave the CPU to it when ranks outnumber cores.
   virtual void barrier() = 0;
   // Ends every rank of the job after an error on this one (a rank that
   // failed alone would leave the others waiting in a collective forever).

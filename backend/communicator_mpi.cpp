@@ -27,10 +27,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <climits>
 #include <cstring>
 #include <mutex>
 #include <deque>
+#include <thread>
 #include <vector>
 
 #include "backend/exit_deadline.hpp"
@@ -394,7 +396,17 @@ class MpiCommunicator final : public Communicator {
 
   void barrier() override {
     const InCollective in_collective;
-    MPI_CHECK(MPI_Barrier(comm_));
+    MPI_Request request = MPI_REQUEST_NULL;
+    MPI_CHECK(MPI_Ibarrier(comm_, &request));
+    // MPI_Barrier polls at full speed; a rank waiting here sleeps between
+    // tests, longer as the wait grows (at most 2 ms late).
+    auto pause = std::chrono::microseconds(20);
+    for (int done = 0;;) {
+      MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
+      if (done) return;
+      std::this_thread::sleep_for(pause);
+      pause = std::min(2 * pause, std::chrono::microseconds(2000));
+    }
   }
   std::unique_ptr<Watchdog> start_watchdog(double timeout_s) override {
     if (size_ == 1 || timeout_s <= 0) return nullptr;

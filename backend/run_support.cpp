@@ -226,18 +226,12 @@ int64_t replica_differences(std::vector<UnitShard>& shards, const RankGroups& gr
   return static_cast<int64_t>(world.sum(static_cast<double>(differing)));
 }
 
-}  // namespace
-
-void judge_against_reference(const planner::ResolvedScenario& resolved, std::vector<UnitShard>& shards,
-                             const RankGroups& groups, const RunStages& stages, Communicator& world, int64_t steps,
-                             const RunOptions& options, RunResult& result) {
-  result.replica_differing = replica_differences(shards, groups, world);
-  const bool tensor_parallel = groups.tp > 1 || groups.cp > 1;
-  const bool mesh = tensor_parallel || groups.ep > 1;
-  ModelParams trained = mesh ? gather_mesh_params(resolved, shards, groups)
-                             : gather_stage_params(resolved, stages, shards, groups, world);
-  if (world.rank() != 0) return;
+// Trains the single-process reference and compares `trained` with it.
+void judge_on_rank_zero(const planner::ResolvedScenario& resolved, const ModelParams& trained,
+                        const RankGroups& groups, const RunStages& stages, int64_t steps, const RunOptions& options,
+                        RunResult& result) {
   const scenarios::Training& training = resolved.scenario().training();
+  const bool tensor_parallel = groups.tp > 1 || groups.cp > 1;
   ModelParams reference =
       tensor_parallel
           ? reference_train_tensor_parallel(resolved.whole(), resolved.model, training, groups.reading_ranks(),
@@ -256,6 +250,21 @@ void judge_against_reference(const planner::ResolvedScenario& resolved, std::vec
   result.reference_tolerance = std::max(0.0, options.tolerance);
   const bool match = result.reference_bitwise ? e.differing_elements == 0 : e.max_relative <= options.tolerance;
   result.reference_ok = match && e.non_finite_elements == 0 && result.replica_differing == 0;
+}
+
+}  // namespace
+
+void judge_against_reference(const planner::ResolvedScenario& resolved, std::vector<UnitShard>& shards,
+                             const RankGroups& groups, const RunStages& stages, Communicator& world, int64_t steps,
+                             const RunOptions& options, RunResult& result) {
+  result.replica_differing = replica_differences(shards, groups, world);
+  const bool mesh = groups.tp > 1 || groups.cp > 1 || groups.ep > 1;
+  ModelParams trained = mesh ? gather_mesh_params(resolved, shards, groups)
+                             : gather_stage_params(resolved, stages, shards, groups, world);
+  if (world.rank() == 0) judge_on_rank_zero(resolved, trained, groups, stages, steps, options, result);
+  // The other ranks wait out rank 0's reference training in a barrier that
+  // does not hold a core: it has the CPU to itself when ranks outnumber cores.
+  world.barrier();
 }
 
 ModelParams gather_mesh_params(const planner::ResolvedScenario& resolved, std::vector<UnitShard>& shards,

@@ -72,7 +72,6 @@ Prediction predict(const std::string& name, const std::function<void(scenarios::
           s.step_time_s(), s.mfu()};
 }
 
-std::string whole(double value) { return format_integer(std::llround(value)); }
 
 std::string error(double predicted, double published) { return fmt::format("{:+.1f}%", 100 * (predicted - published) / published); }
 
@@ -119,7 +118,7 @@ int main(int argc, char** argv) {
     // Issue 9's bar for calibration points, the same for all four.
     std::string bar = (tok_err <= 0.05 && mem_err <= 0.10) ? "met (5% / 10%)" : "NOT met (5% / 10%)";
     md << fmt::format("| {} | {} | {} | {} | {} | {:.1f} | {:.1f} ({:.1f}) | {} | {} |\n", p.scenario, p.variant,
-                      whole(p.tokens_per_s), whole(r.tokens_per_s), error(r.tokens_per_s, p.tokens_per_s), p.memory_gib, r.reserved_gib,
+                      format_rounded(p.tokens_per_s), format_rounded(r.tokens_per_s), error(r.tokens_per_s, p.tokens_per_s), p.memory_gib, r.reserved_gib,
                       r.allocated_gib, error(r.reserved_gib, p.memory_gib), bar);
   }
   md << "\n## What each mechanism contributes (8 GPUs)\n\n";
@@ -134,7 +133,7 @@ int main(int argc, char** argv) {
            {"+ the CPU issue path (section 6c: the shipped scenario)", none, {}},
            {"the shipped scenario without the power limit", no_power_limit, {}}}) {
     Prediction r = predict("llama3-8b-8xh100", edit, mechanisms);
-    md << fmt::format("| {} | {} | {:.3f} s | {:.1f}% |\n", label, whole(r.tokens_per_s), r.step_s, 100 * r.mfu);
+    md << fmt::format("| {} | {} | {:.3f} s | {:.1f}% |\n", label, format_rounded(r.tokens_per_s), r.step_s, 100 * r.mfu);
   }
   md << "\n## The GPU-sharing and CPU mechanisms at both points (FSDP2 eager)\n\n";
   md << "| scenario | published | neither | + NCCL's SMs and HBM | + the CPU issue path (shipped) | error: neither -> both |\n"
@@ -143,8 +142,8 @@ int main(int argc, char** argv) {
     if (std::string(p.variant) != "FSDP2 eager") continue;
     const Prediction off = predict(p.scenario, none, neither), shared = predict(p.scenario, none, sharing),
                      both = predict(p.scenario, none);
-    md << fmt::format("| {} | {} | {} | {} | {} | {} -> {} |\n", p.scenario, whole(p.tokens_per_s), whole(off.tokens_per_s),
-                      whole(shared.tokens_per_s), whole(both.tokens_per_s), error(off.tokens_per_s, p.tokens_per_s),
+    md << fmt::format("| {} | {} | {} | {} | {} | {} -> {} |\n", p.scenario, format_rounded(p.tokens_per_s), format_rounded(off.tokens_per_s),
+                      format_rounded(shared.tokens_per_s), format_rounded(both.tokens_per_s), error(off.tokens_per_s, p.tokens_per_s),
                       error(both.tokens_per_s, p.tokens_per_s));
   }
   md << R"(

@@ -50,7 +50,6 @@ constexpr double kMeanBar = 0.05, kMaxBar = 0.15, kCalibrationBar = 0.05;
 constexpr double kFarOff = 0.15;  // rows beyond this |error| get a look at their trace
 constexpr int64_t kLongSequence = 16384;  // the tokens from which a row counts as a long sequence
 
-std::string gib(int64_t bytes) { return fmt::format("{:.1f}", static_cast<double>(bytes) / kGiB); }
 
 std::string gpu_label(const RowResult& row) {
   if (row.gpu == "h100-sxm-95g") return "H100 95GB 500W";
@@ -271,7 +270,7 @@ void rows_section(std::ostringstream& md, const std::vector<RowResult>& rows, va
                       row.gpus, gpu_label(row), row.strategy, row.checkpointing, published ? tokens(*published) : "OOM",
                       tokens(row.predicted.tokens_per_s_per_gpu),
                       error ? pct(*error) : (validation::throughput_compared(row) ? "-" : "not compared"),
-                      validation::published_memory_text(p), gib(validation::predicted_memory_bytes(row)), oom,
+                      validation::published_memory_text(p), format_gib(validation::predicted_memory_bytes(row), 1), oom,
                       100 * row.predicted.mfu,
                       row.predicted.compute_s > 0 ? row.predicted.comm_s / row.predicted.compute_s : 0.0);
   }

@@ -68,7 +68,7 @@ void print_goodput(const GoodputReport& r, std::ostream& out) {
                        format_duration(r.settings.relaunch_s), format_duration(e.checkpoint.load_s), format_duration(e.lost_work_s));
   }
   out << fmt::format("  tokens/s per GPU   {} effective, of {} on a healthy cluster\n",
-                     format_integer(std::llround(e.effective_tokens_per_s_per_gpu)), format_integer(std::llround(r.tokens_per_s_per_gpu)));
+                     format_rounded(e.effective_tokens_per_s_per_gpu), format_rounded(r.tokens_per_s_per_gpu));
   if (r.settings.train_tokens > 0) {
     out << fmt::format("  time to train      {} for {} tokens\n", format_duration(e.days_to_train * 86400), format_count(r.settings.train_tokens));
   }

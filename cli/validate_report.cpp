@@ -19,7 +19,7 @@ const validation::Set kSets[] = {validation::CALIBRATION, validation::VALIDATION
 constexpr double kSpreadShown = 0.05;
 
 std::string tokens(double value) {
-  return value >= 100 ? format_integer(std::llround(value)) : fmt::format("{:.1f}", value);
+  return value >= 100 ? format_rounded(value) : fmt::format("{:.1f}", value);
 }
 std::string percent(std::optional<double> value) { return value ? fmt::format("{:+.1f}%", 100 * *value) : "-"; }
 

@@ -59,7 +59,7 @@ std::string format_integer(int64_t value) {
   return value < 0 ? "-" + out : out;
 }
 
-std::string format_rounded(double value) { return format_integer(static_cast<int64_t>(value + 0.5)); }
+std::string format_rounded(double value) { return format_integer(std::llround(value)); }
 
 std::string format_gib(int64_t bytes, int decimals) {
   return fmt::format("{:.{}f}", static_cast<double>(bytes) / kGiB, decimals);

@@ -58,8 +58,8 @@ WhatIfRow goodput_row(const WhatIfFigures& f, WhatIfFigure figure) {
               e.interval_s};
     case WhatIfFigure::kTokensPerGpu:
       return {"effective tokens/s per GPU",
-              fmt::format("{} of {}", format_integer(std::llround(e.effective_tokens_per_s_per_gpu)),
-                          format_integer(std::llround(f.tokens_per_s_per_gpu))),
+              fmt::format("{} of {}", format_rounded(e.effective_tokens_per_s_per_gpu),
+                          format_rounded(f.tokens_per_s_per_gpu)),
               e.effective_tokens_per_s_per_gpu};
     case WhatIfFigure::kDaysToTrain:
       return {"days to train",

@@ -57,7 +57,7 @@ TEST(PipelineEvaluate, PrebuiltProgramsSimulateExactlyAsRebuiltOnes) {
 
 TEST(PipelineEvaluate, TheSearchRanksWhatTheSimulationsPredict) {
   const Tuner tuner(testing::small_scenario(), pipeline_options());
-  const SearchResult r = testing::search_locally(testing::small_scenario(), pipeline_options());
+  const SearchResult r = testing::search_locally(tuner, 8);
   ASSERT_TRUE(r.any_fits());
   // The winner and the next ones, simulated afresh (Programs built by the simulation).
   for (size_t k = 0; k < std::min<size_t>(3, r.ranking.ranked.size()); ++k) {

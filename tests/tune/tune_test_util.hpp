@@ -20,11 +20,15 @@ inline std::string small_scenario_path() {
 
 inline scenarios::LoadedScenario small_scenario() { return scenarios::load_scenario_file(small_scenario_path()); }
 
+// `tuner`'s search over `gpus` GPUs by a pool of `threads` local workers.
+inline SearchResult search_locally(const Tuner& tuner, int64_t gpus, int threads = 2) {
+  LocalTaskPool pool([&](const std::string& task) { return tuner.run_task(task); }, threads);
+  return tuner.search(pool, gpus);
+}
+
 // `options` searched over every GPU of `base` by a pool of `threads` local workers.
 inline SearchResult search_locally(const scenarios::LoadedScenario& base, const TuneOptions& options, int threads = 2) {
-  const Tuner tuner(base, options);
-  LocalTaskPool pool([&](const std::string& task) { return tuner.run_task(task); }, threads);
-  return tuner.search(pool, scenarios::total_gpus(base.scenario));
+  return search_locally(Tuner(base, options), scenarios::total_gpus(base.scenario), threads);
 }
 
 // A fresh folder under the temporary directory, removed with the object.

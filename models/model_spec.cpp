@@ -34,6 +34,7 @@ std::string_view attention_kernel_name(AttentionKernel kernel) {
     case AttentionKernel::kFlash3: return "flash-attention-3";
     case AttentionKernel::kMath: return "math";
     case AttentionKernel::kTritonFlash: return "triton-flash-attention";
+    case AttentionKernel::kMemoryEfficient: return "memory-efficient";
   }
   RAGGED_ASSERT(false, "unknown AttentionKernel");
 }

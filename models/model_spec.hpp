@@ -53,6 +53,7 @@ enum class AttentionKernel {
   kFlash3,  // FlashAttention-3 (Hopper): the same state, faster
   kMath,    // SDPA's math backend: the B x heads x S x S scores and probabilities in HBM
   kTritonFlash,  // flash-attn's Triton FlashAttention (llm-foundry's attn_impl: triton): FA2's state, FA1's speed
+  kMemoryEfficient,  // SDPA's efficient backend (xformers' CUTLASS kernel): FA2's state, FA1's speed; takes a mask
 };
 enum class LossKernel {
   kFp32Logits,  // cross_entropy(logits.float()): fp32 copy and log-softmax of the full logits (TorchTitan)
@@ -93,6 +94,9 @@ struct KernelChoices {
   AttentionKernel attention = AttentionKernel::kFlash2;
   LossKernel loss = LossKernel::kFp32Logits;
   NormKernel norm = NormKernel::kEager;
+  // The attention is given a dense attn_mask instead of is_causal: its
+  // kernel computes every score of the square, the causal half included.
+  bool dense_attention_mask = false;
   // Set: Checkpointing::kSelective keeps these tensors of each block (the
   // scenario's SAVED_NAMES) instead of TorchTitan's op list.
   std::optional<SavedNames> saved_names = std::nullopt;

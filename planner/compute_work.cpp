@@ -35,7 +35,16 @@ AttentionWork attention(const models::UnitSpec& unit, const MicroBatch& batch, d
   a.qk_head_dim = shape.qk_head_dim;
   a.v_head_dim = shape.v_head_dim;
   a.window = shape.window;
-  a.flops = flops_factor * shape.forward_flops_per_token(batch.seq_len) * static_cast<double>(batch.tokens());
+  double per_token = shape.forward_flops_per_token(batch.seq_len);
+  if (batch.kernels.dense_attention_mask) {
+    // A dense attn_mask (SDPA without is_causal): every query scores every
+    // key of its sequence and the mask discards the rest, so no block is
+    // skipped, a sliding window's included.
+    a.window = 0;
+    per_token = 2.0 * static_cast<double>(shape.heads * (shape.qk_head_dim + shape.v_head_dim)) *
+                static_cast<double>(batch.seq_len);
+  }
+  a.flops = flops_factor * per_token * static_cast<double>(batch.tokens());
   a.kernel = batch.kernels.attention;
   return a;
 }

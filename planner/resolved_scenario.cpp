@@ -149,6 +149,7 @@ models::KernelChoices kernel_choices(const scenarios::Training& training) {
     case scenarios::MATH: kernels.attention = models::AttentionKernel::kMath; break;
     case scenarios::FLASH_ATTENTION_3: kernels.attention = models::AttentionKernel::kFlash3; break;
     case scenarios::TRITON_FLASH_ATTENTION: kernels.attention = models::AttentionKernel::kTritonFlash; break;
+    case scenarios::MEMORY_EFFICIENT: kernels.attention = models::AttentionKernel::kMemoryEfficient; break;
     default: kernels.attention = models::AttentionKernel::kFlash2; break;
   }
   switch (training.loss()) {
@@ -157,6 +158,7 @@ models::KernelChoices kernel_choices(const scenarios::Training& training) {
     case scenarios::SHIFTED_FP32_LOGITS: kernels.loss = models::LossKernel::kShiftedFp32Logits; break;
     default: kernels.loss = models::LossKernel::kFp32Logits; break;
   }
+  kernels.dense_attention_mask = training.attention_mask() == scenarios::DENSE;
   kernels.norm = training.norm() == scenarios::FUSED_NORM ? models::NormKernel::kFused : models::NormKernel::kEager;
   kernels.saved_names = saved_names(training);
   // A vocabulary-parallel loss runs through DTensor's loss_parallel handlers

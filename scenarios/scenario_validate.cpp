@@ -148,9 +148,18 @@ void check_metrics(const ModelOutputs& outputs, Checker& c) {
 
 void check_kernels(const Training& t, const Gpu& gpu, Checker& c) {
   if (t.attention() != MATH && t.attention() != FLASH_ATTENTION_2 && t.attention() != FLASH_ATTENTION_3 &&
-      t.attention() != TRITON_FLASH_ATTENTION) {
+      t.attention() != TRITON_FLASH_ATTENTION && t.attention() != MEMORY_EFFICIENT) {
     c.unknown_value("training.attention", t.attention(),
-                    "MATH, FLASH_ATTENTION_2, FLASH_ATTENTION_3 or TRITON_FLASH_ATTENTION", "FLASH_ATTENTION_2");
+                    "MATH, FLASH_ATTENTION_2, FLASH_ATTENTION_3, TRITON_FLASH_ATTENTION or MEMORY_EFFICIENT",
+                    "FLASH_ATTENTION_2");
+  }
+  if (t.attention_mask() != ATTENTION_MASK_UNSPECIFIED && t.attention_mask() != CAUSAL &&
+      t.attention_mask() != DENSE) {
+    c.unknown_value("training.attention_mask", t.attention_mask(), "CAUSAL or DENSE", "CAUSAL");
+  } else if (t.attention_mask() == DENSE && t.attention() != MATH && t.attention() != MEMORY_EFFICIENT) {
+    c.fail("training.attention_mask", "a DENSE mask is an attn_mask tensor, which FlashAttention's kernels do not "
+                                      "take (SDPA then runs its efficient backend): set attention: MEMORY_EFFICIENT, "
+                                      "or MATH if the math backend runs");
   }
   if (t.loss() != FP32_LOGITS && t.loss() != FUSED && t.loss() != CHUNKED && t.loss() != SHIFTED_FP32_LOGITS) {
     c.unknown_value("training.loss", t.loss(), "FP32_LOGITS, FUSED, CHUNKED or SHIFTED_FP32_LOGITS", "FP32_LOGITS");

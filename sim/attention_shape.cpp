@@ -74,7 +74,8 @@ int64_t kernel_head_dim(models::AttentionKernel kernel, int64_t head_dim) {
       while (width < head_dim) width *= 2;
       return width;
     }
-    case models::AttentionKernel::kMath: return head_dim;
+    case models::AttentionKernel::kMath:
+    case models::AttentionKernel::kMemoryEfficient: return head_dim;  // no padding to compiled widths modelled
   }
   return head_dim;
 }

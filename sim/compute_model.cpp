@@ -358,6 +358,13 @@ double ComputeModel::gemm_seconds(const planner::Gemm& gemm) const {
 // hold on every GPU (the paper measured the A100 only).
 constexpr double kTritonFlashForwardShareOfFlash2 = 1.0 / 1.4;
 constexpr double kTritonFlashBackwardShareOfFlash2 = 1.0 / 2.0;
+// SDPA's efficient backend (xformers' CUTLASS kernel, PyTorch's
+// mem_eff_attention) runs at FlashAttention-1's speed: the two backends
+// trained an XLMR model at 297 and 292 ms a batch (pytorch/pytorch pull
+// request #92917, 2023-01-26, where SDPA's flash backend was FlashAttention
+// 1), and FlashAttention-2 is "around 2x" FlashAttention's speed (Dao 2023,
+// FlashAttention-2, abstract). Half of FlashAttention-2's rate each way.
+constexpr double kMemoryEfficientShareOfFlash2 = 1.0 / 2.0;
 
 double ComputeModel::attention_work_seconds(const planner::AttentionWork& attention, bool backward) const {
   if (attention.flops <= 0) return 0;
@@ -366,6 +373,8 @@ double ComputeModel::attention_work_seconds(const planner::AttentionWork& attent
     efficiency = backward ? spec_.flash3_backward_efficiency : spec_.flash3_forward_efficiency;
   } else if (attention.kernel == models::AttentionKernel::kTritonFlash) {
     efficiency *= backward ? kTritonFlashBackwardShareOfFlash2 : kTritonFlashForwardShareOfFlash2;
+  } else if (attention.kernel == models::AttentionKernel::kMemoryEfficient) {
+    efficiency *= kMemoryEfficientShareOfFlash2;
   }
   RAGGED_ASSERT(efficiency > 0, "FlashAttention-3 needs a Hopper compute table (checked with the scenario)");
   // The efficiencies hold at head dim 128 and sequence 8k; other shapes run

@@ -173,9 +173,18 @@ TEST(CliSimulate, TheFalseOomOfIssue9Fits) {
   const auto triton_run = nlohmann::json::parse(triton.out);
   EXPECT_GT(triton_run["step_time_s"].get<double>(), runs["fp32-logits"]["step_time_s"].get<double>());
   EXPECT_EQ(triton_run["peak_allocated_bytes"].get<int64_t>(), runs["fp32-logits"]["peak_allocated_bytes"].get<int64_t>());
+  // SDPA's efficient backend under a dense mask: the whole square at FlashAttention-1's speed, memory the same.
+  auto efficient = run_cli({"simulate", file.string(), "--attention", "efficient", "--set",
+                            "training.attention_mask=DENSE", "--json"});
+  ASSERT_EQ(efficient.code, 0) << efficient.err;
+  const auto efficient_run = nlohmann::json::parse(efficient.out);
+  EXPECT_GT(efficient_run["step_time_s"].get<double>(), triton_run["step_time_s"].get<double>());
+  EXPECT_EQ(efficient_run["peak_allocated_bytes"].get<int64_t>(),
+            runs["fp32-logits"]["peak_allocated_bytes"].get<int64_t>());
   auto unknown = run_cli({"simulate", file.string(), "--attention", "flash1"});
   EXPECT_EQ(unknown.code, 2);
-  EXPECT_NE(unknown.err.find("--attention flash1: use math, flash2, flash3 or triton"), std::string::npos) << unknown.err;
+  EXPECT_NE(unknown.err.find("--attention flash1: use math, flash2, flash3, triton or efficient"), std::string::npos)
+      << unknown.err;
   fs::remove_all(dir);
 }
 

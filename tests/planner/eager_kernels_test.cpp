@@ -119,6 +119,32 @@ TEST(KernelWork, TritonFlashAttentionMarksTheAttention) {
   EXPECT_EQ(triton.units[1].activations.working, flash2.units[1].activations.working);
 }
 
+// A dense attn_mask (SDPA without is_causal) scores every key of the
+// sequence: 2 x heads x (qk + v) x s FLOPs a token forward, twice the causal
+// kernel's (s + 1) / 2 keys on average, less one token's worth; the backward
+// keeps its 2.5x and the memory-efficient kernel FlashAttention-2's state.
+TEST(KernelWork, DenseMaskScoresTheWholeSquare) {
+  const models::ArchConfig arch = models::find_catalog_entry("llama3-8b").arch;
+  models::KernelChoices dense_kernels{models::AttentionKernel::kMemoryEfficient, models::LossKernel::kFused};
+  dense_kernels.dense_attention_mask = true;
+  const models::ModelSpec dense = models::build_model(arch, dense_kernels);
+  const models::ModelSpec causal = models::build_model(arch, {models::AttentionKernel::kFlash2, models::LossKernel::kFused});
+  const int64_t s = 4096, sequences = 2;
+  const double heads = 32, qk = 128, v = 128;
+  const double analytic = 2.0 * heads * (qk + v) * static_cast<double>(s) * static_cast<double>(s * sequences);
+  const ComputeWork work = forward_work(dense.units[1], MicroBatch{sequences, s, false, dense.kernels});
+  const ComputeWork flash = forward_work(causal.units[1], MicroBatch{sequences, s, false, causal.kernels});
+  std::printf("dense mask: %.4g FLOPs forward (analytic 2 x heads x (qk + v) x s x tokens = %.4g), causal %.4g\n",
+              work.attention.flops, analytic, flash.attention.flops);
+  EXPECT_EQ(work.attention.kernel, models::AttentionKernel::kMemoryEfficient);
+  EXPECT_DOUBLE_EQ(work.attention.flops, analytic);
+  EXPECT_DOUBLE_EQ(work.attention.flops, flash.attention.flops * 2.0 * s / (s + 1));
+  EXPECT_DOUBLE_EQ(backward_work(dense.units[1], MicroBatch{sequences, s, false, dense.kernels}).attention.flops,
+                   2.5 * analytic);
+  EXPECT_EQ(dense.units[1].activations.saved_none, causal.units[1].activations.saved_none);
+  EXPECT_EQ(dense.units[1].activations.working, causal.units[1].activations.working);
+}
+
 // Liger's chunked loss runs the logits GEMM's gradient GEMMs in the forward.
 TEST(KernelWork, ChunkedLossMovesTheHeadGradientGemmsToTheForward) {
   const models::ArchConfig arch = models::find_catalog_entry("llama3-8b").arch;

@@ -192,8 +192,19 @@ TEST(ScenarioErrors, AdamWImplementationIsAKnownValueOnPlainAdamWOnly) {
 TEST(ScenarioErrors, KernelValuesOutOfRangeNameTheField) {
   const std::string attention = parse_error(replace(minimal_scenario(), "strategy: FSDP2", "attention: 7"));
   EXPECT_CONTAINS(attention,
-                  "training.attention: attention is 7; use MATH, FLASH_ATTENTION_2, FLASH_ATTENTION_3 or "
-                  "TRITON_FLASH_ATTENTION");
+                  "training.attention: attention is 7; use MATH, FLASH_ATTENTION_2, FLASH_ATTENTION_3, "
+                  "TRITON_FLASH_ATTENTION or MEMORY_EFFICIENT");
+  EXPECT_CONTAINS(parse_error(replace(minimal_scenario(), "strategy: FSDP2", "attention_mask: 5")),
+                  "training.attention_mask: attention_mask is 5; use CAUSAL or DENSE");
+  EXPECT_CONTAINS(parse_error(replace(minimal_scenario(), "strategy: FSDP2", "attention_mask: DENSE")),
+                  "training.attention_mask: a DENSE mask is an attn_mask tensor, which FlashAttention's kernels do "
+                  "not take (SDPA then runs its efficient backend): set attention: MEMORY_EFFICIENT");
+  for (const char* kernel : {"MEMORY_EFFICIENT", "MATH"}) {
+    EXPECT_EQ(parse_error(replace(minimal_scenario(), "strategy: FSDP2",
+                                  std::string("attention: ") + kernel + " attention_mask: DENSE")),
+              "")
+        << kernel;
+  }
   EXPECT_EQ(parse_error(replace(replace(minimal_scenario(), "\"h100\"", "\"a100-80g\""), "strategy: FSDP2",
                                 "attention: TRITON_FLASH_ATTENTION")),
             "");

@@ -193,6 +193,30 @@ TEST(ComputeAttention, TritonFlashAttentionRunsAtFlashAttention2sMeasuredShares)
   }
 }
 
+// SDPA's efficient backend at FlashAttention-1's speed: half of
+// FlashAttention-2's rate each way (pull request #92917's training loop put
+// it level with FlashAttention-1; FlashAttention-2 is "around 2x" that).
+TEST(ComputeAttention, MemoryEfficientAttentionRunsAtHalfFlashAttention2sRate) {
+  for (const char* gpu : {"h100", "a100-80g"}) {
+    const GpuComputeSpec& table = *find_gpu_table(gpu);
+    const ComputeModel model = ComputeModel::defaults(gpu, table.peak_flops, table.hbm_bytes_per_s);
+    AttentionWork flash2;
+    flash2.flops = 1e12;
+    flash2.seq_len = 8192;
+    flash2.qk_head_dim = 128;
+    flash2.v_head_dim = 128;
+    AttentionWork efficient = flash2;
+    efficient.kernel = models::AttentionKernel::kMemoryEfficient;
+    const double launch = model.spec().launch_seconds;
+    for (bool backward : {false, true}) {
+      const double expected = 2.0 * (model.attention_seconds(flash2, backward) - launch) + launch;
+      std::printf("%s %s: efficient analytic 2 x FA2 + launch = %.3f ms, model %.3f ms\n", gpu,
+                  backward ? "backward" : "forward", 1e3 * expected, 1e3 * model.attention_seconds(efficient, backward));
+      EXPECT_NEAR(model.attention_seconds(efficient, backward), expected, 1e-12 * expected);
+    }
+  }
+}
+
 // A 1 GB cast (and every other memory-bound kind) streams at the measured
 // fraction of HBM bandwidth; collectives and alloc/free cost nothing here.
 TEST(ComputeMemory, OneGigabyteCastOnH100) {

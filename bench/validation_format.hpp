@@ -12,8 +12,5 @@ namespace ragged::bench {
 
 inline std::string pct(double value) { return fmt::format("{:+.1f}%", 100 * value); }
 inline std::string abs_pct(double value) { return fmt::format("{:.1f}%", 100 * value); }
-inline std::string tokens(double value) {
-  return value >= 100 ? format_rounded(value) : fmt::format("{:.1f}", value);
-}
 
 }  // namespace ragged::bench

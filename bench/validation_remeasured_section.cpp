@@ -87,11 +87,11 @@ void remeasured_section(std::ostringstream& md, const std::vector<RowResult>& ro
     std::string list;
     for (int i = 0; i < row->run.remeasured_size(); ++i) {
       const validation::Remeasurement& r = row->run.remeasured(i);
-      list += fmt::format("{}{}{} ({}, {})", list.empty() ? "" : "; ", tokens(r.tokens_per_s_per_gpu()),
+      list += fmt::format("{}{}{} ({}, {})", list.empty() ? "" : "; ", format_throughput(r.tokens_per_s_per_gpu()),
                           r.differs().empty() ? "" : "*", pct(errors[static_cast<size_t>(i)]), r.source().table());
     }
     md << fmt::format("| {} | {} | {} | {} | {:.1f}% | {} |\n", row->run.id(),
-                      tokens(*validation::published_tokens_per_s(row->run.published())),
+                      format_throughput(*validation::published_tokens_per_s(row->run.published())),
                       pct(*validation::throughput_error(*row)), list, 100 * spread,
                       validation::within_published_range(*row) ? "yes" : "no");
   }

@@ -44,7 +44,6 @@ using validation::RowResult;
 using validation::RowStatus;
 using bench::abs_pct;
 using bench::pct;
-using bench::tokens;
 
 constexpr double kMeanBar = 0.05, kMaxBar = 0.15, kCalibrationBar = 0.05;
 constexpr double kFarOff = 0.15;  // rows beyond this |error| get a look at their trace
@@ -267,8 +266,8 @@ void rows_section(std::ostringstream& md, const std::vector<RowResult>& rows, va
                                                                      : "**" + validation::oom_agreement_name(agreement) + "**";
     if (validation::fits_tightly(row)) oom += " (fits, tightly)";
     md << fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} | {} | {:.1f}% | {:.2f} |\n", row.run.id(), row.model,
-                      row.gpus, gpu_label(row), row.strategy, row.checkpointing, published ? tokens(*published) : "OOM",
-                      tokens(row.predicted.tokens_per_s_per_gpu),
+                      row.gpus, gpu_label(row), row.strategy, row.checkpointing, published ? format_throughput(*published) : "OOM",
+                      format_throughput(row.predicted.tokens_per_s_per_gpu),
                       error ? pct(*error) : (validation::throughput_compared(row) ? "-" : "not compared"),
                       validation::published_memory_text(p), format_gib(validation::predicted_memory_bytes(row), 1), oom,
                       100 * row.predicted.mfu,
@@ -343,14 +342,14 @@ void moved_section(std::ostringstream& md, const std::vector<RowResult>& rows, c
     const double change = now / it->second - 1;
     // The previous value is as printed (rounded): a row moved when its printed
     // prediction changed by 0.1% or more.
-    if (tokens(now) == tokens(it->second) || std::fabs(change) < 0.001) {
+    if (format_throughput(now) == format_throughput(it->second) || std::fabs(change) < 0.001) {
       ++unchanged;
       continue;
     }
     ++moved;
     const auto published = validation::published_tokens_per_s(row.run.published());
     table << fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", row.run.id(), gpu_label(row), row.checkpointing,
-                         tokens(it->second), tokens(now), pct(change), published ? pct(it->second / *published - 1) : "-",
+                         format_throughput(it->second), format_throughput(now), pct(change), published ? pct(it->second / *published - 1) : "-",
                          published ? pct(now / *published - 1) : "-");
   }
   const std::string kept = section_of(previous_report, std::string(kHeading));
@@ -448,7 +447,7 @@ void far_off_section(std::ostringstream& md, const validation::ValidationSet& se
       "FlashAttention-2's times the shares the FlashAttention-2 paper measured on an A100 (section 4.1), taken to hold "
       "on Hopper; llm-foundry's `attn_impl: triton` ran a pre-MLIR Triton fork (`triton-pre-mlir`, llm-foundry issue "
       "#246) whose Hopper rate no benchmark publishes.\n",
-      tokens(kLongSequence), summary_of([&](const RowResult& r) { return triton(r) && r.gpu == "h100"; }),
+      format_throughput(kLongSequence), summary_of([&](const RowResult& r) { return triton(r) && r.gpu == "h100"; }),
       summary_of([&](const RowResult& r) { return triton(r) && r.gpu.rfind("a100", 0) == 0; }));
   md << fmt::format(
       "- **Hypothesis: far-off rows whose neighbours on other GPU counts agree with the prediction are outliers of "
@@ -490,7 +489,7 @@ void memory_only_section(std::ostringstream& md, const std::vector<RowResult>& r
     any = true;
     auto published = validation::published_tokens_per_s(row.run.published());
     md << fmt::format("| {} | {} | {} | {} | {} |\n", row.run.id(), validation::set_name(row.run.set()),
-                      published ? tokens(*published) : "OOM", tokens(row.predicted.tokens_per_s_per_gpu),
+                      published ? format_throughput(*published) : "OOM", format_throughput(row.predicted.tokens_per_s_per_gpu),
                       row.run.throughput_excluded());
   }
   if (any) md << "\n";
@@ -502,7 +501,7 @@ void excluded_section(std::ostringstream& md, const std::vector<RowResult>& rows
     if (row.status != RowStatus::kExcluded) continue;
     auto published = validation::published_tokens_per_s(row.run.published());
     md << fmt::format("| {} | {} | {} | {} |\n", row.run.id(), validation::set_name(row.run.set()),
-                      published ? tokens(*published) : "OOM", row.run.excluded());
+                      published ? format_throughput(*published) : "OOM", row.run.excluded());
   }
   md << "\n";
 }

@@ -18,14 +18,11 @@ const validation::Set kSets[] = {validation::CALIBRATION, validation::VALIDATION
 // Rows whose measurements lie closer than this are left to --json.
 constexpr double kSpreadShown = 0.05;
 
-std::string tokens(double value) {
-  return value >= 100 ? format_rounded(value) : fmt::format("{:.1f}", value);
-}
 std::string percent(std::optional<double> value) { return value ? fmt::format("{:+.1f}%", 100 * *value) : "-"; }
 
 std::string published_text(const RowResult& row) {
   auto value = validation::published_tokens_per_s(row.run.published());
-  return value ? tokens(*value) : "OOM";
+  return value ? format_throughput(*value) : "OOM";
 }
 
 std::string oom_text(const RowResult& row) {
@@ -52,7 +49,7 @@ void print_rows(const std::vector<RowResult>& rows, validation::Set set, std::os
     const bool simulated = row.status == RowStatus::kSimulated;
     const auto& published = row.run.published();
     table.row({row.run.id(), row.model, std::to_string(row.gpus), row.strategy, row.checkpointing, published_text(row),
-               simulated ? tokens(row.predicted.tokens_per_s_per_gpu) : "failed",
+               simulated ? format_throughput(row.predicted.tokens_per_s_per_gpu) : "failed",
                percent(validation::throughput_error(row)), validation::published_memory_text(published),
                simulated ? format_gib(validation::predicted_memory_bytes(row), 1) : "-",
                percent(validation::memory_error(row)), simulated ? oom_text(row) : "-"});
@@ -84,7 +81,7 @@ void print_remeasured(const std::vector<RowResult>& rows, std::ostream& out) {
     std::string others;
     for (int i = 0; i < row.run.remeasured_size(); ++i) {
       const validation::Remeasurement& r = row.run.remeasured(i);
-      others += fmt::format("{}{}{} ({})", others.empty() ? "" : ", ", tokens(r.tokens_per_s_per_gpu()),
+      others += fmt::format("{}{}{} ({})", others.empty() ? "" : ", ", format_throughput(r.tokens_per_s_per_gpu()),
                             r.differs().empty() ? "" : "*", percent(errors[static_cast<size_t>(i)]));
     }
     out << fmt::format("  {}: published {} ({}); also {}{}\n", row.run.id(), published_text(row),
@@ -319,7 +316,8 @@ void print_validation(const validation::ValidationSet& set, const std::vector<Ro
     if (!any_memory_only) out << "compared on memory and OOM only (throughput left out of the summary):\n";
     any_memory_only = true;
     out << fmt::format("  {} ({}, published {}, predicted {}): {}\n", row.run.id(), validation::set_name(row.run.set()),
-                       published_text(row), tokens(row.predicted.tokens_per_s_per_gpu), row.run.throughput_excluded());
+                       published_text(row), format_throughput(row.predicted.tokens_per_s_per_gpu),
+                       row.run.throughput_excluded());
   }
   if (any_memory_only) out << '\n';
   print_remeasured(rows, out);

@@ -61,6 +61,10 @@ std::string format_integer(int64_t value) {
 
 std::string format_rounded(double value) { return format_integer(std::llround(value)); }
 
+std::string format_throughput(double value) {
+  return value >= 100 ? format_rounded(value) : fmt::format("{:.1f}", value);
+}
+
 std::string format_gib(int64_t bytes, int decimals) {
   return fmt::format("{:.{}f}", static_cast<double>(bytes) / kGiB, decimals);
 }

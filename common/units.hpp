@@ -18,7 +18,9 @@ std::string format_flops(double flops);       // "1.23 TFLOP"
 std::string format_seconds(double seconds);   // "12.3 ms", "4.56 s"
 std::string format_duration(double seconds);  // format_seconds below a minute, then "3.9 min", "3.09 h", "2.15 days"
 std::string format_integer(int64_t value);    // "8,030,261,248"
-std::string format_rounded(double value);     // "8,030,261": to the nearest whole (halves away from zero), as format_integer
+// "8,030,261": to the nearest whole (halves away from zero), as format_integer.
+std::string format_rounded(double value);
+std::string format_throughput(double value);  // "3,486" from 100 up, "54.3" below: a tokens/s figure in a table
 std::string format_gib(int64_t bytes, int decimals = 2);  // "71.25": the number of GiB alone, for a table's column
 
 }  // namespace ragged

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_test_util.hpp"
+#include "tests/common/expect_contains.hpp"
 
 namespace ragged::cli {
 namespace {
@@ -16,8 +17,6 @@ namespace {
 using testing::CliResult;
 using testing::run_binary;
 using testing::run_cli;
-
-#define EXPECT_CONTAINS(haystack, needle) EXPECT_NE((haystack).find(needle), std::string::npos) << (haystack)
 
 TEST(CliValidate, EveryRowOfTheRepositorySetSimulatesAndBothSummariesArePrinted) {
   // The real binary, run from the build directory, with the default folder (the source tree's validation/).

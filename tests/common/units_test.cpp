@@ -38,6 +38,17 @@ TEST(Units, Integers) {
   EXPECT_EQ(format_integer(0), "0");
 }
 
+// Rounded values and throughputs: the nearest whole number from 100 up
+// (halves away from zero), one decimal below, where digits still count.
+TEST(Units, RoundedAndThroughputs) {
+  EXPECT_EQ(format_rounded(3485.5), "3,486");
+  EXPECT_EQ(format_rounded(-2.5), "-3");
+  EXPECT_EQ(format_throughput(3486.0), "3,486");
+  EXPECT_EQ(format_throughput(100.0), "100");
+  EXPECT_EQ(format_throughput(99.96), "100.0");
+  EXPECT_EQ(format_throughput(54.26), "54.3");
+}
+
 TEST(Units, Flops) { EXPECT_EQ(format_flops(1.5e12), "1.50 TFLOP"); }
 
 }  // namespace

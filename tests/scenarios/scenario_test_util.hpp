@@ -5,9 +5,7 @@
 
 #include "common/errors.hpp"
 #include "scenarios/scenario_loader.hpp"
-
-// Expects `needle` in the string `haystack`, printing the whole text if it is not there.
-#define EXPECT_CONTAINS(haystack, needle) EXPECT_NE((haystack).find(needle), std::string::npos) << (haystack)
+#include "tests/common/expect_contains.hpp"
 
 namespace ragged::scenarios::testing {
 

@@ -9,6 +9,7 @@
 
 #include "common/errors.hpp"
 #include "common/file_io.hpp"
+#include "tests/common/expect_contains.hpp"
 #include "validation/validation_set.hpp"
 
 namespace ragged::validation::testing {
@@ -63,5 +64,3 @@ inline std::string read_error(const ScratchFolder& folder, const std::string& ma
 }
 
 }  // namespace ragged::validation::testing
-
-#define EXPECT_CONTAINS(haystack, needle) EXPECT_NE((haystack).find(needle), std::string::npos) << (haystack)

@@ -53,6 +53,7 @@ RunResult run(const planner::ResolvedScenario& resolved, const RunOptions& optio
   check_workload_supported(resolved.model);
   check_update_kernel(resolved.scenario().training());
   check_loop_metrics(resolved.scenario().training());
+  check_optimizer_step(resolved.scenario().training());
   check_host_runnable(resolved, options);
   check_launch(resolved, comm, true);
   check_ranks_agree(resolved, options, comm);

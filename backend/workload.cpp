@@ -37,6 +37,12 @@ void check_loop_metrics(const scenarios::Training& training) {
                                training.outputs().metric_cross_entropies()));
 }
 
+void check_optimizer_step(const scenarios::Training& training) {
+  if (!training.has_optimizer_step() || training.optimizer_step()) return;
+  throw InputError("training.optimizer_step: false describes a harness that never steps its optimizer; `ragged run` "
+                   "trains (and checks the trained parameters): simulate it, or run without it");
+}
+
 void check_workload_supported(const models::ModelSpec& model) {
   const models::ArchConfig& a = model.arch;
   std::vector<std::string> parts;

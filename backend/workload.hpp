@@ -64,6 +64,9 @@ void check_update_kernel(const scenarios::Training& training);
 // logits (training.outputs.metric_cross_entropies): the workloads compute
 // the loss only, so the backends would run a Program they skip part of.
 void check_loop_metrics(const scenarios::Training& training);
+// InputError when the scenario's loop never steps its optimizer
+// (training.optimizer_step false): the backends train.
+void check_optimizer_step(const scenarios::Training& training);
 
 // True when the head multiplies by the embedding table (tied embeddings).
 bool head_reads_embedding(const models::ModelSpec& model);

@@ -240,6 +240,9 @@ struct Program {
   int stage = 0;                // the pipeline stage it runs (of `stages`)
   int stages = 1;
   int micro_batches = 1;
+  // False: forward and backward only (training.optimizer_step false): no
+  // optimizer ops, every unit's gradients in persistent memory.
+  bool optimizer_steps = true;
   int64_t tokens_per_step = 0;  // this rank's tokens in one step
   double model_flops_per_step = 0;  // this rank's model FLOPs (docs/METRICS.md), for MFU
   PersistentMemory persistent;

@@ -73,6 +73,7 @@ Program ProgramBuilder::build() {
   program_.replicate_ranks = in_.replicate_ranks;
   program_.mesh = mesh_;
   program_.micro_batches = t.gradient_accumulation_steps();
+  program_.optimizer_steps = steps_optimizer();
   // The tp ranks share their tokens and the pp stages pass them on: a
   // GPU's share is 1/(tp x pp) of them.
   program_.tokens_per_step = batch_.tokens() * program_.micro_batches / (mesh_.tp * mesh_.pp);
@@ -101,7 +102,7 @@ Program ProgramBuilder::build() {
   }
   if (distopt_) std::fill(grads_ready.begin(), grads_ready.end(), distopt_->finish_backward());
   OptimizerContext optimizer = optimizer_context();
-  add_optimizer_ops(w_, optimizer, grads_ready);
+  if (steps_optimizer()) add_optimizer_ops(w_, optimizer, grads_ready);
   if (distopt_) distopt_->after_optimizer(*w_.last_on(Stream::kCompute));
   loop_.step_end();
   fill_persistent(optimizer);
@@ -294,6 +295,11 @@ void ProgramBuilder::fill_persistent(const OptimizerContext& optimizer) {
   }
   m.optimizer_states = optimizer_state_bytes(optimizer);
   m.gathered_small_params = persistent_small * p_;
+  if (!steps_optimizer()) {  // never stepped: no states; every unit's gradients whole, in the reduce dtype
+    m.optimizer_states = 0;
+    m.gradients = 0;
+    for (int u = 0; u < units_; ++u) m.gradients += gathered_elements(u) * r_;
+  }
 }
 
 }  // namespace internal

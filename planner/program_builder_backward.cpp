@@ -94,6 +94,8 @@ void ProgramBuilder::backward_unit(int u, int mb, std::vector<uint32_t>& grads_r
       grads = tied && is_embedding(u) ? tied_grads_ : ddp_->gradient_buffer(u, mb);
     } else if (distopt_) {
       grads = -1;  // the wgrad GEMMs accumulate into the main-grad buffer (gradient_accumulation_fusion)
+    } else if (!steps_optimizer()) {
+      grads = -1;  // held from step to step: persistent memory (fill_persistent)
     } else if (pipelined() || (defers_gradient_sync() && !tied && !(is_head(u) && head_grads_ >= 0))) {
       // A stage accumulates each unit's gradients over the step's
       // micro-batches, reduced after the last (PyTorch's pipelining turns
@@ -161,6 +163,14 @@ void ProgramBuilder::finish_backward(int u, int mb, int k, uint32_t bwd, int gra
   if (is_head(u)) loop_.return_logits(u, batch_.tokens(), true);
   if (pipelined() && mb != last_backward_[static_cast<size_t>(u)]) return;  // gathered and unreduced to the last
   if (gathers_[k].emitted && !gathers_[k].is_freed) release_params(k, bwd);
+  if (!steps_optimizer()) {
+    // AccumulateGrad adds the unit's gradients to those it holds (read both
+    // in the reduce dtype, write the sum), on the compute stream.
+    const int64_t elements = gathered_elements(u);
+    w_.traffic(OpKind::kGradAccumulate, Stream::kCompute, u, mb, spec(u).name + " accumulate unsharded grads",
+               elements * (p_ + 2 * r_), {bwd}, -1);
+    return;
+  }
   const uint32_t done = replicated_gradients(u, mb, bwd, grads);
   if (ddp_) {
     grads_ready[u] = ddp_->after_backward(u, mb, done, grads);

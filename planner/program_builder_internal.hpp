@@ -132,6 +132,10 @@ class ProgramBuilder {
   bool defers_gradient_sync() const {
     return !pipelined() && in_.training->accumulation_gradient_sync() == scenarios::LAST_MICRO_BATCH;
   }
+  // training.optimizer_step false: forward and backward only. Each unit's
+  // gradients are held unsharded (persistent, from earlier steps) and
+  // accumulated in place; nothing is reduced and no optimizer runs.
+  bool steps_optimizer() const { return !in_.training->has_optimizer_step() || in_.training->optimizer_step(); }
   bool reduce_after_chunk() const {
     return pipelined() && in_.training->pipeline().gradient_sync() == scenarios::AFTER_CHUNK_BACKWARD;
   }

@@ -168,6 +168,14 @@ void check_kernels(const Training& t, const Gpu& gpu, Checker& c) {
                                       "outputs.logits false, or use another loss");
   }
   check_metrics(t.outputs(), c);
+  if (t.has_optimizer_step() && !t.optimizer_step()) {
+    const bool sharded = t.strategy() == FSDP1 || t.strategy() == FSDP2 || t.strategy() == RAGGED ||
+                         t.strategy() == VESCALE_PAPER || t.strategy() == ZERO3 || t.strategy() == STRATEGY_UNSPECIFIED;
+    if (!sharded || t.mesh().pp() > 1) {
+      c.fail("training.optimizer_step", "a loop without optimizer steps is modelled for FSDP1, FSDP2, RAGGED and ZERO3 "
+                                        "without pipeline stages: remove it, or use one of those strategies");
+    }
+  }
   if (t.norm() != EAGER_NORM && t.norm() != FUSED_NORM) {
     c.unknown_value("training.norm", t.norm(), "EAGER_NORM or FUSED_NORM", "EAGER_NORM");
   }
@@ -178,6 +186,8 @@ void check_kernels(const Training& t, const Gpu& gpu, Checker& c) {
     c.fail("training.accumulation_gradient_sync", "LAST_MICRO_BATCH is FSDP2's set_requires_gradient_sync(False) or "
                                                   "DDP's no_sync() on the accumulation micro-batches: set strategy: "
                                                   "FSDP2 or DDP, or remove it");
+  } else if (t.has_optimizer_step() && !t.optimizer_step() && t.accumulation_gradient_sync() == LAST_MICRO_BATCH) {
+    c.fail("training.accumulation_gradient_sync", "without optimizer steps no gradient is ever reduced: remove it");
   } else if (t.accumulation_gradient_sync() == LAST_MICRO_BATCH && t.mesh().pp() > 1) {
     c.fail("training.accumulation_gradient_sync", "with pipeline stages the schedule decides when gradients are "
                                                   "reduced (training.pipeline.gradient_sync): remove it");

@@ -202,6 +202,12 @@ TEST_F(CliRun, BadRequests) {
               std::string::npos)
         << device << ": " << metrics.err;
   }
+  // A loop that never steps its optimizer is simulated, not run.
+  auto no_step = run_cli({"run", "tiny-llama-4xcpu", "--gpus", "1", "--set", "training.optimizer_step=false"});
+  EXPECT_EQ(no_step.code, 2);
+  EXPECT_NE(no_step.err.find("training.optimizer_step: false describes a harness that never steps its optimizer"),
+            std::string::npos)
+      << no_step.err;
   auto uneven = run_cli({"run", "tiny-llama-4xcpu", "--shard-group", "3"});  // 4 GPUs in groups of 3
   EXPECT_EQ(uneven.code, 2);
   EXPECT_NE(uneven.err.find("--shard-group 3: it must divide the 4 GPUs"), std::string::npos) << uneven.err;

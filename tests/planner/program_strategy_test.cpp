@@ -403,5 +403,39 @@ TEST(ProgramStrategy, Fsdp2WithoutGradientSyncReducesOnceAfterTheLastMicroBatch)
                std::exception);
 }
 
+// A loop that never steps its optimizer (training.optimizer_step false, as
+// vectorlm's benchmark harness): no optimizer op and no optimizer states, no
+// gradient reduction, every unit's gradients held whole in the reduce dtype
+// as persistent memory and added to in place each micro-batch (bf16 read,
+// bf16 read and written); the parameters as with optimizer steps.
+TEST(ProgramStrategy, WithoutOptimizerStepsNothingIsReducedOrUpdated) {
+  for (const char* strategy : {"FSDP1", "FSDP2", "RAGGED"}) {
+    const std::string fields = std::string("strategy: ") + strategy +
+                               " gradient_accumulation_steps: 2 precision { param: BF16 reduce: BF16 } ";
+    ProgramSetup stepped(fields);
+    ProgramSetup forward_backward(fields + "optimizer_step: false");
+    const Program with = stepped.build(), without = forward_backward.build();
+    EXPECT_EQ(joined(graph_problems(without)), "") << strategy;
+    EXPECT_TRUE(ops_of(without, OpKind::kOptimizer).empty()) << strategy;
+    EXPECT_TRUE(ops_of(without, OpKind::kReduceScatter).empty()) << strategy;
+    EXPECT_TRUE(ops_of(without, OpKind::kAllReduce).empty()) << strategy;
+    EXPECT_FALSE(ops_of(with, OpKind::kOptimizer).empty()) << strategy;
+    EXPECT_EQ(ops_of(without, OpKind::kAllGather).size(), ops_of(with, OpKind::kAllGather).size()) << strategy;
+    EXPECT_EQ(without.persistent.optimizer_states, 0) << strategy;
+    EXPECT_GT(with.persistent.optimizer_states, 0) << strategy;
+    EXPECT_EQ(without.persistent.master_params, with.persistent.master_params) << strategy;
+    int64_t whole = 0, accumulated = 0;
+    for (int u = 0; u < forward_backward.units(); ++u) whole += forward_backward.shard(u) * 8;
+    for (const Op* acc : ops_of(without, OpKind::kGradAccumulate)) accumulated += acc->bytes;
+    std::printf("%s: held gradients %lld B (analytic: %lld padded elements x 2 B), accumulated %lld B a step "
+                "(2 micro-batches x elements x (2 + 2 x 2) B)\n",
+                strategy, static_cast<long long>(without.persistent.gradients), static_cast<long long>(whole),
+                static_cast<long long>(accumulated));
+    EXPECT_EQ(without.persistent.gradients, whole * 2) << strategy;
+    EXPECT_EQ(accumulated, 2 * whole * (2 + 2 * 2)) << strategy;
+  }
+  EXPECT_THROW(ProgramSetup("strategy: DDP optimizer_step: false"), std::exception);
+}
+
 }  // namespace
 }  // namespace ragged::planner

@@ -223,8 +223,10 @@ inline std::vector<std::string> graph_problems(const Program& program) {
     if (compute && op.unit >= 0) {
       if (!ddp && live.gathered_sets(op.unit) == 0) fail(op, "computes without the unit's gathered parameters");
       if (live.count(BufferKind::kActivations, op.unit) == 0) fail(op, "computes without the unit's activations");
+      // Without optimizer steps the gradients are persistent memory.
       if (op.kind == OpKind::kComputeBwd && !op.loss_only && live.count(BufferKind::kUnshardedGrads, op.unit) == 0 &&
-          !(ddp && live.count(BufferKind::kGradShards, op.unit) > 0) && program.strategy != "megatron-ddp") {
+          !(ddp && live.count(BufferKind::kGradShards, op.unit) > 0) && program.strategy != "megatron-ddp" &&
+          program.optimizer_steps) {
         fail(op, "backward without the unit's gradient buffer");
       }
     }

@@ -199,6 +199,14 @@ TEST(ScenarioErrors, KernelValuesOutOfRangeNameTheField) {
   EXPECT_CONTAINS(parse_error(replace(minimal_scenario(), "strategy: FSDP2", "attention_mask: DENSE")),
                   "training.attention_mask: a DENSE mask is an attn_mask tensor, which FlashAttention's kernels do "
                   "not take (SDPA then runs its efficient backend): set attention: MEMORY_EFFICIENT");
+  EXPECT_CONTAINS(parse_error(replace(minimal_scenario(), "strategy: FSDP2", "strategy: DDP optimizer_step: false")),
+                  "training.optimizer_step: a loop without optimizer steps is modelled for FSDP1, FSDP2, RAGGED and "
+                  "ZERO3 without pipeline stages");
+  EXPECT_CONTAINS(parse_error(replace(minimal_scenario(), "strategy: FSDP2",
+                                      "strategy: FSDP2 optimizer_step: false accumulation_gradient_sync: "
+                                      "LAST_MICRO_BATCH")),
+                  "training.accumulation_gradient_sync: without optimizer steps no gradient is ever reduced");
+  EXPECT_EQ(parse_error(replace(minimal_scenario(), "strategy: FSDP2", "strategy: FSDP1 optimizer_step: false")), "");
   for (const char* kernel : {"MEMORY_EFFICIENT", "MATH"}) {
     EXPECT_EQ(parse_error(replace(minimal_scenario(), "strategy: FSDP2",
                                   std::string("attention: ") + kernel + " attention_mask: DENSE")),

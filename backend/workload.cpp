@@ -15,6 +15,7 @@
 #include "backend/workload_state.hpp"
 #include "common/errors.hpp"
 #include "scenarios/scenario.pb.h"
+#include "scenarios/scenario_rules.hpp"
 
 namespace ragged::backend {
 
@@ -38,7 +39,7 @@ void check_loop_metrics(const scenarios::Training& training) {
 }
 
 void check_optimizer_step(const scenarios::Training& training) {
-  if (!training.has_optimizer_step() || training.optimizer_step()) return;
+  if (scenarios::steps_optimizer(training)) return;
   throw InputError("training.optimizer_step: false describes a harness that never steps its optimizer; `ragged run` "
                    "trains (and checks the trained parameters): simulate it, or run without it");
 }

@@ -87,10 +87,11 @@ double AttentionShape::mean_context(int64_t seq_len) const {
   return (w * (w + 1) / 2 + (s - w) * w) / s;
 }
 
-double AttentionShape::forward_flops_per_token(int64_t seq_len) const {
-  return 2.0 * static_cast<double>(heads) * static_cast<double>(qk_head_dim + v_head_dim) *
-         mean_context(seq_len);
+double AttentionShape::flops_per_key() const {
+  return 2.0 * static_cast<double>(heads) * static_cast<double>(qk_head_dim + v_head_dim);
 }
+
+double AttentionShape::forward_flops_per_token(int64_t seq_len) const { return flops_per_key() * mean_context(seq_len); }
 
 double UnitCompute::gemm_forward_flops_per_token() const {
   double total = 0;

@@ -147,6 +147,8 @@ struct AttentionShape {
 
   // Average keys attended per query over a causal sequence of `seq_len`.
   double mean_context(int64_t seq_len) const;
+  // Forward FLOPs of one query scoring one key: 2*heads*(qk+v).
+  double flops_per_key() const;
   // Executed forward FLOPs per token: 2*heads*(qk+v)*mean_context.
   double forward_flops_per_token(int64_t seq_len) const;
 };

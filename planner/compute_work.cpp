@@ -41,8 +41,7 @@ AttentionWork attention(const models::UnitSpec& unit, const MicroBatch& batch, d
     // key of its sequence and the mask discards the rest, so no block is
     // skipped, a sliding window's included.
     a.window = 0;
-    per_token = 2.0 * static_cast<double>(shape.heads * (shape.qk_head_dim + shape.v_head_dim)) *
-                static_cast<double>(batch.seq_len);
+    per_token = shape.flops_per_key() * static_cast<double>(batch.seq_len);
   }
   a.flops = flops_factor * per_token * static_cast<double>(batch.tokens());
   a.kernel = batch.kernels.attention;

@@ -293,13 +293,12 @@ void ProgramBuilder::fill_persistent(const OptimizerContext& optimizer) {
     m.compute_params = distopt_->param_buffer_bytes();
     m.gradients = distopt_->grad_buffer_bytes();
   }
-  m.optimizer_states = optimizer_state_bytes(optimizer);
-  m.gathered_small_params = persistent_small * p_;
-  if (!steps_optimizer()) {  // never stepped: no states; every unit's gradients whole, in the reduce dtype
-    m.optimizer_states = 0;
+  if (!steps_optimizer()) {  // every unit's gradients whole, in the reduce dtype, from step to step
     m.gradients = 0;
     for (int u = 0; u < units_; ++u) m.gradients += gathered_elements(u) * r_;
   }
+  m.optimizer_states = steps_optimizer() ? optimizer_state_bytes(optimizer) : 0;  // never stepped: no states
+  m.gathered_small_params = persistent_small * p_;
 }
 
 }  // namespace internal

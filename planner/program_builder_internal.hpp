@@ -32,6 +32,7 @@
 #include "planner/strategy_traits.hpp"
 #include "planner/tp_overlap.hpp"
 #include "planner/unit_buffers.hpp"
+#include "scenarios/scenario_rules.hpp"
 
 namespace ragged::planner::internal {
 
@@ -135,7 +136,7 @@ class ProgramBuilder {
   // training.optimizer_step false: forward and backward only. Each unit's
   // gradients are held unsharded (persistent, from earlier steps) and
   // accumulated in place; nothing is reduced and no optimizer runs.
-  bool steps_optimizer() const { return !in_.training->has_optimizer_step() || in_.training->optimizer_step(); }
+  bool steps_optimizer() const { return scenarios::steps_optimizer(*in_.training); }
   bool reduce_after_chunk() const {
     return pipelined() && in_.training->pipeline().gradient_sync() == scenarios::AFTER_CHUNK_BACKWARD;
   }

@@ -311,6 +311,8 @@ int64_t allocator_capacity_bytes(const Scenario& scenario) {
   return checked_count(std::max(0.0, gib) * kGiB, "training.allocator.outside_gib");
 }
 
+bool steps_optimizer(const Training& training) { return !training.has_optimizer_step() || training.optimizer_step(); }
+
 int64_t global_batch_sequences(const Scenario& scenario) {
   const Training& t = scenario.training();
   const int64_t per_gpu = checked_mul(t.micro_batch_size(), t.gradient_accumulation_steps(), "training.gradient_accumulation_steps");

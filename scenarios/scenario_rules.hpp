@@ -36,6 +36,8 @@ int64_t allocator_capacity_bytes(const Scenario& scenario);
 // Sequences per optimizer step over every data-parallel rank (the GPUs over
 // mesh.tp x mesh.cp x mesh.pp, which share their sequences).
 int64_t global_batch_sequences(const Scenario& scenario);
+// Whether the loop steps its optimizer (training.optimizer_step, default true).
+bool steps_optimizer(const Training& training);
 std::string strategy_name(Strategy strategy);               // "ragged", "fsdp2", ...
 // Parses "ragged", "vescale-paper", "fsdp1", "fsdp2", "zero3", "megatron", "ddp"; throws InputError.
 Strategy parse_strategy(const std::string& name);

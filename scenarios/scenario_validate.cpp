@@ -168,7 +168,7 @@ void check_kernels(const Training& t, const Gpu& gpu, Checker& c) {
                                       "outputs.logits false, or use another loss");
   }
   check_metrics(t.outputs(), c);
-  if (t.has_optimizer_step() && !t.optimizer_step()) {
+  if (!steps_optimizer(t)) {
     const bool sharded = t.strategy() == FSDP1 || t.strategy() == FSDP2 || t.strategy() == RAGGED ||
                          t.strategy() == VESCALE_PAPER || t.strategy() == ZERO3 || t.strategy() == STRATEGY_UNSPECIFIED;
     if (!sharded || t.mesh().pp() > 1) {
@@ -186,7 +186,7 @@ void check_kernels(const Training& t, const Gpu& gpu, Checker& c) {
     c.fail("training.accumulation_gradient_sync", "LAST_MICRO_BATCH is FSDP2's set_requires_gradient_sync(False) or "
                                                   "DDP's no_sync() on the accumulation micro-batches: set strategy: "
                                                   "FSDP2 or DDP, or remove it");
-  } else if (t.has_optimizer_step() && !t.optimizer_step() && t.accumulation_gradient_sync() == LAST_MICRO_BATCH) {
+  } else if (!steps_optimizer(t) && t.accumulation_gradient_sync() == LAST_MICRO_BATCH) {
     c.fail("training.accumulation_gradient_sync", "without optimizer steps no gradient is ever reduced: remove it");
   } else if (t.accumulation_gradient_sync() == LAST_MICRO_BATCH && t.mesh().pp() > 1) {
     c.fail("training.accumulation_gradient_sync", "with pipeline stages the schedule decides when gradients are "

@@ -144,6 +144,11 @@ void check_plan_for_run(const planner::ResolvedScenario& resolved, const planner
                      "projection redistributes its own input; `ragged run` gathers once per region: set PER_MODULE "
                      "(ragged simulate models both)");
   }
+  // The executors split the head's loss by the vocabulary (loss_parallel).
+  if (training.mesh().tp() > 1 && training.mesh().gathered_logits()) {
+    throw InputError("training.mesh.gathered_logits: true is simulated only (`ragged simulate`); `ragged run` "
+                     "computes a vocabulary-parallel loss: remove gathered_logits");
+  }
   // The executors run each tp collective whole; the chunked overlap is the simulator's model of two runtimes.
   if (training.mesh().tp_overlap() == scenarios::ASYNC_TP || training.mesh().tp_overlap() == scenarios::USERBUFFERS) {
     throw InputError(fmt::format("training.mesh.tp_overlap: {} is simulated only (`ragged simulate`); `ragged run` "

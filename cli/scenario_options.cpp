@@ -111,8 +111,8 @@ void ScenarioOptions::add_source_to(CLI::App* command) {
                       "memory-efficient backend, what it runs when given an attn_mask)");
   command->add_option("--loss", loss,
                       "Loss kernel (training.loss): fp32-logits (TorchTitan), fused (flash-attn's, llm-foundry), "
-                      "chunked (Liger's fused linear cross-entropy) or shifted-fp32-logits (Hugging Face's causal-LM "
-                      "loss)");
+                      "chunked (Liger's fused linear cross-entropy), shifted-fp32-logits (Hugging Face's causal-LM "
+                      "loss) or log-softmax (torch's F.cross_entropy over the compute-dtype logits, eager)");
   command->add_flag("--expandable-segments", expandable_segments,
                     "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (training.allocator.expandable_segments)");
   command->add_option("--set", sets,
@@ -219,8 +219,9 @@ void set_kernels(scenarios::LoadedScenario& loaded, const std::string& attention
   else if (loss == "fused") t->set_loss(scenarios::FUSED);
   else if (loss == "chunked") t->set_loss(scenarios::CHUNKED);
   else if (loss == "shifted-fp32-logits") t->set_loss(scenarios::SHIFTED_FP32_LOGITS);
+  else if (loss == "log-softmax") t->set_loss(scenarios::LOG_SOFTMAX);
   else if (!loss.empty()) {
-    throw InputError(fmt::format("--loss {}: use fp32-logits, fused, chunked or shifted-fp32-logits", loss));
+    throw InputError(fmt::format("--loss {}: use fp32-logits, fused, chunked, shifted-fp32-logits or log-softmax", loss));
   }
   if (expandable_segments) t->mutable_allocator()->set_expandable_segments(true);
   loaded = scenarios::rebuild(std::move(loaded));

@@ -222,11 +222,20 @@ void build_block(const ArchConfig& arch, const CheckpointNames& names, int64_t l
   if (separate) finish_experts_unit(routed.activations, units.back());
 }
 
+// What the head keeps of its input: the final norm's input and output (or
+// the head's input alone) and the projection's output.
+double head_input_saved(const ArchConfig& arch) {
+  const double b = bytes_of(arch);
+  const double h = static_cast<double>(arch.hidden);
+  double saved = arch.final_norm ? 2.0 * h * b : h * b;
+  if (arch.embed_dim > 0) saved += static_cast<double>(arch.embedding_width()) * b;
+  return saved;
+}
+
 UnitSpec build_head(const ArchConfig& arch, const CheckpointNames& names, LossKernel loss) {
   UnitSpec unit{"head", UnitKind::kHead, {}, {}, {}};
   UnitWriter out{unit, "", arch.dtype};
   const double b = bytes_of(arch);
-  const double h = static_cast<double>(arch.hidden);
   const double vocab = static_cast<double>(arch.vocab);
   const int64_t width = arch.embedding_width();
 
@@ -236,11 +245,9 @@ UnitSpec build_head(const ArchConfig& arch, const CheckpointNames& names, LossKe
   out.add_gemm(names.head, arch.vocab, width);
   unit.compute.gemms.back().logits = true;
 
-  // The final norm's input and output (or the head's input alone), the
-  // projection's output; a chunked loss keeps the gradient of the logits
-  // GEMM's input instead of that input, the same bytes.
-  double saved = (arch.final_norm ? 2.0 * h * b : h * b);
-  if (arch.embed_dim > 0) saved += static_cast<double>(width) * b;
+  // A chunked loss keeps the gradient of the logits GEMM's input instead of
+  // that input, the same bytes.
+  double saved = head_input_saved(arch);
   ActivationBytes& act = unit.activations;
   switch (loss) {
     case LossKernel::kFp32Logits: {
@@ -276,6 +283,21 @@ UnitSpec build_head(const ArchConfig& arch, const CheckpointNames& names, LossKe
       act.returned_logits = act.loss_logits;
       act.working_pieces = {4.0 * vocab, 4.0 * vocab};
       act.working = 8.0 * vocab;
+      act.logits_gradient = b * vocab;
+      break;
+    case LossKernel::kLogSoftmax:
+      // torch's F.cross_entropy over the compute-dtype logits: log_softmax
+      // writes its output in that dtype and keeps it for the backward; the
+      // logits are freed once the loss is computed unless the model returns
+      // them. Backward: nll_loss's dense gradient, then log_softmax's, which
+      // is the logits' gradient. Fused traffic: read the logits, write the
+      // log-softmax; read it, write the gradient.
+      out.add_loss("log_softmax_cross_entropy", 2.0 * vocab * b, 2.0 * vocab * b);
+      saved += b * vocab;
+      act.loss_logits = b * vocab;
+      act.returned_logits = act.loss_logits;
+      act.working_pieces = {b * vocab, b * vocab};
+      act.working = 2.0 * b * vocab;
       act.logits_gradient = b * vocab;
       break;
     case LossKernel::kFused:
@@ -349,6 +371,22 @@ void spread_over_sequence(const ModelSpec& whole, double tp, ModelSpec& local) {
   }
 }
 
+// KempnerForge's tp plan: the embedding whole on every tp rank; the head's
+// GEMM split by the vocabulary, its logits all-gathered, so the loss and
+// the logits it holds are the whole vocabulary's on every rank. Under
+// sequence parallelism the final norm still runs on the rank's tokens.
+void gather_logits(const ModelSpec& whole, bool sequence_parallel, double tp, ModelSpec& local) {
+  local.units.front() = whole.units.front();
+  const UnitSpec& full = whole.units.back();
+  UnitSpec& head = local.units.back();
+  head.compute.elementwise.back() = full.compute.elementwise.back();
+  const double spread_input = sequence_parallel ? head_input_saved(whole.arch) * (1.0 - 1.0 / tp) : 0.0;
+  head.activations = full.activations;
+  for (double* saved : {&head.activations.saved_none, &head.activations.saved_selective, &head.activations.saved_full}) {
+    *saved -= spread_input;
+  }
+}
+
 }  // namespace
 
 ModelSpec build_model(const ArchConfig& arch, const KernelChoices& kernels) {
@@ -392,6 +430,7 @@ ModelSpec build_model(const ArchConfig& arch, const KernelChoices& kernels, cons
     const ModelSpec whole = build_units(arch, kernels, local_experts, experts_unit);
     mark_tensor_cuts(whole, local);
     if (split.sequence_parallel) spread_over_sequence(whole, static_cast<double>(split.tp), local);
+    if (split.gathered_logits) gather_logits(whole, split.sequence_parallel, static_cast<double>(split.tp), local);
   }
   return local;
 }

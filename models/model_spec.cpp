@@ -40,8 +40,9 @@ std::string_view attention_kernel_name(AttentionKernel kernel) {
 }
 
 LossKernel effective_loss(const KernelChoices& kernels) {
-  const bool fp32_logits = kernels.loss == LossKernel::kFp32Logits || kernels.loss == LossKernel::kShiftedFp32Logits;
-  return kernels.compiled_loss && fp32_logits ? LossKernel::kFused : kernels.loss;
+  const bool eager_ops = kernels.loss == LossKernel::kFp32Logits || kernels.loss == LossKernel::kShiftedFp32Logits ||
+                         kernels.loss == LossKernel::kLogSoftmax;
+  return kernels.compiled_loss && eager_ops ? LossKernel::kFused : kernels.loss;
 }
 
 std::string_view loss_kernel_name(LossKernel kernel) {
@@ -50,6 +51,7 @@ std::string_view loss_kernel_name(LossKernel kernel) {
     case LossKernel::kFused: return "fused";
     case LossKernel::kChunked: return "chunked";
     case LossKernel::kShiftedFp32Logits: return "shifted-fp32-logits";
+    case LossKernel::kLogSoftmax: return "log-softmax";
   }
   RAGGED_ASSERT(false, "unknown LossKernel");
 }

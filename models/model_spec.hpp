@@ -62,6 +62,9 @@ enum class LossKernel {
   // Hugging Face transformers' causal-LM loss (LlamaForCausalLM before 4.46):
   // logits.float(), a contiguous copy of the shifted logits, CrossEntropyLoss.
   kShiftedFp32Logits,
+  // torch's F.cross_entropy over the compute-dtype logits (no .float()):
+  // log_softmax and nll_loss, eager, everything in the logits' dtype.
+  kLogSoftmax,
 };
 // The RMSNorms when not compiled: PyTorch's eager ops (planner/eager_kernels.hpp)
 // or one fused kernel each way (Transformer Engine's RMSNorm).
@@ -257,6 +260,9 @@ struct ModelSplit {
   int64_t ep = 1;
   bool sequence_parallel = true;
   bool vocabulary_parallel = true;  // false: the embedding and the head whole on every tp rank
+  // With vocabulary_parallel: the head's logits all-gathered over tp and the
+  // loss computed whole on every rank; the embedding whole on every rank.
+  bool gathered_logits = false;
   bool trivial() const { return tp == 1 && ep == 1; }
   bool operator==(const ModelSplit&) const = default;
 };

@@ -30,6 +30,10 @@ std::vector<SplitProblem> check_split(const ArchConfig& arch, const ModelSplit& 
                                        "on tp / {} ranks)", tp, arch.kv_heads, arch.kv_heads)});
     }
     check_divides(arch.intermediate, tp, "MLP width (intermediate_size)", out);
+    if (split.gathered_logits && arch.tie_embeddings) {
+      out.push_back({"gathered_logits", fmt::format("{} ties the head to the embedding, which gathered_logits keeps "
+                                                    "whole on every tp rank: remove gathered_logits", arch.name)});
+    }
     if (arch.is_moe()) {
       check_divides(arch.moe_intermediate, tp, "expert width (moe_intermediate_size)", out);
     }

@@ -51,6 +51,9 @@ EagerFactors eager_traffic_factors(std::string_view name) {
   if (name == "swiglu") return both(10.0 / 6.0);
   if (name == "cross_entropy") return {14.0 / 6.0, 22.0 / 6.0};
   if (name == "shifted_cross_entropy") return {22.0 / 6.0, 34.0 / 6.0};
+  // log_softmax reads and writes what the fused count has; the backward
+  // adds nll_loss's dense gradient (a zero fill, written then read).
+  if (name == "log_softmax_cross_entropy") return {1.0, 2.0};
   return both(1.0);
 }
 
@@ -63,7 +66,7 @@ double eager_traffic_factor(std::string_view name) { return eager_traffic_factor
 //  - rotary on q and on k: .float(), the complex multiply, type_as = 3 each, 6;
 //  - SwiGLU: silu, multiply = 2;
 //  - cross-entropy: logits.float(), log_softmax, nll_loss = 3; the shifted
-//    one adds the contiguous copy = 4;
+//    one adds the contiguous copy = 4; without the .float() = 2;
 //  - a position embedding: the table lookup and the add = 2;
 //  - everything else (residual adds, the token lookup, LayerNorm, GELU,
 //    MoE routing and permutation, taken as single kernels like their
@@ -74,6 +77,7 @@ int64_t eager_kernel_count(std::string_view name) {
   if (name == "swiglu") return 2;
   if (name == "cross_entropy") return 3;
   if (name == "shifted_cross_entropy") return 4;
+  if (name == "log_softmax_cross_entropy") return 2;
   if (name == "position_embedding") return 2;
   return 1;
 }

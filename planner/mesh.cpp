@@ -23,6 +23,7 @@ Mesh mesh_of(const scenarios::Training& training) {
   mesh.sequence_parallel = !m.has_sequence_parallel() || m.sequence_parallel();
   mesh.pp = std::max(1, m.pp());
   mesh.vocabulary_parallel = !m.has_vocabulary_parallel() || m.vocabulary_parallel();
+  mesh.gathered_logits = mesh.tp > 1 && m.gathered_logits();
   if (m.expert_dispatcher() == scenarios::DEEPEP) mesh.expert_dispatcher = ExpertDispatcher::kDeepEp;
   if (m.expert_routing() == scenarios::CONSECUTIVE) mesh.expert_routing = ExpertRouting::kConsecutive;
   mesh.batch_first = m.sequence_layout() == scenarios::BATCH_FIRST;
@@ -51,7 +52,9 @@ std::string mesh_text(const Mesh& mesh) {
   if (mesh.fsdp_only()) return "";
   std::vector<std::string> parts;
   if (mesh.tp > 1) parts.push_back(fmt::format("tp {}{}{}", mesh.tp, mesh.sequence_parallel ? "" : " (no sp)",
-                                     mesh.vocabulary_parallel ? "" : ", vocabulary replicated"));
+                                     !mesh.vocabulary_parallel ? ", vocabulary replicated"
+                                     : mesh.gathered_logits    ? ", logits gathered"
+                                                               : ""));
   if (mesh.cp > 1) parts.push_back(fmt::format("cp {}", mesh.cp));
   parts.push_back(fmt::format("dp_shard {}", mesh.dp_shard));
   if (mesh.dp_replicate > 1) parts.push_back(fmt::format("dp_replicate {}", mesh.dp_replicate));

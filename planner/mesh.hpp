@@ -40,6 +40,7 @@ struct Mesh {
   // of its whole buffer on the compute stream.
   bool batch_first = false;
   bool vocabulary_parallel = true;  // the embedding and the head split by the vocabulary over tp
+  bool gathered_logits = false;     // the head's logits all-gathered over tp, the loss whole; the embedding whole
   // Each column-parallel projection redistributes its own input
   // (scenario.proto, PER_PROJECTION); under torch.compile its forward
   // gathers are merged into one (`merged_input_gathers`).
@@ -56,7 +57,7 @@ struct Mesh {
   int64_t expert_shard_ranks() const { return dp_shard * cp / ep; }
   // Only FSDP (and HSDP): no tensor, context, expert or pipeline parallelism.
   bool fsdp_only() const { return tp == 1 && cp == 1 && ep == 1 && pp == 1; }
-  models::ModelSplit model_split() const { return {tp, ep, sequence_parallel, vocabulary_parallel}; }
+  models::ModelSplit model_split() const { return {tp, ep, sequence_parallel, vocabulary_parallel, gathered_logits}; }
 };
 
 // The mesh of a defaulted scenario's training block.

@@ -81,8 +81,15 @@ void add_tensor_parallel(const models::UnitSpec& unit, const models::ModelSpec& 
   // input and output are the replicated hidden states, nothing to reduce.
   const bool vocabulary = unit.kind == models::UnitKind::kEmbedding || unit.kind == models::UnitKind::kHead;
   if (vocabulary && !model.split.vocabulary_parallel) return;
-  const Regions r = tensor_parallel_regions(unit, model, mesh, part);
   const int64_t bytes = tokens * model.arch.hidden * element_bytes;
+  if (unit.kind == models::UnitKind::kEmbedding && model.split.gathered_logits) {
+    // A replicated embedding whose output the first norm cuts to the rank's
+    // tokens (a Replicate-to-Shard redistribution, no communication); its
+    // gradient comes back whole by an all-gather.
+    if (mesh.sequence_parallel && backward) add(out, OpKind::kAllGather, Group::kTensor, bytes, false, "tp all-gather");
+    return;
+  }
+  const Regions r = tensor_parallel_regions(unit, model, mesh, part);
   if (mesh.sequence_parallel) {
     // Forward: gather before, reduce-scatter after; backward: the conjugates.
     add(out, OpKind::kAllGather, Group::kTensor, bytes, false, "tp all-gather", backward ? r.reductions : r.gathers);
@@ -92,7 +99,12 @@ void add_tensor_parallel(const models::UnitSpec& unit, const models::ModelSpec& 
     add(out, OpKind::kAllReduce, Group::kTensor, bytes, true, "tp all-reduce",
         backward ? r.input_gradients : r.reductions);
   }
-  if (unit.kind == models::UnitKind::kHead && !backward) {
+  if (unit.kind == models::UnitKind::kHead && !backward && model.split.gathered_logits) {
+    // Each rank's vocabulary slice of the logits, gathered whole to every rank
+    // (their gradient is a local slice of the replicated one: no collective).
+    add(out, OpKind::kAllGather, Group::kTensor, tokens * model.arch.vocab * mesh.tp * element_bytes, true,
+        "tp logits all-gather");
+  } else if (unit.kind == models::UnitKind::kHead && !backward) {
     add(out, OpKind::kAllReduce, Group::kTensor, tokens * 3 * 4, true, "tp loss all-reduce");
   }
 }

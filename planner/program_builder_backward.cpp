@@ -216,6 +216,9 @@ void ProgramBuilder::finish_backward(int u, int mb, int k, uint32_t bwd, int gra
 
 uint32_t ProgramBuilder::replicated_gradients(int u, int mb, uint32_t bwd, int grads) {
   if (mesh_.tp == 1 || !mesh_.sequence_parallel) return bwd;
+  // A replicated embedding (gathered_logits) sees every token on every tp
+  // rank: its gradient is already the same on each.
+  if (is_embedding(u) && mesh_.gathered_logits) return bwd;
   int64_t elements = 0;
   for (const models::TensorSpec& t : spec(u).tensors) {
     if (t.tp_cut == models::TensorCut::kWhole) elements += t.numel();

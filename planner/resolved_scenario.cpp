@@ -156,6 +156,7 @@ models::KernelChoices kernel_choices(const scenarios::Training& training) {
     case scenarios::FUSED: kernels.loss = models::LossKernel::kFused; break;
     case scenarios::CHUNKED: kernels.loss = models::LossKernel::kChunked; break;
     case scenarios::SHIFTED_FP32_LOGITS: kernels.loss = models::LossKernel::kShiftedFp32Logits; break;
+    case scenarios::LOG_SOFTMAX: kernels.loss = models::LossKernel::kLogSoftmax; break;
     default: kernels.loss = models::LossKernel::kFp32Logits; break;
   }
   kernels.dense_attention_mask = training.attention_mask() == scenarios::DENSE;
@@ -167,7 +168,7 @@ models::KernelChoices kernel_choices(const scenarios::Training& training) {
   // all-reduces); that Inductor fuses it is not established, so it is held
   // as written.
   const Mesh mesh = mesh_of(training);
-  const bool vocabulary_parallel_loss = mesh.tp > 1 && mesh.vocabulary_parallel;
+  const bool vocabulary_parallel_loss = mesh.tp > 1 && mesh.vocabulary_parallel && !mesh.gathered_logits;
   kernels.compiled_loss =
       training.compiled() && training.compile_scope() == scenarios::WHOLE_MODEL && !vocabulary_parallel_loss;
   return kernels;

@@ -161,8 +161,10 @@ void check_kernels(const Training& t, const Gpu& gpu, Checker& c) {
                                       "take (SDPA then runs its efficient backend): set attention: MEMORY_EFFICIENT, "
                                       "or MATH if the math backend runs");
   }
-  if (t.loss() != FP32_LOGITS && t.loss() != FUSED && t.loss() != CHUNKED && t.loss() != SHIFTED_FP32_LOGITS) {
-    c.unknown_value("training.loss", t.loss(), "FP32_LOGITS, FUSED, CHUNKED or SHIFTED_FP32_LOGITS", "FP32_LOGITS");
+  if (t.loss() != FP32_LOGITS && t.loss() != FUSED && t.loss() != CHUNKED && t.loss() != SHIFTED_FP32_LOGITS &&
+      t.loss() != LOG_SOFTMAX) {
+    c.unknown_value("training.loss", t.loss(), "FP32_LOGITS, FUSED, CHUNKED, SHIFTED_FP32_LOGITS or LOG_SOFTMAX",
+                    "FP32_LOGITS");
   } else if (t.outputs().logits() && t.loss() == CHUNKED) {
     c.fail("training.outputs.logits", "the CHUNKED loss never makes the whole logits for the model to return: set "
                                       "outputs.logits false, or use another loss");
@@ -192,11 +194,14 @@ void check_kernels(const Training& t, const Gpu& gpu, Checker& c) {
     c.fail("training.accumulation_gradient_sync", "with pipeline stages the schedule decides when gradients are "
                                                   "reduced (training.pipeline.gradient_sync): remove it");
   }
-  if (t.compile_scope() != WHOLE_MODEL && t.compile_scope() != TRANSFORMER_BLOCKS) {
-    c.unknown_value("training.compile_scope", t.compile_scope(), "WHOLE_MODEL or TRANSFORMER_BLOCKS", "WHOLE_MODEL");
-  } else if (t.compile_scope() == TRANSFORMER_BLOCKS && !t.compiled()) {
-    c.fail("training.compile_scope", "compile_scope TRANSFORMER_BLOCKS says what torch.compile covers, but compiled is "
-                                     "not true: set compiled: true, or remove compile_scope");
+  if (t.compile_scope() != WHOLE_MODEL && t.compile_scope() != TRANSFORMER_BLOCKS &&
+      t.compile_scope() != MODEL_WITHOUT_LOSS) {
+    c.unknown_value("training.compile_scope", t.compile_scope(), "WHOLE_MODEL, TRANSFORMER_BLOCKS or MODEL_WITHOUT_LOSS",
+                    "WHOLE_MODEL");
+  } else if (t.compile_scope() != WHOLE_MODEL && !t.compiled()) {
+    c.fail("training.compile_scope", fmt::format("compile_scope {} says what torch.compile covers, but compiled is "
+                                                 "not true: set compiled: true, or remove compile_scope",
+                                                 CompileScope_Name(t.compile_scope())));
   }
   if (t.attention() != FLASH_ATTENTION_3 || gpu.preset().empty()) return;
   for (const GpuPreset& preset : gpu_presets()) {
@@ -362,6 +367,18 @@ void check_mesh(const Training& t, int64_t gpus, Checker& c) {
            fmt::format("sequence parallelism splits a micro-batch's {} tokens per cp rank over tp {}, which does not "
                        "divide them: pick a sequence_length or micro_batch_size that does, or set sequence_parallel: false",
                        int64_t{t.micro_batch_size()} * t.sequence_length() / cp, tp));
+  }
+  if (m.gathered_logits()) {
+    if (tp < 2) {
+      c.fail("training.mesh.gathered_logits", "gathers the head's logits over tensor parallelism, but tp is 1: set tp, "
+                                              "or remove gathered_logits");
+    } else if (m.has_vocabulary_parallel() && !m.vocabulary_parallel()) {
+      c.fail("training.mesh.gathered_logits", "a replicated head computes its logits whole, there is nothing to gather: "
+                                              "remove gathered_logits or vocabulary_parallel: false");
+    } else if (t.loss() == CHUNKED) {
+      c.fail("training.mesh.gathered_logits", "a chunked loss never makes the logits whole: use another "
+                                              "training.loss, or remove gathered_logits");
+    }
   }
   if (m.has_vocabulary_parallel() && !m.vocabulary_parallel() && m.sequence_parallel()) {
     c.fail("training.mesh.vocabulary_parallel",

@@ -129,6 +129,15 @@ class RunChecker {
     if (!f.date().empty() && !date_shape) {
       fail("first_prediction.date", fmt::format("'{}' is not a date: write YYYY-MM-DD", f.date()));
     }
+    if (!f.has_peak_memory_gib()) return;
+    if (!(f.peak_memory_gib() > 0)) {
+      fail("first_prediction.peak_memory_gib", fmt::format("must be positive (got {})", f.peak_memory_gib()));
+    }
+    const Published& p = run_.published();
+    if (!p.has_peak_memory_gib() && !p.has_peak_allocated_gib()) {
+      fail("first_prediction.peak_memory_gib",
+           "no published memory to compare it with: add published.peak_memory_gib or peak_allocated_gib, or drop it");
+    }
   }
 
   void check_throughput_excluded() const {

@@ -136,6 +136,27 @@ TEST(ActivationTest, LossKernelsChangeTheHead) {
   EXPECT_DOUBLE_EQ(chunked.units[1].activations.saved_none, catalog_model("llama3-8b").units[1].activations.saved_none);
 }
 
+// torch's F.cross_entropy over bf16 logits, eager: the log-softmax in bf16
+// kept for the backward, the logits a forward transient (the model returns
+// them when asked); the backward's nll_loss gradient and the logits'
+// gradient, bf16 each. Compiled, it is lowered like the fp32 loss.
+TEST(ActivationTest, LogSoftmaxLossKeepsItsOutputInTheLogitsDtype) {
+  const double b = 2, h = 4096, vocab = 128256;
+  const ArchConfig arch = find_catalog_entry("llama3-8b").arch;
+  KernelChoices kernels{AttentionKernel::kFlash2, LossKernel::kLogSoftmax};
+  const UnitSpec head = build_model(arch, kernels).units.back();
+  EXPECT_DOUBLE_EQ(head.activations.saved_none, b * 2 * h + b * vocab);
+  EXPECT_DOUBLE_EQ(head.activations.loss_logits, b * vocab);
+  EXPECT_DOUBLE_EQ(head.activations.returned_logits, b * vocab);
+  EXPECT_EQ(head.activations.working_pieces, (std::vector<double>{b * vocab, b * vocab}));
+  EXPECT_DOUBLE_EQ(head.activations.logits_gradient, b * vocab);
+  EXPECT_EQ(head.compute.elementwise.back().name, "log_softmax_cross_entropy");
+  EXPECT_DOUBLE_EQ(head.compute.elementwise.back().bytes_per_token, 2 * b * vocab);
+  EXPECT_EQ(loss_kernel_name(kernels.loss), "log-softmax");
+  kernels.compiled_loss = true;
+  EXPECT_EQ(effective_loss(kernels), LossKernel::kFused);
+}
+
 // A loss inside torch.compile (compile_scope WHOLE_MODEL) is lowered by
 // Inductor to reductions over the compute-dtype logits: an fp32-logits loss
 // then holds and moves what the fused kernel does, 4 bytes a vocabulary

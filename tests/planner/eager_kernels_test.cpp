@@ -19,6 +19,7 @@ TEST(EagerKernels, FactorsFromTheReferenceImplementation) {
   EXPECT_DOUBLE_EQ(eager_traffic_factor("cross_entropy"), 14.0 / 6.0);
   EXPECT_DOUBLE_EQ(eager_traffic_factors("cross_entropy").backward, 22.0 / 6.0);
   EXPECT_DOUBLE_EQ(eager_traffic_factor("fused_cross_entropy"), 1.0);
+  EXPECT_DOUBLE_EQ(eager_traffic_factors("log_softmax_cross_entropy").backward, 2.0);  // nll_loss's zero-filled gradient
   EXPECT_DOUBLE_EQ(eager_traffic_factor("chunked_cross_entropy"), 1.0);
   EXPECT_DOUBLE_EQ(eager_traffic_factor("attention_residual"), 1.0);
   // A LayerNorm (GPT-2 style families) and a GELU/ReLU are one eager kernel each.

@@ -146,6 +146,34 @@ TEST(MeshProgram, AReplicatedVocabularyKeepsTheWholeTablesAndNoTensorParallelCol
   }
 }
 
+// KempnerForge's tp plan under sequence parallelism: the token embedding
+// whole on every tp rank (its output's gradient all-gathered back over tp),
+// the head column-parallel with its logits all-gathered to every rank, so
+// each rank's loss and the logits it holds cover the whole vocabulary.
+TEST(MeshProgram, GatheredLogitsHoldTheWholeVocabularyOnEveryRank) {
+  ProgramSetup split(std::string(kSequence) + "mesh { tp: 2 }");
+  ProgramSetup gathered(std::string(kSequence) + "mesh { tp: 2 gathered_logits: true }");
+  const int head = gathered.units() - 1;
+  const int64_t tokens = 2 * 512;
+  const int64_t vocabulary = 2 * split.model().arch.vocab;  // the split's rank holds half
+  EXPECT_EQ(gathered.spec(0).params(), 2 * split.spec(0).params());
+  for (const models::TensorSpec& t : gathered.spec(0).tensors) EXPECT_EQ(t.tp_cut, models::TensorCut::kWhole) << t.name;
+  EXPECT_EQ(gathered.spec(head).params(), split.spec(head).params());
+  EXPECT_DOUBLE_EQ(gathered.spec(head).activations.loss_logits, 2 * split.spec(head).activations.loss_logits);
+  EXPECT_DOUBLE_EQ(gathered.spec(head).compute.elementwise.back().bytes_per_token,
+                   2 * split.spec(head).compute.elementwise.back().bytes_per_token);
+
+  const Program p = gathered.build();
+  const auto head_ops = mesh_ops_of(p, head);
+  // The hidden states gathered before the GEMM, then the logits after it.
+  EXPECT_EQ(head_ops.at({Group::kTensor, OpKind::kAllGather, "fwd"}), std::make_pair(2, tokens * vocabulary * 2));
+  EXPECT_EQ(head_ops.count({Group::kTensor, OpKind::kAllReduce, "fwd"}), 0u);  // no vocabulary-parallel loss
+  EXPECT_EQ(mesh_ops_of(split.build(), head).count({Group::kTensor, OpKind::kAllReduce, "fwd"}), 1u);
+  const auto embedding_ops = mesh_ops_of(p, 0);
+  ASSERT_EQ(embedding_ops.size(), 1u);
+  EXPECT_EQ(embedding_ops.at({Group::kTensor, OpKind::kAllGather, "bwd"}), std::make_pair(1, tokens * 256 * 2));
+}
+
 TEST(MeshProgram, ContextParallelGathersKeysAndValues) {
   ProgramSetup s(std::string(kSequence) + "mesh { cp: 2 }");
   const Program p = s.build();

@@ -175,6 +175,41 @@ TEST(ModelOutputs, DroppedAtTheLossLiveOnlyThroughTheForward) {
   EXPECT_EQ(memory_breakdown(logits_only.build()).peak_total(), memory_breakdown(nothing.build()).peak_total());
 }
 
+// KempnerForge's loop: `logits = model(input_ids)`, then F.cross_entropy on
+// them, eager. At the loss's backward four vocabulary-wide tensors of the
+// logits' dtype are live: the logits the loop holds, the log-softmax the
+// loss kept, nll_loss's gradient and the logits' gradient.
+TEST(ModelOutputs, AnEagerLossOnHeldLogitsHoldsFourOfThemAtItsBackward) {
+  ProgramSetup setup(
+      "strategy: FSDP2 activation_checkpointing: FULL sequence_length: 512 loss: LOG_SOFTMAX "
+      "outputs { logits: true held_until_next_forward: true }");
+  const Program program = setup.build();
+  EXPECT_TRUE(graph_problems(program).empty()) << joined(graph_problems(program));
+  const int head = setup.units() - 1;
+  const int64_t tokens = setup.training().micro_batch_size() * setup.training().sequence_length();
+  const auto one = static_cast<int64_t>(2.0 * static_cast<double>(setup.model().arch.vocab) * tokens);
+  const Op* loss = nullptr;
+  for (const Op& op : program.ops) {
+    if (op.kind == OpKind::kComputeBwd && op.unit == head && op.loss_only && op.micro_batch == 0) loss = &op;
+  }
+  ASSERT_NE(loss, nullptr);
+  LiveBuffers live(program);
+  int64_t logits_wide = 0;
+  for (const Op& op : program.ops) {
+    if (op.id == loss->id) {
+      for (size_t b = 0; b < program.buffers.size(); ++b) {
+        const Buffer& buffer = program.buffers[b];
+        if (!live.live(static_cast<int>(b)) || buffer.unit != head) continue;
+        if (buffer.kind == BufferKind::kModelOutputs || buffer.kind == BufferKind::kWorkspace) logits_wide += buffer.bytes;
+      }
+      break;
+    }
+    live.apply(op);
+  }
+  // The log-softmax is among the head's activations; the other three here.
+  EXPECT_EQ(logits_wide, 3 * one);
+}
+
 // Without checkpointing a block keeps its keys and values among its
 // activations until its backward; a held cache counts from there, so the
 // two are never counted twice.

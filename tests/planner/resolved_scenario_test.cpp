@@ -21,6 +21,20 @@ std::string resolve_error(const std::string& text) {
 
 const char* kCluster = "cluster { gpu { preset: \"h100\" } gpus_per_node: 8 nodes: 1 }\n";
 
+// torch.compile(model) with the loop computing the loss on the returned
+// logits (compile_scope MODEL_WITHOUT_LOSS): the loss stays as declared;
+// inside the compiled model (WHOLE_MODEL) Inductor lowers it as fused.
+TEST(ResolvedScenario, ALossOutsideTheCompiledModelStaysEager) {
+  auto kernels_of = [](const std::string& scope) {
+    const std::string text = std::string("model { catalog: \"llama3-8b\" }\n") + kCluster +
+                             "training { loss: LOG_SOFTMAX compiled: true compile_scope: " + scope + " }\n";
+    return resolve_scenario(scenarios::parse_scenario(text, scenarios::ScenarioFormat::kText, "s.textproto", RAGGED_SOURCE_DIR))
+        .model.kernels;
+  };
+  EXPECT_EQ(models::effective_loss(kernels_of("MODEL_WITHOUT_LOSS")), models::LossKernel::kLogSoftmax);
+  EXPECT_EQ(models::effective_loss(kernels_of("WHOLE_MODEL")), models::LossKernel::kFused);
+}
+
 TEST(ResolvedScenario, EveryShippedScenarioResolves) {
   for (const auto& file : scenarios::shipped_scenarios()) {
     ResolvedScenario resolved = resolve_scenario(scenarios::load_scenario(file.name));

@@ -159,6 +159,18 @@ TEST(ScenarioErrors, ReturnedLogitsAndTheLoopsMetricsNeedLogitsToRead) {
   EXPECT_EQ(parse_error(replace(minimal_scenario(), "strategy: FSDP2", "loss: FUSED outputs { logits: true }")), "");
 }
 
+TEST(ScenarioErrors, GatheredLogitsNeedASplitHeadAndWholeLogits) {
+  EXPECT_CONTAINS(parse_error(replace(minimal_scenario(), "strategy: FSDP2", "mesh { gathered_logits: true }")),
+                  "training.mesh.gathered_logits: gathers the head's logits over tensor parallelism, but tp is 1");
+  EXPECT_CONTAINS(parse_error(replace(minimal_scenario(), "strategy: FSDP2",
+                                      "mesh { tp: 2 gathered_logits: true vocabulary_parallel: false "
+                                      "sequence_parallel: false }")),
+                  "training.mesh.gathered_logits: a replicated head computes its logits whole");
+  EXPECT_CONTAINS(parse_error(replace(minimal_scenario(), "strategy: FSDP2",
+                                      "loss: CHUNKED mesh { tp: 2 gathered_logits: true }")),
+                  "training.mesh.gathered_logits: a chunked loss never makes the logits whole");
+}
+
 TEST(ScenarioErrors, CompileScopeNeedsCompiledAndAKnownValue) {
   const std::string eager =
       parse_error(replace(minimal_scenario(), "strategy: FSDP2", "compile_scope: TRANSFORMER_BLOCKS"));
@@ -167,7 +179,10 @@ TEST(ScenarioErrors, CompileScopeNeedsCompiledAndAKnownValue) {
                   "compiled is not true: set compiled: true, or remove compile_scope");
   const std::string unknown =
       parse_error(replace(minimal_scenario(), "strategy: FSDP2", "compiled: true compile_scope: 9"));
-  EXPECT_CONTAINS(unknown, "training.compile_scope: compile_scope is 9; use WHOLE_MODEL or TRANSFORMER_BLOCKS");
+  EXPECT_CONTAINS(unknown,
+                  "training.compile_scope: compile_scope is 9; use WHOLE_MODEL, TRANSFORMER_BLOCKS or MODEL_WITHOUT_LOSS");
+  EXPECT_CONTAINS(parse_error(replace(minimal_scenario(), "strategy: FSDP2", "compile_scope: MODEL_WITHOUT_LOSS")),
+                  "training.compile_scope: compile_scope MODEL_WITHOUT_LOSS says what torch.compile covers");
   EXPECT_EQ(
       parse_error(replace(minimal_scenario(), "strategy: FSDP2", "compiled: true compile_scope: TRANSFORMER_BLOCKS")),
       "");
@@ -217,7 +232,7 @@ TEST(ScenarioErrors, KernelValuesOutOfRangeNameTheField) {
                                 "attention: TRITON_FLASH_ATTENTION")),
             "");
   const std::string loss = parse_error(replace(minimal_scenario(), "strategy: FSDP2", "loss: 9"));
-  EXPECT_CONTAINS(loss, "training.loss: loss is 9; use FP32_LOGITS, FUSED, CHUNKED or SHIFTED_FP32_LOGITS");
+  EXPECT_CONTAINS(loss, "training.loss: loss is 9; use FP32_LOGITS, FUSED, CHUNKED, SHIFTED_FP32_LOGITS or LOG_SOFTMAX");
   const std::string name = parse_error(replace(minimal_scenario(), "strategy: FSDP2", "loss: FUSSED"));
   EXPECT_CONTAINS(name, "training.loss:");
   EXPECT_CONTAINS(name, "FUSSED");

@@ -95,6 +95,18 @@ TEST_F(ValidationSetTest, FirstPredictionNeedsAPositiveValueItsCommitAndADate) {
                   "runs[0].first_prediction.date: '29.11.2026' is not a date: write YYYY-MM-DD");
 }
 
+TEST_F(ValidationSetTest, AFirstMemoryPredictionNeedsAPublishedMemoryFigure) {
+  auto with = [](const std::string& published) {
+    return run_entry("a", "scenario: \"scenarios/s.textproto\"", "published { tokens_per_s_per_gpu: 1 " + published + " }",
+                     "  first_prediction { tokens_per_s_per_gpu: 2 commit: \"abc1234\" peak_memory_gib: 40 }\n");
+  };
+  EXPECT_EQ(error(with("peak_allocated_gib: 50")), "");
+  EXPECT_CONTAINS(error(with("")), "runs[0].first_prediction.peak_memory_gib: no published memory to compare it with");
+  EXPECT_CONTAINS(error(run_entry("a", "scenario: \"scenarios/s.textproto\"", "published { tokens_per_s_per_gpu: 1 }",
+                                  "  first_prediction { tokens_per_s_per_gpu: 2 commit: \"abc\" peak_memory_gib: 0 }\n")),
+                  "runs[0].first_prediction.peak_memory_gib: must be positive");
+}
+
 TEST_F(ValidationSetTest, IdWithSpaces) { EXPECT_CONTAINS(error(run_entry("a b")), "runs[0].id: 'a b' has characters"); }
 
 TEST_F(ValidationSetTest, MissingScenarioFile) {

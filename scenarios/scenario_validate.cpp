@@ -146,6 +146,42 @@ void check_metrics(const ModelOutputs& outputs, Checker& c) {
   }
 }
 
+// What the training loop does around the model: what it holds of the
+// outputs, whether it steps the optimizer, when it reduces, what it compiles.
+void check_loop(const Training& t, Checker& c) {
+  check_metrics(t.outputs(), c);
+  if (!steps_optimizer(t)) {
+    const bool sharded = t.strategy() == FSDP1 || t.strategy() == FSDP2 || t.strategy() == RAGGED ||
+                         t.strategy() == VESCALE_PAPER || t.strategy() == ZERO3 || t.strategy() == STRATEGY_UNSPECIFIED;
+    if (!sharded || t.mesh().pp() > 1) {
+      c.fail("training.optimizer_step", "a loop without optimizer steps is modelled for FSDP1, FSDP2, RAGGED and ZERO3 "
+                                        "without pipeline stages: remove it, or use one of those strategies");
+    }
+  }
+  if (t.accumulation_gradient_sync() != EVERY_MICRO_BATCH && t.accumulation_gradient_sync() != LAST_MICRO_BATCH) {
+    c.unknown_value("training.accumulation_gradient_sync", t.accumulation_gradient_sync(),
+                    "EVERY_MICRO_BATCH or LAST_MICRO_BATCH", "EVERY_MICRO_BATCH");
+  } else if (t.accumulation_gradient_sync() == LAST_MICRO_BATCH && t.strategy() != FSDP2 && t.strategy() != DDP) {
+    c.fail("training.accumulation_gradient_sync", "LAST_MICRO_BATCH is FSDP2's set_requires_gradient_sync(False) or "
+                                                  "DDP's no_sync() on the accumulation micro-batches: set strategy: "
+                                                  "FSDP2 or DDP, or remove it");
+  } else if (!steps_optimizer(t) && t.accumulation_gradient_sync() == LAST_MICRO_BATCH) {
+    c.fail("training.accumulation_gradient_sync", "without optimizer steps no gradient is ever reduced: remove it");
+  } else if (t.accumulation_gradient_sync() == LAST_MICRO_BATCH && t.mesh().pp() > 1) {
+    c.fail("training.accumulation_gradient_sync", "with pipeline stages the schedule decides when gradients are "
+                                                  "reduced (training.pipeline.gradient_sync): remove it");
+  }
+  if (t.compile_scope() != WHOLE_MODEL && t.compile_scope() != TRANSFORMER_BLOCKS &&
+      t.compile_scope() != MODEL_WITHOUT_LOSS) {
+    c.unknown_value("training.compile_scope", t.compile_scope(), "WHOLE_MODEL, TRANSFORMER_BLOCKS or MODEL_WITHOUT_LOSS",
+                    "WHOLE_MODEL");
+  } else if (t.compile_scope() != WHOLE_MODEL && !t.compiled()) {
+    c.fail("training.compile_scope", fmt::format("compile_scope {} says what torch.compile covers, but compiled is "
+                                                 "not true: set compiled: true, or remove compile_scope",
+                                                 CompileScope_Name(t.compile_scope())));
+  }
+}
+
 void check_kernels(const Training& t, const Gpu& gpu, Checker& c) {
   if (t.attention() != MATH && t.attention() != FLASH_ATTENTION_2 && t.attention() != FLASH_ATTENTION_3 &&
       t.attention() != TRITON_FLASH_ATTENTION && t.attention() != MEMORY_EFFICIENT) {
@@ -169,39 +205,8 @@ void check_kernels(const Training& t, const Gpu& gpu, Checker& c) {
     c.fail("training.outputs.logits", "the CHUNKED loss never makes the whole logits for the model to return: set "
                                       "outputs.logits false, or use another loss");
   }
-  check_metrics(t.outputs(), c);
-  if (!steps_optimizer(t)) {
-    const bool sharded = t.strategy() == FSDP1 || t.strategy() == FSDP2 || t.strategy() == RAGGED ||
-                         t.strategy() == VESCALE_PAPER || t.strategy() == ZERO3 || t.strategy() == STRATEGY_UNSPECIFIED;
-    if (!sharded || t.mesh().pp() > 1) {
-      c.fail("training.optimizer_step", "a loop without optimizer steps is modelled for FSDP1, FSDP2, RAGGED and ZERO3 "
-                                        "without pipeline stages: remove it, or use one of those strategies");
-    }
-  }
   if (t.norm() != EAGER_NORM && t.norm() != FUSED_NORM) {
     c.unknown_value("training.norm", t.norm(), "EAGER_NORM or FUSED_NORM", "EAGER_NORM");
-  }
-  if (t.accumulation_gradient_sync() != EVERY_MICRO_BATCH && t.accumulation_gradient_sync() != LAST_MICRO_BATCH) {
-    c.unknown_value("training.accumulation_gradient_sync", t.accumulation_gradient_sync(),
-                    "EVERY_MICRO_BATCH or LAST_MICRO_BATCH", "EVERY_MICRO_BATCH");
-  } else if (t.accumulation_gradient_sync() == LAST_MICRO_BATCH && t.strategy() != FSDP2 && t.strategy() != DDP) {
-    c.fail("training.accumulation_gradient_sync", "LAST_MICRO_BATCH is FSDP2's set_requires_gradient_sync(False) or "
-                                                  "DDP's no_sync() on the accumulation micro-batches: set strategy: "
-                                                  "FSDP2 or DDP, or remove it");
-  } else if (!steps_optimizer(t) && t.accumulation_gradient_sync() == LAST_MICRO_BATCH) {
-    c.fail("training.accumulation_gradient_sync", "without optimizer steps no gradient is ever reduced: remove it");
-  } else if (t.accumulation_gradient_sync() == LAST_MICRO_BATCH && t.mesh().pp() > 1) {
-    c.fail("training.accumulation_gradient_sync", "with pipeline stages the schedule decides when gradients are "
-                                                  "reduced (training.pipeline.gradient_sync): remove it");
-  }
-  if (t.compile_scope() != WHOLE_MODEL && t.compile_scope() != TRANSFORMER_BLOCKS &&
-      t.compile_scope() != MODEL_WITHOUT_LOSS) {
-    c.unknown_value("training.compile_scope", t.compile_scope(), "WHOLE_MODEL, TRANSFORMER_BLOCKS or MODEL_WITHOUT_LOSS",
-                    "WHOLE_MODEL");
-  } else if (t.compile_scope() != WHOLE_MODEL && !t.compiled()) {
-    c.fail("training.compile_scope", fmt::format("compile_scope {} says what torch.compile covers, but compiled is "
-                                                 "not true: set compiled: true, or remove compile_scope",
-                                                 CompileScope_Name(t.compile_scope())));
   }
   if (t.attention() != FLASH_ATTENTION_3 || gpu.preset().empty()) return;
   for (const GpuPreset& preset : gpu_presets()) {
@@ -554,6 +559,7 @@ std::vector<FieldIssue> validate_scenario(const Scenario& scenario) {
     check_training(scenario.training(), total_gpus(scenario), c);
   }
   check_kernels(scenario.training(), scenario.cluster().gpu(), c);
+  check_loop(scenario.training(), c);
   check_allocator(scenario.training(), scenario.cluster().gpu(), c);
   if (scenario.has_whatif() && scenario.cluster().gpus_per_node() >= 1 && scenario.cluster().nodes() >= 1) {
     check_whatif(scenario.whatif(), total_gpus(scenario), scenario.cluster().nodes(), c);

@@ -41,6 +41,7 @@ std::string regime_factor_name(RegimeFactor factor) {
     case RegimeFactor::kCommunication: return "exposed communication";
     case RegimeFactor::kSequence: return "sequence length";
     case RegimeFactor::kGeneration: return "GPU generation";
+    case RegimeFactor::kModel: return "model";
   }
   RAGGED_ASSERT(false, "every regime factor has a name");
 }
@@ -52,6 +53,7 @@ const std::string& Regime::value(RegimeFactor factor) const {
     case RegimeFactor::kCommunication: return communication;
     case RegimeFactor::kSequence: return sequence;
     case RegimeFactor::kGeneration: return generation;
+    case RegimeFactor::kModel: return model;
   }
   RAGGED_ASSERT(false, "every regime factor has a value");
 }
@@ -77,14 +79,15 @@ std::string sequence_class(int64_t tokens) {
 
 Regime regime_of(const ResidualRow& row) {
   return {gpu_generation(row.gpu), row.checkpointing, communication_class(row.exposed_comm_share),
-          sequence_class(row.sequence), row.strategy};
+          sequence_class(row.sequence), row.strategy, row.model};
 }
 
 Regime regime_of(const scenarios::Scenario& scenario, const traces::Summary& predicted) {
   const scenarios::Training& t = scenario.training();
   const double share = predicted.step_time_s() > 0 ? predicted.exposed_comm_s() / predicted.step_time_s() : 0.0;
   return {gpu_generation(scenario.cluster().gpu().preset()), scenarios::checkpointing_name(t.activation_checkpointing()),
-          communication_class(share), sequence_class(t.sequence_length()), scenarios::strategy_name(t.strategy())};
+          communication_class(share), sequence_class(t.sequence_length()), scenarios::strategy_name(t.strategy()),
+          std::string(predicted.mixture_of_experts() ? kMixtureOfExperts : kDense)};
 }
 
 namespace {

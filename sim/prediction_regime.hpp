@@ -1,7 +1,7 @@
 #pragma once
 // A prediction's band, read off the validation residuals (residual_table.hpp)
 // of the rows in the same regime: descriptive statistics of how far published
-// runs like it lay from their predictions, not a model. The regime is five
+// runs like it lay from their predictions, not a model. The regime is six
 // factors; when fewer than kMinRegimeRows rows match all of them, factors
 // are dropped in RegimeFactor order (the first the least telling) until
 // enough do, and the band says which were dropped. The interval is the
@@ -25,8 +25,10 @@ inline constexpr double kBandShare = 0.8;
 inline constexpr int kMinRegimeRows = 20;
 
 // In the order they are dropped when too few rows match.
-enum class RegimeFactor { kStrategy, kCheckpointing, kCommunication, kSequence, kGeneration };
-inline constexpr int kRegimeFactors = 5;
+// Whether the model is a mixture of experts is dropped last: its routing and
+// dispatch are what its rows' residuals are made of.
+enum class RegimeFactor { kStrategy, kCheckpointing, kCommunication, kSequence, kGeneration, kModel };
+inline constexpr int kRegimeFactors = 6;
 std::string regime_factor_name(RegimeFactor factor);  // "strategy", "GPU generation", ...
 
 struct Regime {
@@ -35,6 +37,7 @@ struct Regime {
   std::string communication;  // exposed communication: "hidden" (< 1% of the step), "partly exposed" (< 5%), "exposed"
   std::string sequence;       // "short" (<= 4,096 tokens), "medium" (< 16,384), "long"
   std::string strategy;       // fsdp1, fsdp2, ...
+  std::string model;          // kDense or kMixtureOfExperts; "" unknown
   const std::string& value(RegimeFactor factor) const;
 };
 
@@ -42,7 +45,7 @@ std::string gpu_generation(const std::string& preset);  // "" for a preset of no
 std::string communication_class(double exposed_comm_share);
 std::string sequence_class(int64_t tokens);
 Regime regime_of(const ResidualRow& row);
-// A simulated scenario's regime: its GPU, training settings and predicted exposed communication.
+// A simulated scenario's regime: its GPU, training settings, model kind and predicted exposed communication.
 Regime regime_of(const scenarios::Scenario& scenario, const traces::Summary& predicted);
 
 enum class BandMetric { kThroughput, kPeakMemory };

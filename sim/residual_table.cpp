@@ -85,6 +85,10 @@ ResidualRow parse_row(const Cursor& at, const std::vector<std::string_view>& cel
   for (const auto& [column, error] : {std::pair{c[8], row.throughput_error}, std::pair{c[9], row.memory_error}}) {
     if (error && *error <= -1) at.fail(column, "an error predicted / published - 1 is above -1");
   }
+  row.model = at.text(c[10], cells[10]);
+  if (row.model != kDense && row.model != kMixtureOfExperts) {
+    at.fail(c[10], fmt::format("'{}' is not '{}' or '{}'", shortened(row.model), kDense, kMixtureOfExperts));
+  }
   return row;
 }
 
@@ -135,9 +139,9 @@ std::string format_residual_table(const std::vector<std::string>& comments, cons
   for (const std::string& comment : comments) out += "# " + comment + "\n";
   out += fmt::format("{}\n", fmt::join(kResidualColumns, "\t"));
   for (const ResidualRow& r : rows) {
-    out += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\t{}\t{:.6f}\t{}\t{}\n", r.id, r.stack, r.gpu, r.gpus, r.strategy,
+    out += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\t{}\t{:.6f}\t{}\t{}\t{}\n", r.id, r.stack, r.gpu, r.gpus, r.strategy,
                        r.checkpointing, r.sequence, r.exposed_comm_share, cell(r.throughput_error),
-                       cell(r.memory_error));
+                       cell(r.memory_error), r.model);
   }
   return out;
 }

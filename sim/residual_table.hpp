@@ -31,11 +31,15 @@ struct ResidualRow {
   double exposed_comm_share = 0;  // predicted exposed communication / predicted step
   std::optional<double> throughput_error;  // absent: throughput not compared
   std::optional<double> memory_error;      // absent: no published memory
+  std::string model;                       // kDense or kMixtureOfExperts
 };
 
-inline constexpr std::array<std::string_view, 10> kResidualColumns = {
+inline constexpr std::string_view kDense = "dense";
+inline constexpr std::string_view kMixtureOfExperts = "mixture of experts";
+
+inline constexpr std::array<std::string_view, 11> kResidualColumns = {
     "id", "stack", "gpu", "gpus", "strategy", "checkpointing", "sequence", "exposed_comm_share", "throughput_error",
-    "memory_error"};
+    "memory_error", "model"};
 
 struct ResidualTable {
   std::string origin;                 // the file as errors name it

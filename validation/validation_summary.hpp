@@ -53,6 +53,7 @@ struct RowResult {
   std::string failure;  // why the simulation failed (kFailed)
   // What the scenario describes (empty for excluded rows).
   std::string model;
+  bool mixture_of_experts = false;  // the model routes its MLPs to experts
   int64_t gpus = 0;
   std::string gpu;  // the scenario's GPU preset ("a100-80g", "h100", ...)
   double gpu_memory_gib = 0;  // its capacity as the scenario gives it

@@ -31,6 +31,7 @@ ResidualRow row(const std::string& id, const std::string& gpu, const std::string
   r.sequence = sequence;
   r.exposed_comm_share = share;
   r.throughput_error = error;
+  r.model = std::string(kDense);
   return r;
 }
 
@@ -45,11 +46,11 @@ std::vector<ResidualRow> two_regimes() {
 
 TEST(PredictionBand, ComesFromExactlyTheRowsOfTheRegime) {
   const std::vector<ResidualRow> rows = two_regimes();
-  const Regime regime{"hopper", "full", "hidden", "long", "fsdp1"};
+  const Regime regime{"hopper", "full", "hidden", "long", "fsdp1", "dense"};
   const ErrorBand band = error_band(rows, regime, BandMetric::kThroughput);
   ASSERT_EQ(band.rows, 25);
   EXPECT_TRUE(band.dropped.empty());
-  EXPECT_EQ(band.matched.size(), 5u);
+  EXPECT_EQ(band.matched.size(), 6u);
   for (const std::string& id : band.ids) EXPECT_EQ(id.front(), 'h') << id;
   // ceil(0.8 x 26) = 21 of 25 rows: 2 cut from each end, -10%..+10%.
   EXPECT_EQ(band.held, 21);
@@ -64,7 +65,7 @@ TEST(PredictionBand, DropsFactorsInOrderWhenTooFewRowsMatchAndSaysWhich) {
   const std::vector<ResidualRow> rows = two_regimes();
   // fsdp2 and selective match nothing: strategy, then checkpointing go; the
   // 25 hopper/long/hidden rows remain.
-  const Regime regime{"hopper", "selective", "hidden", "long", "fsdp2"};
+  const Regime regime{"hopper", "selective", "hidden", "long", "fsdp2", "dense"};
   const ErrorBand band = error_band(rows, regime, BandMetric::kThroughput);
   EXPECT_EQ(band.rows, 25);
   ASSERT_EQ(band.dropped.size(), 2u);
@@ -73,16 +74,39 @@ TEST(PredictionBand, DropsFactorsInOrderWhenTooFewRowsMatchAndSaysWhich) {
   EXPECT_NE(regime_sentence(regime, band).find("not matched"), std::string::npos);
   EXPECT_NE(band_sentence(band).find("21 of 25 comparable validation rows"), std::string::npos) << band_sentence(band);
   // An unknown generation (a GPU given by its numbers) is never matched.
-  const ErrorBand unknown = error_band(rows, {"", "full", "hidden", "long", "fsdp1"}, BandMetric::kThroughput);
+  const ErrorBand unknown = error_band(rows, {"", "full", "hidden", "long", "fsdp1", "dense"}, BandMetric::kThroughput);
   EXPECT_EQ(unknown.rows, 25);
   EXPECT_EQ(unknown.dropped.front(), RegimeFactor::kGeneration);
+}
+
+// Whether the model is a mixture of experts is the last factor dropped: a
+// dense scenario's band leaves out the experts' rows while 20 dense ones
+// remain, however well those share its other factors.
+TEST(PredictionBand, ADenseScenarioReadsDenseRowsBeforeAnythingElse) {
+  std::vector<ResidualRow> rows = two_regimes();
+  for (int i = 0; i < 5; ++i) {
+    ResidualRow moe = row("m" + std::to_string(i), "h100", "fsdp1", "full", 32768, 0.002, 1.5);
+    moe.model = std::string(kMixtureOfExperts);
+    rows.push_back(moe);
+  }
+  const ErrorBand dense = error_band(rows, {"hopper", "full", "hidden", "long", "fsdp1", "dense"}, BandMetric::kThroughput);
+  EXPECT_EQ(dense.rows, 25);
+  for (const std::string& id : dense.ids) EXPECT_NE(id.front(), 'm') << id;
+  // Five expert rows are too few: every other factor goes first, then the model.
+  const ErrorBand moe =
+      error_band(rows, {"hopper", "full", "hidden", "long", "fsdp1", std::string(kMixtureOfExperts)}, BandMetric::kThroughput);
+  EXPECT_EQ(moe.rows, 60);
+  EXPECT_EQ(moe.dropped.back(), RegimeFactor::kModel);
+  traces::Summary predicted;
+  predicted.set_mixture_of_experts(true);
+  EXPECT_EQ(regime_of(scenarios::Scenario{}, predicted).model, kMixtureOfExperts);
 }
 
 TEST(PredictionBand, MemoryBandReadsOnlyRowsThatPublishMemory) {
   std::vector<ResidualRow> rows = two_regimes();
   rows[0].memory_error = 0.05;
   rows[30].memory_error = -0.02;
-  const ErrorBand band = error_band(rows, {"hopper", "full", "hidden", "long", "fsdp1"}, BandMetric::kPeakMemory);
+  const ErrorBand band = error_band(rows, {"hopper", "full", "hidden", "long", "fsdp1", "dense"}, BandMetric::kPeakMemory);
   EXPECT_EQ(band.rows, 2);
   EXPECT_TRUE(band.matched.empty());  // two rows: every factor dropped
   EXPECT_EQ(band.held, 2);

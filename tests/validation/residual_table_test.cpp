@@ -62,6 +62,7 @@ TEST(ResidualTable, FormatReadsBack) {
   r.sequence = 8192;
   r.exposed_comm_share = 0.125;
   r.throughput_error = -0.0625;
+  r.model = std::string(sim::kMixtureOfExperts);
   const std::string text = sim::format_residual_table({"made by a test"}, {r});
   const sim::ResidualTable back = sim::parse_residual_table(text, "t.tsv");
   ASSERT_EQ(back.rows.size(), 1u);
@@ -70,6 +71,7 @@ TEST(ResidualTable, FormatReadsBack) {
   EXPECT_EQ(back.rows[0].sequence, 8192);
   EXPECT_DOUBLE_EQ(*back.rows[0].throughput_error, -0.0625);
   EXPECT_FALSE(back.rows[0].memory_error.has_value());
+  EXPECT_EQ(back.rows[0].model, sim::kMixtureOfExperts);
 }
 
 void expect_error(const std::string& text, const std::string& needle) {
@@ -84,14 +86,17 @@ void expect_error(const std::string& text, const std::string& needle) {
 }
 
 TEST(ResidualTable, MalformedFilesNameTheLineTheColumnAndTheFix) {
-  const std::string header = "id\tstack\tgpu\tgpus\tstrategy\tcheckpointing\tsequence\texposed_comm_share\tthroughput_error\tmemory_error\n";
-  const std::string good = "a\ts\th100\t8\tfsdp1\tnone\t2048\t0.01\t0.02\t-\n";
+  const std::string header =
+      "id\tstack\tgpu\tgpus\tstrategy\tcheckpointing\tsequence\texposed_comm_share\tthroughput_error\tmemory_error\tmodel\n";
+  const std::string good = "a\ts\th100\t8\tfsdp1\tnone\t2048\t0.01\t0.02\t-\tdense\n";
   expect_error("# only a comment\n", "no header");
   expect_error("id\tgpu\n", "r.tsv:1: column 'gpu'");
   expect_error(header + "a\ts\th100\t8\tfsdp1\tnone\t2048\t0.01\n", "r.tsv:2: column 'throughput_error'");
-  expect_error(header + "a\ts\th100\t8\tfsdp1\tnone\t2048\tlots\t0.02\t-\n", "column 'exposed_comm_share': 'lots' is not a number");
-  expect_error(header + "a\ts\th100\t8\tfsdp1\tsome\t2048\t0.01\t0.02\t-\n", "column 'checkpointing'");
-  expect_error(header + "a\ts\th100\t0\tfsdp1\tnone\t2048\t0.01\t0.02\t-\n", "column 'gpus'");
+  expect_error(header + "a\ts\th100\t8\tfsdp1\tnone\t2048\tlots\t0.02\t-\tdense\n", "column 'exposed_comm_share': 'lots' is not a number");
+  expect_error(header + "a\ts\th100\t8\tfsdp1\tsome\t2048\t0.01\t0.02\t-\tdense\n", "column 'checkpointing'");
+  expect_error(header + "a\ts\th100\t0\tfsdp1\tnone\t2048\t0.01\t0.02\t-\tdense\n", "column 'gpus'");
+  expect_error(header + "a\ts\th100\t8\tfsdp1\tnone\t2048\t0.01\t0.02\t-\tmoe\n",
+               "column 'model': 'moe' is not 'dense' or 'mixture of experts'");
   expect_error(header + good + good, "r.tsv:3: column 'id': 'a' is listed twice");
 }
 

@@ -87,7 +87,7 @@ Regime regime_of(const scenarios::Scenario& scenario, const traces::Summary& pre
   const double share = predicted.step_time_s() > 0 ? predicted.exposed_comm_s() / predicted.step_time_s() : 0.0;
   return {gpu_generation(scenario.cluster().gpu().preset()), scenarios::checkpointing_name(t.activation_checkpointing()),
           communication_class(share), sequence_class(t.sequence_length()), scenarios::strategy_name(t.strategy()),
-          std::string(predicted.mixture_of_experts() ? kMixtureOfExperts : kDense)};
+          std::string(model_kind(predicted.mixture_of_experts()))};
 }
 
 namespace {

@@ -36,6 +36,8 @@ struct ResidualRow {
 
 inline constexpr std::string_view kDense = "dense";
 inline constexpr std::string_view kMixtureOfExperts = "mixture of experts";
+// The `model` column's value for a model that does or does not route to experts.
+inline std::string_view model_kind(bool mixture_of_experts) { return mixture_of_experts ? kMixtureOfExperts : kDense; }
 
 inline constexpr std::array<std::string_view, 11> kResidualColumns = {
     "id", "stack", "gpu", "gpus", "strategy", "checkpointing", "sequence", "exposed_comm_share", "throughput_error",

@@ -102,7 +102,7 @@ traces::Trace build_trace(const TraceInputs& in) {
   summary.alloc_retries = in.run->allocator_flushes;
   summary.alloc_retry_s = in.run->allocator_flush_seconds;
   *trace.mutable_summary() = traces::make_summary(summary);
-  if (in.resolved != nullptr) trace.mutable_summary()->set_mixture_of_experts(in.resolved->model.arch.experts > 1);
+  if (in.resolved != nullptr) trace.mutable_summary()->set_mixture_of_experts(in.resolved->model.arch.is_moe());
   for (size_t s = 0; s < in.stage_programs.size(); ++s) {
     const RankRun& run = in.run->ranks[s];
     traces::StageFigures* stage = trace.mutable_summary()->add_stages();

@@ -36,7 +36,7 @@ std::vector<sim::ResidualRow> residual_rows(const std::vector<RowResult>& rows) 
     r.gpu = row.gpu;
     r.gpus = row.gpus;
     r.strategy = row.strategy;
-    r.model = row.mixture_of_experts ? sim::kMixtureOfExperts : sim::kDense;
+    r.model = sim::model_kind(row.mixture_of_experts);
     r.checkpointing = row.checkpointing;
     r.sequence = row.sequence;
     r.exposed_comm_share = p.step_time_s > 0 ? std::clamp(p.exposed_comm_s / p.step_time_s, 0.0, 1.0) : 0.0;

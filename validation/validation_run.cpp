@@ -80,7 +80,7 @@ std::vector<RowResult> run_validation(const ValidationSet& set, const RunOptions
     if (resolved[k]) {
       const scenarios::Scenario& scenario = resolved[k]->scenario();
       row.model = resolved[k]->model.name;
-      row.mixture_of_experts = resolved[k]->model.arch.experts > 1;
+      row.mixture_of_experts = resolved[k]->model.arch.is_moe();
       row.gpus = scenarios::total_gpus(scenario);
       row.gpu = scenario.cluster().gpu().preset();
       row.gpu_memory_gib = scenario.cluster().gpu().hbm_capacity_gib();

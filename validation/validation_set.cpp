@@ -133,8 +133,7 @@ class RunChecker {
     if (!(f.peak_memory_gib() > 0)) {
       fail("first_prediction.peak_memory_gib", fmt::format("must be positive (got {})", f.peak_memory_gib()));
     }
-    const Published& p = run_.published();
-    if (!p.has_peak_memory_gib() && !p.has_peak_allocated_gib()) {
+    if (!published_memory(run_.published())) {
       fail("first_prediction.peak_memory_gib",
            "no published memory to compare it with: add published.peak_memory_gib or peak_allocated_gib, or drop it");
     }

@@ -155,6 +155,11 @@ void check_plan_for_run(const planner::ResolvedScenario& resolved, const planner
                                  "runs each tp collective whole: set TP_OVERLAP_NONE",
                                  scenarios::TpOverlap_Name(training.mesh().tp_overlap())));
   }
+  // The executors' routers are what they are; an uneven load is the simulator's what-if.
+  if (training.experts().busiest_load() != 1.0 || training.experts().kernel() == scenarios::PADDED) {
+    throw InputError("training.experts: an uneven router load and the PADDED expert kernel are simulated only (`ragged "
+                     "simulate`); `ragged run` routes its own tokens: remove the experts block");
+  }
   // The executors run TorchTitan's op list under selective checkpointing.
   if (training.activation_checkpointing() == scenarios::SAVED_NAMES) {
     throw InputError("training.activation_checkpointing: SAVED_NAMES (a JAX remat policy) is modelled by ragged "

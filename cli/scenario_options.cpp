@@ -113,6 +113,11 @@ void ScenarioOptions::add_source_to(CLI::App* command) {
                       "Loss kernel (training.loss): fp32-logits (TorchTitan), fused (flash-attn's, llm-foundry), "
                       "chunked (Liger's fused linear cross-entropy), shifted-fp32-logits (Hugging Face's causal-LM "
                       "loss) or log-softmax (torch's F.cross_entropy over the compute-dtype logits, eager)");
+  command
+      ->add_option("--expert-load", expert_load,
+                   "Mixture-of-experts models: the busiest routed expert's tokens over the mean expert's "
+                   "(training.experts.busiest_load): 1 is a balanced router, experts / top-k a collapsed one")
+      ->transform(number_between(1, static_cast<double>(limits::kMaxExperts)));
   command->add_flag("--expandable-segments", expandable_segments,
                     "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (training.allocator.expandable_segments)");
   command->add_option("--set", sets,
@@ -273,6 +278,10 @@ scenarios::LoadedScenario ScenarioOptions::load() const {
     set_batch_shape(loaded, sequence_length, micro_batch, checkpointing);
   }
   if (!attention.empty() || !loss.empty() || expandable_segments) set_kernels(loaded, attention, loss, expandable_segments);
+  if (expert_load > 0) {
+    loaded.written.mutable_training()->mutable_experts()->set_busiest_load(expert_load);
+    loaded = scenarios::rebuild(std::move(loaded));
+  }
   if (layers > 0) {
     loaded.written.mutable_model()->set_layers(static_cast<int32_t>(layers));
     loaded = scenarios::rebuild(std::move(loaded));

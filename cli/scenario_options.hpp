@@ -45,6 +45,7 @@ struct ScenarioOptions {
   std::string attention;    // --attention: math | flash2 | flash3 | triton (training.attention)
   std::string loss;         // --loss: fp32-logits | fused | chunked (training.loss)
   bool expandable_segments = false;  // --expandable-segments (training.allocator.expandable_segments)
+  double expert_load = 0;   // --expert-load: training.experts.busiest_load; 0 keeps the scenario's
   std::string slow_gpus;    // --slow-gpus N:F (whatif.slow_gpus: count, fraction)
   std::string slow_links;   // --slow-links N:F (whatif.slow_links: count, fraction)
   ClusterOptions cluster;   // --gpu, --gpus-per-node, --nics-per-node, --nic-gbps
@@ -53,7 +54,7 @@ struct ScenarioOptions {
   void add_to(CLI::App* command, bool allow_all_strategies);
   // Only where the scenario comes from and what changes its model, cluster
   // and kernels (the scenario, --model, the cluster options, --layers,
-  // --attention, --loss, --expandable-segments): for commands that choose
+  // --attention, --loss, --expandable-segments, --expert-load): for commands that choose
   // GPU counts, groups and strategies themselves (tune).
   void add_source_to(CLI::App* command);
   // Also offer --optimizer.

@@ -81,6 +81,9 @@ struct RoutedExperts {
   int64_t local = 0;
   UnitWriter* out = nullptr;  // nullptr: the block's own unit
   PartActivations activations;
+  // The busiest rank's routed work over a balanced rank's (routed_work_factor):
+  // scales the experts' GEMM rows, element-wise traffic and saved bytes.
+  double work = 1.0;
 };
 
 PartActivations add_moe_mlp(const ArchConfig& arch, UnitWriter& out, RoutedExperts& routed);

@@ -35,7 +35,7 @@ ExpertNames expert_names(const ArchConfig& arch) {
 // The first `local` experts (rank 0 of the expert-parallel group; every
 // rank holds as many), each seeing top_k / local of the tokens the group
 // dispatches to it.
-void add_per_expert(const ArchConfig& arch, const ExpertNames& names, int64_t local, UnitWriter& out) {
+void add_per_expert(const ArchConfig& arch, const ExpertNames& names, int64_t local, double work, UnitWriter& out) {
   const int64_t h = arch.hidden;
   const int64_t f = arch.moe_intermediate;
   const std::string experts = names.block + "experts.";
@@ -47,7 +47,7 @@ void add_per_expert(const ArchConfig& arch, const ExpertNames& names, int64_t lo
       if (arch.expert_bias) out.add_tensor(base + proj.name + ".bias", {rows}, TensorRole::kExpert);
     }
   }
-  const double share = static_cast<double>(arch.experts_per_token) / static_cast<double>(local);
+  const double share = work * static_cast<double>(arch.experts_per_token) / static_cast<double>(local);
   // GEMMs in execution order: the projections to the expert width, then back to hidden.
   for (bool to_hidden : {false, true}) {
     for (const ExpertProjection& proj : names.projections) {
@@ -58,7 +58,7 @@ void add_per_expert(const ArchConfig& arch, const ExpertNames& names, int64_t lo
 }
 
 // GPT-OSS: one tensor per projection holding every expert, gate and up interleaved.
-void add_fused_experts(const ArchConfig& arch, int64_t local, UnitWriter& out) {
+void add_fused_experts(const ArchConfig& arch, int64_t local, double work, UnitWriter& out) {
   const int64_t h = arch.hidden;
   const int64_t f = arch.moe_intermediate;
   const int64_t n_experts = local;
@@ -66,7 +66,7 @@ void add_fused_experts(const ArchConfig& arch, int64_t local, UnitWriter& out) {
   if (arch.expert_bias) out.add_tensor("mlp.experts.gate_up_proj_bias", {n_experts, 2 * f}, TensorRole::kExpert);
   out.add_tensor("mlp.experts.down_proj", {n_experts, f, h}, TensorRole::kExpert);
   if (arch.expert_bias) out.add_tensor("mlp.experts.down_proj_bias", {n_experts, h}, TensorRole::kExpert);
-  const double share = static_cast<double>(arch.experts_per_token) / static_cast<double>(n_experts);
+  const double share = work * static_cast<double>(arch.experts_per_token) / static_cast<double>(n_experts);
   out.add_expert_gemm("mlp.experts.gate_up_proj", 2 * f, h, share, n_experts);
   out.add_expert_gemm("mlp.experts.down_proj", h, f, share, n_experts);
 }
@@ -125,15 +125,17 @@ PartActivations add_moe_mlp(const ArchConfig& arch, UnitWriter& out, RoutedExper
   UnitWriter& experts_out = routed.out != nullptr ? *routed.out : out;
   add_router(arch, names.block, out);
   if (arch.expert_storage == ExpertStorage::kFused) {
-    add_fused_experts(arch, routed.local, experts_out);
+    add_fused_experts(arch, routed.local, routed.work, experts_out);
   } else {
-    add_per_expert(arch, names, routed.local, experts_out);
+    add_per_expert(arch, names, routed.local, routed.work, experts_out);
   }
   if (arch.shared_experts > 0) add_shared_experts(arch, names.block, out);
 
   const double h = static_cast<double>(arch.hidden);
   const double f = static_cast<double>(arch.moe_intermediate);
-  const double top_k = static_cast<double>(arch.experts_per_token);
+  // The routed copies a token stands for on this rank (top_k, times the
+  // busiest rank's work under an uneven router).
+  const double top_k = routed.work * static_cast<double>(arch.experts_per_token);
   const double shared = static_cast<double>(arch.shared_experts);
   const double active = top_k + shared;  // experts each token runs
   // Tokens are permuted into expert order and back (read + write, top_k copies each way).

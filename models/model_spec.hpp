@@ -69,6 +69,9 @@ enum class LossKernel {
 // The RMSNorms when not compiled: PyTorch's eager ops (planner/eager_kernels.hpp)
 // or one fused kernel each way (Transformer Engine's RMSNorm).
 enum class NormKernel { kEager, kFused };
+// How the routed experts a rank holds run (scenario training.experts.kernel):
+// each over its own tokens, or every one padded to the busiest one's count.
+enum class ExpertKernel { kGrouped, kPadded };
 
 // The tensors of a dense transformer block a named checkpointing policy can
 // keep (scenario training.saved_activations; docs/MODELS.md, "Named
@@ -105,6 +108,10 @@ struct KernelChoices {
   std::optional<SavedNames> saved_names = std::nullopt;
   // The loss runs inside torch.compile (training.compile_scope WHOLE_MODEL).
   bool compiled_loss = false;
+  // The busiest routed expert's tokens over the mean expert's (1: a balanced
+  // router) and the kernel the experts run in (docs/MESH.md, "Expert load").
+  double expert_load = 1.0;
+  ExpertKernel expert_kernel = ExpertKernel::kGrouped;
   bool operator==(const KernelChoices&) const = default;
 };
 std::string_view attention_kernel_name(AttentionKernel kernel);
@@ -266,6 +273,20 @@ struct ModelSplit {
   bool trivial() const { return tp == 1 && ep == 1; }
   bool operator==(const ModelSplit&) const = default;
 };
+
+// Under an uneven router (KernelChoices::expert_load = the busiest expert's
+// tokens over the mean, at most experts / top_k), what the rank holding the
+// busiest expert receives over a balanced rank's share: its own expert at
+// the load, its other `local` - 1 at the mean of what the busiest leaves to
+// the other experts. 1 when the rank holds every expert (the tokens are the
+// same, only their split moves), the load itself with one expert a rank.
+double busiest_rank_tokens(const ArchConfig& arch, int64_t local, double load);
+// The routed-expert work of that rank over a balanced rank's: its tokens
+// (kGrouped), or every local expert at the busiest one's count (kPadded).
+double routed_work_factor(const ArchConfig& arch, int64_t local, const KernelChoices& kernels);
+// The highest busiest-expert load a router can give: every token on the same
+// top_k experts (experts / top_k); 1 for a dense model.
+double max_expert_load(const ArchConfig& arch);
 
 struct UnitSpec {
   std::string name;  // "embed", "layers.0", ..., "head"

@@ -190,8 +190,11 @@ std::vector<MeshCollective> mesh_collectives(const models::UnitSpec& unit, const
   if (mesh.ep > 1 && unit.kind == models::UnitKind::kExperts) {
     // An all-to-all's bytes are the whole group's (each rank sends its
     // tokens' copies, top-k each or one per rank with DeepEP, spread over
-    // the ep ranks).
-    const double copies = expert_dispatch_copies(model.arch.experts, model.arch.experts_per_token, mesh);
+    // the ep ranks). Under an uneven router the rank holding the busiest
+    // expert receives more than its share and every rank waits for it: the
+    // group is charged as if each rank received what that one does.
+    const double busiest = models::busiest_rank_tokens(model.arch, model.arch.experts / mesh.ep, model.kernels.expert_load);
+    const double copies = busiest * expert_dispatch_copies(model.arch.experts, model.arch.experts_per_token, mesh);
     const int64_t routed = std::llround(static_cast<double>(mesh.ep * tokens * model.arch.hidden * element_bytes) * copies);
     add(out, OpKind::kAllToAll, Group::kExpert, routed, false, backward ? "ep combine (bwd)" : "ep dispatch");
     add(out, OpKind::kAllToAll, Group::kExpert, routed, true, backward ? "ep dispatch (bwd)" : "ep combine");

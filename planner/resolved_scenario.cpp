@@ -161,6 +161,9 @@ models::KernelChoices kernel_choices(const scenarios::Training& training) {
   }
   kernels.dense_attention_mask = training.attention_mask() == scenarios::DENSE;
   kernels.norm = training.norm() == scenarios::FUSED_NORM ? models::NormKernel::kFused : models::NormKernel::kEager;
+  kernels.expert_load = training.experts().busiest_load();
+  kernels.expert_kernel =
+      training.experts().kernel() == scenarios::PADDED ? models::ExpertKernel::kPadded : models::ExpertKernel::kGrouped;
   kernels.saved_names = saved_names(training);
   // A vocabulary-parallel loss runs through DTensor's loss_parallel handlers
   // (torch/distributed/tensor/parallel/loss.py, _log_softmax: the fp32
@@ -194,11 +197,33 @@ void check_pipeline_supported(const scenarios::Scenario& scenario, const models:
                        {p.layers_per_stage().begin(), p.layers_per_stage().end()}, training.sequence_length());
 }
 
+// training.experts against the model: only a mixture of experts has a
+// router, and no router puts more than every token on one expert.
+void check_experts(const scenarios::LoadedScenario& loaded, const models::ModelSpec& model) {
+  const scenarios::Experts& written = loaded.written.training().experts();
+  if (!model.arch.is_moe()) {
+    if (written.has_busiest_load() || written.kernel() != scenarios::EXPERT_KERNEL_UNSPECIFIED) {
+      throw FieldError("training.experts", fmt::format("model {} has no routed experts, so there is no router to "
+                                                       "balance: remove the experts block", model.name));
+    }
+    return;
+  }
+  const double ceiling = models::max_expert_load(model.arch);
+  if (loaded.scenario.training().experts().busiest_load() > ceiling + 1e-9) {
+    throw FieldError("training.experts.busiest_load",
+                     fmt::format("busiest_load {:g} is more than a router can give model {}: {} experts, {} a token, "
+                                 "so every token on the same experts is a load of {:g}; give 1 (balanced) to {:g}",
+                                 loaded.scenario.training().experts().busiest_load(), model.name, model.arch.experts,
+                                 model.arch.experts_per_token, ceiling, ceiling));
+  }
+}
+
 }  // namespace
 
 ResolvedScenario resolve_scenario(scenarios::LoadedScenario loaded) {
   try {
     models::ModelSpec model = resolve_model(loaded.scenario.model(), loaded.base_dir);
+    check_experts(loaded, model);
     // The training stack's kernels change what units keep and compute.
     const models::KernelChoices kernels = kernel_choices(loaded.scenario.training());
     if (!(kernels == model.kernels)) model = models::build_model(model.arch, kernels);

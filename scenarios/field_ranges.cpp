@@ -87,6 +87,7 @@ const std::vector<FieldRange> kRanges = {
     closed("Training.gradient_accumulation_steps", 1, lim::kMaxAccumulation, "micro-steps per step"),
     closed("Training.prefetch_depth", 0, lim::kMaxPrefetch, "units gathered ahead; 0 disables prefetching"),
     closed("Training.checkpoint_every", 1, lim::kMaxLayers, "blocks per checkpointed block"),
+    closed("Experts.busiest_load", 1, lim::kMaxExperts, "the busiest expert's tokens over the mean expert's; 1 is balanced"),
     positive("DataParallel.bucket_cap_mb", lim::kMaxHbmGib * 1024, "MiB of gradients a DDP bucket holds"),
     closed("MegatronDataParallel.bucket_size", 1, lim::kMaxParams, "parameters a Megatron DDP gradient bucket holds"),
     closed("ModelOutputs.metric_cross_entropies", 0, lim::kMaxMetricCrossEntropies,

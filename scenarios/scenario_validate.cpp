@@ -208,6 +208,10 @@ void check_kernels(const Training& t, const Gpu& gpu, Checker& c) {
   if (t.norm() != EAGER_NORM && t.norm() != FUSED_NORM) {
     c.unknown_value("training.norm", t.norm(), "EAGER_NORM or FUSED_NORM", "EAGER_NORM");
   }
+  // The busiest load's ceiling (experts / top_k) needs the model: planner/resolved_scenario.cpp.
+  if (t.experts().kernel() != GROUPED && t.experts().kernel() != PADDED) {
+    c.unknown_value("training.experts.kernel", t.experts().kernel(), "GROUPED or PADDED", "GROUPED");
+  }
   if (t.attention() != FLASH_ATTENTION_3 || gpu.preset().empty()) return;
   for (const GpuPreset& preset : gpu_presets()) {
     if (preset.name != gpu.preset() || preset.hopper) continue;

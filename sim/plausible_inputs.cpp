@@ -132,14 +132,36 @@ void add_software(const scenarios::LoadedScenario& loaded, std::vector<Plausible
                   set_one(fmt::format("{:.2f} GiB", outside + 1), field, number(outside + 1))}});
 }
 
+// A mixture of experts' router, from balanced to collapsed (every token on
+// the same top_k experts): a state of the training run, not of its
+// configuration (an untrained router can collapse; KempnerForge's MoE report
+// logs a near-zero smallest/largest expert count over its first steps), so it
+// moves the prediction without widening its band.
+void add_expert_load(const planner::ResolvedScenario& resolved, std::vector<PlausibleInput>& out) {
+  const models::ArchConfig& arch = resolved.model.arch;
+  if (!arch.is_moe()) return;
+  const scenarios::Training& t = resolved.loaded.scenario.training();
+  const double collapsed = models::max_expert_load(arch);
+  if (collapsed <= 1.0) return;
+  const std::string field = "training.experts.busiest_load";
+  out.push_back({"expert load (busiest / mean)", field, number(t.experts().busiest_load()),
+                 !resolved.loaded.written.training().experts().has_busiest_load(), false, true,
+                 {set_one("1 (balanced)", field, "1"),
+                  set_one(fmt::format("{} (collapsed: {} experts / top {})", number(collapsed), arch.experts,
+                                      arch.experts_per_token),
+                          field, number(collapsed))}});
+}
+
 }  // namespace
 
-std::vector<PlausibleInput> plausible_inputs(const scenarios::LoadedScenario& loaded) {
+std::vector<PlausibleInput> plausible_inputs(const planner::ResolvedScenario& resolved) {
+  const scenarios::LoadedScenario& loaded = resolved.loaded;
   std::vector<PlausibleInput> out;
   add_network(loaded, out);
   add_power(loaded, out);
   add_memory_variant(loaded, out);
   add_software(loaded, out);
+  add_expert_load(resolved, out);
   return out;
 }
 

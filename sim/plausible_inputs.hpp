@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "scenarios/scenario_loader.hpp"
+#include "planner/resolved_scenario.hpp"
 #include "scenarios/scenario_override.hpp"
 
 namespace ragged::sim {
@@ -34,8 +34,9 @@ struct PlausibleInput {
   bool widens_band() const { return hardware && left_to_default; }
 };
 
-// The inputs that apply to `loaded` (NICs only across nodes, GPU inputs only
-// on a GPU preset, FlashAttention-3 only on Hopper), in a fixed order.
-std::vector<PlausibleInput> plausible_inputs(const scenarios::LoadedScenario& loaded);
+// The inputs that apply to `resolved` (NICs only across nodes, GPU inputs
+// only on a GPU preset, FlashAttention-3 only on Hopper, the router's load
+// only for a mixture of experts), in a fixed order.
+std::vector<PlausibleInput> plausible_inputs(const planner::ResolvedScenario& resolved);
 
 }  // namespace ragged::sim

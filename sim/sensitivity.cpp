@@ -63,7 +63,7 @@ std::vector<InputSensitivity> sensitivity(const planner::ResolvedScenario& base,
                                           const VariantSimulator& simulate,
                                           const std::function<void(size_t, size_t)>& progress) {
   std::vector<InputSensitivity> out;
-  for (PlausibleInput& input : plausible_inputs(base.loaded)) {
+  for (PlausibleInput& input : plausible_inputs(base)) {
     if (!wanted || wanted(input)) out.push_back({std::move(input), {}});
   }
   size_t total = 0, done = 0;

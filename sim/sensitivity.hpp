@@ -51,7 +51,7 @@ struct BasePrediction {
 // How one value is predicted; empty: simulate_summary_in_child. Tests count calls.
 using VariantSimulator = std::function<InputOutcome(const planner::ResolvedScenario&)>;
 
-// Every input of plausible_inputs(base.loaded) for which `wanted` is true
+// Every input of plausible_inputs(base) for which `wanted` is true
 // (all when empty), each value simulated; sorted by effect, largest first
 // (ties keep plausible_inputs' order). `progress(done, total)` after each.
 std::vector<InputSensitivity> sensitivity(const planner::ResolvedScenario& base, const BasePrediction& predicted,

@@ -228,6 +228,27 @@ TEST(CliSimulate, BadInput) {
   EXPECT_EQ(run_cli({"simulate", "--calibration", "/nonexistent/cal.json"}).code, 2);
   EXPECT_EQ(run_cli({"simulate", "--attention", "flash4"}).code, 2);
   EXPECT_EQ(run_cli({"simulate", "--loss", "fp16"}).code, 2);
+  EXPECT_EQ(run_cli({"simulate", "--expert-load", "0.5"}).code, 2);
+}
+
+// --expert-load: Mixtral 8x7B on 8 H100s with the padded expert kernel runs
+// its routed GEMMs at the busiest expert's count (twice the mean here), so
+// the step is slower than balanced; a dense model has no router to load.
+TEST(CliSimulate, AnUnevenRouterSlowsThePaddedExperts) {
+  const auto tokens = [](const std::string& load) {
+    auto result = run_cli({"simulate", "--model", "mixtral-8x7b", "--gpus", "8", "--checkpointing", "full", "--set",
+                           "training.experts.kernel=PADDED", "--expert-load", load, "--json"});
+    EXPECT_EQ(result.code, 0) << result.err;
+    return result.code == 0 ? nlohmann::json::parse(result.out)["tokens_per_s_per_gpu"].get<double>() : 0.0;
+  };
+  const double balanced = tokens("1");
+  const double uneven = tokens("2");
+  std::printf("mixtral-8x7b on 8 H100, padded experts: balanced %.0f, busiest expert at 2x the mean %.0f tokens/s per GPU\n",
+              balanced, uneven);
+  EXPECT_LT(uneven, balanced * 0.9);
+  auto dense = run_cli({"simulate", "--model", "llama3-8b", "--gpus", "8", "--expert-load", "2"});
+  EXPECT_NE(dense.code, 0);
+  EXPECT_NE(dense.err.find("training.experts"), std::string::npos) << dense.err;
 }
 
 }  // namespace

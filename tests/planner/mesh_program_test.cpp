@@ -4,6 +4,7 @@
 // per-rank memory and tokens; where each group's ranks lie.
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -433,6 +434,23 @@ TEST(MeshProgram, ExpertParallelDispatchAndCombineBytes) {
       EXPECT_EQ(op.group, Group::kExpertShard) << op.name;
     }
   }
+}
+
+// An uneven router: the rank holding the busiest expert receives more than
+// its share and the group waits for it. Tiny MoE, 8 experts top 2 on ep 4
+// (two a rank), the busiest at 3 mean loads, the other seven sharing 5:
+// that rank receives (3 + 5/7) / 2 = 13/7 of a balanced rank's copies.
+TEST(MeshProgram, AnUnevenRouterChargesTheBusiestRanksDispatch) {
+  ProgramSetup s(std::string(kSequence) + "mesh { ep: 4 } experts { busiest_load: 3 }", kTinyMoe);
+  const Program p = s.build();
+  const int64_t per_rank = 2 * 512 * 2 * 128 * 2;
+  const int64_t by_hand = std::llround(4.0 * static_cast<double>(per_rank) * 13.0 / 7.0);
+  const auto ops = mesh_ops_of(p, 2);
+  std::printf("ep 4, busiest expert at 3x the mean: group all-to-all by hand %lld (balanced %lld), built %lld\n",
+              static_cast<long long>(by_hand), static_cast<long long>(4 * per_rank),
+              static_cast<long long>(ops.at({Group::kExpert, OpKind::kAllToAll, "fwd"}).second));
+  EXPECT_EQ(ops.at({Group::kExpert, OpKind::kAllToAll, "fwd"}), std::make_pair(2, by_hand));
+  EXPECT_EQ(ops.at({Group::kExpert, OpKind::kAllToAll, "bwd"}), std::make_pair(2, by_hand));
 }
 
 // DeepEP sends a token once to each rank holding one of its experts; with

@@ -35,6 +35,27 @@ TEST(ResolvedScenario, ALossOutsideTheCompiledModelStaysEager) {
   EXPECT_EQ(models::effective_loss(kernels_of("WHOLE_MODEL")), models::LossKernel::kFused);
 }
 
+// training.experts needs a router, and a load a router can give: each
+// mistake one located line naming the field and the fix.
+TEST(ResolvedScenario, TheExpertLoadNeedsARouterAndFitsIt) {
+  const std::string dense = std::string("model { catalog: \"llama3-8b\" }\n") + kCluster;
+  const std::string error = resolve_error(dense + "training { experts { busiest_load: 2 } }\n");
+  EXPECT_NE(error.find("training.experts"), std::string::npos) << error;
+  EXPECT_NE(error.find("remove the experts block"), std::string::npos) << error;
+  EXPECT_NE(resolve_error(dense + "training { experts { kernel: PADDED } }\n").find("no routed experts"),
+            std::string::npos);
+  const std::string moe = std::string("model { catalog: \"mixtral-8x7b\" }\n") + kCluster;
+  const std::string over = resolve_error(moe + "training { experts { busiest_load: 4.5 } }\n");
+  EXPECT_NE(over.find("training.experts.busiest_load"), std::string::npos) << over;
+  EXPECT_NE(over.find("give 1 (balanced) to 4"), std::string::npos) << over;
+  EXPECT_EQ(resolve_error(moe + "training { experts { busiest_load: 4 kernel: PADDED } }\n"), "");
+  const ResolvedScenario r = resolve_scenario(scenarios::parse_scenario(
+      moe + "training { experts { busiest_load: 2.5 kernel: PADDED } }\n", scenarios::ScenarioFormat::kText,
+      "s.textproto", RAGGED_SOURCE_DIR));
+  EXPECT_DOUBLE_EQ(r.model.kernels.expert_load, 2.5);
+  EXPECT_EQ(r.model.kernels.expert_kernel, models::ExpertKernel::kPadded);
+}
+
 TEST(ResolvedScenario, EveryShippedScenarioResolves) {
   for (const auto& file : scenarios::shipped_scenarios()) {
     ResolvedScenario resolved = resolve_scenario(scenarios::load_scenario(file.name));

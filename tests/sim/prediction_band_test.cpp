@@ -164,13 +164,35 @@ TEST(Sensitivity, ReSimulatesEachValueWithTheInputChangedAndSorts) {
   for (size_t i = 1; i < rows.size(); ++i) EXPECT_GE(rows[i - 1].effect(), rows[i].effect()) << i;
 }
 
+// A mixture of experts' router is an input from balanced to collapsed (8
+// experts top 2: 4), a state of the run that moves the prediction without
+// widening its band; a dense model has none.
+TEST(Sensitivity, TheRoutersLoadIsAnInputOfMixturesOfExperts) {
+  const auto load_of = [](const std::string& row) -> std::optional<PlausibleInput> {
+    const auto inputs = plausible_inputs(planner::resolve_scenario(
+        scenarios::load_scenario(std::string(RAGGED_SOURCE_DIR) + "/validation/scenarios/" + row + ".textproto")));
+    for (const PlausibleInput& input : inputs) {
+      if (input.field == "training.experts.busiest_load") return input;
+    }
+    return std::nullopt;
+  };
+  const auto moe = load_of("kempnerforge-h200-moe-e8-fsdp8-packed-8g");
+  ASSERT_TRUE(moe.has_value());
+  EXPECT_TRUE(moe->numeric);
+  EXPECT_FALSE(moe->widens_band());
+  ASSERT_EQ(moe->values.size(), 2u);
+  EXPECT_EQ(moe->values[0].overrides.front().value, "1");
+  EXPECT_EQ(moe->values[1].overrides.front().value, "4");
+  EXPECT_FALSE(load_of("torchtitan-asynctp-llama3-8b-fsdp8-tp8-64g").has_value());
+}
+
 // The tp overlap is an input only where tensor parallelism runs sequence
 // parallel: left to the default on torchtitan's vanilla TP row (the other two
 // runtimes its values), stated on its async twin, absent without tp.
 TEST(Sensitivity, TensorParallelOverlapIsAnInputOfSequenceParallelMeshes) {
   const auto overlap_of = [](const std::string& row) -> std::optional<PlausibleInput> {
-    const auto inputs = plausible_inputs(scenarios::load_scenario(std::string(RAGGED_SOURCE_DIR) +
-                                                                  "/validation/scenarios/" + row + ".textproto"));
+    const auto inputs = plausible_inputs(planner::resolve_scenario(
+        scenarios::load_scenario(std::string(RAGGED_SOURCE_DIR) + "/validation/scenarios/" + row + ".textproto")));
     for (const PlausibleInput& input : inputs) {
       if (input.field == "training.mesh.tp_overlap") return input;
     }

@@ -109,8 +109,9 @@ void print_sensitivity(const std::vector<sim::InputSensitivity>& rows, std::ostr
                fmt::format("{} / {}", memory_end_text(s, s.low), memory_end_text(s, s.high)),
                fmt::format("{:.1f}%", 100 * s.memory_effect)});
   }
-  out << "\n  sensitivity: each input re-simulated over its plausible range (`--set FIELD=VALUE`), largest effect "
-         "first; effect = (highest - lowest) / this prediction, over the values and the scenario's own:\n";
+  out << "\n  sensitivity: each input re-simulated over its plausible range (`--set FIELD=VALUE`), largest tokens "
+         "effect first, then memory effect; effect = (highest - lowest) / this prediction, over the values and the "
+         "scenario's own:\n";
   table.print(out, "  ");
   for (const sim::InputSensitivity& s : rows) {
     for (const sim::InputOutcome& o : s.outcomes) {

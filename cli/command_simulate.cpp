@@ -208,8 +208,8 @@ void add_simulate_command(CLI::App& app, Context& context) {
   options->goodput.add_to(cmd);
   cmd->add_flag("--sensitivity", options->sensitivity,
                 "Re-simulate the scenario with each input whose plausible range moves the prediction (NICs, their "
-                "bandwidth, the GPU's power limit and memory variant, kernels, the allocator) at both ends, largest "
-                "effect first");
+                "bandwidth, the GPU's power limit and memory variant, kernels, the allocator, a mixture of experts' "
+                "router load) at both ends, largest effect on tokens/s first, then on peak memory");
   cmd->add_flag("--json", options->json, "Print JSON (an array for several simulations)");
   cmd->add_flag("--fail-on-oom", options->fail_on_oom,
                 fmt::format("Exit with code {} (after the report) when a simulation predicts out of memory",

@@ -84,6 +84,8 @@ struct RoutedExperts {
   // The busiest rank's routed work over a balanced rank's (routed_work_factor):
   // scales the experts' GEMM rows, element-wise traffic and saved bytes.
   double work = 1.0;
+  // Eager autograd: a gated expert keeps its SiLU's output too (KernelChoices::eager_blocks).
+  bool eager = false;
 };
 
 PartActivations add_moe_mlp(const ArchConfig& arch, UnitWriter& out, RoutedExperts& routed);

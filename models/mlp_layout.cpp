@@ -141,19 +141,21 @@ PartActivations add_moe_mlp(const ArchConfig& arch, UnitWriter& out, RoutedExper
   // Tokens are permuted into expert order and back (read + write, top_k copies each way).
   const double permute = 2.0 * top_k * h * b * 2.0;
   // Saved per routed copy: the permuted input and gate/up/product outputs; shared
-  // experts keep gate/up/product; the router keeps fp32 logits.
+  // experts keep gate/up/product (and eagerly their SiLU's output: `widths`
+  // per expert, the element-wise ones recomputable); the router keeps fp32 logits.
+  const double widths = routed.eager ? 4.0 : 3.0;
   const double router_saved = kRouterLogitBytes * static_cast<double>(arch.experts);
   if (routed.out == nullptr) {
     out.add_elementwise("swiglu", active * 3.0 * f * b);
     out.add_elementwise("moe_permute", permute);
-    const double saved = b * (top_k * (h + 3.0 * f) + shared * 3.0 * f) + router_saved;
-    return PartActivations{saved, active * f * b, 3.0 * active * f * b};
+    const double saved = b * (top_k * (h + widths * f) + shared * widths * f) + router_saved;
+    return PartActivations{saved, (widths - 2.0) * active * f * b, 3.0 * active * f * b};
   }
   experts_out.add_elementwise("swiglu", top_k * 3.0 * f * b);
   experts_out.add_elementwise("moe_permute", permute);
-  routed.activations = PartActivations{b * top_k * (h + 3.0 * f), top_k * f * b, 3.0 * top_k * f * b};
+  routed.activations = PartActivations{b * top_k * (h + widths * f), (widths - 2.0) * top_k * f * b, 3.0 * top_k * f * b};
   if (arch.shared_experts > 0) out.add_elementwise("swiglu", shared * 3.0 * f * b);
-  return PartActivations{b * shared * 3.0 * f + router_saved, shared * f * b, 3.0 * shared * f * b};
+  return PartActivations{b * shared * widths * f + router_saved, (widths - 2.0) * shared * f * b, 3.0 * shared * f * b};
 }
 
 }  // namespace ragged::models::detail

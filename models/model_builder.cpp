@@ -151,6 +151,19 @@ void finish_experts_unit(const PartActivations& part, UnitSpec& unit) {
   act.working = part.working;
 }
 
+// What eager autograd keeps of a norm beyond its 16-bit input and output
+// (KernelChoices::eager_blocks). An RMSNorm written in torch ops (Hugging
+// Face's LlamaRMSNorm, litgpt's, torch's F.rms_norm decomposition: x.float(),
+// pow, mean, rsqrt, mul, .to, mul by the weight) keeps its fp32 upcast input
+// (pow and mul save it) and its 16-bit normalised value before the weight
+// (the weight's mul saves it), and frees its 16-bit input (the upcast saves
+// nothing): 4 B an element more. A fused kernel (NormKernel::kFused) or a
+// LayerNorm (native_layer_norm, one kernel) keeps its input and statistics.
+double eager_norm_extra(const ArchConfig& arch, const KernelChoices& kernels, double width) {
+  if (!kernels.eager_blocks || kernels.norm != NormKernel::kEager || arch.norm != NormKind::kRmsNorm) return 0;
+  return dtype_bytes(arch.dtype) < 4 ? 4.0 * width : 0.0;
+}
+
 // Appends layer `layer`'s unit to `units`, and under expert parallelism its
 // routed experts' unit after it (`local_experts` of them).
 void build_block(const ArchConfig& arch, const CheckpointNames& names, int64_t layer, const KernelChoices& kernels,
@@ -165,7 +178,8 @@ void build_block(const ArchConfig& arch, const CheckpointNames& names, int64_t l
   std::optional<UnitWriter> experts;
   if (separate) experts.emplace(UnitWriter{units.back(), out.prefix, arch.dtype});
   detail::RoutedExperts routed{local_experts, experts ? &*experts : nullptr, {},
-                               routed_work_factor(arch, local_experts, kernels)};
+                               routed_work_factor(arch, local_experts, kernels),
+                               kernels.eager_blocks && arch.mlp == MlpKind::kGated};
   const double b = bytes_of(arch);
   const double h = static_cast<double>(arch.hidden);
 
@@ -208,6 +222,14 @@ void build_block(const ArchConfig& arch, const CheckpointNames& names, int64_t l
   act.saved_selective = moe ? act.saved_none - static_cast<double>(norm_outputs) * h * b - attention.recomputable -
                                   mlp.recomputable
                             : selective_saved(unit, arch);
+  // Eagerly, each RMSNorm's upcast (the q and k heads' too) and a dense
+  // SwiGLU's SiLU output (act(gate) * up keeps both factors); selective
+  // checkpointing recomputes them with the rest of the element-wise work.
+  act.saved_none += eager_norm_extra(arch, kernels, static_cast<double>(norm_outputs) * h);
+  if (arch.qk_norm) {
+    act.saved_none += eager_norm_extra(arch, kernels, static_cast<double>((arch.heads + arch.kv_heads) * arch.head_dim));
+  }
+  if (kernels.eager_blocks && !moe && arch.mlp == MlpKind::kGated) act.saved_none += static_cast<double>(arch.intermediate) * b;
   act.saved_full = h * b;
   act.working = std::max(attention.working, mlp.working);
   // The math backend materialises one score per head, query and key in the
@@ -339,6 +361,10 @@ ModelSpec build_units(const ArchConfig& arch, const KernelChoices& kernels, int6
     build_block(arch, names, layer, kernels, local_experts, experts_unit, spec.units);
   }
   spec.units.push_back(build_head(arch, names, effective_loss(kernels)));
+  // The final norm runs outside any checkpointed region.
+  const double final_norm = arch.final_norm ? eager_norm_extra(arch, kernels, static_cast<double>(arch.hidden)) : 0.0;
+  ActivationBytes& head = spec.units.back().activations;
+  for (double* saved : {&head.saved_none, &head.saved_selective, &head.saved_full}) *saved += final_norm;
   return spec;
 }
 

@@ -108,6 +108,12 @@ struct KernelChoices {
   std::optional<SavedNames> saved_names = std::nullopt;
   // The loss runs inside torch.compile (training.compile_scope WHOLE_MODEL).
   bool compiled_loss = false;
+  // The blocks run eagerly (training.compiled false): autograd keeps what
+  // each torch op saves, beyond the tensors a block is modelled with (an
+  // RMSNorm in torch ops its fp32 upcast input, a SwiGLU its SiLU output;
+  // docs/MODELS.md, "What eager autograd keeps"). False: what the fused
+  // (compiled) block keeps, the default of a model built without a scenario.
+  bool eager_blocks = false;
   // The busiest routed expert's tokens over the mean expert's (1: a balanced
   // router) and the kernel the experts run in (docs/MESH.md, "Expert load").
   double expert_load = 1.0;

@@ -126,6 +126,10 @@ void place(const std::vector<Lifetime>& life, const Coexistence& coexist, const 
       [&](size_t a, size_t b) {
         return breadth[a] != breadth[b] ? breadth[a] > breadth[b] : duration(a) > duration(b);
       },
+      // Earliest freed first: Llama-3-70B under full checkpointing (eager,
+      // its recomputed blocks' workspaces grown by what eager autograd
+      // keeps) packs its head's loss buffers without a gap only so.
+      [&](size_t a, size_t b) { return life[a].end < life[b].end; },
   };
   std::vector<int64_t> best_offsets;
   int64_t best_bytes = -1;

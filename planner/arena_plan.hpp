@@ -17,7 +17,8 @@
 // Offsets come from greedy placement (each buffer at the best-fitting gap
 // among the buffers it coexists with), the usual heuristic for this NP-hard
 // problem (dynamic storage allocation), tried in several orders (largest,
-// longest-lived, issue order, fullest moment first) keeping the smallest;
+// longest-lived, issue order, fullest moment, earliest freed first) keeping
+// the smallest;
 // `peak_live`, the most bytes live at once in issue order or with the
 // reduce-scatters last, bounds `bytes` from below. Measured on the shipped
 // scenarios: ragged and FSDP2 equal to it; FSDP1, ZeRO-3 and Megatron lose

@@ -89,7 +89,7 @@ std::vector<InputSensitivity> sensitivity(const planner::ResolvedScenario& base,
     find_ends(s, predicted);
   }
   std::stable_sort(out.begin(), out.end(),
-                   [](const InputSensitivity& a, const InputSensitivity& b) { return a.effect() > b.effect(); });
+                   [](const InputSensitivity& a, const InputSensitivity& b) { return a.ranks_before(b); });
   return out;
 }
 

@@ -2,8 +2,8 @@
 // `ragged simulate --sensitivity`: each plausible input (plausible_inputs.hpp)
 // re-simulated at its values, by the same `--set` overrides a user would
 // type, and the prediction at the two ends: a real simulation per value,
-// never a formula. Sorted by effect, the larger of the relative spreads of
-// tokens/s per GPU and of peak memory over the values and the scenario's own.
+// never a formula. Sorted by the relative spread of tokens/s per GPU over the
+// values and the scenario's own, then by that of peak memory.
 
 #include <cstdint>
 #include <functional>
@@ -38,7 +38,13 @@ struct InputSensitivity {
   int high = -1;
   double tokens_effect = 0;  // (max - min) / the scenario's, over the outcomes and the scenario
   double memory_effect = 0;  // the same of peak reserved memory
-  double effect() const { return std::max(tokens_effect, memory_effect); }
+  // The order of the list: the larger spread of tokens/s per GPU first (the
+  // prediction a run is planned by), then of peak memory (the inputs that
+  // move only memory come last, among themselves by it).
+  bool ranks_before(const InputSensitivity& other) const {
+    if (tokens_effect != other.tokens_effect) return tokens_effect > other.tokens_effect;
+    return memory_effect > other.memory_effect;
+  }
 };
 
 // The scenario's own prediction, the reference of every effect.
@@ -52,7 +58,7 @@ struct BasePrediction {
 using VariantSimulator = std::function<InputOutcome(const planner::ResolvedScenario&)>;
 
 // Every input of plausible_inputs(base) for which `wanted` is true
-// (all when empty), each value simulated; sorted by effect, largest first
+// (all when empty), each value simulated; sorted by InputSensitivity::ranks_before
 // (ties keep plausible_inputs' order). `progress(done, total)` after each.
 std::vector<InputSensitivity> sensitivity(const planner::ResolvedScenario& base, const BasePrediction& predicted,
                                           const SimulationOptions& options,

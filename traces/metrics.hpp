@@ -61,11 +61,11 @@ int64_t allocator_capacity_of(const Summary& summary);
 
 // The largest |error| of the simulator's predicted peak reserved memory on its
 // calibration runs, rounded up to 0.5% (docs/results/calibration.md:
-// TorchTitan's Llama-3-8B, eager, 128 H100s: 60.9 GiB predicted against the
-// published 67.0, -9.1%; the test
-// TightFit.MarginIsTheCalibrationSetsLargestMemoryError keeps it so). Every
-// under-prediction there is of this size or less.
-inline constexpr double kPeakMemoryPredictionError = 0.095;
+// TorchTitan's Llama-3-8B, eager, 128 H100s: 61.1 GiB predicted against the
+// published 67.0, -8.7%, since eager autograd's saved tensors are modelled;
+// the test TightFit.MarginIsTheCalibrationSetsLargestMemoryError keeps it
+// so). Every under-prediction there is of this size or less.
+inline constexpr double kPeakMemoryPredictionError = 0.09;
 
 // A prediction that fits, but whose peak reserved memory, were it
 // under-predicted by kPeakMemoryPredictionError, would pass the allocator's

@@ -50,7 +50,7 @@ TEST(CliBand, SensitivityListsInputsSortedWithBothEnds) {
   ASSERT_GE(rows.size(), 5u);
   EXPECT_EQ(rows[0]["field"].get<std::string>().rfind("cluster.nics.", 0), 0u) << rows[0];
   auto effect = [](const nlohmann::json& r) {
-    return std::max(r["tokens_effect"].get<double>(), r["memory_effect"].get<double>());
+    return std::make_pair(r["tokens_effect"].get<double>(), r["memory_effect"].get<double>());
   };
   for (size_t i = 1; i < rows.size(); ++i) EXPECT_GE(effect(rows[i - 1]), effect(rows[i])) << i;
   for (const auto& r : rows) {

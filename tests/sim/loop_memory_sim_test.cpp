@@ -44,9 +44,10 @@ TEST(LoopMemory, HeldOutputsPeakAtTheEndOfTheForward) {
   const double persistent = 12.0 * static_cast<double>(shard);  // fp32 master and two AdamW moments, no gradient
   const double one_step_outputs = tokens * (4.0 * 2.0 * kv * 2.0 + 4.0 * vocab);  // 4 blocks' K and V, fp32 logits
   // Each block's input and the embedding's output (full checkpointing), the
-  // final norm's input and output, the fp32 log-softmax (kept), the shifted
-  // fp32 copy (until the loss returns).
-  const double checkpoints = tokens * (4.0 * hidden * 2.0 + 2.0 * hidden * 2.0 + 4.0 * vocab + 4.0 * vocab);
+  // final norm's input and output and, run eagerly, its fp32 upcast (4 B), the
+  // fp32 log-softmax (kept), the shifted fp32 copy (until the loss returns).
+  const double checkpoints =
+      tokens * (4.0 * hidden * 2.0 + 2.0 * hidden * 2.0 + 4.0 * hidden + 4.0 * vocab + 4.0 * vocab);
   const double head_params = static_cast<double>(model.units.back().params()) * 2.0;
   const double expected = persistent + 2.0 * one_step_outputs + checkpoints + head_params;
 

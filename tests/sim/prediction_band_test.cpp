@@ -164,18 +164,21 @@ TEST(Sensitivity, ReSimulatesEachValueWithTheInputChangedAndSorts) {
   for (size_t i = 1; i < rows.size(); ++i) EXPECT_FALSE(rows[i].ranks_before(rows[i - 1])) << i;
 }
 
+// The plausible input of a validation row's scenario that sets `field`, if it has one.
+std::optional<PlausibleInput> input_of(const std::string& row, const std::string& field) {
+  const auto inputs = plausible_inputs(planner::resolve_scenario(
+      scenarios::load_scenario(std::string(RAGGED_SOURCE_DIR) + "/validation/scenarios/" + row + ".textproto")));
+  for (const PlausibleInput& input : inputs) {
+    if (input.field == field) return input;
+  }
+  return std::nullopt;
+}
+
 // A mixture of experts' router is an input from balanced to collapsed (8
 // experts top 2: 4), a state of the run that moves the prediction without
 // widening its band; a dense model has none.
 TEST(Sensitivity, TheRoutersLoadIsAnInputOfMixturesOfExperts) {
-  const auto load_of = [](const std::string& row) -> std::optional<PlausibleInput> {
-    const auto inputs = plausible_inputs(planner::resolve_scenario(
-        scenarios::load_scenario(std::string(RAGGED_SOURCE_DIR) + "/validation/scenarios/" + row + ".textproto")));
-    for (const PlausibleInput& input : inputs) {
-      if (input.field == "training.experts.busiest_load") return input;
-    }
-    return std::nullopt;
-  };
+  const auto load_of = [](const std::string& row) { return input_of(row, "training.experts.busiest_load"); };
   const auto moe = load_of("kempnerforge-h200-moe-e8-fsdp8-packed-8g");
   ASSERT_TRUE(moe.has_value());
   EXPECT_TRUE(moe->numeric);
@@ -190,14 +193,7 @@ TEST(Sensitivity, TheRoutersLoadIsAnInputOfMixturesOfExperts) {
 // parallel: left to the default on torchtitan's vanilla TP row (the other two
 // runtimes its values), stated on its async twin, absent without tp.
 TEST(Sensitivity, TensorParallelOverlapIsAnInputOfSequenceParallelMeshes) {
-  const auto overlap_of = [](const std::string& row) -> std::optional<PlausibleInput> {
-    const auto inputs = plausible_inputs(planner::resolve_scenario(
-        scenarios::load_scenario(std::string(RAGGED_SOURCE_DIR) + "/validation/scenarios/" + row + ".textproto")));
-    for (const PlausibleInput& input : inputs) {
-      if (input.field == "training.mesh.tp_overlap") return input;
-    }
-    return std::nullopt;
-  };
+  const auto overlap_of = [](const std::string& row) { return input_of(row, "training.mesh.tp_overlap"); };
   const auto vanilla = overlap_of("torchtitan-asynctp-llama3-8b-fsdp8-tp8-64g");
   ASSERT_TRUE(vanilla.has_value());
   EXPECT_EQ(vanilla->simulated, "TP_OVERLAP_NONE");

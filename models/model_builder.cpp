@@ -246,16 +246,18 @@ void build_block(const ArchConfig& arch, const CheckpointNames& names, int64_t l
 }
 
 // What the head keeps of its input: the final norm's input and output (or
-// the head's input alone) and the projection's output.
-double head_input_saved(const ArchConfig& arch) {
+// the head's input alone; run eagerly, the norm's upcast too; it runs outside
+// any checkpointed region) and the projection's output.
+double head_input_saved(const ArchConfig& arch, const KernelChoices& kernels) {
   const double b = bytes_of(arch);
   const double h = static_cast<double>(arch.hidden);
-  double saved = arch.final_norm ? 2.0 * h * b : h * b;
+  double saved = arch.final_norm ? 2.0 * h * b + eager_norm_extra(arch, kernels, h) : h * b;
   if (arch.embed_dim > 0) saved += static_cast<double>(arch.embedding_width()) * b;
   return saved;
 }
 
-UnitSpec build_head(const ArchConfig& arch, const CheckpointNames& names, LossKernel loss) {
+UnitSpec build_head(const ArchConfig& arch, const CheckpointNames& names, const KernelChoices& kernels) {
+  const LossKernel loss = effective_loss(kernels);
   UnitSpec unit{"head", UnitKind::kHead, {}, {}, {}};
   UnitWriter out{unit, "", arch.dtype};
   const double b = bytes_of(arch);
@@ -270,7 +272,7 @@ UnitSpec build_head(const ArchConfig& arch, const CheckpointNames& names, LossKe
 
   // A chunked loss keeps the gradient of the logits GEMM's input instead of
   // that input, the same bytes.
-  double saved = head_input_saved(arch);
+  double saved = head_input_saved(arch, kernels);
   ActivationBytes& act = unit.activations;
   switch (loss) {
     case LossKernel::kFp32Logits: {
@@ -360,11 +362,7 @@ ModelSpec build_units(const ArchConfig& arch, const KernelChoices& kernels, int6
   for (int64_t layer = 0; layer < arch.layers; ++layer) {
     build_block(arch, names, layer, kernels, local_experts, experts_unit, spec.units);
   }
-  spec.units.push_back(build_head(arch, names, effective_loss(kernels)));
-  // The final norm runs outside any checkpointed region.
-  const double final_norm = arch.final_norm ? eager_norm_extra(arch, kernels, static_cast<double>(arch.hidden)) : 0.0;
-  ActivationBytes& head = spec.units.back().activations;
-  for (double* saved : {&head.saved_none, &head.saved_selective, &head.saved_full}) *saved += final_norm;
+  spec.units.push_back(build_head(arch, names, kernels));
   return spec;
 }
 
@@ -407,7 +405,7 @@ void gather_logits(const ModelSpec& whole, bool sequence_parallel, double tp, Mo
   const UnitSpec& full = whole.units.back();
   UnitSpec& head = local.units.back();
   head.compute.elementwise.back() = full.compute.elementwise.back();
-  const double spread_input = sequence_parallel ? head_input_saved(whole.arch) * (1.0 - 1.0 / tp) : 0.0;
+  const double spread_input = sequence_parallel ? head_input_saved(whole.arch, whole.kernels) * (1.0 - 1.0 / tp) : 0.0;
   head.activations = full.activations;
   for (double* saved : {&head.activations.saved_none, &head.activations.saved_selective, &head.activations.saved_full}) {
     *saved -= spread_input;

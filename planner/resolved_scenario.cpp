@@ -209,13 +209,13 @@ void check_experts(const scenarios::LoadedScenario& loaded, const models::ModelS
     }
     return;
   }
+  const double load = loaded.scenario.training().experts().busiest_load();
   const double ceiling = models::max_expert_load(model.arch);
-  if (loaded.scenario.training().experts().busiest_load() > ceiling + 1e-9) {
+  if (load > ceiling + 1e-9) {
     throw FieldError("training.experts.busiest_load",
                      fmt::format("busiest_load {:g} is more than a router can give model {}: {} experts, {} a token, "
                                  "so every token on the same experts is a load of {:g}; give 1 (balanced) to {:g}",
-                                 loaded.scenario.training().experts().busiest_load(), model.name, model.arch.experts,
-                                 model.arch.experts_per_token, ceiling, ceiling));
+                                 load, model.name, model.arch.experts, model.arch.experts_per_token, ceiling, ceiling));
   }
 }
 

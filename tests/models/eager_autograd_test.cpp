@@ -75,5 +75,18 @@ TEST(EagerAutograd, QkNormsAndExpertsKeepTheirsToo) {
   EXPECT_DOUBLE_EQ(e.saved_selective, f.saved_selective);
 }
 
+// The final norm's upcast is part of what the head keeps of its input, so
+// under sequence parallelism it is spread over tp like the rest of it, also
+// where the logits are gathered (KempnerForge's plan): Llama 3 8B on tp 4,
+// 4 B x 4,096 / 4 a token more eagerly.
+TEST(EagerAutograd, TheFinalNormsUpcastIsSpreadLikeTheHeadsInput) {
+  const ModelSplit gathered{4, 1, true, true, true};
+  const auto head_saved = [&](bool eager) {
+    const ModelSpec whole = built("llama3-8b", eager);
+    return activations(build_model(whole.arch, whole.kernels, gathered), "head").saved_none;
+  };
+  EXPECT_DOUBLE_EQ(head_saved(true) - head_saved(false), 4.0 * 4096 / 4);
+}
+
 }  // namespace
 }  // namespace ragged::models

@@ -160,6 +160,11 @@ void check_plan_for_run(const planner::ResolvedScenario& resolved, const planner
     throw InputError("training.experts: an uneven router load and the PADDED expert kernel are simulated only (`ragged "
                      "simulate`); `ragged run` routes its own tokens: remove the experts block");
   }
+  // The executors' attention reads the kv heads; the copies are another stack's cost.
+  if (training.kv_heads() == scenarios::REPEATED_KV) {
+    throw InputError("training.kv_heads: REPEATED_KV (keys and values copied to every query head) is simulated only "
+                     "(`ragged simulate`); `ragged run`'s attention reads the kv heads: set NATIVE_KV");
+  }
   // The executors run TorchTitan's op list under selective checkpointing.
   if (training.activation_checkpointing() == scenarios::SAVED_NAMES) {
     throw InputError("training.activation_checkpointing: SAVED_NAMES (a JAX remat policy) is modelled by ragged "

@@ -141,6 +141,13 @@ void map_torchtitan_kernels(const ConfigDocument& doc, ScenarioDraft& draft, boo
     }
   }
 
+  // The model code, not the config: torchtitan's Attention copied the kv
+  // heads to every query head (repeat_kv) until ff0829c10 (2026-01-27), a
+  // month before its configs stopped being TOML files.
+  t.set_kv_heads(scenarios::REPEATED_KV);
+  draft.assumed("training.kv_heads", "REPEATED_KV",
+                "torchtitan's repeat_kv before 2026-01-27 (ff0829c10); NATIVE_KV for a later torchtitan");
+
   // The optimizer.
   if (auto optimizer = doc.string("optimizer.name")) {
     if (*optimizer == "AdamW" || *optimizer == "Adam") {

@@ -32,7 +32,8 @@ void add_output_projection(UnitWriter& out, std::string_view name, int64_t n, in
   out.part = input;
 }
 
-PartActivations add_gqa(const ArchConfig& arch, const CheckpointNames& names, int64_t layer, UnitWriter& out) {
+PartActivations add_gqa(const ArchConfig& arch, const CheckpointNames& names, int64_t layer, bool repeated_kv,
+                        UnitWriter& out) {
   const int64_t h = arch.hidden;
   const int64_t q = arch.heads * arch.head_dim;
   const int64_t kv = arch.kv_heads * arch.head_dim;
@@ -55,12 +56,27 @@ PartActivations add_gqa(const ArchConfig& arch, const CheckpointNames& names, in
   if (arch.attention_sinks) out.add_tensor("self_attn.sinks", {arch.heads}, kRole);
   add_rotary(arch, out);
 
+  // Repeated keys and values: one copy kernel each for k and v (read the kv
+  // heads, write every query head's), and in the backward one reduction
+  // each summing the copies' gradients back. The kernel then keeps the
+  // copies where it would keep the kv heads; the kv heads themselves are
+  // freed (the copy saves nothing), and selective checkpointing recomputes
+  // the copies like the other element-wise outputs.
+  const bool repeated = repeated_kv && kv < q;
+  const int64_t kernel_kv = repeated ? q : kv;
+  if (repeated) {
+    const double copy = 2.0 * static_cast<double>(kv + q) * b;
+    out.add_elementwise("repeat_kv", copy, copy);
+  }
+
   const int64_t window = arch.is_sliding_layer(layer) ? arch.sliding_window : 0;
   out.unit.compute.attention = AttentionShape{arch.heads, arch.head_dim, arch.head_dim, window};
 
-  // q, k, v and the attention output (heads * head_dim, the o_proj input).
-  const double widths = static_cast<double>(q + 2 * kv + q);
-  return PartActivations{b * widths + kSoftmaxStatBytes * static_cast<double>(arch.heads), 0.0, b * widths};
+  // q, k, v as the kernel reads them and the attention output (heads *
+  // head_dim, the o_proj input).
+  const double widths = static_cast<double>(q + 2 * kernel_kv + q);
+  const double copies = b * 2.0 * static_cast<double>(kernel_kv - kv);
+  return PartActivations{b * widths + kSoftmaxStatBytes * static_cast<double>(arch.heads), copies, b * widths};
 }
 
 PartActivations add_mla(const ArchConfig& arch, int64_t layer, UnitWriter& out) {
@@ -101,8 +117,10 @@ PartActivations add_mla(const ArchConfig& arch, int64_t layer, UnitWriter& out) 
 
 }  // namespace
 
-PartActivations add_attention(const ArchConfig& arch, const CheckpointNames& names, int64_t layer, UnitWriter& out) {
-  return arch.attention == AttentionKind::kMla ? add_mla(arch, layer, out) : add_gqa(arch, names, layer, out);
+PartActivations add_attention(const ArchConfig& arch, const CheckpointNames& names, int64_t layer, bool repeated_kv,
+                              UnitWriter& out) {
+  return arch.attention == AttentionKind::kMla ? add_mla(arch, layer, out)
+                                               : add_gqa(arch, names, layer, repeated_kv, out);
 }
 
 }  // namespace ragged::models::detail

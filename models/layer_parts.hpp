@@ -72,7 +72,10 @@ struct PartActivations {
   double working = 0;       // transient peak of the part's backward
 };
 
-PartActivations add_attention(const ArchConfig& arch, const CheckpointNames& names, int64_t layer, UnitWriter& out);
+// repeated_kv: a grouped-query attention's keys and values are copied to
+// every query head before the kernel (KernelChoices::repeated_kv).
+PartActivations add_attention(const ArchConfig& arch, const CheckpointNames& names, int64_t layer, bool repeated_kv,
+                              UnitWriter& out);
 PartActivations add_dense_mlp(const ArchConfig& arch, const CheckpointNames& names, UnitWriter& out);
 // A block's routed experts: the `local` of them one rank holds (all of them
 // without expert parallelism), written to `out` when they are a unit of

@@ -192,7 +192,7 @@ void build_block(const ArchConfig& arch, const CheckpointNames& names, int64_t l
   out.part = UnitPart::kAttentionInput;
   parts.norm1 = elementwise.size();
   out.add_norm(arch, names.attention_norm, norm_op(arch, "input_layernorm", "attention_layer_norm"), arch.hidden);
-  const PartActivations attention = detail::add_attention(arch, names, layer, out);
+  const PartActivations attention = detail::add_attention(arch, names, layer, kernels.repeated_kv, out);
   out.part = UnitPart::kAttentionCore;
   parts.residual = elementwise.size();
   out.add_elementwise("attention_residual", 3.0 * h * b);

@@ -118,6 +118,10 @@ struct KernelChoices {
   // router) and the kernel the experts run in (docs/MESH.md, "Expert load").
   double expert_load = 1.0;
   ExpertKernel expert_kernel = ExpertKernel::kGrouped;
+  // A grouped-query attention's keys and values are copied to every query
+  // head before the kernel, which keeps the copies (docs/MODELS.md,
+  // "Repeated keys and values"). False: the kernel reads the kv heads.
+  bool repeated_kv = false;
   bool operator==(const KernelChoices&) const = default;
 };
 std::string_view attention_kernel_name(AttentionKernel kernel);

@@ -68,6 +68,8 @@ double eager_traffic_factor(std::string_view name) { return eager_traffic_factor
 //  - cross-entropy: logits.float(), log_softmax, nll_loss = 3; the shifted
 //    one adds the contiguous copy = 4; without the .float() = 2;
 //  - a position embedding: the table lookup and the add = 2;
+//  - repeated keys and values: a copy each for k and v = 2 (their backward
+//    a reduction each);
 //  - everything else (residual adds, the token lookup, LayerNorm, GELU,
 //    MoE routing and permutation, taken as single kernels like their
 //    traffic) = 1.
@@ -79,6 +81,7 @@ int64_t eager_kernel_count(std::string_view name) {
   if (name == "shifted_cross_entropy") return 4;
   if (name == "log_softmax_cross_entropy") return 2;
   if (name == "position_embedding") return 2;
+  if (name == "repeat_kv") return 2;
   return 1;
 }
 

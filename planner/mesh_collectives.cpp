@@ -120,8 +120,9 @@ int64_t key_value_bytes(const models::UnitSpec& unit, const models::ModelSpec& m
 int64_t key_value_width(const models::UnitSpec& unit, const models::ModelSpec& model) {
   if (!unit.compute.attention) return 0;
   const models::AttentionShape& a = *unit.compute.attention;
-  return model.arch.attention == models::AttentionKind::kMla ? a.heads * (a.qk_head_dim + a.v_head_dim)
-                                                              : 2 * model.arch.kv_heads * a.qk_head_dim;
+  if (model.arch.attention == models::AttentionKind::kMla) return a.heads * (a.qk_head_dim + a.v_head_dim);
+  // Repeated keys and values reach the ring as the copies the kernel reads.
+  return 2 * (model.kernels.repeated_kv ? a.heads : model.arch.kv_heads) * a.qk_head_dim;
 }
 
 bool has_router(const models::UnitSpec& unit) {

@@ -162,6 +162,7 @@ models::KernelChoices kernel_choices(const scenarios::Training& training) {
   kernels.dense_attention_mask = training.attention_mask() == scenarios::DENSE;
   kernels.norm = training.norm() == scenarios::FUSED_NORM ? models::NormKernel::kFused : models::NormKernel::kEager;
   kernels.eager_blocks = !training.compiled();
+  kernels.repeated_kv = training.kv_heads() == scenarios::REPEATED_KV;
   kernels.expert_load = training.experts().busiest_load();
   kernels.expert_kernel =
       training.experts().kernel() == scenarios::PADDED ? models::ExpertKernel::kPadded : models::ExpertKernel::kGrouped;

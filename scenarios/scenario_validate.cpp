@@ -208,6 +208,9 @@ void check_kernels(const Training& t, const Gpu& gpu, Checker& c) {
   if (t.norm() != EAGER_NORM && t.norm() != FUSED_NORM) {
     c.unknown_value("training.norm", t.norm(), "EAGER_NORM or FUSED_NORM", "EAGER_NORM");
   }
+  if (t.kv_heads() != NATIVE_KV && t.kv_heads() != REPEATED_KV) {
+    c.unknown_value("training.kv_heads", t.kv_heads(), "NATIVE_KV or REPEATED_KV", "NATIVE_KV");
+  }
   // The busiest load's ceiling (experts / top_k) needs the model: planner/resolved_scenario.cpp.
   if (t.experts().kernel() != GROUPED && t.experts().kernel() != PADDED) {
     c.unknown_value("training.experts.kernel", t.experts().kernel(), "GROUPED or PADDED", "GROUPED");

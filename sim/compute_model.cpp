@@ -294,6 +294,12 @@ ComputeModel ComputeModel::with_clock_factor(double factor) const {
   return ComputeModel(std::move(spec));
 }
 
+ComputeModel ComputeModel::with_sustained_clock(double share) const {
+  GpuComputeSpec spec = spec_;
+  spec.sustained_clock = share;
+  return ComputeModel(std::move(spec));
+}
+
 ComputeModel ComputeModel::with_contention(const GpuComputeSpec& gpu) const {
   GpuComputeSpec spec = spec_;
   spec.sms = gpu.sms;

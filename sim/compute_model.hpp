@@ -131,6 +131,9 @@ double slowest_gpu_clock(double spread, int64_t gpus);
 // The documented default table of a preset (sim/gpu_tables.cpp) at the
 // preset's datasheet peaks; nullptr for a name without a table.
 const GpuComputeSpec* find_gpu_table(std::string_view preset);
+// Hopper's calibrated sustained clock, which the tables derived from the
+// H100's carry too (docs/results/calibration.md has its fit).
+double hopper_sustained_clock();
 
 class ComputeModel {
  public:
@@ -164,6 +167,9 @@ class ComputeModel {
   ComputeModel with_clock_factor(double factor) const;
   // The same model with the SM and NCCL CTA counts of `gpu`.
   ComputeModel with_contention(const GpuComputeSpec& gpu) const;
+  // The same model with its tensor-core rates at another sustained clock
+  // (a share of the microbenchmarks' clocks): the calibration report's fit.
+  ComputeModel with_sustained_clock(double share) const;
 
  private:
   GemmRate gemm_rate(double flops) const;

@@ -152,6 +152,18 @@ void add_expert_load(const planner::ResolvedScenario& resolved, std::vector<Plau
                           field, number(collapsed))}});
 }
 
+// A grouped-query attention's keys and values, read as kv heads or copied
+// to every query head first (docs/MODELS.md, "Repeated keys and values"): a
+// choice of the stack's model code the scenario may not know.
+void add_kv_heads(const planner::ResolvedScenario& resolved, std::vector<PlausibleInput>& out) {
+  const models::ArchConfig& arch = resolved.model.arch;
+  if (arch.attention == models::AttentionKind::kMla || arch.kv_heads >= arch.heads) return;
+  const scenarios::Training& t = resolved.loaded.scenario.training();
+  out.push_back(choice("keys and values (grouped-query)", "training.kv_heads", scenarios::KeyValueHeads_Name(t.kv_heads()),
+                       resolved.loaded.written.training().kv_heads() == scenarios::KEY_VALUE_HEADS_UNSPECIFIED,
+                       {"NATIVE_KV", "REPEATED_KV"}));
+}
+
 }  // namespace
 
 std::vector<PlausibleInput> plausible_inputs(const planner::ResolvedScenario& resolved) {
@@ -162,6 +174,7 @@ std::vector<PlausibleInput> plausible_inputs(const planner::ResolvedScenario& re
   add_memory_variant(loaded, out);
   add_software(loaded, out);
   add_expert_load(resolved, out);
+  add_kv_heads(resolved, out);
   return out;
 }
 

@@ -55,8 +55,10 @@ ComputeModel compute_model_of(const scenarios::Scenario& scenario, const Simulat
     }
     return calibrated.with_clock_factor(calibrated.spec().clock_factor * slowest);
   }
-  return ComputeModel::defaults(gpu.preset(), scenarios::peak_bf16_flops(gpu), gpu.hbm_bandwidth_gbytes_per_s() * 1e9)
-      .with_clock_factor(power_limited_clock(gpu.tdp_watts(), gpu.power_limit_watts()) * slowest);
+  const ComputeModel model =
+      ComputeModel::defaults(gpu.preset(), scenarios::peak_bf16_flops(gpu), gpu.hbm_bandwidth_gbytes_per_s() * 1e9)
+          .with_clock_factor(power_limited_clock(gpu.tdp_watts(), gpu.power_limit_watts()) * slowest);
+  return options.sustained_clock ? model.with_sustained_clock(*options.sustained_clock) : model;
 }
 
 ModeChoice parse_mode(const std::string& text) {

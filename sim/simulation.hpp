@@ -33,6 +33,9 @@ struct SimulationOptions {
   // (both on by default; off to see what each contributes).
   bool share_gpu = true;   // NCCL's kernels take SMs and HBM bandwidth from concurrent work
   bool host_issue = true;  // no op starts before the framework's CPU thread has issued it
+  // Set: the GPU table's sustained clock replaced (the calibration report's
+  // fit of Hopper's, docs/results/calibration.md); unset: the table's.
+  std::optional<double> sustained_clock;
   // planner::build_scenario_programs(resolved), when the caller has built it
   // already (tune's memory floor): simulate() runs these instead of building
   // them again. Null: simulate() builds them.

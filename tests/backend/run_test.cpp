@@ -117,6 +117,21 @@ TEST(BackendRun, RefusesTheSimulatedOnlyTensorParallelOverlap) {
   }
 }
 
+// Keys and values copied to every query head are another stack's cost; the
+// executors' attention reads the kv heads and says so.
+TEST(BackendRun, RefusesTheSimulatedOnlyRepeatedKeysAndValues) {
+  auto loaded = scenarios::load_scenario("tiny-llama-4xcpu");
+  loaded.written.mutable_training()->set_kv_heads(scenarios::REPEATED_KV);
+  const planner::ResolvedScenario resolved = planner::resolve_scenario(scenarios::rebuild(std::move(loaded)));
+  try {
+    plan_for_run(resolved, models::DType::kF32);
+    ADD_FAILURE() << "REPEATED_KV must be refused";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("training.kv_heads: REPEATED_KV"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("set NATIVE_KV"), std::string::npos) << e.what();
+  }
+}
+
 TEST(BackendRun, BadRequestsAreInputErrors) {
   auto comm = make_local_communicator();
   RunOptions options;

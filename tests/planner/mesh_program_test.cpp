@@ -205,6 +205,24 @@ TEST(MeshProgram, ContextParallelGathersKeysAndValues) {
             std::make_pair(1, expected));
 }
 
+// A stack that copies the keys and values to every query head before the
+// attention (torchtitan's repeat_kv before 2026-01-27) hands the ring the
+// copies: 8 heads of 32 instead of the 4 kv heads.
+TEST(MeshProgram, RepeatedKeysAndValuesGoRoundTheRingAsCopies) {
+  ProgramSetup native(std::string(kSequence) + "mesh { cp: 2 }");
+  ProgramSetup repeated(std::string(kSequence) + "mesh { cp: 2 } kv_heads: REPEATED_KV");
+  EXPECT_EQ(key_value_width(native.spec(1), native.model()), 2 * 4 * 32);
+  EXPECT_EQ(key_value_width(repeated.spec(1), repeated.model()), 2 * 8 * 32);
+  const int64_t local_tokens = 2 * 512 / 2;
+  const int64_t expected = 2 * local_tokens * 2 * 8 * 32 * 2;
+  const auto ops = mesh_ops_of(repeated.build(), 1);
+  std::printf("cp 2, repeated kv, per block: key/value all-gather of %lld bytes (cp x tokens x 2 x heads x head dim "
+              "x 2); built %lld\n",
+              static_cast<long long>(expected),
+              static_cast<long long>(ops.at({Group::kContext, OpKind::kAllGather, "fwd"}).second));
+  EXPECT_EQ(ops.at({Group::kContext, OpKind::kAllGather, "fwd"}), std::make_pair(1, expected));
+}
+
 TEST(MeshProgram, PyTorchsRingMergesEachStepInFp32) {
   ProgramSetup s(std::string(kSequence) + "mesh { cp: 2 }");
   const models::UnitSpec& block = s.spec(1);

@@ -13,7 +13,7 @@ namespace ragged::sim::h100_constants {
 constexpr double kH100Peak = 989.4e12;
 constexpr double kH100Hbm = 3.35e12;
 // Every tensor-core rate at Hopper's calibrated sustained clock (docs/SIMULATOR.md section 7).
-constexpr double kH100SustainedClock = 0.88;
+constexpr double kH100SustainedClock = 0.89;
 constexpr double kH100Gemm2048 = 676.59e12 * kH100SustainedClock;
 constexpr double kH100Gemm4096 = 788.72e12 * kH100SustainedClock;
 constexpr double kH100AttentionForward = 333.0 / 989.4 * kH100SustainedClock;

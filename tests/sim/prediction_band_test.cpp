@@ -189,6 +189,26 @@ TEST(Sensitivity, TheRoutersLoadIsAnInputOfMixturesOfExperts) {
   EXPECT_FALSE(load_of("torchtitan-asynctp-llama3-8b-fsdp8-tp8-64g").has_value());
 }
 
+// Whether the keys and values are copied to every query head is an input of
+// grouped-query models: stated on torchtitan's Llama 3 rows (repeat_kv),
+// left to the default on MaxText's, absent for Llama 2 7B (as many kv heads
+// as query heads).
+TEST(Sensitivity, RepeatedKeysAndValuesAreAnInputOfGroupedQueryModels) {
+  const auto kv_of = [](const std::string& row) { return input_of(row, "training.kv_heads"); };
+  const auto titan = kv_of("torchtitan-asynctp-llama3-8b-fsdp8-tp8-64g");
+  ASSERT_TRUE(titan.has_value());
+  EXPECT_EQ(titan->simulated, "REPEATED_KV");
+  EXPECT_FALSE(titan->left_to_default);
+  EXPECT_FALSE(titan->widens_band());
+  ASSERT_EQ(titan->values.size(), 1u);
+  EXPECT_EQ(titan->values[0].label, "NATIVE_KV");
+  const auto maxtext = kv_of("maxtext-h100-llama3-70b-fsdp128-128g");
+  ASSERT_TRUE(maxtext.has_value());
+  EXPECT_EQ(maxtext->simulated, "NATIVE_KV");
+  EXPECT_TRUE(maxtext->left_to_default);
+  EXPECT_FALSE(kv_of("yafsdp-fsdp1-a100-llama2-7b-s2048-64g").has_value());
+}
+
 // The tp overlap is an input only where tensor parallelism runs sequence
 // parallel: left to the default on torchtitan's vanilla TP row (the other two
 // runtimes its values), stated on its async twin, absent without tp.

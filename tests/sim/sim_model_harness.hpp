@@ -57,7 +57,7 @@ constexpr NcclProtocol kNcclProtocols[] = {
 // launch per kernel (assumption [6]).
 // Hopper's calibrated sustained clock (docs/SIMULATOR.md section 7) scales
 // every tensor-core rate of the table.
-constexpr double kH100SustainedClock = 0.88;
+constexpr double kH100SustainedClock = 0.89;
 constexpr double kH100Gemm1024 = 176.62e12 * kH100SustainedClock;
 constexpr double kH100Gemm4096 = 788.72e12 * kH100SustainedClock;
 constexpr double kH100Gemm8192 = 797.51e12 * kH100SustainedClock;

@@ -9,10 +9,16 @@
 
 #include <google/protobuf/util/message_differencer.h>
 
+#include <cmath>
+#include <cstdio>
 #include <map>
 #include <string>
 
+#include "planner/resolved_scenario.hpp"
 #include "scenarios/scenario_loader.hpp"
+#include "sim/child_process.hpp"
+#include "sim/compute_model.hpp"
+#include "sim/simulation.hpp"
 #include "validation/validation_set.hpp"
 
 namespace ragged::validation {
@@ -51,6 +57,35 @@ TEST(CalibrationScenarios, EachCompiledPointIsItsShippedEagerScenarioWithTheRepo
     EXPECT_TRUE(differ.Compare(expected, actual)) << compiled_file.at(compiled_id) << " differs from " << shipped
                                                   << " with torch.compile:\n" << differences;
   }
+}
+
+// Hopper's sustained clock is the one constant fitted to the calibration
+// points: the two-digit value that brings the 8-GPU torch.compile point
+// (6,674 tokens/s per GPU, ../shared/reference/vescale.md) closest. A model
+// change that moves that point by more than half a step of the clock fails
+// here until sim/gpu_tables.cpp is refitted (docs/results/calibration.md).
+TEST(CalibrationScenarios, HoppersSustainedClockIsTheClosestTwoDigitFit) {
+  constexpr double kPublished = 6674;
+  const std::filesystem::path file =
+      std::filesystem::path(RAGGED_SOURCE_DIR) / "validation/scenarios/torchtitan-paper-llama3-8b-8xh100-compile.textproto";
+  const planner::ResolvedScenario resolved = planner::resolve_scenario(scenarios::load_scenario(file.string()));
+  // One simulation a child process: SimGrid runs once in a process.
+  const auto error_at = [&](double clock) {
+    const std::string tokens = sim::run_in_child([&] {
+      sim::SimulationOptions options;
+      options.sustained_clock = clock;
+      return std::to_string(sim::simulate(resolved, options).trace.summary().tokens_per_s_per_gpu());
+    });
+    return std::stod(tokens) / kPublished - 1;
+  };
+  const double clock = sim::hopper_sustained_clock();
+  const double at = error_at(clock), below = error_at(clock - 0.01), above = error_at(clock + 0.01);
+  std::printf("8-GPU compiled calibration point: %+.2f%% at %.2f, %+.2f%% at %.2f, %+.2f%% at %.2f\n", 100 * below,
+              clock - 0.01, 100 * at, clock, 100 * above, clock + 0.01);
+  EXPECT_LT(below, at);  // a faster clock, a faster step: the fit brackets the point
+  EXPECT_LT(at, above);
+  EXPECT_LE(std::fabs(at), std::fabs(below));
+  EXPECT_LE(std::fabs(at), std::fabs(above));
 }
 
 }  // namespace

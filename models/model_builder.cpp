@@ -396,6 +396,40 @@ void spread_over_sequence(const ModelSpec& whole, double tp, ModelSpec& local) {
   }
 }
 
+// TorchTitan's op-level selective checkpointing run eagerly under sequence
+// parallelism keeps two things the count above (Korthikanti et al.'s, for
+// Megatron's row-parallel layers, which save no output) leaves out. Eager
+// SAC caches the output of every op its policy must save, whether the
+// backward reads it or not: a row-parallel GEMM's saved output (every second
+// mm: Llama's w2) is its partial sum over all the tokens, the whole width on
+// every tp rank, not 1/tp of it; and every reduce-scatter after a
+// row-parallel GEMM keeps its output (the save list holds
+// _c10d_functional.reduce_scatter_tensor), the rank's 1/tp of the tokens at
+// that width (torchtitan models/llama3/infra/parallelize.py,
+// _op_sac_save_list; torch.utils.checkpoint's selective caching mode).
+// Compiled, the partitioner saves only what the backward reads, and neither
+// is read. A row-parallel GEMM is one whose input width tp cut.
+void keep_sequence_parallel_saves(const ModelSpec& whole, double tp, ModelSpec& local) {
+  if (whole.kernels.saved_names || !whole.kernels.eager_blocks) return;
+  const double b = bytes_of(whole.arch);
+  for (size_t u = 0; u < local.units.size(); ++u) {
+    UnitSpec& to = local.units[u];
+    if (to.kind != UnitKind::kBlock || !to.activations.selective_recomputes_gemms) continue;
+    const std::vector<GemmShape>& whole_gemms = whole.units[u].compute.gemms;
+    const std::vector<GemmShape>& local_gemms = to.compute.gemms;
+    RAGGED_ASSERT(whole_gemms.size() == local_gemms.size(), "a split block has the whole block's GEMMs");
+    double kept = 0;
+    for (size_t i = 0; i < local_gemms.size(); ++i) {
+      if (local_gemms[i].routed_experts || local_gemms[i].k == whole_gemms[i].k) continue;
+      const GemmShape& g = whole_gemms[i];
+      const double width = static_cast<double>(g.n) * g.token_fraction * static_cast<double>(g.count) * b;
+      if (i % 2 == 0) kept += width * (1.0 - 1.0 / tp);  // saved as selective_saved counts it, but whole
+      kept += width / tp;                                 // the reduce-scatter's output
+    }
+    to.activations.saved_selective += kept;
+  }
+}
+
 // KempnerForge's tp plan: the embedding whole on every tp rank; the head's
 // GEMM split by the vocabulary, its logits all-gathered, so the loss and
 // the logits it holds are the whole vocabulary's on every rank. Under
@@ -454,7 +488,10 @@ ModelSpec build_model(const ArchConfig& arch, const KernelChoices& kernels, cons
   if (split.tp > 1) {
     const ModelSpec whole = build_units(arch, kernels, local_experts, experts_unit);
     mark_tensor_cuts(whole, local);
-    if (split.sequence_parallel) spread_over_sequence(whole, static_cast<double>(split.tp), local);
+    if (split.sequence_parallel) {
+      spread_over_sequence(whole, static_cast<double>(split.tp), local);
+      keep_sequence_parallel_saves(whole, static_cast<double>(split.tp), local);
+    }
     if (split.gathered_logits) gather_logits(whole, split.sequence_parallel, static_cast<double>(split.tp), local);
   }
   return local;

@@ -102,6 +102,33 @@ TEST(ModelSplit, SequenceParallelSpreadsEveryActivationOverTp) {
   EXPECT_DOUBLE_EQ(no_sp.units[1].activations.saved_none - sp.units[1].activations.saved_none, 4 * 4096 * 2 * 0.75);
 }
 
+// TorchTitan's op-level selective checkpointing, eager, caches every second
+// mm's output and every reduce-scatter's. Llama 3 8B at tp 4 with sequence
+// parallelism: of q, k, v, o, gate, up, down it saves q, v, gate and down;
+// down is row-parallel, so what it saves is its partial sum over all the
+// tokens, 4,096 bf16 values a token on every rank where the spread count has
+// a quarter of them (+6,144 B); the reduce-scatters after o and down keep a
+// quarter of the tokens at 4,096 wide each (+4,096 B). Compiled, the
+// backward reads neither and the partitioner keeps neither.
+TEST(ModelSplit, EagerSelectiveCheckpointingKeepsRowParallelPartialSumsAndScatters) {
+  ModelSpec whole = catalog_model("llama3-8b");
+  const ModelSpec compiled_sp = build_model(whole.arch, whole.kernels, ModelSplit{4, 1, true});
+  whole.kernels.eager_blocks = true;
+  whole = build_model(whole.arch, whole.kernels);
+  const ModelSpec sp = build_model(whole.arch, whole.kernels, ModelSplit{4, 1, true});
+  EXPECT_DOUBLE_EQ(compiled_sp.units[1].activations.saved_selective,
+                   catalog_model("llama3-8b").units[1].activations.saved_selective / 4);
+  const ActivationBytes& w = whole.units[1].activations;
+  const ActivationBytes& local = sp.units[1].activations;
+  const double by_hand = 4096 * 2 * (1 - 0.25) + 2 * 4096 * 2 * 0.25;
+  std::printf("llama3-8b block at tp 4, kept per token under selective checkpointing: whole / 4 = %.1f, built %.1f "
+              "(by hand +%.0f)\n", w.saved_selective / 4, local.saved_selective, by_hand);
+  EXPECT_DOUBLE_EQ(local.saved_selective - w.saved_selective / 4, by_hand);
+  // The other modes are what the spread count says.
+  EXPECT_DOUBLE_EQ(local.saved_none, w.saved_none / 4);
+  EXPECT_DOUBLE_EQ(local.saved_full, w.saved_full / 4);
+}
+
 TEST(ModelSplit, ExpertParallelGivesEachRankItsExpertsAsAUnit) {
   // DeepSeek-V3: 256 routed experts of width 2048, top 8, on ep 64: four
   // experts per rank in a unit after their block, each seeing 8 / 4 of the

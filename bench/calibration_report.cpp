@@ -236,13 +236,14 @@ int main(int argc, char** argv) {
   backward in autograd's order") sit beside every block's saved activations
   and the root group's gathered embedding and head (section 7, "FSDP's root
   group"). TorchTitan's eager runs hold {:.1f} and {:.1f} GiB more than its
-  compiled runs at 8 and 128 GPUs; the model predicts {:.1f} and {:.1f} GiB more (what
-  eager autograd keeps beyond a fused block, docs/MODELS.md, lives in the
-  forward of blocks that selective checkpointing recomputes), so the eager
-  points are the further below. Not modelled: the recomputed block's
-  element-wise intermediates that compiled blocks fuse away, and the
-  caching allocator's holes from eager's many tensor sizes (section 8,
-  "Modelled and not modelled").
+  compiled runs at 8 and 128 GPUs; the model predicts {:.1f} and {:.1f} GiB
+  more: eager selective checkpointing caches every output its policy saves,
+  the down projection's among them, which the compiled partitioner drops
+  because no backward reads it (docs/MODELS.md, selective checkpointing).
+  Eager and compiled points alike then sit below the published peaks by a
+  few GiB that no modelled tensor accounts for; candidates: the recomputed
+  block's element-wise intermediates held while its backward runs, and the
+  caching allocator's holes (section 8, "Modelled and not modelled").
 - **FSDP2's post-backward (docs/SIMULATOR.md section 4b):** the
   reduce-scatter copy-in (`chunk_cat` into the fp32 input) runs on the
   compute stream after a wait for the previous reduce-scatter, as

@@ -113,12 +113,17 @@ size_t expected_block_tensors(const ArchConfig& arch, int64_t layer) {
 // recomputed in the backward. The unit's GEMMs are in the order the forward
 // calls them, so the 1st, 3rd, ... are kept (recompute_work recomputes the
 // 2nd, 4th, ...); the attention kernel keeps its output and its softmax
-// statistics.
-double selective_saved(const UnitSpec& unit, const ArchConfig& arch) {
+// statistics. Eager, the policy's cache holds every output it must save.
+// Compiled, Inductor's partitioner honours the policy but stores only what
+// the backward reads, and nothing reads an output projection's output (o,
+// down: the residual add's backward needs neither input), so a saved one is
+// not kept (`compiled`).
+double selective_saved(const UnitSpec& unit, const ArchConfig& arch, const CheckpointNames& names, bool compiled) {
   const double b = bytes_of(arch);
   double saved = static_cast<double>(arch.hidden) * b;  // the block's input
   const std::vector<GemmShape>& gemms = unit.compute.gemms;
   for (size_t i = 0; i < gemms.size(); i += 2) {
+    if (compiled && (gemms[i].name == names.o || gemms[i].name == names.down)) continue;
     saved += static_cast<double>(gemms[i].n) * gemms[i].token_fraction * static_cast<double>(gemms[i].count) * b;
   }
   if (unit.compute.attention) {
@@ -221,7 +226,7 @@ void build_block(const ArchConfig& arch, const CheckpointNames& names, int64_t l
   act.selective_recomputes_gemms = !moe;
   act.saved_selective = moe ? act.saved_none - static_cast<double>(norm_outputs) * h * b - attention.recomputable -
                                   mlp.recomputable
-                            : selective_saved(unit, arch);
+                            : selective_saved(unit, arch, names, !kernels.eager_blocks);
   // Eagerly, each RMSNorm's upcast (the q and k heads' too) and a dense
   // SwiGLU's SiLU output (act(gate) * up keeps both factors); selective
   // checkpointing recomputes them with the rest of the element-wise work.

@@ -229,10 +229,11 @@ TEST(ActivationTest, Llama3_8bBlockAndHead) {
   const ActivationBytes& block = model.units[1].activations;
   const double none = b * (4 * h + q + 2 * kv + q) + 4 * 32 + b * 3 * ffn;
   EXPECT_DOUBLE_EQ(block.saved_none, none);
-  // TorchTitan's op-level SAC keeps the block's input, the outputs of the
+  // TorchTitan's op-level SAC saves the block's input, the outputs of the
   // 1st, 3rd, 5th and 7th mm (wq, wv, w1, w2; wk, wo and w3 are recomputed)
-  // and the attention's output and log-sum-exp.
-  EXPECT_DOUBLE_EQ(block.saved_selective, b * (h + q + kv + ffn + h) + b * q + 4 * 32);
+  // and the attention's output and log-sum-exp; compiled (a catalog model's
+  // default), the partitioner keeps no w2 output: no backward reads it.
+  EXPECT_DOUBLE_EQ(block.saved_selective, b * (h + q + kv + ffn) + b * q + 4 * 32);
   EXPECT_DOUBLE_EQ(block.saved_full, h * b);
   EXPECT_DOUBLE_EQ(block.working, b * 3 * ffn);
 
@@ -266,10 +267,11 @@ TEST(ActivationTest, MixtureOfExpertsBlock) {
   // norms' outputs and the products of its 8 routed and 1 shared experts.
   EXPECT_DOUBLE_EQ(moe.saved_none - moe.saved_selective, 2 * h * b + 9 * f * b);
   EXPECT_FALSE(moe.selective_recomputes_gemms);
-  // The dense block before it: TorchTitan's policy keeps the input, every
-  // other GEMM's output (q_a, kv_a, o_proj, up_proj) and the attention's.
+  // The dense block before it: TorchTitan's policy saves the input, every
+  // other GEMM's output (q_a, kv_a, o_proj, up_proj) and the attention's;
+  // compiled, o_proj's output (read by no backward) is not kept.
   EXPECT_TRUE(dense.selective_recomputes_gemms);
-  EXPECT_DOUBLE_EQ(dense.saved_selective, b * (h + 1536 + 576 + h + 18432) + b * 128 * 128 + 4 * 128);
+  EXPECT_DOUBLE_EQ(dense.saved_selective, b * (h + 1536 + 576 + 18432) + b * 128 * 128 + 4 * 128);
   EXPECT_DOUBLE_EQ(moe.working, b * std::max(attention, 3 * 9 * f));
 }
 

@@ -43,7 +43,10 @@ TEST(EagerAutograd, ALlamaBlockKeepsItsNormUpcastsAndSiluOutput) {
   std::printf("llama3-8b block, bytes a token kept without checkpointing: fused %.0f, eager %.0f (by hand +%.0f)\n",
               f.saved_none, e.saved_none, by_hand);
   EXPECT_DOUBLE_EQ(e.saved_none - f.saved_none, by_hand);
-  EXPECT_DOUBLE_EQ(e.saved_selective, f.saved_selective);
+  // Selective checkpointing recomputes the upcasts and the SiLU; eager, its
+  // cache also holds the down projection's output (a saved mm), which the
+  // compiled partitioner drops (nothing in the backward reads it): h x 2 B.
+  EXPECT_DOUBLE_EQ(e.saved_selective - f.saved_selective, 4096.0 * 2);
   EXPECT_DOUBLE_EQ(e.saved_full, f.saved_full);
   const ActivationBytes& fh = activations(fused, "head");
   const ActivationBytes& eh = activations(eager, "head");

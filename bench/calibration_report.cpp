@@ -116,13 +116,12 @@ int main(int argc, char** argv) {
     s->mutable_cluster()->mutable_gpu()->set_power_limit_watts(700);
   };
 
+  using Edit = std::function<void(scenarios::Scenario*)>;
+  const auto is_eager = [](const Published& p) { return std::string(p.variant) == "FSDP2 eager"; };
+  const auto edit_of = [&](const Published& p) { return is_eager(p) ? Edit(none) : Edit(compiled); };
   // Every point's prediction first: the text below quotes them.
   std::vector<Prediction> predicted;
-  for (const Published& p : kPublished) {
-    predicted.push_back(predict(p.scenario, std::string(p.variant) == "FSDP2 eager"
-                                                ? std::function<void(scenarios::Scenario*)>(none)
-                                                : compiled));
-  }
+  for (const Published& p : kPublished) predicted.push_back(predict(p.scenario, edit_of(p)));
   const Published& compiled8 = kPublished[2];
   const auto compiled8_error = [&](double clock) {
     return predict(compiled8.scenario, compiled, {}, clock).tokens_per_s / compiled8.tokens_per_s - 1;
@@ -168,7 +167,6 @@ int main(int argc, char** argv) {
   }
   md << "\n## What each mechanism contributes (8 GPUs)\n\n";
   md << "| simulator inputs | tokens/s/GPU | step time | MFU |\n|---|---:|---:|---:|\n";
-  using Edit = std::function<void(scenarios::Scenario*)>;
   const Mechanisms neither{false, false}, sharing{true, false};
   std::vector<Prediction> steps;
   for (auto [label, edit, mechanisms] : std::vector<std::tuple<std::string, Edit, Mechanisms>>{
@@ -188,7 +186,7 @@ int main(int argc, char** argv) {
         "|---|---:|---:|---:|---:|---|\n";
   std::vector<double> sharing_cost, issue_cost;
   for (const Published& p : kPublished) {
-    if (std::string(p.variant) != "FSDP2 eager") continue;
+    if (!is_eager(p)) continue;
     const Prediction off = predict(p.scenario, none, neither), shared = predict(p.scenario, none, sharing),
                      both = predict(p.scenario, none);
     sharing_cost.push_back(off.tokens_per_s / shared.tokens_per_s - 1);
@@ -200,7 +198,7 @@ int main(int argc, char** argv) {
   // Without the fitted constant: every point at the microbenchmarks' clocks.
   std::vector<double> unfitted;
   for (const Published& p : kPublished) {
-    const Prediction r = predict(p.scenario, std::string(p.variant) == "FSDP2 eager" ? Edit(none) : Edit(compiled), {}, 1.0);
+    const Prediction r = predict(p.scenario, edit_of(p), {}, 1.0);
     unfitted.push_back(r.tokens_per_s / p.tokens_per_s - 1);
   }
   const auto pct = [](double x) { return std::fabs(x) < 0.0005 ? std::string("0.0%") : fmt::format("{:+.1f}%", 100 * x); };

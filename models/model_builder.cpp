@@ -106,6 +106,15 @@ size_t expected_block_tensors(const ArchConfig& arch, int64_t layer) {
   return fixed + static_cast<size_t>(arch.experts) * (arch.expert_bias ? 6 : 3);
 }
 
+// TorchTitan's op-level policy saves the 1st, 3rd, ... mm of a block (the
+// GEMMs in the order the forward calls them) and recomputes the others.
+bool selective_saves_gemm(size_t index) { return index % 2 == 0; }
+
+// A GEMM's output, per token, in bytes of `b` an element.
+double gemm_output_bytes(const GemmShape& gemm, double b) {
+  return static_cast<double>(gemm.n) * gemm.token_fraction * static_cast<double>(gemm.count) * b;
+}
+
 // What TorchTitan's op-level selective checkpointing keeps of a block, per
 // token (torchtitan/models/llama3/infra/parallelize.py, _apply_ac_to_transformer_block:
 // the outputs of ops in its _save_list, mm and the attention kernels, except
@@ -122,9 +131,10 @@ double selective_saved(const UnitSpec& unit, const ArchConfig& arch, const Check
   const double b = bytes_of(arch);
   double saved = static_cast<double>(arch.hidden) * b;  // the block's input
   const std::vector<GemmShape>& gemms = unit.compute.gemms;
-  for (size_t i = 0; i < gemms.size(); i += 2) {
+  for (size_t i = 0; i < gemms.size(); ++i) {
+    if (!selective_saves_gemm(i)) continue;
     if (compiled && (gemms[i].name == names.o || gemms[i].name == names.down)) continue;
-    saved += static_cast<double>(gemms[i].n) * gemms[i].token_fraction * static_cast<double>(gemms[i].count) * b;
+    saved += gemm_output_bytes(gemms[i], b);
   }
   if (unit.compute.attention) {
     const AttentionShape& a = *unit.compute.attention;
@@ -426,9 +436,8 @@ void keep_sequence_parallel_saves(const ModelSpec& whole, double tp, ModelSpec& 
     double kept = 0;
     for (size_t i = 0; i < local_gemms.size(); ++i) {
       if (local_gemms[i].routed_experts || local_gemms[i].k == whole_gemms[i].k) continue;
-      const GemmShape& g = whole_gemms[i];
-      const double width = static_cast<double>(g.n) * g.token_fraction * static_cast<double>(g.count) * b;
-      if (i % 2 == 0) kept += width * (1.0 - 1.0 / tp);  // saved as selective_saved counts it, but whole
+      const double width = gemm_output_bytes(whole_gemms[i], b);
+      if (selective_saves_gemm(i)) kept += width * (1.0 - 1.0 / tp);  // saved as selective_saved counts it, but whole
       kept += width / tp;                                 // the reduce-scatter's output
     }
     to.activations.saved_selective += kept;

@@ -242,7 +242,10 @@ RunResult run_on_gpu(const planner::ResolvedScenario& resolved, const RunOptions
     loop.steps = options.steps;
     loop.run_step = [&executor](int64_t step) { return executor.run_step(step); };
     // A NaN in a gradient or a moment reaches the parameters in the same step's update.
-    loop.state_non_finite = [&] {
+    // Counted on the device; only a step that found one downloads the masters to name it.
+    MasterFiniteScan finite_scan;
+    loop.state_non_finite = [&]() -> std::optional<NonFinite> {
+      if (finite_scan.non_finite(units, shards, compute) == 0) return std::nullopt;
       download_masters(units, shards, compute);
       return first_non_finite_master(shards);
     };

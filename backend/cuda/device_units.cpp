@@ -135,6 +135,23 @@ void adam8bit_update(const DeviceUnit& unit, int64_t step, const AdamWParams& p,
   adam8bit_step(unit.master, unit.grad, unit.adam8bit_state, unit.tiles, unit.tile_count, constants, stream);
 }
 
+MasterFiniteScan::MasterFiniteScan() { CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&count_), sizeof(*count_))); }
+
+MasterFiniteScan::~MasterFiniteScan() { cudaFree(count_); }
+
+int64_t MasterFiniteScan::non_finite(const std::vector<DeviceUnit>& units, const std::vector<UnitShard>& shards,
+                                     cudaStream_t stream) {
+  RAGGED_ASSERT(units.size() == shards.size(), "MasterFiniteScan: a device unit for every shard");
+  CUDA_CHECK(cudaMemsetAsync(count_, 0, sizeof(*count_), stream));
+  for (size_t u = 0; u < units.size(); ++u) {
+    count_non_finite(units[u].master, static_cast<int64_t>(shards[u].master().size()), count_, stream);
+  }
+  unsigned long long count = 0;
+  CUDA_CHECK(cudaMemcpyAsync(&count, count_, sizeof(count), cudaMemcpyDeviceToHost, stream));
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  return static_cast<int64_t>(count);
+}
+
 void download_masters(const std::vector<DeviceUnit>& units, std::vector<UnitShard>& shards, cudaStream_t stream) {
   for (size_t u = 0; u < units.size(); ++u) {
     std::vector<float>& master = shards[u].master();

@@ -84,6 +84,15 @@ __global__ void scale_kernel(float* x, float a, int64_t n) {
   for (int64_t i = first_index(); i < n; i += grid_stride()) x[i] = __fmul_rn(a, x[i]);
 }
 
+// *count += the elements of x that are NaN or infinite (one atomic a warp
+// that found any, so a finite tensor costs one read and no atomics).
+__global__ void count_non_finite_kernel(const float* x, int64_t n, unsigned long long* count) {
+  unsigned long long found = 0;
+  for (int64_t i = first_index(); i < n; i += grid_stride()) found += isfinite(x[i]) ? 0 : 1;
+  for (int offset = 16; offset > 0; offset >>= 1) found += __shfl_down_sync(0xffffffffu, found, offset);
+  if ((threadIdx.x & 31) == 0 && found != 0) atomicAdd(count, found);
+}
+
 // detail::adamw_element, operation for operation:
 //   param = param * decay
 //   m     = beta1 * m + (1 - beta1) * grad
@@ -179,6 +188,12 @@ void axpy(float* y, float a, const float* x, int64_t n, cudaStream_t stream) {
 void scale(float* x, float a, int64_t n, cudaStream_t stream) {
   if (n <= 0) return;
   scale_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, a, n);
+  CUDA_CHECK_LAUNCH();
+}
+
+void count_non_finite(const float* x, int64_t n, unsigned long long* count, cudaStream_t stream) {
+  if (n <= 0) return;
+  count_non_finite_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, n, count);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -42,6 +42,11 @@ void axpy(float* y, float a, const float* x, int64_t n, cudaStream_t stream);
 // x[i] = a * x[i].
 void scale(float* x, float a, int64_t n, cudaStream_t stream);
 
+// *count (device memory) += the elements of x[0, n) that are NaN or
+// infinite: the device-side scan behind the run's non-finite check, so a
+// finite step moves no parameters to the host.
+void count_non_finite(const float* x, int64_t n, unsigned long long* count, cudaStream_t stream);
+
 // One AdamW step on n elements, the formula and order of operations of
 // backend/optimizer_adamw_kernel.hpp (torch.optim.AdamW), with the step's
 // constants computed on the host exactly as adamw_step computes them.

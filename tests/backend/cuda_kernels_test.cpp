@@ -35,8 +35,6 @@ class CudaKernelsTest : public test::CudaDeviceTest {
     EXPECT_EQ(differ, 0u);
   }
 
-  std::unique_ptr<CudaDevice> device_;
-  cudaStream_t stream_ = nullptr;
   std::mt19937_64 rng_{std::random_device{}()};
   static constexpr int64_t kN = 100003;  // odd: exercises every tail
 };
@@ -72,6 +70,20 @@ TEST_F(CudaKernelsTest, FillCopyAxpyScale) {
 
   fill(out, 0, 1.0f, stream_);  // nothing to do, no launch error
   CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+TEST_F(CudaKernelsTest, CountsNonFiniteElements) {
+  std::vector<float> x = random_vector(kN, rng_);
+  x[0] = NAN;
+  x[12345] = -INFINITY;
+  x[kN - 1] = INFINITY;
+  const float* dx = to_device(x);
+  auto* count = device_->arena().allocate_array<unsigned long long>(1);
+  CUDA_CHECK(cudaMemsetAsync(count, 0, sizeof(*count), stream_));
+  count_non_finite(dx, kN, count, stream_);
+  count_non_finite(dx + 1, kN - 2, count, stream_);  // adds the one in the middle
+  count_non_finite(dx, 0, count, stream_);           // nothing to do, no launch error
+  EXPECT_EQ(to_host(count, 1)[0], 4u);
 }
 
 TEST_F(CudaKernelsTest, CastsRoundToNearestEven) {

@@ -9,6 +9,7 @@ list(APPEND RAGGED_BACKEND_TEST_SRCS
   ${CMAKE_CURRENT_LIST_DIR}/run_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/mesh_launch_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/reference_tp_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/unit_shard_init_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/expert_parallel_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/expert_rows_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/verdict_test.cpp)

@@ -19,7 +19,8 @@ int64_t ns(double seconds) { return static_cast<int64_t>(std::llround(seconds * 
 }  // namespace
 
 traces::Trace measured_trace(const planner::ResolvedScenario& resolved, const planner::Program& program,
-                             const std::vector<MeasuredStep>& steps, Communicator& comm, const std::string& device) {
+                             const std::vector<MeasuredStep>& steps, Communicator& comm, const std::string& device,
+                             double device_peak_flops) {
   const scenarios::Scenario& s = resolved.scenario();
   traces::Trace trace;
   traces::Metadata* meta = trace.mutable_metadata();
@@ -76,7 +77,7 @@ traces::Trace measured_trace(const planner::ResolvedScenario& resolved, const pl
   summary.issue_order_peak_bytes = planner::issue_order_state_and_buffers_peak(program);
   summary.tokens_per_step = program.tokens_per_step;
   summary.model_flops_per_step = program.model_flops_per_step;
-  summary.peak_flops = scenarios::peak_bf16_flops(s.cluster().gpu());
+  summary.peak_flops = device_peak_flops > 0 ? device_peak_flops : scenarios::peak_bf16_flops(s.cluster().gpu());
   summary.hbm_capacity_bytes = scenarios::hbm_capacity_bytes(s.cluster().gpu());
   summary.allocator_capacity_bytes = scenarios::allocator_capacity_bytes(s);
   *trace.mutable_summary() = traces::make_summary(summary);

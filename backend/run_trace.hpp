@@ -15,9 +15,12 @@
 
 namespace ragged::backend {
 
-// `device` describes where it ran ("cpu (...), 4 mpi ranks").
+// `device` describes where it ran ("cpu (...), 4 mpi ranks"). MFU is over
+// `device_peak_flops` (the dense bf16 peak of the GPU the run used) when it is
+// positive, else over the scenario GPU's peak.
 traces::Trace measured_trace(const planner::ResolvedScenario& resolved, const planner::Program& program,
-                             const std::vector<MeasuredStep>& steps, Communicator& comm, const std::string& device);
+                             const std::vector<MeasuredStep>& steps, Communicator& comm, const std::string& device,
+                             double device_peak_flops = 0);
 
 // What the host executor holds differently from the Program's persistent
 // state: ZeRO-3's and Megatron-FSDP's persistent compute-dtype shard, ZeRO-3's

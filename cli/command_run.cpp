@@ -57,7 +57,9 @@ void print(const backend::RunResult& r, const std::string& label, std::ostream& 
                                            : "");
   out << fmt::format("  tokens/s per GPU   {}  ({} tokens per GPU per step)\n",
                      format_rounded(s.tokens_per_s_per_gpu()), format_integer(s.tokens_per_step()));
-  out << fmt::format("  MFU                {:.1f}% (of the scenario GPU's bf16 peak)\n", 100 * s.mfu());
+  out << fmt::format("  MFU                {:.1f}% (of the dense bf16 peak of {})\n", 100 * s.mfu(),
+                     r.trace.metadata().device().find("(cuda)") != std::string::npos ? "this GPU"
+                                                                                      : "the scenario's GPU");
   out << fmt::format("  exposed comm       {} ({:.1f}% of the step: the compute stream idle)\n",
                      format_seconds(s.exposed_comm_s()),
                      s.step_time_s() > 0 ? 100 * s.exposed_comm_s() / s.step_time_s() : 0.0);

@@ -9,6 +9,7 @@
 
 #include "backend/collective_watcher.hpp"
 #include "backend/context_chunks.hpp"
+#include "backend/cuda/calibration.hpp"
 #include "backend/cuda/cuda_check.hpp"
 #include "backend/cuda/cuda_device.hpp"
 #include "backend/cuda/cuda_executor.hpp"
@@ -260,8 +261,10 @@ RunResult run_on_gpu(const planner::ResolvedScenario& resolved, const RunOptions
       judge_against_reference(resolved, shards, groups, stages, comm, options.warmup_steps + options.steps, options,
                               result);
     }
+    // MFU over this GPU's own peak: the scenario may name another GPU (or a CPU).
     result.trace = measured_trace(resolved, program, ran.measured, comm,
-                                  fmt::format("{} (cuda), {}", device.info().name, describe(groups, "nccl")));
+                                  fmt::format("{} (cuda), {}", device.info().name, describe(groups, "nccl")),
+                                  dense_bf16_peak_flops(device.info().name));
     if (in_mesh) {
       result.trace.mutable_metadata()->add_executor_notes(fmt::format(
           "under tp {}, cp {} and ep {} the GPU keeps every unit's activations in the mesh workload's own memory "

@@ -51,6 +51,8 @@ add_library(ragged_backend_cuda STATIC
   ${_ragged_cuda_dir}/workload_kernels.cu
   ${_ragged_cuda_dir}/workload_reductions.cu
   ${_ragged_cuda_dir}/attention_kernels.cu
+  ${_ragged_cuda_dir}/attention_gemm.cpp
+  ${_ragged_cuda_dir}/attention_rows.cu
   # One tensor-parallel rank's compute (gpu_workload_mesh.hpp)
   ${_ragged_cuda_dir}/gpu_mesh_plan.cpp
   ${_ragged_cuda_dir}/gpu_workload_mesh.cpp

@@ -61,9 +61,15 @@ ColumnMajorCall column_major_call(const GemmShape& s) {
   call.cols = m;
   call.inner = k;
   // Leading dimensions are at least 1, also for empty matrices (cuBLAS rejects 0).
-  call.ld_first = std::max(1, s.transpose_b ? k : n);
-  call.ld_second = std::max(1, s.transpose_a ? m : k);
-  call.ld_out = std::max(1, n);
+  // A row-major row stride is the column-major leading dimension of the same memory.
+  const int packed_b = s.transpose_b ? k : n, packed_a = s.transpose_a ? m : k;
+  call.ld_first = std::max(1, s.ldb > 0 ? to_int(s.ldb, "ldb") : packed_b);
+  call.ld_second = std::max(1, s.lda > 0 ? to_int(s.lda, "lda") : packed_a);
+  call.ld_out = std::max(1, s.ldc > 0 ? to_int(s.ldc, "ldc") : n);
+  if (call.ld_first < packed_b || call.ld_second < packed_a || call.ld_out < n) {
+    throw InputError(fmt::format("GEMM {}x{}x{}: a row stride (lda {}, ldb {}, ldc {}) is shorter than its row",
+                                 s.m, s.n, s.k, s.lda, s.ldb, s.ldc));
+  }
   return call;
 }
 

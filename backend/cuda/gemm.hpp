@@ -22,6 +22,9 @@ struct GemmShape {
   int64_t m = 0, n = 0, k = 0;
   bool transpose_a = false;  // A stored k x m
   bool transpose_b = false;  // B stored n x k
+  // Row strides in elements when a matrix is a view into a wider one (a
+  // head's columns of [tokens, heads, dim]); 0: densely packed.
+  int64_t lda = 0, ldb = 0, ldc = 0;
 };
 
 enum class Fp32Mode {

@@ -111,6 +111,7 @@ GpuWorkload::GpuWorkload(const models::ModelSpec& model, GpuWorkloadConfig confi
   s.base = static_cast<std::byte*>(arena.allocate(static_cast<size_t>(s.layout.bytes)));
   s.routing.rows = s.buffer<int32_t>(detail::kExpertRows);
   s.routing.output = s.buffer<std::byte>(detail::kExpertOutput);
+  if (s.layout.attention_scratch > 0) s.gemms.attention_scratch = s.buffer<std::byte>(detail::kAttentionScratch);
   CUDA_CHECK(cudaMemsetAsync(s.buffer<double>(detail::kLossSum), 0, sizeof(double), compute));
   s.runs.resize(static_cast<size_t>(s.units()));
 }

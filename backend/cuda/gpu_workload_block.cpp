@@ -5,6 +5,7 @@
 // x2 = x1 + down(product), or x1 + the experts (gpu_workload_moe.cpp).
 // Backward writes every gradient once.
 
+#include "backend/cuda/attention_gemm.hpp"
 #include "backend/cuda/gpu_workload_internal.hpp"
 #include "backend/cuda/workload_kernels.hpp"
 
@@ -16,6 +17,14 @@ using ragged::backend::detail::LinearSlot;
 template <typename S>
 S* at(const Regions& cache, BlockRegion region) {
   return reinterpret_cast<S*>(cache[static_cast<size_t>(region)]);
+}
+
+// The GEMM attention (attention_gemm.hpp) where the workload has its scratch
+// and the block's attention is plain: no q/k norms, no sinks, whole sequences.
+bool gemm_attention(const Gemms& gemms, const ragged::backend::detail::AttentionLayout& att,
+                    const AttentionShape& shape) {
+  return gemms.attention_scratch != nullptr && att.sinks < 0 &&
+         gemm_attention_applies(shape, att.q_norm >= 0 || att.k_norm >= 0);
 }
 
 // y = x W^T (+ b).
@@ -53,8 +62,13 @@ void attention_core_forward_part(Gemms& gemms, const BlockPlan& plan, const Para
                                  const KeysRead<S>& keys, S* out) {
   const ragged::backend::detail::AttentionLayout& att = plan.layout.attention;
   S* u = at<S>(cache, kMixed);
-  attention_forward(u, at<S>(cache, kQuery), keys.k, keys.v, param<S>(params, att.q_norm), param<S>(params, att.k_norm),
-                    keys.shape, gemms.stream());
+  if (gemm_attention(gemms, att, keys.shape)) {
+    run_gemm_attention_forward(gemms.handle(), gemms.stream(), u, at<S>(cache, kQuery), keys.k, keys.v, keys.shape,
+                               gemms.attention_scratch);
+  } else {
+    attention_forward(u, at<S>(cache, kQuery), keys.k, keys.v, param<S>(params, att.q_norm),
+                      param<S>(params, att.k_norm), keys.shape, gemms.stream());
+  }
   project(gemms, att.o, params, u, out, plan.tokens);
 }
 
@@ -161,6 +175,11 @@ void attention_core_backward_part(Gemms& gemms, const BlockPlan& plan, const Par
   // in dn1's place until the projections' backward.
   S* dq = scratch_at(kDQuery);
   project_backward<S, G>(gemms, att.o, params, grads, at<S>(cache, kMixed), dy, dq, 0.0f, plan.tokens);
+  if (gemm_attention(gemms, att, keys.shape)) {
+    run_gemm_attention_backward(gemms.handle(), gemms.stream(), dq, dk, dv, at<S>(cache, kQuery), keys.k, keys.v,
+                                keys.shape, gemms.attention_scratch);
+    return;
+  }
   attention_backward(dq, dk, dv, reinterpret_cast<double*>(scratch_at(kDNorm1)), at<S>(cache, kMixed),
                      at<S>(cache, kQuery), keys.k, keys.v, param<S>(params, att.q_norm), param<S>(params, att.k_norm),
                      keys.shape, gemms.stream());

@@ -4,8 +4,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
+#include <string_view>
 
+#include "backend/cuda/attention_gemm.hpp"
 #include "backend/cuda/gpu_workload.hpp"
 #include "backend/cuda/gpu_workload_layout.hpp"
 #include "backend/workload.hpp"
@@ -286,6 +289,17 @@ ExpertBuffers expert_buffers(const models::ModelSpec& model, const GpuWorkloadCo
   return out;
 }
 
+int64_t gemm_attention_private_bytes(const models::ModelSpec& model, const GpuWorkloadConfig& config) {
+  const char* choice = std::getenv("RAGGED_GPU_ATTENTION");
+  if (choice != nullptr && std::string_view(choice) == "reference") return 0;
+  for (int u = 1; u + 1 < static_cast<int>(model.units.size()); ++u) {
+    if (model.units[static_cast<size_t>(u)].kind == UnitKind::kExperts) continue;
+    const ragged::backend::detail::AttentionLayout& att = block_plan(model, config, u).layout.attention;
+    if (att.q_norm >= 0 || att.k_norm >= 0 || att.sinks >= 0) return 0;
+  }
+  return gemm_attention_scratch_bytes(config.seq_len, element_bytes(config.params));
+}
+
 PrivatePlan private_plan(const models::ModelSpec& model, const GpuWorkloadConfig& config) {
   check_config(config);
   const int64_t tokens = config.sequences * config.seq_len;
@@ -308,9 +322,11 @@ PrivatePlan private_plan(const models::ModelSpec& model, const GpuWorkloadConfig
                                                       experts.output,
                                                       8 * tokens,
                                                       8,
-                                                      forward_scratch};
+                                                      forward_scratch,
+                                                      gemm_attention_private_bytes(model, config)};
   PrivatePlan plan;
   plan.forward_scratch = forward_scratch;
+  plan.attention_scratch = sizes[kAttentionScratch];
   for (size_t i = 0; i < sizes.size(); ++i) {
     plan.offset[i] = plan.bytes;
     plan.bytes = round_up(plan.bytes + sizes[i], 256);

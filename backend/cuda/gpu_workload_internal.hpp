@@ -61,6 +61,10 @@ class Gemms {
       : handle_(handle), stream_(stream), params_(config.params), grads_(config.grads) {}
 
   cudaStream_t stream() const { return stream_; }
+  cublasHandle_t handle() const { return handle_; }
+  // The GEMM attention's scratch (PrivatePlan::attention_scratch bytes); null:
+  // attention runs the float64 reference kernels.
+  std::byte* attention_scratch = nullptr;
   // y[rows x out] = x W^T (+ beta y).
   void forward(const void* x, const void* w, void* y, int64_t rows, int64_t out, int64_t in, float beta = 0.0f);
   // The same with fp32 y (the head's logits).

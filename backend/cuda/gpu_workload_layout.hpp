@@ -138,13 +138,19 @@ enum PrivateBuffer {
   kRowLosses,     // double per token
   kLossSum,       // one double: the sum of the head forwards' mean losses
   kForwardScratch,
+  kAttentionScratch,  // one head's scores for the GEMM attention (attention_gemm.hpp)
   kPrivateBuffers
 };
 struct PrivatePlan {
   std::array<int64_t, kPrivateBuffers> offset{};
-  int64_t forward_scratch = 0;  // bytes at offset[kForwardScratch]
+  int64_t forward_scratch = 0;     // bytes at offset[kForwardScratch]
+  int64_t attention_scratch = 0;   // bytes at offset[kAttentionScratch]; 0: the reference attention kernels
   int64_t bytes = 0;
 };
+// The GEMM attention's scratch for `model`'s blocks (0 where none can take it:
+// q/k norms or sinks, or RAGGED_GPU_ATTENTION=reference in the environment,
+// which keeps the float64 reference kernels for a comparison).
+int64_t gemm_attention_private_bytes(const models::ModelSpec& model, const GpuWorkloadConfig& config);
 PrivatePlan private_plan(const models::ModelSpec& model, const GpuWorkloadConfig& config);
 
 // What the running MoE block's routing needs (MoeRouting): the routing

@@ -70,7 +70,10 @@ void rms_norm_weight_grad(G* dw, const S* dy, const S* x, int64_t rows, int64_t 
 // width: q [tokens, heads, dim], k and v [tokens, groups, dim], head h reads
 // kv head h / (heads / groups), scale 1/sqrt(dim); q and k rows RMSNormed
 // with q_norm/k_norm first when those are not null. One block per (token,
-// head); naive: scores are recomputed rather than kept.
+// head); naive: scores are recomputed rather than kept. The reference the
+// GEMM attention (attention_gemm.hpp) is checked against, and what runs
+// where that one does not apply (q/k norms, context parallelism) or
+// RAGGED_GPU_ATTENTION=reference asks for it.
 //
 // Context parallelism (the host's CoreShape::queries and positions): the
 // `tokens` rows of q are `queries` a sequence, query i at position

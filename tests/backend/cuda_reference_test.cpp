@@ -110,6 +110,47 @@ TEST(CudaReference, CublasArgumentsComputeTheRowMajorProduct) {
   EXPECT_THROW(column_major_call(GemmShape{int64_t{1} << 31, 1, 1}), InputError);
 }
 
+TEST(CudaReference, RowStridesReadAndWriteViewsOfWiderMatrices) {
+  // Each operand the first columns of a matrix 3 columns wider than it: the
+  // row-major row stride becomes cuBLAS's leading dimension.
+  std::mt19937_64 rng(12);
+  constexpr int64_t kPad = 3;
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      GemmShape packed{6, 4, 5, ta, tb};
+      const std::vector<float> a = random_vector(a_elements(packed), rng), b = random_vector(b_elements(packed), rng);
+      const int64_t a_cols = ta ? packed.m : packed.k, a_rows = a_elements(packed) / a_cols;
+      const int64_t b_cols = tb ? packed.k : packed.n, b_rows = b_elements(packed) / b_cols;
+      auto widen = [&](const std::vector<float>& x, int64_t rows, int64_t cols) {
+        std::vector<float> wide(static_cast<size_t>(rows * (cols + kPad)), 0.0f);
+        for (int64_t r = 0; r < rows; ++r) {
+          for (int64_t c = 0; c < cols; ++c) {
+            wide[static_cast<size_t>(r * (cols + kPad) + c)] = x[static_cast<size_t>(r * cols + c)];
+          }
+        }
+        return wide;
+      };
+      GemmShape strided = packed;
+      strided.lda = a_cols + kPad;
+      strided.ldb = b_cols + kPad;
+      strided.ldc = packed.n + kPad;
+      const ColumnMajorCall call = column_major_call(strided);
+      EXPECT_EQ(call.ld_out, packed.n + kPad);
+      const std::vector<double> out = column_major_gemm(call, widen(b, b_rows, b_cols), widen(a, a_rows, a_cols));
+      const std::vector<double> ref = reference_gemm(packed, a, b);
+      for (int64_t i = 0; i < packed.m; ++i) {
+        for (int64_t j = 0; j < packed.n; ++j) {
+          EXPECT_NEAR(out[static_cast<size_t>(i * (packed.n + kPad) + j)], ref[static_cast<size_t>(i * packed.n + j)],
+                      1e-12);
+        }
+      }
+    }
+  }
+  GemmShape narrow{6, 4, 5};
+  narrow.ldc = 3;  // shorter than a row of C
+  EXPECT_THROW(column_major_call(narrow), InputError);
+}
+
 TEST(CudaReference, RelativeErrorMeasures) {
   const std::vector<double> ref = {3, 4};
   EXPECT_EQ(relative_error(std::vector<float>{3, 4}, ref), 0.0);

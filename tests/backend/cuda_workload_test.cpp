@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <numeric>
@@ -328,11 +329,13 @@ TEST(GpuWorkloadBytes, MoePrivateBuffersHoldTheRoutingTablesAndOneExpertsOutput)
                                                   r256(tables) + r256(t * h * 4) + r256(8 * t) + r256(8));
 }
 
-TEST(GpuWorkloadBytes, PrivateBuffersAreTheStreamBatchLossesAndForwardScratch) {
+TEST(GpuWorkloadBytes, PrivateBuffersAreTheStreamBatchLossesForwardScratchAndOneHeadsScores) {
   const models::ModelSpec model = models::catalog_model("llama3-8b");
   const int64_t t = 8192, h = 4096, kv = 1024, f = 14336, vocab = 128256;
   auto r256 = [](int64_t bytes) { return (bytes + 255) / 256 * 256; };
-  const int64_t fixed = 2 * r256(t * h * 2) + 3 * r256(4 * t) + r256(4 * (vocab + 1)) + r256(8 * t) + r256(8);
+  // The GEMM attention's scratch: one head's fp32 scores and their gradients, bf16 probabilities and theirs.
+  const int64_t scores = r256(t * t * (4 + 4 + 2 + 2));
+  const int64_t fixed = 2 * r256(t * h * 2) + 3 * r256(4 * t) + r256(4 * (vocab + 1)) + r256(8 * t) + r256(8) + scores;
   GpuWorkloadConfig config{1, t, ElementType::bf16, ElementType::f32, Checkpointing::kNone};
   EXPECT_EQ(gpu_private_bytes(model, config), fixed);
   // Selective (TorchTitan's policy) drops n1, k, x1, n2, up and the product,
@@ -341,6 +344,20 @@ TEST(GpuWorkloadBytes, PrivateBuffersAreTheStreamBatchLossesAndForwardScratch) {
   EXPECT_EQ(gpu_private_bytes(model, config), fixed + r256(t * (3 * h + kv + 2 * f) * 2));
   config.checkpointing = Checkpointing::kFull;  // n1|x1, q|u, k, v, n2, gate|product, up
   EXPECT_EQ(gpu_private_bytes(model, config), fixed + r256(t * (3 * h + 2 * kv + 2 * f) * 2));
+  // The reference kernels, asked for, need no scores.
+  ASSERT_EQ(setenv("RAGGED_GPU_ATTENTION", "reference", 1), 0);
+  const int64_t reference = gpu_private_bytes(model, config);
+  unsetenv("RAGGED_GPU_ATTENTION");
+  EXPECT_EQ(reference, fixed - scores + r256(t * (3 * h + 2 * kv + 2 * f) * 2));
+}
+
+TEST(GpuWorkloadBytes, QkNormedAttentionKeepsTheReferenceKernels) {
+  // Qwen3's q/k norms are computed inside the reference kernels: no GEMM attention, no scores.
+  const models::ModelSpec model = models::catalog_model("qwen3-235b-a22b");
+  const GpuWorkloadConfig config{1, 4096, ElementType::bf16, ElementType::f32, Checkpointing::kNone};
+  EXPECT_EQ(detail::gemm_attention_private_bytes(model, config), 0);
+  const models::ModelSpec llama = models::catalog_model("llama3-8b");
+  EXPECT_EQ(detail::gemm_attention_private_bytes(llama, config), int64_t{4096} * 4096 * 12);
 }
 
 void expect_regions_tile(const detail::BlockPlan& plan) {

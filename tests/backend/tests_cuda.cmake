@@ -11,6 +11,7 @@ endif()
 ragged_add_test(cuda
   SRCS
     ${CMAKE_CURRENT_LIST_DIR}/cuda_reference_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/cuda_attention_gemm_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/cuda_device_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/cuda_kernels_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/cuda_nccl_test.cpp

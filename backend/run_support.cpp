@@ -379,15 +379,23 @@ void check_injection(const models::ModelSpec& model, const std::optional<NanInje
   if (injection->step < 1) throw InputError("--inject-nan: the step counts from 1 (warm-up steps included)");
 }
 
-void inject_nan(const models::ModelSpec& model, const std::optional<NanInjection>& injection, int64_t step,
-                std::vector<UnitShard>& shards) {
-  if (!injection || injection->step != step) return;
+std::optional<NanSlot> nan_slot(const models::ModelSpec& model, const std::optional<NanInjection>& injection,
+                                int64_t step, const std::vector<UnitShard>& shards) {
+  if (!injection || injection->step != step) return std::nullopt;
   const TensorAt at = find_tensor(model, injection->tensor);
-  UnitShard& shard = shards[static_cast<size_t>(at.unit)];
+  const UnitShard& shard = shards[static_cast<size_t>(at.unit)];
   const int64_t element = shard.spec().tensors[static_cast<size_t>(at.tensor)].numel() / 2;
   for (const planner::ShardView& view : shard.views()) {
     if (view.tensor != at.tensor || element < view.tensor_offset || element >= view.tensor_offset + view.elements) continue;
-    shard.master()[static_cast<size_t>(view.shard_offset + element - view.tensor_offset)] =
+    return NanSlot{at.unit, view.shard_offset + element - view.tensor_offset};
+  }
+  return std::nullopt;
+}
+
+void inject_nan(const models::ModelSpec& model, const std::optional<NanInjection>& injection, int64_t step,
+                std::vector<UnitShard>& shards) {
+  if (const std::optional<NanSlot> slot = nan_slot(model, injection, step, shards)) {
+    shards[static_cast<size_t>(slot->unit)].master()[static_cast<size_t>(slot->offset)] =
         std::numeric_limits<float>::quiet_NaN();
   }
 }

@@ -4,6 +4,7 @@
 // comparison of the trained parameters with the unsharded reference.
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "backend/communicator.hpp"
@@ -77,8 +78,17 @@ std::string op_label(const planner::Program& program, int64_t op);
 // Checks that --inject-nan names a tensor of the model (InputError).
 void check_injection(const models::ModelSpec& model, const std::optional<NanInjection>& injection);
 
-// Puts a NaN into the middle element of the injection's tensor, on the rank
-// whose shard holds it, when `step` is the injection's step.
+// Where the NaN of --inject-nan goes at `step`: the middle element of the
+// injection's tensor, as a unit and an offset in its master shard, on the
+// rank whose shard holds it (none on the others, or at another step).
+struct NanSlot {
+  int unit = 0;
+  int64_t offset = 0;
+};
+std::optional<NanSlot> nan_slot(const models::ModelSpec& model, const std::optional<NanInjection>& injection,
+                                int64_t step, const std::vector<UnitShard>& shards);
+
+// Puts that NaN into the host shard.
 void inject_nan(const models::ModelSpec& model, const std::optional<NanInjection>& injection, int64_t step,
                 std::vector<UnitShard>& shards);
 

@@ -108,8 +108,8 @@ std::vector<int64_t> breadth_in(const std::vector<Lifetime>& life, const std::ve
   return breadth;
 }
 
-void place(const std::vector<Lifetime>& life, const Coexistence& coexist, const std::vector<int64_t>& breadth,
-           ArenaPlan& plan) {
+void place(const Program& program, const std::vector<Lifetime>& life, const Coexistence& coexist,
+           const std::vector<int64_t>& breadth, ArenaPlan& plan) {
   const auto duration = [&](size_t b) { return life[b].end - life[b].start; };
   using Before = std::function<bool(size_t, size_t)>;
   const std::vector<Before> orders = {
@@ -134,16 +134,26 @@ void place(const std::vector<Lifetime>& life, const Coexistence& coexist, const 
   std::vector<int64_t> best_offsets;
   int64_t best_bytes = -1;
   std::vector<size_t> order(life.size());
-  for (const Before& before : orders) {
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      if (before(a, b) != before(b, a)) return before(a, b);
-      return life[a].start < life[b].start;
-    });
-    place_in_order(coexist, order, plan);
-    if (best_bytes < 0 || plan.bytes < best_bytes) {
-      best_bytes = plan.bytes;
-      best_offsets = plan.offsets;
+  // Each order also with the per-step gradient shards (FSDP2's, allocated
+  // one by one through the backward and freed after the optimizer) placed
+  // first, stacked at the bottom with the rest packed around them.
+  const auto grad_shard = [&](size_t b) { return program.buffers[b].kind == BufferKind::kGradShards; };
+  const bool has_grad_shards = std::any_of(program.buffers.begin(), program.buffers.end(),
+                                           [](const Buffer& b) { return b.kind == BufferKind::kGradShards; });
+  for (const bool shards_first : {false, true}) {
+    if (shards_first && !has_grad_shards) break;
+    for (const Before& before : orders) {
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+        if (shards_first && grad_shard(a) != grad_shard(b)) return grad_shard(a);
+        if (before(a, b) != before(b, a)) return before(a, b);
+        return life[a].start < life[b].start;
+      });
+      place_in_order(coexist, order, plan);
+      if (best_bytes < 0 || plan.bytes < best_bytes) {
+        best_bytes = plan.bytes;
+        best_offsets = plan.offsets;
+      }
     }
   }
   plan.offsets = std::move(best_offsets);
@@ -194,10 +204,6 @@ void find_reuses(const std::vector<Lifetime>& life, ArenaPlan& plan) {
 
 }  // namespace
 
-int64_t bytes_beside_unit_state(const Buffer& buffer) {
-  return buffer.kind == BufferKind::kGradShards ? 0 : buffer.bytes;
-}
-
 ArenaPlan plan_arena(const Program& program, int64_t alignment, const BufferBytes& bytes_of) {
   RAGGED_ASSERT(alignment > 0 && (alignment & (alignment - 1)) == 0, "arena alignment must be a power of two");
   const std::vector<Lifetime> life = lifetimes(program);
@@ -229,7 +235,7 @@ ArenaPlan plan_arena(const Program& program, int64_t alignment, const BufferByte
     for (size_t b = 0; b < breadth.size(); ++b) breadth[b] = std::max(breadth[b], in_order[b]);
   }
   const Coexistence coexist(program, life);
-  place(life, coexist, breadth, plan);
+  place(program, life, coexist, breadth, plan);
   find_reuses(life, plan);
   return plan;
 }

@@ -54,10 +54,6 @@ struct ArenaPlan {
 // The bytes an executor needs for a buffer (by default the Program's).
 using BufferBytes = std::function<int64_t(const Buffer&)>;
 
-// A buffer's bytes for an executor that keeps each unit's gradient shard
-// with the unit's state for the whole run (the GPU backend): the Program's
-// per-step gradient shards (BufferKind::kGradShards) take no arena space.
-int64_t bytes_beside_unit_state(const Buffer& buffer);
 
 // Throws InternalError when a buffer is not allocated and freed exactly
 // once, in that order. `alignment` is a power of two.

@@ -120,6 +120,13 @@ std::vector<OpTime> CudaStepDevice::finish_step(int64_t step) {
 // reduced like the rest, so they must hold zeros.
 int64_t CudaStepDevice::allocated(const planner::Buffer& buffer, planner::Stream s, std::byte* data, int64_t) {
   const size_t u = static_cast<size_t>(buffer.unit);
+  if (buffer.kind == BufferKind::kGradShards && units_[u].grad_in_arena) {
+    // The unit's gradient accumulator for this step (make_device_units left it
+    // to the arena), zeroed: the first reduction adds into it.
+    units_[u].grad = reinterpret_cast<float*>(data);
+    CUDA_CHECK(cudaMemsetAsync(data, 0, static_cast<size_t>(shards_[u].shard_size()) * sizeof(float), stream(s)));
+    return 0;
+  }
   const bool reduced = buffer.kind == BufferKind::kReduceInput ||
                        (buffer.kind == BufferKind::kUnshardedGrads && shards_[u].contiguous());
   if (!reduced) return 0;
@@ -127,6 +134,13 @@ int64_t CudaStepDevice::allocated(const planner::Buffer& buffer, planner::Stream
   for (const auto& [begin, end] : units_[u].padding) {
     CUDA_CHECK(cudaMemsetAsync(data + begin * bytes, 0, static_cast<size_t>((end - begin) * bytes), stream(s)));
   }
+  return 0;
+}
+
+int64_t CudaStepDevice::released(const planner::Buffer& buffer) {
+  if (buffer.kind != BufferKind::kGradShards) return 0;
+  DeviceUnit& d = units_[static_cast<size_t>(buffer.unit)];
+  if (d.grad_in_arena) d.grad = nullptr;
   return 0;
 }
 

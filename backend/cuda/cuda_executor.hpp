@@ -79,7 +79,7 @@ class CudaStepDevice final : public StepDevice {
   void end_op(const planner::Op& op, int64_t step) override;
   std::vector<OpTime> finish_step(int64_t step) override;
   int64_t allocated(const planner::Buffer& buffer, planner::Stream stream, std::byte* data, int64_t bytes) override;
-  int64_t released(const planner::Buffer&) override { return 0; }
+  int64_t released(const planner::Buffer& buffer) override;
   int64_t persistent_bytes() const override { return config_.persistent_bytes; }
   int64_t held_beside_arena() const override { return config_.private_bytes; }
   std::byte* persistent_params(int unit) override { return units_[static_cast<size_t>(unit)].persistent; }

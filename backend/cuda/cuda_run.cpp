@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "backend/collective_watcher.hpp"
@@ -129,7 +131,7 @@ void check_gpu_runnable(const planner::ResolvedScenario& resolved, const RunOpti
     throw InputError("--check-reference compares with the fp32 host reference: set training.precision "
                      "{ param: FP32 reduce: FP32 master: FP32 }");
   }
-  if (options.inject_nan) throw InputError("--inject-nan runs on --device cpu");
+  check_injection(resolved.model, options.inject_nan);
   if (options.ordered_reductions) {
     throw InputError("--ordered-reductions: NCCL sums in its own order; ordered (bitwise) reductions run on --device cpu");
   }
@@ -177,15 +179,17 @@ RunResult run_on_gpu(const planner::ResolvedScenario& resolved, const RunOptions
   config.data_ranks = groups.reading_ranks();
   config.token_shares = cp;  // a cp group's ranks read the same sequences, each its chunks
   const planner::Program program = planner::build_program(planner::program_inputs(resolved, plan), shard_rank);
-  const planner::ArenaPlan arena = planner::plan_arena(program, 256, planner::bytes_beside_unit_state);
   std::vector<UnitShard> shards = make_shards(resolved.model, plan, shard_rank, options.seed,
                                               tp > 1 || ep > 1 ? &resolved.whole() : nullptr, tp_rank, experts);
+  const StepMemory step_memory_plan = device_step_memory(program, shards, training.optimizer());
+  const planner::ArenaPlan& arena = step_memory_plan.arena;
+  const std::vector<bool>& grads_in_arena = step_memory_plan.grads_in_arena;
   const GpuWorkloadConfig workload_config{training.micro_batch_size(), training.sequence_length(), config.params,
                                           config.grads,
                                           planner::checkpointing_mode(training.activation_checkpointing())};
   config.private_bytes = in_mesh ? gpu_mesh_private_bytes(resolved.model, workload_config, tp, cp)
                                  : gpu_private_bytes(resolved.model, workload_config);
-  config.persistent_bytes = device_units_bytes(shards, training.optimizer());
+  config.persistent_bytes = device_units_bytes(shards, training.optimizer(), grads_in_arena);
   const int64_t arena_bytes = config.persistent_bytes + arena.bytes + config.private_bytes + kArenaSlackBytes;
 
   const int ordinal = default_device_ordinal();
@@ -210,7 +214,8 @@ RunResult run_on_gpu(const planner::ResolvedScenario& resolved, const RunOptions
   }
   CudaDevice device(ordinal, static_cast<std::size_t>(arena_bytes));
   const cudaStream_t compute = device.stream(StreamKind::compute);
-  std::vector<DeviceUnit> units = make_device_units(shards, training.optimizer(), device.arena(), compute);
+  std::vector<DeviceUnit> units =
+      make_device_units(shards, training.optimizer(), device.arena(), compute, grads_in_arena);
   std::byte* step_memory = device.arena().allocate_array<std::byte>(arena.bytes);
   std::unique_ptr<GpuWorkload> plain;
   std::unique_ptr<GpuMeshWorkload> mesh;
@@ -242,6 +247,15 @@ RunResult run_on_gpu(const planner::ResolvedScenario& resolved, const RunOptions
     loop.warmup_steps = options.warmup_steps;
     loop.steps = options.steps;
     loop.run_step = [&executor](int64_t step) { return executor.run_step(step); };
+    // --inject-nan: the NaN written into the device's master shard after its step.
+    loop.after_step = [&](int64_t step) {
+      const std::optional<NanSlot> slot = nan_slot(resolved.model, options.inject_nan, step, shards);
+      if (!slot) return;
+      const float nan = std::numeric_limits<float>::quiet_NaN();
+      CUDA_CHECK(cudaMemcpyAsync(units[static_cast<size_t>(slot->unit)].master + slot->offset, &nan, sizeof(nan),
+                                 cudaMemcpyHostToDevice, compute));
+      CUDA_CHECK(cudaStreamSynchronize(compute));
+    };
     // A NaN in a gradient or a moment reaches the parameters in the same step's update.
     // Counted on the device; only a step that found one downloads the masters to name it.
     MasterFiniteScan finite_scan;
@@ -271,13 +285,6 @@ RunResult run_on_gpu(const planner::ResolvedScenario& resolved, const RunOptions
           "({}, held beside the arena; under ep the experts' rows for as many as every token routed to a rank), as "
           "the host workload does; the Program's activation buffers are allocated but not written",
           tp, cp, ep, format_bytes(static_cast<double>(config.private_bytes))));
-    }
-    const int64_t per_step_grads = program.bytes_of(planner::BufferKind::kGradShards);
-    if (per_step_grads > 0) {
-      result.trace.mutable_metadata()->add_executor_notes(fmt::format(
-          "the GPU backend keeps every gradient shard for the whole run; the Program allocates them ({}) at their "
-          "first reduction and frees them after the optimizer, as PyTorch's zero_grad does",
-          format_bytes(static_cast<double>(per_step_grads))));
     }
     return result;
   } catch (...) {

@@ -54,11 +54,39 @@ int64_t persistent_gathered_elements(const UnitShard& s) {
 
 }  // namespace
 
-int64_t device_units_bytes(const std::vector<UnitShard>& shards, const scenarios::Optimizer& optimizer) {
+StepMemory device_step_memory(const planner::Program& program, const std::vector<UnitShard>& shards,
+                              const scenarios::Optimizer& optimizer) {
+  StepMemory kept;  // every gradient shard with its unit
+  kept.arena = planner::plan_arena(program, 256, [](const planner::Buffer& b) {
+    return b.kind == planner::BufferKind::kGradShards ? int64_t{0} : b.bytes;
+  });
+  kept.grads_in_arena.assign(shards.size(), false);
+  StepMemory carved;  // the per-step ones in the arena
+  carved.grads_in_arena.assign(shards.size(), false);
+  bool any = false;
+  for (const planner::Buffer& b : program.buffers) {
+    if (b.kind != planner::BufferKind::kGradShards) continue;
+    carved.grads_in_arena.at(static_cast<size_t>(b.unit)) = true;
+    any = true;
+  }
+  if (!any) return kept;
+  carved.arena = planner::plan_arena(program, 256, [&shards](const planner::Buffer& b) {
+    if (b.kind != planner::BufferKind::kGradShards) return b.bytes;
+    return shards.at(static_cast<size_t>(b.unit)).shard_size() * static_cast<int64_t>(sizeof(float));
+  });
+  const int64_t keeping = device_units_bytes(shards, optimizer, kept.grads_in_arena) + kept.arena.bytes;
+  const int64_t carving = device_units_bytes(shards, optimizer, carved.grads_in_arena) + carved.arena.bytes;
+  return carving < keeping ? carved : kept;
+}
+
+int64_t device_units_bytes(const std::vector<UnitShard>& shards, const scenarios::Optimizer& optimizer,
+                           const std::vector<bool>& grads_in_arena) {
   int64_t total = 0;
-  for (const UnitShard& s : shards) {
+  for (size_t u = 0; u < shards.size(); ++u) {
+    const UnitShard& s = shards[u];
     const int64_t n = s.shard_size();
-    total += 2 * array_bytes<float>(n);  // master and gradient
+    const bool own_grad = u >= grads_in_arena.size() || !grads_in_arena[u];
+    total += (own_grad ? 2 : 1) * array_bytes<float>(n);  // master (and gradient)
     if (const int64_t kept = persistent_gathered_elements(s); kept > 0) total += array_bytes<float>(kept);
     if (optimizer.has_adam8bit()) {
       const Adam8bitLayout layout = adam8bit_layout(s, optimizer);
@@ -76,12 +104,15 @@ int64_t device_units_bytes(const std::vector<UnitShard>& shards, const scenarios
 }
 
 std::vector<DeviceUnit> make_device_units(const std::vector<UnitShard>& shards, const scenarios::Optimizer& optimizer,
-                                          DeviceArena& arena, cudaStream_t stream) {
+                                          DeviceArena& arena, cudaStream_t stream,
+                                          const std::vector<bool>& grads_in_arena) {
   std::vector<DeviceUnit> units;
   units.reserve(shards.size());
   std::vector<std::vector<PieceRun>> tables;  // kept alive until the uploads finish
   std::vector<std::vector<Adam8bitTile>> tile_tables;
-  for (const UnitShard& s : shards) {
+  for (size_t u = 0; u < shards.size(); ++u) {
+    const UnitShard& s = shards[u];
+    const bool own_grad = u >= grads_in_arena.size() || !grads_in_arena[u];
     DeviceUnit d;
     const int64_t n = s.shard_size();
     const size_t bytes = static_cast<size_t>(n) * sizeof(float);
@@ -89,14 +120,15 @@ std::vector<DeviceUnit> make_device_units(const std::vector<UnitShard>& shards, 
     if (optimizer.has_adam8bit()) layout = adam8bit_layout(s, optimizer);
     const int64_t moments = moment_elements(s, optimizer.has_adam8bit() ? &layout : nullptr);
     d.master = arena.allocate_array<float>(n);
-    d.grad = arena.allocate_array<float>(n);
+    if (own_grad) d.grad = arena.allocate_array<float>(n);
     d.m = arena.allocate_array<float>(moments);
     d.v = arena.allocate_array<float>(moments);
     if (const int64_t kept = persistent_gathered_elements(s); kept > 0) {
       d.persistent = reinterpret_cast<std::byte*>(arena.allocate_array<float>(kept));
     }
     CUDA_CHECK(cudaMemcpyAsync(d.master, s.master().data(), bytes, cudaMemcpyHostToDevice, stream));
-    CUDA_CHECK(cudaMemsetAsync(d.grad, 0, bytes, stream));
+    if (own_grad) CUDA_CHECK(cudaMemsetAsync(d.grad, 0, bytes, stream));
+    d.grad_in_arena = !own_grad;
     for (float* zero : {d.m, d.v}) {
       CUDA_CHECK(cudaMemsetAsync(zero, 0, static_cast<size_t>(moments) * sizeof(float), stream));
     }

@@ -20,6 +20,8 @@
 #include "backend/cuda/device_layout.hpp"
 #include "backend/optimizer_math.hpp"
 #include "backend/unit_shard.hpp"
+#include "planner/arena_plan.hpp"
+#include "planner/program.hpp"
 #include "scenarios/scenario.pb.h"
 
 namespace ragged::backend::gpu {
@@ -44,14 +46,37 @@ struct DeviceUnit {
   const PieceRun* pack = nullptr;
   int pieces = 0;
   std::vector<std::pair<int64_t, int64_t>> padding;  // gathered_padding(), host side
+  // `grad` is the step arena's kGradShards buffer while the Program holds it
+  // (StepMemory::grads_in_arena), null otherwise.
+  bool grad_in_arena = false;
 };
 
-// What make_device_units carves, alignment included.
-int64_t device_units_bytes(const std::vector<UnitShard>& shards, const scenarios::Optimizer& optimizer);
+// The step arena and where each unit's gradient shard lives. A Program that
+// allocates gradient shards each step (kGradShards: FSDP2 and the strategies
+// like it, from the unit's first reduction to the free after the optimizer,
+// as PyTorch's zero_grad leaves them) can have them carved from the arena at
+// the Program's offsets, the GPU's fp32 accumulator each; packed among the
+// backward's buffers they fragment the arena, so the executor takes that
+// layout only when it holds less than keeping every shard with its unit for
+// the whole run (the first H200 run: +18.9% over the Program's peak for the
+// tiny Llama under FSDP2, that way).
+struct StepMemory {
+  planner::ArenaPlan arena;
+  std::vector<bool> grads_in_arena;  // per unit
+};
+StepMemory device_step_memory(const planner::Program& program, const std::vector<UnitShard>& shards,
+                              const scenarios::Optimizer& optimizer);
 
-// Uploads on `stream` and waits for it (the host shards may go away).
+// What make_device_units carves, alignment included (no gradient for the
+// units `grads_in_arena` names).
+int64_t device_units_bytes(const std::vector<UnitShard>& shards, const scenarios::Optimizer& optimizer,
+                           const std::vector<bool>& grads_in_arena = {});
+
+// Uploads on `stream` and waits for it (the host shards may go away). A unit
+// `grads_in_arena` names gets its `grad` when the step allocates it.
 std::vector<DeviceUnit> make_device_units(const std::vector<UnitShard>& shards, const scenarios::Optimizer& optimizer,
-                                          DeviceArena& arena, cudaStream_t stream);
+                                          DeviceArena& arena, cudaStream_t stream,
+                                          const std::vector<bool>& grads_in_arena = {});
 
 // 8-bit Adam's step on a unit whose `adam8bit` is set: AdamW on the views of
 // the tensors it does not quantise (their moments packed), the tile kernel on

@@ -12,6 +12,7 @@ ragged_add_test(cuda
   SRCS
     ${CMAKE_CURRENT_LIST_DIR}/cuda_reference_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/cuda_attention_gemm_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/cuda_arena_parity_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/cuda_device_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/cuda_kernels_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/cuda_nccl_test.cpp

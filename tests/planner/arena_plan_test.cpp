@@ -185,38 +185,38 @@ TEST(ArenaPlan, ReusesMemoryAcrossUnits) {
 }
 
 // Fragmentation stays within 1.5% of the issue-order peak on every shipped
-// scenario's rank 0 for the strategies the backends execute (the GPU
-// backend carves its arena by this plan). The largest loss today: FSDP2 on
+// scenario's rank 0 under ragged, and within 8% under FSDP2, whose per-step
+// gradient shards, allocated one by one through the backward, must fit among
+// the backward's rotating buffers (the GPU backend carves its arena by this
+// plan: backend/cuda/device_units.hpp, device_step_memory). FSDP2's largest
+// loss: DeepSeek-V3 on 2,048 H800s, 7.62% (1.09 GB of 15.4; printed), 13.2%
+// before the orders tried included the gradient shards first. Without the
+// gradient shards in the arena the largest loss was FSDP2 on
 // llama3-70b-10240xh100 (TP 8), 1.35% (51 MB of 3.85 GB; printed). Under FSDP
 // alone that scenario lost 1.35% (0.41 GB of 30.2): its root group keeps
 // the head's 2.2 GB of gradients through the backward, across the blocks'
 // rotating buffers, and none of the greedy orders nests them below all of
 // those. Llama-3-70B on 1,024 H800s (full checkpointing, eager) lost 6.25%
 // until the orders tried included earliest freed first.
-TEST(ArenaPlan, ShippedScenariosLoseUnderOneAndAHalfPercent) {
+TEST(ArenaPlan, ShippedScenariosLoseUnderOneAndAHalfPercentOrEightWithGradientShards) {
   double worst = 0;
   std::string worst_what;
   for (const EmbeddedFile& file : scenarios::shipped_scenarios()) {
     const ResolvedScenario resolved = resolve_scenario(scenarios::load_scenario(file.name));
     for (scenarios::Strategy strategy : {scenarios::RAGGED, scenarios::FSDP2}) {
       const Program program = program_test::shipped_program(resolved, strategy);
-      const ArenaPlan arena = plan_arena(program, 256, bytes_beside_unit_state);
+      const ArenaPlan arena = plan_arena(program, 256);
       const std::string what = std::string(file.name) + " " + scenarios::Strategy_Name(strategy);
-      EXPECT_LE(arena.overhead(), 0.015) << what << ": arena " << arena.bytes << " for a peak of " << arena.peak_live;
+      EXPECT_LE(arena.overhead(), strategy == scenarios::RAGGED ? 0.015 : 0.08)
+          << what << ": arena " << arena.bytes << " for a peak of " << arena.peak_live;
       if (arena.overhead() > worst) {
         worst = arena.overhead();
         worst_what = what + " (" + std::to_string(arena.bytes - arena.peak_live) + " B of " + std::to_string(arena.bytes) + ")";
       }
-      // The carved peak is the Program's, up to alignment, less the gradient
-      // shards the GPU backend keeps with its units.
-      const int64_t grad_shards = program.bytes_of(BufferKind::kGradShards);
+      // The carved peak is the Program's, up to alignment.
       const int64_t peak = memory_breakdown(program).peak_transient;
       const int64_t alignment = 256 * static_cast<int64_t>(program.buffers.size());
-      EXPECT_LE(arena.peak_live, peak + alignment) << what;
-      EXPECT_GE(arena.peak_live, peak - grad_shards) << what;
-      if (grad_shards == 0) {
-        EXPECT_NEAR(static_cast<double>(arena.peak_live), static_cast<double>(peak), alignment) << what;
-      }
+      EXPECT_NEAR(static_cast<double>(arena.peak_live), static_cast<double>(peak), alignment) << what;
     }
   }
   std::printf("the largest loss: %s, %.2f%%\n", worst_what.c_str(), 100 * worst);

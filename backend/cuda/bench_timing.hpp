@@ -42,4 +42,36 @@ std::vector<double> time_calls(cudaStream_t stream, const BenchOptions& options,
   return seconds;
 }
 
+// The same with `between(i)` run untimed after each call: an event pair of
+// its own around every call.
+template <typename Call, typename Between>
+std::vector<double> time_calls_between(cudaStream_t stream, const BenchOptions& options, Call&& call,
+                                       Between&& between) {
+  const int warmup = std::max(1, options.warmup);
+  CudaEvent start, end;
+  start.record(stream);
+  for (int i = 0; i < warmup; ++i) call(i);
+  end.record(stream);
+  end.synchronize();
+  const double per_call = elapsed_seconds(start, end) / warmup;
+  const double low = options.min_repetitions, high = std::max(options.min_repetitions, options.max_repetitions);
+  const double wanted = per_call > 0 ? std::ceil(options.target_seconds / per_call) : high;
+  const int repetitions = static_cast<int>(std::clamp(wanted, low, high));
+  std::vector<std::unique_ptr<CudaEvent>> starts, ends;
+  for (int i = 0; i < repetitions; ++i) {
+    starts.push_back(std::make_unique<CudaEvent>());
+    ends.push_back(std::make_unique<CudaEvent>());
+    between(warmup + i);
+    starts.back()->record(stream);
+    call(warmup + i);
+    ends.back()->record(stream);
+  }
+  ends.back()->synchronize();
+  std::vector<double> seconds;
+  for (int i = 0; i < repetitions; ++i) {
+    seconds.push_back(elapsed_seconds(*starts[static_cast<size_t>(i)], *ends[static_cast<size_t>(i)]));
+  }
+  return seconds;
+}
+
 }  // namespace ragged::backend::gpu

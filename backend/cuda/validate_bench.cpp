@@ -44,12 +44,19 @@ GemmTiming time_gemm_bf16(CudaDevice& device, const GemmShape& shape, uint64_t s
   const cudaStream_t stream = device.stream(StreamKind::compute);
   const int64_t elements_a = a_elements(shape), elements_b = b_elements(shape), elements_c = c_elements(shape);
   const std::size_t set_bytes = gemm_set_bytes(shape);
-  require_arena_room(device, shape, set_bytes);
+  // The interleaved copy's source and destination come first.
+  const std::size_t copy_bytes = options.interleave_copy_bytes / 2 / sizeof(float) * 2 * sizeof(float);
+  require_arena_room(device, shape, set_bytes + copy_bytes + 2 * BumpAllocator::kDefaultAlignment);
+  const auto copy_n = static_cast<int64_t>(copy_bytes / 2 / sizeof(float));
+  float* copy_src = copy_n > 0 ? arena.allocate_array<float>(copy_n) : nullptr;
+  float* copy_dst = copy_n > 0 ? arena.allocate_array<float>(copy_n) : nullptr;
+  if (copy_n > 0) fill_random(copy_src, copy_n, seed ^ 0xC0B1ULL, 1.0f, stream);
   // Enough sets (4x L2 in all) that a call does not find its inputs in L2,
   // as many as the arena holds, at most 256 (small shapes).
   const double l2 = static_cast<double>(device.info().l2_bytes);
   const auto wanted = static_cast<int>(std::ceil(4.0 * l2 / static_cast<double>(set_bytes)));
-  const auto fit = static_cast<int>(std::min<std::size_t>(256, arena.capacity() / set_bytes));
+  const std::size_t room = arena.capacity() - arena.used();
+  const auto fit = static_cast<int>(std::min<std::size_t>(256, room / set_bytes));
   const int sets = std::clamp(wanted, 1, std::max(1, fit));
 
   struct Set {
@@ -64,10 +71,13 @@ GemmTiming time_gemm_bf16(CudaDevice& device, const GemmShape& shape, uint64_t s
     fill_bf16(set.c, elements_c, 0x7FC1, stream);
     inputs.push_back(set);
   }
-  const std::vector<double> seconds = time_calls(stream, options, [&](int i) {
+  const auto gemm = [&](int i) {
     const Set& set = inputs[static_cast<size_t>(i % sets)];
     gemm_bf16(device.cublas(), stream, shape, set.a, set.b, set.c);
-  });
+  };
+  const std::vector<double> seconds =
+      copy_n > 0 ? time_calls_between(stream, options, gemm, [&](int) { copy(copy_dst, copy_src, copy_n, stream); })
+                 : time_calls(stream, options, gemm);
   GemmTiming timing;
   timing.shape = shape;
   timing.repetitions = static_cast<int>(seconds.size());

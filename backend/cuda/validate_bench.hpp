@@ -18,6 +18,10 @@ struct BenchOptions {
   int min_repetitions = 10;
   int max_repetitions = 200;
   double target_seconds = 0.5;  // timed work per measurement, within the repetition bounds
+  // GEMMs only: an untimed device-to-device copy of this many bytes between
+  // calls, as a training step alternates GEMMs with memory-bound kernels
+  // (0: calls back to back, the card at full power throughout).
+  std::size_t interleave_copy_bytes = 0;
 };
 
 struct GemmTiming {

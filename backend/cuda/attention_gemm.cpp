@@ -38,13 +38,14 @@ AttentionStep rows(AttentionRowOp op) {
   return step;
 }
 
-// S = scale q_h k_g^T into kScores, then P (kScores fp32, kProbs).
-void scores_and_probs(const AttentionShape& s, const HeadViews& h, std::vector<AttentionStep>& out) {
+// S = scale q_h k_g^T into kScores, then P (kProbs, and kScores fp32 when the backward needs it).
+void scores_and_probs(const AttentionShape& s, const HeadViews& h, AttentionRowOp softmax,
+                      std::vector<AttentionStep>& out) {
   const int64_t L = s.seq_len;
   GemmShape shape{L, L, s.dim, false, true, h.head_stride, h.group_stride, L};
   out.push_back(gemm(shape, {B::kQuery, h.head_offset}, {B::kKey, h.group_offset}, {B::kScores, 0},
                      gemm_attention_scale(s)));
-  out.push_back(rows(AttentionRowOp::kCausalSoftmax));
+  out.push_back(rows(softmax));
 }
 
 template <typename Body>
@@ -74,7 +75,7 @@ std::vector<AttentionStep> gemm_attention_forward_steps(const AttentionShape& s)
   std::vector<AttentionStep> out;
   const int64_t L = s.seq_len;
   each_head(s, [&](const HeadViews& h) {
-    scores_and_probs(s, h, out);
+    scores_and_probs(s, h, AttentionRowOp::kCausalSoftmaxProbsOnly, out);
     // u_h = P v_g.
     out.push_back(gemm(GemmShape{L, s.dim, L, false, false, L, h.group_stride, h.head_stride}, {B::kProbs, 0},
                        {B::kValue, h.group_offset}, {B::kOutput, h.head_offset}));
@@ -86,7 +87,7 @@ std::vector<AttentionStep> gemm_attention_backward_steps(const AttentionShape& s
   std::vector<AttentionStep> out;
   const int64_t L = s.seq_len;
   each_head(s, [&](const HeadViews& h) {
-    scores_and_probs(s, h, out);
+    scores_and_probs(s, h, AttentionRowOp::kCausalSoftmax, out);
     const float beta = h.first_of_group ? 0.0f : 1.0f;  // the group's heads in order: the first writes
     // dP = du_h v_g^T.
     out.push_back(gemm(GemmShape{L, L, s.dim, false, true, h.head_stride, h.group_stride, L},
@@ -132,8 +133,9 @@ void run_steps(cublasHandle_t handle, cudaStream_t stream, const std::vector<Att
   auto* prob_grads = static_cast<float*>(buffers.out[static_cast<int>(B::kProbGrads)]);
   for (const AttentionStep& step : steps) {
     if (!step.is_gemm) {
-      if (step.rows == AttentionRowOp::kCausalSoftmax) {
-        causal_softmax_rows(scores, static_cast<S*>(buffers.out[static_cast<int>(B::kProbs)]), L, stream);
+      if (step.rows != AttentionRowOp::kCausalSoftmaxBackward) {
+        causal_softmax_rows(scores, static_cast<S*>(buffers.out[static_cast<int>(B::kProbs)]), L,
+                            step.rows == AttentionRowOp::kCausalSoftmax, stream);
       } else {
         causal_softmax_backward_rows(scores, prob_grads, static_cast<S*>(buffers.out[static_cast<int>(B::kScoreGrads)]),
                                      L, gemm_attention_scale(shape), stream);

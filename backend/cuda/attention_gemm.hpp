@@ -60,6 +60,9 @@ enum class AttentionRowOp {
   // kScores' row i (fp32 S) becomes its causal softmax over columns 0..i, 0
   // after: kept in kScores (fp32) and written to kProbs (compute dtype).
   kCausalSoftmax,
+  // The same written to kProbs only (the forward, whose GEMM reads kProbs;
+  // kScores keeps S): a third less traffic.
+  kCausalSoftmaxProbsOnly,
   // kScoreGrads_ij = P_ij (dP_ij - sum_l P_il dP_il) scale, from P (kScores)
   // and dP (kProbGrads); 0 above the diagonal.
   kCausalSoftmaxBackward,
@@ -95,7 +98,7 @@ void run_gemm_attention_backward(cublasHandle_t handle, cudaStream_t stream, S* 
 
 // The row kernels (attention_rows.cu), on one head's seq_len x seq_len scratch.
 template <typename S>
-void causal_softmax_rows(float* scores, S* probs, int64_t rows, cudaStream_t stream);
+void causal_softmax_rows(float* scores, S* probs, int64_t rows, bool keep_fp32, cudaStream_t stream);
 template <typename S>
 void causal_softmax_backward_rows(const float* probs, const float* prob_grads, S* score_grads, int64_t rows,
                                   float scale, cudaStream_t stream);

@@ -21,9 +21,10 @@ using kernel_detail::row_blocks;
 using kernel_detail::store;
 using kernel_detail::SumOp;
 
-// Row i keeps columns 0..i: P_ij = exp(S_ij - max) / sum, 0 after i.
+// Row i keeps columns 0..i: P_ij = exp(S_ij - max) / sum, 0 after i; into
+// probs, and over the scores when keep_fp32.
 template <typename T>
-__global__ void causal_softmax_kernel(float* scores, T* probs, int64_t n) {
+__global__ void causal_softmax_kernel(float* scores, T* probs, int64_t n, bool keep_fp32) {
   for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {
     float* row = scores + i * n;
     float max = -INFINITY;
@@ -34,7 +35,7 @@ __global__ void causal_softmax_kernel(float* scores, T* probs, int64_t n) {
     sum = block_reduce(sum, 0.0, SumOp{});
     for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
       const float p = j <= i ? static_cast<float>(exp(static_cast<double>(row[j]) - max) / sum) : 0.0f;
-      row[j] = p;
+      if (keep_fp32) row[j] = p;
       store(probs[i * n + j], p);
     }
   }
@@ -60,9 +61,9 @@ __global__ void causal_softmax_backward_kernel(const float* probs, const float* 
 }  // namespace
 
 template <typename S>
-void causal_softmax_rows(float* scores, S* probs, int64_t rows, cudaStream_t stream) {
+void causal_softmax_rows(float* scores, S* probs, int64_t rows, bool keep_fp32, cudaStream_t stream) {
   if (rows <= 0) return;
-  causal_softmax_kernel<<<row_blocks(rows), kThreads, 0, stream>>>(scores, dev(probs), rows);
+  causal_softmax_kernel<<<row_blocks(rows), kThreads, 0, stream>>>(scores, dev(probs), rows, keep_fp32);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -75,8 +76,8 @@ void causal_softmax_backward_rows(const float* probs, const float* prob_grads, S
   CUDA_CHECK_LAUNCH();
 }
 
-template void causal_softmax_rows(float*, float*, int64_t, cudaStream_t);
-template void causal_softmax_rows(float*, uint16_t*, int64_t, cudaStream_t);
+template void causal_softmax_rows(float*, float*, int64_t, bool, cudaStream_t);
+template void causal_softmax_rows(float*, uint16_t*, int64_t, bool, cudaStream_t);
 template void causal_softmax_backward_rows(const float*, const float*, float*, int64_t, float, cudaStream_t);
 template void causal_softmax_backward_rows(const float*, const float*, uint16_t*, int64_t, float, cudaStream_t);
 

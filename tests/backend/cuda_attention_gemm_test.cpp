@@ -46,13 +46,14 @@ void replay_rows(AttentionRowOp op, int64_t n, double scale, Buffers& b) {
   std::vector<double>& scores = b.at(AttentionBuffer::kScores);
   for (int64_t i = 0; i < n; ++i) {
     double* row = &scores[static_cast<size_t>(i * n)];
-    if (op == AttentionRowOp::kCausalSoftmax) {
+    if (op != AttentionRowOp::kCausalSoftmaxBackward) {
       const double max = *std::max_element(row, row + i + 1);
       double sum = 0;
       for (int64_t j = 0; j <= i; ++j) sum += std::exp(row[j] - max);
       for (int64_t j = 0; j < n; ++j) {
-        row[j] = j <= i ? std::exp(row[j] - max) / sum : 0.0;
-        b.at(AttentionBuffer::kProbs)[static_cast<size_t>(i * n + j)] = row[j];
+        const double p = j <= i ? std::exp(row[j] - max) / sum : 0.0;
+        b.at(AttentionBuffer::kProbs)[static_cast<size_t>(i * n + j)] = p;
+        if (op == AttentionRowOp::kCausalSoftmax) row[j] = p;
       }
     } else {
       const double* dp = &b.at(AttentionBuffer::kProbGrads)[static_cast<size_t>(i * n)];

@@ -52,6 +52,7 @@ struct Options {
   bool quick = false;
   bool cpu_only = false;
   bool print_device_slug = false;
+  bool print_gpu_preset = false;
   int device = -1;
   double arena_gib = 0;
   std::vector<std::string> shapes;
@@ -377,6 +378,9 @@ int run(int argc, char** argv) {
   app.add_flag("--cpu-only", options.cpu_only, "run only the host self-checks");
   app.add_flag("--print-device-slug", options.print_device_slug,
                "print the device's file-name-safe name ('none' without a GPU) and exit");
+  app.add_flag("--print-gpu-preset", options.print_gpu_preset,
+               "print the simulator's GPU preset for the device (for --gpu; 'none' without a GPU or for an unknown "
+               "device) and exit");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -393,9 +397,10 @@ int run(int argc, char** argv) {
 
   std::string why;
   const bool gpu = !options.cpu_only && cuda_device_available(&why);
-  if (options.print_device_slug) {
-    std::cout << (gpu ? device_slug(query_device(options.device >= 0 ? options.device : default_device_ordinal()).name)
-                      : "none")
+  if (options.print_device_slug || options.print_gpu_preset) {
+    const std::string name = gpu ? query_device(options.device >= 0 ? options.device : default_device_ordinal()).name : "";
+    const std::string preset = device_class(name);
+    std::cout << (!gpu ? "none" : options.print_device_slug ? device_slug(name) : preset.empty() ? "none" : preset)
               << '\n';
     return 0;
   }

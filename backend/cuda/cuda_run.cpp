@@ -279,6 +279,17 @@ RunResult run_on_gpu(const planner::ResolvedScenario& resolved, const RunOptions
     result.trace = measured_trace(resolved, program, ran.measured, comm,
                                   fmt::format("{} (cuda), {}", device.info().name, describe(groups, "nccl")),
                                   dense_bf16_peak_flops(device.info().name));
+    if (plain != nullptr) {
+      const double attention = plain->attention_seconds();
+      const int64_t steps_run = options.warmup_steps + static_cast<int64_t>(ran.measured.size());
+      if (attention > 0 && steps_run > 0) {
+        result.trace.mutable_metadata()->add_executor_notes(fmt::format(
+            "attention ran as cuBLAS GEMMs a head at a time (the whole square, each score through HBM; not the "
+            "FlashAttention kernel a prediction assumes): {} a step, inside the units' compute ops (CUDA events "
+            "around each call, the mean of the {} steps run, warm-up included)",
+            format_seconds(attention / static_cast<double>(steps_run)), steps_run));
+      }
+    }
     if (in_mesh) {
       result.trace.mutable_metadata()->add_executor_notes(fmt::format(
           "under tp {}, cp {} and ep {} the GPU keeps every unit's activations in the mesh workload's own memory "

@@ -298,4 +298,6 @@ double GpuWorkload::take_mean_loss() {
 
 double GpuWorkload::gemm_flops() const { return state_->gemms.flops(); }
 
+double GpuWorkload::attention_seconds() const { return state_->gemms.attention_seconds(); }
+
 }  // namespace ragged::backend::gpu

@@ -129,6 +129,9 @@ class GpuWorkload {
   double take_mean_loss();
   // FLOPs of the GEMMs enqueued so far.
   double gemm_flops() const;
+  // The GEMM attention's kernel seconds since the workload was made
+  // (Gemms::attention_seconds); 0 when attention runs the reference kernels.
+  double attention_seconds() const;
 
  private:
   struct State;

@@ -63,8 +63,10 @@ void attention_core_forward_part(Gemms& gemms, const BlockPlan& plan, const Para
   const ragged::backend::detail::AttentionLayout& att = plan.layout.attention;
   S* u = at<S>(cache, kMixed);
   if (gemm_attention(gemms, att, keys.shape)) {
+    gemms.begin_attention();
     run_gemm_attention_forward(gemms.handle(), gemms.stream(), u, at<S>(cache, kQuery), keys.k, keys.v, keys.shape,
                                gemms.attention_scratch);
+    gemms.end_attention();
   } else {
     attention_forward(u, at<S>(cache, kQuery), keys.k, keys.v, param<S>(params, att.q_norm),
                       param<S>(params, att.k_norm), keys.shape, gemms.stream());
@@ -176,8 +178,10 @@ void attention_core_backward_part(Gemms& gemms, const BlockPlan& plan, const Par
   S* dq = scratch_at(kDQuery);
   project_backward<S, G>(gemms, att.o, params, grads, at<S>(cache, kMixed), dy, dq, 0.0f, plan.tokens);
   if (gemm_attention(gemms, att, keys.shape)) {
+    gemms.begin_attention();
     run_gemm_attention_backward(gemms.handle(), gemms.stream(), dq, dk, dv, at<S>(cache, kQuery), keys.k, keys.v,
                                 keys.shape, gemms.attention_scratch);
+    gemms.end_attention();
     return;
   }
   attention_backward(dq, dk, dv, reinterpret_cast<double*>(scratch_at(kDNorm1)), at<S>(cache, kMixed),

@@ -24,6 +24,28 @@ void Gemms::run(const GemmShape& shape, const void* a, const void* b, void* c, E
   flops_ += gemm_flops(shape);
 }
 
+void Gemms::begin_attention() {
+  attention_events_.push_back(std::make_unique<CudaEvent>());
+  attention_events_.back()->record(stream_);
+}
+
+void Gemms::end_attention() {
+  RAGGED_ASSERT(attention_events_.size() % 2 == 1, "Gemms: end_attention without begin_attention");
+  attention_events_.push_back(std::make_unique<CudaEvent>());
+  attention_events_.back()->record(stream_);
+}
+
+double Gemms::attention_seconds() const {
+  if (attention_events_.empty()) return 0;
+  RAGGED_ASSERT(attention_events_.size() % 2 == 0, "Gemms: an attention call still open");
+  attention_events_.back()->synchronize();
+  double seconds = 0;
+  for (size_t i = 0; i + 1 < attention_events_.size(); i += 2) {
+    seconds += elapsed_seconds(*attention_events_[i], *attention_events_[i + 1]);
+  }
+  return seconds;
+}
+
 void Gemms::forward(const void* x, const void* w, void* y, int64_t rows, int64_t out, int64_t in, float beta) {
   run(GemmShape{rows, out, in, false, true}, x, w, y, params_, beta);
 }

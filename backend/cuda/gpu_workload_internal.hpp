@@ -11,8 +11,10 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
+#include "backend/cuda/cuda_device.hpp"
 #include "backend/cuda/gemm.hpp"
 #include "backend/cuda/gpu_workload.hpp"
 #include "backend/cuda/gpu_workload_layout.hpp"
@@ -65,6 +67,13 @@ class Gemms {
   // The GEMM attention's scratch (PrivatePlan::attention_scratch bytes); null:
   // attention runs the float64 reference kernels.
   std::byte* attention_scratch = nullptr;
+  // CUDA events around each attention call (forward, recompute and backward),
+  // so a run can say what its attention cost apart from the unit's other
+  // compute, which the Program times as one op.
+  void begin_attention();
+  void end_attention();
+  // The seconds of every attention call so far (waits for the last).
+  double attention_seconds() const;
   // y[rows x out] = x W^T (+ beta y).
   void forward(const void* x, const void* w, void* y, int64_t rows, int64_t out, int64_t in, float beta = 0.0f);
   // The same with fp32 y (the head's logits).
@@ -82,6 +91,7 @@ class Gemms {
   cudaStream_t stream_;
   ElementType params_, grads_;
   double flops_ = 0;
+  std::vector<std::unique_ptr<CudaEvent>> attention_events_;  // start, end, start, end, ...
 };
 
 // Where the running block's routing lives: the private kExpertRows buffer,

@@ -14,11 +14,11 @@ namespace ragged::backend::gpu {
 
 // Times `call(i)` for repetitions i = 0, 1, ...: one event pair around each
 // call, back to back on `stream`; returns the seconds of each call.
+// The warm-up calls (0 .. warmup - 1), timed as a whole to choose how many
+// calls to time: enough for options.target_seconds, within the bounds.
 template <typename Call>
-std::vector<double> time_calls(cudaStream_t stream, const BenchOptions& options, Call&& call) {
-  // Warm-up, timed as a whole to choose the number of repetitions.
+int warm_up(cudaStream_t stream, const BenchOptions& options, int warmup, Call& call) {
   CudaEvent start, end;
-  const int warmup = std::max(1, options.warmup);
   start.record(stream);
   for (int i = 0; i < warmup; ++i) call(i);
   end.record(stream);
@@ -26,7 +26,13 @@ std::vector<double> time_calls(cudaStream_t stream, const BenchOptions& options,
   const double per_call = elapsed_seconds(start, end) / warmup;
   const double low = options.min_repetitions, high = std::max(options.min_repetitions, options.max_repetitions);
   const double wanted = per_call > 0 ? std::ceil(options.target_seconds / per_call) : high;
-  const int repetitions = static_cast<int>(std::clamp(wanted, low, high));
+  return static_cast<int>(std::clamp(wanted, low, high));
+}
+
+template <typename Call>
+std::vector<double> time_calls(cudaStream_t stream, const BenchOptions& options, Call&& call) {
+  const int warmup = std::max(1, options.warmup);
+  const int repetitions = warm_up(stream, options, warmup, call);
 
   std::vector<std::unique_ptr<CudaEvent>> marks;
   marks.reserve(static_cast<size_t>(repetitions) + 1);
@@ -48,15 +54,7 @@ template <typename Call, typename Between>
 std::vector<double> time_calls_between(cudaStream_t stream, const BenchOptions& options, Call&& call,
                                        Between&& between) {
   const int warmup = std::max(1, options.warmup);
-  CudaEvent start, end;
-  start.record(stream);
-  for (int i = 0; i < warmup; ++i) call(i);
-  end.record(stream);
-  end.synchronize();
-  const double per_call = elapsed_seconds(start, end) / warmup;
-  const double low = options.min_repetitions, high = std::max(options.min_repetitions, options.max_repetitions);
-  const double wanted = per_call > 0 ? std::ceil(options.target_seconds / per_call) : high;
-  const int repetitions = static_cast<int>(std::clamp(wanted, low, high));
+  const int repetitions = warm_up(stream, options, warmup, call);
   std::vector<std::unique_ptr<CudaEvent>> starts, ends;
   for (int i = 0; i < repetitions; ++i) {
     starts.push_back(std::make_unique<CudaEvent>());

@@ -108,26 +108,44 @@ std::vector<AttentionStep> gemm_attention_backward_steps(const AttentionShape& s
 
 namespace {
 
-// The buffers of one call, by AttentionBuffer.
+bool fp32_output(B buffer) { return buffer == B::kScores || buffer == B::kProbGrads; }
+
+// Bytes of one element of `buffer`: the scores and their gradients in fp32,
+// the rest in the compute dtype S.
+template <typename S>
+int64_t element_bytes_of(B buffer) {
+  return fp32_output(buffer) ? 4 : static_cast<int64_t>(sizeof(S));
+}
+
+// The buffers of one call, by AttentionBuffer: q, k, v and one head's scratch
+// (carved from `scratch`), the call's outputs set by the caller.
+template <typename S>
 struct DeviceBuffers {
   const void* in[static_cast<int>(B::kScoreGrads) + 1] = {};
   void* out[static_cast<int>(B::kScoreGrads) + 1] = {};
-};
 
-bool fp32_output(B buffer) { return buffer == B::kScores || buffer == B::kProbGrads; }
+  DeviceBuffers(const S* q, const S* k, const S* v, std::byte* scratch, int64_t seq_len) {
+    in[static_cast<int>(B::kQuery)] = q;
+    in[static_cast<int>(B::kKey)] = k;
+    in[static_cast<int>(B::kValue)] = v;
+    std::byte* at = scratch;
+    for (B buffer : {B::kScores, B::kProbGrads, B::kProbs, B::kScoreGrads}) {
+      out[static_cast<int>(buffer)] = at;
+      in[static_cast<int>(buffer)] = at;
+      at += seq_len * seq_len * element_bytes_of<S>(buffer);
+    }
+  }
+  const std::byte* read(const AttentionOperand& o) const {
+    return static_cast<const std::byte*>(in[static_cast<int>(o.buffer)]) + o.offset * element_bytes_of<S>(o.buffer);
+  }
+  std::byte* write(const AttentionOperand& o) const {
+    return static_cast<std::byte*>(out[static_cast<int>(o.buffer)]) + o.offset * element_bytes_of<S>(o.buffer);
+  }
+};
 
 template <typename S>
 void run_steps(cublasHandle_t handle, cudaStream_t stream, const std::vector<AttentionStep>& steps,
-               const DeviceBuffers& buffers, const AttentionShape& shape) {
-  constexpr int64_t kElement = static_cast<int64_t>(sizeof(S));
-  auto in = [&](const AttentionOperand& o) {
-    return static_cast<const std::byte*>(buffers.in[static_cast<int>(o.buffer)]) +
-           o.offset * (fp32_output(o.buffer) ? 4 : kElement);
-  };
-  auto out = [&](const AttentionOperand& o) {
-    return static_cast<std::byte*>(buffers.out[static_cast<int>(o.buffer)]) +
-           o.offset * (fp32_output(o.buffer) ? 4 : kElement);
-  };
+               const DeviceBuffers<S>& buffers, const AttentionShape& shape) {
   const int64_t L = shape.seq_len;
   auto* scores = static_cast<float*>(buffers.out[static_cast<int>(B::kScores)]);
   auto* prob_grads = static_cast<float*>(buffers.out[static_cast<int>(B::kProbGrads)]);
@@ -143,27 +161,18 @@ void run_steps(cublasHandle_t handle, cudaStream_t stream, const std::vector<Att
       continue;
     }
     const AttentionGemm& g = step.gemm;
+    const std::byte *a = buffers.read(g.a), *b = buffers.read(g.b);
+    std::byte* c = buffers.write(g.c);
     if constexpr (std::is_same_v<S, float>) {
-      gemm_f32(handle, stream, g.shape, reinterpret_cast<const float*>(in(g.a)), reinterpret_cast<const float*>(in(g.b)),
-               reinterpret_cast<float*>(out(g.c)), g.alpha, g.beta);
+      gemm_f32(handle, stream, g.shape, reinterpret_cast<const float*>(a), reinterpret_cast<const float*>(b),
+               reinterpret_cast<float*>(c), g.alpha, g.beta);
     } else if (fp32_output(g.c.buffer)) {
-      gemm_bf16_f32(handle, stream, g.shape, reinterpret_cast<const uint16_t*>(in(g.a)),
-                    reinterpret_cast<const uint16_t*>(in(g.b)), reinterpret_cast<float*>(out(g.c)), g.alpha, g.beta);
+      gemm_bf16_f32(handle, stream, g.shape, reinterpret_cast<const uint16_t*>(a), reinterpret_cast<const uint16_t*>(b),
+                    reinterpret_cast<float*>(c), g.alpha, g.beta);
     } else {
-      gemm_bf16(handle, stream, g.shape, reinterpret_cast<const uint16_t*>(in(g.a)),
-                reinterpret_cast<const uint16_t*>(in(g.b)), reinterpret_cast<uint16_t*>(out(g.c)), g.alpha, g.beta);
+      gemm_bf16(handle, stream, g.shape, reinterpret_cast<const uint16_t*>(a), reinterpret_cast<const uint16_t*>(b),
+                reinterpret_cast<uint16_t*>(c), g.alpha, g.beta);
     }
-  }
-}
-
-template <typename S>
-void carve_scratch(DeviceBuffers& buffers, std::byte* scratch, int64_t seq_len) {
-  const int64_t square = seq_len * seq_len;
-  std::byte* at = scratch;
-  for (B buffer : {B::kScores, B::kProbGrads, B::kProbs, B::kScoreGrads}) {
-    buffers.out[static_cast<int>(buffer)] = at;
-    buffers.in[static_cast<int>(buffer)] = at;
-    at += square * (fp32_output(buffer) ? 4 : static_cast<int64_t>(sizeof(S)));
   }
 }
 
@@ -173,12 +182,8 @@ template <typename S>
 void run_gemm_attention_forward(cublasHandle_t handle, cudaStream_t stream, S* u, const S* q, const S* k, const S* v,
                                 const AttentionShape& shape, std::byte* scratch) {
   if (shape.tokens <= 0) return;
-  DeviceBuffers buffers;
-  buffers.in[static_cast<int>(B::kQuery)] = q;
-  buffers.in[static_cast<int>(B::kKey)] = k;
-  buffers.in[static_cast<int>(B::kValue)] = v;
+  DeviceBuffers<S> buffers(q, k, v, scratch, shape.seq_len);
   buffers.out[static_cast<int>(B::kOutput)] = u;
-  carve_scratch<S>(buffers, scratch, shape.seq_len);
   run_steps<S>(handle, stream, gemm_attention_forward_steps(shape), buffers, shape);
 }
 
@@ -186,15 +191,11 @@ template <typename S>
 void run_gemm_attention_backward(cublasHandle_t handle, cudaStream_t stream, S* du_dq, S* dk, S* dv, const S* q,
                                  const S* k, const S* v, const AttentionShape& shape, std::byte* scratch) {
   if (shape.tokens <= 0) return;
-  DeviceBuffers buffers;
-  buffers.in[static_cast<int>(B::kQuery)] = q;
-  buffers.in[static_cast<int>(B::kKey)] = k;
-  buffers.in[static_cast<int>(B::kValue)] = v;
+  DeviceBuffers<S> buffers(q, k, v, scratch, shape.seq_len);
   buffers.in[static_cast<int>(B::kOutputGrad)] = du_dq;
   buffers.out[static_cast<int>(B::kOutputGrad)] = du_dq;
   buffers.out[static_cast<int>(B::kKeyGrad)] = dk;
   buffers.out[static_cast<int>(B::kValueGrad)] = dv;
-  carve_scratch<S>(buffers, scratch, shape.seq_len);
   run_steps<S>(handle, stream, gemm_attention_backward_steps(shape), buffers, shape);
 }
 

@@ -44,10 +44,10 @@ GemmTiming time_gemm_bf16(CudaDevice& device, const GemmShape& shape, uint64_t s
   const cudaStream_t stream = device.stream(StreamKind::compute);
   const int64_t elements_a = a_elements(shape), elements_b = b_elements(shape), elements_c = c_elements(shape);
   const std::size_t set_bytes = gemm_set_bytes(shape);
-  // The interleaved copy's source and destination come first.
-  const std::size_t copy_bytes = options.interleave_copy_bytes / 2 / sizeof(float) * 2 * sizeof(float);
+  // The interleaved copy's source and destination (half the bytes each) come first.
+  const auto copy_n = static_cast<int64_t>(options.interleave_copy_bytes / 2 / sizeof(float));
+  const std::size_t copy_bytes = 2 * static_cast<std::size_t>(copy_n) * sizeof(float);
   require_arena_room(device, shape, set_bytes + copy_bytes + 2 * BumpAllocator::kDefaultAlignment);
-  const auto copy_n = static_cast<int64_t>(copy_bytes / 2 / sizeof(float));
   float* copy_src = copy_n > 0 ? arena.allocate_array<float>(copy_n) : nullptr;
   float* copy_dst = copy_n > 0 ? arena.allocate_array<float>(copy_n) : nullptr;
   if (copy_n > 0) fill_random(copy_src, copy_n, seed ^ 0xC0B1ULL, 1.0f, stream);

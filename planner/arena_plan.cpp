@@ -137,9 +137,13 @@ void place(const Program& program, const std::vector<Lifetime>& life, const Coex
   // Each order also with the per-step gradient shards (FSDP2's, allocated
   // one by one through the backward and freed after the optimizer) placed
   // first, stacked at the bottom with the rest packed around them.
-  const auto grad_shard = [&](size_t b) { return program.buffers[b].kind == BufferKind::kGradShards; };
-  const bool has_grad_shards = std::any_of(program.buffers.begin(), program.buffers.end(),
-                                           [](const Buffer& b) { return b.kind == BufferKind::kGradShards; });
+  // An executor that keeps them with its units sizes them 0: then those
+  // orders would only repeat the others.
+  const auto grad_shard = [&](size_t b) {
+    return program.buffers[b].kind == BufferKind::kGradShards && plan.sizes[b] > 0;
+  };
+  bool has_grad_shards = false;
+  for (size_t b = 0; b < program.buffers.size(); ++b) has_grad_shards = has_grad_shards || grad_shard(b);
   for (const bool shards_first : {false, true}) {
     if (shards_first && !has_grad_shards) break;
     for (const Before& before : orders) {
@@ -203,6 +207,10 @@ void find_reuses(const std::vector<Lifetime>& life, ArenaPlan& plan) {
 }
 
 }  // namespace
+
+int64_t bytes_beside_unit_state(const Buffer& buffer) {
+  return buffer.kind == BufferKind::kGradShards ? 0 : buffer.bytes;
+}
 
 ArenaPlan plan_arena(const Program& program, int64_t alignment, const BufferBytes& bytes_of) {
   RAGGED_ASSERT(alignment > 0 && (alignment & (alignment - 1)) == 0, "arena alignment must be a power of two");

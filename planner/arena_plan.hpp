@@ -59,4 +59,9 @@ using BufferBytes = std::function<int64_t(const Buffer&)>;
 // once, in that order. `alignment` is a power of two.
 ArenaPlan plan_arena(const Program& program, int64_t alignment = 256, const BufferBytes& bytes_of = {});
 
+// A buffer's bytes for an executor that keeps each unit's gradient shard
+// with the unit's state for the whole run: the Program's per-step gradient
+// shards (BufferKind::kGradShards) take no arena space.
+int64_t bytes_beside_unit_state(const Buffer& buffer);
+
 }  // namespace ragged::planner

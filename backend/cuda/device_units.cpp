@@ -57,9 +57,7 @@ int64_t persistent_gathered_elements(const UnitShard& s) {
 StepMemory device_step_memory(const planner::Program& program, const std::vector<UnitShard>& shards,
                               const scenarios::Optimizer& optimizer) {
   StepMemory kept;  // every gradient shard with its unit
-  kept.arena = planner::plan_arena(program, 256, [](const planner::Buffer& b) {
-    return b.kind == planner::BufferKind::kGradShards ? int64_t{0} : b.bytes;
-  });
+  kept.arena = planner::plan_arena(program, 256, planner::bytes_beside_unit_state);
   kept.grads_in_arena.assign(shards.size(), false);
   StepMemory carved;  // the per-step ones in the arena
   carved.grads_in_arena.assign(shards.size(), false);

@@ -41,10 +41,7 @@ HeldAndPeak held_and_peak(const std::string& scenario, scenarios::Strategy strat
   HeldAndPeak out;
   out.held = device_units_bytes(shards, optimizer, in_arena) + arena.bytes;
   // Every gradient shard with its unit, as the executor held them on the H200.
-  out.kept = device_units_bytes(shards, optimizer) +
-             planner::plan_arena(program, 256, [](const planner::Buffer& b) {
-               return b.kind == planner::BufferKind::kGradShards ? int64_t{0} : b.bytes;
-             }).bytes;
+  out.kept = device_units_bytes(shards, optimizer) + planner::plan_arena(program, 256, planner::bytes_beside_unit_state).bytes;
   out.arena = arena.bytes;
   out.arena_peak_live = arena.peak_live;
   out.peak = planner::memory_breakdown(program).peak_total();

@@ -74,15 +74,48 @@ int64_t kernel_head_dim(models::AttentionKernel kernel, int64_t head_dim) {
       while (width < head_dim) width *= 2;
       return width;
     }
-    case models::AttentionKernel::kMath:
-    case models::AttentionKernel::kMemoryEfficient: return head_dim;  // no padding to compiled widths modelled
+    case models::AttentionKernel::kMath: return head_dim;  // batched GEMMs over the head as it is
+    case models::AttentionKernel::kMemoryEfficient: return head_dim;  // pads per GEMM: padded_head_work
   }
   return head_dim;
 }
 
-double padded_head_work(const planner::AttentionWork& attention) {
+namespace {
+
+// SDPA's memory-efficient backend (xformers' CUTLASS kernels in PyTorch,
+// aten/src/ATen/native/transformers/cuda/mem_eff_attention) pads only the
+// GEMMs whose output columns are a head dim: the reductions over a head dim
+// (q k^T, and dO v^T in the backward) loop over it in 32-wide steps, but each
+// output tile is as wide as the kernel's tile. The forward picks the first
+// kernel whose kMaxK holds both heads (64, 128, then 65,536) and computes
+// p v in tiles of its kKeysPerBlock (64, 128, 128: kernel_forward.h, MM1);
+// the backward's dV, dQ and dK tiles are the block sizes of the kernel chosen
+// the same way (kernel_backward.h, MatmulGradV/Q/K), taken here as the
+// kernel's kMaxK up to 128 (32, 64, 128). Heads beyond 128 as they are.
+int64_t memory_efficient_tile(int64_t head_dim, int64_t widest, bool backward) {
+  if (widest > 128) return head_dim;
+  const int64_t tile = backward ? compiled_width(widest, {32, 64, 128}) : compiled_width(widest, {64, 128});
+  return (head_dim + tile - 1) / tile * tile;
+}
+
+double memory_efficient_padded_work(int64_t qk, int64_t v, bool backward) {
+  const int64_t widest = std::max(qk, v);
+  const int64_t v_tile = memory_efficient_tile(v, widest, backward);
+  if (!backward) return static_cast<double>(qk + v_tile) / static_cast<double>(qk + v);
+  // q k^T again and dO v^T unpadded; dV, dQ and dK in the kernel's tiles.
+  const int64_t qk_tile = memory_efficient_tile(qk, widest, backward);
+  return static_cast<double>(qk + v + v_tile + 2 * qk_tile) / static_cast<double>(3 * qk + 2 * v);
+}
+
+}  // namespace
+
+double padded_head_work(const planner::AttentionWork& attention, bool backward) {
   const int64_t dims = attention.qk_head_dim + attention.v_head_dim;
   if (dims <= 0) return 1.0;
+  if (attention.kernel == models::AttentionKernel::kMemoryEfficient && attention.qk_head_dim > 0 &&
+      attention.v_head_dim > 0) {
+    return memory_efficient_padded_work(attention.qk_head_dim, attention.v_head_dim, backward);
+  }
   const int64_t qk = kernel_head_dim(attention.kernel, attention.qk_head_dim);
   const int64_t padded = qk + kernel_head_dim(attention.kernel, attention.v_head_dim);
   return static_cast<double>(padded) / static_cast<double>(dims);

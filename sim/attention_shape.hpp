@@ -31,9 +31,12 @@ double flash_attention_shape_factor(int64_t head_dim, int64_t seq_len, bool flas
 // a kernel's largest are returned as they are.
 int64_t kernel_head_dim(models::AttentionKernel kernel, int64_t head_dim);
 
-// The work the kernel executes over the op's FLOPs: the query/key and value
-// head dims each padded to the kernel's width (1 where none is padded).
-double padded_head_work(const planner::AttentionWork& attention);
+// The work the kernel executes over the op's FLOPs in one direction: the
+// FlashAttention kernels pad the query/key and value head dims each to the
+// kernel's width; SDPA's memory-efficient kernel pads only the GEMMs whose
+// output is a head wide (p v forward; dV, dQ and dK backward) to its tile
+// (attention_shape.cpp). 1 where nothing is padded.
+double padded_head_work(const planner::AttentionWork& attention, bool backward);
 
 // The same for one op's attention: the kernel's query/key head dim, and the
 // keys each query attends to (the window where one is set, else the sequence).

@@ -387,7 +387,7 @@ double ComputeModel::attention_work_seconds(const planner::AttentionWork& attent
   // at their measured share of that rate, a head between the kernel's
   // compiled widths at the next width's rate and work (sim/attention_shape.hpp).
   const double shape = flash_attention_shape_factor(attention, backward);
-  const double work = attention.flops * padded_head_work(attention);
+  const double work = attention.flops * padded_head_work(attention, backward);
   return work / (spec_.peak_flops * efficiency * shape * spec_.clock_factor * spec_.sustained_clock);
 }
 

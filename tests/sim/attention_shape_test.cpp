@@ -108,13 +108,46 @@ TEST(AttentionShape, KernelsRunAHeadBetweenTheirWidthsPadded) {
 
   AttentionWork work;
   work.qk_head_dim = work.v_head_dim = 128;
-  EXPECT_DOUBLE_EQ(padded_head_work(work), 1.0);
+  EXPECT_DOUBLE_EQ(padded_head_work(work, false), 1.0);
   work.qk_head_dim = 192;  // DeepSeek's MLA: both widths compiled
-  EXPECT_DOUBLE_EQ(padded_head_work(work), 1.0);
+  EXPECT_DOUBLE_EQ(padded_head_work(work, false), 1.0);
   work.qk_head_dim = work.v_head_dim = 80;
-  EXPECT_DOUBLE_EQ(padded_head_work(work), 96.0 / 80.0);
+  EXPECT_DOUBLE_EQ(padded_head_work(work, false), 96.0 / 80.0);
+  EXPECT_DOUBLE_EQ(padded_head_work(work, true), 96.0 / 80.0);  // both directions alike
   work.kernel = AttentionKernel::kTritonFlash;
-  EXPECT_DOUBLE_EQ(padded_head_work(work), 128.0 / 80.0);
+  EXPECT_DOUBLE_EQ(padded_head_work(work, false), 128.0 / 80.0);
+}
+
+// SDPA's memory-efficient kernel pads only the GEMMs whose output columns are
+// a head dim, to its tile: Phi-3's 96-wide heads run p v 128 wide forward
+// (q k^T loops over the 96 in 32-wide steps), and dV, dQ and dK 128 wide
+// backward, where q k^T again and dO v^T keep 96.
+TEST(AttentionShape, TheMemoryEfficientKernelPadsTheGemmsThatOutputAHead) {
+  AttentionWork work;
+  work.kernel = models::AttentionKernel::kMemoryEfficient;
+  work.qk_head_dim = work.v_head_dim = 96;
+  EXPECT_DOUBLE_EQ(padded_head_work(work, false), (96.0 + 128.0) / (2 * 96.0));
+  EXPECT_DOUBLE_EQ(padded_head_work(work, true), (96.0 + 96.0 + 3 * 128.0) / (5 * 96.0));
+  // The kernels' own widths pad nothing.
+  work.qk_head_dim = work.v_head_dim = 128;
+  EXPECT_DOUBLE_EQ(padded_head_work(work, false), 1.0);
+  EXPECT_DOUBLE_EQ(padded_head_work(work, true), 1.0);
+  work.qk_head_dim = work.v_head_dim = 64;
+  EXPECT_DOUBLE_EQ(padded_head_work(work, false), 1.0);
+  EXPECT_DOUBLE_EQ(padded_head_work(work, true), 1.0);
+  // 40 runs the 64-wide kernel forward and the 64-wide tiles backward.
+  work.qk_head_dim = work.v_head_dim = 40;
+  EXPECT_DOUBLE_EQ(padded_head_work(work, false), (40.0 + 64.0) / 80.0);
+  EXPECT_DOUBLE_EQ(padded_head_work(work, true), (80.0 + 3 * 64.0) / 200.0);
+  // The kernel is chosen by the wider head: a 64-wide value beside a 96-wide
+  // query/key runs in the 128-wide kernel's tiles.
+  work.qk_head_dim = 96;
+  work.v_head_dim = 64;
+  EXPECT_DOUBLE_EQ(padded_head_work(work, false), (96.0 + 128.0) / 160.0);
+  // Beyond 128 the head is taken as it is.
+  work.qk_head_dim = work.v_head_dim = 160;
+  EXPECT_DOUBLE_EQ(padded_head_work(work, false), 1.0);
+  EXPECT_DOUBLE_EQ(padded_head_work(work, true), 1.0);
 }
 
 // A padded head costs what the kernel's width costs: the same FLOPs of head

@@ -14,10 +14,31 @@
 #include "cli/validate_report.hpp"
 #include "common/errors.hpp"
 #include "common/file_io.hpp"
+#include "scenarios/gpu_presets.hpp"
+#include "sim/compute_model.hpp"
 #include "validation/residual_export.hpp"
 #include "validation/validation_run.hpp"
 
 namespace ragged::cli {
+namespace {
+
+// The GPU preset a calibration file describes, from the device it was
+// measured on; the file is read whole here, so a bad one stops the command
+// before any row is simulated.
+std::string calibrated_gpu(const std::string& path) {
+  const std::string device = sim::ComputeModel::calibration_device(path);
+  const std::string preset = scenarios::gpu_preset_for_device(device);
+  if (preset.empty()) {
+    throw InputError(fmt::format("--calibration {}: its device '{}' is the device of no GPU preset (H100, H200, "
+                                 "H800, A100, B200, GB200, MI300X): measure on one of those, or simulate rows with "
+                                 "`ragged simulate --calibration`",
+                                 path, device));
+  }
+  sim::ComputeModel::from_calibration(path, preset);
+  return preset;
+}
+
+}  // namespace
 
 void add_validate_command(CLI::App& app, Context& context) {
   auto directory = std::make_shared<std::string>();
@@ -25,6 +46,7 @@ void add_validate_command(CLI::App& app, Context& context) {
   auto json = std::make_shared<bool>(false);
   auto sets = std::make_shared<std::vector<std::string>>();
   auto residuals = std::make_shared<std::string>();
+  auto calibration = std::make_shared<std::string>();
   auto* cmd = app.add_subcommand("validate", "Predict every published run of a validation set and compare (error, OOM, memory)");
   cmd->add_option("dir", *directory,
                   "Validation folder holding runs.textproto (default: the repository's validation/ folder, " +
@@ -37,10 +59,14 @@ void add_validate_command(CLI::App& app, Context& context) {
   cmd->add_option("--write-residuals", *residuals,
                   "Write each validation row's errors and regime to FILE, the table `ragged simulate` reads its "
                   "prediction bands from (validation/residuals.tsv; rebuild to compile it in)");
-  cmd->callback([&context, directory, filter, json, sets, residuals] {
-    if (!residuals->empty() && (!filter->empty() || !sets->empty())) {
+  cmd->add_option("--calibration", *calibration,
+                  "Compute calibration file measured on a GPU (ragged-gpu-validate): the rows on that GPU class are "
+                  "simulated with it, the others with the default tables; to see which predictions a measurement "
+                  "moves");
+  cmd->callback([&context, directory, filter, json, sets, residuals, calibration] {
+    if (!residuals->empty() && (!filter->empty() || !sets->empty() || !calibration->empty())) {
       throw InputError(fmt::format("--write-residuals {}: the table describes the whole set as predicted; drop "
-                                   "--filter and --set",
+                                   "--filter, --set and --calibration",
                                    *residuals));
     }
     if (!residuals->empty()) check_output_target(*residuals);  // before the whole set is predicted
@@ -48,6 +74,10 @@ void add_validate_command(CLI::App& app, Context& context) {
     validation::RunOptions options;
     options.filter = *filter;
     options.overrides = scenarios::parse_overrides(*sets);
+    if (!calibration->empty()) {
+      options.calibration = *calibration;
+      options.calibrated_preset = calibrated_gpu(*calibration);
+    }
     if (::isatty(STDERR_FILENO)) {
       options.progress = [](size_t done, size_t total, const validation::RowResult& row) {
         std::fprintf(stderr, "\r\033[K[%zu/%zu] %s", done, total, row.run.id().c_str());
@@ -62,9 +92,9 @@ void add_validate_command(CLI::App& app, Context& context) {
       validation::write_residual_table(*residuals, rows, command);
     }
     if (*json) {
-      context.out << validation_to_json(set, rows, options.overrides).dump(2) << '\n';
+      context.out << validation_to_json(set, rows, options).dump(2) << '\n';
     } else {
-      print_validation(set, rows, context.out, options.overrides);
+      print_validation(set, rows, context.out, options);
     }
   });
 }

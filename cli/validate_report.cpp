@@ -1,5 +1,6 @@
 #include "cli/validate_report.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -48,7 +49,7 @@ void print_rows(const std::vector<RowResult>& rows, validation::Set set, std::os
     ++count;
     const bool simulated = row.status == RowStatus::kSimulated;
     const auto& published = row.run.published();
-    table.row({row.run.id(), row.model, std::to_string(row.gpus), row.strategy, row.checkpointing, published_text(row),
+    table.row({row.calibrated ? row.run.id() + " *" : row.run.id(), row.model, std::to_string(row.gpus), row.strategy, row.checkpointing, published_text(row),
                simulated ? format_throughput(row.predicted.tokens_per_s_per_gpu) : "failed",
                percent(validation::throughput_error(row)), validation::published_memory_text(published),
                simulated ? format_gib(validation::predicted_memory_bytes(row), 1) : "-",
@@ -203,6 +204,7 @@ nlohmann::json row_json(const RowResult& row) {
   out["gpu_memory_gib"] = row.gpu_memory_gib;
   out["strategy"] = row.strategy;
   out["activation_checkpointing"] = row.checkpointing;
+  if (row.calibrated) out["calibrated"] = true;  // simulated with --calibration's file
   if (row.status == RowStatus::kFailed) {
     out["failure"] = row.failure;
     return out;
@@ -285,12 +287,20 @@ nlohmann::json summary_json(const validation::SetSummary& s) {
           {"max_spread_id", s.max_spread_id}};
 }
 
+int64_t calibrated_rows(const std::vector<RowResult>& rows) {
+  return std::count_if(rows.begin(), rows.end(), [](const RowResult& row) { return row.calibrated; });
+}
+
 }  // namespace
 
 void print_validation(const validation::ValidationSet& set, const std::vector<RowResult>& rows, std::ostream& out,
-                      const std::vector<scenarios::FieldOverride>& overrides) {
+                      const validation::RunOptions& options) {
   out << fmt::format("{}: {} runs", set.origin, rows.size());
-  for (const scenarios::FieldOverride& o : overrides) out << fmt::format(" --set {}={}", o.path, o.value);
+  for (const scenarios::FieldOverride& o : options.overrides) out << fmt::format(" --set {}={}", o.path, o.value);
+  if (options.calibration) {
+    out << fmt::format(" --calibration {} ({} rows on {} simulated with it, marked *)", options.calibration->string(),
+                       calibrated_rows(rows), options.calibrated_preset);
+  }
   out << "\n\n";
   for (validation::Set s : kSets) print_rows(rows, s, out);
   bool any_failed = false;
@@ -325,12 +335,17 @@ void print_validation(const validation::ValidationSet& set, const std::vector<Ro
 }
 
 nlohmann::json validation_to_json(const validation::ValidationSet& set, const std::vector<RowResult>& rows,
-                                  const std::vector<scenarios::FieldOverride>& overrides) {
+                                  const validation::RunOptions& options) {
   nlohmann::json out = {
       {"manifest", set.origin}, {"rows", nlohmann::json::array()}, {"summary", nlohmann::json::object()}};
-  if (!overrides.empty()) {
+  if (!options.overrides.empty()) {
     out["overrides"] = nlohmann::json::array();
-    for (const scenarios::FieldOverride& o : overrides) out["overrides"].push_back(o.path + "=" + o.value);
+    for (const scenarios::FieldOverride& o : options.overrides) out["overrides"].push_back(o.path + "=" + o.value);
+  }
+  if (options.calibration) {
+    out["calibration"] = {{"file", options.calibration->string()},
+                          {"gpu", options.calibrated_preset},
+                          {"rows", calibrated_rows(rows)}};
   }
   for (const RowResult& row : rows) out["rows"].push_back(row_json(row));
   for (validation::Set s : kSets)

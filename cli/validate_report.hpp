@@ -8,16 +8,17 @@
 
 #include <nlohmann/json.hpp>
 
-#include "scenarios/scenario_override.hpp"
+#include "validation/validation_run.hpp"
 #include "validation/validation_set.hpp"
 #include "validation/validation_summary.hpp"
 
 namespace ragged::cli {
 
-// `overrides`: the --set fields every row ran with, named in the header.
+// `options`: what every row ran with, named in the header: the --set fields
+// and the calibration file with the GPU class it reached.
 void print_validation(const validation::ValidationSet& set, const std::vector<validation::RowResult>& rows,
-                      std::ostream& out, const std::vector<scenarios::FieldOverride>& overrides = {});
+                      std::ostream& out, const validation::RunOptions& options = {});
 nlohmann::json validation_to_json(const validation::ValidationSet& set, const std::vector<validation::RowResult>& rows,
-                                  const std::vector<scenarios::FieldOverride>& overrides = {});
+                                  const validation::RunOptions& options = {});
 
 }  // namespace ragged::cli

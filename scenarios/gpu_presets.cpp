@@ -1,5 +1,7 @@
 #include "scenarios/gpu_presets.hpp"
 
+#include <cctype>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -157,6 +159,20 @@ const GpuPreset& find_gpu_preset(std::string_view name) {
   std::vector<std::string> names;
   for (const GpuPreset& preset : gpu_presets()) names.push_back(preset.name);
   throw InputError(fmt::format("unknown GPU preset '{}': use one of {}", name, fmt::join(names, ", ")));
+}
+
+std::string gpu_preset_for_device(std::string_view device_name) {
+  std::string name(device_name);
+  for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  auto has = [&](std::string_view part) { return name.find(part) != std::string::npos; };
+  if (has("H100")) return "h100";
+  if (has("H200")) return "h200";
+  if (has("H800")) return "h800";
+  if (has("A100")) return has("40GB") ? "a100-40g" : "a100-80g";
+  if (has("GB200")) return "gb200";  // before B200, which its name contains
+  if (has("B200")) return "b200";
+  if (has("MI300X")) return "mi300x";
+  return "";
 }
 
 }  // namespace ragged::scenarios

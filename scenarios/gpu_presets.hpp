@@ -45,5 +45,9 @@ const GpuPreset* gpu_preset_or_null(std::string_view name);
 bool is_host_rank(const std::string& preset);
 // Throws InputError listing the presets when `name` is unknown.
 const GpuPreset& find_gpu_preset(std::string_view name);
+// The preset of a device as its driver names it ("NVIDIA H200" -> "h200",
+// "NVIDIA A100-SXM4-40GB" -> "a100-40g"); "" for a device no preset describes.
+// What a calibration file measured on the device applies to.
+std::string gpu_preset_for_device(std::string_view device_name);
 
 }  // namespace ragged::scenarios

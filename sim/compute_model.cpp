@@ -186,6 +186,11 @@ constexpr double kMaxLaunchSeconds = 0.01;
 constexpr int64_t kMaxSms = 1024;
 constexpr double kMaxDriverSeconds = 10;  // a cudaMalloc or cudaFree, and per GiB
 
+std::string ComputeModel::calibration_device(const std::filesystem::path& path) {
+  const json root = parse_calibration(path);
+  return CalibrationFields(path.string()).text(root, "device", "device");
+}
+
 ComputeModel ComputeModel::from_calibration(const std::filesystem::path& path, const std::string& preset) {
   const json root = parse_calibration(path);
   const CalibrationFields f(path.string());
@@ -225,6 +230,8 @@ ComputeModel ComputeModel::from_calibration(const std::filesystem::path& path, c
   } else {
     spec.attention_forward_efficiency = table->attention_forward_efficiency;
     spec.attention_backward_efficiency = table->attention_backward_efficiency;
+    spec.flash3_forward_efficiency = table->flash3_forward_efficiency;
+    spec.flash3_backward_efficiency = table->flash3_backward_efficiency;
     spec.source += fmt::format("; attention not in the file: the simulator's {} defaults", table->name);
   }
   // Optional: the SMs and NCCL's CTAs (0 when absent: the simulation takes

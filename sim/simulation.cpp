@@ -141,7 +141,7 @@ SimulationResult simulate(const planner::ResolvedScenario& resolved, const Simul
   if (resolved.model.kernels.attention == models::AttentionKernel::kFlash3 &&
       !(compute.spec().flash3_forward_efficiency > 0 && compute.spec().flash3_backward_efficiency > 0)) {
     throw InputError(fmt::format("training.attention is FLASH_ATTENTION_3 but the compute model '{}' has no "
-                                 "FlashAttention-3 rates (a calibration file gives FlashAttention-2's): use "
+                                 "FlashAttention-3 rates (a calibration file that measures attention gives FlashAttention-2's): use "
                                  "FLASH_ATTENTION_2, or simulate without --calibration",
                                  compute.spec().name));
   }

@@ -42,8 +42,11 @@ Prediction prediction_of(const sim::SimulationSummary& simulated) {
 
 }  // namespace
 
-Prediction simulate_row(const planner::ResolvedScenario& resolved) {
-  return prediction_of(sim::simulate_summary_in_child(resolved));
+Prediction simulate_row(const planner::ResolvedScenario& resolved,
+                        const std::optional<std::filesystem::path>& calibration) {
+  sim::SimulationOptions options;
+  options.calibration = calibration;
+  return prediction_of(sim::simulate_summary_in_child(resolved, options));
 }
 
 planner::ResolvedScenario resolve_row(const ValidationSet& set, size_t index,
@@ -88,8 +91,12 @@ std::vector<RowResult> run_validation(const ValidationSet& set, const RunOptions
       row.checkpointing = lower(scenarios::Checkpointing_Name(scenario.training().activation_checkpointing()));
       row.sequence = scenario.training().sequence_length();
       row.attention = lower(scenarios::AttentionKernel_Name(scenario.training().attention()));
+      row.calibrated = options.calibration.has_value() && row.gpu == options.calibrated_preset;
+      const std::optional<std::filesystem::path> calibration =
+          row.calibrated ? options.calibration : std::optional<std::filesystem::path>();
       try {
-        row.predicted = options.simulate ? options.simulate(*resolved[k]) : simulate_row(*resolved[k]);
+        row.predicted = options.simulate ? options.simulate(*resolved[k], calibration)
+                                         : simulate_row(*resolved[k], calibration);
         row.status = RowStatus::kSimulated;
       } catch (const std::exception& e) {
         row.status = RowStatus::kFailed;

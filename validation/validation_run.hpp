@@ -7,7 +7,9 @@
 // the other rows still run.
 
 #include <cstddef>
+#include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,9 +27,15 @@ struct RunOptions {
   std::vector<scenarios::FieldOverride> overrides;
   // Called after each row (simulated, failed or excluded): rows done, rows in all.
   std::function<void(size_t done, size_t total, const RowResult& row)> progress;
-  // How a row is predicted; empty: sim::simulate in a child process. Any
+  // A compute calibration file measured on a GPU (`ragged validate
+  // --calibration`): the rows whose GPU preset is `calibrated_preset` are
+  // simulated with it, the others with the default tables.
+  std::optional<std::filesystem::path> calibration;
+  std::string calibrated_preset;
+  // How a row is predicted, given the calibration file it is to use (none:
+  // the default tables); empty: sim::simulate in a child process. Any
   // exception it throws marks the row failed, with the exception's message.
-  std::function<Prediction(const planner::ResolvedScenario&)> simulate;
+  std::function<Prediction(const planner::ResolvedScenario&, const std::optional<std::filesystem::path>&)> simulate;
 };
 
 // Reads and resolves run `index`'s scenario with `overrides` set; a problem
@@ -36,8 +44,10 @@ struct RunOptions {
 planner::ResolvedScenario resolve_row(const ValidationSet& set, size_t index,
                                       const std::vector<scenarios::FieldOverride>& overrides = {});
 
-// The default `simulate`: the SimGrid simulator in a child process.
-Prediction simulate_row(const planner::ResolvedScenario& resolved);
+// The default `simulate`: the SimGrid simulator in a child process, with the
+// calibration file when one is given.
+Prediction simulate_row(const planner::ResolvedScenario& resolved,
+                        const std::optional<std::filesystem::path>& calibration = std::nullopt);
 
 std::vector<RowResult> run_validation(const ValidationSet& set, const RunOptions& options = {});
 

@@ -61,6 +61,9 @@ struct RowResult {
   std::string checkpointing;
   int64_t sequence = 0;  // tokens per sequence
   std::string attention;  // the attention kernel ("triton_flash_attention", ...)
+  // Simulated with a calibration file measured on its GPU class
+  // (RunOptions::calibration) instead of the simulator's default tables.
+  bool calibrated = false;
   Prediction predicted;
 };
 

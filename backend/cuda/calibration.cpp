@@ -17,12 +17,6 @@
 namespace ragged::backend::gpu {
 namespace {
 
-std::string upper(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return out;
-}
-
 void require(bool ok, std::string_view field, double value, std::string_view what) {
   if (!ok) throw InternalError(fmt::format("calibration: field '{}' must be {} (got {})", field, what, value));
 }
@@ -99,14 +93,7 @@ double dense_bf16_peak_flops(std::string_view device_name) {
   return cls.empty() ? 0 : scenarios::find_gpu_preset(cls).peak_bf16_tflops * 1e12;
 }
 
-std::string device_class(std::string_view device_name) {
-  const std::string name = upper(device_name);
-  if (name.find("H100") != std::string::npos) return "h100";
-  if (name.find("H200") != std::string::npos) return "h200";
-  if (name.find("H800") != std::string::npos) return "h800";
-  if (name.find("A100") != std::string::npos) return "a100-80g";
-  return "";
-}
+std::string device_class(std::string_view device_name) { return scenarios::gpu_preset_for_device(device_name); }
 
 std::string device_slug(std::string_view device_name) {
   std::string slug;

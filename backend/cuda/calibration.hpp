@@ -48,8 +48,8 @@ std::string calibration_json(const Calibration& calibration);
 // Dense bf16 peak FLOP/s by device name: 989.4e12 for H100, H200 and H800
 // (SXM), 312e12 for A100; 0 for a device Ragged does not know.
 double dense_bf16_peak_flops(std::string_view device_name);
-// The simulator's GPU class for a device name ("h100", "h200", "h800",
-// "a100-80g"), "" when unknown.
+// The simulator's GPU class for a device name (scenarios::gpu_preset_for_device:
+// "h100", "h200", "a100-40g", ...), "" when unknown.
 std::string device_class(std::string_view device_name);
 // A file-name-safe name: "NVIDIA H100 80GB HBM3" -> "h100-80gb-hbm3".
 std::string device_slug(std::string_view device_name);

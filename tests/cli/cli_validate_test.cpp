@@ -2,6 +2,8 @@
 // produced and every row that is not excluded simulates (no accuracy
 // threshold here: the thresholds are the bar of docs/results/validation.md).
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -10,6 +12,7 @@
 
 #include "cli_test_util.hpp"
 #include "tests/common/expect_contains.hpp"
+#include "validation/validation_set.hpp"
 
 namespace ragged::cli {
 namespace {
@@ -77,6 +80,57 @@ TEST(CliValidate, RowsMeasuredAgainListTheOtherMeasurements) {
   expect_text_report("foundry-a100-80-760m-s512-8g",
                      {"measured again by their source", "foundry-a100-80-760m-s512-8g: published 29,446",
                       "also 36,719*", "1 rows measured more than once by their source"});
+}
+
+// The H200 measured on the first lease, fed back: the H200 row is simulated
+// with it (and says so), an H100 row is not, and its prediction moves.
+TEST(CliValidate, ACalibrationFileReachesTheRowsOfItsGpuClass) {
+  const std::filesystem::path file =
+      validation::default_validation_dir().parent_path() / "docs/results/gpu/calibration-h200.json";
+  const std::string filter = "gpurecipes-maxtext-";  // one row on H200, one on H100
+  CliResult measured = run_cli({"validate", "--filter", filter, "--calibration", file.string(), "--json"});
+  ASSERT_EQ(measured.code, 0) << measured.err;
+  CliResult defaults = run_cli({"validate", "--filter", filter, "--json"});
+  ASSERT_EQ(defaults.code, 0) << defaults.err;
+  const nlohmann::json m = nlohmann::json::parse(measured.out);
+  const nlohmann::json d = nlohmann::json::parse(defaults.out);
+  EXPECT_EQ(m.at("calibration").at("gpu"), "h200");
+  EXPECT_EQ(m.at("calibration").at("rows"), 1);
+  EXPECT_FALSE(d.contains("calibration"));
+  ASSERT_EQ(m.at("rows").size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const nlohmann::json& row = m.at("rows")[i];
+    const double with = row.at("predicted").at("tokens_per_s_per_gpu");
+    const double without = d.at("rows")[i].at("predicted").at("tokens_per_s_per_gpu");
+    if (row.at("gpu") == "h200") {
+      EXPECT_TRUE(row.value("calibrated", false));
+      EXPECT_NE(with, without);
+    } else {
+      EXPECT_FALSE(row.contains("calibrated")) << row.at("id");
+      EXPECT_EQ(with, without) << row.at("id");
+    }
+  }
+  CliResult text = run_cli({"validate", "--filter", "gpurecipes-maxtext-h200", "--calibration", file.string()});
+  EXPECT_CONTAINS(text.out, "(1 rows on h200 simulated with it, marked *)");
+  EXPECT_CONTAINS(text.out, "gpurecipes-maxtext-h200-llama3.1-70b-fsdp128-dp2-256g *");
+}
+
+// A file measured on a device no preset describes cannot say which rows it
+// is for; nothing is simulated.
+TEST(CliValidate, ACalibrationOfAnUnknownDeviceIsBadInput) {
+  const std::filesystem::path source =
+      validation::default_validation_dir().parent_path() / "docs/results/gpu/calibration-h200.json";
+  nlohmann::json doc = nlohmann::json::parse(std::ifstream(source));
+  doc["device"] = "NVIDIA L40S";
+  const std::filesystem::path file = std::filesystem::temp_directory_path() / "ragged-cli-calibration-l40s.json";
+  std::ofstream(file) << doc.dump();
+  CliResult r = run_cli({"validate", "--filter", "gpurecipes", "--calibration", file.string()});
+  std::filesystem::remove(file);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_CONTAINS(r.err, "its device 'NVIDIA L40S' is the device of no GPU preset");
+  CliResult both = run_cli({"validate", "--calibration", source.string(), "--write-residuals", "/tmp/x.tsv"});
+  EXPECT_EQ(both.code, 2);
+  EXPECT_CONTAINS(both.err, "drop --filter, --set and --calibration");
 }
 
 TEST(CliValidate, AFolderWithoutRunsIsBadInput) {

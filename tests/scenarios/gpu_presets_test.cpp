@@ -143,5 +143,24 @@ TEST(GpuPresets, ALinkFasterThanTheGpusMemoryIsRefused) {
   EXPECT_EQ(testing::parse_error(text), "");
 }
 
+// A calibration file names its device as the driver does; the preset it
+// describes is read from that name, and every answer is a preset.
+TEST(GpuPresets, ADevicesDriverNameGivesItsPreset) {
+  EXPECT_EQ(gpu_preset_for_device("NVIDIA H100 80GB HBM3"), "h100");
+  EXPECT_EQ(gpu_preset_for_device("NVIDIA H200"), "h200");
+  EXPECT_EQ(gpu_preset_for_device("NVIDIA H800"), "h800");
+  EXPECT_EQ(gpu_preset_for_device("NVIDIA A100-SXM4-80GB"), "a100-80g");
+  EXPECT_EQ(gpu_preset_for_device("NVIDIA A100-SXM4-40GB"), "a100-40g");
+  EXPECT_EQ(gpu_preset_for_device("NVIDIA GB200"), "gb200");  // not b200, which its name contains
+  EXPECT_EQ(gpu_preset_for_device("NVIDIA B200"), "b200");
+  EXPECT_EQ(gpu_preset_for_device("AMD Instinct MI300X"), "mi300x");
+  EXPECT_EQ(gpu_preset_for_device("nvidia h200"), "h200");  // case aside
+  EXPECT_EQ(gpu_preset_for_device("NVIDIA L40S"), "");
+  EXPECT_EQ(gpu_preset_for_device(""), "");
+  for (const char* device : {"NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-40GB", "NVIDIA GB200", "AMD Instinct MI300X"}) {
+    EXPECT_NE(gpu_preset_or_null(gpu_preset_for_device(device)), nullptr) << device;
+  }
+}
+
 }  // namespace
 }  // namespace ragged::scenarios

@@ -543,9 +543,14 @@ TEST_F(ComputeCalibration, WithoutAttentionTheScenarioGpusDefaultsApply) {
     ASSERT_NE(table, nullptr);
     EXPECT_EQ(model.spec().attention_forward_efficiency, table->attention_forward_efficiency) << preset;
     EXPECT_EQ(model.spec().attention_backward_efficiency, table->attention_backward_efficiency) << preset;
+    // FlashAttention-3's too (Hopper's; none on the A100), so a scenario
+    // that runs it can be simulated with a measured file.
+    EXPECT_EQ(model.spec().flash3_forward_efficiency, table->flash3_forward_efficiency) << preset;
+    EXPECT_EQ(model.spec().flash3_backward_efficiency, table->flash3_backward_efficiency) << preset;
     EXPECT_NE(model.spec().source.find("attention not in the file: the simulator's " + std::string(preset)),
               std::string::npos);
   }
+  EXPECT_GT(ComputeModel::from_calibration(write(doc.dump()), "h200").spec().flash3_forward_efficiency, 0);
 }
 
 TEST_F(ComputeCalibration, MalformedOrMissingFilesAreInputErrors) {

@@ -50,7 +50,7 @@ TEST(ValidationRun, ABadScenarioNamesTheRunTheFileAndTheField) {
   const ValidationSet set = load_validation_set(folder.path());
   size_t simulated = 0;
   RunOptions options;
-  options.simulate = [&](const planner::ResolvedScenario&) {
+  options.simulate = [&](const planner::ResolvedScenario&, const std::optional<std::filesystem::path>&) {
     ++simulated;
     return Prediction{};
   };
@@ -73,7 +73,7 @@ TEST(ValidationRun, AFailedSimulationIsReportedAndCounted) {
   const ValidationSet set = load_validation_set(folder.path());
   RunOptions options;
   int call = 0;
-  options.simulate = [&call](const planner::ResolvedScenario&) {
+  options.simulate = [&call](const planner::ResolvedScenario&, const std::optional<std::filesystem::path>&) {
     if (++call == 2) throw InternalError("the simulation process died with signal 11 (Segmentation fault)");
     Prediction p;
     p.tokens_per_s_per_gpu = 1100;
@@ -97,7 +97,9 @@ TEST(ValidationRun, FilterKeepsMatchingIdsAndRejectsNone) {
   folder.write(kManifestName, run_entry("alpha") + run_entry("beta"));
   const ValidationSet set = load_validation_set(folder.path());
   RunOptions options;
-  options.simulate = [](const planner::ResolvedScenario&) { return Prediction{}; };
+  options.simulate = [](const planner::ResolvedScenario&, const std::optional<std::filesystem::path>&) {
+    return Prediction{};
+  };
   options.filter = "bet";
   const auto rows = run_validation(set, options);
   ASSERT_EQ(rows.size(), 1u);
@@ -113,7 +115,7 @@ TEST(ValidationRun, OverridesReachEveryRowsScenario) {
   const ValidationSet set = load_validation_set(folder.path());
   RunOptions options;
   std::vector<int> prefetch;
-  options.simulate = [&](const planner::ResolvedScenario& resolved) {
+  options.simulate = [&](const planner::ResolvedScenario& resolved, const std::optional<std::filesystem::path>&) {
     prefetch.push_back(resolved.scenario().training().prefetch_depth());
     return Prediction{};
   };
@@ -123,6 +125,33 @@ TEST(ValidationRun, OverridesReachEveryRowsScenario) {
   EXPECT_EQ(prefetch, (std::vector<int>{3, 3}));
   options.overrides = {scenarios::parse_override("training.prefetch_depth=99")};
   EXPECT_THROW(run_validation(set, options), InputError);
+}
+
+// `ragged validate --calibration`: the file measured on one GPU class reaches
+// the rows on that class only, and the rows say which used it.
+TEST(ValidationRun, ACalibrationFileReachesTheRowsOfItsGpuClassOnly) {
+  ScratchFolder folder("calibrated");
+  folder.write("scenarios/s.textproto", testing::small_scenario());  // h100
+  folder.write(kManifestName, run_entry("on-h100") + run_entry("on-cpu", "shipped_scenario: \"tiny-llama-4xcpu\"",
+                                                                 "published { tokens_per_s_per_gpu: 1000 }"));
+  const ValidationSet set = load_validation_set(folder.path());
+  RunOptions options;
+  options.calibration = folder.path() / "calibration-h100.json";
+  options.calibrated_preset = "h100";
+  std::vector<std::string> given;
+  options.simulate = [&](const planner::ResolvedScenario&, const std::optional<std::filesystem::path>& calibration) {
+    given.push_back(calibration ? calibration->filename().string() : "defaults");
+    return Prediction{};
+  };
+  const auto rows = run_validation(set, options);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(given, (std::vector<std::string>{"calibration-h100.json", "defaults"}));
+  EXPECT_TRUE(rows[0].calibrated);
+  EXPECT_FALSE(rows[1].calibrated);
+  options.calibrated_preset = "h200";  // no row on it: every row on the defaults
+  given.clear();
+  run_validation(set, options);
+  EXPECT_EQ(given, (std::vector<std::string>{"defaults", "defaults"}));
 }
 
 }  // namespace

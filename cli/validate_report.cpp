@@ -49,7 +49,8 @@ void print_rows(const std::vector<RowResult>& rows, validation::Set set, std::os
     ++count;
     const bool simulated = row.status == RowStatus::kSimulated;
     const auto& published = row.run.published();
-    table.row({row.calibrated ? row.run.id() + " *" : row.run.id(), row.model, std::to_string(row.gpus), row.strategy, row.checkpointing, published_text(row),
+    table.row({row.calibrated ? row.run.id() + " *" : row.run.id(), row.model, std::to_string(row.gpus), row.strategy,
+               row.checkpointing, published_text(row),
                simulated ? format_throughput(row.predicted.tokens_per_s_per_gpu) : "failed",
                percent(validation::throughput_error(row)), validation::published_memory_text(published),
                simulated ? format_gib(validation::predicted_memory_bytes(row), 1) : "-",

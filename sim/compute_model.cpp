@@ -249,6 +249,9 @@ ComputeModel ComputeModel::from_calibration(const std::filesystem::path& path, c
   // preset's GPU class).
   spec.persistent_gemms =
       root.contains("persistent_gemms") ? f.boolean(root, "persistent_gemms", "persistent_gemms") : table->persistent_gemms;
+  // Optional: the share of its GEMM points' rates the device keeps over
+  // seconds of back-to-back work (absent: the points are taken as sustained).
+  if (root.contains("sustained_clock")) spec.sustained_clock = f.fraction(root, "sustained_clock", "sustained_clock");
   // Optional: the allocator's cudaMalloc and cudaFree, each a line in the
   // call's size (absent: the simulator's assumption).
   if (root.contains("allocator")) {

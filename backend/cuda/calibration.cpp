@@ -72,6 +72,10 @@ std::string calibration_json(const Calibration& c) {
   if (c.sms < 0) throw InternalError(fmt::format("calibration: field 'sms' must be positive or 0 (got {})", c.sms));
   if (c.sms > 0) root["sms"] = c.sms;
   if (c.persistent_gemms >= 0) root["persistent_gemms"] = c.persistent_gemms == 1;
+  if (c.sustained_clock != 0) {
+    require_fraction("sustained_clock", c.sustained_clock);
+    root["sustained_clock"] = c.sustained_clock;
+  }
   const std::pair<const char*, double> allocator[] = {{"malloc_seconds", c.malloc_calls.intercept},
                                                       {"malloc_seconds_per_gib", c.malloc_calls.slope},
                                                       {"free_seconds", c.free_calls.intercept},

@@ -36,6 +36,10 @@ struct Calibration {
   // + seconds per GiB (slope) (gpu-validate's section (f)); all four 0: not
   // measured, left out (the simulator keeps its assumption).
   LineFit malloc_calls, free_calls;
+  // The rate a GEMM keeps over seconds of back-to-back calls against its
+  // point in `gemm` (gpu-validate's section (b2)), in (0, 1]; 0: not
+  // measured, left out (the simulator then takes the points as sustained).
+  double sustained_clock = 0;
   std::string source;
 };
 

@@ -57,6 +57,7 @@ struct Options {
   double arena_gib = 0;
   std::vector<std::string> shapes;
   std::vector<int> held_sms = {16, 24};  // NCCL's ring CTAs across nodes and in one node (docs/SIMULATOR.md 6b)
+  double sustained_seconds = 6;  // section (b2)'s run; 0 leaves it out
 };
 
 GemmShape parse_shape(const std::string& text) {
@@ -158,6 +159,8 @@ ContentionMeasurements measure_contention(CudaDevice& device, const Options& opt
   return measured;
 }
 
+bool same_shape(const GemmShape& a, const GemmShape& b) { return a.m == b.m && a.n == b.n && a.k == b.k; }
+
 // What section (e) says of the GEMM kernels, when every measurement says the same (-1 otherwise).
 int persistent_gemms_measured(const std::vector<HeldSmsTiming>& timings, std::string& why) {
   int verdict = -1;
@@ -180,7 +183,7 @@ int persistent_gemms_measured(const std::vector<HeldSmsTiming>& timings, std::st
 Calibration make_calibration(const Options& options, const DeviceInfo& info, const std::vector<GemmReport>& gemms,
                              double peak_flops, const std::string& peak_source, const CopyBandwidth& copy,
                              const LaunchOverhead& launch, const ContentionMeasurements& contention,
-                             std::ostream& out) {
+                             const std::optional<SustainedGemm>& sustained, std::ostream& out) {
   Calibration c;
   c.device = info.name;
   c.peak_flops = peak_flops;
@@ -214,6 +217,18 @@ Calibration make_calibration(const Options& options, const DeviceInfo& info, con
   c.sms = info.multiprocessors;
   std::string persistent_why;
   c.persistent_gemms = persistent_gemms_measured(contention.held, persistent_why);
+  std::string sustained_why = "sustained_clock not measured";
+  if (sustained) {
+    const auto point = std::find_if(gemms.begin(), gemms.end(),
+                                    [&](const GemmReport& g) { return same_shape(g.timing.shape, sustained->shape); });
+    if (point != gemms.end()) {
+      c.sustained_clock = std::min(1.0, point->timing.median_seconds / sustained->sustained_seconds);
+      sustained_why = fmt::format(
+          "sustained_clock = section (b2)'s {}x{}x{} over its last third of {:.1f} s back to back, against its point "
+          "above",
+          sustained->shape.m, sustained->shape.n, sustained->shape.k, sustained->run_seconds);
+    }
+  }
   std::string allocator_why = "allocator calls not measured (fewer than two sizes fitted)";
   if (contention.allocator) {
     c.malloc_calls = contention.allocator->malloc_costs;
@@ -226,10 +241,10 @@ Calibration make_calibration(const Options& options, const DeviceInfo& info, con
       "ragged-gpu-validate {} on {}, {}: GEMMs bf16 x bf16 -> bf16 (cuBLAS, fp32 accumulation), kernel time = median "
       "of CUDA-event timings after warm-up; peak_flops {}; hbm_bytes_per_s from {}; memory_efficiency = the {} copy "
       "(bytes read + written) over it; launch_seconds = chains of empty kernels launched one by one (graph replay: "
-      "{:.2f} us); sms = the device's; {}; {}; attention not measured, so left out (the simulator takes its "
+      "{:.2f} us); sms = the device's; {}; {}; {}; attention not measured, so left out (the simulator takes its "
       "defaults for the scenario's GPU)",
       kVersion, info.name, utc_now(), peak_source, hbm_source, kernel_faster ? "kernel" : "cudaMemcpy",
-      launch.graph_seconds * 1e6, persistent_why, allocator_why);
+      launch.graph_seconds * 1e6, persistent_why, sustained_why, allocator_why);
   return c;
 }
 
@@ -309,6 +324,25 @@ int run_gpu(const Options& options, std::ostream& out, std::vector<CheckResult> 
     }
   }
 
+  // (b2) The largest GEMM above, back to back for seconds after a rest: the
+  // share of its rate the card keeps once the power limit holds the clock
+  // (the calibration's sustained_clock; docs/SIMULATOR.md section 7).
+  std::optional<SustainedGemm> sustained;
+  if (!options.quick && options.sustained_seconds > 0) {
+    const GemmShape shape =
+        std::max_element(gemms.begin(), gemms.end(), [](const GemmReport& a, const GemmReport& b) {
+          return gemm_flops(a.timing.shape) < gemm_flops(b.timing.shape);
+        })->timing.shape;
+    out << "\n== (b2) a GEMM sustained, bf16 ==\n";
+    sustained = measure_sustained_gemm(device, shape, options.seed + 99, 2.0, options.sustained_seconds);
+    const double flops = gemm_flops(shape);
+    out << fmt::format("gemm bf16 {}x{}x{} after 2 s at rest: the first {} calls {:.1f} TFLOP/s, the last third of "
+                       "{} calls ({:.1f} s) {:.1f} TFLOP/s: {:.3f} of the burst\n",
+                       shape.m, shape.n, shape.k, SustainedGemm::kBurstCalls, flops / sustained->burst_seconds * 1e-12,
+                       sustained->calls, sustained->run_seconds, flops / sustained->sustained_seconds * 1e-12,
+                       sustained->burst_seconds / sustained->sustained_seconds);
+  }
+
   out << "\n== (c) HBM copy bandwidth ==\n";
   // 1 GiB each way (far beyond L2), less in a small arena.
   const std::size_t copy_bytes =
@@ -328,7 +362,7 @@ int run_gpu(const Options& options, std::ostream& out, std::vector<CheckResult> 
   const ContentionMeasurements contention = measure_contention(device, options, bench, out);
 
   const Calibration calibration =
-      make_calibration(options, info, gemms, peak_flops, peak_source, copy, launch, contention, out);
+      make_calibration(options, info, gemms, peak_flops, peak_source, copy, launch, contention, sustained, out);
   out << "\n== (g) summary ==\n";
   print_check_table(out, checks);
   out << '\n';
@@ -370,6 +404,10 @@ int run(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--arena-gib", options.arena_gib, "device arena in GiB (default 8, 2 with --quick)")
       ->check(CLI::PositiveNumber);
+  app.add_option("--sustained-seconds", options.sustained_seconds,
+                 "seconds of back-to-back GEMMs in section (b2), the calibration's sustained_clock (default 6; 0 "
+                 "leaves it out)")
+      ->check(CLI::Range(0.0, 600.0));
   app.add_option("--shape", options.shapes, "a GEMM shape MxNxK to time (repeatable; replaces the defaults)");
   app.add_option("--held-sms", options.held_sms,
                  "SMs to hold beside a GEMM in section (e) (repeatable; default 16 and 24, NCCL's ring CTAs)")

@@ -6,8 +6,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <memory>
+#include <thread>
 
 #include "backend/cuda/bench_timing.hpp"
 #include "backend/cuda/cuda_check.hpp"
@@ -38,7 +40,13 @@ void require_arena_room(CudaDevice& device, const GemmShape& shape, std::size_t 
   }
 }
 
-GemmTiming time_gemm_bf16(CudaDevice& device, const GemmShape& shape, uint64_t seed, const BenchOptions& options) {
+namespace {
+
+// Every timed call's seconds of bf16 GEMMs over rotating input sets (and the
+// interleaved copy when the options ask for one); the arena is reset before
+// and after.
+std::vector<double> gemm_call_seconds(CudaDevice& device, const GemmShape& shape, uint64_t seed,
+                                      const BenchOptions& options, int* input_sets) {
   DeviceArena& arena = device.arena();
   arena.reset();
   const cudaStream_t stream = device.stream(StreamKind::compute);
@@ -75,17 +83,49 @@ GemmTiming time_gemm_bf16(CudaDevice& device, const GemmShape& shape, uint64_t s
     const Set& set = inputs[static_cast<size_t>(i % sets)];
     gemm_bf16(device.cublas(), stream, shape, set.a, set.b, set.c);
   };
-  const std::vector<double> seconds =
+  std::vector<double> seconds =
       copy_n > 0 ? time_calls_between(stream, options, gemm, [&](int) { copy(copy_dst, copy_src, copy_n, stream); })
                  : time_calls(stream, options, gemm);
+  arena.reset();
+  if (input_sets != nullptr) *input_sets = sets;
+  return seconds;
+}
+
+}  // namespace
+
+GemmTiming time_gemm_bf16(CudaDevice& device, const GemmShape& shape, uint64_t seed, const BenchOptions& options) {
   GemmTiming timing;
+  const std::vector<double> seconds = gemm_call_seconds(device, shape, seed, options, &timing.input_sets);
   timing.shape = shape;
   timing.repetitions = static_cast<int>(seconds.size());
-  timing.input_sets = sets;
   timing.median_seconds = median(seconds);
   timing.min_seconds = *std::min_element(seconds.begin(), seconds.end());
-  arena.reset();
   return timing;
+}
+
+SustainedGemm sustained_of(const GemmShape& shape, const std::vector<double>& seconds) {
+  RAGGED_ASSERT(static_cast<int>(seconds.size()) >= 3 * SustainedGemm::kBurstCalls,
+                "a sustained run needs enough calls for a burst and a last third apart");
+  SustainedGemm result;
+  result.shape = shape;
+  result.calls = static_cast<int>(seconds.size());
+  for (double s : seconds) result.run_seconds += s;
+  result.burst_seconds = median(std::vector<double>(seconds.begin(), seconds.begin() + SustainedGemm::kBurstCalls));
+  result.sustained_seconds =
+      median(std::vector<double>(seconds.end() - static_cast<std::ptrdiff_t>(seconds.size() / 3), seconds.end()));
+  return result;
+}
+
+SustainedGemm measure_sustained_gemm(CudaDevice& device, const GemmShape& shape, uint64_t seed, double rest_seconds,
+                                     double run_seconds) {
+  CUDA_CHECK(cudaDeviceSynchronize());
+  std::this_thread::sleep_for(std::chrono::duration<double>(rest_seconds));
+  BenchOptions options;
+  options.warmup = 1;  // the clocks are to be caught at their height: time from the second call
+  options.min_repetitions = 3 * SustainedGemm::kBurstCalls;
+  options.max_repetitions = 1 << 20;
+  options.target_seconds = run_seconds;
+  return sustained_of(shape, gemm_call_seconds(device, shape, seed, options, nullptr));
 }
 
 CopyBandwidth measure_copy_bandwidth(CudaDevice& device, std::size_t bytes, const BenchOptions& options) {

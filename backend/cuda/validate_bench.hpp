@@ -42,6 +42,26 @@ void require_arena_room(CudaDevice& device, const GemmShape& shape, std::size_t 
 // arena (reset first); throws InputError when one input set does not fit.
 GemmTiming time_gemm_bf16(CudaDevice& device, const GemmShape& shape, uint64_t seed, const BenchOptions& options);
 
+// A GEMM run back to back for seconds after the device has rested: the rate
+// of its first calls (a burst, the clocks at their height) and of the calls
+// in the run's last third (the clock the power limit holds).
+struct SustainedGemm {
+  GemmShape shape;
+  int calls = 0;
+  double run_seconds = 0;        // the timed calls' kernel time, summed
+  double burst_seconds = 0;      // one call: the median of the first kBurstCalls
+  double sustained_seconds = 0;  // one call: the median of the last third
+  static constexpr int kBurstCalls = 5;
+};
+
+// The burst and sustained figures of one run's per-call seconds, in call order.
+SustainedGemm sustained_of(const GemmShape& shape, const std::vector<double>& seconds);
+
+// Rests `rest_seconds` (host sleep, the device idle), then times calls back to
+// back for about `run_seconds`; the arena is used as by time_gemm_bf16.
+SustainedGemm measure_sustained_gemm(CudaDevice& device, const GemmShape& shape, uint64_t seed, double rest_seconds,
+                                     double run_seconds);
+
 struct CopyBandwidth {
   std::size_t bytes = 0;          // copied per call
   double kernel_bytes_per_s = 0;  // the copy kernel (kernels.hpp), bytes read + written per second

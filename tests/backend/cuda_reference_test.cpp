@@ -19,6 +19,7 @@
 #include "backend/cuda/device_arena.hpp"
 #include "backend/cuda/gemm.hpp"
 #include "backend/cuda/host_reference.hpp"
+#include "backend/cuda/validate_bench.hpp"
 #include "backend/cuda/validate_checks.hpp"
 #include "common/errors.hpp"
 #include "common/file_io.hpp"
@@ -280,6 +281,41 @@ TEST(CudaCalibration, TheSimulatorReadsWhatGpuValidateWrites) {
   EXPECT_EQ(spec.memory_efficiency, 0.8);
   EXPECT_EQ(spec.launch_seconds, 4e-6);
   EXPECT_EQ(spec.attention_backward_efficiency, 0.29);
+  EXPECT_EQ(spec.sustained_clock, 1.0);  // not measured: the points are taken as sustained
+}
+
+// Section (b2)'s share reaches the simulator, which then runs the GEMMs that
+// much slower than the file's points; a share above 1 is refused.
+TEST(CudaCalibration, AMeasuredSustainedClockReachesTheSimulator) {
+  Calibration c = sample_calibration();
+  c.sustained_clock = 0.9;
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("ragged-cuda-calibration-s-" + std::to_string(::getpid()) + ".json");
+  write_file_atomically(path, calibration_json(c));
+  const sim::ComputeModel sustained = sim::ComputeModel::from_calibration(path);
+  write_file_atomically(path, calibration_json(sample_calibration()));
+  const sim::ComputeModel burst = sim::ComputeModel::from_calibration(path);
+  std::filesystem::remove(path);
+  EXPECT_EQ(sustained.spec().sustained_clock, 0.9);
+  const planner::Gemm gemm{8192, 8192, 8192, 1};
+  const double launch = sample_calibration().launch_seconds;
+  EXPECT_NEAR((sustained.gemm_seconds(gemm) - launch) / (burst.gemm_seconds(gemm) - launch), 1 / 0.9, 1e-9);
+  c.sustained_clock = 1.1;
+  EXPECT_THROW(calibration_json(c), InternalError);
+}
+
+// The burst is the first calls after the rest, the sustained figure the
+// median of the last third; a run too short to tell them apart is an error.
+TEST(CudaCalibration, ASustainedRunSplitsIntoItsBurstAndItsLastThird) {
+  std::vector<double> seconds(30, 1.1e-3);
+  for (int i = 0; i < 5; ++i) seconds[static_cast<size_t>(i)] = 1.0e-3;
+  for (size_t i = 20; i < 30; ++i) seconds[i] = 1.25e-3;
+  const SustainedGemm s = sustained_of({8192, 8192, 8192}, seconds);
+  EXPECT_EQ(s.calls, 30);
+  EXPECT_DOUBLE_EQ(s.burst_seconds, 1.0e-3);
+  EXPECT_DOUBLE_EQ(s.sustained_seconds, 1.25e-3);
+  EXPECT_NEAR(s.run_seconds, 5 * 1.0e-3 + 15 * 1.1e-3 + 10 * 1.25e-3, 1e-15);
+  EXPECT_THROW(sustained_of({8192, 8192, 8192}, std::vector<double>(14, 1e-3)), InternalError);
 }
 
 TEST(CudaCalibration, RefusesWhatTheSimulatorWouldReject) {

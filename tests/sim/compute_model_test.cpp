@@ -481,6 +481,12 @@ TEST_F(ComputeCalibration, RoundTripKeepsTheMeasuredRates) {
             std::vector<double>({8e-5, 2e-4, 3e-5, 4e-4}));
   doc.erase("allocator");
   EXPECT_FALSE(ComputeModel::from_calibration(write(doc.dump())).spec().driver_calls.has_value());
+  // A measured sustained share scales the points (absent: they are taken as sustained).
+  EXPECT_EQ(s.sustained_clock, 1.0);
+  doc["sustained_clock"] = 0.92;
+  EXPECT_EQ(ComputeModel::from_calibration(write(doc.dump())).spec().sustained_clock, 0.92);
+  doc["sustained_clock"] = 1.3;
+  EXPECT_THROW(ComputeModel::from_calibration(write(doc.dump())), InputError);
 }
 
 TEST_F(ComputeCalibration, EveryBadFieldNamesTheFileAndTheField) {

@@ -267,13 +267,18 @@ void print_plan(const PlanReport& r, std::ostream& out) {
   // The data-parallel strategies keep the whole compute-dtype copy, not a shard.
   const scenarios::Strategy strategy = r.resolved.scenario().training().strategy();
   const bool replicated = strategy == scenarios::DDP || strategy == scenarios::MEGATRON_DDP;
+  const std::string receive_buffers =
+      m.persistent.pipeline_receive_buffers > 0
+          ? fmt::format(" + pipeline receive buffers {}", format_gib(m.persistent.pipeline_receive_buffers))
+          : "";
   out << fmt::format(
-      "  memory per rank (GiB): master {} + compute {} {} + gradients {} + optimizer {} + small params {}"
+      "  memory per rank (GiB): master {} + compute {} {} + gradients {} + optimizer {} + small params {}{}"
       " | in flight: unsharded params {} + gradients {} + gradient shards {} + activations {}"
       " + workspace {} + model outputs {} = {} of the allocator's {}\n",
       format_gib(m.persistent.master_params), replicated ? "params" : "shard", format_gib(m.persistent.compute_params),
       format_gib(m.persistent.gradients), format_gib(m.persistent.optimizer_states),
-      format_gib(m.persistent.gathered_small_params), format_gib(m.unsharded_params), format_gib(m.gradients_in_flight),
+      format_gib(m.persistent.gathered_small_params), receive_buffers, format_gib(m.unsharded_params),
+      format_gib(m.gradients_in_flight),
       format_gib(m.grad_shards), format_gib(m.activations), format_gib(m.workspace), format_gib(m.model_outputs),
       format_gib(m.peak_total()), format_gib(scenarios::allocator_capacity_bytes(r.resolved.scenario())));
   print_padding_hint(r, out);
@@ -383,6 +388,7 @@ nlohmann::json plan_to_json(const PlanReport& r) {
         {"gradients", m.persistent.gradients},
         {"optimizer_states", m.persistent.optimizer_states},
         {"gathered_small_params", m.persistent.gathered_small_params},
+        {"pipeline_receive_buffers", m.persistent.pipeline_receive_buffers},
         {"unsharded_params", m.unsharded_params},
         {"gradients_in_flight", m.gradients_in_flight},
         {"grad_shards", m.grad_shards},

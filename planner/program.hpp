@@ -227,8 +227,14 @@ struct PersistentMemory {
   int64_t gradients = 0;
   int64_t optimizer_states = 0;
   int64_t gathered_small_params = 0;  // ZeRO-3's persistent small parameters, unsharded
+  // torch.distributed.pipelining's receive buffers: one per micro-batch for
+  // each neighbour stage on another rank (scenarios::ONE_BUFFER_PER_MICRO_BATCH).
+  int64_t pipeline_receive_buffers = 0;
 
-  int64_t total() const { return master_params + compute_params + gradients + optimizer_states + gathered_small_params; }
+  int64_t total() const {
+    return master_params + compute_params + gradients + optimizer_states + gathered_small_params +
+           pipeline_receive_buffers;
+  }
 };
 
 struct Program {

@@ -299,6 +299,9 @@ void ProgramBuilder::fill_persistent(const OptimizerContext& optimizer) {
   }
   m.optimizer_states = steps_optimizer() ? optimizer_state_bytes(optimizer) : 0;  // never stepped: no states
   m.gathered_small_params = persistent_small * p_;
+  if (in_.pipeline && in_.training->pipeline().receive_buffers() == scenarios::ONE_BUFFER_PER_MICRO_BATCH) {
+    m.pipeline_receive_buffers = pipeline_receive_buffer_bytes();
+  }
 }
 
 }  // namespace internal

@@ -93,6 +93,10 @@ class ProgramBuilder {
   void prepare_pipeline();
 
   std::vector<GatherPass> gather_passes() const;
+  // torch.distributed.pipelining's receive buffers this stage keeps: a
+  // micro-batch's hidden states (or their gradient) per micro-batch of the
+  // step, for each of its chunks' neighbours on another stage.
+  int64_t pipeline_receive_buffer_bytes() const;
 
   // The model chunk a local chunk is, and the last of the pipeline.
   int model_chunk(int local) const {

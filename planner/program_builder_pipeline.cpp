@@ -27,6 +27,19 @@ void ProgramBuilder::prepare_pipeline() {
   }
 }
 
+int64_t ProgramBuilder::pipeline_receive_buffer_bytes() const {
+  const auto micro_batches = static_cast<int64_t>(in_.training->gradient_accumulation_steps());
+  int64_t buffers = 0;
+  for (int local = 0; local < static_cast<int>(chunk_units_.size()); ++local) {
+    const int chunk = model_chunk(local);
+    const int stage = stage_of(chunk);
+    // The forward input from the chunk before, the output's gradient from the chunk after.
+    if (chunk > 0 && stage_of(chunk - 1) != stage) buffers += micro_batches;
+    if (chunk < last_chunk() && stage_of(chunk + 1) != stage) buffers += micro_batches;
+  }
+  return buffers * stage_boundary_bytes();
+}
+
 std::vector<GatherPass> ProgramBuilder::gather_passes() const {
   std::vector<GatherPass> passes;
   for (const PipelineAction& a : actions_) {

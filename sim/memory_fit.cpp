@@ -195,6 +195,7 @@ std::vector<MemoryPart> memory_parts_at_peak(const planner::ResolvedScenario& re
       {"gradient accumulator", m.persistent.gradients},
       {"compute-precision shard", m.persistent.compute_params},
       {"small parameters", m.persistent.gathered_small_params},
+      {"pipeline receive buffers", m.persistent.pipeline_receive_buffers},
   };
   std::erase_if(parts, [](const MemoryPart& p) { return p.bytes <= 0; });
   std::stable_sort(parts.begin(), parts.end(), [](const MemoryPart& a, const MemoryPart& b) { return a.bytes > b.bytes; });

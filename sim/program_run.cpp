@@ -17,7 +17,8 @@ namespace {
 // default stream, which the training loop's compute stream is.
 void allocate_persistent(const planner::PersistentMemory& m, CachingAllocator& allocator) {
   int64_t id = -1;
-  for (int64_t bytes : {m.master_params, m.compute_params, m.gradients, m.optimizer_states, m.gathered_small_params}) {
+  for (int64_t bytes : {m.master_params, m.compute_params, m.gradients, m.optimizer_states, m.gathered_small_params,
+                        m.pipeline_receive_buffers}) {
     if (bytes > 0) allocator.allocate(id, {bytes}, static_cast<int>(planner::Stream::kCompute));
     --id;
   }

@@ -13,6 +13,7 @@ std::vector<MemoryPart> memory_parts(const planner::MemoryBreakdown& m, const tr
       {"gradient shards", m.persistent.gradients, "grad shards"},
       {"optimizer states", m.persistent.optimizer_states, "optimizer"},
       {"persistent small params", m.persistent.gathered_small_params, "small params"},
+      {"pipeline receive buffers", m.persistent.pipeline_receive_buffers, "receive buffers"},
       {"gathered params", m.unsharded_params, "gathered"},
       {"gradients in flight", m.gradients_in_flight, "grads in flight"},
       {"gradient shards of the step", m.grad_shards, "step grads"},

@@ -152,6 +152,37 @@ TEST(PipelineProgram, ZeroBubbleH1SplitsEveryBackwardIntoItsInputAndItsWeightGra
 // after the chunk's last backward, and its compute stream (or the gradient
 // send) waits for every reduction; PER_UNIT_GRADIENT_SYNC reduces a unit's
 // beside the backward of the units below it. Same reductions, same bytes.
+// torch.distributed.pipelining allocates a receive buffer per micro-batch of
+// the step for each neighbour stage and keeps them: the first and last stage
+// one per micro-batch (the output's gradient, the input's activations), a
+// middle stage two, each a micro-batch's hidden states; by default only the
+// micro-batches in flight hold what they received (none of it persistent).
+TEST(PipelineProgram, TorchPipeliningKeepsAReceiveBufferPerMicroBatchAndNeighbour) {
+  const int64_t boundary = 2 * 512 * 256 * 2;  // 2 x 512 tokens x width 256 in bf16
+  for (const int micro_batches : {4, 8}) {
+    const std::string base = "mesh { pp: 4 } gradient_accumulation_steps: " + std::to_string(micro_batches) + " ";
+    const Stages kept = stages_of(base + "pipeline { receive_buffers: ONE_BUFFER_PER_MICRO_BATCH }");
+    const Stages in_flight = stages_of(base);
+    ASSERT_EQ(kept.programs.size(), 4u);
+    for (size_t st = 0; st < 4; ++st) {
+      const int neighbours = st == 0 || st == 3 ? 1 : 2;
+      EXPECT_EQ(kept.programs[st].persistent.pipeline_receive_buffers, neighbours * micro_batches * boundary) << st;
+      EXPECT_EQ(in_flight.programs[st].persistent.pipeline_receive_buffers, 0) << st;
+      EXPECT_EQ(kept.programs[st].persistent.total() - in_flight.programs[st].persistent.total(),
+                neighbours * micro_batches * boundary)
+          << st;
+    }
+  }
+  // Interleaved, two chunks a rank: every chunk's neighbours lie on other ranks
+  // but the first chunk's input and the last chunk's output.
+  const Stages interleaved = stages_of(
+      "mesh { pp: 2 } gradient_accumulation_steps: 4 "
+      "pipeline { schedule: INTERLEAVED_1F1B virtual_stages: 2 receive_buffers: ONE_BUFFER_PER_MICRO_BATCH }");
+  for (size_t st = 0; st < 2; ++st) {
+    EXPECT_EQ(interleaved.programs[st].persistent.pipeline_receive_buffers, 3 * 4 * boundary) << st;
+  }
+}
+
 TEST(PipelineProgram, TorchPipeliningReducesAChunkAfterItsLastBackwardAndWaitsForIt) {
   const std::string base = "mesh { pp: 2 } gradient_accumulation_steps: 4 ";
   const Stages per_unit = stages_of(base);

@@ -244,6 +244,14 @@ void check_pipeline(const Training& t, Checker& c) {
                     "ONE_F_ONE_B");
     return;
   }
+  if (!StageGradientSync_IsValid(p.gradient_sync())) {
+    c.unknown_value("training.pipeline.gradient_sync", p.gradient_sync(),
+                    "PER_UNIT_GRADIENT_SYNC or AFTER_CHUNK_BACKWARD", "PER_UNIT_GRADIENT_SYNC");
+  }
+  if (!PipelineReceiveBuffers_IsValid(p.receive_buffers())) {
+    c.unknown_value("training.pipeline.receive_buffers", p.receive_buffers(),
+                    "RECEIVE_WHILE_IN_FLIGHT or ONE_BUFFER_PER_MICRO_BATCH", "RECEIVE_WHILE_IN_FLIGHT");
+  }
   if (p.micro_batches() != t.gradient_accumulation_steps()) {
     c.fail("training.pipeline.micro_batches",
            fmt::format("micro_batches {} and gradient_accumulation_steps {} are the same micro-batches of a step: set "

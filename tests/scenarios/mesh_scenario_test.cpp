@@ -163,6 +163,19 @@ TEST(MeshScenario, VirtualStagesOnlyInterleave) {
   EXPECT_CONTAINS(error, "training.pipeline.virtual_stages: virtual_stages is 2; only INTERLEAVED_1F1B");
 }
 
+// torch.distributed.pipelining's receive buffers are chosen by name; the
+// default keeps what a stage receives only while its micro-batch is in flight.
+TEST(MeshScenario, ReceiveBuffersAreOneOfTheirNames) {
+  EXPECT_EQ(training_of("  mesh { pp: 2 }").pipeline().receive_buffers(), RECEIVE_WHILE_IN_FLIGHT);
+  EXPECT_EQ(training_of("  mesh { pp: 2 }\n  pipeline { receive_buffers: ONE_BUFFER_PER_MICRO_BATCH }")
+                .pipeline()
+                .receive_buffers(),
+            ONE_BUFFER_PER_MICRO_BATCH);
+  const std::string error = parse_error(with_training("  mesh { pp: 2 }\n  pipeline { receive_buffers: 7 }"));
+  EXPECT_CONTAINS(error, "receive_buffers");
+  EXPECT_CONTAINS(error, "ONE_BUFFER_PER_MICRO_BATCH");
+}
+
 TEST(MeshScenario, LayersPerStageGiveOnePerStage) {
   const std::string error = parse_error(with_training("  mesh { pp: 4 }\n  pipeline { layers_per_stage: [8, 8] }"));
   EXPECT_CONTAINS(error, "training.pipeline.layers_per_stage: 2 entries for 4 stages");

@@ -5,6 +5,8 @@
 //       fresh random inputs, outputs poisoned beforehand;
 //   (b) bf16 GEMM throughput for square and LLM-like shapes (CUDA events,
 //       warm-up, median), as TFLOP/s and a fraction of the dense bf16 peak;
+//   (b2) the largest of them back to back for seconds after a rest: the
+//       share of its rate the card keeps (the calibration's sustained_clock);
 //   (c) HBM copy bandwidth; (d) the launch overhead of dependent kernels;
 //   (e) a GEMM while SMs are held as a collective holds them, and (f) the
 //       allocator's cudaMalloc / cudaFree by size, against the simulator's

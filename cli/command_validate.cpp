@@ -26,7 +26,7 @@ namespace {
 // measured on; the file is read whole here, so a bad one stops the command
 // before any row is simulated.
 std::string calibrated_gpu(const std::string& path) {
-  const std::string device = sim::ComputeModel::calibration_device(path);
+  const std::string device = sim::ComputeModel::from_calibration(path).spec().name;
   const std::string preset = scenarios::gpu_preset_for_device(device);
   if (preset.empty()) {
     throw InputError(fmt::format("--calibration {}: its device '{}' is the device of no GPU preset (H100, H200, "
@@ -34,7 +34,6 @@ std::string calibrated_gpu(const std::string& path) {
                                  "`ragged simulate --calibration`",
                                  path, device));
   }
-  sim::ComputeModel::from_calibration(path, preset);
   return preset;
 }
 

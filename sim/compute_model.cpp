@@ -186,11 +186,6 @@ constexpr double kMaxLaunchSeconds = 0.01;
 constexpr int64_t kMaxSms = 1024;
 constexpr double kMaxDriverSeconds = 10;  // a cudaMalloc or cudaFree, and per GiB
 
-std::string ComputeModel::calibration_device(const std::filesystem::path& path) {
-  const json root = parse_calibration(path);
-  return CalibrationFields(path.string()).text(root, "device", "device");
-}
-
 ComputeModel ComputeModel::from_calibration(const std::filesystem::path& path, const std::string& preset) {
   const json root = parse_calibration(path);
   const CalibrationFields f(path.string());

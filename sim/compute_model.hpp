@@ -149,9 +149,6 @@ class ComputeModel {
   // without "attention" (gpu-validate does not measure it) takes the
   // attention efficiencies of the default table of `preset`.
   static ComputeModel from_calibration(const std::filesystem::path& path, const std::string& preset = "h100");
-  // The device a calibration file was measured on (its "device" field, as
-  // the driver names it); throws InputError naming the file and field.
-  static std::string calibration_device(const std::filesystem::path& path);
 
   // Seconds of one op of the Program on one GPU (compute kinds use op.work;
   // memory-bound kinds use op.bytes; collectives and alloc/free are 0 here).

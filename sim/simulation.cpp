@@ -140,10 +140,11 @@ SimulationResult simulate(const planner::ResolvedScenario& resolved, const Simul
   if (compute.spec().driver_calls) run_options.free_policy.driver_calls = *compute.spec().driver_calls;
   if (resolved.model.kernels.attention == models::AttentionKernel::kFlash3 &&
       !(compute.spec().flash3_forward_efficiency > 0 && compute.spec().flash3_backward_efficiency > 0)) {
-    throw InputError(fmt::format("training.attention is FLASH_ATTENTION_3 but the compute model '{}' has no "
-                                 "FlashAttention-3 rates (a calibration file that measures attention gives FlashAttention-2's): use "
-                                 "FLASH_ATTENTION_2, or simulate without --calibration",
-                                 compute.spec().name));
+    throw InputError(
+        fmt::format("training.attention is FLASH_ATTENTION_3 but the compute model '{}' has no "
+                    "FlashAttention-3 rates (a calibration file that measures attention gives FlashAttention-2's): use "
+                    "FLASH_ATTENTION_2, or simulate without --calibration",
+                    compute.spec().name));
   }
   std::vector<const planner::Program*> per_rank;
   for (size_t r = 0; r < run_options.ranks.size(); ++r) per_rank.push_back(&programs[std::min(r, programs.size() - 1)]);

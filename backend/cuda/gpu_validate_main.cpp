@@ -161,7 +161,12 @@ ContentionMeasurements measure_contention(CudaDevice& device, const Options& opt
   return measured;
 }
 
-bool same_shape(const GemmShape& a, const GemmShape& b) { return a.m == b.m && a.n == b.n && a.k == b.k; }
+// The GEMM of most FLOPs among those measured: section (b2) sustains it.
+const GemmReport& largest_gemm(const std::vector<GemmReport>& gemms) {
+  return *std::max_element(gemms.begin(), gemms.end(), [](const GemmReport& a, const GemmReport& b) {
+    return gemm_flops(a.timing.shape) < gemm_flops(b.timing.shape);
+  });
+}
 
 // What section (e) says of the GEMM kernels, when every measurement says the same (-1 otherwise).
 int persistent_gemms_measured(const std::vector<HeldSmsTiming>& timings, std::string& why) {
@@ -221,15 +226,11 @@ Calibration make_calibration(const Options& options, const DeviceInfo& info, con
   c.persistent_gemms = persistent_gemms_measured(contention.held, persistent_why);
   std::string sustained_why = "sustained_clock not measured";
   if (sustained) {
-    const auto point = std::find_if(gemms.begin(), gemms.end(),
-                                    [&](const GemmReport& g) { return same_shape(g.timing.shape, sustained->shape); });
-    if (point != gemms.end()) {
-      c.sustained_clock = std::min(1.0, point->timing.median_seconds / sustained->sustained_seconds);
-      sustained_why = fmt::format(
-          "sustained_clock = section (b2)'s {}x{}x{} over its last third of {:.1f} s back to back, against its point "
-          "above",
-          sustained->shape.m, sustained->shape.n, sustained->shape.k, sustained->run_seconds);
-    }
+    c.sustained_clock = std::min(1.0, largest_gemm(gemms).timing.median_seconds / sustained->sustained_seconds);
+    sustained_why = fmt::format(
+        "sustained_clock = section (b2)'s {}x{}x{} over its last third of {:.1f} s back to back, against its point "
+        "above",
+        sustained->shape.m, sustained->shape.n, sustained->shape.k, sustained->run_seconds);
   }
   std::string allocator_why = "allocator calls not measured (fewer than two sizes fitted)";
   if (contention.allocator) {
@@ -331,10 +332,7 @@ int run_gpu(const Options& options, std::ostream& out, std::vector<CheckResult> 
   // (the calibration's sustained_clock; docs/SIMULATOR.md section 7).
   std::optional<SustainedGemm> sustained;
   if (!options.quick && options.sustained_seconds > 0) {
-    const GemmShape shape =
-        std::max_element(gemms.begin(), gemms.end(), [](const GemmReport& a, const GemmReport& b) {
-          return gemm_flops(a.timing.shape) < gemm_flops(b.timing.shape);
-        })->timing.shape;
+    const GemmShape shape = largest_gemm(gemms).timing.shape;
     out << "\n== (b2) a GEMM sustained, bf16 ==\n";
     sustained = measure_sustained_gemm(device, shape, options.seed + 99, 2.0, options.sustained_seconds);
     const double flops = gemm_flops(shape);

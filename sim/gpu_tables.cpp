@@ -77,6 +77,16 @@ constexpr double kHopperSustainedClock = 0.89;
 // systems' HPL Rpeak at (G. Lockwood, "peak FLOPS", Rpeak). Stated, not
 // fitted; taken to hold under BF16 GEMM load too (an assumption).
 constexpr double kA100SustainedClock = 1305.0 / 1410.0;
+// The share of its burst rate a Blackwell GPU sustains under back-to-back
+// tensor-core work: FlashAttention-4 (bf16, batch 4 x 8,192 tokens, 16 heads of
+// 128) on a B200 at its 1,000 W limit ran 1,450 TFLOP/s over its 10th to 19th
+// calls and 1,237 over its 70th to 79th, the SM clock down from 1,965 to about
+// 1,580 MHz (flashinfer-ai/flashinfer pull request 2899, 2026-03-26, the
+// benchmark before its cool-down fix). A kernel measurement of the part, not of
+// a training run. Taken for every Blackwell GEMM and attention (a GEMM at a
+// larger share of the peak draws at least as much power, so throttles at least
+// as deep: an assumption) and for the GB200's GPU at its 1,200 W (not measured).
+constexpr double kBlackwellSustainedRate = 1237.0 / 1450.0;
 
 // Streaming multiprocessors (NVIDIA H100 and A100 datasheets / architecture
 // whitepapers: 132 SMs on the H100 SXM5, and on the H800 and H200, which
@@ -219,15 +229,18 @@ double mamf_share(std::string_view gpu) {
 // table (0.965 for B200, 0.907 for GB200, 0.640 for MI300X of the H100's
 // share of peak), the way a100_over_h100 scales it by the A100's best
 // square; FlashAttention-2 at the H100's fractions of peak (FlashAttention-3
-// is Hopper-only), the H100's share of HBM bandwidth, its launch cost and
-// its calibrated sustained clock (kHopperSustainedClock). Nothing here is
-// fitted to a training run (docs/SIMULATOR.md section 6, "Derived tables").
-TableInput datasheet_scaled(std::string_view name, std::string_view source, Contention contention) {
+// is Hopper-only), the H100's share of HBM bandwidth and its launch cost; the
+// MAMF rates are bursts, so `sustained` is the share of them the part keeps
+// under load (Blackwell: kBlackwellSustainedRate, measured on a B200; MI300X:
+// Hopper's calibrated kHopperSustainedClock, for want of a measurement).
+// Nothing here is fitted to a training run (docs/SIMULATOR.md section 6,
+// "Derived tables").
+TableInput datasheet_scaled(std::string_view name, std::string_view source, Contention contention, double sustained) {
   TableInput table{name,         preset_peak_tflops(name) * 1e12, preset_hbm_bytes_per_s(name),
                    scaled_h100_curve(mamf_share(name) / mamf_share("h100")),
                    h100_attention_forward(), h100_attention_backward(), kGpuMemoryEfficiency, kGpuLaunchSeconds,
                    source,       contention};
-  table.sustained_clock = kHopperSustainedClock;
+  table.sustained_clock = sustained;
   return table;
 }
 
@@ -257,9 +270,9 @@ std::vector<GpuComputeSpec> build_tables() {
   constexpr std::string_view kDerived =
       "derived, uncalibrated: H100 measurements scaled to this GPU's datasheet peak, best matmul (MAMF) and HBM "
       "bandwidth";
-  tables.push_back(make_spec(datasheet_scaled("b200", kDerived, kBlackwellContention)));
-  tables.push_back(make_spec(datasheet_scaled("gb200", kDerived, kBlackwellContention)));
-  tables.push_back(make_spec(datasheet_scaled("mi300x", kDerived, kMi300xContention)));
+  tables.push_back(make_spec(datasheet_scaled("b200", kDerived, kBlackwellContention, kBlackwellSustainedRate)));
+  tables.push_back(make_spec(datasheet_scaled("gb200", kDerived, kBlackwellContention, kBlackwellSustainedRate)));
+  tables.push_back(make_spec(datasheet_scaled("mi300x", kDerived, kMi300xContention, kHopperSustainedClock)));
   // A nominal host rank: BLAS at 50-70% of peak, half the stream bandwidth,
   // a function call per kernel (assumptions, like the preset's peaks).
   tables.push_back(make_spec({"cpu", preset_peak_tflops("cpu") * 1e12, preset_hbm_bytes_per_s("cpu"),

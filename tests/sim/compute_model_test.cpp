@@ -369,8 +369,9 @@ TEST(ComputeDefaults, UnknownPresetsUseTheH100TableScaledToTheirPeak) {
   const ComputeModel other = ComputeModel::defaults("b200", 2250e12, 8e12);
   const Gemm big{8192, 8192, 8192, 1};
   // The H100's 8192^3 share of its peak at the B200's peak, times the two
-  // parts' best-matmul ratio (MAMF, sim/gpu_tables.cpp: 1745/2250 against 794.5/989).
-  const double rate = 797.51e12 * kH100SustainedClock * 2250 / 989.4 * (1745.0 / 2250.0) / (794.5 / 989.0);
+  // parts' best-matmul ratio (MAMF, sim/gpu_tables.cpp: 1745/2250 against 794.5/989),
+  // at the share of its bursts a B200 sustains (1237 of 1450 TFLOP/s).
+  const double rate = 797.51e12 * (1237.0 / 1450.0) * 2250 / 989.4 * (1745.0 / 2250.0) / (794.5 / 989.0);
   EXPECT_NEAR(other.gemm_seconds(big), big.flops() / rate + kLaunch, kExact * big.flops() / rate);
   EXPECT_EQ(other.spec().name, "b200");
   EXPECT_NE(other.spec().source.find("H100"), std::string::npos);

@@ -38,11 +38,20 @@ TEST(GpuPresetTables, DerivedTablesScaleTheH100Curve) {
   // The MAMF table's best matmul over its datasheet peak, against the H100's
   // 794.5 of 989 (stas00/ml-engineering @b9e2972): B200 1745 of 2250, GB200
   // 1822 of 2500, MI300X 668.4 of 1300.
+  // The burst rates keep the share measured under load on a B200 for the
+  // Blackwell parts (FlashAttention-4 at 1,237 of its 1,450 TFLOP/s,
+  // flashinfer pull request 2899), Hopper's calibrated clock for the MI300X.
   const double h100_share = 794.5 / 989.0;
-  const std::vector<std::pair<const char*, double>> parts = {{"b200", 1745.0 / 2250.0 / h100_share},
-                                                             {"gb200", 1822.0 / 2500.0 / h100_share},
-                                                             {"mi300x", 668.4 / 1300.0 / h100_share}};
-  for (const auto& [name, factor] : parts) {
+  const double blackwell = 1237.0 / 1450.0;
+  struct Part {
+    const char* name;
+    double factor;
+    double sustained;
+  };
+  const std::vector<Part> parts = {{"b200", 1745.0 / 2250.0 / h100_share, blackwell},
+                                   {"gb200", 1822.0 / 2500.0 / h100_share, blackwell},
+                                   {"mi300x", 668.4 / 1300.0 / h100_share, h100.sustained_clock}};
+  for (const auto& [name, factor, sustained] : parts) {
     const GpuComputeSpec& table = *find_gpu_table(name);
     ASSERT_EQ(table.gemm.size(), h100.gemm.size()) << name;
     for (size_t i = 0; i < table.gemm.size(); ++i) {
@@ -53,7 +62,7 @@ TEST(GpuPresetTables, DerivedTablesScaleTheH100Curve) {
     EXPECT_DOUBLE_EQ(table.attention_forward_efficiency, h100.attention_forward_efficiency) << name;
     EXPECT_DOUBLE_EQ(table.attention_backward_efficiency, h100.attention_backward_efficiency) << name;
     EXPECT_EQ(table.flash3_forward_efficiency, 0) << name;  // FlashAttention-3 is Hopper-only
-    EXPECT_DOUBLE_EQ(table.sustained_clock, h100.sustained_clock) << name;
+    EXPECT_DOUBLE_EQ(table.sustained_clock, sustained) << name;
     EXPECT_NE(table.source.find("derived, uncalibrated"), std::string::npos) << name;
   }
   EXPECT_EQ(find_gpu_table("b200")->sms, 148);

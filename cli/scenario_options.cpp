@@ -107,8 +107,9 @@ void ScenarioOptions::add_source_to(CLI::App* command) {
       ->transform(whole_number(1, kMaxCount));
   command->add_option("--attention", attention,
                       "Attention kernel (training.attention): math (scores in HBM), flash2, flash3 (Hopper), triton "
-                      "(flash-attn's Triton FlashAttention, llm-foundry's attn_impl: triton) or efficient (SDPA's "
-                      "memory-efficient backend, what it runs when given an attn_mask)");
+                      "(flash-attn's Triton FlashAttention, llm-foundry's attn_impl: triton), efficient (SDPA's "
+                      "memory-efficient backend, what it runs when given an attn_mask) or cudnn (SDPA's cuDNN "
+                      "backend, Transformer Engine's fused attention; Hopper and Blackwell)");
   command->add_option("--loss", loss,
                       "Loss kernel (training.loss): fp32-logits (TorchTitan), fused (flash-attn's, llm-foundry), "
                       "chunked (Liger's fused linear cross-entropy), shifted-fp32-logits (Hugging Face's causal-LM "
@@ -217,8 +218,9 @@ void set_kernels(scenarios::LoadedScenario& loaded, const std::string& attention
   else if (attention == "flash3") t->set_attention(scenarios::FLASH_ATTENTION_3);
   else if (attention == "triton") t->set_attention(scenarios::TRITON_FLASH_ATTENTION);
   else if (attention == "efficient") t->set_attention(scenarios::MEMORY_EFFICIENT);
+  else if (attention == "cudnn") t->set_attention(scenarios::CUDNN_ATTENTION);
   else if (!attention.empty()) {
-    throw InputError(fmt::format("--attention {}: use math, flash2, flash3, triton or efficient", attention));
+    throw InputError(fmt::format("--attention {}: use math, flash2, flash3, triton, efficient or cudnn", attention));
   }
   if (loss == "fp32-logits") t->set_loss(scenarios::FP32_LOGITS);
   else if (loss == "fused") t->set_loss(scenarios::FUSED);

@@ -35,6 +35,7 @@ std::string_view attention_kernel_name(AttentionKernel kernel) {
     case AttentionKernel::kMath: return "math";
     case AttentionKernel::kTritonFlash: return "triton-flash-attention";
     case AttentionKernel::kMemoryEfficient: return "memory-efficient";
+    case AttentionKernel::kCudnn: return "cudnn-attention";
   }
   RAGGED_ASSERT(false, "unknown AttentionKernel");
 }

@@ -54,6 +54,7 @@ enum class AttentionKernel {
   kMath,    // SDPA's math backend: the B x heads x S x S scores and probabilities in HBM
   kTritonFlash,  // flash-attn's Triton FlashAttention (llm-foundry's attn_impl: triton): FA2's state, FA1's speed
   kMemoryEfficient,  // SDPA's efficient backend (xformers' CUTLASS kernel): FA2's state, FA1's speed; takes a mask
+  kCudnn,            // SDPA's cuDNN backend (Transformer Engine's fused attention): FA2's state, cuDNN's measured speed
 };
 enum class LossKernel {
   kFp32Logits,  // cross_entropy(logits.float()): fp32 copy and log-softmax of the full logits (TorchTitan)

@@ -150,6 +150,7 @@ models::KernelChoices kernel_choices(const scenarios::Training& training) {
     case scenarios::FLASH_ATTENTION_3: kernels.attention = models::AttentionKernel::kFlash3; break;
     case scenarios::TRITON_FLASH_ATTENTION: kernels.attention = models::AttentionKernel::kTritonFlash; break;
     case scenarios::MEMORY_EFFICIENT: kernels.attention = models::AttentionKernel::kMemoryEfficient; break;
+    case scenarios::CUDNN_ATTENTION: kernels.attention = models::AttentionKernel::kCudnn; break;
     default: kernels.attention = models::AttentionKernel::kFlash2; break;
   }
   switch (training.loss()) {

@@ -36,7 +36,12 @@ struct GpuPreset {
   // Where the numbers come from (vendor datasheet names and addresses; the
   // derivations are in the comments of gpu_presets.cpp).
   std::string source;
+  bool blackwell = false;  // SM 10.0: runs SDPA's cuDNN backend at measured rates (training.attention), as Hopper does
 };
+
+// Whether SDPA's cuDNN backend has measured rates on `preset` (Hopper and
+// Blackwell parts; sim/gpu_tables.cpp).
+bool runs_cudnn_attention(const GpuPreset& preset);
 
 const std::vector<GpuPreset>& gpu_presets();
 // nullptr when `name` is not a preset (a GPU given by its numbers).

@@ -182,11 +182,31 @@ void check_loop(const Training& t, Checker& c) {
   }
 }
 
+// FLASH_ATTENTION_3 runs on Hopper only; CUDNN_ATTENTION has measured rates on
+// Hopper and Blackwell only (a GPU given by its numbers is not checked).
+void check_kernel_runs_here(const Training& t, const Gpu& gpu, Checker& c) {
+  if ((t.attention() != FLASH_ATTENTION_3 && t.attention() != CUDNN_ATTENTION) || gpu.preset().empty()) return;
+  const bool flash3 = t.attention() == FLASH_ATTENTION_3;
+  const auto runs = [flash3](const GpuPreset& p) { return flash3 ? p.hopper : runs_cudnn_attention(p); };
+  const GpuPreset* preset = gpu_preset_or_null(gpu.preset());
+  if (preset == nullptr || runs(*preset)) return;
+  std::vector<std::string> where;
+  for (const GpuPreset& p : gpu_presets()) {
+    if (runs(p)) where.push_back(p.name);
+  }
+  c.fail("training.attention",
+         fmt::format("{} runs only on {} GPUs ({}), not on cluster.gpu.preset '{}': use FLASH_ATTENTION_2 (or MATH)",
+                     flash3 ? "FLASH_ATTENTION_3" : "CUDNN_ATTENTION (measured rates)",
+                     flash3 ? "Hopper" : "Hopper and Blackwell", fmt::join(where, ", "), gpu.preset()));
+}
+
 void check_kernels(const Training& t, const Gpu& gpu, Checker& c) {
   if (t.attention() != MATH && t.attention() != FLASH_ATTENTION_2 && t.attention() != FLASH_ATTENTION_3 &&
-      t.attention() != TRITON_FLASH_ATTENTION && t.attention() != MEMORY_EFFICIENT) {
+      t.attention() != TRITON_FLASH_ATTENTION && t.attention() != MEMORY_EFFICIENT &&
+      t.attention() != CUDNN_ATTENTION) {
     c.unknown_value("training.attention", t.attention(),
-                    "MATH, FLASH_ATTENTION_2, FLASH_ATTENTION_3, TRITON_FLASH_ATTENTION or MEMORY_EFFICIENT",
+                    "MATH, FLASH_ATTENTION_2, FLASH_ATTENTION_3, TRITON_FLASH_ATTENTION, MEMORY_EFFICIENT or "
+                    "CUDNN_ATTENTION",
                     "FLASH_ATTENTION_2");
   }
   if (t.attention_mask() != ATTENTION_MASK_UNSPECIFIED && t.attention_mask() != CAUSAL &&
@@ -215,17 +235,7 @@ void check_kernels(const Training& t, const Gpu& gpu, Checker& c) {
   if (t.experts().kernel() != GROUPED && t.experts().kernel() != PADDED) {
     c.unknown_value("training.experts.kernel", t.experts().kernel(), "GROUPED or PADDED", "GROUPED");
   }
-  if (t.attention() != FLASH_ATTENTION_3 || gpu.preset().empty()) return;
-  for (const GpuPreset& preset : gpu_presets()) {
-    if (preset.name != gpu.preset() || preset.hopper) continue;
-    std::vector<std::string> hopper;
-    for (const GpuPreset& p : gpu_presets()) {
-      if (p.hopper) hopper.push_back(p.name);
-    }
-    c.fail("training.attention", fmt::format("FLASH_ATTENTION_3 runs only on Hopper GPUs ({}), not on cluster.gpu.preset "
-                                             "'{}': use FLASH_ATTENTION_2 (or MATH)",
-                                             fmt::join(hopper, ", "), gpu.preset()));
-  }
+  check_kernel_runs_here(t, gpu, c);
 }
 
 // The pipeline block against the mesh and the batch; what needs the model

@@ -67,7 +67,9 @@ int64_t kernel_head_dim(models::AttentionKernel kernel, int64_t head_dim) {
   if (head_dim <= 0) return head_dim;
   switch (kernel) {
     case models::AttentionKernel::kFlash2: return compiled_width(head_dim, {32, 64, 96, 128, 160, 192, 256});
-    case models::AttentionKernel::kFlash3: return compiled_width(head_dim, {64, 96, 128, 192, 256});
+    // cuDNN's widths taken as FlashAttention-3's (an assumption: its kernels are not public)
+    case models::AttentionKernel::kFlash3:
+    case models::AttentionKernel::kCudnn: return compiled_width(head_dim, {64, 96, 128, 192, 256});
     case models::AttentionKernel::kTritonFlash: {
       if (head_dim > 128) return head_dim;  // the kernel asserts d <= 128
       int64_t width = 16;
@@ -123,8 +125,12 @@ double padded_head_work(const planner::AttentionWork& attention, bool backward) 
 
 double flash_attention_shape_factor(const planner::AttentionWork& attention, bool backward) {
   const int64_t keys = attention.window > 0 ? std::min(attention.window, attention.seq_len) : attention.seq_len;
-  return flash_attention_shape_factor(kernel_head_dim(attention.kernel, attention.qk_head_dim), keys,
-                                      attention.kernel == models::AttentionKernel::kFlash3, backward);
+  // cuDNN follows FlashAttention-3's curve over lengths and heads (its rates
+  // are measured at the reference shape only; sim/gpu_tables.cpp).
+  const bool hopper_curve = attention.kernel == models::AttentionKernel::kFlash3 ||
+                            attention.kernel == models::AttentionKernel::kCudnn;
+  return flash_attention_shape_factor(kernel_head_dim(attention.kernel, attention.qk_head_dim), keys, hopper_curve,
+                                      backward);
 }
 
 }  // namespace ragged::sim

@@ -227,6 +227,8 @@ ComputeModel ComputeModel::from_calibration(const std::filesystem::path& path, c
     spec.attention_backward_efficiency = table->attention_backward_efficiency;
     spec.flash3_forward_efficiency = table->flash3_forward_efficiency;
     spec.flash3_backward_efficiency = table->flash3_backward_efficiency;
+    spec.cudnn_forward_efficiency = table->cudnn_forward_efficiency;
+    spec.cudnn_backward_efficiency = table->cudnn_backward_efficiency;
     spec.source += fmt::format("; attention not in the file: the simulator's {} defaults", table->name);
   }
   // Optional: the SMs and NCCL's CTAs (0 when absent: the simulation takes
@@ -382,12 +384,15 @@ double ComputeModel::attention_work_seconds(const planner::AttentionWork& attent
   double efficiency = backward ? spec_.attention_backward_efficiency : spec_.attention_forward_efficiency;
   if (attention.kernel == models::AttentionKernel::kFlash3) {
     efficiency = backward ? spec_.flash3_backward_efficiency : spec_.flash3_forward_efficiency;
+  } else if (attention.kernel == models::AttentionKernel::kCudnn) {
+    efficiency = backward ? spec_.cudnn_backward_efficiency : spec_.cudnn_forward_efficiency;
   } else if (attention.kernel == models::AttentionKernel::kTritonFlash) {
     efficiency *= backward ? kTritonFlashBackwardShareOfFlash2 : kTritonFlashForwardShareOfFlash2;
   } else if (attention.kernel == models::AttentionKernel::kMemoryEfficient) {
     efficiency *= kMemoryEfficientShareOfFlash2;
   }
-  RAGGED_ASSERT(efficiency > 0, "FlashAttention-3 needs a Hopper compute table (checked with the scenario)");
+  RAGGED_ASSERT(efficiency > 0, "FlashAttention-3 and cuDNN attention need a table with their rates (checked with the "
+                                "scenario)");
   // The efficiencies hold at head dim 128 and sequence 8k; other shapes run
   // at their measured share of that rate, a head between the kernel's
   // compiled widths at the next width's rate and work (sim/attention_shape.hpp).

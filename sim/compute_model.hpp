@@ -59,6 +59,8 @@ struct GpuComputeSpec {
   double sustained_clock = 1.0;
   double flash3_forward_efficiency = 0;      // as attention_*_efficiency for FlashAttention-3; 0 where it
   double flash3_backward_efficiency = 0;     // does not run (not Hopper, or a calibration file)
+  double cudnn_forward_efficiency = 0;       // as attention_*_efficiency for SDPA's cuDNN backend; 0 where no
+  double cudnn_backward_efficiency = 0;      // rate is known (not Hopper or Blackwell, or a calibration file)
   // What NCCL's kernels take from concurrent work (docs/SIMULATOR.md section
   // 6b): the GPU's streaming multiprocessors, and the CTAs (one per channel,
   // each holding an SM) a ring collective runs within one node and across

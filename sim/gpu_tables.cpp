@@ -50,6 +50,22 @@ double h100_attention_backward() { return 318.0 / preset_peak_tflops("h100") * (
 // 559 without mask, scaled by FA3's own causal/non-causal forward ratio.
 double h100_flash3_forward() { return 602.0 / preset_peak_tflops("h100"); }
 double h100_flash3_backward() { return 559.0 / preset_peak_tflops("h100") * (602.0 / 646.0); }
+// SDPA's cuDNN backend on Hopper runs at FlashAttention-3's rates: TritonBench
+// on an H100 measured cuDNN at 631 and FlashAttention-3 at 632 TFLOP/s forward
+// (pytorch/pytorch issue 142132), so the Hopper tables take FA3's fractions.
+// On Blackwell, NVIDIA's cudnn-frontend training benchmark
+// (benchmark/sdpa_benchmark_training/artifacts, sdpa_bf16_benchmark_results_NVIDIA_{GB200,B200}.csv):
+// causal GQA attention (128 query heads, 8 kv heads, head dim 128, bf16, batch
+// 1) at 8,192 tokens, delays between calls to keep the clock free (burst rates):
+// - GB200 (cuDNN 9.17, torch 2.10 nv25.11, cudnn_fe): forward 1,584, backward 1,211 TFLOP/s;
+// - B200 (cuDNN 9.10.2, torch 2.8 nv25.06, SDPA's cuDNN backend): forward 1,171.3, backward 942.5.
+// Other lengths follow FlashAttention-3's curve (sim/attention_shape.cpp: the
+// benchmark's batch of one sequence leaves short ones with too little work to
+// stand for a training batch).
+constexpr double kGb200CudnnForwardTflops = 1584.0;
+constexpr double kGb200CudnnBackwardTflops = 1211.0;
+constexpr double kB200CudnnForwardTflops = 1171.278;
+constexpr double kB200CudnnBackwardTflops = 942.509;
 // FlashAttention-2 on A100 (Dao 2023): up to 73% of peak forward, 63%
 // backward, both scaled by the same causal/non-causal ratio.
 constexpr double kA100AttentionForward = 0.73 * (333.0 / 370.0);
@@ -145,6 +161,8 @@ struct TableInput {
   double flash3_forward = 0;  // 0: FlashAttention-3 does not run here
   double flash3_backward = 0;
   double sustained_clock = 1.0;
+  double cudnn_forward = 0;  // 0: no measured rate for SDPA's cuDNN backend here
+  double cudnn_backward = 0;
 };
 
 GpuComputeSpec make_spec(const TableInput& in) {
@@ -168,6 +186,8 @@ GpuComputeSpec make_spec(const TableInput& in) {
   spec.attention_backward_efficiency = in.attention_backward;
   spec.flash3_forward_efficiency = in.flash3_forward;
   spec.flash3_backward_efficiency = in.flash3_backward;
+  spec.cudnn_forward_efficiency = in.cudnn_forward;
+  spec.cudnn_backward_efficiency = in.cudnn_backward;
   spec.sustained_clock = in.sustained_clock;
   spec.memory_efficiency = in.memory_efficiency;
   spec.launch_seconds = in.launch_seconds;
@@ -194,6 +214,8 @@ TableInput hopper(std::string_view name, std::string_view source, Contention con
                    source,       contention};
   table.flash3_forward = h100_flash3_forward();
   table.flash3_backward = h100_flash3_backward();
+  table.cudnn_forward = table.flash3_forward;
+  table.cudnn_backward = table.flash3_backward;
   table.sustained_clock = kHopperSustainedClock;
   return table;
 }
@@ -244,6 +266,15 @@ TableInput datasheet_scaled(std::string_view name, std::string_view source, Cont
   return table;
 }
 
+// A Blackwell part: datasheet-scaled, with its own measured cuDNN attention.
+TableInput blackwell(std::string_view name, std::string_view source, double cudnn_forward_tflops,
+                     double cudnn_backward_tflops) {
+  TableInput table = datasheet_scaled(name, source, kBlackwellContention, kBlackwellSustainedRate);
+  table.cudnn_forward = cudnn_forward_tflops / preset_peak_tflops(name);
+  table.cudnn_backward = cudnn_backward_tflops / preset_peak_tflops(name);
+  return table;
+}
+
 std::vector<GpuComputeSpec> build_tables() {
   constexpr std::string_view kHopper =
       "H100 SXM measurements (torch.mm bf16; FlashAttention-3 paper's FA2 numbers; cudaMemcpy D2D)";
@@ -270,8 +301,8 @@ std::vector<GpuComputeSpec> build_tables() {
   constexpr std::string_view kDerived =
       "derived, uncalibrated: H100 measurements scaled to this GPU's datasheet peak, best matmul (MAMF) and HBM "
       "bandwidth";
-  tables.push_back(make_spec(datasheet_scaled("b200", kDerived, kBlackwellContention, kBlackwellSustainedRate)));
-  tables.push_back(make_spec(datasheet_scaled("gb200", kDerived, kBlackwellContention, kBlackwellSustainedRate)));
+  tables.push_back(make_spec(blackwell("b200", kDerived, kB200CudnnForwardTflops, kB200CudnnBackwardTflops)));
+  tables.push_back(make_spec(blackwell("gb200", kDerived, kGb200CudnnForwardTflops, kGb200CudnnBackwardTflops)));
   tables.push_back(make_spec(datasheet_scaled("mi300x", kDerived, kMi300xContention, kHopperSustainedClock)));
   // A nominal host rank: BLAS at 50-70% of peak, half the stream bandwidth,
   // a function call per kernel (assumptions, like the preset's peaks).

@@ -105,6 +105,8 @@ void add_software(const scenarios::LoadedScenario& loaded, std::vector<Plausible
   if (preset && preset->host_rank) return;  // the nominal CPU rank runs no GPU kernels
   std::vector<std::string> attention = {"FLASH_ATTENTION_2", "TRITON_FLASH_ATTENTION"};
   if (preset && preset->hopper) attention.push_back("FLASH_ATTENTION_3");
+  // cuDNN's Hopper rates are FlashAttention-3's: a choice of its own on Blackwell only
+  if (preset && preset->blackwell) attention.push_back("CUDNN_ATTENTION");
   out.push_back(choice("attention kernel", "training.attention", scenarios::AttentionKernel_Name(t.attention()),
                        w.attention() == scenarios::ATTENTION_KERNEL_UNSPECIFIED, attention));
   out.push_back(choice("loss kernel", "training.loss", scenarios::LossKernel_Name(t.loss()),

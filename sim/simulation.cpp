@@ -138,13 +138,19 @@ SimulationResult simulate(const planner::ResolvedScenario& resolved, const Simul
   run_options.host = options.host_issue && gpu_rank ? HostCosts::pytorch_eager() : HostCosts::none();
   const ComputeModel compute = compute_model_of(scenario, options);
   if (compute.spec().driver_calls) run_options.free_policy.driver_calls = *compute.spec().driver_calls;
-  if (resolved.model.kernels.attention == models::AttentionKernel::kFlash3 &&
-      !(compute.spec().flash3_forward_efficiency > 0 && compute.spec().flash3_backward_efficiency > 0)) {
-    throw InputError(
-        fmt::format("training.attention is FLASH_ATTENTION_3 but the compute model '{}' has no "
-                    "FlashAttention-3 rates (a calibration file that measures attention gives FlashAttention-2's): use "
-                    "FLASH_ATTENTION_2, or simulate without --calibration",
-                    compute.spec().name));
+  // A kernel the compute model has no rates for (a calibration file that
+  // measures attention gives FlashAttention-2's) is refused by name.
+  const GpuComputeSpec& spec = compute.spec();
+  const models::AttentionKernel kernel = resolved.model.kernels.attention;
+  const bool flash3 = kernel == models::AttentionKernel::kFlash3;
+  if ((flash3 && !(spec.flash3_forward_efficiency > 0 && spec.flash3_backward_efficiency > 0)) ||
+      (kernel == models::AttentionKernel::kCudnn &&
+       !(spec.cudnn_forward_efficiency > 0 && spec.cudnn_backward_efficiency > 0))) {
+    throw InputError(fmt::format(
+        "training.attention is {} but the compute model '{}' has no rates for it ({}; a calibration file that "
+        "measures attention gives FlashAttention-2's): use FLASH_ATTENTION_2, or simulate without --calibration",
+        flash3 ? "FLASH_ATTENTION_3" : "CUDNN_ATTENTION", spec.name,
+        flash3 ? "FlashAttention-3 runs on Hopper GPUs" : "SDPA's cuDNN backend is measured on Hopper and Blackwell"));
   }
   std::vector<const planner::Program*> per_rank;
   for (size_t r = 0; r < run_options.ranks.size(); ++r) per_rank.push_back(&programs[std::min(r, programs.size() - 1)]);

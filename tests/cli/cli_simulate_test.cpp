@@ -184,7 +184,7 @@ TEST(CliSimulate, TheFalseOomOfIssue9Fits) {
             runs["fp32-logits"]["peak_allocated_bytes"].get<int64_t>());
   auto unknown = run_cli({"simulate", file.string(), "--attention", "flash1"});
   EXPECT_EQ(unknown.code, 2);
-  EXPECT_NE(unknown.err.find("--attention flash1: use math, flash2, flash3, triton or efficient"), std::string::npos)
+  EXPECT_NE(unknown.err.find("--attention flash1: use math, flash2, flash3, triton, efficient or cudnn"), std::string::npos)
       << unknown.err;
   fs::remove_all(dir);
 }

@@ -122,6 +122,20 @@ TEST(ScenarioErrors, FlashAttention3NeedsAHopperGpu) {
   EXPECT_EQ(parse_error(replace(minimal_scenario(), "strategy: FSDP2", "attention: MATH loss: CHUNKED")), "");
 }
 
+// SDPA's cuDNN backend has measured rates on Hopper and Blackwell parts only.
+TEST(ScenarioErrors, CudnnAttentionNeedsAHopperOrBlackwellGpu) {
+  const std::string a100 = parse_error(replace(replace(minimal_scenario(), "\"h100\"", "\"a100-80g\""),
+                                               "strategy: FSDP2", "attention: CUDNN_ATTENTION"));
+  EXPECT_CONTAINS(a100,
+                  ":8:3: training.attention: CUDNN_ATTENTION (measured rates) runs only on Hopper and Blackwell GPUs "
+                  "(h100, h100-sxm-95g, h200, h800, b200, gb200), not on cluster.gpu.preset 'a100-80g': use "
+                  "FLASH_ATTENTION_2");
+  EXPECT_EQ(parse_error(replace(minimal_scenario(), "strategy: FSDP2", "attention: CUDNN_ATTENTION")), "");
+  EXPECT_EQ(parse_error(replace(replace(minimal_scenario(), "\"h100\"", "\"gb200\""), "strategy: FSDP2",
+                                "attention: CUDNN_ATTENTION")),
+            "");
+}
+
 TEST(ScenarioErrors, CheckpointEveryNeedsFullCheckpointingAndAPositiveCount) {
   const std::string selective = parse_error(
       replace(minimal_scenario(), "strategy: FSDP2", "activation_checkpointing: SELECTIVE checkpoint_every: 2"));
@@ -208,7 +222,7 @@ TEST(ScenarioErrors, KernelValuesOutOfRangeNameTheField) {
   const std::string attention = parse_error(replace(minimal_scenario(), "strategy: FSDP2", "attention: 7"));
   EXPECT_CONTAINS(attention,
                   "training.attention: attention is 7; use MATH, FLASH_ATTENTION_2, FLASH_ATTENTION_3, "
-                  "TRITON_FLASH_ATTENTION or MEMORY_EFFICIENT");
+                  "TRITON_FLASH_ATTENTION, MEMORY_EFFICIENT or CUDNN_ATTENTION");
   EXPECT_CONTAINS(parse_error(replace(minimal_scenario(), "strategy: FSDP2", "attention_mask: 5")),
                   "training.attention_mask: attention_mask is 5; use CAUSAL or DENSE");
   EXPECT_CONTAINS(parse_error(replace(minimal_scenario(), "strategy: FSDP2", "attention_mask: DENSE")),

@@ -202,6 +202,47 @@ TEST(ComputeAttention, SlowerKernelsRunAtTheirMeasuredShareOfFlashAttention2sRat
   }
 }
 
+// SDPA's cuDNN backend: FlashAttention-3's rates on Hopper (TritonBench: 631
+// against 632 TFLOP/s forward); on a GB200 the rates NVIDIA's cudnn-frontend
+// benchmark measured at 8,192 tokens and head dim 128 (1,584 forward, 1,211
+// backward), at the share of its bursts a Blackwell GPU sustains (1,237 of
+// 1,450, sim/gpu_tables.cpp).
+TEST(ComputeAttention, CudnnRunsAtEachGenerationsMeasuredRate) {
+  AttentionWork cudnn;
+  cudnn.flops = 1e12;
+  cudnn.seq_len = 8192;
+  cudnn.qk_head_dim = 128;
+  cudnn.v_head_dim = 128;
+  cudnn.kernel = models::AttentionKernel::kCudnn;
+  const GpuComputeSpec& h100_table = *find_gpu_table("h100");
+  const ComputeModel h100 = ComputeModel::defaults("h100", h100_table.peak_flops, h100_table.hbm_bytes_per_s);
+  for (int64_t seq : {2048, 8192}) {
+    for (int64_t head : {64, 128}) {
+      AttentionWork shape = cudnn;
+      shape.seq_len = seq;
+      shape.qk_head_dim = shape.v_head_dim = head;
+      AttentionWork flash3 = shape;
+      flash3.kernel = models::AttentionKernel::kFlash3;
+      for (bool backward : {false, true}) {
+        EXPECT_DOUBLE_EQ(h100.attention_seconds(shape, backward), h100.attention_seconds(flash3, backward))
+            << seq << " x " << head;
+      }
+    }
+  }
+  const GpuComputeSpec& table = *find_gpu_table("gb200");
+  const ComputeModel gb200 = ComputeModel::defaults("gb200", table.peak_flops, table.hbm_bytes_per_s);
+  const double sustained = 1237.0 / 1450.0;
+  const double launch = gb200.spec().launch_seconds;
+  EXPECT_NEAR(gb200.attention_seconds(cudnn, false) - launch, 1e12 / (1584e12 * sustained), 1e-9);
+  EXPECT_NEAR(gb200.attention_seconds(cudnn, true) - launch, 1e12 / (1211e12 * sustained), 1e-9);
+  AttentionWork flash2 = cudnn;
+  flash2.kernel = models::AttentionKernel::kFlash2;
+  EXPECT_GT(gb200.attention_seconds(flash2, false), 1.8 * gb200.attention_seconds(cudnn, false));
+  // No measured rate on the A100: zero efficiency, refused with the scenario.
+  EXPECT_EQ(find_gpu_table("a100-80g")->cudnn_forward_efficiency, 0);
+  EXPECT_EQ(find_gpu_table("mi300x")->cudnn_backward_efficiency, 0);
+}
+
 // A 1 GB cast (and every other memory-bound kind) streams at the measured
 // fraction of HBM bandwidth; collectives and alloc/free cost nothing here.
 TEST(ComputeMemory, OneGigabyteCastOnH100) {
@@ -554,6 +595,8 @@ TEST_F(ComputeCalibration, WithoutAttentionTheScenarioGpusDefaultsApply) {
     // that runs it can be simulated with a measured file.
     EXPECT_EQ(model.spec().flash3_forward_efficiency, table->flash3_forward_efficiency) << preset;
     EXPECT_EQ(model.spec().flash3_backward_efficiency, table->flash3_backward_efficiency) << preset;
+    EXPECT_EQ(model.spec().cudnn_forward_efficiency, table->cudnn_forward_efficiency) << preset;
+    EXPECT_EQ(model.spec().cudnn_backward_efficiency, table->cudnn_backward_efficiency) << preset;
     EXPECT_NE(model.spec().source.find("attention not in the file: the simulator's " + std::string(preset)),
               std::string::npos);
   }

@@ -66,6 +66,14 @@ constexpr double kGb200CudnnForwardTflops = 1584.0;
 constexpr double kGb200CudnnBackwardTflops = 1211.0;
 constexpr double kB200CudnnForwardTflops = 1171.278;
 constexpr double kB200CudnnBackwardTflops = 942.509;
+// FlashAttention-2 (SDPA's flash backend) in the same benchmark and shape:
+// FlashAttention-2 issues Ampere's mma.sync, not Blackwell's tensor-core
+// instructions, and reaches a sixth of the peak: GB200 414 forward, 338
+// backward; B200 373.4 and 298.9 TFLOP/s.
+constexpr double kGb200Flash2ForwardTflops = 414.0;
+constexpr double kGb200Flash2BackwardTflops = 338.0;
+constexpr double kB200Flash2ForwardTflops = 373.392;
+constexpr double kB200Flash2BackwardTflops = 298.867;
 // FlashAttention-2 on A100 (Dao 2023): up to 73% of peak forward, 63%
 // backward, both scaled by the same causal/non-causal ratio.
 constexpr double kA100AttentionForward = 0.73 * (333.0 / 370.0);
@@ -250,8 +258,9 @@ double mamf_share(std::string_view gpu) {
 // scaled by how the part's best matmul compares with the H100's in the MAMF
 // table (0.965 for B200, 0.907 for GB200, 0.640 for MI300X of the H100's
 // share of peak), the way a100_over_h100 scales it by the A100's best
-// square; FlashAttention-2 at the H100's fractions of peak (FlashAttention-3
-// is Hopper-only), the H100's share of HBM bandwidth and its launch cost; the
+// square; FlashAttention-2 at the H100's fractions of peak unless the part's
+// own is measured (Blackwell: blackwell() below; FlashAttention-3 is
+// Hopper-only), the H100's share of HBM bandwidth and its launch cost; the
 // MAMF rates are bursts, so `sustained` is the share of them the part keeps
 // under load (Blackwell: kBlackwellSustainedRate, measured on a B200; MI300X:
 // Hopper's calibrated kHopperSustainedClock, for want of a measurement).
@@ -266,12 +275,18 @@ TableInput datasheet_scaled(std::string_view name, std::string_view source, Cont
   return table;
 }
 
-// A Blackwell part: datasheet-scaled, with its own measured cuDNN attention.
-TableInput blackwell(std::string_view name, std::string_view source, double cudnn_forward_tflops,
-                     double cudnn_backward_tflops) {
+// A Blackwell part: datasheet-scaled GEMMs, with its own measured attention
+// (FlashAttention-2 and cuDNN, forward and backward TFLOP/s at 8,192 tokens).
+struct MeasuredAttention {
+  double flash2_forward, flash2_backward, cudnn_forward, cudnn_backward;
+};
+TableInput blackwell(std::string_view name, std::string_view source, const MeasuredAttention& attention) {
   TableInput table = datasheet_scaled(name, source, kBlackwellContention, kBlackwellSustainedRate);
-  table.cudnn_forward = cudnn_forward_tflops / preset_peak_tflops(name);
-  table.cudnn_backward = cudnn_backward_tflops / preset_peak_tflops(name);
+  const double peak = preset_peak_tflops(name);
+  table.attention_forward = attention.flash2_forward / peak;
+  table.attention_backward = attention.flash2_backward / peak;
+  table.cudnn_forward = attention.cudnn_forward / peak;
+  table.cudnn_backward = attention.cudnn_backward / peak;
   return table;
 }
 
@@ -301,8 +316,12 @@ std::vector<GpuComputeSpec> build_tables() {
   constexpr std::string_view kDerived =
       "derived, uncalibrated: H100 measurements scaled to this GPU's datasheet peak, best matmul (MAMF) and HBM "
       "bandwidth";
-  tables.push_back(make_spec(blackwell("b200", kDerived, kB200CudnnForwardTflops, kB200CudnnBackwardTflops)));
-  tables.push_back(make_spec(blackwell("gb200", kDerived, kGb200CudnnForwardTflops, kGb200CudnnBackwardTflops)));
+  tables.push_back(make_spec(blackwell("b200", kDerived,
+                                       {kB200Flash2ForwardTflops, kB200Flash2BackwardTflops, kB200CudnnForwardTflops,
+                                        kB200CudnnBackwardTflops})));
+  tables.push_back(make_spec(blackwell("gb200", kDerived,
+                                       {kGb200Flash2ForwardTflops, kGb200Flash2BackwardTflops,
+                                        kGb200CudnnForwardTflops, kGb200CudnnBackwardTflops})));
   tables.push_back(make_spec(datasheet_scaled("mi300x", kDerived, kMi300xContention, kHopperSustainedClock)));
   // A nominal host rank: BLAS at 50-70% of peak, half the stream bandwidth,
   // a function call per kernel (assumptions, like the preset's peaks).

@@ -316,10 +316,13 @@ std::vector<GpuComputeSpec> build_tables() {
   constexpr std::string_view kDerived =
       "derived, uncalibrated: H100 measurements scaled to this GPU's datasheet peak, best matmul (MAMF) and HBM "
       "bandwidth";
-  tables.push_back(make_spec(blackwell("b200", kDerived,
+  constexpr std::string_view kDerivedBlackwell =
+      "derived, uncalibrated: H100 GEMM measurements scaled to this GPU's datasheet peak, best matmul (MAMF) and HBM "
+      "bandwidth; attention measured on the part (NVIDIA cudnn-frontend's SDPA benchmark); B200's sustained share";
+  tables.push_back(make_spec(blackwell("b200", kDerivedBlackwell,
                                        {kB200Flash2ForwardTflops, kB200Flash2BackwardTflops, kB200CudnnForwardTflops,
                                         kB200CudnnBackwardTflops})));
-  tables.push_back(make_spec(blackwell("gb200", kDerived,
+  tables.push_back(make_spec(blackwell("gb200", kDerivedBlackwell,
                                        {kGb200Flash2ForwardTflops, kGb200Flash2BackwardTflops,
                                         kGb200CudnnForwardTflops, kGb200CudnnBackwardTflops})));
   tables.push_back(make_spec(datasheet_scaled("mi300x", kDerived, kMi300xContention, kHopperSustainedClock)));

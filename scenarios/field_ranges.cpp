@@ -60,6 +60,7 @@ const std::vector<FieldRange> kRanges = {
     closed("Gpu.tdp_watts", 1, lim::kMaxWatts, "watts"),
     closed("Gpu.power_limit_watts", 1, lim::kMaxWatts, "watts"),
     closed("Gpu.clock_spread", 0, 0.3, "relative standard deviation of the SM clock across GPUs"),
+    closed("Gpu.locked_clock_mhz", 100, 5000, "MHz, the SM clock nvidia-smi -lgc locks"),
     closed("Link.bandwidth_gbytes_per_s", lim::kMinGbytesPerS, lim::kMaxGbytesPerS, "GB/s per GPU and direction"),
     closed("Link.latency_us", 0, lim::kMaxLatencyUs, "microseconds"),
     closed("Nics.per_node", 1, lim::kMaxNicsPerNode, "NICs in one node"),

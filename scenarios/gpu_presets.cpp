@@ -100,44 +100,58 @@ namespace ragged::scenarios {
 //   989.4, the same die and clocks); FP32 67 (66.9 as the H100); 141 GB
 //   HBM3e at 4.8 TB/s; NVLink 900 GB/s bidirectional; up to 700 W.
 //   Capacity: nvidia-smi memory.total 143,771 MiB = 140.40 GiB.
+// Maximum SM clocks (MHz), what `nvidia-smi -q -d CLOCK` prints as Max Clocks:
+// H200 1,980 in our own lease's device log (docs/results/gpu/device-h200.txt),
+// the H100 and H800 sharing its die; A100 1,410 (its boost, NVIDIA's A100
+// datasheet and HPL Rpeak note, sim/gpu_tables.cpp); B200 1,965
+// (flashinfer-ai/flashinfer pull request 2899: "SM clocks drop from 1965 MHz");
+// MI300X 2,100 (AMD's "Measuring Max-Achievable FLOPs - Part 2": default max
+// frequency 2,100 MHz). The GB200's is not published: 0.
+constexpr double kHopperMaxClock = 1980;
+constexpr double kA100MaxClock = 1410;
+constexpr double kB200MaxClock = 1965;
+constexpr double kMi300xMaxClock = 2100;
+
 const std::vector<GpuPreset>& gpu_presets() {
   constexpr const char* kHopperSource =
       "NVIDIA H100 Tensor Core GPU datasheet (https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet)";
   static const std::vector<GpuPreset> presets = {
       {"h100", "NVIDIA H100 SXM5 80 GB", 989.4, 66.9, 79.6, 3350, 450, 1.0, 700, 700, true, kDefaultClockSpread, false, 8,
-       kHopperSource, false},
+       kHopperSource, false, kHopperMaxClock},
       {"h100-sxm-95g", "NVIDIA H100 SXM5 96 GB HBM2e, 500 W (TorchTitan's Grand Teton)", 989.4, 66.9, 95.0, 2400, 450, 1.0,
        700, 500, true, kDefaultClockSpread, false, 8,
-       "NVIDIA H100 datasheet; torchtitan docs/performance.md (Grand Teton, 96 GB HBM2e, 2.4 TB/s, 500 W)", false},
+       "NVIDIA H100 datasheet; torchtitan docs/performance.md (Grand Teton, 96 GB HBM2e, 2.4 TB/s, 500 W)", false,
+       kHopperMaxClock},
       {"h200", "NVIDIA H200 SXM 141 GB", 989.4, 66.9, 140.4, 4800, 450, 1.0, 700, 700, true, kDefaultClockSpread, false, 8,
-       "NVIDIA H200 specifications (https://www.nvidia.com/en-us/data-center/h200/)", false},
+       "NVIDIA H200 specifications (https://www.nvidia.com/en-us/data-center/h200/)", false, kHopperMaxClock},
       {"h800", "NVIDIA H800 SXM5 80 GB", 989.4, 66.9, 79.6, 3350, 200, 1.0, 700, 700, true, kDefaultClockSpread, false, 8,
-       "NVIDIA H100 datasheet (the H800 has its die; NVLink 400 GB/s bidirectional)", false},
+       "NVIDIA H100 datasheet (the H800 has its die; NVLink 400 GB/s bidirectional)", false, kHopperMaxClock},
       {"a100-80g", "NVIDIA A100 SXM4 80 GB", 312.0, 19.5, 79.2, 2039, 300, 1.5, 400, 400, false, kDefaultClockSpread,
        false, 8,
        "NVIDIA A100 datasheet "
-       "(https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf)", false},
+       "(https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf)", false,
+       kA100MaxClock},
       {"a100-40g", "NVIDIA A100 SXM4 40 GB", 312.0, 19.5, 39.49, 1555, 300, 1.5, 400, 400, false, kDefaultClockSpread,
        false, 8,
        "NVIDIA A100 datasheet "
        "(https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf); "
-       "capacity: deviceQuery totalGlobalMem 42,405,855,232 bytes", false},
+       "capacity: deviceQuery totalGlobalMem 42,405,855,232 bytes", false, kA100MaxClock},
       {"b200", "NVIDIA B200 (HGX B200, 180 GB HBM3e, 1,000 W)", 2250.0, 75.0, 179.06, 7700, 900, 1.0, 1000, 1000, false,
        kDefaultClockSpread, false, 8,
        "NVIDIA HGX specifications, HGX B200 per GPU (https://www.nvidia.com/en-us/data-center/hgx/); "
-       "capacity: nvidia-smi memory.total 183,359 MiB", true},
+       "capacity: nvidia-smi memory.total 183,359 MiB", true, kB200MaxClock},
       {"gb200", "NVIDIA GB200 NVL72 Blackwell GPU (186 GB HBM3e, 1,200 W; 72 per NVLink domain)", 2500.0, 80.0, 185.03,
        8000, 900, 1.0, 1200, 1200, false, kDefaultClockSpread, false, 72,
        "NVIDIA GB200 NVL72 specifications, per GPU (https://www.nvidia.com/en-us/data-center/gb200-nvl72/); "
-       "capacity: nvidia-smi memory.total 189,471 MiB", true},
+       "capacity: nvidia-smi memory.total 189,471 MiB", true, 0},
       {"mi300x", "AMD Instinct MI300X OAM 192 GB (Infinity Fabric mesh of 8)", 1307.4, 163.4, 191.69, 5300, 448, 1.5, 750,
        750, false, kDefaultClockSpread, false, 8,
        "AMD Instinct MI300X data sheet "
        "(https://www.amd.com/content/dam/amd/en/documents/instinct-tech-docs/data-sheets/amd-instinct-mi300x-data-sheet.pdf); "
        "AMD ROCm blog 'Understanding RCCL Bandwidth and xGMI Performance on AMD Instinct MI300X' (7 x 64 GB/s per direction); "
-       "capacity: ROCm VRAM total 205,822,885,888 bytes", false},
+       "capacity: ROCm VRAM total 205,822,885,888 bytes", false, kMi300xMaxClock},
       {"cpu", "host CPU rank (nominal)", 0.2, 0.2, 16.0, 20, 10, 5.0, 0, 0, false, 0.0, true, 1,
-       "nominal host CPU rank (assumptions)", false},
+       "nominal host CPU rank (assumptions)", false, 0},
   };
   return presets;
 }

@@ -37,6 +37,9 @@ struct GpuPreset {
   // derivations are in the comments of gpu_presets.cpp).
   std::string source;
   bool blackwell = false;  // SM 10.0: runs SDPA's cuDNN backend at measured rates (training.attention), as Hopper does
+  // The maximum SM clock (nvidia-smi's Max Clocks, MHz), the clock the
+  // compute tables' bursts ran at; 0 where not known (cluster.gpu.locked_clock_mhz is refused there).
+  double max_clock_mhz = 0;
 };
 
 // Whether SDPA's cuDNN backend has measured rates on `preset` (Hopper and

@@ -84,6 +84,19 @@ void check_cluster(const Cluster& cluster, Checker& c) {
                          "tdp_watts ({})", gpu.power_limit_watts(), floor, gpu.tdp_watts()));
     }
   }
+  if (gpu.has_locked_clock_mhz()) {
+    const GpuPreset* preset = gpu.preset().empty() ? nullptr : gpu_preset_or_null(gpu.preset());
+    if (preset == nullptr || preset->max_clock_mhz <= 0) {
+      c.fail("cluster.gpu.locked_clock_mhz",
+             fmt::format("a locked clock needs the GPU's maximum SM clock, which preset '{}' does not know: remove "
+                         "locked_clock_mhz, or use a preset that knows it (h100, h200, h800, a100-80g, b200, mi300x)",
+                         gpu.preset()));
+    } else if (gpu.locked_clock_mhz() > preset->max_clock_mhz) {
+      c.fail("cluster.gpu.locked_clock_mhz",
+             fmt::format("locked_clock_mhz is {}; the {}'s maximum SM clock is {} MHz: lock it at most there",
+                         gpu.locked_clock_mhz(), gpu.preset(), preset->max_clock_mhz));
+    }
+  }
   // A collective reads and writes the GPU's memory as it sends: no GPU sends
   // over NVLink faster than its HBM delivers (the simulator shares HBM
   // between collectives and kernels by their demand; beyond this it would

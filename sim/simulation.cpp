@@ -55,10 +55,23 @@ ComputeModel compute_model_of(const scenarios::Scenario& scenario, const Simulat
     }
     return calibrated.with_clock_factor(calibrated.spec().clock_factor * slowest);
   }
-  const ComputeModel model =
+  const double power = power_limited_clock(gpu.tdp_watts(), gpu.power_limit_watts());
+  ComputeModel model =
       ComputeModel::defaults(gpu.preset(), scenarios::peak_bf16_flops(gpu), gpu.hbm_bandwidth_gbytes_per_s() * 1e9)
-          .with_clock_factor(power_limited_clock(gpu.tdp_watts(), gpu.power_limit_watts()) * slowest);
-  return options.sustained_clock ? model.with_sustained_clock(*options.sustained_clock) : model;
+          .with_clock_factor(power * slowest);
+  if (options.sustained_clock) model = model.with_sustained_clock(*options.sustained_clock);
+  // A clock locked below where the GPU would settle under load holds on every
+  // GPU: the tables' bursts ran at the maximum clock, and neither the
+  // sustained share nor the spread applies. Above that point the power limit
+  // throttles it as if free.
+  if (gpu.has_locked_clock_mhz()) {
+    const scenarios::GpuPreset* preset = scenarios::gpu_preset_or_null(gpu.preset());
+    const double locked = gpu.locked_clock_mhz() / preset->max_clock_mhz;  // a preset that knows it (validated)
+    if (locked < model.spec().sustained_clock * power * slowest) {
+      model = model.with_clock_factor(locked).with_sustained_clock(1.0);
+    }
+  }
+  return model;
 }
 
 ModeChoice parse_mode(const std::string& text) {

@@ -122,6 +122,19 @@ TEST(ScenarioErrors, FlashAttention3NeedsAHopperGpu) {
   EXPECT_EQ(parse_error(replace(minimal_scenario(), "strategy: FSDP2", "attention: MATH loss: CHUNKED")), "");
 }
 
+// A locked clock needs the preset's maximum clock, and no more than it.
+TEST(ScenarioErrors, ALockedClockNeedsAKnownMaximumAndStaysUnderIt) {
+  EXPECT_EQ(parse_error(replace(minimal_scenario(), "preset: \"h100\"", "preset: \"h100\" locked_clock_mhz: 1500")),
+            "");
+  EXPECT_CONTAINS(parse_error(replace(minimal_scenario(), "preset: \"h100\"",
+                                      "preset: \"h100\" locked_clock_mhz: 2100")),
+                  "cluster.gpu.locked_clock_mhz: locked_clock_mhz is 2100; the h100's maximum SM clock is 1980 MHz");
+  EXPECT_CONTAINS(parse_error(replace(minimal_scenario(), "preset: \"h100\"",
+                                      "preset: \"gb200\" locked_clock_mhz: 1500")),
+                  "cluster.gpu.locked_clock_mhz: a locked clock needs the GPU's maximum SM clock, which preset 'gb200' "
+                  "does not know");
+}
+
 // SDPA's cuDNN backend has measured rates on Hopper and Blackwell parts only.
 TEST(ScenarioErrors, CudnnAttentionNeedsAHopperOrBlackwellGpu) {
   const std::string a100 = parse_error(replace(replace(minimal_scenario(), "\"h100\"", "\"a100-80g\""),

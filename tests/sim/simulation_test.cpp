@@ -205,6 +205,30 @@ TEST(Simulation, TheSlowestGpuSetsTheComputePace) {
   }
 }
 
+// A clock locked with nvidia-smi -lgc below where the GPU settles under load
+// (Hopper's sustained share of its 1,980 MHz, slowed by the power limit and
+// the slowest of the GPUs) holds on every GPU: the compute tables' bursts at
+// lock / max, no sustained share, no spread; locked above that point, the
+// power limit throttles the GPU as if it were free.
+TEST(Simulation, ALockedClockBelowTheSustainedOneHoldsOnEveryGpu) {
+  auto model_at = [](double locked_mhz) {
+    scenarios::LoadedScenario loaded = scenarios::load_scenario("llama3-8b-8xh100");
+    scenarios::Gpu* gpu = loaded.scenario.mutable_cluster()->mutable_gpu();
+    gpu->set_preset("h200");
+    gpu->set_power_limit_watts(700);
+    if (locked_mhz > 0) gpu->set_locked_clock_mhz(locked_mhz);
+    return compute_model_of(loaded.scenario, SimulationOptions{}).spec();
+  };
+  const GpuComputeSpec free = model_at(0);
+  const GpuComputeSpec base = model_at(1500);  // the H200's base clock, as NVIDIA's cudnn-frontend benchmark locks it
+  EXPECT_DOUBLE_EQ(base.clock_factor, 1500.0 / 1980.0);
+  EXPECT_DOUBLE_EQ(base.sustained_clock, 1.0);
+  EXPECT_LT(base.clock_factor * base.sustained_clock, free.clock_factor * free.sustained_clock);
+  const GpuComputeSpec top = model_at(1980);  // above where it settles: as free
+  EXPECT_DOUBLE_EQ(top.clock_factor, free.clock_factor);
+  EXPECT_DOUBLE_EQ(top.sustained_clock, free.sustained_clock);
+}
+
 // A calibration file's allocator calls (ragged-gpu-validate section (f))
 // replace the simulator's 50 us assumption: a GPU left too little room to
 // cache every segment releases and retries, and each retry ends in at least

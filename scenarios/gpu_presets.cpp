@@ -170,11 +170,18 @@ bool is_host_rank(const std::string& preset) {
   return found != nullptr && found->host_rank;
 }
 
+std::string preset_names_where(const std::function<bool(const GpuPreset&)>& keep) {
+  std::vector<std::string> names;
+  for (const GpuPreset& preset : gpu_presets()) {
+    if (keep(preset)) names.push_back(preset.name);
+  }
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
 const GpuPreset& find_gpu_preset(std::string_view name) {
   if (const GpuPreset* preset = gpu_preset_or_null(name)) return *preset;
-  std::vector<std::string> names;
-  for (const GpuPreset& preset : gpu_presets()) names.push_back(preset.name);
-  throw InputError(fmt::format("unknown GPU preset '{}': use one of {}", name, fmt::join(names, ", ")));
+  throw InputError(fmt::format("unknown GPU preset '{}': use one of {}", name,
+                               preset_names_where([](const GpuPreset&) { return true; })));
 }
 
 std::string gpu_preset_for_device(std::string_view device_name) {

@@ -2,6 +2,7 @@
 // Published GPU characteristics used when a scenario names a preset. Every
 // number carries its source in gpu_presets.cpp; a scenario may override any.
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,6 +48,9 @@ struct GpuPreset {
 bool runs_cudnn_attention(const GpuPreset& preset);
 
 const std::vector<GpuPreset>& gpu_presets();
+// The names of the presets `keep` accepts, joined by ", " (for the errors
+// that say which presets to use instead).
+std::string preset_names_where(const std::function<bool(const GpuPreset&)>& keep);
 // nullptr when `name` is not a preset (a GPU given by its numbers).
 const GpuPreset* gpu_preset_or_null(std::string_view name);
 // Whether `preset` names the nominal host rank (GpuPreset::host_rank).

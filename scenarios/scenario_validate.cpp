@@ -3,7 +3,6 @@
 #include <unordered_set>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "common/input_limits.hpp"
 #include "common/units.hpp"
@@ -37,16 +36,10 @@ void check_model(const ModelSource& model, Checker& c) {
 void check_cluster(const Cluster& cluster, Checker& c) {
   const Gpu& gpu = cluster.gpu();
   if (!gpu.preset().empty()) {
-    bool known = false;
-    std::vector<std::string> names;
-    for (const GpuPreset& preset : gpu_presets()) {
-      known = known || preset.name == gpu.preset();
-      names.push_back(preset.name);
-    }
-    if (!known) {
+    if (gpu_preset_or_null(gpu.preset()) == nullptr) {
       c.fail("cluster.gpu.preset", fmt::format("unknown GPU preset '{}': use one of {}, or leave it empty "
                                                "and give peak_bf16_tflops and hbm_capacity_gib",
-                                               gpu.preset(), fmt::join(names, ", ")));
+                                               gpu.preset(), preset_names_where([](const GpuPreset&) { return true; })));
       return;
     }
   } else if (!gpu.has_peak_bf16_tflops() || !gpu.has_hbm_capacity_gib()) {
@@ -67,8 +60,8 @@ void check_cluster(const Cluster& cluster, Checker& c) {
     if (preset == nullptr || preset->max_clock_mhz <= 0) {
       c.fail("cluster.gpu.locked_clock_mhz",
              fmt::format("a locked clock needs the GPU's maximum SM clock, which preset '{}' does not know: remove "
-                         "locked_clock_mhz, or use a preset that knows it (h100, h200, h800, a100-80g, b200, mi300x)",
-                         gpu.preset()));
+                         "locked_clock_mhz, or use a preset that knows it ({})",
+                         gpu.preset(), preset_names_where([](const GpuPreset& p) { return p.max_clock_mhz > 0; })));
     } else if (gpu.locked_clock_mhz() > preset->max_clock_mhz) {
       c.fail("cluster.gpu.locked_clock_mhz",
              fmt::format("locked_clock_mhz is {}; the {}'s maximum SM clock is {} MHz: lock it at most there",
@@ -181,14 +174,10 @@ void check_kernel_runs_here(const Training& t, const Gpu& gpu, Checker& c) {
   const auto runs = [flash3](const GpuPreset& p) { return flash3 ? p.hopper : runs_cudnn_attention(p); };
   const GpuPreset* preset = gpu_preset_or_null(gpu.preset());
   if (preset == nullptr || runs(*preset)) return;
-  std::vector<std::string> where;
-  for (const GpuPreset& p : gpu_presets()) {
-    if (runs(p)) where.push_back(p.name);
-  }
   c.fail("training.attention",
          fmt::format("{} runs only on {} GPUs ({}), not on cluster.gpu.preset '{}': use FLASH_ATTENTION_2 (or MATH)",
                      flash3 ? "FLASH_ATTENTION_3" : "CUDNN_ATTENTION (measured rates)",
-                     flash3 ? "Hopper" : "Hopper and Blackwell", fmt::join(where, ", "), gpu.preset()));
+                     flash3 ? "Hopper" : "Hopper and Blackwell", preset_names_where(runs), gpu.preset()));
 }
 
 void check_kernels(const Training& t, const Gpu& gpu, Checker& c) {

@@ -23,6 +23,7 @@ TensorRule tensor_rule(const Optimizer& o, const models::TensorSpec& t) {
     case Optimizer::kAdam8Bit: return t.is_matrix() ? TensorRule::kAdam8bit : TensorRule::kAdamW;
     case Optimizer::kMuon: return planner::handled_whole(t) ? TensorRule::kMuon : TensorRule::kAdamW;
     case Optimizer::kShampoo: return planner::handled_whole(t) ? TensorRule::kShampoo : TensorRule::kAdamW;
+    case Optimizer::kSgd: return TensorRule::kSgd;
     case Optimizer::KIND_NOT_SET: break;
   }
   throw_assertion("kind_case() is set", __FILE__, __LINE__, "tensor_rule: the optimizer has no kind");
@@ -35,9 +36,10 @@ AdamWParams adamw_params(const Optimizer& o) {
     case Optimizer::kAdam8Bit: a = &o.adam8bit().adam(); break;
     case Optimizer::kMuon: a = &o.muon().adamw(); break;
     case Optimizer::kShampoo: a = &o.shampoo().adamw(); break;
+    case Optimizer::kSgd:
     case Optimizer::KIND_NOT_SET: break;
   }
-  RAGGED_ASSERT(a != nullptr, "adamw_params: the optimizer has no kind");
+  RAGGED_ASSERT(a != nullptr, "adamw_params: the optimizer applies no AdamW");
   return {a->lr(), a->beta1(), a->beta2(), a->eps(), a->weight_decay()};
 }
 
@@ -50,6 +52,11 @@ ShampooParams shampoo_params(const Optimizer& o) {
   RAGGED_ASSERT(o.has_shampoo(), "shampoo_params: the optimizer is not Shampoo");
   const scenarios::Shampoo& s = o.shampoo();
   return {s.lr(), s.epsilon(), s.weight_decay(), s.block_size(), s.precondition_frequency()};
+}
+
+SgdParams sgd_params(const Optimizer& o) {
+  RAGGED_ASSERT(o.has_sgd(), "sgd_params: the optimizer is not SGD");
+  return {o.sgd().lr(), o.sgd().momentum(), o.sgd().weight_decay()};
 }
 
 Adam8bitTiles adam8bit_tiles(const scenarios::Optimizer& o, const models::TensorSpec& tensor, int64_t tensor_offset) {
@@ -120,6 +127,11 @@ HostOptimizer::HostOptimizer(const scenarios::Optimizer& optimizer, std::vector<
           codes += n;
           break;
         case TensorRule::kShampoo: break;  // the owner keeps the factors
+        case TensorRule::kSgd:
+          if (sgd_params(optimizer_).momentum == 0.0) break;  // no state
+          state->m_at[view.shard_offset] = moments;
+          moments += n;
+          break;
       }
     }
     state->m.assign(moments, 0.0f);
@@ -161,7 +173,8 @@ void HostOptimizer::momentum(int unit) {
         std::copy_n(&s.grad()[at], n, &st.update[at]);
         break;
       case TensorRule::kAdamW:
-      case TensorRule::kAdam8bit: break;  // updated on the shard alone
+      case TensorRule::kAdam8bit:
+      case TensorRule::kSgd: break;  // updated on the shard alone
     }
   }
 }
@@ -283,7 +296,6 @@ void HostOptimizer::scatter_from_owners(int unit) {
 void HostOptimizer::update(int unit, int64_t step) {
   UnitShard& s = (*shards_)[static_cast<size_t>(unit)];
   UnitState& st = *state_[static_cast<size_t>(unit)];
-  const AdamWParams adam = adamw_params(optimizer_);
   for (const planner::ShardView& view : s.views()) {
     const models::TensorSpec& t = s.spec().tensors[static_cast<size_t>(view.tensor)];
     const auto at = static_cast<size_t>(view.shard_offset), n = static_cast<size_t>(view.elements);
@@ -292,7 +304,7 @@ void HostOptimizer::update(int unit, int64_t step) {
     switch (tensor_rule(optimizer_, t)) {
       case TensorRule::kAdamW:
         adamw_step(params, grads, std::span<float>(&st.m[st.m_at.at(view.shard_offset)], n),
-                   std::span<float>(&st.v[st.v_at.at(view.shard_offset)], n), step, adam);
+                   std::span<float>(&st.v[st.v_at.at(view.shard_offset)], n), step, adamw_params(optimizer_));
         break;
       case TensorRule::kAdam8bit: {
         auto [base, blocks] = st.scale_base.at(view.shard_offset);
@@ -301,7 +313,7 @@ void HostOptimizer::update(int unit, int64_t step) {
                       std::span<float>(&st.m_scales[static_cast<size_t>(base)], static_cast<size_t>(blocks)),
                       std::span<uint8_t>(&st.v_codes[code], n),
                       std::span<float>(&st.v_scales[static_cast<size_t>(base)], static_cast<size_t>(blocks)),
-                      adam8bit_tiles(optimizer_, t, view.tensor_offset), step, adam);
+                      adam8bit_tiles(optimizer_, t, view.tensor_offset), step, adamw_params(optimizer_));
         break;
       }
       case TensorRule::kMuon:
@@ -311,6 +323,12 @@ void HostOptimizer::update(int unit, int64_t step) {
       case TensorRule::kShampoo:
         shampoo_apply(params, std::span<const float>(&st.update[at], n), shampoo_params(optimizer_));
         break;
+      case TensorRule::kSgd: {
+        const auto buffer = st.m_at.find(view.shard_offset);
+        sgd_step(params, grads, buffer == st.m_at.end() ? std::span<float>() : std::span<float>(&st.m[buffer->second], n),
+                 step, sgd_params(optimizer_));
+        break;
+      }
     }
   }
   std::vector<float>().swap(st.update);
@@ -361,6 +379,9 @@ std::optional<NonFinite> HostOptimizer::first_non_finite_state(int unit) const {
         break;
       case TensorRule::kMuon:
         found = first_non_finite(s, packed(view, st.m_at), st.m, Quantity::kMomentum);
+        break;
+      case TensorRule::kSgd:
+        if (st.m_at.contains(view.shard_offset)) found = first_non_finite(s, packed(view, st.m_at), st.m, Quantity::kMomentum);
         break;
       case TensorRule::kAdam8bit: {  // the codes are integers; the scales carry the range
         const auto [base, blocks] = st.scale_base.at(view.shard_offset);

@@ -24,7 +24,7 @@
 
 namespace ragged::backend {
 
-enum class TensorRule { kAdamW, kAdam8bit, kMuon, kShampoo };
+enum class TensorRule { kAdamW, kAdam8bit, kMuon, kShampoo, kSgd };
 
 // How the scenario's optimizer treats a tensor. Every optimizer kind is
 // handled explicitly; an unset kind is an internal error, never AdamW.
@@ -34,6 +34,7 @@ TensorRule tensor_rule(const scenarios::Optimizer& optimizer, const models::Tens
 AdamWParams adamw_params(const scenarios::Optimizer& optimizer);
 MuonParams muon_params(const scenarios::Optimizer& optimizer);
 ShampooParams shampoo_params(const scenarios::Optimizer& optimizer);
+SgdParams sgd_params(const scenarios::Optimizer& optimizer);
 // 8-bit Adam's quantisation tiles over a matrix (block_rows x block_cols of
 // the scenario), for a span of it starting at element `tensor_offset`.
 Adam8bitTiles adam8bit_tiles(const scenarios::Optimizer& optimizer, const models::TensorSpec& tensor,

@@ -4,7 +4,7 @@
 // reference element by element): AdamW, block-wise 8-bit Adam (one scale per
 // block, quantised by the block's owner), Muon's momentum and Newton-Schulz
 // orthogonalisation of a whole matrix, Shampoo's block preconditioners of a
-// whole matrix.
+// whole matrix, SGD.
 
 #include <cstdint>
 #include <span>
@@ -27,6 +27,19 @@ struct AdamWParams {
 // (optimizer_adamw_kernel.hpp), so any split of a span gives the same bits.
 void adamw_step(std::span<float> params, std::span<const float> grads, std::span<float> m, std::span<float> v,
                 int64_t step, const AdamWParams& p);
+
+struct SgdParams {
+  double lr = 1e-3;
+  double momentum = 0.0;
+  double weight_decay = 0.0;
+};
+
+// One SGD step at step `step` (1-based), as torch.optim.SGD without dampening
+// or Nesterov: g += wd * p; with momentum, buf = g on step 1 and momentum *
+// buf + g after, g = buf; p -= lr * g. `momentum` may be empty when
+// p.momentum is 0. Element-wise in float, so any split gives the same bits.
+void sgd_step(std::span<float> params, std::span<const float> grads, std::span<float> momentum, int64_t step,
+              const SgdParams& p);
 
 // How block-wise 8-bit Adam cuts a span into quantisation blocks: `rows` x
 // `cols` tiles of a row-major matrix whose rows are `row_length` long. The

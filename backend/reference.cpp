@@ -73,6 +73,9 @@ void step_tensor(const models::TensorSpec& t, const scenarios::Optimizer& o, std
       shampoo_apply(p, st.update, sp);
       break;
     }
+    case TensorRule::kSgd:
+      sgd_step(p, g, st.m, step, sgd_params(o));
+      break;
   }
   (void)n;
 }

@@ -127,7 +127,7 @@ void ScenarioOptions::add_source_to(CLI::App* command) {
 }
 
 void ScenarioOptions::add_optimizer_to(CLI::App* command) {
-  command->add_option("--optimizer", optimizer, "Optimizer: adamw, adam8bit, muon or shampoo (defaults for its settings)");
+  command->add_option("--optimizer", optimizer, "Optimizer: adamw, adam8bit, muon, shampoo or sgd (defaults for its settings)");
 }
 
 void ScenarioOptions::add_whatif_to(CLI::App* command) {
@@ -174,14 +174,7 @@ void set_whatif(scenarios::LoadedScenario& loaded, const std::string& slow_gpus,
 }
 
 void set_optimizer(scenarios::LoadedScenario& loaded, const std::string& name) {
-  scenarios::Optimizer* o = loaded.written.mutable_training()->mutable_optimizer();
-  if (name == "adamw") o->mutable_adamw();
-  else if (name == "adam8bit") o->mutable_adam8bit();
-  else if (name == "muon") o->mutable_muon();
-  else if (name == "shampoo") o->mutable_shampoo();
-  else throw InputError(fmt::format("--optimizer {}: use adamw, adam8bit, muon or shampoo", name));
-  // 8-bit Adam brings its block granularity unless one is given.
-  if (name == "adam8bit") loaded.written.mutable_training()->mutable_granularity()->clear_default_spec();
+  scenarios::select_optimizer(loaded.written.mutable_training(), name, "--optimizer");
   loaded = scenarios::rebuild(std::move(loaded));
 }
 

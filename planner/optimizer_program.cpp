@@ -48,6 +48,15 @@ UpdateKernels update_kernels(const scenarios::Optimizer& o, int64_t master) {
   if (o.has_adam8bit()) return {2 * m + m + 2 * 2 + 0.01, 9, false};
   if (o.has_muon()) return {2 * m + m + 2 * m + 2, 9, false};
   if (o.has_shampoo()) return {7 * m, 9, false};  // AdamW on the rest, as foreach ops
+  if (o.has_sgd()) {
+    // torch/optim/sgd.py _multi_tensor_sgd: weight decay as a new gradient
+    // list (_foreach_add: r r w); the momentum buffers (_foreach_mul_: rw,
+    // _foreach_add_: r r w); the parameters (_foreach_add_: r r w).
+    UpdateKernels sgd{3 * m, 1, false};
+    if (o.sgd().weight_decay() > 0) sgd = {sgd.bytes_per_element + 3 * m, sgd.ops + 1, false};
+    if (o.sgd().momentum() > 0) sgd = {sgd.bytes_per_element + 5 * m, sgd.ops + 2, false};
+    return sgd;
+  }
   switch (o.adamw().implementation()) {
     // torch/optim/adamw.py _multi_tensor_adamw: the step count (+1, on the
     // CPU), then over the list _foreach_mul_ (decay, rw), _foreach_lerp_ (m:
@@ -225,6 +234,7 @@ int64_t optimizer_state_bytes(const OptimizerContext& c) {
     const int64_t tile = int64_t{o.adam8bit().block_rows()} * o.adam8bit().block_cols();
     return 2 * shard + 2 * 4 * ((shard + tile - 1) / tile);  // two 8-bit states and an fp32 scale per tile each
   }
+  if (o.has_sgd()) return o.sgd().momentum() > 0 ? c.master_bytes * shard : 0;  // the momentum buffers
   if (!owner_based(o)) return 2 * c.master_bytes * shard;  // AdamW m and v
   // Muon keeps a momentum on the shard share of the matrices, Shampoo nothing
   // there (no momentum: the gradient goes to the owner as it is); AdamW's m

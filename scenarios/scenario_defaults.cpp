@@ -92,6 +92,13 @@ void default_optimizer(Optimizer* optimizer) {
       default_adamw(shampoo->mutable_adamw());
       break;
     }
+    case Optimizer::kSgd: {
+      Sgd* sgd = optimizer->mutable_sgd();
+      if (!sgd->has_lr()) sgd->set_lr(1e-3);
+      if (!sgd->has_momentum()) sgd->set_momentum(0.0);
+      if (!sgd->has_weight_decay()) sgd->set_weight_decay(0.0);
+      break;
+    }
   }
 }
 

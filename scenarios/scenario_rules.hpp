@@ -45,6 +45,12 @@ Strategy parse_strategy(const std::string& name);
 std::vector<Strategy> all_strategies();
 std::string checkpointing_name(Checkpointing mode);          // "none", "selective", "full", "saved_names"
 Checkpointing parse_checkpointing(const std::string& name);  // those names; throws InputError
+std::vector<std::string> optimizer_names();                  // "adamw", "adam8bit", "muon", "shampoo", "sgd"
+std::string optimizer_name(const Optimizer& optimizer);      // one of those; "adamw" when unset (the default)
+// Sets the optimizer kind `name` names (its fields left to the defaults) and,
+// for 8-bit Adam, lets its block granularity apply unless one is given.
+// Throws InputError naming `field` and the choices.
+void select_optimizer(Training* training, const std::string& name, const std::string& field);
 std::string schedule_name(PipelineSchedule schedule);         // "gpipe", "1f1b", "interleaved", "zb-h1"
 PipelineSchedule parse_schedule(const std::string& name);     // those names; throws InputError
 

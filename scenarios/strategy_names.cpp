@@ -18,7 +18,41 @@ constexpr StrategyName kNames[] = {
     {DDP, "ddp"},       {MEGATRON_DDP, "megatron-ddp"},
 };
 
+struct OptimizerName {
+  Optimizer::KindCase kind;
+  const char* name;
+};
+
+constexpr OptimizerName kOptimizers[] = {
+    {Optimizer::kAdamw, "adamw"}, {Optimizer::kAdam8Bit, "adam8bit"}, {Optimizer::kMuon, "muon"},
+    {Optimizer::kShampoo, "shampoo"}, {Optimizer::kSgd, "sgd"},
+};
+
 }  // namespace
+
+std::vector<std::string> optimizer_names() {
+  std::vector<std::string> names;
+  for (const auto& entry : kOptimizers) names.emplace_back(entry.name);
+  return names;
+}
+
+std::string optimizer_name(const Optimizer& optimizer) {
+  for (const auto& entry : kOptimizers) {
+    if (entry.kind == optimizer.kind_case()) return entry.name;
+  }
+  return "adamw";
+}
+
+void select_optimizer(Training* training, const std::string& name, const std::string& field) {
+  Optimizer* o = training->mutable_optimizer();
+  if (name == "adamw") o->mutable_adamw();
+  else if (name == "adam8bit") o->mutable_adam8bit();
+  else if (name == "muon") o->mutable_muon();
+  else if (name == "shampoo") o->mutable_shampoo();
+  else if (name == "sgd") o->mutable_sgd();
+  else throw InputError(fmt::format("{} {}: use one of {}", field, name, fmt::join(optimizer_names(), ", ")));
+  if (name == "adam8bit") training->mutable_granularity()->clear_default_spec();
+}
 
 std::string strategy_name(Strategy strategy) {
   for (const auto& entry : kNames) {

@@ -75,7 +75,7 @@ void check_gpu_runnable(const planner::ResolvedScenario& resolved, const RunOpti
   const scenarios::Training& t = resolved.scenario().training();
   if (!t.optimizer().has_adamw() && !t.optimizer().has_adam8bit()) {
     throw InputError(
-        "training.optimizer: the GPU backend runs AdamW and 8-bit Adam; Muon and Shampoo run on --device cpu");
+        "training.optimizer: the GPU backend runs AdamW and 8-bit Adam; Muon, Shampoo and SGD run on --device cpu");
   }
   check_update_kernel(t);
   check_loop_metrics(t);

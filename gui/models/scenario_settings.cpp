@@ -11,15 +11,6 @@
 namespace ragged::gui {
 namespace {
 
-std::string optimizer_of(const scenarios::Optimizer& optimizer) {
-  switch (optimizer.kind_case()) {
-    case scenarios::Optimizer::kAdam8Bit: return "adam8bit";
-    case scenarios::Optimizer::kMuon: return "muon";
-    case scenarios::Optimizer::kShampoo: return "shampoo";
-    default: return "adamw";
-  }
-}
-
 std::string model_of(const scenarios::ModelSource& source) {
   if (source.has_hf_config()) return source.hf_config();
   if (source.has_inline_spec()) return source.inline_spec().name();
@@ -28,17 +19,6 @@ std::string model_of(const scenarios::ModelSource& source) {
 
 bool is_config_file(const std::string& model) {
   return model.ends_with(".json") || model.find('/') != std::string::npos;
-}
-
-void write_optimizer(scenarios::Training* training, const std::string& name) {
-  scenarios::Optimizer* o = training->mutable_optimizer();
-  if (name == "adamw") o->mutable_adamw();
-  else if (name == "adam8bit") o->mutable_adam8bit();
-  else if (name == "muon") o->mutable_muon();
-  else if (name == "shampoo") o->mutable_shampoo();
-  else throw InputError(fmt::format("optimizer {}: use adamw, adam8bit, muon or shampoo", name));
-  // 8-bit Adam brings its block granularity unless one is given.
-  if (name == "adam8bit") training->mutable_granularity()->clear_default_spec();
 }
 
 void write_granularity(scenarios::Training* training, const std::string& text) {
@@ -108,7 +88,7 @@ ScenarioSettings settings_of(const scenarios::Scenario& scenario) {
   s.sequence_length = training.sequence_length();
   s.checkpointing = training.activation_checkpointing();
   s.prefetch_depth = training.prefetch_depth();
-  s.optimizer = optimizer_of(training.optimizer());
+  s.optimizer = scenarios::optimizer_name(training.optimizer());
   return s;
 }
 
@@ -137,7 +117,7 @@ scenarios::LoadedScenario apply_settings(const scenarios::LoadedScenario& base, 
   }
   scenarios::Training* t = w.mutable_training();
   if (settings.strategy != before.strategy) t->set_strategy(settings.strategy);
-  if (settings.optimizer != before.optimizer) write_optimizer(t, settings.optimizer);
+  if (settings.optimizer != before.optimizer) scenarios::select_optimizer(t, settings.optimizer, "optimizer");
   if (settings.granularity != before.granularity) write_granularity(t, settings.granularity);
   if (settings.shard_group_written) {
     const int64_t model_ranks = settings.gpus / std::max<int64_t>(1, settings.tp);  // the ranks of one tp rank
@@ -198,7 +178,5 @@ std::vector<std::string> shipped_scenario_names() {
   for (const auto& file : scenarios::shipped_scenarios()) names.emplace_back(file.name);
   return names;
 }
-
-std::vector<std::string> optimizer_names() { return {"adamw", "adam8bit", "muon", "shampoo"}; }
 
 }  // namespace ragged::gui

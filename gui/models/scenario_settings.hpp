@@ -36,7 +36,7 @@ struct ScenarioSettings {
   int64_t sequence_length = 4096;
   scenarios::Checkpointing checkpointing = scenarios::NONE;
   int64_t prefetch_depth = 1;
-  std::string optimizer = "adamw";  // adamw, adam8bit, muon, shampoo
+  std::string optimizer = "adamw";  // adamw, adam8bit, muon, shampoo, sgd
 
   int64_t nodes() const { return gpus_per_node > 0 ? gpus / gpus_per_node : 0; }
   bool operator==(const ScenarioSettings&) const = default;
@@ -58,6 +58,5 @@ scenarios::LoadedScenario scenario_for_model(const std::string& model, const std
 std::vector<std::string> catalog_model_names();
 std::vector<std::string> gpu_preset_names();
 std::vector<std::string> shipped_scenario_names();
-std::vector<std::string> optimizer_names();
 
 }  // namespace ragged::gui

@@ -33,7 +33,7 @@ constexpr RowInfo kRowInfo[ScenarioSettingsModel::kRows] = {
     {"sequence length", "Tokens per sequence"},
     {"checkpointing", "Activation checkpointing"},
     {"prefetch", "Units all-gathered ahead of compute"},
-    {"optimizer", "adamw, adam8bit, muon or shampoo"},
+    {"optimizer", "adamw, adam8bit, muon, shampoo or sgd"},
 };
 
 QStringList to_list(const std::vector<std::string>& names) {
@@ -110,7 +110,7 @@ QVariant ScenarioSettingsModel::data(const QModelIndex& index, int role) const {
         return names;
       }
       case kCheckpointing: return QStringList{"none", "full", "selective"};
-      case kOptimizer: return to_list(optimizer_names());
+      case kOptimizer: return to_list(scenarios::optimizer_names());
       default: return QStringList{};
     }
   }
@@ -162,7 +162,7 @@ bool ScenarioSettingsModel::parse_into(int row, const QString& value, ScenarioSe
         return ok && v >= 0;
       }
       case kOptimizer: {
-        for (const auto& name : optimizer_names()) {
+        for (const auto& name : scenarios::optimizer_names()) {
           if (name == text) {
             s.optimizer = text;
             return true;

@@ -85,6 +85,34 @@ TEST(BackendRun, ShampooBlocksAndStaleRootsMatchTheReferenceBitwise) {
   for (size_t s = 1; s < r.losses.size(); ++s) EXPECT_NE(a.losses[s], r.losses[s]) << "step " << s + 1;
 }
 
+// SGD with momentum and weight decay: the sharded update runs torch's rule
+// (the first step's buffer is the gradient) and equals the reference bit for
+// bit; without momentum it keeps no state and trains differently.
+TEST(BackendRun, SgdWithAndWithoutMomentumMatchesTheReferenceBitwise) {
+  auto comm = make_local_communicator();
+  RunOptions options;
+  options.steps = 3;
+  options.check_reference = true;
+  std::vector<std::vector<double>> losses;
+  std::vector<int64_t> states;
+  for (double momentum : {0.9, 0.0}) {
+    auto loaded = scenarios::with_total_gpus(scenarios::load_scenario("tiny-llama-4xcpu"), 1);
+    scenarios::Sgd* sgd = loaded.written.mutable_training()->mutable_optimizer()->mutable_sgd();
+    sgd->set_lr(0.05);
+    sgd->set_momentum(momentum);
+    sgd->set_weight_decay(0.01);
+    RunResult r = run(planner::resolve_scenario(scenarios::rebuild(std::move(loaded))), options, *comm);
+    EXPECT_TRUE(r.reference_ok) << momentum;
+    EXPECT_EQ(r.reference_differing, 0) << momentum;
+    ASSERT_EQ(r.losses.size(), 4u);
+    for (double loss : r.losses) EXPECT_TRUE(std::isfinite(loss)) << loss;
+    losses.push_back(r.losses);
+  }
+  EXPECT_EQ(losses[0][0], losses[1][0]);
+  EXPECT_EQ(losses[0][1], losses[1][1]);  // step 1's buffer is the gradient: the same update
+  EXPECT_NE(losses[0][3], losses[1][3]);
+}
+
 TEST(BackendRun, ShampooRefusesFusedExperts) {
   auto loaded = scenarios::with_total_gpus(scenarios::load_scenario("tiny-moe-4xcpu"), 1);
   loaded.written.mutable_training()->mutable_optimizer()->mutable_shampoo();

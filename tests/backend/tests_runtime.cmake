@@ -79,6 +79,7 @@ if(RAGGED_HAVE_MPI AND MPIEXEC_EXECUTABLE)
       ragged_add_run_check(4 ${model} ${strategy} rows:4 muon)
     endforeach()
   endforeach()
+  ragged_add_run_check(4 tiny-llama-4xcpu ragged rows:4 sgd)
   # FSDP2's Shard(0) cuts the 32x32 blocks of these models' MLPs across ranks
   # (704 rows over 4 ranks is 176 per rank), so block-wise 8-bit Adam cannot
   # run rank-locally: the run must refuse clearly (the point of RaggedShard).

@@ -163,14 +163,15 @@ TEST_F(CliRun, CompareMemoryComparesTheSameQuantity) {
   EXPECT_TRUE(compare("ragged")["executor_notes"].empty());
   // Every optimizer: the measured state is what the host holds (its master
   // shards, accumulators and optimizer state as allocated), not a formula,
-  // and lands within 1% of the prediction; the four differ as their states do.
+  // and lands within 1% of the prediction; the five differ as their states do.
   std::map<std::string, int64_t> measured_state;
-  for (const char* optimizer : {"adamw", "adam8bit", "muon", "shampoo"}) {
+  for (const char* optimizer : {"adamw", "adam8bit", "muon", "shampoo", "sgd"}) {
     auto c = compare("ragged", optimizer);
     const auto predicted_bytes = static_cast<double>(c["predicted_persistent_bytes"].get<int64_t>());
     measured_state[optimizer] = c["measured_persistent_bytes"].get<int64_t>();
     EXPECT_NEAR(static_cast<double>(measured_state[optimizer]), predicted_bytes, 0.01 * predicted_bytes) << optimizer;
   }
+  EXPECT_LT(measured_state["sgd"], measured_state["adam8bit"]);  // no momentum: no state
   EXPECT_LT(measured_state["adam8bit"], measured_state["muon"]);
   EXPECT_LT(measured_state["muon"], measured_state["adamw"]);
   EXPECT_LT(measured_state["adamw"], measured_state["shampoo"]);
@@ -179,7 +180,7 @@ TEST_F(CliRun, CompareMemoryComparesTheSameQuantity) {
 TEST_F(CliRun, BadRequests) {
   EXPECT_EQ(run_cli({"run", "tiny-llama-4xcpu"}).code, 2);  // 4 GPUs, one process
   EXPECT_EQ(run_cli({"run", "tiny-llama-4xcpu", "--gpus", "1", "--device", "tpu"}).code, 2);
-  EXPECT_EQ(run_cli({"run", "tiny-llama-4xcpu", "--gpus", "1", "--optimizer", "sgd"}).code, 2);
+  EXPECT_EQ(run_cli({"run", "tiny-llama-4xcpu", "--gpus", "1", "--optimizer", "lion"}).code, 2);
   EXPECT_EQ(run_cli({"run", "llama3-8b-8xh100", "--gpus", "1"}).code, 2);  // bf16 on the host
   // Another stack's AdamW kernels are simulated, not run.
   auto per_parameter = run_cli({"run", "tiny-llama-4xcpu", "--gpus", "1", "--set",

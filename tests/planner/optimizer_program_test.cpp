@@ -163,6 +163,36 @@ TEST(OptimizerProgram, EightBitAdamKeepsAboutAQuarterOfAdamWsState) {
   EXPECT_EQ(program.count(OpKind::kAllToAll), 0u);
 }
 
+// torch.optim.SGD's foreach path, counted from torch/optim/sgd.py: the
+// parameters' _foreach_add_ alone (3 words, one op) and no state; weight decay
+// adds a new gradient list (3 words, one op); momentum its buffer, one master
+// word of state per element, and two ops over it (5 words).
+TEST(OptimizerProgram, SgdKeepsAMomentumBufferOnlyWithMomentumAndMovesWhatTorchsForeachMoves) {
+  struct Case {
+    const char* sgd;
+    int64_t words;
+    int64_t ops;
+    int64_t state_words;
+  };
+  for (const Case& k : {Case{"", 3, 1, 0}, Case{"weight_decay: 0.01", 6, 2, 0}, Case{"momentum: 0.9", 8, 3, 1},
+                        Case{"momentum: 0.9 weight_decay: 0.01", 11, 4, 1}}) {
+    for (const char* master : {"FP32", "BF16"}) {
+      ProgramSetup setup(std::string("optimizer { sgd { ") + k.sgd + " } } precision { master: " + master + " }");
+      const Program program = setup.build();
+      const int64_t m = std::string(master) == "FP32" ? 4 : 2;
+      const std::string where = std::string("sgd { ") + k.sgd + " } master " + master;
+      EXPECT_EQ(program.persistent.optimizer_states, k.state_words * m * setup.shard_total()) << where;
+      EXPECT_EQ(program.count(OpKind::kAllToAll), 0u) << where;
+      std::vector<const Op*> updates = ops_of(program, OpKind::kOptimizer);
+      ASSERT_EQ(updates.size(), static_cast<size_t>(setup.units())) << where;
+      for (const Op* update : updates) {
+        EXPECT_EQ(update->bytes, k.words * m * setup.shard(update->unit)) << where;
+        EXPECT_EQ(update->host.framework_ops, k.ops) << where;
+      }
+    }
+  }
+}
+
 // ------------------------------------------------------------------ Muon ----
 
 TEST(OptimizerProgram, MuonOwnsEveryHiddenMatrixAndNothingElse) {

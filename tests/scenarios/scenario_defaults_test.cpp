@@ -116,6 +116,30 @@ TEST(ScenarioDefaults, ShampooDefaultsAreDistributedShampoos) {
   EXPECT_DOUBLE_EQ(s.adamw().lr(), 3e-4);
 }
 
+TEST(ScenarioDefaults, SgdDefaultsAreTorchs) {
+  std::string text = testing::minimal_scenario();
+  text.replace(text.find("strategy: FSDP2"), 15, "optimizer { sgd {} }");
+  const Sgd s = parse_scenario(text, ScenarioFormat::kText, "t", ".").scenario.training().optimizer().sgd();
+  EXPECT_DOUBLE_EQ(s.lr(), 1e-3);
+  EXPECT_DOUBLE_EQ(s.momentum(), 0.0);
+  EXPECT_DOUBLE_EQ(s.weight_decay(), 0.0);
+}
+
+TEST(ScenarioDefaults, OptimizerNamesRoundTripAndAnUnknownOneListsTheChoices) {
+  for (const std::string& name : optimizer_names()) {
+    Training t;
+    select_optimizer(&t, name, "--optimizer");
+    EXPECT_EQ(optimizer_name(t.optimizer()), name);
+  }
+  Training t;
+  try {
+    select_optimizer(&t, "lion", "--optimizer");
+    FAIL() << "lion is not an optimizer of the model's";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "--optimizer lion: use one of adamw, adam8bit, muon, shampoo, sgd");
+  }
+}
+
 TEST(ScenarioDefaults, HsdpReplicasDeriveShardGroup) {
   std::string text = testing::minimal_scenario();
   text.replace(text.find("strategy: FSDP2"), 15, "replicate_group_size: 2");

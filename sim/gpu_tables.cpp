@@ -246,6 +246,18 @@ constexpr std::array<MamfRow, 4> kMamf = {{
     {"mi300x", 668.4, 1300.0},  // AMD MI300X, torch 2.5.1 ROCm 6.3, TunableOp on
 }};
 
+// B200, achieved TFLOP/s of XLA's GEMMs in bf16 on squares (XLA's default
+// matmul performance table, xla/service/gpu/model/matmul_interpolator_data.h,
+// entries "sm_100_B200", b 1, bf16xbf16->bf16; read at ROCm/xla ea2c45f, a
+// fork of openxla/xla, 2026-07-31) from 512 to 4,096; the table stops there,
+// so 8,192 and 10,240 take the B200's best matmul of the MAMF table below. The
+// same table's H100 ("sm_90") agrees with kH100Tflops within 6% from 2,048 up
+// (641 and 780 against 677 and 789): one method for both parts. A kernel
+// measurement, not a training run. The B200 reaches a smaller share of its
+// peak than the H100 until the problem is large: 0.50 of the H100's share at
+// 1,024, 0.68 at 2,048, 0.80 at 4,096 (148 SMs and larger tiles to fill).
+constexpr std::array<double, 4> kB200XlaTflops = {48.5, 288.0, 985.8, 1416.9};
+
 // A part the table does not list is taken to match the H100's share.
 double mamf_share(std::string_view gpu) {
   const auto* row = std::find_if(kMamf.begin(), kMamf.end(), [&](const MamfRow& r) { return r.gpu == gpu; });
@@ -275,13 +287,29 @@ TableInput datasheet_scaled(std::string_view name, std::string_view source, Cont
   return table;
 }
 
-// A Blackwell part: datasheet-scaled GEMMs, with its own measured attention
+// The B200's measured GEMM curve as fractions of a Blackwell part's peak,
+// scaled by how the part's best matmul compares with the B200's in the MAMF
+// table (1 for the B200; 0.940 for the GB200, whose GPU has the B200's die):
+// the derivation datasheet_scaled makes from the H100, made from the part's
+// own generation.
+std::array<double, 6> scaled_b200_curve(std::string_view name) {
+  const double b200_peak = preset_peak_tflops("b200");
+  std::array<double, 6> out{};
+  out.fill(mamf_share("b200"));  // 8,192 and 10,240: the best matmul
+  for (size_t i = 0; i < kB200XlaTflops.size(); ++i) out[i] = kB200XlaTflops[i] / b200_peak;
+  const double factor = mamf_share(name) / mamf_share("b200");
+  for (double& share : out) share *= factor;
+  return out;
+}
+
+// A Blackwell part: the B200's measured GEMMs, with its own measured attention
 // (FlashAttention-2 and cuDNN, forward and backward TFLOP/s at 8,192 tokens).
 struct MeasuredAttention {
   double flash2_forward, flash2_backward, cudnn_forward, cudnn_backward;
 };
 TableInput blackwell(std::string_view name, std::string_view source, const MeasuredAttention& attention) {
   TableInput table = datasheet_scaled(name, source, kBlackwellContention, kBlackwellSustainedRate);
+  table.efficiency = scaled_b200_curve(name);
   const double peak = preset_peak_tflops(name);
   table.attention_forward = attention.flash2_forward / peak;
   table.attention_backward = attention.flash2_backward / peak;
@@ -317,8 +345,9 @@ std::vector<GpuComputeSpec> build_tables() {
       "derived, uncalibrated: H100 measurements scaled to this GPU's datasheet peak, best matmul (MAMF) and HBM "
       "bandwidth";
   constexpr std::string_view kDerivedBlackwell =
-      "derived, uncalibrated: H100 GEMM measurements scaled to this GPU's datasheet peak, best matmul (MAMF) and HBM "
-      "bandwidth; attention measured on the part (NVIDIA cudnn-frontend's SDPA benchmark); B200's sustained share";
+      "derived, uncalibrated: B200 GEMM measurements (XLA's matmul table, MAMF) scaled to this GPU's best matmul "
+      "(MAMF), H100 share of HBM bandwidth; attention measured on the part (NVIDIA cudnn-frontend's SDPA benchmark); "
+      "B200's sustained share";
   tables.push_back(make_spec(blackwell("b200", kDerivedBlackwell,
                                        {kB200Flash2ForwardTflops, kB200Flash2BackwardTflops, kB200CudnnForwardTflops,
                                         kB200CudnnBackwardTflops})));

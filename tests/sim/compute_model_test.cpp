@@ -318,16 +318,23 @@ TEST(ComputeDefaults, A100TensorCoresRunAtTheHplSustainedClock) {
   EXPECT_NEAR(a100.memory_seconds(1e9), 1e9 / (kA100Hbm * kH100MemoryEfficiency), 1e-15);
 }
 
-TEST(ComputeDefaults, UnknownPresetsUseTheH100TableScaledToTheirPeak) {
-  const ComputeModel other = ComputeModel::defaults("b200", 2250e12, 8e12);
+TEST(ComputeDefaults, DerivedPresetsScaleTheirGenerationsMeasuredCurveToTheirPeak) {
   const Gemm big{8192, 8192, 8192, 1};
-  // The H100's 8192^3 share of its peak at the B200's peak, times the two
-  // parts' best-matmul ratio (MAMF, sim/gpu_tables.cpp: 1745/2250 against 794.5/989),
+  // The B200 at its own best matmul (MAMF, sim/gpu_tables.cpp: 1745 TFLOP/s),
   // at the share of its bursts a B200 sustains (1237 of 1450 TFLOP/s).
-  const double rate = 797.51e12 * (1237.0 / 1450.0) * 2250 / 989.4 * (1745.0 / 2250.0) / (794.5 / 989.0);
-  EXPECT_NEAR(other.gemm_seconds(big), big.flops() / rate + kLaunch, kExact * big.flops() / rate);
-  EXPECT_EQ(other.spec().name, "b200");
-  EXPECT_NE(other.spec().source.find("H100"), std::string::npos);
+  const ComputeModel b200 = ComputeModel::defaults("b200", 2250e12, 8e12);
+  const double b200_rate = 1745e12 * (1237.0 / 1450.0);
+  EXPECT_NEAR(b200.gemm_seconds(big), big.flops() / b200_rate + kLaunch, kExact * big.flops() / b200_rate);
+  EXPECT_EQ(b200.spec().name, "b200");
+  EXPECT_NE(b200.spec().source.find("B200 GEMM measurements"), std::string::npos);
+  // The MI300X, with no curve of its generation: the H100's 8192^3 share of
+  // its peak at the MI300X's peak, times the two parts' best-matmul ratio
+  // (668.4/1300 against 794.5/989), at Hopper's sustained clock.
+  const ComputeModel mi300x = ComputeModel::defaults("mi300x", 1300e12, 5.3e12);
+  const double mi300x_rate =
+      797.51e12 * hopper_sustained_clock() * 1300 / 989.4 * (668.4 / 1300.0) / (794.5 / 989.0);
+  EXPECT_NEAR(mi300x.gemm_seconds(big), big.flops() / mi300x_rate + kLaunch, kExact * big.flops() / mi300x_rate);
+  EXPECT_NE(mi300x.spec().source.find("H100"), std::string::npos);
   EXPECT_THROW(ComputeModel::defaults("h100", 0, kH100Hbm), InputError);
 }
 

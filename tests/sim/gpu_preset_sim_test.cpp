@@ -43,28 +43,34 @@ TEST(GpuPresetTables, DerivedTablesScaleTheH100Curve) {
   // flashinfer pull request 2899), Hopper's calibrated clock for the MI300X.
   const double h100_share = 794.5 / 989.0;
   const double blackwell = 1237.0 / 1450.0;
-  struct Part {
-    const char* name;
-    double factor;
-    double sustained;
-  };
-  const std::vector<Part> parts = {{"b200", 1745.0 / 2250.0 / h100_share, blackwell},
-                                   {"gb200", 1822.0 / 2500.0 / h100_share, blackwell},
-                                   {"mi300x", 668.4 / 1300.0 / h100_share, h100.sustained_clock}};
-  for (const auto& [name, factor, sustained] : parts) {
+  // The MI300X has no GEMM measurement of its own generation: the H100's curve.
+  const GpuComputeSpec& mi300x = *find_gpu_table("mi300x");
+  ASSERT_EQ(mi300x.gemm.size(), h100.gemm.size());
+  for (size_t i = 0; i < mi300x.gemm.size(); ++i) {
+    EXPECT_NEAR(mi300x.gemm[i].flops_per_s / mi300x.peak_flops,
+                668.4 / 1300.0 / h100_share * h100.gemm[i].flops_per_s / h100.peak_flops, 1e-12)
+        << "point " << i;
+  }
+  EXPECT_DOUBLE_EQ(mi300x.attention_forward_efficiency, h100.attention_forward_efficiency);
+  EXPECT_DOUBLE_EQ(mi300x.attention_backward_efficiency, h100.attention_backward_efficiency);
+  EXPECT_DOUBLE_EQ(mi300x.sustained_clock, h100.sustained_clock);
+  // The Blackwell parts take the B200's own curve: XLA's measured squares of
+  // 512 to 4,096 (sm_100_B200: 48.5, 288.0, 985.8, 1,416.9 TFLOP/s), the best
+  // matmul above; the GB200 at the MAMF ratio of its share to the B200's.
+  const std::vector<double> b200_tflops = {48.5, 288.0, 985.8, 1416.9, 1745.0, 1745.0};
+  const double gb200_factor = (1822.0 / 2500.0) / (1745.0 / 2250.0);
+  for (const auto& [name, factor] : {std::pair{"b200", 1.0}, std::pair{"gb200", gb200_factor}}) {
     const GpuComputeSpec& table = *find_gpu_table(name);
-    ASSERT_EQ(table.gemm.size(), h100.gemm.size()) << name;
+    ASSERT_EQ(table.gemm.size(), b200_tflops.size()) << name;
     for (size_t i = 0; i < table.gemm.size(); ++i) {
-      EXPECT_NEAR(table.gemm[i].flops_per_s / table.peak_flops, factor * h100.gemm[i].flops_per_s / h100.peak_flops,
-                  1e-12)
+      EXPECT_NEAR(table.gemm[i].flops_per_s / table.peak_flops, factor * b200_tflops[i] / 2250.0, 1e-12)
           << name << " point " << i;
     }
-    if (std::string(name) == "mi300x") {  // no measurement: the H100's fractions
-      EXPECT_DOUBLE_EQ(table.attention_forward_efficiency, h100.attention_forward_efficiency) << name;
-      EXPECT_DOUBLE_EQ(table.attention_backward_efficiency, h100.attention_backward_efficiency) << name;
-    }
+    EXPECT_DOUBLE_EQ(table.sustained_clock, blackwell) << name;
+  }
+  for (const char* name : {"b200", "gb200", "mi300x"}) {
+    const GpuComputeSpec& table = *find_gpu_table(name);
     EXPECT_EQ(table.flash3_forward_efficiency, 0) << name;  // FlashAttention-3 is Hopper-only
-    EXPECT_DOUBLE_EQ(table.sustained_clock, sustained) << name;
     EXPECT_NE(table.source.find("derived, uncalibrated"), std::string::npos) << name;
   }
   // Blackwell's FlashAttention-2 as NVIDIA's cudnn-frontend benchmark measured it (8,192 tokens, head dim 128):
@@ -88,15 +94,17 @@ TEST(GpuPresetTables, A100FortyGigabytesHasTheEightysCurve) {
   EXPECT_EQ(small.sms, large.sms);
 }
 
-// A large GEMM runs at the H100's share of each part's peak times the MAMF
-// ratio, so B200 runs it 2,250 / 989.4 x 0.965 times faster than the H100.
+// A large GEMM runs at each part's best: the B200 at its MAMF matmul (1,745
+// TFLOP/s), the H100 at its measured 8,192^3 (797.51); a mid-sized one at
+// their measured squares, where the B200 keeps less of its lead (XLA's
+// 4,096^3: 1,416.9 against the H100's torch.mm 788.72).
 TEST(GpuPresetTables, B200RunsALargeGemmFasterByItsPeakAndBestMatmul) {
   const ComputeModel h100 = ComputeModel::defaults("h100", peak_flops("h100"), 3350e9);
   const ComputeModel b200 = ComputeModel::defaults("b200", peak_flops("b200"), 7700e9);
   const GpuComputeSpec& h = h100.spec();
   const GpuComputeSpec& b = b200.spec();
-  EXPECT_NEAR(b.gemm.back().flops_per_s / h.gemm.back().flops_per_s,
-              2250.0 / 989.4 * (1745.0 / 2250.0) / (794.5 / 989.0), 1e-9);
+  EXPECT_NEAR(b.gemm.back().flops_per_s / h.gemm.back().flops_per_s, 1745.0 / 797.51, 1e-9);
+  EXPECT_NEAR(b.gemm[3].flops_per_s / h.gemm[3].flops_per_s, 1416.9 / 788.72, 1e-9);
 }
 
 // --- simulated steps ----------------------------------------------------

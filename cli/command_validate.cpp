@@ -2,7 +2,9 @@
 // the repository's validation/) simulated and set against its published
 // figures, with the summary of each set; --json for everything;
 // --write-residuals FILE keeps each validation row's errors and regime for
-// the prediction bands of `ragged simulate` (validation/residuals.tsv).
+// the prediction bands of `ragged simulate` (validation/residuals.tsv);
+// --record-first-predictions COMMIT writes the first prediction of every
+// row that has none into runs.textproto.
 
 #include <unistd.h>
 
@@ -16,6 +18,7 @@
 #include "common/file_io.hpp"
 #include "scenarios/gpu_presets.hpp"
 #include "sim/compute_model.hpp"
+#include "validation/first_prediction_record.hpp"
 #include "validation/residual_export.hpp"
 #include "validation/validation_run.hpp"
 
@@ -46,6 +49,7 @@ void add_validate_command(CLI::App& app, Context& context) {
   auto sets = std::make_shared<std::vector<std::string>>();
   auto residuals = std::make_shared<std::string>();
   auto calibration = std::make_shared<std::string>();
+  auto record = std::make_shared<std::string>();
   auto* cmd = app.add_subcommand("validate", "Predict every published run of a validation set and compare (error, OOM, memory)");
   cmd->add_option("dir", *directory,
                   "Validation folder holding runs.textproto (default: the repository's validation/ folder, " +
@@ -62,11 +66,23 @@ void add_validate_command(CLI::App& app, Context& context) {
                   "Compute calibration file measured on a GPU (ragged-gpu-validate): the rows on that GPU class are "
                   "simulated with it, the others with the default tables; to see which predictions a measurement "
                   "moves");
-  cmd->callback([&context, directory, filter, json, sets, residuals, calibration] {
+  cmd->add_option("--record-first-predictions", *record,
+                  "Write the prediction of every simulated row without a first_prediction into runs.textproto, "
+                  "stamped with COMMIT (the commit this build was made from) and today's date: do it when rows are "
+                  "added, before anything is changed for them");
+  cmd->callback([&context, directory, filter, json, sets, residuals, calibration, record] {
     if (!residuals->empty() && (!filter->empty() || !sets->empty() || !calibration->empty())) {
       throw InputError(fmt::format("--write-residuals {}: the table describes the whole set as predicted; drop "
                                    "--filter, --set and --calibration",
                                    *residuals));
+    }
+    if (!record->empty()) {
+      if (!sets->empty() || !calibration->empty()) {
+        throw InputError(fmt::format("--record-first-predictions {}: a first prediction is the default model's; drop "
+                                     "--set and --calibration",
+                                     *record));
+      }
+      validation::check_commit(*record, "--record-first-predictions");
     }
     if (!residuals->empty()) check_output_target(*residuals);  // before the whole set is predicted
     const auto set = validation::load_validation_set(directory->empty() ? validation::default_validation_dir() : std::filesystem::path(*directory));
@@ -89,6 +105,12 @@ void add_validate_command(CLI::App& app, Context& context) {
       const std::string command = fmt::format("ragged validate{} --write-residuals {}",
                                               directory->empty() ? "" : " " + *directory, *residuals);
       validation::write_residual_table(*residuals, rows, command);
+    }
+    if (!record->empty()) {
+      const auto recorded = validation::record_first_predictions(set, rows, {*record, validation::today_utc()});
+      context.err << fmt::format("recorded {} first prediction{} in {}\n", recorded.size(),
+                                 recorded.size() == 1 ? "" : "s", (set.directory / validation::kManifestName).string());
+      for (const auto& r : recorded) context.err << fmt::format("  {}: {}\n", r.id, r.field);
     }
     if (*json) {
       context.out << validation_to_json(set, rows, options).dump(2) << '\n';

@@ -28,7 +28,8 @@ TEST(FirstPrediction, RowsAddedSinceTheFieldRecordTheirFirstPrediction) {
   }
   EXPECT_LE(without, kRowsBeforeTheField)
       << "a run added without first_prediction { tokens_per_s_per_gpu commit date }: simulate it before changing "
-         "anything for it and record what the simulator said";
+         "anything for it and record what the simulator said (ragged validate --filter ID "
+         "--record-first-predictions COMMIT)";
   EXPECT_GE(with, 8);
 }
 

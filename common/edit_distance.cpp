@@ -20,4 +20,25 @@ size_t edit_distance(std::string_view a, std::string_view b) {
   return row[b.size()];
 }
 
+size_t shared_suffix(std::string_view a, std::string_view b) {
+  size_t n = 0;
+  while (n < a.size() && n < b.size() && a[a.size() - 1 - n] == b[b.size() - 1 - n]) ++n;
+  return n;
+}
+
+std::string closest_name(std::string_view name, const std::vector<std::string>& candidates) {
+  const std::string* best = nullptr;
+  size_t best_distance = 0, best_shared = 0;
+  for (const std::string& candidate : candidates) {
+    const size_t distance = edit_distance(name, candidate);
+    const size_t shared = shared_suffix(name, candidate);
+    if (best == nullptr || distance < best_distance || (distance == best_distance && shared > best_shared)) {
+      best = &candidate;
+      best_distance = distance;
+      best_shared = shared;
+    }
+  }
+  return best ? *best : std::string();
+}
+
 }  // namespace ragged

@@ -151,20 +151,13 @@ const std::vector<CatalogEntry>& catalog() {
 
 const CatalogEntry& find_catalog_entry(std::string_view name) {
   const std::string wanted = to_lower(name);
-  const CatalogEntry* closest = nullptr;
-  size_t closest_distance = 0;
   std::vector<std::string> names;
   for (const CatalogEntry& entry : catalog()) {
     if (entry.arch.name == wanted) return entry;
-    const size_t distance = edit_distance(wanted, entry.arch.name);
-    if (closest == nullptr || distance < closest_distance) {
-      closest = &entry;
-      closest_distance = distance;
-    }
     names.push_back(entry.arch.name);
   }
   throw InputError(fmt::format("unknown model '{}' (did you mean '{}'?); the catalog has: {}", name,
-                               closest->arch.name, fmt::join(names, ", ")));
+                               closest_name(wanted, names), fmt::join(names, ", ")));
 }
 
 ModelSpec catalog_model(std::string_view name) { return build_model(find_catalog_entry(name).arch); }

@@ -146,21 +146,16 @@ LoadedScenario load_scenario_file(const std::filesystem::path& path) {
 
 LoadedScenario load_scenario(std::string_view name_or_path) {
   if (looks_like_path(name_or_path)) return load_scenario_file(std::string(name_or_path));
-  std::string_view closest;
-  size_t closest_distance = std::string_view::npos;
+  std::vector<std::string> names;
   for (const EmbeddedFile& file : shipped_scenarios()) {
     if (file.name == name_or_path) {
       return parse_named(file.contents, ScenarioFormat::kText, fmt::format("builtin:{}", file.name), ".",
                          std::string(file.name));
     }
-    const size_t distance = edit_distance(name_or_path.substr(0, 200), file.name);
-    if (distance < closest_distance) {
-      closest = file.name;
-      closest_distance = distance;
-    }
+    names.emplace_back(file.name);
   }
   throw InputError(fmt::format("no scenario file or shipped scenario '{}'; closest shipped name: {} (`ragged "
-                               "scenario list`)", name_or_path, closest));
+                               "scenario list`)", name_or_path, closest_name(name_or_path.substr(0, 200), names)));
 }
 
 LoadedScenario rebuild(LoadedScenario loaded) { return finish(std::move(loaded)); }

@@ -204,12 +204,14 @@ void CudaStepDevice::optimizer(const Op& op, int64_t step) {
     throw InputError(fmt::format("the GPU executor does not run '{}' (owner-based optimizers run on --device cpu)",
                                  op.name));
   }
-  RAGGED_ASSERT(op.phase == OptimizerPhase::kUpdate, "the GPU executor runs AdamW and 8-bit Adam only: " + op.name);
+  RAGGED_ASSERT(op.phase == OptimizerPhase::kUpdate, "the GPU executor runs AdamW, 8-bit Adam and SGD only: " + op.name);
   const size_t u = static_cast<size_t>(op.unit);
   DeviceUnit& d = units_[u];
   const int64_t n = shards_[u].shard_size();
   const cudaStream_t s = stream(op.stream);
-  if (d.adam8bit) {
+  if (config_.sgd) {
+    sgd_step(d.master, d.grad, d.m, n, step, *config_.sgd, s);
+  } else if (d.adam8bit) {
     adam8bit_update(d, step, config_.adamw, s);
   } else {
     adamw_step(d.master, d.grad, d.m, d.v, n, step, config_.adamw, s);

@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "backend/collective_watcher.hpp"
@@ -45,6 +46,7 @@ struct CudaExecutorConfig {
   ElementType reduce = ElementType::f32;   // the reduce-scatter
   DataConfig data;
   AdamWParams adamw;  // AdamW's, or 8-bit Adam's (whose units say so: DeviceUnit::adam8bit)
+  std::optional<SgdParams> sgd;  // set: the update is SGD's, not AdamW's
   int64_t persistent_bytes = 0;  // held for the whole run (memory samples)
   int64_t private_bytes = 0;     // the workload's private buffers (reserved memory)
   // The data-parallel place whose sequences this rank reads, among how many

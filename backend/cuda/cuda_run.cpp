@@ -73,9 +73,9 @@ void check_device_fits(int ordinal, int64_t arena_bytes) {
 void check_gpu_runnable(const planner::ResolvedScenario& resolved, const RunOptions& options) {
   check_workload_supported(resolved.model);
   const scenarios::Training& t = resolved.scenario().training();
-  if (!t.optimizer().has_adamw() && !t.optimizer().has_adam8bit()) {
+  if (t.optimizer().has_muon() || t.optimizer().has_shampoo()) {
     throw InputError(
-        "training.optimizer: the GPU backend runs AdamW and 8-bit Adam; Muon, Shampoo and SGD run on --device cpu");
+        "training.optimizer: the GPU backend runs AdamW, 8-bit Adam and SGD; Muon and Shampoo run on --device cpu");
   }
   check_update_kernel(t);
   check_loop_metrics(t);
@@ -155,7 +155,11 @@ RunResult run_on_gpu(const planner::ResolvedScenario& resolved, const RunOptions
   // Token ids over the whole vocabulary (a tp rank holds a share of its rows).
   config.data = DataConfig{options.seed, training.micro_batch_size(), training.sequence_length(),
                            resolved.whole().arch.vocab};
-  config.adamw = adamw_params(training.optimizer());
+  if (training.optimizer().has_sgd()) {
+    config.sgd = sgd_params(training.optimizer());
+  } else {
+    config.adamw = adamw_params(training.optimizer());
+  }
 
   const planner::Plan plan =
       plan_for_run(resolved, config.params == ElementType::bf16 ? models::DType::kBF16 : models::DType::kF32);

@@ -17,9 +17,16 @@ int64_t array_bytes(int64_t count) {
   return aligned(count * static_cast<int64_t>(sizeof(T)));
 }
 
-// Elements of AdamW's fp32 moments: the whole shard, or 8-bit Adam's AdamW ranges.
-int64_t moment_elements(const UnitShard& s, const Adam8bitLayout* layout) {
-  return layout != nullptr ? layout->adamw_elements : s.shard_size();
+// Elements of the fp32 optimizer state a unit keeps in `m` and `v`: AdamW's
+// moments over the whole shard (8-bit Adam: over its AdamW ranges), SGD's
+// momentum buffer in `m` (none without momentum).
+struct StateElements {
+  int64_t m = 0, v = 0;
+};
+StateElements state_elements(const UnitShard& s, const scenarios::Optimizer& optimizer, const Adam8bitLayout* layout) {
+  if (optimizer.has_sgd()) return {optimizer.sgd().momentum() > 0 ? s.shard_size() : 0, 0};
+  const int64_t moments = layout != nullptr ? layout->adamw_elements : s.shard_size();
+  return {moments, moments};
 }
 
 // Carves and zeroes 8-bit Adam's state of a unit, and uploads its tile table
@@ -89,11 +96,13 @@ int64_t device_units_bytes(const std::vector<UnitShard>& shards, const scenarios
     if (optimizer.has_adam8bit()) {
       const Adam8bitLayout layout = adam8bit_layout(s, optimizer);
       const auto tiles = static_cast<int64_t>(layout.tiles.size());
-      total += 2 * array_bytes<float>(moment_elements(s, &layout));
+      const StateElements state = state_elements(s, optimizer, &layout);
+      total += array_bytes<float>(state.m) + array_bytes<float>(state.v);
       total += array_bytes<int8_t>(n) + array_bytes<uint8_t>(n);
       total += 2 * array_bytes<float>(tiles) + array_bytes<Adam8bitTile>(tiles);
     } else {
-      total += 2 * array_bytes<float>(moment_elements(s, nullptr));
+      const StateElements state = state_elements(s, optimizer, nullptr);
+      total += array_bytes<float>(state.m) + array_bytes<float>(state.v);
     }
     const auto runs = static_cast<int64_t>(copy_out_runs(s).size());
     if (runs > 0) total += 2 * array_bytes<PieceRun>(runs);
@@ -116,20 +125,19 @@ std::vector<DeviceUnit> make_device_units(const std::vector<UnitShard>& shards, 
     const size_t bytes = static_cast<size_t>(n) * sizeof(float);
     Adam8bitLayout layout;
     if (optimizer.has_adam8bit()) layout = adam8bit_layout(s, optimizer);
-    const int64_t moments = moment_elements(s, optimizer.has_adam8bit() ? &layout : nullptr);
+    const StateElements state = state_elements(s, optimizer, optimizer.has_adam8bit() ? &layout : nullptr);
     d.master = arena.allocate_array<float>(n);
     if (own_grad) d.grad = arena.allocate_array<float>(n);
-    d.m = arena.allocate_array<float>(moments);
-    d.v = arena.allocate_array<float>(moments);
+    if (state.m > 0) d.m = arena.allocate_array<float>(state.m);
+    if (state.v > 0) d.v = arena.allocate_array<float>(state.v);
     if (const int64_t kept = persistent_gathered_elements(s); kept > 0) {
       d.persistent = reinterpret_cast<std::byte*>(arena.allocate_array<float>(kept));
     }
     CUDA_CHECK(cudaMemcpyAsync(d.master, s.master().data(), bytes, cudaMemcpyHostToDevice, stream));
     if (own_grad) CUDA_CHECK(cudaMemsetAsync(d.grad, 0, bytes, stream));
     d.grad_in_arena = !own_grad;
-    for (float* zero : {d.m, d.v}) {
-      CUDA_CHECK(cudaMemsetAsync(zero, 0, static_cast<size_t>(moments) * sizeof(float), stream));
-    }
+    if (state.m > 0) CUDA_CHECK(cudaMemsetAsync(d.m, 0, static_cast<size_t>(state.m) * sizeof(float), stream));
+    if (state.v > 0) CUDA_CHECK(cudaMemsetAsync(d.v, 0, static_cast<size_t>(state.v) * sizeof(float), stream));
     if (optimizer.has_adam8bit()) {
       tile_tables.push_back(std::move(layout.tiles));
       make_adam8bit_state(d, s, tile_tables.back(), arena, stream);

@@ -29,8 +29,8 @@ namespace ragged::backend::gpu {
 struct DeviceUnit {
   float* master = nullptr;  // shard_size elements each
   float* grad = nullptr;
-  float* m = nullptr;  // shard_size elements, or the packed AdamW ranges with 8-bit Adam
-  float* v = nullptr;
+  float* m = nullptr;  // shard_size elements, or the packed AdamW ranges with 8-bit Adam; SGD's momentum
+  float* v = nullptr;  // null for SGD (and m too without momentum)
   // ZeRO-3's small parameters, kept gathered ([m][chunk] per tensor, in
   // slot order, four bytes an element whatever the parameter dtype); null
   // when the unit has none.

@@ -114,6 +114,23 @@ __global__ void adamw_kernel(float* params, const float* grads, float* m, float*
   }
 }
 
+// backend::sgd_step, operation for operation:
+//   grad = grad + wd * param                 (wd != 0)
+//   buf  = first ? grad : mu * buf + grad    (mu != 0); grad = buf
+//   param = param - lr * grad
+__global__ void sgd_kernel(float* params, const float* grads, float* momentum, int64_t n, float lr, float mu, float wd,
+                           bool first) {
+  for (int64_t i = first_index(); i < n; i += grid_stride()) {
+    float grad = grads[i];
+    if (wd != 0.0f) grad = __fadd_rn(grad, __fmul_rn(wd, params[i]));
+    if (mu != 0.0f) {
+      grad = first ? grad : __fadd_rn(__fmul_rn(mu, momentum[i]), grad);
+      momentum[i] = grad;
+    }
+    params[i] = __fsub_rn(params[i], __fmul_rn(lr, grad));
+  }
+}
+
 __global__ void sum_slots_kernel(float* out, const float* slots, int slot_count, int64_t count) {
   for (int64_t i = first_index(); i < count; i += grid_stride()) {
     float sum = 0.0f;
@@ -207,6 +224,16 @@ void adamw_step(float* params, const float* grads, float* m, float* v, int64_t n
 void adamw_step(float* params, const float* grads, float* m, float* v, int64_t n, int64_t step, const AdamWParams& p,
                 cudaStream_t stream) {
   adamw_step(params, grads, m, v, n, detail::AdamWConstants(step, p), stream);
+}
+
+void sgd_step(float* params, const float* grads, float* momentum, int64_t n, int64_t step, const SgdParams& p,
+              cudaStream_t stream) {
+  if (n <= 0) return;
+  RAGGED_ASSERT(p.momentum == 0.0 || momentum != nullptr, "sgd_step: momentum without a buffer");
+  sgd_kernel<<<blocks_for(n), kThreads, 0, stream>>>(params, grads, momentum, n, static_cast<float>(p.lr),
+                                                      static_cast<float>(p.momentum),
+                                                      static_cast<float>(p.weight_decay), step == 1);
+  CUDA_CHECK_LAUNCH();
 }
 
 void sum_slots_in_order(float* out, const float* slots, int slot_count, int64_t count, cudaStream_t stream) {

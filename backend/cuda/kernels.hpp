@@ -55,6 +55,13 @@ void adamw_step(float* params, const float* grads, float* m, float* v, int64_t n
 void adamw_step(float* params, const float* grads, float* m, float* v, int64_t n, int64_t step, const AdamWParams& p,
                 cudaStream_t stream);
 
+// One SGD step on n elements, backend::sgd_step's operations in its order
+// (torch.optim.SGD: weight decay into the gradient, the momentum buffer, the
+// parameter), each rounded as the host rounds it. `momentum` may be null when
+// p.momentum is 0.
+void sgd_step(float* params, const float* grads, float* momentum, int64_t n, int64_t step, const SgdParams& p,
+              cudaStream_t stream);
+
 // out[i] = ((0 + slots[0][i]) + slots[1][i]) + ... : the slots of `count`
 // elements summed in slot order (ordered reductions, communicator.hpp).
 // `out` may alias no slot.

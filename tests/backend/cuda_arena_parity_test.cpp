@@ -68,5 +68,28 @@ TEST(GpuArenaParity, TheExecutorHoldsTheProgramsPeak) {
   }
 }
 
+// SGD keeps one fp32 buffer a unit with momentum and none without, where
+// AdamW keeps two: each step down frees the same bytes. And the executor
+// still holds the Program's peak, whose optimizer states say the same
+// (planner/optimizer_program.cpp).
+TEST(GpuArenaParity, SgdHoldsItsMomentumBufferOrNothing) {
+  auto loaded = scenarios::with_total_gpus(scenarios::load_scenario("tiny-llama-4xcpu"), 1);
+  const planner::ResolvedScenario r = planner::resolve_scenario(scenarios::rebuild(std::move(loaded)));
+  const planner::Plan plan = plan_for_run(r, models::DType::kF32);
+  const std::vector<UnitShard> shards = make_shards(r.model, plan, 0, 1234, nullptr, 0);
+  scenarios::Optimizer adamw, sgd, sgd_momentum;
+  adamw.mutable_adamw();
+  sgd.mutable_sgd();
+  sgd_momentum.mutable_sgd()->set_momentum(0.9);
+  const int64_t a = device_units_bytes(shards, adamw), m = device_units_bytes(shards, sgd_momentum),
+                n = device_units_bytes(shards, sgd);
+  EXPECT_LT(n, m);
+  EXPECT_LT(m, a);
+  EXPECT_EQ(a - m, m - n);
+  int64_t shard_bytes = 0;
+  for (const UnitShard& s : shards) shard_bytes += s.shard_size() * static_cast<int64_t>(sizeof(float));
+  EXPECT_GE(m - n, shard_bytes);  // a whole fp32 shard a unit, aligned
+}
+
 }  // namespace
 }  // namespace ragged::backend::gpu

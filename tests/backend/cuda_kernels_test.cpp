@@ -1,6 +1,6 @@
 // The CUDA kernels and GEMMs against the host, on a GPU (skipped without
-// one): element-wise kernels bit for bit, AdamW bit for bit against
-// backend::adamw_step, GEMMs within their precision's tolerance of the
+// one): element-wise kernels bit for bit, AdamW and SGD bit for bit against
+// backend::adamw_step and backend::sgd_step, GEMMs within their precision's tolerance of the
 // float64 reference, and gpu-validate's whole check list.
 
 #include <gtest/gtest.h>
@@ -138,6 +138,23 @@ TEST_F(CudaKernelsTest, AdamWMatchesTheHostBitForBit) {
   expect_bitwise(to_host(dp, kN), params);
   expect_bitwise(to_host(dm, kN), m);
   expect_bitwise(to_host(dv, kN), v);
+}
+
+TEST_F(CudaKernelsTest, SgdMatchesTheHostBitForBit) {
+  for (double momentum : {0.0, 0.9}) {
+    std::vector<float> params = random_vector(kN, rng_), buffer(kN, 0.0f);
+    const std::vector<float> grads = random_vector(kN, rng_, 1e-2f);
+    float* dp = to_device(params);
+    const float* dg = to_device(grads);
+    float* db = to_device(buffer);
+    const SgdParams p{.lr = 1e-2, .momentum = momentum, .weight_decay = 0.01};
+    for (int64_t step = 1; step <= 3; ++step) {
+      sgd_step(dp, dg, momentum > 0 ? db : nullptr, kN, step, p, stream_);
+      backend::sgd_step(params, grads, buffer, step, p);
+    }
+    expect_bitwise(to_host(dp, kN), params);
+    expect_bitwise(to_host(db, kN), buffer);
+  }
 }
 
 TEST_F(CudaKernelsTest, SumSlotsInOrder) {

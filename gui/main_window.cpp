@@ -17,6 +17,7 @@
 #include "gui/models/scenario_file.hpp"
 #include "gui/sweep_tab.hpp"
 #include "gui/timeline_tab.hpp"
+#include "gui/validation_tab.hpp"
 #include "gui/whatif_tab.hpp"
 #include "scenarios/scenario_loader.hpp"
 #include "scenarios/scenario_rules.hpp"
@@ -32,12 +33,14 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   sweep_ = new SweepTab(tabs_);
   compare_ = new CompareTab(tabs_);
   whatif_ = new WhatIfTab(tabs_);
+  validation_ = new ValidationTab(tabs_);
   tabs_->addTab(explore_, QStringLiteral("Explore"));
   tabs_->addTab(layout_, QStringLiteral("Layout"));
   tabs_->addTab(timeline_, QStringLiteral("Timeline"));
   tabs_->addTab(sweep_, QStringLiteral("Sweep"));
   tabs_->addTab(compare_, QStringLiteral("Compare"));
   tabs_->addTab(whatif_, QStringLiteral("What-if"));
+  tabs_->addTab(validation_, QStringLiteral("Validation"));
   setCentralWidget(tabs_);
   resize(1500, 900);
 
@@ -142,6 +145,7 @@ QString MainWindow::export_current(const QString& path) {
   else if (tabs_->currentWidget() == compare_) views = compare_->exportable_views();
   else if (tabs_->currentWidget() == layout_) views = {layout_->view()};
   else if (tabs_->currentWidget() == whatif_) views = whatif_->exportable_views();
+  else if (tabs_->currentWidget() == validation_) views = {validation_};
   else views = {timeline_->view()};
   // One file per view: name.png, name-2.png, ...
   const QFileInfo info(path);

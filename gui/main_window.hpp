@@ -1,6 +1,6 @@
 #pragma once
-// The dashboard's window: the Explore, Layout, Timeline, Sweep, Compare and
-// What-if tabs, menus with shortcuts (open, save, run, cancel, export), errors in a
+// The dashboard's window: the Explore, Layout, Timeline, Sweep, Compare,
+// What-if and Validation tabs, menus with shortcuts (open, save, run, cancel, export), errors in a
 // dialog (the CLI's one-line messages, never a crash), and the window's
 // state and scenario kept between sessions (QSettings).
 
@@ -16,13 +16,14 @@ class ExploreTab;
 class LayoutTab;
 class SweepTab;
 class TimelineTab;
+class ValidationTab;
 class WhatIfTab;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
 
  public:
-  enum Tab { kExplore, kLayout, kTimeline, kSweep, kCompare, kWhatIf, kTabs };
+  enum Tab { kExplore, kLayout, kTimeline, kSweep, kCompare, kWhatIf, kValidation, kTabs };
 
   explicit MainWindow(QWidget* parent = nullptr);
 
@@ -32,6 +33,7 @@ class MainWindow : public QMainWindow {
   SweepTab* sweep() { return sweep_; }
   CompareTab* compare() { return compare_; }
   WhatIfTab* whatif() { return whatif_; }
+  ValidationTab* validation() { return validation_; }
   QTabWidget* tabs() { return tabs_; }
 
   // Shows `message` in a (non-blocking) dialog; the last one is kept for tests.
@@ -58,6 +60,7 @@ class MainWindow : public QMainWindow {
   SweepTab* sweep_ = nullptr;
   CompareTab* compare_ = nullptr;
   WhatIfTab* whatif_ = nullptr;
+  ValidationTab* validation_ = nullptr;
   QMessageBox* error_box_ = nullptr;
   QString last_error_;
 };

@@ -82,7 +82,8 @@ QStringList take_screenshots(MainWindow& window, const ScreenshotOptions& option
     return fail(QStringLiteral("the what-if timed out"));
   }
   // A refusal (a what-if of a pipeline's stages) is what the tab shows: its picture is taken too.
-  static const char* names[MainWindow::kTabs] = {"explore", "layout", "timeline", "sweep", "compare", "whatif"};
+  static const char* names[MainWindow::kTabs] = {"explore", "layout", "timeline", "sweep", "compare", "whatif",
+                                                  "validation"};
   for (int i = 0; i < MainWindow::kTabs; ++i) {
     window.tabs()->setCurrentIndex(i);
     QEventLoop loop;

@@ -41,7 +41,7 @@ class ScreenshotTest : public QObject {
     QVERIFY(script.waitForFinished(180000));
     QVERIFY2(script.exitCode() == 0, script.readAllStandardError().constData());
     const QStringList files = QString::fromLocal8Bit(script.readAllStandardOutput()).split(QLatin1Char('\n'), Qt::SkipEmptyParts);
-    QCOMPARE(files.size(), 6);
+    QCOMPARE(files.size(), 7);  // Explore, Layout, Timeline, Sweep, Compare, What-if, Validation
     for (const QString& file : files) {
       const QImage image(file);
       QVERIFY2(!image.isNull(), qPrintable(file));

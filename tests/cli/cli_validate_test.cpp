@@ -133,6 +133,19 @@ TEST(CliValidate, ACalibrationOfAnUnknownDeviceIsBadInput) {
   EXPECT_CONTAINS(both.err, "drop --filter, --set and --calibration");
 }
 
+// --record-first-predictions records the default model's prediction, stamped
+// with a commit: a hypothesis (--set), a calibration file or a name that is
+// not a commit is refused before anything is simulated or written.
+TEST(CliValidate, RecordingFirstPredictionsRefusesWhatIsNotTheDefaultModelsPrediction) {
+  CliResult with_set = run_cli({"validate", "--filter", "no-such-run", "--set", "training.prefetch_depth=0",
+                                "--record-first-predictions", "7334365"});
+  EXPECT_EQ(with_set.code, 2);
+  EXPECT_CONTAINS(with_set.err, "a first prediction is the default model's; drop --set and --calibration");
+  CliResult not_a_commit = run_cli({"validate", "--filter", "no-such-run", "--record-first-predictions", "HEAD"});
+  EXPECT_EQ(not_a_commit.code, 2);
+  EXPECT_CONTAINS(not_a_commit.err, "7 to 40 lower-case hex digits");
+}
+
 TEST(CliValidate, AFolderWithoutRunsIsBadInput) {
   CliResult r = run_cli({"validate", "/nonexistent-ragged-folder"});
   EXPECT_EQ(r.code, 2);

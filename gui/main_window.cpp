@@ -48,6 +48,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(explore_, &ExploreTab::notice, this, [this](const QString& message) { statusBar()->showMessage(message, 10000); });
   connect(timeline_, &TimelineTab::error, this, &MainWindow::show_error);
   connect(compare_, &CompareTab::error, this, &MainWindow::show_error);
+  connect(validation_, &ValidationTab::error, this, &MainWindow::show_error);
+  connect(validation_, &ValidationTab::open_scenario, this, [this](const QString& name_or_path) {
+    if (explore_->open_scenario(name_or_path)) tabs_->setCurrentWidget(explore_);
+  });
   connect(explore_, &ExploreTab::scenario_resolved, this, [this] {
     layout_->set_scenario(explore_->resolved());
     sweep_->set_scenario(explore_->resolved());

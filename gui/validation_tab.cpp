@@ -10,6 +10,7 @@
 #include "gui/models/validation_rows.hpp"
 #include "gui/models/validation_rows_model.hpp"
 #include "sim/residual_table.hpp"
+#include "validation/validation_set.hpp"
 
 namespace ragged::gui {
 
@@ -36,6 +37,7 @@ ValidationTab::ValidationTab(QWidget* parent) : QWidget(parent) {
   table_->horizontalHeader()->setStretchLastSection(true);
   table_->setColumnWidth(ValidationRowsModel::kRun, 360);
   table_->setColumnWidth(ValidationRowsModel::kStack, 220);
+  connect(table_, &QTableView::doubleClicked, this, [this](const QModelIndex& index) { open_row(index.row()); });
 
   auto* controls = new QHBoxLayout();
   controls->addWidget(new QLabel(QStringLiteral("runs"), this));
@@ -47,7 +49,8 @@ ValidationTab::ValidationTab(QWidget* parent) : QWidget(parent) {
   const QString origin = QString::fromStdString(sim::residual_table_source_path());
   auto* source = new QLabel(QStringLiteral("Published training runs simulated from their scenarios (error = predicted "
                                            "/ published - 1; sorted by its size), as %1 holds them: `ragged validate` "
-                                           "recomputes them, docs/results/validation.md explains them.")
+                                           "recomputes them, docs/results/validation.md explains them; a double "
+                                           "click opens a run's scenario in Explore.")
                                 .arg(origin),
                             this);
   source->setWordWrap(true);
@@ -62,6 +65,17 @@ void ValidationTab::set_filter(const QString& text) {
 }
 
 QString ValidationTab::summary() const { return summary_->text(); }
+
+void ValidationTab::open_row(int row) {
+  if (row < 0 || row >= filter_->rowCount()) return;
+  const int source = filter_->mapToSource(filter_->index(row, 0)).row();
+  try {
+    Q_EMIT open_scenario(QString::fromStdString(
+        run_scenario(validation::default_validation_dir().string(), model_->row(source).id)));
+  } catch (const std::exception& e) {
+    Q_EMIT error(QString::fromUtf8(e.what()));
+  }
+}
 
 void ValidationTab::refresh_summary() {
   summary_->setText(QString::fromStdString(summary_text(summarize(filter_->kept()))));

@@ -7,6 +7,9 @@
 
 #include <fmt/format.h>
 
+#include "common/errors.hpp"
+#include "validation/validation_set.hpp"
+
 namespace ragged::gui {
 namespace {
 
@@ -69,6 +72,19 @@ std::string summary_text(const ValidationSummary& s) {
   text += fmt::format("; peak memory compared on {}", s.memory_compared);
   if (s.memory_compared > 0) text += fmt::format(": mean |error| {:.1f}%", 100 * s.mean_abs_memory_error);
   return text;
+}
+
+std::string run_scenario(const std::string& folder, const std::string& run_id) {
+  const validation::ValidationSet set = validation::load_validation_set(folder);
+  for (const validation::Run& run : set.runs) {
+    if (run.id() != run_id) continue;
+    if (!run.shipped_scenario().empty()) return run.shipped_scenario();
+    const std::filesystem::path path = set.scenario_path(run);
+    if (path.empty()) throw InputError(fmt::format("validation run '{}' has no scenario (it is excluded)", run_id));
+    return path.string();
+  }
+  throw InputError(fmt::format("{}: no validation run '{}' (the binary's residual table is older than the folder: "
+                               "rebuild)", folder, run_id));
 }
 
 }  // namespace ragged::gui

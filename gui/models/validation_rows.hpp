@@ -35,4 +35,10 @@ std::string summary_text(const ValidationSummary& summary);
 // "+5.1%", "-12.0%", or "-" when absent.
 std::string error_text(const std::optional<double>& error);
 
+// What Explore opens for a validation run: its scenario file in `folder` (a
+// validation folder: runs.textproto and its scenarios), or its shipped
+// scenario's name. Throws InputError naming the folder when it cannot be
+// read, or the run when the folder does not hold it.
+std::string run_scenario(const std::string& folder, const std::string& run_id);
+
 }  // namespace ragged::gui

@@ -8,6 +8,7 @@
 
 #include <cmath>
 
+#include "common/errors.hpp"
 #include "gui/models/error_cells.hpp"
 #include "gui/models/validation_rows.hpp"
 #include "gui/models/validation_rows_model.hpp"
@@ -84,6 +85,20 @@ class ValidationModelsTest : public QObject {
         previous = size;
       }
       QVERIFY(absent_seen);  // the set has runs compared on memory only
+    }
+  }
+
+  void a_run_opens_its_scenario_file_and_an_unknown_one_is_named() {
+    const std::string folder = RAGGED_SOURCE_DIR "/validation";
+    const std::string path = run_scenario(folder, "cudnnfe-b200-llama3.2-1b-cudnn-b1-s16384");
+    QVERIFY2(QString::fromStdString(path).endsWith(
+                 QStringLiteral("validation/scenarios/cudnnfe-b200-llama3.2-1b-cudnn-b1-s16384.textproto")),
+             path.c_str());
+    try {
+      run_scenario(folder, "no-such-run");
+      QFAIL("an unknown run must be an error");
+    } catch (const InputError& e) {
+      QVERIFY2(std::string(e.what()).find("no validation run 'no-such-run'") != std::string::npos, e.what());
     }
   }
 };

@@ -11,6 +11,7 @@
 #include <QChartView>
 #include <QValueAxis>
 #include <QComboBox>
+#include <QTableView>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QWheelEvent>
@@ -21,6 +22,7 @@
 #include <memory>
 
 #include "gui/chart_builders.hpp"
+#include "gui/explore_tab.hpp"
 #include "gui/layout_view.hpp"
 #include "gui/main_window.hpp"
 #include "gui/models/memory_breakdown_model.hpp"
@@ -29,6 +31,8 @@
 #include "gui/models/unit_layouts.hpp"
 #include "gui/sweep_tab.hpp"
 #include "gui/timeline_tab.hpp"
+#include "gui/validation_tab.hpp"
+#include "gui/models/validation_rows_model.hpp"
 #include "scenarios/scenario_loader.hpp"
 #include "sim/simulation_child.hpp"
 #include "traces/chrome_trace.hpp"
@@ -325,6 +329,29 @@ class ViewsTest : public QObject {
     QTRY_COMPARE_WITH_TIMEOUT(opened.count(), 1, 2000);
     QCOMPARE(opened.at(0).at(0).toLongLong(), 64);
     QCOMPARE(opened.at(0).at(1).toString(), QStringLiteral("fsdp2"));
+  }
+
+  // A double click on a Validation run opens its scenario file in Explore.
+  void a_double_click_on_a_validation_run_opens_its_scenario() {
+    MainWindow window;
+    window.resize(1400, 800);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    window.tabs()->setCurrentIndex(MainWindow::kValidation);
+    ValidationTab* tab = window.validation();
+    tab->set_filter(QStringLiteral("cudnnfe-h200-llama3.2-1b-flash-b2-s8192"));
+    QCOMPARE(tab->rows()->rowCount(), 1);
+    auto* table = tab->findChild<QTableView*>();
+    QVERIFY(table != nullptr);
+    const QRect cell = table->visualRect(table->model()->index(0, 0));
+    // A view emits doubleClicked for the index pressed first, as a real double click presses it.
+    QTest::mouseClick(table->viewport(), Qt::LeftButton, {}, cell.center());
+    QTest::mouseDClick(table->viewport(), Qt::LeftButton, {}, cell.center());
+    QTRY_VERIFY2_WITH_TIMEOUT(window.tabs()->currentIndex() == MainWindow::kExplore, qPrintable(window.last_error()),
+                              5000);
+    QVERIFY(window.explore()->current() != nullptr);
+    QCOMPARE(window.explore()->current()->scenario.name(), std::string("cudnnfe-h200-llama3.2-1b-flash-b2-s8192"));
+    QVERIFY(window.last_error().isEmpty());
   }
 };
 

@@ -82,6 +82,12 @@ constexpr double kA100AttentionBackward = 0.63 * (333.0 / 370.0);
 // cudaMemcpy device-to-device on H100 SXM, p2pBandwidthLatencyTest (read +
 // write counted): 2.47-2.51 TB/s of 3.35 (NVIDIA/nccl issue #1264).
 constexpr double kGpuMemoryEfficiency = 0.75;
+// The same copy measured on an H200 (HBM3e; the H100's die) by
+// ragged-gpu-validate on the lease of 2026-11-30: cudaMemcpy device to
+// device, bytes read and written, 4.25 TB/s over the 4.81 its memory clock
+// and bus give (docs/results/gpu/calibration-h200.json, memory_efficiency).
+// A kernel measurement of the part, not a training run.
+constexpr double kH200MemoryEfficiency = 0.8837273542702242;
 // The time a dependent kernel adds besides its work (assumption; see doc).
 constexpr double kGpuLaunchSeconds = 4e-6;
 // The tensor-core clock a Hopper GPU sustains through a training loop, as a
@@ -325,8 +331,11 @@ std::vector<GpuComputeSpec> build_tables() {
   tables.push_back(make_spec(hopper("h100", kHopper)));
   // Same table: the lower TDP of TorchTitan's 96 GB H100 is not modeled.
   tables.push_back(make_spec(hopper("h100-sxm-95g", kHopper)));
-  // H200 and H800 have the H100's SMs and clocks; H200 has 4.8 TB/s HBM3e.
-  tables.push_back(make_spec(hopper("h200", kHopper)));
+  // H200 and H800 have the H100's SMs and clocks; H200 has 4.8 TB/s HBM3e,
+  // whose copy share was measured on the part.
+  TableInput h200 = hopper("h200", kHopper);
+  h200.memory_efficiency = kH200MemoryEfficiency;  // its own copy measured, not the H100's
+  tables.push_back(make_spec(h200));
   tables.push_back(make_spec(hopper("h800", kHopper, kH800Contention)));
   tables.push_back(make_spec({"a100-80g", preset_peak_tflops("a100-80g") * 1e12, preset_hbm_bytes_per_s("a100-80g"),
                               scaled_h100_curve(a100_over_h100()), kA100AttentionForward,

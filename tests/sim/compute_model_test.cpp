@@ -347,7 +347,10 @@ TEST(ComputeDefaults, H800ComputesLikeH100AndH200MovesMemoryFaster) {
     EXPECT_DOUBLE_EQ(h100.gemm_seconds(g), h200.gemm_seconds(g));
   }
   EXPECT_LT(h200.memory_seconds(1e9), h100.memory_seconds(1e9));
-  EXPECT_NEAR(h100.memory_seconds(1e9) / h200.memory_seconds(1e9), 4.8 / 3.35, 1e-12);
+  // Its bandwidth, and the share of it a copy reaches, measured on the part (0.884,
+  // docs/results/gpu/calibration-h200.json) where the H100 keeps its own (0.75).
+  EXPECT_NEAR(h100.memory_seconds(1e9) / h200.memory_seconds(1e9), (4.8 * 0.8837273542702242) / (3.35 * 0.75), 1e-12);
+  EXPECT_DOUBLE_EQ(h800.memory_seconds(1e9), h100.memory_seconds(1e9));
 }
 
 TEST(ComputeDefaults, EveryPresetHasASourcedTableOfTheSameShape) {

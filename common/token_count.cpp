@@ -1,12 +1,12 @@
 #include "common/token_count.hpp"
 
-#include <cctype>
 #include <charconv>
 #include <cmath>
 
 #include <fmt/format.h>
 
 #include "common/errors.hpp"
+#include "common/text_case.hpp"
 
 namespace ragged {
 
@@ -14,8 +14,8 @@ namespace {
 
 // The scale of a count's suffix, in any case: K = 1e3, M = 1e6, B or G =
 // 1e9, T = 1e12; Ki, Mi, Gi binary (16Mi = 2,048 x 8,192). 0: not a suffix.
-double suffix_scale(std::string suffix) {
-  for (char& c : suffix) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+double suffix_scale(std::string_view typed) {
+  const std::string suffix = lower_case(typed);
   if (suffix.empty()) return 1;
   if (suffix == "k") return 1e3;
   if (suffix == "m") return 1e6;
@@ -33,7 +33,7 @@ std::optional<double> suffixed_count(const std::string& text) {
   double value = 0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (error != std::errc() || end == text.data()) return std::nullopt;
-  const double scale = suffix_scale(std::string(end, text.data() + text.size()));
+  const double scale = suffix_scale(std::string_view(end, static_cast<size_t>(text.data() + text.size() - end)));
   if (scale == 0 || !std::isfinite(value)) return std::nullopt;
   return value * scale;
 }

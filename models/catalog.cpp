@@ -3,8 +3,6 @@
 
 #include "models/catalog.hpp"
 
-#include <algorithm>
-#include <cctype>
 #include <string>
 
 #include <fmt/format.h>
@@ -12,6 +10,7 @@
 
 #include "common/edit_distance.hpp"
 #include "common/errors.hpp"
+#include "common/text_case.hpp"
 #include "models/catalog_gpt.hpp"
 
 namespace ragged::models {
@@ -135,12 +134,6 @@ std::vector<CatalogEntry> make_catalog() {
   };
 }
 
-std::string to_lower(std::string_view text) {
-  std::string lower(text);
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return lower;
-}
 
 }  // namespace
 
@@ -150,7 +143,7 @@ const std::vector<CatalogEntry>& catalog() {
 }
 
 const CatalogEntry& find_catalog_entry(std::string_view name) {
-  const std::string wanted = to_lower(name);
+  const std::string wanted = lower_case(name);
   std::vector<std::string> names;
   for (const CatalogEntry& entry : catalog()) {
     if (entry.arch.name == wanted) return entry;

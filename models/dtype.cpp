@@ -1,13 +1,12 @@
 #include "models/dtype.hpp"
 
-#include <algorithm>
 #include <array>
-#include <cctype>
 #include <string>
 
 #include <fmt/format.h>
 
 #include "common/errors.hpp"
+#include "common/text_case.hpp"
 
 namespace ragged::models {
 namespace {
@@ -58,9 +57,7 @@ std::string_view dtype_name(DType dtype) {
 }
 
 DType parse_dtype(std::string_view text) {
-  std::string lower(text);
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string lower = lower_case(text);
   for (const DTypeAlias& alias : kAliases) {
     if (alias.text == lower) return alias.dtype;
   }

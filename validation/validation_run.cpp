@@ -1,11 +1,11 @@
 #include "validation/validation_run.hpp"
 
-#include <cctype>
 #include <optional>
 
 #include <fmt/format.h>
 
 #include "common/errors.hpp"
+#include "common/text_case.hpp"
 #include "planner/resolved_scenario.hpp"
 #include "scenarios/scenario_loader.hpp"
 #include "scenarios/scenario_rules.hpp"
@@ -15,11 +15,6 @@
 
 namespace ragged::validation {
 namespace {
-
-std::string lower(std::string text) {
-  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return text;
-}
 
 Prediction prediction_of(const sim::SimulationSummary& simulated) {
   const traces::Summary& s = simulated.summary;
@@ -88,9 +83,9 @@ std::vector<RowResult> run_validation(const ValidationSet& set, const RunOptions
       row.gpu = scenario.cluster().gpu().preset();
       row.gpu_memory_gib = scenario.cluster().gpu().hbm_capacity_gib();
       row.strategy = scenarios::strategy_name(scenario.training().strategy());
-      row.checkpointing = lower(scenarios::Checkpointing_Name(scenario.training().activation_checkpointing()));
+      row.checkpointing = lower_case(scenarios::Checkpointing_Name(scenario.training().activation_checkpointing()));
       row.sequence = scenario.training().sequence_length();
-      row.attention = lower(scenarios::AttentionKernel_Name(scenario.training().attention()));
+      row.attention = lower_case(scenarios::AttentionKernel_Name(scenario.training().attention()));
       row.calibrated = options.calibration.has_value() && row.gpu == options.calibrated_preset;
       const std::optional<std::filesystem::path> calibration =
           row.calibrated ? options.calibration : std::optional<std::filesystem::path>();

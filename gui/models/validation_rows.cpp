@@ -1,30 +1,20 @@
 #include "gui/models/validation_rows.hpp"
 
-#include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <sstream>
 
 #include <fmt/format.h>
 
 #include "common/errors.hpp"
+#include "common/text_case.hpp"
 #include "validation/validation_set.hpp"
 
 namespace ragged::gui {
-namespace {
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
-}  // namespace
 
 bool row_matches(const sim::ResidualRow& row, std::string_view filter) {
   const std::string haystack =
-      lower(row.id + ' ' + row.stack + ' ' + row.gpu + ' ' + row.strategy + ' ' + row.checkpointing);
-  std::istringstream words{lower(filter)};
+      lower_case(row.id + ' ' + row.stack + ' ' + row.gpu + ' ' + row.strategy + ' ' + row.checkpointing);
+  std::istringstream words{lower_case(filter)};
   for (std::string word; words >> word;) {
     if (haystack.find(word) == std::string::npos) return false;
   }

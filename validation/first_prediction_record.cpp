@@ -9,11 +9,10 @@
 
 #include "common/errors.hpp"
 #include "common/file_io.hpp"
+#include "common/units.hpp"
 
 namespace ragged::validation {
 namespace {
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 // The offset of the `}` that closes the block `from` lies in (depth 1 at
 // `from`), skipping strings and # comments; npos when the text ends first.

@@ -271,24 +271,22 @@ double mamf_share(std::string_view gpu) {
   return row->achieved_tflops / row->theory_tflops;
 }
 
-// A GPU with no measured curve (B200, GB200, MI300X): datasheet-scaled and
-// uncalibrated. Its GEMM curve is the H100's moved to the part's peak and
-// scaled by how the part's best matmul compares with the H100's in the MAMF
-// table (0.965 for B200, 0.907 for GB200, 0.640 for MI300X of the H100's
-// share of peak), the way a100_over_h100 scales it by the A100's best
-// square; FlashAttention-2 at the H100's fractions of peak unless the part's
-// own is measured (Blackwell: blackwell() below; FlashAttention-3 is
-// Hopper-only), the H100's share of HBM bandwidth and its launch cost; the
-// MAMF rates are bursts, so `sustained` is the share of them the part keeps
-// under load (Blackwell: kBlackwellSustainedRate, measured on a B200; MI300X:
-// Hopper's calibrated kHopperSustainedClock, for want of a measurement).
-// Nothing here is fitted to a training run (docs/SIMULATOR.md section 6,
-// "Derived tables").
-TableInput datasheet_scaled(std::string_view name, std::string_view source, Contention contention, double sustained) {
+// A GPU without a table of its own (B200, GB200, MI300X): datasheet-scaled
+// and uncalibrated. Its GEMM curve is `curve` (fractions of the part's peak:
+// the H100's scaled by the MAMF ratio for the MI300X, build_tables; the
+// B200's measured squares for Blackwell, below); FlashAttention-2 at the H100's fractions of
+// peak unless the part's own is measured (Blackwell: blackwell() below;
+// FlashAttention-3 is Hopper-only), the H100's share of HBM bandwidth and its
+// launch cost; the GEMM rates are bursts, so `sustained` is the share of them
+// the part keeps under load (Blackwell: kBlackwellSustainedRate, measured on a
+// B200; MI300X: Hopper's calibrated kHopperSustainedClock, for want of a
+// measurement). Nothing here is fitted to a training run (docs/SIMULATOR.md
+// section 6, "Derived tables").
+TableInput datasheet_scaled(std::string_view name, std::string_view source, Contention contention, double sustained,
+                            const std::array<double, 6>& curve) {
   TableInput table{name,         preset_peak_tflops(name) * 1e12, preset_hbm_bytes_per_s(name),
-                   scaled_h100_curve(mamf_share(name) / mamf_share("h100")),
-                   h100_attention_forward(), h100_attention_backward(), kGpuMemoryEfficiency, kGpuLaunchSeconds,
-                   source,       contention};
+                   curve,        h100_attention_forward(), h100_attention_backward(), kGpuMemoryEfficiency,
+                   kGpuLaunchSeconds, source, contention};
   table.sustained_clock = sustained;
   return table;
 }
@@ -296,8 +294,8 @@ TableInput datasheet_scaled(std::string_view name, std::string_view source, Cont
 // The B200's measured GEMM curve as fractions of a Blackwell part's peak,
 // scaled by how the part's best matmul compares with the B200's in the MAMF
 // table (1 for the B200; 0.940 for the GB200, whose GPU has the B200's die):
-// the derivation datasheet_scaled makes from the H100, made from the part's
-// own generation.
+// the derivation the MI300X's table makes from the H100, made from the
+// part's own generation.
 std::array<double, 6> scaled_b200_curve(std::string_view name) {
   const double b200_peak = preset_peak_tflops("b200");
   std::array<double, 6> out{};
@@ -314,8 +312,8 @@ struct MeasuredAttention {
   double flash2_forward, flash2_backward, cudnn_forward, cudnn_backward;
 };
 TableInput blackwell(std::string_view name, std::string_view source, const MeasuredAttention& attention) {
-  TableInput table = datasheet_scaled(name, source, kBlackwellContention, kBlackwellSustainedRate);
-  table.efficiency = scaled_b200_curve(name);
+  TableInput table =
+      datasheet_scaled(name, source, kBlackwellContention, kBlackwellSustainedRate, scaled_b200_curve(name));
   const double peak = preset_peak_tflops(name);
   table.attention_forward = attention.flash2_forward / peak;
   table.attention_backward = attention.flash2_backward / peak;
@@ -363,7 +361,11 @@ std::vector<GpuComputeSpec> build_tables() {
   tables.push_back(make_spec(blackwell("gb200", kDerivedBlackwell,
                                        {kGb200Flash2ForwardTflops, kGb200Flash2BackwardTflops,
                                         kGb200CudnnForwardTflops, kGb200CudnnBackwardTflops})));
-  tables.push_back(make_spec(datasheet_scaled("mi300x", kDerived, kMi300xContention, kHopperSustainedClock)));
+  // The MI300X: the H100's curve scaled by how its best matmul compares with
+  // the H100's in the MAMF table (0.640 of the H100's share of peak), the way
+  // a100_over_h100 scales it by the A100's best square.
+  tables.push_back(make_spec(datasheet_scaled("mi300x", kDerived, kMi300xContention, kHopperSustainedClock,
+                                              scaled_h100_curve(mamf_share("mi300x") / mamf_share("h100")))));
   // A nominal host rank: BLAS at 50-70% of peak, half the stream bandwidth,
   // a function call per kernel (assumptions, like the preset's peaks).
   tables.push_back(make_spec({"cpu", preset_peak_tflops("cpu") * 1e12, preset_hbm_bytes_per_s("cpu"),

@@ -31,8 +31,10 @@ PredictionBand regime_band(const scenarios::Scenario& scenario, const traces::Su
                            const ResidualTable& table) {
   PredictionBand band;
   const Regime regime = regime_of(scenario, predicted);
-  band.throughput = error_band(table.rows, regime, BandMetric::kThroughput, table.throughput_level);
-  band.memory = error_band(table.rows, regime, BandMetric::kPeakMemory, table.memory_level);
+  band.throughput = error_band(table.rows, regime, BandMetric::kThroughput, table.throughput_level.share);
+  band.throughput.calibrated = table.throughput_level.calibrated;
+  band.memory = error_band(table.rows, regime, BandMetric::kPeakMemory, table.memory_level.share);
+  band.memory.calibrated = table.memory_level.calibrated;
   band.tokens_low = band.tokens_high = predicted.tokens_per_s_per_gpu();
   band.memory_low = band.memory_high = predicted.peak_reserved_bytes();
   cover(predicted.tokens_per_s_per_gpu(), band.throughput, band.tokens_low, band.tokens_high);
@@ -62,7 +64,10 @@ std::string band_sentence(const ErrorBand& band) {
       fmt::format("{} of {} comparable validation rows ({:.0f}%) were within {}..{} of their prediction", band.held,
                   band.rows, 100.0 * band.held / band.rows, percent(band.low), percent(band.high));
   if (band.share > kBandShare + 1e-9) {
-    sentence += fmt::format(" (the width that held {:.0f}% of another stack's rows)", 100 * kBandShare);
+    sentence += band.calibrated
+                    ? fmt::format(" (the width that held {:.0f}% of another stack's rows)", 100 * kBandShare)
+                    : fmt::format(" (every row of its regime: no narrower width held {:.0f}% of another stack's rows)",
+                                  100 * kBandShare);
   }
   return sentence;
 }

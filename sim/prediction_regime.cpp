@@ -187,4 +187,9 @@ std::optional<double> held_out_level(const std::vector<ResidualRow>& rows, BandM
   return high;
 }
 
+BandLevel band_level(const std::vector<ResidualRow>& rows, BandMetric metric) {
+  const std::optional<double> level = held_out_level(rows, metric);
+  return level ? BandLevel{*level, true} : BandLevel{1.0, false};
+}
+
 }  // namespace ragged::sim

@@ -21,7 +21,6 @@
 
 namespace ragged::sim {
 
-inline constexpr double kBandShare = 0.8;
 inline constexpr int kMinRegimeRows = 20;
 
 // In the order they are dropped when too few rows match.
@@ -52,6 +51,10 @@ enum class BandMetric { kThroughput, kPeakMemory };
 
 struct ErrorBand {
   double share = kBandShare;  // the share asked for
+  // The share is the width that held `kBandShare` of another stack's rows
+  // (sim::band_level); false: the stated share, or every row of the regime
+  // where no width held.
+  bool calibrated = false;
   int rows = 0;               // comparable rows (0: none, no band)
   int held = 0;               // of them, within [low, high]
   double low = 0;             // errors, predicted / published - 1
@@ -90,5 +93,11 @@ HeldOutCoverage held_out_coverage(const std::vector<ResidualRow>& rows, BandMetr
 // that held across stacks, found from the table itself.
 std::optional<double> held_out_level(const std::vector<ResidualRow>& rows, BandMetric metric,
                                      double target = kBandShare, int min_rows = kMinRegimeRows);
+
+// The share a band of `metric` takes from these rows: held_out_level's,
+// calibrated; where no level reaches the target, every row of the regime
+// (1, the widest band the rows give and the nearest to the target, since
+// held-out coverage grows with the level), not calibrated.
+BandLevel band_level(const std::vector<ResidualRow>& rows, BandMetric metric);
 
 }  // namespace ragged::sim

@@ -151,9 +151,8 @@ const ResidualTable& shipped_residual_table() {
     const auto& files = residual_data::embedded_files();
     RAGGED_ASSERT(files.size() == 1, "validation/residuals.tsv is embedded once (sim/CMakeLists.txt)");
     ResidualTable parsed = parse_residual_table(files.front().contents, "validation/residuals.tsv (built in)");
-    // A metric whose band no level makes hold across stacks keeps the stated share.
-    parsed.throughput_level = held_out_level(parsed.rows, BandMetric::kThroughput).value_or(parsed.throughput_level);
-    parsed.memory_level = held_out_level(parsed.rows, BandMetric::kPeakMemory).value_or(parsed.memory_level);
+    parsed.throughput_level = band_level(parsed.rows, BandMetric::kThroughput);
+    parsed.memory_level = band_level(parsed.rows, BandMetric::kPeakMemory);
     return parsed;
   }();
   return table;

@@ -43,15 +43,26 @@ inline constexpr std::array<std::string_view, 11> kResidualColumns = {
     "id", "stack", "gpu", "gpus", "strategy", "checkpointing", "sequence", "exposed_comm_share", "throughput_error",
     "memory_error", "model"};
 
+// The share of the published figures of runs like it a band claims to hold.
+inline constexpr double kBandShare = 0.8;
+
+// The share of a regime's rows a band holds, and whether it is the width
+// that held kBandShare of another stack's rows (sim::band_level).
+struct BandLevel {
+  double share = kBandShare;
+  bool calibrated = false;
+};
+
 struct ResidualTable {
   std::string origin;                 // the file as errors name it
   std::vector<std::string> comments;  // the header comments, '#' removed
   std::vector<ResidualRow> rows;
-  // The share of a regime's rows each band holds (sim::held_out_level: what
-  // held 80% of another stack's rows; the built-in table sets them when it
-  // loads and a level exists, a parsed one keeps the stated 80%).
-  double throughput_level = 0.8;
-  double memory_level = 0.8;
+  // The share of a regime's rows each band holds (sim::band_level: what
+  // held 80% of another stack's rows, or every row where nothing did; the
+  // built-in table sets them when it loads, a parsed one keeps the stated
+  // 80%, not calibrated).
+  BandLevel throughput_level;
+  BandLevel memory_level;
 };
 
 // `origin` names the text in errors ("validation/residuals.tsv").

@@ -61,6 +61,40 @@ TEST(PredictionBand, ComesFromExactlyTheRowsOfTheRegime) {
   EXPECT_NEAR(high, 1000 / 0.90, 1e-9);
 }
 
+// Two stacks in one regime. When their errors interleave, a width holds
+// 80% of each stack's rows from the other's: calibrated. When one stack's
+// runs all lie at +50% and the other's within 3% of the prediction, no
+// width built from one holds the other's rows: the band takes every row of
+// its regime and says that no narrower width held.
+TEST(PredictionBand, ALevelNoStackHoldsGivesEveryRowAndSaysSo) {
+  const Regime regime{"hopper", "full", "hidden", "long", "fsdp1", "dense"};
+  std::vector<ResidualRow> alike, apart;
+  for (int i = 0; i < 25; ++i) {
+    const double spread = (i - 12) / 400.0;
+    alike.push_back(row("x" + std::to_string(i), "h100", "fsdp1", "full", 32768, 0.002, spread));
+    alike.push_back(row("y" + std::to_string(i), "h100", "fsdp1", "full", 32768, 0.002, spread + 0.001));
+    apart.push_back(row("x" + std::to_string(i), "h100", "fsdp1", "full", 32768, 0.002, spread));
+    apart.push_back(row("y" + std::to_string(i), "h100", "fsdp1", "full", 32768, 0.002, 0.5));
+  }
+  const BandLevel calibrated = band_level(alike, BandMetric::kThroughput);
+  EXPECT_TRUE(calibrated.calibrated);
+  EXPECT_GE(calibrated.share, kBandShare);
+
+  const BandLevel widest = band_level(apart, BandMetric::kThroughput);
+  EXPECT_FALSE(widest.calibrated);
+  EXPECT_DOUBLE_EQ(widest.share, 1.0);
+  ErrorBand band = error_band(apart, regime, BandMetric::kThroughput, widest.share);
+  band.calibrated = widest.calibrated;
+  EXPECT_EQ(band.held, 50);
+  EXPECT_NEAR(band.high, 0.5, 1e-12);
+  EXPECT_NE(band_sentence(band).find("every row of its regime: no narrower width held 80% of another stack's rows"),
+            std::string::npos)
+      << band_sentence(band);
+  band.calibrated = true;
+  EXPECT_NE(band_sentence(band).find("(the width that held 80% of another stack's rows)"), std::string::npos)
+      << band_sentence(band);
+}
+
 TEST(PredictionBand, DropsFactorsInOrderWhenTooFewRowsMatchAndSaysWhich) {
   const std::vector<ResidualRow> rows = two_regimes();
   // fsdp2 and selective match nothing: strategy, then checkpointing go; the

@@ -13,7 +13,8 @@ nlohmann::json error_band_json(const sim::ErrorBand& band) {
   for (sim::RegimeFactor f : band.matched) matched.push_back(sim::regime_factor_name(f));
   for (sim::RegimeFactor f : band.dropped) dropped.push_back(sim::regime_factor_name(f));
   // share: what the band claims for a run of any stack; regime_share: the
-  // share of its regime's rows it holds to do so (sim::held_out_level).
+  // share of its regime's rows it holds to do so, and calibrated: whether
+  // that share held `share` of another stack's rows (sim::band_level).
   return {{"share", sim::kBandShare}, {"regime_share", band.share}, {"calibrated", band.calibrated}, {"rows", band.rows},
           {"rows_within", band.held}, {"low_error", band.low},      {"high_error", band.high},
           {"matched", matched},       {"dropped", dropped},         {"row_ids", band.ids}};

@@ -31,6 +31,9 @@ TEST(CliBand, JsonHasRangesAroundThePrediction) {
   EXPECT_GE(band["rows"].get<int>(), 20);
   EXPECT_EQ(band["row_ids"].size(), band["rows"].get<size_t>());
   EXPECT_DOUBLE_EQ(band["share"].get<double>(), 0.8);
+  // The shipped table's throughput level held 80% of each held-out stack's rows.
+  EXPECT_TRUE(band["calibrated"].get<bool>());
+  EXPECT_GE(band["regime_share"].get<double>(), 0.8);
   EXPECT_EQ(j["band"]["regime"]["gpu_generation"], "ampere");
   EXPECT_FALSE(j.contains("sensitivity"));
 }

@@ -134,7 +134,6 @@ std::vector<CatalogEntry> make_catalog() {
   };
 }
 
-
 }  // namespace
 
 const std::vector<CatalogEntry>& catalog() {

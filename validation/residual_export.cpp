@@ -1,6 +1,5 @@
 #include "validation/residual_export.hpp"
 
-
 #include <fmt/format.h>
 
 #include "common/file_io.hpp"

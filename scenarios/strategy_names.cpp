@@ -21,11 +21,15 @@ constexpr StrategyName kNames[] = {
 struct OptimizerName {
   Optimizer::KindCase kind;
   const char* name;
+  void (*select)(Optimizer*);  // sets this kind, its fields left to the defaults
 };
 
 constexpr OptimizerName kOptimizers[] = {
-    {Optimizer::kAdamw, "adamw"}, {Optimizer::kAdam8Bit, "adam8bit"}, {Optimizer::kMuon, "muon"},
-    {Optimizer::kShampoo, "shampoo"}, {Optimizer::kSgd, "sgd"},
+    {Optimizer::kAdamw, "adamw", [](Optimizer* o) { o->mutable_adamw(); }},
+    {Optimizer::kAdam8Bit, "adam8bit", [](Optimizer* o) { o->mutable_adam8bit(); }},
+    {Optimizer::kMuon, "muon", [](Optimizer* o) { o->mutable_muon(); }},
+    {Optimizer::kShampoo, "shampoo", [](Optimizer* o) { o->mutable_shampoo(); }},
+    {Optimizer::kSgd, "sgd", [](Optimizer* o) { o->mutable_sgd(); }},
 };
 
 }  // namespace
@@ -44,14 +48,13 @@ std::string optimizer_name(const Optimizer& optimizer) {
 }
 
 void select_optimizer(Training* training, const std::string& name, const std::string& field) {
-  Optimizer* o = training->mutable_optimizer();
-  if (name == "adamw") o->mutable_adamw();
-  else if (name == "adam8bit") o->mutable_adam8bit();
-  else if (name == "muon") o->mutable_muon();
-  else if (name == "shampoo") o->mutable_shampoo();
-  else if (name == "sgd") o->mutable_sgd();
-  else throw InputError(fmt::format("{} {}: use one of {}", field, name, fmt::join(optimizer_names(), ", ")));
-  if (name == "adam8bit") training->mutable_granularity()->clear_default_spec();
+  for (const auto& entry : kOptimizers) {
+    if (entry.name != name) continue;
+    entry.select(training->mutable_optimizer());
+    if (entry.kind == Optimizer::kAdam8Bit) training->mutable_granularity()->clear_default_spec();
+    return;
+  }
+  throw InputError(fmt::format("{} {}: use one of {}", field, name, fmt::join(optimizer_names(), ", ")));
 }
 
 std::string strategy_name(Strategy strategy) {

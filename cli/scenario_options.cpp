@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "common/errors.hpp"
 #include "common/input_limits.hpp"
@@ -127,7 +128,9 @@ void ScenarioOptions::add_source_to(CLI::App* command) {
 }
 
 void ScenarioOptions::add_optimizer_to(CLI::App* command) {
-  command->add_option("--optimizer", optimizer, "Optimizer: adamw, adam8bit, muon, shampoo or sgd (defaults for its settings)");
+  command->add_option("--optimizer", optimizer,
+                      fmt::format("Optimizer: {} (defaults for its settings)",
+                                  fmt::join(scenarios::optimizer_names(), ", ")));
 }
 
 void ScenarioOptions::add_whatif_to(CLI::App* command) {

@@ -36,7 +36,7 @@ struct ScenarioSettings {
   int64_t sequence_length = 4096;
   scenarios::Checkpointing checkpointing = scenarios::NONE;
   int64_t prefetch_depth = 1;
-  std::string optimizer = "adamw";  // adamw, adam8bit, muon, shampoo, sgd
+  std::string optimizer = "adamw";  // one of scenarios::optimizer_names()
 
   int64_t nodes() const { return gpus_per_node > 0 ? gpus / gpus_per_node : 0; }
   bool operator==(const ScenarioSettings&) const = default;

@@ -33,7 +33,7 @@ constexpr RowInfo kRowInfo[ScenarioSettingsModel::kRows] = {
     {"sequence length", "Tokens per sequence"},
     {"checkpointing", "Activation checkpointing"},
     {"prefetch", "Units all-gathered ahead of compute"},
-    {"optimizer", "adamw, adam8bit, muon, shampoo or sgd"},
+    {"optimizer", "The optimizer, its settings at their defaults"},
 };
 
 QStringList to_list(const std::vector<std::string>& names) {

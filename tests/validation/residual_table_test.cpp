@@ -2,6 +2,7 @@
 // well formed, every row still in validation/runs.textproto as a validation
 // row, and its bands calibrated when each stack is held out.
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -106,7 +107,7 @@ TEST(ResidualTable, MalformedFilesNameTheLineTheColumnAndTheFix) {
 // built from those rows at that level. Rows inside their band, and rows
 // with one.
 sim::HeldOutCoverage held_out_stack_coverage(const sim::ResidualTable& table, sim::BandMetric metric,
-                                             std::vector<std::string>& without_level) {
+                                             std::vector<std::string>& without_level, std::vector<double>& widths) {
   std::set<std::string> stacks;
   for (const sim::ResidualRow& row : table.rows) stacks.insert(row.stack);
   sim::HeldOutCoverage coverage;
@@ -125,6 +126,7 @@ sim::HeldOutCoverage held_out_stack_coverage(const sim::ResidualTable& table, si
       if (band.rows == 0) continue;
       ++coverage.rows;
       coverage.inside += *error >= band.low && *error <= band.high;
+      widths.push_back(band.high - band.low);
     }
   }
   return coverage;
@@ -133,7 +135,10 @@ sim::HeldOutCoverage held_out_stack_coverage(const sim::ResidualTable& table, si
 void expect_held_out_share(sim::BandMetric metric, const char* what, int min_rows, size_t stacks_without_level) {
   const sim::ResidualTable table = checked_in();
   std::vector<std::string> without_level;
-  const sim::HeldOutCoverage held = held_out_stack_coverage(table, metric, without_level);
+  std::vector<double> widths;
+  const sim::HeldOutCoverage held = held_out_stack_coverage(table, metric, without_level, widths);
+  std::sort(widths.begin(), widths.end());
+  std::printf("held-out %s bands' width (high - low error): median %.3f\n", what, widths[widths.size() / 2]);
   for (const std::string& stack : without_level) {
     std::printf("no %s level holds 80%% of a stack's rows without %s: every row of a regime\n", what, stack.c_str());
   }

@@ -29,6 +29,7 @@
 #include "bench/validation_out_of_sample_section.hpp"
 #include "bench/validation_remeasured_section.hpp"
 #include "common/file_io.hpp"
+#include "common/task_pool.hpp"
 #include "common/units.hpp"
 #include "planner/resolved_scenario.hpp"
 #include "sim/child_process.hpp"
@@ -534,7 +535,9 @@ int main(int argc, char** argv) {
     const std::string left_text = left.empty() ? "" : read_file(left);
     const validation::ValidationSet set =
         validation::load_validation_set(dir.empty() ? validation::default_validation_dir() : std::filesystem::path(dir));
-    const std::vector<RowResult> rows = validation::run_validation(set);
+    validation::RunOptions run_options;
+    run_options.jobs = hardware_threads();
+    const std::vector<RowResult> rows = validation::run_validation(set, run_options);
 
     std::ostringstream md;
     md << "# Validation: predictions against published training runs\n\n";

@@ -14,8 +14,10 @@
 
 #include "cli/commands.hpp"
 #include "cli/validate_report.hpp"
+#include "cli/validators.hpp"
 #include "common/errors.hpp"
 #include "common/file_io.hpp"
+#include "common/task_pool.hpp"
 #include "scenarios/gpu_presets.hpp"
 #include "sim/compute_model.hpp"
 #include "validation/first_prediction_record.hpp"
@@ -50,6 +52,7 @@ void add_validate_command(CLI::App& app, Context& context) {
   auto residuals = std::make_shared<std::string>();
   auto calibration = std::make_shared<std::string>();
   auto record = std::make_shared<std::string>();
+  auto jobs = std::make_shared<int64_t>(0);
   auto* cmd = app.add_subcommand("validate", "Predict every published run of a validation set and compare (error, OOM, memory)");
   cmd->add_option("dir", *directory,
                   "Validation folder holding runs.textproto (default: the repository's validation/ folder, " +
@@ -70,7 +73,9 @@ void add_validate_command(CLI::App& app, Context& context) {
                   "Write the prediction of every simulated row without a first_prediction into runs.textproto, "
                   "stamped with COMMIT (the commit this build was made from) and today's date: do it when rows are "
                   "added, before anything is changed for them");
-  cmd->callback([&context, directory, filter, json, sets, residuals, calibration, record] {
+  cmd->add_option("--jobs", *jobs, "Rows simulated at once, each in its own process (default: the hardware threads)")
+      ->transform(whole_number(1, 4096));
+  cmd->callback([&context, directory, filter, json, sets, residuals, calibration, record, jobs] {
     if (!residuals->empty() && (!filter->empty() || !sets->empty() || !calibration->empty())) {
       throw InputError(fmt::format("--write-residuals {}: the table describes the whole set as predicted; drop "
                                    "--filter, --set and --calibration",
@@ -88,6 +93,7 @@ void add_validate_command(CLI::App& app, Context& context) {
     const auto set = validation::load_validation_set(directory->empty() ? validation::default_validation_dir() : std::filesystem::path(*directory));
     validation::RunOptions options;
     options.filter = *filter;
+    options.jobs = *jobs > 0 ? static_cast<int>(*jobs) : hardware_threads();
     options.overrides = scenarios::parse_overrides(*sets);
     if (!calibration->empty()) {
       options.calibration = *calibration;

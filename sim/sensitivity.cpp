@@ -1,8 +1,13 @@
 #include "sim/sensitivity.hpp"
 
 #include <algorithm>
+#include <mutex>
+#include <optional>
+
+#include <google/protobuf/util/message_differencer.h>
 
 #include "common/errors.hpp"
+#include "common/task_pool.hpp"
 #include "sim/simulation_child.hpp"
 
 namespace ragged::sim {
@@ -16,9 +21,14 @@ planner::ResolvedScenario with_value(const planner::ResolvedScenario& base, cons
   return planner::resolve_scenario(std::move(loaded));
 }
 
+// Full mode is asked for where a cluster's nodes may differ; symmetric mode
+// gives the same step to the bit where they do not and falls back to full
+// where they do (docs/SIMULATOR.md, "Symmetric vs full"), so a variant asks
+// for it: a 16,384-GPU variant then takes a second, not the full mode's 20.
 InputOutcome simulate_value(const planner::ResolvedScenario& resolved, const SimulationOptions& options) {
   SimulationOptions quiet = options;
   quiet.progress = {};
+  if (quiet.mode == ModeChoice::kFull) quiet.mode = ModeChoice::kSymmetric;
   const SimulationSummary result = simulate_summary_in_child(resolved, quiet);
   InputOutcome out;
   out.simulated = true;
@@ -27,6 +37,13 @@ InputOutcome simulate_value(const planner::ResolvedScenario& resolved, const Sim
   out.oom = result.summary.oom();
   return out;
 }
+
+// A value to predict: its variant of the scenario, or why there is none.
+struct Variant {
+  InputSensitivity* input;
+  size_t outcome;  // index into input->outcomes
+  std::optional<planner::ResolvedScenario> scenario;
+};
 
 double spread(double base, double lowest, double highest) {
   return base > 0 ? (std::max(base, highest) - std::min(base, lowest)) / base : 0.0;
@@ -66,8 +83,10 @@ std::vector<InputSensitivity> sensitivity(const planner::ResolvedScenario& base,
   for (PlausibleInput& input : plausible_inputs(base)) {
     if (!wanted || wanted(input)) out.push_back({std::move(input), {}});
   }
-  size_t total = 0, done = 0;
-  for (const InputSensitivity& s : out) total += s.input.values.size();
+  // Every value's variant first, its outcome in place; a value the scenario
+  // already has (a range's end at the default) is its prediction, not
+  // simulated again.
+  std::vector<Variant> variants;
   for (InputSensitivity& s : out) {
     if (!s.input.numeric) {  // a choice's ends may be the scenario's own
       s.outcomes.push_back({s.input.simulated + " (as simulated)", true, "", predicted.tokens_per_s_per_gpu,
@@ -75,19 +94,57 @@ std::vector<InputSensitivity> sensitivity(const planner::ResolvedScenario& base,
     }
     for (const InputValue& value : s.input.values) {
       InputOutcome outcome;
+      outcome.label = value.label;
+      std::optional<planner::ResolvedScenario> variant;
       try {
-        const planner::ResolvedScenario variant = with_value(base, value);
-        outcome = simulate ? simulate(variant) : simulate_value(variant, options);
+        variant = with_value(base, value);
+      } catch (const InputError& e) {
+        outcome.why = e.what();
+      }
+      if (variant && google::protobuf::util::MessageDifferencer::Equals(variant->scenario(), base.scenario())) {
+        outcome = {value.label, true, "", predicted.tokens_per_s_per_gpu, predicted.peak_reserved_bytes, predicted.oom};
+        variant.reset();
+      }
+      s.outcomes.push_back(std::move(outcome));
+      variants.push_back({&s, s.outcomes.size() - 1, std::move(variant)});
+    }
+  }
+
+  std::mutex finished;
+  size_t done = 0;
+  const auto predict = [&](Variant& v) {
+    InputOutcome outcome = v.input->outcomes[v.outcome];
+    if (v.scenario) {
+      try {
+        const std::string label = outcome.label;
+        outcome = simulate ? simulate(*v.scenario) : simulate_value(*v.scenario, options);
+        outcome.label = label;
       } catch (const InputError& e) {
         outcome.simulated = false;
         outcome.why = e.what();
       }
-      outcome.label = value.label;
-      s.outcomes.push_back(std::move(outcome));
-      if (progress) progress(++done, total);
     }
-    find_ends(s, predicted);
+    const std::lock_guard lock(finished);
+    v.input->outcomes[v.outcome] = std::move(outcome);
+    if (progress) progress(++done, variants.size());
+  };
+  // Each simulation is a child process: the default runs them side by side.
+  // A given simulator (the tests') is called one value at a time.
+  const int threads = simulate ? 1 : static_cast<int>(std::min<size_t>(variants.size(), hardware_threads()));
+  if (threads <= 1) {
+    for (Variant& v : variants) predict(v);
+  } else {
+    std::vector<std::string> tasks;
+    for (size_t i = 0; i < variants.size(); ++i) tasks.push_back(std::to_string(i));
+    LocalTaskPool pool(
+        [&](const std::string& task) {
+          predict(variants[std::stoul(task)]);
+          return std::string();
+        },
+        threads);
+    pool.map(tasks);
   }
+  for (InputSensitivity& s : out) find_ends(s, predicted);
   std::stable_sort(out.begin(), out.end(),
                    [](const InputSensitivity& a, const InputSensitivity& b) { return a.ranks_before(b); });
   return out;

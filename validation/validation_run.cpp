@@ -1,10 +1,12 @@
 #include "validation/validation_run.hpp"
 
+#include <mutex>
 #include <optional>
 
 #include <fmt/format.h>
 
 #include "common/errors.hpp"
+#include "common/task_pool.hpp"
 #include "common/text_case.hpp"
 #include "planner/resolved_scenario.hpp"
 #include "scenarios/scenario_loader.hpp"
@@ -58,6 +60,42 @@ planner::ResolvedScenario resolve_row(const ValidationSet& set, size_t index,
   }
 }
 
+namespace {
+
+// The row as its scenario describes it, before any simulation.
+RowResult describe_row(const Run& run, const std::optional<planner::ResolvedScenario>& resolved,
+                       const RunOptions& options) {
+  RowResult row;
+  row.run = run;
+  if (!resolved) return row;
+  const scenarios::Scenario& scenario = resolved->scenario();
+  row.model = resolved->model.name;
+  row.mixture_of_experts = resolved->model.arch.is_moe();
+  row.gpus = scenarios::total_gpus(scenario);
+  row.gpu = scenario.cluster().gpu().preset();
+  row.gpu_memory_gib = scenario.cluster().gpu().hbm_capacity_gib();
+  row.strategy = scenarios::strategy_name(scenario.training().strategy());
+  row.checkpointing = lower_case(scenarios::Checkpointing_Name(scenario.training().activation_checkpointing()));
+  row.sequence = scenario.training().sequence_length();
+  row.attention = lower_case(scenarios::AttentionKernel_Name(scenario.training().attention()));
+  row.calibrated = options.calibration.has_value() && row.gpu == options.calibrated_preset;
+  return row;
+}
+
+void predict_row(RowResult& row, const planner::ResolvedScenario& resolved, const RunOptions& options) {
+  const std::optional<std::filesystem::path> calibration =
+      row.calibrated ? options.calibration : std::optional<std::filesystem::path>();
+  try {
+    row.predicted = options.simulate ? options.simulate(resolved, calibration) : simulate_row(resolved, calibration);
+    row.status = RowStatus::kSimulated;
+  } catch (const std::exception& e) {
+    row.status = RowStatus::kFailed;
+    row.failure = e.what();
+  }
+}
+
+}  // namespace
+
 std::vector<RowResult> run_validation(const ValidationSet& set, const RunOptions& options) {
   std::vector<size_t> chosen;
   for (size_t i = 0; i < set.runs.size(); ++i) {
@@ -72,35 +110,32 @@ std::vector<RowResult> run_validation(const ValidationSet& set, const RunOptions
   }
 
   std::vector<RowResult> rows;
-  for (size_t k = 0; k < chosen.size(); ++k) {
-    RowResult row;
-    row.run = set.runs[chosen[k]];
-    if (resolved[k]) {
-      const scenarios::Scenario& scenario = resolved[k]->scenario();
-      row.model = resolved[k]->model.name;
-      row.mixture_of_experts = resolved[k]->model.arch.is_moe();
-      row.gpus = scenarios::total_gpus(scenario);
-      row.gpu = scenario.cluster().gpu().preset();
-      row.gpu_memory_gib = scenario.cluster().gpu().hbm_capacity_gib();
-      row.strategy = scenarios::strategy_name(scenario.training().strategy());
-      row.checkpointing = lower_case(scenarios::Checkpointing_Name(scenario.training().activation_checkpointing()));
-      row.sequence = scenario.training().sequence_length();
-      row.attention = lower_case(scenarios::AttentionKernel_Name(scenario.training().attention()));
-      row.calibrated = options.calibration.has_value() && row.gpu == options.calibrated_preset;
-      const std::optional<std::filesystem::path> calibration =
-          row.calibrated ? options.calibration : std::optional<std::filesystem::path>();
-      try {
-        row.predicted = options.simulate ? options.simulate(*resolved[k], calibration)
-                                         : simulate_row(*resolved[k], calibration);
-        row.status = RowStatus::kSimulated;
-      } catch (const std::exception& e) {
-        row.status = RowStatus::kFailed;
-        row.failure = e.what();
-      }
-    }
-    rows.push_back(std::move(row));
-    if (options.progress) options.progress(k + 1, chosen.size(), rows.back());
+  rows.reserve(chosen.size());
+  for (size_t k = 0; k < chosen.size(); ++k) rows.push_back(describe_row(set.runs[chosen[k]], resolved[k], options));
+
+  // Each row writes only its own RowResult; the count and the progress
+  // callback are shared.
+  std::mutex finished;
+  size_t done = 0;
+  const auto predict = [&](size_t k) {
+    if (resolved[k]) predict_row(rows[k], *resolved[k], options);
+    const std::lock_guard lock(finished);
+    ++done;
+    if (options.progress) options.progress(done, rows.size(), rows[k]);
+  };
+  if (options.jobs <= 1) {
+    for (size_t k = 0; k < rows.size(); ++k) predict(k);
+    return rows;
   }
+  std::vector<std::string> tasks;
+  for (size_t k = 0; k < rows.size(); ++k) tasks.push_back(std::to_string(k));
+  LocalTaskPool pool(
+      [&](const std::string& task) {
+        predict(std::stoul(task));
+        return std::string();
+      },
+      options.jobs);
+  pool.map(tasks);
   return rows;
 }
 

@@ -2,9 +2,10 @@
 // Runs a validation set through the simulator: every row's scenario is read
 // and resolved first (a bad scenario or unknown model ends the run with an
 // InputError naming the row, the file and the field), then each row is
-// simulated in its own child process (sim/child_process), one after the
-// other. A row whose simulation fails is reported as failed, with the reason;
-// the other rows still run.
+// simulated in its own child process (sim/child_process), `jobs` of them at
+// once. A row whose simulation fails is reported as failed, with the reason;
+// the other rows still run. The rows come back in the set's order whatever
+// the jobs.
 
 #include <cstddef>
 #include <filesystem>
@@ -25,8 +26,13 @@ struct RunOptions {
   // Set on every row's scenario before it is resolved (`--set`): a hypothesis
   // tried on the whole set, e.g. training.prefetch_depth=0.
   std::vector<scenarios::FieldOverride> overrides;
-  // Called after each row (simulated, failed or excluded): rows done, rows in all.
+  // Called after each row (simulated, failed or excluded), one call at a
+  // time, in the order the rows finish: rows done, rows in all.
   std::function<void(size_t done, size_t total, const RowResult& row)> progress;
+  // Rows simulated at once, each in its own child process from its own
+  // thread (1: one after the other). With more than one, `simulate` is
+  // called from several threads at once.
+  int jobs = 1;
   // A compute calibration file measured on a GPU (`ragged validate
   // --calibration`): the rows whose GPU preset is `calibrated_preset` are
   // simulated with it, the others with the default tables.

@@ -2,6 +2,12 @@
 // bad row is one error naming the run, the file and the field), a row whose
 // simulation fails is reported and counted, excluded rows are not simulated.
 
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <set>
+
 #include <gtest/gtest.h>
 
 #include "common/errors.hpp"
@@ -40,6 +46,63 @@ TEST(ValidationRun, SimulatesEveryRowAndSkipsExcludedOnes) {
   EXPECT_GT(rows[0].predicted.peak_reserved_bytes, 0);
   EXPECT_EQ(rows[1].status, RowStatus::kSimulated) << rows[1].failure;
   EXPECT_EQ(rows[2].status, RowStatus::kExcluded);
+}
+
+// Rows simulated side by side come back in the set's order, each with its
+// own prediction, the progress counted once per row: the first two rows'
+// simulations wait for each other, so the run only ends if two ran at once.
+TEST(ValidationRun, RowsSimulatedAtOnceComeBackInTheSetsOrder) {
+  ScratchFolder folder("jobs");
+  folder.write("scenarios/s.textproto", testing::small_scenario());
+  std::string manifest;
+  constexpr int kRows = 12;
+  constexpr int kExcluded = 5;
+  for (int i = 0; i < kRows; ++i) {
+    manifest += run_entry("r" + std::to_string(i), "scenario: \"scenarios/s.textproto\"",
+                          "published { tokens_per_s_per_gpu: 100 }", i == kExcluded ? "  excluded: \"why\"\n" : "");
+  }
+  folder.write(kManifestName, manifest);
+  const ValidationSet set = load_validation_set(folder.path());
+  std::mutex lock;
+  std::condition_variable both;
+  int started = 0, running = 0, most = 0;
+  double next = 0;
+  RunOptions options;
+  options.jobs = 4;
+  options.simulate = [&](const planner::ResolvedScenario&, const std::optional<std::filesystem::path>&) {
+    std::unique_lock guard(lock);
+    most = std::max(most, ++running);
+    if (++started <= 2) {
+      both.notify_all();
+      EXPECT_TRUE(both.wait_for(guard, std::chrono::seconds(60), [&] { return started >= 2; }))
+          << "no second row was simulated while the first was";
+    }
+    --running;
+    Prediction p;
+    p.tokens_per_s_per_gpu = ++next;
+    return p;
+  };
+  size_t last_done = 0;
+  options.progress = [&](size_t done, size_t total, const RowResult&) {
+    EXPECT_EQ(total, static_cast<size_t>(kRows));
+    EXPECT_EQ(done, ++last_done);
+  };
+  const std::vector<RowResult> rows = run_validation(set, options);
+  ASSERT_EQ(rows.size(), static_cast<size_t>(kRows));
+  EXPECT_EQ(last_done, static_cast<size_t>(kRows));
+  std::set<double> predictions;
+  for (int i = 0; i < kRows; ++i) {
+    EXPECT_EQ(rows[i].run.id(), "r" + std::to_string(i));
+    if (i == kExcluded) {
+      EXPECT_EQ(rows[i].status, RowStatus::kExcluded);
+      continue;
+    }
+    EXPECT_EQ(rows[i].status, RowStatus::kSimulated) << rows[i].failure;
+    predictions.insert(rows[i].predicted.tokens_per_s_per_gpu);
+  }
+  EXPECT_EQ(predictions.size(), static_cast<size_t>(kRows - 1));  // each row its own prediction
+  EXPECT_GE(most, 2);
+  EXPECT_LE(most, 4);
 }
 
 TEST(ValidationRun, ABadScenarioNamesTheRunTheFileAndTheField) {

@@ -14,6 +14,7 @@ DistOptReduction::DistOptReduction(ProgramWriter* writer, const Plan& plan, cons
       bytes_(bytes),
       overlap_grad_reduce_(training.megatron_ddp().overlap_grad_reduce()),
       overlap_param_gather_(training.megatron_ddp().overlap_param_gather()),
+      fused_accumulation_(training.megatron_ddp().gradient_accumulation_fusion()),
       data_parallel_ranks_(plan.ranks * std::max<int64_t>(1, replicate_ranks)),
       last_micro_batch_(training.gradient_accumulation_steps() - 1),
       unit_buckets_(plan.units.size()),
@@ -74,7 +75,7 @@ uint32_t DistOptReduction::gather(size_t b, std::vector<uint32_t> deps) {
 }
 
 void DistOptReduction::dispatch_gather(size_t b) {
-  if (gathered_[b] < 0) gather(b, {});
+  if (gathered_[b] < 0 && buckets_[b].ranks > 1) gather(b, {});
 }
 
 std::vector<uint32_t> DistOptReduction::before_forward(int u) {
@@ -85,6 +86,7 @@ std::vector<uint32_t> DistOptReduction::before_forward(int u) {
   // that order.
   const std::vector<size_t>& mine = unit_buckets_[static_cast<size_t>(u)];
   for (auto b = mine.rbegin(); b != mine.rend(); ++b) {
+    if (buckets_[*b].ranks <= 1) continue;  // the rank updated all of it
     dispatch_gather(*b);
     waits.push_back(static_cast<uint32_t>(gathered_[*b]));
     if (const int next = next_gather_[*b]; next >= 0) dispatch_gather(static_cast<size_t>(next));
@@ -140,7 +142,12 @@ uint32_t DistOptReduction::finish_backward() {
 
 void DistOptReduction::after_optimizer(uint32_t updated) {
   if (overlap_param_gather_) return;
-  for (size_t b = buckets_.size(); b-- > 0;) gather(b, {updated});
+  // A shard group of one (every data-parallel rank its own optimizer
+  // instance: Megatron's DDP without the distributed optimizer) has
+  // nothing to gather.
+  for (size_t b = buckets_.size(); b-- > 0;) {
+    if (buckets_[b].ranks > 1) gather(b, {updated});
+  }
 }
 
 }  // namespace ragged::planner

@@ -63,6 +63,9 @@ class DistOptReduction {
   // overlapped with the next forward.
   void after_optimizer(uint32_t updated);
 
+  // Whether the wgrad GEMMs write the main gradients themselves
+  // (gradient_accumulation_fusion), or a .grad is added into them.
+  bool fused_accumulation() const { return fused_accumulation_; }
   const std::vector<DistOptBucket>& buckets() const { return buckets_; }
   // The persistent buffers: the parameters (compute dtype) and the main gradients.
   int64_t param_buffer_bytes() const { return elements_ * bytes_.param; }
@@ -80,6 +83,7 @@ class DistOptReduction {
   ElementBytes bytes_;
   bool overlap_grad_reduce_;
   bool overlap_param_gather_;
+  bool fused_accumulation_;
   int64_t data_parallel_ranks_;                    // the scaling factor's dp: dp_shard x cp x dp_replicate
   int last_micro_batch_;                           // the one whose backward reduces (the others run under no_sync)
   std::vector<DistOptBucket> buckets_;             // every buffer's, each buffer's in backward order

@@ -93,7 +93,9 @@ void ProgramBuilder::backward_unit(int u, int mb, std::vector<uint32_t>& grads_r
       if (tied && is_head(u)) tied_grads_ = ddp_->gradient_buffer(0, mb);
       grads = tied && is_embedding(u) ? tied_grads_ : ddp_->gradient_buffer(u, mb);
     } else if (distopt_) {
-      grads = -1;  // the wgrad GEMMs accumulate into the main-grad buffer (gradient_accumulation_fusion)
+      // With gradient_accumulation_fusion the wgrad GEMMs accumulate into
+      // the main-grad buffer; without, autograd makes a .grad first.
+      grads = distopt_->fused_accumulation() ? -1 : unfused_gradients(u);
     } else if (!steps_optimizer()) {
       grads = -1;  // held from step to step: persistent memory (fill_persistent)
     } else if (pipelined() || (defers_gradient_sync() && !tied && !(is_head(u) && head_grads_ >= 0))) {
@@ -161,6 +163,10 @@ void ProgramBuilder::finish_backward(int u, int mb, int k, uint32_t bwd, int gra
   w_.free(activations_[static_cast<size_t>(mb * units_ + u)], Stream::kCompute, {bwd});
   if (mode_of(u) == models::Checkpointing::kNone) return_kv(u, true);
   if (is_head(u)) loop_.return_logits(u, batch_.tokens(), true);
+  if (distopt_ && grads >= 0) {
+    bwd = add_into_main_grad(u, mb, bwd, grads);
+    grads = -1;
+  }
   if (pipelined() && mb != last_backward_[static_cast<size_t>(u)]) return;  // gathered and unreduced to the last
   if (gathers_[k].emitted && !gathers_[k].is_freed) release_params(k, bwd);
   if (!steps_optimizer()) {
@@ -212,6 +218,25 @@ void ProgramBuilder::finish_backward(int u, int mb, int k, uint32_t bwd, int gra
     root_head_grads_ = -1;
   }
   grads_ready[u] = grads_.reduce(u, mb, done, grads);
+}
+
+int ProgramBuilder::unfused_gradients(int u) {
+  const int grads = w_.buffer(spec(u).name + " .grad", BufferKind::kUnshardedGrads, u, gathered_elements(u) * p_);
+  w_.alloc(grads, Stream::kCompute, {});
+  return grads;
+}
+
+// Megatron's backward post-hook without gradient_accumulation_fusion
+// (distributed_data_parallel.py, _make_backward_post_hook): each
+// parameter's .grad added into its main_grad (read both, write the sum) and
+// dropped, one kernel a parameter, every micro-batch.
+uint32_t ProgramBuilder::add_into_main_grad(int u, int mb, uint32_t bwd, int grads) {
+  const int64_t elements = gathered_elements(u);
+  const uint32_t added = w_.traffic(OpKind::kGradAccumulate, Stream::kCompute, u, mb,
+                                    spec(u).name + " add .grad into main_grad", elements * (p_ + 2 * r_), {bwd}, grads);
+  host(added).framework_ops = static_cast<int64_t>(spec(u).tensors.size());
+  w_.free(grads, Stream::kCompute, {added});
+  return added;
 }
 
 uint32_t ProgramBuilder::replicated_gradients(int u, int mb, uint32_t bwd, int grads) {

@@ -372,6 +372,10 @@ class ProgramBuilder {
   // gradients; Megatron: finalize_model_grads' all-reduce of the
   // sequence-parallel parameters). Returns what the reduction waits for.
   uint32_t replicated_gradients(int u, int mb, uint32_t bwd, int grads);
+  // Megatron's DDP without gradient_accumulation_fusion: the unit's .grad
+  // (allocated before its backward) and its addition into the main grads.
+  int unfused_gradients(int u);
+  uint32_t add_into_main_grad(int u, int mb, uint32_t bwd, int grads);
   void finish_backward(int u, int mb, int k, uint32_t bwd, int grads, std::vector<uint32_t>& grads_ready);
 
   // The next forward's all-gathers wait for the compute stream as it stands

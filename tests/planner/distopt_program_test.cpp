@@ -193,6 +193,56 @@ TEST(DistOptProgram, DistributedOptimizerInstancesAllReduceTheirShards) {
   EXPECT_EQ(all_reduces.front()->bytes, ops_of(program, OpKind::kReduceScatter).front()->bytes / 4);
 }
 
+// Every data-parallel rank its own optimizer instance (dp_shard 1): the
+// buckets all-reduced whole over the replicas, nothing to all-gather, the
+// master weights and Adam states whole: Megatron's DDP without the
+// distributed optimizer.
+TEST(DistOptProgram, ShardGroupsOfOneAllReduceWholeBucketsAndGatherNothing) {
+  const ProgramSetup s("strategy: MEGATRON_DDP mesh { dp_shard: 1 dp_replicate: 8 }");
+  EXPECT_EQ(s.plan().ranks, 1);
+  const Program program = s.build();
+  EXPECT_EQ(joined(graph_problems(program)), "");
+  EXPECT_TRUE(ops_of(program, OpKind::kReduceScatter).empty());
+  EXPECT_TRUE(ops_of(program, OpKind::kAllGather).empty());
+  const int64_t n = padded_elements(buckets_of(s, 0));
+  const std::vector<const Op*> all_reduces = ops_of(program, OpKind::kAllReduce);
+  ASSERT_EQ(all_reduces.size(), 1u);
+  EXPECT_EQ(all_reduces.front()->group, Group::kReplicate);
+  EXPECT_EQ(all_reduces.front()->bytes, n * 4);
+  int64_t params = 0;
+  for (const UnitPlan& u : s.plan().units) params += u.params();
+  EXPECT_GE(program.persistent.optimizer_states, params * 8);
+  EXPECT_GE(program.persistent.master_params, params * 4);
+}
+
+// Without gradient_accumulation_fusion each micro-batch's backward makes a
+// .grad in the compute dtype and adds it into the fp32 main grads (2 + 4 +
+// 4 bytes an element), one kernel a parameter; with it, neither.
+TEST(DistOptProgram, WithoutAccumulationFusionEachMicroBatchAddsItsGradIntoTheMainGrads) {
+  const std::string base = "strategy: MEGATRON_DDP gradient_accumulation_steps: 3 ";
+  const ProgramSetup unfused(base + "megatron_ddp { gradient_accumulation_fusion: false }");
+  const ProgramSetup fused(base);
+  EXPECT_TRUE(fused.training().megatron_ddp().gradient_accumulation_fusion());  // Megatron-LM's default
+  const Program program = unfused.build();
+  EXPECT_EQ(joined(graph_problems(program)), "");
+  std::vector<const Op*> adds;
+  for (const Op* op : ops_of(program, OpKind::kGradAccumulate)) {
+    if (op->name.find("into main_grad") != std::string::npos) adds.push_back(op);
+  }
+  ASSERT_EQ(adds.size(), static_cast<size_t>(unfused.units() * 3));
+  for (const Op* add : adds) {
+    const UnitPlan& unit = unfused.plan().units[static_cast<size_t>(add->unit)];
+    EXPECT_EQ(add->bytes, unit.params() * (2 + 2 * 4)) << add->name;
+    EXPECT_EQ(add->host.framework_ops, static_cast<int64_t>(unit.problem.tensors.size()));
+    EXPECT_TRUE(depends_on(program, add->id, program_test::only_op(program, OpKind::kComputeBwd, add->unit,
+                                                                    add->micro_batch).id));
+  }
+  EXPECT_GT(program.bytes_of(BufferKind::kUnshardedGrads), 0);
+  const Program plain = fused.build();
+  for (const Op* op : ops_of(plain, OpKind::kGradAccumulate)) EXPECT_EQ(op->name.find("into main_grad"), std::string::npos);
+  EXPECT_EQ(plain.bytes_of(BufferKind::kUnshardedGrads), 0);
+}
+
 TEST(DistOptProgram, ExpertParametersReduceOverTheExpertDataParallelGroup) {
   const ProgramSetup s("micro_batch_size: 2 sequence_length: 512 strategy: MEGATRON_DDP mesh { ep: 4 }",
                        "model { inline_spec { family: \"qwen3_moe\" hidden_size: 128 num_layers: 2 vocab_size: 512\n"

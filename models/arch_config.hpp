@@ -47,6 +47,12 @@ struct ArchConfig {
   int64_t vocab = 0;
   int64_t intermediate = 0;  // dense MLP width (dense layers of a MoE model too)
   bool tie_embeddings = false;
+  // A tied model split over pipeline stages (planner/resolved_scenario.cpp):
+  // the head on the last stage holds a copy of the table as its own weight
+  // (tie_embeddings then false), whose gradient and the embedding's are
+  // summed each step (Megatron-LM's shared embedding and its embedding
+  // group; nanotron's tied parameters).
+  bool table_copied_across_stages = false;
 
   AttentionKind attention = AttentionKind::kGqa;
   int64_t heads = 0;

@@ -101,6 +101,7 @@ Program ProgramBuilder::build() {
     }
   }
   if (distopt_) std::fill(grads_ready.begin(), grads_ready.end(), distopt_->finish_backward());
+  if (distopt_ && pipelined() && in_.model->arch.table_copied_across_stages) exchange_table_gradients(grads_ready);
   OptimizerContext optimizer = optimizer_context();
   if (steps_optimizer()) add_optimizer_ops(w_, optimizer, grads_ready);
   if (distopt_) distopt_->after_optimizer(*w_.last_on(Stream::kCompute));

@@ -121,6 +121,14 @@ class ProgramBuilder {
     return (int64_t{mb} * (last_chunk() + 1) + lower_chunk) * 2 + (backward ? 1 : 0);
   }
   int stage_of(int chunk) const { return chunk % static_cast<int>(in_.pipeline->stages->stages); }
+  // The tied table's gradient exchange between the first and the last
+  // stage, after every micro-batch's message: one id each way.
+  int64_t table_message(bool to_last_stage) const {
+    return (int64_t{in_.training->gradient_accumulation_steps()} + 1) * (last_chunk() + 1) * 2 + (to_last_stage ? 0 : 1);
+  }
+  // Megatron's embedding group: the first stage's table and the last
+  // stage's copy sum their main gradients before the optimizer.
+  void exchange_table_gradients(std::vector<uint32_t>& grads_ready);
 
   void receive(int mb, int lower_chunk, bool backward);
 

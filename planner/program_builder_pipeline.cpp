@@ -122,4 +122,44 @@ void ProgramBuilder::send(int mb, int lower_chunk, bool backward, std::vector<ui
   program_.ops[id].message = message(mb, lower_chunk, backward);
 }
 
+// Megatron-LM's finalize_model_grads, _allreduce_word_embedding_grads:
+// after the data-parallel reduction the table's main gradient on the first
+// stage and its copy's on the last are all-reduced over the two ranks (each
+// sends its whole gradient and receives the other's), then the optimizer
+// steps both copies alike.
+void ProgramBuilder::exchange_table_gradients(std::vector<uint32_t>& grads_ready) {
+  const int stages = static_cast<int>(in_.pipeline->stages->stages);
+  const int stage = in_.pipeline->stage;
+  const int last_mb = in_.training->gradient_accumulation_steps() - 1;
+  for (int u = 0; u < units_; ++u) {
+    const models::TensorRole role = is_embedding(u) ? models::TensorRole::kEmbedding : models::TensorRole::kHead;
+    if (!is_embedding(u) && !is_head(u)) continue;
+    int64_t elements = 0;
+    for (const models::TensorSpec& t : spec(u).tensors) elements += t.role == role ? t.numel() : 0;
+    if (elements == 0) continue;
+    const bool first = stage == 0;
+    const int other = first ? stages - 1 : 0;
+    const int64_t bytes = elements * r_;
+    const uint32_t ready = grads_ready[static_cast<size_t>(u)];
+    const int received = w_.buffer(fmt::format("{} table gradient from stage {}", spec(u).name, other),
+                                   BufferKind::kUnshardedGrads, u, bytes);
+    w_.alloc(received, Stream::kCompute, {ready});
+    const uint32_t sent = w_.collective(OpKind::kSend, Stream::kPipelineSend, Group::kPipeline, u, last_mb,
+                                        fmt::format("{} table gradient to stage {}", spec(u).name, other), bytes, -1,
+                                        {ready});
+    program_.ops[sent].peer = other;
+    program_.ops[sent].message = table_message(first);
+    const uint32_t got = w_.collective(OpKind::kRecv, Stream::kPipelineRecv, Group::kPipeline, u, last_mb,
+                                       fmt::format("{} table gradient from stage {}", spec(u).name, other), bytes,
+                                       received, {ready});
+    program_.ops[got].peer = other;
+    program_.ops[got].message = table_message(!first);
+    const uint32_t added = w_.traffic(OpKind::kGradAccumulate, Stream::kCompute, u, last_mb,
+                                      spec(u).name + " add the other stage's table gradient", 3 * bytes, {sent, got},
+                                      received);
+    w_.free(received, Stream::kCompute, {added});
+    grads_ready[static_cast<size_t>(u)] = added;
+  }
+}
+
 }  // namespace ragged::planner::internal

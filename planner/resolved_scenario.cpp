@@ -187,9 +187,12 @@ void check_pipeline_supported(const scenarios::Scenario& scenario, const models:
   const scenarios::Training& training = scenario.training();
   const int pp = training.mesh().pp();
   if (model.arch.tie_embeddings) {
-    throw FieldError("training.mesh.pp", fmt::format("pp {}: model {} ties its embeddings, which puts the table on "
-                                                     "the first and the last stage; that is not simulated yet: set "
-                                                     "pp to 1 or use a model with an untied head", pp, model.name));
+    throw FieldError("training.mesh.pp",
+                     fmt::format("pp {}: model {} ties its embeddings, which puts the table on the first and the last "
+                                 "stage; Megatron's DDP keeps a copy on the last stage and sums the two gradients "
+                                 "(strategy MEGATRON_DDP), PyTorch's pipelining shares no parameter between stages: "
+                                 "use MEGATRON_DDP, set pp to 1, or use a model with an untied head",
+                                 pp, model.name));
   }
   if (scenario.has_whatif()) {
     throw FieldError("whatif", fmt::format("training.mesh.pp is {}: what-ifs simulate one pipeline stage's ranks; "
@@ -232,6 +235,13 @@ ResolvedScenario resolve_scenario(scenarios::LoadedScenario loaded) {
     if (!(kernels == model.kernels)) model = models::build_model(model.arch, kernels);
     std::optional<models::ModelSpec> whole;
     const Mesh mesh = mesh_of(loaded.scenario.training());
+    if (mesh.pp > 1 && model.arch.tie_embeddings && loaded.scenario.training().strategy() == scenarios::MEGATRON_DDP) {
+      // The last stage's head gets its own copy of the table.
+      models::ArchConfig arch = model.arch;
+      arch.tie_embeddings = false;
+      arch.table_copied_across_stages = true;
+      model = models::build_model(arch, model.kernels);
+    }
     if (mesh.pp > 1) check_pipeline_supported(loaded.scenario, model);
     const models::ModelSplit split = mesh.model_split();
     if (!split.trivial()) {

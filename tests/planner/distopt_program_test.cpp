@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/errors.hpp"
 #include "planner/distopt_buckets.hpp"
 #include "planner/scenario_plan.hpp"
 #include "scenarios/scenario_loader.hpp"
@@ -292,6 +293,63 @@ TEST(DistOptProgram, TensorTimesPipelineTimesDataParallelStagesReduceTheirOwnUni
   // Megatron buckets only the first stage: a later stage's buffer is one bucket.
   EXPECT_GT(distopt_ops(stages[0], OpKind::kReduceScatter).size(), 1u);
   EXPECT_EQ(distopt_ops(stages[1], OpKind::kReduceScatter).size(), 1u);
+}
+
+// A tied table over pipeline stages under Megatron's DDP: the last stage's
+// head holds its own copy, and after the backward the two stages send each
+// other their whole main gradient of it (vocab x hidden / tp, fp32) and add
+// the other's before the optimizer steps it. PyTorch's pipelining shares no
+// parameter between stages: FSDP2 refuses the model.
+TEST(DistOptProgram, ATiedTableOverPipelineStagesSumsItsTwoCopiesGradients) {
+  const std::string model =
+      "model { inline_spec { hidden_size: 256 num_layers: 4 vocab_size: 1024 intermediate_size: 704\n"
+      "  num_attention_heads: 8 num_key_value_heads: 4 tie_word_embeddings: true } }\n"
+      "cluster { gpu { preset: \"h100\" } gpus_per_node: 8 nodes: 1 }\n";
+  const auto resolve = [&](const std::string& training) {
+    return resolve_scenario(scenarios::parse_scenario(model + "training { " + training + " }\n",
+                                                      scenarios::ScenarioFormat::kText, "tied_test.textproto",
+                                                      RAGGED_SOURCE_DIR));
+  };
+  const ResolvedScenario resolved =
+      resolve("strategy: MEGATRON_DDP micro_batch_size: 2 sequence_length: 512 gradient_accumulation_steps: 4 "
+              "mesh { tp: 2 pp: 2 }");
+  EXPECT_TRUE(resolved.model.arch.table_copied_across_stages);
+  const PipelinePlan plan = plan_pipeline(resolved);
+  const std::vector<Program> stages = build_stage_programs(resolved, plan);
+  ASSERT_EQ(stages.size(), 2u);
+  const int64_t table_bytes = 1024 / 2 * 256 * 4;  // vocab over tp 2, hidden, fp32 main grads
+  for (size_t s = 0; s < stages.size(); ++s) {
+    const Program& p = stages[s];
+    EXPECT_EQ(joined(graph_problems(p)), "") << "stage " << s;
+    std::vector<const Op*> sends, receives;
+    for (const Op* op : ops_of(p, OpKind::kSend)) {
+      if (op->name.find("table gradient") != std::string::npos) sends.push_back(op);
+    }
+    for (const Op* op : ops_of(p, OpKind::kRecv)) {
+      if (op->name.find("table gradient") != std::string::npos) receives.push_back(op);
+    }
+    ASSERT_EQ(sends.size(), 1u) << "stage " << s;
+    ASSERT_EQ(receives.size(), 1u) << "stage " << s;
+    EXPECT_EQ(sends.front()->bytes, table_bytes);
+    EXPECT_EQ(receives.front()->bytes, table_bytes);
+    EXPECT_EQ(sends.front()->peer, s == 0 ? 1 : 0);
+    // Each direction's send and receive carry the same message.
+    const Program& other = stages[1 - s];
+    for (const Op* op : ops_of(other, OpKind::kRecv)) {
+      if (op->name.find("table gradient") == std::string::npos) continue;
+      EXPECT_EQ(op->message, sends.front()->message);
+    }
+    // The optimizer steps the table after the other copy's gradient is added.
+    bool waits = false;
+    for (const Op* update : ops_of(p, OpKind::kOptimizer)) waits = waits || depends_on(p, update->id, receives.front()->id, true);
+    EXPECT_TRUE(waits) << "stage " << s;
+  }
+  try {
+    resolve("strategy: FSDP2 micro_batch_size: 2 sequence_length: 512 gradient_accumulation_steps: 4 mesh { pp: 2 }");
+    FAIL() << "PyTorch's pipelining cannot share the table between stages";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("use MEGATRON_DDP"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

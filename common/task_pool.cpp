@@ -86,6 +86,23 @@ std::vector<std::optional<std::string>> LocalTaskPool::map(const std::vector<std
   return queue.results();
 }
 
+void for_each_index(size_t count, int threads, const std::function<void(size_t)>& work) {
+  if (threads <= 1) {
+    for (size_t i = 0; i < count; ++i) work(i);
+    return;
+  }
+  std::vector<std::string> tasks;
+  tasks.reserve(count);
+  for (size_t i = 0; i < count; ++i) tasks.push_back(std::to_string(i));
+  LocalTaskPool pool(
+      [&work](const std::string& task) {
+        work(std::stoul(task));
+        return std::string();
+      },
+      threads);
+  pool.map(tasks);
+}
+
 int hardware_threads() { return std::max(1, static_cast<int>(std::thread::hardware_concurrency())); }
 
 }  // namespace ragged

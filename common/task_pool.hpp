@@ -103,6 +103,11 @@ class LocalTaskPool : public TaskRunner {
   int threads_;
 };
 
+// work(i) for every i below `count`, on `threads` threads of this process
+// (one after the other on the calling thread when it is 1 or less), each
+// index once; the first exception is rethrown after the others finish.
+void for_each_index(size_t count, int threads, const std::function<void(size_t)>& work);
+
 // The hardware's threads (at least 1): the default of --jobs.
 int hardware_threads();
 

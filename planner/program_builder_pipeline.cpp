@@ -131,14 +131,14 @@ void ProgramBuilder::exchange_table_gradients(std::vector<uint32_t>& grads_ready
   const int stages = static_cast<int>(in_.pipeline->stages->stages);
   const int stage = in_.pipeline->stage;
   const int last_mb = in_.training->gradient_accumulation_steps() - 1;
+  const bool first = stage == 0;
+  const int other = first ? stages - 1 : 0;
   for (int u = 0; u < units_; ++u) {
-    const models::TensorRole role = is_embedding(u) ? models::TensorRole::kEmbedding : models::TensorRole::kHead;
     if (!is_embedding(u) && !is_head(u)) continue;
+    const models::TensorRole role = is_embedding(u) ? models::TensorRole::kEmbedding : models::TensorRole::kHead;
     int64_t elements = 0;
     for (const models::TensorSpec& t : spec(u).tensors) elements += t.role == role ? t.numel() : 0;
     if (elements == 0) continue;
-    const bool first = stage == 0;
-    const int other = first ? stages - 1 : 0;
     const int64_t bytes = elements * r_;
     const uint32_t ready = grads_ready[static_cast<size_t>(u)];
     const int received = w_.buffer(fmt::format("{} table gradient from stage {}", spec(u).name, other),

@@ -130,20 +130,7 @@ std::vector<InputSensitivity> sensitivity(const planner::ResolvedScenario& base,
   };
   // Each simulation is a child process: the default runs them side by side.
   // A given simulator (the tests') is called one value at a time.
-  const int threads = simulate ? 1 : static_cast<int>(std::min<size_t>(variants.size(), hardware_threads()));
-  if (threads <= 1) {
-    for (Variant& v : variants) predict(v);
-  } else {
-    std::vector<std::string> tasks;
-    for (size_t i = 0; i < variants.size(); ++i) tasks.push_back(std::to_string(i));
-    LocalTaskPool pool(
-        [&](const std::string& task) {
-          predict(variants[std::stoul(task)]);
-          return std::string();
-        },
-        threads);
-    pool.map(tasks);
-  }
+  for_each_index(variants.size(), simulate ? 1 : hardware_threads(), [&](size_t i) { predict(variants[i]); });
   for (InputSensitivity& s : out) find_ends(s, predicted);
   std::stable_sort(out.begin(), out.end(),
                    [](const InputSensitivity& a, const InputSensitivity& b) { return a.ranks_before(b); });

@@ -123,19 +123,7 @@ std::vector<RowResult> run_validation(const ValidationSet& set, const RunOptions
     ++done;
     if (options.progress) options.progress(done, rows.size(), rows[k]);
   };
-  if (options.jobs <= 1) {
-    for (size_t k = 0; k < rows.size(); ++k) predict(k);
-    return rows;
-  }
-  std::vector<std::string> tasks;
-  for (size_t k = 0; k < rows.size(); ++k) tasks.push_back(std::to_string(k));
-  LocalTaskPool pool(
-      [&](const std::string& task) {
-        predict(std::stoul(task));
-        return std::string();
-      },
-      options.jobs);
-  pool.map(tasks);
+  for_each_index(rows.size(), options.jobs, predict);
   return rows;
 }
 

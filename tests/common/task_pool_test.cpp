@@ -126,6 +126,27 @@ TEST(LocalTaskPool, TheFirstFailureIsRethrownWithItsType) {
   EXPECT_THROW(pool.map(numbered(10)), InputError);
 }
 
+// for_each_index runs every index once, on the calling thread when given
+// one thread, and rethrows a failure after the rest have run.
+TEST(ForEachIndex, EveryIndexOnceAndFailuresRethrown) {
+  for (const int threads : {1, 4}) {
+    std::vector<std::atomic<int>> hits(50);
+    for_each_index(hits.size(), threads, [&](size_t i) { ++hits[i]; });
+    for (size_t i = 0; i < hits.size(); ++i) EXPECT_EQ(hits[i].load(), 1) << i << " on " << threads;
+  }
+  std::set<std::thread::id> ids;
+  for_each_index(5, 1, [&](size_t) { ids.insert(std::this_thread::get_id()); });
+  EXPECT_EQ(ids, std::set<std::thread::id>{std::this_thread::get_id()});
+  std::atomic<int> ran{0};
+  EXPECT_THROW(for_each_index(20, 3,
+                              [&](size_t i) {
+                                ++ran;
+                                if (i == 7) throw std::runtime_error("seven");
+                              }),
+               std::runtime_error);
+  EXPECT_GE(ran.load(), 8);
+}
+
 TEST(TaskQueue, DoneOnlyWhenEveryHandedTaskFinished) {
   const std::vector<std::string> tasks = numbered(2);
   TaskQueue queue(tasks, {});

@@ -44,6 +44,7 @@ struct TuneCommandOptions {
   std::string global_batch_tokens;
   int64_t sequence_length = 0;
   double headroom_percent = 100 * traces::kPeakMemoryPredictionError;
+  bool memory_band = false;
   int64_t max_grad_accum = 64;
   std::vector<std::string> strategies;
   bool strategies_given = false;
@@ -81,6 +82,7 @@ tune::Constraints constraints_of(const TuneCommandOptions& o, std::ostream& note
   }
   if (o.sequence_length > 0) c.sequence_length = o.sequence_length;
   c.headroom = o.headroom_percent / 100;
+  c.memory_band = o.memory_band;
   c.max_grad_accum = o.max_grad_accum;
   if (o.strategies_given && (o.strategies.empty() || std::count(o.strategies.begin(), o.strategies.end(), ""))) {
     throw InputError(
@@ -287,6 +289,10 @@ void add_tune_command(CLI::App& app, Context& context) {
                   "fragmentation and run-to-run variation (default: the simulator's peak-memory error on its "
                   "calibration runs)")
       ->capture_default_str();
+  cmd->add_flag("--memory-band", o->memory_band,
+               "Rank only candidates whose memory band fits too: the upper end of the peaks comparable validation "
+               "runs reached against their predictions (the band `ragged simulate` prints) within the allocator's "
+               "memory, against a pick whose real peak the model under-predicts (docs/SIMULATOR.md section 13)");
   cmd->add_option("--max-grad-accum", o->max_grad_accum, "Most gradient accumulation steps allowed")
       ->capture_default_str()
       ->transform(whole_number(1, kMaxCount));

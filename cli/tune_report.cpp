@@ -253,10 +253,12 @@ void print_search(const tune::Tuner& tuner, const tune::SearchResult& r, const R
   const int64_t capacity = scenarios::allocator_capacity_bytes(s);
   out << fmt::format(
       "{}: {} on {} x {}, global batch {} x {} tokens ({} per GPU), memory budget {} GiB ({:g}% of the allocator's "
-      "{} GiB)\n",
+      "{} GiB){}\n",
       s.name(), model_text(s.model()), format_integer(r.gpus), s.cluster().gpu().preset(),
       format_integer(r.batch.global_sequences), format_integer(r.batch.sequence_length), per_gpu_text(r.batch),
-      format_gib(r.budget_bytes), 100 * (1 - tuner.options().constraints.headroom), format_gib(capacity));
+      format_gib(r.budget_bytes), 100 * (1 - tuner.options().constraints.headroom), format_gib(capacity),
+      tuner.options().constraints.memory_band ? " and each candidate's memory band within the allocator's (--memory-band)"
+                                               : "");
   print_counts(r, options, out);
   if (r.widened_to_tensor_parallelism) {
     out << "  nothing fitted with FSDP alone: tensor parallelism of 2, 4 and 8 (those a node holds) and pipelines of 2 "
@@ -282,6 +284,12 @@ void print_search(const tune::Tuner& tuner, const tune::SearchResult& r, const R
                                     : "",
                      format_seconds(best.step_time_s), 100 * best.mfu, format_gib(best.peak_reserved_bytes),
                      format_gib(best.capacity_bytes));
+  if (best.band_over_capacity()) {
+    out << fmt::format(
+        "  memory band: runs like it peaked at up to {} GiB against a prediction like this one's, over the allocator's "
+        "{} GiB; --memory-band ranks only candidates whose band fits\n",
+        format_gib(best.band_peak_bytes), format_gib(best.capacity_bytes));
+  }
   if (options.train_tokens) out << "  time to train: " << training_text(r, options) << '\n';
   if (r.by_goodput()) {
     print_goodput(goodput_report_of(tuner, r, r.best(), fmt::format("best on {} GPUs", format_integer(r.gpus))),
@@ -398,6 +406,7 @@ nlohmann::json search_to_json(const tune::Tuner& tuner, const tune::SearchResult
       {"global_batch_sequences", r.batch.global_sequences},
       {"tokens_per_gpu", r.batch.tokens_per_gpu()},
       {"headroom", tuner.options().constraints.headroom},
+      {"memory_band", tuner.options().constraints.memory_band},
       {"budget_bytes", r.budget_bytes},
       {"rank_by", r.by_goodput() ? "goodput" : "throughput"},
       {"widened_to_tensor_parallelism", r.widened_to_tensor_parallelism},

@@ -9,14 +9,16 @@
 #include "planner/program_builder.hpp"
 #include "planner/scenario_plan.hpp"
 #include "scenarios/scenario_rules.hpp"
+#include "sim/prediction_band.hpp"
 #include "sim/simulation_child.hpp"
 #include "sim/step_time_bound.hpp"
 
 namespace ragged::tune {
 namespace {
 
-void add_simulation(Evaluation& e, const sim::SimulationSummary& simulated) {
+void add_simulation(Evaluation& e, const scenarios::Scenario& scenario, const sim::SimulationSummary& simulated) {
   const traces::Summary& s = simulated.summary;
+  e.band_peak_bytes = sim::regime_band(scenario, s).memory_high;
   e.outcome = Outcome::kSimulated;
   e.step_time_s = s.step_time_s();
   e.tokens_per_s_per_gpu = s.tokens_per_s_per_gpu();
@@ -85,7 +87,21 @@ Evaluation plan_and_prune(const scenarios::LoadedScenario& scenario, double head
   return verdict(floors(resolved, planner::build_scenario_programs(resolved)), headroom);
 }
 
+namespace {
+
+Evaluation evaluate_under_headroom(const scenarios::LoadedScenario& scenario, const EvaluateOptions& options);
+
+}  // namespace
+
 Evaluation evaluate(const scenarios::LoadedScenario& scenario, const EvaluateOptions& options) {
+  Evaluation e = evaluate_under_headroom(scenario, options);
+  e.band_rule = options.memory_band;  // the search's rule, whoever simulated or cached the figures
+  return e;
+}
+
+namespace {
+
+Evaluation evaluate_under_headroom(const scenarios::LoadedScenario& scenario, const EvaluateOptions& options) {
   const ResultCache* cache = options.cache;
   const std::string key = cache != nullptr ? cache_key(scenario) : "";
   const std::optional<Evaluation> known = cache != nullptr ? cache->load(key) : std::nullopt;
@@ -123,7 +139,7 @@ Evaluation evaluate(const scenarios::LoadedScenario& scenario, const EvaluateOpt
     for (const planner::Program& program : built->programs)
       e.tokens_per_step = std::max(e.tokens_per_step, program.tokens_per_step);
     if (!options.simulate) return e;
-    add_simulation(e, sim::simulate_summary_in_child(*resolved, simulation));
+    add_simulation(e, scenario.scenario, sim::simulate_summary_in_child(*resolved, simulation));
   } catch (const std::exception& error) {
     e.outcome = Outcome::kFailed;
     e.message = error.what();
@@ -134,4 +150,5 @@ Evaluation evaluate(const scenarios::LoadedScenario& scenario, const EvaluateOpt
   return e;
 }
 
+}  // namespace
 }  // namespace ragged::tune

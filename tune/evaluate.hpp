@@ -17,6 +17,8 @@ namespace ragged::tune {
 
 struct EvaluateOptions {
   double headroom = traces::kPeakMemoryPredictionError;
+  // Constraints::memory_band: a candidate fits only if its memory band's upper end does too.
+  bool memory_band = false;
   const ResultCache* cache = nullptr;  // none: always plan and simulate
   // False: stop before the simulation; a candidate to simulate comes back
   // awaiting it (awaits_simulation) with its floors and step-time bound.

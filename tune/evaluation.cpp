@@ -61,6 +61,8 @@ nlohmann::json to_json(const Evaluation& e) {
           {"alloc_retries", e.alloc_retries},
           {"mode", e.mode},
           {"simulation_wall_s", e.simulation_wall_s},
+          {"band_peak_bytes", e.band_peak_bytes},
+          {"band_rule", e.band_rule},
           {"cached", e.cached}};
 }
 
@@ -102,6 +104,8 @@ Evaluation evaluation_from_json(const nlohmann::json& j) {
   e.alloc_retries = j.at("alloc_retries");
   e.mode = j.at("mode");
   e.simulation_wall_s = j.at("simulation_wall_s");
+  e.band_peak_bytes = j.value("band_peak_bytes", int64_t{0});
+  e.band_rule = j.value("band_rule", false);
   e.cached = j.value("cached", false);
   return e;
 }

@@ -60,6 +60,13 @@ struct Evaluation {
   int64_t alloc_retries = 0;
   std::string mode;  // full, symmetric
   double simulation_wall_s = 0;
+  // The upper end of its memory band: the peak reserved memory runs like it
+  // reached against their predictions (sim::regime_band, from the validation
+  // residuals of its regime; the prediction itself where the regime has no
+  // rows). Whether `fits` requires it under the capacity is the search's
+  // choice (Constraints::memory_band), set on every evaluation it returns.
+  int64_t band_peak_bytes = 0;
+  bool band_rule = false;
 
   bool cached = false;  // read from the result cache (this run's, not the answer)
 
@@ -73,10 +80,13 @@ struct Evaluation {
   // Simulated without running out of memory and with a peak within `budget_bytes`,
   // reached without the allocator releasing its cache: a release means the step
   // reached the allocator's capacity, and the reserved peak it leaves behind
-  // understates what the step asked for, so the headroom was not kept.
+  // understates what the step asked for, so the headroom was not kept. Under
+  // the band rule, its memory band's upper end within the capacity too.
   bool fits(int64_t budget_bytes) const {
-    return outcome == Outcome::kSimulated && !oom && alloc_retries == 0 && peak_reserved_bytes <= budget_bytes;
+    return outcome == Outcome::kSimulated && !oom && alloc_retries == 0 && peak_reserved_bytes <= budget_bytes &&
+           !(band_rule && band_over_capacity());
   }
+  bool band_over_capacity() const { return band_peak_bytes > capacity_bytes; }
 };
 
 nlohmann::json to_json(const Evaluation& evaluation);

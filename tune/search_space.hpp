@@ -24,6 +24,11 @@ struct Constraints {
   // simulator's own peak-memory error, so a candidate that fits is never one
   // `ragged simulate` calls a tight fit.
   double headroom = traces::kPeakMemoryPredictionError;
+  // Also require the upper end of each candidate's memory band (the peak
+  // comparable validation runs reached against their predictions,
+  // sim::regime_band) within the allocator's capacity: against a confident
+  // pick whose real peak the model under-predicts.
+  bool memory_band = false;
   int64_t max_grad_accum = 64;
   std::vector<scenarios::Strategy> strategies;          // empty: all six
   // FSDP groups (dp_shard x cp); empty: a node's share of them times powers of

@@ -121,7 +121,8 @@ std::string Tuner::task_of(int64_t gpus, const Candidate& candidate, size_t inde
 std::string Tuner::run_task(const std::string& task) const {
   const nlohmann::json j = nlohmann::json::parse(task);
   const int64_t gpus = j.at("gpus");
-  const EvaluateOptions options{options_.constraints.headroom, cache_ ? &*cache_ : nullptr, j.value("simulate", true)};
+  const EvaluateOptions options{options_.constraints.headroom, options_.constraints.memory_band,
+                                cache_ ? &*cache_ : nullptr, j.value("simulate", true)};
   std::optional<scenarios::LoadedScenario> scenario;
   Evaluation e;
   try {

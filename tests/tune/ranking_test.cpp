@@ -45,6 +45,28 @@ TEST(Ranking, AStepThatReleasedTheAllocatorsCacheDoesNotFit) {
   EXPECT_EQ(rank({calm, pressed}, 100).ranked, (std::vector<size_t>{0}));
 }
 
+// Under the band rule a candidate fits only if the upper end of its memory
+// band (what runs like it peaked at against their predictions) is within the
+// allocator's capacity; without it the band is reported, not applied. Both
+// travel between ranks and through the cache as JSON.
+TEST(Ranking, UnderTheBandRuleACandidateWhoseBandPassesTheCapacityDoesNotFit) {
+  Evaluation within = simulated(200, 60);
+  within.capacity_bytes = 110;
+  within.band_peak_bytes = 110;
+  Evaluation over = simulated(300, 60);
+  over.capacity_bytes = 110;
+  over.band_peak_bytes = 111;
+  EXPECT_EQ(rank({within, over}, 100).ranked, (std::vector<size_t>{1, 0}));
+  within.band_rule = over.band_rule = true;
+  EXPECT_TRUE(within.fits(100));
+  EXPECT_FALSE(over.fits(100));
+  EXPECT_EQ(rank({within, over}, 100).ranked, (std::vector<size_t>{0}));
+  const Evaluation back = evaluation_from_json(to_json(over));
+  EXPECT_EQ(back.band_peak_bytes, 111);
+  EXPECT_TRUE(back.band_rule);
+  EXPECT_FALSE(back.fits(100));
+}
+
 TEST(Ranking, ParetoFrontKeepsEveryTradeOff) {
   const std::vector<Evaluation> all = {simulated(10, 10), simulated(30, 30), simulated(20, 20), simulated(25, 40),
                                        simulated(40, 50)};

@@ -123,6 +123,40 @@ TEST(Tuner, CacheAnswersARepeatedSearchIdentically) {
   EXPECT_EQ(answers(pruned_more), answers(search_locally(small_scenario(), uncached, 2)));
 }
 
+// With the memory band rule the fitting candidates are those of the plain
+// search whose band's upper end is within the capacity, in the same order;
+// every simulated candidate carries its band (at least its own peak where the
+// regime under-predicts), and the rule holds for figures read from a cache a
+// plain search wrote.
+TEST(Tuner, TheMemoryBandRuleRanksOnlyCandidatesWhoseBandFits) {
+  TempDir dir("band-cache");
+  TuneOptions plain = small_options();
+  plain.cache_dir = dir.path();
+  const SearchResult without = search_locally(small_scenario(), plain, 2);
+  TuneOptions banded = plain;
+  banded.constraints.memory_band = true;
+  const SearchResult with = search_locally(small_scenario(), banded, 2);
+  EXPECT_EQ(with.counts.cached, with.candidates.size());
+  std::vector<size_t> expected;
+  for (size_t i : without.ranking.ranked) {
+    const Evaluation& e = without.evaluations[i];
+    EXPECT_GT(e.band_peak_bytes, 0) << describe(without.candidates[i], 8);
+    EXPECT_FALSE(e.band_rule);
+    if (e.band_peak_bytes <= e.capacity_bytes) expected.push_back(i);
+  }
+  EXPECT_EQ(with.ranking.ranked, expected);
+  std::printf("%zu candidates fit, %zu with their memory band within the capacity\n", without.ranking.ranked.size(),
+              with.ranking.ranked.size());
+  for (const Evaluation& e : with.evaluations) {
+    if (e.outcome == Outcome::kSimulated) {
+      EXPECT_TRUE(e.band_rule);
+    }
+  }
+  TuneOptions uncached = banded;
+  uncached.cache_dir.reset();
+  EXPECT_EQ(search_locally(small_scenario(), uncached, 2).ranking.ranked, with.ranking.ranked);
+}
+
 // The winner's scenario file, read back as `ragged simulate` reads it,
 // simulates to the very figures the search ranked.
 TEST(Tuner, WinnersScenarioFileReproducesItsFigures) {

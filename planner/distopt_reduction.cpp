@@ -15,6 +15,7 @@ DistOptReduction::DistOptReduction(ProgramWriter* writer, const Plan& plan, cons
       overlap_grad_reduce_(training.megatron_ddp().overlap_grad_reduce()),
       overlap_param_gather_(training.megatron_ddp().overlap_param_gather()),
       fused_accumulation_(training.megatron_ddp().gradient_accumulation_fusion()),
+      torch_ddp_buckets_(training.megatron_ddp().torch_ddp_buckets()),
       data_parallel_ranks_(plan.ranks * std::max<int64_t>(1, replicate_ranks)),
       last_micro_batch_(training.gradient_accumulation_steps() - 1),
       unit_buckets_(plan.units.size()),

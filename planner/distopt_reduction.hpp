@@ -70,6 +70,11 @@ class DistOptReduction {
   // The persistent buffers: the parameters (compute dtype) and the main gradients.
   int64_t param_buffer_bytes() const { return elements_ * bytes_.param; }
   int64_t grad_buffer_bytes() const { return elements_ * bytes_.reduce; }
+  // torch DDP's bucket tensors around the model (torch_ddp_buckets), in the
+  // parameters' dtype; none with one data-parallel rank.
+  int64_t torch_ddp_bucket_bytes() const {
+    return torch_ddp_buckets_ && data_parallel_ranks_ > 1 ? elements_ * bytes_.param : 0;
+  }
   // The elements of the buckets' shards this rank owns.
   int64_t shard_elements() const;
 
@@ -84,6 +89,7 @@ class DistOptReduction {
   bool overlap_grad_reduce_;
   bool overlap_param_gather_;
   bool fused_accumulation_;
+  bool torch_ddp_buckets_;
   int64_t data_parallel_ranks_;                    // the scaling factor's dp: dp_shard x cp x dp_replicate
   int last_micro_batch_;                           // the one whose backward reduces (the others run under no_sync)
   std::vector<DistOptBucket> buckets_;             // every buffer's, each buffer's in backward order

@@ -292,7 +292,7 @@ void ProgramBuilder::fill_persistent(const OptimizerContext& optimizer) {
   if (ddp_) m.gradients = ddp_->bucket_bytes();
   if (distopt_) {  // the parameters and main gradients whole, the master weights sharded
     m.compute_params = distopt_->param_buffer_bytes();
-    m.gradients = distopt_->grad_buffer_bytes();
+    m.gradients = distopt_->grad_buffer_bytes() + distopt_->torch_ddp_bucket_bytes();
   }
   if (!steps_optimizer()) {  // every unit's gradients whole, in the reduce dtype, from step to step
     m.gradients = 0;

@@ -243,6 +243,7 @@ void default_training(Training* training, int64_t cluster_gpus, const Gpu& gpu) 
     if (!ddp->has_overlap_grad_reduce()) ddp->set_overlap_grad_reduce(false);
     if (!ddp->has_overlap_param_gather()) ddp->set_overlap_param_gather(false);
     if (!ddp->has_gradient_accumulation_fusion()) ddp->set_gradient_accumulation_fusion(true);
+    if (!ddp->has_torch_ddp_buckets()) ddp->set_torch_ddp_buckets(false);
   }
   if (!training->allocator().has_expandable_segments()) training->mutable_allocator()->set_expandable_segments(false);
   if (!training->allocator().has_outside_gib()) {

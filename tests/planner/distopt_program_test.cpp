@@ -244,6 +244,26 @@ TEST(DistOptProgram, WithoutAccumulationFusionEachMicroBatchAddsItsGradIntoTheMa
   EXPECT_EQ(plain.bytes_of(BufferKind::kUnshardedGrads), 0);
 }
 
+// A torch DDP wrapper around the model (nanotron's, with its fp32 accumulation
+// hook) keeps a bucket in the compute dtype for every parameter beside the
+// main gradients: 2 bytes a parameter more, held for the run; one GPU has no
+// wrapper.
+TEST(DistOptProgram, TorchDdpBucketsHoldEveryParameterInTheComputeDtypeBesideTheMainGrads) {
+  const std::string base = "strategy: MEGATRON_DDP precision { param: BF16 reduce: FP32 master: FP32 } ";
+  const ProgramSetup plain(base);
+  const ProgramSetup wrapped(base + "megatron_ddp { torch_ddp_buckets: true }");
+  EXPECT_FALSE(plain.training().megatron_ddp().torch_ddp_buckets());  // Megatron-LM has no such wrapper
+  int64_t params = 0;
+  for (const UnitPlan& u : plain.plan().units) params += u.params();
+  const int64_t without = plain.build().persistent.gradients;
+  EXPECT_EQ(without, params * 4);  // the fp32 main gradients
+  EXPECT_EQ(wrapped.build().persistent.gradients, without + params * 2);
+  const std::string one_gpu = std::string(kTinyLlama).replace(std::string(kTinyLlama).find("gpus_per_node: 8"),
+                                                               16, "gpus_per_node: 1");
+  const ProgramSetup alone(base + "megatron_ddp { torch_ddp_buckets: true }", one_gpu);
+  EXPECT_EQ(alone.build().persistent.gradients, params * 4);
+}
+
 TEST(DistOptProgram, ExpertParametersReduceOverTheExpertDataParallelGroup) {
   const ProgramSetup s("micro_batch_size: 2 sequence_length: 512 strategy: MEGATRON_DDP mesh { ep: 4 }",
                        "model { inline_spec { family: \"qwen3_moe\" hidden_size: 128 num_layers: 2 vocab_size: 512\n"

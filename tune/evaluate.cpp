@@ -95,7 +95,9 @@ Evaluation evaluate_under_headroom(const scenarios::LoadedScenario& scenario, co
 
 Evaluation evaluate(const scenarios::LoadedScenario& scenario, const EvaluateOptions& options) {
   Evaluation e = evaluate_under_headroom(scenario, options);
-  e.band_rule = options.memory_band;  // the search's rule, whoever simulated or cached the figures
+  // The search's rules, whoever simulated or cached the figures.
+  e.band_rule = options.memory_band;
+  if (e.capacity_bytes > 0) e.own_budget_bytes = memory_budget(e.capacity_bytes, options.headroom);
   return e;
 }
 

@@ -63,6 +63,7 @@ nlohmann::json to_json(const Evaluation& e) {
           {"simulation_wall_s", e.simulation_wall_s},
           {"band_peak_bytes", e.band_peak_bytes},
           {"band_rule", e.band_rule},
+          {"own_budget_bytes", e.own_budget_bytes},
           {"cached", e.cached}};
 }
 
@@ -106,6 +107,7 @@ Evaluation evaluation_from_json(const nlohmann::json& j) {
   e.simulation_wall_s = j.at("simulation_wall_s");
   e.band_peak_bytes = j.value("band_peak_bytes", int64_t{0});
   e.band_rule = j.value("band_rule", false);
+  e.own_budget_bytes = j.value("own_budget_bytes", int64_t{0});
   e.cached = j.value("cached", false);
   return e;
 }

@@ -67,6 +67,10 @@ struct Evaluation {
   // choice (Constraints::memory_band), set on every evaluation it returns.
   int64_t band_peak_bytes = 0;
   bool band_rule = false;
+  // Its own allocator capacity less the search's headroom (0: not set). A
+  // mesh's communicators leave a candidate less than the base scenario's
+  // capacity, so the search's one budget alone could pass a tight fit.
+  int64_t own_budget_bytes = 0;
 
   bool cached = false;  // read from the result cache (this run's, not the answer)
 
@@ -80,11 +84,12 @@ struct Evaluation {
   // Simulated without running out of memory and with a peak within `budget_bytes`,
   // reached without the allocator releasing its cache: a release means the step
   // reached the allocator's capacity, and the reserved peak it leaves behind
-  // understates what the step asked for, so the headroom was not kept. Under
-  // the band rule, its memory band's upper end within the capacity too.
+  // understates what the step asked for, so the headroom was not kept. Within
+  // its own budget too; under the band rule, its memory band's upper end
+  // within the capacity.
   bool fits(int64_t budget_bytes) const {
     return outcome == Outcome::kSimulated && !oom && alloc_retries == 0 && peak_reserved_bytes <= budget_bytes &&
-           !(band_rule && band_over_capacity());
+           (own_budget_bytes == 0 || peak_reserved_bytes <= own_budget_bytes) && !(band_rule && band_over_capacity());
   }
   bool band_over_capacity() const { return band_peak_bytes > capacity_bytes; }
 };

@@ -67,6 +67,19 @@ TEST(Ranking, UnderTheBandRuleACandidateWhoseBandPassesTheCapacityDoesNotFit) {
   EXPECT_FALSE(back.fits(100));
 }
 
+// A candidate whose own capacity (its mesh's communicators take more) less
+// the headroom is below its peak does not fit, whatever the search's budget.
+TEST(Ranking, ACandidateMustFitItsOwnBudgetToo) {
+  Evaluation roomy = simulated(200, 90);
+  roomy.own_budget_bytes = 95;
+  Evaluation squeezed = simulated(300, 90);
+  squeezed.own_budget_bytes = 89;
+  EXPECT_TRUE(roomy.fits(100));
+  EXPECT_FALSE(squeezed.fits(100));
+  EXPECT_EQ(rank({roomy, squeezed}, 100).ranked, (std::vector<size_t>{0}));
+  EXPECT_EQ(evaluation_from_json(to_json(squeezed)).own_budget_bytes, 89);
+}
+
 TEST(Ranking, ParetoFrontKeepsEveryTradeOff) {
   const std::vector<Evaluation> all = {simulated(10, 10), simulated(30, 30), simulated(20, 20), simulated(25, 40),
                                        simulated(40, 50)};

@@ -66,6 +66,11 @@ TEST(Tuner, WinnerFitsAndIsAtLeastAsFastAsEveryOtherFittingCandidate) {
     EXPECT_GE(best.tokens_per_s_per_gpu, e.tokens_per_s_per_gpu);
   }
   EXPECT_EQ(fitting, r.ranking.ranked.size());
+  for (size_t i : r.ranking.ranked) {  // never what `ragged simulate` calls a tight fit
+    const Evaluation& e = r.evaluations[i];
+    EXPECT_EQ(e.own_budget_bytes, memory_budget(e.capacity_bytes, traces::kPeakMemoryPredictionError));
+    EXPECT_FALSE(traces::fits_tightly(e.peak_reserved_bytes, e.capacity_bytes, e.oom)) << describe(r.candidates[i], 8);
+  }
   for (size_t k = 1; k < r.ranking.ranked.size(); ++k) {
     EXPECT_GE(r.evaluations[r.ranking.ranked[k - 1]].tokens_per_s_per_gpu,
               r.evaluations[r.ranking.ranked[k]].tokens_per_s_per_gpu);

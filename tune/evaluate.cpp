@@ -80,30 +80,9 @@ Evaluation invalid(const std::string& message) {
   return e;
 }
 
-}  // namespace
-
-Evaluation plan_and_prune(const scenarios::LoadedScenario& scenario, double headroom) {
-  const planner::ResolvedScenario resolved = planner::resolve_scenario(scenario);
-  return verdict(floors(resolved, planner::build_scenario_programs(resolved)), headroom);
-}
-
-namespace {
-
-Evaluation evaluate_under_headroom(const scenarios::LoadedScenario& scenario, const EvaluateOptions& options);
-
-}  // namespace
-
-Evaluation evaluate(const scenarios::LoadedScenario& scenario, const EvaluateOptions& options) {
-  Evaluation e = evaluate_under_headroom(scenario, options);
-  // The search's rules, whoever simulated or cached the figures.
-  e.band_rule = options.memory_band;
-  if (e.capacity_bytes > 0) e.own_budget_bytes = memory_budget(e.capacity_bytes, options.headroom);
-  return e;
-}
-
-namespace {
-
-Evaluation evaluate_under_headroom(const scenarios::LoadedScenario& scenario, const EvaluateOptions& options) {
+// The candidate's figures (the cache's, else planned and simulated), before
+// the search's fit rules are set on them (evaluate).
+Evaluation evaluate_figures(const scenarios::LoadedScenario& scenario, const EvaluateOptions& options) {
   const ResultCache* cache = options.cache;
   const std::string key = cache != nullptr ? cache_key(scenario) : "";
   const std::optional<Evaluation> known = cache != nullptr ? cache->load(key) : std::nullopt;
@@ -153,4 +132,18 @@ Evaluation evaluate_under_headroom(const scenarios::LoadedScenario& scenario, co
 }
 
 }  // namespace
+
+Evaluation plan_and_prune(const scenarios::LoadedScenario& scenario, double headroom) {
+  const planner::ResolvedScenario resolved = planner::resolve_scenario(scenario);
+  return verdict(floors(resolved, planner::build_scenario_programs(resolved)), headroom);
+}
+
+Evaluation evaluate(const scenarios::LoadedScenario& scenario, const EvaluateOptions& options) {
+  Evaluation e = evaluate_figures(scenario, options);
+  // The search's rules, whoever simulated or cached the figures.
+  e.band_rule = options.memory_band;
+  if (e.capacity_bytes > 0) e.own_budget_bytes = memory_budget(e.capacity_bytes, options.headroom);
+  return e;
+}
+
 }  // namespace ragged::tune

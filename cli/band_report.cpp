@@ -58,9 +58,13 @@ std::string memory_end_text(const sim::InputSensitivity& s, int index) {
 
 }  // namespace
 
+std::string tokens_range_text(int64_t rows, double low, double high) {
+  if (rows == 0) return "-";
+  return fmt::format("{}..{}", format_rounded(low), format_rounded(high));
+}
+
 std::string tokens_range_text(const sim::PredictionBand& band) {
-  if (band.throughput.rows == 0) return "-";
-  return fmt::format("{}..{}", format_rounded(band.tokens_low), format_rounded(band.tokens_high));
+  return tokens_range_text(band.throughput.rows, band.tokens_low, band.tokens_high);
 }
 
 void print_band(const sim::PredictionBand& band, const sim::Regime& regime, std::ostream& out) {

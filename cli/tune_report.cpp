@@ -129,25 +129,7 @@ void print_counts(const tune::SearchResult& r, const ReportOptions& options, std
                      options.workers, format_seconds(simulator_seconds(r)), n.cached);
 }
 
-// A simulated candidate's band, from its regime's validation residuals alone
-// (nothing re-simulated: `ragged simulate` on the winner widens it).
-std::optional<sim::PredictionBand> candidate_band(const tune::Tuner& tuner, const tune::SearchResult& r, size_t i) {
-  const tune::Evaluation& e = r.evaluations[i];
-  if (e.tokens_per_s_per_gpu <= 0) return std::nullopt;
-  scenarios::Scenario s = tuner.base_at(r.gpus).scenario;
-  s.mutable_training()->set_strategy(r.candidates[i].strategy);
-  s.mutable_training()->set_activation_checkpointing(r.candidates[i].checkpointing);
-  s.mutable_training()->set_sequence_length(static_cast<int32_t>(r.batch.sequence_length));
-  traces::Summary predicted;
-  predicted.set_tokens_per_s_per_gpu(e.tokens_per_s_per_gpu);
-  predicted.set_step_time_s(e.step_time_s);
-  predicted.set_exposed_comm_s(e.exposed_comm_s);
-  predicted.set_peak_reserved_bytes(e.peak_reserved_bytes);
-  return sim::regime_band(s, predicted);
-}
-
-void print_ranking(const tune::Tuner& tuner, const tune::SearchResult& r, const ReportOptions& options,
-                   std::ostream& out) {
+void print_ranking(const tune::SearchResult& r, const ReportOptions& options, std::ostream& out) {
   const bool granularity = any_granularity(r);
   const bool mesh = any_mesh(r);
   Table table;
@@ -171,8 +153,7 @@ void print_ranking(const tune::Tuner& tuner, const tune::SearchResult& r, const 
                 scenarios::checkpointing_name(c.checkpointing), std::to_string(c.prefetch), c.reshard ? "yes" : "no"});
     if (granularity) row.push_back(c.granularity.empty() ? "-" : c.granularity);
     row.push_back(format_rounded(e.tokens_per_s_per_gpu));
-    const std::optional<sim::PredictionBand> band = candidate_band(tuner, r, i);
-    row.push_back(band ? tokens_range_text(*band) : "-");
+    row.push_back(tokens_range_text(e.band_rows, e.band_tokens_low, e.band_tokens_high));
     if (r.by_goodput()) row.insert(row.end(), {goodput_percent(r, i), format_rounded(r.ranked_rate(i))});
     for (std::string cell :
          {format_seconds(e.step_time_s), fmt::format("{:.1f}%", 100 * e.mfu), format_gib(e.peak_reserved_bytes),
@@ -274,7 +255,7 @@ void print_search(const tune::Tuner& tuner, const tune::SearchResult& r, const R
                                : "");
     return;
   }
-  print_ranking(tuner, r, options, out);
+  print_ranking(r, options, out);
   print_pareto(r, out);
   const tune::Evaluation& best = r.evaluations[r.best()];
   out << fmt::format("\nbest: {}\n  {} tokens/s per GPU{}, step {}, MFU {:.1f}%, peak {} of {} GiB\n",
@@ -387,10 +368,14 @@ nlohmann::json search_to_json(const tune::Tuner& tuner, const tune::SearchResult
     // This run's, not the answer (the totals are under "run").
     evaluation.erase("simulation_wall_s");
     evaluation.erase("cached");
-    if (const std::optional<sim::PredictionBand> band = candidate_band(tuner, r, i)) {
-      evaluation["tokens_per_s_per_gpu_range"] = {band->tokens_low, band->tokens_high};
-      evaluation["peak_memory_bytes_range"] = {band->memory_low, band->memory_high};
-      evaluation["band_rows"] = band->throughput.rows;
+    // The band under the names `ragged simulate --json` gives it.
+    for (const char* raw : {"band_tokens_low", "band_tokens_high", "band_memory_low_bytes"}) evaluation.erase(raw);
+    const tune::Evaluation& e = r.evaluations[i];
+    if (e.outcome == tune::Outcome::kSimulated) {
+      evaluation["tokens_per_s_per_gpu_range"] = {e.band_tokens_low, e.band_tokens_high};
+      evaluation["peak_memory_bytes_range"] = {e.band_memory_low_bytes, e.band_peak_bytes};
+    } else {
+      evaluation.erase("band_rows");
     }
     candidates.push_back(
         {{"configuration", candidate_to_json(r.candidates[i])}, {"evaluation", std::move(evaluation)}});

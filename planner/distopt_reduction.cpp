@@ -76,7 +76,7 @@ uint32_t DistOptReduction::gather(size_t b, std::vector<uint32_t> deps) {
 }
 
 void DistOptReduction::dispatch_gather(size_t b) {
-  if (gathered_[b] < 0 && buckets_[b].ranks > 1) gather(b, {});
+  if (gathered_[b] < 0 && sharded(b)) gather(b, {});
 }
 
 std::vector<uint32_t> DistOptReduction::before_forward(int u) {
@@ -87,7 +87,7 @@ std::vector<uint32_t> DistOptReduction::before_forward(int u) {
   // that order.
   const std::vector<size_t>& mine = unit_buckets_[static_cast<size_t>(u)];
   for (auto b = mine.rbegin(); b != mine.rend(); ++b) {
-    if (buckets_[*b].ranks <= 1) continue;  // the rank updated all of it
+    if (!sharded(*b)) continue;
     dispatch_gather(*b);
     waits.push_back(static_cast<uint32_t>(gathered_[*b]));
     if (const int next = next_gather_[*b]; next >= 0) dispatch_gather(static_cast<size_t>(next));
@@ -103,7 +103,7 @@ void DistOptReduction::reduce(size_t b, uint32_t after) {
     last = w_.traffic(OpKind::kScale, Stream::kCompute, bucket.first_unit, last_micro_batch_,
                       fmt::format("dist-opt bucket {} scale grads by 1/dp", b), 2 * bytes, {last});
   }
-  if (bucket.ranks > 1) {
+  if (sharded(b)) {
     last =
         w_.collective(OpKind::kReduceScatter, Stream::kReduceScatter, bucket.group, bucket.first_unit,
                       last_micro_batch_, fmt::format("dist-opt bucket {} grad reduce-scatter", b), bytes, -1, {last});
@@ -143,11 +143,8 @@ uint32_t DistOptReduction::finish_backward() {
 
 void DistOptReduction::after_optimizer(uint32_t updated) {
   if (overlap_param_gather_) return;
-  // A shard group of one (every data-parallel rank its own optimizer
-  // instance: Megatron's DDP without the distributed optimizer) has
-  // nothing to gather.
   for (size_t b = buckets_.size(); b-- > 0;) {
-    if (buckets_[b].ranks > 1) gather(b, {updated});
+    if (sharded(b)) gather(b, {updated});
   }
 }
 

@@ -79,6 +79,11 @@ class DistOptReduction {
   int64_t shard_elements() const;
 
  private:
+  // Whether bucket b is sharded over more than one rank: a shard group of one
+  // (every data-parallel rank its own optimizer instance: Megatron's DDP
+  // without the distributed optimizer) updates all of it, with nothing to
+  // reduce-scatter or all-gather.
+  bool sharded(size_t b) const { return buckets_[b].ranks > 1; }
   void reduce(size_t b, uint32_t after);
   uint32_t gather(size_t b, std::vector<uint32_t> deps);
   void dispatch_gather(size_t b);

@@ -18,7 +18,12 @@ namespace {
 
 void add_simulation(Evaluation& e, const scenarios::Scenario& scenario, const sim::SimulationSummary& simulated) {
   const traces::Summary& s = simulated.summary;
-  e.band_peak_bytes = sim::regime_band(scenario, s).memory_high;
+  const sim::PredictionBand band = sim::regime_band(scenario, s);
+  e.band_tokens_low = band.tokens_low;
+  e.band_tokens_high = band.tokens_high;
+  e.band_rows = band.throughput.rows;
+  e.band_memory_low_bytes = band.memory_low;
+  e.band_peak_bytes = band.memory_high;
   e.outcome = Outcome::kSimulated;
   e.step_time_s = s.step_time_s();
   e.tokens_per_s_per_gpu = s.tokens_per_s_per_gpu();

@@ -61,6 +61,10 @@ nlohmann::json to_json(const Evaluation& e) {
           {"alloc_retries", e.alloc_retries},
           {"mode", e.mode},
           {"simulation_wall_s", e.simulation_wall_s},
+          {"band_tokens_low", e.band_tokens_low},
+          {"band_tokens_high", e.band_tokens_high},
+          {"band_rows", e.band_rows},
+          {"band_memory_low_bytes", e.band_memory_low_bytes},
           {"band_peak_bytes", e.band_peak_bytes},
           {"band_rule", e.band_rule},
           {"own_budget_bytes", e.own_budget_bytes},
@@ -105,6 +109,10 @@ Evaluation evaluation_from_json(const nlohmann::json& j) {
   e.alloc_retries = j.at("alloc_retries");
   e.mode = j.at("mode");
   e.simulation_wall_s = j.at("simulation_wall_s");
+  e.band_tokens_low = j.value("band_tokens_low", 0.0);
+  e.band_tokens_high = j.value("band_tokens_high", 0.0);
+  e.band_rows = j.value("band_rows", int64_t{0});
+  e.band_memory_low_bytes = j.value("band_memory_low_bytes", int64_t{0});
   e.band_peak_bytes = j.value("band_peak_bytes", int64_t{0});
   e.band_rule = j.value("band_rule", false);
   e.own_budget_bytes = j.value("own_budget_bytes", int64_t{0});

@@ -60,11 +60,19 @@ struct Evaluation {
   int64_t alloc_retries = 0;
   std::string mode;  // full, symmetric
   double simulation_wall_s = 0;
+  // Its band, computed once from the simulated scenario and summary
+  // (sim::regime_band, from the validation residuals of its regime): where
+  // the published tokens/s per GPU of runs like it lay against their
+  // predictions (band_rows comparable rows; 0: no band), and its memory band.
+  double band_tokens_low = 0;
+  double band_tokens_high = 0;
+  int64_t band_rows = 0;
+  int64_t band_memory_low_bytes = 0;
   // The upper end of its memory band: the peak reserved memory runs like it
-  // reached against their predictions (sim::regime_band, from the validation
-  // residuals of its regime; the prediction itself where the regime has no
-  // rows). Whether `fits` requires it under the capacity is the search's
-  // choice (Constraints::memory_band), set on every evaluation it returns.
+  // reached against their predictions (the prediction itself where the
+  // regime has no rows). Whether `fits` requires it under the capacity is the
+  // search's choice (Constraints::memory_band), set on every evaluation it
+  // returns.
   int64_t band_peak_bytes = 0;
   bool band_rule = false;
   // Its own allocator capacity less the search's headroom (0: not set). A

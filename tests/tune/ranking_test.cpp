@@ -61,8 +61,16 @@ TEST(Ranking, UnderTheBandRuleACandidateWhoseBandPassesTheCapacityDoesNotFit) {
   EXPECT_TRUE(within.fits(100));
   EXPECT_FALSE(over.fits(100));
   EXPECT_EQ(rank({within, over}, 100).ranked, (std::vector<size_t>{0}));
+  over.band_tokens_low = 250;
+  over.band_tokens_high = 340;
+  over.band_rows = 21;
+  over.band_memory_low_bytes = 95;
   const Evaluation back = evaluation_from_json(to_json(over));
   EXPECT_EQ(back.band_peak_bytes, 111);
+  EXPECT_EQ(back.band_tokens_low, 250);
+  EXPECT_EQ(back.band_tokens_high, 340);
+  EXPECT_EQ(back.band_rows, 21);
+  EXPECT_EQ(back.band_memory_low_bytes, 95);
   EXPECT_TRUE(back.band_rule);
   EXPECT_FALSE(back.fits(100));
 }

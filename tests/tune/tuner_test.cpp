@@ -11,6 +11,7 @@
 
 #include "planner/resolved_scenario.hpp"
 #include "scenarios/scenario_rules.hpp"
+#include "sim/prediction_band.hpp"
 #include "sim/simulation_child.hpp"
 #include "tests/tune/tune_test_util.hpp"
 #include "tune/candidate_scenario.hpp"
@@ -163,7 +164,8 @@ TEST(Tuner, TheMemoryBandRuleRanksOnlyCandidatesWhoseBandFits) {
 }
 
 // The winner's scenario file, read back as `ragged simulate` reads it,
-// simulates to the very figures the search ranked.
+// simulates to the very figures the search ranked, and its band (the
+// ranking's column and JSON ranges) is the one simulate gives from them.
 TEST(Tuner, WinnersScenarioFileReproducesItsFigures) {
   const TuneOptions options = small_options();
   const Tuner tuner(small_scenario(), options);
@@ -178,6 +180,14 @@ TEST(Tuner, WinnersScenarioFileReproducesItsFigures) {
   EXPECT_EQ(s.step_time_s(), e.step_time_s);
   EXPECT_EQ(s.peak_reserved_bytes(), e.peak_reserved_bytes);
   EXPECT_EQ(reread.scenario.name(), "tiny-llama-8xsmall-tuned");
+  const sim::PredictionBand band = sim::regime_band(reread.scenario, s);
+  ASSERT_GT(band.throughput.rows, 0);
+  EXPECT_EQ(e.band_rows, band.throughput.rows);
+  EXPECT_EQ(e.band_tokens_low, band.tokens_low);
+  EXPECT_EQ(e.band_tokens_high, band.tokens_high);
+  EXPECT_EQ(e.band_memory_low_bytes, band.memory_low);
+  EXPECT_EQ(e.band_peak_bytes, band.memory_high);
+  EXPECT_LE(e.band_tokens_low, e.band_tokens_high);
 }
 
 // The per-count table skips a count the fixed global batch does not divide over.

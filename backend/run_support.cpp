@@ -155,6 +155,11 @@ void check_plan_for_run(const planner::ResolvedScenario& resolved, const planner
                                  "runs each tp collective whole: set TP_OVERLAP_NONE",
                                  scenarios::TpOverlap_Name(training.mesh().tp_overlap())));
   }
+  // The executors split each routed expert over the tp ranks as the MLP.
+  if (training.mesh().tp() > 1 && training.mesh().expert_tp() == 1) {
+    throw InputError("training.mesh.expert_tp: 1 (whole experts under tp) is simulated only (`ragged simulate`); "
+                     "`ragged run` splits the routed experts over the tp ranks: leave expert_tp unset");
+  }
   // The executors' routers are what they are; an uneven load is the simulator's what-if.
   if (training.experts().busiest_load() != 1.0 || training.experts().kernel() == scenarios::PADDED) {
     throw InputError("training.experts: an uneven router load and the PADDED expert kernel are simulated only (`ragged "

@@ -444,6 +444,26 @@ void keep_sequence_parallel_saves(const ModelSpec& whole, double tp, ModelSpec& 
   }
 }
 
+// Whole experts under tensor parallelism (Megatron-Core's
+// --expert-tensor-parallel-size 1): each tp rank routes its own 1/tp of the
+// tokens (sequence parallelism) and dispatches them to experts held whole,
+// so the router and the routed experts' GEMMs see 1/tp of the tokens at the
+// whole width, where split experts see every token at 1/tp of it (the same
+// FLOPs, other shapes). Their element-wise work and activations are already
+// the rank's 1/tp of the tokens (spread_over_sequence).
+void route_own_tokens(double tp, ModelSpec& local) {
+  for (UnitSpec& unit : local.units) {
+    for (GemmShape& gemm : unit.compute.gemms) {
+      const std::string suffix = "." + gemm.name + ".weight";
+      const bool router = std::any_of(unit.tensors.begin(), unit.tensors.end(), [&](const TensorSpec& t) {
+        return t.role == TensorRole::kRouter && t.name.size() >= suffix.size() &&
+               t.name.compare(t.name.size() - suffix.size(), suffix.size(), suffix) == 0;
+      });
+      if (gemm.routed_experts || router) gemm.token_fraction /= tp;
+    }
+  }
+}
+
 // KempnerForge's tp plan: the embedding whole on every tp rank; the head's
 // GEMM split by the vocabulary, its logits all-gathered, so the loss and
 // the logits it holds are the whole vocabulary's on every rank. Under
@@ -496,7 +516,9 @@ ModelSpec build_model(const ArchConfig& arch, const KernelChoices& kernels, cons
   }
   const int64_t local_experts = arch.experts / split.ep;
   const bool experts_unit = split.ep > 1;
-  ModelSpec local = build_units(tensor_parallel_arch(arch, split.tp, split.vocabulary_parallel), kernels, local_experts, experts_unit);
+  ArchConfig local_arch = tensor_parallel_arch(arch, split.tp, split.vocabulary_parallel);
+  if (split.whole_experts) local_arch.moe_intermediate = arch.moe_intermediate;
+  ModelSpec local = build_units(local_arch, kernels, local_experts, experts_unit);
   local.name = arch.name;
   local.split = split;
   if (split.tp > 1) {
@@ -507,6 +529,7 @@ ModelSpec build_model(const ArchConfig& arch, const KernelChoices& kernels, cons
       keep_sequence_parallel_saves(whole, static_cast<double>(split.tp), local);
     }
     if (split.gathered_logits) gather_logits(whole, split.sequence_parallel, static_cast<double>(split.tp), local);
+    if (split.whole_experts) route_own_tokens(static_cast<double>(split.tp), local);
   }
   return local;
 }

@@ -281,6 +281,9 @@ struct ModelSplit {
   // With vocabulary_parallel: the head's logits all-gathered over tp and the
   // loss computed whole on every rank; the embedding whole on every rank.
   bool gathered_logits = false;
+  // Each routed expert whole on its rank (expert_tp 1, needs ep > 1 and
+  // sequence parallelism): the experts see the rank's 1/tp of the tokens.
+  bool whole_experts = false;
   bool trivial() const { return tp == 1 && ep == 1; }
   bool operator==(const ModelSplit&) const = default;
 };

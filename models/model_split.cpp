@@ -34,7 +34,7 @@ std::vector<SplitProblem> check_split(const ArchConfig& arch, const ModelSplit& 
       out.push_back({"gathered_logits", fmt::format("{} ties the head to the embedding, which gathered_logits keeps "
                                                     "whole on every tp rank: remove gathered_logits", arch.name)});
     }
-    if (arch.is_moe()) {
+    if (arch.is_moe() && !split.whole_experts) {
       check_divides(arch.moe_intermediate, tp, "expert width (moe_intermediate_size)", out);
     }
   }

@@ -22,6 +22,7 @@ Mesh mesh_of(const scenarios::Training& training) {
   mesh.dp_replicate = m.dp_replicate() > 0 ? m.dp_replicate() : std::max(1, training.replicate_group_size());
   mesh.sequence_parallel = !m.has_sequence_parallel() || m.sequence_parallel();
   mesh.pp = std::max(1, m.pp());
+  mesh.whole_experts = mesh.tp > 1 && m.has_expert_tp() && m.expert_tp() == 1;
   mesh.vocabulary_parallel = !m.has_vocabulary_parallel() || m.vocabulary_parallel();
   mesh.gathered_logits = mesh.tp > 1 && m.gathered_logits();
   if (m.expert_dispatcher() == scenarios::DEEPEP) mesh.expert_dispatcher = ExpertDispatcher::kDeepEp;
@@ -40,8 +41,9 @@ GroupSpan group_span(const Mesh& mesh, Group group) {
     case Group::kTensor: return {mesh.tp, 1};
     case Group::kContext: return {mesh.cp, mesh.tp};
     case Group::kShard: return {mesh.shard_ranks(), mesh.tp};
-    case Group::kExpert: return {mesh.ep, mesh.tp};
-    case Group::kExpertShard: return {mesh.expert_shard_ranks(), mesh.ep * mesh.tp};
+    // Whole experts: ep consecutive ranks, tp innermost among them.
+    case Group::kExpert: return {mesh.ep, mesh.whole_experts ? 1 : mesh.tp};
+    case Group::kExpertShard: return {mesh.expert_shard_ranks(), mesh.ep * (mesh.whole_experts ? 1 : mesh.tp)};
     case Group::kReplicate: return {mesh.dp_replicate, mesh.shard_ranks() * mesh.tp};
     case Group::kPipeline: return {mesh.pp, mesh.stage_ranks()};
   }
@@ -60,7 +62,10 @@ std::string mesh_text(const Mesh& mesh) {
   if (mesh.dp_replicate > 1) parts.push_back(fmt::format("dp_replicate {}", mesh.dp_replicate));
   if (mesh.pp > 1) parts.push_back(fmt::format("pp {}", mesh.pp));
   std::string text = fmt::format("{}", fmt::join(parts, " x "));
-  if (mesh.ep > 1) text += fmt::format(" (ep {} of dp_shard x cp)", mesh.ep);
+  if (mesh.ep > 1) {
+    text += mesh.whole_experts ? fmt::format(" (ep {} of tp x dp_shard x cp, experts whole)", mesh.ep)
+                                 : fmt::format(" (ep {} of dp_shard x cp)", mesh.ep);
+  }
   return text;
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // The device mesh of a scenario (scenario.proto, Mesh; docs/MESH.md): pp x
 // dp_replicate x dp_shard x cp x tp ranks, ep carved out of dp_shard x cp for
-// the routed experts. Ranks are numbered tp innermost, then cp, dp_shard,
+// the routed experts (out of tp x dp_shard x cp when they are whole,
+// expert_tp 1). Ranks are numbered tp innermost, then cp, dp_shard,
 // dp_replicate and pp: rank = (((p * dp_replicate + r) * dp_shard + s) * cp +
 // c) * tp + t. Every group of
 // a collective is then a strided run of ranks (GroupSpan), which is what the
@@ -47,17 +48,24 @@ struct Mesh {
   bool per_projection_inputs = false;
   bool merged_input_gathers = false;
   TpOverlap tp_overlap = TpOverlap::kNone;
+  // Each routed expert whole on its rank although tp splits the rest
+  // (scenario.proto, expert_tp 1): ep carved out of tp x dp_shard x cp.
+  bool whole_experts = false;
 
   int64_t gpus() const { return pp * dp_replicate * dp_shard * cp * tp; }
   // The ranks of one pipeline stage.
   int64_t stage_ranks() const { return dp_replicate * dp_shard * cp * tp; }
   // FSDP's group for the dense parameters (training.shard_group_size).
   int64_t shard_ranks() const { return dp_shard * cp; }
-  // FSDP's group for one expert-parallel rank's routed experts.
-  int64_t expert_shard_ranks() const { return dp_shard * cp / ep; }
+  // FSDP's group for one expert-parallel rank's routed experts: the ranks of
+  // a stage's tp rank holding the same experts (with whole experts, of every
+  // tp rank).
+  int64_t expert_shard_ranks() const { return dp_shard * cp * (whole_experts ? tp : 1) / ep; }
   // Only FSDP (and HSDP): no tensor, context, expert or pipeline parallelism.
   bool fsdp_only() const { return tp == 1 && cp == 1 && ep == 1 && pp == 1; }
-  models::ModelSplit model_split() const { return {tp, ep, sequence_parallel, vocabulary_parallel, gathered_logits}; }
+  models::ModelSplit model_split() const {
+    return {tp, ep, sequence_parallel, vocabulary_parallel, gathered_logits, whole_experts};
+  }
 };
 
 // The mesh of a defaulted scenario's training block.

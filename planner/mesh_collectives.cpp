@@ -31,26 +31,38 @@ int column_projections(const models::UnitSpec& unit, const models::ModelSpec& mo
   return std::max(count, 1);
 }
 
+// The tp regions of a mixture-of-experts MLP whose routed experts are a unit
+// of their own: split experts read the tokens gathered by their block and
+// their unit reduces the combined output (the shared experts' partial sums
+// with it); whole experts (expert_tp 1) route the rank's own tokens, so only
+// the shared experts, split like a dense MLP, gather and reduce.
+Regions moe_mlp_regions(const models::ModelSpec& model) {
+  if (!model.split.whole_experts) return {1, 0};
+  return model.arch.shared_experts > 0 ? Regions{1, 1} : Regions{0, 0};
+}
+
 Regions base_regions(const models::UnitSpec& unit, const models::ModelSpec& model, models::UnitPart part) {
   const bool experts_apart = has_router(unit) && model.split.ep > 1;
+  const Regions mlp = experts_apart ? moe_mlp_regions(model) : Regions{1, 1};
   switch (part) {
     case models::UnitPart::kAttention: return {1, 1};
     case models::UnitPart::kAttentionInput: return {1, 0};
     case models::UnitPart::kAttentionCore: return {0, 1};
-    case models::UnitPart::kMlp: return {1, experts_apart ? 0 : 1};
+    case models::UnitPart::kMlp: return mlp;
     case models::UnitPart::kWhole: break;
   }
   switch (unit.kind) {
     case models::UnitKind::kEmbedding: return {0, 1};  // the vocabulary-parallel lookup's partial sums
     case models::UnitKind::kHead: return {1, 0};       // the head's input, for the vocabulary-parallel logits
-    case models::UnitKind::kExperts: return {0, 1};    // the combined output; their block gathered the input
+    case models::UnitKind::kExperts:  // split: the combined output (their block gathered the input); whole: none
+      return model.split.whole_experts ? Regions{0, 0} : Regions{0, 1};
     case models::UnitKind::kBlock: break;
   }
   // A parallel block's attention and MLP read one gathered input and sum
   // into one reduction; under expert parallelism the MoE output is reduced
   // by the experts' unit.
   if (model.arch.parallel_block) return {1, 1};
-  return {2, experts_apart ? 1 : 2};
+  return {1 + mlp.gathers, 1 + mlp.reductions};
 }
 
 Regions tensor_parallel_regions(const models::UnitSpec& unit, const models::ModelSpec& model, const Mesh& mesh,
@@ -194,9 +206,12 @@ std::vector<MeshCollective> mesh_collectives(const models::UnitSpec& unit, const
     // the ep ranks). Under an uneven router the rank holding the busiest
     // expert receives more than its share and every rank waits for it: the
     // group is charged as if each rank received what that one does.
+    // Whole experts: each tp rank dispatches its own 1/tp of the tokens.
     const double busiest = models::busiest_rank_tokens(model.arch, model.arch.experts / mesh.ep, model.kernels.expert_load);
     const double copies = busiest * expert_dispatch_copies(model.arch.experts, model.arch.experts_per_token, mesh);
-    const int64_t routed = std::llround(static_cast<double>(mesh.ep * tokens * model.arch.hidden * element_bytes) * copies);
+    const int64_t dispatched = mesh.whole_experts ? tokens / mesh.tp : tokens;
+    const int64_t routed =
+        std::llround(static_cast<double>(mesh.ep * dispatched * model.arch.hidden * element_bytes) * copies);
     add(out, OpKind::kAllToAll, Group::kExpert, routed, false, backward ? "ep combine (bwd)" : "ep dispatch");
     add(out, OpKind::kAllToAll, Group::kExpert, routed, true, backward ? "ep dispatch (bwd)" : "ep combine");
   }

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "common/errors.hpp"
+
 namespace ragged::planner {
 namespace {
 
@@ -131,7 +133,12 @@ int64_t group_ranks(const Plan& plan, Group group) {
 
 int rank_in_group(const Plan& plan, Group group, int shard_rank) {
   if (group != Group::kExpertShard) return shard_rank;
+  // Split experts only: whole ones (expert_tp 1) place a rank in its expert
+  // shard group by its tp rank too, and the owner-based optimizers that ask
+  // refuse tensor parallelism.
   const int64_t ep = plan.ranks / group_ranks(plan, group);
+  RAGGED_ASSERT(ep >= 1 && plan.ranks % group_ranks(plan, group) == 0,
+                "a shard rank's place in its expert shard group needs experts split over tp");
   return static_cast<int>(shard_rank / ep);
 }
 

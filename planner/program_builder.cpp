@@ -355,9 +355,11 @@ int representative_rank(const ProgramInputs& inputs) {
   // A shard-group rank's load: the dense matrices it owns and those of the
   // routed experts it owns in its expert shard group.
   const Plan& plan = *inputs.plan;
+  const std::vector<OwnedMatrix> matrices = owned_matrices(context);
+  if (matrices.empty()) return 0;  // every rank alike
   std::vector<double> dense(static_cast<size_t>(plan.ranks), 0.0);
   std::vector<double> experts(static_cast<size_t>(group_ranks(plan, Group::kExpertShard)), 0.0);
-  for (const auto& m : owned_matrices(context)) {
+  for (const auto& m : matrices) {
     (m.group == Group::kExpertShard ? experts : dense)[static_cast<size_t>(m.owner)] += m.flops;
   }
   std::vector<double> load(dense.size());

@@ -244,6 +244,9 @@ uint32_t ProgramBuilder::replicated_gradients(int u, int mb, uint32_t bwd, int g
   // A replicated embedding (gathered_logits) sees every token on every tp
   // rank: its gradient is already the same on each.
   if (is_embedding(u) && mesh_.gathered_logits) return bwd;
+  // Whole routed experts are not replicated over tp: each tp rank holds
+  // other experts, whose gradients FSDP reduces over their expert shard group.
+  if (mesh_.whole_experts && spec(u).kind == models::UnitKind::kExperts) return bwd;
   int64_t elements = 0;
   for (const models::TensorSpec& t : spec(u).tensors) {
     if (t.tp_cut == models::TensorCut::kWhole) elements += t.numel();

@@ -79,6 +79,7 @@ const std::vector<FieldRange> kRanges = {
     closed("Mesh.tp", 1, lim::kMaxGpus, "tensor-parallel ranks"),
     closed("Mesh.cp", 1, lim::kMaxGpus, "context-parallel ranks"),
     closed("Mesh.ep", 1, lim::kMaxExperts, "expert-parallel ranks"),
+    closed("Mesh.expert_tp", 1, lim::kMaxGpus, "tensor-parallel ranks of the routed experts"),
     closed("Mesh.pp", 1, lim::kMaxLayers, "pipeline stages"),
     closed("Pipeline.micro_batches", 1, lim::kMaxAccumulation, "micro-batches per step"),
     closed("Pipeline.virtual_stages", 1, lim::kMaxLayers, "model chunks per rank"),

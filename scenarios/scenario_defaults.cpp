@@ -132,13 +132,15 @@ double communicator_mib(int64_t ranks) {
 
 // A rank joins one communicator per mesh group it runs collectives in: the
 // shard group, the replicas, and with a mesh its tp, cp and ep groups and,
-// under ep, the experts' shard group (dp_shard x cp / ep).
+// under ep, the experts' shard group (dp_shard x cp / ep; with whole experts
+// under tp, expert_tp 1, tp x dp_shard x cp / ep).
 double default_outside_allocator_gib(const Training& training) {
   const Mesh& mesh = training.mesh();
   double mib = kCudaContextMiB + communicator_mib(training.shard_group_size()) +
                communicator_mib(training.replicate_group_size()) + communicator_mib(mesh.tp()) +
                communicator_mib(mesh.cp()) + communicator_mib(mesh.ep());
-  if (mesh.ep() > 1) mib += communicator_mib(training.shard_group_size() / mesh.ep());
+  const int64_t expert_tp_ranks = mesh.tp() / std::max(1, mesh.expert_tp());
+  if (mesh.ep() > 1) mib += communicator_mib(training.shard_group_size() * expert_tp_ranks / mesh.ep());
   if (mesh.pp() > 1) mib += 2 * communicator_mib(2);  // a pair with each neighbouring stage
   return mib / 1024;
 }
@@ -154,6 +156,7 @@ void default_mesh(Training* training, int64_t gpus) {
   if (!mesh->has_ep()) mesh->set_ep(1);
   if (!mesh->has_sequence_parallel()) mesh->set_sequence_parallel(true);
   if (!mesh->has_pp()) mesh->set_pp(1);
+  if (!mesh->has_expert_tp()) mesh->set_expert_tp(mesh->tp());
   if (mesh->expert_dispatcher() == EXPERT_DISPATCHER_UNSPECIFIED) mesh->set_expert_dispatcher(ALL_TO_ALL);
   if (mesh->expert_routing() == EXPERT_ROUTING_UNSPECIFIED) mesh->set_expert_routing(UNIFORM);
   if (mesh->sequence_layout() == SEQUENCE_LAYOUT_UNSPECIFIED) mesh->set_sequence_layout(SEQUENCE_FIRST);

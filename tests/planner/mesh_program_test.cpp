@@ -487,6 +487,54 @@ TEST(MeshProgram, DeepEpSendsATokenOncePerRank) {
   EXPECT_EQ(ops.at({Group::kExpert, OpKind::kAllToAll, "bwd"}), std::make_pair(2, 4 * per_rank));
 }
 
+// Whole experts under tp (expert_tp 1, Megatron-Core's
+// --expert-tensor-parallel-size 1), tp 2 x ep 4 on 8 GPUs: each tp rank
+// dispatches its own half of the tokens, nothing is gathered or reduced over
+// tp around the routed experts (the tiny MoE has no shared experts), and each
+// expert is whole on its rank, FSDP-sharded over tp x dp_shard / ep = 2 ranks
+// where split experts are over dp_shard / ep = 1.
+TEST(MeshProgram, WholeExpertsDispatchTheRanksOwnTokens) {
+  ProgramSetup split(std::string(kSequence) + "mesh { tp: 2 ep: 4 }", kTinyMoe);
+  ProgramSetup whole(std::string(kSequence) + "mesh { tp: 2 ep: 4 expert_tp: 1 }", kTinyMoe);
+  const Program ps = split.build();
+  const Program pw = whole.build();
+  ASSERT_EQ(whole.spec(2).name, "layers.0.experts");
+  EXPECT_EQ(split.plan().units[2].layout.ranks, 1);
+  EXPECT_EQ(whole.plan().units[2].layout.ranks, 2);
+  // The dispatch: ep x (the rank's tokens) x top-2 x hidden x 2 bytes.
+  const int64_t tokens = 2 * 512;
+  const int64_t split_bytes = 4 * tokens * 2 * 128 * 2;
+  const int64_t whole_bytes = 4 * (tokens / 2) * 2 * 128 * 2;
+  const auto split_ops = mesh_ops_of(ps, 2);
+  const auto whole_ops = mesh_ops_of(pw, 2);
+  std::printf("tp 2 x ep 4: group all-to-all, split experts by hand %lld built %lld; whole experts by hand %lld "
+              "built %lld\n",
+              static_cast<long long>(split_bytes),
+              static_cast<long long>(split_ops.at({Group::kExpert, OpKind::kAllToAll, "fwd"}).second),
+              static_cast<long long>(whole_bytes),
+              static_cast<long long>(whole_ops.at({Group::kExpert, OpKind::kAllToAll, "fwd"}).second));
+  EXPECT_EQ(split_ops.at({Group::kExpert, OpKind::kAllToAll, "fwd"}), std::make_pair(2, split_bytes));
+  EXPECT_EQ(whole_ops.at({Group::kExpert, OpKind::kAllToAll, "fwd"}), std::make_pair(2, whole_bytes));
+  EXPECT_EQ(whole_ops.at({Group::kExpert, OpKind::kAllToAll, "bwd"}), std::make_pair(2, whole_bytes));
+  // Split experts reduce their combined output over tp; whole ones do not,
+  // and their block gathers only for the attention.
+  EXPECT_EQ(split_ops.count({Group::kTensor, OpKind::kReduceScatter, "fwd"}), 1u);
+  for (const auto& [key, value] : whole_ops) EXPECT_NE(key.group, Group::kTensor) << value.first;
+  EXPECT_EQ(mesh_ops_of(ps, 1).at({Group::kTensor, OpKind::kAllGather, "fwd"}).first, 2);
+  EXPECT_EQ(mesh_ops_of(pw, 1).at({Group::kTensor, OpKind::kAllGather, "fwd"}).first, 1);
+  // Whole experts hold twice the split ones' elements and do the same FLOPs
+  // on half the tokens at twice the width.
+  int64_t split_elements = 0, whole_elements = 0;
+  for (const models::TensorSpec& t : split.spec(2).tensors) split_elements += t.numel();
+  for (const models::TensorSpec& t : whole.spec(2).tensors) whole_elements += t.numel();
+  EXPECT_EQ(whole_elements, 2 * split_elements);
+  double split_flops = 0, whole_flops = 0;
+  for (const models::GemmShape& g : split.spec(2).compute.gemms) split_flops += g.forward_flops_per_token();
+  for (const models::GemmShape& g : whole.spec(2).compute.gemms) whole_flops += g.forward_flops_per_token();
+  std::printf("routed experts' forward FLOPs per token of a rank: split %.0f, whole %.0f\n", split_flops, whole_flops);
+  EXPECT_DOUBLE_EQ(whole_flops, split_flops);
+}
+
 TEST(MeshProgram, RaisingEpLowersTheFsdpAllGatherBytes) {
   int64_t previous = -1;
   for (int ep : {1, 2, 4, 8}) {
@@ -558,6 +606,32 @@ TEST(Mesh, GroupsAreStridedRunsThatTileTheCluster) {
   }
   EXPECT_EQ(mesh_text(m), "tp 2 x cp 2 x dp_shard 4 x dp_replicate 2 (ep 4 of dp_shard x cp)");
   EXPECT_EQ(mesh_text(Mesh{}), "");
+}
+
+// With whole experts ep is carved out of tp x cp x dp_shard: its groups are
+// ep consecutive ranks, the experts' shard groups every ep-th rank of a
+// replica, and each kind's groups cover every rank once.
+TEST(Mesh, WholeExpertGroupsTileEachReplica) {
+  Mesh m{2, 4, 2, 2, 4, true};
+  m.whole_experts = true;
+  EXPECT_EQ(m.expert_shard_ranks(), 4);
+  for (const auto& [group, span] : std::map<Group, std::pair<int64_t, int64_t>>{
+           {Group::kExpert, {4, 1}}, {Group::kExpertShard, {4, 4}}}) {
+    const GroupSpan g = group_span(m, group);
+    EXPECT_EQ(std::make_pair(g.members, g.stride), span) << group_name(group);
+    // Groups start at the lowest rank not yet in one.
+    std::vector<int> seen(static_cast<size_t>(m.gpus()), 0);
+    for (int64_t first = 0; first < m.gpus(); ++first) {
+      if (seen[static_cast<size_t>(first)] > 0) continue;
+      for (int64_t i = 0; i < g.members; ++i) {
+        const int64_t rank = first + i * g.stride;
+        ASSERT_LT(rank, m.gpus()) << group_name(group);
+        ++seen[static_cast<size_t>(rank)];
+      }
+    }
+    for (int count : seen) EXPECT_EQ(count, 1) << group_name(group);
+  }
+  EXPECT_EQ(mesh_text(m), "tp 2 x cp 2 x dp_shard 4 x dp_replicate 2 (ep 4 of tp x dp_shard x cp, experts whole)");
 }
 
 }  // namespace

@@ -79,6 +79,25 @@ TEST(MeshScenario, EpIsCarvedOutOfTheShardGroup) {
   EXPECT_CONTAINS(error, "training.mesh.ep: ep is 16; expert parallelism is carved out of dp_shard x cp (8)");
 }
 
+// The routed experts split over tp like the MLP unless expert_tp is 1 (each
+// expert whole on its rank, ep carved out of tp x dp_shard x cp).
+TEST(MeshScenario, ExpertTpIsTpOrOne) {
+  EXPECT_EQ(training_of("  mesh { tp: 2 }").mesh().expert_tp(), 2);
+  EXPECT_EQ(training_of("  mesh { tp: 2 ep: 16 expert_tp: 1 }").mesh().expert_tp(), 1);
+  EXPECT_CONTAINS(parse_error(with_training("  mesh { tp: 4 ep: 2 expert_tp: 2 }")),
+                  "training.mesh.expert_tp: expert_tp is 2; the routed experts are split over the same tp ranks as "
+                  "the MLP (expert_tp = tp 4, the default) or whole on each rank (expert_tp 1)");
+  EXPECT_CONTAINS(parse_error(with_training("  mesh { tp: 2 expert_tp: 1 }")),
+                  "training.mesh.expert_tp: expert_tp 1 keeps each routed expert whole on its expert-parallel rank, "
+                  "but ep is 1: set training.mesh.ep above 1");
+  EXPECT_CONTAINS(parse_error(with_training("  mesh { tp: 2 ep: 2 expert_tp: 1 sequence_parallel: false }")),
+                  "training.mesh.expert_tp: with expert_tp 1 each tp rank dispatches its own 1/tp of the tokens, "
+                  "which sequence parallelism gives it: set sequence_parallel: true");
+  EXPECT_CONTAINS(parse_error(with_training("  mesh { tp: 2 ep: 32 expert_tp: 1 }")),
+                  "training.mesh.ep: ep is 32; with whole experts (expert_tp 1) expert parallelism is carved out of "
+                  "tp x dp_shard x cp (16)");
+}
+
 TEST(MeshScenario, CpNeedsTwoChunksPerRank) {
   const std::string error = parse_error(with_training("  sequence_length: 1000\n  mesh { cp: 16 }"));
   EXPECT_CONTAINS(error, "training.mesh.cp: cp 16 cuts each sequence into 2 x cp = 32 chunks");

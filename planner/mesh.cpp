@@ -64,7 +64,7 @@ std::string mesh_text(const Mesh& mesh) {
   std::string text = fmt::format("{}", fmt::join(parts, " x "));
   if (mesh.ep > 1) {
     text += mesh.whole_experts ? fmt::format(" (ep {} of tp x dp_shard x cp, experts whole)", mesh.ep)
-                                 : fmt::format(" (ep {} of dp_shard x cp)", mesh.ep);
+                               : fmt::format(" (ep {} of dp_shard x cp)", mesh.ep);
   }
   return text;
 }

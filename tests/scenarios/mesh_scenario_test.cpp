@@ -84,18 +84,23 @@ TEST(MeshScenario, EpIsCarvedOutOfTheShardGroup) {
 TEST(MeshScenario, ExpertTpIsTpOrOne) {
   EXPECT_EQ(training_of("  mesh { tp: 2 }").mesh().expert_tp(), 2);
   EXPECT_EQ(training_of("  mesh { tp: 2 ep: 16 expert_tp: 1 }").mesh().expert_tp(), 1);
-  EXPECT_CONTAINS(parse_error(with_training("  mesh { tp: 4 ep: 2 expert_tp: 2 }")),
-                  "training.mesh.expert_tp: expert_tp is 2; the routed experts are split over the same tp ranks as "
-                  "the MLP (expert_tp = tp 4, the default) or whole on each rank (expert_tp 1)");
-  EXPECT_CONTAINS(parse_error(with_training("  mesh { tp: 2 expert_tp: 1 }")),
-                  "training.mesh.expert_tp: expert_tp 1 keeps each routed expert whole on its expert-parallel rank, "
-                  "but ep is 1: set training.mesh.ep above 1");
-  EXPECT_CONTAINS(parse_error(with_training("  mesh { tp: 2 ep: 2 expert_tp: 1 sequence_parallel: false }")),
-                  "training.mesh.expert_tp: with expert_tp 1 each tp rank dispatches its own 1/tp of the tokens, "
-                  "which sequence parallelism gives it: set sequence_parallel: true");
-  EXPECT_CONTAINS(parse_error(with_training("  mesh { tp: 2 ep: 32 expert_tp: 1 }")),
-                  "training.mesh.ep: ep is 32; with whole experts (expert_tp 1) expert parallelism is carved out of "
-                  "tp x dp_shard x cp (16)");
+  const std::pair<const char*, const char*> refused[] = {
+      {"tp: 4 ep: 2 expert_tp: 2",
+       "training.mesh.expert_tp: expert_tp is 2; the routed experts are split over the same tp ranks as the MLP "
+       "(expert_tp = tp 4, the default) or whole on each rank (expert_tp 1)"},
+      {"tp: 2 expert_tp: 1",
+       "training.mesh.expert_tp: expert_tp 1 keeps each routed expert whole on its expert-parallel rank, but ep is "
+       "1: set training.mesh.ep above 1"},
+      {"tp: 2 ep: 2 expert_tp: 1 sequence_parallel: false",
+       "training.mesh.expert_tp: with expert_tp 1 each tp rank dispatches its own 1/tp of the tokens, which "
+       "sequence parallelism gives it: set sequence_parallel: true"},
+      {"tp: 2 ep: 32 expert_tp: 1",
+       "training.mesh.ep: ep is 32; with whole experts (expert_tp 1) expert parallelism is carved out of tp x "
+       "dp_shard x cp (16)"},
+  };
+  for (const auto& [mesh, error] : refused) {
+    EXPECT_CONTAINS(parse_error(with_training(std::string("  mesh { ") + mesh + " }")), error);
+  }
 }
 
 TEST(MeshScenario, CpNeedsTwoChunksPerRank) {

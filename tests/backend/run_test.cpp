@@ -145,6 +145,25 @@ TEST(BackendRun, RefusesTheSimulatedOnlyTensorParallelOverlap) {
   }
 }
 
+// Whole experts under tp are the simulator's; the executors split every
+// routed expert over the tp ranks and say so.
+TEST(BackendRun, RefusesTheSimulatedOnlyWholeExperts) {
+  auto loaded = scenarios::load_scenario("tiny-moe-4xcpu");
+  scenarios::Mesh* mesh = loaded.written.mutable_training()->mutable_mesh();
+  mesh->set_tp(2);
+  mesh->set_ep(2);
+  mesh->set_expert_tp(1);
+  const planner::ResolvedScenario resolved = planner::resolve_scenario(scenarios::rebuild(std::move(loaded)));
+  try {
+    plan_for_run(resolved, models::DType::kF32);
+    ADD_FAILURE() << "expert_tp 1 under tp 2 must be refused";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("training.mesh.expert_tp: 1 (whole experts under tp) is simulated only"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // Keys and values copied to every query head are another stack's cost; the
 // executors' attention reads the kv heads and says so.
 TEST(BackendRun, RefusesTheSimulatedOnlyRepeatedKeysAndValues) {

@@ -217,6 +217,7 @@ nlohmann::json candidate_to_json(const tune::Candidate& c) {
           {"pp", c.pp},
           {"schedule", c.pp > 1 ? nlohmann::json(scenarios::schedule_name(c.schedule)) : nlohmann::json(nullptr)},
           {"virtual_stages", c.virtual_stages},
+          {"expert_tp", c.whole_experts ? 1 : c.tp},
           {"shard_group", c.shard_group},
           {"micro_batch", c.micro_batch},
           {"grad_accum", c.grad_accum},

@@ -15,15 +15,12 @@ scenarios::LoadedScenario candidate_scenario(const scenarios::LoadedScenario& ba
   scenarios::Training* t = out.written.mutable_training();
   t->set_strategy(c.strategy);
   scenarios::Mesh* mesh = t->mutable_mesh();
-  // The base's whole experts (expert_tp 1) carry over to every candidate
-  // that has experts to spread under tp; the others split them.
-  const bool whole_experts = mesh->has_expert_tp() && mesh->expert_tp() == 1;
   mesh->Clear();
   mesh->set_tp(static_cast<int32_t>(c.tp));
   mesh->set_cp(static_cast<int32_t>(c.cp));
   mesh->set_ep(static_cast<int32_t>(c.ep));
   mesh->set_pp(static_cast<int32_t>(c.pp));
-  if (whole_experts && c.tp > 1 && c.ep > 1) mesh->set_expert_tp(1);
+  if (c.whole_experts) mesh->set_expert_tp(1);
   t->clear_pipeline();
   if (c.pp > 1) {
     t->mutable_pipeline()->set_schedule(c.schedule);
@@ -49,6 +46,7 @@ std::string mesh_text(const Candidate& c) {
        {std::pair{"tp", c.tp}, std::pair{"cp", c.cp}, std::pair{"ep", c.ep}, std::pair{"pp", c.pp}}) {
     if (size > 1) text += fmt::format("{}{} {}", text.empty() ? "" : " x ", name, size);
   }
+  if (c.whole_experts) text += " (experts whole)";
   if (c.pp > 1) {
     text += fmt::format(" ({}{})", scenarios::schedule_name(c.schedule),
                         c.virtual_stages > 1 ? fmt::format(", {} chunks per stage", c.virtual_stages) : "");

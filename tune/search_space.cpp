@@ -248,12 +248,19 @@ void add_mesh_candidates(const MeshShape& m, const std::vector<int64_t>& eps, co
   const std::vector<int> stage_prefetches =
       m.pp > 1 && c.prefetch_depths.empty() ? std::vector<int>{prefetches.front()} : prefetches;
   const std::vector<std::string> kept_granularity = {""};
+  // Under tp the routed experts are split over it or kept whole (expert_tp
+  // 1, ep carved out of tp x the shard group): both are tried.
+  std::vector<std::pair<int64_t, bool>> expert_layouts;  // (ep, whole experts)
   for (int64_t ep : eps) {
+    expert_layouts.emplace_back(ep, false);
+    if (ep > 1 && m.tp > 1) expert_layouts.emplace_back(ep, true);
+  }
+  for (const auto& [ep, whole] : expert_layouts) {
     for (scenarios::Strategy strategy : strategies) {
       const auto& granularities =
           is_ragged_strategy(strategy) ? or_default(c.granularities, kept_granularity) : kept_granularity;
       for (int64_t group : groups) {
-        if (group % ep != 0) continue;
+        if ((whole ? group * m.tp : group) % ep != 0) continue;
         for (int64_t mb : micro) {
           for (const StageSchedule& schedule : schedules_for(m.pp, per_rank / mb, blocks, c)) {
             for (scenarios::Checkpointing mode : modes) {
@@ -261,7 +268,7 @@ void add_mesh_candidates(const MeshShape& m, const std::vector<int64_t>& eps, co
                 for (bool reshard : stage_reshards) {
                   for (const std::string& granularity : granularities) {
                     out.push_back({strategy, group, mb, per_rank / mb, mode, prefetch, reshard, granularity, m.tp, m.cp,
-                                   ep, m.pp, schedule.schedule, schedule.virtual_stages});
+                                   ep, m.pp, schedule.schedule, schedule.virtual_stages, whole});
                   }
                 }
               }

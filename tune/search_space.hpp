@@ -67,6 +67,9 @@ struct Candidate {
   int64_t pp = 1;
   scenarios::PipelineSchedule schedule = scenarios::PIPELINE_SCHEDULE_UNSPECIFIED;  // with pp > 1
   int64_t virtual_stages = 1;  // model chunks per stage (interleaved 1F1B)
+  // With tp and ep: each routed expert whole on its rank (training.mesh.expert_tp 1),
+  // ep carved out of tp x the shard group; false splits them over tp.
+  bool whole_experts = false;
 
   bool operator==(const Candidate&) const = default;
 };

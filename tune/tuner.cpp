@@ -25,6 +25,7 @@ nlohmann::json candidate_json(const Candidate& c) {
           {"pp", c.pp},
           {"schedule", static_cast<int>(c.schedule)},
           {"virtual_stages", c.virtual_stages},
+          {"whole_experts", c.whole_experts},
           {"shard_group", c.shard_group},
           {"micro_batch", c.micro_batch},
           {"grad_accum", c.grad_accum},
@@ -49,6 +50,7 @@ Candidate candidate_from_json(const nlohmann::json& j) {
   RAGGED_ASSERT(scenarios::PipelineSchedule_IsValid(schedule), "a task names a known schedule");
   c.schedule = static_cast<scenarios::PipelineSchedule>(schedule);
   c.virtual_stages = j.at("virtual_stages");
+  c.whole_experts = j.at("whole_experts");
   c.shard_group = j.at("shard_group");
   c.micro_batch = j.at("micro_batch");
   c.grad_accum = j.at("grad_accum");

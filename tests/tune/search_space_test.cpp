@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <map>
 #include <set>
 #include <tuple>
 
@@ -236,6 +238,40 @@ TEST(CandidateScenario, APipelineCandidateWritesItsStagesAndSchedule) {
   c.virtual_stages = 3;
   EXPECT_EQ(candidate_scenario(small_scenario(), c, 1024).scenario.training().pipeline().virtual_stages(), 3);
   EXPECT_EQ(mesh_text(c), "tp 2 x pp 2 (interleaved, 3 chunks per stage)");
+}
+
+// A mixture of experts under tp: each ep with the routed experts split over
+// tp (ep carved out of the shard group) and whole (expert_tp 1, ep carved out
+// of tp x the shard group), so an ep the shard group alone cannot hold still
+// has candidates, whole ones; each writes its expert_tp and loads.
+TEST(SearchSpace, MixturesOfExpertsUnderTpTryWholeExperts) {
+  Constraints c;
+  c.tps = {2};
+  c.eps = {2, 4};
+  c.pps = {1};
+  c.cps = {1};
+  const scenarios::LoadedScenario moe = scenarios::load_scenario("tiny-moe-4xcpu");
+  std::map<std::pair<int64_t, bool>, int> count;  // (ep, whole) -> candidates
+  for (const Candidate& cand : enumerate_candidates(moe, c)) {
+    ++count[{cand.ep, cand.whole_experts}];
+    EXPECT_EQ((cand.whole_experts ? cand.shard_group * cand.tp : cand.shard_group) % cand.ep, 0) << describe(cand, 4);
+    const scenarios::Training t = candidate_scenario(moe, cand, 1024).scenario.training();
+    EXPECT_EQ(t.mesh().expert_tp(), cand.whole_experts ? 1 : 2) << describe(cand, 4);
+  }
+  for (const auto& [key, n] : count) std::printf("ep %lld, experts %s: %d candidates\n", static_cast<long long>(key.first),
+                                                 key.second ? "whole" : "split over tp", n);
+  const int split2 = count[{2, false}], whole2 = count[{2, true}], split4 = count[{4, false}],
+            whole4 = count[{4, true}];
+  EXPECT_GT(split2, 0);
+  EXPECT_GT(whole2, split2);  // whole: shard groups of 1 hold an ep group too
+  EXPECT_EQ(split4, 0);       // a tp rank's 2 ranks cannot hold ep 4
+  EXPECT_GT(whole4, 0);
+  Candidate whole;
+  whole.tp = 2;
+  whole.ep = 4;
+  whole.shard_group = 2;
+  whole.whole_experts = true;
+  EXPECT_EQ(mesh_text(whole), "tp 2 x ep 4 (experts whole)");
 }
 
 // A candidate's settings land in the scenario's training fields.

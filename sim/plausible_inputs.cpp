@@ -121,6 +121,14 @@ void add_software(const scenarios::LoadedScenario& loaded, std::vector<Plausible
                          w.mesh().tp_overlap() == scenarios::TP_OVERLAP_UNSPECIFIED,
                          {"TP_OVERLAP_NONE", "ASYNC_TP", "USERBUFFERS"}));
   }
+  // The routed experts split over tp or whole (docs/MESH.md, "Whole
+  // experts"): a stack's choice the scenario may not know, offered where the
+  // shard group holds whole ep groups either way.
+  const scenarios::Mesh& mesh = t.mesh();
+  if (mesh.tp() > 1 && mesh.ep() > 1 && mesh.sequence_parallel() && t.shard_group_size() % mesh.ep() == 0) {
+    out.push_back(choice("expert tensor parallelism", "training.mesh.expert_tp", std::to_string(mesh.expert_tp()),
+                         !w.mesh().has_expert_tp(), {std::to_string(mesh.tp()), "1"}));
+  }
   out.push_back(choice("allocator expandable segments", "training.allocator.expandable_segments",
                        t.allocator().expandable_segments() ? "true" : "false",
                        !w.allocator().has_expandable_segments(), {"false", "true"}));

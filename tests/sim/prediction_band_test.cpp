@@ -274,6 +274,21 @@ TEST(Sensitivity, TensorParallelOverlapIsAnInputOfSequenceParallelMeshes) {
   EXPECT_FALSE(overlap_of("yafsdp-fsdp1-a100-llama2-7b-s2048-64g").has_value());
 }
 
+// Whole or split routed experts is an input of a mixture of experts under tp
+// with ep: stated on Megatron-MoE-ModelZoo's row (whole, expert_tp 1; split
+// its other value), absent where tp is 1.
+TEST(Sensitivity, ExpertTensorParallelismIsAnInputOfMixturesUnderTp) {
+  const auto expert_tp_of = [](const std::string& row) { return input_of(row, "training.mesh.expert_tp"); };
+  const auto zoo = expert_tp_of("modelzoo-h100-qwen3-235b-mfsdp128-tp2-ep8-256g");
+  ASSERT_TRUE(zoo.has_value());
+  EXPECT_EQ(zoo->simulated, "1");
+  EXPECT_FALSE(zoo->left_to_default);
+  EXPECT_FALSE(zoo->widens_band());
+  ASSERT_EQ(zoo->values.size(), 1u);
+  EXPECT_EQ(zoo->values[0].label, "2");
+  EXPECT_FALSE(expert_tp_of("kempnerforge-h200-moe-e8-fsdp8-packed-8g").has_value());
+}
+
 // The real simulator: YaFSDP's FSDP1 baseline at 64 A100s, the network is
 // what moves its prediction most, and halving it slows the step.
 TEST(Sensitivity, NetworkLeadsOnACommunicationHeavyValidationRow) {

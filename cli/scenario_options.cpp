@@ -79,6 +79,11 @@ void ScenarioOptions::add_to(CLI::App* command, bool allow_all_strategies) {
   command->add_option("--pp", pp, "Pipeline stages (training.mesh.pp): the layers split over pp ranks, run in "
                                   "training.pipeline's schedule (default 1F1B)")
       ->transform(whole_number(1, kMaxCount));
+  command->add_option("--expert-tp", expert_tp,
+                      "The routed experts' tensor parallelism (training.mesh.expert_tp): the tp (the default: each "
+                      "expert split over the tp ranks like the MLP) or 1 (each expert whole on its rank, Megatron's "
+                      "--expert-tensor-parallel-size 1; needs --ep above 1)")
+      ->transform(whole_number(1, kMaxCount));
   command->add_option("--strategy", strategy,
                       std::string("Layout strategy: ragged, vescale-paper, fsdp1, fsdp2, zero3, megatron, ddp, "
                                   "megatron-ddp") +
@@ -286,6 +291,10 @@ scenarios::LoadedScenario ScenarioOptions::load() const {
   }
   if (!slow_gpus.empty() || !slow_links.empty()) set_whatif(loaded, slow_gpus, slow_links);
   if (tp > 0 || cp > 0 || ep > 0 || pp > 0) loaded = scenarios::with_mesh(loaded, tp, cp, ep, pp);
+  if (expert_tp > 0) {
+    loaded.written.mutable_training()->mutable_mesh()->set_expert_tp(static_cast<int32_t>(expert_tp));
+    loaded = scenarios::rebuild(std::move(loaded));
+  }
   if (shard_group > 0) {
     const scenarios::Mesh& mesh = loaded.scenario.training().mesh();
     const int64_t total = scenarios::total_gpus(loaded.scenario) / (int64_t{std::max(1, mesh.tp())} * std::max(1, mesh.pp()));

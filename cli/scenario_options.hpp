@@ -35,6 +35,7 @@ struct ScenarioOptions {
   int64_t cp = 0;           // --cp: training.mesh.cp
   int64_t ep = 0;           // --ep: training.mesh.ep
   int64_t pp = 0;           // --pp: training.mesh.pp
+  int64_t expert_tp = 0;    // --expert-tp: training.mesh.expert_tp; 0 keeps the scenario's
   int64_t layers = 0;       // --layers: keep the model's first N blocks (model.layers); 0 keeps the scenario's
   std::string strategy;     // --strategy: one name, "all", or "" to keep the scenario's
   std::string granularity;  // --granularity: element | rows:K | block:RxC | matrix

@@ -24,6 +24,18 @@ TEST(CliSimulate, DefaultScenarioSummary) {
   }
 }
 
+// --expert-tp 1 keeps each routed expert whole under tp (the mesh line says
+// so); without experts to spread it is one located error naming the fix.
+TEST(CliSimulate, ExpertTpKeepsTheRoutedExpertsWhole) {
+  auto whole = run_cli({"simulate", "tiny-moe-4xcpu", "--tp", "2", "--ep", "2", "--expert-tp", "1"});
+  ASSERT_EQ(whole.code, 0) << whole.err;
+  EXPECT_NE(whole.out.find("ep 2 of tp x dp_shard x cp, experts whole"), std::string::npos) << whole.out;
+  auto refused = run_cli({"simulate", "tiny-moe-4xcpu", "--tp", "2", "--expert-tp", "1"});
+  EXPECT_NE(refused.code, 0);
+  EXPECT_NE(refused.err.find("training.mesh.expert_tp: expert_tp 1 keeps each routed expert whole"), std::string::npos)
+      << refused.err;
+}
+
 // A smoke check of the GPT-2 style families end to end: every layout strategy
 // plans their fused q/k/v, position tables and biases, and the step simulates.
 TEST(CliSimulate, Gpt2StyleModelsFromTheirConfigJson) {

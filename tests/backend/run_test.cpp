@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <string>
 
 #include "backend/run.hpp"
@@ -128,21 +129,25 @@ TEST(BackendRun, ShampooRefusesFusedExperts) {
   }
 }
 
+// `ragged run` refuses what only the simulator models, naming it: the
+// InputError of plan_for_run holds every one of `needles`.
+void expect_run_refuses(scenarios::LoadedScenario loaded, std::initializer_list<const char*> needles) {
+  const planner::ResolvedScenario resolved = planner::resolve_scenario(scenarios::rebuild(std::move(loaded)));
+  try {
+    plan_for_run(resolved, models::DType::kF32);
+    ADD_FAILURE() << "must be refused: " << *needles.begin();
+  } catch (const InputError& e) {
+    for (const char* needle : needles) EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
 // The overlapped tensor parallelism is the simulator's model of two
 // runtimes; the executors run each collective whole and say so.
 TEST(BackendRun, RefusesTheSimulatedOnlyTensorParallelOverlap) {
   auto loaded = scenarios::load_scenario("tiny-llama-4xcpu");
   loaded.written.mutable_training()->mutable_mesh()->set_tp(2);
   loaded.written.mutable_training()->mutable_mesh()->set_tp_overlap(scenarios::ASYNC_TP);
-  const planner::ResolvedScenario resolved = planner::resolve_scenario(scenarios::rebuild(std::move(loaded)));
-  try {
-    plan_for_run(resolved, models::DType::kF32);
-    ADD_FAILURE() << "ASYNC_TP must be refused";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("training.mesh.tp_overlap: ASYNC_TP is simulated only (`ragged simulate`)"),
-              std::string::npos)
-        << e.what();
-  }
+  expect_run_refuses(std::move(loaded), {"training.mesh.tp_overlap: ASYNC_TP is simulated only (`ragged simulate`)"});
 }
 
 // Whole experts under tp are the simulator's; the executors split every
@@ -153,15 +158,7 @@ TEST(BackendRun, RefusesTheSimulatedOnlyWholeExperts) {
   mesh->set_tp(2);
   mesh->set_ep(2);
   mesh->set_expert_tp(1);
-  const planner::ResolvedScenario resolved = planner::resolve_scenario(scenarios::rebuild(std::move(loaded)));
-  try {
-    plan_for_run(resolved, models::DType::kF32);
-    ADD_FAILURE() << "expert_tp 1 under tp 2 must be refused";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("training.mesh.expert_tp: 1 (whole experts under tp) is simulated only"),
-              std::string::npos)
-        << e.what();
-  }
+  expect_run_refuses(std::move(loaded), {"training.mesh.expert_tp: 1 (whole experts under tp) is simulated only"});
 }
 
 // Keys and values copied to every query head are another stack's cost; the
@@ -169,14 +166,7 @@ TEST(BackendRun, RefusesTheSimulatedOnlyWholeExperts) {
 TEST(BackendRun, RefusesTheSimulatedOnlyRepeatedKeysAndValues) {
   auto loaded = scenarios::load_scenario("tiny-llama-4xcpu");
   loaded.written.mutable_training()->set_kv_heads(scenarios::REPEATED_KV);
-  const planner::ResolvedScenario resolved = planner::resolve_scenario(scenarios::rebuild(std::move(loaded)));
-  try {
-    plan_for_run(resolved, models::DType::kF32);
-    ADD_FAILURE() << "REPEATED_KV must be refused";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("training.kv_heads: REPEATED_KV"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("set NATIVE_KV"), std::string::npos) << e.what();
-  }
+  expect_run_refuses(std::move(loaded), {"training.kv_heads: REPEATED_KV", "set NATIVE_KV"});
 }
 
 TEST(BackendRun, BadRequestsAreInputErrors) {

@@ -454,11 +454,8 @@ void keep_sequence_parallel_saves(const ModelSpec& whole, double tp, ModelSpec& 
 void route_own_tokens(double tp, ModelSpec& local) {
   for (UnitSpec& unit : local.units) {
     for (GemmShape& gemm : unit.compute.gemms) {
-      const std::string suffix = "." + gemm.name + ".weight";
-      const bool router = std::any_of(unit.tensors.begin(), unit.tensors.end(), [&](const TensorSpec& t) {
-        return t.role == TensorRole::kRouter && t.name.size() >= suffix.size() &&
-               t.name.compare(t.name.size() - suffix.size(), suffix.size(), suffix) == 0;
-      });
+      const TensorSpec* weight = unit.weight_of(gemm);
+      const bool router = weight != nullptr && weight->role == TensorRole::kRouter;
       if (gemm.routed_experts || router) gemm.token_fraction /= tp;
     }
   }

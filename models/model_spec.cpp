@@ -146,6 +146,16 @@ int64_t UnitSpec::bytes() const {
   return total;
 }
 
+const TensorSpec* UnitSpec::weight_of(const GemmShape& gemm) const {
+  const std::string suffix = "." + gemm.name + ".weight";
+  for (const TensorSpec& t : tensors) {
+    if (t.name.size() >= suffix.size() && t.name.compare(t.name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      return &t;
+    }
+  }
+  return nullptr;
+}
+
 int64_t ModelSpec::params() const {
   int64_t total = 0;
   for (const UnitSpec& unit : units) total += unit.params();

@@ -311,6 +311,10 @@ struct UnitSpec {
 
   int64_t params() const;
   int64_t bytes() const;  // parameters in their dtype
+  // The weight `gemm` multiplies by: the tensor named "<prefix>.<gemm>.weight"
+  // (a block's tensors carry its layer prefix, its GEMMs not); null when the
+  // unit has none of that name.
+  const TensorSpec* weight_of(const GemmShape& gemm) const;
 };
 
 // The forward ops of `unit` its named checkpointing reruns

@@ -143,12 +143,8 @@ bool has_router(const models::UnitSpec& unit) {
 }
 
 models::TensorCut gemm_tp_cut(const models::UnitSpec& unit, const models::GemmShape& gemm) {
-  // A block's tensors carry its layer prefix ("layers.3."), its GEMMs not.
-  const std::string suffix = "." + gemm.name + ".weight";
-  const auto weight = std::find_if(unit.tensors.begin(), unit.tensors.end(), [&](const models::TensorSpec& t) {
-    return t.name.size() >= suffix.size() && t.name.compare(t.name.size() - suffix.size(), suffix.size(), suffix) == 0;
-  });
-  return weight != unit.tensors.end() ? weight->tp_cut : models::TensorCut::kWhole;
+  const models::TensorSpec* weight = unit.weight_of(gemm);
+  return weight != nullptr ? weight->tp_cut : models::TensorCut::kWhole;
 }
 
 std::vector<models::UnitPart> block_parts(const models::UnitSpec& unit, const models::ModelSpec& model,

@@ -74,11 +74,21 @@ UnitProblem unit_problem(const models::UnitSpec& unit, const GranularityPolicy& 
   return problem;
 }
 
+namespace {
+
+// The ranks expert parallelism is carved out of: the shard group, or with
+// whole experts every tp rank's too (planner/mesh.hpp).
+int64_t expert_parallel_pool(const models::ModelSpec& model, int64_t ranks) {
+  return ranks * (model.split.whole_experts ? model.split.tp : 1);
+}
+
+}  // namespace
+
 // A unit's FSDP group: the shard group's ranks, or for routed experts their
-// expert shard group (whole experts: of every tp rank, planner/mesh.hpp).
+// expert shard group.
 int64_t unit_ranks(const models::UnitSpec& unit, const models::ModelSpec& model, int64_t ranks) {
   if (unit.kind != models::UnitKind::kExperts) return ranks;
-  return ranks * (model.split.whole_experts ? model.split.tp : 1) / model.split.ep;
+  return expert_parallel_pool(model, ranks) / model.split.ep;
 }
 
 double lower_bound_padding_ratio(const models::ModelSpec& model, const GranularityPolicy& policy, int64_t ranks,
@@ -98,7 +108,7 @@ double lower_bound_padding_ratio(const models::ModelSpec& model, const Granulari
 Plan plan_model(const models::ModelSpec& model, const GranularityPolicy& policy, int64_t ranks,
                 const LayoutStrategy& strategy, const PlanOptions& options, const std::vector<int>& units) {
   if (ranks < 1) throw InputError("the shard group needs at least 1 rank");
-  RAGGED_ASSERT(ranks * (model.split.whole_experts ? model.split.tp : 1) % model.split.ep == 0,
+  RAGGED_ASSERT(expert_parallel_pool(model, ranks) % model.split.ep == 0,
                 "expert parallelism divides the shard group (with whole experts, tp x the shard group)");
   const auto start = std::chrono::steady_clock::now();
   Plan plan;

@@ -1,7 +1,8 @@
-// The Program of one rank of a device mesh: the tensor-, context- and
-// expert-parallel collectives around each unit's compute, on their groups and
+// The Program of one rank of a device mesh: the tensor- and
+// context-parallel collectives around each unit's compute, on their groups and
 // streams, with the bytes worked out by hand beside what the builder emits;
-// per-rank memory and tokens; where each group's ranks lie.
+// per-rank memory and tokens (expert parallelism and where each group's ranks
+// lie: expert_mesh_program_test.cpp).
 
 #include <algorithm>
 #include <cmath>
@@ -14,42 +15,16 @@
 #include "planner/compute_work.hpp"
 #include "planner/mesh.hpp"
 #include "planner/mesh_collectives.hpp"
-#include "planner/optimizer_program.hpp"
+#include "mesh_test_util.hpp"
 #include "program_test_util.hpp"
 
 namespace ragged::planner {
 namespace {
 
+using mesh_test::kSequence;
+using mesh_test::mesh_ops_of;
 using program_test::ProgramSetup;
 
-// Bytes of the mesh collectives of one unit's ops, by (group, kind, pass).
-struct Key {
-  Group group;
-  OpKind kind;
-  std::string pass;
-  bool operator<(const Key& o) const {
-    return std::tie(group, kind, pass) < std::tie(o.group, o.kind, o.pass);
-  }
-};
-
-std::map<Key, std::pair<int, int64_t>> mesh_ops_of(const Program& p, int unit) {
-  std::map<Key, std::pair<int, int64_t>> out;
-  for (const Op& op : p.ops) {
-    if (op.unit != unit || op.micro_batch != 0) continue;
-    if (op.group != Group::kTensor && op.group != Group::kContext && op.group != Group::kExpert) continue;
-    const std::string pass = op.name.find("(recompute)") != std::string::npos ? "recompute"
-                             : op.name.find("(bwd)") != std::string::npos    ? "bwd"
-                                                                             : "fwd";
-    auto& [count, bytes] = out[{op.group, op.kind, pass}];
-    ++count;
-    bytes = op.bytes;
-    EXPECT_EQ(op.stream, mesh_stream(op.group)) << op.name;
-  }
-  return out;
-}
-
-// The tiny Llama (width 256, 8 heads of 32, 4 key/value heads, 4 blocks) on 8 GPUs.
-constexpr const char* kSequence = "micro_batch_size: 2 sequence_length: 512 ";
 
 TEST(MeshProgram, TensorParallelSequenceParallelBytesPerBlock) {
   ProgramSetup s(std::string(kSequence) + "mesh { tp: 2 }");
@@ -421,217 +396,6 @@ TEST(MeshProgram, TensorParallelDividesThePersistentState) {
               static_cast<long long>(one), static_cast<long long>(two));
   EXPECT_LT(two, one * 0.52);
   EXPECT_GT(two, one * 0.48);
-}
-
-constexpr const char* kTinyMoe =
-    "model { inline_spec { family: \"qwen3_moe\" hidden_size: 128 num_layers: 2 vocab_size: 512\n"
-    "                      intermediate_size: 256 num_attention_heads: 4 num_key_value_heads: 2 head_dim: 32\n"
-    "                      num_experts: 8 experts_per_token: 2 moe_intermediate_size: 64 } }\n"
-    "cluster { gpu { preset: \"h100\" } gpus_per_node: 8 nodes: 1 }\n";
-
-TEST(MeshProgram, ExpertParallelDispatchAndCombineBytes) {
-  ProgramSetup s(std::string(kSequence) + "mesh { ep: 4 }", kTinyMoe);
-  const Program p = s.build();
-  // embed, layers.0, layers.0.experts, layers.1, layers.1.experts, head.
-  ASSERT_EQ(s.units(), 6);
-  EXPECT_EQ(s.spec(2).name, "layers.0.experts");
-  EXPECT_EQ(s.plan().units[2].group, Group::kExpertShard);
-  EXPECT_EQ(s.plan().units[2].layout.ranks, 8 / 4);
-  // Each rank sends its tokens' top-2 copies at the hidden width; the group's
-  // all-to-all carries 4 ranks' worth, (ep - 1) / ep of it off each rank.
-  const int64_t per_rank = 2 * 512 * 2 * 128 * 2;
-  const auto ops = mesh_ops_of(p, 2);
-  std::printf("ep 4: each rank dispatches %lld bytes (tokens x top-k x hidden x 2), %lld leave it; group all-to-all "
-              "%lld\n", static_cast<long long>(per_rank), static_cast<long long>(per_rank * 3 / 4),
-              static_cast<long long>(ops.at({Group::kExpert, OpKind::kAllToAll, "fwd"}).second));
-  EXPECT_EQ(ops.at({Group::kExpert, OpKind::kAllToAll, "fwd"}), std::make_pair(2, 4 * per_rank));
-  EXPECT_EQ(ops.at({Group::kExpert, OpKind::kAllToAll, "bwd"}), std::make_pair(2, 4 * per_rank));
-  // The experts' FSDP collectives run over their own group.
-  for (const Op& op : p.ops) {
-    if (op.unit == 2 && (op.kind == OpKind::kAllGather || op.kind == OpKind::kReduceScatter)) {
-      EXPECT_EQ(op.group, Group::kExpertShard) << op.name;
-    }
-  }
-}
-
-// An uneven router: the rank holding the busiest expert receives more than
-// its share and the group waits for it. Tiny MoE, 8 experts top 2 on ep 4
-// (two a rank), the busiest at 3 mean loads, the other seven sharing 5:
-// that rank receives (3 + 5/7) / 2 = 13/7 of a balanced rank's copies.
-TEST(MeshProgram, AnUnevenRouterChargesTheBusiestRanksDispatch) {
-  ProgramSetup s(std::string(kSequence) + "mesh { ep: 4 } experts { busiest_load: 3 }", kTinyMoe);
-  const Program p = s.build();
-  const int64_t per_rank = 2 * 512 * 2 * 128 * 2;
-  const int64_t by_hand = std::llround(4.0 * static_cast<double>(per_rank) * 13.0 / 7.0);
-  const auto ops = mesh_ops_of(p, 2);
-  std::printf("ep 4, busiest expert at 3x the mean: group all-to-all by hand %lld (balanced %lld), built %lld\n",
-              static_cast<long long>(by_hand), static_cast<long long>(4 * per_rank),
-              static_cast<long long>(ops.at({Group::kExpert, OpKind::kAllToAll, "fwd"}).second));
-  EXPECT_EQ(ops.at({Group::kExpert, OpKind::kAllToAll, "fwd"}), std::make_pair(2, by_hand));
-  EXPECT_EQ(ops.at({Group::kExpert, OpKind::kAllToAll, "bwd"}), std::make_pair(2, by_hand));
-}
-
-// DeepEP sends a token once to each rank holding one of its experts; with
-// NeMo Automodel's FakeBalancedGate token i takes experts 2i and 2i + 1 of
-// 8, both on rank (i mod 4) of ep 4: one copy a token instead of top-2.
-TEST(MeshProgram, DeepEpSendsATokenOncePerRank) {
-  ProgramSetup s(std::string(kSequence) + "mesh { ep: 4 expert_dispatcher: DEEPEP expert_routing: CONSECUTIVE }",
-                 kTinyMoe);
-  const Program p = s.build();
-  const int64_t per_rank = 2 * 512 * 1 * 128 * 2;
-  const auto ops = mesh_ops_of(p, 2);
-  std::printf("ep 4, DeepEP + FakeBalancedGate: each rank dispatches %lld bytes (tokens x 1 rank x hidden x 2); "
-              "group all-to-all %lld\n", static_cast<long long>(per_rank),
-              static_cast<long long>(ops.at({Group::kExpert, OpKind::kAllToAll, "fwd"}).second));
-  EXPECT_EQ(ops.at({Group::kExpert, OpKind::kAllToAll, "fwd"}), std::make_pair(2, 4 * per_rank));
-  EXPECT_EQ(ops.at({Group::kExpert, OpKind::kAllToAll, "bwd"}), std::make_pair(2, 4 * per_rank));
-}
-
-// Whole experts under tp (expert_tp 1, Megatron-Core's
-// --expert-tensor-parallel-size 1), tp 2 x ep 4 on 8 GPUs: each tp rank
-// dispatches its own half of the tokens, nothing is gathered or reduced over
-// tp around the routed experts (the tiny MoE has no shared experts), and each
-// expert is whole on its rank, FSDP-sharded over tp x dp_shard / ep = 2 ranks
-// where split experts are over dp_shard / ep = 1.
-TEST(MeshProgram, WholeExpertsDispatchTheRanksOwnTokens) {
-  ProgramSetup split(std::string(kSequence) + "mesh { tp: 2 ep: 4 }", kTinyMoe);
-  ProgramSetup whole(std::string(kSequence) + "mesh { tp: 2 ep: 4 expert_tp: 1 }", kTinyMoe);
-  const Program ps = split.build();
-  const Program pw = whole.build();
-  ASSERT_EQ(whole.spec(2).name, "layers.0.experts");
-  EXPECT_EQ(split.plan().units[2].layout.ranks, 1);
-  EXPECT_EQ(whole.plan().units[2].layout.ranks, 2);
-  // The dispatch: ep x (the rank's tokens) x top-2 x hidden x 2 bytes.
-  const int64_t tokens = 2 * 512;
-  const int64_t split_bytes = 4 * tokens * 2 * 128 * 2;
-  const int64_t whole_bytes = 4 * (tokens / 2) * 2 * 128 * 2;
-  const auto split_ops = mesh_ops_of(ps, 2);
-  const auto whole_ops = mesh_ops_of(pw, 2);
-  std::printf("tp 2 x ep 4: group all-to-all, split experts by hand %lld built %lld; whole experts by hand %lld "
-              "built %lld\n",
-              static_cast<long long>(split_bytes),
-              static_cast<long long>(split_ops.at({Group::kExpert, OpKind::kAllToAll, "fwd"}).second),
-              static_cast<long long>(whole_bytes),
-              static_cast<long long>(whole_ops.at({Group::kExpert, OpKind::kAllToAll, "fwd"}).second));
-  EXPECT_EQ(split_ops.at({Group::kExpert, OpKind::kAllToAll, "fwd"}), std::make_pair(2, split_bytes));
-  EXPECT_EQ(whole_ops.at({Group::kExpert, OpKind::kAllToAll, "fwd"}), std::make_pair(2, whole_bytes));
-  EXPECT_EQ(whole_ops.at({Group::kExpert, OpKind::kAllToAll, "bwd"}), std::make_pair(2, whole_bytes));
-  // Split experts reduce their combined output over tp; whole ones do not,
-  // and their block gathers only for the attention.
-  EXPECT_EQ(split_ops.count({Group::kTensor, OpKind::kReduceScatter, "fwd"}), 1u);
-  for (const auto& [key, value] : whole_ops) EXPECT_NE(key.group, Group::kTensor) << value.first;
-  EXPECT_EQ(mesh_ops_of(ps, 1).at({Group::kTensor, OpKind::kAllGather, "fwd"}).first, 2);
-  EXPECT_EQ(mesh_ops_of(pw, 1).at({Group::kTensor, OpKind::kAllGather, "fwd"}).first, 1);
-  // Whole experts hold twice the split ones' elements and do the same FLOPs
-  // on half the tokens at twice the width.
-  int64_t split_elements = 0, whole_elements = 0;
-  for (const models::TensorSpec& t : split.spec(2).tensors) split_elements += t.numel();
-  for (const models::TensorSpec& t : whole.spec(2).tensors) whole_elements += t.numel();
-  EXPECT_EQ(whole_elements, 2 * split_elements);
-  double split_flops = 0, whole_flops = 0;
-  for (const models::GemmShape& g : split.spec(2).compute.gemms) split_flops += g.forward_flops_per_token();
-  for (const models::GemmShape& g : whole.spec(2).compute.gemms) whole_flops += g.forward_flops_per_token();
-  std::printf("routed experts' forward FLOPs per token of a rank: split %.0f, whole %.0f\n", split_flops, whole_flops);
-  EXPECT_DOUBLE_EQ(whole_flops, split_flops);
-}
-
-TEST(MeshProgram, RaisingEpLowersTheFsdpAllGatherBytes) {
-  int64_t previous = -1;
-  for (int ep : {1, 2, 4, 8}) {
-    ProgramSetup s("mesh { ep: " + std::to_string(ep) + " }", kTinyMoe);
-    int64_t gathered = 0;
-    for (const Op& op : s.build().ops) {
-      if (op.kind == OpKind::kAllGather && (op.group == Group::kShard || op.group == Group::kExpertShard)) {
-        gathered += op.bytes;
-      }
-    }
-    std::printf("ep %d: FSDP all-gather bytes per step %lld\n", ep, static_cast<long long>(gathered));
-    if (previous >= 0) {
-      EXPECT_LT(gathered, previous);
-    }
-    previous = gathered;
-  }
-}
-
-// Muon under expert parallelism: each ep rank holds its own experts, sharded
-// over its expert shard group, so their matrices are owned there (8 ranks,
-// ep 4: expert shard groups of 2, shard-group ranks r and r + 4) and travel
-// over that group; the dense matrices are owned over the shard group of 8.
-TEST(MeshProgram, MuonOwnsTheRoutedExpertsWithinTheirExpertShardGroup) {
-  constexpr int kSteps = 2;
-  ProgramSetup s("mesh { ep: 4 } optimizer { muon { ns_steps: 2 } }", kTinyMoe);
-  const std::vector<OwnedMatrix> matrices = owned_matrices(s.optimizer_context());
-  std::map<Group, int> count;
-  for (const OwnedMatrix& m : matrices) {
-    const bool expert = s.model().units[static_cast<size_t>(m.unit)].kind == models::UnitKind::kExperts;
-    EXPECT_EQ(m.group, expert ? Group::kExpertShard : Group::kShard);
-    EXPECT_LT(m.owner, expert ? 2 : 8);
-    ++count[m.group];
-  }
-  // Per layer: q, k, v, o (4 dense; the router is a vector-like [8, 128]
-  // matrix, owned too) and 2 local experts x 3 projections.
-  std::printf("muon, ep 4: %d dense matrices owned over 8 ranks, %d routed-expert matrices per ep rank over 2\n",
-              count[Group::kShard], count[Group::kExpertShard]);
-  EXPECT_EQ(count[Group::kExpertShard], 2 * 2 * 3);
-  for (int r = 0; r < 8; ++r) EXPECT_EQ(rank_in_group(s.plan(), Group::kExpertShard, r), r / 4);
-  // The experts' Newton-Schulz GEMMs over both ranks of each expert shard
-  // group run every local expert matrix once, the all-to-alls on that group.
-  for (int place = 0; place < 4; ++place) {
-    size_t gemms = 0;
-    for (int r : {place, place + 4}) {
-      const Program p = s.build(r);
-      for (const Op& op : p.ops) {
-        if (s.spec(op.unit).kind != models::UnitKind::kExperts) continue;
-        if (op.kind == OpKind::kAllToAll && op.phase != OptimizerPhase::kNone) {
-          EXPECT_EQ(op.group, Group::kExpertShard) << op.name;
-        }
-        if (op.kind == OpKind::kOptimizer && op.phase == OptimizerPhase::kOrthogonalize) gemms += op.work.gemms.size();
-      }
-    }
-    EXPECT_EQ(gemms, static_cast<size_t>(3 * kSteps * count[Group::kExpertShard])) << "ep place " << place;
-  }
-}
-
-TEST(Mesh, GroupsAreStridedRunsThatTileTheCluster) {
-  // dp_replicate 2 x dp_shard 4 x cp 2 x tp 2 = 32 ranks, ep 4 of dp_shard x cp.
-  const Mesh m{2, 4, 2, 2, 4, true};
-  EXPECT_EQ(m.gpus(), 32);
-  const std::map<Group, std::pair<int64_t, int64_t>> expected = {
-      {Group::kTensor, {2, 1}},      {Group::kContext, {2, 2}},       {Group::kShard, {8, 2}},
-      {Group::kExpert, {4, 2}},      {Group::kExpertShard, {2, 8}},   {Group::kReplicate, {2, 16}}};
-  for (const auto& [group, span] : expected) {
-    const GroupSpan g = group_span(m, group);
-    EXPECT_EQ(std::make_pair(g.members, g.stride), span) << group_name(group);
-    EXPECT_EQ(m.gpus() % g.members, 0) << group_name(group);
-  }
-  EXPECT_EQ(mesh_text(m), "tp 2 x cp 2 x dp_shard 4 x dp_replicate 2 (ep 4 of dp_shard x cp)");
-  EXPECT_EQ(mesh_text(Mesh{}), "");
-}
-
-// With whole experts ep is carved out of tp x cp x dp_shard: its groups are
-// ep consecutive ranks, the experts' shard groups every ep-th rank of a
-// replica, and each kind's groups cover every rank once.
-TEST(Mesh, WholeExpertGroupsTileEachReplica) {
-  Mesh m{2, 4, 2, 2, 4, true};
-  m.whole_experts = true;
-  EXPECT_EQ(m.expert_shard_ranks(), 4);
-  for (const auto& [group, span] : std::map<Group, std::pair<int64_t, int64_t>>{
-           {Group::kExpert, {4, 1}}, {Group::kExpertShard, {4, 4}}}) {
-    const GroupSpan g = group_span(m, group);
-    EXPECT_EQ(std::make_pair(g.members, g.stride), span) << group_name(group);
-    // Groups start at the lowest rank not yet in one.
-    std::vector<int> seen(static_cast<size_t>(m.gpus()), 0);
-    for (int64_t first = 0; first < m.gpus(); ++first) {
-      if (seen[static_cast<size_t>(first)] > 0) continue;
-      for (int64_t i = 0; i < g.members; ++i) {
-        const int64_t rank = first + i * g.stride;
-        ASSERT_LT(rank, m.gpus()) << group_name(group);
-        ++seen[static_cast<size_t>(rank)];
-      }
-    }
-    for (int count : seen) EXPECT_EQ(count, 1) << group_name(group);
-  }
-  EXPECT_EQ(mesh_text(m), "tp 2 x cp 2 x dp_shard 4 x dp_replicate 2 (ep 4 of tp x dp_shard x cp, experts whole)");
 }
 
 }  // namespace

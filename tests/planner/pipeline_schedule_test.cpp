@@ -15,7 +15,8 @@
 namespace ragged::planner {
 namespace {
 
-using Pass = PipelineAction::Pass;
+// File-specific: planner::Pass (program.hpp) is another enum, and unity batches share a scope.
+using ActionPass = PipelineAction::Pass;
 
 struct Costs {
   double forward = 1, backward = 2, backward_input = 1, backward_weight = 1;
@@ -23,10 +24,10 @@ struct Costs {
 
 double cost(const PipelineAction& a, const Costs& c) {
   switch (a.pass) {
-    case Pass::kForward: return c.forward;
-    case Pass::kBackward: return c.backward;
-    case Pass::kBackwardInput: return c.backward_input;
-    case Pass::kBackwardWeight: return c.backward_weight;
+    case ActionPass::kForward: return c.forward;
+    case ActionPass::kBackward: return c.backward;
+    case ActionPass::kBackwardInput: return c.backward_input;
+    case ActionPass::kBackwardWeight: return c.backward_weight;
   }
   return 0;
 }
@@ -54,17 +55,17 @@ double makespan(PipelineScheduleKind kind, int p, int m, int v, const Costs& c) 
           if (it == done.end()) can = false;
           else ready = std::max(ready, it->second);
         };
-        if (a.pass == Pass::kForward && chunk > 0) need(0, chunk - 1);
-        if (a.pass == Pass::kBackward || a.pass == Pass::kBackwardInput) {
+        if (a.pass == ActionPass::kForward && chunk > 0) need(0, chunk - 1);
+        if (a.pass == ActionPass::kBackward || a.pass == ActionPass::kBackwardInput) {
           need(0, chunk);
           if (chunk < last) need(1, chunk + 1);
         }
-        if (a.pass == Pass::kBackwardWeight) need(1, chunk);
+        if (a.pass == ActionPass::kBackwardWeight) need(1, chunk);
         if (!can) break;
         const double end = ready + cost(a, c);
         free_at[s] = end;
-        if (a.pass == Pass::kForward) done[{0, chunk, a.micro_batch}] = end;
-        if (a.pass == Pass::kBackward || a.pass == Pass::kBackwardInput) done[{1, chunk, a.micro_batch}] = end;
+        if (a.pass == ActionPass::kForward) done[{0, chunk, a.micro_batch}] = end;
+        if (a.pass == ActionPass::kBackward || a.pass == ActionPass::kBackwardInput) done[{1, chunk, a.micro_batch}] = end;
         ++next[s];
         progressed = true;
       }
@@ -92,11 +93,11 @@ TEST(PipelineSchedule, EveryPassOnceInEverySchedule) {
 
 TEST(PipelineSchedule, OneFOneBWarmsUpWithTheStagesAfterIt) {
   const std::vector<PipelineAction> first = stage_schedule(PipelineScheduleKind::kOneFOneB, 4, 0, 8);
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(first[static_cast<size_t>(i)].pass, Pass::kForward);
-  EXPECT_EQ(first[3].pass, Pass::kForward);
-  EXPECT_EQ(first[4], (PipelineAction{Pass::kBackward, 0, 0}));
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(first[static_cast<size_t>(i)].pass, ActionPass::kForward);
+  EXPECT_EQ(first[3].pass, ActionPass::kForward);
+  EXPECT_EQ(first[4], (PipelineAction{ActionPass::kBackward, 0, 0}));
   const std::vector<PipelineAction> last = stage_schedule(PipelineScheduleKind::kOneFOneB, 4, 3, 8);
-  EXPECT_EQ(last[1], (PipelineAction{Pass::kBackward, 0, 0}));
+  EXPECT_EQ(last[1], (PipelineAction{ActionPass::kBackward, 0, 0}));
 }
 
 TEST(PipelineSchedule, BubblesOfUniformStagesAreThePublishedFractions) {

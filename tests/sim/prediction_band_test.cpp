@@ -219,6 +219,21 @@ std::optional<PlausibleInput> input_of(const std::string& row, const std::string
   return std::nullopt;
 }
 
+// A software choice of validation row `row` (a stack's, so it does not widen
+// the band): the value it simulated, whether the scenario left it to the
+// default, and the labels of the other values it tries, in order.
+void expect_choice(const std::string& row, const std::string& field, const std::string& simulated, bool left,
+                   const std::vector<std::string>& others) {
+  const auto input = input_of(row, field);
+  ASSERT_TRUE(input.has_value()) << row << " " << field;
+  EXPECT_EQ(input->simulated, simulated);
+  EXPECT_EQ(input->left_to_default, left);
+  EXPECT_FALSE(input->widens_band());
+  std::vector<std::string> labels;
+  for (const auto& value : input->values) labels.push_back(value.label);
+  EXPECT_EQ(labels, others);
+}
+
 // A mixture of experts' router is an input from balanced to collapsed (8
 // experts top 2: 4), a state of the run that moves the prediction without
 // widening its band; a dense model has none.
@@ -240,13 +255,7 @@ TEST(Sensitivity, TheRoutersLoadIsAnInputOfMixturesOfExperts) {
 // as query heads).
 TEST(Sensitivity, RepeatedKeysAndValuesAreAnInputOfGroupedQueryModels) {
   const auto kv_of = [](const std::string& row) { return input_of(row, "training.kv_heads"); };
-  const auto titan = kv_of("torchtitan-asynctp-llama3-8b-fsdp8-tp8-64g");
-  ASSERT_TRUE(titan.has_value());
-  EXPECT_EQ(titan->simulated, "REPEATED_KV");
-  EXPECT_FALSE(titan->left_to_default);
-  EXPECT_FALSE(titan->widens_band());
-  ASSERT_EQ(titan->values.size(), 1u);
-  EXPECT_EQ(titan->values[0].label, "NATIVE_KV");
+  expect_choice("torchtitan-asynctp-llama3-8b-fsdp8-tp8-64g", "training.kv_heads", "REPEATED_KV", false, {"NATIVE_KV"});
   const auto maxtext = kv_of("maxtext-h100-llama3-70b-fsdp128-128g");
   ASSERT_TRUE(maxtext.has_value());
   EXPECT_EQ(maxtext->simulated, "NATIVE_KV");
@@ -259,14 +268,8 @@ TEST(Sensitivity, RepeatedKeysAndValuesAreAnInputOfGroupedQueryModels) {
 // runtimes its values), stated on its async twin, absent without tp.
 TEST(Sensitivity, TensorParallelOverlapIsAnInputOfSequenceParallelMeshes) {
   const auto overlap_of = [](const std::string& row) { return input_of(row, "training.mesh.tp_overlap"); };
-  const auto vanilla = overlap_of("torchtitan-asynctp-llama3-8b-fsdp8-tp8-64g");
-  ASSERT_TRUE(vanilla.has_value());
-  EXPECT_EQ(vanilla->simulated, "TP_OVERLAP_NONE");
-  EXPECT_TRUE(vanilla->left_to_default);
-  EXPECT_FALSE(vanilla->widens_band());  // a software choice, not the hardware's range
-  ASSERT_EQ(vanilla->values.size(), 2u);
-  EXPECT_EQ(vanilla->values[0].label, "ASYNC_TP");
-  EXPECT_EQ(vanilla->values[1].label, "USERBUFFERS");
+  expect_choice("torchtitan-asynctp-llama3-8b-fsdp8-tp8-64g", "training.mesh.tp_overlap", "TP_OVERLAP_NONE", true,
+                {"ASYNC_TP", "USERBUFFERS"});
   const auto async = overlap_of("torchtitan-asynctp-llama3-8b-fsdp8-tp8-64g-async");
   ASSERT_TRUE(async.has_value());
   EXPECT_EQ(async->simulated, "ASYNC_TP");
@@ -278,15 +281,8 @@ TEST(Sensitivity, TensorParallelOverlapIsAnInputOfSequenceParallelMeshes) {
 // with ep: stated on Megatron-MoE-ModelZoo's row (whole, expert_tp 1; split
 // its other value), absent where tp is 1.
 TEST(Sensitivity, ExpertTensorParallelismIsAnInputOfMixturesUnderTp) {
-  const auto expert_tp_of = [](const std::string& row) { return input_of(row, "training.mesh.expert_tp"); };
-  const auto zoo = expert_tp_of("modelzoo-h100-qwen3-235b-mfsdp128-tp2-ep8-256g");
-  ASSERT_TRUE(zoo.has_value());
-  EXPECT_EQ(zoo->simulated, "1");
-  EXPECT_FALSE(zoo->left_to_default);
-  EXPECT_FALSE(zoo->widens_band());
-  ASSERT_EQ(zoo->values.size(), 1u);
-  EXPECT_EQ(zoo->values[0].label, "2");
-  EXPECT_FALSE(expert_tp_of("kempnerforge-h200-moe-e8-fsdp8-packed-8g").has_value());
+  expect_choice("modelzoo-h100-qwen3-235b-mfsdp128-tp2-ep8-256g", "training.mesh.expert_tp", "1", false, {"2"});
+  EXPECT_FALSE(input_of("kempnerforge-h200-moe-e8-fsdp8-packed-8g", "training.mesh.expert_tp").has_value());
 }
 
 // The real simulator: YaFSDP's FSDP1 baseline at 64 A100s, the network is

@@ -41,7 +41,10 @@ Executor::Executor(const planner::Program& program, const ComputeModel& compute,
 
 void Executor::spawn(sg4::Host* host) {
   mutex_ = sg4::Mutex::create();
-  changed_ = sg4::ConditionVariable::create();
+  for (sg4::ConditionVariablePtr& woken : stream_woken_) woken = sg4::ConditionVariable::create();
+  host_woken_ = sg4::ConditionVariable::create();
+  stream_waits_for_.fill(kNotWaiting);
+  stream_waits_done_.fill(kNotWaiting);
   share_.create();
   share_.on_collective_scale([this](double factor) { network_.scale_rank_links(rank_, factor); });
   if (host_costs_.any()) sg4::Actor::create("host", host, [this] { run_host(); });
@@ -61,10 +64,10 @@ void Executor::run_stream(Stream stream) {
     {
       std::unique_lock lock(*mutex_);
       const double waiting_since = sg4::Engine::get_clock();
-      changed_->wait(lock, [&] {
-        return issued_[op.id] != 0 &&
-               std::all_of(op.deps.begin(), op.deps.end(), [&](uint32_t d) { return done_[d] != 0; });
-      });
+      const auto s = static_cast<size_t>(stream);
+      stream_waits_for_[s] = op.id;
+      stream_woken_[s]->wait(lock, [&] { return ready_to_run(op.id); });
+      stream_waits_for_[s] = kNotWaiting;
       // The compute stream idles while a collective (or its copies) lags.
       if (stream == Stream::kCompute) {
         const double waited = sg4::Engine::get_clock() - waiting_since;
@@ -76,6 +79,31 @@ void Executor::run_stream(Stream stream) {
     execute(op);
     timings_[op.id].end = sg4::Engine::get_clock();
     finish(op);
+  }
+}
+
+bool Executor::ready_to_run(uint32_t id) const {
+  const Op& op = program_.ops[id];
+  return issued_[id] != 0 && std::all_of(op.deps.begin(), op.deps.end(), [&](uint32_t d) { return done_[d] != 0; });
+}
+
+bool Executor::host_waits_done(const Op& op) const {
+  return std::all_of(op.host.waits.begin(), op.host.waits.end(), [&](uint32_t d) { return done_[d] != 0; });
+}
+
+// Under the mutex, after an op was issued or ended: wakes the actors whose
+// wait is over.
+void Executor::wake_ready() {
+  for (size_t s = 0; s < planner::kStreams; ++s) {
+    const int64_t runs = stream_waits_for_[s];
+    const int64_t flushes = stream_waits_done_[s];
+    if ((runs != kNotWaiting && ready_to_run(static_cast<uint32_t>(runs))) ||
+        (flushes != kNotWaiting && issued_done_ >= static_cast<size_t>(flushes))) {
+      stream_woken_[s]->notify_all();
+    }
+  }
+  if (host_waits_for_ != kNotWaiting && host_waits_done(program_.ops[static_cast<size_t>(host_waits_for_)])) {
+    host_woken_->notify_all();
   }
 }
 
@@ -95,9 +123,9 @@ void Executor::run_host() {
   for (const Op& op : program_.ops) {
     if (!op.host.waits.empty()) {
       std::unique_lock lock(*mutex_);
-      changed_->wait(lock, [&] {
-        return std::all_of(op.host.waits.begin(), op.host.waits.end(), [&](uint32_t d) { return done_[d] != 0; });
-      });
+      host_waits_for_ = op.id;
+      host_woken_->wait(lock, [&] { return host_waits_done(op); });
+      host_waits_for_ = kNotWaiting;
     }
     const double seconds = host_seconds(op.host, host_costs_);
     const double later_launches =
@@ -108,7 +136,7 @@ void Executor::run_host() {
       std::unique_lock lock(*mutex_);
       issued_[op.id] = 1;
       last_issue_[op.id] = sg4::Engine::get_clock() + (seconds - first);
-      changed_->notify_all();
+      wake_ready();
     }
     if (seconds - first > 0) sg4::this_actor::sleep_for(seconds - first);
   }
@@ -174,7 +202,10 @@ void Executor::flush_and_retry(const Op& op) {
   const double since = sg4::Engine::get_clock();
   {
     std::unique_lock lock(*mutex_);
-    changed_->wait(lock, [&] { return issued_done_ >= op.id; });
+    const auto s = static_cast<size_t>(op.stream);
+    stream_waits_done_[s] = op.id;
+    stream_woken_[s]->wait(lock, [&] { return issued_done_ >= op.id; });
+    stream_waits_done_[s] = kNotWaiting;
   }
   const AllocationCost& cost = allocator_.last_cost();
   const double driver = free_policy_.driver_calls.seconds(cost);
@@ -189,7 +220,7 @@ void Executor::finish(const Op& op) {
   while (issued_done_ < done_.size() && done_[issued_done_] != 0) ++issued_done_;
   ++finished_;
   if (progress_ && finished_ % 256 == 0) progress_(static_cast<double>(finished_) / static_cast<double>(done_.size()));
-  changed_->notify_all();
+  wake_ready();
 }
 
 double Executor::step_seconds() const {

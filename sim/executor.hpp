@@ -13,6 +13,7 @@
 // not uniform one executor runs per simulated rank, meeting the others at
 // every collective (CollectiveEngine::run).
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -110,8 +111,19 @@ class Executor {
   int64_t peak_state_and_buffers_ = 0;
   size_t finished_ = 0;
   std::function<void(double)> progress_;
+  // Each waiting actor sleeps on its own condition variable, woken only when
+  // what it waits for has come true: every wake is a context switch in
+  // SimGrid, and an op's end unblocks at most a few of the ten actors.
+  bool ready_to_run(uint32_t op) const;
+  bool host_waits_done(const planner::Op& op) const;
+  void wake_ready();
+  static constexpr int64_t kNotWaiting = -1;
   simgrid::s4u::MutexPtr mutex_;
-  simgrid::s4u::ConditionVariablePtr changed_;
+  std::array<simgrid::s4u::ConditionVariablePtr, planner::kStreams> stream_woken_;
+  std::array<int64_t, planner::kStreams> stream_waits_for_{};  // the op a stream waits to run, or kNotWaiting
+  std::array<int64_t, planner::kStreams> stream_waits_done_{};  // the op whose predecessors a stream's flush waits on
+  simgrid::s4u::ConditionVariablePtr host_woken_;
+  int64_t host_waits_for_ = kNotWaiting;  // the op whose host waits the CPU thread blocks on
 };
 
 }  // namespace ragged::sim

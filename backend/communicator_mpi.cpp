@@ -96,7 +96,7 @@ namespace {
 // MPI_Finalize waits for every rank, unbounded.
 void finalize_mpi_at_exit() {
   int finalized = 1;
-  if (MPI_Finalized(&finalized) != MPI_SUCCESS || finalized) return;
+  if (ending_job_at_exit() || MPI_Finalized(&finalized) != MPI_SUCCESS || finalized) return;
   meet_at_exit();
   MPI_Finalize();
 }

@@ -25,6 +25,13 @@ void arm_exit_deadline(double timeout_s, std::string option = "--collective-time
 // a rank that waited too long, not at all.
 void meet_at_exit();
 
+// This rank ends the job with an error every rank found: at exit it neither
+// meets the others nor finalises MPI, whose MPI_Finalize would wait for ranks
+// that are themselves waiting for this exit to end them (the launcher ends
+// them as soon as this process has exited with its error code).
+void end_job_at_exit();
+bool ending_job_at_exit();
+
 // The line rank 0 prints for the ranks that did not end (tests).
 std::string ranks_that_did_not_end_line(const std::vector<int>& missing, double timeout_s, const std::string& option);
 

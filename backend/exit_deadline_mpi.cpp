@@ -1,5 +1,6 @@
 #include "backend/exit_deadline.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <thread>
@@ -48,6 +49,13 @@ std::string ranks_that_did_not_end_line(const std::vector<int>& missing, double 
       "hung); ending the job",
       missing.size() == 1 ? "rank" : "ranks", ranks, option, timeout_s);
 }
+
+namespace {
+std::atomic<bool> g_ending_job{false};
+}  // namespace
+
+void end_job_at_exit() { g_ending_job.store(true, std::memory_order_release); }
+bool ending_job_at_exit() { return g_ending_job.load(std::memory_order_acquire); }
 
 void arm_exit_deadline(double timeout_s, std::string option) {
   if (timeout_s <= 0 || !launched_by_mpi()) return;

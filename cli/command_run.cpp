@@ -241,6 +241,7 @@ void add_run_command(CLI::App& app, Context& context) {
         std::this_thread::sleep_for(kFirstRankSpeaksFirst);
         throw QuietExit{kExitBadInput};
       }
+      if (comm->size() > 1) backend::end_job_at_exit();
       throw;
     } catch (const std::exception& e) {
       // An error on some ranks only would leave the others in a collective:

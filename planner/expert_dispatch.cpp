@@ -32,4 +32,16 @@ double expert_dispatch_copies(int64_t experts, int64_t top_k, const Mesh& mesh) 
   return expert_ranks_per_token(experts, top_k, mesh.ep, mesh.expert_routing);
 }
 
+double expert_network_share(int64_t experts, int64_t top_k, const Mesh& mesh, int64_t ranks_per_node) {
+  if (mesh.expert_dispatcher != ExpertDispatcher::kDeepEp || ranks_per_node <= 1 || ranks_per_node >= mesh.ep ||
+      mesh.ep % ranks_per_node != 0) {
+    return 1.0;
+  }
+  // A node's ranks hold consecutive experts: the nodes are ep / ranks_per_node
+  // runs of experts, counted as the ranks are.
+  const double ranks = expert_ranks_per_token(experts, top_k, mesh.ep, mesh.expert_routing);
+  const double nodes = expert_ranks_per_token(experts, top_k, mesh.ep / ranks_per_node, mesh.expert_routing);
+  return nodes / ranks;
+}
+
 }  // namespace ragged::planner

@@ -26,5 +26,14 @@ double expert_ranks_per_token(int64_t experts, int64_t top_k, int64_t ep, Expert
 // kDeepEp. A token's copy to its own rank moves nothing; the collective's
 // flows leave that share out.
 double expert_dispatch_copies(int64_t experts, int64_t top_k, const Mesh& mesh);
+// The share of a dispatch's (and combine's) bytes to other nodes that
+// crosses the network, when ranks_per_node consecutive ranks of the ep group
+// share a node: DeepEP sends a token once over RDMA to each node holding
+// one of its experts, to the GPU of the sender's local index there, which
+// forwards it over NVLink to the ranks that need it (DeepSeek-V3 technical
+// report, section 3.2.2; deepseek-ai/DeepEP's internode kernels): the nodes
+// a token reaches over the ranks it reaches. 1 for kAllToAll (a copy per
+// token and expert) and for a group inside one node or one rank a node.
+double expert_network_share(int64_t experts, int64_t top_k, const Mesh& mesh, int64_t ranks_per_node);
 
 }  // namespace ragged::planner

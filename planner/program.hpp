@@ -211,6 +211,11 @@ struct Op {
   ComputeWork work;      // compute, recompute and optimizer ops
   std::vector<uint32_t> deps;  // ops (on any stream) that must finish first
   OptimizerPhase phase = OptimizerPhase::kNone;  // optimizer ops and their all-to-alls
+  // An ep dispatch or combine (kAllToAll over Group::kExpert): the model's
+  // routed experts and the experts a token picks, from which the simulator
+  // takes the bytes that cross the network (planner::expert_network_share).
+  int64_t routed_experts = 0;
+  int64_t experts_per_token = 0;
   HostWork host;         // the CPU's part of issuing it (an annotation for the simulator)
 };
 

@@ -157,8 +157,16 @@ void ProgramBuilder::mesh_before(int u, int mb, Pass pass, std::vector<uint32_t>
     if (c.after_compute) continue;
     deps.push_back(w_.collective(c.kind, mesh_stream(c.group), c.group, u, mb, mesh_label(u, c, pass, part), c.bytes,
                                  -1, input));
-    program_.ops[deps.back()].part = part;
-    program_.ops[deps.back()].pass = pass;
+    mark_mesh_op(program_.ops[deps.back()], c, pass, part);
+  }
+}
+
+void ProgramBuilder::mark_mesh_op(Op& op, const MeshCollective& c, Pass pass, models::UnitPart part) const {
+  op.part = part;
+  op.pass = pass;
+  if (c.group == Group::kExpert && c.kind == OpKind::kAllToAll) {
+    op.routed_experts = in_.model->arch.experts;
+    op.experts_per_token = in_.model->arch.experts_per_token;
   }
 }
 
@@ -168,8 +176,7 @@ void ProgramBuilder::mesh_after(int u, int mb, Pass pass, uint32_t compute, mode
     if (!c.after_compute) continue;
     mesh_waits_.push_back(w_.collective(c.kind, mesh_stream(c.group), c.group, u, mb, mesh_label(u, c, pass, part),
                                         c.bytes, -1, {compute}));
-    program_.ops[mesh_waits_.back()].part = part;
-    program_.ops[mesh_waits_.back()].pass = pass;
+    mark_mesh_op(program_.ops[mesh_waits_.back()], c, pass, part);
   }
 }
 

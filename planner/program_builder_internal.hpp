@@ -279,6 +279,9 @@ class ProgramBuilder {
                    models::UnitPart part = models::UnitPart::kWhole, bool chained = false);
   // Those after it: they wait for the compute, the next compute for them.
   void mesh_after(int u, int mb, Pass pass, uint32_t compute, models::UnitPart part = models::UnitPart::kWhole);
+  // What a mesh collective's op carries beside its bytes: its pass and part,
+  // and for an ep all-to-all the routing the simulator needs.
+  void mark_mesh_op(Op& op, const MeshCollective& c, Pass pass, models::UnitPart part) const;
   std::string mesh_label(int u, const MeshCollective& c, Pass pass, models::UnitPart part) const {
     return fmt::format("{}{} {} {}", spec(u).name, part_label(part), pass == Pass::kBackward ? "(bwd)" : "(fwd)",
                        c.what);

@@ -6,6 +6,7 @@
 #include <simgrid/s4u.hpp>
 
 #include "common/errors.hpp"
+#include "planner/expert_dispatch.hpp"
 #include "sim/nccl_latency.hpp"
 
 namespace ragged::sim {
@@ -166,14 +167,14 @@ void CollectiveEngine::scale_rank_links(int rank, double factor) {
 }
 
 double CollectiveEngine::launch_and_wait(const std::vector<Flow>& flows, double scale, const Holders& holders,
-                                         double traffic, Endpoint* bottleneck) {
+                                         double traffic, Endpoint* bottleneck, double network_share) {
   for (const auto& [gpu, held] : holders) gpu->set_collective_traffic(held, traffic);
   std::vector<sg4::CommPtr> comms;
   std::vector<const Flow*> started;
   comms.reserve(flows.size());
   started.reserve(flows.size());
   for (const Flow& f : flows) {
-    const auto bytes = static_cast<uint64_t>(f.bytes * scale);
+    const auto bytes = static_cast<uint64_t>(f.bytes * scale * (f.src.local < 0 ? network_share : 1.0));
     if (bytes == 0) continue;
     comms.push_back(sg4::Comm::sendto_async(platform_.host(f.src), platform_.host(f.dst), bytes));
     started.push_back(&f);
@@ -267,7 +268,11 @@ double CollectiveEngine::run_phases(const planner::Op& op, const Shape& s, const
   // A direct transfer (Op::ctas >= 0) crosses one hop: a two-rank ring's latency.
   const RingShape latency = op.ctas >= 0 ? RingShape{2, s.latency.nodes, false} : s.latency;
   if (op.kind == OpKind::kAllToAll) {
-    const double bandwidth = launch_and_wait(s.unit_flows, buffer, holders, traffic, bottleneck);
+    const double network =
+        op.routed_experts > 0 ? planner::expert_network_share(op.routed_experts, op.experts_per_token, mesh_,
+                                                              s.rings.members / std::max<int64_t>(1, s.latency.nodes))
+                              : 1.0;
+    const double bandwidth = launch_and_wait(s.unit_flows, buffer, holders, traffic, bottleneck, network);
     const double total = best_collective_time(latency, bandwidth).seconds;
     sg4::this_actor::sleep_for(std::max(0.0, total - bandwidth));
     return sg4::Engine::get_clock() - start;

@@ -120,8 +120,10 @@ class CollectiveEngine {
   // Both return seconds and set `bottleneck` to the end of the flow that
   // ended last with the slower NICs (each collective its own: several run at once).
   double run_phases(const planner::Op& op, const Shape& s, const Holders& holders, double traffic, Endpoint* bottleneck);
+  // `network_share` scales the flows between nodes beside `scale` (an ep
+  // all-to-all under DeepEP: planner::expert_network_share).
   double launch_and_wait(const std::vector<Flow>& flows, double scale, const Holders& holders, double traffic,
-                         Endpoint* bottleneck);
+                         Endpoint* bottleneck, double network_share = 1.0);
   Meeting& meet(const planner::Op& op, GpuShare* gpu, int held, int rank);
 
   ClusterSpec cluster_;

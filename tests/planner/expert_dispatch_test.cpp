@@ -80,5 +80,38 @@ TEST(ExpertDispatch, UniformRoutingMatchesEnumeration) {
   EXPECT_NEAR(qwen, 5.339, 0.001);
 }
 
+// DeepEP's network share: the nodes a token reaches over the ranks.
+//  - DeepSeek-V3 under FakeBalancedGate, ep 64 on 8 nodes of 8: a token's 8
+//    consecutive experts lie on 2 ranks of one node: 1 node, 2 ranks, 1/2.
+//  - Kimi K2, ep 32 on 4 nodes of 8 (12 experts a rank, 96 a node): 4/3 ranks,
+//    one node (8i mod 96 never straddles a node): 3/4.
+//  - uniform, 128 experts top 8 on ep 32, 8 a node: 4 (1 - C(96, 8) / C(128, 8))
+//    nodes over 32 (1 - C(124, 8) / C(128, 8)) ranks.
+TEST(ExpertDispatch, DeepEpCrossesTheNetworkOnceANodeAToken) {
+  EXPECT_NEAR(expert_network_share(256, 8, deepep(64, ExpertRouting::kConsecutive), 8), 0.5, 1e-12);
+  EXPECT_NEAR(expert_network_share(384, 8, deepep(32, ExpertRouting::kConsecutive), 8), 0.75, 1e-12);
+  double rank_missed = 1.0, node_missed = 1.0;
+  for (int j = 0; j < 8; ++j) {
+    rank_missed *= (124.0 - j) / (128.0 - j);
+    node_missed *= (96.0 - j) / (128.0 - j);
+  }
+  const double by_hand = 4.0 * (1.0 - node_missed) / (32.0 * (1.0 - rank_missed));
+  const double got = expert_network_share(128, 8, deepep(32, ExpertRouting::kUniform), 8);
+  std::printf("uniform, 128 experts top 8 on ep 32, 8 ranks a node: by hand %.6f of the ranks' copies cross the network "
+              "once a node, computed %.6f\n",
+              by_hand, got);
+  EXPECT_NEAR(got, by_hand, 1e-12);
+  EXPECT_LT(got, 1.0);
+}
+
+TEST(ExpertDispatch, OnlyDeepEpAcrossNodesSendsOnceANode) {
+  Mesh all_to_all;
+  all_to_all.ep = 32;
+  EXPECT_DOUBLE_EQ(expert_network_share(128, 8, all_to_all, 8), 1.0);  // a copy per token and expert
+  const Mesh m = deepep(8, ExpertRouting::kUniform);
+  EXPECT_DOUBLE_EQ(expert_network_share(128, 8, m, 8), 1.0);  // the group inside one node
+  EXPECT_DOUBLE_EQ(expert_network_share(128, 8, m, 1), 1.0);  // one rank a node: nodes are ranks
+}
+
 }  // namespace
 }  // namespace ragged::planner

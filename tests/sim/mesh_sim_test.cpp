@@ -62,6 +62,42 @@ TEST(MeshSimModel, ExpertAllToAllSendsEveryPeerItsShare) {
   expect_relative(simulated, analytic.seconds, kExact);
 }
 
+// C(n, k) / C(m, k) for the probability that none of k distinct draws out of
+// m lands in the m - n others' complement (k small: a product).
+double none_of(int64_t m, int64_t n, int64_t k) {
+  double p = 1.0;
+  for (int64_t j = 0; j < k; ++j) p *= static_cast<double>(n - j) / static_cast<double>(m - j);
+  return p;
+}
+
+TEST(MeshSimModel, DeepEpCrossesTheNetworkOnceANode) {
+  // The same ep 32 over 4 nodes under DeepEP, 128 experts top 8 (4 a rank,
+  // 32 a node): a token goes over the network once to each other node
+  // holding one of its experts, not once to each such rank. Of the bytes an
+  // even spread would send off the node, the network carries
+  // 4 P(node hit) / (32 P(rank hit)), P(hit) = 1 - C(128 - held, 8) / C(128, 8).
+  const double B = 1e9;
+  const double per_member = B / 32;
+  const double rank_hit = 1.0 - none_of(128, 124, 8);
+  const double node_hit = 1.0 - none_of(128, 96, 8);
+  const double share = (4.0 * node_hit) / (32.0 * rank_hit);
+  const double port = 8 * per_member * 24.0 / 32.0 * share;
+  planner::Mesh mesh = mesh_of(32, 1, 1, 32);
+  mesh.expert_dispatcher = planner::ExpertDispatcher::kDeepEp;
+  planner::Program p = mesh_program(OpKind::kAllToAll, Group::kExpert, static_cast<int64_t>(B), mesh);
+  p.ops.back().routed_experts = 128;
+  p.ops.back().experts_per_token = 8;
+  const double simulated = run(p, h100_cluster(4), SimulationMode::kFull)["step"];
+  const Expected analytic = nccl_ring(port / kNodeNetwork, 31, 3);
+  report(std::string("DeepEP ep 32 dispatch 1 GB over 4 nodes, ") + std::to_string(share) + " of the spread's network bytes (" +
+             analytic.protocol + ")",
+         analytic.seconds, simulated);
+  EXPECT_NEAR(share, 0.4931, 5e-4);  // 4 x 0.9073 / (32 x 0.2300)
+  // Each flow's bytes are a whole number: the share's fraction of a byte in
+  // 23 million is lost, 1e-8 of the time.
+  expect_relative(simulated, analytic.seconds, 1e-7);
+}
+
 TEST(MeshSimModel, SymmetricModeAgreesWithFullModeOnAMesh) {
   // 16 nodes in leaves of 4; tp 8, cp 2, dp_shard 8: the FSDP group's ring
   // crosses leaves with stride 8.

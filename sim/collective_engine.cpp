@@ -260,6 +260,19 @@ double CollectiveEngine::run(const planner::Op& op, GpuShare* gpu, int rank) {
   return sg4::Engine::get_clock() - issued;
 }
 
+double CollectiveEngine::network_share(const planner::Op& op, const Shape& s) {
+  if (op.routed_experts <= 0) return 1.0;
+  const int64_t ranks_per_node = s.rings.members / std::max<int64_t>(1, s.latency.nodes);
+  const auto key = std::make_tuple(op.routed_experts, op.experts_per_token, ranks_per_node);
+  auto it = network_shares_.find(key);
+  if (it == network_shares_.end()) {
+    it = network_shares_
+             .emplace(key, planner::expert_network_share(op.routed_experts, op.experts_per_token, mesh_, ranks_per_node))
+             .first;
+  }
+  return it->second;
+}
+
 double CollectiveEngine::run_phases(const planner::Op& op, const Shape& s, const Holders& holders, double traffic,
                                     Endpoint* bottleneck) {
   const double start = sg4::Engine::get_clock();
@@ -268,11 +281,7 @@ double CollectiveEngine::run_phases(const planner::Op& op, const Shape& s, const
   // A direct transfer (Op::ctas >= 0) crosses one hop: a two-rank ring's latency.
   const RingShape latency = op.ctas >= 0 ? RingShape{2, s.latency.nodes, false} : s.latency;
   if (op.kind == OpKind::kAllToAll) {
-    const double network =
-        op.routed_experts > 0 ? planner::expert_network_share(op.routed_experts, op.experts_per_token, mesh_,
-                                                              s.rings.members / std::max<int64_t>(1, s.latency.nodes))
-                              : 1.0;
-    const double bandwidth = launch_and_wait(s.unit_flows, buffer, holders, traffic, bottleneck, network);
+    const double bandwidth = launch_and_wait(s.unit_flows, buffer, holders, traffic, bottleneck, network_share(op, s));
     const double total = best_collective_time(latency, bandwidth).seconds;
     sg4::this_actor::sleep_for(std::max(0.0, total - bandwidth));
     return sg4::Engine::get_clock() - start;

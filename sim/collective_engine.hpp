@@ -120,8 +120,10 @@ class CollectiveEngine {
   // Both return seconds and set `bottleneck` to the end of the flow that
   // ended last with the slower NICs (each collective its own: several run at once).
   double run_phases(const planner::Op& op, const Shape& s, const Holders& holders, double traffic, Endpoint* bottleneck);
-  // `network_share` scales the flows between nodes beside `scale` (an ep
-  // all-to-all under DeepEP: planner::expert_network_share).
+  // An ep all-to-all's share of its bytes between nodes that crosses the
+  // network (planner::expert_network_share, computed once per routing).
+  double network_share(const planner::Op& op, const Shape& s);
+  // `network_share` scales the flows between nodes beside `scale`.
   double launch_and_wait(const std::vector<Flow>& flows, double scale, const Holders& holders, double traffic,
                          Endpoint* bottleneck, double network_share = 1.0);
   Meeting& meet(const planner::Op& op, GpuShare* gpu, int held, int rank);
@@ -133,6 +135,7 @@ class CollectiveEngine {
   NodeList nvlink_nodes_;  // nodes whose NVLink flows run (collective_flows.hpp)
   Platform platform_;
   std::map<std::tuple<int, int, int64_t>, Shape> shapes_;  // (kind, group, stage)
+  std::map<std::tuple<int64_t, int64_t, int64_t>, double> network_shares_;  // (experts, top_k, ep ranks a node)
   int64_t flows_started_ = 0;
   int ctas_intra_node_ = 0;
   int ctas_inter_node_ = 0;

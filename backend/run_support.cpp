@@ -156,7 +156,7 @@ void check_plan_for_run(const planner::ResolvedScenario& resolved, const planner
                                  scenarios::TpOverlap_Name(training.mesh().tp_overlap())));
   }
   // The executors split each routed expert over the tp ranks as the MLP.
-  if (training.mesh().tp() > 1 && training.mesh().expert_tp() == 1) {
+  if (scenarios::whole_experts(training.mesh())) {
     throw InputError("training.mesh.expert_tp: 1 (whole experts under tp) is simulated only (`ragged simulate`); "
                      "`ragged run` splits the routed experts over the tp ranks: leave expert_tp unset");
   }

@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "common/errors.hpp"
+#include "scenarios/scenario_rules.hpp"
 
 namespace ragged::planner {
 
@@ -22,7 +23,7 @@ Mesh mesh_of(const scenarios::Training& training) {
   mesh.dp_replicate = m.dp_replicate() > 0 ? m.dp_replicate() : std::max(1, training.replicate_group_size());
   mesh.sequence_parallel = !m.has_sequence_parallel() || m.sequence_parallel();
   mesh.pp = std::max(1, m.pp());
-  mesh.whole_experts = mesh.tp > 1 && m.has_expert_tp() && m.expert_tp() == 1;
+  mesh.whole_experts = scenarios::whole_experts(m);
   mesh.vocabulary_parallel = !m.has_vocabulary_parallel() || m.vocabulary_parallel();
   mesh.gathered_logits = mesh.tp > 1 && m.gathered_logits();
   if (m.expert_dispatcher() == scenarios::DEEPEP) mesh.expert_dispatcher = ExpertDispatcher::kDeepEp;

@@ -329,6 +329,8 @@ int64_t allocator_capacity_bytes(const Scenario& scenario) {
 
 bool steps_optimizer(const Training& training) { return !training.has_optimizer_step() || training.optimizer_step(); }
 
+bool whole_experts(const Mesh& mesh) { return mesh.tp() > 1 && mesh.has_expert_tp() && mesh.expert_tp() == 1; }
+
 int64_t global_batch_sequences(const Scenario& scenario) {
   const Training& t = scenario.training();
   const int64_t per_gpu = checked_mul(t.micro_batch_size(), t.gradient_accumulation_steps(), "training.gradient_accumulation_steps");

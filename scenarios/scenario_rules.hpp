@@ -38,6 +38,9 @@ int64_t allocator_capacity_bytes(const Scenario& scenario);
 int64_t global_batch_sequences(const Scenario& scenario);
 // Whether the loop steps its optimizer (training.optimizer_step, default true).
 bool steps_optimizer(const Training& training);
+// Whether the routed experts are whole on their ranks under tensor
+// parallelism (training.mesh.expert_tp 1 with tp above 1; docs/MESH.md).
+bool whole_experts(const Mesh& mesh);
 std::string strategy_name(Strategy strategy);               // "ragged", "fsdp2", ...
 // Parses "ragged", "vescale-paper", "fsdp1", "fsdp2", "zero3", "megatron", "ddp"; throws InputError.
 Strategy parse_strategy(const std::string& name);

@@ -135,25 +135,25 @@ void check_mesh(const Training& t, int64_t gpus, Checker& c) {
                        TpOverlap_Name(m.tp_overlap()), tp == 1 ? "tp is 1" : "sequence_parallel is false",
                        tp == 1 ? "a training.mesh.tp above 1" : "sequence_parallel: true"));
   }
-  const bool whole_experts = tp > 1 && m.expert_tp() == 1;
+  const bool whole = whole_experts(m);
   if (m.expert_tp() != tp && m.expert_tp() != 1) {
     c.fail("training.mesh.expert_tp",
            fmt::format("expert_tp is {}; the routed experts are split over the same tp ranks as the MLP (expert_tp = "
                        "tp {}, the default) or whole on each rank (expert_tp 1): other splits are not modelled",
                        m.expert_tp(), tp));
-  } else if (whole_experts && m.ep() == 1) {
+  } else if (whole && m.ep() == 1) {
     c.fail("training.mesh.expert_tp", "expert_tp 1 keeps each routed expert whole on its expert-parallel rank, but "
                                       "ep is 1: set training.mesh.ep above 1, or leave expert_tp unset");
-  } else if (whole_experts && !m.sequence_parallel()) {
+  } else if (whole && !m.sequence_parallel()) {
     c.fail("training.mesh.expert_tp", "with expert_tp 1 each tp rank dispatches its own 1/tp of the tokens, which "
                                       "sequence parallelism gives it: set sequence_parallel: true, or leave "
                                       "expert_tp unset");
   }
-  if (whole_experts && (tp * t.shard_group_size()) % m.ep() != 0) {
+  if (whole && (tp * t.shard_group_size()) % m.ep() != 0) {
     c.fail("training.mesh.ep", fmt::format("ep is {}; with whole experts (expert_tp 1) expert parallelism is carved "
                                            "out of tp x dp_shard x cp ({}), so ep must divide it", m.ep(),
                                            tp * t.shard_group_size()));
-  } else if (!whole_experts && t.shard_group_size() % m.ep() != 0) {
+  } else if (!whole && t.shard_group_size() % m.ep() != 0) {
     c.fail("training.mesh.ep", fmt::format("ep is {}; expert parallelism is carved out of dp_shard x cp ({}), so ep "
                                            "must divide it", m.ep(), t.shard_group_size()));
   }

@@ -35,15 +35,16 @@ std::string memory_verdict_detail(const traces::Summary& s) {
 }
 
 // A pipeline's stages: each one's compute, its wait for the others (its
-// share of the bubble), when it ends (the last sets the step) and its peak.
+// share of the bubble), when it ends (the last sets the step) and its peaks.
 void print_stages(const traces::Summary& s, std::ostream& out) {
   if (s.stages_size() < 2) return;
-  out << "  per stage          stage   rank   compute    pipeline wait      ends   peak GiB\n";
+  out << "  per stage          stage   rank   compute    pipeline wait      ends   peak GiB reserved, allocated\n";
   for (const traces::StageFigures& stage : s.stages()) {
     const double share = s.step_time_s() > 0 ? 100 * stage.pipeline_wait_s() / s.step_time_s() : 0.0;
-    out << fmt::format("                     {:>5} {:>6} {:>9} {:>9} ({:>4.1f}%) {:>9} {:>10}\n", stage.stage(),
+    out << fmt::format("                     {:>5} {:>6} {:>9} {:>9} ({:>4.1f}%) {:>9} {:>10} {:>10}\n", stage.stage(),
                        stage.rank(), format_seconds(stage.compute_s()), format_seconds(stage.pipeline_wait_s()), share,
-                       format_seconds(stage.end_s()), format_gib(stage.peak_reserved_bytes()));
+                       format_seconds(stage.end_s()), format_gib(stage.peak_reserved_bytes()),
+                       format_gib(stage.peak_allocated_bytes()));
   }
 }
 
@@ -189,7 +190,8 @@ nlohmann::json stages_json(const traces::Summary& s) {
                    {"compute_s", stage.compute_s()},
                    {"pipeline_wait_s", stage.pipeline_wait_s()},
                    {"end_s", stage.end_s()},
-                   {"peak_memory_bytes", stage.peak_reserved_bytes()}});
+                   {"peak_memory_bytes", stage.peak_reserved_bytes()},
+                   {"peak_allocated_bytes", stage.peak_allocated_bytes()}});
   }
   return out;
 }

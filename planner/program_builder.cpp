@@ -238,7 +238,7 @@ void ProgramBuilder::forward_unit(int u, int mb) {
       if (!pipelined())
         head_grads_ = head_gradients();
       else if (stage_grads_[static_cast<size_t>(u)] < 0)
-        stage_grads_[static_cast<size_t>(u)] = grads_.unsharded_grads(u);
+        stage_grads_[static_cast<size_t>(u)] = held_stage_grads(u);
     }
     const int workspace = forward_workspace(u);
     if (workspace >= 0) w_.alloc(workspace, Stream::kCompute, {});

@@ -104,7 +104,7 @@ void ProgramBuilder::backward_unit(int u, int mb, std::vector<uint32_t>& grads_r
       // FSDP's gradient sync off for the others); so does FSDP2 with its
       // gradient sync off on the accumulation micro-batches.
       int& held = stage_grads_[static_cast<size_t>(u)];
-      if (held < 0) held = pipelined() ? grads_.unsharded_grads(u) : grads_.unsharded_grads(u, r_);
+      if (held < 0) held = held_stage_grads(u);
       grads = held;
     } else if (is_head(u) && head_grads_ >= 0) {
       grads = head_grads_;
@@ -167,7 +167,10 @@ void ProgramBuilder::finish_backward(int u, int mb, int k, uint32_t bwd, int gra
     bwd = add_into_main_grad(u, mb, bwd, grads);
     grads = -1;
   }
-  if (pipelined() && mb != last_backward_[static_cast<size_t>(u)]) return;  // gathered and unreduced to the last
+  if (pipelined() && mb != last_backward_[static_cast<size_t>(u)]) {  // gathered and unreduced to the last
+    if (stage_accumulates_in_reduce_dtype()) accumulate_unsharded_grads(u, mb, take_first_accumulation(u), bwd, grads);
+    return;
+  }
   if (gathers_[k].emitted && !gathers_[k].is_freed) release_params(k, bwd);
   if (!steps_optimizer()) {
     // AccumulateGrad adds the unit's gradients to those it holds (read both
@@ -187,25 +190,18 @@ void ProgramBuilder::finish_backward(int u, int mb, int k, uint32_t bwd, int gra
     return;
   }
   if (defers_gradient_sync() && stage_grads_[static_cast<size_t>(u)] == grads) {
-    // FSDPParamGroup.post_backward without gradient sync: the first
-    // micro-batch's gradients cast to the reduce dtype
-    // (to_accumulated_grad_if_needed), each later one added to them
-    // (accumulate_unsharded_grad_if_needed), on the compute stream; the
-    // last micro-batch's are added, then reduced as usual.
-    // (Gradients already in the reduce dtype are kept as autograd made them.)
-    const int64_t elements = gathered_elements(u);
-    const int64_t bytes = mb == 0 ? (p_ == r_ ? 0 : elements * (p_ + r_)) : elements * (p_ + 2 * r_);
-    const uint32_t accumulated =
-        bytes == 0 ? done
-                   : w_.traffic(OpKind::kGradAccumulate, Stream::kCompute, u, mb,
-                                spec(u).name + " accumulate unsharded grads", bytes, {done}, grads);
+    // The last micro-batch's gradients are added, then reduced as usual.
+    const uint32_t accumulated = accumulate_unsharded_grads(u, mb, mb == 0, done, grads);
     if (mb + 1 < program_.micro_batches) return;
     stage_grads_[static_cast<size_t>(u)] = -1;
     grads_ready[u] = grads_.reduce(u, mb, accumulated, grads);
     return;
   }
   if (reduce_after_chunk()) {
-    held_grads_.push_back({u, done, grads});
+    const uint32_t accumulated = stage_accumulates_in_reduce_dtype()
+                                     ? accumulate_unsharded_grads(u, mb, take_first_accumulation(u), done, grads)
+                                     : done;
+    held_grads_.push_back({u, accumulated, grads});
     return;
   }
   // The root group reduces the head's gradients with the embedding's.
@@ -218,6 +214,15 @@ void ProgramBuilder::finish_backward(int u, int mb, int k, uint32_t bwd, int gra
     root_head_grads_ = -1;
   }
   grads_ready[u] = grads_.reduce(u, mb, done, grads);
+}
+
+uint32_t ProgramBuilder::accumulate_unsharded_grads(int u, int mb, bool first, uint32_t after, int grads) {
+  // Gradients autograd already made in the reduce dtype are kept as they are.
+  const int64_t elements = gathered_elements(u);
+  const int64_t bytes = first ? (p_ == r_ ? 0 : elements * (p_ + r_)) : elements * (p_ + 2 * r_);
+  if (bytes == 0) return after;
+  return w_.traffic(OpKind::kGradAccumulate, Stream::kCompute, u, mb, spec(u).name + " accumulate unsharded grads",
+                    bytes, {after}, grads);
 }
 
 int ProgramBuilder::unfused_gradients(int u) {

@@ -152,6 +152,27 @@ class ProgramBuilder {
   bool reduce_after_chunk() const {
     return pipelined() && in_.training->pipeline().gradient_sync() == scenarios::AFTER_CHUNK_BACKWARD;
   }
+  // torch.distributed.pipelining turns FSDP2's gradient sync off for every
+  // backward of the step (stage.py, backward_maybe_with_nosync), so each
+  // FSDPParamGroup.post_backward moves the unit's gradients into an
+  // accumulator of the reduce dtype (to_accumulated_grad_if_needed, then
+  // accumulate_unsharded_grad_if_needed) that lives until the chunk's
+  // reduction: fp32 under bf16 parameters, twice the bytes autograd made.
+  bool stage_accumulates_in_reduce_dtype() const {
+    return reduce_after_chunk() && in_.training->strategy() == scenarios::FSDP2;
+  }
+  // FSDPParamGroup.post_backward's accumulation without gradient sync, on
+  // the compute stream after the backward `after`: the first micro-batch's
+  // gradients cast to the reduce dtype, each later one added to the held sum.
+  uint32_t accumulate_unsharded_grads(int u, int mb, bool first, uint32_t after, int grads);
+  // Whether this is the unit's first accumulation of the step.
+  bool take_first_accumulation(int u) { return accumulations_[static_cast<size_t>(u)]++ == 0; }
+  // The gradients a stage (or FSDP2 without gradient sync) holds over the
+  // step's micro-batches, in the dtype they are accumulated in.
+  int held_stage_grads(int u) {
+    return pipelined() && !stage_accumulates_in_reduce_dtype() ? grads_.unsharded_grads(u)
+                                                               : grads_.unsharded_grads(u, r_);
+  }
   std::vector<uint32_t> reduce_chunk(int mb, std::vector<uint32_t>& grads_ready);
 
   // A received input is what the next compute reads.
@@ -423,6 +444,7 @@ class ProgramBuilder {
   std::vector<PipelineAction> actions_;
   std::vector<int> stage_grads_;         // per unit: its gradients, accumulated over the micro-batches
   std::vector<int> last_backward_;       // per unit
+  std::vector<int> accumulations_;       // per unit: gradient accumulations so far (stage_accumulates_in_reduce_dtype)
   std::optional<uint32_t> stage_input_;  // the receive the next compute reads
   std::vector<uint32_t> mesh_waits_;     // the last unit's mesh collectives after its compute, for the next compute
   struct GatherSteps {

@@ -21,6 +21,7 @@ void ProgramBuilder::prepare_pipeline() {
   weight_work_.assign(passes, {});
   input_gradient_.assign(passes, 0);
   last_backward_.assign(static_cast<size_t>(units_), -1);
+  accumulations_.assign(static_cast<size_t>(units_), 0);
   for (const PipelineAction& a : actions_) {
     if (a.pass == PipelineAction::Pass::kForward) continue;
     for (int u : chunk_units_[static_cast<size_t>(a.chunk)]) last_backward_[static_cast<size_t>(u)] = a.micro_batch;

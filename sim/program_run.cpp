@@ -95,7 +95,8 @@ ProgramRun run_programs(const std::vector<const planner::Program*>& programs, co
   const bool differ = std::any_of(programs.begin(), programs.end(), [&](const auto* p) { return p != programs.front(); });
   for (size_t r = 0; r < executors.size(); ++r) {
     run.ranks.push_back({options.ranks[r], executors[r]->step_seconds(), executors[r]->exposed_seconds(),
-                         executors[r]->pipeline_wait_seconds(), allocators[r]->peak_reserved()});
+                         executors[r]->pipeline_wait_seconds(), allocators[r]->peak_reserved(),
+                         allocators[r]->peak_allocated()});
     run.step_seconds = std::max(run.step_seconds, executors[r]->step_seconds());
     if (differ) {
       run.rank_timings.push_back(executors[r]->timings());

@@ -34,6 +34,7 @@ struct RankRun {
   double exposed_seconds = 0;  // its compute stream waiting on other streams
   double pipeline_wait_seconds = 0;  // of which waiting for a receive from another stage
   int64_t peak_reserved = 0;
+  int64_t peak_allocated = 0;
 };
 
 // Waits are wall time: the union of the intervals (collectives on different

@@ -112,6 +112,7 @@ traces::Trace build_trace(const TraceInputs& in) {
     stage->set_pipeline_wait_s(run.pipeline_wait_seconds);
     stage->set_end_s(run.step_seconds);
     stage->set_peak_reserved_bytes(run.peak_reserved);
+    stage->set_peak_allocated_bytes(run.peak_allocated);
   }
   return trace;
 }

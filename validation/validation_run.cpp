@@ -31,6 +31,9 @@ Prediction prediction_of(const sim::SimulationSummary& simulated) {
   p.exposed_comm_s = s.exposed_comm_s();
   p.peak_reserved_bytes = s.peak_reserved_bytes();
   p.peak_allocated_bytes = s.peak_allocated_bytes();
+  for (const traces::StageFigures& stage : s.stages()) {
+    p.stages.push_back({stage.rank(), stage.peak_reserved_bytes(), stage.peak_allocated_bytes()});
+  }
   p.capacity_bytes = s.hbm_capacity_bytes();
   p.allocator_capacity_bytes = traces::allocator_capacity_of(s);
   p.oom = s.oom();
@@ -106,7 +109,15 @@ std::vector<RowResult> run_validation(const ValidationSet& set, const RunOptions
   // Every scenario first: bad input ends the run before any simulation.
   std::vector<std::optional<planner::ResolvedScenario>> resolved(chosen.size());
   for (size_t k = 0; k < chosen.size(); ++k) {
-    if (set.runs[chosen[k]].excluded().empty()) resolved[k] = resolve_row(set, chosen[k], options.overrides);
+    const Run& run = set.runs[chosen[k]];
+    if (!run.excluded().empty()) continue;
+    resolved[k] = resolve_row(set, chosen[k], options.overrides);
+    const int64_t gpus = scenarios::total_gpus(resolved[k]->scenario());
+    if (run.published().has_memory_rank() && run.published().memory_rank() >= gpus) {
+      throw InputError(fmt::format("{} (run '{}'): rank {} of a run on {} GPUs: give a rank from 0 to {}",
+                                   set.where(chosen[k], "published.memory_rank"), run.id(),
+                                   run.published().memory_rank(), gpus, gpus - 1));
+    }
   }
 
   std::vector<RowResult> rows;

@@ -187,6 +187,15 @@ class RunChecker {
       fail("published.peak_allocated_gib",
            "give one memory figure: peak_memory_gib (reserved) or peak_allocated_gib (allocated), not both");
     }
+    if (p.has_memory_rank()) {
+      if (p.memory_rank() < 0) {
+        fail("published.memory_rank", fmt::format("must be a rank, 0 or more (got {})", p.memory_rank()));
+      }
+      if (!p.has_peak_memory_gib() && !p.has_peak_allocated_gib()) {
+        fail("published.memory_rank",
+             "names the rank of a memory figure: add published.peak_memory_gib or peak_allocated_gib, or drop it");
+      }
+    }
   }
 
   const ValidationSet& set_;

@@ -79,8 +79,20 @@ std::optional<PublishedMemory> published_memory(const Published& published) {
 }
 
 int64_t predicted_memory_bytes(const RowResult& row) {
-  const std::optional<PublishedMemory> published = published_memory(row.run.published());
-  return published && published->allocated ? row.predicted.peak_allocated_bytes : row.predicted.peak_reserved_bytes;
+  const Published& figures = row.run.published();
+  const std::optional<PublishedMemory> published = published_memory(figures);
+  const bool allocated = published && published->allocated;
+  const Prediction& p = row.predicted;
+  if (figures.has_memory_rank() && !p.stages.empty()) {
+    // The stages run consecutive blocks of ranks: the measured rank's is the
+    // last one starting at or before it.
+    const Prediction::StagePeaks* stage = &p.stages.front();
+    for (const Prediction::StagePeaks& s : p.stages) {
+      if (s.first_rank <= figures.memory_rank()) stage = &s;
+    }
+    return allocated ? stage->allocated_bytes : stage->reserved_bytes;
+  }
+  return allocated ? p.peak_allocated_bytes : p.peak_reserved_bytes;
 }
 
 std::string published_memory_text(const Published& published) {

@@ -37,6 +37,13 @@ struct Prediction {
   double exposed_comm_s = 0;  // step - compute busy: the compute stream waiting on collectives
   int64_t peak_reserved_bytes = 0;
   int64_t peak_allocated_bytes = 0;
+  // A pipeline's stages, in order (empty without): each one's first rank and peaks.
+  struct StagePeaks {
+    int64_t first_rank = 0;
+    int64_t reserved_bytes = 0;
+    int64_t allocated_bytes = 0;
+  };
+  std::vector<StagePeaks> stages;
   int64_t capacity_bytes = 0;            // the GPU's memory
   int64_t allocator_capacity_bytes = 0;  // what the caching allocator may reserve of it
   bool oom = false;

@@ -252,6 +252,64 @@ TEST(PipelineProgram, TorchPipeliningReducesAChunkAfterItsLastBackwardAndWaitsFo
 // root group (its embedding or head) is never resharded after forward
 // (FSDPState._lazy_init sets the root's post_forward_mesh_info to None):
 // once. Kept gathered (the default with stages): once.
+// FSDP2 under torch.distributed.pipelining (AFTER_CHUNK_BACKWARD): gradient
+// sync is off for every backward of the step, so FSDPParamGroup.post_backward
+// moves each unit's gradients into an accumulator of the reduce dtype: the
+// first micro-batch's cast (read bf16, write fp32), each later one added
+// (read both, write fp32), held to the chunk's reduction. Gradients already
+// in the reduce dtype are kept as autograd made them; other runtimes
+// (PER_UNIT_GRADIENT_SYNC) hold them in the parameters' dtype.
+TEST(PipelineProgram, TorchPipeliningUnderFsdp2AccumulatesGradientsInTheReduceDtype) {
+  const int micro_batches = 4;
+  const std::string base = "strategy: FSDP2 mesh { pp: 2 } gradient_accumulation_steps: 4 ";
+  struct Held {
+    int64_t elements = 0;  // a unit's gathered elements (its held gradients' bytes over their dtype)
+    int64_t bytes = 0;     // the held gradients' bytes, every unit of the stage
+    int64_t accumulated = 0;
+    int accumulations = 0;
+  };
+  const auto held = [](const Program& p, int64_t grad_bytes) {
+    Held h;
+    for (const Buffer& b : p.buffers) {
+      if (b.kind != BufferKind::kUnshardedGrads) continue;
+      h.bytes += b.bytes;
+      h.elements += b.bytes / grad_bytes;
+    }
+    for (const Op& op : p.ops) {
+      // Not the reduced shard's accumulation after the reduce-scatter, on its stream.
+      if (op.kind != OpKind::kGradAccumulate || op.stream != Stream::kCompute) continue;
+      h.accumulated += op.bytes;
+      ++h.accumulations;
+    }
+    return h;
+  };
+  const Stages fp32 = stages_of(base + "pipeline { gradient_sync: AFTER_CHUNK_BACKWARD }");
+  const Stages bf16 = stages_of(base + "precision { reduce: BF16 } pipeline { gradient_sync: AFTER_CHUNK_BACKWARD }");
+  const Stages per_unit = stages_of(base);
+  for (size_t st = 0; st < 2; ++st) {
+    const Held a = held(fp32.programs[st], 4), b = held(bf16.programs[st], 2), c = held(per_unit.programs[st], 2);
+    const int units = static_cast<int>(fp32.plan.stages.units_of(static_cast<int64_t>(st)).size());
+    // Analytic: per element, the first micro-batch 2 + 4 bytes, each later 2 + 2 x 4 (fp32); bf16: 0, then 3 x 2.
+    const int64_t expected_fp32 = a.elements * (6 + (micro_batches - 1) * 10);
+    const int64_t expected_bf16 = b.elements * (micro_batches - 1) * 6;
+    std::printf("stage %zu: held gradients fp32 %lld B (bf16 reduce %lld, per-unit sync %lld); accumulated "
+                "analytic %lld simulated %lld B in %d ops; bf16 reduce analytic %lld simulated %lld B in %d ops\n",
+                st, static_cast<long long>(a.bytes), static_cast<long long>(b.bytes), static_cast<long long>(c.bytes),
+                static_cast<long long>(expected_fp32), static_cast<long long>(a.accumulated), a.accumulations,
+                static_cast<long long>(expected_bf16), static_cast<long long>(b.accumulated), b.accumulations);
+    EXPECT_GT(a.elements, 0);
+    EXPECT_EQ(a.elements, b.elements);
+    EXPECT_EQ(a.bytes, 2 * b.bytes);
+    EXPECT_EQ(b.bytes, c.bytes);
+    EXPECT_EQ(a.accumulated, expected_fp32);
+    EXPECT_EQ(a.accumulations, units * micro_batches);
+    EXPECT_EQ(b.accumulated, expected_bf16);
+    EXPECT_EQ(b.accumulations, units * (micro_batches - 1));
+    EXPECT_EQ(c.accumulations, 0);
+    EXPECT_TRUE(graph_problems(fp32.programs[st]).empty());
+  }
+}
+
 TEST(PipelineProgram, ReshardingAfterForwardGathersABlockForEachBackwardAndEachForwardNotAfterOne) {
   const int m = 4, pp = 2;
   const std::string base = "mesh { pp: 2 } gradient_accumulation_steps: 4 strategy: FSDP2 ";

@@ -111,7 +111,10 @@ TEST(Simulation, PipelineStagesAgreeAcrossModes) {
     EXPECT_LE(stage.compute_s() + stage.pipeline_wait_s(), stage.end_s() * (1 + 1e-9));
     EXPECT_NEAR(stage.pipeline_wait_s(), symmetric.summary.stages(st).pipeline_wait_s(), 1e-9 * f.step_time_s());
     last = std::max(last, stage.end_s());
+    EXPECT_GT(stage.peak_allocated_bytes(), 0);
+    EXPECT_LE(stage.peak_allocated_bytes(), stage.peak_reserved_bytes());
     reported = reported || (stage.peak_reserved_bytes() == f.peak_reserved_bytes() &&
+                            stage.peak_allocated_bytes() == f.peak_allocated_bytes() &&
                             stage.pipeline_wait_s() == f.pipeline_wait_s() && stage.compute_s() == f.compute_s());
   }
   EXPECT_DOUBLE_EQ(last, f.step_time_s());

@@ -129,6 +129,33 @@ TEST(ValidationRun, ABadScenarioNamesTheRunTheFileAndTheField) {
   EXPECT_EQ(simulated, 0u);  // nothing runs before every row resolves
 }
 
+TEST(ValidationRun, AMemoryRankBeyondTheRunsGpusIsBadInput) {
+  ScratchFolder folder("memory-rank");
+  folder.write("scenarios/s.textproto", testing::small_scenario());  // 8 GPUs
+  const std::string scenario = "scenario: \"scenarios/s.textproto\"";
+  folder.write(kManifestName,
+               run_entry("last", scenario, "published { tokens_per_s_per_gpu: 1 peak_memory_gib: 9 memory_rank: 7 }") +
+                   run_entry("beyond", scenario, "published { tokens_per_s_per_gpu: 1 peak_memory_gib: 9 memory_rank: 8 }"));
+  const ValidationSet set = load_validation_set(folder.path());
+  size_t simulated = 0;
+  RunOptions options;
+  options.simulate = [&](const planner::ResolvedScenario&, const std::optional<std::filesystem::path>&) {
+    ++simulated;
+    return Prediction{};
+  };
+  options.filter = "last";
+  EXPECT_EQ(run_validation(set, options).size(), 1u);
+  options.filter = "";
+  try {
+    run_validation(set, options);
+    FAIL() << "rank 8 of 8 GPUs must be an error";
+  } catch (const InputError& e) {
+    EXPECT_CONTAINS(std::string(e.what()), "runs[1].published.memory_rank (run 'beyond'): rank 8 of a run on 8 GPUs: give a rank "
+                              "from 0 to 7");
+  }
+  EXPECT_EQ(simulated, 1u);  // the second call simulated nothing
+}
+
 TEST(ValidationRun, AFailedSimulationIsReportedAndCounted) {
   ScratchFolder folder("fail");
   folder.write("scenarios/s.textproto", testing::small_scenario());

@@ -175,6 +175,14 @@ TEST_F(ValidationSetTest, OneMemoryFigureReservedOrAllocated) {
   EXPECT_EQ(published_error("published { tokens_per_s_per_gpu: 3 peak_allocated_gib: 4 }"), "");
 }
 
+TEST_F(ValidationSetTest, AMemoryRankIsARankOfAMemoryFigure) {
+  EXPECT_EQ(published_error("published { tokens_per_s_per_gpu: 3 peak_allocated_gib: 4 memory_rank: 0 }"), "");
+  EXPECT_CONTAINS(published_error("published { tokens_per_s_per_gpu: 3 peak_memory_gib: 4 memory_rank: -1 }"),
+                  "runs[0].published.memory_rank: must be a rank, 0 or more (got -1)");
+  EXPECT_CONTAINS(published_error("published { tokens_per_s_per_gpu: 3 memory_rank: 2 }"),
+                  "runs[0].published.memory_rank: names the rank of a memory figure");
+}
+
 TEST_F(ValidationSetTest, TflopsNeedTheSourcesFlopsPerTokenAndConvention) {
   EXPECT_CONTAINS(published_error("published { tflops { per_gpu: 150 convention: \"6N\" } }"),
                   "runs[0].published.tflops.flops_per_token: must be positive (got 0)");

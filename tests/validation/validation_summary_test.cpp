@@ -69,6 +69,30 @@ TEST(ValidationSummary, AllocatedMemoryIsComparedWithPredictedAllocated) {
   EXPECT_EQ(published_memory_text(rows()[0].run.published()), "-");
 }
 
+// A pipeline's stages hold different memory: a source that names the rank it
+// logs is compared with that rank's stage (stages run consecutive blocks of
+// ranks), one that does not with the stage of the highest peak.
+TEST(ValidationSummary, AMemoryRankIsComparedWithItsStage) {
+  RowResult row = make_row({"p", VALIDATION, 100, 100});
+  row.run.mutable_published()->set_peak_allocated_gib(40);
+  row.predicted.peak_reserved_bytes = static_cast<int64_t>(70 * kGiB);
+  row.predicted.peak_allocated_bytes = static_cast<int64_t>(60 * kGiB);  // the largest stage's
+  const auto gib = [](double g) { return static_cast<int64_t>(g * kGiB); };
+  row.predicted.stages = {{0, gib(50), gib(36)}, {8, gib(45), gib(44)}, {16, gib(70), gib(60)}};
+  EXPECT_EQ(predicted_memory_bytes(row), gib(60));
+  for (const auto& [rank, allocated] : std::vector<std::pair<int, double>>{{0, 36}, {7, 36}, {8, 44}, {23, 60}}) {
+    row.run.mutable_published()->set_memory_rank(rank);
+    EXPECT_EQ(predicted_memory_bytes(row), gib(allocated)) << rank;
+  }
+  row.run.mutable_published()->set_memory_rank(8);
+  EXPECT_NEAR(*memory_error(row), 44.0 / 40 - 1, 1e-9);
+  row.run.mutable_published()->clear_peak_allocated_gib();
+  row.run.mutable_published()->set_peak_memory_gib(50);
+  EXPECT_EQ(predicted_memory_bytes(row), gib(45));  // reserved, of rank 8's stage
+  row.predicted.stages.clear();                      // no stages: every rank alike
+  EXPECT_EQ(predicted_memory_bytes(row), gib(70));
+}
+
 TEST(ValidationSummary, RowErrors) {
   const auto r = rows();
   EXPECT_NEAR(*throughput_error(r[0]), 0.10, 1e-12);

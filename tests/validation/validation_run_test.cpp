@@ -105,6 +105,16 @@ TEST(ValidationRun, RowsSimulatedAtOnceComeBackInTheSetsOrder) {
   EXPECT_LE(most, 4);
 }
 
+// Options whose simulation only counts its calls.
+RunOptions counting(size_t& simulated) {
+  RunOptions options;
+  options.simulate = [&simulated](const planner::ResolvedScenario&, const std::optional<std::filesystem::path>&) {
+    ++simulated;
+    return Prediction{};
+  };
+  return options;
+}
+
 TEST(ValidationRun, ABadScenarioNamesTheRunTheFileAndTheField) {
   ScratchFolder folder("bad");
   folder.write("scenarios/s.textproto", testing::small_scenario());
@@ -112,11 +122,7 @@ TEST(ValidationRun, ABadScenarioNamesTheRunTheFileAndTheField) {
   folder.write(kManifestName, run_entry("good") + run_entry("broken", "scenario: \"scenarios/bad.textproto\""));
   const ValidationSet set = load_validation_set(folder.path());
   size_t simulated = 0;
-  RunOptions options;
-  options.simulate = [&](const planner::ResolvedScenario&, const std::optional<std::filesystem::path>&) {
-    ++simulated;
-    return Prediction{};
-  };
+  RunOptions options = counting(simulated);
   try {
     run_validation(set, options);
     FAIL() << "a row with an unknown model must be an error";
@@ -138,11 +144,7 @@ TEST(ValidationRun, AMemoryRankBeyondTheRunsGpusIsBadInput) {
                    run_entry("beyond", scenario, "published { tokens_per_s_per_gpu: 1 peak_memory_gib: 9 memory_rank: 8 }"));
   const ValidationSet set = load_validation_set(folder.path());
   size_t simulated = 0;
-  RunOptions options;
-  options.simulate = [&](const planner::ResolvedScenario&, const std::optional<std::filesystem::path>&) {
-    ++simulated;
-    return Prediction{};
-  };
+  RunOptions options = counting(simulated);
   options.filter = "last";
   EXPECT_EQ(run_validation(set, options).size(), 1u);
   options.filter = "";
@@ -150,8 +152,8 @@ TEST(ValidationRun, AMemoryRankBeyondTheRunsGpusIsBadInput) {
     run_validation(set, options);
     FAIL() << "rank 8 of 8 GPUs must be an error";
   } catch (const InputError& e) {
-    EXPECT_CONTAINS(std::string(e.what()), "runs[1].published.memory_rank (run 'beyond'): rank 8 of a run on 8 GPUs: give a rank "
-                              "from 0 to 7");
+    EXPECT_CONTAINS(std::string(e.what()),
+                    "runs[1].published.memory_rank (run 'beyond'): rank 8 of a run on 8 GPUs: give a rank from 0 to 7");
   }
   EXPECT_EQ(simulated, 1u);  // the second call simulated nothing
 }

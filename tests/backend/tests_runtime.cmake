@@ -196,6 +196,9 @@ if(RAGGED_HAVE_MPI AND MPIEXEC_EXECUTABLE)
   endforeach()
   ragged_add_pipeline_check(4 2 ONE_F_ONE_B ragged)
   ragged_add_pipeline_check(4 2 ONE_F_ONE_B fsdp2)
+  # torch.distributed.pipelining's reduction after the chunk: FSDP2 holds the
+  # stage's gradients in the reduce dtype and adds each micro-batch's to them.
+  ragged_add_pipeline_check(4 2 ONE_F_ONE_B fsdp2 --set training.pipeline.gradient_sync=AFTER_CHUNK_BACKWARD)
   ragged_add_pipeline_check(4 2 INTERLEAVED_1F1B ragged --optimizer muon)
   ragged_add_pipeline_check(4 2 ONE_F_ONE_B ragged --shard-group 1)
   ragged_add_pipeline_check(3 3 ONE_F_ONE_B ragged)

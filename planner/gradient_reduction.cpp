@@ -19,9 +19,14 @@ GradientReduction::GradientReduction(ProgramWriter* writer, LoopBuffers* loop, c
 
 const std::string& GradientReduction::name(int u) const { return planned_unit(model_, plan_, u).name; }
 
+int64_t GradientReduction::reduce_bytes(int u) const {
+  const bool experts = planned_unit(model_, plan_, u).kind == models::UnitKind::kExperts;
+  return experts && bytes_.expert_reduce > 0 ? bytes_.expert_reduce : bytes_.reduce;
+}
+
 int GradientReduction::unsharded_grads(int u, int64_t element_bytes) {
   const int64_t grad_bytes =
-      element_bytes > 0 ? element_bytes : (traits_.grads_in_reduce_dtype ? bytes_.reduce : bytes_.param);
+      element_bytes > 0 ? element_bytes : (traits_.grads_in_reduce_dtype ? reduce_bytes(u) : bytes_.param);
   const int grads = w_.buffer(name(u) + " unsharded grads", BufferKind::kUnshardedGrads, u,
                               layout(u).padded_elements() * grad_bytes);
   // Autograd allocates each parameter's gradient separately unless the
@@ -37,7 +42,7 @@ uint32_t GradientReduction::reduce(int u, int mb, uint32_t grads_done, int grads
   const UnitLayout& l = layout(u);
   const std::string& unit_name = name(u);
   const int64_t gathered = l.padded_elements();
-  const int64_t p = bytes_.param, r = bytes_.reduce;
+  const int64_t p = bytes_.param, r = reduce_bytes(u);
   std::vector<uint32_t> wait = queue_.make_room();
   // ZeRO-3 synchronizes on the oldest reductions on the CPU as well.
   const std::vector<uint32_t> host_wait = traits_.reduce_queue_blocks_host ? wait : std::vector<uint32_t>{};

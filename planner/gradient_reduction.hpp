@@ -27,6 +27,7 @@ struct ElementBytes {
   int64_t param = 2;
   int64_t reduce = 4;
   int64_t master = 4;
+  int64_t expert_reduce = 0;  // the routed experts' reduction (training.experts.reduce); 0: `reduce`
 };
 
 class GradientReduction {
@@ -47,6 +48,8 @@ class GradientReduction {
   uint32_t reduce(int u, int mb, uint32_t grads_done, int grads);
   // Bytes per element of the sharded gradient accumulator.
   int64_t grad_shard_bytes() const { return traits_.grad_shard_in_param_dtype ? bytes_.param : bytes_.master; }
+  // Bytes per element of unit u's reduction: the routed experts' may differ.
+  int64_t reduce_bytes(int u) const;
 
  private:
   const UnitLayout& layout(int u) const { return plan_.units[static_cast<size_t>(u)].layout; }

@@ -11,6 +11,10 @@ namespace internal {
 namespace {
 
 int64_t dtype_bytes(scenarios::DType dtype) { return dtype == scenarios::FP32 ? 4 : 2; }
+// An optional dtype's bytes: 0 when unset.
+int64_t dtype_bytes_or_zero(scenarios::DType dtype) {
+  return dtype == scenarios::DTYPE_UNSPECIFIED ? 0 : dtype_bytes(dtype);
+}
 
 }  // namespace
 
@@ -23,7 +27,8 @@ ProgramBuilder::ProgramBuilder(const ProgramInputs& in, int rank)
       p_(dtype_bytes(in.training->precision().param())),
       r_(dtype_bytes(in.training->precision().reduce())),
       o_(dtype_bytes(in.training->precision().master())),
-      grads_(&w_, &loop_, *in.plan, *in.model, traits_, in.replicate_ranks, ElementBytes{p_, r_, o_}, &compute_waits_) {
+      grads_(&w_, &loop_, *in.plan, *in.model, traits_, in.replicate_ranks,
+             ElementBytes{p_, r_, o_, dtype_bytes_or_zero(in.training->experts().reduce())}, &compute_waits_) {
   const scenarios::Training& t = *in.training;
   if (traits_.one_communicator) w_.serialise_shard_collectives();
   unit_mode_ = unit_checkpointing(*in.model, *in.plan, t);
@@ -303,7 +308,7 @@ void ProgramBuilder::fill_persistent(const OptimizerContext& optimizer) {
   }
   if (!steps_optimizer()) {  // every unit's gradients whole, in the reduce dtype, from step to step
     m.gradients = 0;
-    for (int u = 0; u < units_; ++u) m.gradients += gathered_elements(u) * r_;
+    for (int u = 0; u < units_; ++u) m.gradients += gathered_elements(u) * grads_.reduce_bytes(u);
   }
   m.optimizer_states = steps_optimizer() ? optimizer_state_bytes(optimizer) : 0;  // never stepped: no states
   m.gathered_small_params = persistent_small * p_;

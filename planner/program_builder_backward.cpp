@@ -219,7 +219,8 @@ void ProgramBuilder::finish_backward(int u, int mb, int k, uint32_t bwd, int gra
 uint32_t ProgramBuilder::accumulate_unsharded_grads(int u, int mb, bool first, uint32_t after, int grads) {
   // Gradients autograd already made in the reduce dtype are kept as they are.
   const int64_t elements = gathered_elements(u);
-  const int64_t bytes = first ? (p_ == r_ ? 0 : elements * (p_ + r_)) : elements * (p_ + 2 * r_);
+  const int64_t r = grads_.reduce_bytes(u);
+  const int64_t bytes = first ? (p_ == r ? 0 : elements * (p_ + r)) : elements * (p_ + 2 * r);
   if (bytes == 0) return after;
   return w_.traffic(OpKind::kGradAccumulate, Stream::kCompute, u, mb, spec(u).name + " accumulate unsharded grads",
                     bytes, {after}, grads);

@@ -171,7 +171,7 @@ class ProgramBuilder {
   // step's micro-batches, in the dtype they are accumulated in.
   int held_stage_grads(int u) {
     return pipelined() && !stage_accumulates_in_reduce_dtype() ? grads_.unsharded_grads(u)
-                                                               : grads_.unsharded_grads(u, r_);
+                                                               : grads_.unsharded_grads(u, grads_.reduce_bytes(u));
   }
   std::vector<uint32_t> reduce_chunk(int mb, std::vector<uint32_t>& grads_ready);
 

@@ -208,7 +208,8 @@ void check_pipeline_supported(const scenarios::Scenario& scenario, const models:
 void check_experts(const scenarios::LoadedScenario& loaded, const models::ModelSpec& model) {
   const scenarios::Experts& written = loaded.written.training().experts();
   if (!model.arch.is_moe()) {
-    if (written.has_busiest_load() || written.kernel() != scenarios::EXPERT_KERNEL_UNSPECIFIED) {
+    if (written.has_busiest_load() || written.kernel() != scenarios::EXPERT_KERNEL_UNSPECIFIED ||
+        written.reduce() != scenarios::DTYPE_UNSPECIFIED) {
       throw FieldError("training.experts", fmt::format("model {} has no routed experts, so there is no router to "
                                                        "balance: remove the experts block", model.name));
     }

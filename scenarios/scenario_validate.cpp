@@ -215,6 +215,15 @@ void check_kernels(const Training& t, const Gpu& gpu, Checker& c) {
   if (t.experts().kernel() != GROUPED && t.experts().kernel() != PADDED) {
     c.unknown_value("training.experts.kernel", t.experts().kernel(), "GROUPED or PADDED", "GROUPED");
   }
+  if (!DType_IsValid(t.experts().reduce())) {
+    c.unknown_value("training.experts.reduce", t.experts().reduce(), "FP32, BF16 or FP16",
+                    "training.precision.reduce");
+  } else if (t.experts().reduce() != DTYPE_UNSPECIFIED &&
+             (t.strategy() == DDP || t.strategy() == MEGATRON_DDP || t.strategy() == MEGATRON)) {
+    c.fail("training.experts.reduce", fmt::format("{} reduces every gradient in its buffers' one dtype: remove "
+                                                  "experts.reduce, or use an FSDP strategy",
+                                                  strategy_name(t.strategy())));
+  }
   check_kernel_runs_here(t, gpu, c);
 }
 

@@ -189,6 +189,47 @@ TEST(MeshProgram, MuonOwnsTheRoutedExpertsWithinTheirExpertShardGroup) {
   }
 }
 
+// training.experts.reduce: the routed experts' gradients reduced (and held
+// under FSDP2's accumulation) in their own dtype, the other units in
+// training.precision.reduce's (NeMo Automodel shards its experts without a
+// MixedPrecisionPolicy). Under FSDP2 with fp32 reduction a unit's copy-in to
+// the reduce-scatter input moves 2 + 4 bytes an element, its reduce-scatter
+// 4; the experts at BF16 move 2 + 2 and reduce 2.
+TEST(MeshProgram, TheExpertsReduceInTheirOwnDtype) {
+  const std::string fields = std::string(kSequence) + "strategy: FSDP2 mesh { ep: 2 } ";
+  ProgramSetup fp32(fields, kTinyMoe);
+  ProgramSetup bf16(fields + "experts { reduce: BF16 }", kTinyMoe);
+  const Program a = fp32.build(), b = bf16.build();
+  const auto bytes_of = [](const Program& p, int unit, const std::string& suffix) {
+    int64_t bytes = 0;
+    for (const Op& op : p.ops) {
+      const bool named = op.name.size() >= suffix.size() && op.name.ends_with(suffix);
+      if (op.unit == unit && named) bytes += op.bytes;
+    }
+    return bytes;
+  };
+  int experts = 0;
+  for (int u = 0; u < fp32.units(); ++u) {
+    const UnitLayout& l = fp32.plan().units[u].layout;
+    const int64_t elements = l.padded_elements(), packed = l.copies.reduce_scatter_in;
+    const int64_t r = fp32.spec(u).kind == models::UnitKind::kExperts ? 2 : 4;
+    experts += r == 2 ? 1 : 0;
+    const int64_t rs_a = bytes_of(a, u, " reduce-scatter"), rs_b = bytes_of(b, u, " reduce-scatter");
+    const int64_t in_a = bytes_of(a, u, " reduce-scatter copy-in"), in_b = bytes_of(b, u, " reduce-scatter copy-in");
+    std::printf("%-18s %7lld elements: reduce-scatter %7lld B, with experts.reduce BF16 %7lld B (analytic %7lld); "
+                "copy-in %7lld -> %7lld B (analytic %7lld)\n",
+                fp32.spec(u).name.c_str(), static_cast<long long>(elements), static_cast<long long>(rs_a),
+                static_cast<long long>(rs_b), static_cast<long long>(r * elements), static_cast<long long>(in_a),
+                static_cast<long long>(in_b), static_cast<long long>((2 + r) * packed));
+    EXPECT_GT(packed, 0) << fp32.spec(u).name;
+    EXPECT_EQ(rs_a, 4 * elements) << fp32.spec(u).name;
+    EXPECT_EQ(rs_b, r * elements) << fp32.spec(u).name;
+    EXPECT_EQ(in_a, 6 * packed) << fp32.spec(u).name;
+    EXPECT_EQ(in_b, (2 + r) * packed) << fp32.spec(u).name;
+  }
+  EXPECT_EQ(experts, 2);
+}
+
 TEST(Mesh, GroupsAreStridedRunsThatTileTheCluster) {
   // dp_replicate 2 x dp_shard 4 x cp 2 x tp 2 = 32 ranks, ep 4 of dp_shard x cp.
   const Mesh m{2, 4, 2, 2, 4, true};

@@ -56,6 +56,22 @@ TEST(ResolvedScenario, TheExpertLoadNeedsARouterAndFitsIt) {
   EXPECT_EQ(r.model.kernels.expert_kernel, models::ExpertKernel::kPadded);
 }
 
+// training.experts.reduce: a dtype, for a model with routed experts, under a
+// strategy that reduces unit by unit.
+TEST(ResolvedScenario, TheExpertsReduceDtypeNeedsExpertsAndAnFsdpStrategy) {
+  const std::string dense = std::string("model { catalog: \"llama3-8b\" }\n") + kCluster;
+  EXPECT_NE(resolve_error(dense + "training { experts { reduce: BF16 } }\n").find("no routed experts"),
+            std::string::npos);
+  const std::string moe = std::string("model { catalog: \"mixtral-8x7b\" }\n") + kCluster;
+  EXPECT_EQ(resolve_error(moe + "training { strategy: FSDP2 experts { reduce: BF16 } }\n"), "");
+  const std::string megatron = resolve_error(moe + "training { strategy: MEGATRON_DDP experts { reduce: BF16 } }\n");
+  EXPECT_NE(megatron.find("training.experts.reduce"), std::string::npos) << megatron;
+  EXPECT_NE(megatron.find("use an FSDP strategy"), std::string::npos) << megatron;
+  const std::string unknown = resolve_error(moe + "training { experts { reduce: 7 } }\n");
+  EXPECT_NE(unknown.find("training.experts.reduce"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("FP32, BF16 or FP16"), std::string::npos) << unknown;
+}
+
 TEST(ResolvedScenario, EveryShippedScenarioResolves) {
   for (const auto& file : scenarios::shipped_scenarios()) {
     ResolvedScenario resolved = resolve_scenario(scenarios::load_scenario(file.name));

@@ -59,7 +59,7 @@ void print_rows(const std::vector<RowResult>& rows, validation::Set set, std::os
   if (count == 0) return;
   out << fmt::format(
       "{} set: tokens/s per GPU, published against predicted; memory: peak reserved GiB "
-      "(alloc: peak allocated, where the source gives that)\n",
+      "(alloc: peak allocated, where the source gives that; rN: rank N's, against its pipeline stage)\n",
       validation::set_name(set));
   table.print(out, "  ");
   out << '\n';

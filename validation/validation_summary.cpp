@@ -98,7 +98,8 @@ int64_t predicted_memory_bytes(const RowResult& row) {
 std::string published_memory_text(const Published& published) {
   const std::optional<PublishedMemory> memory = published_memory(published);
   if (!memory) return "-";
-  return fmt::format("{:.1f}{}", memory->gib, memory->allocated ? " alloc" : "");
+  return fmt::format("{:.1f}{}{}", memory->gib, memory->allocated ? " alloc" : "",
+                     published.has_memory_rank() ? fmt::format(" r{}", published.memory_rank()) : "");
 }
 
 std::optional<double> memory_error(const RowResult& row) {

@@ -86,6 +86,7 @@ TEST(ValidationSummary, AMemoryRankIsComparedWithItsStage) {
   }
   row.run.mutable_published()->set_memory_rank(8);
   EXPECT_NEAR(*memory_error(row), 44.0 / 40 - 1, 1e-9);
+  EXPECT_EQ(published_memory_text(row.run.published()), "40.0 alloc r8");
   row.run.mutable_published()->clear_peak_allocated_gib();
   row.run.mutable_published()->set_peak_memory_gib(50);
   EXPECT_EQ(predicted_memory_bytes(row), gib(45));  // reserved, of rank 8's stage

@@ -221,7 +221,8 @@ void check_kernels(const Training& t, const Gpu& gpu, Checker& c) {
   } else if (t.experts().reduce() != DTYPE_UNSPECIFIED &&
              (t.strategy() == DDP || t.strategy() == MEGATRON_DDP || t.strategy() == MEGATRON)) {
     c.fail("training.experts.reduce", fmt::format("{} reduces every gradient in its buffers' one dtype: remove "
-                                                  "experts.reduce, or use an FSDP strategy",
+                                                  "experts.reduce, or use a strategy that reduces unit by unit "
+                                                  "(ragged, fsdp1, fsdp2, zero3)",
                                                   strategy_name(t.strategy())));
   }
   check_kernel_runs_here(t, gpu, c);

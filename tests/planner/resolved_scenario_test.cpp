@@ -66,7 +66,10 @@ TEST(ResolvedScenario, TheExpertsReduceDtypeNeedsExpertsAndAnFsdpStrategy) {
   EXPECT_EQ(resolve_error(moe + "training { strategy: FSDP2 experts { reduce: BF16 } }\n"), "");
   const std::string megatron = resolve_error(moe + "training { strategy: MEGATRON_DDP experts { reduce: BF16 } }\n");
   EXPECT_NE(megatron.find("training.experts.reduce"), std::string::npos) << megatron;
-  EXPECT_NE(megatron.find("use an FSDP strategy"), std::string::npos) << megatron;
+  EXPECT_NE(megatron.find("use a strategy that reduces unit by unit (ragged, fsdp1, fsdp2, zero3)"), std::string::npos)
+      << megatron;
+  const std::string fsdp = resolve_error(moe + "training { strategy: MEGATRON experts { reduce: BF16 } }\n");
+  EXPECT_NE(fsdp.find("training.experts.reduce"), std::string::npos) << fsdp;
   const std::string unknown = resolve_error(moe + "training { experts { reduce: 7 } }\n");
   EXPECT_NE(unknown.find("training.experts.reduce"), std::string::npos) << unknown;
   EXPECT_NE(unknown.find("FP32, BF16 or FP16"), std::string::npos) << unknown;

@@ -23,6 +23,7 @@ if(RAGGED_HAVE_MPI AND MPIEXEC_EXECUTABLE)
     ${CMAKE_CURRENT_LIST_DIR}/task_farm_mpi_test.cpp)
   target_link_libraries(test_backend_mpi PRIVATE ragged::backend MPI::MPI_CXX GTest::gtest)
   ragged_set_warnings(test_backend_mpi)
+  ragged_set_test_optimisation(test_backend_mpi)
 
   # Open MPI refuses more ranks than cores without --oversubscribe (CI has
   # 2 cores and runs 5 ranks); MPICH's mpiexec has no such flag or limit.

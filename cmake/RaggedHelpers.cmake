@@ -55,6 +55,30 @@ function(ragged_add_test name)
     DISCOVERY_TIMEOUT 60)
 endfunction()
 
+# ragged_start_early(TESTS t1 t2 ...): the folder's longest tests, by name
+# (an add_test name, or GoogleTest's Suite.Case), start first under `ctest -j`.
+# A clean build has no timing history (Testing/Temporary/CTestCostData.txt),
+# so ctest would run them in declaration order, and one declared near the end
+# would run alone while the other cores sit idle. Call it after the folder's
+# add_test calls. GoogleTest's cases exist only once ctest has listed them, so
+# theirs is set from a file ctest reads after the folder's discovered tests.
+function(ragged_start_early)
+  cmake_parse_arguments(ARG "" "" "TESTS" ${ARGN})
+  set(_lines "")
+  foreach(_test ${ARG_TESTS})
+    if(TEST ${_test})
+      set_tests_properties(${_test} PROPERTIES COST 1000)
+    else()
+      string(APPEND _lines "set_tests_properties(\"${_test}\" PROPERTIES COST 1000)\n")
+    endif()
+  endforeach()
+  if(_lines)
+    set(_file ${CMAKE_CURRENT_BINARY_DIR}/start_early.cmake)
+    file(WRITE ${_file} "${_lines}")
+    set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${_file})
+  endif()
+endfunction()
+
 # ragged_add_proto(NAME PROTOS a.proto DEPS ...): a library of generated protobuf code.
 # Generated headers are included as "<folder>/<file>.pb.h".
 function(ragged_add_proto name)

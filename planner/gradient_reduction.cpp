@@ -21,7 +21,7 @@ const std::string& GradientReduction::name(int u) const { return planned_unit(mo
 
 int64_t GradientReduction::reduce_bytes(int u) const {
   const bool experts = planned_unit(model_, plan_, u).kind == models::UnitKind::kExperts;
-  return experts && bytes_.expert_reduce > 0 ? bytes_.expert_reduce : bytes_.reduce;
+  return experts ? bytes_.expert_reduce : bytes_.reduce;
 }
 
 int GradientReduction::unsharded_grads(int u, int64_t element_bytes) {

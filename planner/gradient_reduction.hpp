@@ -27,7 +27,7 @@ struct ElementBytes {
   int64_t param = 2;
   int64_t reduce = 4;
   int64_t master = 4;
-  int64_t expert_reduce = 0;  // the routed experts' reduction (training.experts.reduce); 0: `reduce`
+  int64_t expert_reduce = 4;  // the routed experts' reduction (training.experts.reduce, else `reduce`)
 };
 
 class GradientReduction {

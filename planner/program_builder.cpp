@@ -11,9 +11,14 @@ namespace internal {
 namespace {
 
 int64_t dtype_bytes(scenarios::DType dtype) { return dtype == scenarios::FP32 ? 4 : 2; }
-// An optional dtype's bytes: 0 when unset.
-int64_t dtype_bytes_or_zero(scenarios::DType dtype) {
-  return dtype == scenarios::DTYPE_UNSPECIFIED ? 0 : dtype_bytes(dtype);
+
+// The routed experts reduce in training.experts.reduce where it is set,
+// otherwise in precision.reduce as the rest of the model does.
+ElementBytes element_bytes(const scenarios::Training& t) {
+  const int64_t reduce = dtype_bytes(t.precision().reduce());
+  const scenarios::DType experts = t.experts().reduce();
+  return ElementBytes{dtype_bytes(t.precision().param()), reduce, dtype_bytes(t.precision().master()),
+                      experts == scenarios::DTYPE_UNSPECIFIED ? reduce : dtype_bytes(experts)};
 }
 
 }  // namespace
@@ -27,8 +32,8 @@ ProgramBuilder::ProgramBuilder(const ProgramInputs& in, int rank)
       p_(dtype_bytes(in.training->precision().param())),
       r_(dtype_bytes(in.training->precision().reduce())),
       o_(dtype_bytes(in.training->precision().master())),
-      grads_(&w_, &loop_, *in.plan, *in.model, traits_, in.replicate_ranks,
-             ElementBytes{p_, r_, o_, dtype_bytes_or_zero(in.training->experts().reduce())}, &compute_waits_) {
+      grads_(&w_, &loop_, *in.plan, *in.model, traits_, in.replicate_ranks, element_bytes(*in.training),
+             &compute_waits_) {
   const scenarios::Training& t = *in.training;
   if (traits_.one_communicator) w_.serialise_shard_collectives();
   unit_mode_ = unit_checkpointing(*in.model, *in.plan, t);
@@ -54,7 +59,7 @@ ProgramBuilder::ProgramBuilder(const ProgramInputs& in, int rank)
   if (traits_.replicated_params) {
     window_ = 1;  // autocast casts a unit's parameters as its ops run, not ahead
     if (t.strategy() == scenarios::DDP)
-      ddp_.emplace(&w_, &loop_, *in.plan, *in.model, t, in.replicate_ranks, ElementBytes{p_, r_, o_});
+      ddp_.emplace(&w_, &loop_, *in.plan, *in.model, t, in.replicate_ranks, element_bytes(t));
   }
   units_ = static_cast<int>(in.plan->units.size());
   if (pipelined()) prepare_pipeline();
@@ -64,7 +69,7 @@ ProgramBuilder::ProgramBuilder(const ProgramInputs& in, int rank)
       chunks.emplace_back(static_cast<size_t>(units_));
       std::iota(chunks.back().begin(), chunks.back().end(), 0);
     }
-    distopt_.emplace(&w_, *in.plan, t, in.replicate_ranks, ElementBytes{p_, r_, o_}, chunks,
+    distopt_.emplace(&w_, *in.plan, t, in.replicate_ranks, element_bytes(t), chunks,
                      !pipelined() || in.pipeline->stage == 0);
   }
   if (defers_gradient_sync()) stage_grads_.assign(static_cast<size_t>(units_), -1);

@@ -152,14 +152,13 @@ class ProgramBuilder {
   bool reduce_after_chunk() const {
     return pipelined() && in_.training->pipeline().gradient_sync() == scenarios::AFTER_CHUNK_BACKWARD;
   }
-  // torch.distributed.pipelining turns FSDP2's gradient sync off for every
-  // backward of the step (stage.py, backward_maybe_with_nosync), so each
-  // FSDPParamGroup.post_backward moves the unit's gradients into an
-  // accumulator of the reduce dtype (to_accumulated_grad_if_needed, then
-  // accumulate_unsharded_grad_if_needed) that lives until the chunk's
-  // reduction: fp32 under bf16 parameters, twice the bytes autograd made.
+  // torch.distributed.pipelining turns FSDP's gradient sync off for every
+  // backward of the step (stage.py, backward_maybe_with_nosync); under FSDP2
+  // the unit's gradients then live in an accumulator of the reduce dtype
+  // until the chunk's reduction (StrategyTraits): fp32 under bf16
+  // parameters, twice the bytes autograd made.
   bool stage_accumulates_in_reduce_dtype() const {
-    return reduce_after_chunk() && in_.training->strategy() == scenarios::FSDP2;
+    return reduce_after_chunk() && traits_.accumulates_unsynced_grads_in_reduce_dtype;
   }
   // FSDPParamGroup.post_backward's accumulation without gradient sync, on
   // the compute stream after the backward `after`: the first micro-batch's

@@ -75,6 +75,14 @@ namespace ragged::planner {
 //   every root parameter) runs in _root_post_backward_final_callback, at
 //   the end of the backward.
 //
+// Source of accumulates_unsynced_grads_in_reduce_dtype:
+// - FSDP2: _fsdp_param_group.py, post_backward: without reduce_grads each
+//   FSDPParam runs to_accumulated_grad_if_needed (the first time: the
+//   unsharded gradient cast to reduce_dtype, held as
+//   _unsharded_param.grad's replacement) or accumulate_unsharded_grad_if_needed
+//   (the later ones: added into it) (_fsdp_param.py); the held sum is what
+//   the next reduce-scatter reads.
+//
 // Sources of the sharded gradients' lifetime (grad_shards_freed_each_step):
 // - FSDP1: _runtime_utils.py, _post_backward_reshard/_reduce_grad: the
 //   reduce-scatter output new_sharded_grad is allocated on the post-backward
@@ -140,6 +148,7 @@ StrategyTraits strategy_traits(scenarios::Strategy strategy) {
       traits.one_communicator = true;
       traits.root_fences_micro_batches = true;
       traits.root_group_outside_blocks = true;
+      traits.accumulates_unsynced_grads_in_reduce_dtype = true;
       traits.grad_shards_freed_each_step = true;
       traits.reduce_queue_units = 0;
       traits.reduce_copy_in_on_compute = true;

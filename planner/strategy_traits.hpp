@@ -79,6 +79,12 @@ struct StrategyTraits {
   // the embedding's, is ready, so the head's unsharded gradients live through
   // the whole backward (FSDP1, FSDP2; sources in strategy_traits.cpp).
   bool root_group_outside_blocks = false;
+  // With its gradient sync off, a backward moves each unit's unsharded
+  // gradients into an accumulator of the reduce dtype, held until the sync
+  // (FSDP2's post_backward: to_accumulated_grad_if_needed, then
+  // accumulate_unsharded_grad_if_needed); otherwise autograd accumulates
+  // them in the parameter dtype.
+  bool accumulates_unsynced_grads_in_reduce_dtype = false;
 
   // DDP: every rank holds the whole model, which computes with its own
   // parameters (cast per op by autocast when the compute dtype is below the

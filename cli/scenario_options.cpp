@@ -119,7 +119,8 @@ void ScenarioOptions::add_source_to(CLI::App* command) {
   command->add_option("--loss", loss,
                       "Loss kernel (training.loss): fp32-logits (TorchTitan), fused (flash-attn's, llm-foundry), "
                       "chunked (Liger's fused linear cross-entropy), shifted-fp32-logits (Hugging Face's causal-LM "
-                      "loss) or log-softmax (torch's F.cross_entropy over the compute-dtype logits, eager)");
+                      "loss), log-softmax (torch's F.cross_entropy over the compute-dtype logits, eager) or "
+                      "loss-parallel (torchtitan under tp: torch's loss_parallel over vocabulary-sharded logits)");
   command
       ->add_option("--expert-load", expert_load,
                    "Mixture-of-experts models: the busiest routed expert's tokens over the mean expert's "
@@ -228,8 +229,10 @@ void set_kernels(scenarios::LoadedScenario& loaded, const std::string& attention
   else if (loss == "chunked") t->set_loss(scenarios::CHUNKED);
   else if (loss == "shifted-fp32-logits") t->set_loss(scenarios::SHIFTED_FP32_LOGITS);
   else if (loss == "log-softmax") t->set_loss(scenarios::LOG_SOFTMAX);
+  else if (loss == "loss-parallel") t->set_loss(scenarios::LOSS_PARALLEL);
   else if (!loss.empty()) {
-    throw InputError(fmt::format("--loss {}: use fp32-logits, fused, chunked, shifted-fp32-logits or log-softmax", loss));
+    throw InputError(fmt::format(
+        "--loss {}: use fp32-logits, fused, chunked, shifted-fp32-logits, log-softmax or loss-parallel", loss));
   }
   if (expandable_segments) t->mutable_allocator()->set_expandable_segments(true);
   loaded = scenarios::rebuild(std::move(loaded));

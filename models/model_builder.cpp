@@ -340,6 +340,23 @@ UnitSpec build_head(const ArchConfig& arch, const CheckpointNames& names, const 
       act.working = 2.0 * b * vocab;
       act.logits_gradient = b * vocab;
       break;
+    case LossKernel::kLossParallel:
+      // torch/distributed/tensor/parallel/loss.py, the local vocabulary shard.
+      // Forward: logits.float() (A), then _log_softmax's x - max (B), exp(B)
+      // (summed, freed) and B - log-sum-exp, the log-softmax kept (D): the
+      // logits, A and B beside the exp or D. Backward
+      // (_nll_loss_and_log_softmax_backward, before the cast back):
+      // zeros_like(D), exp(D), their sum, then its product with the
+      // gradient in place of exp(D): three fp32 pieces at once.
+      out.add_loss("loss_parallel_cross_entropy", vocab * (b + 4.0), vocab * (4.0 + b));
+      saved += 4.0 * vocab;
+      act.forward_pieces = {b * vocab, 4.0 * vocab};
+      act.loss_logits = 4.0 * vocab;
+      act.returned_logits = act.loss_logits;
+      act.working_pieces = {4.0 * vocab, 4.0 * vocab, 4.0 * vocab};
+      act.working = 12.0 * vocab;
+      act.logits_gradient = b * vocab;
+      break;
     case LossKernel::kFused:
       // flash-attn's CrossEntropyLoss (llm-foundry's default): the forward
       // reads the logits once (online softmax) and keeps them with one fp32

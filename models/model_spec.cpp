@@ -53,6 +53,7 @@ std::string_view loss_kernel_name(LossKernel kernel) {
     case LossKernel::kChunked: return "chunked";
     case LossKernel::kShiftedFp32Logits: return "shifted-fp32-logits";
     case LossKernel::kLogSoftmax: return "log-softmax";
+    case LossKernel::kLossParallel: return "loss-parallel";
   }
   RAGGED_ASSERT(false, "unknown LossKernel");
 }

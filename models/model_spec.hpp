@@ -66,6 +66,10 @@ enum class LossKernel {
   // torch's F.cross_entropy over the compute-dtype logits (no .float()):
   // log_softmax and nll_loss, eager, everything in the logits' dtype.
   kLogSoftmax,
+  // cross_entropy(logits.float()) on vocabulary-sharded DTensor logits under
+  // torch's loss_parallel() (torchtitan with tp), eager: its handlers
+  // decompose log_softmax and the loss's backward into single torch ops.
+  kLossParallel,
 };
 // The RMSNorms when not compiled: PyTorch's eager ops (planner/eager_kernels.hpp)
 // or one fused kernel each way (Transformer Engine's RMSNorm).

@@ -23,6 +23,11 @@ namespace ragged::planner {
 //    .contiguous() copy, CrossEntropyLoss): forward 2+4, 4+4, 4+4 = 22
 //    against 6: 22/6; backward as above plus the slice's zero-filled
 //    gradient and the copy into it, 4 + 4+4: 34/6.
+//  - torch's loss_parallel (the local vocabulary shard, handlers in
+//    torch/distributed/tensor/parallel/loss.py): forward logits.float()
+//    2+4, amax 4, x - max 4+4, exp 4+4, sum 4, - log-sum-exp 4+4 = 38
+//    against 6: 38/6; backward zeros_like 4, exp 4+4, add 4+4+4, the
+//    product with the gradient 4+4, the cast back 4+2 = 38 against 6: 38/6.
 // Residual adds, the embedding lookup, MoE routing, a LayerNorm
 // (torch.nn.functional.layer_norm: read x, write y; models/ names its ops
 // "..._layer_norm") and an element-wise MLP activation (F.gelu, F.relu) are
@@ -51,6 +56,7 @@ EagerFactors eager_traffic_factors(std::string_view name) {
   if (name == "swiglu") return both(10.0 / 6.0);
   if (name == "cross_entropy") return {14.0 / 6.0, 22.0 / 6.0};
   if (name == "shifted_cross_entropy") return {22.0 / 6.0, 34.0 / 6.0};
+  if (name == "loss_parallel_cross_entropy") return both(38.0 / 6.0);
   // log_softmax reads and writes what the fused count has; the backward
   // adds nll_loss's dense gradient (a zero fill, written then read).
   if (name == "log_softmax_cross_entropy") return {1.0, 2.0};
@@ -66,7 +72,10 @@ double eager_traffic_factor(std::string_view name) { return eager_traffic_factor
 //  - rotary on q and on k: .float(), the complex multiply, type_as = 3 each, 6;
 //  - SwiGLU: silu, multiply = 2;
 //  - cross-entropy: logits.float(), log_softmax, nll_loss = 3; the shifted
-//    one adds the contiguous copy = 4; without the .float() = 2;
+//    one adds the contiguous copy = 4; without the .float() = 2; under
+//    loss_parallel the forward's ops: logits.float(), amax, sub, exp, sum,
+//    log, sub, then nll_loss's where, the target mask (lt, ge, or, sub,
+//    masked_fill), gather, masked_fill, neg, where, sum, sum, div = 20;
 //  - a position embedding: the table lookup and the add = 2;
 //  - repeated keys and values: a copy each for k and v = 2 (their backward
 //    a reduction each);
@@ -80,6 +89,7 @@ int64_t eager_kernel_count(std::string_view name) {
   if (name == "cross_entropy") return 3;
   if (name == "shifted_cross_entropy") return 4;
   if (name == "log_softmax_cross_entropy") return 2;
+  if (name == "loss_parallel_cross_entropy") return 20;
   if (name == "position_embedding") return 2;
   if (name == "repeat_kv") return 2;
   return 1;

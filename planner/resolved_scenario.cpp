@@ -158,6 +158,15 @@ models::KernelChoices kernel_choices(const scenarios::Training& training) {
     case scenarios::CHUNKED: kernels.loss = models::LossKernel::kChunked; break;
     case scenarios::SHIFTED_FP32_LOGITS: kernels.loss = models::LossKernel::kShiftedFp32Logits; break;
     case scenarios::LOG_SOFTMAX: kernels.loss = models::LossKernel::kLogSoftmax; break;
+    case scenarios::LOSS_PARALLEL:
+      // Compiled, Inductor fuses the handlers' element-wise chains (x - max
+      // into the exp and its sum; zeros, exp, add and product into one
+      // pass), which leaves no more than aten's own cross_entropy keeps:
+      // held as FP32_LOGITS under vocabulary parallelism is (below).
+      kernels.loss = training.compiled() && training.compile_scope() == scenarios::WHOLE_MODEL
+                         ? models::LossKernel::kFp32Logits
+                         : models::LossKernel::kLossParallel;
+      break;
     default: kernels.loss = models::LossKernel::kFp32Logits; break;
   }
   kernels.dense_attention_mask = training.attention_mask() == scenarios::DENSE;

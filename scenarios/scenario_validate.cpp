@@ -198,9 +198,9 @@ void check_kernels(const Training& t, const Gpu& gpu, Checker& c) {
                                       "or MATH if the math backend runs");
   }
   if (t.loss() != FP32_LOGITS && t.loss() != FUSED && t.loss() != CHUNKED && t.loss() != SHIFTED_FP32_LOGITS &&
-      t.loss() != LOG_SOFTMAX) {
-    c.unknown_value("training.loss", t.loss(), "FP32_LOGITS, FUSED, CHUNKED, SHIFTED_FP32_LOGITS or LOG_SOFTMAX",
-                    "FP32_LOGITS");
+      t.loss() != LOG_SOFTMAX && t.loss() != LOSS_PARALLEL) {
+    c.unknown_value("training.loss", t.loss(),
+                    "FP32_LOGITS, FUSED, CHUNKED, SHIFTED_FP32_LOGITS, LOG_SOFTMAX or LOSS_PARALLEL", "FP32_LOGITS");
   } else if (t.outputs().logits() && t.loss() == CHUNKED) {
     c.fail("training.outputs.logits", "the CHUNKED loss never makes the whole logits for the model to return: set "
                                       "outputs.logits false, or use another loss");

@@ -157,6 +157,26 @@ TEST(ActivationTest, LogSoftmaxLossKeepsItsOutputInTheLogitsDtype) {
   EXPECT_EQ(effective_loss(kernels), LossKernel::kFused);
 }
 
+// torch's loss_parallel handlers, eager (torch/distributed/tensor/parallel/
+// loss.py): beside FP32_LOGITS's pieces the forward holds _log_softmax's
+// shifted logits, and the backward's zeros, exponential and their sum are
+// three fp32 pieces at once where aten's cross_entropy has two.
+TEST(ActivationTest, LossParallelHoldsOneMoreFp32CopyEachWay) {
+  const double b = 2, vocab = 128256;
+  const ArchConfig arch = find_catalog_entry("llama3-8b").arch;
+  const UnitSpec plain = build_model(arch, {AttentionKernel::kFlash2, LossKernel::kFp32Logits}).units.back();
+  const KernelChoices kernels{AttentionKernel::kFlash2, LossKernel::kLossParallel};
+  const UnitSpec head = build_model(arch, kernels).units.back();
+  EXPECT_DOUBLE_EQ(head.activations.saved_none, plain.activations.saved_none);  // the fp32 log-softmax
+  EXPECT_EQ(head.activations.forward_pieces, (std::vector<double>{b * vocab, 4 * vocab}));
+  EXPECT_DOUBLE_EQ(head.activations.loss_logits, plain.activations.loss_logits);
+  EXPECT_EQ(head.activations.working_pieces, (std::vector<double>{4 * vocab, 4 * vocab, 4 * vocab}));
+  EXPECT_DOUBLE_EQ(head.activations.working, plain.activations.working + 4 * vocab);
+  EXPECT_DOUBLE_EQ(head.activations.logits_gradient, b * vocab);
+  EXPECT_EQ(head.compute.elementwise.back().name, "loss_parallel_cross_entropy");
+  EXPECT_EQ(loss_kernel_name(kernels.loss), "loss-parallel");
+}
+
 // A loss inside torch.compile (compile_scope WHOLE_MODEL) is lowered by
 // Inductor to reductions over the compute-dtype logits: an fp32-logits loss
 // then holds and moves what the fused kernel does, 4 bytes a vocabulary

@@ -20,6 +20,11 @@ TEST(EagerKernels, FactorsFromTheReferenceImplementation) {
   EXPECT_DOUBLE_EQ(eager_traffic_factors("cross_entropy").backward, 22.0 / 6.0);
   EXPECT_DOUBLE_EQ(eager_traffic_factor("fused_cross_entropy"), 1.0);
   EXPECT_DOUBLE_EQ(eager_traffic_factors("log_softmax_cross_entropy").backward, 2.0);  // nll_loss's zero-filled gradient
+  // loss_parallel: cast 2+4, amax 4, sub 4+4, exp 4+4, sum 4, sub 4+4;
+  // backward zeros 4, exp 4+4, add 4+4+4, product 4+4, cast 4+2.
+  EXPECT_DOUBLE_EQ(eager_traffic_factors("loss_parallel_cross_entropy").forward, 38.0 / 6.0);
+  EXPECT_DOUBLE_EQ(eager_traffic_factors("loss_parallel_cross_entropy").backward, 38.0 / 6.0);
+  EXPECT_EQ(eager_kernel_count("loss_parallel_cross_entropy"), 20);
   EXPECT_DOUBLE_EQ(eager_traffic_factor("chunked_cross_entropy"), 1.0);
   EXPECT_DOUBLE_EQ(eager_traffic_factor("attention_residual"), 1.0);
   // A LayerNorm (GPT-2 style families) and a GELU/ReLU are one eager kernel each.

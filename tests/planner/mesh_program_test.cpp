@@ -26,6 +26,47 @@ using mesh_test::mesh_ops_of;
 using program_test::ProgramSetup;
 
 
+// The most bytes of the head's workspace buffers live at once, forward
+// (before the head's backward) and backward.
+std::pair<int64_t, int64_t> head_workspace_peaks(const ProgramSetup& s) {
+  const Program p = s.build();
+  const int head = s.units() - 1;
+  program_test::LiveBuffers live(p);
+  int64_t forward = 0, backward = 0;
+  bool in_backward = false;
+  for (const Op& op : p.ops) {
+    live.apply(op);
+    if (op.kind == OpKind::kComputeBwd && op.unit == head) in_backward = true;
+    int64_t bytes = 0;
+    for (size_t b = 0; b < p.buffers.size(); ++b) {
+      const Buffer& buffer = p.buffers[b];
+      if (live.live(static_cast<int>(b)) && buffer.unit == head && buffer.kind == BufferKind::kWorkspace) {
+        bytes += buffer.bytes;
+      }
+    }
+    (in_backward ? backward : forward) = std::max(in_backward ? backward : forward, bytes);
+  }
+  return {forward, backward};
+}
+
+// torch's loss_parallel in eager mode (torch/distributed/tensor/parallel/
+// loss.py): one fp32 copy of the rank's vocabulary shard of the logits more
+// than aten's cross_entropy, in the forward (_log_softmax's shifted logits)
+// and in the backward (the zeros, the exponential and their sum at once).
+TEST(MeshProgram, LossParallelHoldsOneMoreFp32CopyOfTheLocalLogitsEachWay) {
+  const ProgramSetup plain(std::string(kSequence) + "mesh { tp: 2 } loss: FP32_LOGITS");
+  const ProgramSetup parallel(std::string(kSequence) + "mesh { tp: 2 } loss: LOSS_PARALLEL");
+  const int64_t tokens = 2 * 512;
+  const int64_t one_copy = tokens * (1024 / 2) * 4;
+  const auto [plain_forward, plain_backward] = head_workspace_peaks(plain);
+  const auto [forward, backward] = head_workspace_peaks(parallel);
+  std::printf("head workspace peaks, FP32_LOGITS %lld / %lld, LOSS_PARALLEL %lld / %lld bytes (one fp32 copy %lld)\n",
+              static_cast<long long>(plain_forward), static_cast<long long>(plain_backward),
+              static_cast<long long>(forward), static_cast<long long>(backward), static_cast<long long>(one_copy));
+  EXPECT_EQ(forward - plain_forward, one_copy);
+  EXPECT_EQ(backward - plain_backward, one_copy);
+}
+
 TEST(MeshProgram, TensorParallelSequenceParallelBytesPerBlock) {
   ProgramSetup s(std::string(kSequence) + "mesh { tp: 2 }");
   const Program p = s.build();

@@ -35,6 +35,35 @@ TEST(ResolvedScenario, ALossOutsideTheCompiledModelStaysEager) {
   EXPECT_EQ(models::effective_loss(kernels_of("WHOLE_MODEL")), models::LossKernel::kFused);
 }
 
+// torch's loss_parallel runs its handlers' ops one by one in eager mode;
+// compiled, Inductor fuses their element-wise chains, and the loss is held
+// as aten's cross_entropy of the fp32 logits under vocabulary parallelism.
+TEST(ResolvedScenario, LossParallelIsDecomposedOnlyWhenEager) {
+  auto loss_of = [](const std::string& compile) {
+    const std::string text = std::string("model { catalog: \"llama3-8b\" }\n") + kCluster +
+                             "training { loss: LOSS_PARALLEL mesh { tp: 2 } " + compile + " }\n";
+    return models::effective_loss(
+        resolve_scenario(scenarios::parse_scenario(text, scenarios::ScenarioFormat::kText, "s.textproto", RAGGED_SOURCE_DIR))
+            .model.kernels);
+  };
+  EXPECT_EQ(loss_of(""), models::LossKernel::kLossParallel);
+  EXPECT_EQ(loss_of("compiled: true compile_scope: MODEL_WITHOUT_LOSS"), models::LossKernel::kLossParallel);
+  EXPECT_EQ(loss_of("compiled: true"), models::LossKernel::kFp32Logits);
+}
+
+// LOSS_PARALLEL needs logits sharded by vocabulary: one located error naming
+// the field and the fix where they are not.
+TEST(ResolvedScenario, LossParallelNeedsVocabularyShardedLogits) {
+  const std::string head = std::string("model { catalog: \"llama3-8b\" }\n") + kCluster;
+  for (const std::string mesh : {"", "mesh { tp: 2 vocabulary_parallel: false sequence_parallel: false }",
+                                 "mesh { tp: 2 gathered_logits: true }"}) {
+    const std::string error = resolve_error(head + "training { loss: LOSS_PARALLEL " + mesh + " }\n");
+    EXPECT_NE(error.find("training.loss"), std::string::npos) << mesh << ": " << error;
+    EXPECT_NE(error.find("use FP32_LOGITS otherwise"), std::string::npos) << error;
+  }
+  EXPECT_EQ(resolve_error(head + "training { loss: LOSS_PARALLEL mesh { tp: 2 } }\n"), "");
+}
+
 // training.experts needs a router, and a load a router can give: each
 // mistake one located line naming the field and the fix.
 TEST(ResolvedScenario, TheExpertLoadNeedsARouterAndFitsIt) {

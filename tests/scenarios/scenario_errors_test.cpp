@@ -259,7 +259,7 @@ TEST(ScenarioErrors, KernelValuesOutOfRangeNameTheField) {
                                 "attention: TRITON_FLASH_ATTENTION")),
             "");
   const std::string loss = parse_error(replace(minimal_scenario(), "strategy: FSDP2", "loss: 9"));
-  EXPECT_CONTAINS(loss, "training.loss: loss is 9; use FP32_LOGITS, FUSED, CHUNKED, SHIFTED_FP32_LOGITS or LOG_SOFTMAX");
+  EXPECT_CONTAINS(loss, "training.loss: loss is 9; use FP32_LOGITS, FUSED, CHUNKED, SHIFTED_FP32_LOGITS, LOG_SOFTMAX or LOSS_PARALLEL");
   const std::string name = parse_error(replace(minimal_scenario(), "strategy: FSDP2", "loss: FUSSED"));
   EXPECT_CONTAINS(name, "training.loss:");
   EXPECT_CONTAINS(name, "FUSSED");

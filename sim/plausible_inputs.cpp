@@ -109,8 +109,14 @@ void add_software(const scenarios::LoadedScenario& loaded, std::vector<Plausible
   if (preset && preset->blackwell) attention.push_back("CUDNN_ATTENTION");
   out.push_back(choice("attention kernel", "training.attention", scenarios::AttentionKernel_Name(t.attention()),
                        w.attention() == scenarios::ATTENTION_KERNEL_UNSPECIFIED, attention));
+  std::vector<std::string> losses = {"FP32_LOGITS", "FUSED", "CHUNKED"};
+  // torch's loss_parallel where the logits are sharded by vocabulary (torchtitan's loss under tp)
+  const scenarios::Mesh& m = t.mesh();
+  if (m.tp() > 1 && (!m.has_vocabulary_parallel() || m.vocabulary_parallel()) && !m.gathered_logits()) {
+    losses.push_back("LOSS_PARALLEL");
+  }
   out.push_back(choice("loss kernel", "training.loss", scenarios::LossKernel_Name(t.loss()),
-                       w.loss() == scenarios::LOSS_KERNEL_UNSPECIFIED, {"FP32_LOGITS", "FUSED", "CHUNKED"}));
+                       w.loss() == scenarios::LOSS_KERNEL_UNSPECIFIED, losses));
   out.push_back(choice("torch.compile", "training.compiled", t.compiled() ? "true" : "false", !w.has_compiled(),
                        {"false", "true"}));
   // How the sequence-parallel collectives meet the GEMMs (docs/SIMULATOR.md

@@ -277,6 +277,21 @@ TEST(Sensitivity, TensorParallelOverlapIsAnInputOfSequenceParallelMeshes) {
   EXPECT_FALSE(overlap_of("yafsdp-fsdp1-a100-llama2-7b-s2048-64g").has_value());
 }
 
+// torch's loss_parallel is a loss kernel where tp shards the logits by
+// vocabulary: torchtitan's eager TP row states it, nanotron's TP row is
+// offered it; not a row without tp, nor KempnerForge's, whose head gathers
+// the logits whole.
+TEST(Sensitivity, LossParallelIsALossKernelWhereTpShardsTheLogits) {
+  expect_choice("titanblog-gb200-qwen3-32b-fsdp4-tp2-b32-s2048-eager-8g", "training.loss", "LOSS_PARALLEL", false,
+                {"FP32_LOGITS", "FUSED", "CHUNKED"});
+  expect_choice("nanotron-h100-1b-dp64-tp2-zero0-128g", "training.loss", "FP32_LOGITS", false,
+                {"FUSED", "CHUNKED", "LOSS_PARALLEL"});
+  expect_choice("yafsdp-fsdp1-a100-llama2-7b-s2048-64g", "training.loss", "SHIFTED_FP32_LOGITS", false,
+                {"FP32_LOGITS", "FUSED", "CHUNKED"});
+  expect_choice("kempnerforge-h200-7b-tp4-4g", "training.loss", "LOG_SOFTMAX", false,
+                {"FP32_LOGITS", "FUSED", "CHUNKED"});
+}
+
 // Whole or split routed experts is an input of a mixture of experts under tp
 // with ep: stated on Megatron-MoE-ModelZoo's row (whole, expert_tp 1; split
 // its other value), absent where tp is 1.

@@ -12,6 +12,7 @@
 #include "planner/mesh.hpp"
 #include "planner/pipeline_stages.hpp"
 #include "planner/step_size.hpp"
+#include "scenarios/scenario_rules.hpp"
 
 namespace ragged::planner {
 
@@ -145,6 +146,7 @@ models::ModelSpec resolve_model(const scenarios::ModelSource& source, const std:
 
 models::KernelChoices kernel_choices(const scenarios::Training& training) {
   models::KernelChoices kernels;
+  const bool loss_compiled = training.compiled() && training.compile_scope() == scenarios::WHOLE_MODEL;
   switch (training.attention()) {
     case scenarios::MATH: kernels.attention = models::AttentionKernel::kMath; break;
     case scenarios::FLASH_ATTENTION_3: kernels.attention = models::AttentionKernel::kFlash3; break;
@@ -163,9 +165,7 @@ models::KernelChoices kernel_choices(const scenarios::Training& training) {
       // into the exp and its sum; zeros, exp, add and product into one
       // pass), which leaves no more than aten's own cross_entropy keeps:
       // held as FP32_LOGITS under vocabulary parallelism is (below).
-      kernels.loss = training.compiled() && training.compile_scope() == scenarios::WHOLE_MODEL
-                         ? models::LossKernel::kFp32Logits
-                         : models::LossKernel::kLossParallel;
+      kernels.loss = loss_compiled ? models::LossKernel::kFp32Logits : models::LossKernel::kLossParallel;
       break;
     default: kernels.loss = models::LossKernel::kFp32Logits; break;
   }
@@ -182,10 +182,7 @@ models::KernelChoices kernel_choices(const scenarios::Training& training) {
   // log-softmax of the local shard materialised between its two
   // all-reduces); that Inductor fuses it is not established, so it is held
   // as written.
-  const Mesh mesh = mesh_of(training);
-  const bool vocabulary_parallel_loss = mesh.tp > 1 && mesh.vocabulary_parallel && !mesh.gathered_logits;
-  kernels.compiled_loss =
-      training.compiled() && training.compile_scope() == scenarios::WHOLE_MODEL && !vocabulary_parallel_loss;
+  kernels.compiled_loss = loss_compiled && !scenarios::vocabulary_sharded_logits(training.mesh());
   return kernels;
 }
 

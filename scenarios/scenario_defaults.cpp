@@ -331,6 +331,10 @@ bool steps_optimizer(const Training& training) { return !training.has_optimizer_
 
 bool whole_experts(const Mesh& mesh) { return mesh.tp() > 1 && mesh.has_expert_tp() && mesh.expert_tp() == 1; }
 
+bool vocabulary_sharded_logits(const Mesh& mesh) {
+  return mesh.tp() > 1 && (!mesh.has_vocabulary_parallel() || mesh.vocabulary_parallel()) && !mesh.gathered_logits();
+}
+
 int64_t global_batch_sequences(const Scenario& scenario) {
   const Training& t = scenario.training();
   const int64_t per_gpu = checked_mul(t.micro_batch_size(), t.gradient_accumulation_steps(), "training.gradient_accumulation_steps");

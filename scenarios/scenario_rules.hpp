@@ -41,6 +41,10 @@ bool steps_optimizer(const Training& training);
 // Whether the routed experts are whole on their ranks under tensor
 // parallelism (training.mesh.expert_tp 1 with tp above 1; docs/MESH.md).
 bool whole_experts(const Mesh& mesh);
+// Whether the head's logits stay sharded by vocabulary over tensor
+// parallelism (tp above 1, a vocabulary-parallel head, no gathered_logits):
+// what torch's loss_parallel computes on.
+bool vocabulary_sharded_logits(const Mesh& mesh);
 std::string strategy_name(Strategy strategy);               // "ragged", "fsdp2", ...
 // Parses "ragged", "vescale-paper", "fsdp1", "fsdp2", "zero3", "megatron", "ddp"; throws InputError.
 Strategy parse_strategy(const std::string& name);

@@ -194,14 +194,10 @@ void check_mesh(const Training& t, int64_t gpus, Checker& c) {
                                               "training.loss, or remove gathered_logits");
     }
   }
-  if (t.loss() == LOSS_PARALLEL) {
-    const bool sharded_logits = tp >= 2 && (!m.has_vocabulary_parallel() || m.vocabulary_parallel()) &&
-                                !m.gathered_logits();
-    if (!sharded_logits) {
-      c.fail("training.loss", "LOSS_PARALLEL is torch's loss_parallel over logits sharded by vocabulary over tensor "
-                              "parallelism: it needs mesh.tp of 2 or more with a vocabulary-parallel head and no "
-                              "gathered_logits; use FP32_LOGITS otherwise");
-    }
+  if (t.loss() == LOSS_PARALLEL && !vocabulary_sharded_logits(m)) {
+    c.fail("training.loss", "LOSS_PARALLEL is torch's loss_parallel over logits sharded by vocabulary over tensor "
+                            "parallelism: it needs mesh.tp of 2 or more with a vocabulary-parallel head and no "
+                            "gathered_logits; use FP32_LOGITS otherwise");
   }
   if (m.has_vocabulary_parallel() && !m.vocabulary_parallel() && m.sequence_parallel()) {
     c.fail("training.mesh.vocabulary_parallel",

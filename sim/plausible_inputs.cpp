@@ -111,10 +111,7 @@ void add_software(const scenarios::LoadedScenario& loaded, std::vector<Plausible
                        w.attention() == scenarios::ATTENTION_KERNEL_UNSPECIFIED, attention));
   std::vector<std::string> losses = {"FP32_LOGITS", "FUSED", "CHUNKED"};
   // torch's loss_parallel where the logits are sharded by vocabulary (torchtitan's loss under tp)
-  const scenarios::Mesh& m = t.mesh();
-  if (m.tp() > 1 && (!m.has_vocabulary_parallel() || m.vocabulary_parallel()) && !m.gathered_logits()) {
-    losses.push_back("LOSS_PARALLEL");
-  }
+  if (scenarios::vocabulary_sharded_logits(t.mesh())) losses.push_back("LOSS_PARALLEL");
   out.push_back(choice("loss kernel", "training.loss", scenarios::LossKernel_Name(t.loss()),
                        w.loss() == scenarios::LOSS_KERNEL_UNSPECIFIED, losses));
   out.push_back(choice("torch.compile", "training.compiled", t.compiled() ? "true" : "false", !w.has_compiled(),

@@ -29,11 +29,8 @@ ProgramBuilder::ProgramBuilder(const ProgramInputs& in, int rank)
       rank_(rank),
       loop_(&w_, *in.training, in.plan->units.size(), *in.model),
       traits_(strategy_traits(in.training->strategy())),
-      p_(dtype_bytes(in.training->precision().param())),
-      r_(dtype_bytes(in.training->precision().reduce())),
-      o_(dtype_bytes(in.training->precision().master())),
-      grads_(&w_, &loop_, *in.plan, *in.model, traits_, in.replicate_ranks, element_bytes(*in.training),
-             &compute_waits_) {
+      bytes_(element_bytes(*in.training)),
+      grads_(&w_, &loop_, *in.plan, *in.model, traits_, in.replicate_ranks, bytes_, &compute_waits_) {
   const scenarios::Training& t = *in.training;
   if (traits_.one_communicator) w_.serialise_shard_collectives();
   unit_mode_ = unit_checkpointing(*in.model, *in.plan, t);
@@ -58,8 +55,7 @@ ProgramBuilder::ProgramBuilder(const ProgramInputs& in, int rank)
   if (traits_.max_unsharded_units > 0) window_ = std::min(window_, traits_.max_unsharded_units);
   if (traits_.replicated_params) {
     window_ = 1;  // autocast casts a unit's parameters as its ops run, not ahead
-    if (t.strategy() == scenarios::DDP)
-      ddp_.emplace(&w_, &loop_, *in.plan, *in.model, t, in.replicate_ranks, element_bytes(t));
+    if (t.strategy() == scenarios::DDP) ddp_.emplace(&w_, &loop_, *in.plan, *in.model, t, in.replicate_ranks, bytes_);
   }
   units_ = static_cast<int>(in.plan->units.size());
   if (pipelined()) prepare_pipeline();
@@ -69,8 +65,7 @@ ProgramBuilder::ProgramBuilder(const ProgramInputs& in, int rank)
       chunks.emplace_back(static_cast<size_t>(units_));
       std::iota(chunks.back().begin(), chunks.back().end(), 0);
     }
-    distopt_.emplace(&w_, *in.plan, t, in.replicate_ranks, element_bytes(t), chunks,
-                     !pipelined() || in.pipeline->stage == 0);
+    distopt_.emplace(&w_, *in.plan, t, in.replicate_ranks, bytes_, chunks, !pipelined() || in.pipeline->stage == 0);
   }
   if (defers_gradient_sync()) stage_grads_.assign(static_cast<size_t>(units_), -1);
 }
@@ -163,7 +158,7 @@ void ProgramBuilder::mesh_before(int u, int mb, Pass pass, std::vector<uint32_t>
     issue_gather_steps(u, mb, pass, part, sides.gathered, input);
     return;
   }
-  for (const MeshCollective& c : mesh_collectives(spec(u), *in_.model, mesh_, batch_, p_, pass, part)) {
+  for (const MeshCollective& c : mesh_collectives(spec(u), *in_.model, mesh_, batch_, bytes_.param, pass, part)) {
     if (c.after_compute) continue;
     deps.push_back(w_.collective(c.kind, mesh_stream(c.group), c.group, u, mb, mesh_label(u, c, pass, part), c.bytes,
                                  -1, input));
@@ -182,7 +177,7 @@ void ProgramBuilder::mark_mesh_op(Op& op, const MeshCollective& c, Pass pass, mo
 
 void ProgramBuilder::mesh_after(int u, int mb, Pass pass, uint32_t compute, models::UnitPart part) {
   if (mesh_.fsdp_only()) return;
-  for (const MeshCollective& c : mesh_collectives(spec(u), *in_.model, mesh_, batch_, p_, pass, part)) {
+  for (const MeshCollective& c : mesh_collectives(spec(u), *in_.model, mesh_, batch_, bytes_.param, pass, part)) {
     if (!c.after_compute) continue;
     mesh_waits_.push_back(w_.collective(c.kind, mesh_stream(c.group), c.group, u, mb, mesh_label(u, c, pass, part),
                                         c.bytes, -1, {compute}));
@@ -200,7 +195,7 @@ void ProgramBuilder::mesh_after(int u, int mb, Pass pass, uint32_t compute, mode
 // collectives.
 ComputeWork ProgramBuilder::with_layout_copies(int u, Pass pass, models::UnitPart part, ComputeWork work) const {
   if (!mesh_.batch_first || mesh_.tp == 1 || !mesh_.sequence_parallel) return work;
-  for (const MeshCollective& c : mesh_collectives(spec(u), *in_.model, mesh_, batch_, p_, pass, part)) {
+  for (const MeshCollective& c : mesh_collectives(spec(u), *in_.model, mesh_, batch_, bytes_.param, pass, part)) {
     if (c.group != Group::kTensor || (c.kind != OpKind::kAllGather && c.kind != OpKind::kReduceScatter)) continue;
     work.elementwise_bytes += 2.0 * static_cast<double>(c.bytes);
     work.elementwise_kernels += 1;
@@ -289,8 +284,8 @@ OptimizerContext ProgramBuilder::optimizer_context() const {
   c.plan = in_.plan;
   c.optimizer = in_.training->optimizer();
   c.rank = rank_;
-  c.param_bytes = p_;
-  c.master_bytes = o_;
+  c.param_bytes = bytes_.param;
+  c.master_bytes = bytes_.master;
   c.refresh_compute_shard = !traits_.cast_before_gather;
   c.flat_shards = traits_.optimizer_over_flat_shards;
   return c;
@@ -303,8 +298,8 @@ void ProgramBuilder::fill_persistent(const OptimizerContext& optimizer) {
     persistent_small += unit(u).layout.persistent_elements;
   }
   PersistentMemory& m = program_.persistent;
-  m.master_params = shard_total * o_;
-  m.compute_params = traits_.cast_before_gather ? 0 : shard_total * p_;
+  m.master_params = shard_total * bytes_.master;
+  m.compute_params = traits_.cast_before_gather ? 0 : shard_total * bytes_.param;
   m.gradients = traits_.grad_shards_freed_each_step ? 0 : shard_total * grads_.grad_shard_bytes();
   if (ddp_) m.gradients = ddp_->bucket_bytes();
   if (distopt_) {  // the parameters and main gradients whole, the master weights sharded
@@ -316,7 +311,7 @@ void ProgramBuilder::fill_persistent(const OptimizerContext& optimizer) {
     for (int u = 0; u < units_; ++u) m.gradients += gathered_elements(u) * grads_.reduce_bytes(u);
   }
   m.optimizer_states = steps_optimizer() ? optimizer_state_bytes(optimizer) : 0;  // never stepped: no states
-  m.gathered_small_params = persistent_small * p_;
+  m.gathered_small_params = persistent_small * bytes_.param;
   if (in_.pipeline && in_.training->pipeline().receive_buffers() == scenarios::ONE_BUFFER_PER_MICRO_BATCH) {
     m.pipeline_receive_buffers = pipeline_receive_buffer_bytes();
   }

@@ -177,7 +177,7 @@ void ProgramBuilder::finish_backward(int u, int mb, int k, uint32_t bwd, int gra
     // in the reduce dtype, write the sum), on the compute stream.
     const int64_t elements = gathered_elements(u);
     w_.traffic(OpKind::kGradAccumulate, Stream::kCompute, u, mb, spec(u).name + " accumulate unsharded grads",
-               elements * (p_ + 2 * r_), {bwd}, -1);
+               elements * (bytes_.param + 2 * grads_.reduce_bytes(u)), {bwd}, -1);
     return;
   }
   const uint32_t done = replicated_gradients(u, mb, bwd, grads);
@@ -220,14 +220,16 @@ uint32_t ProgramBuilder::accumulate_unsharded_grads(int u, int mb, bool first, u
   // Gradients autograd already made in the reduce dtype are kept as they are.
   const int64_t elements = gathered_elements(u);
   const int64_t r = grads_.reduce_bytes(u);
-  const int64_t bytes = first ? (p_ == r ? 0 : elements * (p_ + r)) : elements * (p_ + 2 * r);
+  const int64_t bytes =
+      first ? (bytes_.param == r ? 0 : elements * (bytes_.param + r)) : elements * (bytes_.param + 2 * r);
   if (bytes == 0) return after;
   return w_.traffic(OpKind::kGradAccumulate, Stream::kCompute, u, mb, spec(u).name + " accumulate unsharded grads",
                     bytes, {after}, grads);
 }
 
 int ProgramBuilder::unfused_gradients(int u) {
-  const int grads = w_.buffer(spec(u).name + " .grad", BufferKind::kUnshardedGrads, u, gathered_elements(u) * p_);
+  const int grads =
+      w_.buffer(spec(u).name + " .grad", BufferKind::kUnshardedGrads, u, gathered_elements(u) * bytes_.param);
   w_.alloc(grads, Stream::kCompute, {});
   return grads;
 }
@@ -238,8 +240,9 @@ int ProgramBuilder::unfused_gradients(int u) {
 // dropped, one kernel a parameter, every micro-batch.
 uint32_t ProgramBuilder::add_into_main_grad(int u, int mb, uint32_t bwd, int grads) {
   const int64_t elements = gathered_elements(u);
-  const uint32_t added = w_.traffic(OpKind::kGradAccumulate, Stream::kCompute, u, mb,
-                                    spec(u).name + " add .grad into main_grad", elements * (p_ + 2 * r_), {bwd}, grads);
+  const uint32_t added =
+      w_.traffic(OpKind::kGradAccumulate, Stream::kCompute, u, mb, spec(u).name + " add .grad into main_grad",
+                 elements * (bytes_.param + 2 * bytes_.reduce), {bwd}, grads);
   host(added).framework_ops = static_cast<int64_t>(spec(u).tensors.size());
   w_.free(grads, Stream::kCompute, {added});
   return added;
@@ -258,9 +261,9 @@ uint32_t ProgramBuilder::replicated_gradients(int u, int mb, uint32_t bwd, int g
     if (t.tp_cut == models::TensorCut::kWhole) elements += t.numel();
   }
   if (elements == 0) return bwd;
-  const uint32_t sum =
-      w_.collective(OpKind::kAllReduce, Stream::kTensorParallel, Group::kTensor, u, mb,
-                    spec(u).name + " (bwd) tp all-reduce of the uncut weights' gradients", elements * p_, grads, {bwd});
+  const uint32_t sum = w_.collective(OpKind::kAllReduce, Stream::kTensorParallel, Group::kTensor, u, mb,
+                                     spec(u).name + " (bwd) tp all-reduce of the uncut weights' gradients",
+                                     elements * bytes_.param, grads, {bwd});
   program_.ops[sum].pass = Pass::kBackward;
   compute_waits_.push_back(sum);
   return sum;

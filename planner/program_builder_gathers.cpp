@@ -74,13 +74,14 @@ void ProgramBuilder::emit_gather(int k, std::vector<uint32_t> slot_free) {
 
 void ProgramBuilder::cast_replicated_params(Gather& g) {
   g.emitted = true;
-  if (p_ == o_ || distopt_) return;  // Megatron's model holds its parameters in the compute dtype
+  if (bytes_.param == bytes_.master || distopt_) return;  // Megatron's model holds its parameters in the compute dtype
   const int u = g.unit;
   const int64_t elements = gathered_elements(u);
-  const int out = w_.buffer(spec(u).name + " autocast params", BufferKind::kUnshardedParams, u, elements * p_);
+  const int out =
+      w_.buffer(spec(u).name + " autocast params", BufferKind::kUnshardedParams, u, elements * bytes_.param);
   w_.alloc(out, Stream::kCompute, {});
   g.ready = w_.traffic(OpKind::kCast, Stream::kCompute, u, g.micro_batch, gather_label(g) + " autocast cast",
-                       elements * (o_ + p_), {}, out);
+                       elements * (bytes_.master + bytes_.param), {}, out);
   host(g.ready).framework_ops = tensors(u, false);
   g.params_buffers.push_back(out);
 }
@@ -93,7 +94,8 @@ std::pair<uint32_t, uint32_t> ProgramBuilder::gather_group(Gather& g, const std:
   const std::string what = group_suffix(group);
   const std::string label = gather_label(g);
   const int64_t shard_elements = whole ? shard(u) : group_shard_elements(layout, group);
-  const int64_t gathered_bytes = whole ? gathered_elements(u) * p_ : layout.ranks * shard_elements * p_;
+  const int64_t gathered_bytes =
+      whole ? gathered_elements(u) * bytes_.param : layout.ranks * shard_elements * bytes_.param;
   const bool copied = whole ? layout.copies.all_gather_out > 0 : group.size() > 1;
   const int64_t copy_in = whole ? layout.copies.all_gather_in : (copied ? shard_elements : 0);
   const int64_t params = group_params(u, group);
@@ -101,14 +103,14 @@ std::pair<uint32_t, uint32_t> ProgramBuilder::gather_group(Gather& g, const std:
   program_.buffers[static_cast<size_t>(out)].tensors = group;
   const uint32_t alloc = w_.alloc(out, Stream::kAllGather, std::move(deps));
   uint32_t last = alloc;
-  if (traits_.cast_before_gather && p_ != o_) {
+  if (traits_.cast_before_gather && bytes_.param != bytes_.master) {
     last = w_.traffic(OpKind::kCast, Stream::kAllGather, u, g.micro_batch, label + " cast shard",
-                      shard_elements * (o_ + p_), {last}, out);
+                      shard_elements * (bytes_.master + bytes_.param), {last}, out);
     if (traits_.cast_per_parameter) host(last).framework_ops = params;
   }
   if (copy_in > 0) {
     last = w_.traffic(OpKind::kCopyIn, Stream::kAllGather, u, g.micro_batch, label + " all-gather copy-in" + what,
-                      copy_in * 2 * p_, {last}, out);
+                      copy_in * 2 * bytes_.param, {last}, out);
     host(last).list_tensors = params;
   }
   last = w_.collective(OpKind::kAllGather, Stream::kAllGather, unit(u).group, u, g.micro_batch,
@@ -136,19 +138,20 @@ uint32_t ProgramBuilder::copy_out(Gather& g, int source, uint32_t gathered) {
   const std::string what = group_suffix(group);
   const std::string label = gather_label(g);
   std::vector<int64_t> pieces;
-  if (whole) pieces = per_tensor_pieces(g.unit, p_, true);
-  for (int t : group) pieces.push_back(layout.ranks * layout.slots[static_cast<size_t>(t)].length * p_);
+  if (whole) pieces = per_tensor_pieces(g.unit, bytes_.param, true);
+  for (int t : group) pieces.push_back(layout.ranks * layout.slots[static_cast<size_t>(t)].length * bytes_.param);
   int64_t bytes = 0;
   for (int64_t piece : pieces) bytes += piece;
-  const int64_t copied = whole ? layout.copies.all_gather_out : bytes / p_;
+  const int64_t copied = whole ? layout.copies.all_gather_out : bytes / bytes_.param;
   const int64_t params = group_params(g.unit, group);
   int copies = w_.buffer(spec(g.unit).name + " parameter copies" + what, BufferKind::kParamCopies, g.unit,
-                         whole ? gathered_elements(g.unit) * p_ : bytes);
+                         whole ? gathered_elements(g.unit) * bytes_.param : bytes);
   program_.buffers[static_cast<size_t>(copies)].pieces = std::move(pieces);
   program_.buffers[static_cast<size_t>(copies)].tensors = group;
   compute_alloc(copies);
   uint32_t out = w_.traffic(
-      OpKind::kCopyOut, Stream::kCompute, g.unit, g.micro_batch, label + " all-gather copy-out" + what, copied * 2 * p_,
+      OpKind::kCopyOut, Stream::kCompute, g.unit, g.micro_batch, label + " all-gather copy-out" + what,
+      copied * 2 * bytes_.param,
       gathered == g.ready ? std::vector<uint32_t>{gathered} : std::vector<uint32_t>{gathered, g.ready}, copies);
   host(out).list_tensors = params;
   if (traits_.copy_out_per_parameter) host(out).framework_ops = params;

@@ -114,7 +114,7 @@ class ProgramBuilder {
   // over the tp ranks under sequence parallelism), or their gradients.
   int64_t stage_boundary_bytes() const {
     const int64_t spread = mesh_.sequence_parallel && mesh_.tp > 1 ? mesh_.tp : 1;
-    return batch_.tokens() * in_.model->arch.hidden * p_ / spread;
+    return batch_.tokens() * in_.model->arch.hidden * bytes_.param / spread;
   }
   // The same on the send and its receive: micro-batch, the lower chunk, direction.
   int64_t message(int mb, int lower_chunk, bool backward) const {
@@ -331,7 +331,7 @@ class ProgramBuilder {
   // and consumed by the part's compute; the part's compute in its chunks
   // between those steps and the scatter's transfers. Returns the last op.
   TpOverlapSides overlap_sides(int u, Pass pass, models::UnitPart part) const {
-    return tp_overlap_sides(spec(u), *in_.model, mesh_, batch_, p_, pass, part);
+    return tp_overlap_sides(spec(u), *in_.model, mesh_, batch_, bytes_.param, pass, part);
   }
   void issue_gather_steps(int u, int mb, Pass pass, models::UnitPart part, int64_t gathered,
                           const std::vector<uint32_t>& input);
@@ -427,7 +427,7 @@ class ProgramBuilder {
   int rank_;
   LoopBuffers loop_;
   StrategyTraits traits_;
-  int64_t p_ = 2, r_ = 4, o_ = 4;
+  ElementBytes bytes_;                   // the parameters as gathered, the reduction, the master weights
   std::vector<uint32_t> compute_waits_;  // for the compute stream's next op
   GradientReduction grads_;
   std::optional<DdpReduction> ddp_;  // strategy DDP

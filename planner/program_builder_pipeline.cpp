@@ -140,7 +140,7 @@ void ProgramBuilder::exchange_table_gradients(std::vector<uint32_t>& grads_ready
     int64_t elements = 0;
     for (const models::TensorSpec& t : spec(u).tensors) elements += t.role == role ? t.numel() : 0;
     if (elements == 0) continue;
-    const int64_t bytes = elements * r_;
+    const int64_t bytes = elements * bytes_.reduce;
     const uint32_t ready = grads_ready[static_cast<size_t>(u)];
     const int received = w_.buffer(fmt::format("{} table gradient from stage {}", spec(u).name, other),
                                    BufferKind::kUnshardedGrads, u, bytes);

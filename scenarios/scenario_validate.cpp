@@ -79,6 +79,12 @@ void check_cluster(const Cluster& cluster, Checker& c) {
                        "send faster than its memory delivers; set it at most cluster.gpu.hbm_bandwidth_gbytes_per_s",
                        cluster.intra_node().bandwidth_gbytes_per_s(), gpu.hbm_bandwidth_gbytes_per_s()));
   }
+  if (cluster.intra_node().has_full_mesh_gpus() && cluster.intra_node().full_mesh_gpus() < cluster.gpus_per_node()) {
+    c.fail("cluster.intra_node.full_mesh_gpus",
+           fmt::format("full_mesh_gpus is {}, fewer than gpus_per_node ({}): the board holds every GPU of the node; "
+                       "set it to the board's GPUs (4 on an HGX 4-GPU board) or remove it for an NVSwitch",
+                       cluster.intra_node().full_mesh_gpus(), cluster.gpus_per_node()));
+  }
   const int64_t gpus = int64_t{cluster.gpus_per_node()} * cluster.nodes();
   if (gpus > limits::kMaxGpus) {
     c.fail("cluster.nodes", fmt::format("gpus_per_node {} x nodes {} is {} GPUs; at most {} (2^20) are simulated",

@@ -10,6 +10,7 @@ ClusterSpec ClusterSpec::from_scenario(const scenarios::Cluster& c) {
   spec.gpus_per_node = c.gpus_per_node();
   spec.nvlink_bytes_per_s = c.intra_node().bandwidth_gbytes_per_s() * 1e9;
   spec.nvlink_latency_s = c.intra_node().latency_us() * 1e-6;
+  spec.full_mesh_gpus = c.intra_node().full_mesh_gpus();
   spec.nics_per_node = std::max(1, c.nics().per_node());
   spec.nic_bytes_per_s = c.nics().bandwidth_gbits_per_s() * 1e9 / 8;
   spec.nic_latency_s = c.nics().latency_us() * 1e-6;

@@ -16,6 +16,9 @@ struct ClusterSpec {
   int64_t gpus_per_node = 8;
   double nvlink_bytes_per_s = 0;  // per GPU per direction, line rate
   double nvlink_latency_s = 0;
+  // 0: an NVSwitch (any peer at the whole bandwidth); else the GPUs of an
+  // NVLink full-mesh board, each pair joined by a 1/(n - 1) share.
+  int64_t full_mesh_gpus = 0;
   int64_t nics_per_node = 8;
   double nic_bytes_per_s = 0;     // per NIC per direction, line rate
   double nic_latency_s = 0;
@@ -35,6 +38,13 @@ struct ClusterSpec {
   int64_t gpus() const { return nodes * gpus_per_node; }
   double node_network_bytes_per_s() const { return static_cast<double>(nics_per_node) * nic_bytes_per_s * nic_efficiency; }
   double effective_nvlink_bytes_per_s() const { return nvlink_bytes_per_s * nvlink_efficiency; }
+  bool nvlink_full_mesh() const { return full_mesh_gpus > 1; }
+  // What one pair of GPUs exchanges per direction: the whole NVLink through
+  // an NVSwitch, the pair's links on a full mesh.
+  double effective_pair_bytes_per_s() const {
+    return nvlink_full_mesh() ? effective_nvlink_bytes_per_s() / static_cast<double>(full_mesh_gpus - 1)
+                              : effective_nvlink_bytes_per_s();
+  }
 
   static ClusterSpec from_scenario(const scenarios::Cluster& cluster);
 };

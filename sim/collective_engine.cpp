@@ -36,12 +36,16 @@ double hbm_traffic_per_byte(OpKind kind) {
 // network traffic, over the time the busier of its NVLink and its node's port
 // takes.
 double gpu_send_rate(const std::vector<Flow>& unit_flows, const ClusterSpec& cluster) {
-  double nvlink = 0, port = 0;
+  double nvlink = 0, port = 0, busiest_pair = 0;
   for (const Flow& f : unit_flows) {
     if (f.src == Endpoint{0, 0}) nvlink += f.bytes;
+    if (f.src == Endpoint{0, 0}) busiest_pair = std::max(busiest_pair, f.bytes);
     if (f.src == Endpoint{0, -1}) port += f.bytes;
   }
-  const double time = std::max(nvlink / cluster.effective_nvlink_bytes_per_s(), port / cluster.node_network_bytes_per_s());
+  // On a full mesh each peer's bytes take their own pair's links.
+  const double nvlink_time = cluster.nvlink_full_mesh() ? busiest_pair / cluster.effective_pair_bytes_per_s()
+                                                        : nvlink / cluster.effective_nvlink_bytes_per_s();
+  const double time = std::max(nvlink_time, port / cluster.node_network_bytes_per_s());
   if (time <= 0) return 0;
   return (nvlink + port / static_cast<double>(cluster.gpus_per_node)) / time;
 }
@@ -157,8 +161,15 @@ void CollectiveEngine::scale_rank_links(int rank, double factor) {
   link_scale_[static_cast<size_t>(rank)] = factor;
   const int64_t gpu = participants_.gpus[static_cast<size_t>(rank)];
   const int64_t node = gpu / cluster_.gpus_per_node;
-  platform_.gpu_link(node, static_cast<int>(gpu % cluster_.gpus_per_node))
-      ->set_bandwidth(cluster_.effective_nvlink_bytes_per_s() * factor);
+  const int local = static_cast<int>(gpu % cluster_.gpus_per_node);
+  platform_.gpu_link(node, local)->set_bandwidth(cluster_.effective_nvlink_bytes_per_s() * factor);
+  if (cluster_.nvlink_full_mesh()) {
+    // A pair's links take the scale of the GPU that set it last (a node's
+    // simulated GPUs share their HBM alike).
+    for (sg4::Link* pair : platform_.pair_links(node, local)) {
+      pair->set_bandwidth(cluster_.effective_pair_bytes_per_s() * factor);
+    }
+  }
   double port = factor;
   for (size_t r = 0; r < participants_.gpus.size(); ++r) {
     if (participants_.gpus[r] / cluster_.gpus_per_node == node) port = std::min(port, link_scale_[r]);

@@ -87,6 +87,23 @@ int64_t fold(int64_t from, int64_t to, const Reduced& reduced, int64_t per_leaf)
   return reduced.base + std::min(sim_nodes - 1, leaf * per_leaf + to % per_leaf);
 }
 
+// A ring's hops among a node's members, `share` bytes from each. Through an
+// NVSwitch each member sends to the next; on a full mesh NCCL lays its
+// channels' rings over every pair's links, so each member sends to every
+// other member an equal part (one flow a pair: one link each).
+void add_node_ring(const NodeRun& run, double share, const ClusterSpec& c, FlowSet& flows) {
+  const size_t k = run.locals.size();
+  for (size_t i = 0; i < k; ++i) {
+    if (!c.nvlink_full_mesh()) {
+      flows.add({run.node, run.locals[i]}, {run.node, run.locals[(i + 1) % k]}, share);
+      continue;
+    }
+    for (size_t j = 0; j < k; ++j) {
+      if (j != i) flows.add({run.node, run.locals[i]}, {run.node, run.locals[j]}, share / static_cast<double>(k - 1));
+    }
+  }
+}
+
 // Adds one group's flows. `keep` decides which source nodes are simulated.
 template <class KeepNvlink, class KeepNetwork>
 void add_group(const RingSet& r, int64_t group, double bytes, const ClusterSpec& c, const Reduced& reduced,
@@ -100,9 +117,7 @@ void add_group(const RingSet& r, int64_t group, double bytes, const ClusterSpec&
       // Inside a node each member passes (k-1)/k of the hop's bytes to the
       // next member (all of them when the ring never leaves the node).
       const double share = one_node ? bytes : bytes * static_cast<double>(k - 1) / static_cast<double>(k);
-      for (size_t i = 0; i < k; ++i) {
-        flows.add({run.node, run.locals[i]}, {run.node, run.locals[(i + 1) % k]}, share);
-      }
+      add_node_ring(run, share, c, flows);
     }
     if (!one_node && keep_network(run.node)) {
       const int64_t next = runs[(t + 1) % runs.size()].node;
@@ -177,10 +192,8 @@ std::vector<Flow> all_to_all_flows(const RingSet& r, double bytes_per_group, con
     for (size_t t = 0; t < runs.size(); ++t) {
       const NodeRun& run = runs[t];
       const double k = static_cast<double>(run.locals.size());
-      if (symmetric ? run.node == reduced.base : keep_nvlink(run.node)) {
-        for (size_t i = 0; i < run.locals.size() && run.locals.size() > 1; ++i) {
-          flows.add({run.node, run.locals[i]}, {run.node, run.locals[(i + 1) % run.locals.size()]}, per_member * (k - 1) / m);
-        }
+      if ((symmetric ? run.node == reduced.base : keep_nvlink(run.node)) && run.locals.size() > 1) {
+        add_node_ring(run, per_member * (k - 1) / m, c, flows);
       }
       if (network && runs.size() > 1 && (!symmetric || reduced.holds(run.node))) {
         // NCCL's all-to-all is a send and a receive per peer: the node's

@@ -37,9 +37,11 @@ Platform::Platform(const ClusterSpec& c, int64_t nodes, const NodeList& gpu_node
   gpu_links_.resize(gpus_.size());
   port_links_.resize(gpus_.size());
 
+  pair_links_.resize(gpus_.size());
+  const bool mesh = c.nvlink_full_mesh();
   auto make_node = [&](sg4::NetZone* parent, const std::vector<unsigned long>&, unsigned long id) {
     const std::string name = "node" + std::to_string(id);
-    auto* zone = sg4::create_star_zone(name);
+    auto* zone = mesh ? sg4::create_full_zone(name) : sg4::create_star_zone(name);
     zone->set_parent(parent);
     const bool has_gpus = !gpu_nodes || std::binary_search(gpu_nodes->begin(), gpu_nodes->end(), static_cast<int64_t>(id));
     for (int g = 0; has_gpus && g < c.gpus_per_node; ++g) {
@@ -47,17 +49,23 @@ Platform::Platform(const ClusterSpec& c, int64_t nodes, const NodeList& gpu_node
       auto* link = zone->create_split_duplex_link(name + "-nvlink" + std::to_string(g), c.effective_nvlink_bytes_per_s())
                        ->set_latency(c.nvlink_latency_s)
                        ->seal();
-      zone->add_route(gpu->get_netpoint(), nullptr, nullptr, nullptr, {{link, sg4::LinkInRoute::Direction::UP}}, true);
+      if (!mesh) {
+        zone->add_route(gpu->get_netpoint(), nullptr, nullptr, nullptr, {{link, sg4::LinkInRoute::Direction::UP}},
+                        true);
+      }
       gpus_[id].push_back(gpu);
       gpu_links_[id].push_back(link);
     }
     auto* port = zone->create_host(name + "-net", 1e15)->seal();
     auto* nic = zone->create_split_duplex_link(name + "-nics", node_bw)->set_latency(c.nic_latency_s)->seal();
-    zone->add_route(port->get_netpoint(), nullptr, nullptr, nullptr, {{nic, sg4::LinkInRoute::Direction::UP}}, true);
+    if (!mesh) {
+      zone->add_route(port->get_netpoint(), nullptr, nullptr, nullptr, {{nic, sg4::LinkInRoute::Direction::UP}}, true);
+    }
     // The node's gateway to the fabric is a router behind the NICs: a route
     // from a gateway starts at it, so with the port as gateway the network
     // flows (port to port) would never cross the NICs' link.
     auto* gateway = zone->create_router(name + "-gw");
+    if (mesh) add_mesh_routes(zone, c, id, name, port, nic, gateway);
     zone->seal();
     ports_[id] = port;
     port_links_[id] = nic;
@@ -76,6 +84,40 @@ Platform::Platform(const ClusterSpec& c, int64_t nodes, const NodeList& gpu_node
   ports_.resize(static_cast<size_t>(nodes));
   gpu_links_.resize(static_cast<size_t>(nodes));
   port_links_.resize(static_cast<size_t>(nodes));
+  pair_links_.resize(static_cast<size_t>(nodes));
+}
+
+// A full zone lists every route: GPU to GPU over the pair's own link, a GPU
+// to the port or the gateway over its link as on a star (then the NICs), the
+// port to the gateway over the NICs.
+void Platform::add_mesh_routes(sg4::NetZone* zone, const ClusterSpec& c, unsigned long id, const std::string& name,
+                               sg4::Host* port, sg4::Link* nic, NetPoint* gateway) {
+  using Direction = sg4::LinkInRoute::Direction;
+  const auto& hosts = gpus_[id];
+  const auto& own = gpu_links_[id];
+  pair_links_[id].assign(hosts.size(), {});
+  for (size_t a = 0; a < hosts.size(); ++a) {
+    for (size_t b = a + 1; b < hosts.size(); ++b) {
+      auto* pair = zone->create_split_duplex_link(name + "-nvlink" + std::to_string(a) + "-" + std::to_string(b),
+                                                  c.effective_pair_bytes_per_s())
+                       ->set_latency(c.nvlink_latency_s)
+                       ->seal();
+      zone->add_route(hosts[a]->get_netpoint(), hosts[b]->get_netpoint(), nullptr, nullptr, {{pair, Direction::UP}},
+                      true);
+      pair_links_[id][a].push_back(pair);
+      pair_links_[id][b].push_back(pair);
+    }
+    zone->add_route(hosts[a]->get_netpoint(), port->get_netpoint(), nullptr, nullptr,
+                    {{own[a], Direction::UP}, {nic, Direction::DOWN}}, true);
+    zone->add_route(hosts[a]->get_netpoint(), gateway, nullptr, nullptr, {{own[a], Direction::UP}}, true);
+  }
+  zone->add_route(port->get_netpoint(), gateway, nullptr, nullptr, {{nic, Direction::UP}}, true);
+}
+
+const std::vector<sg4::Link*>& Platform::pair_links(int64_t node, int local) const {
+  const auto& links = pair_links_[static_cast<size_t>(node)];
+  RAGGED_ASSERT(static_cast<size_t>(local) < links.size(), "a GPU of a full-mesh node whose NVLink is simulated");
+  return links[static_cast<size_t>(local)];
 }
 
 sg4::Host* Platform::host(const Endpoint& e) const { return e.local < 0 ? ports_[static_cast<size_t>(e.node)] : gpu(e.node, e.local); }

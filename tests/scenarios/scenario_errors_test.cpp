@@ -135,6 +135,19 @@ TEST(ScenarioErrors, ALockedClockNeedsAKnownMaximumAndStaysUnderIt) {
                   "does not know");
 }
 
+// A full-mesh board holds every GPU of the node: no fewer GPUs than the node.
+TEST(ScenarioErrors, AFullMeshBoardHoldsEveryGpuOfTheNode) {
+  EXPECT_EQ(parse_error(replace(minimal_scenario(), "gpus_per_node: 8",
+                                "gpus_per_node: 2\n  intra_node { full_mesh_gpus: 4 }")),
+            "");
+  EXPECT_CONTAINS(parse_error(replace(minimal_scenario(), "gpus_per_node: 8",
+                                      "gpus_per_node: 8\n  intra_node { full_mesh_gpus: 4 }")),
+                  "cluster.intra_node.full_mesh_gpus: full_mesh_gpus is 4, fewer than gpus_per_node (8)");
+  EXPECT_CONTAINS(parse_error(replace(minimal_scenario(), "gpus_per_node: 8",
+                                      "gpus_per_node: 1\n  intra_node { full_mesh_gpus: 1 }")),
+                  "cluster.intra_node.full_mesh_gpus: full_mesh_gpus is 1; it must be");
+}
+
 // SDPA's cuDNN backend has measured rates on Hopper and Blackwell parts only.
 TEST(ScenarioErrors, CudnnAttentionNeedsAHopperOrBlackwellGpu) {
   const std::string a100 = parse_error(replace(replace(minimal_scenario(), "\"h100\"", "\"a100-80g\""),

@@ -41,6 +41,24 @@ TEST(CollectiveFlows, OneNodeRingIsACycleOverNvlink) {
   }
 }
 
+// On an NVLink full mesh (HGX 4-GPU boards) NCCL's rings cover every pair's
+// links: each member sends an equal part of its hop to every other member.
+TEST(CollectiveFlows, AFullMeshRingSendsToEveryPeerOverItsOwnPair) {
+  ClusterSpec c = cluster(1);
+  c.gpus_per_node = 4;
+  c.full_mesh_gpus = 4;
+  auto flows = ring_flows({4, 1, 1}, 1.0, c, FlowMode::kFull);
+  ASSERT_EQ(flows.size(), 12u);  // every ordered pair
+  for (const Flow& f : flows) EXPECT_DOUBLE_EQ(f.bytes, 1.0 / 3.0);
+  // Two pairs of a board: each member sends only to its partner.
+  flows = ring_flows({2, 1, 2}, 1.0, c, FlowMode::kFull);
+  ASSERT_EQ(flows.size(), 4u);
+  for (const Flow& f : flows) {
+    EXPECT_EQ(f.dst.local, f.src.local ^ 1);
+    EXPECT_DOUBLE_EQ(f.bytes, 1.0);
+  }
+}
+
 TEST(CollectiveFlows, MultiNodeRingSpreadsChannelsOverNvlinkAndNetwork) {
   auto flows = ring_flows({32, 1, 1}, 1.0, cluster(4), FlowMode::kFull);
   Loads l = loads(flows);

@@ -90,9 +90,10 @@ namespace ragged::scenarios {
 //   64 GB/s per link per direction, about 48 usable after CRC and protocol
 //   overhead (75%; the simulator's NCCL share of NVLink is 80%). A ring over
 //   all 8 GPUs of the board spreads its channels over all 7 links, so the
-//   448 GB/s aggregate is the figure the star model needs; a group of k < 8
-//   GPUs has only k - 1 links to its members, which the star does not see
-//   (docs/SIMULATOR.md section 2). Capacity: ROCm reports 205,822,885,888
+//   448 GB/s aggregate is the GPU's NVLink-like bandwidth; a group of k < 8
+//   GPUs has only k - 1 links to its members, which the full mesh gives it
+//   (full_mesh_gpus 8, the default of cluster.intra_node.full_mesh_gpus on a
+//   node of at most 8; docs/SIMULATOR.md section 2). Capacity: ROCm reports 205,822,885,888
 //   bytes (rocm-smi "VRAM Total Memory", HIP totalGlobalMem) = 191.69 GiB.
 //   RCCL implements NCCL's ring algorithms; the simulator treats it as NCCL.
 // h200 (checked for issue 51): NVIDIA H200 SXM, https://www.nvidia.com/en-us/data-center/h200/:
@@ -116,40 +117,48 @@ const std::vector<GpuPreset>& gpu_presets() {
   constexpr const char* kHopperSource =
       "NVIDIA H100 Tensor Core GPU datasheet (https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet)";
   static const std::vector<GpuPreset> presets = {
-      {"h100", "NVIDIA H100 SXM5 80 GB", 989.4, 66.9, 79.6, 3350, 450, 1.0, 700, 700, true, kDefaultClockSpread, false, 8,
-       kHopperSource, false, kHopperMaxClock},
-      {"h100-sxm-95g", "NVIDIA H100 SXM5 96 GB HBM2e, 500 W (TorchTitan's Grand Teton)", 989.4, 66.9, 95.0, 2400, 450, 1.0,
-       700, 500, true, kDefaultClockSpread, false, 8,
+      {"h100", "NVIDIA H100 SXM5 80 GB", 989.4, 66.9, 79.6, 3350, 450, 1.0, 700, 700, true, kDefaultClockSpread, false,
+       8, kHopperSource, false, kHopperMaxClock},
+      {"h100-sxm-95g", "NVIDIA H100 SXM5 96 GB HBM2e, 500 W (TorchTitan's Grand Teton)", 989.4, 66.9, 95.0, 2400, 450,
+       1.0, 700, 500, true, kDefaultClockSpread, false, 8,
        "NVIDIA H100 datasheet; torchtitan docs/performance.md (Grand Teton, 96 GB HBM2e, 2.4 TB/s, 500 W)", false,
        kHopperMaxClock},
-      {"h200", "NVIDIA H200 SXM 141 GB", 989.4, 66.9, 140.4, 4800, 450, 1.0, 700, 700, true, kDefaultClockSpread, false, 8,
-       "NVIDIA H200 specifications (https://www.nvidia.com/en-us/data-center/h200/)", false, kHopperMaxClock},
-      {"h800", "NVIDIA H800 SXM5 80 GB", 989.4, 66.9, 79.6, 3350, 200, 1.0, 700, 700, true, kDefaultClockSpread, false, 8,
-       "NVIDIA H100 datasheet (the H800 has its die; NVLink 400 GB/s bidirectional)", false, kHopperMaxClock},
+      {"h200", "NVIDIA H200 SXM 141 GB", 989.4, 66.9, 140.4, 4800, 450, 1.0, 700, 700, true, kDefaultClockSpread, false,
+       8, "NVIDIA H200 specifications (https://www.nvidia.com/en-us/data-center/h200/)", false, kHopperMaxClock},
+      {"h800", "NVIDIA H800 SXM5 80 GB", 989.4, 66.9, 79.6, 3350, 200, 1.0, 700, 700, true, kDefaultClockSpread, false,
+       8, "NVIDIA H100 datasheet (the H800 has its die; NVLink 400 GB/s bidirectional)", false, kHopperMaxClock},
       {"a100-80g", "NVIDIA A100 SXM4 80 GB", 312.0, 19.5, 79.2, 2039, 300, 1.5, 400, 400, false, kDefaultClockSpread,
        false, 8,
        "NVIDIA A100 datasheet "
-       "(https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf)", false,
-       kA100MaxClock},
+       "(https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/"
+       "nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf)",
+       false, kA100MaxClock},
       {"a100-40g", "NVIDIA A100 SXM4 40 GB", 312.0, 19.5, 39.49, 1555, 300, 1.5, 400, 400, false, kDefaultClockSpread,
        false, 8,
        "NVIDIA A100 datasheet "
-       "(https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf); "
-       "capacity: deviceQuery totalGlobalMem 42,405,855,232 bytes", false, kA100MaxClock},
+       "(https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/"
+       "nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf); "
+       "capacity: deviceQuery totalGlobalMem 42,405,855,232 bytes",
+       false, kA100MaxClock},
       {"b200", "NVIDIA B200 (HGX B200, 180 GB HBM3e, 1,000 W)", 2250.0, 75.0, 179.06, 7700, 900, 1.0, 1000, 1000, false,
        kDefaultClockSpread, false, 8,
        "NVIDIA HGX specifications, HGX B200 per GPU (https://www.nvidia.com/en-us/data-center/hgx/); "
-       "capacity: nvidia-smi memory.total 183,359 MiB", true, kB200MaxClock},
+       "capacity: nvidia-smi memory.total 183,359 MiB",
+       true, kB200MaxClock},
       {"gb200", "NVIDIA GB200 NVL72 Blackwell GPU (186 GB HBM3e, 1,200 W; 72 per NVLink domain)", 2500.0, 80.0, 185.03,
        8000, 900, 1.0, 1200, 1200, false, kDefaultClockSpread, false, 72,
        "NVIDIA GB200 NVL72 specifications, per GPU (https://www.nvidia.com/en-us/data-center/gb200-nvl72/); "
-       "capacity: nvidia-smi memory.total 189,471 MiB", true, 0},
-      {"mi300x", "AMD Instinct MI300X OAM 192 GB (Infinity Fabric mesh of 8)", 1307.4, 163.4, 191.69, 5300, 448, 1.5, 750,
-       750, false, kDefaultClockSpread, false, 8,
+       "capacity: nvidia-smi memory.total 189,471 MiB",
+       true, 0},
+      {"mi300x", "AMD Instinct MI300X OAM 192 GB (Infinity Fabric mesh of 8)", 1307.4, 163.4, 191.69, 5300, 448, 1.5,
+       750, 750, false, kDefaultClockSpread, false, 8,
        "AMD Instinct MI300X data sheet "
-       "(https://www.amd.com/content/dam/amd/en/documents/instinct-tech-docs/data-sheets/amd-instinct-mi300x-data-sheet.pdf); "
-       "AMD ROCm blog 'Understanding RCCL Bandwidth and xGMI Performance on AMD Instinct MI300X' (7 x 64 GB/s per direction); "
-       "capacity: ROCm VRAM total 205,822,885,888 bytes", false, kMi300xMaxClock},
+       "(https://www.amd.com/content/dam/amd/en/documents/instinct-tech-docs/data-sheets/"
+       "amd-instinct-mi300x-data-sheet.pdf); "
+       "AMD ROCm blog 'Understanding RCCL Bandwidth and xGMI Performance on AMD Instinct MI300X' (7 x 64 GB/s per "
+       "direction); "
+       "capacity: ROCm VRAM total 205,822,885,888 bytes",
+       false, kMi300xMaxClock, 8},
       {"cpu", "host CPU rank (nominal)", 0.2, 0.2, 16.0, 20, 10, 5.0, 0, 0, false, 0.0, true, 1,
        "nominal host CPU rank (assumptions)", false, 0},
   };

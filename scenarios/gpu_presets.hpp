@@ -41,6 +41,11 @@ struct GpuPreset {
   // The maximum SM clock (nvidia-smi's Max Clocks, MHz), the clock the
   // compute tables' bursts ran at; 0 where not known (cluster.gpu.locked_clock_mhz is refused there).
   double max_clock_mhz = 0;
+  // The board joins its GPUs in a full mesh of this many, no switch (the
+  // MI300X's Infinity Fabric: one link to each of seven peers): the default
+  // of cluster.intra_node.full_mesh_gpus where the node fits on one board.
+  // 0: an NVSwitch.
+  int full_mesh_gpus = 0;
 };
 
 // Whether SDPA's cuDNN backend has measured rates on `preset` (Hopper and

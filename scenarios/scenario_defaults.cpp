@@ -22,6 +22,10 @@ void default_cluster(Cluster* cluster) {
     Link* link = cluster->mutable_intra_node();
     if (!link->has_bandwidth_gbytes_per_s()) link->set_bandwidth_gbytes_per_s(preset->intra_node_gbytes_per_s);
     if (!link->has_latency_us()) link->set_latency_us(preset->intra_node_latency_us);
+    if (!link->has_full_mesh_gpus() && preset->full_mesh_gpus > 0 && cluster->gpus_per_node() > 1 &&
+        cluster->gpus_per_node() <= preset->full_mesh_gpus) {
+      link->set_full_mesh_gpus(preset->full_mesh_gpus);
+    }
   }
   if (!gpu->has_power_limit_watts() && gpu->has_tdp_watts()) gpu->set_power_limit_watts(gpu->tdp_watts());
   if (!gpu->has_clock_spread()) gpu->set_clock_spread(kDefaultClockSpread);  // a GPU given by its numbers

@@ -50,6 +50,26 @@ void add_network(const scenarios::LoadedScenario& loaded, std::vector<PlausibleI
                  {set_one(number(low) + " Gb/s", field, number(low)), set_one(number(high) + " Gb/s", field, number(high))}});
 }
 
+// Two to four NVIDIA GPUs a node: an NVSwitch board's slice (a cloud
+// instance of half an HGX 8-GPU) or an HGX 4-GPU board, whose NVLink is a
+// full mesh (docs/SIMULATOR.md section 2): collectives over fewer than the
+// board's four GPUs get fewer links.
+void add_nvlink_board(const scenarios::LoadedScenario& loaded, std::vector<PlausibleInput>& out) {
+  const scenarios::Cluster& cluster = loaded.scenario.cluster();
+  const scenarios::GpuPreset* preset = scenarios::gpu_preset_or_null(cluster.gpu().preset());
+  if (!preset || preset->host_rank || preset->full_mesh_gpus > 0 || preset->nvlink_domain_gpus != 8) return;
+  // A scenario that states the board has no other to offer (an override cannot unset it).
+  if (cluster.gpus_per_node() < 2 || cluster.gpus_per_node() > 4 || cluster.intra_node().has_full_mesh_gpus()) return;
+  const std::string field = "cluster.intra_node.full_mesh_gpus";
+  out.push_back({"NVLink between the node's GPUs",
+                 field,
+                 "NVSwitch",
+                 true,
+                 true,
+                 false,
+                 {set_one("HGX 4-GPU board (NVLink full mesh of 4)", field, "4")}});
+}
+
 // A power cap from 70% of the board's TDP (H100s run at 490-500 W in
 // TorchTitan's Grand Teton, A100s at 280 W) to the TDP itself.
 void add_power(const scenarios::LoadedScenario& loaded, std::vector<PlausibleInput>& out) {
@@ -183,6 +203,7 @@ std::vector<PlausibleInput> plausible_inputs(const planner::ResolvedScenario& re
   const scenarios::LoadedScenario& loaded = resolved.loaded;
   std::vector<PlausibleInput> out;
   add_network(loaded, out);
+  add_nvlink_board(loaded, out);
   add_power(loaded, out);
   add_memory_variant(loaded, out);
   add_software(loaded, out);

@@ -117,6 +117,22 @@ TEST(GpuPresets, ScenariosOnTheNewPresetsLoadAndTakeTheirNumbers) {
   EXPECT_EQ(rack.cluster().nics().per_node(), 72);
 }
 
+// The MI300X's board is a full mesh of 8 (one Infinity Fabric link a peer):
+// the default of a node that fits on it; NVIDIA's presets leave the NVSwitch.
+TEST(GpuPresets, TheMi300xBoardIsAFullMeshOfEight) {
+  const auto mesh_of = [](const std::string& preset, int gpus_per_node) {
+    const Scenario s =
+        parse_scenario(scenario_on(preset, gpus_per_node, 1), ScenarioFormat::kText, "preset.textproto", ".").scenario;
+    return s.cluster().intra_node().has_full_mesh_gpus() ? s.cluster().intra_node().full_mesh_gpus() : 0;
+  };
+  EXPECT_EQ(find_gpu_preset("mi300x").full_mesh_gpus, 8);
+  EXPECT_EQ(mesh_of("mi300x", 8), 8);
+  EXPECT_EQ(mesh_of("mi300x", 4), 8);   // half a board
+  EXPECT_EQ(mesh_of("mi300x", 16), 0);  // more than a board: not one mesh
+  EXPECT_EQ(mesh_of("h100", 8), 0);
+  EXPECT_EQ(mesh_of("h100", 4), 0);  // an NVSwitch slice unless the scenario says otherwise
+}
+
 TEST(GpuPresets, FlashAttention3IsRejectedOffHopper) {
   for (const char* name : {"b200", "gb200", "mi300x", "a100-40g"}) {
     std::string text = scenario_on(name, 8, 1);

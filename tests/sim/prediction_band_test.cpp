@@ -292,6 +292,21 @@ TEST(Sensitivity, LossParallelIsALossKernelWhereTpShardsTheLogits) {
                 {"FP32_LOGITS", "FUSED", "CHUNKED"});
 }
 
+// Two to four NVIDIA GPUs a node may be an NVSwitch slice or an HGX 4-GPU
+// board: hardware a scenario that does not say leaves open, so it widens the
+// band; KempnerForge's rows state the board, an 8-GPU node has no such choice.
+TEST(Sensitivity, TheNvlinkBoardIsAnInputOfNodesOfTwoToFourGpus) {
+  const std::string field = "cluster.intra_node.full_mesh_gpus";
+  const auto four = input_of("fsdp2blog-h100-smollm3-3b-zero2-4g", field);
+  ASSERT_TRUE(four.has_value());
+  EXPECT_EQ(four->simulated, "NVSwitch");
+  EXPECT_TRUE(four->widens_band());
+  ASSERT_EQ(four->values.size(), 1u);
+  EXPECT_EQ(four->values[0].overrides.front().value, "4");
+  EXPECT_FALSE(input_of("kempnerforge-h200-7b-tp2-2g", field).has_value());
+  EXPECT_FALSE(input_of("yafsdp-fsdp1-a100-llama2-7b-s2048-64g", field).has_value());
+}
+
 // Whole or split routed experts is an input of a mixture of experts under tp
 // with ep: stated on Megatron-MoE-ModelZoo's row (whole, expert_tp 1; split
 // its other value), absent where tp is 1.

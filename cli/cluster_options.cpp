@@ -63,7 +63,8 @@ void ClusterOptions::add_to(CLI::App* command) {
   command
       ->add_option("--gpus-per-node", gpus_per_node,
                    "GPUs in one node (cluster.gpus_per_node; default with --model: the GPU's NVLink domain, 8, or 72 for gb200); on a scenario the GPU count "
-                   "stays and the nodes follow")
+                   "stays and the nodes follow. Four on an HGX 4-GPU board (no NVSwitch): also "
+                   "--set cluster.intra_node.full_mesh_gpus=4")
       ->transform(field_check("Cluster", "gpus_per_node", true));
   command
       ->add_option("--nics-per-node", nics_per_node, "NICs in one node (cluster.nics.per_node; default: one per GPU)")

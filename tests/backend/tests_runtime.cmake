@@ -337,7 +337,7 @@ if(RAGGED_HAVE_MPI AND MPIEXEC_EXECUTABLE)
         ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OPENBLAS_NUM_THREADS=1"
         PROCESSORS 2
         RESOURCE_LOCK ragged_mpi
-        TIMEOUT 90)
+        TIMEOUT 180)  # a loaded machine's slow mpirun start (lost_rank_lib.sh waits up to 60 s for it)
     endforeach()
   endif()
 endif()

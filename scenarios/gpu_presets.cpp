@@ -93,8 +93,9 @@ namespace ragged::scenarios {
 //   448 GB/s aggregate is the GPU's NVLink-like bandwidth; a group of k < 8
 //   GPUs has only k - 1 links to its members, which the full mesh gives it
 //   (full_mesh_gpus 8, the default of cluster.intra_node.full_mesh_gpus on a
-//   node of at most 8; docs/SIMULATOR.md section 2). Capacity: ROCm reports 205,822,885,888
-//   bytes (rocm-smi "VRAM Total Memory", HIP totalGlobalMem) = 191.69 GiB.
+//   node of at most 8; docs/SIMULATOR.md section 2). Capacity: ROCm reports
+//   205,822,885,888 bytes (rocm-smi "VRAM Total Memory", HIP totalGlobalMem)
+//   = 191.69 GiB.
 //   RCCL implements NCCL's ring algorithms; the simulator treats it as NCCL.
 // h200 (checked for issue 51): NVIDIA H200 SXM, https://www.nvidia.com/en-us/data-center/h200/:
 //   FP16/BF16 1,979 TFLOP/s with sparsity -> 989.5 dense (the H100's

@@ -38,8 +38,10 @@ double hbm_traffic_per_byte(OpKind kind) {
 double gpu_send_rate(const std::vector<Flow>& unit_flows, const ClusterSpec& cluster) {
   double nvlink = 0, port = 0, busiest_pair = 0;
   for (const Flow& f : unit_flows) {
-    if (f.src == Endpoint{0, 0}) nvlink += f.bytes;
-    if (f.src == Endpoint{0, 0}) busiest_pair = std::max(busiest_pair, f.bytes);
+    if (f.src == Endpoint{0, 0}) {
+      nvlink += f.bytes;
+      busiest_pair = std::max(busiest_pair, f.bytes);
+    }
     if (f.src == Endpoint{0, -1}) port += f.bytes;
   }
   // On a full mesh each peer's bytes take their own pair's links.

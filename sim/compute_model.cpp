@@ -134,6 +134,7 @@ ComputeModel::ComputeModel(GpuComputeSpec spec) : spec_(std::move(spec)) {
   RAGGED_ASSERT(spec_.attention_forward_efficiency > 0 && spec_.attention_backward_efficiency > 0 &&
                     spec_.memory_efficiency > 0 && spec_.launch_seconds >= 0,
                 "a compute spec needs positive efficiencies");
+  RAGGED_ASSERT(spec_.gemm_fill_k > 0, "a compute spec needs a positive GEMM fill depth");
   auto flops = [](const GemmPoint& p) { return gemm_flops_of_one({p.m, p.n, p.k, 1}); };
   for (const GemmPoint& p : spec_.gemm) {
     RAGGED_ASSERT(flops(p) > 0 && p.flops_per_s > 0, "a GEMM point needs a positive shape and rate");
@@ -147,8 +148,9 @@ ComputeModel::ComputeModel(GpuComputeSpec spec) : spec_(std::move(spec)) {
   for (const GemmPoint& p : spec_.gemm) {
     if (!merged.empty() && flops(merged.back()) == flops(p)) {
       ++same;
-      const double at_depth = p.flops_per_s * gemm_k_loop_efficiency(static_cast<double>(merged.back().k)) /
-                              gemm_k_loop_efficiency(static_cast<double>(p.k));
+      const double fill = spec_.gemm_fill_k;
+      const double at_depth = p.flops_per_s * gemm_k_loop_efficiency(static_cast<double>(merged.back().k), fill) /
+                              gemm_k_loop_efficiency(static_cast<double>(p.k), fill);
       merged.back().flops_per_s += (at_depth - merged.back().flops_per_s) / same;
     } else {
       merged.push_back(p);
@@ -246,6 +248,9 @@ ComputeModel ComputeModel::from_calibration(const std::filesystem::path& path, c
   // preset's GPU class).
   spec.persistent_gemms =
       root.contains("persistent_gemms") ? f.boolean(root, "persistent_gemms", "persistent_gemms") : table->persistent_gemms;
+  // How deep the part's kernels fill their K loop is its GPU class's: the
+  // file's GEMMs are too few shapes to measure it.
+  spec.gemm_fill_k = table->gemm_fill_k;
   // Optional: the share of its GEMM points' rates the device keeps over
   // seconds of back-to-back work (absent: the points are taken as sustained).
   if (root.contains("sustained_clock")) spec.sustained_clock = f.fraction(root, "sustained_clock", "sustained_clock");
@@ -330,7 +335,7 @@ GemmRate ComputeModel::gemm_rate(double flops) const {
   return {lo.flops_per_s + t * (hi.flops_per_s - lo.flops_per_s), k_of(lo) * std::pow(k_of(hi) / k_of(lo), t)};
 }
 
-double gemm_k_loop_efficiency(double k) { return k / (k + kGemmPipelineFillK); }
+double gemm_k_loop_efficiency(double k, double fill) { return k / (k + fill); }
 
 double ComputeModel::fastest_gemm_rate() const {
   double fastest = 0;
@@ -350,7 +355,8 @@ double ComputeModel::gemm_work_seconds(const planner::Gemm& gemm) const {
   // slow a shallow GEMM down but never lift a deep one above the fastest
   // rate the table measured.
   const GemmRate table = gemm_rate(one);
-  const double depth = gemm_k_loop_efficiency(k) / gemm_k_loop_efficiency(table.k);
+  const double fill = spec_.gemm_fill_k;
+  const double depth = gemm_k_loop_efficiency(k, fill) / gemm_k_loop_efficiency(table.k, fill);
   const double rate = std::min(table.flops_per_s * depth, fastest_gemm_rate());
   const double compute = copies * one / (rate * spec_.clock_factor * spec_.sustained_clock);
   const double traffic = copies * (m * k + k * n + m * n) * kBf16Bytes;

@@ -23,9 +23,10 @@ namespace ragged::sim {
 // shallower than the shapes its table measured at its FLOPs (a small hidden
 // size, a narrow projection's input gradient) spends a larger share of its
 // loop filling, a deeper one (a weight gradient over many tokens) a smaller.
+// The H100's; a part whose kernels fill deeper has its own (gemm_depth.hpp).
 constexpr double kGemmPipelineFillK = 4 * 64;
 // k / (k + fill): the share of a tile's loop that does useful MACs.
-double gemm_k_loop_efficiency(double k);
+double gemm_k_loop_efficiency(double k, double fill = kGemmPipelineFillK);
 
 // A table's rate at some FLOPs and the depth k of the shapes measured there
 // (interpolated geometrically between two points, as the rate is in log FLOPs).
@@ -76,6 +77,9 @@ struct GpuComputeSpec {
   // The caching allocator's driver calls as a calibration file measured them
   // (ragged-gpu-validate section (f)); absent: the assumption of section 8.
   std::optional<DriverCallCosts> driver_calls = std::nullopt;
+  // The depth of k its GEMM kernels spend filling their pipeline
+  // (gemm_k_loop_efficiency; per part in gemm_depth.hpp).
+  double gemm_fill_k = kGemmPipelineFillK;
 };
 
 // One op's time on its GPU, split by the resource that bounds it: a fixed

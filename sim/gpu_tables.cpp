@@ -9,6 +9,7 @@
 
 #include "scenarios/gpu_presets.hpp"
 #include "sim/compute_model.hpp"
+#include "sim/gemm_depth.hpp"
 
 namespace ragged::sim {
 namespace {
@@ -210,6 +211,7 @@ GpuComputeSpec make_spec(const TableInput& in) {
   spec.nccl_ctas_intra_node = in.contention.ctas_intra_node;
   spec.nccl_ctas_inter_node = in.contention.ctas_inter_node;
   spec.persistent_gemms = in.contention.persistent_gemms;
+  spec.gemm_fill_k = gemm_fill_depth(in.name);
   return spec;
 }
 

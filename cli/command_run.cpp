@@ -16,11 +16,9 @@
 #include "backend/run.hpp"
 #include "backend/startup_deadline.hpp"
 #include "backend/watchdog.hpp"
-#ifdef RAGGED_HAVE_CUDA
-#include "backend/cuda/cuda_run.hpp"
-#endif
 #include "cli/cli.hpp"
 #include "cli/commands.hpp"
+#include "cli/run_device.hpp"
 #include "cli/scenario_options.hpp"
 #include "cli/startup_stop_hook.hpp"
 #include "cli/validators.hpp"
@@ -125,19 +123,6 @@ backend::NanInjection parse_injection(const std::string& text) {
   }
   if (injection.tensor.empty()) throw InputError("--inject-nan: name a tensor, as TENSOR or TENSOR@STEP");
   return injection;
-}
-
-// Where the CUDA backend is built, --device cuda runs there.
-backend::RunResult run_on_device(const planner::ResolvedScenario& resolved, const backend::RunOptions& options,
-                                 backend::Communicator& comm) {
-  if (options.device == "cpu") return backend::run(resolved, options, comm);
-#ifdef RAGGED_HAVE_CUDA
-  return backend::gpu::run_on_gpu(resolved, options, comm);
-#else
-  throw InputError(
-      "--device cuda: this build has no CUDA backend (CMake found no CUDA toolkit with NCCL; CUDA lives "
-      "under /usr/local/cuda); rebuild there, or use --device cpu");
-#endif
 }
 
 // How long a rank other than the first waits before saying an input error

@@ -28,26 +28,43 @@ std::filesystem::path own_folder(const char* argv0) {
   return self.parent_path();
 }
 
-std::string missing_run_binary(const std::filesystem::path& folder) {
+std::string missing_run_binary(const std::filesystem::path& folder, std::string_view binary = kRunBinaryName) {
   return fmt::format(
       "'ragged run' executes in {}, which is not built beside ragged in {}; build it with "
       "'cmake --build {} --target {}' (or 'make', which builds everything)",
-      kRunBinaryName, folder.string(), folder.string(), kRunBinaryName);
+      binary, folder.string(), folder.string(), binary);
 }
 
 }  // namespace
 
 bool is_run_command(int argc, char** argv) { return argc > 1 && std::string_view(argv[1]) == "run"; }
 
-int exec_run_binary(char** argv) {
+bool asks_for_cuda(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--device=cuda") return true;
+    if (arg == "--device" && i + 1 < argc && std::string_view(argv[i + 1]) == "cuda") return true;
+  }
+  return false;
+}
+
+const char* run_binary_for(int argc, char** argv) {
+  if (!asks_for_cuda(argc, argv)) return kRunBinaryName;
+  std::error_code error;
+  const bool built = std::filesystem::exists(own_folder(argv[0]) / kCudaRunBinaryName, error);
+  return built ? kCudaRunBinaryName : kRunBinaryName;
+}
+
+int exec_run_binary(int argc, char** argv) {
   const std::filesystem::path folder = own_folder(argv[0]);
-  const std::string run_binary = (folder / kRunBinaryName).string();
+  const char* binary = run_binary_for(argc, argv);
+  const std::string run_binary = (folder / binary).string();
   ::execv(run_binary.c_str(), argv);
   const int error = errno;
   // Every rank of an mpirun job fails alike: rank 0 says so.
   if (backend::launcher_rank() > 0) return error == ENOENT ? kExitBadInput : kExitInternal;
   if (error == ENOENT) {
-    std::cerr << "ragged: error: " << one_line(missing_run_binary(folder)) << '\n';
+    std::cerr << "ragged: error: " << one_line(missing_run_binary(folder, binary)) << '\n';
     return kExitBadInput;
   }
   std::cerr << "ragged: internal error: "

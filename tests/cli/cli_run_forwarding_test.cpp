@@ -48,6 +48,38 @@ TEST(CliRunForwarding, WithoutRunBinaryBesideItSaysHowToBuildIt) {
   EXPECT_NE(result.err.find("not built beside ragged in " + folder.string()), std::string::npos) << result.err;
 }
 
+// --device cuda goes to ragged-run-cuda where it is built (the CUDA
+// executor's own refusal of Muon shows it got there), and says that it is
+// not built where it is not; ragged-run started by hand hands it over alike.
+TEST(CliRunForwarding, CudaRunsInItsOwnBinary) {
+  const std::string line = "run tiny-llama-4xcpu --gpus 1 --optimizer muon --device cuda";
+  const std::string ragged_run = (fs::path(RAGGED_BINARY_DIR) / "ragged-run").string();
+  for (const CliResult& result : {run_binary(line), run_program(ragged_run, line)}) {
+#ifdef RAGGED_HAVE_CUDA
+    expect_one_line_error(result, "training.optimizer");
+    EXPECT_EQ(result.err.find("ragged-run-cuda"), std::string::npos) << result.err;
+#else
+    expect_one_line_error(result, "ragged-run-cuda, which has, is not built beside it");
+#endif
+  }
+}
+
+// The host binary loads no CUDA library: their start-up would cost every rank
+// of every host run (cli/run_device.hpp).
+TEST(CliRunForwarding, TheHostRunBinaryLinksNoCudaLibrary) {
+  const fs::path folder(RAGGED_BINARY_DIR);
+  const CliResult host = run_program("ldd", (folder / "ragged-run").string());
+  ASSERT_EQ(host.code, 0) << host.err;
+  for (const char* library : {"libcudart", "libcublas", "libnccl"}) {
+    EXPECT_EQ(host.out.find(library), std::string::npos) << library << " in\n" << host.out;
+  }
+#ifdef RAGGED_HAVE_CUDA
+  const CliResult cuda = run_program("ldd", (folder / "ragged-run-cuda").string());
+  ASSERT_EQ(cuda.code, 0) << cuda.err;
+  EXPECT_NE(cuda.out.find("libcublas"), std::string::npos) << cuda.out;
+#endif
+}
+
 TEST(CliRunForwarding, InProcessLightCommandLineNamesRunBinary) {
   const std::vector<const char*> argv = {"ragged", "run", "tiny-llama-4xcpu"};
   std::ostringstream out, err;

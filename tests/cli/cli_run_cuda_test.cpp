@@ -41,13 +41,7 @@ TEST(CliRunCuda, RefusesWhatNeitherExecutorComputes) {
   auto block = run_cli({"run", "--model", "gpt2-xl", "--gpus", "1", "--layers", "1", "--device", "cuda"});
   EXPECT_EQ(block.code, 2) << block.out;
   EXPECT_NE(block.err.find("LayerNorm with bias"), std::string::npos) << block.err;
-  auto metrics = run_cli({"run", "tiny-llama-4xcpu", "--gpus", "1", "--device", "cuda", "--set",
-                          "training.outputs.logits=true", "--set", "training.outputs.held_until_next_forward=true",
-                          "--set", "training.outputs.metric_cross_entropies=2"});
-  EXPECT_EQ(metrics.code, 2);
-  EXPECT_NE(metrics.err.find("training.outputs.metric_cross_entropies: 2: `ragged run` computes the loss only"),
-            std::string::npos)
-      << metrics.err;
+  testing::expect_logit_metrics_refused("cuda");
 }
 
 // On a GPU the tiny Llama and the tiny MoE run the Program on the device and

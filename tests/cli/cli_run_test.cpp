@@ -184,13 +184,7 @@ TEST_F(CliRun, BadRequests) {
       << per_parameter.err;
   // A training loop's metrics over the logits are simulated, not run (on
   // the GPU too: CliRunCuda).
-  auto metrics = run_cli({"run", "tiny-llama-4xcpu", "--gpus", "1", "--device", "cpu", "--set",
-                          "training.outputs.logits=true", "--set", "training.outputs.held_until_next_forward=true",
-                          "--set", "training.outputs.metric_cross_entropies=2"});
-  EXPECT_EQ(metrics.code, 2);
-  EXPECT_NE(metrics.err.find("training.outputs.metric_cross_entropies: 2: `ragged run` computes the loss only"),
-            std::string::npos)
-      << metrics.err;
+  testing::expect_logit_metrics_refused("cpu");
   // A loop that never steps its optimizer is simulated, not run.
   auto no_step = run_cli({"run", "tiny-llama-4xcpu", "--gpus", "1", "--set", "training.optimizer_step=false"});
   EXPECT_EQ(no_step.code, 2);

@@ -59,4 +59,14 @@ void expect_one_line_error(const CliResult& result, const std::string& needle) {
   EXPECT_EQ(result.err.find('\n'), result.err.size() - 1) << result.err;
 }
 
+void expect_logit_metrics_refused(const std::string& device) {
+  const CliResult metrics = run_cli(
+      {"run", "tiny-llama-4xcpu", "--gpus", "1", "--device", device, "--set", "training.outputs.logits=true", "--set",
+       "training.outputs.held_until_next_forward=true", "--set", "training.outputs.metric_cross_entropies=2"});
+  EXPECT_EQ(metrics.code, 2) << device;
+  EXPECT_NE(metrics.err.find("training.outputs.metric_cross_entropies: 2: `ragged run` computes the loss only"),
+            std::string::npos)
+      << device << ": " << metrics.err;
+}
+
 }  // namespace ragged::cli::testing

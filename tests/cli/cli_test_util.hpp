@@ -30,4 +30,8 @@ std::string without_sanitizer_notes(const std::string& err);
 // "ragged: error: ..." on stderr containing `needle` (gtest expectations).
 void expect_one_line_error(const CliResult& result, const std::string& needle);
 
+// `ragged run` on `device` (in-process) refuses a loop that computes metrics
+// over the logits: they are simulated, not run, on either executor.
+void expect_logit_metrics_refused(const std::string& device);
+
 }  // namespace ragged::cli::testing

@@ -1,6 +1,8 @@
 #include "validation/validation_run.hpp"
 
+#include <algorithm>
 #include <mutex>
+#include <numeric>
 #include <optional>
 
 #include <fmt/format.h>
@@ -97,6 +99,26 @@ void predict_row(RowResult& row, const planner::ResolvedScenario& resolved, cons
   }
 }
 
+// The rows in the order to simulate them: the likely longest first, so that
+// the jobs finish together instead of one pipeline row running alone at the
+// end. A row's simulation grows with its micro-batches times its pipeline
+// stages (each stage a node of its own that symmetric mode cannot fold). The
+// repository's set, replayed on two jobs from the simulation_wall_s of its
+// rows (`ragged validate --json`, 2026-12-02): 131 s in this order, the best
+// any order gives, against 145 s in the file's. Results keep the file's order.
+std::vector<size_t> longest_first(const std::vector<std::optional<planner::ResolvedScenario>>& resolved) {
+  std::vector<int64_t> cost(resolved.size(), 0);
+  for (size_t k = 0; k < resolved.size(); ++k) {
+    if (!resolved[k]) continue;
+    const scenarios::Training& training = resolved[k]->scenario().training();
+    cost[k] = std::max<int64_t>(1, training.gradient_accumulation_steps()) * std::max(1, training.mesh().pp());
+  }
+  std::vector<size_t> order(resolved.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return cost[a] > cost[b]; });
+  return order;
+}
+
 }  // namespace
 
 std::vector<RowResult> run_validation(const ValidationSet& set, const RunOptions& options) {
@@ -134,7 +156,8 @@ std::vector<RowResult> run_validation(const ValidationSet& set, const RunOptions
     ++done;
     if (options.progress) options.progress(done, rows.size(), rows[k]);
   };
-  for_each_index(rows.size(), options.jobs, predict);
+  const std::vector<size_t> order = longest_first(resolved);
+  for_each_index(order.size(), options.jobs, [&](size_t i) { predict(order[i]); });
   return rows;
 }
 

@@ -35,6 +35,12 @@ std::string missing_run_binary(const std::filesystem::path& folder, std::string_
       binary, folder.string(), folder.string(), binary);
 }
 
+const char* run_binary_in(const std::filesystem::path& folder, int argc, char** argv) {
+  if (!asks_for_cuda(argc, argv)) return kRunBinaryName;
+  std::error_code error;
+  return std::filesystem::exists(folder / kCudaRunBinaryName, error) ? kCudaRunBinaryName : kRunBinaryName;
+}
+
 }  // namespace
 
 bool is_run_command(int argc, char** argv) { return argc > 1 && std::string_view(argv[1]) == "run"; }
@@ -48,16 +54,11 @@ bool asks_for_cuda(int argc, char** argv) {
   return false;
 }
 
-const char* run_binary_for(int argc, char** argv) {
-  if (!asks_for_cuda(argc, argv)) return kRunBinaryName;
-  std::error_code error;
-  const bool built = std::filesystem::exists(own_folder(argv[0]) / kCudaRunBinaryName, error);
-  return built ? kCudaRunBinaryName : kRunBinaryName;
-}
+const char* run_binary_for(int argc, char** argv) { return run_binary_in(own_folder(argv[0]), argc, argv); }
 
 int exec_run_binary(int argc, char** argv) {
   const std::filesystem::path folder = own_folder(argv[0]);
-  const char* binary = run_binary_for(argc, argv);
+  const char* binary = run_binary_in(folder, argc, argv);
   const std::string run_binary = (folder / binary).string();
   ::execv(run_binary.c_str(), argv);
   const int error = errno;

@@ -33,9 +33,13 @@ double log_misfit(const DepthRow& row, double fill) {
 }  // namespace
 
 double fitted_fill_depth(const DepthRow& row) {
-  double best = 1;
-  for (double fill = 1; fill <= 4 * kXlaDepths.back(); fill += 1) {
-    if (log_misfit(row, fill) < log_misfit(row, best)) best = fill;
+  double best = 1, best_misfit = log_misfit(row, best);
+  for (double fill = 2; fill <= 4 * kXlaDepths.back(); fill += 1) {
+    const double misfit = log_misfit(row, fill);
+    if (misfit < best_misfit) {
+      best = fill;
+      best_misfit = misfit;
+    }
   }
   return best;
 }

@@ -12,6 +12,7 @@
 
 #include "backend/communicator.hpp"
 #include "cli/cli.hpp"
+#include "common/heap_policy.hpp"
 
 namespace ragged::cli {
 namespace {
@@ -57,6 +58,7 @@ void say_stopped(int signal) {
 }  // namespace
 
 int process_main(int argc, char** argv, CommandLine command_line) {
+  keep_freed_memory_in_the_heap();
   g_say_stopped = backend::launcher_rank() <= 0;
   std::signal(SIGPIPE, SIG_IGN);
   for (int signal : {SIGHUP, SIGTERM, SIGINT}) std::signal(signal, say_stopped);

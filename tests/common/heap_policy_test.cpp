@@ -1,0 +1,36 @@
+// The heap policy of the ragged binaries: a block of a few MiB comes from the
+// heap, and once freed the heap keeps it (the program break does not fall back).
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "common/heap_policy.hpp"
+
+namespace ragged {
+namespace {
+
+TEST(HeapPolicy, AFreedBlockOfAFewMiBStaysInTheHeap) {
+#if !defined(__GLIBC__)
+  GTEST_SKIP() << "the policy is glibc's mallopt; this C library is not glibc";
+#else
+  keep_freed_memory_in_the_heap();
+  constexpr size_t kBytes = size_t{4} << 20;  // glibc's default serves it with its own mmap
+  const auto break_now = [] { return reinterpret_cast<uintptr_t>(sbrk(0)); };
+  const uintptr_t before = break_now();
+  void* block = std::malloc(kBytes);
+  ASSERT_NE(block, nullptr);
+  std::memset(block, 1, kBytes);
+  const uintptr_t grown = break_now();
+  EXPECT_GE(grown, before + kBytes) << "the block did not come from the heap";
+  std::free(block);
+  EXPECT_EQ(break_now(), grown) << "the heap gave the freed block back to the kernel";
+#endif
+}
+
+}  // namespace
+}  // namespace ragged

@@ -41,7 +41,7 @@ endfunction()
 function(ragged_add_test name)
   cmake_parse_arguments(ARG "" "" "SRCS;DEPS;LABELS" ${ARGN})
   add_executable(test_${name} ${ARG_SRCS})
-  target_link_libraries(test_${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main)
+  target_link_libraries(test_${name} PRIVATE ${ARG_DEPS} GTest::gtest ragged_test_main)
   target_compile_definitions(test_${name} PRIVATE
     RAGGED_SOURCE_DIR="${PROJECT_SOURCE_DIR}" RAGGED_BINARY_DIR="${PROJECT_BINARY_DIR}")
   ragged_set_warnings(test_${name})

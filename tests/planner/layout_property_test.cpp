@@ -15,7 +15,6 @@
 #include <gtest/gtest.h>
 
 #include "common/errors.hpp"
-#include "common/heap_policy.hpp"
 #include "planner/dbuffer.hpp"
 #include "planner/layout_check.hpp"
 #include "planner/layout_strategy.hpp"
@@ -236,10 +235,6 @@ struct Strategy {
 };
 
 TEST(LayoutProperty, TenThousandRandomUnitsEveryStrategy) {
-  // As the ragged binaries do: each RaggedShard of a large world is two vectors of m entries, built
-  // and dropped tensor after tensor (44 s of CPU on the 2-core build machine, 32 of it in the
-  // kernel, against 6.5 s with the policy).
-  keep_freed_memory_in_the_heap();
   std::vector<Strategy> strategies;
   for (auto make : {make_ragged_strategy, make_vescale_paper_strategy, make_fsdp1_strategy, make_fsdp2_strategy,
                     make_zero3_strategy, make_megatron_strategy}) {

@@ -158,11 +158,22 @@ void ProgramBuilder::mesh_before(int u, int mb, Pass pass, std::vector<uint32_t>
     issue_gather_steps(u, mb, pass, part, sides.gathered, input);
     return;
   }
+  const std::optional<uint32_t> routed = w_.last_on(Stream::kCompute);
   for (const MeshCollective& c : mesh_collectives(spec(u), *in_.model, mesh_, batch_, bytes_.param, pass, part)) {
     if (c.after_compute) continue;
     deps.push_back(w_.collective(c.kind, mesh_stream(c.group), c.group, u, mb, mesh_label(u, c, pass, part), c.bytes,
                                  -1, input));
     mark_mesh_op(program_.ops[deps.back()], c, pass, part);
+    // A dropless dispatch's all-to-all takes its split sizes as host
+    // integers: the CPU copies the router's token counts and waits for them
+    // before it issues the dispatch (torchtitan's ExpertParallel, a blocking
+    // `.to("cpu")`; Megatron-Core's all-to-all dispatcher, one
+    // `d2h_event.synchronize()` a forward; DeepEP's normal dispatch, the CPU
+    // spinning on `moe_recv_counter`), so every kernel after it is issued
+    // with the GPU's queue drained. The backward reuses the sizes.
+    if (c.group == Group::kExpert && c.kind == OpKind::kAllToAll && pass != Pass::kBackward && routed) {
+      host(deps.back()).waits = {*routed};
+    }
   }
 }
 

@@ -3,6 +3,7 @@
 // emits (uneven routers, DeepEP, whole experts under tp), the experts' FSDP
 // group and ownership; where each group's ranks lie.
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -49,6 +50,41 @@ TEST(MeshProgram, ExpertParallelDispatchAndCombineBytes) {
       EXPECT_EQ(op.group, Group::kExpertShard) << op.name;
     }
   }
+}
+
+// The dispatch's split sizes are host integers: the CPU waits for the
+// router's kernels (the compute stream's op before the dispatch) before it
+// issues a forward's or a recompute's dispatch; the backward's all-to-alls
+// reuse the sizes and wait for nothing.
+TEST(MeshProgram, TheForwardDispatchWaitsOnTheCpuForTheRouter) {
+  ProgramSetup s(std::string(kSequence) + "mesh { ep: 4 } activation_checkpointing: FULL", kTinyMoe);
+  const Program p = s.build();
+  int forward = 0, recompute = 0, backward = 0;
+  for (const Op& op : p.ops) {
+    if (op.group != Group::kExpert || op.kind != OpKind::kAllToAll) continue;
+    const bool dispatch = op.name.find("ep dispatch") != std::string::npos;
+    const bool waits = !op.host.waits.empty();
+    if (op.pass == Pass::kBackward) {
+      EXPECT_FALSE(waits) << op.name;
+      ++backward;
+      continue;
+    }
+    if (!dispatch) {
+      EXPECT_FALSE(waits) << op.name;  // the combine follows the experts' kernels on the GPU alone
+      continue;
+    }
+    ASSERT_EQ(op.host.waits.size(), 1u) << op.name;
+    const Op& router = p.ops[op.host.waits[0]];
+    EXPECT_EQ(router.stream, Stream::kCompute) << op.name;
+    EXPECT_LT(router.id, op.id) << op.name;
+    EXPECT_NE(std::find(op.deps.begin(), op.deps.end(), router.id), op.deps.end())
+        << op.name << " after " << router.name;
+    (op.pass == Pass::kForward ? forward : recompute) += 1;
+  }
+  // Two expert units, one micro-batch: a forward and a recompute dispatch each.
+  EXPECT_EQ(forward, 2);
+  EXPECT_EQ(recompute, 2);
+  EXPECT_EQ(backward, 4);
 }
 
 // An uneven router: the rank holding the busiest expert receives more than

@@ -11,12 +11,22 @@
 
 #include "common/heap_policy.hpp"
 
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define RAGGED_SANITIZED_ALLOCATOR 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#define RAGGED_SANITIZED_ALLOCATOR 1
+#endif
+#endif
+
 namespace ragged {
 namespace {
 
 TEST(HeapPolicy, AFreedBlockOfAFewMiBStaysInTheHeap) {
 #if !defined(__GLIBC__)
   GTEST_SKIP() << "the policy is glibc's mallopt; this C library is not glibc";
+#elif defined(RAGGED_SANITIZED_ALLOCATOR)
+  GTEST_SKIP() << "a sanitizer's allocator serves malloc here, not glibc's heap";
 #else
   keep_freed_memory_in_the_heap();
   constexpr size_t kBytes = size_t{4} << 20;  // glibc's default serves it with its own mmap

@@ -152,13 +152,13 @@ void ProgramBuilder::mesh_before(int u, int mb, Pass pass, std::vector<uint32_t>
     deps.insert(deps.end(), input.begin(), input.end());
   }
   if (mesh_.fsdp_only()) return;
-  if (const auto last = w_.last_on(Stream::kCompute)) input.push_back(*last);
+  const std::optional<uint32_t> last_compute = w_.last_on(Stream::kCompute);  // the router's, before a dispatch
+  if (last_compute) input.push_back(*last_compute);
   const TpOverlapSides sides = overlap_sides(u, pass, part);
   if (sides.gathered > 0) {
     issue_gather_steps(u, mb, pass, part, sides.gathered, input);
     return;
   }
-  const std::optional<uint32_t> routed = w_.last_on(Stream::kCompute);
   for (const MeshCollective& c : mesh_collectives(spec(u), *in_.model, mesh_, batch_, bytes_.param, pass, part)) {
     if (c.after_compute) continue;
     deps.push_back(w_.collective(c.kind, mesh_stream(c.group), c.group, u, mb, mesh_label(u, c, pass, part), c.bytes,
@@ -171,8 +171,8 @@ void ProgramBuilder::mesh_before(int u, int mb, Pass pass, std::vector<uint32_t>
     // `d2h_event.synchronize()` a forward; DeepEP's normal dispatch, the CPU
     // spinning on `moe_recv_counter`), so every kernel after it is issued
     // with the GPU's queue drained. The backward reuses the sizes.
-    if (c.group == Group::kExpert && c.kind == OpKind::kAllToAll && pass != Pass::kBackward && routed) {
-      host(deps.back()).waits = {*routed};
+    if (c.group == Group::kExpert && c.kind == OpKind::kAllToAll && pass != Pass::kBackward && last_compute) {
+      host(deps.back()).waits = {*last_compute};
     }
   }
 }

@@ -161,9 +161,12 @@ void check_plan_for_run(const planner::ResolvedScenario& resolved, const planner
                      "`ragged run` splits the routed experts over the tp ranks: leave expert_tp unset");
   }
   // The executors' routers are what they are; an uneven load is the simulator's what-if.
-  if (training.experts().busiest_load() != 1.0 || training.experts().kernel() == scenarios::PADDED) {
-    throw InputError("training.experts: an uneven router load and the PADDED expert kernel are simulated only (`ragged "
-                     "simulate`); `ragged run` routes its own tokens: remove the experts block");
+  if (training.experts().busiest_load() != 1.0 || training.experts().kernel() == scenarios::PADDED ||
+      training.experts().kernel() == scenarios::MULTI_STREAM) {
+    throw InputError(
+        "training.experts: an uneven router load and the PADDED and MULTI_STREAM expert kernels are "
+        "simulated only (`ragged simulate`); `ragged run` routes its own tokens and runs its own expert "
+        "GEMMs: remove the experts block");
   }
   // The executors' attention reads the kv heads; the copies are another stack's cost.
   if (training.kv_heads() == scenarios::REPEATED_KV) {

@@ -75,8 +75,10 @@ enum class LossKernel {
 // or one fused kernel each way (Transformer Engine's RMSNorm).
 enum class NormKernel { kEager, kFused };
 // How the routed experts a rank holds run (scenario training.experts.kernel):
-// each over its own tokens, or every one padded to the busiest one's count.
-enum class ExpertKernel { kGrouped, kPadded };
+// each over its own tokens in one launch, each over its own tokens as a
+// library call of its own (Transformer Engine's GroupedLinear), or every one
+// padded to the busiest one's count.
+enum class ExpertKernel { kGrouped, kPadded, kMultiStream };
 
 // The tensors of a dense transformer block a named checkpointing policy can
 // keep (scenario training.saved_activations; docs/MODELS.md, "Named
@@ -300,7 +302,7 @@ struct ModelSplit {
 // same, only their split moves), the load itself with one expert a rank.
 double busiest_rank_tokens(const ArchConfig& arch, int64_t local, double load);
 // The routed-expert work of that rank over a balanced rank's: its tokens
-// (kGrouped), or every local expert at the busiest one's count (kPadded).
+// (kGrouped, kMultiStream), or every local expert at the busiest one's count (kPadded).
 double routed_work_factor(const ArchConfig& arch, int64_t local, const KernelChoices& kernels);
 // The highest busiest-expert load a router can give: every token on the same
 // top_k experts (experts / top_k); 1 for a dense model.

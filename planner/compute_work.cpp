@@ -163,6 +163,22 @@ double elementwise_bytes(const models::UnitSpec& unit, const MicroBatch& batch, 
   return per_token * static_cast<double>(batch.tokens());
 }
 
+// One of a unit's GEMMs at rows x cols x depth: the routed experts under
+// ExpertKernel::kMultiStream run one library call per expert, spread over
+// Transformer Engine's 4 compute streams (nvte_get_num_compute_streams,
+// transformer_engine/common/util/multi_stream.cpp).
+constexpr int64_t kTransformerEngineComputeStreams = 4;
+
+Gemm unit_gemm(const models::GemmShape& g, const MicroBatch& batch, int64_t m, int64_t n, int64_t k,
+               bool weight_gradient = false) {
+  Gemm gemm{m, n, k, g.count, weight_gradient};
+  if (g.routed_experts && batch.kernels.expert_kernel == models::ExpertKernel::kMultiStream) {
+    gemm.launches = g.count;
+    gemm.streams = kTransformerEngineComputeStreams;
+  }
+  return gemm;
+}
+
 // The kernels of a unit's forward element-wise ops, eager or fused.
 int64_t elementwise_kernels(const models::UnitSpec& unit, const MicroBatch& batch, models::UnitPart part,
                             Ops ops = Ops::kAll) {
@@ -183,8 +199,8 @@ ComputeWork backward_work(const models::UnitSpec& unit, const MicroBatch& batch,
   for (const models::GemmShape& g : unit.compute.gemms) {
     if (chunked_logits(g, batch) || !in_part(g.part, part)) continue;
     const int64_t m = gemm_rows(g, batch);
-    work.gemms.push_back({m, g.k, g.n, g.count});  // dX = dY @ W: [m x n] @ [n x k]
-    work.gemms.push_back({g.n, g.k, m, g.count, true});  // dW = dY^T @ X: [n x m] @ [m x k]
+    work.gemms.push_back(unit_gemm(g, batch, m, g.k, g.n));        // dX = dY @ W: [m x n] @ [n x k]
+    work.gemms.push_back(unit_gemm(g, batch, g.n, g.k, m, true));  // dW = dY^T @ X: [n x m] @ [m x k]
   }
   work.attention = attention(unit, batch, 2.5, part);
   if (math_attention(unit, batch, part)) add_math_backward(unit, batch, work);
@@ -214,10 +230,10 @@ ComputeWork forward_work(const models::UnitSpec& unit, const MicroBatch& batch, 
   for (const models::GemmShape& g : unit.compute.gemms) {
     if (!in_part(g.part, part)) continue;
     const int64_t m = gemm_rows(g, batch);
-    work.gemms.push_back({m, g.n, g.k, g.count});
+    work.gemms.push_back(unit_gemm(g, batch, m, g.n, g.k));
     if (chunked_logits(g, batch)) {  // the logits' gradient is known in the forward
-      work.gemms.push_back({m, g.k, g.n, g.count});
-      work.gemms.push_back({g.n, g.k, m, g.count});
+      work.gemms.push_back(unit_gemm(g, batch, m, g.k, g.n));
+      work.gemms.push_back(unit_gemm(g, batch, g.n, g.k, m));
     }
   }
   work.attention = attention(unit, batch, 1.0, part);
@@ -268,7 +284,7 @@ ComputeWork recompute_work(const models::UnitSpec& unit, const MicroBatch& batch
   // what the whole block would.
   for (size_t i = first; i < gemms.size(); i += 2) {
     if (!in_part(gemms[i].part, part)) continue;
-    work.gemms.push_back({gemm_rows(gemms[i], batch), gemms[i].n, gemms[i].k, gemms[i].count});
+    work.gemms.push_back(unit_gemm(gemms[i], batch, gemm_rows(gemms[i], batch), gemms[i].n, gemms[i].k));
   }
   work.elementwise_bytes = elementwise_bytes(unit, batch, false, part);
   work.elementwise_kernels = elementwise_kernels(unit, batch, part);

@@ -116,7 +116,14 @@ struct Gemm {
   int64_t k = 0;
   int64_t count = 1;
   bool weight_gradient = false;  // a backward's dW = dY^T X (what ZB-H1 runs apart)
+  // The kernels the copies run as, each issued by the CPU as a library call
+  // of its own: 1 (one batched or grouped launch), or `count` (one GEMM per
+  // routed expert: ExpertKernel::kMultiStream), spread over `streams`.
+  int64_t launches = 1;
+  int64_t streams = 1;
   double flops() const { return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(count); }
+  // The launches one after another on one stream (the others run beside them).
+  int64_t serial_launches() const { return (launches + streams - 1) / streams; }
 };
 
 // The attention core of a compute op (FlashAttention style).
@@ -142,12 +149,16 @@ struct ComputeWork {
   double other_flops = 0;        // non-GEMM math (Newton-Schulz is GEMMs; this is for the rest)
   // Kernels the element-wise traffic runs as: one per torch op in eager
   // PyTorch (eager_kernels.hpp), one per fused op when compiled. Each GEMM
-  // entry and the attention core are one kernel of their own.
+  // entry (Gemm::launches of them) and the attention core are kernels of
+  // their own.
   int64_t elementwise_kernels = 0;
-  // Framework ops (each launching its kernel) the work is issued as.
-  int64_t kernels() const {
-    return static_cast<int64_t>(gemms.size()) + (attention.flops > 0 ? 1 : 0) + elementwise_kernels;
+  int64_t gemm_kernels() const {
+    int64_t n = 0;
+    for (const Gemm& g : gemms) n += g.launches;
+    return n;
   }
+  // Framework ops (each launching its kernel) the work is issued as.
+  int64_t kernels() const { return gemm_kernels() + (attention.flops > 0 ? 1 : 0) + elementwise_kernels; }
 };
 
 // What the framework's CPU thread does to issue an op (docs/SIMULATOR.md,

@@ -174,8 +174,17 @@ models::KernelChoices kernel_choices(const scenarios::Training& training) {
   kernels.eager_blocks = !training.compiled();
   kernels.repeated_kv = training.kv_heads() == scenarios::REPEATED_KV;
   kernels.expert_load = training.experts().busiest_load();
-  kernels.expert_kernel =
-      training.experts().kernel() == scenarios::PADDED ? models::ExpertKernel::kPadded : models::ExpertKernel::kGrouped;
+  switch (training.experts().kernel()) {
+    case scenarios::PADDED:
+      kernels.expert_kernel = models::ExpertKernel::kPadded;
+      break;
+    case scenarios::MULTI_STREAM:
+      kernels.expert_kernel = models::ExpertKernel::kMultiStream;
+      break;
+    default:
+      kernels.expert_kernel = models::ExpertKernel::kGrouped;
+      break;
+  }
   kernels.saved_names = saved_names(training);
   // A vocabulary-parallel loss runs through DTensor's loss_parallel handlers
   // (torch/distributed/tensor/parallel/loss.py, _log_softmax: the fp32

@@ -114,6 +114,13 @@ constexpr double kA100MaxClock = 1410;
 constexpr double kB200MaxClock = 1965;
 constexpr double kMi300xMaxClock = 2100;
 
+// The GB200's Grace CPU issues eager PyTorch ops at a third of the pace of a
+// DGX H100's Xeon Platinum 8480C: a torch Linear forward (bf16, hidden 2,048,
+// 8,192 tokens) takes 37.08 us of CPU on a GB200 and 13.48 us on the DGX,
+// with the same script (NVIDIA/TransformerEngine issue 2053, 2025-08-11,
+// "High CPU overhead on Grace systems"; 33.17 us on a GH200).
+constexpr double kGraceHostIssueSlowdown = 37.08 / 13.48;
+
 const std::vector<GpuPreset>& gpu_presets() {
   constexpr const char* kHopperSource =
       "NVIDIA H100 Tensor Core GPU datasheet (https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet)";
@@ -149,8 +156,8 @@ const std::vector<GpuPreset>& gpu_presets() {
       {"gb200", "NVIDIA GB200 NVL72 Blackwell GPU (186 GB HBM3e, 1,200 W; 72 per NVLink domain)", 2500.0, 80.0, 185.03,
        8000, 900, 1.0, 1200, 1200, false, kDefaultClockSpread, false, 72,
        "NVIDIA GB200 NVL72 specifications, per GPU (https://www.nvidia.com/en-us/data-center/gb200-nvl72/); "
-       "capacity: nvidia-smi memory.total 189,471 MiB",
-       true, 0},
+       "capacity: nvidia-smi memory.total 189,471 MiB; host: NVIDIA/TransformerEngine issue 2053",
+       true, 0, 0, kGraceHostIssueSlowdown},
       {"mi300x", "AMD Instinct MI300X OAM 192 GB (Infinity Fabric mesh of 8)", 1307.4, 163.4, 191.69, 5300, 448, 1.5,
        750, 750, false, kDefaultClockSpread, false, 8,
        "AMD Instinct MI300X data sheet "

@@ -46,6 +46,10 @@ struct GpuPreset {
   // of cluster.intra_node.full_mesh_gpus where the node fits on one board.
   // 0: an NVSwitch.
   int full_mesh_gpus = 0;
+  // How much longer the CPU the part ships beside takes to issue an eager
+  // PyTorch op than the x86 host of a DGX H100 (Xeon Platinum 8480C), whose
+  // pace the simulator's host costs have (docs/SIMULATOR.md section 6c).
+  double host_issue_slowdown = 1.0;
 };
 
 // Whether SDPA's cuDNN backend has measured rates on `preset` (Hopper and

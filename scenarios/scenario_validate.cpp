@@ -218,8 +218,8 @@ void check_kernels(const Training& t, const Gpu& gpu, Checker& c) {
     c.unknown_value("training.kv_heads", t.kv_heads(), "NATIVE_KV or REPEATED_KV", "NATIVE_KV");
   }
   // The busiest load's ceiling (experts / top_k) needs the model: planner/resolved_scenario.cpp.
-  if (t.experts().kernel() != GROUPED && t.experts().kernel() != PADDED) {
-    c.unknown_value("training.experts.kernel", t.experts().kernel(), "GROUPED or PADDED", "GROUPED");
+  if (t.experts().kernel() != GROUPED && t.experts().kernel() != PADDED && t.experts().kernel() != MULTI_STREAM) {
+    c.unknown_value("training.experts.kernel", t.experts().kernel(), "GROUPED, PADDED or MULTI_STREAM", "GROUPED");
   }
   if (!DType_IsValid(t.experts().reduce())) {
     c.unknown_value("training.experts.reduce", t.experts().reduce(), "FP32, BF16 or FP16",

@@ -432,8 +432,8 @@ OpCost ComputeModel::cost(const planner::Op& op) const {
   c.memory = p.memory;
   if (p.attention > 0) c.sm_kernels.push_back(p.attention);
   if (p.other > 0) c.sm_kernels.push_back(p.other);
-  const int64_t sm_kernels = static_cast<int64_t>(c.sm_kernels.size() + c.persistent.size());
-  c.memory_kernels = p.memory > 0 ? std::max<int64_t>(1, p.kernels - sm_kernels) : 0;
+  // The non-GEMM math is one of the element-wise kernels, run SM-bound.
+  c.memory_kernels = p.memory > 0 ? std::max<int64_t>(1, p.memory_kernels - (p.other > 0 ? 1 : 0)) : 0;
   return c;
 }
 
@@ -448,12 +448,16 @@ ComputeParts ComputeModel::parts_of(const planner::Op& op, OpCost* kernels) cons
     case OpKind::kRecompute:
     case OpKind::kTrainMetrics:
     case OpKind::kOptimizer: {
-      int64_t launches = 0;
+      int64_t launches = 0;         // SM-bound kernels
+      int64_t serial_launches = 0;  // those one after another (a GEMM's copies spread over streams overlap)
       for (const planner::Gemm& gemm : op.work.gemms) {
         const double work = gemm_work_seconds(gemm);
         p.gemm += work;
         p.gemm_flops += gemm.flops();
-        launches += work > 0 ? 1 : 0;
+        if (work > 0) {
+          launches += gemm.launches;
+          serial_launches += gemm.serial_launches();
+        }
         if (kernels != nullptr && work > 0) {
           (persistent_gemms_of(op) ? kernels->persistent : kernels->sm_kernels).push_back(work);
         }
@@ -461,6 +465,7 @@ ComputeParts ComputeModel::parts_of(const planner::Op& op, OpCost* kernels) cons
       p.attention = attention_work_seconds(op.work.attention, op.kind == OpKind::kComputeBwd);
       p.attention_flops = p.attention > 0 ? op.work.attention.flops : 0;
       launches += p.attention > 0 ? 1 : 0;
+      serial_launches += p.attention > 0 ? 1 : 0;
       if (op.work.other_flops > 0) p.other = op.work.other_flops / (spec_.peak_flops * kOtherFlopsEfficiency);
       p.memory = memory_seconds(op.work.elementwise_bytes);
       p.memory_bytes = op.work.elementwise_bytes;
@@ -469,7 +474,8 @@ ComputeParts ComputeModel::parts_of(const planner::Op& op, OpCost* kernels) cons
       int64_t elementwise = op.work.elementwise_kernels;
       if (op.work.elementwise_bytes > 0) elementwise = std::max<int64_t>({elementwise, op.host.framework_ops - launches, 1});
       p.kernels = launches + elementwise;
-      p.launches = static_cast<double>(p.kernels) * spec_.launch_seconds;
+      p.memory_kernels = elementwise;
+      p.launches = static_cast<double>(serial_launches + elementwise) * spec_.launch_seconds;
       return p;
     }
     case OpKind::kCast:
@@ -481,6 +487,7 @@ ComputeParts ComputeModel::parts_of(const planner::Op& op, OpCost* kernels) cons
       p.memory = memory_seconds(static_cast<double>(op.bytes));
       p.memory_bytes = static_cast<double>(op.bytes);
       p.kernels = std::max<int64_t>(1, op.host.framework_ops);
+      p.memory_kernels = p.kernels;
       p.launches = static_cast<double>(p.kernels) * spec_.launch_seconds;
       return p;
     case OpKind::kAlloc:

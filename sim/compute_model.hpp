@@ -111,8 +111,9 @@ struct ComputeParts {
   double other = 0;              // non-GEMM math
   double memory = 0;             // element-wise traffic, copies and casts at the HBM rate
   double memory_bytes = 0;
-  double launches = 0;           // every kernel's launch
+  double launches = 0;  // every kernel's launch (GEMM launches spread over streams overlap)
   int64_t kernels = 0;
+  int64_t memory_kernels = 0;  // the element-wise kernels among them
 };
 
 // The sustained SM clock under a power limit, relative to the clock at the

@@ -6,6 +6,7 @@
 // path"). Every constant carries its source there.
 
 #include "planner/program.hpp"
+#include "scenarios/scenario.pb.h"
 
 namespace ragged::sim {
 
@@ -15,8 +16,9 @@ struct HostCosts {
   double param_view_seconds = 0;     // one parameter's unsharded view set up (view + setattr)
   double param_reshard_seconds = 0;  // one parameter's sharded view restored
 
-  // Eager PyTorch issuing from one Python thread (GPU presets).
-  static HostCosts pytorch_eager();
+  // Eager PyTorch issuing from one Python thread (GPU presets), on a host
+  // `slowdown` times slower than the x86 one the costs were measured on.
+  static HostCosts pytorch_eager(double slowdown = 1.0);
   // No host path (the CPU preset's ranks: the host backend issues from C++
   // and its compute already runs on the CPU).
   static HostCosts none() { return {}; }
@@ -27,5 +29,10 @@ struct HostCosts {
 
 // Seconds the CPU thread spends issuing an op with this host work.
 double host_seconds(const planner::HostWork& work, const HostCosts& costs);
+
+// The scenario's CPU thread: eager PyTorch's on its GPU preset's host
+// (GpuPreset::host_issue_slowdown), none for the nominal CPU rank or when
+// `host_issue` is off (`ragged simulate --no-host-path`).
+HostCosts host_costs_of(const scenarios::Scenario& scenario, bool host_issue);
 
 }  // namespace ragged::sim

@@ -147,8 +147,7 @@ SimulationResult simulate(const planner::ResolvedScenario& resolved, const Simul
   run_options.share_gpu = options.share_gpu;
   // Eager PyTorch's CPU thread issues a GPU rank's ops; a CPU rank's host
   // backend issues from C++ and its time is the compute model's already.
-  const bool gpu_rank = !scenarios::is_host_rank(scenario.cluster().gpu().preset());
-  run_options.host = options.host_issue && gpu_rank ? HostCosts::pytorch_eager() : HostCosts::none();
+  run_options.host = host_costs_of(scenario, options.host_issue);
   const ComputeModel compute = compute_model_of(scenario, options);
   if (compute.spec().driver_calls) run_options.free_policy.driver_calls = *compute.spec().driver_calls;
   // A kernel the compute model has no rates for (a calibration file that

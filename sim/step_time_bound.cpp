@@ -183,8 +183,7 @@ double step_time_lower_bound(const planner::ResolvedScenario& resolved, const pl
   const scenarios::Scenario& scenario = resolved.scenario();
   if (has_whatif(scenario)) return 0;
   // As simulate() chooses them.
-  const bool gpu_rank = !scenarios::is_host_rank(scenario.cluster().gpu().preset());
-  const HostCosts host = options.host_issue && gpu_rank ? HostCosts::pytorch_eager() : HostCosts::none();
+  const HostCosts host = host_costs_of(scenario, options.host_issue);
   return step_time_lower_bound(built.programs, compute_model_of(scenario, options), host);
 }
 

@@ -52,6 +52,52 @@ TEST(MeshProgram, ExpertParallelDispatchAndCombineBytes) {
   }
 }
 
+// Transformer Engine's GroupedLinear (MULTI_STREAM) runs each local
+// expert's GEMM as a cuBLAS call of its own over 4 streams: the same GEMM
+// work as the grouped kernel, one framework op a local expert on the CPU
+// where the grouped kernel issues one, ceil(local / 4) launches one after
+// another on the GPU.
+TEST(MeshProgram, TheMultiStreamKernelIssuesOneGemmPerLocalExpert) {
+  const std::string mesh = std::string(kSequence) + "mesh { ep: 4 } ";
+  ProgramSetup grouped_setup(mesh, kTinyMoe);
+  ProgramSetup multi_setup(mesh + "experts { kernel: MULTI_STREAM }", kTinyMoe);
+  const Program grouped = grouped_setup.build();
+  const Program multi = multi_setup.build();
+  ASSERT_EQ(multi_setup.spec(2).name, "layers.0.experts");
+  const int64_t local = 8 / 4;  // 8 experts over ep 4
+  ASSERT_EQ(grouped.ops.size(), multi.ops.size());
+  int checked = 0;
+  for (size_t i = 0; i < multi.ops.size(); ++i) {
+    const Op& a = grouped.ops[i];
+    const Op& b = multi.ops[i];
+    ASSERT_EQ(a.kind, b.kind);
+    if (b.unit != 2 || (b.kind != OpKind::kComputeFwd && b.kind != OpKind::kComputeBwd)) continue;
+    ASSERT_EQ(a.work.gemms.size(), b.work.gemms.size()) << b.name;
+    int64_t routed = 0;
+    for (size_t g = 0; g < b.work.gemms.size(); ++g) {
+      EXPECT_DOUBLE_EQ(a.work.gemms[g].flops(), b.work.gemms[g].flops()) << b.name;
+      EXPECT_EQ(a.work.gemms[g].launches, 1);
+      if (b.work.gemms[g].launches == 1) continue;
+      ++routed;
+      EXPECT_EQ(b.work.gemms[g].launches, local) << b.name;
+      EXPECT_EQ(b.work.gemms[g].streams, 4) << b.name;
+      EXPECT_EQ(b.work.gemms[g].serial_launches(), 1) << b.name;  // 2 experts on 4 streams
+    }
+    // SwiGLU's gate, up and down projections forward; each one's input and
+    // weight gradients backward.
+    EXPECT_EQ(routed, b.kind == OpKind::kComputeFwd ? 3 : 6) << b.name;
+    std::printf(
+        "%s: %lld routed GEMMs x %lld local experts: framework ops %lld grouped, %lld multi-stream "
+        "(expected %lld)\n",
+        b.name.c_str(), static_cast<long long>(routed), static_cast<long long>(local),
+        static_cast<long long>(a.host.framework_ops), static_cast<long long>(b.host.framework_ops),
+        static_cast<long long>(a.host.framework_ops + routed * (local - 1)));
+    EXPECT_EQ(b.host.framework_ops, a.host.framework_ops + routed * (local - 1)) << b.name;
+    ++checked;
+  }
+  EXPECT_GT(checked, 0);
+}
+
 // The dispatch's split sizes are host integers: the CPU waits for the
 // router's kernels (the compute stream's op before the dispatch) before it
 // issues a forward's or a recompute's dispatch; the backward's all-to-alls

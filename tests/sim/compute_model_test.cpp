@@ -225,6 +225,38 @@ TEST(ComputeOp, CostSplitsLaunchesSmBoundAndHbmBoundWork) {
   EXPECT_EQ(model.cost(op_of(OpKind::kAllGather, {}, 1'000'000'000)).seconds(), 0.0);
 }
 
+// Transformer Engine's GroupedLinear: one GEMM per local expert, each a
+// launch of its own, round-robin over 4 streams. The work is the batched
+// copies' (each at its own shape's rate); the launches on one stream, one
+// after another, are ceil(experts / 4); the element-wise kernels beside them
+// are still theirs alone.
+TEST(ComputeOp, GemmsSpreadOverStreamsLaunchOneAfterAnotherPerStream) {
+  const ComputeModel model = ComputeModel::defaults("h100", kH100Peak, kH100Hbm);
+  ComputeWork batched;
+  batched.gemms = {{1024, 1536, 4096, 16}};
+  batched.elementwise_bytes = 1e7;
+  batched.elementwise_kernels = 2;
+  ComputeWork per_expert = batched;
+  per_expert.gemms[0].launches = 16;
+  per_expert.gemms[0].streams = 4;
+  Op one = op_of(OpKind::kComputeFwd, batched);
+  one.host.framework_ops = batched.kernels();
+  Op many = op_of(OpKind::kComputeFwd, per_expert);
+  many.host.framework_ops = per_expert.kernels();
+  EXPECT_EQ(one.host.framework_ops, 1 + 2);
+  EXPECT_EQ(many.host.framework_ops, 16 + 2);
+  const ComputeParts a = model.parts(one);
+  const ComputeParts b = model.parts(many);
+  EXPECT_DOUBLE_EQ(a.gemm, b.gemm);
+  EXPECT_DOUBLE_EQ(a.launches, (1 + 2) * kLaunch);
+  std::printf("16 experts' GEMMs on 4 streams: launches %.1f us one after another (%.1f batched), kernels %lld\n",
+              b.launches * 1e6, a.launches * 1e6, static_cast<long long>(b.kernels));
+  EXPECT_DOUBLE_EQ(b.launches, (16 / 4 + 2) * kLaunch);
+  EXPECT_EQ(b.kernels, 16 + 2);
+  EXPECT_EQ(model.cost(many).memory_kernels, 2);
+  EXPECT_EQ(model.cost(one).memory_kernels, 2);
+}
+
 TEST(ComputeDefaults, GpuClassesCarryTheirSmsAndNcclCtas) {
   // Section 6b: 132 SMs on Hopper, 108 on A100; NCCL's ring CTAs inside a
   // node (24 on H100/H200/A100, 16 on H800's 8 NVLinks) and across nodes (16).

@@ -14,6 +14,7 @@
 #include "scenarios/gpu_presets.hpp"
 #include "scenarios/scenario_loader.hpp"
 #include "sim/compute_model.hpp"
+#include "sim/host_model.hpp"
 #include "sim/simulation_child.hpp"
 
 namespace ragged::sim {
@@ -130,6 +131,31 @@ std::string tiny(const std::string& preset, int gpus_per_node, int nodes) {
          " }\n"
          "training { strategy: FSDP2 sequence_length: 2048 micro_batch_size: 2 }\n"
          "run { steps: 3 warmup_steps: 1 }\n";
+}
+
+// The CPU thread that issues a rank's ops runs at its host's pace: a
+// GB200's Grace issues a torch op in 37.08 us where a DGX H100's Xeon takes
+// 13.48 (NVIDIA/TransformerEngine issue 2053), every host cost scaled alike;
+// the x86 parts keep the measured costs, the nominal CPU rank has none.
+TEST(GpuPresetSim, TheGb200sGraceIssuesOpsAtItsMeasuredPace) {
+  auto costs = [](const std::string& preset, bool host_issue = true) {
+    const std::string text = tiny(preset, preset == "cpu" ? 4 : 8, 1);
+    return host_costs_of(scenarios::parse_scenario(text, scenarios::ScenarioFormat::kText, "s.textproto", ".").scenario,
+                         host_issue);
+  };
+  const HostCosts x86 = HostCosts::pytorch_eager();
+  const HostCosts grace = costs("gb200");
+  std::printf("framework op: %.2f us on x86, %.2f us on Grace (x %.3f)\n", x86.framework_op_seconds * 1e6,
+              grace.framework_op_seconds * 1e6, grace.framework_op_seconds / x86.framework_op_seconds);
+  EXPECT_DOUBLE_EQ(grace.framework_op_seconds, x86.framework_op_seconds * 37.08 / 13.48);
+  EXPECT_DOUBLE_EQ(grace.list_tensor_seconds, x86.list_tensor_seconds * 37.08 / 13.48);
+  EXPECT_DOUBLE_EQ(grace.param_view_seconds, x86.param_view_seconds * 37.08 / 13.48);
+  EXPECT_DOUBLE_EQ(grace.param_reshard_seconds, x86.param_reshard_seconds * 37.08 / 13.48);
+  for (const char* preset : {"h100", "b200", "a100-80g", "mi300x"}) {
+    EXPECT_DOUBLE_EQ(costs(preset).framework_op_seconds, x86.framework_op_seconds) << preset;
+  }
+  EXPECT_FALSE(costs("cpu").any());
+  EXPECT_FALSE(costs("gb200", false).any());
 }
 
 TEST(GpuPresetSim, ASmallScenarioSimulatesOnEachNewPreset) {

@@ -168,6 +168,12 @@ void check_plan_for_run(const planner::ResolvedScenario& resolved, const planner
         "simulated only (`ragged simulate`); `ragged run` routes its own tokens and runs its own expert "
         "GEMMs: remove the experts block");
   }
+  // The executors' loop measures nothing beside its update.
+  if (training.step_statistics().gradient_zeros()) {
+    throw InputError(
+        "training.step_statistics.gradient_zeros (Megatron-LM's --log-num-zeros-in-grad) is simulated "
+        "only (`ragged simulate`); `ragged run` counts no zeros: remove step_statistics");
+  }
   // The executors' attention reads the kv heads; the copies are another stack's cost.
   if (training.kv_heads() == scenarios::REPEATED_KV) {
     throw InputError("training.kv_heads: REPEATED_KV (keys and values copied to every query head) is simulated only "

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 #include <numeric>
+#include <optional>
 #include <queue>
 
 #include <fmt/format.h>
@@ -174,8 +175,36 @@ std::vector<OwnedMatrix> owned_matrices(const OptimizerContext& c) {
   return matrices;
 }
 
+namespace {
+
+// Megatron-LM's count_zeros_fp32 (megatron/core/optimizer/clip_grads.py):
+// for each parameter, `grad.numel() - torch.count_nonzero(grad)` added to a
+// running total, three torch ops and kernels a parameter reading its
+// gradient once; then `.item()`, on which the CPU waits before the update.
+// The all-reduce of the one-element total is not charged.
+constexpr int64_t kZeroCountOpsPerTensor = 3;
+
+std::optional<uint32_t> add_gradient_zeros(ProgramWriter& w, const OptimizerContext& c,
+                                           const std::vector<uint32_t>& grads_ready) {
+  if (!c.count_gradient_zeros || c.plan->units.empty()) return std::nullopt;
+  int64_t tensors = 0;
+  double elements = 0;
+  for (const UnitPlan& unit : c.plan->units) {
+    tensors += c.flat_shards ? 1 : static_cast<int64_t>(unit.layout.slots.size());
+    elements += static_cast<double>(unit.layout.shard_size);
+  }
+  ComputeWork work;
+  work.elementwise_bytes = elements * static_cast<double>(c.master_bytes);
+  work.elementwise_kernels = kZeroCountOpsPerTensor * tensors;
+  const int head = static_cast<int>(c.plan->units.size()) - 1;
+  return w.compute(OpKind::kOptimizer, head, -1, "gradient zeros", std::move(work), grads_ready);
+}
+
+}  // namespace
+
 void add_optimizer_ops(ProgramWriter& w, const OptimizerContext& c, const std::vector<uint32_t>& grads_ready) {
   const UpdateKernels kernels = update_kernels(c.optimizer, c.master_bytes);
+  const std::optional<uint32_t> zeros = add_gradient_zeros(w, c, grads_ready);
   const double per_element =
       kernels.bytes_per_element + (c.refresh_compute_shard ? static_cast<double>(c.master_bytes + c.param_bytes) : 0.0);
   std::vector<OwnedMatrix> matrices = owned_matrices(c);
@@ -184,7 +213,7 @@ void add_optimizer_ops(ProgramWriter& w, const OptimizerContext& c, const std::v
     const UnitPlan& unit = c.plan->units[u];
     const std::string& name = c.model->units[unit.unit_index].name;
     const int64_t shard = unit.layout.shard_size;
-    uint32_t last = grads_ready[u];
+    uint32_t last = zeros.value_or(grads_ready[u]);
     int64_t gathered = 0;
     ComputeWork owned;  // the matrices of this unit this rank owns
     for (const OwnedMatrix& m : matrices) {
@@ -230,6 +259,7 @@ void add_optimizer_ops(ProgramWriter& w, const OptimizerContext& c, const std::v
     HostWork& host = w.program().ops[update].host;
     host.framework_ops = kernels.per_tensor ? kernels.ops * tensors : kernels.ops;
     host.list_tensors = kernels.per_tensor ? 0 : kernels.ops * tensors;
+    if (zeros && u == units - 1) host.waits.push_back(*zeros);  // the count's .item()
   }
 }
 

@@ -25,6 +25,9 @@ struct OptimizerContext {
   int64_t master_bytes = 4;  // o
   bool refresh_compute_shard = false;  // ZeRO-3 / Megatron: cast master -> persistent parameter-dtype shard
   bool flat_shards = false;            // the update sees one flat tensor per unit (FSDP1, ZeRO-3)
+  // Before the update, the gradients' zeros counted a parameter at a time and
+  // read on the host (scenarios::StepStatistics::gradient_zeros).
+  bool count_gradient_zeros = false;
 };
 
 // One matrix an owner-based optimizer (Muon, Shampoo) processes whole.

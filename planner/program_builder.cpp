@@ -299,6 +299,7 @@ OptimizerContext ProgramBuilder::optimizer_context() const {
   c.master_bytes = bytes_.master;
   c.refresh_compute_shard = !traits_.cast_before_gather;
   c.flat_shards = traits_.optimizer_over_flat_shards;
+  c.count_gradient_zeros = in_.training->step_statistics().gradient_zeros();
   return c;
 }
 

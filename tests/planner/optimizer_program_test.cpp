@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <numeric>
 #include <random>
@@ -144,6 +145,39 @@ TEST(OptimizerProgram, AdamWImplementationSetsTheUpdatesTrafficAndOps) {
       }
     }
   }
+}
+
+// Megatron-LM's --log-num-zeros-in-grad (step_statistics.gradient_zeros):
+// once every gradient is ready, one op counts the zeros of the rank's
+// gradient shards a parameter at a time, three torch ops and kernels a
+// parameter reading each shard once; the CPU reads the count before it
+// issues the first update, and every update follows it.
+TEST(OptimizerProgram, GradientZerosAreCountedAParameterAtATimeBeforeTheUpdate) {
+  ProgramSetup plain("optimizer { adamw {} }");
+  EXPECT_EQ(plain.build().count(OpKind::kOptimizer), static_cast<size_t>(plain.units()));
+  ProgramSetup setup("optimizer { adamw {} } step_statistics { gradient_zeros: true }");
+  const Program program = setup.build();
+  std::vector<const Op*> ops = ops_of(program, OpKind::kOptimizer);
+  ASSERT_EQ(ops.size(), static_cast<size_t>(setup.units()) + 1);
+  const Op& zeros = *ops.front();
+  ASSERT_EQ(zeros.name, "gradient zeros");
+  int64_t tensors = 0, elements = 0;
+  for (int u = 0; u < setup.units(); ++u) {
+    tensors += static_cast<int64_t>(setup.plan().units[static_cast<size_t>(u)].layout.slots.size());
+    elements += setup.shard(u);
+  }
+  std::printf("%lld parameter tensors on the rank: %lld ops (3 a parameter), %lld bytes read\n",
+              static_cast<long long>(tensors), static_cast<long long>(zeros.host.framework_ops),
+              static_cast<long long>(zeros.bytes));
+  EXPECT_EQ(zeros.host.framework_ops, 3 * tensors);
+  EXPECT_EQ(zeros.work.elementwise_kernels, 3 * tensors);
+  EXPECT_EQ(zeros.bytes, 4 * elements);  // the fp32 main gradients
+  for (const Op& op : program.ops) {
+    if (op.kind != OpKind::kComputeBwd) continue;
+    EXPECT_TRUE(depends_on(program, zeros.id, op.id)) << op.name;
+  }
+  for (size_t i = 1; i < ops.size(); ++i) EXPECT_TRUE(depends_on(program, ops[i]->id, zeros.id)) << ops[i]->name;
+  EXPECT_EQ(ops[1]->host.waits, std::vector<uint32_t>{zeros.id});  // the count's .item()
 }
 
 TEST(OptimizerProgram, EightBitAdamKeepsAboutAQuarterOfAdamWsState) {

@@ -8,7 +8,6 @@
 #include <tuple>
 
 #include "planner/program_builder.hpp"
-#include "scenarios/gpu_presets.hpp"
 
 namespace ragged::sim {
 

@@ -258,13 +258,20 @@ constexpr std::array<MamfRow, 4> kMamf = {{
 // matmul performance table, xla/service/gpu/model/matmul_interpolator_data.h,
 // entries "sm_100_B200", b 1, bf16xbf16->bf16; read at ROCm/xla ea2c45f, a
 // fork of openxla/xla, 2026-07-31) from 512 to 4,096; the table stops there,
-// so 8,192 and 10,240 take the B200's best matmul of the MAMF table below. The
+// so 8,192 and 10,240 take the B200's best torch.mm square (kB200BestSquareTflops). The
 // same table's H100 ("sm_90") agrees with kH100Tflops within 6% from 2,048 up
 // (641 and 780 against 677 and 789): one method for both parts. A kernel
 // measurement, not a training run. The B200 reaches a smaller share of its
 // peak than the H100 until the problem is large: 0.50 of the H100's share at
 // 1,024, 0.68 at 2,048, 0.80 at 4,096 (148 SMs and larger tiles to fill).
 constexpr std::array<double, 4> kB200XlaTflops = {48.5, 288.0, 985.8, 1416.9};
+// The B200's best bf16 torch.mm square of 1,024 to 10,240 in the benchmark
+// whose H100 squares are kH100Tflops (zzc0721/torch-performance-test-data
+// database.md, "NVIDIA B200 180GB", GCP a4-highgpu-8g, PyTorch 2.8.0; the
+// same table's H100 and H200 rows: 789.24 and 790.29): the curve's large
+// squares measured the way the H100's are, where the MAMF table's shape
+// search found 1,745 (the best shape, not a square).
+constexpr double kB200BestSquareTflops = 1696.03;
 
 // A part the table does not list is taken to match the H100's share.
 double mamf_share(std::string_view gpu) {
@@ -301,7 +308,7 @@ TableInput datasheet_scaled(std::string_view name, std::string_view source, Cont
 std::array<double, 6> scaled_b200_curve(std::string_view name) {
   const double b200_peak = preset_peak_tflops("b200");
   std::array<double, 6> out{};
-  out.fill(mamf_share("b200"));  // 8,192 and 10,240: the best matmul
+  out.fill(kB200BestSquareTflops / b200_peak);  // 8,192 and 10,240: the best square
   for (size_t i = 0; i < kB200XlaTflops.size(); ++i) out[i] = kB200XlaTflops[i] / b200_peak;
   const double factor = mamf_share(name) / mamf_share("b200");
   for (double& share : out) share *= factor;

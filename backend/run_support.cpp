@@ -179,6 +179,13 @@ void check_plan_for_run(const planner::ResolvedScenario& resolved, const planner
     throw InputError("training.kv_heads: REPEATED_KV (keys and values copied to every query head) is simulated only "
                      "(`ragged simulate`); `ragged run`'s attention reads the kv heads: set NATIVE_KV");
   }
+  // The executors' blocks hold the checkpoint's projections, which they load by name.
+  if (training.projections() == scenarios::FUSED_PROJECTIONS) {
+    throw InputError(
+        "training.projections: FUSED_PROJECTIONS (q/k/v and gate/up each stored as one projection, "
+        "Megatron-Core's and nanotron's layout) is simulated only (`ragged simulate`); `ragged run` "
+        "holds the checkpoint's projections: set CHECKPOINT_PROJECTIONS");
+  }
   // The executors run TorchTitan's op list under selective checkpointing.
   if (training.activation_checkpointing() == scenarios::SAVED_NAMES) {
     throw InputError("training.activation_checkpointing: SAVED_NAMES (a JAX remat policy) is modelled by ragged "

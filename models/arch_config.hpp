@@ -88,6 +88,7 @@ struct ArchConfig {
   MlpKind mlp = MlpKind::kGated;       // the dense MLP's form
   bool mlp_bias = false;               // biases on the dense MLP's projections
   bool qkv_fused = false;              // q, k and v in one [(heads + 2 kv_heads) * head_dim, hidden] projection
+  bool gate_up_fused = false;          // a gated MLP's gate and up in one [2 x width, hidden] projection (experts too)
   PositionKind positions = PositionKind::kRotary;
   int64_t rotary_dim = 0;              // rotated dims of each head; 0: all of them (GPT-NeoX rotates a quarter)
   int64_t max_positions = 0;           // rows of the learned position table the model reads

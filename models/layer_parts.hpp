@@ -49,13 +49,14 @@ struct CheckpointNames {
   std::string_view project_in;   // token table width -> hidden
   std::string_view attention_norm = "input_layernorm";
   std::string_view mlp_norm = "post_attention_layernorm";  // empty: one norm shared by a parallel block
-  std::string_view qkv;          // fused q/k/v projection
+  std::string_view qkv = "self_attn.qkv_proj";  // fused q/k/v projection (Llama's names when a stack fuses them)
   std::string_view q = "self_attn.q_proj";
   std::string_view k = "self_attn.k_proj";
   std::string_view v = "self_attn.v_proj";
   std::string_view o = "self_attn.o_proj";
   std::string_view gate = "mlp.gate_proj";
   std::string_view up = "mlp.up_proj";
+  std::string_view gate_up = "mlp.gate_up_proj";  // fused gate and up projection
   std::string_view down = "mlp.down_proj";
   std::string_view final_norm = "norm";
   std::string_view project_out;  // hidden -> token table width

@@ -3,8 +3,8 @@
 // mixture of experts (router, routed experts stored per expert or fused,
 // shared experts).
 
-#include <array>
 #include <string>
+#include <vector>
 
 #include "models/layer_parts.hpp"
 
@@ -14,22 +14,27 @@ namespace {
 // The router keeps its logits in fp32 and its softmax/top-k reads and writes them.
 constexpr double kRouterLogitBytes = 4;
 
-// One projection of a routed expert: [f, h] (gate, up) or [h, f] (down).
+// One projection of a routed expert: [widths x f, h] (gate, up, or both
+// fused) or [h, f] (down).
 struct ExpertProjection {
   const char* name;
   bool to_hidden;
+  int64_t widths = 1;
 };
 
 // Tensor and GEMM names of the routed experts of one family, in Hugging Face
-// state-dict order (Mixtral registers w1, w2, w3; the others gate, up, down).
+// state-dict order (Mixtral registers w1, w2, w3; the others gate, up, down);
+// a stack that fuses gate and up holds two an expert.
 struct ExpertNames {
   std::string block;  // "mlp." or "block_sparse_moe."
-  std::array<ExpertProjection, 3> projections;
+  std::vector<ExpertProjection> projections;
 };
 
 ExpertNames expert_names(const ArchConfig& arch) {
-  if (arch.family == "mixtral") return {"block_sparse_moe.", {{{"w1", false}, {"w2", true}, {"w3", false}}}};
-  return {"mlp.", {{{"gate_proj", false}, {"up_proj", false}, {"down_proj", true}}}};
+  const std::string block = arch.family == "mixtral" ? "block_sparse_moe." : "mlp.";
+  if (arch.gate_up_fused) return {block, {{"gate_up_proj", false, 2}, {"down_proj", true}}};
+  if (arch.family == "mixtral") return {block, {{"w1", false}, {"w2", true}, {"w3", false}}};
+  return {block, {{"gate_proj", false}, {"up_proj", false}, {"down_proj", true}}};
 }
 
 // The first `local` experts (rank 0 of the expert-parallel group; every
@@ -42,7 +47,7 @@ void add_per_expert(const ArchConfig& arch, const ExpertNames& names, int64_t lo
   for (int64_t e = 0; e < local; ++e) {
     const std::string base = experts + std::to_string(e) + ".";
     for (const ExpertProjection& proj : names.projections) {
-      const int64_t rows = proj.to_hidden ? h : f;
+      const int64_t rows = proj.to_hidden ? h : proj.widths * f;
       out.add_tensor(base + proj.name + ".weight", {rows, proj.to_hidden ? f : h}, TensorRole::kExpert);
       if (arch.expert_bias) out.add_tensor(base + proj.name + ".bias", {rows}, TensorRole::kExpert);
     }
@@ -52,7 +57,7 @@ void add_per_expert(const ArchConfig& arch, const ExpertNames& names, int64_t lo
   for (bool to_hidden : {false, true}) {
     for (const ExpertProjection& proj : names.projections) {
       if (proj.to_hidden != to_hidden) continue;
-      out.add_expert_gemm(experts + proj.name, to_hidden ? h : f, to_hidden ? f : h, share, local);
+      out.add_expert_gemm(experts + proj.name, to_hidden ? h : proj.widths * f, to_hidden ? f : h, share, local);
     }
   }
 }
@@ -87,6 +92,13 @@ void add_shared_experts(const ArchConfig& arch, const std::string& block, UnitWr
   const int64_t h = arch.hidden;
   const int64_t width = arch.moe_intermediate * arch.shared_experts;
   const std::string shared = block + "shared_experts.";
+  if (arch.gate_up_fused) {
+    out.add_tensor(shared + "gate_up_proj.weight", {2 * width, h}, TensorRole::kSharedExpert);
+    out.add_tensor(shared + "down_proj.weight", {h, width}, TensorRole::kSharedExpert);
+    out.add_gemm(shared + "gate_up_proj", 2 * width, h);
+    out.add_gemm(shared + "down_proj", h, width);
+    return;
+  }
   out.add_tensor(shared + "gate_proj.weight", {width, h}, TensorRole::kSharedExpert);
   out.add_tensor(shared + "up_proj.weight", {width, h}, TensorRole::kSharedExpert);
   out.add_tensor(shared + "down_proj.weight", {h, width}, TensorRole::kSharedExpert);
@@ -110,8 +122,12 @@ PartActivations add_dense_mlp(const ArchConfig& arch, const CheckpointNames& nam
     // Saved: the up output and the activation's (the down input; cheap to recompute).
     return PartActivations{2.0 * width * b, width * b, 2.0 * width * b};
   }
-  out.add_linear(names.gate, ffn, h, TensorRole::kMlp, arch.mlp_bias);
-  out.add_linear(names.up, ffn, h, TensorRole::kMlp, arch.mlp_bias);
+  if (arch.gate_up_fused) {
+    out.add_linear(names.gate_up, 2 * ffn, h, TensorRole::kMlp, arch.mlp_bias);
+  } else {
+    out.add_linear(names.gate, ffn, h, TensorRole::kMlp, arch.mlp_bias);
+    out.add_linear(names.up, ffn, h, TensorRole::kMlp, arch.mlp_bias);
+  }
   out.add_linear(names.down, h, ffn, TensorRole::kMlp, arch.mlp_bias);
   // SwiGLU reads gate and up outputs and writes their product.
   out.add_elementwise("swiglu", 3.0 * width * b);

@@ -384,10 +384,25 @@ UnitSpec build_head(const ArchConfig& arch, const CheckpointNames& names, const 
   return unit;
 }
 
-// The units of `arch` with `local_experts` routed experts per MoE block,
-// in a unit of their own when `experts_unit`.
-ModelSpec build_units(const ArchConfig& arch, const KernelChoices& kernels, int64_t local_experts, bool experts_unit) {
-  ModelSpec spec{arch.name, arch, {}, kernels};
+// The layout the stack stores the blocks in: the checkpoint's, or with
+// KernelChoices::fused_projections a grouped-query attention's q/k/v in one
+// projection and a gated MLP's gate and up in one (multi-head latent
+// attention keeps its own projections).
+ArchConfig stored_arch(const ArchConfig& checkpoint, const KernelChoices& kernels) {
+  ArchConfig arch = checkpoint;
+  if (!kernels.fused_projections) return arch;
+  if (arch.attention == AttentionKind::kGqa) arch.qkv_fused = true;
+  if (arch.mlp == MlpKind::kGated || arch.experts > 0) arch.gate_up_fused = true;
+  return arch;
+}
+
+// The units of `checkpoint` as the stack stores them, with `local_experts`
+// routed experts per MoE block, in a unit of their own when `experts_unit`.
+// The spec keeps the checkpoint's arch: the kernels say how it is stored.
+ModelSpec build_units(const ArchConfig& checkpoint, const KernelChoices& kernels, int64_t local_experts,
+                      bool experts_unit) {
+  const ArchConfig arch = stored_arch(checkpoint, kernels);
+  ModelSpec spec{arch.name, checkpoint, {}, kernels};
   spec.units.reserve(static_cast<size_t>(arch.layers) * (experts_unit ? 2 : 1) + 2);
   const detail::CheckpointNames names = detail::checkpoint_names(arch);
   spec.units.push_back(build_embedding(arch, names));

@@ -129,6 +129,11 @@ struct KernelChoices {
   // head before the kernel, which keeps the copies (docs/MODELS.md,
   // "Repeated keys and values"). False: the kernel reads the kv heads.
   bool repeated_kv = false;
+  // The stack stores q/k/v as one projection and a gated MLP's gate and up
+  // as one (Megatron-Core's linear_qkv and linear_fc1, nanotron's qkv_proj
+  // and gate_up_proj; docs/MODELS.md, "Fused projections"): the blocks are
+  // built from stored_arch's layout. False: the checkpoint's projections.
+  bool fused_projections = false;
   bool operator==(const KernelChoices&) const = default;
 };
 std::string_view attention_kernel_name(AttentionKernel kernel);

@@ -173,6 +173,7 @@ models::KernelChoices kernel_choices(const scenarios::Training& training) {
   kernels.norm = training.norm() == scenarios::FUSED_NORM ? models::NormKernel::kFused : models::NormKernel::kEager;
   kernels.eager_blocks = !training.compiled();
   kernels.repeated_kv = training.kv_heads() == scenarios::REPEATED_KV;
+  kernels.fused_projections = training.projections() == scenarios::FUSED_PROJECTIONS;
   kernels.expert_load = training.experts().busiest_load();
   switch (training.experts().kernel()) {
     case scenarios::PADDED:

@@ -230,6 +230,7 @@ void default_training(Training* training, int64_t cluster_gpus, const Gpu& gpu) 
   if (training->loss() == LOSS_KERNEL_UNSPECIFIED) training->set_loss(FP32_LOGITS);
   if (training->norm() == NORM_KERNEL_UNSPECIFIED) training->set_norm(EAGER_NORM);
   if (training->kv_heads() == KEY_VALUE_HEADS_UNSPECIFIED) training->set_kv_heads(NATIVE_KV);
+  if (training->projections() == PROJECTIONS_UNSPECIFIED) training->set_projections(CHECKPOINT_PROJECTIONS);
   Experts* experts = training->mutable_experts();
   if (!experts->has_busiest_load()) experts->set_busiest_load(1);
   if (experts->kernel() == EXPERT_KERNEL_UNSPECIFIED) experts->set_kernel(GROUPED);

@@ -217,6 +217,10 @@ void check_kernels(const Training& t, const Gpu& gpu, Checker& c) {
   if (t.kv_heads() != NATIVE_KV && t.kv_heads() != REPEATED_KV) {
     c.unknown_value("training.kv_heads", t.kv_heads(), "NATIVE_KV or REPEATED_KV", "NATIVE_KV");
   }
+  if (t.projections() != CHECKPOINT_PROJECTIONS && t.projections() != FUSED_PROJECTIONS) {
+    c.unknown_value("training.projections", t.projections(), "CHECKPOINT_PROJECTIONS or FUSED_PROJECTIONS",
+                    "CHECKPOINT_PROJECTIONS");
+  }
   // The busiest load's ceiling (experts / top_k) needs the model: planner/resolved_scenario.cpp.
   if (t.experts().kernel() != GROUPED && t.experts().kernel() != PADDED && t.experts().kernel() != MULTI_STREAM) {
     c.unknown_value("training.experts.kernel", t.experts().kernel(), "GROUPED, PADDED or MULTI_STREAM", "GROUPED");

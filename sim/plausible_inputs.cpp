@@ -197,6 +197,21 @@ void add_kv_heads(const planner::ResolvedScenario& resolved, std::vector<Plausib
                        {"NATIVE_KV", "REPEATED_KV"}));
 }
 
+// q/k/v and a gated MLP's gate and up, stored as the checkpoint's
+// projections or fused (docs/MODELS.md, "Fused projections"): Megatron-Core
+// and nanotron fuse them, Hugging Face and torchtitan do not.
+void add_projections(const planner::ResolvedScenario& resolved, std::vector<PlausibleInput>& out) {
+  const models::ArchConfig& arch = resolved.model.arch;
+  const bool fusable = (arch.attention == models::AttentionKind::kGqa && !arch.qkv_fused) ||
+                       (arch.mlp == models::MlpKind::kGated && !arch.gate_up_fused);
+  const scenarios::Training& t = resolved.loaded.scenario.training();
+  if (!fusable && t.projections() != scenarios::FUSED_PROJECTIONS) return;
+  out.push_back(choice("q/k/v and gate/up projections", "training.projections",
+                       scenarios::Projections_Name(t.projections()),
+                       resolved.loaded.written.training().projections() == scenarios::PROJECTIONS_UNSPECIFIED,
+                       {"CHECKPOINT_PROJECTIONS", "FUSED_PROJECTIONS"}));
+}
+
 }  // namespace
 
 std::vector<PlausibleInput> plausible_inputs(const planner::ResolvedScenario& resolved) {
@@ -209,6 +224,7 @@ std::vector<PlausibleInput> plausible_inputs(const planner::ResolvedScenario& re
   add_software(loaded, out);
   add_expert_load(resolved, out);
   add_kv_heads(resolved, out);
+  add_projections(resolved, out);
   return out;
 }
 

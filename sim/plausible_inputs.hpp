@@ -37,7 +37,8 @@ struct PlausibleInput {
 // The inputs that apply to `resolved` (NICs only across nodes, GPU inputs
 // only on a GPU preset, FlashAttention-3 only on Hopper, the router's load
 // only for a mixture of experts, the kv heads' copies only for grouped-query
-// attention), in a fixed order.
+// attention, the fused projections only where the checkpoint keeps them
+// apart), in a fixed order.
 std::vector<PlausibleInput> plausible_inputs(const planner::ResolvedScenario& resolved);
 
 }  // namespace ragged::sim

@@ -169,6 +169,14 @@ TEST(BackendRun, RefusesTheSimulatedOnlyRepeatedKeysAndValues) {
   expect_run_refuses(std::move(loaded), {"training.kv_heads: REPEATED_KV", "set NATIVE_KV"});
 }
 
+// The fused q/k/v and gate/up layout of Megatron-Core and nanotron is the
+// simulator's: the executors load the checkpoint's projections by name.
+TEST(BackendRun, RefusesTheSimulatedOnlyFusedProjections) {
+  auto loaded = scenarios::load_scenario("tiny-llama-4xcpu");
+  loaded.written.mutable_training()->set_projections(scenarios::FUSED_PROJECTIONS);
+  expect_run_refuses(std::move(loaded), {"training.projections: FUSED_PROJECTIONS", "set CHECKPOINT_PROJECTIONS"});
+}
+
 TEST(BackendRun, BadRequestsAreInputErrors) {
   auto comm = make_local_communicator();
   RunOptions options;

@@ -98,6 +98,52 @@ TEST(MeshProgram, TheMultiStreamKernelIssuesOneGemmPerLocalExpert) {
   EXPECT_GT(checked, 0);
 }
 
+// Transformer Engine's experts hold gate and up as one projection (fc1):
+// under FUSED_PROJECTIONS the multi-stream kernel issues 2 GEMMs a local
+// expert forward and 4 backward where the checkpoint's layout issues 3 and
+// 6, over the same FLOPs, so the CPU issues `local` framework ops fewer per
+// GEMM the fusion removes.
+TEST(MeshProgram, FusedProjectionsIssueTwoGemmsALocalExpert) {
+  const std::string mesh = std::string(kSequence) + "mesh { ep: 4 } experts { kernel: MULTI_STREAM } ";
+  ProgramSetup checkpoint_setup(mesh, kTinyMoe);
+  ProgramSetup fused_setup(mesh + "projections: FUSED_PROJECTIONS", kTinyMoe);
+  const Program checkpoint = checkpoint_setup.build();
+  const Program fused = fused_setup.build();
+  ASSERT_EQ(fused_setup.spec(2).name, "layers.0.experts");
+  const int64_t local = 8 / 4;
+  auto routed_of = [](const Op& op) {
+    int64_t routed = 0;
+    double flops = 0;
+    for (const Gemm& g : op.work.gemms) {
+      flops += g.flops();
+      if (g.launches > 1) ++routed;
+    }
+    return std::make_pair(routed, flops);
+  };
+  std::map<OpKind, const Op*> first_checkpoint, first_fused;
+  for (const Op& op : checkpoint.ops) {
+    if (op.unit == 2 && (op.kind == OpKind::kComputeFwd || op.kind == OpKind::kComputeBwd)) {
+      first_checkpoint.emplace(op.kind, &op);
+    }
+  }
+  for (const Op& op : fused.ops) {
+    if (op.unit == 2 && (op.kind == OpKind::kComputeFwd || op.kind == OpKind::kComputeBwd))
+      first_fused.emplace(op.kind, &op);
+  }
+  for (const OpKind kind : {OpKind::kComputeFwd, OpKind::kComputeBwd}) {
+    ASSERT_TRUE(first_checkpoint.count(kind) && first_fused.count(kind));
+    const Op& a = *first_checkpoint.at(kind);
+    const Op& b = *first_fused.at(kind);
+    const auto [routed_a, flops_a] = routed_of(a);
+    const auto [routed_b, flops_b] = routed_of(b);
+    const bool forward = kind == OpKind::kComputeFwd;
+    EXPECT_EQ(routed_a, forward ? 3 : 6) << a.name;
+    EXPECT_EQ(routed_b, forward ? 2 : 4) << b.name;
+    EXPECT_NEAR(flops_b, flops_a, 1e-9 * flops_a) << b.name;
+    EXPECT_EQ(b.host.framework_ops, a.host.framework_ops - (routed_a - routed_b) * local) << b.name;
+  }
+}
+
 // The dispatch's split sizes are host integers: the CPU waits for the
 // router's kernels (the compute stream's op before the dispatch) before it
 // issues a forward's or a recompute's dispatch; the backward's all-to-alls

@@ -384,18 +384,6 @@ UnitSpec build_head(const ArchConfig& arch, const CheckpointNames& names, const 
   return unit;
 }
 
-// The layout the stack stores the blocks in: the checkpoint's, or with
-// KernelChoices::fused_projections a grouped-query attention's q/k/v in one
-// projection and a gated MLP's gate and up in one (multi-head latent
-// attention keeps its own projections).
-ArchConfig stored_arch(const ArchConfig& checkpoint, const KernelChoices& kernels) {
-  ArchConfig arch = checkpoint;
-  if (!kernels.fused_projections) return arch;
-  if (arch.attention == AttentionKind::kGqa) arch.qkv_fused = true;
-  if (arch.mlp == MlpKind::kGated || arch.experts > 0) arch.gate_up_fused = true;
-  return arch;
-}
-
 // The units of `checkpoint` as the stack stores them, with `local_experts`
 // routed experts per MoE block, in a unit of their own when `experts_unit`.
 // The spec keeps the checkpoint's arch: the kernels say how it is stored.
@@ -510,6 +498,14 @@ void gather_logits(const ModelSpec& whole, bool sequence_parallel, double tp, Mo
 }
 
 }  // namespace
+
+ArchConfig stored_arch(const ArchConfig& checkpoint, const KernelChoices& kernels) {
+  ArchConfig arch = checkpoint;
+  if (!kernels.fused_projections) return arch;
+  if (arch.attention == AttentionKind::kGqa) arch.qkv_fused = true;
+  if (arch.mlp == MlpKind::kGated || arch.experts > 0) arch.gate_up_fused = true;
+  return arch;
+}
 
 ModelSpec build_model(const ArchConfig& arch, const KernelChoices& kernels) {
   validate_arch(arch, "");

@@ -354,6 +354,12 @@ struct ModelSpec {
   int64_t tensor_count() const;
 };
 
+// The layout the training stack stores `checkpoint` in: the checkpoint's, or
+// with KernelChoices::fused_projections a grouped-query attention's q/k/v in
+// one projection and a gated MLP's gate and up in one (multi-head latent
+// attention keeps its own projections).
+ArchConfig stored_arch(const ArchConfig& checkpoint, const KernelChoices& kernels);
+
 // Builds the units, tensors, compute and activation bytes from an
 // architecture, for the given kernels. Throws InputError if the architecture
 // is invalid (see validate_arch).

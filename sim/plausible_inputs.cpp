@@ -202,8 +202,10 @@ void add_kv_heads(const planner::ResolvedScenario& resolved, std::vector<Plausib
 // and nanotron fuse them, Hugging Face and torchtitan do not.
 void add_projections(const planner::ResolvedScenario& resolved, std::vector<PlausibleInput>& out) {
   const models::ArchConfig& arch = resolved.model.arch;
-  const bool fusable = (arch.attention == models::AttentionKind::kGqa && !arch.qkv_fused) ||
-                       (arch.mlp == models::MlpKind::kGated && !arch.gate_up_fused);
+  models::KernelChoices fused = resolved.model.kernels;
+  fused.fused_projections = true;
+  const models::ArchConfig stored = models::stored_arch(arch, fused);
+  const bool fusable = stored.qkv_fused != arch.qkv_fused || stored.gate_up_fused != arch.gate_up_fused;
   const scenarios::Training& t = resolved.loaded.scenario.training();
   if (!fusable && t.projections() != scenarios::FUSED_PROJECTIONS) return;
   out.push_back(choice("q/k/v and gate/up projections", "training.projections",

@@ -120,16 +120,17 @@ TEST(MeshProgram, FusedProjectionsIssueTwoGemmsALocalExpert) {
     }
     return std::make_pair(routed, flops);
   };
-  std::map<OpKind, const Op*> first_checkpoint, first_fused;
-  for (const Op& op : checkpoint.ops) {
-    if (op.unit == 2 && (op.kind == OpKind::kComputeFwd || op.kind == OpKind::kComputeBwd)) {
-      first_checkpoint.emplace(op.kind, &op);
+  // The experts unit's first forward and first backward.
+  auto first_passes = [](const Program& p) {
+    std::map<OpKind, const Op*> first;
+    for (const Op& op : p.ops) {
+      if (op.unit == 2 && (op.kind == OpKind::kComputeFwd || op.kind == OpKind::kComputeBwd))
+        first.emplace(op.kind, &op);
     }
-  }
-  for (const Op& op : fused.ops) {
-    if (op.unit == 2 && (op.kind == OpKind::kComputeFwd || op.kind == OpKind::kComputeBwd))
-      first_fused.emplace(op.kind, &op);
-  }
+    return first;
+  };
+  const std::map<OpKind, const Op*> first_checkpoint = first_passes(checkpoint);
+  const std::map<OpKind, const Op*> first_fused = first_passes(fused);
   for (const OpKind kind : {OpKind::kComputeFwd, OpKind::kComputeBwd}) {
     ASSERT_TRUE(first_checkpoint.count(kind) && first_fused.count(kind));
     const Op& a = *first_checkpoint.at(kind);

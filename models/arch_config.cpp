@@ -1,6 +1,7 @@
 #include "models/arch_config.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -89,6 +90,11 @@ void check_mlp(const ArchConfig& arch, const ArchChecker& check) {
   }
   if (arch.first_dense_layers > 0) {
     check.at_least("intermediate_size", arch.intermediate, 1, " for the leading dense layers");
+  }
+  if (!(arch.glu_clamp >= 0.0) || !std::isfinite(arch.glu_clamp)) {
+    check.fail("glu_clamp", fmt::format("must be a finite number >= 0 (0: no clamp; GPT-OSS's swiglu_limit is 7) "
+                                        "(got {})",
+                                        arch.glu_clamp));
   }
 }
 

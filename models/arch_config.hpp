@@ -81,6 +81,7 @@ struct ArchConfig {
   ExpertStorage expert_storage = ExpertStorage::kPerExpert;
   bool expert_bias = false;       // biases on expert projections (GPT-OSS)
   bool router_bias = false;       // a bias on the router (GPT-OSS) or a score-correction bias (DeepSeek-V3)
+  double glu_clamp = 0;           // the experts' GLU inputs clamped to +-this (GPT-OSS swiglu_limit 7); 0: none
 
   // Block structure beyond the Llama defaults (the GPT-2 / GPT-NeoX / MPT / OPT / Falcon / BLOOM families).
   NormKind norm = NormKind::kRmsNorm;

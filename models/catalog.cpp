@@ -51,6 +51,7 @@ ArchConfig gpt_oss(std::string name, int64_t layers, int64_t experts) {
   arch.expert_storage = ExpertStorage::kFused;
   arch.expert_bias = true;
   arch.router_bias = true;
+  arch.glu_clamp = 7.0;  // openai/gpt-oss-20b and -120b config.json swiglu_limit
   return arch;
 }
 

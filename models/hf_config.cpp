@@ -187,6 +187,7 @@ void read_gpt_oss(const HfFields& f, ArchConfig& arch) {
   arch.expert_storage = ExpertStorage::kFused;
   arch.expert_bias = true;
   arch.router_bias = true;
+  arch.glu_clamp = f.number_or("swiglu_limit", 7.0);  // transformers' GptOssConfig default
   if (!read_layer_types(f, arch)) {
     // transformers' default: even layers slide, odd layers attend to everything.
     arch.sliding_window = f.int_or("sliding_window", 0, 0);

@@ -90,6 +90,9 @@ struct RoutedExperts {
   double work = 1.0;
   // Eager autograd: a gated expert keeps its SiLU's output too (KernelChoices::eager_blocks).
   bool eager = false;
+  // Megatron-Core's eager epilogue (KernelChoices::expert_epilogue): the
+  // clamp of a clamped GLU and the down projection's bias as passes of their own.
+  bool eager_epilogue = false;
 };
 
 PartActivations add_moe_mlp(const ArchConfig& arch, UnitWriter& out, RoutedExperts& routed);

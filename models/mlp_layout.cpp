@@ -3,6 +3,7 @@
 // mixture of experts (router, routed experts stored per expert or fused,
 // shared experts).
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -107,6 +108,37 @@ void add_shared_experts(const ArchConfig& arch, const std::string& block, UnitWr
   out.add_gemm(shared + "down_proj", h, width);
 }
 
+// Megatron-Core's eager epilogue of the routed experts (NVIDIA/Megatron-LM
+// @b0cc2706, moe/experts.py TEGroupedMLP.forward), bytes per routed copy:
+// - a clamped GLU (weighted_bias_quick_geglu_impl) chunks the fc1 output,
+//   clamps each half (each reads and writes f) and concatenates them (reads and
+//   writes 2 f) before the fused activation, which keeps that copy for its
+//   backward: 8 f forward; backward each clamp's mask reads the gradient and
+//   its input and writes f, and the chunk's gradient is a cat (2 f each way): 10 f;
+// - the down projection's bias (fc2 skip_bias_add, _apply_bias) is added one
+//   local expert at a time: bias x prob written (h), added to the GEMM's
+//   output (reads 2 h, writes h), the experts' pieces concatenated (h each
+//   way): 6 h forward, two kernels an expert and the cat; backward the cat's
+//   gradient (h each way) and the bias's and prob's reductions (h each): 4 h.
+// Returns the bytes a routed copy keeps for the backward (the clamped copy).
+double add_eager_epilogue(const ArchConfig& arch, const RoutedExperts& routed, double top_k, UnitWriter& out) {
+  if (!routed.eager_epilogue) return 0;
+  const double b = static_cast<double>(dtype_bytes(arch.dtype));
+  const double f = static_cast<double>(arch.moe_intermediate);
+  const double h = static_cast<double>(arch.hidden);
+  double saved = 0;
+  if (arch.glu_clamp > 0 && arch.mlp == MlpKind::kGated) {
+    out.add_elementwise("moe_glu_clamp", top_k * 8.0 * f * b, top_k * 10.0 * f * b);
+    out.unit.compute.elementwise.back().eager_kernels = 3;
+    saved = top_k * 2.0 * f * b;
+  }
+  if (arch.expert_bias) {
+    out.add_elementwise("moe_down_bias", top_k * 6.0 * h * b, top_k * 4.0 * h * b);
+    out.unit.compute.elementwise.back().eager_kernels = 2 * std::max<int64_t>(routed.local, 1) + 1;
+  }
+  return saved;
+}
+
 }  // namespace
 
 PartActivations add_dense_mlp(const ArchConfig& arch, const CheckpointNames& names, UnitWriter& out) {
@@ -163,13 +195,16 @@ PartActivations add_moe_mlp(const ArchConfig& arch, UnitWriter& out, RoutedExper
   const double router_saved = kRouterLogitBytes * static_cast<double>(arch.experts);
   if (routed.out == nullptr) {
     out.add_elementwise("swiglu", active * 3.0 * f * b);
+    const double epilogue_saved = add_eager_epilogue(arch, routed, top_k, out);
     out.add_elementwise("moe_permute", permute);
-    const double saved = b * (top_k * (h + widths * f) + shared * widths * f) + router_saved;
-    return PartActivations{saved, (widths - 2.0) * active * f * b, 3.0 * active * f * b};
+    const double saved = b * (top_k * (h + widths * f) + shared * widths * f) + router_saved + epilogue_saved;
+    return PartActivations{saved, (widths - 2.0) * active * f * b + epilogue_saved, 3.0 * active * f * b};
   }
   experts_out.add_elementwise("swiglu", top_k * 3.0 * f * b);
+  const double epilogue_saved = add_eager_epilogue(arch, routed, top_k, experts_out);
   experts_out.add_elementwise("moe_permute", permute);
-  routed.activations = PartActivations{b * top_k * (h + widths * f), (widths - 2.0) * top_k * f * b, 3.0 * top_k * f * b};
+  routed.activations = PartActivations{b * top_k * (h + widths * f) + epilogue_saved,
+                                       (widths - 2.0) * top_k * f * b + epilogue_saved, 3.0 * top_k * f * b};
   if (arch.shared_experts > 0) out.add_elementwise("swiglu", shared * 3.0 * f * b);
   return PartActivations{b * shared * widths * f + router_saved, (widths - 2.0) * shared * f * b, 3.0 * shared * f * b};
 }

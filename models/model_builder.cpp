@@ -192,9 +192,12 @@ void build_block(const ArchConfig& arch, const CheckpointNames& names, int64_t l
   UnitWriter out{unit, std::string(names.layer_prefix) + index + ".", arch.dtype};
   std::optional<UnitWriter> experts;
   if (separate) experts.emplace(UnitWriter{units.back(), out.prefix, arch.dtype});
-  detail::RoutedExperts routed{local_experts, experts ? &*experts : nullptr, {},
+  detail::RoutedExperts routed{local_experts,
+                               experts ? &*experts : nullptr,
+                               {},
                                routed_work_factor(arch, local_experts, kernels),
-                               kernels.eager_blocks && arch.mlp == MlpKind::kGated};
+                               kernels.eager_blocks && arch.mlp == MlpKind::kGated,
+                               kernels.expert_epilogue == ExpertEpilogue::kEager};
   const double b = bytes_of(arch);
   const double h = static_cast<double>(arch.hidden);
 

@@ -79,6 +79,10 @@ enum class NormKernel { kEager, kFused };
 // library call of its own (Transformer Engine's GroupedLinear), or every one
 // padded to the busiest one's count.
 enum class ExpertKernel { kGrouped, kPadded, kMultiStream };
+// What follows the routed experts' GEMMs beyond one fused activation (scenario
+// training.experts.epilogue): nothing of its own, or Megatron-Core's eager
+// clamp of a clamped GLU and its down-projection bias added expert by expert.
+enum class ExpertEpilogue { kFused, kEager };
 
 // The tensors of a dense transformer block a named checkpointing policy can
 // keep (scenario training.saved_activations; docs/MODELS.md, "Named
@@ -125,6 +129,7 @@ struct KernelChoices {
   // router) and the kernel the experts run in (docs/MESH.md, "Expert load").
   double expert_load = 1.0;
   ExpertKernel expert_kernel = ExpertKernel::kGrouped;
+  ExpertEpilogue expert_epilogue = ExpertEpilogue::kFused;
   // A grouped-query attention's keys and values are copied to every query
   // head before the kernel, which keeps the copies (docs/MODELS.md,
   // "Repeated keys and values"). False: the kernel reads the kv heads.
@@ -192,6 +197,9 @@ struct ElementwiseOp {
   std::string name;
   double bytes_per_token = 0;
   double backward_bytes_per_token = -1;  // < 0: 2 * bytes_per_token
+  // Kernels a forward launches when the op runs eagerly; 0: the count its name
+  // implies (planner/eager_kernels.hpp). The backward launches twice as many.
+  int64_t eager_kernels = 0;
   // The loss: its backward runs ahead of the head's GEMMs (ActivationBytes::logits_gradient).
   bool loss = false;
   UnitPart part = UnitPart::kWhole;

@@ -186,7 +186,11 @@ int64_t elementwise_kernels(const models::UnitSpec& unit, const MicroBatch& batc
   int64_t kernels = 0;
   for (const models::ElementwiseOp& op : unit.compute.elementwise) {
     if (!selected(op, ops) || !in_part(op.part, part)) continue;
-    kernels += fuse || fused_by_kernel_choice(op.name, batch.kernels) ? 1 : eager_kernel_count(op.name);
+    if (fuse || fused_by_kernel_choice(op.name, batch.kernels)) {
+      kernels += 1;
+    } else {
+      kernels += op.eager_kernels > 0 ? op.eager_kernels : eager_kernel_count(op.name);
+    }
   }
   return kernels;
 }

@@ -66,6 +66,7 @@ models::ArchConfig arch_from_proto(const scenarios::ModelArch& p) {
   arch.expert_storage = p.experts_fused() ? models::ExpertStorage::kFused : models::ExpertStorage::kPerExpert;
   arch.expert_bias = p.expert_bias();
   arch.router_bias = p.router_bias();
+  arch.glu_clamp = p.glu_clamp();
   models::validate_arch(arch, "model.inline_spec.");
   return arch;
 }
@@ -186,6 +187,8 @@ models::KernelChoices kernel_choices(const scenarios::Training& training) {
       kernels.expert_kernel = models::ExpertKernel::kGrouped;
       break;
   }
+  kernels.expert_epilogue = training.experts().epilogue() == scenarios::EAGER_EPILOGUE ? models::ExpertEpilogue::kEager
+                                                                                       : models::ExpertEpilogue::kFused;
   kernels.saved_names = saved_names(training);
   // A vocabulary-parallel loss runs through DTensor's loss_parallel handlers
   // (torch/distributed/tensor/parallel/loss.py, _log_softmax: the fp32
@@ -225,7 +228,8 @@ void check_experts(const scenarios::LoadedScenario& loaded, const models::ModelS
   const scenarios::Experts& written = loaded.written.training().experts();
   if (!model.arch.is_moe()) {
     if (written.has_busiest_load() || written.kernel() != scenarios::EXPERT_KERNEL_UNSPECIFIED ||
-        written.reduce() != scenarios::DTYPE_UNSPECIFIED) {
+        written.reduce() != scenarios::DTYPE_UNSPECIFIED ||
+        written.epilogue() != scenarios::EXPERT_EPILOGUE_UNSPECIFIED) {
       throw FieldError("training.experts", fmt::format("model {} has no routed experts, so there is no router to "
                                                        "balance: remove the experts block", model.name));
     }

@@ -50,6 +50,7 @@ const std::vector<FieldRange> kRanges = {
     closed("ModelArch.moe_intermediate_size", 0, lim::kMaxIntermediate, "one expert's MLP width"),
     closed("ModelArch.shared_experts", 0, lim::kMaxExperts, "always-active experts"),
     closed("ModelArch.first_dense_layers", 0, lim::kMaxLayers, "leading dense blocks"),
+    closed("ModelArch.glu_clamp", 0, 1e6, "the experts' GLU input clamp; 0: none (GPT-OSS: 7)"),
     closed("Cluster.gpus_per_node", 1, lim::kMaxGpusPerNode, "GPUs in one node"),
     closed("Cluster.nodes", 1, lim::kMaxGpus, "nodes in the cluster"),
     closed("Gpu.peak_bf16_tflops", lim::kMinTflops, lim::kMaxTflops, "dense bf16 TFLOP/s"),

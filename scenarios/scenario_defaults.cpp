@@ -234,6 +234,7 @@ void default_training(Training* training, int64_t cluster_gpus, const Gpu& gpu) 
   Experts* experts = training->mutable_experts();
   if (!experts->has_busiest_load()) experts->set_busiest_load(1);
   if (experts->kernel() == EXPERT_KERNEL_UNSPECIFIED) experts->set_kernel(GROUPED);
+  if (experts->epilogue() == EXPERT_EPILOGUE_UNSPECIFIED) experts->set_epilogue(FUSED_EPILOGUE);
   if (training->accumulation_gradient_sync() == ACCUMULATION_GRADIENT_SYNC_UNSPECIFIED) {
     training->set_accumulation_gradient_sync(EVERY_MICRO_BATCH);
   }

@@ -225,6 +225,10 @@ void check_kernels(const Training& t, const Gpu& gpu, Checker& c) {
   if (t.experts().kernel() != GROUPED && t.experts().kernel() != PADDED && t.experts().kernel() != MULTI_STREAM) {
     c.unknown_value("training.experts.kernel", t.experts().kernel(), "GROUPED, PADDED or MULTI_STREAM", "GROUPED");
   }
+  if (t.experts().epilogue() != FUSED_EPILOGUE && t.experts().epilogue() != EAGER_EPILOGUE) {
+    c.unknown_value("training.experts.epilogue", t.experts().epilogue(), "FUSED_EPILOGUE or EAGER_EPILOGUE",
+                    "FUSED_EPILOGUE");
+  }
   if (!DType_IsValid(t.experts().reduce())) {
     c.unknown_value("training.experts.reduce", t.experts().reduce(), "FP32, BF16 or FP16",
                     "training.precision.reduce");

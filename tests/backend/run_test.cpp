@@ -177,6 +177,12 @@ TEST(BackendRun, RefusesTheSimulatedOnlyFusedProjections) {
   expect_run_refuses(std::move(loaded), {"training.projections: FUSED_PROJECTIONS", "set CHECKPOINT_PROJECTIONS"});
 }
 
+TEST(BackendRun, RefusesTheSimulatedOnlyExpertEpilogue) {
+  auto loaded = scenarios::load_scenario("tiny-moe-4xcpu");
+  loaded.written.mutable_training()->mutable_experts()->set_epilogue(scenarios::EAGER_EPILOGUE);
+  expect_run_refuses(std::move(loaded), {"training.experts", "EAGER_EPILOGUE", "remove the experts block"});
+}
+
 TEST(BackendRun, BadRequestsAreInputErrors) {
   auto comm = make_local_communicator();
   RunOptions options;

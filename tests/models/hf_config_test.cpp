@@ -128,6 +128,10 @@ TEST(HfConfigTest, DefaultsAndOptionalFields) {
   EXPECT_EQ(fallback.experts_per_token, 4);
   EXPECT_TRUE(fallback.is_sliding_layer(2));
   EXPECT_FALSE(fallback.is_sliding_layer(3));
+  // swiglu_limit clamps the experts' GLU inputs (transformers' GptOssConfig default 7).
+  EXPECT_DOUBLE_EQ(fallback.glu_clamp, 7.0);
+  oss["swiglu_limit"] = 5.5;
+  EXPECT_DOUBLE_EQ(arch_from_hf_json(oss.dump(), "config.json").glu_clamp, 5.5);
 }
 
 TEST(HfConfigErrorTest, MalformedJsonGivesTheBytePosition) {

@@ -73,6 +73,8 @@ TEST(ResolvedScenario, TheExpertLoadNeedsARouterAndFitsIt) {
   EXPECT_NE(error.find("remove the experts block"), std::string::npos) << error;
   EXPECT_NE(resolve_error(dense + "training { experts { kernel: PADDED } }\n").find("no routed experts"),
             std::string::npos);
+  EXPECT_NE(resolve_error(dense + "training { experts { epilogue: EAGER_EPILOGUE } }\n").find("no routed experts"),
+            std::string::npos);
   const std::string moe = std::string("model { catalog: \"mixtral-8x7b\" }\n") + kCluster;
   const std::string over = resolve_error(moe + "training { experts { busiest_load: 4.5 } }\n");
   EXPECT_NE(over.find("training.experts.busiest_load"), std::string::npos) << over;
@@ -102,6 +104,23 @@ TEST(ResolvedScenario, TheExpertsReduceDtypeNeedsExpertsAndAnFsdpStrategy) {
   const std::string unknown = resolve_error(moe + "training { experts { reduce: 7 } }\n");
   EXPECT_NE(unknown.find("training.experts.reduce"), std::string::npos) << unknown;
   EXPECT_NE(unknown.find("FP32, BF16 or FP16"), std::string::npos) << unknown;
+}
+
+// training.experts.epilogue: Megatron-Core's eager epilogue reaches the
+// model's kernel choices; an unknown value is one located line naming the fix.
+TEST(ResolvedScenario, TheExpertEpilogueReachesTheKernelChoices) {
+  const std::string oss = std::string("model { catalog: \"gpt-oss-20b\" }\n") + kCluster;
+  const ResolvedScenario eager =
+      resolve_scenario(scenarios::parse_scenario(oss + "training { experts { epilogue: EAGER_EPILOGUE } }\n",
+                                                 scenarios::ScenarioFormat::kText, "s.textproto", RAGGED_SOURCE_DIR));
+  EXPECT_EQ(eager.model.kernels.expert_epilogue, models::ExpertEpilogue::kEager);
+  EXPECT_DOUBLE_EQ(eager.model.arch.glu_clamp, 7.0);
+  const ResolvedScenario plain = resolve_scenario(
+      scenarios::parse_scenario(oss, scenarios::ScenarioFormat::kText, "s.textproto", RAGGED_SOURCE_DIR));
+  EXPECT_EQ(plain.model.kernels.expert_epilogue, models::ExpertEpilogue::kFused);
+  const std::string unknown = resolve_error(oss + "training { experts { epilogue: 9 } }\n");
+  EXPECT_NE(unknown.find("training.experts.epilogue"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("FUSED_EPILOGUE or EAGER_EPILOGUE"), std::string::npos) << unknown;
 }
 
 TEST(ResolvedScenario, EveryShippedScenarioResolves) {

@@ -197,12 +197,12 @@ struct ElementwiseOp {
   std::string name;
   double bytes_per_token = 0;
   double backward_bytes_per_token = -1;  // < 0: 2 * bytes_per_token
-  // Kernels a forward launches when the op runs eagerly; 0: the count its name
-  // implies (planner/eager_kernels.hpp). The backward launches twice as many.
-  int64_t eager_kernels = 0;
   // The loss: its backward runs ahead of the head's GEMMs (ActivationBytes::logits_gradient).
   bool loss = false;
   UnitPart part = UnitPart::kWhole;
+  // Kernels a forward launches when the op runs eagerly; 0: the count its name
+  // implies (planner/eager_kernels.hpp). The backward launches twice as many.
+  int64_t eager_kernels = 0;
 
   double backward_bytes() const { return backward_bytes_per_token < 0 ? 2.0 * bytes_per_token : backward_bytes_per_token; }
 };

@@ -19,6 +19,18 @@ ModelSpec with_epilogue(const std::string& name, ExpertEpilogue epilogue, int64_
   return build_model(whole.arch, kernels, ModelSplit{1, ep});
 }
 
+// Layer 0's routed experts unit with the fused and the eager epilogue.
+struct ExpertsUnits {
+  ModelSpec fused;
+  ModelSpec eager;
+  const UnitSpec* fused_unit() const { return test_util::find_unit(fused, "layers.0.experts"); }
+  const UnitSpec* eager_unit() const { return test_util::find_unit(eager, "layers.0.experts"); }
+};
+
+ExpertsUnits experts_units(const std::string& name, int64_t ep) {
+  return {with_epilogue(name, ExpertEpilogue::kFused, ep), with_epilogue(name, ExpertEpilogue::kEager, ep)};
+}
+
 const ElementwiseOp* find_op(const UnitSpec& unit, const std::string& name) {
   for (const ElementwiseOp& op : unit.compute.elementwise) {
     if (op.name == name) return &op;
@@ -39,10 +51,9 @@ TEST(ExpertEpilogue, GptOssClampsItsGluAtSevenFromTheCatalogAndItsConfig) {
 // copy (2 f a routed copy) is kept for the fused activation's backward and is
 // what selective checkpointing reruns.
 TEST(ExpertEpilogue, GptOssEagerEpilogueByHand) {
-  const ModelSpec fused = with_epilogue("gpt-oss-120b", ExpertEpilogue::kFused, 8);
-  const ModelSpec eager = with_epilogue("gpt-oss-120b", ExpertEpilogue::kEager, 8);
-  const UnitSpec* experts = test_util::find_unit(eager, "layers.0.experts");
-  const UnitSpec* plain = test_util::find_unit(fused, "layers.0.experts");
+  const ExpertsUnits units = experts_units("gpt-oss-120b", 8);
+  const UnitSpec* experts = units.eager_unit();
+  const UnitSpec* plain = units.fused_unit();
   ASSERT_NE(experts, nullptr);
   ASSERT_NE(plain, nullptr);
   EXPECT_EQ(find_op(*plain, "moe_glu_clamp"), nullptr);
@@ -82,10 +93,9 @@ TEST(ExpertEpilogue, TheBiasLoopsKernelsFollowTheLocalExperts) {
 // A model with neither a clamp nor expert biases (Qwen3-235B-A22B) has no
 // epilogue to run eagerly: the choice changes nothing.
 TEST(ExpertEpilogue, AModelWithoutClampOrExpertBiasIsUnchanged) {
-  const ModelSpec fused = with_epilogue("qwen3-235b-a22b", ExpertEpilogue::kFused, 8);
-  const ModelSpec eager = with_epilogue("qwen3-235b-a22b", ExpertEpilogue::kEager, 8);
-  const UnitSpec* a = test_util::find_unit(fused, "layers.0.experts");
-  const UnitSpec* b = test_util::find_unit(eager, "layers.0.experts");
+  const ExpertsUnits units = experts_units("qwen3-235b-a22b", 8);
+  const UnitSpec* a = units.fused_unit();
+  const UnitSpec* b = units.eager_unit();
   ASSERT_NE(a, nullptr);
   ASSERT_NE(b, nullptr);
   EXPECT_EQ(a->compute.elementwise.size(), b->compute.elementwise.size());

@@ -214,6 +214,20 @@ void add_projections(const planner::ResolvedScenario& resolved, std::vector<Plau
                        {"CHECKPOINT_PROJECTIONS", "FUSED_PROJECTIONS"}));
 }
 
+// The routed experts' clamp and down-projection bias, fused or Megatron-Core's
+// eager passes (docs/MESH.md, "Expert epilogues"): an input only of a model
+// that asks for either (GPT-OSS).
+void add_expert_epilogue(const planner::ResolvedScenario& resolved, std::vector<PlausibleInput>& out) {
+  const models::ArchConfig& arch = resolved.model.arch;
+  if (!arch.is_moe() || (arch.glu_clamp <= 0 && !arch.expert_bias)) return;
+  const scenarios::Training& t = resolved.loaded.scenario.training();
+  out.push_back(
+      choice("the experts' clamp and bias", "training.experts.epilogue",
+             scenarios::ExpertEpilogue_Name(t.experts().epilogue()),
+             resolved.loaded.written.training().experts().epilogue() == scenarios::EXPERT_EPILOGUE_UNSPECIFIED,
+             {"FUSED_EPILOGUE", "EAGER_EPILOGUE"}));
+}
+
 }  // namespace
 
 std::vector<PlausibleInput> plausible_inputs(const planner::ResolvedScenario& resolved) {
@@ -227,6 +241,7 @@ std::vector<PlausibleInput> plausible_inputs(const planner::ResolvedScenario& re
   add_expert_load(resolved, out);
   add_kv_heads(resolved, out);
   add_projections(resolved, out);
+  add_expert_epilogue(resolved, out);
   return out;
 }
 

@@ -78,6 +78,24 @@ TEST(ModelBuilderTest, TiedEmbeddingsDropTheHeadTensorButNotItsGemm) {
   EXPECT_DOUBLE_EQ(tied.model_flops_per_token(4096), untied.model_flops_per_token(4096));
 }
 
+// The head's cross-entropy is the one element-wise op marked as the loss
+// (its backward runs ahead of the head's GEMMs); no block op is, and none
+// names its own eager kernel count but the experts' eager epilogue.
+TEST(ModelBuilderTest, OnlyTheHeadsCrossEntropyIsTheLoss) {
+  const ModelSpec model = build_model(find_catalog_entry("llama3-8b").arch);
+  int losses = 0;
+  for (const UnitSpec& unit : model.units) {
+    for (const ElementwiseOp& op : unit.compute.elementwise) {
+      EXPECT_EQ(op.eager_kernels, 0) << unit.name << " " << op.name;
+      if (!op.loss) continue;
+      ++losses;
+      EXPECT_EQ(&unit, &model.units.back()) << op.name;
+      EXPECT_EQ(op.name, "cross_entropy");
+    }
+  }
+  EXPECT_EQ(losses, 1);
+}
+
 TEST(ModelBuilderTest, AttentionBiasesNormsAndSinks) {
   ArchConfig arch = find_catalog_entry("llama3-8b").arch;
   arch.qkv_bias = true;

@@ -249,6 +249,17 @@ TEST(Sensitivity, TheRoutersLoadIsAnInputOfMixturesOfExperts) {
   EXPECT_FALSE(load_of("torchtitan-asynctp-llama3-8b-fsdp8-tp8-64g").has_value());
 }
 
+// How the experts' clamp and bias run is an input of a model that has them:
+// stated on Megatron-Bridge's GPT-OSS rows, left to the default on
+// Automodel's GPT-OSS 20B, absent for Qwen3 (neither a clamp nor biases).
+TEST(Sensitivity, TheExpertEpilogueIsAnInputOfClampedOrBiasedExperts) {
+  expect_choice("mbridge-2602-gb200-gpt-oss-120b-ep64-64g", "training.experts.epilogue", "EAGER_EPILOGUE", false,
+                {"FUSED_EPILOGUE"});
+  expect_choice("automodel-gpt-oss-20b-fsdp8-ep8-8g", "training.experts.epilogue", "FUSED_EPILOGUE", true,
+                {"EAGER_EPILOGUE"});
+  EXPECT_FALSE(input_of("automodel-qwen3-30b-a3b-fsdp8-ep8-8g", "training.experts.epilogue").has_value());
+}
+
 // Whether the keys and values are copied to every query head is an input of
 // grouped-query models: stated on torchtitan's Llama 3 rows (repeat_kv),
 // left to the default on MaxText's, absent for Llama 2 7B (as many kv heads

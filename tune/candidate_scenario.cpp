@@ -14,6 +14,10 @@ scenarios::LoadedScenario candidate_scenario(const scenarios::LoadedScenario& ba
   scenarios::LoadedScenario out = base;
   scenarios::Training* t = out.written.mutable_training();
   t->set_strategy(c.strategy);
+  // A strategy's own block describes the scenario's runtime; a candidate of
+  // another strategy leaves it behind (a Megatron-Core run tuned over FSDP).
+  if (c.strategy != scenarios::DDP) t->clear_ddp();
+  if (c.strategy != scenarios::MEGATRON_DDP) t->clear_megatron_ddp();
   scenarios::Mesh* mesh = t->mutable_mesh();
   mesh->Clear();
   mesh->set_tp(static_cast<int32_t>(c.tp));

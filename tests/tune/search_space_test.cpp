@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "common/errors.hpp"
+#include "planner/resolved_scenario.hpp"
 #include "scenarios/scenario_rules.hpp"
 #include "tests/tune/tune_test_util.hpp"
 #include "tune/candidate_scenario.hpp"
@@ -219,6 +220,35 @@ TEST(SearchSpace, PipelineStagesTrainWhatDataParallelismCannot) {
   for (const Candidate& candidate : enumerate_candidates(small_scenario(), c)) {
     EXPECT_EQ(candidate.schedule, scenarios::ONE_F_ONE_B);
   }
+}
+
+// A scenario written for Megatron's DDP (or torch's) keeps its strategy's
+// block only in candidates of that strategy: the others drop it, so they
+// resolve instead of failing validation one and all.
+TEST(CandidateScenario, AnotherStrategysCandidateDropsTheScenariosStrategyBlock) {
+  scenarios::LoadedScenario megatron = small_scenario();
+  megatron.written.mutable_training()->set_strategy(scenarios::MEGATRON_DDP);
+  megatron.written.mutable_training()->mutable_megatron_ddp()->set_overlap_grad_reduce(true);
+  megatron = scenarios::rebuild(std::move(megatron));
+  scenarios::LoadedScenario torch_ddp = small_scenario();
+  torch_ddp.written.mutable_training()->set_strategy(scenarios::DDP);
+  torch_ddp.written.mutable_training()->mutable_ddp()->set_bucket_cap_mb(50);
+  torch_ddp.written.mutable_training()->clear_shard_group_size();
+  torch_ddp = scenarios::rebuild(std::move(torch_ddp));
+  Candidate c;
+  c.shard_group = 8;
+  c.strategy = scenarios::RAGGED;
+  for (const scenarios::LoadedScenario* base : {&megatron, &torch_ddp}) {
+    const scenarios::LoadedScenario ragged = candidate_scenario(*base, c, 1024);
+    EXPECT_FALSE(ragged.written.training().has_megatron_ddp());
+    EXPECT_FALSE(ragged.written.training().has_ddp());
+    EXPECT_NO_THROW(planner::resolve_scenario(ragged));
+  }
+  c.strategy = scenarios::MEGATRON_DDP;
+  EXPECT_TRUE(candidate_scenario(megatron, c, 1024).written.training().megatron_ddp().overlap_grad_reduce());
+  c.strategy = scenarios::DDP;
+  c.shard_group = 1;
+  EXPECT_EQ(candidate_scenario(torch_ddp, c, 1024).written.training().ddp().bucket_cap_mb(), 50);
 }
 
 TEST(CandidateScenario, APipelineCandidateWritesItsStagesAndSchedule) {

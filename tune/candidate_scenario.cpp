@@ -19,7 +19,14 @@ scenarios::LoadedScenario candidate_scenario(const scenarios::LoadedScenario& ba
   if (c.strategy != scenarios::DDP) t->clear_ddp();
   if (c.strategy != scenarios::MEGATRON_DDP) t->clear_megatron_ddp();
   scenarios::Mesh* mesh = t->mutable_mesh();
+  // The search sets the mesh's sizes; how the stack dispatches tokens to
+  // experts (and where they go) and overlaps tp's collectives are the
+  // runtime's, kept where the candidate's mesh allows them.
+  const scenarios::Mesh written = *mesh;
   mesh->Clear();
+  mesh->set_expert_dispatcher(written.expert_dispatcher());
+  mesh->set_expert_routing(written.expert_routing());
+  if (c.tp > 1) mesh->set_tp_overlap(written.tp_overlap());
   mesh->set_tp(static_cast<int32_t>(c.tp));
   mesh->set_cp(static_cast<int32_t>(c.cp));
   mesh->set_ep(static_cast<int32_t>(c.ep));

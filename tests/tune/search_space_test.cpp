@@ -251,6 +251,32 @@ TEST(CandidateScenario, AnotherStrategysCandidateDropsTheScenariosStrategyBlock)
   EXPECT_EQ(candidate_scenario(torch_ddp, c, 1024).written.training().ddp().bucket_cap_mb(), 50);
 }
 
+// The stack's dispatcher, routing and tp overlap are the runtime's, not the
+// search's: a candidate keeps them (the overlap only where it has tp).
+TEST(CandidateScenario, ACandidateKeepsTheStacksDispatcherAndOverlap) {
+  scenarios::LoadedScenario base = small_scenario();
+  scenarios::Mesh* mesh = base.written.mutable_training()->mutable_mesh();
+  mesh->set_tp(2);
+  mesh->set_tp_overlap(scenarios::ASYNC_TP);
+  mesh->set_expert_dispatcher(scenarios::DEEPEP);
+  mesh->set_expert_routing(scenarios::CONSECUTIVE);
+  base.written.mutable_training()->set_shard_group_size(4);
+  base = scenarios::rebuild(std::move(base));
+  Candidate c;
+  c.tp = 2;
+  c.shard_group = 4;
+  const scenarios::Mesh kept = candidate_scenario(base, c, 1024).written.training().mesh();
+  EXPECT_EQ(kept.tp_overlap(), scenarios::ASYNC_TP);
+  EXPECT_EQ(kept.expert_dispatcher(), scenarios::DEEPEP);
+  EXPECT_EQ(kept.expert_routing(), scenarios::CONSECUTIVE);
+  c.tp = 1;
+  c.shard_group = 8;
+  const scenarios::LoadedScenario plain = candidate_scenario(base, c, 1024);
+  EXPECT_EQ(plain.written.training().mesh().tp_overlap(), scenarios::TP_OVERLAP_UNSPECIFIED);
+  EXPECT_EQ(plain.written.training().mesh().expert_dispatcher(), scenarios::DEEPEP);
+  EXPECT_NO_THROW(planner::resolve_scenario(plain));
+}
+
 TEST(CandidateScenario, APipelineCandidateWritesItsStagesAndSchedule) {
   Candidate c;
   c.tp = 2;

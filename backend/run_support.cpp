@@ -163,11 +163,12 @@ void check_plan_for_run(const planner::ResolvedScenario& resolved, const planner
   // The executors' routers are what they are; an uneven load is the simulator's what-if.
   if (training.experts().busiest_load() != 1.0 || training.experts().kernel() == scenarios::PADDED ||
       training.experts().kernel() == scenarios::MULTI_STREAM ||
-      training.experts().epilogue() == scenarios::EAGER_EPILOGUE) {
+      training.experts().epilogue() == scenarios::EAGER_EPILOGUE ||
+      training.experts().checkpointing() != scenarios::CHECKPOINTING_UNSPECIFIED) {
     throw InputError(
-        "training.experts: an uneven router load, the PADDED and MULTI_STREAM expert kernels and the "
-        "EAGER_EPILOGUE are simulated only (`ragged simulate`); `ragged run` routes its own tokens and runs "
-        "its own expert GEMMs: remove the experts block");
+        "training.experts: an uneven router load, the PADDED and MULTI_STREAM expert kernels, the "
+        "EAGER_EPILOGUE and the experts' own checkpointing are simulated only (`ragged simulate`); `ragged run` "
+        "routes its own tokens, runs its own expert GEMMs and checkpoints whole blocks: remove the experts block");
   }
   // The executors' loop measures nothing beside its update.
   if (training.step_statistics().gradient_zeros()) {

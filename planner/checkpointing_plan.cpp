@@ -55,14 +55,21 @@ std::vector<models::Checkpointing> unit_checkpointing(const models::ModelSpec& m
                                                       const scenarios::Training& training) {
   const models::Checkpointing mode = checkpointing_mode(training.activation_checkpointing());
   const int every = std::max(1, training.checkpoint_every());
+  const bool every_block = mode != models::Checkpointing::kFull || every <= 1;
+  const scenarios::Checkpointing experts = training.experts().checkpointing();
   std::vector<models::Checkpointing> out(plan.units.size(), mode);
-  if (mode != models::Checkpointing::kFull || every <= 1) return out;
   int blocks = 0;  // counted from 1, as the wrapper counts them
   for (size_t u = 0; u < plan.units.size(); ++u) {
     const models::UnitKind kind = model.units[plan.units[u].unit_index].kind;
-    // A block's routed experts (a unit of their own under expert parallelism) are in its checkpointed region.
-    if (kind == models::UnitKind::kExperts && u > 0) out[u] = out[u - 1];
-    if (kind != models::UnitKind::kBlock) continue;
+    if (kind == models::UnitKind::kExperts) {
+      if (experts != scenarios::CHECKPOINTING_UNSPECIFIED) {
+        out[u] = checkpointing_mode(experts);
+      } else if (u > 0) {
+        // A block's routed experts (a unit of their own under expert parallelism) are in its checkpointed region.
+        out[u] = out[u - 1];
+      }
+    }
+    if (every_block || kind != models::UnitKind::kBlock) continue;
     if (++blocks % every != 0) out[u] = models::Checkpointing::kNone;
   }
   return out;

@@ -25,7 +25,9 @@ models::Checkpointing checkpointing_mode(scenarios::Checkpointing mode);
 // scores it would keep, not modelled).
 std::optional<models::SavedNames> saved_names(const scenarios::Training& training);
 
-// One mode per unit of `plan`, in the plan's order.
+// One mode per unit of `plan`, in the plan's order: a block's routed experts
+// (a unit of their own under ep) take training.experts.checkpointing where it
+// is set, the block's mode otherwise.
 std::vector<models::Checkpointing> unit_checkpointing(const models::ModelSpec& model, const Plan& plan,
                                                       const scenarios::Training& training);
 

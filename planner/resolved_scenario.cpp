@@ -229,11 +229,19 @@ void check_experts(const scenarios::LoadedScenario& loaded, const models::ModelS
   if (!model.arch.is_moe()) {
     if (written.has_busiest_load() || written.kernel() != scenarios::EXPERT_KERNEL_UNSPECIFIED ||
         written.reduce() != scenarios::DTYPE_UNSPECIFIED ||
-        written.epilogue() != scenarios::EXPERT_EPILOGUE_UNSPECIFIED) {
+        written.epilogue() != scenarios::EXPERT_EPILOGUE_UNSPECIFIED ||
+        written.checkpointing() != scenarios::CHECKPOINTING_UNSPECIFIED) {
       throw FieldError("training.experts", fmt::format("model {} has no routed experts, so there is no router to "
                                                        "balance: remove the experts block", model.name));
     }
     return;
+  }
+  if (written.checkpointing() != scenarios::CHECKPOINTING_UNSPECIFIED && loaded.scenario.training().mesh().ep() <= 1) {
+    throw FieldError("training.experts.checkpointing",
+                     fmt::format("the routed experts of model {} are a unit of their own only under expert "
+                                 "parallelism: set mesh.ep (a divisor of its {} experts), or remove "
+                                 "experts.checkpointing and checkpoint the whole block with activation_checkpointing",
+                                 model.name, model.arch.experts));
   }
   const double load = loaded.scenario.training().experts().busiest_load();
   const double ceiling = models::max_expert_load(model.arch);

@@ -229,6 +229,15 @@ void check_kernels(const Training& t, const Gpu& gpu, Checker& c) {
     c.unknown_value("training.experts.epilogue", t.experts().epilogue(), "FUSED_EPILOGUE or EAGER_EPILOGUE",
                     "FUSED_EPILOGUE");
   }
+  if (t.experts().checkpointing() == SAVED_NAMES) {
+    c.fail("training.experts.checkpointing",
+           "SAVED_NAMES names tensors of a whole block, not of its experts: use "
+           "NONE, SELECTIVE or FULL, or leave it unset (the block's)");
+  } else if (t.experts().checkpointing() != CHECKPOINTING_UNSPECIFIED && t.experts().checkpointing() != NONE &&
+             t.experts().checkpointing() != SELECTIVE && t.experts().checkpointing() != FULL) {
+    c.unknown_value("training.experts.checkpointing", t.experts().checkpointing(), "NONE, SELECTIVE or FULL",
+                    "the block's (training.activation_checkpointing)");
+  }
   if (!DType_IsValid(t.experts().reduce())) {
     c.unknown_value("training.experts.reduce", t.experts().reduce(), "FP32, BF16 or FP16",
                     "training.precision.reduce");

@@ -183,6 +183,15 @@ TEST(BackendRun, RefusesTheSimulatedOnlyExpertEpilogue) {
   expect_run_refuses(std::move(loaded), {"training.experts", "EAGER_EPILOGUE", "remove the experts block"});
 }
 
+// The executors checkpoint whole blocks; the experts' own mode is the simulator's.
+TEST(BackendRun, RefusesTheExpertsOwnCheckpointing) {
+  auto loaded = scenarios::load_scenario("tiny-moe-4xcpu");
+  loaded.written.mutable_training()->mutable_mesh()->set_ep(2);
+  loaded.written.mutable_training()->mutable_experts()->set_checkpointing(scenarios::FULL);
+  expect_run_refuses(std::move(loaded),
+                     {"training.experts", "the experts' own checkpointing", "remove the experts block"});
+}
+
 TEST(BackendRun, BadRequestsAreInputErrors) {
   auto comm = make_local_communicator();
   RunOptions options;

@@ -43,6 +43,8 @@ scenarios::LoadedScenario candidate_scenario(const scenarios::LoadedScenario& ba
   t->set_gradient_accumulation_steps(static_cast<int32_t>(c.grad_accum));
   t->set_sequence_length(static_cast<int32_t>(sequence_length));
   t->set_activation_checkpointing(c.checkpointing);
+  // The search chooses the checkpointing: the experts take their block's.
+  t->mutable_experts()->clear_checkpointing();
   t->set_prefetch_depth(c.prefetch);
   t->set_reshard_after_forward(c.reshard);
   if (!c.granularity.empty()) {

@@ -277,6 +277,24 @@ TEST(CandidateScenario, ACandidateKeepsTheStacksDispatcherAndOverlap) {
   EXPECT_NO_THROW(planner::resolve_scenario(plain));
 }
 
+// The experts' own checkpointing (Megatron's --recompute-modules moe) is a
+// checkpointing choice, which the search makes: a candidate leaves it to the
+// block, so one without ep (where it is an error) is still valid.
+TEST(CandidateScenario, ACandidateLeavesTheExpertsCheckpointingToItsBlock) {
+  scenarios::LoadedScenario base = scenarios::parse_scenario(
+      "model { catalog: \"mixtral-8x7b\" }\n"
+      "cluster { gpu { preset: \"h100\" } gpus_per_node: 8 nodes: 2 }\n"
+      "training { micro_batch_size: 1 sequence_length: 4096 mesh { ep: 8 } experts { checkpointing: FULL } }\n",
+      scenarios::ScenarioFormat::kText, "moe.textproto", RAGGED_SOURCE_DIR);
+  ASSERT_NO_THROW(planner::resolve_scenario(base));
+  Candidate c;
+  c.shard_group = 16;
+  c.checkpointing = scenarios::SELECTIVE;
+  const scenarios::LoadedScenario candidate = candidate_scenario(base, c, 4096);
+  EXPECT_EQ(candidate.written.training().experts().checkpointing(), scenarios::CHECKPOINTING_UNSPECIFIED);
+  EXPECT_NO_THROW(planner::resolve_scenario(candidate));
+}
+
 TEST(CandidateScenario, APipelineCandidateWritesItsStagesAndSchedule) {
   Candidate c;
   c.tp = 2;

@@ -72,9 +72,18 @@ int strength(scenarios::Checkpointing mode) {
   return mode == scenarios::FULL ? 2 : mode == scenarios::SELECTIVE ? 1 : 0;
 }
 
-// Checkpointing stronger than the scenario's, mildest first.
-std::vector<Change> checkpointing_changes(const scenarios::Training& t) {
+// Checkpointing stronger than the scenario's, mildest first: where the
+// routed experts are a unit of their own (ep), their layer rerun alone
+// (Megatron's --recompute-modules moe), then the blocks'.
+std::vector<Change> checkpointing_changes(const planner::ResolvedScenario& resolved) {
+  const scenarios::Training& t = resolved.scenario().training();
   std::vector<Change> out;
+  if (resolved.model.arch.is_moe() && t.mesh().ep() > 1 && t.activation_checkpointing() != scenarios::FULL &&
+      t.experts().checkpointing() != scenarios::FULL) {
+    out.push_back({"--set training.experts.checkpointing=FULL", set_training([](scenarios::Training& w) {
+                     w.mutable_experts()->set_checkpointing(scenarios::FULL);
+                   })});
+  }
   for (scenarios::Checkpointing mode : {scenarios::SELECTIVE, scenarios::FULL}) {
     if (strength(mode) <= strength(t.activation_checkpointing())) continue;
     out.push_back({"--checkpointing " + scenarios::checkpointing_name(mode),
@@ -117,9 +126,10 @@ std::vector<Change> gpu_changes(const scenarios::Scenario& s, const std::string&
 }
 
 // Full checkpointing and a micro-batch of one at once, the strongest of each.
-std::optional<Change> strongest_change(const scenarios::Training& t) {
+std::optional<Change> strongest_change(const planner::ResolvedScenario& resolved) {
+  const scenarios::Training& t = resolved.scenario().training();
   std::vector<Change> parts;
-  std::vector<Change> c = checkpointing_changes(t);
+  std::vector<Change> c = checkpointing_changes(resolved);
   if (!c.empty()) parts.push_back(c.back());
   std::vector<Change> m = micro_batch_changes(t);
   if (!m.empty()) parts.push_back(m.back());
@@ -211,12 +221,12 @@ std::vector<MemoryFix> MemoryFixes::fitting() const {
 MemoryFixes find_memory_fixes(const planner::ResolvedScenario& resolved, const SimulationOptions& options) {
   const scenarios::Training& t = resolved.scenario().training();
   FixSearch search(resolved, options);
-  bool any = search.try_until_fit(checkpointing_changes(t));
+  bool any = search.try_until_fit(checkpointing_changes(resolved));
   any = search.try_until_fit(micro_batch_changes(t)) || any;
   any = search.try_until_fit(gpu_changes(resolved.scenario(), "", nullptr)) || any;
   if (!any) {
     // No one change is enough: the strongest together, then with more GPUs.
-    if (const std::optional<Change> strongest = strongest_change(t)) {
+    if (const std::optional<Change> strongest = strongest_change(resolved)) {
       if (!search.try_until_fit({*strongest})) {
         search.try_until_fit(gpu_changes(resolved.scenario(), strongest->flags + " ", strongest->edit));
       }

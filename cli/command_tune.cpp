@@ -56,6 +56,7 @@ struct TuneCommandOptions {
   std::vector<std::string> checkpointing;
   std::string prefetch;
   std::vector<std::string> reshard;
+  std::vector<std::string> experts_checkpointing;
   std::vector<std::string> granularities;
   std::string train_tokens;
   double gpu_hour_price = 0;
@@ -117,6 +118,14 @@ tune::Constraints constraints_of(const TuneCommandOptions& o, std::ostream& note
       c.reshard_after_forward.push_back(false);
     else
       throw InputError(fmt::format("--reshard '{}': use true, false or true,false", r));
+  }
+  for (const std::string& e : o.experts_checkpointing) {
+    if (e == "block")
+      c.experts_recompute.push_back(false);
+    else if (e == "full")
+      c.experts_recompute.push_back(true);
+    else
+      throw InputError(fmt::format("--experts-checkpointing '{}': use block, full or block,full", e));
   }
   c.granularities = o.granularities;
   return c;
@@ -320,6 +329,11 @@ void add_tune_command(CLI::App& app, Context& context) {
                   "Micro-batch sizes to try, sequences of a data-parallel rank (default: every divisor of its batch)");
   cmd->add_option("--checkpointing", o->checkpointing,
                   "Activation checkpointing to try: none, selective, full (default: all)")
+      ->delimiter(',');
+  cmd->add_option("--experts-checkpointing", o->experts_checkpointing,
+                  "Under expert parallelism, the routed experts' checkpointing to try: block (the block's mode) or "
+                  "full (their layer rerun in the backward, training.experts.checkpointing FULL; with a block mode "
+                  "short of full) (default: block,full)")
       ->delimiter(',');
   cmd->add_option("--prefetch", o->prefetch, "Prefetch depths to try (default: 1,2)");
   cmd->add_option("--reshard", o->reshard, "Reshard after forward: true, false or true,false (default)")

@@ -129,6 +129,11 @@ void print_counts(const tune::SearchResult& r, const ReportOptions& options, std
                      options.workers, format_seconds(simulator_seconds(r)), n.cached);
 }
 
+// The block's mode, and the experts' own recompute where it is chosen.
+std::string checkpointing_text(const tune::Candidate& c) {
+  return scenarios::checkpointing_name(c.checkpointing) + (c.experts_recompute ? " + experts" : "");
+}
+
 void print_ranking(const tune::SearchResult& r, const ReportOptions& options, std::ostream& out) {
   const bool granularity = any_granularity(r);
   const bool mesh = any_mesh(r);
@@ -148,9 +153,8 @@ void print_ranking(const tune::SearchResult& r, const ReportOptions& options, st
     const tune::Evaluation& e = r.evaluations[i];
     std::vector<std::string> row = {std::to_string(k + 1), scenarios::strategy_name(c.strategy)};
     if (mesh) row.push_back(tune::mesh_text(c).empty() ? "-" : tune::mesh_text(c));
-    row.insert(row.end(),
-               {group_text(c, r.gpus), fmt::format("{} x {}", c.micro_batch, c.grad_accum),
-                scenarios::checkpointing_name(c.checkpointing), std::to_string(c.prefetch), c.reshard ? "yes" : "no"});
+    row.insert(row.end(), {group_text(c, r.gpus), fmt::format("{} x {}", c.micro_batch, c.grad_accum),
+                           checkpointing_text(c), std::to_string(c.prefetch), c.reshard ? "yes" : "no"});
     if (granularity) row.push_back(c.granularity.empty() ? "-" : c.granularity);
     row.push_back(format_rounded(e.tokens_per_s_per_gpu));
     row.push_back(tokens_range_text(e.band_rows, e.band_tokens_low, e.band_tokens_high));
@@ -222,6 +226,8 @@ nlohmann::json candidate_to_json(const tune::Candidate& c) {
           {"micro_batch", c.micro_batch},
           {"grad_accum", c.grad_accum},
           {"checkpointing", scenarios::checkpointing_name(c.checkpointing)},
+          {"experts_checkpointing", c.experts_recompute ? nlohmann::json(scenarios::checkpointing_name(scenarios::FULL))
+                                                        : nlohmann::json(nullptr)},
           {"prefetch_depth", c.prefetch},
           {"reshard_after_forward", c.reshard},
           {"granularity", c.granularity}};

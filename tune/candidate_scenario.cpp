@@ -43,8 +43,13 @@ scenarios::LoadedScenario candidate_scenario(const scenarios::LoadedScenario& ba
   t->set_gradient_accumulation_steps(static_cast<int32_t>(c.grad_accum));
   t->set_sequence_length(static_cast<int32_t>(sequence_length));
   t->set_activation_checkpointing(c.checkpointing);
-  // The search chooses the checkpointing: the experts take their block's.
-  t->mutable_experts()->clear_checkpointing();
+  // The search chooses the checkpointing: the experts take their block's or
+  // rerun their layer on their own.
+  if (c.experts_recompute) {
+    t->mutable_experts()->set_checkpointing(scenarios::FULL);
+  } else {
+    t->mutable_experts()->clear_checkpointing();
+  }
   t->set_prefetch_depth(c.prefetch);
   t->set_reshard_after_forward(c.reshard);
   if (!c.granularity.empty()) {
@@ -70,11 +75,12 @@ std::string mesh_text(const Candidate& c) {
 std::string describe(const Candidate& c, int64_t gpus) {
   const int64_t replicas = gpus / (c.shard_group * c.tp * c.pp);
   const std::string mesh = mesh_text(c);
-  return fmt::format("{}, {}shard group {}{}, micro-batch {} x {}, {} checkpointing, prefetch {}, {}{}",
+  return fmt::format("{}, {}shard group {}{}, micro-batch {} x {}, {} checkpointing{}, prefetch {}, {}{}",
                      scenarios::strategy_name(c.strategy), mesh.empty() ? "" : mesh + ", ", c.shard_group,
                      replicas > 1 ? fmt::format(" x {} replicas", replicas) : "", c.micro_batch, c.grad_accum,
                      c.checkpointing == scenarios::NONE ? "no" : scenarios::checkpointing_name(c.checkpointing),
-                     c.prefetch, c.reshard ? "reshard" : "no reshard",
+                     c.experts_recompute ? " (experts recomputed)" : "", c.prefetch,
+                     c.reshard ? "reshard" : "no reshard",
                      c.granularity.empty() ? "" : ", granularity " + c.granularity);
 }
 

@@ -196,6 +196,17 @@ std::vector<StageSchedule> schedules_for(int64_t pp, int64_t accumulation, int64
   return out;
 }
 
+// Whether the experts recompute their own layer: only where they are a unit
+// of their own (ep > 1) under a block that keeps more than its input (a
+// fully checkpointed block reruns them already); without it first.
+std::vector<bool> experts_recompute_choices(const Constraints& c, int64_t ep, scenarios::Checkpointing mode) {
+  if (ep == 1 || mode == scenarios::FULL) return {false};
+  std::vector<bool> choices = or_default(c.experts_recompute, {false, true});
+  std::sort(choices.begin(), choices.end());
+  choices.erase(std::unique(choices.begin(), choices.end()), choices.end());
+  return choices;
+}
+
 // Appends every candidate of one mesh shape (over the ep sizes), or says in
 // `refused` why it has none.
 void add_mesh_candidates(const MeshShape& m, const std::vector<int64_t>& eps, const Constraints& c,
@@ -264,11 +275,14 @@ void add_mesh_candidates(const MeshShape& m, const std::vector<int64_t>& eps, co
         for (int64_t mb : micro) {
           for (const StageSchedule& schedule : schedules_for(m.pp, per_rank / mb, blocks, c)) {
             for (scenarios::Checkpointing mode : modes) {
-              for (int prefetch : stage_prefetches) {
-                for (bool reshard : stage_reshards) {
-                  for (const std::string& granularity : granularities) {
-                    out.push_back({strategy, group, mb, per_rank / mb, mode, prefetch, reshard, granularity, m.tp, m.cp,
-                                   ep, m.pp, schedule.schedule, schedule.virtual_stages, whole});
+              for (bool experts_recompute : experts_recompute_choices(c, ep, mode)) {
+                for (int prefetch : stage_prefetches) {
+                  for (bool reshard : stage_reshards) {
+                    for (const std::string& granularity : granularities) {
+                      out.push_back({strategy, group, mb, per_rank / mb, mode, prefetch, reshard, granularity, m.tp,
+                                     m.cp, ep, m.pp, schedule.schedule, schedule.virtual_stages, whole,
+                                     experts_recompute});
+                    }
                   }
                 }
               }

@@ -4,7 +4,8 @@
 // is the strategy, the device mesh (tensor, context and expert parallelism,
 // docs/MESH.md), the shard group (FSDP over every data-parallel rank, or HSDP
 // groups replicated), micro-batch x gradient accumulation for the global
-// batch, activation checkpointing, prefetch depth, reshard after forward and,
+// batch, activation checkpointing (the block's and, under expert parallelism,
+// the experts' own), prefetch depth, reshard after forward and,
 // for the RaggedShard strategies, the sharding granularity.
 
 #include <cstdint>
@@ -47,6 +48,10 @@ struct Constraints {
   std::vector<scenarios::PipelineSchedule> schedules;
   std::vector<int64_t> micro_batches;                   // empty: every divisor of a data-parallel rank's batch
   std::vector<scenarios::Checkpointing> checkpointing;  // empty: none, selective, full
+  // The routed experts' own full recompute (training.experts.checkpointing
+  // FULL: Megatron-Core's `--recompute-modules moe`) under a block mode short
+  // of full, where they are a unit of their own (ep > 1); empty: without and with.
+  std::vector<bool> experts_recompute;
   std::vector<int> prefetch_depths;                     // empty: 1 and 2
   std::vector<bool> reshard_after_forward;              // empty: true and false
   std::vector<std::string> granularities;               // ragged, vescale-paper; empty: the scenario's
@@ -70,6 +75,9 @@ struct Candidate {
   // With tp and ep: each routed expert whole on its rank (training.mesh.expert_tp 1),
   // ep carved out of tp x the shard group; false splits them over tp.
   bool whole_experts = false;
+  // The experts rerun their layer in the backward (training.experts.checkpointing
+  // FULL) where the block keeps more (checkpointing none or selective, ep > 1).
+  bool experts_recompute = false;
 
   bool operator==(const Candidate&) const = default;
 };

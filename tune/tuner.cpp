@@ -26,6 +26,7 @@ nlohmann::json candidate_json(const Candidate& c) {
           {"schedule", static_cast<int>(c.schedule)},
           {"virtual_stages", c.virtual_stages},
           {"whole_experts", c.whole_experts},
+          {"experts_recompute", c.experts_recompute},
           {"shard_group", c.shard_group},
           {"micro_batch", c.micro_batch},
           {"grad_accum", c.grad_accum},
@@ -51,6 +52,7 @@ Candidate candidate_from_json(const nlohmann::json& j) {
   c.schedule = static_cast<scenarios::PipelineSchedule>(schedule);
   c.virtual_stages = j.at("virtual_stages");
   c.whole_experts = j.at("whole_experts");
+  c.experts_recompute = j.at("experts_recompute");
   c.shard_group = j.at("shard_group");
   c.micro_batch = j.at("micro_batch");
   c.grad_accum = j.at("grad_accum");
@@ -60,18 +62,19 @@ Candidate candidate_from_json(const nlohmann::json& j) {
   return c;
 }
 
-// Likeliest to fit first: more checkpointing, smaller micro-batches, more
-// tensor, context and pipeline parallelism, larger shard groups, resharding,
+// Likeliest to fit first: more checkpointing (the experts' own recompute
+// next to the block's mode it relieves), smaller micro-batches, more tensor,
+// context and pipeline parallelism, larger shard groups, resharding,
 // shallower prefetch.
 std::vector<Candidate> likeliest_to_fit_first(std::vector<Candidate> candidates) {
-  auto checkpointing_rank = [](scenarios::Checkpointing m) {
-    return m == scenarios::FULL ? 0 : m == scenarios::SELECTIVE ? 1 : 2;
+  auto checkpointing_rank = [](const Candidate& c) {
+    const int block = c.checkpointing == scenarios::FULL ? 0 : c.checkpointing == scenarios::SELECTIVE ? 2 : 4;
+    return block - (c.experts_recompute ? 1 : 0);
   };
   std::stable_sort(candidates.begin(), candidates.end(), [&](const Candidate& a, const Candidate& b) {
-    return std::make_tuple(checkpointing_rank(a.checkpointing), a.micro_batch, -a.tp * a.cp * a.pp, -a.shard_group, !a.reshard,
-                           a.prefetch) <
-           std::make_tuple(checkpointing_rank(b.checkpointing), b.micro_batch, -b.tp * b.cp * b.pp, -b.shard_group, !b.reshard,
-                           b.prefetch);
+    return std::make_tuple(checkpointing_rank(a), a.micro_batch, -a.tp * a.cp * a.pp, -a.shard_group, !a.reshard,
+                           a.prefetch) < std::make_tuple(checkpointing_rank(b), b.micro_batch, -b.tp * b.cp * b.pp,
+                                                         -b.shard_group, !b.reshard, b.prefetch);
   });
   return candidates;
 }

@@ -10,6 +10,8 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -265,6 +267,37 @@ TEST_F(CliTune, ProgressBarWithTimeLeftOnStderr) {
 }
 
 // Each is one line on stderr, "ragged: error: ...", and exit code 2.
+// A mixture of experts under ep: the ranking names the experts' own recompute
+// where a candidate chooses it, the JSON says it, and the written winner
+// carries it into the scenario `ragged simulate` reads.
+TEST_F(CliTune, TheExpertsOwnRecomputeIsRankedReportedAndWritten) {
+  const fs::path written = dir_ / "moe-tuned.textproto";
+  const std::vector<std::string> common = {
+      "tune", "tiny-moe-4xcpu",  "--strategies", "fsdp2",      "--tps",  "1", "--pps", "1", "--eps",
+      "2",    "--checkpointing", "selective",    "--no-cache", "--jobs", "1"};
+  std::vector<std::string> args = common;
+  args.insert(args.end(), {"--experts-checkpointing", "full", "--json", "--write", written.string()});
+  const auto result = run_cli(args);
+  ASSERT_EQ(result.code, 0) << result.err;
+  const nlohmann::json j = nlohmann::json::parse(result.out);
+  ASSERT_FALSE(j.at("ranking").empty()) << result.out;
+  for (const nlohmann::json& i : j.at("ranking")) {
+    const nlohmann::json& candidate = j.at("candidates").at(i.get<size_t>());
+    EXPECT_EQ(candidate.at("configuration").at("experts_checkpointing"), "full") << candidate.dump();
+  }
+  const auto simulated = run_cli({"simulate", written.string(), "--json"});
+  ASSERT_EQ(simulated.code, 0) << simulated.err;
+  std::ifstream in(written);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("checkpointing: FULL"), std::string::npos) << text;
+
+  args = common;
+  args.insert(args.end(), {"--top", "20"});
+  const auto both = run_cli(args);
+  ASSERT_EQ(both.code, 0) << both.err;
+  EXPECT_NE(both.out.find("selective + experts"), std::string::npos) << both.out;
+}
+
 TEST_F(CliTune, BadConstraintsAreOneLineAndExitTwo) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--headroom", "100"}, "below 100%"},
@@ -283,6 +316,7 @@ TEST_F(CliTune, BadConstraintsAreOneLineAndExitTwo) {
       {{"--rank-by", "speed"}, "--rank-by"},
       {{"--rank-by", "throughput", "--restart-minutes", "5"}, "drop them or --rank-by throughput"},
       {{"--interruptions-per-gpu-hour", "2"}, "--interruptions-per-gpu-hour: 2 is out of range"},
+      {{"--experts-checkpointing", "selective"}, "--experts-checkpointing 'selective': use block, full"},
   };
   for (const auto& [args, needle] : cases) {
     const auto result = run_cli(tune_args(args));

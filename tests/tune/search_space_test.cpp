@@ -348,6 +348,48 @@ TEST(SearchSpace, MixturesOfExpertsUnderTpTryWholeExperts) {
   EXPECT_EQ(mesh_text(whole), "tp 2 x ep 4 (experts whole)");
 }
 
+// Under ep the experts' own recompute is tried beside every block mode short
+// of full (a fully checkpointed block reruns them already), never without
+// ep (the experts are then part of their block), and only as asked.
+TEST(SearchSpace, TheExpertsOwnRecomputeIsTriedUnderEpBelowFullCheckpointing) {
+  Constraints c;
+  c.tps = {1};
+  c.eps = {1, 2};
+  c.pps = {1};
+  c.cps = {1};
+  const scenarios::LoadedScenario moe = scenarios::load_scenario("tiny-moe-4xcpu");
+  std::map<std::tuple<int64_t, int, bool>, int> count;  // (ep, block mode, experts recompute) -> candidates
+  for (const Candidate& cand : enumerate_candidates(moe, c)) {
+    ++count[std::make_tuple(cand.ep, static_cast<int>(cand.checkpointing), cand.experts_recompute)];
+    const scenarios::LoadedScenario written = candidate_scenario(moe, cand, 1024);
+    EXPECT_EQ(written.written.training().experts().checkpointing(),
+              cand.experts_recompute ? scenarios::FULL : scenarios::CHECKPOINTING_UNSPECIFIED)
+        << describe(cand, 4);
+    if (cand.experts_recompute) {
+      EXPECT_NE(describe(cand, 4).find("checkpointing (experts recomputed)"), std::string::npos) << describe(cand, 4);
+      EXPECT_NO_THROW(planner::resolve_scenario(written)) << describe(cand, 4);
+    }
+  }
+  const auto n = [&](int64_t ep, scenarios::Checkpointing mode, bool recompute) {
+    return count[std::make_tuple(ep, static_cast<int>(mode), recompute)];
+  };
+  for (scenarios::Checkpointing mode : {scenarios::NONE, scenarios::SELECTIVE, scenarios::FULL}) {
+    EXPECT_GT(n(1, mode, false), 0);
+    EXPECT_EQ(n(1, mode, true), 0) << "no experts of their own without ep";
+    EXPECT_GT(n(2, mode, false), 0);
+  }
+  EXPECT_EQ(n(2, scenarios::NONE, true), n(2, scenarios::NONE, false));
+  EXPECT_EQ(n(2, scenarios::SELECTIVE, true), n(2, scenarios::SELECTIVE, false));
+  EXPECT_EQ(n(2, scenarios::FULL, true), 0) << "a fully checkpointed block reruns its experts already";
+
+  c.experts_recompute = {false};
+  for (const Candidate& cand : enumerate_candidates(moe, c)) EXPECT_FALSE(cand.experts_recompute) << describe(cand, 4);
+  c.experts_recompute = {true};
+  for (const Candidate& cand : enumerate_candidates(moe, c)) {
+    EXPECT_EQ(cand.experts_recompute, cand.ep > 1 && cand.checkpointing != scenarios::FULL) << describe(cand, 4);
+  }
+}
+
 // A candidate's settings land in the scenario's training fields.
 TEST(CandidateScenario, WritesEveryKnob) {
   const Candidate c{scenarios::ZERO3, 4, 1, 2, scenarios::FULL, 2, false, ""};

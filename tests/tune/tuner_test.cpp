@@ -191,6 +191,33 @@ TEST(Tuner, WinnersScenarioFileReproducesItsFigures) {
 }
 
 // The per-count table skips a count the fixed global batch does not divide over.
+// The experts' own recompute, a candidate beside its twin that keeps them:
+// it peaks lower and takes longer, as the simulator says of the scenario
+// the candidate writes (what `ragged tune` ranks it by).
+TEST(Tuner, TheExpertsOwnRecomputeTradesTimeForMemory) {
+  const scenarios::LoadedScenario moe = scenarios::load_scenario("tiny-moe-4xcpu");
+  TuneOptions options;
+  options.constraints.tps = {1};
+  const Tuner tuner(moe, options);
+  Candidate kept;
+  kept.strategy = scenarios::FSDP2;
+  kept.ep = 2;
+  kept.shard_group = 4;
+  kept.micro_batch = 2;
+  kept.checkpointing = scenarios::SELECTIVE;
+  Candidate recomputed = kept;
+  recomputed.experts_recompute = true;
+  const auto simulate = [&](const Candidate& c) {
+    return sim::simulate_summary_in_child(planner::resolve_scenario(tuner.scenario_of(4, c))).summary;
+  };
+  const auto a = simulate(kept), b = simulate(recomputed);
+  std::printf("experts kept: %.3f ms, %lld bytes; recomputed: %.3f ms, %lld bytes\n", 1e3 * a.step_time_s(),
+              static_cast<long long>(a.peak_allocated_bytes()), 1e3 * b.step_time_s(),
+              static_cast<long long>(b.peak_allocated_bytes()));
+  EXPECT_LT(b.peak_allocated_bytes(), a.peak_allocated_bytes());
+  EXPECT_GT(b.step_time_s(), a.step_time_s());
+}
+
 TEST(GpuSearch, CountsTheBatchDoesNotDivideOverAreSkipped) {
   TuneOptions options = small_options();
   options.constraints.global_batch_tokens = 16 * 1024;

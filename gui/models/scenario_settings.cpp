@@ -87,6 +87,7 @@ ScenarioSettings settings_of(const scenarios::Scenario& scenario) {
   s.micro_batch = training.micro_batch_size();
   s.sequence_length = training.sequence_length();
   s.checkpointing = training.activation_checkpointing();
+  s.experts_checkpointing = training.experts().checkpointing();
   s.prefetch_depth = training.prefetch_depth();
   s.optimizer = scenarios::optimizer_name(training.optimizer());
   return s;
@@ -141,6 +142,13 @@ scenarios::LoadedScenario apply_settings(const scenarios::LoadedScenario& base, 
     t->set_sequence_length(static_cast<int32_t>(settings.sequence_length));
   }
   if (settings.checkpointing != before.checkpointing) t->set_activation_checkpointing(settings.checkpointing);
+  if (settings.experts_checkpointing != before.experts_checkpointing) {
+    if (settings.experts_checkpointing == scenarios::CHECKPOINTING_UNSPECIFIED) {
+      t->mutable_experts()->clear_checkpointing();
+    } else {
+      t->mutable_experts()->set_checkpointing(settings.experts_checkpointing);
+    }
+  }
   if (settings.prefetch_depth != before.prefetch_depth) t->set_prefetch_depth(static_cast<int32_t>(settings.prefetch_depth));
   if (!mesh_changed) return scenarios::rebuild(std::move(out));
   // The mesh as the CLI's --tp/--cp/--ep writes it: a new tp or cp re-derives the shard group.

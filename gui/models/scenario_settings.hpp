@@ -35,6 +35,9 @@ struct ScenarioSettings {
   int64_t micro_batch = 1;
   int64_t sequence_length = 4096;
   scenarios::Checkpointing checkpointing = scenarios::NONE;
+  // The routed experts' own mode under ep (training.experts.checkpointing);
+  // CHECKPOINTING_UNSPECIFIED: the block's.
+  scenarios::Checkpointing experts_checkpointing = scenarios::CHECKPOINTING_UNSPECIFIED;
   int64_t prefetch_depth = 1;
   std::string optimizer = "adamw";  // one of scenarios::optimizer_names()
 

@@ -24,14 +24,18 @@ constexpr RowInfo kRowInfo[ScenarioSettingsModel::kRows] = {
     {"NIC Gbit/s", "Bandwidth of one NIC, per direction"},
     {"strategy", "Layout strategy"},
     {"granularity", "element, rows:K, block:RxC or matrix"},
-    {"shard group", "Ranks FSDP shards one model copy over (dp_shard x cp); fewer than a tp rank's is HSDP. "
-                    "Follows the GPUs until a value is typed; auto gives it back to the scenario"},
+    {"shard group",
+     "Ranks FSDP shards one model copy over (dp_shard x cp); fewer than a tp rank's is HSDP. "
+     "Follows the GPUs until a value is typed; auto gives it back to the scenario"},
     {"tp", "Tensor-parallel ranks: every block's matrices split, inside a node"},
     {"cp", "Context-parallel ranks: each sequence split, keys and values gathered"},
     {"ep", "Expert-parallel ranks (mixtures of experts): each holds 1/ep of the routed experts"},
     {"micro-batch", "Sequences per data-parallel rank per micro-step"},
     {"sequence length", "Tokens per sequence"},
     {"checkpointing", "Activation checkpointing"},
+    {"experts checkpointing",
+     "Under ep, the routed experts' own: block (the block's mode), none, selective, or full "
+     "(their layer rerun in the backward, as Megatron-Core's --recompute-modules moe)"},
     {"prefetch", "Units all-gathered ahead of compute"},
     {"optimizer", "The optimizer, its settings at their defaults"},
 };
@@ -88,6 +92,10 @@ QString ScenarioSettingsModel::value_text(int row) const {
     case kMicroBatch: return QString::number(s.micro_batch);
     case kSequenceLength: return QString::number(s.sequence_length);
     case kCheckpointing: return QString::fromStdString(scenarios::checkpointing_name(s.checkpointing));
+    case kExpertsCheckpointing:
+      return s.experts_checkpointing == scenarios::CHECKPOINTING_UNSPECIFIED
+                 ? QStringLiteral("block")
+                 : QString::fromStdString(scenarios::checkpointing_name(s.experts_checkpointing));
     case kPrefetch: return QString::number(s.prefetch_depth);
     case kOptimizer: return QString::fromStdString(s.optimizer);
     default: return {};
@@ -110,6 +118,8 @@ QVariant ScenarioSettingsModel::data(const QModelIndex& index, int role) const {
         return names;
       }
       case kCheckpointing: return QStringList{"none", "full", "selective"};
+      case kExpertsCheckpointing:
+        return QStringList{"block", "none", "full", "selective"};
       case kOptimizer: return to_list(scenarios::optimizer_names());
       default: return QStringList{};
     }
@@ -155,6 +165,10 @@ bool ScenarioSettingsModel::parse_into(int row, const QString& value, ScenarioSe
       case kMicroBatch: return positive(value, s.micro_batch);
       case kSequenceLength: return positive(value, s.sequence_length);
       case kCheckpointing: s.checkpointing = scenarios::parse_checkpointing(text); return true;
+      case kExpertsCheckpointing:
+        s.experts_checkpointing =
+            text == "block" ? scenarios::CHECKPOINTING_UNSPECIFIED : scenarios::parse_checkpointing(text);
+        return true;
       case kPrefetch: {
         bool ok = false;
         const int v = value.toInt(&ok);

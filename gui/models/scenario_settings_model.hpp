@@ -16,8 +16,26 @@ class ScenarioSettingsModel : public QAbstractTableModel {
 
  public:
   enum Row {
-    kModel, kGpuPreset, kGpus, kGpusPerNode, kNodes, kNicsPerNode, kNicBandwidth, kStrategy, kGranularity,
-    kShardGroup, kTp, kCp, kEp, kMicroBatch, kSequenceLength, kCheckpointing, kPrefetch, kOptimizer, kRows
+    kModel,
+    kGpuPreset,
+    kGpus,
+    kGpusPerNode,
+    kNodes,
+    kNicsPerNode,
+    kNicBandwidth,
+    kStrategy,
+    kGranularity,
+    kShardGroup,
+    kTp,
+    kCp,
+    kEp,
+    kMicroBatch,
+    kSequenceLength,
+    kCheckpointing,
+    kExpertsCheckpointing,
+    kPrefetch,
+    kOptimizer,
+    kRows
   };
   enum Column { kName, kValue, kColumns };
   static constexpr int kChoicesRole = Qt::UserRole + 1;  // QStringList; empty: free text or a number

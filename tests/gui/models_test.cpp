@@ -114,6 +114,34 @@ class ModelsTest : public QObject {
     QVERIFY(!model.set_value(ScenarioSettingsModel::kEp, QStringLiteral("0")));
   }
 
+  // The experts' own checkpointing: "block" leaves training.experts.checkpointing
+  // unset (the block's mode), a mode writes it, and the plan of a mixture of
+  // experts under ep takes it (its experts' peak falls with their recompute).
+  void the_experts_checkpointing_knob_writes_the_experts_mode() {
+    const auto loaded = scenarios::load_scenario("tiny-moe-4xcpu");
+    ScenarioSettingsModel model;
+    QAbstractItemModelTester tester(&model);
+    model.set_settings(settings_of(loaded.scenario));
+    const QModelIndex cell = model.index(ScenarioSettingsModel::kExpertsCheckpointing, ScenarioSettingsModel::kValue);
+    QCOMPARE(cell.data(Qt::DisplayRole).toString(), QStringLiteral("block"));
+    QVERIFY(cell.data(ScenarioSettingsModel::kChoicesRole).toStringList().contains(QStringLiteral("full")));
+    QVERIFY(model.set_value(ScenarioSettingsModel::kEp, QStringLiteral("2")));
+    QVERIFY(model.set_value(ScenarioSettingsModel::kExpertsCheckpointing, QStringLiteral("full")));
+    QVERIFY(!model.set_value(ScenarioSettingsModel::kExpertsCheckpointing, QStringLiteral("most")));
+    QCOMPARE(model.settings().experts_checkpointing, scenarios::FULL);
+    const auto recomputed = apply_settings(loaded, model.settings());
+    QCOMPARE(recomputed.scenario.training().experts().checkpointing(), scenarios::FULL);
+    QCOMPARE(recomputed.scenario.training().mesh().ep(), 2);
+    QCOMPARE(settings_of(recomputed.scenario).experts_checkpointing, scenarios::FULL);
+    QVERIFY(model.set_value(ScenarioSettingsModel::kExpertsCheckpointing, QStringLiteral("block")));
+    const auto kept = apply_settings(loaded, model.settings());
+    QCOMPARE(kept.scenario.training().experts().checkpointing(), scenarios::CHECKPOINTING_UNSPECIFIED);
+    const auto peak = [](const scenarios::LoadedScenario& s) {
+      return sim::simulate_summary_in_child(planner::resolve_scenario(s)).summary.peak_allocated_bytes();
+    };
+    QVERIFY(peak(recomputed) < peak(kept));
+  }
+
   // Issue 51: a shard group left to the scenario follows the GPUs in the
   // table; one typed is applied, even the value shown, and kept.
   void a_typed_shard_group_is_applied_and_kept() {

@@ -22,6 +22,16 @@ namespace {
 
 using testing::small_scenario;
 
+// The tiny mixture of experts' space at these tp and ep sizes, no cp or stages.
+Constraints moe_constraints(std::vector<int64_t> tps, std::vector<int64_t> eps) {
+  Constraints c;
+  c.tps = std::move(tps);
+  c.eps = std::move(eps);
+  c.pps = {1};
+  c.cps = {1};
+  return c;
+}
+
 // 2 x 4 GPUs, 2 sequences per GPU: six strategies, shard groups 4 (HSDP)
 // and 8, micro-batches 1 and 2, three checkpointing modes, prefetch 1 and
 // 2, reshard or not; FSDP alone, which trains this batch.
@@ -319,11 +329,7 @@ TEST(CandidateScenario, APipelineCandidateWritesItsStagesAndSchedule) {
 // of tp x the shard group), so an ep the shard group alone cannot hold still
 // has candidates, whole ones; each writes its expert_tp and loads.
 TEST(SearchSpace, MixturesOfExpertsUnderTpTryWholeExperts) {
-  Constraints c;
-  c.tps = {2};
-  c.eps = {2, 4};
-  c.pps = {1};
-  c.cps = {1};
+  Constraints c = moe_constraints({2}, {2, 4});
   const scenarios::LoadedScenario moe = scenarios::load_scenario("tiny-moe-4xcpu");
   std::map<std::pair<int64_t, bool>, int> count;  // (ep, whole) -> candidates
   for (const Candidate& cand : enumerate_candidates(moe, c)) {
@@ -352,11 +358,7 @@ TEST(SearchSpace, MixturesOfExpertsUnderTpTryWholeExperts) {
 // of full (a fully checkpointed block reruns them already), never without
 // ep (the experts are then part of their block), and only as asked.
 TEST(SearchSpace, TheExpertsOwnRecomputeIsTriedUnderEpBelowFullCheckpointing) {
-  Constraints c;
-  c.tps = {1};
-  c.eps = {1, 2};
-  c.pps = {1};
-  c.cps = {1};
+  Constraints c = moe_constraints({1}, {1, 2});
   const scenarios::LoadedScenario moe = scenarios::load_scenario("tiny-moe-4xcpu");
   std::map<std::tuple<int64_t, int, bool>, int> count;  // (ep, block mode, experts recompute) -> candidates
   for (const Candidate& cand : enumerate_candidates(moe, c)) {

@@ -33,7 +33,7 @@ std::vector<PipelineAction> passes(ActionPass pass, int micro_batches) {
 
 // Megatron's interleaved order: the k-th forward runs chunk (k / pp) % v of
 // micro-batch (k / (pp v)) pp + k % pp; backwards run the chunks last first.
-std::vector<PipelineAction> interleaved(int stages, int stage, int micro_batches, int chunks) {
+std::vector<PipelineAction> interleaved(int stages, int stage, int micro_batches, int chunks, int extra_warmup) {
   const int total = micro_batches * chunks;
   std::vector<PipelineAction> forwards, backwards;
   for (int k = 0; k < total; ++k) {
@@ -42,7 +42,7 @@ std::vector<PipelineAction> interleaved(int stages, int stage, int micro_batches
     forwards.push_back({ActionPass::kForward, micro_batch, round_chunk});
     backwards.push_back({ActionPass::kBackward, micro_batch, chunks - 1 - round_chunk});
   }
-  const size_t warmup = static_cast<size_t>((stages - stage - 1) * 2 + (chunks - 1) * stages);
+  const size_t warmup = static_cast<size_t>((stages - stage - 1) * 2 + (chunks - 1) * stages + extra_warmup);
   return one_forward_one_backward(forwards, backwards, warmup);
 }
 
@@ -84,10 +84,12 @@ std::string_view pipeline_schedule_name(PipelineScheduleKind kind) {
 }
 
 std::vector<PipelineAction> stage_schedule(PipelineScheduleKind kind, int stages, int stage, int micro_batches,
-                                           int chunks) {
+                                           int chunks, int extra_warmup) {
   RAGGED_ASSERT(stages >= 1 && stage >= 0 && stage < stages && micro_batches >= 1 && chunks >= 1,
                 "a stage of the pipeline and at least one micro-batch");
   RAGGED_ASSERT(chunks == 1 || kind == PipelineScheduleKind::kInterleaved1F1B, "chunks only interleave");
+  RAGGED_ASSERT(extra_warmup >= 0 && (extra_warmup == 0 || kind == PipelineScheduleKind::kInterleaved1F1B),
+                "an extra warm-up forward only for interleaved 1F1B");
   switch (kind) {
     case PipelineScheduleKind::kGpipe: {
       std::vector<PipelineAction> out = passes(ActionPass::kForward, micro_batches);
@@ -101,7 +103,7 @@ std::vector<PipelineAction> stage_schedule(PipelineScheduleKind kind, int stages
                                       static_cast<size_t>(stages - stage - 1));
     case PipelineScheduleKind::kInterleaved1F1B:
       RAGGED_ASSERT(micro_batches % stages == 0, "interleaved 1F1B runs micro-batches in rounds of pp");
-      return interleaved(stages, stage, micro_batches, chunks);
+      return interleaved(stages, stage, micro_batches, chunks, extra_warmup);
     case PipelineScheduleKind::kZeroBubbleH1:
       return zero_bubble_h1(stages, stage, micro_batches);
   }

@@ -38,8 +38,11 @@ struct PipelineAction {
 
 // The actions of stage `stage` of `stages`, in the order its rank runs them.
 // `chunks` > 1 only for interleaved 1F1B, whose micro_batches are a multiple
-// of `stages` (scenario validation).
+// of `stages` (scenario validation). `extra_warmup` forwards more before the
+// steady state, interleaved 1F1B only: Megatron-Core runs one more when it
+// overlaps the expert all-to-alls, so that the forward and the backward of
+// each steady-state pair, which it runs together, do not depend on each other.
 std::vector<PipelineAction> stage_schedule(PipelineScheduleKind kind, int stages, int stage, int micro_batches,
-                                           int chunks = 1);
+                                           int chunks = 1, int extra_warmup = 0);
 
 }  // namespace ragged::planner

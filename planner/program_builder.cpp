@@ -152,7 +152,7 @@ void ProgramBuilder::mesh_before(int u, int mb, Pass pass, std::vector<uint32_t>
     deps.insert(deps.end(), input.begin(), input.end());
   }
   if (mesh_.fsdp_only()) return;
-  const std::optional<uint32_t> last_compute = w_.last_on(Stream::kCompute);  // the router's, before a dispatch
+  const std::optional<uint32_t> last_compute = this->last_compute();  // the router's, before a dispatch
   if (last_compute) input.push_back(*last_compute);
   const TpOverlapSides sides = overlap_sides(u, pass, part);
   if (sides.gathered > 0) {
@@ -188,11 +188,21 @@ void ProgramBuilder::mark_mesh_op(Op& op, const MeshCollective& c, Pass pass, mo
 
 void ProgramBuilder::mesh_after(int u, int mb, Pass pass, uint32_t compute, models::UnitPart part) {
   if (mesh_.fsdp_only()) return;
-  for (const MeshCollective& c : mesh_collectives(spec(u), *in_.model, mesh_, batch_, bytes_.param, pass, part)) {
+  if (hold_mesh_after_) {
+    held_after_.push_back({u, mb, pass, compute, part});
+    return;
+  }
+  issue_mesh_after({u, mb, pass, compute, part}, mesh_waits_);
+}
+
+void ProgramBuilder::issue_mesh_after(const HeldAfter& held, std::vector<uint32_t>& into) {
+  const int u = held.unit;
+  for (const MeshCollective& c :
+       mesh_collectives(spec(u), *in_.model, mesh_, batch_, bytes_.param, held.pass, held.part)) {
     if (!c.after_compute) continue;
-    mesh_waits_.push_back(w_.collective(c.kind, mesh_stream(c.group), c.group, u, mb, mesh_label(u, c, pass, part),
-                                        c.bytes, -1, {compute}));
-    mark_mesh_op(program_.ops[mesh_waits_.back()], c, pass, part);
+    into.push_back(w_.collective(c.kind, mesh_stream(c.group), c.group, u, held.micro_batch,
+                                 mesh_label(u, c, held.pass, held.part), c.bytes, -1, {held.compute}));
+    mark_mesh_op(program_.ops[into.back()], c, held.pass, held.part);
   }
 }
 
@@ -222,6 +232,7 @@ std::vector<uint32_t> ProgramBuilder::compute_parts(OpKind kind, int u, int mb, 
   for (size_t i = 0; i < parts.size(); ++i) {
     if (i > 0) deps.clear();  // the compute stream runs the parts in order
     if (i > 0 || !issued_first) mesh_before(u, mb, pass, deps, parts[i], i > 0);
+    if (before_next_compute_) std::exchange(before_next_compute_, nullptr)();
     const std::string name = fmt::format("{}{} {}", spec(u).name, part_label(parts[i]), what);
     if (const TpOverlapSides sides = overlap_sides(u, pass, parts[i]); sides.any()) {
       ops.push_back(overlapped_compute(kind, u, mb, pass, parts[i], name, deps,

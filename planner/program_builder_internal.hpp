@@ -130,6 +130,60 @@ class ProgramBuilder {
   // stage's copy sum their main gradients before the optimizer.
   void exchange_table_gradients(std::vector<uint32_t>& grads_ready);
 
+  // Megatron-Core's combined 1F1B (training.experts.overlap_all_to_all,
+  // program_builder_combined.cpp): a steady-state forward and the backward
+  // after it run as one pass, layer by layer, each layer's expert all-to-alls
+  // beside the other pass's compute: for forward layer i and backward layer
+  // j, the compute stream runs i's attention and router, j's experts, i's
+  // experts, j's attention; the communication stream j's combine, i's
+  // dispatch, j's dispatch, i's combine (TransformerLayerSchedulePlan.run).
+  bool overlaps_expert_all_to_all() const {
+    return pipelined() && mesh_.ep > 1 && in_.training->experts().overlap_all_to_all();
+  }
+  void combined_passes(const PipelineAction& forward, const PipelineAction& backward,
+                       std::vector<uint32_t>& grads_ready);
+  // One of the two passes a combined step interleaves: what the builder
+  // keeps between the units of one pass, held aside while the other's emit.
+  struct PassThread {
+    std::vector<uint32_t> mesh_waits;
+    std::optional<uint32_t> stage_input;
+    std::optional<uint32_t> last_compute;
+  };
+  void enter(PassThread& thread);
+  void leave(PassThread& thread);
+  // The compute a collective issued now follows in its own pass: the compute
+  // stream's last op, or, in a combined step, the pass's last kernel (the
+  // allocator's bookkeeping on the stream aside: it orders nothing on the GPU).
+  std::optional<uint32_t> last_compute() const {
+    if (!thread_) return w_.last_on(Stream::kCompute);
+    const std::optional<uint32_t> own = section_kernel();
+    return own ? own : thread_->last_compute;
+  }
+  // The last compute-stream kernel emitted since the pass's section began.
+  std::optional<uint32_t> section_kernel() const {
+    for (size_t i = program_.ops.size(); i-- > thread_section_begin_;) {
+      const Op& op = program_.ops[i];
+      if (op.stream == Stream::kCompute && op.kind != OpKind::kAlloc && op.kind != OpKind::kFree)
+        return static_cast<uint32_t>(i);
+    }
+    return std::nullopt;
+  }
+  PassThread* thread_ = nullptr;
+  size_t thread_section_begin_ = 0;  // the first op of the pass's current section
+  // A combined step's backward experts hold their collectives after the
+  // compute (the dispatch's backward) until the forward's dispatch is issued.
+  struct HeldAfter {
+    int unit;
+    int micro_batch;
+    Pass pass;
+    uint32_t compute;
+    models::UnitPart part;
+  };
+  bool hold_mesh_after_ = false;
+  std::vector<HeldAfter> held_after_;
+  void issue_mesh_after(const HeldAfter& held, std::vector<uint32_t>& into);
+  // Run once between the next forward compute's collectives and its compute.
+  std::function<void()> before_next_compute_;
   void receive(int mb, int lower_chunk, bool backward);
 
   void send(int mb, int lower_chunk, bool backward, std::vector<uint32_t> also_after = {});

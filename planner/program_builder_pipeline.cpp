@@ -15,7 +15,8 @@ void ProgramBuilder::prepare_pipeline() {
       units.push_back(local[static_cast<size_t>(model_unit)]);
   }
   actions_ = stage_schedule(p.schedule, static_cast<int>(p.stages->stages), p.stage,
-                            in_.training->gradient_accumulation_steps(), static_cast<int>(p.stages->virtual_stages));
+                            in_.training->gradient_accumulation_steps(), static_cast<int>(p.stages->virtual_stages),
+                            overlaps_expert_all_to_all() ? 1 : 0);
   stage_grads_.assign(static_cast<size_t>(units_), -1);
   const auto passes = static_cast<size_t>(in_.training->gradient_accumulation_steps() * units_);
   weight_work_.assign(passes, {});
@@ -56,7 +57,14 @@ std::vector<GatherPass> ProgramBuilder::gather_passes() const {
 }
 
 void ProgramBuilder::run_pipeline(std::vector<uint32_t>& grads_ready) {
-  for (const PipelineAction& a : actions_) {
+  for (size_t i = 0; i < actions_.size(); ++i) {
+    const PipelineAction& a = actions_[i];
+    if (overlaps_expert_all_to_all() && a.pass == PipelineAction::Pass::kForward && i + 1 < actions_.size() &&
+        actions_[i + 1].pass == PipelineAction::Pass::kBackward) {
+      combined_passes(a, actions_[i + 1], grads_ready);
+      ++i;
+      continue;
+    }
     const std::vector<int>& units = chunk_units_[static_cast<size_t>(a.chunk)];
     const int chunk = model_chunk(a.chunk);
     if (a.pass == PipelineAction::Pass::kForward) {
@@ -113,7 +121,7 @@ void ProgramBuilder::send(int mb, int lower_chunk, bool backward, std::vector<ui
   const int to = stage_of(backward ? lower_chunk : lower_chunk + 1);
   std::vector<uint32_t> deps = mesh_waits_;  // the chunk's last collectives make what is sent
   deps.insert(deps.end(), also_after.begin(), also_after.end());
-  if (const auto last = w_.last_on(Stream::kCompute)) deps.push_back(*last);
+  if (const auto last = last_compute()) deps.push_back(*last);
   const uint32_t id =
       w_.collective(OpKind::kSend, Stream::kPipelineSend, Group::kPipeline, -1, mb,
                     fmt::format("mb{} chunk {} {} to stage {}", mb, backward ? lower_chunk + 1 : lower_chunk,

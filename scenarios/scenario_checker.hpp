@@ -40,6 +40,8 @@ class Checker {
 
 // The pipeline block against the mesh and the batch (scenario_validate_parallelism.cpp).
 void check_pipeline(const Training& t, Checker& c);
+// training.experts.overlap_all_to_all against the strategy, mesh, schedule and checkpointing.
+void check_expert_overlap(const Training& t, Checker& c);
 // The mesh against the GPUs and the FSDP groups it sets, then the pipeline.
 void check_mesh(const Training& t, int64_t gpus, Checker& c);
 

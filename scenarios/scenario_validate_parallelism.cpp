@@ -65,6 +65,30 @@ void check_pipeline(const Training& t, Checker& c) {
   }
 }
 
+// Megatron-Core's combined 1F1B (training.experts.overlap_all_to_all) and
+// what its TransformerConfig asserts (transformer_config.py, __post_init__);
+// the no-pipelining variant (pp 1) is not modelled.
+void check_expert_overlap(const Training& t, Checker& c) {
+  if (!t.experts().overlap_all_to_all()) return;
+  const std::string field = "training.experts.overlap_all_to_all";
+  if (t.mesh().ep() < 2) {
+    c.fail(field, "the overlap hides expert-parallel all-to-alls: set mesh.ep above 1, or remove overlap_all_to_all");
+  } else if (t.strategy() != MEGATRON_DDP && t.strategy() != MEGATRON) {
+    c.fail(field, fmt::format("{} has no combined 1F1B schedule (Megatron-Core's): use strategy MEGATRON_DDP or "
+                              "MEGATRON, or remove overlap_all_to_all",
+                              strategy_name(t.strategy())));
+  } else if (t.mesh().pp() < 2 || t.pipeline().schedule() != INTERLEAVED_1F1B) {
+    c.fail(field,
+           "modelled for pipeline stages under INTERLEAVED_1F1B only (Megatron also needs virtual stages when "
+           "pp > 1; its pp 1 variant is not modelled): set mesh.pp above 1 with pipeline.schedule "
+           "INTERLEAVED_1F1B, or remove overlap_all_to_all");
+  } else if (t.activation_checkpointing() == FULL || t.experts().checkpointing() == FULL) {
+    c.fail(field,
+           "Megatron refuses the overlap under full recomputation of the blocks or of the experts "
+           "(--recompute-modules moe): checkpoint SELECTIVE or NONE, or remove overlap_all_to_all");
+  }
+}
+
 // The mesh (scenario.proto, Mesh) against the GPUs and the FSDP groups it
 // sets; what needs the model (heads, experts) is checked once it is built
 // (planner/mesh.cpp). Range problems are reported by field_ranges.cpp.
@@ -82,6 +106,7 @@ void check_mesh(const Training& t, int64_t gpus, Checker& c) {
   }
   const int64_t model_ranks = gpus / (tp * m.pp());  // ranks of one stage's tp rank
   check_pipeline(t, c);
+  check_expert_overlap(t, c);
   if (t.shard_group_size() < 1 || model_ranks % t.shard_group_size() != 0) {
     c.fail("training.shard_group_size",
            fmt::format("shard_group_size is {}; it must divide the {} GPUs{} (leave it unset to shard over all of them)",

@@ -91,6 +91,26 @@ TEST(PipelineSchedule, EveryPassOnceInEverySchedule) {
   }
 }
 
+TEST(PipelineSchedule, AnExtraWarmUpForwardDelaysEachStagesFirstBackwardByOne) {
+  // Megatron-Core's interleaved schedule with the expert all-to-alls
+  // overlapped: (pp - stage - 1) x 2 + (v - 1) x pp + 1 forwards first.
+  for (int s = 0; s < 4; ++s) {
+    const std::vector<PipelineAction> plain = stage_schedule(PipelineScheduleKind::kInterleaved1F1B, 4, s, 8, 2);
+    const std::vector<PipelineAction> extra = stage_schedule(PipelineScheduleKind::kInterleaved1F1B, 4, s, 8, 2, 1);
+    const auto first_backward = [](const std::vector<PipelineAction>& order) {
+      size_t i = 0;
+      while (order[i].pass == ActionPass::kForward) ++i;
+      return i;
+    };
+    // The warm-up, then the steady state's first forward.
+    EXPECT_EQ(first_backward(plain), static_cast<size_t>((4 - s - 1) * 2 + 4 + 1)) << "stage " << s;
+    EXPECT_EQ(first_backward(extra), first_backward(plain) + 1) << "stage " << s;
+    std::map<std::tuple<int, int, int>, int> seen;
+    for (const PipelineAction& a : extra) ++seen[{static_cast<int>(a.pass), a.micro_batch, a.chunk}];
+    EXPECT_EQ(seen.size(), 2u * 8 * 2);
+  }
+}
+
 TEST(PipelineSchedule, OneFOneBWarmsUpWithTheStagesAfterIt) {
   const std::vector<PipelineAction> first = stage_schedule(PipelineScheduleKind::kOneFOneB, 4, 0, 8);
   for (int i = 0; i < 3; ++i) EXPECT_EQ(first[static_cast<size_t>(i)].pass, ActionPass::kForward);

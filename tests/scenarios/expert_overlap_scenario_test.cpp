@@ -1,0 +1,56 @@
+// training.experts.overlap_all_to_all (Megatron-Core's combined 1F1B): one
+// located error naming the fix for every configuration Megatron refuses or
+// Ragged does not model.
+
+#include <gtest/gtest.h>
+
+#include "scenario_test_util.hpp"
+
+namespace ragged::scenarios {
+namespace {
+
+using testing::minimal_scenario_training;
+using testing::parse_error;
+using testing::training_with;
+
+constexpr const char* kPipelined =
+    "strategy: MEGATRON_DDP gradient_accumulation_steps: 4 mesh { ep: 2 pp: 2 } "
+    "pipeline { schedule: INTERLEAVED_1F1B virtual_stages: 2 } ";
+
+TEST(ExpertOverlapScenario, OffByDefaultAndAcceptedUnderInterleavedStagesWithExpertParallelism) {
+  EXPECT_FALSE(training_with("strategy: MEGATRON_DDP").experts().overlap_all_to_all());
+  const Training t = training_with(std::string(kPipelined) + "experts { overlap_all_to_all: true }");
+  EXPECT_TRUE(t.experts().overlap_all_to_all());
+  EXPECT_TRUE(training_with(std::string(kPipelined) +
+                            "activation_checkpointing: SELECTIVE experts { overlap_all_to_all: true }")
+                  .experts()
+                  .overlap_all_to_all());
+}
+
+TEST(ExpertOverlapScenario, EveryConfigurationItCannotRunIsOneLocatedErrorNamingTheFix) {
+  const std::string on = "experts { overlap_all_to_all: true }";
+  EXPECT_CONTAINS(parse_error(minimal_scenario_training("strategy: MEGATRON_DDP gradient_accumulation_steps: 4 "
+                                                        "mesh { pp: 2 } pipeline { schedule: INTERLEAVED_1F1B "
+                                                        "virtual_stages: 2 } " +
+                                                        on)),
+                  "training.experts.overlap_all_to_all: the overlap hides expert-parallel all-to-alls: set mesh.ep "
+                  "above 1, or remove overlap_all_to_all");
+  EXPECT_CONTAINS(parse_error(minimal_scenario_training("strategy: FSDP2 mesh { ep: 2 } " + on)),
+                  "training.experts.overlap_all_to_all: fsdp2 has no combined 1F1B schedule (Megatron-Core's): use "
+                  "strategy MEGATRON_DDP or MEGATRON, or remove overlap_all_to_all");
+  EXPECT_CONTAINS(parse_error(minimal_scenario_training("strategy: MEGATRON_DDP mesh { ep: 2 } " + on)),
+                  "training.experts.overlap_all_to_all: modelled for pipeline stages under INTERLEAVED_1F1B only");
+  EXPECT_CONTAINS(parse_error(minimal_scenario_training("strategy: MEGATRON_DDP gradient_accumulation_steps: 4 "
+                                                        "mesh { ep: 2 pp: 2 } " +
+                                                        on)),
+                  "set mesh.pp above 1 with pipeline.schedule INTERLEAVED_1F1B, or remove overlap_all_to_all");
+  EXPECT_CONTAINS(
+      parse_error(minimal_scenario_training(std::string(kPipelined) + "activation_checkpointing: FULL " + on)),
+      "training.experts.overlap_all_to_all: Megatron refuses the overlap under full recomputation");
+  EXPECT_CONTAINS(parse_error(minimal_scenario_training(std::string(kPipelined) +
+                                                        "experts { overlap_all_to_all: true checkpointing: FULL }")),
+                  "checkpoint SELECTIVE or NONE, or remove overlap_all_to_all");
+}
+
+}  // namespace
+}  // namespace ragged::scenarios

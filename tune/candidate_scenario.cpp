@@ -50,6 +50,12 @@ scenarios::LoadedScenario candidate_scenario(const scenarios::LoadedScenario& ba
   } else {
     t->mutable_experts()->clear_checkpointing();
   }
+  // Megatron-Core's overlapped all-to-alls are the runtime's too, kept where
+  // the candidate's strategy, mesh, schedule and checkpointing allow them.
+  const bool overlap_allowed = (c.strategy == scenarios::MEGATRON_DDP || c.strategy == scenarios::MEGATRON) &&
+                               c.ep > 1 && c.pp > 1 && c.schedule == scenarios::INTERLEAVED_1F1B &&
+                               c.checkpointing != scenarios::FULL && !c.experts_recompute;
+  if (!overlap_allowed) t->mutable_experts()->clear_overlap_all_to_all();
   t->set_prefetch_depth(c.prefetch);
   t->set_reshard_after_forward(c.reshard);
   if (!c.granularity.empty()) {

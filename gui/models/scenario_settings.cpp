@@ -88,6 +88,7 @@ ScenarioSettings settings_of(const scenarios::Scenario& scenario) {
   s.sequence_length = training.sequence_length();
   s.checkpointing = training.activation_checkpointing();
   s.experts_checkpointing = training.experts().checkpointing();
+  s.experts_overlap = training.experts().overlap_all_to_all();
   s.prefetch_depth = training.prefetch_depth();
   s.optimizer = scenarios::optimizer_name(training.optimizer());
   return s;
@@ -148,6 +149,9 @@ scenarios::LoadedScenario apply_settings(const scenarios::LoadedScenario& base, 
     } else {
       t->mutable_experts()->set_checkpointing(settings.experts_checkpointing);
     }
+  }
+  if (settings.experts_overlap != before.experts_overlap) {
+    t->mutable_experts()->set_overlap_all_to_all(settings.experts_overlap);
   }
   if (settings.prefetch_depth != before.prefetch_depth) t->set_prefetch_depth(static_cast<int32_t>(settings.prefetch_depth));
   if (!mesh_changed) return scenarios::rebuild(std::move(out));

@@ -38,6 +38,8 @@ struct ScenarioSettings {
   // The routed experts' own mode under ep (training.experts.checkpointing);
   // CHECKPOINTING_UNSPECIFIED: the block's.
   scenarios::Checkpointing experts_checkpointing = scenarios::CHECKPOINTING_UNSPECIFIED;
+  // Megatron-Core's overlapped expert all-to-alls (training.experts.overlap_all_to_all).
+  bool experts_overlap = false;
   int64_t prefetch_depth = 1;
   std::string optimizer = "adamw";  // one of scenarios::optimizer_names()
 

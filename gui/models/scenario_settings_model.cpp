@@ -36,6 +36,9 @@ constexpr RowInfo kRowInfo[ScenarioSettingsModel::kRows] = {
     {"experts checkpointing",
      "Under ep, the routed experts' own: block (the block's mode), none, selective, or full "
      "(their layer rerun in the backward, as Megatron-Core's --recompute-modules moe)"},
+    {"experts all-to-all overlap",
+     "Megatron-Core's --overlap-moe-expert-parallel-comm: under ep and interleaved pipeline stages, one "
+     "micro-batch's dispatch and combine beside another's compute (on or off)"},
     {"prefetch", "Units all-gathered ahead of compute"},
     {"optimizer", "The optimizer, its settings at their defaults"},
 };
@@ -96,6 +99,8 @@ QString ScenarioSettingsModel::value_text(int row) const {
       return s.experts_checkpointing == scenarios::CHECKPOINTING_UNSPECIFIED
                  ? QStringLiteral("block")
                  : QString::fromStdString(scenarios::checkpointing_name(s.experts_checkpointing));
+    case kExpertsOverlap:
+      return s.experts_overlap ? QStringLiteral("on") : QStringLiteral("off");
     case kPrefetch: return QString::number(s.prefetch_depth);
     case kOptimizer: return QString::fromStdString(s.optimizer);
     default: return {};
@@ -120,6 +125,8 @@ QVariant ScenarioSettingsModel::data(const QModelIndex& index, int role) const {
       case kCheckpointing: return QStringList{"none", "full", "selective"};
       case kExpertsCheckpointing:
         return QStringList{"block", "none", "full", "selective"};
+      case kExpertsOverlap:
+        return QStringList{"off", "on"};
       case kOptimizer: return to_list(scenarios::optimizer_names());
       default: return QStringList{};
     }
@@ -169,6 +176,9 @@ bool ScenarioSettingsModel::parse_into(int row, const QString& value, ScenarioSe
         s.experts_checkpointing =
             text == "block" ? scenarios::CHECKPOINTING_UNSPECIFIED : scenarios::parse_checkpointing(text);
         return true;
+      case kExpertsOverlap:
+        s.experts_overlap = text == "on";
+        return text == "on" || text == "off";
       case kPrefetch: {
         bool ok = false;
         const int v = value.toInt(&ok);

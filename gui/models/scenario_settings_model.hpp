@@ -33,6 +33,7 @@ class ScenarioSettingsModel : public QAbstractTableModel {
     kSequenceLength,
     kCheckpointing,
     kExpertsCheckpointing,
+    kExpertsOverlap,
     kPrefetch,
     kOptimizer,
     kRows

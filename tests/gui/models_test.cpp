@@ -142,6 +142,35 @@ class ModelsTest : public QObject {
     QVERIFY(peak(recomputed) < peak(kept));
   }
 
+  // Megatron-Core's overlapped expert all-to-alls: a knob of the Explore
+  // table, written into the scenario; where the scenario cannot run them the
+  // CLI's error names the field.
+  void the_experts_overlap_knob_writes_the_overlap_or_says_why_not() {
+    const auto loaded = scenarios::load_scenario(
+        std::string(RAGGED_SOURCE_DIR) +
+        "/validation/scenarios/modelzoo-h100-qwen3-235b-tp2-ep32-pp8-vpp4-dp16-256g.textproto");
+    ScenarioSettingsModel model;
+    QAbstractItemModelTester tester(&model);
+    model.set_settings(settings_of(loaded.scenario));
+    const QModelIndex cell = model.index(ScenarioSettingsModel::kExpertsOverlap, ScenarioSettingsModel::kValue);
+    QCOMPARE(cell.data(Qt::DisplayRole).toString(), QStringLiteral("off"));
+    QCOMPARE(cell.data(ScenarioSettingsModel::kChoicesRole).toStringList(), (QStringList{"off", "on"}));
+    QVERIFY(!model.set_value(ScenarioSettingsModel::kExpertsOverlap, QStringLiteral("maybe")));
+    QVERIFY(model.set_value(ScenarioSettingsModel::kExpertsOverlap, QStringLiteral("on")));
+    const auto overlapped = apply_settings(loaded, model.settings());
+    QVERIFY(overlapped.scenario.training().experts().overlap_all_to_all());
+    QVERIFY(settings_of(overlapped.scenario).experts_overlap);
+    const auto fsdp = scenarios::load_scenario("tiny-moe-4xcpu");
+    ScenarioSettings on = settings_of(fsdp.scenario);
+    on.experts_overlap = true;
+    try {
+      apply_settings(fsdp, on);
+      QFAIL("an FSDP scenario cannot overlap Megatron's way");
+    } catch (const InputError& e) {
+      QVERIFY2(std::string(e.what()).find("training.experts.overlap_all_to_all") != std::string::npos, e.what());
+    }
+  }
+
   // Issue 51: a shard group left to the scenario follows the GPUs in the
   // table; one typed is applied, even the value shown, and kept.
   void a_typed_shard_group_is_applied_and_kept() {

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <set>
 #include <tuple>
@@ -303,6 +304,44 @@ TEST(CandidateScenario, ACandidateLeavesTheExpertsCheckpointingToItsBlock) {
   const scenarios::LoadedScenario candidate = candidate_scenario(base, c, 4096);
   EXPECT_EQ(candidate.written.training().experts().checkpointing(), scenarios::CHECKPOINTING_UNSPECIFIED);
   EXPECT_NO_THROW(planner::resolve_scenario(candidate));
+}
+
+// Megatron-Core's overlapped all-to-alls are the stack's: a candidate keeps
+// them where it can run them (a Megatron strategy, ep, interleaved stages,
+// no full recompute) and drops them elsewhere, so every candidate loads.
+TEST(CandidateScenario, ACandidateKeepsTheOverlappedAllToAllsWhereItCanRunThem) {
+  const scenarios::LoadedScenario base = scenarios::parse_scenario(
+      "model { catalog: \"mixtral-8x7b\" }\n"
+      "cluster { gpu { preset: \"h100\" } gpus_per_node: 8 nodes: 2 }\n"
+      "training { strategy: MEGATRON_DDP micro_batch_size: 1 sequence_length: 4096 gradient_accumulation_steps: 4\n"
+      "  mesh { ep: 8 pp: 2 } pipeline { schedule: INTERLEAVED_1F1B virtual_stages: 2 }\n"
+      "  experts { overlap_all_to_all: true } }\n",
+      scenarios::ScenarioFormat::kText, "moe.textproto", RAGGED_SOURCE_DIR);
+  ASSERT_NO_THROW(planner::resolve_scenario(base));
+  Candidate c;
+  c.strategy = scenarios::MEGATRON_DDP;
+  c.ep = 8;
+  c.pp = 2;
+  c.shard_group = 8;
+  c.grad_accum = 4;
+  c.reshard = false;
+  c.schedule = scenarios::INTERLEAVED_1F1B;
+  c.checkpointing = scenarios::SELECTIVE;
+  EXPECT_TRUE(candidate_scenario(base, c, 4096).written.training().experts().overlap_all_to_all());
+  for (const auto& change :
+       std::vector<std::function<void(Candidate&)>>{[](Candidate& d) { d.strategy = scenarios::FSDP2; },
+                                                    [](Candidate& d) { d.schedule = scenarios::ONE_F_ONE_B; },
+                                                    [](Candidate& d) { d.checkpointing = scenarios::FULL; },
+                                                    [](Candidate& d) {
+                                                      d.pp = 1;
+                                                      d.shard_group = 16;
+                                                    }}) {
+    Candidate d = c;
+    change(d);
+    const scenarios::LoadedScenario candidate = candidate_scenario(base, d, 4096);
+    EXPECT_FALSE(candidate.written.training().experts().overlap_all_to_all()) << describe(d, 16);
+    EXPECT_NO_THROW(planner::resolve_scenario(candidate)) << describe(d, 16);
+  }
 }
 
 TEST(CandidateScenario, APipelineCandidateWritesItsStagesAndSchedule) {

@@ -90,15 +90,37 @@ Program ProgramBuilder::build() {
   program_.model_flops_per_step =
       whole.model_flops_per_token(batch_.seq_len) * static_cast<double>(program_.tokens_per_step);
   const auto kept = [this](int u) { return kept_gathered(u); };
-  gathers_ =
-      pipelined() ? GatherSchedule(gather_passes(), kept,
-                                   reshards_each_pass() ? StageGathers::kWhenResharded : StageGathers::kOncePerStep)
-                  : GatherSchedule(units_, program_.micro_batches, kept);
+  if (pipelined()) {
+    gathers_ = GatherSchedule(gather_passes(), kept,
+                              reshards_each_pass() ? StageGathers::kWhenResharded : StageGathers::kOncePerStep);
+  } else if (overlaps_expert_all_to_all()) {
+    // Megatron's DDP holds its parameters whole: each unit's one "gather" (its
+    // parameters as they are) serves every pass, whatever order the combined
+    // steps run the micro-batches' units in.
+    RAGGED_ASSERT(traits_.replicated_params, "the combined step without stages runs over replicated parameters");
+    std::vector<GatherPass> passes;
+    std::vector<int> units(static_cast<size_t>(units_));
+    for (int u = 0; u < units_; ++u) units[static_cast<size_t>(u)] = u;
+    for (int mb = 0; mb < program_.micro_batches; ++mb) {
+      passes.push_back({units, mb, false});
+      passes.push_back({std::vector<int>(units.rbegin(), units.rend()), mb, true});
+    }
+    gathers_ = GatherSchedule(passes, kept, StageGathers::kOncePerStep);
+  } else {
+    gathers_ = GatherSchedule(units_, program_.micro_batches, kept);
+  }
   loop_.previous_step_outputs(outputs_bytes());
   std::vector<uint32_t> grads_ready(units_, 0);
   if (distopt_) distopt_->start_step();
   if (pipelined()) {
     run_pipeline(grads_ready);
+  } else if (overlaps_expert_all_to_all()) {
+    // Megatron-Core's combined_1f1b_schedule_for_no_pipelining: the first
+    // forward alone, each later one with the backward before it, the last
+    // backward alone.
+    forward(0);
+    for (int mb = 1; mb < program_.micro_batches; ++mb) combined_micro_batches(mb, grads_ready);
+    backward(program_.micro_batches - 1, grads_ready);
   } else {
     for (int mb = 0; mb < program_.micro_batches; ++mb) {
       forward(mb);

@@ -24,6 +24,10 @@ int ProgramBuilder::loss_backward(int u, int mb, std::vector<uint32_t>& deps) {
 
 void ProgramBuilder::backward(int mb, std::vector<uint32_t>& grads_ready) {
   for (int u = units_ - 1; u >= 0; --u) backward_unit(u, mb, grads_ready);
+  finish_micro_batch_backward(mb, grads_ready);
+}
+
+void ProgramBuilder::finish_micro_batch_backward(int mb, std::vector<uint32_t>& grads_ready) {
   if (ddp_) {  // the Reducer's finalize_backward, before the backward returns
     if (const std::optional<uint32_t> synced = ddp_->finish_micro_batch(mb)) {
       std::fill(grads_ready.begin(), grads_ready.end(), *synced);

@@ -1,7 +1,9 @@
 // Megatron-Core's combined 1F1B step (--overlap-moe-expert-parallel-comm):
 // a steady-state forward and the backward that follows it in the stage's
-// schedule, emitted as one pass whose layers interleave
-// (megatron/core/models/common/model_chunk_schedule_plan.py,
+// schedule (or, without stages, a micro-batch's forward and the previous
+// one's backward: pipeline_parallel/combined_1f1b.py,
+// combined_1f1b_schedule_for_no_pipelining), emitted as one pass whose
+// layers interleave (megatron/core/models/common/model_chunk_schedule_plan.py,
 // TransformerModelChunkSchedulePlan.run and TransformerLayerSchedulePlan.run).
 #include <algorithm>
 
@@ -68,10 +70,43 @@ void ProgramBuilder::combined_passes(const PipelineAction& forward, const Pipeli
                                      std::vector<uint32_t>& grads_ready) {
   const int fmb = forward.micro_batch, bmb = backward.micro_batch;
   const int f_chunk = model_chunk(forward.chunk), b_chunk = model_chunk(backward.chunk);
+  CombinedEnds ends;
+  ends.forward_start = [&] {
+    if (f_chunk > 0) receive(fmb, f_chunk - 1, false);
+  };
+  ends.backward_start = [&] {
+    if (b_chunk < last_chunk()) receive(bmb, b_chunk, true);
+  };
+  ends.forward_end = [&] {
+    if (f_chunk < last_chunk()) send(fmb, f_chunk, false);
+  };
+  ends.backward_end = [&] {
+    std::vector<uint32_t> reduced = reduce_chunk(bmb, grads_ready);
+    if (b_chunk > 0) send(bmb, b_chunk - 1, true, std::move(reduced));
+  };
+  combined_units(chunk_units_[static_cast<size_t>(forward.chunk)], fmb,
+                 chunk_units_[static_cast<size_t>(backward.chunk)], bmb, grads_ready, ends);
+}
+
+void ProgramBuilder::combined_micro_batches(int forward_mb, std::vector<uint32_t>& grads_ready) {
+  std::vector<int> units(static_cast<size_t>(units_));
+  for (int u = 0; u < units_; ++u) units[static_cast<size_t>(u)] = u;
+  const int backward_mb = forward_mb - 1;
+  CombinedEnds ends;
+  ends.backward_end = [&] { finish_micro_batch_backward(backward_mb, grads_ready); };
+  combined_units(units, forward_mb, units, backward_mb, grads_ready, ends);
+}
+
+void ProgramBuilder::combined_units(const std::vector<int>& forward_units, int fmb,
+                                    const std::vector<int>& backward_units, int bmb, std::vector<uint32_t>& grads_ready,
+                                    const CombinedEnds& ends) {
   const auto kind_of = [&](int u) { return spec(u).kind; };
-  const ChunkLayers f = chunk_layers(chunk_units_[static_cast<size_t>(forward.chunk)], kind_of);
-  const ChunkLayers b = chunk_layers(chunk_units_[static_cast<size_t>(backward.chunk)], kind_of);
+  const ChunkLayers f = chunk_layers(forward_units, kind_of);
+  const ChunkLayers b = chunk_layers(backward_units, kind_of);
   const auto backward_of = [&](int u) { backward_unit(u, bmb, grads_ready, BackwardPart::kWhole); };
+  const auto run = [](const std::function<void()>& step) {
+    if (step) step();
+  };
 
   // What the passes before left for the next compute goes to the forward,
   // as it would without the overlap.
@@ -85,11 +120,11 @@ void ProgramBuilder::combined_passes(const PipelineAction& forward, const Pipeli
   };
 
   in(fwd, [&] {
-    if (f_chunk > 0) receive(fmb, f_chunk - 1, false);
+    run(ends.forward_start);
     for (int u : f.before) forward_unit(u, fmb);
   });
   in(bwd, [&] {
-    if (b_chunk < last_chunk()) receive(bmb, b_chunk, true);
+    run(ends.backward_start);
     for (auto u = b.after.rbegin(); u != b.after.rend(); ++u) backward_of(*u);
   });
   const size_t pairs = std::min(f.layers.size(), b.layers.size());
@@ -143,12 +178,11 @@ void ProgramBuilder::combined_passes(const PipelineAction& forward, const Pipeli
   }
   in(fwd, [&] {
     for (int u : f.after) forward_unit(u, fmb);
-    if (f_chunk < last_chunk()) send(fmb, f_chunk, false);
+    run(ends.forward_end);
   });
   in(bwd, [&] {
     for (auto u = b.before.rbegin(); u != b.before.rend(); ++u) backward_of(*u);
-    std::vector<uint32_t> reduced = reduce_chunk(bmb, grads_ready);
-    if (b_chunk > 0) send(bmb, b_chunk - 1, true, std::move(reduced));
+    run(ends.backward_end);
   });
   // What either pass leaves for the next compute, as the passes alone would.
   mesh_waits_ = std::move(bwd.mesh_waits);

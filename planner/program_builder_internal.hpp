@@ -137,11 +137,20 @@ class ProgramBuilder {
   // j, the compute stream runs i's attention and router, j's experts, i's
   // experts, j's attention; the communication stream j's combine, i's
   // dispatch, j's dispatch, i's combine (TransformerLayerSchedulePlan.run).
-  bool overlaps_expert_all_to_all() const {
-    return pipelined() && mesh_.ep > 1 && in_.training->experts().overlap_all_to_all();
-  }
+  bool overlaps_expert_all_to_all() const { return mesh_.ep > 1 && in_.training->experts().overlap_all_to_all(); }
+  // A pipeline stage's: the forward and the backward of two of its actions.
   void combined_passes(const PipelineAction& forward, const PipelineAction& backward,
                        std::vector<uint32_t>& grads_ready);
+  // Without stages (combined_1f1b_schedule_for_no_pipelining): micro-batch
+  // `forward_mb`'s forward with the backward of the one before it.
+  void combined_micro_batches(int forward_mb, std::vector<uint32_t>& grads_ready);
+  // What each pass does before and after its units in a combined step
+  // (receives, sends, a micro-batch's or a chunk's end of backward).
+  struct CombinedEnds {
+    std::function<void()> forward_start, backward_start, forward_end, backward_end;
+  };
+  void combined_units(const std::vector<int>& forward_units, int forward_mb, const std::vector<int>& backward_units,
+                      int backward_mb, std::vector<uint32_t>& grads_ready, const CombinedEnds& ends);
   // One of the two passes a combined step interleaves: what the builder
   // keeps between the units of one pass, held aside while the other's emit.
   struct PassThread {
@@ -436,6 +445,9 @@ class ProgramBuilder {
   std::vector<uint32_t> embedding_ready(int mb) const { return params_deps(gathers_[gathers_.find(0, mb, false)]); }
 
   void backward(int mb, std::vector<uint32_t>& grads_ready);
+  // A micro-batch's end of backward without stages: DDP's finalize, the loop's
+  // metrics, the root's fence.
+  void finish_micro_batch_backward(int mb, std::vector<uint32_t>& grads_ready);
 
   // ZB-H1 runs a unit's backward as its input gradient (kInput: what the
   // previous stage waits for) and later its weight gradients (kWeight); the

@@ -66,8 +66,7 @@ void check_pipeline(const Training& t, Checker& c) {
 }
 
 // Megatron-Core's combined 1F1B (training.experts.overlap_all_to_all) and
-// what its TransformerConfig asserts (transformer_config.py, __post_init__);
-// the no-pipelining variant (pp 1) is not modelled.
+// what its TransformerConfig asserts (transformer_config.py, __post_init__).
 void check_expert_overlap(const Training& t, Checker& c) {
   if (!t.experts().overlap_all_to_all()) return;
   const std::string field = "training.experts.overlap_all_to_all";
@@ -77,11 +76,14 @@ void check_expert_overlap(const Training& t, Checker& c) {
     c.fail(field, fmt::format("{} has no combined 1F1B schedule (Megatron-Core's): use strategy MEGATRON_DDP or "
                               "MEGATRON, or remove overlap_all_to_all",
                               strategy_name(t.strategy())));
-  } else if (t.mesh().pp() < 2 || t.pipeline().schedule() != INTERLEAVED_1F1B) {
+  } else if (t.mesh().pp() > 1 && t.pipeline().schedule() != INTERLEAVED_1F1B) {
     c.fail(field,
-           "modelled for pipeline stages under INTERLEAVED_1F1B only (Megatron also needs virtual stages when "
-           "pp > 1; its pp 1 variant is not modelled): set mesh.pp above 1 with pipeline.schedule "
-           "INTERLEAVED_1F1B, or remove overlap_all_to_all");
+           "Megatron overlaps the all-to-alls over pipeline stages only with virtual stages: set "
+           "pipeline.schedule INTERLEAVED_1F1B, or remove overlap_all_to_all");
+  } else if (t.mesh().pp() == 1 && t.strategy() == MEGATRON) {
+    c.fail(field,
+           "Megatron-FSDP's combined step without pipeline stages is not modelled: use strategy MEGATRON_DDP "
+           "or pipeline stages, or remove overlap_all_to_all");
   } else if (t.activation_checkpointing() == FULL || t.experts().checkpointing() == FULL) {
     c.fail(field,
            "Megatron refuses the overlap under full recomputation of the blocks or of the experts "

@@ -100,6 +100,34 @@ TEST(ExpertOverlapProgram, EachCombinedLayerPairIssuesTheForwardDispatchBesideTh
   }
 }
 
+// Without stages (combined_1f1b_schedule_for_no_pipelining): the first
+// forward alone, each later forward with the backward of the micro-batch
+// before it, every layer a pair, the last backward alone.
+TEST(ExpertOverlapProgram, WithoutStagesEachForwardRunsWithThePreviousMicroBatchsBackward) {
+  const auto program = [](bool overlap) {
+    const program_test::ProgramSetup s(
+        "strategy: MEGATRON_DDP micro_batch_size: 2 sequence_length: 512 gradient_accumulation_steps: 4 "
+        "mesh { ep: 4 expert_tp: 1 } experts { overlap_all_to_all: " +
+            std::string(overlap ? "true" : "false") + " }",
+        "model { inline_spec { family: \"qwen3_moe\" hidden_size: 128 num_layers: 8 vocab_size: 512\n"
+        "  intermediate_size: 256 num_attention_heads: 4 num_key_value_heads: 2 head_dim: 32\n"
+        "  num_experts: 8 experts_per_token: 2 moe_intermediate_size: 64 } }\n"
+        "cluster { gpu { preset: \"h100\" } gpus_per_node: 8 nodes: 1 }\n");
+    return s.build();
+  };
+  const Program plain = program(false);
+  const Program overlapped = program(true);
+  EXPECT_EQ(joined(graph_problems(overlapped)), "");
+  const int beside = dispatches_beside_a_backward(overlapped);
+  std::printf(
+      "%d forward dispatches beside the previous micro-batch's experts backward (3 combined steps x 8 "
+      "layers), %d without the overlap\n",
+      beside, dispatches_beside_a_backward(plain));
+  EXPECT_EQ(beside, 3 * 8);
+  EXPECT_EQ(dispatches_beside_a_backward(plain), 0);
+  EXPECT_EQ(overlapped.ops.size(), plain.ops.size());  // the same work, in another order
+}
+
 TEST(ExpertOverlapProgram, TheExpertStreamAlternatesTheTwoPassesCollectives) {
   const Program p = stage_programs(true).front();
   std::string order;  // the expert-parallel stream's all-to-alls: b/f for the pass, c/d for combine or dispatch

@@ -19,6 +19,11 @@ constexpr const char* kPipelined =
 
 TEST(ExpertOverlapScenario, OffByDefaultAndAcceptedUnderInterleavedStagesWithExpertParallelism) {
   EXPECT_FALSE(training_with("strategy: MEGATRON_DDP").experts().overlap_all_to_all());
+  // Without stages: Megatron's combined_1f1b_schedule_for_no_pipelining.
+  EXPECT_TRUE(training_with("strategy: MEGATRON_DDP gradient_accumulation_steps: 4 mesh { ep: 2 } "
+                            "experts { overlap_all_to_all: true }")
+                  .experts()
+                  .overlap_all_to_all());
   const Training t = training_with(std::string(kPipelined) + "experts { overlap_all_to_all: true }");
   EXPECT_TRUE(t.experts().overlap_all_to_all());
   EXPECT_TRUE(training_with(std::string(kPipelined) +
@@ -38,12 +43,14 @@ TEST(ExpertOverlapScenario, EveryConfigurationItCannotRunIsOneLocatedErrorNaming
   EXPECT_CONTAINS(parse_error(minimal_scenario_training("strategy: FSDP2 mesh { ep: 2 } " + on)),
                   "training.experts.overlap_all_to_all: fsdp2 has no combined 1F1B schedule (Megatron-Core's): use "
                   "strategy MEGATRON_DDP or MEGATRON, or remove overlap_all_to_all");
-  EXPECT_CONTAINS(parse_error(minimal_scenario_training("strategy: MEGATRON_DDP mesh { ep: 2 } " + on)),
-                  "training.experts.overlap_all_to_all: modelled for pipeline stages under INTERLEAVED_1F1B only");
+  EXPECT_CONTAINS(parse_error(minimal_scenario_training("strategy: MEGATRON mesh { ep: 2 } " + on)),
+                  "training.experts.overlap_all_to_all: Megatron-FSDP's combined step without pipeline stages is not "
+                  "modelled: use strategy MEGATRON_DDP or pipeline stages, or remove overlap_all_to_all");
   EXPECT_CONTAINS(parse_error(minimal_scenario_training("strategy: MEGATRON_DDP gradient_accumulation_steps: 4 "
                                                         "mesh { ep: 2 pp: 2 } " +
                                                         on)),
-                  "set mesh.pp above 1 with pipeline.schedule INTERLEAVED_1F1B, or remove overlap_all_to_all");
+                  "training.experts.overlap_all_to_all: Megatron overlaps the all-to-alls over pipeline stages only "
+                  "with virtual stages: set pipeline.schedule INTERLEAVED_1F1B, or remove overlap_all_to_all");
   EXPECT_CONTAINS(
       parse_error(minimal_scenario_training(std::string(kPipelined) + "activation_checkpointing: FULL " + on)),
       "training.experts.overlap_all_to_all: Megatron refuses the overlap under full recomputation");

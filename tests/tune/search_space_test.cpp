@@ -328,11 +328,16 @@ TEST(CandidateScenario, ACandidateKeepsTheOverlappedAllToAllsWhereItCanRunThem) 
   c.schedule = scenarios::INTERLEAVED_1F1B;
   c.checkpointing = scenarios::SELECTIVE;
   EXPECT_TRUE(candidate_scenario(base, c, 4096).written.training().experts().overlap_all_to_all());
+  Candidate unstaged = c;  // Megatron's combined step without pipeline stages
+  unstaged.pp = 1;
+  unstaged.shard_group = 16;
+  EXPECT_TRUE(candidate_scenario(base, unstaged, 4096).written.training().experts().overlap_all_to_all());
   for (const auto& change :
        std::vector<std::function<void(Candidate&)>>{[](Candidate& d) { d.strategy = scenarios::FSDP2; },
                                                     [](Candidate& d) { d.schedule = scenarios::ONE_F_ONE_B; },
                                                     [](Candidate& d) { d.checkpointing = scenarios::FULL; },
                                                     [](Candidate& d) {
+                                                      d.strategy = scenarios::MEGATRON;
                                                       d.pp = 1;
                                                       d.shard_group = 16;
                                                     }}) {

@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <string>
 #include <tuple>
 
 #include "common/errors.hpp"
@@ -291,12 +292,30 @@ TEST(CandidateScenario, ACandidateKeepsTheStacksDispatcherAndOverlap) {
 // The experts' own checkpointing (Megatron's --recompute-modules moe) is a
 // checkpointing choice, which the search makes: a candidate leaves it to the
 // block, so one without ep (where it is an error) is still valid.
+// A candidate of 2 stages under interleaved 1F1B, 4 micro-batches, each
+// stage's parameters kept gathered.
+Candidate interleaved_pp2(int64_t shard_group) {
+  Candidate c;
+  c.pp = 2;
+  c.shard_group = shard_group;
+  c.grad_accum = 4;
+  c.reshard = false;
+  c.schedule = scenarios::INTERLEAVED_1F1B;
+  return c;
+}
+
+// Mixtral 8x7B on 2 nodes of 8 H100, its training block `training`.
+scenarios::LoadedScenario mixtral_on_16_h100(const std::string& training) {
+  return scenarios::parse_scenario("model { catalog: \"mixtral-8x7b\" }\n"
+                                   "cluster { gpu { preset: \"h100\" } gpus_per_node: 8 nodes: 2 }\n"
+                                   "training { " +
+                                       training + " }\n",
+                                   scenarios::ScenarioFormat::kText, "moe.textproto", RAGGED_SOURCE_DIR);
+}
+
 TEST(CandidateScenario, ACandidateLeavesTheExpertsCheckpointingToItsBlock) {
-  scenarios::LoadedScenario base = scenarios::parse_scenario(
-      "model { catalog: \"mixtral-8x7b\" }\n"
-      "cluster { gpu { preset: \"h100\" } gpus_per_node: 8 nodes: 2 }\n"
-      "training { micro_batch_size: 1 sequence_length: 4096 mesh { ep: 8 } experts { checkpointing: FULL } }\n",
-      scenarios::ScenarioFormat::kText, "moe.textproto", RAGGED_SOURCE_DIR);
+  const scenarios::LoadedScenario base =
+      mixtral_on_16_h100("micro_batch_size: 1 sequence_length: 4096 mesh { ep: 8 } experts { checkpointing: FULL }");
   ASSERT_NO_THROW(planner::resolve_scenario(base));
   Candidate c;
   c.shard_group = 16;
@@ -310,22 +329,14 @@ TEST(CandidateScenario, ACandidateLeavesTheExpertsCheckpointingToItsBlock) {
 // them where it can run them (a Megatron strategy, ep, interleaved stages,
 // no full recompute) and drops them elsewhere, so every candidate loads.
 TEST(CandidateScenario, ACandidateKeepsTheOverlappedAllToAllsWhereItCanRunThem) {
-  const scenarios::LoadedScenario base = scenarios::parse_scenario(
-      "model { catalog: \"mixtral-8x7b\" }\n"
-      "cluster { gpu { preset: \"h100\" } gpus_per_node: 8 nodes: 2 }\n"
-      "training { strategy: MEGATRON_DDP micro_batch_size: 1 sequence_length: 4096 gradient_accumulation_steps: 4\n"
-      "  mesh { ep: 8 pp: 2 } pipeline { schedule: INTERLEAVED_1F1B virtual_stages: 2 }\n"
-      "  experts { overlap_all_to_all: true } }\n",
-      scenarios::ScenarioFormat::kText, "moe.textproto", RAGGED_SOURCE_DIR);
+  const scenarios::LoadedScenario base = mixtral_on_16_h100(
+      "strategy: MEGATRON_DDP micro_batch_size: 1 sequence_length: 4096 gradient_accumulation_steps: 4 "
+      "mesh { ep: 8 pp: 2 } pipeline { schedule: INTERLEAVED_1F1B virtual_stages: 2 } "
+      "experts { overlap_all_to_all: true }");
   ASSERT_NO_THROW(planner::resolve_scenario(base));
-  Candidate c;
+  Candidate c = interleaved_pp2(8);
   c.strategy = scenarios::MEGATRON_DDP;
   c.ep = 8;
-  c.pp = 2;
-  c.shard_group = 8;
-  c.grad_accum = 4;
-  c.reshard = false;
-  c.schedule = scenarios::INTERLEAVED_1F1B;
   c.checkpointing = scenarios::SELECTIVE;
   EXPECT_TRUE(candidate_scenario(base, c, 4096).written.training().experts().overlap_all_to_all());
   Candidate unstaged = c;  // Megatron's combined step without pipeline stages
@@ -350,13 +361,8 @@ TEST(CandidateScenario, ACandidateKeepsTheOverlappedAllToAllsWhereItCanRunThem) 
 }
 
 TEST(CandidateScenario, APipelineCandidateWritesItsStagesAndSchedule) {
-  Candidate c;
+  Candidate c = interleaved_pp2(2);
   c.tp = 2;
-  c.pp = 2;
-  c.shard_group = 2;
-  c.grad_accum = 4;
-  c.reshard = false;
-  c.schedule = scenarios::INTERLEAVED_1F1B;
   const scenarios::Training t = candidate_scenario(small_scenario(), c, 1024).scenario.training();
   EXPECT_EQ(t.mesh().pp(), 2);
   EXPECT_EQ(t.pipeline().schedule(), scenarios::INTERLEAVED_1F1B);

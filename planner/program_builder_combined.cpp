@@ -150,8 +150,16 @@ void ProgramBuilder::combined_units(const std::vector<int>& forward_units, int f
     in(fwd, [&] { forward_unit(fl.block, fmb); });
     in(bwd, [&] {
       hold_mesh_after_ = true;
-      backward_of(bl.experts);
-      hold_mesh_after_ = false;
+      if (in_.training->experts().delay_weight_gradients()) {
+        // --delay-wgrad-compute: the dispatch's backward waits for the input
+        // gradient; the weight gradients follow it on the compute stream.
+        backward_unit(bl.experts, bmb, grads_ready, BackwardPart::kInput);
+        hold_mesh_after_ = false;
+        weight_gradients(bl.experts, bmb, grads_ready);
+      } else {
+        backward_of(bl.experts);
+        hold_mesh_after_ = false;
+      }
     });
     in(fwd, [&] {
       before_next_compute_ = [&] {

@@ -68,6 +68,17 @@ void check_pipeline(const Training& t, Checker& c) {
 // Megatron-Core's combined 1F1B (training.experts.overlap_all_to_all) and
 // what its TransformerConfig asserts (transformer_config.py, __post_init__).
 void check_expert_overlap(const Training& t, Checker& c) {
+  if (t.experts().delay_weight_gradients()) {
+    if (!t.experts().overlap_all_to_all()) {
+      c.fail("training.experts.delay_weight_gradients",
+             "Megatron delays the weight gradients only with the overlapped all-to-alls: set "
+             "experts.overlap_all_to_all, or remove delay_weight_gradients");
+    } else if (t.strategy() == MEGATRON_DDP && !t.megatron_ddp().gradient_accumulation_fusion()) {
+      c.fail("training.experts.delay_weight_gradients",
+             "modelled with gradient accumulation fusion (the weight gradients added into the main gradients): "
+             "set megatron_ddp.gradient_accumulation_fusion true, or remove delay_weight_gradients");
+    }
+  }
   if (!t.experts().overlap_all_to_all()) return;
   const std::string field = "training.experts.overlap_all_to_all";
   if (t.mesh().ep() < 2) {

@@ -27,7 +27,7 @@ using program_test::joined;
 
 // A tiny Qwen3 MoE (8 blocks, 8 experts top 2) on 8 GPUs: pp 2 x ep 4, two
 // model chunks a rank of two blocks each.
-std::vector<Program> stage_programs(bool overlap, int micro_batches = 4) {
+std::vector<Program> stage_programs(bool overlap, int micro_batches = 4, bool delay_weight_gradients = false) {
   const std::string text =
       "model { inline_spec { family: \"qwen3_moe\" hidden_size: 128 num_layers: 8 vocab_size: 512\n"
       "  intermediate_size: 256 num_attention_heads: 4 num_key_value_heads: 2 head_dim: 32\n"
@@ -39,7 +39,8 @@ std::vector<Program> stage_programs(bool overlap, int micro_batches = 4) {
       "  mesh { ep: 4 pp: 2 expert_tp: 1 }\n"
       "  pipeline { schedule: INTERLEAVED_1F1B virtual_stages: 2 layers_per_stage: [2, 2, 2, 2] }\n"
       "  experts { overlap_all_to_all: " +
-      std::string(overlap ? "true" : "false") + " } }\n";
+      std::string(overlap ? "true" : "false") + (delay_weight_gradients ? " delay_weight_gradients: true" : "") +
+      " } }\n";
   const ResolvedScenario resolved = resolve_scenario(
       scenarios::parse_scenario(text, scenarios::ScenarioFormat::kText, "overlap_test.textproto", RAGGED_SOURCE_DIR));
   return build_stage_programs(resolved, plan_pipeline(resolved));
@@ -144,6 +145,30 @@ TEST(ExpertOverlapProgram, TheExpertStreamAlternatesTheTwoPassesCollectives) {
     ++pairs;
   }
   EXPECT_EQ(pairs, static_cast<size_t>(2 * combined_steps(0, 1))) << order;
+}
+
+// --delay-wgrad-compute: the backward experts' weight gradients run apart,
+// after their input gradient, and the backward's dispatch waits for the
+// input gradient alone, so it runs beside the weight gradients.
+TEST(ExpertOverlapProgram, DelayedWeightGradientsLetTheBackwardDispatchGoFirst) {
+  const Program p = stage_programs(true, 4, true).front();
+  EXPECT_EQ(joined(graph_problems(p)), "");
+  int delayed = 0;
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    const Op& weights = p.ops[i];
+    if (!weights.weight_gradients_only || weights.name.find(".experts") == std::string::npos) continue;
+    // The dispatch (bwd) of the same unit and micro-batch.
+    for (size_t j = 0; j < p.ops.size(); ++j) {
+      const Op& dispatch = p.ops[j];
+      if (!is_dispatch(dispatch, true) || dispatch.unit != weights.unit || dispatch.micro_batch != weights.micro_batch)
+        continue;
+      EXPECT_FALSE(depends_on(p, static_cast<uint32_t>(j), static_cast<uint32_t>(i), true)) << dispatch.name;
+      ++delayed;
+    }
+  }
+  std::printf("%d experts backwards with their weight gradients delayed past the dispatch on stage 0\n", delayed);
+  // Every combined layer pair's experts backward (2 a step of 3 combined steps).
+  EXPECT_EQ(delayed, 2 * combined_steps(0, 1));
 }
 
 TEST(ExpertOverlapProgram, TheExtraWarmUpForwardHoldsOneMorePassOfActivations) {

@@ -59,5 +59,20 @@ TEST(ExpertOverlapScenario, EveryConfigurationItCannotRunIsOneLocatedErrorNaming
                   "checkpoint SELECTIVE or NONE, or remove overlap_all_to_all");
 }
 
+TEST(ExpertOverlapScenario, DelayedWeightGradientsNeedTheOverlapAndFusedAccumulation) {
+  EXPECT_TRUE(
+      training_with(std::string(kPipelined) + "experts { overlap_all_to_all: true delay_weight_gradients: true }")
+          .experts()
+          .delay_weight_gradients());
+  EXPECT_CONTAINS(
+      parse_error(minimal_scenario_training(std::string(kPipelined) + "experts { delay_weight_gradients: true }")),
+      "training.experts.delay_weight_gradients: Megatron delays the weight gradients only with the "
+      "overlapped all-to-alls: set experts.overlap_all_to_all, or remove delay_weight_gradients");
+  EXPECT_CONTAINS(parse_error(minimal_scenario_training(
+                      std::string(kPipelined) + "megatron_ddp { gradient_accumulation_fusion: false } "
+                                                "experts { overlap_all_to_all: true delay_weight_gradients: true }")),
+                  "set megatron_ddp.gradient_accumulation_fusion true, or remove delay_weight_gradients");
+}
+
 }  // namespace
 }  // namespace ragged::scenarios

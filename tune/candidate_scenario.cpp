@@ -52,11 +52,9 @@ scenarios::LoadedScenario candidate_scenario(const scenarios::LoadedScenario& ba
   }
   // Megatron-Core's overlapped all-to-alls are the runtime's too, kept where
   // the candidate's strategy, mesh, schedule and checkpointing allow them.
-  const bool staged = c.pp > 1 && c.schedule == scenarios::INTERLEAVED_1F1B &&
-                      (c.strategy == scenarios::MEGATRON_DDP || c.strategy == scenarios::MEGATRON);
-  const bool unstaged = c.pp == 1 && c.strategy == scenarios::MEGATRON_DDP;
-  const bool overlap_allowed =
-      c.ep > 1 && (staged || unstaged) && c.checkpointing != scenarios::FULL && !c.experts_recompute;
+  const bool overlap_allowed = c.strategy == scenarios::MEGATRON_DDP && c.ep > 1 &&
+                               (c.pp == 1 || c.schedule == scenarios::INTERLEAVED_1F1B) &&
+                               c.checkpointing != scenarios::FULL && !c.experts_recompute;
   if (!overlap_allowed) t->mutable_experts()->clear_overlap_all_to_all();
   t->set_prefetch_depth(c.prefetch);
   t->set_reshard_after_forward(c.reshard);

@@ -42,10 +42,11 @@ TEST(ExpertOverlapScenario, EveryConfigurationItCannotRunIsOneLocatedErrorNaming
                   "above 1, or remove overlap_all_to_all");
   EXPECT_CONTAINS(parse_error(minimal_scenario_training("strategy: FSDP2 mesh { ep: 2 } " + on)),
                   "training.experts.overlap_all_to_all: fsdp2 has no combined 1F1B schedule (Megatron-Core's): use "
-                  "strategy MEGATRON_DDP or MEGATRON, or remove overlap_all_to_all");
+                  "strategy MEGATRON_DDP, or remove overlap_all_to_all");
   EXPECT_CONTAINS(parse_error(minimal_scenario_training("strategy: MEGATRON mesh { ep: 2 } " + on)),
-                  "training.experts.overlap_all_to_all: Megatron-FSDP's combined step without pipeline stages is not "
-                  "modelled: use strategy MEGATRON_DDP or pipeline stages, or remove overlap_all_to_all");
+                  "training.experts.overlap_all_to_all: Megatron-FSDP's combined step (without pipeline stages only: "
+                  "Megatron refuses it under interleaved stages) is not modelled: use strategy MEGATRON_DDP, or remove "
+                  "overlap_all_to_all");
   EXPECT_CONTAINS(parse_error(minimal_scenario_training("strategy: MEGATRON_DDP gradient_accumulation_steps: 4 "
                                                         "mesh { ep: 2 pp: 2 } " +
                                                         on)),

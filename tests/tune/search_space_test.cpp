@@ -326,8 +326,8 @@ TEST(CandidateScenario, ACandidateLeavesTheExpertsCheckpointingToItsBlock) {
 }
 
 // Megatron-Core's overlapped all-to-alls are the stack's: a candidate keeps
-// them where it can run them (a Megatron strategy, ep, interleaved stages,
-// no full recompute) and drops them elsewhere, so every candidate loads.
+// them where it can run them (Megatron's DDP, ep, interleaved stages or
+// none, no full recompute) and drops them elsewhere, so every candidate loads.
 TEST(CandidateScenario, ACandidateKeepsTheOverlappedAllToAllsWhereItCanRunThem) {
   const scenarios::LoadedScenario base = mixtral_on_16_h100(
       "strategy: MEGATRON_DDP micro_batch_size: 1 sequence_length: 4096 gradient_accumulation_steps: 4 "

@@ -152,6 +152,17 @@ void add_software(const scenarios::LoadedScenario& loaded, std::vector<Plausible
     out.push_back(choice("expert tensor parallelism", "training.mesh.expert_tp", std::to_string(mesh.expert_tp()),
                          !w.mesh().has_expert_tp(), {std::to_string(mesh.tp()), "1"}));
   }
+  // Megatron-Core's overlap of the expert all-to-alls with another
+  // micro-batch's compute (docs/MESH.md): a stack's choice, offered where the
+  // scenario could run it.
+  const bool full_recompute =
+      t.activation_checkpointing() == scenarios::FULL || t.experts().checkpointing() == scenarios::FULL;
+  if (t.strategy() == scenarios::MEGATRON_DDP && mesh.ep() > 1 && !full_recompute &&
+      (mesh.pp() == 1 || t.pipeline().schedule() == scenarios::INTERLEAVED_1F1B)) {
+    out.push_back(choice("expert all-to-all overlap", "training.experts.overlap_all_to_all",
+                         t.experts().overlap_all_to_all() ? "true" : "false", !w.experts().has_overlap_all_to_all(),
+                         {"false", "true"}));
+  }
   out.push_back(choice("allocator expandable segments", "training.allocator.expandable_segments",
                        t.allocator().expandable_segments() ? "true" : "false",
                        !w.allocator().has_expandable_segments(), {"false", "true"}));

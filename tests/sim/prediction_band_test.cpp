@@ -321,6 +321,20 @@ TEST(Sensitivity, TheNvlinkBoardIsAnInputOfNodesOfTwoToFourGpus) {
 // Whole or split routed experts is an input of a mixture of experts under tp
 // with ep: stated on Megatron-MoE-ModelZoo's row (whole, expert_tp 1; split
 // its other value), absent where tp is 1.
+// Megatron-Core's overlapped expert all-to-alls are an input where the
+// scenario could run them: stated on ModelZoo's two EP 32 rows, absent under
+// FSDP2 (KempnerForge) and under full recomputation (the ModelZoo
+// Megatron-FSDP row).
+TEST(Sensitivity, TheExpertAllToAllOverlapIsAnInputOfMegatronMixtures) {
+  expect_choice("modelzoo-h100-qwen3-235b-tp2-ep32-pp8-vpp4-dp16-256g", "training.experts.overlap_all_to_all", "false",
+                true, {"true"});
+  expect_choice("modelzoo-h100-qwen3-235b-tp2-ep32-pp8-vpp4-dp16-a2a-overlap-256g",
+                "training.experts.overlap_all_to_all", "true", false, {"false"});
+  EXPECT_FALSE(input_of("kempnerforge-h200-moe-e8-fsdp8-packed-8g", "training.experts.overlap_all_to_all").has_value());
+  EXPECT_FALSE(
+      input_of("modelzoo-h100-qwen3-235b-mfsdp128-tp2-ep8-256g", "training.experts.overlap_all_to_all").has_value());
+}
+
 TEST(Sensitivity, ExpertTensorParallelismIsAnInputOfMixturesUnderTp) {
   expect_choice("modelzoo-h100-qwen3-235b-mfsdp128-tp2-ep8-256g", "training.mesh.expert_tp", "1", false, {"2"});
   EXPECT_FALSE(input_of("kempnerforge-h200-moe-e8-fsdp8-packed-8g", "training.mesh.expert_tp").has_value());

@@ -101,6 +101,12 @@ double flash_attention_shape_factor(int64_t head_dim, int64_t seq_len, bool flas
   return charted * beyond_paper(benchmark.backward_full, length) * causal_backward_share(benchmark, length);
 }
 
+double narrow_head_share(int64_t head_dim, double share_at_64) {
+  if (head_dim <= 0) return 1.0;
+  const double t = std::clamp(std::log2(static_cast<double>(head_dim) / 64.0), 0.0, 1.0);
+  return share_at_64 + t * (1.0 - share_at_64);
+}
+
 namespace {
 
 // The narrowest of a kernel's compiled widths that holds the head; the head

@@ -38,6 +38,11 @@ int64_t kernel_head_dim(models::AttentionKernel kernel, int64_t head_dim);
 // (attention_shape.cpp). 1 where nothing is padded.
 double padded_head_work(const planner::AttentionWork& attention, bool backward);
 
+// A part's own correction to the shape curve's narrow heads: `share_at_64`
+// at head dim 64 and narrower, 1 from the reference width (128) up,
+// log-linear in the head dim between.
+double narrow_head_share(int64_t head_dim, double share_at_64);
+
 // The same for one op's attention: the kernel's query/key head dim, and the
 // keys each query attends to (the window where one is set, else the sequence).
 double flash_attention_shape_factor(const planner::AttentionWork& attention, bool backward);

@@ -231,6 +231,8 @@ ComputeModel ComputeModel::from_calibration(const std::filesystem::path& path, c
     spec.flash3_backward_efficiency = table->flash3_backward_efficiency;
     spec.cudnn_forward_efficiency = table->cudnn_forward_efficiency;
     spec.cudnn_backward_efficiency = table->cudnn_backward_efficiency;
+    spec.cudnn_narrow_head_forward_share = table->cudnn_narrow_head_forward_share;
+    spec.cudnn_narrow_head_backward_share = table->cudnn_narrow_head_backward_share;
     spec.source += fmt::format("; attention not in the file: the simulator's {} defaults", table->name);
   }
   // Optional: the SMs and NCCL's CTAs (0 when absent: the simulation takes
@@ -392,6 +394,9 @@ double ComputeModel::attention_work_seconds(const planner::AttentionWork& attent
     efficiency = backward ? spec_.flash3_backward_efficiency : spec_.flash3_forward_efficiency;
   } else if (attention.kernel == models::AttentionKernel::kCudnn) {
     efficiency = backward ? spec_.cudnn_backward_efficiency : spec_.cudnn_forward_efficiency;
+    efficiency *=
+        narrow_head_share(kernel_head_dim(attention.kernel, attention.qk_head_dim),
+                          backward ? spec_.cudnn_narrow_head_backward_share : spec_.cudnn_narrow_head_forward_share);
   } else if (attention.kernel == models::AttentionKernel::kTritonFlash) {
     efficiency *= backward ? kTritonFlashBackwardShareOfFlash2 : kTritonFlashForwardShareOfFlash2;
   } else if (attention.kernel == models::AttentionKernel::kMemoryEfficient) {

@@ -62,6 +62,12 @@ struct GpuComputeSpec {
   double flash3_backward_efficiency = 0;     // does not run (not Hopper, or a calibration file)
   double cudnn_forward_efficiency = 0;       // as attention_*_efficiency for SDPA's cuDNN backend; 0 where no
   double cudnn_backward_efficiency = 0;      // rate is known (not Hopper or Blackwell, or a calibration file)
+  // The share of the head-dim-64 rate the shape curve gives (FlashAttention-3's
+  // on Hopper, sim/attention_shape.hpp) that the part's cuDNN attention keeps,
+  // per direction; 1 at head dim 128 and wider, log-linear between (Blackwell:
+  // measured against Hopper, sim/gpu_tables.cpp; 1 elsewhere).
+  double cudnn_narrow_head_forward_share = 1.0;
+  double cudnn_narrow_head_backward_share = 1.0;
   // What NCCL's kernels take from concurrent work (docs/SIMULATOR.md section
   // 6b): the GPU's streaming multiprocessors, and the CTAs (one per channel,
   // each holding an SM) a ring collective runs within one node and across

@@ -67,6 +67,29 @@ constexpr double kGb200CudnnForwardTflops = 1584.0;
 constexpr double kGb200CudnnBackwardTflops = 1211.0;
 constexpr double kB200CudnnForwardTflops = 1171.278;
 constexpr double kB200CudnnBackwardTflops = 942.509;
+// How much less of its head-dim-128 rate Blackwell's cuDNN keeps at head dim
+// 64 than Hopper's does: the same benchmark harness and cuDNN 9.19.1 (backend
+// 91901) on a GB200 and an H200 (cudnn-frontend @df73764, benchmark/
+// sdpa_benchmark_training/results/{gb200,h200}_919_only_cudnn/: gpt_oss_*.csv,
+// bf16, top-left causal, batch 2, 64 query and 8 kv heads of 64, a sliding
+// window of 1,024; llama3.1_*.csv, batch 1, 64 and 8 heads of 128, full
+// causal), TFLOP/s at 8,192 tokens. Each GPU's rate at head dim 64 over its
+// rate at 128 puts the window and the batch in both terms, so the ratio of
+// the two GPUs' ratios is the narrow head's own cost on Blackwell: forward
+// 0.703, backward 0.889 (0.70-0.75 and 0.87-0.94 from 2,048 to 32,768
+// tokens). The GB300 of the same run keeps the GB200's share (718 / 1,887
+// against 609 / 1,598 forward), so this is taken for every Blackwell part.
+struct HeadDimRates {
+  double narrow_forward, narrow_backward, wide_forward, wide_backward;
+};
+constexpr HeadDimRates kGb200Cudnn919 = {609.0, 646.0, 1598.0, 1311.0};
+constexpr HeadDimRates kH200Cudnn919 = {349.0, 300.0, 644.0, 541.0};
+double blackwell_narrow_head_share(bool backward) {
+  auto narrow_share = [backward](const HeadDimRates& r) {
+    return backward ? r.narrow_backward / r.wide_backward : r.narrow_forward / r.wide_forward;
+  };
+  return narrow_share(kGb200Cudnn919) / narrow_share(kH200Cudnn919);
+}
 // FlashAttention-2 (SDPA's flash backend) in the same benchmark and shape:
 // FlashAttention-2 issues Ampere's mma.sync, not Blackwell's tensor-core
 // instructions, and reaches a sixth of the peak: GB200 414 forward, 338
@@ -178,6 +201,8 @@ struct TableInput {
   double sustained_clock = 1.0;
   double cudnn_forward = 0;  // 0: no measured rate for SDPA's cuDNN backend here
   double cudnn_backward = 0;
+  double cudnn_narrow_head_forward = 1.0;  // GpuComputeSpec::cudnn_narrow_head_*_share
+  double cudnn_narrow_head_backward = 1.0;
 };
 
 GpuComputeSpec make_spec(const TableInput& in) {
@@ -203,6 +228,8 @@ GpuComputeSpec make_spec(const TableInput& in) {
   spec.flash3_backward_efficiency = in.flash3_backward;
   spec.cudnn_forward_efficiency = in.cudnn_forward;
   spec.cudnn_backward_efficiency = in.cudnn_backward;
+  spec.cudnn_narrow_head_forward_share = in.cudnn_narrow_head_forward;
+  spec.cudnn_narrow_head_backward_share = in.cudnn_narrow_head_backward;
   spec.sustained_clock = in.sustained_clock;
   spec.memory_efficiency = in.memory_efficiency;
   spec.launch_seconds = in.launch_seconds;
@@ -328,6 +355,8 @@ TableInput blackwell(std::string_view name, std::string_view source, const Measu
   table.attention_backward = attention.flash2_backward / peak;
   table.cudnn_forward = attention.cudnn_forward / peak;
   table.cudnn_backward = attention.cudnn_backward / peak;
+  table.cudnn_narrow_head_forward = blackwell_narrow_head_share(false);
+  table.cudnn_narrow_head_backward = blackwell_narrow_head_share(true);
   return table;
 }
 

@@ -223,5 +223,46 @@ TEST(AttentionShape, ComputeModelTimesAPaddedHeadAsItsKernelsWidth) {
   }
 }
 
+// cuDNN 9.19.1 on a GB200 and an H200 in one harness (cudnn-frontend @df73764,
+// sdpa_benchmark_training/results/{gb200,h200}_919_only_cudnn), causal, 8,192
+// tokens, TFLOP/s: head dim 64 (gpt_oss) and 128 (llama3.1), forward and backward.
+constexpr double kGb200Hd64Fwd = 609, kGb200Hd64Bwd = 646, kGb200Hd128Fwd = 1598, kGb200Hd128Bwd = 1311;
+constexpr double kH200Hd64Fwd = 349, kH200Hd64Bwd = 300, kH200Hd128Fwd = 644, kH200Hd128Bwd = 541;
+
+// The time at head dim `narrow` over the time at 128, same FLOPs and length.
+double narrow_over_wide(const ComputeModel& model, models::AttentionKernel kernel, int64_t narrow, bool backward) {
+  const double launch = model.spec().launch_seconds;
+  AttentionWork n, w;
+  n.kernel = w.kernel = kernel;
+  n.flops = w.flops = 1e12;
+  n.seq_len = w.seq_len = 8192;
+  n.qk_head_dim = n.v_head_dim = narrow;
+  w.qk_head_dim = w.v_head_dim = 128;
+  return (model.attention_seconds(n, backward) - launch) / (model.attention_seconds(w, backward) - launch);
+}
+
+TEST(AttentionShape, BlackwellsCudnnLosesMoreAtNarrowHeadsThanHoppersAsMeasured) {
+  const ComputeModel b200 = ComputeModel::defaults("b200", 2250e12, 8e12);
+  const ComputeModel h200 = ComputeModel::defaults("h200", 989.4e12, 4.8e12);
+  for (const bool backward : {false, true}) {
+    const double measured = backward ? (kGb200Hd128Bwd / kGb200Hd64Bwd) / (kH200Hd128Bwd / kH200Hd64Bwd)
+                                     : (kGb200Hd128Fwd / kGb200Hd64Fwd) / (kH200Hd128Fwd / kH200Hd64Fwd);
+    const double modelled = narrow_over_wide(b200, models::AttentionKernel::kCudnn, 64, backward) /
+                            narrow_over_wide(h200, models::AttentionKernel::kCudnn, 64, backward);
+    std::printf("%s: Blackwell's head-64 slowdown over Hopper's, measured %.4f, model %.4f\n",
+                backward ? "backward" : "forward", measured, modelled);
+    EXPECT_NEAR(modelled, measured, 1e-9);
+    EXPECT_GT(modelled, 1.05);
+    // Between the widths, log-linear in the head dim: 96 takes 0.585 of the way to 128.
+    const double at_96 = narrow_over_wide(b200, models::AttentionKernel::kCudnn, 96, backward) /
+                         narrow_over_wide(h200, models::AttentionKernel::kCudnn, 96, backward);
+    const double share_64 = 1.0 / measured;
+    EXPECT_NEAR(at_96, 1.0 / (share_64 + std::log2(96.0 / 64.0) * (1.0 - share_64)), 1e-9);
+    // FlashAttention-2 on Blackwell (mma.sync at a sixth of the peak) keeps Hopper's shape.
+    EXPECT_NEAR(narrow_over_wide(b200, models::AttentionKernel::kFlash2, 64, backward),
+                narrow_over_wide(h200, models::AttentionKernel::kFlash2, 64, backward), 1e-9);
+  }
+}
+
 }  // namespace
 }  // namespace ragged::sim

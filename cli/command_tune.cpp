@@ -57,6 +57,7 @@ struct TuneCommandOptions {
   std::string prefetch;
   std::vector<std::string> reshard;
   std::vector<std::string> experts_checkpointing;
+  std::vector<std::string> experts_overlap;
   std::vector<std::string> granularities;
   std::string train_tokens;
   double gpu_hour_price = 0;
@@ -68,6 +69,13 @@ struct TuneCommandOptions {
   std::string cache_dir;
   bool no_cache = false;
 };
+
+// A choice of a list option that takes true/yes or false/no.
+bool parse_yes_no(const std::string& value, std::string_view option) {
+  if (value == "true" || value == "yes") return true;
+  if (value == "false" || value == "no") return false;
+  throw InputError(fmt::format("{} '{}': use true, false or true,false", option, value));
+}
 
 tune::Constraints constraints_of(const TuneCommandOptions& o, std::ostream& notes) {
   tune::Constraints c;
@@ -111,14 +119,8 @@ tune::Constraints constraints_of(const TuneCommandOptions& o, std::ostream& note
     for (int64_t p : parse_count_list(o.prefetch, "--prefetch", "prefetch depth", 0, limits::kMaxPrefetch, &notes))
       c.prefetch_depths.push_back(static_cast<int>(p));
   }
-  for (const std::string& r : o.reshard) {
-    if (r == "true" || r == "yes")
-      c.reshard_after_forward.push_back(true);
-    else if (r == "false" || r == "no")
-      c.reshard_after_forward.push_back(false);
-    else
-      throw InputError(fmt::format("--reshard '{}': use true, false or true,false", r));
-  }
+  for (const std::string& r : o.reshard) c.reshard_after_forward.push_back(parse_yes_no(r, "--reshard"));
+  for (const std::string& e : o.experts_overlap) c.expert_overlaps.push_back(parse_yes_no(e, "--experts-overlap"));
   for (const std::string& e : o.experts_checkpointing) {
     if (e == "block")
       c.experts_recompute.push_back(false);
@@ -307,7 +309,8 @@ void add_tune_command(CLI::App& app, Context& context) {
       ->transform(whole_number(1, kMaxCount));
   auto* strategies =
       cmd->add_option("--strategies", o->strategies,
-                      "Strategies to try: ragged, vescale-paper, fsdp1, fsdp2, zero3, megatron or all (default)")
+                      "Strategies to try: ragged, vescale-paper, fsdp1, fsdp2, zero3, megatron or all (default: "
+                      "those six); megatron-ddp (Megatron-Core's DDP and distributed optimizer) and ddp when named")
           ->delimiter(',');
   cmd->add_option("--shard-groups", o->shard_groups,
                   "Shard group sizes (FSDP over dp_shard x cp) to try, e.g. 8,64,1024 (default: a node's share times "
@@ -337,6 +340,11 @@ void add_tune_command(CLI::App& app, Context& context) {
       ->delimiter(',');
   cmd->add_option("--prefetch", o->prefetch, "Prefetch depths to try (default: 1,2)");
   cmd->add_option("--reshard", o->reshard, "Reshard after forward: true, false or true,false (default)")
+      ->delimiter(',');
+  cmd->add_option("--experts-overlap", o->experts_overlap,
+                  "Megatron-Core's overlapped expert all-to-alls (training.experts.overlap_all_to_all) to try where a "
+                  "candidate can run them (megatron-ddp, ep > 1, no stages or interleaved 1F1B, no full "
+                  "checkpointing): true, false or true,false (default)")
       ->delimiter(',');
   cmd->add_option("--granularities", o->granularities,
                   "Granularities for ragged and vescale-paper, e.g. element,rows:16 (default: the scenario's)")

@@ -228,6 +228,7 @@ nlohmann::json candidate_to_json(const tune::Candidate& c) {
           {"checkpointing", scenarios::checkpointing_name(c.checkpointing)},
           {"experts_checkpointing", c.experts_recompute ? nlohmann::json(scenarios::checkpointing_name(scenarios::FULL))
                                                         : nlohmann::json(nullptr)},
+          {"expert_all_to_all_overlap", c.expert_overlap},
           {"prefetch_depth", c.prefetch},
           {"reshard_after_forward", c.reshard},
           {"granularity", c.granularity}};

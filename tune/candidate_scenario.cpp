@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "common/errors.hpp"
 #include "planner/granularity.hpp"
 #include "scenarios/scenario_rules.hpp"
 
@@ -50,12 +51,15 @@ scenarios::LoadedScenario candidate_scenario(const scenarios::LoadedScenario& ba
   } else {
     t->mutable_experts()->clear_checkpointing();
   }
-  // Megatron-Core's overlapped all-to-alls are the runtime's too, kept where
-  // the candidate's strategy, mesh, schedule and checkpointing allow them.
-  const bool overlap_allowed = c.strategy == scenarios::MEGATRON_DDP && c.ep > 1 &&
-                               (c.pp == 1 || c.schedule == scenarios::INTERLEAVED_1F1B) &&
-                               c.checkpointing != scenarios::FULL && !c.experts_recompute;
-  if (!overlap_allowed) t->mutable_experts()->clear_overlap_all_to_all();
+  // The search chooses Megatron-Core's overlapped all-to-alls; their delayed
+  // weight gradients stay the runtime's, kept with the overlap.
+  if (c.expert_overlap) {
+    RAGGED_ASSERT(expert_overlap_runs(c), "the search offers the overlapped all-to-alls only where they run");
+    t->mutable_experts()->set_overlap_all_to_all(true);
+  } else {
+    t->mutable_experts()->clear_overlap_all_to_all();
+    t->mutable_experts()->clear_delay_weight_gradients();
+  }
   t->set_prefetch_depth(c.prefetch);
   t->set_reshard_after_forward(c.reshard);
   if (!c.granularity.empty()) {
@@ -75,6 +79,7 @@ std::string mesh_text(const Candidate& c) {
     text += fmt::format(" ({}{})", scenarios::schedule_name(c.schedule),
                         c.virtual_stages > 1 ? fmt::format(", {} chunks per stage", c.virtual_stages) : "");
   }
+  if (c.expert_overlap) text += " (all-to-alls overlapped)";
   return text;
 }
 

@@ -196,15 +196,26 @@ std::vector<StageSchedule> schedules_for(int64_t pp, int64_t accumulation, int64
   return out;
 }
 
+// A yes/no choice's values once each, no first.
+std::vector<bool> false_first(std::vector<bool> choices) {
+  std::sort(choices.begin(), choices.end());
+  choices.erase(std::unique(choices.begin(), choices.end()), choices.end());
+  return choices;
+}
+
 // Whether the experts recompute their own layer: only where they are a unit
 // of their own (ep > 1) under a block that keeps more than its input (a
 // fully checkpointed block reruns them already); without it first.
 std::vector<bool> experts_recompute_choices(const Constraints& c, int64_t ep, scenarios::Checkpointing mode) {
   if (ep == 1 || mode == scenarios::FULL) return {false};
-  std::vector<bool> choices = or_default(c.experts_recompute, {false, true});
-  std::sort(choices.begin(), choices.end());
-  choices.erase(std::unique(choices.begin(), choices.end()), choices.end());
-  return choices;
+  return false_first(or_default(c.experts_recompute, {false, true}));
+}
+
+// The overlapped all-to-alls where the candidate can run them, without first
+// (and without alone where it cannot, whatever was asked).
+std::vector<bool> expert_overlap_choices(const Constraints& c, const Candidate& candidate) {
+  if (!expert_overlap_runs(candidate)) return {false};
+  return false_first(or_default(c.expert_overlaps, {false, true}));
 }
 
 // Appends every candidate of one mesh shape (over the ep sizes), or says in
@@ -279,9 +290,26 @@ void add_mesh_candidates(const MeshShape& m, const std::vector<int64_t>& eps, co
                 for (int prefetch : stage_prefetches) {
                   for (bool reshard : stage_reshards) {
                     for (const std::string& granularity : granularities) {
-                      out.push_back({strategy, group, mb, per_rank / mb, mode, prefetch, reshard, granularity, m.tp,
-                                     m.cp, ep, m.pp, schedule.schedule, schedule.virtual_stages, whole,
-                                     experts_recompute});
+                      const Candidate candidate{strategy,
+                                                group,
+                                                mb,
+                                                per_rank / mb,
+                                                mode,
+                                                prefetch,
+                                                reshard,
+                                                granularity,
+                                                m.tp,
+                                                m.cp,
+                                                ep,
+                                                m.pp,
+                                                schedule.schedule,
+                                                schedule.virtual_stages,
+                                                whole,
+                                                experts_recompute};
+                      for (bool overlap : expert_overlap_choices(c, candidate)) {
+                        out.push_back(candidate);
+                        out.back().expert_overlap = overlap;
+                      }
                     }
                   }
                 }
@@ -294,6 +322,12 @@ void add_mesh_candidates(const MeshShape& m, const std::vector<int64_t>& eps, co
   }
 }
 }  // namespace
+
+bool expert_overlap_runs(const Candidate& c) {
+  return c.strategy == scenarios::MEGATRON_DDP && c.ep > 1 &&
+         (c.pp == 1 || c.schedule == scenarios::INTERLEAVED_1F1B) && c.checkpointing != scenarios::FULL &&
+         !c.experts_recompute;
+}
 
 Constraints with_tensor_parallel_defaults(const Constraints& constraints) {
   Constraints wider = constraints;

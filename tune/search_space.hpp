@@ -52,6 +52,10 @@ struct Constraints {
   // FULL: Megatron-Core's `--recompute-modules moe`) under a block mode short
   // of full, where they are a unit of their own (ep > 1); empty: without and with.
   std::vector<bool> experts_recompute;
+  // Megatron-Core's overlapped expert all-to-alls (training.experts.
+  // overlap_all_to_all) where a candidate can run them (expert_overlap_runs);
+  // empty: without and with.
+  std::vector<bool> expert_overlaps;
   std::vector<int> prefetch_depths;                     // empty: 1 and 2
   std::vector<bool> reshard_after_forward;              // empty: true and false
   std::vector<std::string> granularities;               // ragged, vescale-paper; empty: the scenario's
@@ -78,9 +82,19 @@ struct Candidate {
   // The experts rerun their layer in the backward (training.experts.checkpointing
   // FULL) where the block keeps more (checkpointing none or selective, ep > 1).
   bool experts_recompute = false;
+  // Each steady-state forward and the backward after it run as one pass with
+  // their expert all-to-alls beside the other's compute (Megatron-Core's
+  // --overlap-moe-expert-parallel-comm), where expert_overlap_runs.
+  bool expert_overlap = false;
 
   bool operator==(const Candidate&) const = default;
 };
+
+// Whether a candidate's strategy, mesh, schedule and checkpointing can run
+// the overlapped expert all-to-alls: Megatron DDP with ep > 1, without stages
+// or under interleaved 1F1B, no FULL block or experts checkpointing (what
+// Megatron-Core accepts and the Program models; docs/MESH.md).
+bool expert_overlap_runs(const Candidate& c);
 
 // The batch every candidate on `gpus` GPUs trains per optimizer step.
 struct BatchShape {

@@ -27,6 +27,7 @@ nlohmann::json candidate_json(const Candidate& c) {
           {"virtual_stages", c.virtual_stages},
           {"whole_experts", c.whole_experts},
           {"experts_recompute", c.experts_recompute},
+          {"expert_overlap", c.expert_overlap},
           {"shard_group", c.shard_group},
           {"micro_batch", c.micro_batch},
           {"grad_accum", c.grad_accum},
@@ -53,6 +54,7 @@ Candidate candidate_from_json(const nlohmann::json& j) {
   c.virtual_stages = j.at("virtual_stages");
   c.whole_experts = j.at("whole_experts");
   c.experts_recompute = j.at("experts_recompute");
+  c.expert_overlap = j.at("expert_overlap");
   c.shard_group = j.at("shard_group");
   c.micro_batch = j.at("micro_batch");
   c.grad_accum = j.at("grad_accum");
@@ -65,7 +67,8 @@ Candidate candidate_from_json(const nlohmann::json& j) {
 // Likeliest to fit first: more checkpointing (the experts' own recompute
 // next to the block's mode it relieves), smaller micro-batches, more tensor,
 // context and pipeline parallelism, larger shard groups, resharding,
-// shallower prefetch.
+// shallower prefetch, the all-to-alls not overlapped (the combined pass holds
+// one more pass of activations).
 std::vector<Candidate> likeliest_to_fit_first(std::vector<Candidate> candidates) {
   auto checkpointing_rank = [](const Candidate& c) {
     const int block = c.checkpointing == scenarios::FULL ? 0 : c.checkpointing == scenarios::SELECTIVE ? 2 : 4;
@@ -73,8 +76,9 @@ std::vector<Candidate> likeliest_to_fit_first(std::vector<Candidate> candidates)
   };
   std::stable_sort(candidates.begin(), candidates.end(), [&](const Candidate& a, const Candidate& b) {
     return std::make_tuple(checkpointing_rank(a), a.micro_batch, -a.tp * a.cp * a.pp, -a.shard_group, !a.reshard,
-                           a.prefetch) < std::make_tuple(checkpointing_rank(b), b.micro_batch, -b.tp * b.cp * b.pp,
-                                                         -b.shard_group, !b.reshard, b.prefetch);
+                           a.prefetch, a.expert_overlap) < std::make_tuple(checkpointing_rank(b), b.micro_batch,
+                                                                           -b.tp * b.cp * b.pp, -b.shard_group,
+                                                                           !b.reshard, b.prefetch, b.expert_overlap);
   });
   return candidates;
 }

@@ -298,6 +298,53 @@ TEST_F(CliTune, TheExpertsOwnRecomputeIsRankedReportedAndWritten) {
   EXPECT_NE(both.out.find("selective + experts"), std::string::npos) << both.out;
 }
 
+// Megatron-Core's overlapped expert all-to-alls: the ranking names them where
+// a candidate runs them, the JSON says so, and the written winner carries them.
+TEST_F(CliTune, TheOverlappedAllToAllsAreRankedReportedAndWritten) {
+  const fs::path written = dir_ / "moe-overlap-tuned.textproto";
+  const std::vector<std::string> common = {"tune",
+                                           "tiny-moe-4xcpu",
+                                           "--strategies",
+                                           "megatron-ddp",
+                                           "--tps",
+                                           "1",
+                                           "--pps",
+                                           "1",
+                                           "--eps",
+                                           "2",
+                                           "--checkpointing",
+                                           "selective",
+                                           "--experts-checkpointing",
+                                           "block",
+                                           "--global-batch-tokens",
+                                           "1024",
+                                           "--no-cache",
+                                           "--jobs",
+                                           "1"};
+  std::vector<std::string> args = common;
+  args.insert(args.end(), {"--experts-overlap", "true", "--json", "--write", written.string()});
+  const auto result = run_cli(args);
+  ASSERT_EQ(result.code, 0) << result.err;
+  const nlohmann::json j = nlohmann::json::parse(result.out);
+  ASSERT_FALSE(j.at("ranking").empty()) << result.out;
+  for (const nlohmann::json& i : j.at("ranking")) {
+    const nlohmann::json& candidate = j.at("candidates").at(i.get<size_t>());
+    EXPECT_TRUE(candidate.at("configuration").at("expert_all_to_all_overlap").get<bool>()) << candidate.dump();
+  }
+  std::ifstream in(written);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("overlap_all_to_all: true"), std::string::npos) << text;
+  const auto simulated = run_cli({"simulate", written.string(), "--json"});
+  ASSERT_EQ(simulated.code, 0) << simulated.err;
+
+  args = common;
+  args.insert(args.end(), {"--top", "40"});
+  const auto both = run_cli(args);
+  ASSERT_EQ(both.code, 0) << both.err;
+  EXPECT_NE(both.out.find("ep 2 (all-to-alls overlapped)"), std::string::npos) << both.out;
+  EXPECT_NE(both.out.find("ep 2 "), std::string::npos) << both.out;
+}
+
 TEST_F(CliTune, BadConstraintsAreOneLineAndExitTwo) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--headroom", "100"}, "below 100%"},
@@ -317,6 +364,7 @@ TEST_F(CliTune, BadConstraintsAreOneLineAndExitTwo) {
       {{"--rank-by", "throughput", "--restart-minutes", "5"}, "drop them or --rank-by throughput"},
       {{"--interruptions-per-gpu-hour", "2"}, "--interruptions-per-gpu-hour: 2 is out of range"},
       {{"--experts-checkpointing", "selective"}, "--experts-checkpointing 'selective': use block, full"},
+      {{"--experts-overlap", "maybe"}, "--experts-overlap 'maybe': use true, false"},
   };
   for (const auto& [args, needle] : cases) {
     const auto result = run_cli(tune_args(args));

@@ -325,38 +325,90 @@ TEST(CandidateScenario, ACandidateLeavesTheExpertsCheckpointingToItsBlock) {
   EXPECT_NO_THROW(planner::resolve_scenario(candidate));
 }
 
-// Megatron-Core's overlapped all-to-alls are the stack's: a candidate keeps
-// them where it can run them (Megatron's DDP, ep, interleaved stages or
-// none, no full recompute) and drops them elsewhere, so every candidate loads.
-TEST(CandidateScenario, ACandidateKeepsTheOverlappedAllToAllsWhereItCanRunThem) {
+// Megatron-Core's overlapped all-to-alls are a choice the search makes: a
+// candidate writes them as it says (with the scenario's delayed weight
+// gradients kept beside them), and one without them drops both, so every
+// candidate loads; expert_overlap_runs says where they can run (Megatron's
+// DDP, ep, interleaved stages or none, no full recompute).
+TEST(CandidateScenario, ACandidateWritesTheOverlappedAllToAllsItWasGiven) {
   const scenarios::LoadedScenario base = mixtral_on_16_h100(
       "strategy: MEGATRON_DDP micro_batch_size: 1 sequence_length: 4096 gradient_accumulation_steps: 4 "
       "mesh { ep: 8 pp: 2 } pipeline { schedule: INTERLEAVED_1F1B virtual_stages: 2 } "
-      "experts { overlap_all_to_all: true }");
+      "megatron_ddp { gradient_accumulation_fusion: true } "
+      "experts { overlap_all_to_all: true delay_weight_gradients: true }");
   ASSERT_NO_THROW(planner::resolve_scenario(base));
   Candidate c = interleaved_pp2(8);
   c.strategy = scenarios::MEGATRON_DDP;
   c.ep = 8;
   c.checkpointing = scenarios::SELECTIVE;
-  EXPECT_TRUE(candidate_scenario(base, c, 4096).written.training().experts().overlap_all_to_all());
+  c.expert_overlap = true;
+  ASSERT_TRUE(expert_overlap_runs(c));
+  const scenarios::LoadedScenario overlapped = candidate_scenario(base, c, 4096);
+  EXPECT_TRUE(overlapped.written.training().experts().overlap_all_to_all());
+  EXPECT_TRUE(overlapped.written.training().experts().delay_weight_gradients());
+  EXPECT_NE(describe(c, 16).find("(all-to-alls overlapped)"), std::string::npos) << describe(c, 16);
+  EXPECT_NO_THROW(planner::resolve_scenario(overlapped));
   Candidate unstaged = c;  // Megatron's combined step without pipeline stages
   unstaged.pp = 1;
   unstaged.shard_group = 16;
+  EXPECT_TRUE(expert_overlap_runs(unstaged));
   EXPECT_TRUE(candidate_scenario(base, unstaged, 4096).written.training().experts().overlap_all_to_all());
-  for (const auto& change :
-       std::vector<std::function<void(Candidate&)>>{[](Candidate& d) { d.strategy = scenarios::FSDP2; },
-                                                    [](Candidate& d) { d.schedule = scenarios::ONE_F_ONE_B; },
-                                                    [](Candidate& d) { d.checkpointing = scenarios::FULL; },
-                                                    [](Candidate& d) {
-                                                      d.strategy = scenarios::MEGATRON;
-                                                      d.pp = 1;
-                                                      d.shard_group = 16;
-                                                    }}) {
+  Candidate plain = c;
+  plain.expert_overlap = false;
+  const scenarios::LoadedScenario without = candidate_scenario(base, plain, 4096);
+  EXPECT_FALSE(without.written.training().experts().overlap_all_to_all());
+  EXPECT_FALSE(without.written.training().experts().delay_weight_gradients());
+  EXPECT_NO_THROW(planner::resolve_scenario(without));
+  for (const auto& change : std::vector<std::function<void(Candidate&)>>{
+           [](Candidate& d) { d.strategy = scenarios::FSDP2; },
+           [](Candidate& d) { d.schedule = scenarios::ONE_F_ONE_B; },
+           [](Candidate& d) { d.checkpointing = scenarios::FULL; }, [](Candidate& d) { d.experts_recompute = true; },
+           [](Candidate& d) { d.ep = 1; },
+           [](Candidate& d) {
+             d.strategy = scenarios::MEGATRON;
+             d.pp = 1;
+             d.shard_group = 16;
+           }}) {
     Candidate d = c;
     change(d);
-    const scenarios::LoadedScenario candidate = candidate_scenario(base, d, 4096);
-    EXPECT_FALSE(candidate.written.training().experts().overlap_all_to_all()) << describe(d, 16);
-    EXPECT_NO_THROW(planner::resolve_scenario(candidate)) << describe(d, 16);
+    EXPECT_FALSE(expert_overlap_runs(d)) << describe(d, 16);
+  }
+}
+
+// The search tries the overlapped all-to-alls beside every candidate that
+// can run them (one each), none elsewhere, and only as asked.
+TEST(SearchSpace, TheOverlappedAllToAllsAreTriedWhereTheyRun) {
+  const scenarios::LoadedScenario base =
+      mixtral_on_16_h100("strategy: MEGATRON_DDP micro_batch_size: 1 sequence_length: 4096 mesh { ep: 8 }");
+  Constraints c;
+  c.strategies = {scenarios::MEGATRON_DDP, scenarios::FSDP2};
+  c.tps = {1};
+  c.cps = {1};
+  c.pps = {1};
+  c.eps = {1, 8};
+  c.global_batch_tokens = 64 * 4096;
+  int overlapped = 0, runnable = 0;
+  const std::vector<Candidate> all = enumerate_candidates(base, c);
+  for (const Candidate& cand : all) {
+    if (cand.expert_overlap) {
+      ++overlapped;
+      EXPECT_TRUE(expert_overlap_runs(cand)) << describe(cand, 16);
+      Candidate without = cand;
+      without.expert_overlap = false;
+      EXPECT_NE(std::find(all.begin(), all.end(), without), all.end()) << describe(cand, 16);
+    } else {
+      Candidate with = cand;
+      with.expert_overlap = true;
+      if (expert_overlap_runs(with)) ++runnable;
+    }
+  }
+  EXPECT_GT(overlapped, 0);
+  EXPECT_EQ(overlapped, runnable);
+  c.expert_overlaps = {false};
+  for (const Candidate& cand : enumerate_candidates(base, c)) EXPECT_FALSE(cand.expert_overlap) << describe(cand, 16);
+  c.expert_overlaps = {true};
+  for (const Candidate& cand : enumerate_candidates(base, c)) {
+    EXPECT_EQ(cand.expert_overlap, expert_overlap_runs(cand)) << describe(cand, 16);
   }
 }
 

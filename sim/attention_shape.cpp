@@ -101,6 +101,92 @@ double flash_attention_shape_factor(int64_t head_dim, int64_t seq_len, bool flas
   return charted * beyond_paper(benchmark.backward_full, length) * causal_backward_share(benchmark, length);
 }
 
+namespace {
+
+// A sliding window's rate, from the kernels' tiles (docs/SIMULATOR.md section
+// 6, "Attention shape"): each tile of queries steps through the tiles of keys
+// any of its rows sees, paying a fixed cost per query tile (its prologue and
+// epilogue) and one per key tile visited, while only the keys inside the
+// window (or the causal context) are useful work. Keys in tiles of 128, the
+// width FlashAttention's and cuDNN's kernels step through at these heads (an
+// assumption). Sums over the query tiles of a sequence of `tiles` tiles:
+// causal, each tile t visits min(t, w) + 1 key tiles and does min(t + 1/2, w)
+// tiles of useful work (w: the window in tiles; none: the whole context).
+constexpr double kKeyTile = 128;
+struct TileSums {
+  double visited = 0, useful = 0;
+};
+TileSums causal_tiles(double tiles, double window_tiles) {
+  const double w = window_tiles > 0 ? std::min(window_tiles, tiles) : tiles;
+  const double inside = w * (w + 1) / 2;  // the first w query tiles, as a causal sequence of w tiles
+  return {inside + (tiles - w) * (w + 1), w * w / 2 + (tiles - w) * w};
+}
+// The charts' backward has no mask: every query tile visits every key tile.
+TileSums full_tiles(double tiles) { return {tiles * tiles, tiles * tiles}; }
+double tile_efficiency(const TileSums& s, double tiles, double per_query_tile) {
+  return s.useful / (per_query_tile * tiles + s.visited);
+}
+
+// The per-query-tile cost, in key tiles, that makes the tile model's rate
+// best follow one charted row over its lengths (least squares in log rate;
+// causal rows for the forward, full ones for the backward). The rows are
+// followed within 5% (AttentionShape.TheTileModelFollowsTheChartedLengths).
+double fitted_query_tile_cost(const std::array<double, 6>& row, bool causal) {
+  double best = 0, best_misfit = -1;
+  for (int hundredths = 0; hundredths <= 1600; ++hundredths) {
+    const double cost = hundredths / 100.0;
+    std::array<double, 6> residual{};
+    double mean = 0;
+    for (size_t i = 0; i < row.size(); ++i) {
+      const double tiles = kSeqLens[i] / kKeyTile;
+      const TileSums sums = causal ? causal_tiles(tiles, 0) : full_tiles(tiles);
+      residual[i] = std::log(row[i]) - std::log(tile_efficiency(sums, tiles, cost));
+      mean += residual[i] / static_cast<double>(row.size());
+    }
+    double misfit = 0;
+    for (const double r : residual) misfit += (r - mean) * (r - mean);
+    if (best_misfit < 0 || misfit < best_misfit) {
+      best = cost;
+      best_misfit = misfit;
+    }
+  }
+  return best;
+}
+
+// Each kernel's fitted costs at the charted head dims 64 and 128.
+struct QueryTileCosts {
+  std::array<double, 2> forward, backward;
+};
+const QueryTileCosts& query_tile_costs(bool flash3) {
+  auto fit = [](const Curve& forward, const Curve& backward) {
+    return QueryTileCosts{
+        {fitted_query_tile_cost(forward.head_dim_64, true), fitted_query_tile_cost(forward.head_dim_128, true)},
+        {fitted_query_tile_cost(backward.head_dim_64, false), fitted_query_tile_cost(backward.head_dim_128, false)}};
+  };
+  static const QueryTileCosts flash2 = fit(kFlash2Forward, kFlash2Backward);
+  static const QueryTileCosts flash3_costs = fit(kFlash3Forward, kFlash3Backward);
+  return flash3 ? flash3_costs : flash2;
+}
+
+}  // namespace
+
+double sliding_window_shape_factor(int64_t head_dim_in, int64_t seq_len_in, int64_t window_in, bool flash3,
+                                   bool backward) {
+  const auto head_dim = static_cast<double>(head_dim_in), seq_len = static_cast<double>(seq_len_in),
+             window = static_cast<double>(window_in);
+  const Curve& curve =
+      flash3 ? (backward ? kFlash3Backward : kFlash3Forward) : (backward ? kFlash2Backward : kFlash2Forward);
+  const std::array<double, 2>& costs = backward ? query_tile_costs(flash3).backward : query_tile_costs(flash3).forward;
+  const double t = std::clamp(std::log2(head_dim / 64.0), 0.0, 1.0);
+  const double cost = costs[0] + t * (costs[1] - costs[0]);
+  const double reference = static_cast<double>(kAttentionReferenceSeqLen);
+  const double reference_tiles = reference / kKeyTile;
+  const double tiles = seq_len / kKeyTile;
+  const double kept = tile_efficiency(causal_tiles(tiles, window / kKeyTile), tiles, cost) /
+                      tile_efficiency(causal_tiles(reference_tiles, 0), reference_tiles, cost);
+  return rate(curve, head_dim, reference) / rate(curve, kAttentionReferenceHeadDim, reference) * kept;
+}
+
 double narrow_head_share(int64_t head_dim, double share_at_64) {
   if (head_dim <= 0) return 1.0;
   const double t = std::clamp(std::log2(static_cast<double>(head_dim) / 64.0), 0.0, 1.0);
@@ -181,13 +267,15 @@ double padded_head_work(const planner::AttentionWork& attention, bool backward) 
 }
 
 double flash_attention_shape_factor(const planner::AttentionWork& attention, bool backward) {
-  const int64_t keys = attention.window > 0 ? std::min(attention.window, attention.seq_len) : attention.seq_len;
   // cuDNN follows FlashAttention-3's curve over lengths and heads (its rates
   // are measured at the reference shape only; sim/gpu_tables.cpp).
   const bool hopper_curve = attention.kernel == models::AttentionKernel::kFlash3 ||
                             attention.kernel == models::AttentionKernel::kCudnn;
-  return flash_attention_shape_factor(kernel_head_dim(attention.kernel, attention.qk_head_dim), keys, hopper_curve,
-                                      backward);
+  const int64_t head_dim = kernel_head_dim(attention.kernel, attention.qk_head_dim);
+  if (attention.window > 0 && attention.window < attention.seq_len && head_dim > 0) {
+    return sliding_window_shape_factor(head_dim, attention.seq_len, attention.window, hopper_curve, backward);
+  }
+  return flash_attention_shape_factor(head_dim, attention.seq_len, hopper_curve, backward);
 }
 
 }  // namespace ragged::sim

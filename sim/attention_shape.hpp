@@ -38,6 +38,15 @@ int64_t kernel_head_dim(models::AttentionKernel kernel, int64_t head_dim);
 // (attention_shape.cpp). 1 where nothing is padded.
 double padded_head_work(const planner::AttentionWork& attention, bool backward);
 
+// A sliding window shorter than the sequence, from the kernels' tiles: each
+// tile of queries pays a fixed cost and one per tile of 128 keys any of its
+// rows sees, the fixed cost fitted to the charted lengths of the kernel's
+// curve and direction (a causal forward, a backward without mask); the
+// window's useful keys over the tiles' cost, relative to a causal sequence
+// at the reference length, times the charted head's rate there. A window of
+// the whole sequence gives the tile model's causal rate.
+double sliding_window_shape_factor(int64_t head_dim, int64_t seq_len, int64_t window, bool flash3, bool backward);
+
 // A part's own correction to the shape curve's narrow heads: `share_at_64`
 // at head dim 64 and narrower, 1 from the reference width (128) up,
 // log-linear in the head dim between.

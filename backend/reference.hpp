@@ -26,7 +26,8 @@ ModelParams initial_params(const models::ModelSpec& model, uint64_t seed);
 // reductions).
 // Pipeline stages (`micro_batches_first`) reduce once a step: a rank's
 // micro-batches add up in its own gradients first (in micro-batch order),
-// then the ranks' sums are reduced as above.
+// then the ranks' sums are reduced as above (not with
+// EVERY_MICRO_BATCH_GRADIENT_SYNC, whose stages reduce each micro-batch).
 // Expert parallelism (`ep` > 1: every `ep` consecutive ranks an ep group):
 // each routed expert's weight gradients are made on the rank that holds it,
 // from every rank of its ep group in rank order, so the reference adds the

@@ -275,8 +275,10 @@ void judge_on_rank_zero(const planner::ResolvedScenario& resolved, const ModelPa
           ? reference_train_tensor_parallel(resolved.whole(), resolved.model, training, groups.reading_ranks(),
                                             groups.shard->size(), steps, options.seed, static_cast<int>(groups.cp),
                                             static_cast<int>(groups.ep))
-          : reference_train(resolved.whole(), training, stages.stage_ranks, groups.shard->size(), steps, options.seed,
-                            stages.stages > 1, static_cast<int>(groups.ep));
+          : reference_train(
+                resolved.whole(), training, stages.stage_ranks, groups.shard->size(), steps, options.seed,
+                stages.stages > 1 && training.pipeline().gradient_sync() != scenarios::EVERY_MICRO_BATCH_GRADIENT_SYNC,
+                static_cast<int>(groups.ep));
   ParamError e = compare_params(resolved.whole(), trained, reference);
   result.reference_error = e.max_relative;
   result.reference_differing = e.differing_elements;

@@ -102,7 +102,8 @@ void ProgramBuilder::backward_unit(int u, int mb, std::vector<uint32_t>& grads_r
       grads = distopt_->fused_accumulation() ? -1 : unfused_gradients(u);
     } else if (!steps_optimizer()) {
       grads = -1;  // held from step to step: persistent memory (fill_persistent)
-    } else if (pipelined() || (defers_gradient_sync() && !tied && !(is_head(u) && head_grads_ >= 0))) {
+    } else if ((pipelined() && !stage_reduces_every_micro_batch()) ||
+               (defers_gradient_sync() && !tied && !(is_head(u) && head_grads_ >= 0))) {
       // A stage accumulates each unit's gradients over the step's
       // micro-batches, reduced after the last (PyTorch's pipelining turns
       // FSDP's gradient sync off for the others); so does FSDP2 with its
@@ -171,11 +172,14 @@ void ProgramBuilder::finish_backward(int u, int mb, int k, uint32_t bwd, int gra
     bwd = add_into_main_grad(u, mb, bwd, grads);
     grads = -1;
   }
-  if (pipelined() && mb != last_backward_[static_cast<size_t>(u)]) {  // gathered and unreduced to the last
+  // A stage keeps its parameters gathered to their last backward, and their
+  // gradients unreduced too unless it reduces every micro-batch.
+  const bool before_last = pipelined() && mb != last_backward_[static_cast<size_t>(u)];
+  if (before_last && !stage_reduces_every_micro_batch()) {
     if (stage_accumulates_in_reduce_dtype()) accumulate_unsharded_grads(u, mb, take_first_accumulation(u), bwd, grads);
     return;
   }
-  if (gathers_[k].emitted && !gathers_[k].is_freed) release_params(k, bwd);
+  if (!before_last && gathers_[k].emitted && !gathers_[k].is_freed) release_params(k, bwd);
   if (!steps_optimizer()) {
     // AccumulateGrad adds the unit's gradients to those it holds (read both
     // in the reduce dtype, write the sum), on the compute stream.

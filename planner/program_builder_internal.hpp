@@ -212,6 +212,12 @@ class ProgramBuilder {
   // gradients are held unsharded (persistent, from earlier steps) and
   // accumulated in place; nothing is reduced and no optimizer runs.
   bool steps_optimizer() const { return scenarios::steps_optimizer(*in_.training); }
+  // scenarios::EVERY_MICRO_BATCH_GRADIENT_SYNC: a stage reduces each unit's
+  // gradients after every micro-batch's backward, as FSDP does without
+  // stages; its parameters stay gathered to the step's last backward.
+  bool stage_reduces_every_micro_batch() const {
+    return pipelined() && in_.training->pipeline().gradient_sync() == scenarios::EVERY_MICRO_BATCH_GRADIENT_SYNC;
+  }
   bool reduce_after_chunk() const {
     return pipelined() && in_.training->pipeline().gradient_sync() == scenarios::AFTER_CHUNK_BACKWARD;
   }

@@ -22,7 +22,24 @@ void check_pipeline(const Training& t, Checker& c) {
   }
   if (!StageGradientSync_IsValid(p.gradient_sync())) {
     c.unknown_value("training.pipeline.gradient_sync", p.gradient_sync(),
-                    "PER_UNIT_GRADIENT_SYNC or AFTER_CHUNK_BACKWARD", "PER_UNIT_GRADIENT_SYNC");
+                    "PER_UNIT_GRADIENT_SYNC, AFTER_CHUNK_BACKWARD or EVERY_MICRO_BATCH_GRADIENT_SYNC",
+                    "PER_UNIT_GRADIENT_SYNC");
+  } else if (p.gradient_sync() == EVERY_MICRO_BATCH_GRADIENT_SYNC) {
+    if (t.strategy() == DDP || t.strategy() == MEGATRON_DDP || t.strategy() == MEGATRON) {
+      c.fail("training.pipeline.gradient_sync",
+             fmt::format("EVERY_MICRO_BATCH_GRADIENT_SYNC reduce-scatters an FSDP unit's gradients every micro-batch; "
+                         "{} reduces its own way: use PER_UNIT_GRADIENT_SYNC",
+                         strategy_name(t.strategy())));
+    } else if (p.schedule() == ZERO_BUBBLE_H1) {
+      c.fail("training.pipeline.gradient_sync",
+             "EVERY_MICRO_BATCH_GRADIENT_SYNC with ZERO_BUBBLE_H1 (weight gradients "
+             "split from the backward) is not modelled: use PER_UNIT_GRADIENT_SYNC");
+    } else if (t.loss() == CHUNKED) {
+      c.fail("training.pipeline.gradient_sync",
+             "EVERY_MICRO_BATCH_GRADIENT_SYNC with the CHUNKED loss (the head's "
+             "gradient written in its forward) is not modelled: use "
+             "PER_UNIT_GRADIENT_SYNC");
+    }
   }
   if (!PipelineReceiveBuffers_IsValid(p.receive_buffers())) {
     c.unknown_value("training.pipeline.receive_buffers", p.receive_buffers(),

@@ -206,6 +206,10 @@ if(RAGGED_HAVE_MPI AND MPIEXEC_EXECUTABLE)
   # torch.distributed.pipelining's reduction after the chunk: FSDP2 holds the
   # stage's gradients in the reduce dtype and adds each micro-batch's to them.
   ragged_add_pipeline_check(4 2 ONE_F_ONE_B fsdp2 --set training.pipeline.gradient_sync=AFTER_CHUNK_BACKWARD)
+  # Each micro-batch's gradients reduce-scattered after its backward (Llama 3's
+  # FSDP under stages): the reference reduces each micro-batch too.
+  ragged_add_pipeline_check(4 2 ONE_F_ONE_B fsdp2 --set training.pipeline.gradient_sync=EVERY_MICRO_BATCH_GRADIENT_SYNC)
+  ragged_add_pipeline_check(4 2 INTERLEAVED_1F1B ragged --set training.pipeline.gradient_sync=EVERY_MICRO_BATCH_GRADIENT_SYNC)
   ragged_add_pipeline_check(4 2 INTERLEAVED_1F1B ragged --optimizer muon)
   ragged_add_pipeline_check(4 2 ONE_F_ONE_B ragged --shard-group 1)
   ragged_add_pipeline_check(3 3 ONE_F_ONE_B ragged)

@@ -428,5 +428,56 @@ TEST(PipelineProgram, WhatIsNotSimulatedYetIsRefusedByField) {
             std::string::npos);
 }
 
+// training.pipeline.gradient_sync EVERY_MICRO_BATCH_GRADIENT_SYNC: a stage
+// reduce-scatters each unit's gradients after every micro-batch's backward
+// (micro-batches x units reductions, where PER_UNIT_GRADIENT_SYNC reduces each
+// unit once, after its last backward), and no unit's unsharded gradients
+// outlive the micro-batch that made them; its parameters are still gathered
+// once a step.
+TEST(PipelineProgram, ReducingEveryMicroBatchReducesEachUnitsGradientsOnceAMicroBatch) {
+  const std::string base = "mesh { pp: 2 } gradient_accumulation_steps: 4 ";
+  const Stages per_unit = stages_of(base);
+  const Stages every = stages_of(base + "pipeline { gradient_sync: EVERY_MICRO_BATCH_GRADIENT_SYNC }");
+  for (size_t st = 0; st < 2; ++st) {
+    const auto count = [](const Program& p, OpKind kind) {
+      return std::count_if(p.ops.begin(), p.ops.end(), [&](const Op& op) { return op.kind == kind; });
+    };
+    const Program& held = per_unit.programs[st];
+    const Program& reduced = every.programs[st];
+    EXPECT_EQ(count(reduced, OpKind::kReduceScatter), 4 * count(held, OpKind::kReduceScatter)) << st;
+    EXPECT_EQ(count(reduced, OpKind::kAllGather), count(held, OpKind::kAllGather)) << st;
+    // Each unsharded gradient buffer is freed before the next micro-batch's
+    // backward of its unit allocates another: at most one per unit at a time.
+    std::map<int, int> live, most;
+    for (const Op& op : reduced.ops) {
+      if (op.buffer < 0 || (op.kind != OpKind::kAlloc && op.kind != OpKind::kFree)) continue;
+      const Buffer& b = reduced.buffers[static_cast<size_t>(op.buffer)];
+      if (b.kind != BufferKind::kUnshardedGrads) continue;
+      live[b.unit] += op.kind == OpKind::kAlloc ? 1 : -1;
+      most[b.unit] = std::max(most[b.unit], live[b.unit]);
+    }
+    ASSERT_FALSE(most.empty()) << st;
+    for (const auto& [unit, n] : most) EXPECT_EQ(n, 1) << "stage " << st << ", unit " << unit;
+    EXPECT_TRUE(graph_problems(reduced).empty()) << st;
+  }
+}
+
+// Only an FSDP strategy reduces its units' gradients itself; the split
+// backward and the chunked loss are not modelled with it.
+TEST(PipelineProgram, ReducingEveryMicroBatchIsRefusedWhereItIsNotModelled) {
+  const std::string base = "mesh { pp: 2 } gradient_accumulation_steps: 4 ";
+  for (const std::string& fields :
+       {base + "strategy: MEGATRON_DDP pipeline { gradient_sync: EVERY_MICRO_BATCH_GRADIENT_SYNC }",
+        base + "pipeline { schedule: ZERO_BUBBLE_H1 gradient_sync: EVERY_MICRO_BATCH_GRADIENT_SYNC }",
+        base + "loss: CHUNKED pipeline { gradient_sync: EVERY_MICRO_BATCH_GRADIENT_SYNC }"}) {
+    try {
+      stages_of(fields);
+      ADD_FAILURE() << "accepted: " << fields;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("training.pipeline.gradient_sync"), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ragged::planner

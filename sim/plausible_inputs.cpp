@@ -163,6 +163,21 @@ void add_software(const scenarios::LoadedScenario& loaded, std::vector<Plausible
                          t.experts().overlap_all_to_all() ? "true" : "false", !w.experts().has_overlap_all_to_all(),
                          {"false", "true"}));
   }
+  // When a pipeline stage reduces its FSDP gradients (docs/SIMULATOR.md
+  // section 12): the runtime's choice (its own post-backward hooks, torch's
+  // pipelining, or every micro-batch), which a scenario often leaves to the
+  // default. Listed, not widening the band: the validation rows set it where
+  // their source says.
+  const bool fsdp =
+      t.strategy() != scenarios::DDP && t.strategy() != scenarios::MEGATRON_DDP && t.strategy() != scenarios::MEGATRON;
+  if (mesh.pp() > 1 && fsdp) {
+    std::vector<std::string> syncs = {"PER_UNIT_GRADIENT_SYNC", "AFTER_CHUNK_BACKWARD"};
+    if (t.pipeline().schedule() != scenarios::ZERO_BUBBLE_H1 && t.loss() != scenarios::CHUNKED) {
+      syncs.push_back("EVERY_MICRO_BATCH_GRADIENT_SYNC");
+    }
+    out.push_back(choice("pipeline gradient sync", "training.pipeline.gradient_sync",
+                         scenarios::StageGradientSync_Name(t.pipeline().gradient_sync()), false, syncs));
+  }
   out.push_back(choice("allocator expandable segments", "training.allocator.expandable_segments",
                        t.allocator().expandable_segments() ? "true" : "false",
                        !w.allocator().has_expandable_segments(), {"false", "true"}));

@@ -335,6 +335,17 @@ TEST(Sensitivity, TheExpertAllToAllOverlapIsAnInputOfMegatronMixtures) {
       input_of("modelzoo-h100-qwen3-235b-mfsdp128-tp2-ep8-256g", "training.experts.overlap_all_to_all").has_value());
 }
 
+// When a stage reduces its FSDP gradients is offered for FSDP scenarios with
+// pipeline stages (every micro-batch only where it is modelled), not for
+// Megatron's DDP or without stages, and it does not widen the band.
+TEST(Sensitivity, ThePipelineGradientSyncIsAnInputOfFsdpStages) {
+  expect_choice("llama3-paper-405b-tp8-pp16-dp64-8192g", "training.pipeline.gradient_sync", "PER_UNIT_GRADIENT_SYNC",
+                false, {"AFTER_CHUNK_BACKWARD", "EVERY_MICRO_BATCH_GRADIENT_SYNC"});
+  EXPECT_FALSE(
+      input_of("modelzoo-h100-qwen3-235b-tp2-ep32-pp8-vpp4-dp16-256g", "training.pipeline.gradient_sync").has_value());
+  EXPECT_FALSE(input_of("kempnerforge-h200-moe-e8-fsdp8-packed-8g", "training.pipeline.gradient_sync").has_value());
+}
+
 TEST(Sensitivity, ExpertTensorParallelismIsAnInputOfMixturesUnderTp) {
   expect_choice("modelzoo-h100-qwen3-235b-mfsdp128-tp2-ep8-256g", "training.mesh.expert_tp", "1", false, {"2"});
   EXPECT_FALSE(input_of("kempnerforge-h200-moe-e8-fsdp8-packed-8g", "training.mesh.expert_tp").has_value());

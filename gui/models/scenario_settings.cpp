@@ -84,6 +84,7 @@ ScenarioSettings settings_of(const scenarios::Scenario& scenario) {
   s.tp = training.mesh().tp();
   s.cp = training.mesh().cp();
   s.ep = training.mesh().ep();
+  s.pp = std::max(1, training.mesh().pp());
   s.micro_batch = training.micro_batch_size();
   s.sequence_length = training.sequence_length();
   s.checkpointing = training.activation_checkpointing();
@@ -138,7 +139,8 @@ scenarios::LoadedScenario apply_settings(const scenarios::LoadedScenario& base, 
     t->clear_replicate_group_size();
   }
   if (settings.micro_batch != before.micro_batch) t->set_micro_batch_size(static_cast<int32_t>(settings.micro_batch));
-  const bool mesh_changed = settings.tp != before.tp || settings.cp != before.cp || settings.ep != before.ep;
+  const bool mesh_changed =
+      settings.tp != before.tp || settings.cp != before.cp || settings.ep != before.ep || settings.pp != before.pp;
   if (settings.sequence_length != before.sequence_length) {
     t->set_sequence_length(static_cast<int32_t>(settings.sequence_length));
   }
@@ -155,10 +157,11 @@ scenarios::LoadedScenario apply_settings(const scenarios::LoadedScenario& base, 
   }
   if (settings.prefetch_depth != before.prefetch_depth) t->set_prefetch_depth(static_cast<int32_t>(settings.prefetch_depth));
   if (!mesh_changed) return scenarios::rebuild(std::move(out));
-  // The mesh as the CLI's --tp/--cp/--ep writes it: a new tp or cp re-derives the shard group.
-  const bool split_changed = settings.tp != before.tp || settings.cp != before.cp;
+  // The mesh as the CLI's --tp/--cp/--ep/--pp writes it: a new tp, cp or pp re-derives the shard group.
+  const bool split_changed = settings.tp != before.tp || settings.cp != before.cp || settings.pp != before.pp;
   return scenarios::with_mesh(scenarios::rebuild(std::move(out)), split_changed ? settings.tp : 0,
-                              split_changed ? settings.cp : 0, settings.ep != before.ep ? settings.ep : 0);
+                              split_changed ? settings.cp : 0, settings.ep != before.ep ? settings.ep : 0,
+                              settings.pp != before.pp ? settings.pp : 0);
 }
 
 scenarios::LoadedScenario scenario_for_model(const std::string& model, const std::string& gpu_preset, int64_t gpus) {

@@ -32,6 +32,7 @@ struct ScenarioSettings {
   int64_t tp = 1;                       // the device mesh (training.mesh, docs/MESH.md)
   int64_t cp = 1;
   int64_t ep = 1;
+  int64_t pp = 1;  // pipeline stages (training.mesh.pp), as --pp writes them
   int64_t micro_batch = 1;
   int64_t sequence_length = 4096;
   scenarios::Checkpointing checkpointing = scenarios::NONE;

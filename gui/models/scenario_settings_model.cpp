@@ -30,6 +30,9 @@ constexpr RowInfo kRowInfo[ScenarioSettingsModel::kRows] = {
     {"tp", "Tensor-parallel ranks: every block's matrices split, inside a node"},
     {"cp", "Context-parallel ranks: each sequence split, keys and values gathered"},
     {"ep", "Expert-parallel ranks (mixtures of experts): each holds 1/ep of the routed experts"},
+    {"pp",
+     "Pipeline stages: the layers split over pp ranks, the step's micro-batches (at least pp) run through "
+     "them in the scenario's schedule (1F1B by default)"},
     {"micro-batch", "Sequences per data-parallel rank per micro-step"},
     {"sequence length", "Tokens per sequence"},
     {"checkpointing", "Activation checkpointing"},
@@ -92,6 +95,8 @@ QString ScenarioSettingsModel::value_text(int row) const {
     case kTp: return QString::number(s.tp);
     case kCp: return QString::number(s.cp);
     case kEp: return QString::number(s.ep);
+    case kPp:
+      return QString::number(s.pp);
     case kMicroBatch: return QString::number(s.micro_batch);
     case kSequenceLength: return QString::number(s.sequence_length);
     case kCheckpointing: return QString::fromStdString(scenarios::checkpointing_name(s.checkpointing));
@@ -169,6 +174,9 @@ bool ScenarioSettingsModel::parse_into(int row, const QString& value, ScenarioSe
       case kTp: s.shard_group_written = false; return positive(value, s.tp);
       case kCp: s.shard_group_written = false; return positive(value, s.cp);
       case kEp: return positive(value, s.ep);
+      case kPp:
+        s.shard_group_written = false;
+        return positive(value, s.pp);
       case kMicroBatch: return positive(value, s.micro_batch);
       case kSequenceLength: return positive(value, s.sequence_length);
       case kCheckpointing: s.checkpointing = scenarios::parse_checkpointing(text); return true;

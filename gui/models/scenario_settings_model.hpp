@@ -29,6 +29,7 @@ class ScenarioSettingsModel : public QAbstractTableModel {
     kTp,
     kCp,
     kEp,
+    kPp,
     kMicroBatch,
     kSequenceLength,
     kCheckpointing,

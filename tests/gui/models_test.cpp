@@ -114,6 +114,32 @@ class ModelsTest : public QObject {
     QVERIFY(!model.set_value(ScenarioSettingsModel::kEp, QStringLiteral("0")));
   }
 
+  // The pp knob writes training.mesh.pp as --pp does (the shard group follows
+  // what the stages leave); a pp that does not divide the GPUs is the CLI's
+  // error naming the field.
+  void the_pp_knob_writes_the_stages() {
+    const auto loaded = scenarios::load_scenario("llama3-8b-8xh100");
+    ScenarioSettingsModel model;
+    QAbstractItemModelTester tester(&model);
+    model.set_settings(settings_of(loaded.scenario));
+    QCOMPARE(model.index(ScenarioSettingsModel::kPp, ScenarioSettingsModel::kValue).data().toString(),
+             QStringLiteral("1"));
+    QVERIFY(!model.set_value(ScenarioSettingsModel::kPp, QStringLiteral("0")));
+    QVERIFY(model.set_value(ScenarioSettingsModel::kPp, QStringLiteral("2")));
+    const scenarios::Scenario staged = apply_settings(loaded, model.settings()).scenario;
+    QCOMPARE(staged.training().mesh().pp(), 2);
+    QCOMPARE(staged.training().shard_group_size(), 4);
+    QCOMPARE(settings_of(staged).pp, 2);
+    ScenarioSettings three = settings_of(loaded.scenario);
+    three.pp = 3;
+    try {
+      apply_settings(loaded, three);
+      QFAIL("3 stages cannot split 8 GPUs");
+    } catch (const InputError& e) {
+      QVERIFY2(std::string(e.what()).find("training.mesh.pp") != std::string::npos, e.what());
+    }
+  }
+
   // The experts' own checkpointing: "block" leaves training.experts.checkpointing
   // unset (the block's mode), a mode writes it, and the plan of a mixture of
   // experts under ep takes it (its experts' peak falls with their recompute).

@@ -76,8 +76,11 @@ void ScenarioOptions::add_to(CLI::App* command, bool allow_all_strategies) {
   command->add_option("--ep", ep, "Expert-parallel ranks (training.mesh.ep), carved out of the FSDP group: each holds "
                                   "1/ep of the routed experts")
       ->transform(whole_number(1, kMaxCount));
-  command->add_option("--pp", pp, "Pipeline stages (training.mesh.pp): the layers split over pp ranks, run in "
-                                  "training.pipeline's schedule (default 1F1B)")
+  command
+      ->add_option("--pp", pp,
+                   "Pipeline stages (training.mesh.pp): the layers split over pp ranks, run in "
+                   "training.pipeline's schedule (default 1F1B); 1 drops the pipeline block, keeping "
+                   "the step's micro-batches")
       ->transform(whole_number(1, kMaxCount));
   command->add_option("--expert-tp", expert_tp,
                       "The routed experts' tensor parallelism (training.mesh.expert_tp): the tp (the default: each "

@@ -193,7 +193,17 @@ LoadedScenario with_mesh(const LoadedScenario& loaded, int64_t tp, int64_t cp, i
   if (tp > 0) mesh->set_tp(static_cast<int32_t>(std::min<int64_t>(tp, std::numeric_limits<int32_t>::max())));
   if (cp > 0) mesh->set_cp(static_cast<int32_t>(std::min<int64_t>(cp, std::numeric_limits<int32_t>::max())));
   if (ep > 0) mesh->set_ep(static_cast<int32_t>(std::min<int64_t>(ep, std::numeric_limits<int32_t>::max())));
-  if (pp > 0) mesh->set_pp(static_cast<int32_t>(std::min<int64_t>(pp, std::numeric_limits<int32_t>::max())));
+  if (pp > 0) {
+    // One stage drops the pipeline block; another count drops a split written for the old one.
+    if (pp == 1 && t->has_pipeline()) {  // the step keeps its micro-batches
+      t->set_gradient_accumulation_steps(loaded.scenario.training().gradient_accumulation_steps());
+      t->clear_pipeline();
+    }
+    if (pp != std::max(1, loaded.scenario.training().mesh().pp()) && t->has_pipeline()) {
+      t->mutable_pipeline()->clear_layers_per_stage();
+    }
+    mesh->set_pp(static_cast<int32_t>(std::min<int64_t>(pp, std::numeric_limits<int32_t>::max())));
+  }
   if (tp > 0 || cp > 0 || pp > 0) {
     t->clear_shard_group_size();
     mesh->clear_dp_shard();

@@ -40,7 +40,9 @@ LoadedScenario with_total_gpus(const LoadedScenario& loaded, int64_t gpus);
 // The same scenario with training.mesh's tp, cp, ep and pp set (0 keeps one).
 // A new tp, cp or pp changes what is left to FSDP: the written shard group gives
 // way (the data-parallel sizes follow), the replicas stay where they still
-// divide the GPUs. `--tp/--cp/--ep` and the dashboard's knobs.
+// divide the GPUs. A pp of 1 drops the pipeline block, another pp a written
+// split of the layers over the old stages. `--tp/--cp/--ep/--pp` and the
+// dashboard's knobs.
 LoadedScenario with_mesh(const LoadedScenario& loaded, int64_t tp, int64_t cp, int64_t ep, int64_t pp = 0);
 
 // After edits to `written` (command-line overrides): defaults and validation again.

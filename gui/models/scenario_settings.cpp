@@ -66,6 +66,19 @@ std::string divisors_near(int64_t n, int64_t wanted) {
   return fmt::format("{} or {}", below, above);
 }
 
+// A new schedule for the stages, with its own chunks per stage and the
+// balanced split (after the mesh has its pp).
+void write_schedule(scenarios::Training* t, const ScenarioSettings& settings) {
+  if (settings.pp <= 1) {
+    throw InputError(fmt::format("schedule {}: a pipeline schedule needs stages: set pp above 1 first",
+                                 scenarios::schedule_name(settings.schedule)));
+  }
+  scenarios::Pipeline* p = t->mutable_pipeline();
+  p->set_schedule(settings.schedule);
+  p->clear_virtual_stages();
+  p->clear_layers_per_stage();
+}
+
 }  // namespace
 
 ScenarioSettings settings_of(const scenarios::Scenario& scenario) {
@@ -85,6 +98,8 @@ ScenarioSettings settings_of(const scenarios::Scenario& scenario) {
   s.cp = training.mesh().cp();
   s.ep = training.mesh().ep();
   s.pp = std::max(1, training.mesh().pp());
+  if (s.pp > 1) s.schedule = training.pipeline().schedule();
+  s.accumulation = training.gradient_accumulation_steps();
   s.micro_batch = training.micro_batch_size();
   s.sequence_length = training.sequence_length();
   s.checkpointing = training.activation_checkpointing();
@@ -139,6 +154,10 @@ scenarios::LoadedScenario apply_settings(const scenarios::LoadedScenario& base, 
     t->clear_replicate_group_size();
   }
   if (settings.micro_batch != before.micro_batch) t->set_micro_batch_size(static_cast<int32_t>(settings.micro_batch));
+  if (settings.accumulation != before.accumulation) {
+    t->set_gradient_accumulation_steps(static_cast<int32_t>(settings.accumulation));
+    if (t->has_pipeline()) t->mutable_pipeline()->clear_micro_batches();
+  }
   const bool mesh_changed =
       settings.tp != before.tp || settings.cp != before.cp || settings.ep != before.ep || settings.pp != before.pp;
   if (settings.sequence_length != before.sequence_length) {
@@ -155,13 +174,20 @@ scenarios::LoadedScenario apply_settings(const scenarios::LoadedScenario& base, 
   if (settings.experts_overlap != before.experts_overlap) {
     t->mutable_experts()->set_overlap_all_to_all(settings.experts_overlap);
   }
-  if (settings.prefetch_depth != before.prefetch_depth) t->set_prefetch_depth(static_cast<int32_t>(settings.prefetch_depth));
-  if (!mesh_changed) return scenarios::rebuild(std::move(out));
+  if (settings.prefetch_depth != before.prefetch_depth)
+    t->set_prefetch_depth(static_cast<int32_t>(settings.prefetch_depth));
   // The mesh as the CLI's --tp/--cp/--ep/--pp writes it: a new tp, cp or pp re-derives the shard group.
   const bool split_changed = settings.tp != before.tp || settings.cp != before.cp || settings.pp != before.pp;
-  return scenarios::with_mesh(scenarios::rebuild(std::move(out)), split_changed ? settings.tp : 0,
-                              split_changed ? settings.cp : 0, settings.ep != before.ep ? settings.ep : 0,
-                              settings.pp != before.pp ? settings.pp : 0);
+  scenarios::LoadedScenario meshed =
+      mesh_changed ? scenarios::with_mesh(scenarios::rebuild(std::move(out)), split_changed ? settings.tp : 0,
+                                          split_changed ? settings.cp : 0, settings.ep != before.ep ? settings.ep : 0,
+                                          settings.pp != before.pp ? settings.pp : 0)
+                   : std::move(out);
+  // Without stages the schedule shown is 1F1B's, which writes nothing.
+  const bool no_stages_default = settings.pp <= 1 && settings.schedule == scenarios::ONE_F_ONE_B;
+  if (settings.schedule == before.schedule || no_stages_default) return scenarios::rebuild(std::move(meshed));
+  write_schedule(meshed.written.mutable_training(), settings);
+  return scenarios::rebuild(std::move(meshed));
 }
 
 scenarios::LoadedScenario scenario_for_model(const std::string& model, const std::string& gpu_preset, int64_t gpus) {

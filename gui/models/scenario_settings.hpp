@@ -33,6 +33,10 @@ struct ScenarioSettings {
   int64_t cp = 1;
   int64_t ep = 1;
   int64_t pp = 1;  // pipeline stages (training.mesh.pp), as --pp writes them
+  // The stages' schedule (training.pipeline.schedule; with pp > 1 only) and the
+  // step's micro-batches (training.gradient_accumulation_steps: a pipeline's too).
+  scenarios::PipelineSchedule schedule = scenarios::ONE_F_ONE_B;
+  int64_t accumulation = 1;
   int64_t micro_batch = 1;
   int64_t sequence_length = 4096;
   scenarios::Checkpointing checkpointing = scenarios::NONE;

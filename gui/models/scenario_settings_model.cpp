@@ -33,6 +33,8 @@ constexpr RowInfo kRowInfo[ScenarioSettingsModel::kRows] = {
     {"pp",
      "Pipeline stages: the layers split over pp ranks, the step's micro-batches (at least pp) run through "
      "them in the scenario's schedule (1F1B by default)"},
+    {"schedule", "With pp above 1, the stages' schedule: 1f1b, interleaved (2 model chunks a rank), gpipe or zb-h1"},
+    {"accumulation", "Micro-batches a step (gradient accumulation; a pipeline's micro-batches)"},
     {"micro-batch", "Sequences per data-parallel rank per micro-step"},
     {"sequence length", "Tokens per sequence"},
     {"checkpointing", "Activation checkpointing"},
@@ -97,6 +99,10 @@ QString ScenarioSettingsModel::value_text(int row) const {
     case kEp: return QString::number(s.ep);
     case kPp:
       return QString::number(s.pp);
+    case kSchedule:
+      return QString::fromStdString(scenarios::schedule_name(s.schedule));
+    case kAccumulation:
+      return QString::number(s.accumulation);
     case kMicroBatch: return QString::number(s.micro_batch);
     case kSequenceLength: return QString::number(s.sequence_length);
     case kCheckpointing: return QString::fromStdString(scenarios::checkpointing_name(s.checkpointing));
@@ -128,6 +134,8 @@ QVariant ScenarioSettingsModel::data(const QModelIndex& index, int role) const {
         return names;
       }
       case kCheckpointing: return QStringList{"none", "full", "selective"};
+      case kSchedule:
+        return QStringList{"1f1b", "interleaved", "gpipe", "zb-h1"};
       case kExpertsCheckpointing:
         return QStringList{"block", "none", "full", "selective"};
       case kExpertsOverlap:
@@ -177,6 +185,11 @@ bool ScenarioSettingsModel::parse_into(int row, const QString& value, ScenarioSe
       case kPp:
         s.shard_group_written = false;
         return positive(value, s.pp);
+      case kSchedule:
+        s.schedule = scenarios::parse_schedule(text);
+        return true;
+      case kAccumulation:
+        return positive(value, s.accumulation);
       case kMicroBatch: return positive(value, s.micro_batch);
       case kSequenceLength: return positive(value, s.sequence_length);
       case kCheckpointing: s.checkpointing = scenarios::parse_checkpointing(text); return true;

@@ -30,6 +30,8 @@ class ScenarioSettingsModel : public QAbstractTableModel {
     kCp,
     kEp,
     kPp,
+    kSchedule,
+    kAccumulation,
     kMicroBatch,
     kSequenceLength,
     kCheckpointing,

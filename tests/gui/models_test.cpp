@@ -130,6 +130,34 @@ class ModelsTest : public QObject {
     QCOMPARE(staged.training().mesh().pp(), 2);
     QCOMPARE(staged.training().shard_group_size(), 4);
     QCOMPARE(settings_of(staged).pp, 2);
+    // Interleaved stages need the micro-batches in rounds of pp: the
+    // accumulation knob gives them, and back to one stage drops the block.
+    QCOMPARE(model.index(ScenarioSettingsModel::kSchedule, ScenarioSettingsModel::kValue).data().toString(),
+             QStringLiteral("1f1b"));
+    QVERIFY(!model.set_value(ScenarioSettingsModel::kSchedule, QStringLiteral("zigzag")));
+    QVERIFY(model.set_value(ScenarioSettingsModel::kSchedule, QStringLiteral("interleaved")));
+    QVERIFY(model.set_value(ScenarioSettingsModel::kAccumulation, QStringLiteral("4")));
+    const scenarios::Scenario interleaved = apply_settings(loaded, model.settings()).scenario;
+    QCOMPARE(interleaved.training().pipeline().schedule(), scenarios::INTERLEAVED_1F1B);
+    QCOMPARE(interleaved.training().pipeline().virtual_stages(), 2);
+    QCOMPARE(interleaved.training().pipeline().micro_batches(), 4);
+    QCOMPARE(settings_of(interleaved).schedule, scenarios::INTERLEAVED_1F1B);
+    QCOMPARE(settings_of(interleaved).accumulation, 4);
+    ScenarioSettings one = settings_of(interleaved);
+    one.pp = 1;
+    one.schedule = scenarios::ONE_F_ONE_B;
+    const auto loaded_interleaved = apply_settings(loaded, model.settings());
+    const scenarios::Scenario unstaged = apply_settings(loaded_interleaved, one).scenario;
+    QCOMPARE(unstaged.training().mesh().pp(), 1);
+    QVERIFY(!unstaged.training().has_pipeline());
+    ScenarioSettings no_stages = settings_of(loaded.scenario);
+    no_stages.schedule = scenarios::GPIPE;
+    try {
+      apply_settings(loaded, no_stages);
+      QFAIL("a schedule without stages");
+    } catch (const InputError& e) {
+      QVERIFY2(std::string(e.what()).find("set pp above 1") != std::string::npos, e.what());
+    }
     ScenarioSettings three = settings_of(loaded.scenario);
     three.pp = 3;
     try {

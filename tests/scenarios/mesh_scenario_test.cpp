@@ -163,6 +163,26 @@ TEST(MeshScenario, PipelineMicroBatchesSetTheAccumulationSteps) {
   EXPECT_EQ(t.pipeline().virtual_stages(), 2);
 }
 
+// --pp (scenarios::with_mesh) on a scenario with stages: 1 drops the
+// pipeline block and keeps the step's micro-batches; another count drops the
+// split of the layers written for the old one.
+TEST(MeshScenario, ANewStageCountRewritesThePipelineBlock) {
+  const LoadedScenario staged =
+      parse_scenario(with_training("  mesh { pp: 2 }\n  pipeline { schedule: INTERLEAVED_1F1B micro_batches: 8 "
+                                   "layers_per_stage: [8, 8, 8, 8] }"),
+                     ScenarioFormat::kText, "test.textproto", ".");
+  const Training one = with_mesh(staged, 0, 0, 0, 1).scenario.training();
+  EXPECT_EQ(one.mesh().pp(), 1);
+  EXPECT_FALSE(one.has_pipeline());
+  EXPECT_EQ(one.gradient_accumulation_steps(), 8);
+  const Training four = with_mesh(staged, 0, 0, 0, 4).scenario.training();
+  EXPECT_EQ(four.mesh().pp(), 4);
+  EXPECT_EQ(four.pipeline().schedule(), INTERLEAVED_1F1B);
+  EXPECT_EQ(four.pipeline().layers_per_stage_size(), 0);
+  const Training same = with_mesh(staged, 0, 0, 0, 2).scenario.training();
+  EXPECT_EQ(same.pipeline().layers_per_stage_size(), 4);
+}
+
 TEST(MeshScenario, PipelineBlockNeedsStages) {
   const std::string error = parse_error(with_training("  pipeline { schedule: GPIPE }"));
   EXPECT_CONTAINS(error, "training.pipeline: a pipeline block without pipeline stages: set mesh.pp above 1");

@@ -341,6 +341,14 @@ bool vocabulary_sharded_logits(const Mesh& mesh) {
   return mesh.tp() > 1 && (!mesh.has_vocabulary_parallel() || mesh.vocabulary_parallel()) && !mesh.gathered_logits();
 }
 
+bool reduces_unit_by_unit(Strategy strategy) {
+  return strategy != DDP && strategy != MEGATRON_DDP && strategy != MEGATRON;
+}
+
+bool expert_overlap_runs(Strategy strategy, int64_t ep, int64_t pp, PipelineSchedule schedule, bool full_recompute) {
+  return strategy == MEGATRON_DDP && ep > 1 && (pp <= 1 || schedule == INTERLEAVED_1F1B) && !full_recompute;
+}
+
 int64_t global_batch_sequences(const Scenario& scenario) {
   const Training& t = scenario.training();
   const int64_t per_gpu = checked_mul(t.micro_batch_size(), t.gradient_accumulation_steps(), "training.gradient_accumulation_steps");

@@ -45,6 +45,15 @@ bool whole_experts(const Mesh& mesh);
 // parallelism (tp above 1, a vocabulary-parallel head, no gathered_logits):
 // what torch's loss_parallel computes on.
 bool vocabulary_sharded_logits(const Mesh& mesh);
+// Whether the strategy reduces its gradients unit by unit, FSDP's way
+// (RAGGED, VESCALE_PAPER, FSDP1, FSDP2, ZERO3), not in buffers of its own
+// (DDP, Megatron's DDP, Megatron-FSDP).
+bool reduces_unit_by_unit(Strategy strategy);
+// Whether Megatron-Core's overlapped expert all-to-alls can run: Megatron's
+// DDP with ep above 1, without stages or under interleaved 1F1B, neither the
+// blocks nor the experts fully recomputed (what scenario validation accepts,
+// each refusal with its reason; docs/MESH.md).
+bool expert_overlap_runs(Strategy strategy, int64_t ep, int64_t pp, PipelineSchedule schedule, bool full_recompute);
 std::string strategy_name(Strategy strategy);               // "ragged", "fsdp2", ...
 // Parses "ragged", "vescale-paper", "fsdp1", "fsdp2", "zero3", "megatron", "ddp"; throws InputError.
 Strategy parse_strategy(const std::string& name);

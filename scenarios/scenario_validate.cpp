@@ -241,8 +241,7 @@ void check_kernels(const Training& t, const Gpu& gpu, Checker& c) {
   if (!DType_IsValid(t.experts().reduce())) {
     c.unknown_value("training.experts.reduce", t.experts().reduce(), "FP32, BF16 or FP16",
                     "training.precision.reduce");
-  } else if (t.experts().reduce() != DTYPE_UNSPECIFIED &&
-             (t.strategy() == DDP || t.strategy() == MEGATRON_DDP || t.strategy() == MEGATRON)) {
+  } else if (t.experts().reduce() != DTYPE_UNSPECIFIED && !reduces_unit_by_unit(t.strategy())) {
     c.fail("training.experts.reduce", fmt::format("{} reduces every gradient in its buffers' one dtype: remove "
                                                   "experts.reduce, or use a strategy that reduces unit by unit "
                                                   "(ragged, fsdp1, fsdp2, zero3)",

@@ -25,7 +25,7 @@ void check_pipeline(const Training& t, Checker& c) {
                     "PER_UNIT_GRADIENT_SYNC, AFTER_CHUNK_BACKWARD or EVERY_MICRO_BATCH_GRADIENT_SYNC",
                     "PER_UNIT_GRADIENT_SYNC");
   } else if (p.gradient_sync() == EVERY_MICRO_BATCH_GRADIENT_SYNC) {
-    if (t.strategy() == DDP || t.strategy() == MEGATRON_DDP || t.strategy() == MEGATRON) {
+    if (!reduces_unit_by_unit(t.strategy())) {
       c.fail("training.pipeline.gradient_sync",
              fmt::format("EVERY_MICRO_BATCH_GRADIENT_SYNC reduce-scatters an FSDP unit's gradients every micro-batch; "
                          "{} reduces its own way: use PER_UNIT_GRADIENT_SYNC",

@@ -157,8 +157,7 @@ void add_software(const scenarios::LoadedScenario& loaded, std::vector<Plausible
   // scenario could run it.
   const bool full_recompute =
       t.activation_checkpointing() == scenarios::FULL || t.experts().checkpointing() == scenarios::FULL;
-  if (t.strategy() == scenarios::MEGATRON_DDP && mesh.ep() > 1 && !full_recompute &&
-      (mesh.pp() == 1 || t.pipeline().schedule() == scenarios::INTERLEAVED_1F1B)) {
+  if (scenarios::expert_overlap_runs(t.strategy(), mesh.ep(), mesh.pp(), t.pipeline().schedule(), full_recompute)) {
     out.push_back(choice("expert all-to-all overlap", "training.experts.overlap_all_to_all",
                          t.experts().overlap_all_to_all() ? "true" : "false", !w.experts().has_overlap_all_to_all(),
                          {"false", "true"}));
@@ -168,9 +167,7 @@ void add_software(const scenarios::LoadedScenario& loaded, std::vector<Plausible
   // pipelining, or every micro-batch), which a scenario often leaves to the
   // default. Listed, not widening the band: the validation rows set it where
   // their source says.
-  const bool fsdp =
-      t.strategy() != scenarios::DDP && t.strategy() != scenarios::MEGATRON_DDP && t.strategy() != scenarios::MEGATRON;
-  if (mesh.pp() > 1 && fsdp) {
+  if (mesh.pp() > 1 && scenarios::reduces_unit_by_unit(t.strategy())) {
     std::vector<std::string> syncs = {"PER_UNIT_GRADIENT_SYNC", "AFTER_CHUNK_BACKWARD"};
     if (t.pipeline().schedule() != scenarios::ZERO_BUBBLE_H1 && t.loss() != scenarios::CHUNKED) {
       syncs.push_back("EVERY_MICRO_BATCH_GRADIENT_SYNC");

@@ -324,9 +324,8 @@ void add_mesh_candidates(const MeshShape& m, const std::vector<int64_t>& eps, co
 }  // namespace
 
 bool expert_overlap_runs(const Candidate& c) {
-  return c.strategy == scenarios::MEGATRON_DDP && c.ep > 1 &&
-         (c.pp == 1 || c.schedule == scenarios::INTERLEAVED_1F1B) && c.checkpointing != scenarios::FULL &&
-         !c.experts_recompute;
+  return scenarios::expert_overlap_runs(c.strategy, c.ep, c.pp, c.schedule,
+                                        c.checkpointing == scenarios::FULL || c.experts_recompute);
 }
 
 Constraints with_tensor_parallel_defaults(const Constraints& constraints) {

@@ -91,9 +91,7 @@ struct Candidate {
 };
 
 // Whether a candidate's strategy, mesh, schedule and checkpointing can run
-// the overlapped expert all-to-alls: Megatron DDP with ep > 1, without stages
-// or under interleaved 1F1B, no FULL block or experts checkpointing (what
-// Megatron-Core accepts and the Program models; docs/MESH.md).
+// the overlapped expert all-to-alls (scenarios::expert_overlap_runs).
 bool expert_overlap_runs(const Candidate& c);
 
 // The batch every candidate on `gpus` GPUs trains per optimizer step.

@@ -59,11 +59,19 @@ double at_seq(std::span<const double> lens, std::span<const double> rates, doubl
   return rates[hi - 1] + t * (rates[hi] - rates[hi - 1]);
 }
 
+// Where a head lies between the charted widths 64 (0) and 128 (1), in
+// log2(head dim), clamped outside them.
+double toward_wide_head(double head_dim) { return std::clamp(std::log2(head_dim / 64.0), 0.0, 1.0); }
+
+// The charted curve of a kernel (FlashAttention-3's, else FlashAttention-2's) and direction.
+const Curve& curve_of(bool flash3, bool backward) {
+  return flash3 ? (backward ? kFlash3Backward : kFlash3Forward) : (backward ? kFlash2Backward : kFlash2Forward);
+}
+
 double rate(const Curve& curve, double head_dim, double seq_len) {
   const double narrow = at_seq(kSeqLens, curve.head_dim_64, seq_len);
   const double wide = at_seq(kSeqLens, curve.head_dim_128, seq_len);
-  const double t = std::clamp(std::log2(head_dim / 64.0), 0.0, 1.0);
-  return narrow + t * (wide - narrow);
+  return narrow + toward_wide_head(head_dim) * (wide - narrow);
 }
 
 // Beyond the paper's 16k, a rate keeps the benchmark's growth from 16k.
@@ -90,7 +98,7 @@ double causal_backward_share(const Benchmark& benchmark, double seq_len) {
 
 double flash_attention_shape_factor(int64_t head_dim, int64_t seq_len, bool flash3, bool backward) {
   if (head_dim <= 0 || seq_len <= 0) return 1.0;
-  const Curve& curve = flash3 ? (backward ? kFlash3Backward : kFlash3Forward) : (backward ? kFlash2Backward : kFlash2Forward);
+  const Curve& curve = curve_of(flash3, backward);
   // FlashAttention-3's causal backward is taken to gain on its non-causal
   // one as cuDNN's does (both Hopper kernels; the paper charts neither).
   const Benchmark& benchmark = flash3 ? kCudnnBenchmark : kSdpaFlash2Benchmark;
@@ -174,11 +182,9 @@ double sliding_window_shape_factor(int64_t head_dim_in, int64_t seq_len_in, int6
                                    bool backward) {
   const auto head_dim = static_cast<double>(head_dim_in), seq_len = static_cast<double>(seq_len_in),
              window = static_cast<double>(window_in);
-  const Curve& curve =
-      flash3 ? (backward ? kFlash3Backward : kFlash3Forward) : (backward ? kFlash2Backward : kFlash2Forward);
+  const Curve& curve = curve_of(flash3, backward);
   const std::array<double, 2>& costs = backward ? query_tile_costs(flash3).backward : query_tile_costs(flash3).forward;
-  const double t = std::clamp(std::log2(head_dim / 64.0), 0.0, 1.0);
-  const double cost = costs[0] + t * (costs[1] - costs[0]);
+  const double cost = costs[0] + toward_wide_head(head_dim) * (costs[1] - costs[0]);
   const double reference = static_cast<double>(kAttentionReferenceSeqLen);
   const double reference_tiles = reference / kKeyTile;
   const double tiles = seq_len / kKeyTile;
@@ -189,8 +195,7 @@ double sliding_window_shape_factor(int64_t head_dim_in, int64_t seq_len_in, int6
 
 double narrow_head_share(int64_t head_dim, double share_at_64) {
   if (head_dim <= 0) return 1.0;
-  const double t = std::clamp(std::log2(static_cast<double>(head_dim) / 64.0), 0.0, 1.0);
-  return share_at_64 + t * (1.0 - share_at_64);
+  return share_at_64 + toward_wide_head(static_cast<double>(head_dim)) * (1.0 - share_at_64);
 }
 
 namespace {

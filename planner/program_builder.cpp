@@ -99,10 +99,7 @@ Program ProgramBuilder::build() {
     // steps run the micro-batches' units in.
     RAGGED_ASSERT(traits_.replicated_params, "the combined step without stages runs over replicated parameters");
     // The split backward's weight gradients (delay_weight_gradients), as a stage keeps them.
-    const auto passes_of_step = static_cast<size_t>(program_.micro_batches * units_);
-    weight_work_.assign(passes_of_step, {});
-    input_gradient_.assign(passes_of_step, 0);
-    stage_grads_.assign(static_cast<size_t>(units_), -1);
+    prepare_split_backward();
     std::vector<GatherPass> passes;
     std::vector<int> units(static_cast<size_t>(units_));
     for (int u = 0; u < units_; ++u) units[static_cast<size_t>(u)] = u;

@@ -104,6 +104,15 @@ void ProgramBuilder::combined_units(const std::vector<int>& forward_units, int f
   const ChunkLayers f = chunk_layers(forward_units, kind_of);
   const ChunkLayers b = chunk_layers(backward_units, kind_of);
   const auto backward_of = [&](int u) { backward_unit(u, bmb, grads_ready, BackwardPart::kWhole); };
+  // A layer's passes alone: the block then its experts, backward the reverse.
+  const auto forward_layer = [&](const ChunkLayers::Layer& layer) {
+    forward_unit(layer.block, fmb);
+    if (layer.experts >= 0) forward_unit(layer.experts, fmb);
+  };
+  const auto backward_layer = [&](const ChunkLayers::Layer& layer) {
+    if (layer.experts >= 0) backward_of(layer.experts);
+    backward_of(layer.block);
+  };
   const auto run = [](const std::function<void()>& step) {
     if (step) step();
   };
@@ -133,14 +142,8 @@ void ProgramBuilder::combined_units(const std::vector<int>& forward_units, int f
     const ChunkLayers::Layer& bl = b.layers[b.layers.size() - 1 - i];
     const bool overlapped = fl.experts >= 0 && bl.experts >= 0 && parts_of(bl.experts, Pass::kBackward).size() == 1;
     if (!overlapped) {  // a dense layer: its passes one after the other
-      in(fwd, [&] {
-        forward_unit(fl.block, fmb);
-        if (fl.experts >= 0) forward_unit(fl.experts, fmb);
-      });
-      in(bwd, [&] {
-        if (bl.experts >= 0) backward_of(bl.experts);
-        backward_of(bl.block);
-      });
+      in(fwd, [&] { forward_layer(fl); });
+      in(bwd, [&] { backward_layer(bl); });
       continue;
     }
     // Compute: the forward's attention and router, the backward's experts,
@@ -172,17 +175,10 @@ void ProgramBuilder::combined_units(const std::vector<int>& forward_units, int f
     in(bwd, [&] { backward_of(bl.block); });
   }
   for (size_t i = pairs; i < b.layers.size(); ++i) {
-    const ChunkLayers::Layer& bl = b.layers[b.layers.size() - 1 - i];
-    in(bwd, [&] {
-      if (bl.experts >= 0) backward_of(bl.experts);
-      backward_of(bl.block);
-    });
+    in(bwd, [&] { backward_layer(b.layers[b.layers.size() - 1 - i]); });
   }
   for (size_t i = pairs; i < f.layers.size(); ++i) {
-    in(fwd, [&] {
-      forward_unit(f.layers[i].block, fmb);
-      if (f.layers[i].experts >= 0) forward_unit(f.layers[i].experts, fmb);
-    });
+    in(fwd, [&] { forward_layer(f.layers[i]); });
   }
   in(fwd, [&] {
     for (int u : f.after) forward_unit(u, fmb);

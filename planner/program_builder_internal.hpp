@@ -409,6 +409,15 @@ class ProgramBuilder {
                        int ctas, std::vector<uint32_t> deps);
   uint32_t overlapped_compute(OpKind kind, int u, int mb, Pass pass, models::UnitPart part, const std::string& name,
                               std::vector<uint32_t> deps, ComputeWork whole, const TpOverlapSides& sides);
+  // Room for a split backward (ZB-H1's W, delayed weight gradients): each
+  // unit's pass of each micro-batch its later weight work and input
+  // gradient, each unit its gradients held over the step.
+  void prepare_split_backward() {
+    const auto passes = static_cast<size_t>(in_.training->gradient_accumulation_steps() * units_);
+    weight_work_.assign(passes, {});
+    input_gradient_.assign(passes, 0);
+    stage_grads_.assign(static_cast<size_t>(units_), -1);
+  }
   std::vector<models::UnitPart> parts_of(int u, Pass pass) const {
     std::vector<models::UnitPart> parts = block_parts(spec(u), *in_.model, mesh_);
     if (pass == Pass::kBackward) std::reverse(parts.begin(), parts.end());

@@ -17,10 +17,7 @@ void ProgramBuilder::prepare_pipeline() {
   actions_ = stage_schedule(p.schedule, static_cast<int>(p.stages->stages), p.stage,
                             in_.training->gradient_accumulation_steps(), static_cast<int>(p.stages->virtual_stages),
                             overlaps_expert_all_to_all() ? 1 : 0);
-  stage_grads_.assign(static_cast<size_t>(units_), -1);
-  const auto passes = static_cast<size_t>(in_.training->gradient_accumulation_steps() * units_);
-  weight_work_.assign(passes, {});
-  input_gradient_.assign(passes, 0);
+  prepare_split_backward();
   last_backward_.assign(static_cast<size_t>(units_), -1);
   accumulations_.assign(static_cast<size_t>(units_), 0);
   for (const PipelineAction& a : actions_) {
